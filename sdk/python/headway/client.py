@@ -1,0 +1,176 @@
+"""A small REST client for Headway's read/submit API, for automation (early-stop
+scripts, sweeps, dashboards in notebooks).
+
+    c = Client()                                  # HEADWAY_SERVER / HEADWAY_URL, token
+    for job in c.list_jobs(state="Running", label={"sweep": "lr"}):
+        pts = c.get_metric(job["name"], "eval_loss", buckets=100)
+        if pts and pts[-1]["value"] > 2.0:
+            c.stop_job(job["name"])
+
+Contract
+--------
+* Server URL: the `url` argument, else HEADWAY_SERVER, else HEADWAY_URL, else
+  http://127.0.0.1:8080. A path prefix in the URL (http://host/headway) is kept.
+* Auth: the `token` argument, else HEADWAY_USER_TOKEN; sent as `Authorization: Bearer`.
+  Without one no Authorization header is sent.
+* Results are the decoded JSON documents (dicts and lists), unwrapped where the server
+  wraps a list: list_jobs() -> [job, ...], get_metric() -> [{"step", "value"}, ...],
+  get_events() -> [event, ...].
+* Errors: every failure raises HeadwayError(status, code, message). `status` is the HTTP
+  status, or None when no response came (connection refused, timeout); then code is
+  "unavailable". A non-2xx response's {"error": {"code", "message"}} body fills code and
+  message (else code is "http_<status>").
+* Retries: GET requests are retried `retries` times (default 2) on connection errors,
+  429 and 5xx, with a short exponential backoff. POSTs (submit, stop) are never retried.
+* Thread safety: a Client may be shared between threads (one connection, serialised).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from urllib.parse import quote, urlencode
+
+from ._transport import Transport
+
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+
+
+class HeadwayError(Exception):
+    """A failed Headway API call: HTTP status (None if no response), code, message."""
+
+    def __init__(self, status: Optional[int], code: str, message: str) -> None:
+        super().__init__("%s %s: %s" % (status if status is not None else "-", code, message))
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+LabelFilter = Union[None, str, Mapping[str, str], Sequence[str]]
+
+
+class Client:
+    def __init__(self, url: Optional[str] = None, token: Optional[str] = None, *,
+                 timeout: float = 30.0, retries: int = 2, backoff: float = 0.2,
+                 env: Optional[Mapping[str, str]] = None) -> None:
+        env = os.environ if env is None else env
+        self.url = (url or env.get("HEADWAY_SERVER") or env.get("HEADWAY_URL")
+                    or DEFAULT_SERVER).strip()
+        token = token if token is not None else env.get("HEADWAY_USER_TOKEN", "")
+        self._headers = {}
+        if token:
+            self._headers["Authorization"] = "Bearer " + token.strip()
+        self._transport = Transport(self.url, timeout)  # ValueError on a bad URL
+        self._retries = max(0, int(retries))
+        self._backoff = backoff
+        self._lock = threading.Lock()
+
+    # -- API ---------------------------------------------------------------------
+
+    def list_jobs(self, *, state: Optional[str] = None, team: Optional[str] = None,
+                  label: LabelFilter = None) -> List[Dict[str, Any]]:
+        """GET /api/v1/jobs. label: "k=v", a list of them, or a {k: v} dict (all must
+        match)."""
+        query: List[Tuple[str, str]] = []
+        if state:
+            query.append(("state", state))
+        if team:
+            query.append(("team", team))
+        if label:
+            if isinstance(label, str):
+                labels = [label]
+            elif isinstance(label, Mapping):
+                labels = ["%s=%s" % (k, v) for k, v in label.items()]
+            else:
+                labels = list(label)
+            query.extend(("label", l) for l in labels)
+        path = "/api/v1/jobs" + ("?" + urlencode(query) if query else "")
+        return self._call("GET", path).get("jobs", [])
+
+    def get_job(self, name: str) -> Dict[str, Any]:
+        """GET /api/v1/jobs/{name}."""
+        return self._call("GET", "/api/v1/jobs/" + _seg(name))
+
+    def submit_job(self, spec: Mapping[str, Any]) -> Dict[str, Any]:
+        """POST /api/v1/jobs with a job spec; returns the created job."""
+        return self._call("POST", "/api/v1/jobs", spec)
+
+    def stop_job(self, name: str) -> Dict[str, Any]:
+        """POST /api/v1/jobs/{name}/stop; returns the job."""
+        return self._call("POST", "/api/v1/jobs/%s/stop" % _seg(name), {})
+
+    def get_metric(self, name: str, metric: str, *, buckets: Optional[int] = None
+                   ) -> List[Dict[str, Any]]:
+        """GET /api/v1/jobs/{name}/metrics/{metric}[?buckets=N] -> points."""
+        path = "/api/v1/jobs/%s/metrics/%s" % (_seg(name), _seg(metric))
+        if buckets is not None:
+            path += "?" + urlencode({"buckets": int(buckets)})
+        return self._call("GET", path).get("points", [])
+
+    def get_events(self, name: str) -> List[Dict[str, Any]]:
+        """GET /api/v1/jobs/{name}/events -> events."""
+        return self._call("GET", "/api/v1/jobs/%s/events" % _seg(name)).get("events", [])
+
+    def close(self) -> None:
+        with self._lock:
+            self._transport.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- plumbing ----------------------------------------------------------------
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        data = None
+        headers = dict(self._headers)
+        if body is not None:
+            data = json.dumps(body, separators=(",", ":")).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        attempts = 1 + (self._retries if method == "GET" else 0)
+        for attempt in range(attempts):
+            last = attempt == attempts - 1
+            try:
+                with self._lock:
+                    status, _, raw = self._transport.request(
+                        method, path, data, headers, idempotent=(method == "GET"))
+            except Exception as e:
+                if last:
+                    raise HeadwayError(None, "unavailable", "%s %s: %s: %s" % (
+                        method, path, type(e).__name__, e)) from e
+                time.sleep(self._backoff * (2 ** attempt))
+                continue
+            if 200 <= status < 300:
+                if not raw.strip():
+                    return {}
+                try:
+                    return json.loads(raw.decode("utf-8"))
+                except ValueError as e:
+                    raise HeadwayError(status, "bad_response",
+                                       "response is not JSON: %s" % e) from e
+            if (status == 429 or status >= 500) and not last:
+                time.sleep(self._backoff * (2 ** attempt))
+                continue
+            raise _error_from(status, raw)
+        raise AssertionError("unreachable")
+
+
+def _seg(s: str) -> str:
+    return quote(str(s), safe="")
+
+
+def _error_from(status: int, raw: bytes) -> HeadwayError:
+    code, message = "http_%d" % status, raw.decode("utf-8", "replace").strip()[:500]
+    try:
+        err = json.loads(raw.decode("utf-8")).get("error")
+        if isinstance(err, dict):
+            code = str(err.get("code") or code)
+            message = str(err.get("message") or message)
+    except Exception:
+        pass
+    return HeadwayError(status, code, message)

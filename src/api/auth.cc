@@ -1,0 +1,64 @@
+#include "api/auth.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include <cassert>
+#include <cctype>
+#include <stdexcept>
+
+namespace headway::api {
+namespace {
+
+std::string Hex(const unsigned char* data, std::size_t n) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  out.reserve(n * 2);
+  for (std::size_t i = 0; i < n; ++i) {
+    out += kDigits[data[i] >> 4];
+    out += kDigits[data[i] & 15];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string NewJobToken() {
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) {
+    // No entropy means no safe token; this is not recoverable.
+    throw std::runtime_error("RAND_bytes failed");
+  }
+  return "hwj_" + Hex(bytes, sizeof bytes);
+}
+
+std::string HashToken(std::string_view token) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  int ok = EVP_Digest(token.data(), token.size(), digest, &length, EVP_sha256(), nullptr);
+  assert(ok == 1);
+  (void)ok;
+  return Hex(digest, length);
+}
+
+bool SameHash(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::string BearerToken(std::string_view header) {
+  constexpr std::string_view kPrefix = "Bearer ";
+  if (header.size() <= kPrefix.size()) return {};
+  for (std::size_t i = 0; i < kPrefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(header[i])) !=
+        std::tolower(static_cast<unsigned char>(kPrefix[i]))) {
+      return {};
+    }
+  }
+  std::string_view token = header.substr(kPrefix.size());
+  while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\r')) token.remove_suffix(1);
+  return std::string(token);
+}
+
+}  // namespace headway::api

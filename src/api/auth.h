@@ -1,0 +1,18 @@
+// Bearer tokens: random, shown once, stored only as a hash.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace headway::api {
+
+// 32 random bytes from the OS, hex-encoded, prefixed "hwj_" for job tokens.
+std::string NewJobToken();
+// SHA-256, hex-encoded.
+std::string HashToken(std::string_view token);
+// Constant-time comparison of two hashes.
+bool SameHash(std::string_view a, std::string_view b);
+// The token of an "Authorization: Bearer <token>" header; empty if absent.
+std::string BearerToken(std::string_view authorization_header);
+
+}  // namespace headway::api

@@ -1,0 +1,284 @@
+#include "api/http_server.h"
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+#include <thread>
+
+namespace headway::api {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using net::awaitable;
+using net::use_awaitable;
+
+std::string ErrorJson(std::string_view code, std::string_view message) {
+  // Hand-built to keep this module free of a JSON dependency; inputs are ours.
+  return std::string(R"({"error":{"code":")") + std::string(code) + R"(","message":")" +
+         std::string(message) + "\"}}";
+}
+
+void ParseTarget(std::string_view target, HttpRequest& req) {
+  auto q = target.find('?');
+  req.path = UrlDecode(target.substr(0, q), false);
+  if (q == std::string_view::npos) return;
+  std::string_view query = target.substr(q + 1);
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    auto eq = pair.find('=');
+    std::string key = UrlDecode(pair.substr(0, eq), true);
+    std::string value = eq == std::string_view::npos ? "" : UrlDecode(pair.substr(eq + 1), true);
+    if (!key.empty()) req.query[key] = value;
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+}
+
+class Server final : public HttpServer {
+ public:
+  Server(HttpServerOptions options, HttpHandler handler)
+      : options_(std::move(options)), handler_(std::move(handler)), acceptor_(io_) {}
+
+  ~Server() override { Stop(); }
+
+  Status Listen() {
+    beast::error_code ec;
+    auto address = net::ip::make_address(options_.address, ec);
+    if (ec) return InvalidArgument("bad listen address '" + options_.address + "'");
+    tcp::endpoint endpoint(address, static_cast<unsigned short>(options_.port));
+    acceptor_.open(endpoint.protocol(), ec);
+    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return Unavailable("cannot listen on " + options_.address + ":" +
+                         std::to_string(options_.port) + ": " + ec.message());
+    }
+    port_ = acceptor_.local_endpoint().port();
+    net::co_spawn(io_, Accept(), net::detached);
+    for (int i = 0; i < std::max(1, options_.threads); ++i) {
+      threads_.emplace_back([this] { io_.run(); });
+    }
+    return Status::Ok();
+  }
+
+  int port() const override { return port_; }
+
+  void Stop() override {
+    if (stopped_.exchange(true)) return;
+    io_.stop();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  awaitable<void> Accept() {
+    for (;;) {
+      beast::error_code ec;
+      tcp::socket socket = co_await acceptor_.async_accept(
+          net::make_strand(io_), net::redirect_error(use_awaitable, ec));
+      if (ec) {
+        if (ec == net::error::operation_aborted) co_return;
+        continue;  // e.g. EMFILE: keep serving the connections we have
+      }
+      net::co_spawn(socket.get_executor(), Session(std::move(socket)), net::detached);
+    }
+  }
+
+  awaitable<void> Session(tcp::socket socket) {
+    auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
+    struct Counter {
+      std::atomic<int>& n;
+      explicit Counter(std::atomic<int>& c) : n(c) { ++n; }
+      ~Counter() { --n; }
+    } counter(connections_);
+    beast::flat_buffer buffer;
+    if (connections_.load() > options_.max_connections) {
+      co_await WriteSimple(*stream, 503, ErrorJson("Unavailable", "too many connections"), false);
+      co_return;
+    }
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(options_.max_body_bytes);
+      parser.header_limit(16 * 1024);
+      stream->expires_after(options_.read_timeout);
+      beast::error_code ec;
+      co_await http::async_read(*stream, buffer, parser, net::redirect_error(use_awaitable, ec));
+      if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+          ec == net::error::operation_aborted || ec == net::error::connection_reset ||
+          ec == net::error::eof) {
+        break;
+      }
+      if (ec == http::error::body_limit) {
+        co_await WriteSimple(*stream, 413,
+                             ErrorJson("PayloadTooLarge",
+                                       "request body exceeds " +
+                                           std::to_string(options_.max_body_bytes) + " bytes"),
+                             false);
+        break;
+      }
+      if (ec == http::error::header_limit) {
+        co_await WriteSimple(*stream, 431,
+                             ErrorJson("InvalidArgument", "request headers too large"), false);
+        break;
+      }
+      if (ec) {
+        co_await WriteSimple(*stream, 400,
+                             ErrorJson("InvalidArgument", "malformed HTTP request"), false);
+        break;
+      }
+      http::request<http::string_body> raw = parser.release();
+      HttpRequest req;
+      req.method = std::string(raw.method_string());
+      ParseTarget(std::string_view(raw.target().data(), raw.target().size()), req);
+      for (const auto& field : raw) {
+        std::string name(field.name_string());
+        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        req.headers[name] = std::string(field.value());
+      }
+      req.body = std::move(raw.body());
+      bool keep_alive = raw.keep_alive();
+
+      HttpResponse resp;
+      try {
+        resp = handler_(req);
+      } catch (const std::exception& e) {
+        resp = {500, "application/json", ErrorJson("Internal", "internal error"), {}, nullptr};
+      }
+      if (resp.stream) {
+        co_await WriteStream(stream, raw.version(), resp);
+        break;
+      }
+      http::response<http::string_body> out{static_cast<http::status>(resp.status),
+                                            raw.version()};
+      out.set(http::field::server, "headway");
+      out.set(http::field::content_type, resp.content_type);
+      for (const auto& [k, v] : resp.headers) out.set(k, v);
+      out.body() = std::move(resp.body);
+      out.keep_alive(keep_alive);
+      out.prepare_payload();
+      co_await http::async_write(*stream, out, net::redirect_error(use_awaitable, ec));
+      if (ec || !keep_alive) break;
+    }
+    beast::error_code ignored;
+    stream->socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  awaitable<void> WriteSimple(beast::tcp_stream& stream, int status, std::string body,
+                              bool keep_alive) {
+    http::response<http::string_body> out{static_cast<http::status>(status), 11};
+    out.set(http::field::server, "headway");
+    out.set(http::field::content_type, "application/json");
+    out.body() = std::move(body);
+    out.keep_alive(keep_alive);
+    out.prepare_payload();
+    stream.expires_after(std::chrono::seconds(10));
+    beast::error_code ec;
+    co_await http::async_write(stream, out, net::redirect_error(use_awaitable, ec));
+  }
+
+  // Streams resp.stream as a chunked body until it completes or the client goes away.
+  awaitable<void> WriteStream(std::shared_ptr<beast::tcp_stream> stream, unsigned version,
+                              HttpResponse& resp) {
+    http::response<http::empty_body> head{static_cast<http::status>(resp.status), version};
+    head.set(http::field::server, "headway");
+    head.set(http::field::content_type, resp.content_type);
+    head.set(http::field::cache_control, "no-cache");
+    for (const auto& [k, v] : resp.headers) head.set(k, v);
+    head.chunked(true);
+    head.keep_alive(false);
+    http::response_serializer<http::empty_body> serializer{head};
+    beast::error_code ec;
+    stream->expires_after(std::chrono::seconds(10));
+    co_await http::async_write_header(*stream, serializer, net::redirect_error(use_awaitable, ec));
+    if (ec) co_return;
+
+    // A pending read notices the client hanging up while we have nothing to send.
+    auto closed = std::make_shared<std::atomic<bool>>(false);
+    net::co_spawn(
+        stream->get_executor(),
+        [stream, closed]() -> awaitable<void> {
+          char byte;
+          beast::error_code read_ec;
+          stream->expires_never();
+          for (;;) {
+            co_await stream->socket().async_read_some(net::buffer(&byte, 1),
+                                                      net::redirect_error(use_awaitable, read_ec));
+            if (read_ec) break;
+          }
+          closed->store(true);
+        },
+        net::detached);
+
+    net::steady_timer timer(stream->get_executor());
+    std::string pending = std::move(resp.body);
+    bool more = true;
+    while (!closed->load()) {
+      if (more) more = resp.stream->Next(pending);
+      if (!pending.empty()) {
+        co_await net::async_write(stream->socket(), http::make_chunk(net::buffer(pending)),
+                                  net::redirect_error(use_awaitable, ec));
+        if (ec) break;
+        pending.clear();
+      }
+      if (!more) {
+        co_await net::async_write(stream->socket(), http::make_chunk_last(),
+                                  net::redirect_error(use_awaitable, ec));
+        break;
+      }
+      timer.expires_after(resp.stream->interval());
+      co_await timer.async_wait(net::redirect_error(use_awaitable, ec));
+    }
+    beast::error_code ignored;
+    stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream->socket().close(ignored);
+  }
+
+  HttpServerOptions options_;
+  HttpHandler handler_;
+  net::io_context io_;
+  tcp::acceptor acceptor_;
+  std::vector<std::thread> threads_;
+  std::atomic<int> connections_{0};
+  std::atomic<bool> stopped_{false};
+  int port_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
+                                                      HttpHandler handler) {
+  auto server = std::make_unique<Server>(options, std::move(handler));
+  HEADWAY_RETURN_IF_ERROR(server->Listen());
+  return std::unique_ptr<HttpServer>(std::move(server));
+}
+
+std::string UrlDecode(std::string_view text, bool plus_is_space) {
+  std::string out;
+  out.reserve(text.size());
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '%' && i + 2 < text.size() &&
+        hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
+      out += static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace headway::api

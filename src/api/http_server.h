@@ -1,0 +1,81 @@
+// A small HTTP/1.1 server on Boost.Beast: keep-alive, a body size limit,
+// read timeouts, and chunked streaming responses (log follow, event streams).
+//
+// Thread safety: the handler is called concurrently from `threads` I/O
+// threads and must be thread-safe. A handler may block (it runs on its
+// connection's thread), but a streaming response's Next() must not: it is
+// polled on the I/O thread every `interval`.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace headway::api {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string path;    // decoded path, no query
+  std::map<std::string, std::string> query;    // decoded; a repeated key keeps the last value
+  std::map<std::string, std::string> headers;  // keys lowercased
+  std::string body;
+
+  std::string Header(const std::string& lowercase_name) const {
+    auto it = headers.find(lowercase_name);
+    return it == headers.end() ? std::string() : it->second;
+  }
+  std::string Query(const std::string& key, std::string fallback = {}) const {
+    auto it = query.find(key);
+    return it == query.end() ? fallback : it->second;
+  }
+};
+
+// A response body produced over time. Next() appends what is new to `out` and
+// returns false once the body is complete. Called on an I/O thread.
+class ResponseStream {
+ public:
+  virtual ~ResponseStream() = default;
+  virtual bool Next(std::string& out) = 0;
+  virtual std::chrono::milliseconds interval() const { return std::chrono::milliseconds(200); }
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::shared_ptr<ResponseStream> stream;  // when set, sent chunked after `body`
+};
+
+using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+struct HttpServerOptions {
+  std::string address = "127.0.0.1";
+  int port = 8080;  // 0: pick a free port; see HttpServer::port()
+  int threads = 4;
+  std::size_t max_body_bytes = 1 << 20;  // larger bodies get 413
+  std::chrono::seconds read_timeout{30};
+  int max_connections = 1024;            // beyond this new connections get 503
+};
+
+class HttpServer {
+ public:
+  // Binds and starts serving; Unavailable if the address cannot be bound.
+  static Result<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
+                                                   HttpHandler handler);
+  virtual ~HttpServer() = default;
+  virtual int port() const = 0;
+  // Stops accepting, closes connections and joins the I/O threads. Idempotent.
+  virtual void Stop() = 0;
+};
+
+// Percent-decoding of URL components ('+' is a space only in queries).
+std::string UrlDecode(std::string_view text, bool plus_is_space);
+
+}  // namespace headway::api

@@ -1,0 +1,52 @@
+#include "api/job_json.h"
+
+#include "core/job_spec_json.h"
+
+namespace headway::api {
+namespace {
+
+nlohmann::json OptionalTime(const std::optional<Time>& t) {
+  return t ? nlohmann::json(FormatRfc3339(*t)) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::json JobToJson(const Job& job, const std::string& pending_reason) {
+  return {
+      {"name", job.name()},
+      {"team", job.spec.team},
+      {"queue", job.spec.queue},
+      {"priority", job.spec.priority},
+      {"state", JobStateName(job.state)},
+      {"reason", job.reason},
+      {"message", job.message},
+      {"pending_reason", pending_reason},
+      {"exit_code", job.exit_code ? nlohmann::json(*job.exit_code) : nlohmann::json(nullptr)},
+      {"restarts", job.restarts},
+      {"gpus", job.spec.resources.gpus()},
+      {"gpu_ids", job.gpu_ids},
+      {"executor", job.executor},
+      {"labels", job.spec.labels},
+      {"created_at", FormatRfc3339(job.created_at)},
+      {"started_at", OptionalTime(job.started_at)},
+      {"finished_at", OptionalTime(job.finished_at)},
+      {"stop_requested_at", OptionalTime(job.stop_requested_at)},
+      {"spec", JobSpecToJson(job.spec)},
+  };
+}
+
+nlohmann::json EventToJson(const JobEvent& event) {
+  return {{"id", event.id},
+          {"time", FormatRfc3339(event.time)},
+          {"type", event.type},
+          {"message", event.message}};
+}
+
+nlohmann::json ErrorToJson(const Status& status) {
+  nlohmann::json error = {{"code", StatusCodeName(status.code())}, {"message", status.message()}};
+  if (!status.field().empty()) error["field"] = status.field();
+  if (status.line()) error["line"] = *status.line();
+  return {{"error", error}};
+}
+
+}  // namespace headway::api

@@ -1,0 +1,17 @@
+// JSON views of jobs and events as the REST API returns them
+// (docs/api/openapi.yaml describes the shapes).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/job.h"
+#include "core/status.h"
+
+namespace headway::api {
+
+nlohmann::json JobToJson(const Job& job, const std::string& pending_reason);
+nlohmann::json EventToJson(const JobEvent& event);
+nlohmann::json ErrorToJson(const Status& status);
+
+}  // namespace headway::api

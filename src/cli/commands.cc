@@ -1,0 +1,368 @@
+#include "cli/commands.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/http_client.h"
+#include "cli/output.h"
+
+namespace headway::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitUnreachable = 3;
+
+struct Options {
+  std::string server;
+  std::string output;  // "", "wide", "json", "yaml", "name"
+  // submit
+  std::string file;
+  // get
+  std::string resource;
+  std::string name;
+  std::string state;
+  std::string team;
+  std::vector<std::string> labels;
+  // logs
+  bool follow = false;
+  int rank = -1;
+  int attempt = -1;
+  // stop
+  std::vector<std::string> names;
+};
+
+std::string UrlEncode(const std::string& s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '=' || c == ',') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+class Client {
+ public:
+  explicit Client(const Options& o) : options_(o), http_(ServerUrl(o)) {}
+
+  static std::string ServerUrl(const Options& o) {
+    if (!o.server.empty()) return o.server;
+    if (const char* env = std::getenv("HEADWAY_SERVER"); env && *env) return env;
+    return "http://127.0.0.1:8080";
+  }
+
+  // Sends a request; prints the error and sets exit_code on failure.
+  std::optional<json> Call(std::string_view method, const std::string& target,
+                           std::string body = {},
+                           std::string_view content_type = "application/json") {
+    auto resp = http_.Request(method, target, std::move(body), content_type);
+    if (!resp.ok()) {
+      std::cerr << "error: " << resp.status().message() << "\n";
+      exit_code = resp.status().code() == StatusCode::kInvalidArgument ? kExitUsage
+                                                                        : kExitUnreachable;
+      return std::nullopt;
+    }
+    auto parsed = json::parse(resp->body, nullptr, /*allow_exceptions=*/false);
+    if (resp->status >= 400) {
+      PrintError(resp->status, parsed, resp->body);
+      exit_code = kExitFailed;
+      return std::nullopt;
+    }
+    if (parsed.is_discarded()) {
+      std::cerr << "error: the server sent a response that is not JSON\n";
+      exit_code = kExitFailed;
+      return std::nullopt;
+    }
+    return parsed;
+  }
+
+  static void PrintError(int status, const json& parsed, const std::string& raw) {
+    if (parsed.is_object() && parsed.contains("error") && parsed["error"].is_object()) {
+      const json& e = parsed["error"];
+      std::cerr << "error: ";
+      if (e.contains("field")) {
+        std::cerr << e["field"].get<std::string>();
+        if (e.contains("line")) std::cerr << " (line " << e["line"].get<int>() << ")";
+        std::cerr << ": ";
+      }
+      std::cerr << e.value("message", raw) << "\n";
+    } else {
+      std::cerr << "error: server answered " << status << ": " << raw << "\n";
+    }
+  }
+
+  HttpClient& http() { return http_; }
+  int exit_code = kExitOk;
+
+ private:
+  const Options& options_;
+  HttpClient http_;
+};
+
+bool PrintStructured(const Options& o, const json& value) {
+  if (o.output == "json") {
+    std::cout << value.dump(2) << "\n";
+    return true;
+  }
+  if (o.output == "yaml") {
+    std::cout << ToYaml(value);
+    return true;
+  }
+  return false;
+}
+
+std::string Or(const json& j, const char* key, const std::string& fallback = "-") {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  if (j[key].is_string()) {
+    std::string s = j[key].get<std::string>();
+    return s.empty() ? fallback : s;
+  }
+  return j[key].dump();
+}
+
+int Submit(const Options& o) {
+  std::string text;
+  if (o.file == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), {});
+  } else {
+    std::ifstream in(o.file);
+    if (!in) {
+      std::cerr << "error: cannot read " << o.file << "\n";
+      return kExitUsage;
+    }
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  Client client(o);
+  auto job = client.Call("POST", "/api/v1/jobs", text, "application/yaml");
+  if (!job) return client.exit_code;
+  if (!PrintStructured(o, *job)) {
+    if (o.output == "name") {
+      std::cout << (*job)["name"].get<std::string>() << "\n";
+    } else {
+      std::cout << "job/" << (*job)["name"].get<std::string>() << " submitted\n";
+    }
+  }
+  return kExitOk;
+}
+
+std::vector<std::string> JobRow(const json& job, bool wide, Time now) {
+  std::string state = job["state"].get<std::string>();
+  std::vector<std::string> row = {job["name"].get<std::string>(), state,
+                                  std::to_string(job["gpus"].get<int>()),
+                                  std::to_string(job["restarts"].get<int>()),
+                                  Age(job["created_at"].get<std::string>(), now)};
+  if (wide) {
+    row.push_back(Or(job, "team"));
+    std::string reason = Or(job, "pending_reason", "");
+    if (reason.empty()) reason = Or(job, "message", "");
+    row.push_back(reason.empty() ? "-" : reason);
+  }
+  return row;
+}
+
+int GetJobs(const Options& o) {
+  Client client(o);
+  if (!o.name.empty()) {
+    auto job = client.Call("GET", "/api/v1/jobs/" + UrlEncode(o.name));
+    if (!job) return client.exit_code;
+    if (PrintStructured(o, *job)) return kExitOk;
+    bool wide = o.output == "wide";
+    std::vector<std::string> header = {"NAME", "STATE", "GPUS", "RESTARTS", "AGE"};
+    if (wide) header.insert(header.end(), {"TEAM", "REASON"});
+    std::cout << FormatTable(header, {JobRow(*job, wide, SystemClock().Now())});
+    return kExitOk;
+  }
+  std::string query;
+  auto add = [&](const std::string& k, const std::string& v) {
+    query += (query.empty() ? "?" : "&") + k + "=" + UrlEncode(v);
+  };
+  if (!o.state.empty()) add("state", o.state);
+  if (!o.team.empty()) add("team", o.team);
+  if (!o.labels.empty()) {
+    std::string joined;
+    for (const auto& l : o.labels) joined += (joined.empty() ? "" : ",") + l;
+    add("label", joined);
+  }
+  auto list = client.Call("GET", "/api/v1/jobs" + query);
+  if (!list) return client.exit_code;
+  if (PrintStructured(o, *list)) return kExitOk;
+  const json& jobs = (*list)["jobs"];
+  if (o.output == "name") {
+    for (const auto& job : jobs) std::cout << job["name"].get<std::string>() << "\n";
+    return kExitOk;
+  }
+  if (jobs.empty()) {
+    std::cerr << "No jobs found.\n";
+    return kExitOk;
+  }
+  bool wide = o.output == "wide";
+  std::vector<std::string> header = {"NAME", "STATE", "GPUS", "RESTARTS", "AGE"};
+  if (wide) header.insert(header.end(), {"TEAM", "REASON"});
+  std::vector<std::vector<std::string>> rows;
+  Time now = SystemClock().Now();
+  for (const auto& job : jobs) rows.push_back(JobRow(job, wide, now));
+  std::cout << FormatTable(header, rows);
+  return kExitOk;
+}
+
+int Describe(const Options& o) {
+  Client client(o);
+  auto job = client.Call("GET", "/api/v1/jobs/" + UrlEncode(o.name));
+  if (!job) return client.exit_code;
+  auto events = client.Call("GET", "/api/v1/jobs/" + UrlEncode(o.name) + "/events");
+  if (!events) return client.exit_code;
+  if (o.output == "json" || o.output == "yaml") {
+    json both = *job;
+    both["events"] = (*events)["events"];
+    PrintStructured(o, both);
+    return kExitOk;
+  }
+  const json& j = *job;
+  const json& spec = j["spec"];
+  std::ostringstream out;
+  auto line = [&](const std::string& k, const std::string& v) {
+    out << k << ":" << std::string(k.size() < 15 ? 15 - k.size() : 1, ' ') << v << "\n";
+  };
+  line("Name", Or(j, "name"));
+  line("Team", Or(j, "team"));
+  line("Priority", Or(j, "priority"));
+  line("State", Or(j, "state"));
+  line("Reason", Or(j, "reason"));
+  if (Or(j, "message", "") != "") line("Message", Or(j, "message"));
+  if (Or(j, "pending_reason", "") != "") line("Pending", Or(j, "pending_reason"));
+  line("Exit code", Or(j, "exit_code"));
+  line("Restarts", Or(j, "restarts") + " (max " +
+                       std::to_string(spec["restart_policy"]["max_restarts"].get<int>()) + ")");
+  std::string command;
+  for (const auto& a : spec["command"]) command += (command.empty() ? "" : " ") + a.get<std::string>();
+  for (const auto& a : spec["args"]) command += " " + a.get<std::string>();
+  line("Command", command);
+  const json& r = spec["resources"];
+  line("Resources", std::to_string(r["nodes"].get<int>()) + " node(s) x " +
+                        std::to_string(r["processes_per_node"].get<int>()) + " process(es) x " +
+                        std::to_string(r["gpus_per_process"].get<int>()) + " GPU(s)");
+  std::string gpu_ids;
+  for (const auto& id : j["gpu_ids"]) gpu_ids += (gpu_ids.empty() ? "" : ",") + id.dump();
+  line("GPU ids", gpu_ids.empty() ? "-" : gpu_ids);
+  line("Time limit", Or(spec, "time_limit", "none"));
+  std::string labels;
+  for (auto it = j["labels"].begin(); it != j["labels"].end(); ++it) {
+    labels += (labels.empty() ? "" : ",") + it.key() + "=" + it.value().get<std::string>();
+  }
+  line("Labels", labels.empty() ? "-" : labels);
+  line("Created", Or(j, "created_at"));
+  line("Started", Or(j, "started_at"));
+  line("Finished", Or(j, "finished_at"));
+  out << "Events:\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& e : (*events)["events"]) {
+    rows.push_back({"  " + e["time"].get<std::string>(), e["type"].get<std::string>(),
+                    e["message"].get<std::string>()});
+  }
+  out << FormatTable({"  TIME", "TYPE", "MESSAGE"}, rows);
+  std::cout << out.str();
+  return kExitOk;
+}
+
+int Logs(const Options& o) {
+  Client client(o);
+  std::string target = "/api/v1/jobs/" + UrlEncode(o.name) + "/logs";
+  std::string query;
+  if (o.rank >= 0) query += "&rank=" + std::to_string(o.rank);
+  if (o.attempt >= 0) query += "&attempt=" + std::to_string(o.attempt);
+  if (o.follow) query += "&follow=true";
+  if (!query.empty()) target += "?" + query.substr(1);
+  std::string error_body;
+  auto status = client.http().Stream(
+      target, [](std::string_view data) { std::cout.write(data.data(), static_cast<std::streamsize>(data.size())).flush(); },
+      error_body);
+  if (!status.ok()) {
+    std::cerr << "error: " << status.status().message() << "\n";
+    return kExitUnreachable;
+  }
+  if (*status >= 400) {
+    Client::PrintError(*status, json::parse(error_body, nullptr, false), error_body);
+    return kExitFailed;
+  }
+  return kExitOk;
+}
+
+int Stop(const Options& o) {
+  Client client(o);
+  int result = kExitOk;
+  for (const auto& name : o.names) {
+    auto job = client.Call("POST", "/api/v1/jobs/" + UrlEncode(name) + "/stop");
+    if (!job) {
+      result = client.exit_code;
+      continue;
+    }
+    std::cout << "job/" << name << " "
+              << ((*job)["state"] == "Stopped" ? "stopped" : "stopping") << "\n";
+  }
+  return result;
+}
+
+void AddOutputFlag(CLI::App* cmd, Options& o, std::vector<std::string> allowed) {
+  cmd->add_option("-o,--output", o.output, "output format")->check(CLI::IsMember(allowed));
+}
+
+}  // namespace
+
+std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<Options>();
+  Options& o = *options;
+  app.add_option("--server", o.server,
+                 "Headway server URL (default: $HEADWAY_SERVER or http://127.0.0.1:8080)");
+
+  auto* submit = app.add_subcommand("submit", "Submit a job from a YAML or JSON spec");
+  submit->add_option("-f,--file", o.file, "job spec file, or - for standard input")->required();
+  AddOutputFlag(submit, o, {"name", "json", "yaml"});
+  submit->callback([&exit_code, &o] { exit_code = Submit(o); });
+
+  auto* get = app.add_subcommand("get", "List resources (jobs)");
+  get->add_option("resource", o.resource, "what to list")
+      ->required()
+      ->check(CLI::IsMember({"jobs", "job"}));
+  get->add_option("name", o.name, "one job's name");
+  get->add_option("--state", o.state, "only jobs in this state (Queued, Running, ...)");
+  get->add_option("--team", o.team, "only this team's jobs");
+  get->add_option("-l,--selector", o.labels, "label filter key=value (repeatable)");
+  AddOutputFlag(get, o, {"wide", "json", "yaml", "name"});
+  get->callback([&exit_code, &o] { exit_code = GetJobs(o); });
+
+  auto* describe = app.add_subcommand("describe", "Show a job in detail, with its events");
+  describe->add_option("resource", o.resource, "job")->required()->check(CLI::IsMember({"job"}));
+  describe->add_option("name", o.name, "job name")->required();
+  AddOutputFlag(describe, o, {"json", "yaml"});
+  describe->callback([&exit_code, &o] { exit_code = Describe(o); });
+
+  auto* logs = app.add_subcommand("logs", "Print a job's output (all ranks, or one)");
+  logs->add_option("name", o.name, "job name")->required();
+  logs->add_flag("-f,--follow", o.follow, "keep printing until the job ends");
+  logs->add_option("--rank", o.rank, "only this rank")->check(CLI::NonNegativeNumber);
+  logs->add_option("--attempt", o.attempt, "an earlier attempt (0 = first run)")
+      ->check(CLI::NonNegativeNumber);
+  logs->callback([&exit_code, &o] { exit_code = Logs(o); });
+
+  auto* stop = app.add_subcommand("stop", "Stop jobs (SIGTERM, then SIGKILL after the grace)");
+  stop->add_option("names", o.names, "job names")->required();
+  stop->callback([&exit_code, &o] { exit_code = Stop(o); });
+  return options;
+}
+
+}  // namespace headway::cli

@@ -1,0 +1,128 @@
+#include "cli/http_client.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <limits>
+
+namespace headway::cli {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+
+}  // namespace
+
+HttpClient::HttpClient(std::string base_url, std::string bearer_token)
+    : base_url_(std::move(base_url)), token_(std::move(bearer_token)) {
+  while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
+}
+
+Status HttpClient::ParseUrl(std::string& host, std::string& port) const {
+  constexpr std::string_view kScheme = "http://";
+  if (base_url_.rfind(kScheme, 0) != 0) {
+    return InvalidArgument("server URL must start with http:// (got '" + base_url_ + "')");
+  }
+  std::string rest = base_url_.substr(kScheme.size());
+  auto slash = rest.find('/');
+  if (slash != std::string::npos) rest = rest.substr(0, slash);
+  auto colon = rest.rfind(':');
+  host = colon == std::string::npos ? rest : rest.substr(0, colon);
+  port = colon == std::string::npos ? "80" : rest.substr(colon + 1);
+  if (host.empty()) return InvalidArgument("server URL has no host: '" + base_url_ + "'");
+  return Status::Ok();
+}
+
+namespace {
+
+Result<beast::tcp_stream> Connect(net::io_context& io, const std::string& host,
+                                  const std::string& port, const std::string& url) {
+  beast::error_code ec;
+  tcp::resolver resolver(io);
+  auto endpoints = resolver.resolve(host, port, ec);
+  if (ec) return Unavailable("cannot resolve " + host + ": " + ec.message());
+  beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::seconds(10));
+  stream.connect(endpoints, ec);
+  if (ec) {
+    return Unavailable("cannot reach the Headway server at " + url + ": " + ec.message() +
+                       " (is `headway server` running? set --server or HEADWAY_SERVER)");
+  }
+  return stream;
+}
+
+}  // namespace
+
+Result<ClientResponse> HttpClient::Request(std::string_view method, std::string_view target,
+                                           std::string body, std::string_view content_type) {
+  std::string host, port;
+  HEADWAY_RETURN_IF_ERROR(ParseUrl(host, port));
+  net::io_context io;
+  auto stream = Connect(io, host, port, base_url_);
+  if (!stream.ok()) return stream.status();
+  http::request<http::string_body> req{http::string_to_verb(beast::string_view(method.data(), method.size())), std::string(target), 11};
+  req.set(http::field::host, host);
+  req.set(http::field::user_agent, "headway-cli");
+  if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
+  if (!body.empty()) req.set(http::field::content_type, std::string(content_type));
+  req.body() = std::move(body);
+  req.prepare_payload();
+  beast::error_code ec;
+  stream->expires_after(std::chrono::seconds(60));
+  http::write(*stream, req, ec);
+  if (ec) return Unavailable("sending request: " + ec.message());
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(256 * 1024 * 1024);
+  http::read(*stream, buffer, parser, ec);
+  if (ec) return Unavailable("reading response: " + ec.message());
+  beast::error_code ignored;
+  stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
+  return ClientResponse{static_cast<int>(parser.get().result_int()), parser.get().body()};
+}
+
+Result<int> HttpClient::Stream(std::string_view target,
+                               const std::function<void(std::string_view)>& on_data,
+                               std::string& error_body) {
+  std::string host, port;
+  HEADWAY_RETURN_IF_ERROR(ParseUrl(host, port));
+  net::io_context io;
+  auto stream = Connect(io, host, port, base_url_);
+  if (!stream.ok()) return stream.status();
+  http::request<http::empty_body> req{http::verb::get, std::string(target), 11};
+  req.set(http::field::host, host);
+  req.set(http::field::user_agent, "headway-cli");
+  if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
+  beast::error_code ec;
+  http::write(*stream, req, ec);
+  if (ec) return Unavailable("sending request: " + ec.message());
+  stream->expires_never();
+
+  beast::flat_buffer buffer;
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+  http::read_header(*stream, buffer, parser, ec);
+  if (ec) return Unavailable("reading response: " + ec.message());
+  int status = static_cast<int>(parser.get().result_int());
+  char chunk[8192];
+  while (!parser.is_done()) {
+    parser.get().body().data = chunk;
+    parser.get().body().size = sizeof chunk;
+    http::read(*stream, buffer, parser, ec);
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) return Unavailable("stream interrupted: " + ec.message());
+    std::size_t n = sizeof chunk - parser.get().body().size;
+    if (n == 0) continue;
+    if (status >= 200 && status < 300) {
+      on_data(std::string_view(chunk, n));
+    } else {
+      error_body.append(chunk, n);
+    }
+  }
+  return status;
+}
+
+}  // namespace headway::cli

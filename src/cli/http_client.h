@@ -1,0 +1,40 @@
+// A blocking HTTP/1.1 client for the CLI (Boost.Beast). One connection per
+// request; the CLI makes few.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace headway::cli {
+
+struct ClientResponse {
+  int status = 0;
+  std::string body;
+};
+
+class HttpClient {
+ public:
+  // `base_url`: "http://host:port". InvalidArgument from Request when malformed.
+  explicit HttpClient(std::string base_url, std::string bearer_token = {});
+
+  // Unavailable (with a hint) when the server cannot be reached.
+  Result<ClientResponse> Request(std::string_view method, std::string_view target,
+                                 std::string body = {},
+                                 std::string_view content_type = "application/json");
+  // GETs `target` and hands each piece of the body to `on_data` as it arrives.
+  // Returns the status once the body ends; a non-2xx body goes to `error_body`.
+  Result<int> Stream(std::string_view target, const std::function<void(std::string_view)>& on_data,
+                     std::string& error_body);
+
+  const std::string& base_url() const { return base_url_; }
+
+ private:
+  Status ParseUrl(std::string& host, std::string& port) const;
+  std::string base_url_;
+  std::string token_;
+};
+
+}  // namespace headway::cli

@@ -1,0 +1,109 @@
+// Domain types of a training job: what the user asked for (JobSpec), where it
+// stands (Job), and what happened to it (JobEvent). Plain values, no I/O.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/time.h"
+
+namespace headway {
+
+struct Resources {
+  int gpus_per_process = 0;
+  int processes_per_node = 1;
+  int nodes = 1;
+
+  int processes() const { return processes_per_node * nodes; }
+  int gpus() const { return gpus_per_process * processes(); }
+};
+
+// What the platform does when a job's progress health turns bad.
+enum class HealthAction { kNotify, kStop };
+
+struct HealthPolicies {
+  HealthAction on_stall = HealthAction::kNotify;
+  HealthAction on_diverge = HealthAction::kNotify;
+  HealthAction on_plateau = HealthAction::kNotify;
+};
+
+struct JobSpec {
+  std::string name;
+  std::string team = "default";
+  std::string queue;  // empty: the team's default queue
+  int priority = 0;
+  std::vector<std::string> command;  // argv[0..]
+  std::vector<std::string> args;     // appended to command
+  std::string working_dir;           // empty: the job's run directory
+  std::map<std::string, std::string> env;
+  Resources resources;
+  int max_restarts = 0;  // restarts on a non-zero exit, not on stop or time limit
+  std::optional<Duration> time_limit;
+  Duration termination_grace = std::chrono::seconds(30);  // SIGTERM → SIGKILL
+  std::map<std::string, std::string> labels;
+  HealthPolicies policies;
+
+  std::vector<std::string> Argv() const;
+};
+
+enum class JobState { kQueued, kStarting, kRunning, kSucceeded, kFailed, kStopped, kPreempted };
+
+std::string_view JobStateName(JobState state);
+std::optional<JobState> ParseJobState(std::string_view name);
+// Succeeded, Failed and Stopped never change again.
+bool IsTerminal(JobState state);
+
+// The platform's view of one job. Persisted by the Store.
+struct Job {
+  JobSpec spec;
+  JobState state = JobState::kQueued;
+  std::string reason;   // CamelCase machine-readable cause, e.g. "ExitCode", "TimeLimitExceeded"
+  std::string message;  // human text for the reason
+  std::optional<int> exit_code;
+  int restarts = 0;     // attempts so far beyond the first
+  std::vector<int> gpu_ids;
+  std::string executor;         // registry name of the executor running it
+  std::string executor_handle;  // the executor's opaque, persisted handle of the running attempt
+  std::string token_hash;       // SHA-256 (hex) of the job's report token
+  std::int64_t submit_seq = 0;  // FIFO order, assigned by the store
+  Time created_at{};
+  std::optional<Time> started_at;
+  std::optional<Time> finished_at;
+  std::optional<Time> stop_requested_at;  // set by stop; cleared on restart
+  std::string stop_reason;                // why the platform or user asked it to stop
+
+  const std::string& name() const { return spec.name; }
+};
+
+struct JobEvent {
+  std::int64_t id = 0;  // assigned by the store
+  std::string job;
+  Time time{};
+  std::string type;  // "Submitted", "StateChanged", "Stopping", "Restarting", ...
+  std::string message;
+};
+
+// A query over jobs, as the API and the store understand it.
+struct JobFilter {
+  std::optional<JobState> state;
+  bool active_only = false;  // not Succeeded, Failed or Stopped
+  std::string team;          // empty: all teams
+  std::map<std::string, std::string> labels;  // all must match
+};
+
+// Where one rank's output of one attempt is kept.
+struct LogFile {
+  std::string job;
+  int attempt = 0;
+  int rank = 0;
+  std::string path;
+};
+
+// Job names are used in URLs, paths and Slurm job names: lowercase DNS labels.
+bool IsValidJobName(std::string_view name);
+
+}  // namespace headway

@@ -1,0 +1,41 @@
+#include "core/job_spec_json.h"
+
+namespace headway {
+namespace {
+
+std::string DurationText(Duration d) {
+  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + "s";
+  return std::to_string(d.count()) + "ms";
+}
+
+const char* ActionText(HealthAction a) { return a == HealthAction::kStop ? "stop" : "notify"; }
+
+}  // namespace
+
+nlohmann::json JobSpecToJson(const JobSpec& spec) {
+  nlohmann::json j = {
+      {"name", spec.name},
+      {"team", spec.team},
+      {"queue", spec.queue},
+      {"priority", spec.priority},
+      {"command", spec.command},
+      {"args", spec.args},
+      {"working_dir", spec.working_dir},
+      {"env", spec.env},
+      {"resources",
+       {{"gpus_per_process", spec.resources.gpus_per_process},
+        {"processes_per_node", spec.resources.processes_per_node},
+        {"nodes", spec.resources.nodes}}},
+      {"restart_policy", {{"max_restarts", spec.max_restarts}}},
+      {"termination_grace", DurationText(spec.termination_grace)},
+      {"labels", spec.labels},
+      {"policies",
+       {{"on_stall", ActionText(spec.policies.on_stall)},
+        {"on_diverge", ActionText(spec.policies.on_diverge)},
+        {"on_plateau", ActionText(spec.policies.on_plateau)}}},
+  };
+  if (spec.time_limit) j["time_limit"] = DurationText(*spec.time_limit);
+  return j;
+}
+
+}  // namespace headway

@@ -1,0 +1,31 @@
+// Parses a job spec document (YAML, or JSON, which is read as YAML flow style).
+//
+//   name: mnist                    # required, lowercase DNS label
+//   team: vision                   # default "default"
+//   queue: ""                      # default: the team's queue
+//   priority: 0                    # higher runs first
+//   command: ["python3", "train.py"]   # a list is argv; a string runs under /bin/sh -c
+//   args: ["--epochs", "3"]
+//   working_dir: /data/mnist
+//   env: {SEED: "1"}
+//   resources: {gpus_per_process: 1, processes_per_node: 2, nodes: 1}
+//   restart_policy: {max_restarts: 2}
+//   time_limit: 2h                 # or seconds as an integer
+//   termination_grace: 30s         # SIGTERM, then SIGKILL after this
+//   labels: {project: demo}
+//   policies: {on_stall: notify, on_diverge: stop, on_plateau: notify}
+//
+// Every error names the field and its 1-based line; unknown fields and wrong
+// types are rejected rather than ignored, so a typo never silently changes a job.
+#pragma once
+
+#include <string_view>
+
+#include "core/job.h"
+#include "core/status.h"
+
+namespace headway {
+
+Result<JobSpec> ParseJobSpec(std::string_view document);
+
+}  // namespace headway

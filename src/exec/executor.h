@@ -1,0 +1,68 @@
+// Executors run job attempts somewhere (this machine, Slurm, Kubernetes) behind
+// one small interface. The server persists the opaque handle Launch returns
+// and hands it back to Poll/Signal, also after a restart, so an executor must
+// be able to re-adopt a running attempt from its handle alone.
+//
+// Thread safety: implementations must allow concurrent calls.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/job.h"
+#include "core/status.h"
+
+namespace headway {
+
+struct LaunchRequest {
+  JobSpec spec;
+  int attempt = 0;            // 0 for the first run, +1 per restart
+  std::vector<int> gpu_ids;   // GPUs granted by the scheduler, gpus() of them
+  std::map<std::string, std::string> platform_env;  // HEADWAY_URL, HEADWAY_JOB, HEADWAY_TOKEN
+  std::string run_dir;        // an empty directory the attempt may own
+};
+
+struct RankLog {
+  int rank = 0;
+  std::string path;  // stdout and stderr of that rank, interleaved as written
+};
+
+struct Launched {
+  std::string handle;
+  std::vector<RankLog> logs;
+};
+
+struct ExecStatus {
+  enum class Phase { kRunning, kExited, kLost };
+  Phase phase = Phase::kRunning;
+  int exit_code = 0;    // kExited: 0 on success, the first failing rank's code otherwise,
+                        // 128+N when killed by signal N
+  std::string message;  // kExited with failure or kLost: what happened, for the user
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+
+  virtual std::string_view Name() const = 0;
+  // Whether this executor can ever run the spec (e.g. node count); checked at submit.
+  virtual Status Admit(const JobSpec& spec) const = 0;
+  virtual Result<Launched> Launch(const LaunchRequest& request) = 0;
+  virtual ExecStatus Poll(const std::string& handle) = 0;
+  // Delivers `signal` to every process of the attempt. Ok if it already ended.
+  virtual Status Signal(const std::string& handle, int signal) = 0;
+};
+
+struct ExecutorOptions {
+  std::string self_executable;  // the headway binary, for helper processes
+};
+
+// The registry: the one place that lists executors. Unknown name: NotFound.
+Result<std::unique_ptr<Executor>> MakeExecutor(std::string_view name,
+                                               const ExecutorOptions& options);
+std::vector<std::string_view> ExecutorNames();
+
+}  // namespace headway

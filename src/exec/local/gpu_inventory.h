@@ -1,0 +1,21 @@
+// What GPUs this machine has.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace headway {
+
+struct GpuDevice {
+  int index = 0;
+  std::string uuid;  // empty for logical GPUs
+  std::string name;
+};
+
+// Real GPUs as listed by `nvidia-smi`; empty when there is none or no driver.
+std::vector<GpuDevice> DetectNvidiaGpus();
+// `count` logical GPUs, for machines without any: they schedule like real ones
+// and CUDA_VISIBLE_DEVICES names their indices.
+std::vector<GpuDevice> LogicalGpus(int count);
+
+}  // namespace headway

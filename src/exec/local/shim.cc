@@ -1,0 +1,179 @@
+// The per-attempt supervisor behind the local executor (see local_executor.h).
+// It runs detached from the server, so it must never depend on it: it reads
+// launch.json, runs the ranks, and leaves result.json behind.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "exec/local/local_executor.h"
+
+namespace headway {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+volatile sig_atomic_t g_terminating = 0;
+void OnTerminate(int) { g_terminating = 1; }
+
+struct Rank {
+  int rank = 0;
+  std::vector<std::string> argv;
+  std::vector<std::string> env;
+  std::string cwd;
+  std::string log;
+  pid_t pid = -1;
+  bool done = false;
+  int exit_code = 0;
+};
+
+int ExitCodeOf(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+pid_t StartRank(Rank& r) {
+  std::vector<char*> argv, envp;
+  for (auto& a : r.argv) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : r.env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  // PATH lookup uses the job's PATH, as a shell would.
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (auto& e : r.env) {
+    if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
+  }
+  pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  // Child (single-threaded process: ordinary calls are fine here).
+  ::signal(SIGTERM, SIG_DFL);
+  int fd = ::open(r.log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd >= 0) {
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::close(fd);
+  }
+  int null_fd = ::open("/dev/null", O_RDONLY);
+  if (null_fd >= 0) ::dup2(null_fd, 0);
+  if (::chdir(r.cwd.c_str()) != 0) {
+    std::fprintf(stderr, "headway: cannot enter working directory %s: %s\n", r.cwd.c_str(),
+                 std::strerror(errno));
+    ::_exit(126);
+  }
+  ::setenv("PATH", path.c_str(), 1);
+  ::execvpe(argv[0], argv.data(), envp.data());
+  std::fprintf(stderr, "headway: cannot run '%s': %s\n", argv[0], std::strerror(errno));
+  ::_exit(errno == ENOENT ? 127 : 126);
+}
+
+bool WriteResult(const fs::path& dir, const json& result) {
+  fs::path tmp = dir / "result.json.tmp";
+  std::string text = result.dump();
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+            ::fsync(fd) == 0;
+  ::close(fd);
+  return ok && ::rename(tmp.c_str(), (dir / "result.json").c_str()) == 0;
+}
+
+}  // namespace
+
+int RunLocalShim(const std::string& run_dir) {
+  std::ifstream in(fs::path(run_dir) / "launch.json");
+  auto launch = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!launch.is_object() || !launch.contains("ranks")) {
+    std::fprintf(stderr, "headway shim: unreadable %s/launch.json\n", run_dir.c_str());
+    return 2;
+  }
+  // The server stops a job by signalling the whole process group; the ranks
+  // act on it, the supervisor outlives them to record how they ended.
+  struct sigaction sa {};
+  sa.sa_handler = OnTerminate;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+
+  std::vector<Rank> ranks;
+  for (const auto& r : launch["ranks"]) {
+    ranks.push_back({r["rank"].get<int>(), r["argv"].get<std::vector<std::string>>(),
+                     r["env"].get<std::vector<std::string>>(), r["cwd"].get<std::string>(),
+                     r["log"].get<std::string>()});
+  }
+  const auto failure_grace = std::chrono::milliseconds(launch.value("failure_grace_ms", 10000));
+  for (Rank& r : ranks) r.pid = StartRank(r);
+
+  // torchrun semantics: when one rank fails, the others are torn down
+  // (SIGTERM, then SIGKILL after the grace period) and the job fails with
+  // the first failing rank's exit code.
+  int first_failed = -1;
+  std::chrono::steady_clock::time_point kill_at{};
+  bool killed = false;
+  std::size_t remaining = ranks.size();
+  while (remaining > 0) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      for (Rank& r : ranks) {
+        if (r.pid != pid || r.done) continue;
+        r.done = true;
+        r.exit_code = ExitCodeOf(status);
+        --remaining;
+        if (r.exit_code != 0 && first_failed < 0) {
+          first_failed = r.rank;
+          for (Rank& other : ranks) {
+            if (!other.done) ::kill(other.pid, SIGTERM);
+          }
+          kill_at = std::chrono::steady_clock::now() + failure_grace;
+        }
+      }
+      continue;
+    }
+    if (pid < 0 && errno == ECHILD) break;
+    if (first_failed >= 0 && !killed && std::chrono::steady_clock::now() >= kill_at) {
+      for (Rank& other : ranks) {
+        if (!other.done) ::kill(other.pid, SIGKILL);
+      }
+      killed = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+
+  json rank_results = json::array();
+  for (const Rank& r : ranks) rank_results.push_back({{"rank", r.rank}, {"exit_code", r.exit_code}});
+  int exit_code = first_failed >= 0 ? ranks[static_cast<std::size_t>(first_failed)].exit_code : 0;
+  std::string message;
+  if (first_failed >= 0) {
+    message = "rank " + std::to_string(first_failed) + " exited with code " +
+              std::to_string(exit_code);
+    if (exit_code > 128) message += " (signal " + std::to_string(exit_code - 128) + ")";
+  }
+  json result = {{"exit_code", exit_code},
+                 {"ranks", rank_results},
+                 {"terminated", g_terminating != 0},
+                 {"message", message}};
+  if (!WriteResult(run_dir, result)) {
+    std::fprintf(stderr, "headway shim: cannot write result.json: %s\n", std::strerror(errno));
+    return 1;
+  }
+  // Leave nothing behind: a rank's background children would otherwise keep
+  // GPUs busy after the job is recorded as finished. This ends the supervisor
+  // too, which is fine now that the result is on disk.
+  if (::getpgrp() == ::getpid()) ::kill(0, SIGKILL);
+  return 0;
+}
+
+}  // namespace headway

@@ -1,0 +1,67 @@
+// `headway`: the server and its command-line client in one binary.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <climits>
+#include <cstring>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "exec/local/local_executor.h"
+#include "server/server.h"
+
+namespace {
+
+std::string SelfExecutable(const char* argv0) {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n > 0) return std::string(buf, static_cast<std::size_t>(n));
+  return argv0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The local executor's per-job supervisor; not for people to call.
+  if (argc == 3 && std::strcmp(argv[1], "shim") == 0) return headway::RunLocalShim(argv[2]);
+
+  CLI::App app{"Headway: run training jobs on a shared GPU pool and see whether they make headway"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "headway 0.1.0");
+  int exit_code = 0;
+
+  headway::ServerConfig server_config;
+  server_config.data_dir = headway::DefaultDataDir();
+  std::string listen = "127.0.0.1:8080";
+  int gpus = -1;
+  auto* server = app.add_subcommand("server", "Run the control plane (SQLite store, local executor)");
+  server->add_option("--listen", listen, "address:port to listen on (port 0 picks one)")
+      ->capture_default_str();
+  server->add_option("--data-dir", server_config.data_dir, "database and job files")
+      ->capture_default_str();
+  server->add_option("--gpus", gpus,
+                     "number of logical GPUs to schedule (default: the GPUs nvidia-smi lists)")
+      ->check(CLI::Range(0, 4096));
+  server->callback([&] {
+    auto colon = listen.rfind(':');
+    if (colon == std::string::npos) throw CLI::ValidationError("--listen", "must be address:port");
+    server_config.listen_address = listen.substr(0, colon);
+    try {
+      server_config.port = std::stoi(listen.substr(colon + 1));
+    } catch (const std::exception&) {
+      throw CLI::ValidationError("--listen", "port must be a number");
+    }
+    if (gpus >= 0) server_config.gpus = gpus;
+    server_config.self_executable = SelfExecutable(argv[0]);
+    exit_code = headway::RunServer(server_config);
+  });
+
+  auto client_state = headway::cli::AddClientCommands(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  return exit_code;
+}

@@ -1,0 +1,318 @@
+#include "server/job_controller.h"
+
+#include <signal.h>
+
+#include <filesystem>
+
+#include "api/auth.h"
+#include "sched/fifo_scheduler.h"
+
+namespace headway {
+
+JobController::JobController(Store& store, Executor& executor, const Clock& clock,
+                             ControllerOptions options)
+    : store_(store), executor_(executor), clock_(clock), options_(std::move(options)) {}
+
+JobEvent JobController::Event(const Job& job, std::string type, std::string message) const {
+  return {0, job.name(), clock_.Now(), std::move(type), std::move(message)};
+}
+
+void JobController::SetState(Job& job, JobState state, std::string reason, std::string message,
+                             std::vector<JobEvent>& events) {
+  std::string text = std::string(JobStateName(job.state)) + " -> " +
+                     std::string(JobStateName(state));
+  if (!message.empty()) text += ": " + message;
+  job.state = state;
+  job.reason = std::move(reason);
+  job.message = std::move(message);
+  if (IsTerminal(state)) job.finished_at = clock_.Now();
+  events.push_back(Event(job, "StateChanged", text));
+}
+
+void JobController::Save(const Job& job, const std::vector<JobEvent>& events) {
+  Status s = store_.SaveJob(job, events);
+  if (!s.ok()) {
+    // The next tick re-reads the store and retries from the persisted state.
+    std::fprintf(stderr, "headway: cannot save job %s: %s\n", job.name().c_str(),
+                 s.ToString().c_str());
+  }
+}
+
+Result<Job> JobController::Submit(JobSpec spec) {
+  HEADWAY_RETURN_IF_ERROR(executor_.Admit(spec));
+  if (spec.resources.gpus() > options_.total_gpus) {
+    return InvalidArgument("the job needs " + std::to_string(spec.resources.gpus()) +
+                           " GPUs but the pool has " + std::to_string(options_.total_gpus) +
+                           " (start the server with --gpus N to add logical GPUs)")
+        .WithField("resources");
+  }
+  Job job;
+  job.spec = std::move(spec);
+  job.state = JobState::kQueued;
+  job.created_at = clock_.Now();
+  job.executor = std::string(executor_.Name());
+  std::lock_guard lock(mu_);
+  HEADWAY_RETURN_IF_ERROR(store_.CreateJob(job, Event(job, "Submitted", "job submitted")));
+  woken_ = true;
+  wake_.notify_all();
+  return job;
+}
+
+Result<Job> JobController::Get(std::string_view name) { return store_.GetJob(name); }
+
+Result<std::vector<Job>> JobController::List(const JobFilter& filter) {
+  return store_.ListJobs(filter);
+}
+
+Result<std::vector<JobEvent>> JobController::Events(std::string_view name,
+                                                    std::int64_t after_id) {
+  auto job = store_.GetJob(name);
+  if (!job.ok()) return job.status();
+  return store_.ListEvents(name, after_id);
+}
+
+Result<std::vector<LogFile>> JobController::LogFiles(std::string_view name) {
+  auto job = store_.GetJob(name);
+  if (!job.ok()) return job.status();
+  return store_.ListLogFiles(name);
+}
+
+std::string JobController::PendingReason(std::string_view name) {
+  std::lock_guard lock(reasons_mu_);
+  auto it = pending_reasons_.find(std::string(name));
+  return it == pending_reasons_.end() ? std::string() : it->second;
+}
+
+Result<Job> JobController::Stop(std::string_view name, std::string why) {
+  std::lock_guard lock(mu_);
+  auto job = store_.GetJob(name);
+  if (!job.ok()) return job.status();
+  if (IsTerminal(job->state)) {
+    return Conflict("job '" + std::string(name) + "' already ended (" +
+                    std::string(JobStateName(job->state)) + ")");
+  }
+  std::vector<JobEvent> events;
+  if (job->stop_requested_at) return job;  // already stopping; stopping is idempotent
+  RequestStop(*job, "Stopped", why, events);
+  Save(*job, events);
+  woken_ = true;
+  wake_.notify_all();
+  return job;
+}
+
+void JobController::RequestStop(Job& job, const std::string& reason, const std::string& why,
+                                std::vector<JobEvent>& events) {
+  job.stop_reason = reason;
+  if (job.state == JobState::kQueued || job.state == JobState::kPreempted ||
+      job.executor_handle.empty()) {
+    SetState(job, JobState::kStopped, reason, why, events);
+    return;
+  }
+  job.stop_requested_at = clock_.Now();
+  events.push_back(Event(job, "Stopping",
+                         why + "; SIGTERM sent, SIGKILL after " +
+                             FormatDuration(job.spec.termination_grace)));
+  Status s = executor_.Signal(job.executor_handle, SIGTERM);
+  if (!s.ok()) events.push_back(Event(job, "Warning", "SIGTERM failed: " + s.message()));
+  job.message = why;
+}
+
+void JobController::FinishAttempt(Job& job, const ExecStatus& status,
+                                  std::vector<JobEvent>& events) {
+  killed_.erase(job.name());
+  job.exit_code = status.phase == ExecStatus::Phase::kExited
+                      ? std::optional<int>(status.exit_code)
+                      : std::nullopt;
+  job.executor_handle.clear();
+  job.gpu_ids.clear();
+  if (job.stop_requested_at) {
+    // Time limits fail a job (as Slurm's TIMEOUT does); other stops are Stopped.
+    bool timed_out = job.stop_reason == "TimeLimitExceeded";
+    SetState(job, timed_out ? JobState::kFailed : JobState::kStopped, job.stop_reason,
+             job.message, events);
+    return;
+  }
+  if (status.phase == ExecStatus::Phase::kLost) {
+    SetState(job, JobState::kFailed, "Lost", status.message, events);
+    return;
+  }
+  if (status.exit_code == 0) {
+    SetState(job, JobState::kSucceeded, "Completed", "", events);
+    return;
+  }
+  std::string what = status.message.empty()
+                         ? "exited with code " + std::to_string(status.exit_code)
+                         : status.message;
+  if (job.restarts < job.spec.max_restarts) {
+    job.restarts += 1;
+    SetState(job, JobState::kQueued, "Restarting",
+             what + "; restart " + std::to_string(job.restarts) + " of " +
+                 std::to_string(job.spec.max_restarts),
+             events);
+    job.started_at.reset();
+    return;
+  }
+  SetState(job, JobState::kFailed, "ExitCode", what, events);
+}
+
+void JobController::PollAttempt(Job& job, std::vector<JobEvent>& events) {
+  ExecStatus status = executor_.Poll(job.executor_handle);
+  if (status.phase == ExecStatus::Phase::kRunning) return;
+  FinishAttempt(job, status, events);
+}
+
+void JobController::EnforceDeadlines(Job& job, std::vector<JobEvent>& events) {
+  Time now = clock_.Now();
+  if (!job.stop_requested_at && job.spec.time_limit && job.started_at &&
+      now - *job.started_at >= *job.spec.time_limit) {
+    RequestStop(job, "TimeLimitExceeded",
+                "ran past its time limit of " + FormatDuration(*job.spec.time_limit), events);
+    return;
+  }
+  if (job.stop_requested_at && !killed_.count(job.name()) &&
+      now - *job.stop_requested_at >= job.spec.termination_grace) {
+    Status s = executor_.Signal(job.executor_handle, SIGKILL);
+    events.push_back(Event(job, "Killed",
+                           s.ok() ? "still running after its termination grace; SIGKILL sent"
+                                  : "SIGKILL failed: " + s.message()));
+    killed_.insert(job.name());
+  }
+}
+
+Status JobController::Reconcile() {
+  std::lock_guard lock(mu_);
+  JobFilter filter;
+  filter.active_only = true;
+  auto jobs = store_.ListJobs(filter);
+  if (!jobs.ok()) return jobs.status();
+  for (Job& job : *jobs) {
+    std::vector<JobEvent> events;
+    if (job.state == JobState::kStarting ||
+        (job.state == JobState::kRunning && job.executor_handle.empty())) {
+      // The server stopped between choosing the job and launching it.
+      job.gpu_ids.clear();
+      SetState(job, JobState::kQueued, "Requeued", "the server restarted before launch", events);
+    } else if (job.state == JobState::kRunning) {
+      ExecStatus status = executor_.Poll(job.executor_handle);
+      if (status.phase == ExecStatus::Phase::kRunning) {
+        events.push_back(Event(job, "Readopted", "server restarted; the job kept running"));
+      } else {
+        events.push_back(Event(job, "Reconciled", "the attempt ended while the server was down"));
+        FinishAttempt(job, status, events);
+      }
+    }
+    if (!events.empty()) Save(job, events);
+  }
+  return Status::Ok();
+}
+
+void JobController::Tick() {
+  std::lock_guard lock(mu_);
+  JobFilter filter;
+  filter.active_only = true;
+  auto jobs = store_.ListJobs(filter);
+  if (!jobs.ok()) {
+    std::fprintf(stderr, "headway: cannot list jobs: %s\n", jobs.status().ToString().c_str());
+    return;
+  }
+  for (Job& job : *jobs) {
+    if (job.state != JobState::kRunning) continue;
+    std::vector<JobEvent> events;
+    PollAttempt(job, events);
+    if (job.state == JobState::kRunning) EnforceDeadlines(job, events);
+    if (!events.empty()) Save(job, events);
+  }
+  Schedule(*jobs);
+}
+
+void JobController::Schedule(std::vector<Job>& active) {
+  std::vector<bool> used(static_cast<std::size_t>(options_.total_gpus), false);
+  std::vector<sched::PendingJob> pending;
+  for (const Job& job : active) {
+    if (job.state == JobState::kRunning || job.state == JobState::kStarting) {
+      for (int id : job.gpu_ids) {
+        if (id >= 0 && id < options_.total_gpus) used[static_cast<std::size_t>(id)] = true;
+      }
+    } else if (job.state == JobState::kQueued) {
+      pending.push_back({job.name(), job.spec.resources.gpus(), job.spec.priority, job.submit_seq});
+    }
+  }
+  std::vector<int> free;
+  for (int id = 0; id < options_.total_gpus; ++id) {
+    if (!used[static_cast<std::size_t>(id)]) free.push_back(id);
+  }
+  sched::Decision decision = sched::ScheduleFifo(pending, free, options_.total_gpus);
+  {
+    std::lock_guard lock(reasons_mu_);
+    pending_reasons_ = decision.pending_reasons;
+  }
+  for (auto& placement : decision.starts) {
+    for (Job& job : active) {
+      if (job.name() == placement.job) StartJob(job, std::move(placement.gpu_ids));
+    }
+  }
+}
+
+void JobController::StartJob(Job& job, std::vector<int> gpu_ids) {
+  std::vector<JobEvent> events;
+  job.gpu_ids = std::move(gpu_ids);
+  job.stop_requested_at.reset();
+  job.stop_reason.clear();
+  job.exit_code.reset();
+  SetState(job, JobState::kStarting, "Scheduled", "", events);
+  Save(job, events);
+  events.clear();
+
+  std::string token = api::NewJobToken();
+  LaunchRequest request;
+  request.spec = job.spec;
+  request.attempt = job.restarts;
+  request.gpu_ids = job.gpu_ids;
+  request.platform_env = {{"HEADWAY_URL", options_.advertise_url},
+                          {"HEADWAY_JOB", job.name()},
+                          {"HEADWAY_TOKEN", token}};
+  request.run_dir = (std::filesystem::path(options_.data_dir) / "jobs" / job.name() /
+                     ("attempt-" + std::to_string(job.restarts)))
+                        .string();
+  auto launched = executor_.Launch(request);
+  if (!launched.ok()) {
+    job.gpu_ids.clear();
+    SetState(job, JobState::kFailed, "LaunchFailed", launched.status().message(), events);
+    Save(job, events);
+    return;
+  }
+  for (const RankLog& log : launched->logs) {
+    Status s = store_.AddLogFile({job.name(), job.restarts, log.rank, log.path});
+    if (!s.ok()) events.push_back(Event(job, "Warning", "log index: " + s.message()));
+  }
+  job.executor_handle = launched->handle;
+  job.token_hash = api::HashToken(token);
+  job.started_at = clock_.Now();
+  std::string where = job.gpu_ids.empty() ? "no GPUs" : "GPUs " + [&] {
+    std::string ids;
+    for (int id : job.gpu_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    return ids;
+  }();
+  SetState(job, JobState::kRunning, "Started",
+           std::to_string(job.spec.resources.processes()) + " process(es) on " + where, events);
+  Save(job, events);
+}
+
+void JobController::RunLoop(Duration period) {
+  std::unique_lock lock(mu_);
+  while (!shutdown_) {
+    lock.unlock();
+    Tick();
+    lock.lock();
+    wake_.wait_for(lock, period, [this] { return shutdown_ || woken_; });
+    woken_ = false;
+  }
+}
+
+void JobController::Shutdown() {
+  std::lock_guard lock(mu_);
+  shutdown_ = true;
+  wake_.notify_all();
+}
+
+}  // namespace headway

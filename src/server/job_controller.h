@@ -1,0 +1,84 @@
+// The job lifecycle: queues submitted jobs, asks the scheduler what to start,
+// launches through the executor, watches attempts to their end, applies
+// restart policy, stop requests, grace periods and time limits.
+//
+// Every transition is written to the Store (with an event) before it is acted
+// on, so after a crash Reconcile() finds each job where it left it: running
+// attempts are re-adopted through their executor handle, attempts that ended
+// meanwhile are finalised, launches that never happened are queued again.
+//
+// Thread safety: all public methods are thread-safe. Tick() is called by one
+// background loop; Submit/Stop wake it.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/job_service.h"
+#include "core/time.h"
+#include "exec/executor.h"
+#include "store/store.h"
+
+namespace headway {
+
+struct ControllerOptions {
+  int total_gpus = 0;         // size of the GPU pool; GPU ids are 0..total_gpus-1
+  std::string data_dir;       // run directories live under data_dir/jobs/NAME/attempt-N
+  std::string advertise_url;  // HEADWAY_URL given to jobs
+};
+
+class JobController final : public api::JobService {
+ public:
+  // `store`, `executor` and `clock` must outlive the controller.
+  JobController(Store& store, Executor& executor, const Clock& clock, ControllerOptions options);
+
+  // Call once at start-up, before the first Tick.
+  Status Reconcile();
+  // One pass of the control loop: poll attempts, enforce deadlines, schedule.
+  void Tick();
+  // Runs Tick until Shutdown(), every `period` or sooner when woken.
+  void RunLoop(Duration period);
+  void Shutdown();
+
+  Result<Job> Submit(JobSpec spec) override;
+  Result<Job> Get(std::string_view name) override;
+  Result<std::vector<Job>> List(const JobFilter& filter) override;
+  Result<Job> Stop(std::string_view name, std::string why) override;
+  Result<std::vector<JobEvent>> Events(std::string_view name, std::int64_t after_id) override;
+  Result<std::vector<LogFile>> LogFiles(std::string_view name) override;
+  std::string PendingReason(std::string_view name) override;
+
+ private:
+  // Each returns events to persist with the job; callers hold mu_.
+  void PollAttempt(Job& job, std::vector<JobEvent>& events);
+  void FinishAttempt(Job& job, const ExecStatus& status, std::vector<JobEvent>& events);
+  void EnforceDeadlines(Job& job, std::vector<JobEvent>& events);
+  void Schedule(std::vector<Job>& active);
+  void StartJob(Job& job, std::vector<int> gpu_ids);
+  void RequestStop(Job& job, const std::string& reason, const std::string& why,
+                   std::vector<JobEvent>& events);
+  void SetState(Job& job, JobState state, std::string reason, std::string message,
+                std::vector<JobEvent>& events);
+  JobEvent Event(const Job& job, std::string type, std::string message) const;
+  void Save(const Job& job, const std::vector<JobEvent>& events);
+
+  Store& store_;
+  Executor& executor_;
+  const Clock& clock_;
+  const ControllerOptions options_;
+
+  std::mutex mu_;  // serialises every job mutation
+  std::condition_variable wake_;
+  bool shutdown_ = false;                          // guarded by mu_
+  bool woken_ = false;                             // guarded by mu_
+  std::set<std::string> killed_;                   // guarded by mu_: SIGKILL already sent
+  std::mutex reasons_mu_;
+  std::map<std::string, std::string> pending_reasons_;  // guarded by reasons_mu_
+};
+
+}  // namespace headway

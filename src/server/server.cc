@@ -1,0 +1,118 @@
+#include "server/server.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "api/http_server.h"
+#include "api/rest_api.h"
+#include "exec/executor.h"
+#include "exec/local/gpu_inventory.h"
+#include "server/job_controller.h"
+#include "store/store.h"
+
+namespace headway {
+
+std::string DefaultDataDir() {
+  if (const char* dir = std::getenv("HEADWAY_DATA_DIR"); dir && *dir) return dir;
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) {
+    return (std::filesystem::path(xdg) / "headway").string();
+  }
+  const char* home = std::getenv("HOME");
+  return (std::filesystem::path(home && *home ? home : ".") / ".local/share/headway").string();
+}
+
+int RunServer(const ServerConfig& config) {
+  std::error_code ec;
+  std::filesystem::create_directories(config.data_dir, ec);
+  if (ec) {
+    spdlog::error("cannot create data directory {}: {}", config.data_dir, ec.message());
+    return 1;
+  }
+  std::string db_path = (std::filesystem::path(config.data_dir) / "headway.db").string();
+  auto store = OpenSqliteStore(db_path);
+  if (!store.ok()) {
+    spdlog::error("{}", store.status().ToString());
+    return 1;
+  }
+  auto executor = MakeExecutor(config.executor, {config.self_executable});
+  if (!executor.ok()) {
+    spdlog::error("{}", executor.status().ToString());
+    return 2;
+  }
+
+  int gpus = 0;
+  if (config.gpus) {
+    gpus = *config.gpus;
+    spdlog::info("GPU pool: {} logical GPU(s) (--gpus)", gpus);
+  } else {
+    auto detected = DetectNvidiaGpus();
+    gpus = static_cast<int>(detected.size());
+    for (const auto& g : detected) spdlog::info("GPU {}: {} {}", g.index, g.name, g.uuid);
+    if (gpus == 0) spdlog::info("no GPUs found; jobs that request GPUs are refused (--gpus N adds logical ones)");
+  }
+
+  // Block the stop signals in every thread; the main thread waits for them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A client hanging up mid-write must not kill the server.
+  signal(SIGPIPE, SIG_IGN);
+
+  SystemClock clock;
+  ControllerOptions options;
+  options.total_gpus = gpus;
+  options.data_dir = config.data_dir;
+
+  // Bind first, so the URL handed to jobs names the real port; requests that
+  // arrive before the controller exists get 503.
+  std::unique_ptr<JobController> controller;
+  api::HttpHandler api_handler;
+  std::atomic<const api::HttpHandler*> ready{nullptr};
+  auto server = api::HttpServer::Start(
+      {config.listen_address, config.port, config.http_threads, config.max_body_bytes},
+      [&ready](const api::HttpRequest& req) {
+        const api::HttpHandler* handler = ready.load();
+        if (handler == nullptr) {
+          return api::HttpResponse{503, "application/json",
+                                   R"({"error":{"code":"Unavailable","message":"starting"}})",
+                                   {}, nullptr};
+        }
+        return (*handler)(req);
+      });
+  if (!server.ok()) {
+    spdlog::error("{}", server.status().ToString());
+    return 1;
+  }
+  std::string host = config.listen_address == "0.0.0.0" ? "127.0.0.1" : config.listen_address;
+  options.advertise_url = "http://" + host + ":" + std::to_string((*server)->port());
+  controller = std::make_unique<JobController>(**store, **executor, clock, options);
+  api_handler = api::MakeRestApi(*controller);
+  ready.store(&api_handler);
+
+  Status reconciled = controller->Reconcile();
+  if (!reconciled.ok()) {
+    spdlog::error("recovery failed: {}", reconciled.ToString());
+    return 1;
+  }
+  std::thread loop([&] { controller->RunLoop(std::chrono::milliseconds(200)); });
+  spdlog::info("headway server listening on {} (data: {}, executor: {})", options.advertise_url,
+               config.data_dir, config.executor);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  spdlog::info("received {}, shutting down; running jobs keep running", strsignal(sig));
+  (*server)->Stop();
+  controller->Shutdown();
+  loop.join();
+  return 0;
+}
+
+}  // namespace headway

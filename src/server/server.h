@@ -1,0 +1,29 @@
+// `headway server`: wires the store, executor, controller and HTTP API
+// together and runs until SIGINT/SIGTERM. Jobs are not stopped when the
+// server stops: they run on and are re-adopted by the next start.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace headway {
+
+struct ServerConfig {
+  std::string listen_address = "127.0.0.1";
+  int port = 8080;               // 0: any free port (printed at start)
+  std::string data_dir;          // SQLite file and job run directories
+  std::optional<int> gpus;       // logical GPU count; default: the GPUs nvidia-smi lists
+  std::string executor = "local";
+  std::string self_executable;   // this binary, for the local executor's supervisor
+  int http_threads = 4;
+  std::size_t max_body_bytes = 1 << 20;
+};
+
+// The default data directory: $HEADWAY_DATA_DIR, else $XDG_DATA_HOME/headway,
+// else ~/.local/share/headway.
+std::string DefaultDataDir();
+
+// Returns the process exit code.
+int RunServer(const ServerConfig& config);
+
+}  // namespace headway

@@ -1,0 +1,330 @@
+#include <sqlite3.h>
+
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "core/job_spec_json.h"
+#include "core/job_spec_parser.h"
+#include "store/sqlite/statement.h"
+#include "store/store.h"
+
+namespace headway {
+namespace {
+
+using internal::Statement;
+
+// Each entry upgrades the schema by one version; never edit a released entry.
+const char* const kMigrations[] = {
+    // v1: jobs, events, log index.
+    R"sql(
+    CREATE TABLE jobs (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      name TEXT NOT NULL UNIQUE,
+      team TEXT NOT NULL,
+      spec TEXT NOT NULL,
+      state TEXT NOT NULL,
+      reason TEXT NOT NULL DEFAULT '',
+      message TEXT NOT NULL DEFAULT '',
+      exit_code INTEGER,
+      restarts INTEGER NOT NULL DEFAULT 0,
+      gpu_ids TEXT NOT NULL DEFAULT '[]',
+      executor TEXT NOT NULL DEFAULT '',
+      executor_handle TEXT NOT NULL DEFAULT '',
+      token_hash TEXT NOT NULL DEFAULT '',
+      created_at INTEGER NOT NULL,
+      started_at INTEGER,
+      finished_at INTEGER,
+      stop_requested_at INTEGER,
+      stop_reason TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX jobs_state ON jobs(state);
+    CREATE TABLE job_events (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      job TEXT NOT NULL,
+      time INTEGER NOT NULL,
+      type TEXT NOT NULL,
+      message TEXT NOT NULL
+    );
+    CREATE INDEX job_events_job ON job_events(job, id);
+    CREATE TABLE job_logs (
+      job TEXT NOT NULL,
+      attempt INTEGER NOT NULL,
+      rank INTEGER NOT NULL,
+      path TEXT NOT NULL,
+      PRIMARY KEY (job, attempt, rank)
+    );
+    )sql",
+};
+
+constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
+
+bool IsActive(JobState s) { return !IsTerminal(s); }
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(sqlite3* db) : db_(db) {}
+  ~SqliteStore() override { sqlite3_close(db_); }
+
+  Status Migrate() {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=WAL"));
+    // FULL: a committed submit survives power loss, not just a process crash.
+    HEADWAY_RETURN_IF_ERROR(Exec("PRAGMA synchronous=FULL"));
+    HEADWAY_RETURN_IF_ERROR(Exec("PRAGMA foreign_keys=ON"));
+    Statement version(db_, "PRAGMA user_version");
+    if (!version.Step()) return Unavailable("cannot read schema version: " + LastError());
+    int current = version.ColumnInt(0);
+    if (current > kSchemaVersion) {
+      return Internal("database schema v" + std::to_string(current) +
+                      " is newer than this Headway (v" + std::to_string(kSchemaVersion) + ")");
+    }
+    for (int v = current; v < kSchemaVersion; ++v) {
+      HEADWAY_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+      Status s = Exec(kMigrations[v]);
+      if (s.ok()) s = Exec("PRAGMA user_version=" + std::to_string(v + 1));
+      if (!s.ok()) {
+        (void)Exec("ROLLBACK");
+        return s;
+      }
+      HEADWAY_RETURN_IF_ERROR(Exec("COMMIT"));
+    }
+    return Status::Ok();
+  }
+
+  Status CreateJob(Job& job, const JobEvent& submitted) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    Statement exists(db_, "SELECT 1 FROM jobs WHERE name = ?");
+    exists.Bind(1, job.name());
+    if (exists.Step()) {
+      (void)Exec("ROLLBACK");
+      return Conflict("job '" + job.name() + "' already exists");
+    }
+    Statement insert(db_,
+                     "INSERT INTO jobs (name, team, spec, state, created_at, token_hash) "
+                     "VALUES (?, ?, ?, ?, ?, ?)");
+    insert.Bind(1, job.name());
+    insert.Bind(2, job.spec.team);
+    insert.Bind(3, JobSpecToJson(job.spec).dump());
+    insert.Bind(4, std::string(JobStateName(job.state)));
+    insert.Bind(5, ToUnixMillis(job.created_at));
+    insert.Bind(6, job.token_hash);
+    if (!insert.Run()) return Rollback("insert job");
+    job.submit_seq = sqlite3_last_insert_rowid(db_);
+    Status s = WriteJob(job);
+    if (s.ok()) s = WriteEvents({submitted});
+    if (!s.ok()) return Rollback(s.message());
+    return Commit();
+  }
+
+  Status SaveJob(const Job& job, const std::vector<JobEvent>& events) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    Status s = WriteJob(job);
+    if (s.ok() && sqlite3_changes(db_) == 0) s = NotFound("job '" + job.name() + "' not found");
+    if (s.ok()) s = WriteEvents(events);
+    if (!s.ok()) {
+      (void)Exec("ROLLBACK");
+      return s;
+    }
+    return Commit();
+  }
+
+  Result<Job> GetJob(std::string_view name) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, std::string(kSelectJob) + " WHERE name = ?");
+    q.Bind(1, std::string(name));
+    if (!q.Step()) {
+      if (q.failed()) return Unavailable("read job: " + LastError());
+      return NotFound("job '" + std::string(name) + "' not found");
+    }
+    return ReadJob(q);
+  }
+
+  Result<std::vector<Job>> ListJobs(const JobFilter& filter) override {
+    std::lock_guard lock(mu_);
+    std::string sql = std::string(kSelectJob) + " WHERE 1=1";
+    if (filter.state) sql += " AND state = ?1";
+    if (!filter.team.empty()) sql += " AND team = ?2";
+    sql += " ORDER BY seq";
+    Statement q(db_, sql);
+    if (filter.state) q.Bind(1, std::string(JobStateName(*filter.state)));
+    if (!filter.team.empty()) q.Bind(2, filter.team);
+    std::vector<Job> jobs;
+    while (q.Step()) {
+      auto job = ReadJob(q);
+      if (!job.ok()) return job.status();
+      if (filter.active_only && !IsActive(job->state)) continue;
+      bool labels_match = true;
+      for (const auto& [k, v] : filter.labels) {
+        auto it = job->spec.labels.find(k);
+        labels_match = labels_match && it != job->spec.labels.end() && it->second == v;
+      }
+      if (labels_match) jobs.push_back(std::move(job.value()));
+    }
+    if (q.failed()) return Unavailable("list jobs: " + LastError());
+    return jobs;
+  }
+
+  Result<std::vector<JobEvent>> ListEvents(std::string_view job, std::int64_t after_id) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_,
+                "SELECT id, job, time, type, message FROM job_events WHERE job = ? AND id > ? "
+                "ORDER BY id");
+    q.Bind(1, std::string(job));
+    q.Bind(2, after_id);
+    std::vector<JobEvent> events;
+    while (q.Step()) {
+      events.push_back({q.ColumnInt64(0), q.ColumnText(1), FromUnixMillis(q.ColumnInt64(2)),
+                        q.ColumnText(3), q.ColumnText(4)});
+    }
+    if (q.failed()) return Unavailable("list events: " + LastError());
+    return events;
+  }
+
+  Status AddLogFile(const LogFile& log) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_,
+                "INSERT OR REPLACE INTO job_logs (job, attempt, rank, path) VALUES (?, ?, ?, ?)");
+    q.Bind(1, log.job);
+    q.Bind(2, log.attempt);
+    q.Bind(3, log.rank);
+    q.Bind(4, log.path);
+    if (!q.Run()) return Unavailable("add log file: " + LastError());
+    return Status::Ok();
+  }
+
+  Result<std::vector<LogFile>> ListLogFiles(std::string_view job) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_,
+                "SELECT job, attempt, rank, path FROM job_logs WHERE job = ? "
+                "ORDER BY attempt, rank");
+    q.Bind(1, std::string(job));
+    std::vector<LogFile> logs;
+    while (q.Step()) {
+      logs.push_back({q.ColumnText(0), q.ColumnInt(1), q.ColumnInt(2), q.ColumnText(3)});
+    }
+    if (q.failed()) return Unavailable("list log files: " + LastError());
+    return logs;
+  }
+
+ private:
+  static constexpr const char* kSelectJob =
+      "SELECT seq, spec, state, reason, message, exit_code, restarts, gpu_ids, executor, "
+      "executor_handle, token_hash, created_at, started_at, finished_at, stop_requested_at, "
+      "stop_reason FROM jobs";
+
+  Result<Job> ReadJob(Statement& q) {
+    Job job;
+    job.submit_seq = q.ColumnInt64(0);
+    auto spec = ParseJobSpec(q.ColumnText(1));
+    if (!spec.ok()) return Internal("stored spec is unreadable: " + spec.status().ToString());
+    job.spec = std::move(spec.value());
+    auto state = ParseJobState(q.ColumnText(2));
+    if (!state) return Internal("stored state is unknown: " + q.ColumnText(2));
+    job.state = *state;
+    job.reason = q.ColumnText(3);
+    job.message = q.ColumnText(4);
+    if (!q.IsNull(5)) job.exit_code = q.ColumnInt(5);
+    job.restarts = q.ColumnInt(6);
+    job.gpu_ids = nlohmann::json::parse(q.ColumnText(7)).get<std::vector<int>>();
+    job.executor = q.ColumnText(8);
+    job.executor_handle = q.ColumnText(9);
+    job.token_hash = q.ColumnText(10);
+    job.created_at = FromUnixMillis(q.ColumnInt64(11));
+    if (!q.IsNull(12)) job.started_at = FromUnixMillis(q.ColumnInt64(12));
+    if (!q.IsNull(13)) job.finished_at = FromUnixMillis(q.ColumnInt64(13));
+    if (!q.IsNull(14)) job.stop_requested_at = FromUnixMillis(q.ColumnInt64(14));
+    job.stop_reason = q.ColumnText(15);
+    return job;
+  }
+
+  Status WriteJob(const Job& job) {
+    Statement q(db_,
+                "UPDATE jobs SET team=?, spec=?, state=?, reason=?, message=?, exit_code=?, "
+                "restarts=?, gpu_ids=?, executor=?, executor_handle=?, token_hash=?, "
+                "started_at=?, finished_at=?, stop_requested_at=?, stop_reason=? WHERE name=?");
+    q.Bind(1, job.spec.team);
+    q.Bind(2, JobSpecToJson(job.spec).dump());
+    q.Bind(3, std::string(JobStateName(job.state)));
+    q.Bind(4, job.reason);
+    q.Bind(5, job.message);
+    q.BindOptional(6, job.exit_code ? std::optional<std::int64_t>(*job.exit_code) : std::nullopt);
+    q.Bind(7, job.restarts);
+    q.Bind(8, nlohmann::json(job.gpu_ids).dump());
+    q.Bind(9, job.executor);
+    q.Bind(10, job.executor_handle);
+    q.Bind(11, job.token_hash);
+    q.BindOptional(12, Millis(job.started_at));
+    q.BindOptional(13, Millis(job.finished_at));
+    q.BindOptional(14, Millis(job.stop_requested_at));
+    q.Bind(15, job.stop_reason);
+    q.Bind(16, job.name());
+    if (!q.Run()) return Unavailable("write job: " + LastError());
+    return Status::Ok();
+  }
+
+  Status WriteEvents(const std::vector<JobEvent>& events) {
+    for (const JobEvent& e : events) {
+      Statement q(db_, "INSERT INTO job_events (job, time, type, message) VALUES (?, ?, ?, ?)");
+      q.Bind(1, e.job);
+      q.Bind(2, ToUnixMillis(e.time));
+      q.Bind(3, e.type);
+      q.Bind(4, e.message);
+      if (!q.Run()) return Unavailable("write event: " + LastError());
+    }
+    return Status::Ok();
+  }
+
+  static std::optional<std::int64_t> Millis(const std::optional<Time>& t) {
+    if (!t) return std::nullopt;
+    return ToUnixMillis(*t);
+  }
+
+  Status Exec(const std::string& sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string message = err ? err : "unknown error";
+      sqlite3_free(err);
+      return Unavailable("sqlite: " + message);
+    }
+    return Status::Ok();
+  }
+
+  Status Commit() {
+    Status s = Exec("COMMIT");
+    if (!s.ok()) (void)Exec("ROLLBACK");
+    return s;
+  }
+
+  Status Rollback(const std::string& what) {
+    std::string error = LastError();
+    (void)Exec("ROLLBACK");
+    return Unavailable(what + ": " + error);
+  }
+
+  std::string LastError() { return sqlite3_errmsg(db_); }
+
+  std::mutex mu_;
+  sqlite3* db_;  // guarded by mu_
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return Unavailable("cannot open database " + path + ": " + message);
+  }
+  sqlite3_busy_timeout(db, 5000);
+  auto store = std::make_unique<SqliteStore>(db);
+  HEADWAY_RETURN_IF_ERROR(store->Migrate());
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace headway
