@@ -19,6 +19,8 @@ class LogReader {
   // Appends whatever was written since the last call. With `flush_partial`,
   // an unterminated last line is emitted too (the writer is done).
   void ReadNew(std::string& out, bool flush_partial);
+  // Starts reading files of `files` not read yet (a rank whose log appeared late).
+  void AddMissing(const std::vector<LogFile>& files);
 
  private:
   struct Source {
@@ -30,16 +32,28 @@ class LogReader {
   bool prefix_ranks_;
 };
 
-// Streams a LogReader until `finished()` is true and the files are drained.
+// What a follower needs to know about a job on each poll.
+struct FollowView {
+  bool finished = false;  // the job reached a terminal state
+  int attempt = 0;        // its latest attempt
+  std::vector<LogFile> files;  // that attempt's log files, already filtered by rank
+};
+
+// Streams a job's logs until it has finished and the files are drained. When
+// the job restarts, it moves on to the new attempt's files (unless pinned to
+// one attempt) after a marker line.
 class LogFollowStream final : public ResponseStream {
  public:
-  LogFollowStream(LogReader reader, std::function<bool()> finished)
-      : reader_(std::move(reader)), finished_(std::move(finished)) {}
+  LogFollowStream(std::function<FollowView()> view, int attempt, std::vector<LogFile> files,
+                  bool prefix_ranks, bool pin_attempt);
   bool Next(std::string& out) override;
 
  private:
+  std::function<FollowView()> view_;
+  int attempt_;
   LogReader reader_;
-  std::function<bool()> finished_;
+  bool prefix_ranks_;
+  bool pin_attempt_;
 };
 
 }  // namespace headway::api

@@ -168,23 +168,38 @@ class Api {
                                       std::to_string(job->spec.resources.processes()) + ")"));
       }
     }
-    std::vector<LogFile> selected;
-    for (const LogFile& f : *files) {
-      if (f.attempt == attempt && (!rank || f.rank == *rank)) selected.push_back(f);
-    }
-    bool prefix = !rank && selected.size() > 1;
-    LogReader reader(std::move(selected), prefix);
-    std::string follow = req.Query("follow");
+    auto select = [rank](const std::vector<LogFile>& all, int of_attempt) {
+      std::vector<LogFile> out;
+      for (const LogFile& f : all) {
+        if (f.attempt == of_attempt && (!rank || f.rank == *rank)) out.push_back(f);
+      }
+      return out;
+    };
+    std::vector<LogFile> selected = select(*files, attempt);
+    bool prefix = !rank && job->spec.resources.processes() > 1;
     HttpResponse resp{200, "text/plain; charset=utf-8", "", {}, nullptr};
+    std::string follow = req.Query("follow");
     if (follow == "true" || follow == "1") {
       std::string job_name = name;
       JobService& service = service_;
-      resp.stream = std::make_shared<LogFollowStream>(std::move(reader), [&service, job_name] {
+      auto view = [&service, job_name, select]() {
+        FollowView v;
         auto j = service.Get(job_name);
-        return !j.ok() || IsTerminal(j->state);
-      });
+        auto all = service.LogFiles(job_name);
+        if (!j.ok() || !all.ok()) {
+          v.finished = true;  // deleted or unreadable: end the stream
+          return v;
+        }
+        v.finished = IsTerminal(j->state);
+        v.attempt = all->empty() ? 0 : all->back().attempt;
+        v.files = select(*all, v.attempt);
+        return v;
+      };
+      resp.stream = std::make_shared<LogFollowStream>(view, attempt, std::move(selected), prefix,
+                                                      req.query.count("attempt") > 0);
       return resp;
     }
+    LogReader reader(std::move(selected), prefix);
     reader.ReadNew(resp.body, /*flush_partial=*/true);
     return resp;
   }

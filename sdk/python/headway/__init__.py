@@ -1,0 +1,24 @@
+"""Headway Python SDK: report training progress, honour checkpoint requests, and
+query/steer jobs from automation. Standard library only.
+
+    import headway
+    for step in range(total):
+        ...
+        headway.report(step, total_steps=total, loss=loss)   # non-blocking, never raises
+        if headway.should_checkpoint():                       # SIGUSR1 before a stop
+            save_checkpoint()
+
+Outside Headway (no HEADWAY_URL / HEADWAY_JOB) report() is a no-op, so the same script
+runs anywhere. Framework adapters live in headway.callbacks (imported on demand).
+"""
+
+from .checkpoint import install_on_import as _install_on_import
+from .checkpoint import should_checkpoint
+from .client import Client, HeadwayError
+from .reporter import Reporter, flush, init, report
+
+__all__ = ["report", "flush", "should_checkpoint", "init", "Reporter", "Client",
+           "HeadwayError"]
+__version__ = "0.1.0"
+
+_install_on_import()

@@ -1,0 +1,56 @@
+"""Makes `import headway` resolve to sdk/python/headway (no install needed) and provides
+fixtures: a capture server (a test double of the Headway API, see capture_server.py) and
+a factory of reporters that are always closed, so no test leaves an atexit flush behind.
+"""
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # sdk/python
+sys.path.insert(0, HERE)                   # capture_server
+
+import pytest  # noqa: E402
+
+from capture_server import CaptureServer  # noqa: E402
+import headway  # noqa: E402
+from headway import reporter as reporter_mod  # noqa: E402
+
+
+@pytest.fixture
+def server():
+    srv = CaptureServer()
+    yield srv
+    srv.close()
+
+
+@pytest.fixture
+def make_reporter():
+    made = []
+
+    def make(url="", job="job-1", token="tok-1", env=None, **opts):
+        opts.setdefault("interval", 0)
+        opts.setdefault("min_backoff", 0.01)
+        opts.setdefault("max_backoff", 0.05)
+        opts.setdefault("request_timeout", 5)
+        r = headway.Reporter(url=url, job=job, token=token, env=env if env is not None else {},
+                             **opts)
+        made.append(r)
+        return r
+
+    yield make
+    for r in made:
+        r.close(timeout=0)
+
+
+@pytest.fixture
+def clean_default(monkeypatch):
+    """Isolates the process-wide default reporter and the HEADWAY_* / rank env."""
+    for k in list(os.environ):
+        if k.startswith("HEADWAY_") or k in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
+            monkeypatch.delenv(k, raising=False)
+    old = reporter_mod._set_default(None)
+    yield monkeypatch
+    new = reporter_mod._set_default(old)
+    if new is not None:
+        new.close(timeout=0)

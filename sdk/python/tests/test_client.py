@@ -1,0 +1,140 @@
+"""Client against the capture server (a test double of the Headway REST API, not the
+real server): URLs, query strings, auth, bodies, error mapping and retries."""
+
+import pytest
+
+from headway import Client, HeadwayError
+from capture_server import SilentServer, closed_port_url
+
+JOB = {"name": "mnist", "team": "vision", "state": "Running", "health": "Progressing",
+       "reason": "", "exit_code": None, "gpus": 1, "created_at": "2026-12-02T10:00:00Z",
+       "progress": {"percent": 42.0, "step": 4200, "total_steps": 10000, "epoch": 1.2,
+                    "eta_seconds": 360.5, "steps_per_second": 12.1,
+                    "last_report_at": "2026-12-02T10:05:00Z", "metrics": {"loss": 0.41}}}
+
+
+@pytest.fixture
+def client(server):
+    c = Client(server.url, token="user-tok", retries=2, backoff=0.01, env={})
+    yield c
+    c.close()
+
+
+def test_list_jobs_with_filters(server, client):
+    server.route("GET", "/api/v1/jobs", 200, {"jobs": [JOB]})
+    jobs = client.list_jobs(state="Running", team="vision",
+                            label={"sweep": "lr", "owner": "ana"})
+    assert jobs == [JOB]
+    req = server.requests[0]
+    assert req.method == "GET" and req.path == "/api/v1/jobs"
+    assert req.query == {"state": ["Running"], "team": ["vision"],
+                         "label": ["sweep=lr", "owner=ana"]}
+    assert req.headers["authorization"] == "Bearer user-tok"
+    client.list_jobs(label="k=v")
+    client.list_jobs()
+    assert server.requests[1].query == {"label": ["k=v"]}
+    assert server.requests[2].target == "/api/v1/jobs"
+
+
+def test_get_job(server, client):
+    server.route("GET", "/api/v1/jobs/mnist", 200, JOB)
+    job = client.get_job("mnist")
+    assert job["progress"]["eta_seconds"] == 360.5 and job["exit_code"] is None
+
+
+def test_submit_job(server, client):
+    spec = {"name": "mnist", "team": "vision", "command": ["python", "train.py"], "gpus": 1}
+    server.route("POST", "/api/v1/jobs", 201, dict(JOB, state="Queued"))
+    job = client.submit_job(spec)
+    assert job["state"] == "Queued"
+    req = server.requests[0]
+    assert req.method == "POST" and req.json == spec
+    assert req.headers["content-type"] == "application/json"
+
+
+def test_stop_job_quotes_the_name(server, client):
+    server.route("POST", "/api/v1/jobs/a%20b/stop", 200, dict(JOB, state="Stopped"))
+    assert client.stop_job("a b")["state"] == "Stopped"
+    assert server.requests[0].path == "/api/v1/jobs/a%20b/stop"
+
+
+def test_get_metric_and_events(server, client):
+    server.route("GET", "/api/v1/jobs/mnist/metrics/loss", 200,
+                 {"metric": "loss", "points": [{"step": 1, "value": 0.5}]})
+    server.route("GET", "/api/v1/jobs/mnist/events", 200,
+                 {"events": [{"time": "t", "type": "Started", "message": "m"}]})
+    assert client.get_metric("mnist", "loss", buckets=50) == [{"step": 1, "value": 0.5}]
+    assert server.requests[0].query == {"buckets": ["50"]}
+    assert client.get_metric("mnist", "loss") == [{"step": 1, "value": 0.5}]
+    assert server.requests[1].query == {}
+    assert client.get_events("mnist")[0]["type"] == "Started"
+
+
+def test_4xx_raises_headway_error_without_retry(server, client):
+    server.route("GET", "/api/v1/jobs/nope", 404,
+                 {"error": {"code": "not_found", "message": "job nope not found"}})
+    with pytest.raises(HeadwayError) as ei:
+        client.get_job("nope")
+    e = ei.value
+    assert (e.status, e.code, e.message) == (404, "not_found", "job nope not found")
+    assert len(server.requests) == 1
+
+
+def test_error_without_json_body(server, client):
+    server.script(400, doc="plain")
+    with pytest.raises(HeadwayError) as ei:
+        client.get_job("x")
+    assert ei.value.status == 400 and ei.value.code == "http_400"
+
+
+def test_get_5xx_is_retried(server, client):
+    server.route("GET", "/api/v1/jobs/mnist", 200, JOB)
+    server.script(503, times=2)
+    assert client.get_job("mnist")["name"] == "mnist"
+    assert len(server.requests) == 3
+
+
+def test_get_gives_up_after_retries(server, client):
+    server.script(500, times=5)
+    with pytest.raises(HeadwayError) as ei:
+        client.list_jobs()
+    assert ei.value.status == 500 and len(server.requests) == 3
+
+
+def test_post_is_not_retried(server, client):
+    server.script(503)
+    with pytest.raises(HeadwayError) as ei:
+        client.submit_job({"name": "x"})
+    assert ei.value.status == 503 and len(server.requests) == 1
+
+
+def test_connection_refused_raises_unavailable():
+    c = Client(closed_port_url(), retries=1, backoff=0.01, env={})
+    with pytest.raises(HeadwayError) as ei:
+        c.list_jobs()
+    assert ei.value.status is None and ei.value.code == "unavailable"
+
+
+def test_timeout_raises_unavailable():
+    silent = SilentServer()
+    try:
+        c = Client(silent.url, timeout=0.2, retries=0, env={})
+        with pytest.raises(HeadwayError) as ei:
+            c.get_job("x")
+        assert ei.value.code == "unavailable"
+    finally:
+        silent.close()
+
+
+def test_url_and_token_resolution(server):
+    c = Client(env={"HEADWAY_SERVER": server.url, "HEADWAY_URL": "http://bad.invalid:1",
+                    "HEADWAY_USER_TOKEN": "from-env"})
+    server.route("GET", "/api/v1/jobs", 200, {"jobs": []})
+    assert c.list_jobs() == []
+    assert server.requests[0].headers["authorization"] == "Bearer from-env"
+    assert Client(env={"HEADWAY_URL": "http://h:1"}).url == "http://h:1"
+    assert Client(env={}).url == "http://127.0.0.1:8080"
+    assert Client("http://x:2", env={"HEADWAY_SERVER": "http://y:3"}).url == "http://x:2"
+    c2 = Client(server.url, env={})
+    c2.list_jobs()
+    assert "authorization" not in server.requests[1].headers

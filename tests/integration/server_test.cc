@@ -1,0 +1,375 @@
+// Integration tests: the real server binary, real child processes, real HTTP,
+// driven through the CLI and the REST API as a user would.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "cli/http_client.h"
+#include "test_server.h"
+
+namespace headway::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+bool HasEvent(const TestServer& s, const std::string& job, const std::string& type) {
+  for (const auto& e : s.Events(job)) {
+    if (e["type"] == type) return true;
+  }
+  return false;
+}
+
+TEST(JobLifecycle, SubmitRunsToSucceededAndKeepsItsOutput) {
+  TestServer server;
+  server.Submit(R"(
+name: hello
+command: ["/bin/sh", "-c", "echo hello from $HEADWAY_JOB; sleep 1"]
+labels: {project: demo}
+)");
+  ASSERT_TRUE(server.WaitForState("hello", "Running"));
+  CommandResult table = server.Cli({"get", "jobs"});
+  EXPECT_EQ(table.exit_code, 0);
+  EXPECT_THAT(table.out, HasSubstr("NAME"));
+  EXPECT_THAT(table.out, HasSubstr("hello"));
+  ASSERT_TRUE(server.WaitForState("hello", "Succeeded"));
+  auto job = server.Job("hello");
+  EXPECT_EQ(job["exit_code"], 0);
+  EXPECT_EQ(server.Cli({"logs", "hello"}).out, "hello from hello\n");
+  CommandResult described = server.Cli({"describe", "job", "hello"});
+  EXPECT_THAT(described.out, HasSubstr("Succeeded"));
+  EXPECT_THAT(described.out, HasSubstr("Running -> Succeeded"));
+  EXPECT_THAT(described.out, HasSubstr("project=demo"));
+}
+
+TEST(JobLifecycle, FailingCommandIsFailedWithItsExitCode) {
+  TestServer server;
+  server.Submit("name: broken\ncommand: \"echo oops >&2; exit 7\"\n");
+  ASSERT_TRUE(server.WaitForState("broken", "Failed"));
+  auto job = server.Job("broken");
+  EXPECT_EQ(job["exit_code"], 7);
+  EXPECT_EQ(job["reason"], "ExitCode");
+  EXPECT_THAT(job["message"].get<std::string>(), HasSubstr("code 7"));
+  EXPECT_EQ(server.Cli({"logs", "broken"}).out, "oops\n");
+}
+
+TEST(JobLifecycle, MissingProgramFailsWith127AndSaysWhy) {
+  TestServer server;
+  server.Submit("name: typo\ncommand: [\"/no/such/program\", \"--flag\"]\n");
+  ASSERT_TRUE(server.WaitForState("typo", "Failed"));
+  EXPECT_EQ(server.Job("typo")["exit_code"], 127);
+  EXPECT_THAT(server.Cli({"logs", "typo"}).out, HasSubstr("cannot run '/no/such/program'"));
+}
+
+TEST(JobLifecycle, StopEndsAJobThatHandlesSigterm) {
+  TestServer server;
+  server.Submit(R"(
+name: polite
+command: "trap 'echo got TERM; exit 0' TERM; while true; do sleep 0.1; done"
+termination_grace: 20s
+)");
+  ASSERT_TRUE(server.WaitForState("polite", "Running"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the trap install
+  CommandResult r = server.Cli({"stop", "polite"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("job/polite"));
+  ASSERT_TRUE(server.WaitForState("polite", "Stopped", std::chrono::seconds(10)));
+  EXPECT_FALSE(HasEvent(server, "polite", "Killed"));
+  EXPECT_THAT(server.Cli({"logs", "polite"}).out, HasSubstr("got TERM"));
+  // Stopping a finished job is a conflict, and says so.
+  CommandResult again = server.Cli({"stop", "polite"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, HasSubstr("already ended"));
+}
+
+TEST(JobLifecycle, StopKillsAJobThatIgnoresSigtermAfterTheGrace) {
+  TestServer server;
+  server.Submit(R"(
+name: stubborn
+command: "trap '' TERM; while true; do sleep 0.1; done"
+termination_grace: 1s
+)");
+  ASSERT_TRUE(server.WaitForState("stubborn", "Running"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(server.Cli({"stop", "stubborn"}).exit_code, 0);
+  ASSERT_TRUE(server.WaitForState("stubborn", "Stopped", std::chrono::seconds(10)));
+  EXPECT_TRUE(HasEvent(server, "stubborn", "Killed"));
+}
+
+TEST(JobLifecycle, StoppingAQueuedJobStopsItAtOnce) {
+  TestServer server(/*gpus=*/1);
+  server.Submit("name: holder\ncommand: \"sleep 30\"\nresources: {gpus_per_process: 1}\n");
+  server.Submit("name: waiter\ncommand: \"true\"\nresources: {gpus_per_process: 1}\n");
+  ASSERT_TRUE(server.WaitForState("holder", "Running"));
+  EXPECT_EQ(server.State("waiter"), "Queued");
+  EXPECT_EQ(server.Cli({"stop", "waiter"}).exit_code, 0);
+  EXPECT_EQ(server.State("waiter"), "Stopped");
+  ASSERT_EQ(server.Cli({"stop", "holder"}).exit_code, 0);
+  EXPECT_TRUE(server.WaitForState("holder", "Stopped"));
+}
+
+TEST(JobLifecycle, RestartPolicyRerunsAFailedJob) {
+  TestServer server;
+  // Fails on the first attempt, succeeds on the second.
+  server.Submit("name: flaky\nworking_dir: " + server.work_dir() + R"(
+command: "echo attempt $HEADWAY_ATTEMPT; if [ -e marker ]; then exit 0; fi; touch marker; exit 3"
+restart_policy: {max_restarts: 2}
+)");
+  ASSERT_TRUE(server.WaitForState("flaky", "Succeeded"));
+  auto job = server.Job("flaky");
+  EXPECT_EQ(job["restarts"], 1);
+  EXPECT_TRUE(HasEvent(server, "flaky", "StateChanged"));
+  EXPECT_EQ(server.Cli({"logs", "flaky", "--attempt", "0"}).out, "attempt 0\n");
+  EXPECT_EQ(server.Cli({"logs", "flaky"}).out, "attempt 1\n");
+}
+
+TEST(JobLifecycle, RestartPolicyGivesUpAfterMaxRestarts) {
+  TestServer server;
+  server.Submit("name: doomed\ncommand: \"exit 5\"\nrestart_policy: {max_restarts: 2}\n");
+  ASSERT_TRUE(server.WaitForState("doomed", "Failed"));
+  auto job = server.Job("doomed");
+  EXPECT_EQ(job["restarts"], 2);
+  EXPECT_EQ(job["exit_code"], 5);
+}
+
+TEST(JobLifecycle, TwoProcessJobGetsTorchrunEnvironmentAndItsGpus) {
+  TestServer server(/*gpus=*/4);
+  server.Submit(R"(
+name: ddp
+command: ["/bin/sh", "-c", "echo $RANK $LOCAL_RANK $WORLD_SIZE $MASTER_ADDR $MASTER_PORT [$CUDA_VISIBLE_DEVICES] $HEADWAY_URL"]
+resources: {processes_per_node: 2, gpus_per_process: 2}
+)");
+  ASSERT_TRUE(server.WaitForState("ddp", "Succeeded"));
+  std::string rank0 = server.Cli({"logs", "ddp", "--rank", "0"}).out;
+  std::string rank1 = server.Cli({"logs", "ddp", "--rank", "1"}).out;
+  std::istringstream r0(rank0), r1(rank1);
+  std::string rank, local, world, addr, port0, port1, gpus0, gpus1, url;
+  r0 >> rank >> local >> world >> addr >> port0 >> gpus0 >> url;
+  EXPECT_EQ(rank, "0");
+  EXPECT_EQ(local, "0");
+  EXPECT_EQ(world, "2");
+  EXPECT_EQ(addr, "127.0.0.1");
+  EXPECT_EQ(gpus0, "[0,1]");
+  EXPECT_EQ(url, server.url());
+  r1 >> rank >> local >> world >> addr >> port1 >> gpus1;
+  EXPECT_EQ(rank, "1");
+  EXPECT_EQ(local, "1");
+  EXPECT_EQ(world, "2");
+  EXPECT_EQ(port1, port0);
+  EXPECT_EQ(gpus1, "[2,3]");
+  // Merged view prefixes each line with its rank.
+  std::string merged = server.Cli({"logs", "ddp"}).out;
+  EXPECT_THAT(merged, HasSubstr("[rank 0] 0 0 2"));
+  EXPECT_THAT(merged, HasSubstr("[rank 1] 1 1 2"));
+}
+
+TEST(JobLifecycle, OneFailingRankTearsDownTheOthers) {
+  TestServer server;
+  server.Submit(R"(
+name: halfbroken
+command: ["/bin/sh", "-c", "if [ $RANK = 1 ]; then exit 9; fi; sleep 60"]
+resources: {processes_per_node: 2}
+termination_grace: 2s
+)");
+  ASSERT_TRUE(server.WaitForState("halfbroken", "Failed", std::chrono::seconds(15)));
+  auto job = server.Job("halfbroken");
+  EXPECT_EQ(job["exit_code"], 9);
+  EXPECT_THAT(job["message"].get<std::string>(), HasSubstr("rank 1"));
+}
+
+TEST(JobLifecycle, TimeLimitFailsTheJob) {
+  TestServer server;
+  server.Submit("name: slow\ncommand: \"sleep 60\"\ntime_limit: 1s\ntermination_grace: 1s\n");
+  ASSERT_TRUE(server.WaitForState("slow", "Failed", std::chrono::seconds(10)));
+  EXPECT_EQ(server.Job("slow")["reason"], "TimeLimitExceeded");
+}
+
+TEST(Scheduling, JobsWaitInOrderForFreeGpus) {
+  TestServer server(/*gpus=*/2);
+  server.Submit("name: big\ncommand: \"sleep 2\"\nresources: {gpus_per_process: 2}\n");
+  ASSERT_TRUE(server.WaitForState("big", "Running"));
+  server.Submit("name: small\ncommand: \"true\"\nresources: {gpus_per_process: 1}\n");
+  server.Submit("name: cpu\ncommand: \"true\"\n");
+  ASSERT_TRUE(WaitFor([&] { return !server.Job("small")["pending_reason"].get<std::string>().empty(); }));
+  EXPECT_EQ(server.State("small"), "Queued");
+  EXPECT_THAT(server.Job("small")["pending_reason"].get<std::string>(),
+              HasSubstr("waiting for 1 GPUs (0 of 2 free)"));
+  EXPECT_THAT(server.Cli({"get", "jobs", "-o", "wide"}).out, HasSubstr("waiting for 1 GPUs"));
+  // Strict FIFO: the CPU-only job waits behind the GPU job ahead of it.
+  EXPECT_EQ(server.State("cpu"), "Queued");
+  ASSERT_TRUE(server.WaitForState("small", "Succeeded"));
+  ASSERT_TRUE(server.WaitForState("cpu", "Succeeded"));
+  EXPECT_EQ(server.State("big"), "Succeeded");
+}
+
+TEST(Scheduling, HigherPriorityRunsFirst) {
+  TestServer server(/*gpus=*/1);
+  server.Submit("name: blocker\ncommand: \"sleep 1\"\nresources: {gpus_per_process: 1}\n");
+  ASSERT_TRUE(server.WaitForState("blocker", "Running"));
+  server.Submit("name: low\ncommand: \"sleep 1\"\nresources: {gpus_per_process: 1}\n");
+  server.Submit("name: urgent\npriority: 10\ncommand: \"sleep 1\"\nresources: {gpus_per_process: 1}\n");
+  ASSERT_TRUE(server.WaitForState("urgent", "Running"));
+  EXPECT_EQ(server.State("low"), "Queued");
+  ASSERT_TRUE(server.WaitForState("low", "Succeeded"));
+}
+
+TEST(Recovery, ServerKilledMidJobReadoptsItAndLosesNothing) {
+  TestServer server(/*gpus=*/1);
+  server.Submit("name: survivor\ncommand: \"echo start; sleep 3; echo end\"\nresources: {gpus_per_process: 1}\n");
+  server.Submit("name: quick\ncommand: \"sleep 0.5; exit 4\"\n");
+  server.Submit("name: queued\ncommand: \"echo queued ran\"\nresources: {gpus_per_process: 1}\n");
+  ASSERT_TRUE(server.WaitForState("survivor", "Running"));
+  ASSERT_TRUE(server.WaitForState("quick", "Running"));
+  server.Kill();
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // "quick" ends while the server is down
+  server.Restart();
+  EXPECT_EQ(server.State("survivor"), "Running");
+  EXPECT_TRUE(HasEvent(server, "survivor", "Readopted"));
+  ASSERT_TRUE(server.WaitForState("quick", "Failed"));
+  EXPECT_EQ(server.Job("quick")["exit_code"], 4);
+  EXPECT_TRUE(HasEvent(server, "quick", "Reconciled"));
+  ASSERT_TRUE(server.WaitForState("survivor", "Succeeded"));
+  EXPECT_EQ(server.Cli({"logs", "survivor"}).out, "start\nend\n");
+  ASSERT_TRUE(server.WaitForState("queued", "Succeeded"));
+  // Each job ran once: one attempt, one Running transition.
+  int running = 0;
+  for (const auto& e : server.Events("survivor")) {
+    if (e["message"].get<std::string>().find("Starting -> Running") != std::string::npos) ++running;
+  }
+  EXPECT_EQ(running, 1);
+  CommandResult list = server.Cli({"get", "jobs", "-o", "name"});
+  EXPECT_EQ(list.out, "survivor\nquick\nqueued\n");
+}
+
+TEST(Recovery, JobThatDiesWithItsSupervisorIsFailedAsLost) {
+  TestServer server;
+  server.Submit("name: orphan\ncommand: \"sleep 30\"\n");
+  ASSERT_TRUE(server.WaitForState("orphan", "Running"));
+  server.Kill();
+  // Kill the job's whole process group behind the server's back.
+  std::string run_dir = server.data_dir() + "/jobs/orphan/attempt-0";
+  ASSERT_EQ(RunCommand({"/bin/sh", "-c", "pkill -KILL -f '[s]him " + run_dir + "'"}).exit_code, 0);
+  server.Restart();
+  ASSERT_TRUE(server.WaitForState("orphan", "Failed"));
+  EXPECT_EQ(server.Job("orphan")["reason"], "Lost");
+}
+
+TEST(Validation, MalformedSpecsAreRejectedWithFieldAndLine) {
+  TestServer server;
+  struct Case {
+    std::string spec;
+    std::string expected;
+  };
+  std::vector<Case> cases = {
+      {"name: a\ncommand: [x]\ngpus: 2\n", "gpus (line 3): unknown field"},
+      {"name: a\ncommand: [x]\nresources:\n  gpus_per_process: two\n",
+       "resources.gpus_per_process (line 4): must be an integer"},
+      {"name: a\ncommand: [x]\npriority: \"5\"\n", "priority (line 3): must be an integer"},
+      {"command: [x]\n", "name: is required"},
+      {"name: Bad_Name\ncommand: [x]\n", "name (line 1): must be 1-63 lowercase"},
+      {"name: a\ncommand: [x\n", "not valid YAML or JSON"},
+      {"{\"name\": \"a\", \"command\": \"x\", \"resources\": {\"nodes\": 2}}",
+       "resources.nodes: the local executor runs on one node"},
+      {"name: a\ncommand: [x]\nresources: {gpus_per_process: 8}\n", "the pool has 4"},
+      {"- just\n- a list\n", "must be a map"},
+  };
+  for (const Case& c : cases) {
+    CommandResult r = server.Cli({"submit", "-f", "-"}, c.spec);
+    EXPECT_EQ(r.exit_code, 1) << c.spec;
+    EXPECT_THAT(r.err, HasSubstr(c.expected)) << c.spec;
+  }
+  // Nothing was created by any of them.
+  EXPECT_EQ(server.Cli({"get", "jobs", "-o", "name"}).out, "");
+}
+
+TEST(Validation, HttpErrorsAreJsonWithTheRightStatus) {
+  TestServer server;
+  cli::HttpClient http(server.url());
+  auto bad = http.Request("POST", "/api/v1/jobs", "name: a\ncommand: [x]\nbogus: 1\n");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->status, 400);
+  auto body = nlohmann::json::parse(bad->body);
+  EXPECT_EQ(body["error"]["code"], "InvalidArgument");
+  EXPECT_EQ(body["error"]["field"], "bogus");
+  EXPECT_EQ(body["error"]["line"], 3);
+
+  auto huge = http.Request("POST", "/api/v1/jobs", std::string(2 << 20, 'x'));
+  ASSERT_TRUE(huge.ok());
+  EXPECT_EQ(huge->status, 413);
+
+  auto missing = http.Request("GET", "/api/v1/jobs/nope");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_EQ(nlohmann::json::parse(missing->body)["error"]["code"], "NotFound");
+
+  auto wrong_method = http.Request("DELETE", "/api/v1/jobs");
+  ASSERT_TRUE(wrong_method.ok());
+  EXPECT_EQ(wrong_method->status, 405);
+
+  auto bad_filter = http.Request("GET", "/api/v1/jobs?state=Sleeping");
+  ASSERT_TRUE(bad_filter.ok());
+  EXPECT_EQ(bad_filter->status, 400);
+
+  server.Submit("name: dup\ncommand: \"true\"\n");
+  auto dup = http.Request("POST", "/api/v1/jobs", "name: dup\ncommand: \"true\"\n");
+  ASSERT_TRUE(dup.ok());
+  EXPECT_EQ(dup->status, 409);
+}
+
+TEST(Cli, ExitCodesAndMessagesAShellUserExpects) {
+  TestServer server;
+  CommandResult missing = server.Cli({"describe", "job", "ghost"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("job 'ghost' not found"));
+
+  CommandResult usage = server.Cli({"get", "widgets"});
+  EXPECT_EQ(usage.exit_code, 2);
+
+  CommandResult no_file = server.Cli({"submit", "-f", "/no/such/spec.yaml"});
+  EXPECT_EQ(no_file.exit_code, 2);
+  EXPECT_THAT(no_file.err, HasSubstr("cannot read /no/such/spec.yaml"));
+
+  CommandResult unreachable =
+      RunCommand({HEADWAY_BIN, "--server", "http://127.0.0.1:1", "get", "jobs"});
+  EXPECT_EQ(unreachable.exit_code, 3);
+  EXPECT_THAT(unreachable.err, HasSubstr("cannot reach the Headway server"));
+}
+
+TEST(Cli, OutputFormatsAndFilters) {
+  TestServer server;
+  server.Submit("name: one\nteam: vision\ncommand: \"true\"\nlabels: {exp: a}\n");
+  server.Submit("name: two\nteam: speech\ncommand: \"exit 1\"\nlabels: {exp: b}\n");
+  ASSERT_TRUE(server.WaitForState("one", "Succeeded"));
+  ASSERT_TRUE(server.WaitForState("two", "Failed"));
+  EXPECT_EQ(server.Cli({"get", "jobs", "--team", "vision", "-o", "name"}).out, "one\n");
+  EXPECT_EQ(server.Cli({"get", "jobs", "-l", "exp=b", "-o", "name"}).out, "two\n");
+  EXPECT_EQ(server.Cli({"get", "jobs", "--state", "Failed", "-o", "name"}).out, "two\n");
+  auto as_json = nlohmann::json::parse(server.Cli({"get", "jobs", "-o", "json"}).out);
+  EXPECT_EQ(as_json["jobs"].size(), 2u);
+  EXPECT_THAT(server.Cli({"get", "job", "one", "-o", "yaml"}).out, HasSubstr("state: Succeeded"));
+  // The JSON a user gets back is itself a valid spec: resubmit under a new name.
+  auto spec = server.Job("one")["spec"];
+  spec["name"] = "one-again";
+  server.Submit(spec.dump());
+  EXPECT_TRUE(server.WaitForState("one-again", "Succeeded"));
+}
+
+TEST(Logs, FollowStreamsUntilTheJobEndsAcrossRestarts) {
+  TestServer server;
+  server.Submit("name: chatty\nworking_dir: " + server.work_dir() + R"(
+command: "for i in 1 2 3; do echo line $i; sleep 0.3; done; if [ ! -e done ]; then touch done; exit 1; fi"
+restart_policy: {max_restarts: 1}
+)");
+  CommandResult r = server.Cli({"logs", "chatty", "-f"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "line 1\nline 2\nline 3\nheadway: job restarted, following attempt 1\n"
+            "line 1\nline 2\nline 3\n");
+  EXPECT_EQ(server.State("chatty"), "Succeeded");
+}
+
+}  // namespace
+}  // namespace headway::testing

@@ -1,0 +1,170 @@
+#include "test_server.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "cli/http_client.h"
+
+namespace headway::testing {
+
+namespace fs = std::filesystem;
+
+std::string MakeTempDir(const std::string& prefix) {
+  std::string pattern = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  char* dir = ::mkdtemp(pattern.data());
+  if (dir == nullptr) throw std::runtime_error("mkdtemp failed");
+  return dir;
+}
+
+void WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream(path, std::ios::binary) << content;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+CommandResult RunCommand(const std::vector<std::string>& argv, const std::string& input) {
+  std::string dir = MakeTempDir("headway-cmd");
+  std::string in_path = dir + "/in", out_path = dir + "/out", err_path = dir + "/err";
+  WriteFile(in_path, input);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int in = ::open(in_path.c_str(), O_RDONLY);
+    int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CommandResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = ReadFile(out_path);
+  result.err = ReadFile(err_path);
+  fs::remove_all(dir);
+  return result;
+}
+
+bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return condition();
+}
+
+TestServer::TestServer(int gpus, std::vector<std::string> extra_args)
+    : gpus_(gpus), extra_args_(std::move(extra_args)), data_dir_(MakeTempDir("headway-test")) {
+  fs::create_directories(work_dir());
+  log_path_ = data_dir_ + "/server.log";
+  Start();
+}
+
+TestServer::~TestServer() {
+  if (pid_ > 0) Terminate();
+  // Jobs outlive the server by design; end any a test left running.
+  std::error_code ec;
+  fs::remove_all(data_dir_, ec);
+}
+
+void TestServer::Start() {
+  std::string listen = "127.0.0.1:" + std::to_string(port_);
+  std::vector<std::string> argv = {HEADWAY_BIN, "server",    "--listen", listen, "--data-dir",
+                                   data_dir_,   "--gpus", std::to_string(gpus_)};
+  argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
+  std::size_t log_offset = ReadFile(log_path_).size();
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    int log = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(log, 1);
+    ::dup2(log, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  std::regex listening(R"(listening on (http://127\.0\.0\.1:(\d+)))");
+  std::smatch match;
+  bool up = WaitFor([&] {
+    std::string log = ReadFile(log_path_).substr(log_offset);
+    return std::regex_search(log, match, listening);
+  });
+  if (!up) throw std::runtime_error("server did not start:\n" + ReadFile(log_path_));
+  std::string log = ReadFile(log_path_).substr(log_offset);
+  std::regex_search(log, match, listening);
+  url_ = match[1];
+  port_ = std::stoi(match[2]);
+}
+
+void TestServer::Restart() { Start(); }
+
+void TestServer::Kill() {
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+void TestServer::Terminate() {
+  ::kill(pid_, SIGTERM);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+CommandResult TestServer::Cli(std::vector<std::string> args, const std::string& input) const {
+  std::vector<std::string> argv = {HEADWAY_BIN, "--server", url_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, input);
+}
+
+void TestServer::Submit(const std::string& yaml) const {
+  CommandResult r = Cli({"submit", "-f", "-"}, yaml);
+  ASSERT_EQ(r.exit_code, 0) << r.err << "\nspec:\n" << yaml;
+}
+
+nlohmann::json TestServer::Job(const std::string& name) const {
+  cli::HttpClient client(url_);
+  auto resp = client.Request("GET", "/api/v1/jobs/" + name);
+  if (!resp.ok() || resp->status != 200) return nullptr;
+  return nlohmann::json::parse(resp->body);
+}
+
+std::string TestServer::State(const std::string& name) const {
+  auto job = Job(name);
+  return job.is_null() ? "<missing>" : job["state"].get<std::string>();
+}
+
+bool TestServer::WaitForState(const std::string& name, const std::string& state,
+                              std::chrono::milliseconds timeout) const {
+  return WaitFor([&] { return State(name) == state; }, timeout);
+}
+
+std::vector<nlohmann::json> TestServer::Events(const std::string& name) const {
+  cli::HttpClient client(url_);
+  auto resp = client.Request("GET", "/api/v1/jobs/" + name + "/events");
+  if (!resp.ok() || resp->status != 200) return {};
+  return nlohmann::json::parse(resp->body)["events"].get<std::vector<nlohmann::json>>();
+}
+
+std::string TestServer::ServerLog() const { return ReadFile(log_path_); }
+
+}  // namespace headway::testing

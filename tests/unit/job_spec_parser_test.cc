@@ -1,0 +1,142 @@
+#include "core/job_spec_parser.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/job_spec_json.h"
+
+namespace headway {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(JobSpecParser, ReadsEveryField) {
+  auto spec = ParseJobSpec(R"(
+apiVersion: headway/v1
+kind: Job
+name: mnist
+team: vision
+queue: research
+priority: 5
+command: ["python3", "train.py"]
+args: ["--epochs", "3"]
+working_dir: /data
+env: {SEED: "1", MODE: fast}
+resources: {gpus_per_process: 2, processes_per_node: 4, nodes: 1}
+restart_policy: {max_restarts: 3}
+time_limit: 1h30m
+termination_grace: 45s
+labels: {project: demo}
+policies: {on_stall: stop, on_diverge: stop, on_plateau: notify}
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->name, "mnist");
+  EXPECT_EQ(spec->team, "vision");
+  EXPECT_EQ(spec->queue, "research");
+  EXPECT_EQ(spec->priority, 5);
+  EXPECT_EQ(spec->Argv(), (std::vector<std::string>{"python3", "train.py", "--epochs", "3"}));
+  EXPECT_EQ(spec->working_dir, "/data");
+  EXPECT_EQ(spec->env.at("MODE"), "fast");
+  EXPECT_EQ(spec->resources.gpus(), 8);
+  EXPECT_EQ(spec->resources.processes(), 4);
+  EXPECT_EQ(spec->max_restarts, 3);
+  EXPECT_EQ(spec->time_limit, std::chrono::minutes(90));
+  EXPECT_EQ(spec->termination_grace, std::chrono::seconds(45));
+  EXPECT_EQ(spec->labels.at("project"), "demo");
+  EXPECT_EQ(spec->policies.on_stall, HealthAction::kStop);
+  EXPECT_EQ(spec->policies.on_plateau, HealthAction::kNotify);
+}
+
+TEST(JobSpecParser, DefaultsAreSensible) {
+  auto spec = ParseJobSpec("name: a\ncommand: [x]\n");
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->team, "default");
+  EXPECT_EQ(spec->resources.gpus(), 0);
+  EXPECT_EQ(spec->resources.processes(), 1);
+  EXPECT_EQ(spec->max_restarts, 0);
+  EXPECT_FALSE(spec->time_limit.has_value());
+  EXPECT_EQ(spec->termination_grace, std::chrono::seconds(30));
+}
+
+TEST(JobSpecParser, StringCommandRunsUnderTheShell) {
+  auto spec = ParseJobSpec("name: a\ncommand: echo hi && sleep 1\n");
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->Argv(), (std::vector<std::string>{"/bin/sh", "-c", "echo hi && sleep 1"}));
+}
+
+TEST(JobSpecParser, AcceptsJson) {
+  auto spec = ParseJobSpec(R"({"name": "j", "command": ["x"], "resources": {"nodes": 1}, "time_limit": 90})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->time_limit, std::chrono::seconds(90));
+}
+
+TEST(JobSpecParser, CanonicalJsonRoundTrips) {
+  auto spec = ParseJobSpec(R"(
+name: round
+command: "echo hi"
+env: {A: "1"}
+resources: {gpus_per_process: 1, processes_per_node: 2}
+time_limit: 2h
+termination_grace: 1500ms
+policies: {on_diverge: stop}
+)");
+  ASSERT_TRUE(spec.ok());
+  auto again = ParseJobSpec(JobSpecToJson(*spec).dump());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(JobSpecToJson(*again), JobSpecToJson(*spec));
+  EXPECT_EQ(again->termination_grace, std::chrono::milliseconds(1500));
+}
+
+struct BadSpec {
+  const char* document;
+  const char* field;
+  int line;
+  const char* message;
+};
+
+class JobSpecParserRejects : public ::testing::TestWithParam<BadSpec> {};
+
+TEST_P(JobSpecParserRejects, NamingTheFieldAndLine) {
+  const BadSpec& c = GetParam();
+  auto spec = ParseJobSpec(c.document);
+  ASSERT_FALSE(spec.ok()) << c.document;
+  EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().field(), c.field);
+  if (c.line > 0) {
+    EXPECT_EQ(spec.status().line(), c.line);
+  }
+  EXPECT_THAT(spec.status().message(), HasSubstr(c.message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, JobSpecParserRejects,
+    ::testing::Values(
+        BadSpec{"name: a\ncommand: [x]\ncommnd: [y]\n", "commnd", 3, "unknown field"},
+        BadSpec{"name: a\ncommand: [x]\nresources:\n  gpu: 1\n", "resources.gpu", 4,
+                "unknown field"},
+        BadSpec{"name: a\ncommand: [x]\nresources: {nodes: 0}\n", "resources.nodes", 3,
+                "between 1 and"},
+        BadSpec{"name: a\ncommand: [x]\nresources: {gpus_per_process: -1}\n",
+                "resources.gpus_per_process", 3, "between 0 and"},
+        BadSpec{"name: a\ncommand: [x]\nresources: {gpus_per_process: 1.5}\n",
+                "resources.gpus_per_process", 3, "must be an integer"},
+        BadSpec{"name: a\ncommand: [x]\npriority: \"3\"\n", "priority", 3, "got a string"},
+        BadSpec{"name: a\ncommand: {x: 1}\n", "command", 2, "must be a list of strings"},
+        BadSpec{"name: a\ncommand: [x, [y]]\n", "command[1]", 2, "must be a string"},
+        BadSpec{"name: a\ncommand: []\n", "command", 2, "must name a program"},
+        BadSpec{"name: a\n", "command", 0, "is required"},
+        BadSpec{"command: [x]\n", "name", 0, "is required"},
+        BadSpec{"name: UPPER\ncommand: [x]\n", "name", 1, "lowercase"},
+        BadSpec{"name: a\ncommand: [x]\ntime_limit: soon\n", "time_limit", 3, "duration"},
+        BadSpec{"name: a\ncommand: [x]\ntime_limit: 0\n", "time_limit", 3, "positive"},
+        BadSpec{"name: a\ncommand: [x]\nenv: {HEADWAY_TOKEN: x}\n", "env.HEADWAY_TOKEN", 3,
+                "reserved"},
+        BadSpec{"name: a\ncommand: [x]\npolicies: {on_stall: panic}\n", "policies.on_stall", 3,
+                "'notify' or 'stop'"},
+        BadSpec{"name: a\nname: b\ncommand: [x]\n", "name", 2, "given twice"},
+        BadSpec{"name: a\ncommand: [x\n", "spec", 0, "not valid YAML"},
+        BadSpec{"just a string\n", "spec", 0, "must be a map"},
+        BadSpec{"", "spec", 0, "must be a map"}));
+
+}  // namespace
+}  // namespace headway

@@ -1,0 +1,163 @@
+// Store tests against a real SQLite file in a temporary directory.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "store/store.h"
+
+namespace headway {
+namespace {
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (std::filesystem::temp_directory_path() / "headway-store-XXXXXX").string();
+    dir_ = mkdtemp(pattern.data());
+    path_ = dir_ + "/headway.db";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<Store> Open() {
+    auto store = OpenSqliteStore(path_);
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return std::move(store.value());
+  }
+
+  static Job MakeJob(const std::string& name, const std::string& team = "default") {
+    Job job;
+    job.spec.name = name;
+    job.spec.team = team;
+    job.spec.command = {"true"};
+    job.created_at = FromUnixMillis(1000);
+    return job;
+  }
+
+  JobEvent Submitted(const std::string& name) { return {0, name, FromUnixMillis(1000), "Submitted", "job submitted"}; }
+
+  std::string dir_, path_;
+};
+
+TEST_F(SqliteStoreTest, JobsSurviveReopening) {
+  {
+    auto store = Open();
+    Job job = MakeJob("a");
+    job.spec.labels = {{"exp", "1"}};
+    ASSERT_TRUE(store->CreateJob(job, Submitted("a")).ok());
+    job.state = JobState::kRunning;
+    job.gpu_ids = {2, 3};
+    job.exit_code = 0;
+    job.started_at = FromUnixMillis(2000);
+    job.executor_handle = R"({"pid":1})";
+    ASSERT_TRUE(store->SaveJob(job, {{0, "a", FromUnixMillis(2000), "StateChanged", "x"}}).ok());
+  }
+  auto store = Open();
+  auto job = store->GetJob("a");
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state, JobState::kRunning);
+  EXPECT_EQ(job->gpu_ids, (std::vector<int>{2, 3}));
+  EXPECT_EQ(job->exit_code, 0);
+  EXPECT_EQ(job->started_at, FromUnixMillis(2000));
+  EXPECT_FALSE(job->finished_at.has_value());
+  EXPECT_EQ(job->executor_handle, R"({"pid":1})");
+  EXPECT_EQ(job->spec.labels.at("exp"), "1");
+  auto events = store->ListEvents("a");
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[0].type, "Submitted");
+  EXPECT_EQ((*events)[1].type, "StateChanged");
+  auto later = store->ListEvents("a", (*events)[0].id);
+  EXPECT_EQ(later->size(), 1u);
+}
+
+TEST_F(SqliteStoreTest, DuplicateNameIsAConflictAndChangesNothing) {
+  auto store = Open();
+  Job a = MakeJob("a");
+  ASSERT_TRUE(store->CreateJob(a, Submitted("a")).ok());
+  Job again = MakeJob("a", "other");
+  Status s = store->CreateJob(again, Submitted("a"));
+  EXPECT_EQ(s.code(), StatusCode::kConflict);
+  EXPECT_EQ(store->GetJob("a")->spec.team, "default");
+  EXPECT_EQ(store->ListEvents("a")->size(), 1u);
+}
+
+TEST_F(SqliteStoreTest, UnknownJobIsNotFound) {
+  auto store = Open();
+  EXPECT_EQ(store->GetJob("nope").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->SaveJob(MakeJob("nope"), {}).code(), StatusCode::kNotFound);
+}
+
+TEST_F(SqliteStoreTest, ListFiltersAndKeepsSubmissionOrder) {
+  auto store = Open();
+  for (auto [name, team] : {std::pair{"c", "t1"}, {"a", "t2"}, {"b", "t1"}}) {
+    Job j = MakeJob(name, team);
+    j.spec.labels = {{"team", team}};
+    ASSERT_TRUE(store->CreateJob(j, Submitted(name)).ok());
+  }
+  Job b = *store->GetJob("b");
+  b.state = JobState::kSucceeded;
+  ASSERT_TRUE(store->SaveJob(b, {}).ok());
+  auto names = [](const std::vector<Job>& jobs) {
+    std::vector<std::string> out;
+    for (const auto& j : jobs) out.push_back(j.name());
+    return out;
+  };
+  EXPECT_EQ(names(*store->ListJobs({})), (std::vector<std::string>{"c", "a", "b"}));
+  JobFilter team;
+  team.team = "t1";
+  EXPECT_EQ(names(*store->ListJobs(team)), (std::vector<std::string>{"c", "b"}));
+  JobFilter active;
+  active.active_only = true;
+  EXPECT_EQ(names(*store->ListJobs(active)), (std::vector<std::string>{"c", "a"}));
+  JobFilter state;
+  state.state = JobState::kSucceeded;
+  EXPECT_EQ(names(*store->ListJobs(state)), (std::vector<std::string>{"b"}));
+  JobFilter labels;
+  labels.labels = {{"team", "t2"}};
+  EXPECT_EQ(names(*store->ListJobs(labels)), (std::vector<std::string>{"a"}));
+}
+
+TEST_F(SqliteStoreTest, UsesWalAndRecordsTheSchemaVersion) {
+  { auto store = Open(); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, nullptr);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)), "wal");
+  sqlite3_finalize(stmt);
+  sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_GE(sqlite3_column_int(stmt, 0), 1);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
+TEST_F(SqliteStoreTest, RefusesADatabaseFromANewerVersion) {
+  { auto store = Open(); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "PRAGMA user_version=999", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  auto store = OpenSqliteStore(path_);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find("newer"), std::string::npos);
+}
+
+TEST_F(SqliteStoreTest, LogIndex) {
+  auto store = Open();
+  Job a = MakeJob("a");
+  ASSERT_TRUE(store->CreateJob(a, Submitted("a")).ok());
+  ASSERT_TRUE(store->AddLogFile({"a", 1, 0, "/x/1-0"}).ok());
+  ASSERT_TRUE(store->AddLogFile({"a", 0, 1, "/x/0-1"}).ok());
+  ASSERT_TRUE(store->AddLogFile({"a", 0, 0, "/x/0-0"}).ok());
+  auto logs = store->ListLogFiles("a");
+  ASSERT_EQ(logs->size(), 3u);
+  EXPECT_EQ((*logs)[0].path, "/x/0-0");
+  EXPECT_EQ((*logs)[1].path, "/x/0-1");
+  EXPECT_EQ((*logs)[2].path, "/x/1-0");
+}
+
+}  // namespace
+}  // namespace headway
