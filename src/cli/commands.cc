@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -69,8 +70,9 @@ class Client {
   // Sends a request; prints the error and sets exit_code on failure.
   std::optional<json> Call(std::string_view method, const std::string& target,
                            std::string body = {},
-                           std::string_view content_type = "application/json") {
-    auto resp = http_.Request(method, target, std::move(body), content_type);
+                           std::string_view content_type = "application/json",
+                           const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+    auto resp = http_.Request(method, target, std::move(body), content_type, headers);
     if (!resp.ok()) {
       std::cerr << "error: " << resp.status().message() << "\n";
       exit_code = resp.status().code() == StatusCode::kInvalidArgument ? kExitUsage
@@ -148,7 +150,10 @@ int Submit(const Options& o) {
     text.assign(std::istreambuf_iterator<char>(in), {});
   }
   Client client(o);
-  auto job = client.Call("POST", "/api/v1/jobs", text, "application/yaml");
+  std::error_code ec;
+  std::string cwd = std::filesystem::current_path(ec).string();
+  auto job = client.Call("POST", "/api/v1/jobs", text, "application/yaml",
+                         {{"X-Headway-Submit-Dir", cwd}});
   if (!job) return client.exit_code;
   if (!PrintStructured(o, *job)) {
     if (o.output == "name") {

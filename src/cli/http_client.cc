@@ -57,7 +57,8 @@ Result<beast::tcp_stream> Connect(net::io_context& io, const std::string& host,
 }  // namespace
 
 Result<ClientResponse> HttpClient::Request(std::string_view method, std::string_view target,
-                                           std::string body, std::string_view content_type) {
+                                           std::string body, std::string_view content_type,
+                                           const std::vector<std::pair<std::string, std::string>>& headers) {
   std::string host, port;
   HEADWAY_RETURN_IF_ERROR(ParseUrl(host, port));
   net::io_context io;
@@ -68,6 +69,7 @@ Result<ClientResponse> HttpClient::Request(std::string_view method, std::string_
   req.set(http::field::user_agent, "headway-cli");
   if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
   if (!body.empty()) req.set(http::field::content_type, std::string(content_type));
+  for (const auto& [name, value] : headers) req.set(name, value);
   req.body() = std::move(body);
   req.prepare_payload();
   beast::error_code ec;

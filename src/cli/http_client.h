@@ -5,6 +5,8 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 
@@ -23,7 +25,8 @@ class HttpClient {
   // Unavailable (with a hint) when the server cannot be reached.
   Result<ClientResponse> Request(std::string_view method, std::string_view target,
                                  std::string body = {},
-                                 std::string_view content_type = "application/json");
+                                 std::string_view content_type = "application/json",
+                                 const std::vector<std::pair<std::string, std::string>>& headers = {});
   // GETs `target` and hands each piece of the body to `on_data` as it arrives.
   // Returns the status once the body ends; a non-2xx body goes to `error_body`.
   Result<int> Stream(std::string_view target, const std::function<void(std::string_view)>& on_data,

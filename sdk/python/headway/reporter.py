@@ -23,7 +23,8 @@ Contract
   over to it, so the totals are not lost. Points already inside a request that then fails
   are put back at the head of the queue and compete under the same policy.
 * Delivery: batches of up to `batch_size` points, at most one request per `interval`
-  seconds (the first immediately). A single point is sent as a report object, several as
+  seconds (the first immediately) unless a full batch is waiting or flush() is waiting,
+  which send at once. A single point is sent as a report object, several as
   {"reports": [...]}. 2xx acknowledges the batch. 429, 5xx, connection errors and timeouts
   are retried with capped exponential backoff (min_backoff doubling up to max_backoff,
   with jitter; a numeric Retry-After is honoured up to max_backoff) while new points keep
@@ -218,6 +219,7 @@ class Reporter:
         self._resolved = 0       # every point with seq <= this is acked/rejected/dropped
         self._last_rejected = 0  # highest seq of a batch the server rejected
         self._flush_base = 0     # target of the previous flush()
+        self._flush_target = 0   # highest target of any flush() so far
         self._inflight = 0
         self._kick = False       # skip the interval / backoff wait once
         self._sender_idle = False
@@ -269,7 +271,8 @@ class Reporter:
                     self._trim_locked()
                 if self._thread is None:
                     self._start_locked()
-                elif self._sender_idle:
+                elif self._sender_idle and (len(self._queue) == 1 or
+                                            len(self._queue) >= self._batch_size):
                     self._sender_idle = False
                     self._work.notify()
         except Exception:  # never into the training loop
@@ -355,6 +358,7 @@ class Reporter:
         with self._lock:
             target = self._seq
             base, self._flush_base = self._flush_base, max(self._flush_base, target)
+            self._flush_target = max(self._flush_target, target)
             if self._resolved < target:
                 self._kick = True
                 self._work.notify()
@@ -413,15 +417,19 @@ class Reporter:
                     self._sender_idle = False
                     if self._closed:
                         break
-                    if self._interval > 0 and not self._kick:
-                        deadline = last_start + self._interval
-                        while not self._closed and not self._kick:
-                            remaining = deadline - time.monotonic()
-                            if remaining <= 0:
-                                break
-                            self._work.wait(remaining)
-                        if self._closed:
+                    # The interval only gathers small batches: a full batch, a
+                    # pending flush() or a kick sends at once.
+                    while (self._interval > 0 and not self._closed and not self._kick
+                           and len(self._queue) < self._batch_size
+                           and self._resolved >= self._flush_target):
+                        remaining = last_start + self._interval - time.monotonic()
+                        if remaining <= 0:
                             break
+                        self._sender_idle = True  # let report() wake us on a full batch
+                        self._work.wait(remaining)
+                    self._sender_idle = False
+                    if self._closed:
+                        break
                     self._kick = False
                     n = min(len(self._queue), self._batch_size)
                     batch = [self._queue.popleft() for _ in range(n)]
