@@ -119,7 +119,8 @@ class Server final : public HttpServer {
                                        "request body exceeds " +
                                            std::to_string(options_.max_body_bytes) + " bytes"),
                              false);
-        break;
+        co_await LingeringClose(*stream);
+        co_return;
       }
       if (ec == http::error::header_limit) {
         co_await WriteSimple(*stream, 431,
@@ -166,6 +167,21 @@ class Server final : public HttpServer {
     }
     beast::error_code ignored;
     stream->socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  // After refusing a request whose body is still arriving, read and drop what
+  // the client sends for a moment before closing, so it gets to read our
+  // answer instead of a connection reset.
+  awaitable<void> LingeringClose(beast::tcp_stream& stream) {
+    beast::error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream.expires_after(std::chrono::seconds(2));
+    std::vector<char> sink(64 * 1024);
+    std::size_t drained = 0;
+    while (!ec && drained < 16 * options_.max_body_bytes) {
+      drained += co_await stream.async_read_some(net::buffer(sink),
+                                                 net::redirect_error(use_awaitable, ec));
+    }
   }
 
   awaitable<void> WriteSimple(beast::tcp_stream& stream, int status, std::string body,

@@ -288,11 +288,11 @@ void JobController::StartJob(Job& job, std::vector<int> gpu_ids) {
   job.executor_handle = launched->handle;
   job.token_hash = api::HashToken(token);
   job.started_at = clock_.Now();
-  std::string where = job.gpu_ids.empty() ? "no GPUs" : "GPUs " + [&] {
-    std::string ids;
-    for (int id : job.gpu_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-    return ids;
-  }();
+  std::string where = job.gpu_ids.empty() ? "no GPUs" : "GPUs ";
+  for (std::size_t i = 0; i < job.gpu_ids.size(); ++i) {
+    if (i > 0) where += ',';
+    where += std::to_string(job.gpu_ids[i]);
+  }
   SetState(job, JobState::kRunning, "Started",
            std::to_string(job.spec.resources.processes()) + " process(es) on " + where, events);
   Save(job, events);

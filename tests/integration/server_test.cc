@@ -3,7 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -369,6 +371,59 @@ restart_policy: {max_restarts: 1}
             "line 1\nline 2\nline 3\nheadway: job restarted, following attempt 1\n"
             "line 1\nline 2\nline 3\n");
   EXPECT_EQ(server.State("chatty"), "Succeeded");
+}
+
+}  // namespace
+}  // namespace headway::testing
+
+namespace headway::testing {
+namespace {
+
+// Keeps docs/api/openapi.yaml honest: every documented operation is served.
+TEST(OpenApi, EveryDocumentedOperationExists) {
+  TestServer server;
+  server.Submit("name: doc\ncommand: \"true\"\n");
+  ASSERT_TRUE(server.WaitForState("doc", "Succeeded"));
+  std::string doc = ReadFile(std::string(HEADWAY_SOURCE_DIR) + "/docs/api/openapi.yaml");
+  std::regex path_line(R"(^  (/[^:]*):$)");
+  std::regex method_line(R"(^    (get|post|put|delete|patch):)");
+  std::istringstream in(doc);
+  std::string line, path;
+  int checked = 0;
+  cli::HttpClient http(server.url());
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_match(line, m, path_line)) {
+      path = std::regex_replace(std::string(m[1]), std::regex(R"(\{name\})"), "doc");
+    } else if (!path.empty() && std::regex_search(line, m, method_line)) {
+      std::string method = m[1];
+      for (auto& c : method) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      auto resp = http.Request(method, path);
+      ASSERT_TRUE(resp.ok());
+      EXPECT_NE(resp->status, 404) << method << " " << path;
+      EXPECT_NE(resp->status, 405) << method << " " << path;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 7);
+}
+
+TEST(JobLifecycle, RelativeWorkingDirIsTakenFromWhereSubmitRan) {
+  TestServer server;
+  std::string dir = server.work_dir();
+  std::filesystem::create_directories(dir + "/sub");
+  WriteFile(dir + "/job.yaml", "name: here\ncommand: pwd\n");
+  WriteFile(dir + "/job2.yaml", "name: there\ncommand: pwd\nworking_dir: sub\n");
+  for (const char* file : {"job.yaml", "job2.yaml"}) {
+    CommandResult r = RunCommand({"/bin/sh", "-c",
+                                  "cd " + dir + " && " + HEADWAY_BIN + " --server " +
+                                      server.url() + " submit -f " + file});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  ASSERT_TRUE(server.WaitForState("here", "Succeeded"));
+  ASSERT_TRUE(server.WaitForState("there", "Succeeded"));
+  EXPECT_EQ(server.Cli({"logs", "here"}).out, dir + "\n");
+  EXPECT_EQ(server.Cli({"logs", "there"}).out, dir + "/sub\n");
 }
 
 }  // namespace

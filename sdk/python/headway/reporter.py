@@ -243,7 +243,7 @@ class Reporter:
         return s
 
     def _warn_once(self, key: Any, msg: str, *args: Any, exc_info: bool = False) -> None:
-        if key in self._warned:
+        if key in self._warned or len(self._warned) >= 256:
             _log.debug(msg, *args, exc_info=exc_info)
             return
         self._warned.add(key)
@@ -437,6 +437,13 @@ class Reporter:
                     transport = self._transport
                 last_start = time.monotonic()
                 outcome, detail, retry_after = self._send(transport, batch)
+                # log before flush() waiters can see the outcome, outside the lock
+                if outcome == _REJECT:
+                    self._warn_once(("rejected", detail), "headway: server rejected "
+                                    "%d progress point(s), not retrying: %s", n, detail)
+                elif outcome == _OK and failures:
+                    _log.info("headway: progress reporting recovered after %d failed "
+                              "attempt(s)", failures)
                 with self._lock:
                     self._inflight = 0
                     self._stats["requests"] += 1
@@ -452,33 +459,30 @@ class Reporter:
                         delay *= random.uniform(0.5, 1.0)
                         if retry_after is not None:
                             delay = min(self._max_backoff, max(delay, retry_after))
-                        if failures == 1:
-                            _log.warning("headway: progress report failed (%s); retrying "
-                                         "in the background", detail)
+                    else:
+                        self._resolved = max(self._resolved, hi)
+                        if outcome == _OK:
+                            self._stats["sent"] += n
                         else:
-                            _log.debug("headway: progress report failed (%s), attempt %d",
-                                       detail, failures)
-                        end = time.monotonic() + delay
+                            self._stats["dropped_rejected"] += n
+                            self._last_rejected = max(self._last_rejected, hi)
+                        failures = 0
+                        self._done.notify_all()
+                if outcome == _RETRY:  # log outside the lock, then back off
+                    if failures == 1:
+                        _log.warning("headway: progress report failed (%s); retrying "
+                                     "in the background", detail)
+                    else:
+                        _log.debug("headway: progress report failed (%s), attempt %d",
+                                   detail, failures)
+                    end = time.monotonic() + delay
+                    with self._lock:
                         while not self._closed and not self._kick:
                             remaining = end - time.monotonic()
                             if remaining <= 0:
                                 break
                             self._work.wait(remaining)
-                        continue
-                    self._resolved = max(self._resolved, hi)
-                    if outcome == _OK:
-                        self._stats["sent"] += n
-                        if failures:
-                            _log.info("headway: progress reporting recovered after %d "
-                                      "failed attempt(s)", failures)
-                        failures = 0
-                    else:
-                        self._stats["dropped_rejected"] += n
-                        self._last_rejected = max(self._last_rejected, hi)
-                        self._warn_once(("rejected", detail), "headway: server rejected "
-                                        "%d progress point(s), not retrying: %s", n, detail)
-                        failures = 0
-                    self._done.notify_all()
+                    continue
             except Exception:  # keep the sender alive whatever happens
                 self._warn_once("sender", "headway: internal error in the reporter thread",
                                 exc_info=True)

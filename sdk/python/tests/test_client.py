@@ -132,9 +132,11 @@ def test_url_and_token_resolution(server):
     server.route("GET", "/api/v1/jobs", 200, {"jobs": []})
     assert c.list_jobs() == []
     assert server.requests[0].headers["authorization"] == "Bearer from-env"
+    c.close()
     assert Client(env={"HEADWAY_URL": "http://h:1"}).url == "http://h:1"
     assert Client(env={}).url == "http://127.0.0.1:8080"
     assert Client("http://x:2", env={"HEADWAY_SERVER": "http://y:3"}).url == "http://x:2"
     c2 = Client(server.url, env={})
     c2.list_jobs()
+    c2.close()
     assert "authorization" not in server.requests[1].headers

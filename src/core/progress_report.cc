@@ -1,0 +1,132 @@
+#include "core/progress_report.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace headway {
+namespace {
+
+using nlohmann::json;
+
+Status FieldError(const std::string& field, std::string message) {
+  return InvalidArgument(std::move(message)).WithField(field);
+}
+
+Result<double> MetricValue(const std::string& field, const json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const auto& s = v.get_ref<const std::string&>();
+    if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "Infinity" || s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
+  }
+  return FieldError(field, "must be a number (or \"NaN\", \"Infinity\", \"-Infinity\"), got " +
+                               v.dump().substr(0, 40));
+}
+
+Result<ProgressReport> DecodeOne(const json& j, const std::string& prefix,
+                                 const ProgressLimits& limits) {
+  if (!j.is_object()) return FieldError(prefix.empty() ? "report" : prefix, "must be an object");
+  auto field = [&](const char* name) { return prefix.empty() ? std::string(name) : prefix + "." + name; };
+  ProgressReport r;
+  bool has_step = false;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    const json& v = it.value();
+    if (key == "step") {
+      if (!v.is_number_integer()) return FieldError(field("step"), "must be an integer");
+      if (v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+                                 : v.get<std::int64_t>() < 0) {
+        return FieldError(field("step"), "must be >= 0");
+      }
+      r.step = v.get<std::int64_t>();
+      has_step = true;
+    } else if (key == "total_steps") {
+      if (v.is_null()) continue;
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 1) {
+        return FieldError(field("total_steps"), "must be a positive integer");
+      }
+      r.total_steps = v.get<std::int64_t>();
+    } else if (key == "epoch" || key == "total_epochs") {
+      if (v.is_null()) continue;
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
+        return FieldError(field(key.c_str()), "must be a finite number >= 0");
+      }
+      (key == "epoch" ? r.epoch : r.total_epochs) = v.get<double>();
+    } else if (key == "time") {
+      if (v.is_null()) continue;
+      if (!v.is_string()) return FieldError(field("time"), "must be an RFC 3339 string");
+      auto t = ParseRfc3339(v.get<std::string>());
+      if (!t) return FieldError(field("time"), "must be an RFC 3339 time like 2026-12-02T10:00:00Z");
+      r.time = t;
+    } else if (key == "metrics") {
+      if (v.is_null()) continue;
+      if (!v.is_object()) return FieldError(field("metrics"), "must be an object of name: number");
+      if (v.size() > limits.max_metrics_per_report) {
+        return FieldError(field("metrics"), "has more than " +
+                                                std::to_string(limits.max_metrics_per_report) +
+                                                " metrics");
+      }
+      for (auto m = v.begin(); m != v.end(); ++m) {
+        std::string name = field("metrics") + "." + m.key().substr(0, 64);
+        if (!IsValidMetricName(m.key(), limits.max_metric_name)) {
+          return FieldError(name, "metric names are 1-" + std::to_string(limits.max_metric_name) +
+                                      " characters of letters, digits, '_', '.', '/', '-'");
+        }
+        auto value = MetricValue(name, m.value());
+        if (!value.ok()) return value.status();
+        r.metrics[m.key()] = *value;
+      }
+    } else {
+      return FieldError(field(key.substr(0, 64).c_str()),
+                        "unknown field (known: step, total_steps, epoch, total_epochs, metrics, time)");
+    }
+  }
+  if (!has_step) return FieldError(field("step"), "is required");
+  return r;
+}
+
+}  // namespace
+
+bool IsValidMetricName(std::string_view name, std::size_t max_length) {
+  if (name.empty() || name.size() > max_length) return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '/' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Result<std::vector<ProgressReport>> DecodeProgressReports(std::string_view text,
+                                                          const ProgressLimits& limits) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgument("body is not valid JSON");
+  if (!j.is_object()) return InvalidArgument("body must be a JSON object");
+  std::vector<ProgressReport> reports;
+  if (j.contains("reports")) {
+    if (j.size() != 1) return InvalidArgument("a batch has only the field 'reports'");
+    const json& list = j["reports"];
+    if (!list.is_array()) return FieldError("reports", "must be a list");
+    if (list.empty()) return FieldError("reports", "must not be empty");
+    if (list.size() > limits.max_reports) {
+      return Status(StatusCode::kPayloadTooLarge,
+                    "a batch carries at most " + std::to_string(limits.max_reports) + " reports")
+          .WithField("reports");
+    }
+    reports.reserve(list.size());
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      auto r = DecodeOne(list[i], "reports[" + std::to_string(i) + "]", limits);
+      if (!r.ok()) return r.status();
+      reports.push_back(std::move(r.value()));
+    }
+    return reports;
+  }
+  auto r = DecodeOne(j, "", limits);
+  if (!r.ok()) return r.status();
+  reports.push_back(std::move(r.value()));
+  return reports;
+}
+
+}  // namespace headway
