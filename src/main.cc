@@ -42,6 +42,19 @@ int main(int argc, char** argv) {
   server->add_option("--gpus", gpus,
                      "number of logical GPUs to schedule (default: the GPUs nvidia-smi lists)")
       ->check(CLI::Range(0, 4096));
+  server->add_option("--stall-floor", server_config.stall_floor_s,
+                     "seconds without a new step before a job can be Stalled")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  server->add_option("--no-report-grace", server_config.no_report_grace_s,
+                     "seconds after start before a silent job is flagged")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  server->add_option("--plateau-window", server_config.plateau_window,
+                     "fraction of a job's total steps over which its objective must improve "
+                     "(0 turns plateau detection off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   server->callback([&] {
     auto colon = listen.rfind(':');
     if (colon == std::string::npos) throw CLI::ValidationError("--listen", "must be address:port");

@@ -1,5 +1,7 @@
 #include "api/job_json.h"
 
+#include <cmath>
+
 #include "core/job_spec_json.h"
 
 namespace headway::api {
@@ -11,8 +13,34 @@ nlohmann::json OptionalTime(const std::optional<Time>& t) {
 
 }  // namespace
 
-nlohmann::json JobToJson(const Job& job, const std::string& pending_reason) {
+nlohmann::json NumberToJson(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
+  return value;
+}
+
+nlohmann::json ProgressToJson(const ProgressView& p) {
+  auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  nlohmann::json metrics = nlohmann::json::object();
+  for (const auto& [name, value] : p.metrics) metrics[name] = NumberToJson(value);
+  return {{"percent", opt(p.percent)},
+          {"step", opt(p.step)},
+          {"total_steps", opt(p.total_steps)},
+          {"epoch", opt(p.epoch)},
+          {"total_epochs", opt(p.total_epochs)},
+          {"eta_seconds", opt(p.eta_seconds)},
+          {"steps_per_second", opt(p.steps_per_second)},
+          {"samples_per_second", opt(p.samples_per_second)},
+          {"last_report_at", OptionalTime(p.last_report_at)},
+          {"metrics", metrics}};
+}
+
+nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
+                         const ProgressView& progress) {
   return {
+      {"health", progress.health},
+      {"health_reason", progress.health_reason},
+      {"progress", ProgressToJson(progress)},
       {"name", job.name()},
       {"team", job.spec.team},
       {"queue", job.spec.queue},

@@ -6,11 +6,16 @@
 #include <string>
 
 #include "core/job.h"
+#include "core/progress_report.h"
 #include "core/status.h"
 
 namespace headway::api {
 
-nlohmann::json JobToJson(const Job& job, const std::string& pending_reason);
+nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
+                         const ProgressView& progress);
+nlohmann::json ProgressToJson(const ProgressView& progress);
+// JSON has no NaN or infinity: non-finite values become "NaN", "Infinity", "-Infinity".
+nlohmann::json NumberToJson(double value);
 nlohmann::json EventToJson(const JobEvent& event);
 nlohmann::json ErrorToJson(const Status& status);
 

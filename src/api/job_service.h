@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/job.h"
+#include "core/progress_report.h"
 #include "core/status.h"
 
 namespace headway::api {
@@ -27,6 +28,17 @@ class JobService {
   virtual Result<Job> Stop(std::string_view name, std::string why) = 0;
   virtual Result<std::vector<JobEvent>> Events(std::string_view name, std::int64_t after_id) = 0;
   virtual Result<std::vector<LogFile>> LogFiles(std::string_view name) = 0;
+  // Stores reports sent by the job itself, authorised by its report token;
+  // returns once they are durable. Unauthenticated without a token,
+  // PermissionDenied with a token that is not this job's.
+  virtual Status ReportProgress(std::string_view name, std::string_view token,
+                                std::vector<ProgressReport> reports) = 0;
+  // Progress, ETA and health as of now (all unset before the first report).
+  virtual ProgressView Progress(std::string_view name) = 0;
+  // Every point of one metric, ascending by step. NotFound for an unknown job.
+  virtual Result<std::vector<MetricPoint>> MetricSeries(std::string_view name,
+                                                        std::string_view metric) = 0;
+  virtual Result<std::vector<std::string>> MetricNames(std::string_view name) = 0;
   // Why a queued job is not running yet; empty when it is not queued.
   virtual std::string PendingReason(std::string_view name) = 0;
 };

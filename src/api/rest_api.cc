@@ -1,12 +1,16 @@
 #include "api/rest_api.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
+#include "api/auth.h"
 #include "api/job_json.h"
 #include "api/log_stream.h"
 #include "api/router.h"
 #include "core/job_spec_parser.h"
+#include "core/progress_report.h"
 
 namespace headway::api {
 namespace {
@@ -77,6 +81,14 @@ class Api {
                 [this](auto& r, auto& p) { return Stop(r, p.at("name")); });
     router_.Add("GET", "/api/v1/jobs/{name}/events",
                 [this](auto& r, auto& p) { return Events(r, p.at("name")); });
+    router_.Add("POST", "/api/v1/jobs/{name}/progress",
+                [this](auto& r, auto& p) { return Report(r, p.at("name")); });
+    router_.Add("GET", "/api/v1/jobs/{name}/metrics",
+                [this](auto&, auto& p) { return MetricNames(p.at("name")); });
+    router_.Add("GET", "/api/v1/jobs/{name}/metrics/{metric}",
+                [this](auto& r, auto& p) { return Metric(r, p.at("name"), p.at("metric")); });
+    router_.Add("POST", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainjobs/{name}/status",
+                [this](auto& r, auto& p) { return KubeflowStatus(r, p.at("name")); });
     router_.Add("GET", "/api/v1/jobs/{name}/logs",
                 [this](auto& r, auto& p) { return Logs(r, p.at("name")); });
   }
@@ -84,7 +96,9 @@ class Api {
   HttpResponse Handle(const HttpRequest& req) { return router_.Dispatch(req); }
 
  private:
-  json View(const Job& job) { return JobToJson(job, service_.PendingReason(job.name())); }
+  json View(const Job& job) {
+    return JobToJson(job, service_.PendingReason(job.name()), service_.Progress(job.name()));
+  }
 
   HttpResponse Submit(const HttpRequest& req) {
     auto spec = ParseJobSpec(req.body);
@@ -137,6 +151,120 @@ class Api {
     auto job = service_.Stop(name, why);
     if (!job.ok()) return ErrorResponse(job.status());
     return JsonResponse(200, View(*job));
+  }
+
+  HttpResponse Report(const HttpRequest& req, const std::string& name) {
+    auto reports = DecodeProgressReports(req.body);
+    if (!reports.ok()) return ErrorResponse(reports.status());
+    std::size_t n = reports->size();
+    Status s = service_.ReportProgress(name, BearerToken(req.Header("authorization")),
+                                       std::move(reports.value()));
+    if (!s.ok()) return ErrorResponse(s);
+    return JsonResponse(202, {{"accepted", n}});
+  }
+
+  // Kubeflow Trainer v2's progress status, so code written for it reports
+  // unchanged. Percent maps onto steps in basis points (total 10000).
+  HttpResponse KubeflowStatus(const HttpRequest& req, const std::string& name) {
+    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (!body.is_object() || !body.contains("trainerStatus") || !body["trainerStatus"].is_object()) {
+      return ErrorResponse(InvalidArgument("body must be {\"trainerStatus\": {...}}"));
+    }
+    const json& status = body["trainerStatus"];
+    ProgressReport report;
+    for (auto it = status.begin(); it != status.end(); ++it) {
+      const std::string& key = it.key();
+      const json& v = it.value();
+      std::string field = "trainerStatus." + key.substr(0, 64);
+      if (key == "progressPercentage") {
+        if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 100) {
+          return ErrorResponse(InvalidArgument("must be a number from 0 to 100").WithField(field));
+        }
+        report.step = static_cast<std::int64_t>(std::llround(v.get<double>() * 100));
+        report.total_steps = 10000;
+      } else if (key == "estimatedRemainingSeconds") {
+        if (!v.is_null() && !v.is_number()) {
+          return ErrorResponse(InvalidArgument("must be a number").WithField(field));
+        }
+      } else if (key == "lastUpdatedTime") {
+        if (v.is_null()) continue;
+        auto t = v.is_string() ? ParseRfc3339(v.get<std::string>()) : std::nullopt;
+        if (!t) return ErrorResponse(InvalidArgument("must be an RFC 3339 time").WithField(field));
+        report.time = t;
+      } else if (key == "metrics") {
+        if (!v.is_array()) return ErrorResponse(InvalidArgument("must be a list").WithField(field));
+        for (const json& m : v) {
+          if (!m.is_object() || !m.contains("name") || !m["name"].is_string() ||
+              !m.contains("value")) {
+            return ErrorResponse(
+                InvalidArgument("each metric is {\"name\": ..., \"value\": ...}").WithField(field));
+          }
+          std::string metric = m["name"].get<std::string>();
+          if (!IsValidMetricName(metric)) {
+            return ErrorResponse(InvalidArgument("invalid metric name").WithField(field));
+          }
+          // Kubeflow sends values as strings.
+          const json& value = m["value"];
+          double number = 0;
+          if (value.is_number()) {
+            number = value.get<double>();
+          } else if (value.is_string()) {
+            const std::string& text = value.get_ref<const std::string&>();
+            char* end = nullptr;
+            number = std::strtod(text.c_str(), &end);
+            if (text.empty() || end != text.c_str() + text.size()) {
+              return ErrorResponse(InvalidArgument("metric '" + metric + "' is not a number")
+                                       .WithField(field));
+            }
+          } else {
+            return ErrorResponse(InvalidArgument("metric '" + metric + "' is not a number").WithField(field));
+          }
+          report.metrics[metric] = number;
+        }
+      } else {
+        return ErrorResponse(InvalidArgument("unknown field").WithField(field));
+      }
+    }
+    if (!status.contains("progressPercentage")) {
+      return ErrorResponse(InvalidArgument("is required").WithField("trainerStatus.progressPercentage"));
+    }
+    Status s = service_.ReportProgress(name, BearerToken(req.Header("authorization")), {report});
+    if (!s.ok()) return ErrorResponse(s);
+    return JsonResponse(200, {{"trainerStatus", status}});
+  }
+
+  HttpResponse MetricNames(const std::string& name) {
+    auto names = service_.MetricNames(name);
+    if (!names.ok()) return ErrorResponse(names.status());
+    return JsonResponse(200, {{"metrics", *names}});
+  }
+
+  HttpResponse Metric(const HttpRequest& req, const std::string& name, const std::string& metric) {
+    std::size_t buckets = 0;
+    for (const auto& [key, value] : req.query) {
+      if (key != "buckets") return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
+      auto n = ParseNonNegativeInt("buckets", value);
+      if (!n.ok()) return ErrorResponse(n.status());
+      buckets = static_cast<std::size_t>(*n);
+    }
+    auto points = service_.MetricSeries(name, metric);
+    if (!points.ok()) return ErrorResponse(points.status());
+    json out = {{"metric", metric}, {"count", points->size()}};
+    if (buckets == 0 || points->size() <= buckets) {
+      json items = json::array();
+      for (const MetricPoint& p : *points) items.push_back({{"step", p.step}, {"value", NumberToJson(p.value)}});
+      out["points"] = std::move(items);
+    } else {
+      json items = json::array();
+      for (const MetricBucket& b : Downsample(*points, buckets)) {
+        items.push_back({{"first_step", b.first_step}, {"last_step", b.last_step},
+                         {"min", NumberToJson(b.min)}, {"max", NumberToJson(b.max)},
+                         {"last", NumberToJson(b.last)}, {"count", b.count},
+                         {"non_finite", b.non_finite}});
+      }
+      out["buckets"] = std::move(items);
+    }
+    return JsonResponse(200, out);
   }
 
   HttpResponse Events(const HttpRequest& req, const std::string& name) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -9,9 +10,11 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "cli/http_client.h"
 #include "cli/output.h"
+#include "core/time.h"
 
 namespace headway::cli {
 namespace {
@@ -40,6 +43,13 @@ struct Options {
   int attempt = -1;
   // stop
   std::vector<std::string> names;
+  // top
+  double interval_s = 2;
+  int iterations = 0;  // 0: until interrupted
+  bool active = false;
+  // wait
+  std::string until = "ended";
+  std::string timeout = "0";
 };
 
 std::string UrlEncode(const std::string& s) {
@@ -165,19 +175,82 @@ int Submit(const Options& o) {
   return kExitOk;
 }
 
+std::string ProgressBar(const json& progress) {
+  if (!progress.is_object() || !progress["percent"].is_number()) return "-";
+  double pct = progress["percent"].get<double>();
+  int filled = static_cast<int>(pct / 12.5 + 0.5);
+  std::string bar;
+  for (int i = 0; i < 8; ++i) bar += i < filled ? "\u2588" : "\u2591";
+  char text[16];
+  std::snprintf(text, sizeof text, "%3.0f%% ", pct);
+  return text + bar;
+}
+
+std::string FormatNumber(const json& v) {
+  if (v.is_string()) return v.get<std::string>();  // NaN, Infinity
+  if (!v.is_number()) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", v.get<double>());
+  return text;
+}
+
+std::string FormatEta(const json& progress, const std::string& state) {
+  if (state != "Running") return "-";
+  if (!progress.is_object() || !progress["eta_seconds"].is_number()) return "?";
+  auto seconds = static_cast<std::int64_t>(progress["eta_seconds"].get<double>());
+  return FormatDuration(std::chrono::seconds(seconds));
+}
+
+const std::vector<std::string> kJobColumns = {"NAME",  "STATE", "HEALTH", "PROGRESS", "STEP",
+                                              "ETA",   "LOSS",  "GPUS",   "AGE"};
+const std::vector<std::string> kWideColumns = {"TEAM", "RESTARTS", "REASON"};
+
 std::vector<std::string> JobRow(const json& job, bool wide, Time now) {
   std::string state = job["state"].get<std::string>();
-  std::vector<std::string> row = {job["name"].get<std::string>(), state,
+  const json& progress = job.contains("progress") ? job["progress"] : json();
+  std::string step = "-";
+  if (progress.is_object() && progress["step"].is_number()) {
+    step = std::to_string(progress["step"].get<std::int64_t>());
+    if (progress["total_steps"].is_number()) {
+      step += "/" + std::to_string(progress["total_steps"].get<std::int64_t>());
+    }
+  }
+  std::string loss = "-";
+  if (progress.is_object() && progress["metrics"].is_object() && progress["metrics"].contains("loss")) {
+    loss = FormatNumber(progress["metrics"]["loss"]);
+  }
+  std::string health = state == "Running" ? Or(job, "health") : "-";
+  std::vector<std::string> row = {job["name"].get<std::string>(),
+                                  state,
+                                  health,
+                                  ProgressBar(progress),
+                                  step,
+                                  FormatEta(progress, state),
+                                  loss,
                                   std::to_string(job["gpus"].get<int>()),
-                                  std::to_string(job["restarts"].get<int>()),
                                   Age(job["created_at"].get<std::string>(), now)};
   if (wide) {
     row.push_back(Or(job, "team"));
+    row.push_back(std::to_string(job["restarts"].get<int>()));
     std::string reason = Or(job, "pending_reason", "");
+    if (reason.empty() && state == "Running") reason = Or(job, "health_reason", "");
     if (reason.empty()) reason = Or(job, "message", "");
     row.push_back(reason.empty() ? "-" : reason);
   }
   return row;
+}
+
+std::vector<std::string> JobHeader(bool wide) {
+  std::vector<std::string> header = kJobColumns;
+  if (wide) header.insert(header.end(), kWideColumns.begin(), kWideColumns.end());
+  return header;
+}
+
+std::string JobsTable(const json& jobs, bool wide) {
+  std::vector<std::vector<std::string>> rows;
+  Time now = SystemClock().Now();
+  for (const auto& job : jobs) rows.push_back(JobRow(job, wide, now));
+  return FormatTable(JobHeader(wide), rows);
 }
 
 int GetJobs(const Options& o) {
@@ -187,9 +260,7 @@ int GetJobs(const Options& o) {
     if (!job) return client.exit_code;
     if (PrintStructured(o, *job)) return kExitOk;
     bool wide = o.output == "wide";
-    std::vector<std::string> header = {"NAME", "STATE", "GPUS", "RESTARTS", "AGE"};
-    if (wide) header.insert(header.end(), {"TEAM", "REASON"});
-    std::cout << FormatTable(header, {JobRow(*job, wide, SystemClock().Now())});
+    std::cout << FormatTable(JobHeader(wide), {JobRow(*job, wide, SystemClock().Now())});
     return kExitOk;
   }
   std::string query;
@@ -215,13 +286,7 @@ int GetJobs(const Options& o) {
     std::cerr << "No jobs found.\n";
     return kExitOk;
   }
-  bool wide = o.output == "wide";
-  std::vector<std::string> header = {"NAME", "STATE", "GPUS", "RESTARTS", "AGE"};
-  if (wide) header.insert(header.end(), {"TEAM", "REASON"});
-  std::vector<std::vector<std::string>> rows;
-  Time now = SystemClock().Now();
-  for (const auto& job : jobs) rows.push_back(JobRow(job, wide, now));
-  std::cout << FormatTable(header, rows);
+  std::cout << JobsTable(jobs, o.output == "wide");
   return kExitOk;
 }
 
@@ -270,6 +335,27 @@ int Describe(const Options& o) {
     labels += (labels.empty() ? "" : ",") + it.key() + "=" + it.value().get<std::string>();
   }
   line("Labels", labels.empty() ? "-" : labels);
+  const json& p = j["progress"];
+  line("Health", Or(j, "health") + (Or(j, "health_reason", "").empty() ? "" : " (" + Or(j, "health_reason") + ")"));
+  line("Progress", ProgressBar(p));
+  std::string step = p["step"].is_number() ? std::to_string(p["step"].get<std::int64_t>()) : "-";
+  if (p["total_steps"].is_number()) step += " / " + std::to_string(p["total_steps"].get<std::int64_t>());
+  line("Step", step);
+  if (p["epoch"].is_number()) {
+    line("Epoch", FormatNumber(p["epoch"]) +
+                      (p["total_epochs"].is_number() ? " / " + FormatNumber(p["total_epochs"]) : ""));
+  }
+  line("ETA", FormatEta(p, Or(j, "state")));
+  if (p["steps_per_second"].is_number()) line("Steps/s", FormatNumber(p["steps_per_second"]));
+  if (p["samples_per_second"].is_number()) line("Samples/s", FormatNumber(p["samples_per_second"]));
+  line("Last report", Or(p, "last_report_at"));
+  if (p["metrics"].is_object() && !p["metrics"].empty()) {
+    out << "Metrics:\n";
+    for (auto it = p["metrics"].begin(); it != p["metrics"].end(); ++it) {
+      out << "  " << it.key() << ":" << std::string(it.key().size() < 22 ? 22 - it.key().size() : 1, ' ')
+          << FormatNumber(it.value()) << "\n";
+    }
+  }
   line("Created", Or(j, "created_at"));
   line("Started", Or(j, "started_at"));
   line("Finished", Or(j, "finished_at"));
@@ -322,6 +408,88 @@ int Stop(const Options& o) {
   return result;
 }
 
+int Top(const Options& o) {
+  Client client(o);
+  for (int i = 0; o.iterations == 0 || i < o.iterations; ++i) {
+    auto list = client.Call("GET", std::string("/api/v1/jobs") + (o.active ? "?active=true" : ""));
+    if (!list) return client.exit_code;
+    std::string screen = "\033[H\033[2J";
+    screen += "headway top   " + client.http().base_url() + "   " +
+              FormatRfc3339(SystemClock().Now()).substr(0, 19) + "   (Ctrl-C to quit)\n\n";
+    screen += (*list)["jobs"].empty() ? "No jobs.\n" : JobsTable((*list)["jobs"], o.output == "wide");
+    std::cout << screen << std::flush;
+    if (o.iterations != 0 && i + 1 == o.iterations) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(o.interval_s * 1000)));
+  }
+  return kExitOk;
+}
+
+constexpr int kExitTimeout = 4;
+
+// Conditions: "ended", a state ("Succeeded" or "state=Succeeded"),
+// "health=Diverging", "step>=N", "percent>=N".
+int Wait(const Options& o) {
+  std::string until = o.until;
+  std::string kind = "state", want = until;
+  double threshold = 0;
+  if (until == "ended") {
+    kind = "ended";
+  } else if (auto eq = until.find(">="); eq != std::string::npos) {
+    kind = until.substr(0, eq);
+    try {
+      threshold = std::stod(until.substr(eq + 2));
+    } catch (const std::exception&) {
+      std::cerr << "error: --until " << until << ": expected a number after >=\n";
+      return kExitUsage;
+    }
+    if (kind != "step" && kind != "percent") {
+      std::cerr << "error: --until supports step>=N and percent>=N\n";
+      return kExitUsage;
+    }
+  } else if (auto eq = until.find('='); eq != std::string::npos) {
+    kind = until.substr(0, eq);
+    want = until.substr(eq + 1);
+    if (kind != "state" && kind != "health") {
+      std::cerr << "error: --until supports ended, state=X, health=X, step>=N, percent>=N\n";
+      return kExitUsage;
+    }
+  }
+  auto timeout = ParseDuration(o.timeout);
+  if (!timeout) {
+    std::cerr << "error: --timeout must be a duration like 90s or 10m\n";
+    return kExitUsage;
+  }
+  auto deadline = std::chrono::steady_clock::now() + *timeout;
+  Client client(o);
+  for (;;) {
+    auto job = client.Call("GET", "/api/v1/jobs/" + UrlEncode(o.name));
+    if (!job) return client.exit_code;
+    std::string state = (*job)["state"].get<std::string>();
+    bool ended = state == "Succeeded" || state == "Failed" || state == "Stopped";
+    const json& p = (*job)["progress"];
+    bool met = false;
+    if (kind == "ended") met = ended;
+    if (kind == "state") met = state == want;
+    if (kind == "health") met = (*job)["health"] == want;
+    if (kind == "step") met = p["step"].is_number() && p["step"].get<double>() >= threshold;
+    if (kind == "percent") met = p["percent"].is_number() && p["percent"].get<double>() >= threshold;
+    if (met) {
+      std::cout << "job/" << o.name << " " << state << "\n";
+      return kExitOk;
+    }
+    if (ended) {
+      std::cerr << "error: job/" << o.name << " ended (" << state
+                << ") before --until " << until << " held\n";
+      return kExitFailed;
+    }
+    if (timeout->count() > 0 && std::chrono::steady_clock::now() >= deadline) {
+      std::cerr << "error: timed out waiting for job/" << o.name << " --until " << until << "\n";
+      return kExitTimeout;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
 void AddOutputFlag(CLI::App* cmd, Options& o, std::vector<std::string> allowed) {
   cmd->add_option("-o,--output", o.output, "output format")->check(CLI::IsMember(allowed));
 }
@@ -367,6 +535,22 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code) {
   auto* stop = app.add_subcommand("stop", "Stop jobs (SIGTERM, then SIGKILL after the grace)");
   stop->add_option("names", o.names, "job names")->required();
   stop->callback([&exit_code, &o] { exit_code = Stop(o); });
+  auto* top = app.add_subcommand("top", "Live view of jobs with progress, refreshed");
+  top->add_option("-n,--interval", o.interval_s, "seconds between refreshes")->check(CLI::Range(0.1, 3600.0));
+  top->add_option("--iterations", o.iterations, "stop after this many refreshes (0: never)")
+      ->check(CLI::NonNegativeNumber);
+  top->add_flag("--active", o.active, "only jobs that have not ended");
+  AddOutputFlag(top, o, {"wide"});
+  top->callback([&exit_code, &o] { exit_code = Top(o); });
+
+  auto* wait = app.add_subcommand(
+      "wait", "Block until a job reaches a condition (exit 0), ends without it (1), or times out (4)");
+  wait->add_option("name", o.name, "job name")->required();
+  wait->add_option("--until", o.until,
+                   "ended | STATE | state=STATE | health=HEALTH | step>=N | percent>=N")
+      ->capture_default_str();
+  wait->add_option("--timeout", o.timeout, "give up after this long (0: never)")->capture_default_str();
+  wait->callback([&exit_code, &o] { exit_code = Wait(o); });
   return options;
 }
 

@@ -1,6 +1,7 @@
-// The client subcommands of `headway` (submit, get, describe, logs, stop):
+// The client subcommands of `headway` (submit, get, describe, logs, stop, top, wait):
 // thin REST clients. Exit codes: 0 success, 1 the server refused or failed the
-// request (its message is printed), 2 bad usage, 3 the server is unreachable.
+// request (its message is printed) or the job ended without meeting a `wait`
+// condition, 2 bad usage, 3 the server is unreachable, 4 `wait` timed out.
 #pragma once
 
 #include <CLI/CLI.hpp>

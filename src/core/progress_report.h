@@ -24,6 +24,37 @@ struct ProgressReport {
   std::optional<Time> time;               // when the job measured it; default: arrival
 };
 
+// One stored point of the step series.
+struct StepPoint {
+  std::int64_t step = 0;
+  Time time{};
+  std::optional<std::int64_t> total_steps;
+  std::optional<double> epoch;
+  std::optional<double> total_epochs;
+};
+
+// One stored point of a metric series.
+struct MetricPoint {
+  std::int64_t step = 0;
+  double value = 0;  // may be NaN or ±inf
+};
+
+// What the platform knows about a job's progress right now.
+struct ProgressView {
+  std::optional<double> percent;
+  std::optional<std::int64_t> step;
+  std::optional<std::int64_t> total_steps;
+  std::optional<double> epoch;
+  std::optional<double> total_epochs;
+  std::optional<double> eta_seconds;
+  std::optional<double> steps_per_second;
+  std::optional<double> samples_per_second;
+  std::optional<Time> last_report_at;
+  std::map<std::string, double> metrics;  // latest value of each
+  std::string health = "Unknown";         // Progressing, Stalled, Diverging, Plateaued, Unknown
+  std::string health_reason;
+};
+
 struct ProgressLimits {
   std::size_t max_reports = 10000;        // per request
   std::size_t max_metrics_per_report = 256;
@@ -39,5 +70,25 @@ Result<std::vector<ProgressReport>> DecodeProgressReports(std::string_view json,
 
 // Valid metric names: 1..max_metric_name characters of [A-Za-z0-9_./-].
 bool IsValidMetricName(std::string_view name, std::size_t max_length = 128);
+
+}  // namespace headway
+
+namespace headway {
+
+// A chart-sized view of a metric series: each bucket covers consecutive
+// points and keeps their min, max and last value, so spikes survive.
+struct MetricBucket {
+  std::int64_t first_step = 0;
+  std::int64_t last_step = 0;
+  double min = 0;   // over finite values; NaN when the bucket has none
+  double max = 0;
+  double last = 0;  // the value at last_step, finite or not
+  std::size_t count = 0;
+  bool non_finite = false;  // some point in the bucket is NaN or ±inf
+};
+
+// Splits `points` (ascending by step) into at most `buckets` buckets of
+// equal point count. Fewer points than buckets: one bucket per point.
+std::vector<MetricBucket> Downsample(const std::vector<MetricPoint>& points, std::size_t buckets);
 
 }  // namespace headway

@@ -11,7 +11,86 @@ namespace headway {
 
 JobController::JobController(Store& store, Executor& executor, const Clock& clock,
                              ControllerOptions options)
-    : store_(store), executor_(executor), clock_(clock), options_(std::move(options)) {}
+    : store_(store),
+      executor_(executor),
+      clock_(clock),
+      options_(std::move(options)),
+      tracker_(store, options_.health, options_.plateau_window),
+      writer_(store, tracker_) {}
+
+Status JobController::ReportProgress(std::string_view name, std::string_view token,
+                                     std::vector<ProgressReport> reports) {
+  if (token.empty()) {
+    return Unauthenticated("a report needs 'Authorization: Bearer <HEADWAY_TOKEN>'");
+  }
+  auto job = store_.GetJob(name);
+  if (!job.ok()) return job.status();
+  if (job->token_hash.empty() || !api::SameHash(api::HashToken(token), job->token_hash)) {
+    return PermissionDenied("this token may not report for job '" + std::string(name) + "'");
+  }
+  return writer_.Write({std::string(name), std::move(reports), clock_.Now()});
+}
+
+ProgressView JobController::Progress(std::string_view name) {
+  auto job = store_.GetJob(name);
+  if (!job.ok()) return {};
+  return tracker_.View(*job, clock_.Now());
+}
+
+Result<std::vector<MetricPoint>> JobController::MetricSeries(std::string_view name,
+                                                             std::string_view metric) {
+  auto job = store_.GetJob(name);
+  if (!job.ok()) return job.status();
+  std::vector<MetricPoint> points;
+  HEADWAY_RETURN_IF_ERROR(
+      store_.ScanMetric(name, metric, [&](const MetricPoint& p) { points.push_back(p); }));
+  if (points.empty()) {
+    return NotFound("job '" + std::string(name) + "' has no metric '" + std::string(metric) + "'");
+  }
+  return points;
+}
+
+Result<std::vector<std::string>> JobController::MetricNames(std::string_view name) {
+  auto job = store_.GetJob(name);
+  if (!job.ok()) return job.status();
+  return store_.MetricNames(name);
+}
+
+void JobController::ScanMarkers(const Job& job, std::vector<JobEvent>& events) {
+  auto files = store_.ListLogFiles(job.name());
+  if (!files.ok()) return;
+  std::vector<LogFile> current;
+  for (const LogFile& f : *files) {
+    if (f.attempt == job.restarts) current.push_back(f);
+  }
+  int malformed = 0;
+  std::vector<ProgressReport> reports = markers_.Scan(current, malformed);
+  if (malformed > 0 && !warned_malformed_[job.name()]) {
+    warned_malformed_[job.name()] = true;
+    events.push_back(Event(job, "Warning",
+                           "ignored a malformed HEADWAY progress line in the job's output"));
+  }
+  if (!reports.empty()) writer_.WriteAsync({job.name(), std::move(reports), clock_.Now()});
+}
+
+void JobController::WatchHealth(Job& job, std::vector<JobEvent>& events) {
+  ProgressView view = tracker_.View(job, clock_.Now());
+  std::string& last = health_[job.name()];
+  if (view.health == last) return;
+  std::string previous = last.empty() ? "Unknown" : last;
+  last = view.health;
+  if (previous == view.health) return;
+  std::string text = previous + " -> " + view.health;
+  if (!view.health_reason.empty()) text += ": " + view.health_reason;
+  events.push_back(Event(job, "HealthChanged", text));
+  HealthAction action = HealthAction::kNotify;
+  if (view.health == "Stalled") action = job.spec.policies.on_stall;
+  if (view.health == "Diverging") action = job.spec.policies.on_diverge;
+  if (view.health == "Plateaued") action = job.spec.policies.on_plateau;
+  if (action == HealthAction::kStop && !job.stop_requested_at) {
+    RequestStop(job, view.health, "stopped by policy: " + view.health_reason, events);
+  }
+}
 
 JobEvent JobController::Event(const Job& job, std::string type, std::string message) const {
   return {0, job.name(), clock_.Now(), std::move(type), std::move(message)};
@@ -218,8 +297,14 @@ void JobController::Tick() {
   for (Job& job : *jobs) {
     if (job.state != JobState::kRunning) continue;
     std::vector<JobEvent> events;
+    ScanMarkers(job, events);
     PollAttempt(job, events);
-    if (job.state == JobState::kRunning) EnforceDeadlines(job, events);
+    if (job.state == JobState::kRunning) {
+      EnforceDeadlines(job, events);
+      WatchHealth(job, events);
+    } else {
+      health_.erase(job.name());
+    }
     if (!events.empty()) Save(job, events);
   }
   Schedule(*jobs);
@@ -268,12 +353,27 @@ void JobController::StartJob(Job& job, std::vector<int> gpu_ids) {
   request.spec = job.spec;
   request.attempt = job.restarts;
   request.gpu_ids = job.gpu_ids;
-  request.platform_env = {{"HEADWAY_URL", options_.advertise_url},
-                          {"HEADWAY_JOB", job.name()},
-                          {"HEADWAY_TOKEN", token}};
   request.run_dir = (std::filesystem::path(options_.data_dir) / "jobs" / job.name() /
                      ("attempt-" + std::to_string(job.restarts)))
                         .string();
+  // Kubeflow Trainer v2 compatibility: its SDK reads the token from a file.
+  std::string token_file = request.run_dir + "/kubeflow-token";
+  std::error_code ec;
+  std::filesystem::create_directories(request.run_dir, ec);
+  if (FILE* f = std::fopen(token_file.c_str(), "w")) {
+    std::fputs(token.c_str(), f);
+    std::fclose(f);
+    std::filesystem::permissions(token_file, std::filesystem::perms::owner_read |
+                                                 std::filesystem::perms::owner_write, ec);
+  }
+  request.platform_env = {
+      {"HEADWAY_URL", options_.advertise_url},
+      {"HEADWAY_JOB", job.name()},
+      {"HEADWAY_TOKEN", token},
+      {"KUBEFLOW_TRAINER_SERVER_URL",
+       options_.advertise_url + "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/" +
+           job.name() + "/status"},
+      {"KUBEFLOW_TRAINER_SERVER_TOKEN", token_file}};
   auto launched = executor_.Launch(request);
   if (!launched.ok()) {
     job.gpu_ids.clear();

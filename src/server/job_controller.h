@@ -22,6 +22,10 @@
 #include "api/job_service.h"
 #include "core/time.h"
 #include "exec/executor.h"
+#include "progress/health.h"
+#include "server/ingest_writer.h"
+#include "server/marker_scanner.h"
+#include "server/progress_tracker.h"
 #include "store/store.h"
 
 namespace headway {
@@ -30,6 +34,8 @@ struct ControllerOptions {
   int total_gpus = 0;         // size of the GPU pool; GPU ids are 0..total_gpus-1
   std::string data_dir;       // run directories live under data_dir/jobs/NAME/attempt-N
   std::string advertise_url;  // HEADWAY_URL given to jobs
+  progress::HealthOptions health;
+  double plateau_window = 0.25;  // fraction of total_steps; see ProgressTracker
 };
 
 class JobController final : public api::JobService {
@@ -52,12 +58,20 @@ class JobController final : public api::JobService {
   Result<std::vector<JobEvent>> Events(std::string_view name, std::int64_t after_id) override;
   Result<std::vector<LogFile>> LogFiles(std::string_view name) override;
   std::string PendingReason(std::string_view name) override;
+  Status ReportProgress(std::string_view name, std::string_view token,
+                        std::vector<ProgressReport> reports) override;
+  ProgressView Progress(std::string_view name) override;
+  Result<std::vector<MetricPoint>> MetricSeries(std::string_view name,
+                                                std::string_view metric) override;
+  Result<std::vector<std::string>> MetricNames(std::string_view name) override;
 
  private:
   // Each returns events to persist with the job; callers hold mu_.
   void PollAttempt(Job& job, std::vector<JobEvent>& events);
   void FinishAttempt(Job& job, const ExecStatus& status, std::vector<JobEvent>& events);
   void EnforceDeadlines(Job& job, std::vector<JobEvent>& events);
+  void ScanMarkers(const Job& job, std::vector<JobEvent>& events);
+  void WatchHealth(Job& job, std::vector<JobEvent>& events);
   void Schedule(std::vector<Job>& active);
   void StartJob(Job& job, std::vector<int> gpu_ids);
   void RequestStop(Job& job, const std::string& reason, const std::string& why,
@@ -77,6 +91,11 @@ class JobController final : public api::JobService {
   bool shutdown_ = false;                          // guarded by mu_
   bool woken_ = false;                             // guarded by mu_
   std::set<std::string> killed_;                   // guarded by mu_: SIGKILL already sent
+  ProgressTracker tracker_;
+  IngestWriter writer_;  // after tracker_: it feeds it
+  MarkerScanner markers_;                          // guarded by mu_
+  std::map<std::string, std::string> health_;      // guarded by mu_: last health seen per job
+  std::map<std::string, bool> warned_malformed_;   // guarded by mu_
   std::mutex reasons_mu_;
   std::map<std::string, std::string> pending_reasons_;  // guarded by reasons_mu_
 };

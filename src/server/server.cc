@@ -70,6 +70,9 @@ int RunServer(const ServerConfig& config) {
   ControllerOptions options;
   options.total_gpus = gpus;
   options.data_dir = config.data_dir;
+  options.health.stall_floor_s = config.stall_floor_s;
+  options.health.unknown_grace_s = config.no_report_grace_s;
+  options.plateau_window = config.plateau_window;
 
   // Bind first, so the URL handed to jobs names the real port; requests that
   // arrive before the controller exists get 503.

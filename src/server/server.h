@@ -17,6 +17,9 @@ struct ServerConfig {
   std::string self_executable;   // this binary, for the local executor's supervisor
   int http_threads = 4;
   std::size_t max_body_bytes = 1 << 20;
+  double stall_floor_s = 60;        // never call a job Stalled sooner than this
+  double no_report_grace_s = 300;   // say "no progress reported" after this long
+  double plateau_window = 0.25;     // fraction of total_steps the objective must improve over; 0: off
 };
 
 // The default data directory: $HEADWAY_DATA_DIR, else $XDG_DATA_HOME/headway,

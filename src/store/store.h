@@ -15,10 +15,20 @@
 #include <string_view>
 #include <vector>
 
+#include <functional>
+
 #include "core/job.h"
+#include "core/progress_report.h"
 #include "core/status.h"
 
 namespace headway {
+
+// Reports of one job received in one request.
+struct ProgressBatch {
+  std::string job;
+  std::vector<ProgressReport> reports;
+  Time received{};  // stands in for reports without a time
+};
 
 class Store {
  public:
@@ -34,6 +44,21 @@ class Store {
   // Events of one job with id > after_id, oldest first.
   virtual Result<std::vector<JobEvent>> ListEvents(std::string_view job,
                                                    std::int64_t after_id = 0) = 0;
+
+  // Stores every report of every batch in one transaction: durable when this
+  // returns Ok. Idempotent on (job, step) and (job, metric, step): a repeated
+  // step replaces the earlier values.
+  virtual Status AppendProgress(const std::vector<ProgressBatch>& batches) = 0;
+  // The last `limit` step points of a job, ascending by step.
+  virtual Result<std::vector<StepPoint>> RecentSteps(std::string_view job, std::size_t limit) = 0;
+  // The last `limit` points of one metric, ascending by step.
+  virtual Result<std::vector<MetricPoint>> RecentMetric(std::string_view job,
+                                                        std::string_view metric,
+                                                        std::size_t limit) = 0;
+  // Every point of one metric in step order, without materialising the series.
+  virtual Status ScanMetric(std::string_view job, std::string_view metric,
+                            const std::function<void(const MetricPoint&)>& visit) = 0;
+  virtual Result<std::vector<std::string>> MetricNames(std::string_view job) = 0;
 
   virtual Status AddLogFile(const LogFile& log) = 0;
   // Ordered by attempt, then rank.

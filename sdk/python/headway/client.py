@@ -16,10 +16,10 @@ Contract
 * Results are the decoded JSON documents (dicts and lists), unwrapped where the server
   wraps a list: list_jobs() -> [job, ...], get_metric() -> [{"step", "value"}, ...],
   get_events() -> [event, ...].
-* Errors: every failure raises HeadwayError(status, code, message). `status` is the HTTP
-  status, or None when no response came (connection refused, timeout); then code is
-  "unavailable". A non-2xx response's {"error": {"code", "message"}} body fills code and
-  message (else code is "http_<status>").
+* Errors: every failure raises HeadwayError(status, code, message, field). `status` is
+  the HTTP status, or None when no response came (connection refused, timeout); then code
+  is "Unavailable". A non-2xx response's {"error": {"code", "message", "field"}} body
+  fills them; without one, code follows the status (404 -> "NotFound", ...).
 * Retries: GET requests are retried `retries` times (default 2) on connection errors,
   429 and 5xx, with a short exponential backoff. POSTs (submit, stop) are never retried.
 * Thread safety: a Client may be shared between threads (one connection, serialised).
@@ -40,13 +40,20 @@ DEFAULT_SERVER = "http://127.0.0.1:8080"
 
 
 class HeadwayError(Exception):
-    """A failed Headway API call: HTTP status (None if no response), code, message."""
+    """A failed Headway API call: HTTP status (None if no response), code (the server's,
+    e.g. "NotFound", "InvalidArgument"), message, and the offending field if the server
+    named one."""
 
-    def __init__(self, status: Optional[int], code: str, message: str) -> None:
-        super().__init__("%s %s: %s" % (status if status is not None else "-", code, message))
+    def __init__(self, status: Optional[int], code: str, message: str,
+                 field: Optional[str] = None) -> None:
+        text = "%s %s: %s" % (status if status is not None else "-", code, message)
+        if field:
+            text += " (field %s)" % field
+        super().__init__(text)
         self.status = status
         self.code = code
         self.message = message
+        self.field = field
 
 
 LabelFilter = Union[None, str, Mapping[str, str], Sequence[str]]
@@ -71,22 +78,25 @@ class Client:
     # -- API ---------------------------------------------------------------------
 
     def list_jobs(self, *, state: Optional[str] = None, team: Optional[str] = None,
-                  label: LabelFilter = None) -> List[Dict[str, Any]]:
-        """GET /api/v1/jobs. label: "k=v", a list of them, or a {k: v} dict (all must
-        match)."""
+                  label: LabelFilter = None, active: Optional[bool] = None
+                  ) -> List[Dict[str, Any]]:
+        """GET /api/v1/jobs, oldest first. label: "k=v[,k2=v2]", a list of "k=v", or a
+        {k: v} dict (all must match); active=True: only jobs that have not ended."""
         query: List[Tuple[str, str]] = []
         if state:
             query.append(("state", state))
         if team:
             query.append(("team", team))
+        if active is not None:
+            query.append(("active", "true" if active else "false"))
         if label:
             if isinstance(label, str):
-                labels = [label]
+                selector = label
             elif isinstance(label, Mapping):
-                labels = ["%s=%s" % (k, v) for k, v in label.items()]
+                selector = ",".join("%s=%s" % (k, v) for k, v in label.items())
             else:
-                labels = list(label)
-            query.extend(("label", l) for l in labels)
+                selector = ",".join(label)
+            query.append(("label", selector))
         path = "/api/v1/jobs" + ("?" + urlencode(query) if query else "")
         return self._call("GET", path).get("jobs", [])
 
@@ -94,13 +104,21 @@ class Client:
         """GET /api/v1/jobs/{name}."""
         return self._call("GET", "/api/v1/jobs/" + _seg(name))
 
-    def submit_job(self, spec: Mapping[str, Any]) -> Dict[str, Any]:
-        """POST /api/v1/jobs with a job spec; returns the created job."""
-        return self._call("POST", "/api/v1/jobs", spec)
+    def submit_job(self, spec: Union[Mapping[str, Any], str], *,
+                   submit_dir: Optional[str] = None) -> Dict[str, Any]:
+        """POST /api/v1/jobs; returns the created (queued) job. spec: a dict (sent as
+        JSON) or the text of a YAML/JSON spec file (sent as application/yaml).
+        submit_dir: absolute path sent as X-Headway-Submit-Dir (default working_dir)."""
+        headers = {"X-Headway-Submit-Dir": submit_dir} if submit_dir else None
+        if isinstance(spec, str):
+            return self._call("POST", "/api/v1/jobs", raw=spec.encode("utf-8"),
+                              content_type="application/yaml", headers=headers)
+        return self._call("POST", "/api/v1/jobs", spec, headers=headers)
 
-    def stop_job(self, name: str) -> Dict[str, Any]:
+    def stop_job(self, name: str, *, reason: Optional[str] = None) -> Dict[str, Any]:
         """POST /api/v1/jobs/{name}/stop; returns the job."""
-        return self._call("POST", "/api/v1/jobs/%s/stop" % _seg(name), {})
+        body = {"reason": reason} if reason else None
+        return self._call("POST", "/api/v1/jobs/%s/stop" % _seg(name), body)
 
     def get_metric(self, name: str, metric: str, *, buckets: Optional[int] = None
                    ) -> List[Dict[str, Any]]:
@@ -110,9 +128,12 @@ class Client:
             path += "?" + urlencode({"buckets": int(buckets)})
         return self._call("GET", path).get("points", [])
 
-    def get_events(self, name: str) -> List[Dict[str, Any]]:
-        """GET /api/v1/jobs/{name}/events -> events."""
-        return self._call("GET", "/api/v1/jobs/%s/events" % _seg(name)).get("events", [])
+    def get_events(self, name: str, *, after: Optional[int] = None) -> List[Dict[str, Any]]:
+        """GET /api/v1/jobs/{name}/events -> events, oldest first (after: only ids > it)."""
+        path = "/api/v1/jobs/%s/events" % _seg(name)
+        if after is not None:
+            path += "?" + urlencode({"after": int(after)})
+        return self._call("GET", path).get("events", [])
 
     def close(self) -> None:
         with self._lock:
@@ -126,22 +147,29 @@ class Client:
 
     # -- plumbing ----------------------------------------------------------------
 
-    def _call(self, method: str, path: str, body: Any = None) -> Any:
-        data = None
-        headers = dict(self._headers)
+    def _call(self, method: str, path: str, body: Any = None, *, raw: Optional[bytes] = None,
+              content_type: str = "application/json",
+              headers: Optional[Mapping[str, str]] = None) -> Any:
+        data = raw
+        hdrs = dict(self._headers)
+        if headers:
+            hdrs.update(headers)
         if body is not None:
             data = json.dumps(body, separators=(",", ":")).encode("utf-8")
-            headers["Content-Type"] = "application/json"
+        if data is not None:
+            hdrs["Content-Type"] = content_type
+        elif method == "POST":
+            data = b""
         attempts = 1 + (self._retries if method == "GET" else 0)
         for attempt in range(attempts):
             last = attempt == attempts - 1
             try:
                 with self._lock:
                     status, _, raw = self._transport.request(
-                        method, path, data, headers, idempotent=(method == "GET"))
+                        method, path, data, hdrs, idempotent=(method == "GET"))
             except Exception as e:
                 if last:
-                    raise HeadwayError(None, "unavailable", "%s %s: %s: %s" % (
+                    raise HeadwayError(None, "Unavailable", "%s %s: %s: %s" % (
                         method, path, type(e).__name__, e)) from e
                 time.sleep(self._backoff * (2 ** attempt))
                 continue
@@ -151,7 +179,7 @@ class Client:
                 try:
                     return json.loads(raw.decode("utf-8"))
                 except ValueError as e:
-                    raise HeadwayError(status, "bad_response",
+                    raise HeadwayError(status, "BadResponse",
                                        "response is not JSON: %s" % e) from e
             if (status == 429 or status >= 500) and not last:
                 time.sleep(self._backoff * (2 ** attempt))
@@ -160,17 +188,26 @@ class Client:
         raise AssertionError("unreachable")
 
 
+# Codes for error responses without a JSON error body (the server's codes, by status).
+_STATUS_CODES = {400: "InvalidArgument", 401: "Unauthenticated", 403: "PermissionDenied",
+                 404: "NotFound", 409: "Conflict", 413: "PayloadTooLarge",
+                 429: "ResourceExhausted", 500: "Internal", 503: "Unavailable"}
+
+
 def _seg(s: str) -> str:
     return quote(str(s), safe="")
 
 
 def _error_from(status: int, raw: bytes) -> HeadwayError:
-    code, message = "http_%d" % status, raw.decode("utf-8", "replace").strip()[:500]
+    code = _STATUS_CODES.get(status, "HTTP%d" % status)
+    message = raw.decode("utf-8", "replace").strip()[:500]
     try:
         err = json.loads(raw.decode("utf-8")).get("error")
         if isinstance(err, dict):
             code = str(err.get("code") or code)
             message = str(err.get("message") or message)
+            field = err.get("field")
+            return HeadwayError(status, code, message, str(field) if field else None)
     except Exception:
         pass
     return HeadwayError(status, code, message)

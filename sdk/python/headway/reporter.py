@@ -11,9 +11,12 @@ Contract
   appends it to a bounded in-memory queue (a few microseconds). One daemon thread, started
   on the first report(), sends the queue in batches.
 * Invalid input is logged once per kind (logger "headway", WARNING) and dropped: a bad
-  `step` (not an integer >= 0) drops the point, a bad metric value (not a number) or a bad
-  total_steps / epoch / total_epochs drops only that field. Metric values that are
-  numbers but not finite (NaN, +-inf) are valid and sent as "NaN", "Infinity", "-Infinity".
+  `step` (not an integer >= 0) drops the point; a bad metric (value not a number, name
+  not 1-128 characters of [A-Za-z0-9_./-], beyond 256 metrics) or a bad total_steps (not
+  an integer >= 1), epoch or total_epochs (not finite >= 0) drops only that field. These
+  are the server's limits; checking them per point keeps one bad value from getting a
+  whole batch refused. Metric values that are numbers but not finite (NaN, +-inf) are
+  valid and sent as "NaN", "Infinity", "-Infinity".
   Numeric scalars with .item() (numpy, 0-d torch tensors) are converted inside report();
   for a CUDA tensor that synchronises the device, as tensor.item() would.
 * Coalescing policy: the queue holds at most `max_queue` points (default 10000). When it
@@ -29,7 +32,9 @@ Contract
   are retried with capped exponential backoff (min_backoff doubling up to max_backoff,
   with jitter; a numeric Retry-After is honoured up to max_backoff) while new points keep
   being accepted and coalesced. Any other status (4xx: bad request, unauthenticated, ...)
-  is not retried: the batch is dropped and logged.
+  is not retried: the batch is dropped and logged; for 400 and 413 a batch of several
+  points is first bisected, so only the point(s) the server refuses are lost. Batches are
+  also split before sending when the body would exceed 768 KiB (the server takes 1 MiB).
 * Rank: unless all_ranks=True, a process whose RANK (or, when RANK is unset, LOCAL_RANK)
   is set and not 0 does not report. Without a URL and a job (HEADWAY_URL / HEADWAY_JOB)
   the reporter is disabled; a disabled reporter's report() only checks one attribute.
@@ -53,6 +58,7 @@ import math
 import operator
 import os
 import random
+import re
 import threading
 import time
 import weakref
@@ -66,7 +72,14 @@ _log = logging.getLogger("headway")
 # Field names of a report; they cannot be used as metric names.
 RESERVED = frozenset(("step", "total_steps", "epoch", "total_epochs"))
 
-_OK, _RETRY, _REJECT = 0, 1, 2
+_OK, _RETRY, _REJECT, _SPLIT = 0, 1, 2, 3
+
+# What the server accepts (src/core/progress_report.h); a request breaking any of these is
+# rejected whole, so the reporter enforces them per point instead.
+_METRIC_NAME = re.compile(r"[A-Za-z0-9_./-]{1,128}")
+MAX_METRICS_PER_REPORT = 256
+MAX_BODY_BYTES = 768 * 1024  # the server takes 1 MiB; larger batches are split first
+_INT64_MAX = 2 ** 63 - 1
 
 # Every live Reporter, so that a forked child can reset their threading state.
 _live: "weakref.WeakSet[Reporter]" = weakref.WeakSet()
@@ -130,8 +143,8 @@ def _as_step(value: Any) -> int:
                 if isinstance(value, float) and value.is_integer():
                     value = int(value)
         value = operator.index(value)
-    if value < 0:
-        raise ValueError("negative: %r" % (value,))
+    if value < 0 or value > _INT64_MAX:
+        raise ValueError("out of range: %r" % (value,))
     return value
 
 
@@ -203,6 +216,7 @@ class Reporter:
                 enabled = False
         self.enabled = enabled
         self._warned: set = set()
+        self._good_names: set = set()  # metric names already validated
         self._init_state()
         if enabled:
             _live.add(self)
@@ -222,6 +236,8 @@ class Reporter:
         self._flush_target = 0   # highest target of any flush() so far
         self._inflight = 0
         self._kick = False       # skip the interval / backoff wait once
+        self._split_limit = self._batch_size  # lowered while bisecting a 413/400 batch
+        self._split_hi = 0       # ... until every point up to this seq is resolved
         self._sender_idle = False
         self._closed = False
         self._thread: Optional[threading.Thread] = None
@@ -293,6 +309,8 @@ class Reporter:
         if total_steps is not None:
             try:
                 v = _as_step(total_steps)
+                if v < 1:
+                    raise ValueError(v)
                 point["total_steps"] = v
             except Exception:
                 self._warn_once("total_steps", "headway: ignoring invalid total_steps %r",
@@ -309,14 +327,26 @@ class Reporter:
                 self._warn_once(name, "headway: ignoring invalid %s %r", name, value)
         if metrics:
             out = {}
+            good = self._good_names
             for name, value in metrics.items():
                 if value is None:
                     continue
+                if name not in good:
+                    if not _METRIC_NAME.fullmatch(name):
+                        self._warn_once(("name", name), "headway: dropping metric %r: names "
+                                        "are 1-128 of A-Z a-z 0-9 _ . / -", name)
+                        continue
+                    if len(good) < 4096:
+                        good.add(name)
                 try:
                     out[name] = as_number(value)
                 except Exception:
                     self._warn_once(("metric", name), "headway: dropping metric %r: "
                                     "value %r is not a number", name, value)
+            if len(out) > MAX_METRICS_PER_REPORT:
+                self._warn_once("too_many", "headway: a report carries at most %d metrics; "
+                                "dropping the rest", MAX_METRICS_PER_REPORT)
+                out = dict(list(out.items())[:MAX_METRICS_PER_REPORT])
             if out:
                 point["metrics"] = out
         return point
@@ -431,7 +461,7 @@ class Reporter:
                     if self._closed:
                         break
                     self._kick = False
-                    n = min(len(self._queue), self._batch_size)
+                    n = min(len(self._queue), self._split_limit)
                     batch = [self._queue.popleft() for _ in range(n)]
                     self._inflight = n
                     transport = self._transport
@@ -448,6 +478,12 @@ class Reporter:
                     self._inflight = 0
                     self._stats["requests"] += 1
                     hi = batch[-1][0]
+                    if outcome == _SPLIT:
+                        # too large, or one bad point: resend in halves, no backoff
+                        self._queue.extendleft(reversed(batch))
+                        self._split_limit = max(1, n // 2)
+                        self._split_hi = max(self._split_hi, hi)
+                        continue
                     if outcome == _RETRY:
                         failures += 1
                         self._stats["failures"] += 1
@@ -461,6 +497,8 @@ class Reporter:
                             delay = min(self._max_backoff, max(delay, retry_after))
                     else:
                         self._resolved = max(self._resolved, hi)
+                        if self._resolved >= self._split_hi:
+                            self._split_limit = self._batch_size
                         if outcome == _OK:
                             self._stats["sent"] += n
                         else:
@@ -501,6 +539,8 @@ class Reporter:
             body = json.dumps(doc, allow_nan=False, separators=(",", ":")).encode("utf-8")
         except Exception as e:  # cannot happen for validated points; never loop on it
             return _REJECT, "cannot encode: %s" % e, None
+        if len(body) > MAX_BODY_BYTES and len(batch) > 1:
+            return _SPLIT, "", None
         try:
             status, headers, data = transport.request("POST", self._path, body,
                                                       self._headers, idempotent=True)
@@ -524,6 +564,8 @@ class Reporter:
             except (TypeError, ValueError):
                 pass
             return _RETRY, detail, retry_after
+        if status in (400, 413) and len(batch) > 1:
+            return _SPLIT, detail, None  # isolate the point the server refuses
         return _REJECT, detail, None
 
     @staticmethod

@@ -36,7 +36,8 @@ class Recorded:
         self.query = parse_qs(parts.query)
         self.headers = headers
         self.body = body
-        self.json = _strict(body) if body else None
+        is_json = headers.get("content-type", "").startswith("application/json")
+        self.json = _strict(body) if body and is_json else None
         self.status = 0      # what the double answered
         self.client = None   # (host, port) of the client connection
 

@@ -28,12 +28,14 @@ def test_list_jobs_with_filters(server, client):
     req = server.requests[0]
     assert req.method == "GET" and req.path == "/api/v1/jobs"
     assert req.query == {"state": ["Running"], "team": ["vision"],
-                         "label": ["sweep=lr", "owner=ana"]}
+                         "label": ["sweep=lr,owner=ana"]}  # openapi: key=value[,k2=v2]
     assert req.headers["authorization"] == "Bearer user-tok"
-    client.list_jobs(label="k=v")
+    client.list_jobs(label="k=v", active=True)
+    client.list_jobs(label=["a=1", "b=2"])
     client.list_jobs()
-    assert server.requests[1].query == {"label": ["k=v"]}
-    assert server.requests[2].target == "/api/v1/jobs"
+    assert server.requests[1].query == {"label": ["k=v"], "active": ["true"]}
+    assert server.requests[2].query == {"label": ["a=1,b=2"]}
+    assert server.requests[3].target == "/api/v1/jobs"
 
 
 def test_get_job(server, client):
@@ -52,10 +54,22 @@ def test_submit_job(server, client):
     assert req.headers["content-type"] == "application/json"
 
 
+def test_submit_yaml_text_with_submit_dir(server, client):
+    server.route("POST", "/api/v1/jobs", 201, dict(JOB, state="Queued"))
+    text = "name: mnist\ncommand: python train.py\n"
+    client.submit_job(text, submit_dir="/home/ana/proj")
+    req = server.requests[0]
+    assert req.body == text.encode() and req.headers["content-type"] == "application/yaml"
+    assert req.headers["x-headway-submit-dir"] == "/home/ana/proj"
+
+
 def test_stop_job_quotes_the_name(server, client):
     server.route("POST", "/api/v1/jobs/a%20b/stop", 200, dict(JOB, state="Stopped"))
     assert client.stop_job("a b")["state"] == "Stopped"
     assert server.requests[0].path == "/api/v1/jobs/a%20b/stop"
+    assert server.requests[0].body == b""
+    client.stop_job("a b", reason="diverged")
+    assert server.requests[1].json == {"reason": "diverged"}
 
 
 def test_get_metric_and_events(server, client):
@@ -68,23 +82,31 @@ def test_get_metric_and_events(server, client):
     assert client.get_metric("mnist", "loss") == [{"step": 1, "value": 0.5}]
     assert server.requests[1].query == {}
     assert client.get_events("mnist")[0]["type"] == "Started"
+    client.get_events("mnist", after=7)
+    assert server.requests[-1].query == {"after": ["7"]}
 
 
 def test_4xx_raises_headway_error_without_retry(server, client):
     server.route("GET", "/api/v1/jobs/nope", 404,
-                 {"error": {"code": "not_found", "message": "job nope not found"}})
+                 {"error": {"code": "NotFound", "message": "job nope not found"}})
     with pytest.raises(HeadwayError) as ei:
         client.get_job("nope")
     e = ei.value
-    assert (e.status, e.code, e.message) == (404, "not_found", "job nope not found")
+    assert (e.status, e.code, e.message, e.field) == (404, "NotFound", "job nope not found",
+                                                      None)
     assert len(server.requests) == 1
+    server.script(400, {"error": {"code": "InvalidArgument", "message": "bad",
+                                  "field": "resources.gpus_per_process", "line": 4}})
+    with pytest.raises(HeadwayError) as ei:
+        client.submit_job({"name": "x"})
+    assert ei.value.field == "resources.gpus_per_process" and "field" in str(ei.value)
 
 
 def test_error_without_json_body(server, client):
     server.script(400, doc="plain")
     with pytest.raises(HeadwayError) as ei:
         client.get_job("x")
-    assert ei.value.status == 400 and ei.value.code == "http_400"
+    assert ei.value.status == 400 and ei.value.code == "InvalidArgument"
 
 
 def test_get_5xx_is_retried(server, client):
@@ -112,7 +134,7 @@ def test_connection_refused_raises_unavailable():
     c = Client(closed_port_url(), retries=1, backoff=0.01, env={})
     with pytest.raises(HeadwayError) as ei:
         c.list_jobs()
-    assert ei.value.status is None and ei.value.code == "unavailable"
+    assert ei.value.status is None and ei.value.code == "Unavailable"
 
 
 def test_timeout_raises_unavailable():
@@ -121,7 +143,7 @@ def test_timeout_raises_unavailable():
         c = Client(silent.url, timeout=0.2, retries=0, env={})
         with pytest.raises(HeadwayError) as ei:
             c.get_job("x")
-        assert ei.value.code == "unavailable"
+        assert ei.value.code == "Unavailable"
     finally:
         silent.close()
 

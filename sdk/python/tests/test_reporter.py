@@ -341,3 +341,72 @@ def test_close_stops_reporting(server, make_reporter):
 def test_rfc3339_format():
     assert reporter_mod.rfc3339(0) == "1970-01-01T00:00:00.000Z"
     assert reporter_mod.rfc3339(1796205600.1239) == "2026-12-02T10:00:00.123Z"
+
+
+def test_server_limits_are_enforced_per_point(server, make_reporter, caplog):
+    # src/core/progress_report.h rejects a whole request for one bad metric name, more
+    # than 256 metrics or total_steps < 1; the reporter drops just the offending field.
+    r = make_reporter(server.url)
+    with caplog.at_level(logging.WARNING, logger="headway"):
+        r.report(1, total_steps=0, **{"eval loss": 1.0, "ok.name/x-1": 2.0, "": 3.0,
+                                      "x" * 129: 4.0})
+        r.report(2, **{"m%d" % i: float(i) for i in range(300)})
+    assert r.flush(10)
+    p1, p2 = server.points()
+    assert p1["metrics"] == {"ok.name/x-1": 2.0} and "total_steps" not in p1
+    assert len(p2["metrics"]) == 256 and p2["metrics"]["m0"] == 0.0
+    assert any("'eval loss'" in rec.getMessage() for rec in caplog.records)
+
+
+def test_400_on_a_batch_is_bisected_to_the_refused_point(server, make_reporter):
+    server.delay = 0.05
+    r = make_reporter(server.url, interval=30)  # everything goes in one batch on flush
+    r.report(0)
+    assert r.flush(10)
+    for i in range(1, 9):
+        r.report(i)
+    server.delay = 0
+    # the next request (the 8-point batch) and, while bisecting, each request that still
+    # holds step 5 are refused; everything else is accepted
+    refused = {"n": 0}
+    orig = server._answer
+
+    def answer(rec):
+        if any(p["step"] == 5 for p in rec.reports()):
+            refused["n"] += 1
+            return 400, {"error": {"code": "InvalidArgument", "message": "no"}}, {}
+        return orig(rec)
+
+    server._answer = answer
+    assert r.flush(10) is False  # one point was refused
+    acked = sorted(p["step"] for p in server.acked_points())
+    assert acked == [0, 1, 2, 3, 4, 6, 7, 8]
+    assert refused["n"] == 4  # 8 -> 4 -> 2 -> 1 points
+    assert r.stats()["dropped_rejected"] == 1
+
+
+def test_413_splits_the_batch(server, make_reporter):
+    server.delay = 0.05
+    r = make_reporter(server.url, interval=30)
+    r.report(0)
+    assert r.flush(10)
+    server.delay = 0
+    for i in range(1, 11):
+        r.report(i)
+    server.script(413)
+    assert r.flush(10) is True
+    assert sorted(p["step"] for p in server.acked_points()) == list(range(11))
+    assert len(server.requests[1].reports()) == 10
+    assert all(len(q.reports()) <= 5 for q in server.requests[2:])
+
+
+def test_large_batches_are_split_before_sending(server, make_reporter):
+    r = make_reporter(server.url, interval=30)
+    metrics = {"metric_%03d" % i: 1.0 / (i + 1) for i in range(256)}
+    r.report(0)
+    assert r.flush(10)
+    for i in range(1, 201):  # about 200 x 8 KiB: above the server's 1 MiB as one body
+        r.report(i, **metrics)
+    assert r.flush(20) is True
+    assert all(len(q.body) <= reporter_mod.MAX_BODY_BYTES for q in server.requests)
+    assert sorted(p["step"] for p in server.acked_points()) == list(range(201))

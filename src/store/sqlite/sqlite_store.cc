@@ -1,5 +1,8 @@
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
@@ -53,6 +56,27 @@ const char* const kMigrations[] = {
       path TEXT NOT NULL,
       PRIMARY KEY (job, attempt, rank)
     );
+    )sql",
+    // v2: progress series. Non-finite values are kept in `special` because
+    // SQLite stores NaN as NULL.
+    R"sql(
+    CREATE TABLE progress_steps (
+      job TEXT NOT NULL,
+      step INTEGER NOT NULL,
+      time INTEGER NOT NULL,
+      total_steps INTEGER,
+      epoch REAL,
+      total_epochs REAL,
+      PRIMARY KEY (job, step)
+    ) WITHOUT ROWID;
+    CREATE TABLE metric_points (
+      job TEXT NOT NULL,
+      metric TEXT NOT NULL,
+      step INTEGER NOT NULL,
+      value REAL,
+      special TEXT,
+      PRIMARY KEY (job, metric, step)
+    ) WITHOUT ROWID;
     )sql",
 };
 
@@ -182,6 +206,105 @@ class SqliteStore final : public Store {
     return events;
   }
 
+  Status AppendProgress(const std::vector<ProgressBatch>& batches) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    Statement step_q(db_,
+                     "INSERT OR REPLACE INTO progress_steps "
+                     "(job, step, time, total_steps, epoch, total_epochs) VALUES (?,?,?,?,?,?)");
+    Statement metric_q(db_,
+                       "INSERT OR REPLACE INTO metric_points (job, metric, step, value, special) "
+                       "VALUES (?,?,?,?,?)");
+    for (const ProgressBatch& batch : batches) {
+      for (const ProgressReport& r : batch.reports) {
+        step_q.Reset();
+        step_q.Bind(1, batch.job);
+        step_q.Bind(2, r.step);
+        step_q.Bind(3, ToUnixMillis(r.time.value_or(batch.received)));
+        step_q.BindOptional(4, r.total_steps);
+        BindOptionalDouble(step_q, 5, r.epoch);
+        BindOptionalDouble(step_q, 6, r.total_epochs);
+        if (!step_q.Run()) return Rollback("append progress");
+        for (const auto& [name, value] : r.metrics) {
+          metric_q.Reset();
+          metric_q.Bind(1, batch.job);
+          metric_q.Bind(2, name);
+          metric_q.Bind(3, r.step);
+          if (std::isfinite(value)) {
+            metric_q.Bind(4, value);
+            metric_q.BindNull(5);
+          } else {
+            metric_q.BindNull(4);
+            metric_q.Bind(5, std::string(std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf"));
+          }
+          if (!metric_q.Run()) return Rollback("append metric");
+        }
+      }
+    }
+    return Commit();
+  }
+
+  Result<std::vector<StepPoint>> RecentSteps(std::string_view job, std::size_t limit) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_,
+                "SELECT step, time, total_steps, epoch, total_epochs FROM progress_steps "
+                "WHERE job = ? ORDER BY step DESC LIMIT ?");
+    q.Bind(1, std::string(job));
+    q.Bind(2, static_cast<std::int64_t>(limit));
+    std::vector<StepPoint> points;
+    while (q.Step()) {
+      StepPoint p;
+      p.step = q.ColumnInt64(0);
+      p.time = FromUnixMillis(q.ColumnInt64(1));
+      if (!q.IsNull(2)) p.total_steps = q.ColumnInt64(2);
+      if (!q.IsNull(3)) p.epoch = q.ColumnDouble(3);
+      if (!q.IsNull(4)) p.total_epochs = q.ColumnDouble(4);
+      points.push_back(p);
+    }
+    if (q.failed()) return Unavailable("read steps: " + LastError());
+    std::reverse(points.begin(), points.end());
+    return points;
+  }
+
+  Result<std::vector<MetricPoint>> RecentMetric(std::string_view job, std::string_view metric,
+                                                std::size_t limit) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_,
+                "SELECT step, value, special FROM metric_points WHERE job = ? AND metric = ? "
+                "ORDER BY step DESC LIMIT ?");
+    q.Bind(1, std::string(job));
+    q.Bind(2, std::string(metric));
+    q.Bind(3, static_cast<std::int64_t>(limit));
+    std::vector<MetricPoint> points;
+    while (q.Step()) points.push_back(ReadMetric(q));
+    if (q.failed()) return Unavailable("read metric: " + LastError());
+    std::reverse(points.begin(), points.end());
+    return points;
+  }
+
+  Status ScanMetric(std::string_view job, std::string_view metric,
+                    const std::function<void(const MetricPoint&)>& visit) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_,
+                "SELECT step, value, special FROM metric_points WHERE job = ? AND metric = ? "
+                "ORDER BY step");
+    q.Bind(1, std::string(job));
+    q.Bind(2, std::string(metric));
+    while (q.Step()) visit(ReadMetric(q));
+    if (q.failed()) return Unavailable("scan metric: " + LastError());
+    return Status::Ok();
+  }
+
+  Result<std::vector<std::string>> MetricNames(std::string_view job) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "SELECT DISTINCT metric FROM metric_points WHERE job = ? ORDER BY metric");
+    q.Bind(1, std::string(job));
+    std::vector<std::string> names;
+    while (q.Step()) names.push_back(q.ColumnText(0));
+    if (q.failed()) return Unavailable("metric names: " + LastError());
+    return names;
+  }
+
   Status AddLogFile(const LogFile& log) override {
     std::lock_guard lock(mu_);
     Statement q(db_,
@@ -274,6 +397,28 @@ class SqliteStore final : public Store {
       if (!q.Run()) return Unavailable("write event: " + LastError());
     }
     return Status::Ok();
+  }
+
+  static MetricPoint ReadMetric(const Statement& q) {
+    MetricPoint p;
+    p.step = q.ColumnInt64(0);
+    if (!q.IsNull(1)) {
+      p.value = q.ColumnDouble(1);
+    } else {
+      std::string special = q.ColumnText(2);
+      p.value = special == "inf"    ? std::numeric_limits<double>::infinity()
+                : special == "-inf" ? -std::numeric_limits<double>::infinity()
+                                    : std::numeric_limits<double>::quiet_NaN();
+    }
+    return p;
+  }
+
+  static void BindOptionalDouble(Statement& q, int i, const std::optional<double>& v) {
+    if (v) {
+      q.Bind(i, *v);
+    } else {
+      q.BindNull(i);
+    }
   }
 
   static std::optional<std::int64_t> Millis(const std::optional<Time>& t) {

@@ -1,0 +1,188 @@
+// Ingest benchmark: the real `headway server` on loopback, N concurrent
+// reporters (one job each, keep-alive connections) posting single reports or
+// batches for a fixed number of requests. Prints points/s and per-request
+// latency p50/p99 for each configuration side by side. No assertions.
+//
+//   build/bench/ingest_bench [path/to/headway]
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Connection {
+  net::io_context io;
+  beast::tcp_stream stream{io};
+  std::string host = "127.0.0.1";
+
+  explicit Connection(int port) {
+    tcp::resolver resolver(io);
+    stream.connect(resolver.resolve(host, std::to_string(port)));
+  }
+  std::pair<int, std::string> Request(http::verb verb, const std::string& target,
+                                      const std::string& body, const std::string& token = "") {
+    http::request<http::string_body> req{verb, target, 11};
+    req.set(http::field::host, host);
+    req.keep_alive(true);
+    if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+    if (!body.empty()) req.set(http::field::content_type, "application/json");
+    req.body() = body;
+    req.prepare_payload();
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    http::read(stream, buffer, res);
+    return {res.result_int(), res.body()};
+  }
+};
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string bin = argc > 1 ? argv[1] : HEADWAY_BIN;
+  std::string dir = std::filesystem::temp_directory_path() / ("headway-bench-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::string log = dir + "/server.log";
+  pid_t server = fork();
+  if (server == 0) {
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execl(bin.c_str(), bin.c_str(), "server", "--listen", "127.0.0.1:0", "--data-dir", dir.c_str(),
+          "--gpus", "0", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int port = 0;
+  std::regex listening(R"(listening on http://127\.0\.0\.1:(\d+))");
+  for (int i = 0; i < 200 && port == 0; ++i) {
+    std::smatch m;
+    std::string text = ReadAll(log);
+    if (std::regex_search(text, m, listening)) port = std::stoi(m[1]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (port == 0) {
+    std::fprintf(stderr, "server did not start:\n%s\n", ReadAll(log).c_str());
+    return 1;
+  }
+
+  const int kMaxReporters = 32;
+  std::vector<std::string> tokens;
+  {
+    Connection c(port);
+    for (int i = 0; i < kMaxReporters; ++i) {
+      nlohmann::json spec = {{"name", "bench-" + std::to_string(i)},
+                             {"command", "echo $HEADWAY_TOKEN; sleep 3600"},
+                             {"termination_grace", "1s"}};
+      c.Request(http::verb::post, "/api/v1/jobs", spec.dump());
+    }
+    for (int i = 0; i < kMaxReporters; ++i) {
+      std::string token;
+      for (int tries = 0; tries < 200 && token.size() < 10; ++tries) {
+        token = c.Request(http::verb::get, "/api/v1/jobs/bench-" + std::to_string(i) + "/logs", "").second;
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      }
+      while (!token.empty() && token.back() == '\n') token.pop_back();
+      tokens.push_back(token);
+    }
+  }
+
+  struct Config {
+    int reporters;
+    int batch;
+    int requests_each;
+  };
+  std::vector<Config> configs = {{1, 1, 400}, {8, 1, 200}, {32, 1, 100},
+                                 {1, 100, 100}, {8, 100, 50}, {32, 100, 25}};
+  std::printf("%-10s %-6s %10s %12s %10s %10s %7s\n", "reporters", "batch", "requests",
+              "points/s", "p50 ms", "p99 ms", "errors");
+  std::int64_t step_base = 0;
+  for (const Config& cfg : configs) {
+    std::vector<std::vector<double>> latencies(static_cast<std::size_t>(cfg.reporters));
+    std::vector<int> errors(static_cast<std::size_t>(cfg.reporters), 0);
+    auto start = Clock::now();
+    std::vector<std::thread> threads;
+    for (int r = 0; r < cfg.reporters; ++r) {
+      threads.emplace_back([&, r] {
+        Connection c(port);
+        std::string job = "bench-" + std::to_string(r);
+        for (int i = 0; i < cfg.requests_each; ++i) {
+          nlohmann::json reports = nlohmann::json::array();
+          for (int b = 0; b < cfg.batch; ++b) {
+            std::int64_t step = step_base + static_cast<std::int64_t>(i) * cfg.batch + b;
+            reports.push_back({{"step", step},
+                               {"metrics", {{"loss", 1.0 / static_cast<double>(step + 1)},
+                                            {"learning_rate", 3e-4}}}});
+          }
+          std::string body = cfg.batch == 1 ? reports[0].dump()
+                                            : nlohmann::json{{"reports", reports}}.dump();
+          auto t0 = Clock::now();
+          auto [status, text] = c.Request(http::verb::post, "/api/v1/jobs/" + job + "/progress",
+                                          body, tokens[static_cast<std::size_t>(r)]);
+          latencies[static_cast<std::size_t>(r)].push_back(
+              std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+          if (status != 202) ++errors[static_cast<std::size_t>(r)];
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    std::vector<double> all;
+    int error_count = 0;
+    for (std::size_t r = 0; r < latencies.size(); ++r) {
+      all.insert(all.end(), latencies[r].begin(), latencies[r].end());
+      error_count += errors[r];
+    }
+    double points = static_cast<double>(cfg.reporters) * cfg.requests_each * cfg.batch;
+    std::printf("%-10d %-6d %10d %12.0f %10.2f %10.2f %7d\n", cfg.reporters, cfg.batch,
+                cfg.reporters * cfg.requests_each, points / seconds, Percentile(all, 0.5),
+                Percentile(all, 0.99), error_count);
+    step_base += static_cast<std::int64_t>(cfg.requests_each) * cfg.batch;
+  }
+  std::printf("(every acknowledged report is committed to SQLite with synchronous=FULL;\n"
+              " concurrent requests share a transaction: group commit)\n");
+
+  {
+    Connection c(port);
+    for (int i = 0; i < kMaxReporters; ++i) {
+      c.Request(http::verb::post, "/api/v1/jobs/bench-" + std::to_string(i) + "/stop", "");
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  kill(server, SIGTERM);
+  waitpid(server, nullptr, 0);
+  std::filesystem::remove_all(dir);
+  return 0;
+}

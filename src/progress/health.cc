@@ -1,0 +1,198 @@
+#include "progress/health.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+namespace headway::progress {
+namespace {
+
+constexpr std::array<Health, 5> kAll = {Health::kUnknown, Health::kProgressing, Health::kStalled,
+                                        Health::kDiverging, Health::kPlateaued};
+
+// "4.1s", "45s", "12m", "2h5m".
+std::string Duration(double s) {
+  char buf[48];
+  if (!std::isfinite(s) || s < 0) s = 0;
+  if (s < 10) {
+    std::snprintf(buf, sizeof buf, "%.1fs", s);
+  } else if (s < 120) {
+    std::snprintf(buf, sizeof buf, "%.0fs", s);
+  } else if (s < 7200) {
+    std::snprintf(buf, sizeof buf, "%.0fm", std::floor(s / 60));
+  } else {
+    double minutes = std::floor(s / 60);
+    std::snprintf(buf, sizeof buf, "%.0fh%.0fm", std::floor(minutes / 60),
+                  std::fmod(minutes, 60));
+  }
+  return buf;
+}
+
+std::string Number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+std::string NonFiniteName(double v) {
+  if (std::isnan(v)) return "NaN";
+  return v > 0 ? "inf" : "-inf";
+}
+
+double LowerMedian(std::vector<double>& v) {
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+std::optional<HealthVerdict> CheckDivergence(const HealthInput& in, const HealthOptions& options) {
+  if (in.loss.empty()) {
+    if (in.any_non_finite_loss) return HealthVerdict{Health::kDiverging, "loss was non-finite"};
+    return std::nullopt;
+  }
+  const MetricSample& newest = in.loss.back();
+  if (!std::isfinite(newest.value)) {
+    return HealthVerdict{Health::kDiverging, "loss is " + NonFiniteName(newest.value) +
+                                                 " at step " + std::to_string(newest.step)};
+  }
+  // NaN stands for "not known" (std::optional<double> trips GCC 12's
+  // -Wmaybe-uninitialized here).
+  double first = in.first_loss.value_or(NAN);
+  double min = in.min_loss.value_or(NAN);
+  if (!std::isfinite(first)) first = NAN;
+  if (!std::isfinite(min)) min = NAN;
+  std::vector<double> recent;  // newest first
+  for (auto it = in.loss.rbegin(); it != in.loss.rend(); ++it) {
+    if (!std::isfinite(it->value)) continue;
+    if (recent.size() < 3) recent.push_back(it->value);
+    if (std::isnan(min) || it->value < min) min = it->value;
+  }
+  if (std::isnan(first)) {
+    for (const MetricSample& s : in.loss) {
+      if (std::isfinite(s.value)) {
+        first = s.value;
+        break;
+      }
+    }
+  }
+  if (recent.size() < 3 || std::isnan(min) || std::isnan(first)) return std::nullopt;
+  const double now = LowerMedian(recent);
+  const double scale = std::max(std::abs(min), 1e-3 * std::abs(first));
+  if (!(scale > 0) || options.explode_factor <= 1) return std::nullopt;
+  if (now - min <= (options.explode_factor - 1) * scale) return std::nullopt;
+  std::string reason = "loss " + Number(now);
+  if (min > 0) {
+    reason += " is " + Number(now / min) + "x its minimum " + Number(min);
+  } else {
+    reason += " is " + Number(now - min) + " above its minimum " + Number(min);
+  }
+  return HealthVerdict{Health::kDiverging, reason};
+}
+
+std::optional<HealthVerdict> CheckStall(const HealthInput& in, const HealthOptions& options) {
+  // Intervals between reports that moved forward in step and time.
+  std::vector<double> gaps;
+  gaps.reserve(in.steps.size());
+  double longest = 0;
+  const StepSample* prev = nullptr;
+  for (const StepSample& s : in.steps) {
+    if (!std::isfinite(s.time_s)) continue;
+    if (prev && s.step > prev->step && s.time_s > prev->time_s) {
+      double gap = s.time_s - prev->time_s;
+      gaps.push_back(gap);
+      longest = std::max(longest, gap);
+    }
+    if (!prev || (s.step > prev->step && s.time_s >= prev->time_s)) prev = &s;
+  }
+  if (!prev) return std::nullopt;  // no usable time at all
+  const double silent = in.now_s - prev->time_s;
+  double threshold = std::max(options.stall_floor_s, options.unknown_grace_s);
+  std::string basis;
+  if (!gaps.empty()) {
+    const double median = LowerMedian(gaps);
+    threshold = std::max({options.stall_floor_s, options.stall_factor * median,
+                          options.stall_pause_factor * longest});
+    basis = " (median interval " + Duration(median) + ")";
+  }
+  if (!(silent > threshold)) return std::nullopt;
+  return HealthVerdict{Health::kStalled, "no new step for " + Duration(silent) + basis};
+}
+
+std::optional<HealthVerdict> CheckPlateau(const HealthInput& in, const HealthOptions& options) {
+  if (options.plateau_window_steps <= 0 || in.objective.empty()) return std::nullopt;
+  const bool minimize = in.objective_goal == Goal::kMinimize;
+  auto better = [minimize](double a, double b) { return minimize ? a < b : a > b; };
+  std::optional<std::int64_t> last;
+  for (const MetricSample& s : in.objective) {
+    if (std::isfinite(s.value) && (!last || s.step > *last)) last = s.step;
+  }
+  if (!last) return std::nullopt;
+  const std::int64_t boundary = *last - options.plateau_window_steps;
+  std::optional<double> before, within;
+  for (const MetricSample& s : in.objective) {
+    if (!std::isfinite(s.value)) continue;
+    std::optional<double>& side = s.step <= boundary ? before : within;
+    if (!side || better(s.value, *side)) side = s.value;
+  }
+  if (!before || !within) return std::nullopt;  // the tail does not cover the window yet
+  const double improvement = minimize ? *before - *within : *within - *before;
+  const double relative = improvement / std::max(std::abs(*before), 1e-12);
+  if (relative >= options.plateau_min_delta) return std::nullopt;
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%.3g%%", options.plateau_min_delta * 100);
+  return HealthVerdict{Health::kPlateaued, "best " + std::string(in.objective_name) +
+                                               " improved <" + pct + " over the last " +
+                                               std::to_string(options.plateau_window_steps) +
+                                               " steps"};
+}
+
+}  // namespace
+
+std::string_view HealthName(Health health) {
+  switch (health) {
+    case Health::kUnknown:
+      return "Unknown";
+    case Health::kProgressing:
+      return "Progressing";
+    case Health::kStalled:
+      return "Stalled";
+    case Health::kDiverging:
+      return "Diverging";
+    case Health::kPlateaued:
+      return "Plateaued";
+  }
+  return "Unknown";
+}
+
+std::optional<Health> ParseHealth(std::string_view name) {
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  for (Health h : kAll) {
+    std::string_view candidate = HealthName(h);
+    if (candidate.size() == name.size() &&
+        std::equal(name.begin(), name.end(), candidate.begin(),
+                   [&](char a, char b) { return lower(a) == lower(b); })) {
+      return h;
+    }
+  }
+  return std::nullopt;
+}
+
+HealthVerdict ClassifyHealth(const HealthInput& in, const HealthOptions& options) {
+  if (in.steps.empty()) {
+    const double waited = in.now_s - in.started_at_s;
+    if (waited >= options.unknown_grace_s) {
+      return {Health::kUnknown, "no progress reported for " + Duration(waited) + " since start"};
+    }
+    return {Health::kUnknown, "waiting for first report"};
+  }
+  if (auto v = CheckDivergence(in, options)) return *v;
+  if (auto v = CheckStall(in, options)) return *v;
+  if (auto v = CheckPlateau(in, options)) return *v;
+  const StepSample& newest = in.steps.back();
+  return {Health::kProgressing, "step " + std::to_string(newest.step) + " reported " +
+                                    Duration(std::max(0.0, in.now_s - newest.time_s)) + " ago"};
+}
+
+}  // namespace headway::progress

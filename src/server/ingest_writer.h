@@ -1,0 +1,52 @@
+// Group commit for progress reports. Request threads hand batches to one
+// writer thread, which stores everything that queued up meanwhile in a single
+// transaction, then feeds the ProgressTracker and wakes the requests. An
+// acknowledged report is therefore on disk, and the number of fsyncs grows
+// with the write rate of the disk, not with the number of reporters.
+//
+// Thread safety: Write/WriteAsync are thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "server/progress_tracker.h"
+#include "store/store.h"
+
+namespace headway {
+
+class IngestWriter {
+ public:
+  // `max_pending_reports`: beyond this, Write answers ResourceExhausted (429).
+  IngestWriter(Store& store, ProgressTracker& tracker, std::size_t max_pending_reports = 200000);
+  ~IngestWriter();  // drains what is queued, then stops
+
+  // Blocks until the batch is durable (Ok) or failed.
+  Status Write(ProgressBatch batch);
+  // Queues without waiting; for reports nobody acknowledges (log markers).
+  void WriteAsync(ProgressBatch batch);
+
+ private:
+  struct Pending {
+    ProgressBatch batch;
+    std::function<void(const Status&)> done;
+  };
+  Status Enqueue(ProgressBatch batch, std::function<void(const Status&)> done);
+  void Run();
+
+  Store& store_;
+  ProgressTracker& tracker_;
+  const std::size_t max_pending_reports_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<Pending> queue_;        // guarded by mu_
+  std::size_t pending_reports_ = 0;  // guarded by mu_
+  bool stopping_ = false;            // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace headway

@@ -1,0 +1,160 @@
+#include "server/progress_tracker.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace headway {
+namespace {
+
+template <typename Point, typename Key>
+void InsertSorted(std::vector<Point>& v, const Point& p, Key key, std::size_t cap) {
+  auto it = std::lower_bound(v.begin(), v.end(), key(p),
+                             [&](const Point& a, std::int64_t k) { return key(a) < k; });
+  if (it != v.end() && key(*it) == key(p)) {
+    *it = p;  // a repeated step replaces the earlier report
+  } else if (it == v.begin() && v.size() >= cap) {
+    return;  // older than everything we keep
+  } else {
+    v.insert(it, p);
+  }
+  if (v.size() > cap) v.erase(v.begin(), v.begin() + static_cast<long>(v.size() - cap));
+}
+
+}  // namespace
+
+ProgressTracker::ProgressTracker(Store& store, progress::HealthOptions health_options,
+                                 double plateau_window)
+    : store_(store), health_options_(health_options), plateau_window_(plateau_window) {}
+
+void ProgressTracker::AddStep(State& s, const StepPoint& p) {
+  bool newest = s.steps.empty() || p.step >= s.steps.back().step;
+  InsertSorted(s.steps, p, [](const StepPoint& x) { return x.step; }, kTail);
+  if (newest) {
+    if (p.total_steps) s.total_steps = p.total_steps;
+    if (p.epoch) s.epoch = p.epoch;
+    if (p.total_epochs) s.total_epochs = p.total_epochs;
+  }
+}
+
+void ProgressTracker::AddMetric(State& s, const std::string& name, const MetricPoint& p) {
+  auto it = s.latest.find(name);
+  if (it == s.latest.end() || p.step >= it->second.step) s.latest[name] = p;
+  progress::MetricSample sample{p.step, p.value};
+  auto by_step = [](const progress::MetricSample& x) { return x.step; };
+  if (name == "loss") {
+    InsertSorted(s.loss, sample, by_step, kTail);
+    if (std::isfinite(p.value)) {
+      if (!s.first_loss) s.first_loss = p.value;
+      if (!s.min_loss || p.value < *s.min_loss) s.min_loss = p.value;
+    }
+    if (!s.objective_is_eval) InsertSorted(s.objective, sample, by_step, kTail);
+  } else if (name == "eval_loss") {
+    if (!s.objective_is_eval) {
+      s.objective.clear();
+      s.objective_is_eval = true;
+    }
+    InsertSorted(s.objective, sample, by_step, kTail);
+  }
+}
+
+ProgressTracker::State& ProgressTracker::Load(const std::string& job) {
+  auto it = jobs_.find(job);
+  if (it != jobs_.end()) return it->second;
+  State& s = jobs_[job];
+  // Rebuild from the durable series (after a restart, or for an old job).
+  if (auto steps = store_.RecentSteps(job, kTail); steps.ok()) {
+    for (const StepPoint& p : *steps) AddStep(s, p);
+    if (!steps->empty()) s.last_report_at = steps->back().time;
+  }
+  if (auto names = store_.MetricNames(job); names.ok()) {
+    for (const std::string& name : *names) {
+      if (name == "loss") {
+        (void)store_.ScanMetric(job, name, [&](const MetricPoint& p) {
+          if (std::isfinite(p.value)) {
+            if (!s.first_loss) s.first_loss = p.value;
+            if (!s.min_loss || p.value < *s.min_loss) s.min_loss = p.value;
+          }
+        });
+      }
+      if (auto tail = store_.RecentMetric(job, name, name == "loss" || name == "eval_loss" ? kTail : 1);
+          tail.ok()) {
+        for (const MetricPoint& p : *tail) AddMetric(s, name, p);
+      }
+    }
+  }
+  return s;
+}
+
+void ProgressTracker::Apply(const ProgressBatch& batch) {
+  std::lock_guard lock(mu_);
+  State& s = Load(batch.job);
+  for (const ProgressReport& r : batch.reports) {
+    AddStep(s, {r.step, r.time.value_or(batch.received), r.total_steps, r.epoch, r.total_epochs});
+    for (const auto& [name, value] : r.metrics) AddMetric(s, name, {r.step, value});
+  }
+  s.last_report_at = batch.received;
+}
+
+ProgressView ProgressTracker::View(const Job& job, Time now) {
+  std::lock_guard lock(mu_);
+  State& s = Load(job.name());
+  ProgressView v;
+  double now_s = ToUnixSeconds(now);
+  std::optional<double> elapsed;
+  if (job.started_at) elapsed = ToUnixSeconds(job.finished_at.value_or(now)) - ToUnixSeconds(*job.started_at);
+  std::optional<double> limit;
+  if (job.spec.time_limit) limit = static_cast<double>(job.spec.time_limit->count()) / 1000.0;
+
+  std::vector<progress::StepSample> samples;
+  samples.reserve(s.steps.size());
+  for (const StepPoint& p : s.steps) samples.push_back({p.step, ToUnixSeconds(p.time)});
+
+  if (!s.steps.empty()) {
+    v.step = s.steps.back().step;
+    v.total_steps = s.total_steps;
+    v.epoch = s.epoch;
+    v.total_epochs = s.total_epochs;
+    v.last_report_at = s.last_report_at;
+  }
+  v.percent = progress::PercentComplete(v.step, v.total_steps, v.epoch, v.total_epochs, elapsed, limit);
+  if (job.state == JobState::kSucceeded) v.percent = 100.0;
+  for (const auto& [name, point] : s.latest) v.metrics[name] = point.value;
+  if (auto it = s.latest.find("samples_per_second"); it != s.latest.end()) {
+    v.samples_per_second = it->second.value;
+  }
+  bool running = job.state == JobState::kRunning;
+  if (running && v.total_steps) {
+    progress::EtaEstimate eta = progress::EstimateEta(samples, *v.total_steps, now_s);
+    v.eta_seconds = eta.eta_seconds;
+    if (eta.steps_per_second > 0) v.steps_per_second = eta.steps_per_second;
+  }
+  if (!v.steps_per_second && samples.size() >= 2) {
+    double dt = samples.back().time_s - samples.front().time_s;
+    if (dt > 0) v.steps_per_second = static_cast<double>(samples.back().step - samples.front().step) / dt;
+  }
+  if (running) {
+    progress::HealthInput in;
+    in.now_s = now_s;
+    in.started_at_s = job.started_at ? ToUnixSeconds(*job.started_at) : now_s;
+    in.steps = samples;
+    in.loss = s.loss;
+    in.objective = s.objective;
+    in.first_loss = s.first_loss;
+    in.min_loss = s.min_loss;
+    in.objective_name = s.objective_is_eval ? "eval_loss" : "loss";
+    progress::HealthOptions options = health_options_;
+    if (plateau_window_ > 0 && v.total_steps) {
+      options.plateau_window_steps = std::max<std::int64_t>(
+          1, static_cast<std::int64_t>(plateau_window_ * static_cast<double>(*v.total_steps)));
+    }
+    progress::HealthVerdict verdict = progress::ClassifyHealth(in, options);
+    v.health = std::string(progress::HealthName(verdict.health));
+    v.health_reason = verdict.reason;
+  } else if (!s.steps.empty() || IsTerminal(job.state)) {
+    v.health = "Unknown";
+    v.health_reason = IsTerminal(job.state) ? "" : "not running";
+  }
+  return v;
+}
+
+}  // namespace headway

@@ -1,0 +1,346 @@
+// Progress tracking against the real server: the report API with per-job
+// tokens, the Kubeflow-compatible endpoint, stdout markers, health and policies.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "cli/http_client.h"
+#include "test_server.h"
+
+namespace headway::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+
+// A job that prints its report token and then idles until stopped.
+void SubmitIdleJob(const TestServer& server, const std::string& name,
+                   const std::string& extra = "") {
+  server.Submit("name: " + name +
+                "\ncommand: \"echo $HEADWAY_TOKEN; while true; do sleep 0.2; done\"\n"
+                "termination_grace: 1s\n" + extra);
+}
+
+std::string TokenOf(const TestServer& server, const std::string& name) {
+  std::string token;
+  EXPECT_TRUE(WaitFor([&] {
+    token = server.Cli({"logs", name}).out;
+    return token.size() > 10;
+  }));
+  while (!token.empty() && token.back() == '\n') token.pop_back();
+  return token;
+}
+
+int Post(const TestServer& server, const std::string& path, const std::string& token,
+         const std::string& body, std::string* response = nullptr) {
+  cli::HttpClient http(server.url(), token);
+  auto resp = http.Request("POST", path, body);
+  if (!resp.ok()) return -1;
+  if (response) *response = resp->body;
+  return resp->status;
+}
+
+std::string ProgressPath(const std::string& job) { return "/api/v1/jobs/" + job + "/progress"; }
+
+json Get(const TestServer& server, const std::string& path) {
+  cli::HttpClient http(server.url());
+  auto resp = http.Request("GET", path);
+  if (!resp.ok()) return nullptr;
+  return json::parse(resp->body, nullptr, false);
+}
+
+bool HasEvent(const TestServer& s, const std::string& job, const std::string& type,
+              const std::string& text) {
+  for (const auto& e : s.Events(job)) {
+    if (e["type"] == type && e["message"].get<std::string>().find(text) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST(ProgressApi, TokensAreScopedToTheirJob) {
+  TestServer server;
+  SubmitIdleJob(server, "alpha");
+  SubmitIdleJob(server, "beta");
+  std::string alpha = TokenOf(server, "alpha");
+  std::string beta = TokenOf(server, "beta");
+  ASSERT_NE(alpha, beta);
+  std::string body = R"({"step": 1, "metrics": {"loss": 1.0}})";
+  std::string response;
+  EXPECT_EQ(Post(server, ProgressPath("alpha"), alpha, body, &response), 202) << response;
+  EXPECT_EQ(Post(server, ProgressPath("alpha"), beta, body, &response), 403);
+  EXPECT_EQ(json::parse(response)["error"]["code"], "PermissionDenied");
+  EXPECT_EQ(Post(server, ProgressPath("alpha"), "", body), 401);
+  EXPECT_EQ(Post(server, ProgressPath("alpha"), "hwj_forged", body), 403);
+  EXPECT_EQ(Post(server, ProgressPath("nosuchjob"), alpha, body), 404);
+  // Only the authorised report landed.
+  EXPECT_EQ(server.Job("alpha")["progress"]["step"], 1);
+  EXPECT_TRUE(server.Job("beta")["progress"]["step"].is_null());
+  server.Cli({"stop", "alpha", "beta"});
+}
+
+TEST(ProgressApi, BadPayloadsAreRejectedClearlyAndStoreNothing) {
+  TestServer server;
+  SubmitIdleJob(server, "strict");
+  std::string token = TokenOf(server, "strict");
+  struct Case {
+    std::string body;
+    int status;
+    std::string needle;
+  };
+  std::vector<Case> cases = {
+      {"{not json", 400, "not valid JSON"},
+      {R"({"step": -5})", 400, "step"},
+      {R"({"step": "12"})", 400, "must be an integer"},
+      {R"({"step": 1.5})", 400, "must be an integer"},
+      {R"({"step": 1, "metrics": {"loss": "low"}})", 400, "metrics.loss"},
+      {R"({"step": 1, "metrics": {"bad name!": 1}})", 400, "metric names"},
+      {R"({"step": 1, "lr": 0.1})", 400, "unknown field"},
+      {R"({"metrics": {"loss": 1}})", 400, "step"},
+      {R"({"reports": []})", 400, "reports"},
+      {R"({"step": 1, "time": "yesterday"})", 400, "time"},
+      {"[1,2]", 400, "object"},
+      {std::string(2 << 20, ' '), 413, "PayloadTooLarge"},
+  };
+  for (const Case& c : cases) {
+    std::string response;
+    EXPECT_EQ(Post(server, ProgressPath("strict"), token, c.body, &response), c.status)
+        << c.body.substr(0, 80);
+    EXPECT_THAT(response, HasSubstr(c.needle)) << c.body.substr(0, 80);
+  }
+  EXPECT_TRUE(server.Job("strict")["progress"]["step"].is_null());
+  server.Cli({"stop", "strict"});
+}
+
+TEST(ProgressApi, OutOfOrderAndRepeatedStepsKeepAnOrderedIdempotentSeries) {
+  TestServer server;
+  SubmitIdleJob(server, "series");
+  std::string token = TokenOf(server, "series");
+  ASSERT_EQ(Post(server, ProgressPath("series"), token, R"({"reports": [
+      {"step": 30, "total_steps": 100, "metrics": {"loss": 0.3}},
+      {"step": 10, "metrics": {"loss": 0.9}},
+      {"step": 20, "metrics": {"loss": 0.5}}]})"), 202);
+  ASSERT_EQ(Post(server, ProgressPath("series"), token,
+                 R"({"step": 20, "metrics": {"loss": 0.6}})"), 202);  // a retry with new value
+  json series = Get(server, "/api/v1/jobs/series/metrics/loss");
+  ASSERT_EQ(series["points"].size(), 3u);
+  EXPECT_EQ(series["points"][0]["step"], 10);
+  EXPECT_EQ(series["points"][1]["step"], 20);
+  EXPECT_EQ(series["points"][1]["value"], 0.6);
+  EXPECT_EQ(series["points"][2]["step"], 30);
+  json progress = server.Job("series")["progress"];
+  EXPECT_EQ(progress["step"], 30);
+  EXPECT_EQ(progress["percent"], 30.0);
+  EXPECT_EQ(progress["metrics"]["loss"], 0.3);  // the latest by step, not by arrival
+  server.Cli({"stop", "series"});
+}
+
+TEST(ProgressApi, NonFiniteValuesAreKeptAndMeanDivergence) {
+  TestServer server;
+  SubmitIdleJob(server, "nan");
+  std::string token = TokenOf(server, "nan");
+  ASSERT_EQ(Post(server, ProgressPath("nan"), token, R"({"reports": [
+      {"step": 1, "metrics": {"loss": 2.0}},
+      {"step": 2, "metrics": {"loss": "NaN", "grad_norm": "Infinity"}}]})"), 202);
+  json series = Get(server, "/api/v1/jobs/nan/metrics/loss");
+  EXPECT_EQ(series["points"][1]["value"], "NaN");
+  EXPECT_EQ(Get(server, "/api/v1/jobs/nan/metrics/grad_norm")["points"][0]["value"], "Infinity");
+  ASSERT_TRUE(WaitFor([&] { return server.Job("nan")["health"] == "Diverging"; }));
+  EXPECT_THAT(server.Job("nan")["health_reason"].get<std::string>(), HasSubstr("NaN at step 2"));
+  EXPECT_TRUE(WaitFor([&] { return HasEvent(server, "nan", "HealthChanged", "Diverging"); }));
+  EXPECT_EQ(server.State("nan"), "Running");  // default policy: notify only
+  server.Cli({"stop", "nan"});
+}
+
+TEST(Policies, OnDivergeStopStopsTheProcess) {
+  TestServer server;
+  SubmitIdleJob(server, "exploder", "policies: {on_diverge: stop}\n");
+  std::string token = TokenOf(server, "exploder");
+  ASSERT_EQ(Post(server, ProgressPath("exploder"), token, R"({"reports": [
+      {"step": 1, "metrics": {"loss": 2.3}}, {"step": 2, "metrics": {"loss": 1.1}},
+      {"step": 3, "metrics": {"loss": 80.0}}, {"step": 4, "metrics": {"loss": 900.0}},
+      {"step": 5, "metrics": {"loss": 9000.0}}]})"), 202);
+  ASSERT_TRUE(server.WaitForState("exploder", "Stopped", std::chrono::seconds(15)));
+  json job = server.Job("exploder");
+  EXPECT_EQ(job["reason"], "Diverging");
+  EXPECT_THAT(job["message"].get<std::string>(), HasSubstr("stopped by policy"));
+}
+
+TEST(Health, AJobThatHangsWhileAliveIsStalledAndCanBeStopped) {
+  TestServer server(4, {"--stall-floor", "1"});
+  server.Submit(R"(
+name: hang
+command: ["/usr/bin/python3", "-c", "import json, os, time, urllib.request\nfor step in range(1, 6):\n    req = urllib.request.Request(os.environ['HEADWAY_URL'] + '/api/v1/jobs/hang/progress', json.dumps({'step': step, 'total_steps': 100, 'metrics': {'loss': 1.0 / step}}).encode(), {'Authorization': 'Bearer ' + os.environ['HEADWAY_TOKEN'], 'Content-Type': 'application/json'})\n    urllib.request.urlopen(req).read()\n    time.sleep(0.05)\ntime.sleep(600)\n"]
+policies: {on_stall: stop}
+termination_grace: 1s
+)");
+  ASSERT_TRUE(WaitFor([&] { return server.Job("hang")["progress"]["step"] == 5; }));
+  ASSERT_TRUE(server.WaitForState("hang", "Stopped", std::chrono::seconds(15)));
+  EXPECT_EQ(server.Job("hang")["reason"], "Stalled");
+  EXPECT_TRUE(WaitFor([&] { return HasEvent(server, "hang", "HealthChanged", "Stalled: no new step"); }));
+}
+
+TEST(Health, FlatObjectiveIsPlateauedButImprovingIsNot) {
+  TestServer server(4, {"--plateau-window", "0.25"});
+  SubmitIdleJob(server, "flat");
+  SubmitIdleJob(server, "learning");
+  std::string flat = TokenOf(server, "flat"), learning = TokenOf(server, "learning");
+  json flat_reports = json::array(), learning_reports = json::array();
+  for (int step = 1; step <= 12; ++step) {
+    flat_reports.push_back({{"step", step}, {"total_steps", 16},
+                            {"metrics", {{"loss", step <= 4 ? 2.0 / step : 0.5}}}});
+    learning_reports.push_back({{"step", step}, {"total_steps", 16},
+                                {"metrics", {{"loss", 2.0 / step}}}});
+  }
+  ASSERT_EQ(Post(server, ProgressPath("flat"), flat, json{{"reports", flat_reports}}.dump()), 202);
+  ASSERT_EQ(Post(server, ProgressPath("learning"), learning,
+                 json{{"reports", learning_reports}}.dump()), 202);
+  ASSERT_TRUE(WaitFor([&] { return server.Job("flat")["health"] == "Plateaued"; }));
+  EXPECT_EQ(server.Job("learning")["health"], "Progressing");
+  server.Cli({"stop", "flat", "learning"});
+}
+
+TEST(Health, AJobThatNeverReportsIsVisibleAsSuch) {
+  TestServer server(4, {"--no-report-grace", "1"});
+  server.Submit("name: silent\ncommand: \"sleep 30\"\ntermination_grace: 1s\n");
+  ASSERT_TRUE(server.WaitForState("silent", "Running"));
+  EXPECT_EQ(server.Job("silent")["health_reason"], "waiting for first report");
+  ASSERT_TRUE(WaitFor([&] {
+    return server.Job("silent")["health_reason"].get<std::string>().find("no progress reported") !=
+           std::string::npos;
+  }));
+  EXPECT_EQ(server.Job("silent")["health"], "Unknown");
+  server.Cli({"stop", "silent"});
+}
+
+TEST(ProgressApi, KubeflowTrainerStatusIsAccepted) {
+  TestServer server;
+  SubmitIdleJob(server, "kf");
+  std::string token = TokenOf(server, "kf");
+  std::string response;
+  EXPECT_EQ(Post(server, "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/kf/status",
+                 token, R"({"trainerStatus": {"progressPercentage": 42, "estimatedRemainingSeconds": 3600,
+                   "metrics": [{"name": "loss", "value": "0.41"}, {"name": "accuracy", "value": "0.9"}],
+                   "lastUpdatedTime": "2026-12-02T10:00:00Z"}})", &response), 200) << response;
+  json job = server.Job("kf");
+  EXPECT_EQ(job["progress"]["percent"], 42.0);
+  EXPECT_EQ(job["progress"]["metrics"]["loss"], 0.41);
+  EXPECT_EQ(Post(server, "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/kf/status",
+                 "", R"({"trainerStatus": {"progressPercentage": 50}})"), 401);
+  EXPECT_EQ(Post(server, "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/kf/status",
+                 token, R"({"trainerStatus": {"progressPercentage": 500}})"), 400);
+  // The executor tells jobs where this endpoint is, and where their token file is.
+  server.Submit(R"(
+name: kfenv
+command: "echo $KUBEFLOW_TRAINER_SERVER_URL; cat $KUBEFLOW_TRAINER_SERVER_TOKEN; echo; echo $HEADWAY_TOKEN"
+)");
+  ASSERT_TRUE(server.WaitForState("kfenv", "Succeeded"));
+  std::string out = server.Cli({"logs", "kfenv"}).out;
+  EXPECT_THAT(out, HasSubstr(server.url() + "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/kfenv/status"));
+  std::istringstream lines(out);
+  std::string url, file_token, env_token;
+  std::getline(lines, url);
+  std::getline(lines, file_token);
+  std::getline(lines, env_token);
+  EXPECT_EQ(file_token, env_token);
+  server.Cli({"stop", "kf"});
+}
+
+TEST(ProgressApi, StdoutMarkersAreReports) {
+  TestServer server;
+  server.Submit(R"(
+name: printer
+command: "for i in 1 2 3 4; do echo \"HEADWAY {\\\"step\\\": $i, \\\"total_steps\\\": 4, \\\"metrics\\\": {\\\"loss\\\": 0.$i}}\"; sleep 0.2; done; echo 'HEADWAY {broken'"
+)");
+  ASSERT_TRUE(server.WaitForState("printer", "Succeeded"));
+  ASSERT_TRUE(WaitFor([&] { return Get(server, "/api/v1/jobs/printer/metrics/loss")["count"] == 4; }));
+  json job = server.Job("printer");
+  EXPECT_EQ(job["progress"]["step"], 4);
+  EXPECT_EQ(job["progress"]["percent"], 100.0);
+  EXPECT_TRUE(HasEvent(server, "printer", "Warning", "malformed HEADWAY"));
+}
+
+TEST(ProgressApi, LongSeriesAreDownsampledKeepingSpikes) {
+  TestServer server;
+  SubmitIdleJob(server, "long");
+  std::string token = TokenOf(server, "long");
+  json reports = json::array();
+  for (int step = 1; step <= 5000; ++step) {
+    reports.push_back({{"step", step}, {"metrics", {{"loss", step == 2500 ? 99.0 : 1.0}}}});
+  }
+  ASSERT_EQ(Post(server, ProgressPath("long"), token, json{{"reports", reports}}.dump()), 202);
+  json chart = Get(server, "/api/v1/jobs/long/metrics/loss?buckets=50");
+  EXPECT_EQ(chart["count"], 5000);
+  ASSERT_EQ(chart["buckets"].size(), 50u);
+  double max = 0;
+  for (const auto& b : chart["buckets"]) max = std::max(max, b["max"].get<double>());
+  EXPECT_EQ(max, 99.0);
+  EXPECT_EQ(chart["buckets"][49]["last_step"], 5000);
+  EXPECT_EQ(Get(server, "/api/v1/jobs/long/metrics")["metrics"], json::array({"loss"}));
+  EXPECT_EQ(Get(server, "/api/v1/jobs/long/metrics/nope")["error"]["code"], "NotFound");
+  server.Cli({"stop", "long"});
+}
+
+TEST(ProgressCli, TableShowsProgressEtaLossAndHealth) {
+  TestServer server;
+  SubmitIdleJob(server, "shown");
+  std::string token = TokenOf(server, "shown");
+  json reports = json::array();
+  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (int i = 0; i <= 10; ++i) {
+    auto t = std::chrono::system_clock::time_point(std::chrono::milliseconds(
+        static_cast<std::int64_t>((now - 10 + i) * 1000)));
+    std::time_t tt = std::chrono::system_clock::to_time_t(t);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&tt));
+    reports.push_back({{"step", i * 42}, {"total_steps", 1000}, {"time", buf},
+                       {"metrics", {{"loss", 1.0 / (i + 1)}}}});
+  }
+  ASSERT_EQ(Post(server, ProgressPath("shown"), token, json{{"reports", reports}}.dump()), 202);
+  std::string table = server.Cli({"get", "jobs"}).out;
+  EXPECT_THAT(table, HasSubstr("PROGRESS"));
+  EXPECT_THAT(table, HasSubstr("ETA"));
+  EXPECT_THAT(table, HasSubstr(" 42% "));
+  EXPECT_THAT(table, HasSubstr("420/1000"));
+  EXPECT_THAT(table, HasSubstr("0.09091"));
+  EXPECT_THAT(table, HasSubstr("Progressing"));
+  json job = server.Job("shown");
+  ASSERT_TRUE(job["progress"]["eta_seconds"].is_number());
+  EXPECT_NEAR(job["progress"]["eta_seconds"].get<double>(), 580 / 42.0, 4.0);
+  std::string described = server.Cli({"describe", "job", "shown"}).out;
+  EXPECT_THAT(described, HasSubstr("Metrics:"));
+  EXPECT_THAT(described, HasSubstr("loss:"));
+  CommandResult waited = server.Cli({"wait", "shown", "--until", "step>=420", "--timeout", "5s"});
+  EXPECT_EQ(waited.exit_code, 0) << waited.err;
+  CommandResult timeout = server.Cli({"wait", "shown", "--until", "step>=9999", "--timeout", "1s"});
+  EXPECT_EQ(timeout.exit_code, 4);
+  CommandResult top = server.Cli({"top", "--iterations", "1"});
+  EXPECT_EQ(top.exit_code, 0);
+  EXPECT_THAT(top.out, HasSubstr("shown"));
+  server.Cli({"stop", "shown"});
+  CommandResult ended = server.Cli({"wait", "shown", "--until", "Succeeded", "--timeout", "10s"});
+  EXPECT_EQ(ended.exit_code, 1);
+  EXPECT_THAT(ended.err, HasSubstr("ended (Stopped)"));
+}
+
+TEST(Recovery, AcknowledgedReportsSurviveAServerCrash) {
+  TestServer server;
+  SubmitIdleJob(server, "durable");
+  std::string token = TokenOf(server, "durable");
+  for (int step = 1; step <= 50; ++step) {
+    ASSERT_EQ(Post(server, ProgressPath("durable"), token,
+                   json{{"step", step}, {"metrics", {{"loss", 1.0 / step}}}}.dump()), 202);
+  }
+  server.Kill();
+  server.Restart();
+  json series = Get(server, "/api/v1/jobs/durable/metrics/loss");
+  EXPECT_EQ(series["count"], 50);
+  EXPECT_EQ(server.Job("durable")["progress"]["step"], 50);
+  server.Cli({"stop", "durable"});
+}
+
+}  // namespace
+}  // namespace headway::testing
