@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
                      "(0 turns plateau detection off)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  server->add_option("--webhook", server_config.webhooks,
+                     "http:// URL to POST every job state and health change to (repeatable)");
   server->callback([&] {
     auto colon = listen.rfind(':');
     if (colon == std::string::npos) throw CLI::ValidationError("--listen", "must be address:port");

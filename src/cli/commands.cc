@@ -12,11 +12,13 @@
 #include <sstream>
 #include <thread>
 
-#include "cli/http_client.h"
+#include "api/http_client.h"
 #include "cli/output.h"
 #include "core/time.h"
 
 namespace headway::cli {
+
+using api::HttpClient;
 namespace {
 
 using nlohmann::json;

@@ -139,7 +139,11 @@ double RateSecondsPerStep(const std::vector<double>& u, const std::vector<double
     std::size_t best_split = 0;
     const double ratio = options.change_ratio;
     const double dof = static_cast<double>(k - 2);
-    for (std::size_t split = min_seg; split + min_seg <= k; ++split) {
+    // Candidate splits by the size m of the newer segment, on a geometric grid
+    // (resolution m / 32): fine for recent changes, which matter most, and
+    // about 32 ln(k / min_seg) candidates in all.
+    for (std::size_t m = min_seg; m + min_seg <= k; m += std::max<std::size_t>(1, m / 32)) {
+      const std::size_t split = k - m;
       double n_left = static_cast<double>(split);
       double n_right = static_cast<double>(k - split);
       double mean_left = sum[split] / n_left;
@@ -179,9 +183,11 @@ struct PauseModel {
   double per_step_s = 0;     // amortised: pause seconds per training step
 };
 
-// `iv`: the intervals after warm-up. `series_start`: the first sample's step.
+// `iv`: the intervals after warm-up. `series_start`: the first sample's step;
+// `series_is_run_start`: whether that is where the run began (not a tail cut
+// out of a longer series, not a resumed run).
 PauseModel FitPauses(std::span<const Interval> iv, double window_start, double series_start,
-                     double last_step, std::size_t min_lead) {
+                     bool series_is_run_start, double last_step, std::size_t min_lead) {
   PauseModel m;
   std::vector<double> positions;
   double excess = 0;
@@ -219,7 +225,6 @@ PauseModel FitPauses(std::span<const Interval> iv, double window_start, double s
       ++lead;
     }
     double period = positions.front() - series_start;
-    bool series_is_run_start = series_start <= 0 || window_start - series_start < period / 4;
     if (series_is_run_start && lead >= min_lead && period > 0 && phase <= 1.5 * period) {
       m.periodic = true;
       m.period_steps = period;
@@ -306,8 +311,12 @@ EtaEstimate EstimateEta(std::span<const StepSample> all, std::int64_t total_step
     return e;
   }
   const double window_start = steady.front().end_step - steady.front().steps;
-  PauseModel pauses = FitPauses(steady, window_start, static_cast<double>(tail.front().step),
-                                last_step, options.block_size);
+  // The series starts the run if its first step is within two report
+  // intervals of step 0 (reporters differ on whether they send step 0).
+  const double series_start = static_cast<double>(tail.front().step);
+  const bool run_start = series_start <= 2 * iv.front().steps;
+  PauseModel pauses = FitPauses(steady, window_start, series_start, run_start, last_step,
+                                options.block_size);
   double from_last =
       (total - last_step) * seconds_per_step + PauseSeconds(pauses, last_step, total);
 

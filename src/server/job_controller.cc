@@ -110,6 +110,11 @@ void JobController::SetState(Job& job, JobState state, std::string reason, std::
 
 void JobController::Save(const Job& job, const std::vector<JobEvent>& events) {
   Status s = store_.SaveJob(job, events);
+  if (s.ok() && options_.on_change) {
+    for (const JobEvent& e : events) {
+      if (e.type == "StateChanged" || e.type == "HealthChanged") options_.on_change(job, e);
+    }
+  }
   if (!s.ok()) {
     // The next tick re-reads the store and retries from the persisted state.
     std::fprintf(stderr, "headway: cannot save job %s: %s\n", job.name().c_str(),

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,6 +37,9 @@ struct ControllerOptions {
   std::string advertise_url;  // HEADWAY_URL given to jobs
   progress::HealthOptions health;
   double plateau_window = 0.25;  // fraction of total_steps; see ProgressTracker
+  // Called (on the control loop's thread, holding no store lock) for every
+  // persisted StateChanged or HealthChanged event; must not block.
+  std::function<void(const Job&, const JobEvent&)> on_change;
 };
 
 class JobController final : public api::JobService {

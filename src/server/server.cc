@@ -14,6 +14,7 @@
 #include "exec/executor.h"
 #include "exec/local/gpu_inventory.h"
 #include "server/job_controller.h"
+#include "server/webhook_notifier.h"
 #include "store/store.h"
 
 namespace headway {
@@ -73,6 +74,17 @@ int RunServer(const ServerConfig& config) {
   options.health.stall_floor_s = config.stall_floor_s;
   options.health.unknown_grace_s = config.no_report_grace_s;
   options.plateau_window = config.plateau_window;
+  WebhookNotifier webhooks(config.webhooks);
+  options.on_change = [&webhooks](const Job& job, const JobEvent& event) {
+    webhooks.Notify({{"type", event.type},
+                     {"job", job.name()},
+                     {"team", job.spec.team},
+                     {"state", JobStateName(job.state)},
+                     {"reason", job.reason},
+                     {"exit_code", job.exit_code ? nlohmann::json(*job.exit_code) : nlohmann::json()},
+                     {"time", FormatRfc3339(event.time)},
+                     {"message", event.message}});
+  };
 
   // Bind first, so the URL handed to jobs names the real port; requests that
   // arrive before the controller exists get 503.

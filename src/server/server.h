@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace headway {
 
@@ -19,6 +20,7 @@ struct ServerConfig {
   std::size_t max_body_bytes = 1 << 20;
   double stall_floor_s = 60;        // never call a job Stalled sooner than this
   double no_report_grace_s = 300;   // say "no progress reported" after this long
+  std::vector<std::string> webhooks;  // http:// URLs that get every state/health change
   double plateau_window = 0.25;     // fraction of total_steps the objective must improve over; 0: off
 };
 

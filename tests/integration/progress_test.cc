@@ -4,9 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <mutex>
 #include <thread>
 
-#include "cli/http_client.h"
+#include "api/http_client.h"
 #include "test_server.h"
 
 namespace headway::testing {
@@ -35,7 +36,7 @@ std::string TokenOf(const TestServer& server, const std::string& name) {
 
 int Post(const TestServer& server, const std::string& path, const std::string& token,
          const std::string& body, std::string* response = nullptr) {
-  cli::HttpClient http(server.url(), token);
+  api::HttpClient http(server.url(), token);
   auto resp = http.Request("POST", path, body);
   if (!resp.ok()) return -1;
   if (response) *response = resp->body;
@@ -45,7 +46,7 @@ int Post(const TestServer& server, const std::string& path, const std::string& t
 std::string ProgressPath(const std::string& job) { return "/api/v1/jobs/" + job + "/progress"; }
 
 json Get(const TestServer& server, const std::string& path) {
-  cli::HttpClient http(server.url());
+  api::HttpClient http(server.url());
   auto resp = http.Request("GET", path);
   if (!resp.ok()) return nullptr;
   return json::parse(resp->body, nullptr, false);
@@ -340,6 +341,45 @@ TEST(Recovery, AcknowledgedReportsSurviveAServerCrash) {
   EXPECT_EQ(series["count"], 50);
   EXPECT_EQ(server.Job("durable")["progress"]["step"], 50);
   server.Cli({"stop", "durable"});
+}
+
+}  // namespace
+}  // namespace headway::testing
+
+#include "api/http_server.h"
+
+namespace headway::testing {
+namespace {
+
+TEST(Webhooks, StateAndHealthChangesArePosted) {
+  std::mutex mu;
+  std::vector<json> received;
+  auto receiver = api::HttpServer::Start({"127.0.0.1", 0, 1}, [&](const api::HttpRequest& req) {
+    std::lock_guard lock(mu);
+    received.push_back(json::parse(req.body, nullptr, false));
+    return api::HttpResponse{204, "text/plain", "", {}, nullptr};
+  });
+  ASSERT_TRUE(receiver.ok());
+  std::string url = "http://127.0.0.1:" + std::to_string((*receiver)->port()) + "/hooks/headway";
+  TestServer server(4, {"--webhook", url});
+  SubmitIdleJob(server, "hooked");
+  std::string token = TokenOf(server, "hooked");
+  ASSERT_EQ(Post(server, ProgressPath("hooked"), token, R"({"step": 1, "metrics": {"loss": "NaN"}})"), 202);
+  ASSERT_EQ(server.Cli({"stop", "hooked"}).exit_code, 0);
+  auto seen = [&](const std::string& type, const std::string& text) {
+    std::lock_guard lock(mu);
+    for (const json& e : received) {
+      if (e.is_object() && e["type"] == type && e["job"] == "hooked" &&
+          e["message"].get<std::string>().find(text) != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_TRUE(WaitFor([&] { return seen("StateChanged", "Starting -> Running"); }));
+  EXPECT_TRUE(WaitFor([&] { return seen("HealthChanged", "Diverging"); }));
+  EXPECT_TRUE(WaitFor([&] { return seen("StateChanged", "Running -> Stopped"); }));
+  (*receiver)->Stop();
 }
 
 }  // namespace

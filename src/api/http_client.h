@@ -1,5 +1,5 @@
-// A blocking HTTP/1.1 client for the CLI (Boost.Beast). One connection per
-// request; the CLI makes few.
+// A blocking HTTP/1.1 client (Boost.Beast) for the CLI and outgoing webhooks.
+// One connection per request: callers make few.
 #pragma once
 
 #include <functional>
@@ -10,7 +10,7 @@
 
 #include "core/status.h"
 
-namespace headway::cli {
+namespace headway::api {
 
 struct ClientResponse {
   int status = 0;
@@ -40,4 +40,4 @@ class HttpClient {
   std::string token_;
 };
 
-}  // namespace headway::cli
+}  // namespace headway::api

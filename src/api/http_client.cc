@@ -1,4 +1,4 @@
-#include "cli/http_client.h"
+#include "api/http_client.h"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -6,7 +6,7 @@
 #include <boost/beast/http.hpp>
 #include <limits>
 
-namespace headway::cli {
+namespace headway::api {
 namespace {
 
 namespace net = boost::asio;
@@ -127,4 +127,4 @@ Result<int> HttpClient::Stream(std::string_view target,
   return status;
 }
 
-}  // namespace headway::cli
+}  // namespace headway::api
