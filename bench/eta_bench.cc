@@ -65,9 +65,9 @@ struct CurveSpec {
   double ramp_factor = 1;
   std::int64_t eval_every = 0;  // eval pause after every N steps (not after the last)
   double eval_s = 0;
-  double slowdown_at = 0;  // fraction of steps after which step time is multiplied...
-  double slowdown = 1;     // ...by this
-  double drift_sd = 0;     // AR(1) log-throughput noise: stationary sd...
+  double slowdown_at = 0;    // fraction of steps after which step time is multiplied...
+  double slowdown = 1;       // ...by this
+  double drift_sd = 0;       // AR(1) log-throughput noise: stationary sd...
   double drift_rho = 0.995;  // ...and per-step autocorrelation
 };
 
@@ -192,8 +192,7 @@ struct Errors {
   std::vector<double> after_change[3];  // checkpoints past the speed change
 };
 
-void Evaluate(const Curve& c, double change_at, const Estimator (&estimators)[3],
-              Errors& errors) {
+void Evaluate(const Curve& c, double change_at, const Estimator (&estimators)[3], Errors& errors) {
   const double end_time = c.samples.back().time_s;
   for (int pct = 10; pct <= 90; pct += 10) {
     auto target = static_cast<std::int64_t>(static_cast<double>(c.total_steps) * pct / 100.0);

@@ -13,6 +13,7 @@ struct Interval {
   double seconds;       // > 0
   double per_step;      // seconds / steps
   double end_step;      // the step that closed the interval
+  double end_time;      // and its time
   double local_median;  // median per-step time of its block
   bool pause;
 };
@@ -49,7 +50,7 @@ std::vector<Interval> MakeIntervals(std::span<const StepSample> tail) {
       if (have_interval) {
         Interval& last = out.back();
         last.steps = cur_step - prev_step;
-        last.end_step = cur_step;
+        last.end_step = cur_step;  // the time is the same
         last.per_step = last.seconds / last.steps;
       } else {
         prev_step = cur_step;
@@ -62,7 +63,7 @@ std::vector<Interval> MakeIntervals(std::span<const StepSample> tail) {
     cur_time = time;
     double steps = cur_step - prev_step;
     double seconds = cur_time - prev_time;
-    out.push_back({steps, seconds, seconds / steps, cur_step, 0, false});
+    out.push_back({steps, seconds, seconds / steps, cur_step, cur_time, 0, false});
     have_interval = true;
   }
   return out;
@@ -290,8 +291,10 @@ EtaEstimate EstimateEta(std::span<const StepSample> all, std::int64_t total_step
   u.reserve(count);
   dt.reserve(count);
   ds.reserve(count);
+  // If nothing but pauses is left (a degenerate tail), they are the speed.
+  const bool skip_pauses = count > 0;
   for (std::size_t j = first; j < steady.size(); ++j) {
-    if (steady[j].pause) continue;
+    if (skip_pauses && steady[j].pause) continue;
     u.push_back(steady[j].per_step);
     dt.push_back(steady[j].seconds);
     ds.push_back(steady[j].steps);
@@ -315,8 +318,8 @@ EtaEstimate EstimateEta(std::span<const StepSample> all, std::int64_t total_step
   // intervals of step 0 (reporters differ on whether they send step 0).
   const double series_start = static_cast<double>(tail.front().step);
   const bool run_start = series_start <= 2 * iv.front().steps;
-  PauseModel pauses = FitPauses(steady, window_start, series_start, run_start, last_step,
-                                options.block_size);
+  PauseModel pauses =
+      FitPauses(steady, window_start, series_start, run_start, last_step, options.block_size);
   double from_last =
       (total - last_step) * seconds_per_step + PauseSeconds(pauses, last_step, total);
 
@@ -326,7 +329,7 @@ EtaEstimate EstimateEta(std::span<const StepSample> all, std::int64_t total_step
   for (double x : ds) mean_steps += x;
   mean_steps /= static_cast<double>(ds.size());
   const double credit = mean_steps * seconds_per_step;
-  const double since = std::clamp(now_s - tail.back().time_s, 0.0, credit);
+  const double since = std::clamp(now_s - iv.back().end_time, 0.0, credit);
   e.eta_seconds = std::max(0.0, from_last - (std::isfinite(since) ? since : 0.0));
   return e;
 }
@@ -337,8 +340,7 @@ EtaEstimate EstimateEtaAverage(std::span<const StepSample> samples, std::int64_t
   double steps = static_cast<double>(samples.back().step - samples.front().step);
   double seconds = samples.back().time_s - samples.front().time_s;
   if (!(steps > 0) || !(seconds > 0)) return {};
-  return FromRate(seconds / steps, total_steps, samples.back().step,
-                  now_s - samples.back().time_s);
+  return FromRate(seconds / steps, total_steps, samples.back().step, now_s - samples.back().time_s);
 }
 
 EtaEstimate EstimateEtaEma(std::span<const StepSample> samples, std::int64_t total_steps,
@@ -364,8 +366,7 @@ EtaEstimate EstimateEtaEma(std::span<const StepSample> samples, std::int64_t tot
     ema_dt = sum_dt;
   }
   if (!(ema_dn > 0) || !(ema_dt > 0)) return {};
-  return FromRate(ema_dt / ema_dn, total_steps, samples.back().step,
-                  now_s - samples.back().time_s);
+  return FromRate(ema_dt / ema_dn, total_steps, samples.back().step, now_s - samples.back().time_s);
 }
 
 std::optional<double> PercentComplete(std::optional<std::int64_t> step,

@@ -1,50 +1,60 @@
 // ETA and percent-complete estimation over a job's step/time series.
 //
 // Pure functions: no I/O, no threads, no clocks (`now_s` is a parameter, on the
-// same epoch as the samples). Every function here is thread-safe (no shared
-// state) and never throws; malformed input (unsorted samples, time going
-// backwards, NaN times) yields a defined, conservative answer, never UB.
+// same epoch as the samples). All are thread-safe (no shared state) and never
+// throw; malformed input (unsorted samples, time going backwards, NaN times)
+// yields a defined, conservative answer, never UB.
 //
 // ## The Headway estimator (EstimateEta)
 //
-// Remaining time = R * u + P, where R = total_steps - last step, u = the
-// current seconds-per-step of *training* (pauses excluded) and P = the time the
-// remaining steps will spend in pauses (eval, checkpointing). Steps:
+// Remaining time = R x u + P: R = total_steps - last step, u = the current
+// seconds per step of *training* (pauses excluded), P = the time the remaining
+// steps will spend in pauses (eval, checkpointing). Computed from the tail:
 //
 //  1. Tail. Only the last `max_samples` samples are read. Samples sharing a
-//     timestamp (one report batch) are merged; samples whose time goes
-//     backwards are skipped. Each pair of kept neighbours is an interval with a
-//     per-step time dt/ds.
+//     timestamp (one report batch) are merged into their last step; samples
+//     whose step or time does not advance, or whose time is not finite, are
+//     skipped. Each pair of kept neighbours is an interval, with a per-step
+//     time dt/ds.
 //  2. Pauses. The intervals are cut into blocks of `block_size`; an interval
-//     slower than `gap_factor` x its block's median per-step time is a pause.
-//     A local (block) median, not a global one, so that a sustained change of
-//     speed is a new regime, not a run of pauses. Its excess over the block
-//     median is the pause time.
+//     slower than `gap_factor` x its block's median per-step time is a pause,
+//     and its excess over that median is the pause's length. The median is
+//     local, not global, so a lasting change of speed is a new regime, not a
+//     run of pauses; and a median, so the pauses do not move it.
 //  3. Warm-up. The leading run of intervals slower than `warmup_factor` x the
-//     tail's median (compile, data-loader spin-up) is dropped from both the
-//     rate and the pause statistics: it will not recur.
-//  4. Rate. u = sum(dt)/sum(ds) over the last `rate_window` non-pause
-//     intervals. If those split into an older and a newer segment whose means
-//     differ by more than `change_ratio` with high confidence (a two-sample
-//     z-score above `change_z`, best split found in one pass with prefix sums),
-//     only the newer segment is used: a speed change is followed within about
-//     `min_change_segment` samples instead of `rate_window`.
+//     median of the block medians (compile, data-loader spin-up) is dropped
+//     from both the rate and the pause statistics: it will not recur.
+//  4. Rate. u = sum(dt) / sum(ds) over the last `rate_window` non-pause
+//     intervals (default: the whole tail, which averages out jitter and slow
+//     wander). The window is cut at a change of speed: the best split into an
+//     older and a newer segment (scanned in one pass over prefix sums, on a
+//     geometric grid of newer-segment sizes from `min_change_segment`) counts
+//     if the segments' means differ by at least `change_ratio`, by more than
+//     `change_z` standard errors, and by more than `change_wander_factor` x
+//     the spread of the older segment's block means (so the job's usual slow
+//     wander in throughput is not a change). Then only the newer segment is
+//     used: a 2x change is followed within about `min_change_segment` reports.
 //  5. Pause term. With >= 2 pauses at regular spacing (coefficient of
-//     variation of the spacing <= 0.25) and the next one not overdue, P = the
-//     number of pause positions that fall in (last step, total_steps] times the
-//     mean pause; otherwise P = R x (pause time / steps spanned), amortised.
-//     Either way a periodic pause is spread over the remaining steps, never
-//     extrapolated as the new speed (the average is pulled up by it, the EMA
-//     jumps on it).
-//  6. Now. From the last sample's time, up to one typical report interval of
-//     the time elapsed since (now_s - last time) is subtracted, so the ETA
-//     counts down between reports but does not fall to zero while a job is
-//     silent (a stall is the health classifier's business, see health.h).
+//     variation <= 0.25), or one pause in a series that starts at the run's
+//     start (its step is then the period), and the next pause not overdue
+//     (phase <= 1.5 periods): P = the number of pause positions that fall in
+//     (last step, total_steps] x the mean pause. Otherwise P is amortised:
+//     R x (pause seconds / steps spanned). Either way a periodic pause is
+//     neither extrapolated as the new speed (tqdm's EMA jumps on it) nor
+//     smeared into the rate (the average).
+//  6. Now. Of the time elapsed since the last kept sample, at most one typical
+//     report interval is subtracted: the ETA counts down between reports but
+//     does not fall to zero while a job is silent (a stall is the health
+//     classifier's business, see health.h).
 //
 // Complexity: O(min(n, max_samples)) time and memory per call, independent of
-// the length of the full series (about 10-20 us for the default 4096-sample
-// tail; see bench/eta_bench.cc). The server passes the most recent samples it
-// keeps in memory; nothing is cached between calls.
+// the length of the full series: a few linear passes, an nth_element per
+// block, ~32 ln(k) change-point candidates (about 10 ns per tail sample here,
+// 40-50 us for the default 4096; see bench/eta_bench.cc). Nothing is cached
+// between calls: the caller passes its most recent samples each time. Keep at
+// least a few pause periods in the tail (4096 reports covers an eval every
+// 1000 steps at one report per step) or the pause term degrades to the
+// amortised form.
 
 #pragma once
 
@@ -103,22 +113,21 @@ struct EtaOptions {
 // Headway's estimator (see the file comment). `samples` is the most recent
 // part of the series (it may be the whole series); only its last
 // options.max_samples elements are read.
-EtaEstimate EstimateEta(std::span<const StepSample> samples,
-                        std::int64_t total_steps, double now_s,
+EtaEstimate EstimateEta(std::span<const StepSample> samples, std::int64_t total_steps, double now_s,
                         const EtaOptions& options = {});
 
 // Baseline: the average step time since the first sample in `samples`
 // (remaining = R x (t_last - t_first) / (s_last - s_first)). O(1).
-EtaEstimate EstimateEtaAverage(std::span<const StepSample> samples,
-                               std::int64_t total_steps, double now_s);
+EtaEstimate EstimateEtaAverage(std::span<const StepSample> samples, std::int64_t total_steps,
+                               double now_s);
 
-// Baseline: tqdm's estimator, an exponential moving average of the rate with
-// `smoothing` in [0, 1] (0.3 like tqdm; 0 = average, 1 = last interval only),
-// bias-corrected like tqdm's EMA and fed each interval in `samples` in order.
+// Baseline: tqdm's estimator. Exponential moving averages of the step delta
+// and of the time delta of each interval in `samples`, in order, with
+// `smoothing` in [0, 1] (0.3 like tqdm; 0 = the plain average, 1 = the last
+// interval only); rate = EMA(steps) / EMA(seconds), as tqdm's `rate`.
 // O(n) in samples.size(); a live caller would keep the EMA state instead.
-EtaEstimate EstimateEtaEma(std::span<const StepSample> samples,
-                           std::int64_t total_steps, double now_s,
-                           double smoothing = 0.3);
+EtaEstimate EstimateEtaEma(std::span<const StepSample> samples, std::int64_t total_steps,
+                           double now_s, double smoothing = 0.3);
 
 // All three estimators share the "now" rule: eta = max(0, remaining from the
 // last sample - time since the last sample), except that EstimateEta caps

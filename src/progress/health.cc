@@ -24,8 +24,7 @@ std::string Duration(double s) {
     std::snprintf(buf, sizeof buf, "%.0fm", std::floor(s / 60));
   } else {
     double minutes = std::floor(s / 60);
-    std::snprintf(buf, sizeof buf, "%.0fh%.0fm", std::floor(minutes / 60),
-                  std::fmod(minutes, 60));
+    std::snprintf(buf, sizeof buf, "%.0fh%.0fm", std::floor(minutes / 60), std::fmod(minutes, 60));
   }
   return buf;
 }

@@ -82,11 +82,11 @@ struct HealthInput {
 
 // Thresholds; plain values read on each call.
 struct HealthOptions {
-  double stall_factor = 10;        // Stalled after stall_factor x median report interval...
-  double stall_floor_s = 60;       // ...but never sooner than this...
+  double stall_factor = 10;         // Stalled after stall_factor x median report interval...
+  double stall_floor_s = 60;        // ...but never sooner than this...
   double stall_pause_factor = 1.5;  // ...nor within this x the longest gap in the tail (0: off)
-  double unknown_grace_s = 300;    // before: "waiting for first report"
-  double explode_factor = 10;      // Diverging when recent loss > explode_factor x min loss
+  double unknown_grace_s = 300;     // before: "waiting for first report"
+  double explode_factor = 10;       // Diverging when recent loss > explode_factor x min loss
   // Plateau window, in steps; 0 disables plateau detection (the default: a
   // window only makes sense relative to the job's length, so the caller sets it).
   std::int64_t plateau_window_steps = 0;

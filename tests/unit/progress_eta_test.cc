@@ -1,9 +1,9 @@
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "progress/eta.h"
 
@@ -139,8 +139,7 @@ TEST(EstimateEta, SpeedChangeConvergesWithinBoundedSamples) {
     // ...and stays there.
     for (std::int64_t at : {2100, 2500, 3500}) {
       v = job.Series(at);
-      EXPECT_LT(RelativeError(EstimateEta(v, 4000, v.back().time_s), job.Remaining(at, 4000)),
-                0.02)
+      EXPECT_LT(RelativeError(EstimateEta(v, 4000, v.back().time_s), job.Remaining(at, 4000)), 0.02)
           << "to " << to << " at " << at;
     }
   }
@@ -250,20 +249,17 @@ TEST(PercentComplete, StepsThenEpochsThenTimeLimit) {
   // Nothing usable.
   EXPECT_FALSE(PercentComplete(250, std::nullopt, std::nullopt, std::nullopt, 10, std::nullopt));
   EXPECT_FALSE(PercentComplete(250, std::nullopt, std::nullopt, std::nullopt, 10, 0.0));
-  EXPECT_FALSE(PercentComplete(std::nullopt, 1000, std::nullopt, std::nullopt, std::nullopt,
-                               std::nullopt));
+  EXPECT_FALSE(
+      PercentComplete(std::nullopt, 1000, std::nullopt, std::nullopt, std::nullopt, std::nullopt));
 }
 
 TEST(PercentComplete, ClampedAndNonFiniteIgnored) {
-  EXPECT_DOUBLE_EQ(*PercentComplete(1200, 1000, std::nullopt, std::nullopt, std::nullopt,
-                                    std::nullopt),
-                   100);
-  EXPECT_DOUBLE_EQ(*PercentComplete(-5, 1000, std::nullopt, std::nullopt, std::nullopt,
-                                    std::nullopt),
-                   0);
-  EXPECT_DOUBLE_EQ(*PercentComplete(std::nullopt, std::nullopt, std::nullopt, std::nullopt, 500,
-                                    100),
-                   100);
+  EXPECT_DOUBLE_EQ(
+      *PercentComplete(1200, 1000, std::nullopt, std::nullopt, std::nullopt, std::nullopt), 100);
+  EXPECT_DOUBLE_EQ(
+      *PercentComplete(-5, 1000, std::nullopt, std::nullopt, std::nullopt, std::nullopt), 0);
+  EXPECT_DOUBLE_EQ(
+      *PercentComplete(std::nullopt, std::nullopt, std::nullopt, std::nullopt, 500, 100), 100);
   const double nan = std::numeric_limits<double>::quiet_NaN();
   EXPECT_DOUBLE_EQ(*PercentComplete(std::nullopt, std::nullopt, nan, 4.0, 10, 100), 10);
 }
