@@ -93,11 +93,17 @@ std::vector<StepSample> Generate(const CurveSpec& c, std::uint64_t seed) {
       double f = 1 - static_cast<double>(k - 1) / static_cast<double>(c.ramp_steps);
       dt *= 1 + (c.ramp_factor - 1) * f;
     }
-    if (k == 1) dt += c.compile_s;
+    if (k == 1) {
+      dt += c.compile_s;
+    }
     // An eval after step k-1 delays step k.
-    if (c.eval_every > 0 && k > 1 && (k - 1) % c.eval_every == 0) dt += c.eval_s;
+    if (c.eval_every > 0 && k > 1 && (k - 1) % c.eval_every == 0) {
+      dt += c.eval_s;
+    }
     t += dt;
-    if (k % c.report_every == 0 || k == c.total_steps) out.push_back({k, t});
+    if (k % c.report_every == 0 || k == c.total_steps) {
+      out.push_back({k, t});
+    }
   }
   return out;
 }
@@ -165,21 +171,33 @@ std::vector<Named> SyntheticCurves() {
 
 bool LoadCsv(const std::string& path, Curve& curve) {
   std::ifstream in(path);
-  if (!in) return false;
+  if (!in) {
+    return false;
+  }
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream fields(line);
     std::string step, time;
-    if (!std::getline(fields, step, ',') || !std::getline(fields, time, ',')) continue;
+    if (!std::getline(fields, step, ',') || !std::getline(fields, time, ',')) {
+      continue;
+    }
     char* end = nullptr;
     long long s = std::strtoll(step.c_str(), &end, 10);
-    if (end == step.c_str()) continue;  // header
+    if (end == step.c_str()) {
+      continue;  // header
+    }
     double t = std::strtod(time.c_str(), &end);
-    if (end == time.c_str()) continue;
-    if (!curve.samples.empty() && s <= curve.samples.back().step) continue;
+    if (end == time.c_str()) {
+      continue;
+    }
+    if (!curve.samples.empty() && s <= curve.samples.back().step) {
+      continue;
+    }
     curve.samples.push_back({s, t});
   }
-  if (curve.samples.size() < 20) return false;
+  if (curve.samples.size() < 20) {
+    return false;
+  }
   curve.total_steps = curve.samples.back().step;
   curve.name = path.substr(path.find_last_of('/') + 1);
   return true;
@@ -198,30 +216,40 @@ void Evaluate(const Curve& c, double change_at, const Estimator (&estimators)[3]
     auto target = static_cast<std::int64_t>(static_cast<double>(c.total_steps) * pct / 100.0);
     auto it = std::lower_bound(c.samples.begin(), c.samples.end(), target,
                                [](const StepSample& s, std::int64_t v) { return s.step < v; });
-    if (it == c.samples.end()) continue;
+    if (it == c.samples.end()) {
+      continue;
+    }
     std::size_t n = static_cast<std::size_t>(it - c.samples.begin()) + 1;
     std::span<const StepSample> seen(c.samples.data(), n);
     double now = seen.back().time_s;
     double truth = end_time - now;
-    if (truth <= 0) continue;
+    if (truth <= 0) {
+      continue;
+    }
     for (int e = 0; e < 3; ++e) {
       EtaEstimate est = estimators[e](seen, c.total_steps, now);
       // No estimate counts as a 100% error.
       double ape = est.eta_seconds ? std::abs(*est.eta_seconds - truth) / truth * 100 : 100;
       errors.ape[e].push_back(ape);
-      if (change_at > 0 && pct > change_at * 100 + 5) errors.after_change[e].push_back(ape);
+      if (change_at > 0 && pct > change_at * 100 + 5) {
+        errors.after_change[e].push_back(ape);
+      }
     }
   }
 }
 
 double Mean(const std::vector<double>& v) {
   double s = 0;
-  for (double x : v) s += x;
+  for (double x : v) {
+    s += x;
+  }
   return v.empty() ? 0 : s / static_cast<double>(v.size());
 }
 
 double P90(std::vector<double> v) {
-  if (v.empty()) return 0;
+  if (v.empty()) {
+    return 0;
+  }
   std::sort(v.begin(), v.end());
   auto i = static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(v.size()))) - 1;
   return v[std::min(i, v.size() - 1)];
@@ -328,7 +356,9 @@ int main(int argc, char** argv) {
     }
     PrintRow(n.name, e.ape);
     add(all, e);
-    if (n.spec.slowdown_at > 0) changed.emplace_back(n.name, e);
+    if (n.spec.slowdown_at > 0) {
+      changed.emplace_back(n.name, e);
+    }
   }
   for (const std::string& path : csvs) {
     Curve c;
@@ -346,7 +376,9 @@ int main(int argc, char** argv) {
   if (!changed.empty()) {
     std::printf("\nSame, only checkpoints after the speed change (60%%..90%%)\n");
     PrintHeader();
-    for (const auto& [name, e] : changed) PrintRow(name, e.after_change);
+    for (const auto& [name, e] : changed) {
+      PrintRow(name, e.after_change);
+    }
   }
   TimeLargeSeries(options);
   return 0;

@@ -32,8 +32,12 @@ std::vector<Interval> MakeIntervals(std::span<const StepSample> tail) {
   std::vector<Interval> out;
   out.reserve(tail.size());
   std::size_t i = 0;
-  while (i < tail.size() && !std::isfinite(tail[i].time_s)) ++i;
-  if (i == tail.size()) return out;
+  while (i < tail.size() && !std::isfinite(tail[i].time_s)) {
+    ++i;
+  }
+  if (i == tail.size()) {
+    return out;
+  }
   double prev_step = static_cast<double>(tail[i].step);
   double prev_time = tail[i].time_s;
   // The kept point that ends the last interval (or the first point).
@@ -43,7 +47,9 @@ std::vector<Interval> MakeIntervals(std::span<const StepSample> tail) {
   for (++i; i < tail.size(); ++i) {
     double step = static_cast<double>(tail[i].step);
     double time = tail[i].time_s;
-    if (!std::isfinite(time) || step <= cur_step || time < cur_time) continue;
+    if (!std::isfinite(time) || step <= cur_step || time < cur_time) {
+      continue;
+    }
     if (time == cur_time) {
       // Same report batch as the current point: the point moves forward.
       cur_step = step;
@@ -78,9 +84,13 @@ void MarkPauses(std::vector<Interval>& iv, std::size_t block, double gap_factor,
   std::size_t end = iv.size();
   while (end > 0) {
     std::size_t begin = end >= block ? end - block : 0;
-    if (begin > 0 && begin < block / 2) begin = 0;  // fold a short oldest block in
+    if (begin > 0 && begin < block / 2) {
+      begin = 0;  // fold a short oldest block in
+    }
     scratch.clear();
-    for (std::size_t j = begin; j < end; ++j) scratch.push_back(iv[j].per_step);
+    for (std::size_t j = begin; j < end; ++j) {
+      scratch.push_back(iv[j].per_step);
+    }
     double median = LowerMedian(scratch);
     medians.push_back(median);
     for (std::size_t j = begin; j < end; ++j) {
@@ -101,13 +111,17 @@ bool ShiftBeyondWander(const std::vector<double>& u, std::size_t split, std::siz
                        double factor) {
   block = std::max<std::size_t>(block, 4);
   const std::size_t blocks = split / block;
-  if (blocks < 3 || factor <= 0) return true;
+  if (blocks < 3 || factor <= 0) {
+    return true;
+  }
   double sum_log = 0, sum_sq_log = 0;
   for (std::size_t b = 0; b < blocks; ++b) {
     // Blocks end at the split: the newest part of the old regime.
     std::size_t end = split - b * block;
     double mean = 0;
-    for (std::size_t i = end - block; i < end; ++i) mean += u[i];
+    for (std::size_t i = end - block; i < end; ++i) {
+      mean += u[i];
+    }
     double l = std::log(mean / static_cast<double>(block));
     sum_log += l;
     sum_sq_log += l * l;
@@ -115,8 +129,12 @@ bool ShiftBeyondWander(const std::vector<double>& u, std::size_t split, std::siz
   const double n = static_cast<double>(blocks);
   const double sd = std::sqrt(std::max(0.0, (sum_sq_log - sum_log * sum_log / n) / (n - 1)));
   double left = 0, right = 0;
-  for (std::size_t i = 0; i < split; ++i) left += u[i];
-  for (std::size_t i = split; i < u.size(); ++i) right += u[i];
+  for (std::size_t i = 0; i < split; ++i) {
+    left += u[i];
+  }
+  for (std::size_t i = split; i < u.size(); ++i) {
+    right += u[i];
+  }
   left /= static_cast<double>(split);
   right /= static_cast<double>(u.size() - split);
   return std::abs(std::log(right / left)) > factor * sd;
@@ -151,7 +169,9 @@ double RateSecondsPerStep(const std::vector<double>& u, const std::vector<double
       double mean_right = (sum[k] - sum[split]) / n_right;
       double lo = std::min(mean_left, mean_right);
       double hi = std::max(mean_left, mean_right);
-      if (!(lo > 0) || hi < ratio * lo) continue;
+      if (!(lo > 0) || hi < ratio * lo) {
+        continue;
+      }
       double sse = (sum_sq[split] - n_left * mean_left * mean_left) +
                    (sum_sq[k] - sum_sq[split] - n_right * mean_right * mean_right);
       double denom = std::max(sse, 0.0) / dof * (1 / n_left + 1 / n_right);
@@ -193,15 +213,21 @@ PauseModel FitPauses(std::span<const Interval> iv, double window_start, double s
   std::vector<double> positions;
   double excess = 0;
   for (const Interval& x : iv) {
-    if (!x.pause) continue;
+    if (!x.pause) {
+      continue;
+    }
     positions.push_back(x.end_step);
     excess += x.seconds - x.steps * x.local_median;
   }
-  if (positions.empty()) return m;
+  if (positions.empty()) {
+    return m;
+  }
   const double n = static_cast<double>(positions.size());
   m.mean_excess_s = excess / n;
   double span = last_step - window_start;
-  if (span > 0) m.per_step_s = excess / span;
+  if (span > 0) {
+    m.per_step_s = excess / span;
+  }
   double phase = last_step - positions.back();
   if (positions.size() >= 2) {
     double period = (positions.back() - positions.front()) / (n - 1);
@@ -222,7 +248,9 @@ PauseModel FitPauses(std::span<const Interval> iv, double window_start, double s
     // early to tell or the next one is overdue.
     std::size_t lead = 0;
     for (const Interval& x : iv) {
-      if (x.pause) break;
+      if (x.pause) {
+        break;
+      }
       ++lead;
     }
     double period = positions.front() - series_start;
@@ -250,9 +278,13 @@ double PauseSeconds(const PauseModel& m, double last_step, double total_steps) {
 EtaEstimate FromRate(double seconds_per_step, std::int64_t total_steps, std::int64_t last_step,
                      double since_last_s) {
   EtaEstimate e;
-  if (!(seconds_per_step > 0) || !std::isfinite(seconds_per_step)) return e;
+  if (!(seconds_per_step > 0) || !std::isfinite(seconds_per_step)) {
+    return e;
+  }
   e.steps_per_second = 1.0 / seconds_per_step;
-  if (total_steps <= 0) return e;
+  if (total_steps <= 0) {
+    return e;
+  }
   double remaining = static_cast<double>(std::max<std::int64_t>(0, total_steps - last_step));
   e.eta_seconds = std::max(0.0, remaining * seconds_per_step - std::max(0.0, since_last_s));
   return e;
@@ -262,13 +294,17 @@ EtaEstimate FromRate(double seconds_per_step, std::int64_t total_steps, std::int
 
 EtaEstimate EstimateEta(std::span<const StepSample> all, std::int64_t total_steps, double now_s,
                         const EtaOptions& options) {
-  if (all.size() < 2) return {};
+  if (all.size() < 2) {
+    return {};
+  }
   const std::size_t max_samples = std::max<std::size_t>(options.max_samples, 2);
   std::span<const StepSample> tail =
       all.size() > max_samples ? all.subspan(all.size() - max_samples) : all;
 
   std::vector<Interval> iv = MakeIntervals(tail);
-  if (iv.empty()) return {};  // no movement
+  if (iv.empty()) {
+    return {};  // no movement
+  }
   std::vector<double> scratch, medians;
   scratch.reserve(std::min(iv.size(), std::max<std::size_t>(options.block_size, 4) * 2));
   MarkPauses(iv, options.block_size, options.gap_factor, scratch, medians);
@@ -277,15 +313,21 @@ EtaEstimate EstimateEta(std::span<const StepSample> all, std::int64_t total_step
   // time (the median of the block medians: robust, and O(n / block)).
   const double median = LowerMedian(medians);
   std::size_t warm = 0;
-  while (warm < iv.size() && iv[warm].per_step > options.warmup_factor * median) ++warm;
+  while (warm < iv.size() && iv[warm].per_step > options.warmup_factor * median) {
+    ++warm;
+  }
   const std::span<const Interval> steady = std::span<const Interval>(iv).subspan(warm);
-  if (steady.empty()) return {};
+  if (steady.empty()) {
+    return {};
+  }
 
   // Rate window: the newest `rate_window` non-pause intervals, chronological.
   const std::size_t window = std::max<std::size_t>(options.rate_window, 1);
   std::size_t first = steady.size(), count = 0;
   while (first > 0 && count < window) {
-    if (!steady[--first].pause) ++count;
+    if (!steady[--first].pause) {
+      ++count;
+    }
   }
   std::vector<double> u, dt, ds;
   u.reserve(count);
@@ -294,17 +336,23 @@ EtaEstimate EstimateEta(std::span<const StepSample> all, std::int64_t total_step
   // If nothing but pauses is left (a degenerate tail), they are the speed.
   const bool skip_pauses = count > 0;
   for (std::size_t j = first; j < steady.size(); ++j) {
-    if (skip_pauses && steady[j].pause) continue;
+    if (skip_pauses && steady[j].pause) {
+      continue;
+    }
     u.push_back(steady[j].per_step);
     dt.push_back(steady[j].seconds);
     ds.push_back(steady[j].steps);
   }
   double seconds_per_step = u.empty() ? 0 : RateSecondsPerStep(u, dt, ds, options);
-  if (!(seconds_per_step > 0)) return {};
+  if (!(seconds_per_step > 0)) {
+    return {};
+  }
 
   EtaEstimate e;
   e.steps_per_second = 1.0 / seconds_per_step;
-  if (total_steps <= 0) return e;
+  if (total_steps <= 0) {
+    return e;
+  }
 
   const double last_step = iv.back().end_step;
   const double reported_last = static_cast<double>(tail.back().step);
@@ -326,7 +374,9 @@ EtaEstimate EstimateEta(std::span<const StepSample> all, std::int64_t total_step
   // Time since the last report counts down the ETA by at most one typical
   // report interval: beyond that the job is late, and the ETA holds.
   double mean_steps = 0;
-  for (double x : ds) mean_steps += x;
+  for (double x : ds) {
+    mean_steps += x;
+  }
   mean_steps /= static_cast<double>(ds.size());
   const double credit = mean_steps * seconds_per_step;
   const double since = std::clamp(now_s - iv.back().end_time, 0.0, credit);
@@ -336,16 +386,22 @@ EtaEstimate EstimateEta(std::span<const StepSample> all, std::int64_t total_step
 
 EtaEstimate EstimateEtaAverage(std::span<const StepSample> samples, std::int64_t total_steps,
                                double now_s) {
-  if (samples.size() < 2) return {};
+  if (samples.size() < 2) {
+    return {};
+  }
   double steps = static_cast<double>(samples.back().step - samples.front().step);
   double seconds = samples.back().time_s - samples.front().time_s;
-  if (!(steps > 0) || !(seconds > 0)) return {};
+  if (!(steps > 0) || !(seconds > 0)) {
+    return {};
+  }
   return FromRate(seconds / steps, total_steps, samples.back().step, now_s - samples.back().time_s);
 }
 
 EtaEstimate EstimateEtaEma(std::span<const StepSample> samples, std::int64_t total_steps,
                            double now_s, double smoothing) {
-  if (samples.size() < 2) return {};
+  if (samples.size() < 2) {
+    return {};
+  }
   // tqdm: separate EMAs of the step delta and the time delta, each
   // ema = a * x + (1 - a) * ema, debiased by 1 - (1 - a)^calls; rate = dn / dt.
   const double a = std::clamp(smoothing, 0.0, 1.0);
@@ -353,7 +409,9 @@ EtaEstimate EstimateEtaEma(std::span<const StepSample> samples, std::int64_t tot
   for (std::size_t i = 1; i < samples.size(); ++i) {
     double dn = static_cast<double>(samples[i].step - samples[i - 1].step);
     double dt = samples[i].time_s - samples[i - 1].time_s;
-    if (!(dn > 0) || !(dt >= 0)) continue;
+    if (!(dn > 0) || !(dt >= 0)) {
+      continue;
+    }
     ema_dn = a * dn + (1 - a) * ema_dn;
     ema_dt = a * dt + (1 - a) * ema_dt;
     sum_dn += dn;
@@ -365,7 +423,9 @@ EtaEstimate EstimateEtaEma(std::span<const StepSample> samples, std::int64_t tot
     ema_dn = sum_dn;
     ema_dt = sum_dt;
   }
-  if (!(ema_dn > 0) || !(ema_dt > 0)) return {};
+  if (!(ema_dn > 0) || !(ema_dt > 0)) {
+    return {};
+  }
   return FromRate(ema_dt / ema_dn, total_steps, samples.back().step, now_s - samples.back().time_s);
 }
 

@@ -23,9 +23,20 @@ Status JobController::ReportProgress(std::string_view name, std::string_view tok
   if (token.empty()) {
     return Unauthenticated("a report needs 'Authorization: Bearer <HEADWAY_TOKEN>'");
   }
-  auto job = store_.GetJob(name);
-  if (!job.ok()) return job.status();
-  if (job->token_hash.empty() || !api::SameHash(api::HashToken(token), job->token_hash)) {
+  std::string expected;
+  {
+    std::lock_guard lock(tokens_mu_);
+    auto it = token_hashes_.find(std::string(name));
+    if (it != token_hashes_.end()) expected = it->second;
+  }
+  if (expected.empty()) {
+    auto job = store_.GetJob(name);
+    if (!job.ok()) return job.status();
+    expected = job->token_hash;
+    std::lock_guard lock(tokens_mu_);
+    if (!expected.empty()) token_hashes_[std::string(name)] = expected;
+  }
+  if (expected.empty() || !api::SameHash(api::HashToken(token), expected)) {
     return PermissionDenied("this token may not report for job '" + std::string(name) + "'");
   }
   return writer_.Write({std::string(name), std::move(reports), clock_.Now()});
@@ -392,6 +403,10 @@ void JobController::StartJob(Job& job, std::vector<int> gpu_ids) {
   }
   job.executor_handle = launched->handle;
   job.token_hash = api::HashToken(token);
+  {
+    std::lock_guard lock(tokens_mu_);
+    token_hashes_[job.name()] = job.token_hash;
+  }
   job.started_at = clock_.Now();
   std::string where = job.gpu_ids.empty() ? "no GPUs" : "GPUs ";
   for (std::size_t i = 0; i < job.gpu_ids.size(); ++i) {

@@ -16,7 +16,8 @@ struct ServerConfig {
   std::optional<int> gpus;       // logical GPU count; default: the GPUs nvidia-smi lists
   std::string executor = "local";
   std::string self_executable;   // this binary, for the local executor's supervisor
-  int http_threads = 4;
+  // Request handlers may wait for a group commit, so there are more threads than cores.
+  int http_threads = 16;
   std::size_t max_body_bytes = 1 << 20;
   double stall_floor_s = 60;        // never call a job Stalled sooner than this
   double no_report_grace_s = 300;   // say "no progress reported" after this long
