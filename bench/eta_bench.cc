@@ -86,7 +86,8 @@ std::vector<StepSample> Generate(const CurveSpec& c, std::uint64_t seed) {
   for (std::int64_t k = 1; k <= c.total_steps; ++k) {
     drift = c.drift_rho * drift + innovation * rng.Normal();
     double dt = c.step_s * std::exp(drift) * std::max(0.2, 1 + c.jitter * rng.Normal());
-    if (c.slowdown_at > 0 && k > static_cast<std::int64_t>(c.slowdown_at * c.total_steps)) {
+    if (c.slowdown_at > 0 &&
+        k > static_cast<std::int64_t>(c.slowdown_at * static_cast<double>(c.total_steps))) {
       dt *= c.slowdown;
     }
     if (k <= c.ramp_steps) {

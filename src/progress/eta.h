@@ -1,8 +1,8 @@
 // ETA and percent-complete estimation over a job's step/time series.
 //
 // Pure functions: no I/O, no threads, no clocks (`now_s` is a parameter, on the
-// same epoch as the samples). All are thread-safe (no shared state) and never
-// throw; malformed input (unsorted samples, time going backwards, NaN times)
+// same epoch as the samples). All are thread-safe (no shared state) and throw
+// nothing but std::bad_alloc; malformed input (unsorted samples, time going backwards, NaN times)
 // yields a defined, conservative answer, never UB.
 //
 // ## The Headway estimator (EstimateEta)
@@ -49,12 +49,12 @@
 //
 // Complexity: O(min(n, max_samples)) time and memory per call, independent of
 // the length of the full series: a few linear passes, an nth_element per
-// block, ~32 ln(k) change-point candidates (about 10 ns per tail sample here,
-// 40-50 us for the default 4096; see bench/eta_bench.cc). Nothing is cached
-// between calls: the caller passes its most recent samples each time. Keep at
-// least a few pause periods in the tail (4096 reports covers an eval every
-// 1000 steps at one report per step) or the pause term degrades to the
-// amortised form.
+// block, ~32 ln(k) change-point candidates. About 10-15 ns per tail sample:
+// 45-60 us for the default 4096, 6-9 us for 512, whatever the span's length
+// (bench/eta_bench.cc, on a shared 2-core box). Nothing is cached between
+// calls: the caller passes its most recent samples each time. Keep at least a
+// few pause periods in the tail (4096 reports covers an eval every 1000 steps
+// at one report per step) or the pause term degrades to the amortised form.
 
 #pragma once
 

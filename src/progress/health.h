@@ -1,7 +1,7 @@
 // Is a running job making headway? A pure classifier over the recent tail of
 // its step, loss and objective series. No I/O, no clocks (`now_s` is given),
-// thread-safe (no shared state), never throws; malformed input (empty or
-// unsorted spans, NaN times) yields a defined verdict.
+// thread-safe (no shared state), throws nothing but std::bad_alloc; malformed
+// input (empty or unsorted spans, NaN times) yields a defined verdict.
 //
 // Verdicts, first match wins (Diverging > Stalled > Plateaued > Progressing):
 //

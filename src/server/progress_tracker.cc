@@ -28,7 +28,7 @@ ProgressTracker::ProgressTracker(Store& store, progress::HealthOptions health_op
 
 void ProgressTracker::AddStep(State& s, const StepPoint& p) {
   bool newest = s.steps.empty() || p.step >= s.steps.back().step;
-  InsertSorted(s.steps, p, [](const StepPoint& x) { return x.step; }, kTail);
+  InsertSorted(s.steps, p, [](const StepPoint& x) { return x.step; }, kStepTail);
   if (newest) {
     if (p.total_steps) s.total_steps = p.total_steps;
     if (p.epoch) s.epoch = p.epoch;
@@ -42,18 +42,18 @@ void ProgressTracker::AddMetric(State& s, const std::string& name, const MetricP
   progress::MetricSample sample{p.step, p.value};
   auto by_step = [](const progress::MetricSample& x) { return x.step; };
   if (name == "loss") {
-    InsertSorted(s.loss, sample, by_step, kTail);
+    InsertSorted(s.loss, sample, by_step, kLossTail);
     if (std::isfinite(p.value)) {
       if (!s.first_loss) s.first_loss = p.value;
       if (!s.min_loss || p.value < *s.min_loss) s.min_loss = p.value;
     }
-    if (!s.objective_is_eval) InsertSorted(s.objective, sample, by_step, kTail);
+    if (!s.objective_is_eval) InsertSorted(s.objective, sample, by_step, kLossTail);
   } else if (name == "eval_loss") {
     if (!s.objective_is_eval) {
       s.objective.clear();
       s.objective_is_eval = true;
     }
-    InsertSorted(s.objective, sample, by_step, kTail);
+    InsertSorted(s.objective, sample, by_step, kLossTail);
   }
 }
 
@@ -62,7 +62,7 @@ ProgressTracker::State& ProgressTracker::Load(const std::string& job) {
   if (it != jobs_.end()) return it->second;
   State& s = jobs_[job];
   // Rebuild from the durable series (after a restart, or for an old job).
-  if (auto steps = store_.RecentSteps(job, kTail); steps.ok()) {
+  if (auto steps = store_.RecentSteps(job, kStepTail); steps.ok()) {
     for (const StepPoint& p : *steps) AddStep(s, p);
     if (!steps->empty()) s.last_report_at = steps->back().time;
   }
@@ -76,7 +76,7 @@ ProgressTracker::State& ProgressTracker::Load(const std::string& job) {
           }
         });
       }
-      if (auto tail = store_.RecentMetric(job, name, name == "loss" || name == "eval_loss" ? kTail : 1);
+      if (auto tail = store_.RecentMetric(job, name, name == "loss" || name == "eval_loss" ? kLossTail : 1);
           tail.ok()) {
         for (const MetricPoint& p : *tail) AddMetric(s, name, p);
       }
@@ -153,6 +153,15 @@ ProgressView ProgressTracker::View(const Job& job, Time now) {
   } else if (!s.steps.empty() || IsTerminal(job.state)) {
     v.health = "Unknown";
     v.health_reason = IsTerminal(job.state) ? "" : "not running";
+  }
+  if (IsTerminal(job.state) && s.steps.size() > 1) {
+    // Tails only serve ETA and health, which a finished job no longer has.
+    s.steps.erase(s.steps.begin(), s.steps.end() - 1);
+    s.steps.shrink_to_fit();
+    s.loss.clear();
+    s.loss.shrink_to_fit();
+    s.objective.clear();
+    s.objective.shrink_to_fit();
   }
   return v;
 }

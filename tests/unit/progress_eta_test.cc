@@ -26,9 +26,15 @@ struct Job {
     // A fixed pseudo-random pattern in [-1, 1] (no RNG: exact across platforms).
     double noise = static_cast<double>((k * 7919) % 201 - 100) / 100.0;
     double t = base * (1 + jitter * noise);
-    if (k <= ramp_steps) t *= 1 + 2 * (1 - static_cast<double>(k - 1) / ramp_steps);
-    if (k == 1) t += compile_s;
-    if (eval_every > 0 && k > 1 && (k - 1) % eval_every == 0) t += eval_s;
+    if (k <= ramp_steps) {
+      t *= 1 + 2 * (1 - static_cast<double>(k - 1) / static_cast<double>(ramp_steps));
+    }
+    if (k == 1) {
+      t += compile_s;
+    }
+    if (eval_every > 0 && k > 1 && (k - 1) % eval_every == 0) {
+      t += eval_s;
+    }
     return t;
   }
 
@@ -46,7 +52,9 @@ struct Job {
   // True seconds from step `from` to step `to`.
   double Remaining(std::int64_t from, std::int64_t to) const {
     double t = 0;
-    for (std::int64_t k = from + 1; k <= to; ++k) t += StepTime(k);
+    for (std::int64_t k = from + 1; k <= to; ++k) {
+      t += StepTime(k);
+    }
     return t;
   }
 };
@@ -172,7 +180,8 @@ TEST(EstimateEta, BatchedReportsSharingATimestampAreMerged) {
   // stamped with the time it was sent, just after its last step.
   std::vector<StepSample> v{{0, 0.0}};
   for (std::int64_t k = 1; k <= 1000; ++k) {
-    v.push_back({k, 2.5 * static_cast<double>((k + 9) / 10)});
+    const std::int64_t batch = (k + 9) / 10;  // 1 for steps 1..10
+    v.push_back({k, 2.5 * static_cast<double>(batch)});
   }
   EtaEstimate e = EstimateEta(v, 2000, v.back().time_s);
   EXPECT_NEAR(e.steps_per_second, 4.0, 1e-9);
@@ -185,7 +194,9 @@ TEST(EstimateEta, SparseReportsWithPeriodicPauses) {
   std::vector<StepSample> dense = job.Series(12000);
   std::vector<StepSample> v;
   for (const StepSample& s : dense) {
-    if (s.step % 10 == 0) v.push_back(s);
+    if (s.step % 10 == 0) {
+      v.push_back(s);
+    }
   }
   EtaEstimate e = EstimateEta(v, 20000, v.back().time_s);
   EXPECT_LT(RelativeError(e, job.Remaining(12000, 20000)), 0.02);
@@ -231,7 +242,9 @@ TEST(EstimateEtaEma, WeighsRecentIntervalsLikeTqdm) {
   // 100 intervals at 1 s/step then 10 at 2 s/step: with smoothing 0.3 the
   // rate is almost the new one; smoothing 0 is the plain average.
   std::vector<StepSample> v{{0, 0}};
-  for (int i = 1; i <= 110; ++i) v.push_back({i, v.back().time_s + (i <= 100 ? 1.0 : 2.0)});
+  for (int i = 1; i <= 110; ++i) {
+    v.push_back({i, v.back().time_s + (i <= 100 ? 1.0 : 2.0)});
+  }
   EtaEstimate ema = EstimateEtaEma(v, 210, v.back().time_s);
   EXPECT_NEAR(ema.steps_per_second, 0.5, 0.02);
   EtaEstimate avg = EstimateEtaEma(v, 210, v.back().time_s, 0);

@@ -14,6 +14,9 @@ struct GpuDevice {
 
 // Real GPUs as listed by `nvidia-smi`; empty when there is none or no driver.
 std::vector<GpuDevice> DetectNvidiaGpus();
+// Parses `nvidia-smi --query-gpu=index,uuid,name --format=csv,noheader`;
+// lines that are not GPUs (driver warnings) are skipped.
+std::vector<GpuDevice> ParseNvidiaSmiCsv(const std::string& text);
 // `count` logical GPUs, for machines without any: they schedule like real ones
 // and CUDA_VISIBLE_DEVICES names their indices.
 std::vector<GpuDevice> LogicalGpus(int count);

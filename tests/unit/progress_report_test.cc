@@ -1,0 +1,91 @@
+#include "core/progress_report.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace headway {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ProgressReportDecoder, SingleReportWithEveryField) {
+  auto r = DecodeProgressReports(R"({"step": 1200, "total_steps": 10000, "epoch": 1.5,
+      "total_epochs": 8, "metrics": {"loss": 0.41, "eval/loss": 0.52, "lr": 3e-4},
+      "time": "2026-12-02T10:00:00Z"})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 1u);
+  const ProgressReport& p = (*r)[0];
+  EXPECT_EQ(p.step, 1200);
+  EXPECT_EQ(p.total_steps, 10000);
+  EXPECT_EQ(p.epoch, 1.5);
+  EXPECT_EQ(p.total_epochs, 8.0);
+  EXPECT_EQ(p.metrics.at("eval/loss"), 0.52);
+  EXPECT_EQ(p.time, ParseRfc3339("2026-12-02T10:00:00Z"));
+}
+
+TEST(ProgressReportDecoder, BatchesAndNonFiniteValues) {
+  auto r = DecodeProgressReports(R"({"reports": [{"step": 1, "metrics": {"loss": "NaN"}},
+      {"step": 2, "metrics": {"loss": "Infinity", "g": "-Infinity"}}]})");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_TRUE(std::isnan((*r)[0].metrics.at("loss")));
+  EXPECT_EQ((*r)[1].metrics.at("loss"), INFINITY);
+  EXPECT_EQ((*r)[1].metrics.at("g"), -INFINITY);
+}
+
+TEST(ProgressReportDecoder, RejectsWithTheFieldNamed) {
+  struct Case {
+    const char* body;
+    const char* field;
+  };
+  for (const Case& c : std::vector<Case>{
+           {R"({"step": -1})", "step"},
+           {R"({"step": "1"})", "step"},
+           {R"({"step": 1, "total_steps": 0})", "total_steps"},
+           {R"({"step": 1, "epoch": -2})", "epoch"},
+           {R"({"step": 1, "metrics": {"loss": true}})", "metrics.loss"},
+           {R"({"step": 1, "metrics": {"": 1}})", "metrics."},
+           {R"({"step": 1, "extra": 1})", "extra"},
+           {R"({"reports": [{"step": 1}, {"step": -3}]})", "reports[1].step"},
+           {R"({"reports": [], "step": 1})", ""},
+       }) {
+    auto r = DecodeProgressReports(c.body);
+    ASSERT_FALSE(r.ok()) << c.body;
+    EXPECT_EQ(r.status().field(), c.field) << c.body;
+  }
+}
+
+TEST(ProgressReportDecoder, EnforcesLimits) {
+  ProgressLimits limits;
+  limits.max_reports = 2;
+  auto r = DecodeProgressReports(R"({"reports": [{"step": 1}, {"step": 2}, {"step": 3}]})", limits);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kPayloadTooLarge);
+  EXPECT_FALSE(IsValidMetricName(std::string(129, 'a')));
+  EXPECT_TRUE(IsValidMetricName("train/loss_ema-0.9"));
+  EXPECT_FALSE(IsValidMetricName("loss value"));
+}
+
+TEST(Downsample, KeepsSpikesAndTheLastPoint) {
+  std::vector<MetricPoint> points;
+  for (int i = 1; i <= 1000; ++i) points.push_back({i, i == 500 ? 100.0 : 1.0});
+  points[700].value = NAN;
+  auto buckets = Downsample(points, 10);
+  ASSERT_EQ(buckets.size(), 10u);
+  EXPECT_EQ(buckets[4].max, 100.0);
+  EXPECT_EQ(buckets[4].min, 1.0);
+  EXPECT_TRUE(buckets[7].non_finite);
+  EXPECT_FALSE(buckets[6].non_finite);
+  EXPECT_EQ(buckets[9].last_step, 1000);
+  EXPECT_EQ(buckets[0].first_step, 1);
+  std::size_t total = 0;
+  for (const auto& b : buckets) total += b.count;
+  EXPECT_EQ(total, 1000u);
+  EXPECT_EQ(Downsample(points, 5000).size(), 1000u);
+  EXPECT_TRUE(Downsample({}, 10).empty());
+}
+
+}  // namespace
+}  // namespace headway
