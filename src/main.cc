@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
                      "(0 turns plateau detection off)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  server->add_option("--queue", server_config.queues,
+                     "route a queue to an executor: NAME=slurm[:partition=P,account=A,qos=Q] "
+                     "(repeatable; other queues run on this machine)");
   server->add_option("--webhook", server_config.webhooks,
                      "http:// URL to POST every job state and health change to (repeatable)");
   server->callback([&] {

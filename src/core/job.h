@@ -44,6 +44,9 @@ struct JobSpec {
   int max_restarts = 0;  // restarts on a non-zero exit, not on stop or time limit
   std::optional<Duration> time_limit;
   Duration termination_grace = std::chrono::seconds(30);  // SIGTERM → SIGKILL
+  // SIGUSR1 this long before the time limit, so the job can checkpoint
+  // (executors that enforce time limits themselves, e.g. Slurm's --signal).
+  std::optional<Duration> checkpoint_warning;
   std::map<std::string, std::string> labels;
   HealthPolicies policies;
 

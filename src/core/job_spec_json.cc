@@ -35,6 +35,7 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
         {"on_plateau", ActionText(spec.policies.on_plateau)}}},
   };
   if (spec.time_limit) j["time_limit"] = DurationText(*spec.time_limit);
+  if (spec.checkpoint_warning) j["checkpoint_warning"] = DurationText(*spec.checkpoint_warning);
   return j;
 }
 

@@ -222,6 +222,7 @@ Result<JobSpec> ParseJobSpec(std::string_view document) {
          return Status::Ok();
        }},
       {"termination_grace", Assign(spec.termination_grace, AsDuration)},
+      {"checkpoint_warning", Assign(spec.checkpoint_warning, AsDuration)},
   };
   HEADWAY_RETURN_IF_ERROR(ForEachField("", root, top));
 

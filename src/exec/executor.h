@@ -23,6 +23,8 @@ struct LaunchRequest {
   std::vector<int> gpu_ids;   // GPUs granted by the scheduler, gpus() of them
   std::map<std::string, std::string> platform_env;  // HEADWAY_URL, HEADWAY_JOB, HEADWAY_TOKEN
   std::string run_dir;        // an empty directory the attempt may own
+  // From the job's queue mapping, e.g. partition, account, qos for Slurm.
+  std::map<std::string, std::string> queue_options;
 };
 
 struct RankLog {
@@ -36,11 +38,13 @@ struct Launched {
 };
 
 struct ExecStatus {
-  enum class Phase { kRunning, kExited, kLost };
+  enum class Phase { kPending, kRunning, kExited, kLost };
   Phase phase = Phase::kRunning;
   int exit_code = 0;    // kExited: 0 on success, the first failing rank's code otherwise,
                         // 128+N when killed by signal N
-  std::string message;  // kExited with failure or kLost: what happened, for the user
+  std::string message;  // kPending: why; kExited with failure or kLost: what happened
+  std::string reason;   // kExited: a CamelCase cause when the executor knows one
+                        // ("TimeLimitExceeded", "Cancelled", "NodeFail", "Preempted")
 };
 
 class Executor {
@@ -54,10 +58,16 @@ class Executor {
   virtual ExecStatus Poll(const std::string& handle) = 0;
   // Delivers `signal` to every process of the attempt. Ok if it already ended.
   virtual Status Signal(const std::string& handle, int signal) = 0;
+  // True when the backend itself ends attempts at spec.time_limit (and sends
+  // the checkpoint warning); otherwise the server does both.
+  virtual bool EnforcesTimeLimit() const { return false; }
 };
+
+class CommandRunner;
 
 struct ExecutorOptions {
   std::string self_executable;  // the headway binary, for helper processes
+  CommandRunner* runner = nullptr;  // external commands (sbatch, ...); must outlive executors
 };
 
 // The registry: the one place that lists executors. Unknown name: NotFound.

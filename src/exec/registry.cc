@@ -1,14 +1,19 @@
 #include "exec/executor.h"
 #include "exec/local/local_executor.h"
+#include "exec/slurm/slurm_executor.h"
 
 namespace headway {
 
-std::vector<std::string_view> ExecutorNames() { return {"local"}; }
+std::vector<std::string_view> ExecutorNames() { return {"local", "slurm"}; }
 
 Result<std::unique_ptr<Executor>> MakeExecutor(std::string_view name,
                                                const ExecutorOptions& options) {
   if (name == "local") return MakeLocalExecutor(options.self_executable);
-  return NotFound("no executor named '" + std::string(name) + "' (known: local)");
+  if (name == "slurm") {
+    if (options.runner == nullptr) return Internal("the slurm executor needs a command runner");
+    return MakeSlurmExecutor(*options.runner);
+  }
+  return NotFound("no executor named '" + std::string(name) + "' (known: local, slurm)");
 }
 
 }  // namespace headway

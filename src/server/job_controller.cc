@@ -9,14 +9,26 @@
 
 namespace headway {
 
-JobController::JobController(Store& store, Executor& executor, const Clock& clock,
-                             ControllerOptions options)
+JobController::JobController(Store& store, std::map<std::string, Executor*> executors,
+                             const Clock& clock, ControllerOptions options)
     : store_(store),
-      executor_(executor),
+      executors_(std::move(executors)),
       clock_(clock),
       options_(std::move(options)),
       tracker_(store, options_.health, options_.plateau_window),
       writer_(store, tracker_) {}
+
+const QueueConfig& JobController::QueueOf(const JobSpec& spec) const {
+  static const QueueConfig kLocal;
+  auto it = options_.queues.find(spec.queue);
+  return it == options_.queues.end() ? kLocal : it->second;
+}
+
+Executor& JobController::ExecutorFor(const Job& job) {
+  auto it = executors_.find(job.executor.empty() ? "local" : job.executor);
+  if (it == executors_.end()) it = executors_.find("local");
+  return *it->second;
+}
 
 Status JobController::ReportProgress(std::string_view name, std::string_view token,
                                      std::vector<ProgressReport> reports) {
@@ -134,8 +146,15 @@ void JobController::Save(const Job& job, const std::vector<JobEvent>& events) {
 }
 
 Result<Job> JobController::Submit(JobSpec spec) {
-  HEADWAY_RETURN_IF_ERROR(executor_.Admit(spec));
-  if (spec.resources.gpus() > options_.total_gpus) {
+  const QueueConfig& queue = QueueOf(spec);
+  auto executor = executors_.find(queue.executor);
+  if (executor == executors_.end()) {
+    return Unavailable("queue '" + spec.queue + "' runs on executor '" + queue.executor +
+                       "', which this server has not enabled");
+  }
+  HEADWAY_RETURN_IF_ERROR(executor->second->Admit(spec));
+  // The local GPU pool bounds local jobs only; a cluster engine has its own.
+  if (queue.executor == "local" && spec.resources.gpus() > options_.total_gpus) {
     return InvalidArgument("the job needs " + std::to_string(spec.resources.gpus()) +
                            " GPUs but the pool has " + std::to_string(options_.total_gpus) +
                            " (start the server with --gpus N to add logical GPUs)")
@@ -145,7 +164,7 @@ Result<Job> JobController::Submit(JobSpec spec) {
   job.spec = std::move(spec);
   job.state = JobState::kQueued;
   job.created_at = clock_.Now();
-  job.executor = std::string(executor_.Name());
+  job.executor = queue.executor;
   std::lock_guard lock(mu_);
   HEADWAY_RETURN_IF_ERROR(store_.CreateJob(job, Event(job, "Submitted", "job submitted")));
   woken_ = true;
@@ -207,7 +226,7 @@ void JobController::RequestStop(Job& job, const std::string& reason, const std::
   events.push_back(Event(job, "Stopping",
                          why + "; SIGTERM sent, SIGKILL after " +
                              FormatDuration(job.spec.termination_grace)));
-  Status s = executor_.Signal(job.executor_handle, SIGTERM);
+  Status s = ExecutorFor(job).Signal(job.executor_handle, SIGTERM);
   if (!s.ok()) events.push_back(Event(job, "Warning", "SIGTERM failed: " + s.message()));
   job.message = why;
 }
@@ -215,11 +234,21 @@ void JobController::RequestStop(Job& job, const std::string& reason, const std::
 void JobController::FinishAttempt(Job& job, const ExecStatus& status,
                                   std::vector<JobEvent>& events) {
   killed_.erase(job.name());
+  warned_.erase(job.name());
   job.exit_code = status.phase == ExecStatus::Phase::kExited
                       ? std::optional<int>(status.exit_code)
                       : std::nullopt;
   job.executor_handle.clear();
   job.gpu_ids.clear();
+  if (status.reason == "TimeLimitExceeded" && !job.stop_requested_at) {
+    SetState(job, JobState::kFailed, "TimeLimitExceeded", status.message, events);
+    return;
+  }
+  if (status.reason == "Cancelled" && !job.stop_requested_at) {
+    SetState(job, JobState::kStopped, "Cancelled", "cancelled outside Headway: " + status.message,
+             events);
+    return;
+  }
   if (job.stop_requested_at) {
     // Time limits fail a job (as Slurm's TIMEOUT does); other stops are Stopped.
     bool timed_out = job.stop_reason == "TimeLimitExceeded";
@@ -233,6 +262,11 @@ void JobController::FinishAttempt(Job& job, const ExecStatus& status,
   }
   if (status.exit_code == 0) {
     SetState(job, JobState::kSucceeded, "Completed", "", events);
+    return;
+  }
+  if (!status.reason.empty()) {
+    // The backend ended it (node failure, preemption, out of memory).
+    SetState(job, JobState::kFailed, status.reason, status.message, events);
     return;
   }
   std::string what = status.message.empty()
@@ -251,13 +285,45 @@ void JobController::FinishAttempt(Job& job, const ExecStatus& status,
 }
 
 void JobController::PollAttempt(Job& job, std::vector<JobEvent>& events) {
-  ExecStatus status = executor_.Poll(job.executor_handle);
-  if (status.phase == ExecStatus::Phase::kRunning) return;
+  ExecStatus status = ExecutorFor(job).Poll(job.executor_handle);
+  if (status.phase == ExecStatus::Phase::kPending) {
+    if (job.state == JobState::kStarting && job.message != status.message) {
+      job.message = status.message;
+      events.push_back(Event(job, "Pending", status.message));
+    }
+    return;
+  }
+  if (status.phase == ExecStatus::Phase::kRunning) {
+    if (job.state == JobState::kStarting) {
+      job.started_at = clock_.Now();
+      std::string where = job.gpu_ids.empty() ? "" : " on GPUs ";
+      for (std::size_t i = 0; i < job.gpu_ids.size(); ++i) {
+        if (i > 0) where += ',';
+        where += std::to_string(job.gpu_ids[i]);
+      }
+      SetState(job, JobState::kRunning, "Started",
+               std::to_string(job.spec.resources.processes()) + " process(es)" + where + " (" +
+                   job.executor + ")",
+               events);
+    }
+    return;
+  }
   FinishAttempt(job, status, events);
 }
 
 void JobController::EnforceDeadlines(Job& job, std::vector<JobEvent>& events) {
   Time now = clock_.Now();
+  if (ExecutorFor(job).EnforcesTimeLimit() && !job.stop_requested_at) return;
+  if (job.spec.time_limit && job.spec.checkpoint_warning && job.started_at &&
+      !job.stop_requested_at && !warned_.count(job.name()) &&
+      now - *job.started_at >= *job.spec.time_limit - *job.spec.checkpoint_warning) {
+    warned_.insert(job.name());
+    Status s = ExecutorFor(job).Signal(job.executor_handle, SIGUSR1);
+    events.push_back(Event(job, "CheckpointWarning",
+                           s.ok() ? "SIGUSR1 sent: the time limit is " +
+                                        FormatDuration(*job.spec.checkpoint_warning) + " away"
+                                  : "SIGUSR1 failed: " + s.message()));
+  }
   if (!job.stop_requested_at && job.spec.time_limit && job.started_at &&
       now - *job.started_at >= *job.spec.time_limit) {
     RequestStop(job, "TimeLimitExceeded",
@@ -266,7 +332,7 @@ void JobController::EnforceDeadlines(Job& job, std::vector<JobEvent>& events) {
   }
   if (job.stop_requested_at && !killed_.count(job.name()) &&
       now - *job.stop_requested_at >= job.spec.termination_grace) {
-    Status s = executor_.Signal(job.executor_handle, SIGKILL);
+    Status s = ExecutorFor(job).Signal(job.executor_handle, SIGKILL);
     events.push_back(Event(job, "Killed",
                            s.ok() ? "still running after its termination grace; SIGKILL sent"
                                   : "SIGKILL failed: " + s.message()));
@@ -282,14 +348,14 @@ Status JobController::Reconcile() {
   if (!jobs.ok()) return jobs.status();
   for (Job& job : *jobs) {
     std::vector<JobEvent> events;
-    if (job.state == JobState::kStarting ||
-        (job.state == JobState::kRunning && job.executor_handle.empty())) {
+    if ((job.state == JobState::kStarting || job.state == JobState::kRunning) &&
+        job.executor_handle.empty()) {
       // The server stopped between choosing the job and launching it.
       job.gpu_ids.clear();
       SetState(job, JobState::kQueued, "Requeued", "the server restarted before launch", events);
-    } else if (job.state == JobState::kRunning) {
-      ExecStatus status = executor_.Poll(job.executor_handle);
-      if (status.phase == ExecStatus::Phase::kRunning) {
+    } else if (job.state == JobState::kRunning || job.state == JobState::kStarting) {
+      ExecStatus status = ExecutorFor(job).Poll(job.executor_handle);
+      if (status.phase == ExecStatus::Phase::kRunning || status.phase == ExecStatus::Phase::kPending) {
         events.push_back(Event(job, "Readopted", "server restarted; the job kept running"));
       } else {
         events.push_back(Event(job, "Reconciled", "the attempt ended while the server was down"));
@@ -311,7 +377,9 @@ void JobController::Tick() {
     return;
   }
   for (Job& job : *jobs) {
-    if (job.state != JobState::kRunning) continue;
+    bool launched = !job.executor_handle.empty() &&
+                    (job.state == JobState::kRunning || job.state == JobState::kStarting);
+    if (!launched) continue;
     std::vector<JobEvent> events;
     ScanMarkers(job, events);
     PollAttempt(job, events);
@@ -329,11 +397,15 @@ void JobController::Tick() {
 void JobController::Schedule(std::vector<Job>& active) {
   std::vector<bool> used(static_cast<std::size_t>(options_.total_gpus), false);
   std::vector<sched::PendingJob> pending;
-  for (const Job& job : active) {
+  for (Job& job : active) {
     if (job.state == JobState::kRunning || job.state == JobState::kStarting) {
       for (int id : job.gpu_ids) {
         if (id >= 0 && id < options_.total_gpus) used[static_cast<std::size_t>(id)] = true;
       }
+    } else if (job.state == JobState::kQueued && job.executor != "local" &&
+               !job.executor.empty()) {
+      // A cluster engine schedules its own queue: hand the job over at once.
+      StartJob(job, {});
     } else if (job.state == JobState::kQueued) {
       pending.push_back({job.name(), job.spec.resources.gpus(), job.spec.priority, job.submit_seq});
     }
@@ -390,7 +462,9 @@ void JobController::StartJob(Job& job, std::vector<int> gpu_ids) {
        options_.advertise_url + "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/" +
            job.name() + "/status"},
       {"KUBEFLOW_TRAINER_SERVER_TOKEN", token_file}};
-  auto launched = executor_.Launch(request);
+  request.queue_options = QueueOf(job.spec).options;
+  Executor& executor = ExecutorFor(job);
+  auto launched = executor.Launch(request);
   if (!launched.ok()) {
     job.gpu_ids.clear();
     SetState(job, JobState::kFailed, "LaunchFailed", launched.status().message(), events);
@@ -407,14 +481,11 @@ void JobController::StartJob(Job& job, std::vector<int> gpu_ids) {
     std::lock_guard lock(tokens_mu_);
     token_hashes_[job.name()] = job.token_hash;
   }
-  job.started_at = clock_.Now();
-  std::string where = job.gpu_ids.empty() ? "no GPUs" : "GPUs ";
-  for (std::size_t i = 0; i < job.gpu_ids.size(); ++i) {
-    if (i > 0) where += ',';
-    where += std::to_string(job.gpu_ids[i]);
-  }
-  SetState(job, JobState::kRunning, "Started",
-           std::to_string(job.spec.resources.processes()) + " process(es) on " + where, events);
+  job.message = "launched";
+  events.push_back(Event(job, "Launched", "attempt " + std::to_string(job.restarts) + " handed to " +
+                                              job.executor));
+  // Local attempts are running at once; a cluster's may wait in its queue.
+  PollAttempt(job, events);
   Save(job, events);
 }
 

@@ -31,10 +31,18 @@
 
 namespace headway {
 
+// Which executor runs a queue's jobs, and with what backend options
+// (partition, account, qos for Slurm).
+struct QueueConfig {
+  std::string executor = "local";
+  std::map<std::string, std::string> options;
+};
+
 struct ControllerOptions {
   int total_gpus = 0;         // size of the GPU pool; GPU ids are 0..total_gpus-1
   std::string data_dir;       // run directories live under data_dir/jobs/NAME/attempt-N
   std::string advertise_url;  // HEADWAY_URL given to jobs
+  std::map<std::string, QueueConfig> queues;  // by queue name; other queues run locally
   progress::HealthOptions health;
   double plateau_window = 0.25;  // fraction of total_steps; see ProgressTracker
   // Called (on the control loop's thread, holding no store lock) for every
@@ -44,8 +52,10 @@ struct ControllerOptions {
 
 class JobController final : public api::JobService {
  public:
-  // `store`, `executor` and `clock` must outlive the controller.
-  JobController(Store& store, Executor& executor, const Clock& clock, ControllerOptions options);
+  // `store`, the executors and `clock` must outlive the controller.
+  // `executors` by registry name; "local" must be among them.
+  JobController(Store& store, std::map<std::string, Executor*> executors, const Clock& clock,
+                ControllerOptions options);
 
   // Call once at start-up, before the first Tick.
   Status Reconcile();
@@ -86,7 +96,10 @@ class JobController final : public api::JobService {
   void Save(const Job& job, const std::vector<JobEvent>& events);
 
   Store& store_;
-  Executor& executor_;
+  Executor& ExecutorFor(const Job& job);
+  const QueueConfig& QueueOf(const JobSpec& spec) const;
+
+  std::map<std::string, Executor*> executors_;
   const Clock& clock_;
   const ControllerOptions options_;
 
@@ -95,6 +108,7 @@ class JobController final : public api::JobService {
   bool shutdown_ = false;                          // guarded by mu_
   bool woken_ = false;                             // guarded by mu_
   std::set<std::string> killed_;                   // guarded by mu_: SIGKILL already sent
+  std::set<std::string> warned_;                   // guarded by mu_: checkpoint warning sent
   ProgressTracker tracker_;
   IngestWriter writer_;  // after tracker_: it feeds it
   MarkerScanner markers_;                          // guarded by mu_

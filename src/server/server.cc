@@ -7,10 +7,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "api/http_server.h"
 #include "api/rest_api.h"
+#include "exec/command_runner.h"
 #include "exec/executor.h"
 #include "exec/local/gpu_inventory.h"
 #include "server/job_controller.h"
@@ -28,6 +31,40 @@ std::string DefaultDataDir() {
   return (std::filesystem::path(home && *home ? home : ".") / ".local/share/headway").string();
 }
 
+Result<std::map<std::string, QueueConfig>> ParseQueueMappings(
+    const std::vector<std::string>& mappings) {
+  std::map<std::string, QueueConfig> queues;
+  for (const std::string& m : mappings) {
+    auto eq = m.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgument("--queue '" + m + "' must be NAME=EXECUTOR[:key=value,...]");
+    }
+    QueueConfig q;
+    std::string rest = m.substr(eq + 1);
+    auto colon = rest.find(':');
+    q.executor = rest.substr(0, colon);
+    if (colon != std::string::npos) {
+      std::string opts = rest.substr(colon + 1);
+      std::size_t start = 0;
+      while (start < opts.size()) {
+        auto comma = opts.find(',', start);
+        if (comma == std::string::npos) comma = opts.size();
+        std::string kv = opts.substr(start, comma - start);
+        auto e = kv.find('=');
+        if (e == std::string::npos) return InvalidArgument("--queue option '" + kv + "' must be key=value");
+        std::string key = kv.substr(0, e);
+        if (key != "partition" && key != "account" && key != "qos") {
+          return InvalidArgument("--queue option '" + key + "' is not one of partition, account, qos");
+        }
+        q.options[key] = kv.substr(e + 1);
+        start = comma + 1;
+      }
+    }
+    queues[m.substr(0, eq)] = q;
+  }
+  return queues;
+}
+
 int RunServer(const ServerConfig& config) {
   std::error_code ec;
   std::filesystem::create_directories(config.data_dir, ec);
@@ -41,10 +78,24 @@ int RunServer(const ServerConfig& config) {
     spdlog::error("{}", store.status().ToString());
     return 1;
   }
-  auto executor = MakeExecutor(config.executor, {config.self_executable});
-  if (!executor.ok()) {
-    spdlog::error("{}", executor.status().ToString());
+  auto queues = ParseQueueMappings(config.queues);
+  if (!queues.ok()) {
+    spdlog::error("{}", queues.status().ToString());
     return 2;
+  }
+  std::unique_ptr<CommandRunner> runner = MakeProcessRunner();
+  std::map<std::string, std::unique_ptr<Executor>> owned;
+  std::map<std::string, Executor*> executors;
+  std::set<std::string> wanted = {"local"};
+  for (const auto& [name, queue] : *queues) wanted.insert(queue.executor);
+  for (const std::string& name : wanted) {
+    auto executor = MakeExecutor(name, {config.self_executable, runner.get()});
+    if (!executor.ok()) {
+      spdlog::error("{}", executor.status().ToString());
+      return 2;
+    }
+    executors[name] = executor->get();
+    owned[name] = std::move(executor.value());
   }
 
   int gpus = 0;
@@ -108,7 +159,8 @@ int RunServer(const ServerConfig& config) {
   }
   std::string host = config.listen_address == "0.0.0.0" ? "127.0.0.1" : config.listen_address;
   options.advertise_url = "http://" + host + ":" + std::to_string((*server)->port());
-  controller = std::make_unique<JobController>(**store, **executor, clock, options);
+  options.queues = *queues;
+  controller = std::make_unique<JobController>(**store, executors, clock, options);
   api_handler = api::MakeRestApi(*controller);
   ready.store(&api_handler);
 
@@ -118,8 +170,10 @@ int RunServer(const ServerConfig& config) {
     return 1;
   }
   std::thread loop([&] { controller->RunLoop(std::chrono::milliseconds(200)); });
-  spdlog::info("headway server listening on {} (data: {}, executor: {})", options.advertise_url,
-               config.data_dir, config.executor);
+  for (const auto& [name, queue] : options.queues) {
+    spdlog::info("queue {} runs on {}", name, queue.executor);
+  }
+  spdlog::info("headway server listening on {} (data: {})", options.advertise_url, config.data_dir);
 
   int sig = 0;
   sigwait(&stop_signals, &sig);

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <optional>
+
+#include "server/job_controller.h"
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,7 +17,9 @@ struct ServerConfig {
   int port = 8080;               // 0: any free port (printed at start)
   std::string data_dir;          // SQLite file and job run directories
   std::optional<int> gpus;       // logical GPU count; default: the GPUs nvidia-smi lists
-  std::string executor = "local";
+  // Queue mappings, "NAME=EXECUTOR[:key=value,...]", e.g.
+  // "gpu=slurm:partition=debug,account=ml,qos=normal". Unmapped queues run locally.
+  std::vector<std::string> queues;
   std::string self_executable;   // this binary, for the local executor's supervisor
   // Request handlers may wait for a group commit, so there are more threads than cores.
   int http_threads = 16;
@@ -28,6 +33,10 @@ struct ServerConfig {
 // The default data directory: $HEADWAY_DATA_DIR, else $XDG_DATA_HOME/headway,
 // else ~/.local/share/headway.
 std::string DefaultDataDir();
+
+// "--queue" values to queue configs; InvalidArgument naming the bad one.
+Result<std::map<std::string, QueueConfig>> ParseQueueMappings(
+    const std::vector<std::string>& mappings);
 
 // Returns the process exit code.
 int RunServer(const ServerConfig& config);

@@ -211,7 +211,7 @@ class LocalExecutor final : public Executor {
 
   ExecStatus Poll(const std::string& handle_text) override {
     auto handle = Handle::Decode(handle_text);
-    if (!handle) return {ExecStatus::Phase::kLost, 0, "unreadable executor handle"};
+    if (!handle) return {ExecStatus::Phase::kLost, 0, "unreadable executor handle", ""};
     bool is_child;
     {
       std::lock_guard lock(mu_);
@@ -220,12 +220,12 @@ class LocalExecutor final : public Executor {
     if (is_child) {
       int status = 0;
       pid_t r = ::waitpid(handle->pid, &status, WNOHANG);
-      if (r == 0) return {ExecStatus::Phase::kRunning, 0, ""};
+      if (r == 0) return {ExecStatus::Phase::kRunning, 0, "", ""};
       std::lock_guard lock(mu_);
       children_.erase(handle->pid);
     } else if (handle->Alive()) {
       // Started by an earlier server process; not our child to wait for.
-      return {ExecStatus::Phase::kRunning, 0, ""};
+      return {ExecStatus::Phase::kRunning, 0, "", ""};
     }
     return ReadResult(handle->run_dir);
   }
@@ -246,14 +246,14 @@ class LocalExecutor final : public Executor {
     std::ifstream in(fs::path(run_dir) / "result.json");
     if (!in) {
       return {ExecStatus::Phase::kLost, 0,
-              "the job's supervisor ended without recording an exit status (it was killed)"};
+              "the job's supervisor ended without recording an exit status (it was killed)", ""};
     }
     auto result = json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (!result.is_object() || !result.contains("exit_code")) {
-      return {ExecStatus::Phase::kLost, 0, "the job's result file is unreadable"};
+      return {ExecStatus::Phase::kLost, 0, "the job's result file is unreadable", ""};
     }
     ExecStatus status{ExecStatus::Phase::kExited, result["exit_code"].get<int>(),
-                      result.value("message", "")};
+                      result.value("message", ""), ""};
     return status;
   }
 

@@ -1,0 +1,89 @@
+#include "exec/command_runner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+extern char** environ;
+
+namespace headway {
+namespace {
+
+class ProcessRunner final : public CommandRunner {
+ public:
+  CommandOutput Run(const std::vector<std::string>& argv,
+                    std::chrono::milliseconds timeout) override {
+    CommandOutput result;
+    int out_pipe[2], err_pipe[2];
+    if (pipe2(out_pipe, O_CLOEXEC) != 0) return result;
+    if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+      close(out_pipe[0]);
+      close(out_pipe[1]);
+      return result;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = 0;
+    int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    if (rc != 0) {
+      close(out_pipe[0]);
+      close(err_pipe[0]);
+      result.err = "cannot run " + argv[0];
+      return result;
+    }
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    int open_fds = 2;
+    bool timed_out = false;
+    while (open_fds > 0) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        timed_out = true;
+        break;
+      }
+      if (poll(fds, 2, static_cast<int>(left.count())) < 0 && errno != EINTR) break;
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        char buf[4096];
+        ssize_t n = read(fds[i].fd, buf, sizeof buf);
+        if (n <= 0) {
+          close(fds[i].fd);
+          fds[i].fd = -1;
+          --open_fds;
+        } else {
+          (i == 0 ? result.out : result.err).append(buf, static_cast<std::size_t>(n));
+        }
+      }
+    }
+    for (auto& f : fds) {
+      if (f.fd >= 0) close(f.fd);
+    }
+    if (timed_out) kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    result.exit_code = timed_out ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (timed_out) result.err += "\n" + argv[0] + " timed out";
+    return result;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<CommandRunner> MakeProcessRunner() { return std::make_unique<ProcessRunner>(); }
+
+}  // namespace headway

@@ -1,0 +1,233 @@
+#include "exec/slurm/slurm_executor.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+namespace headway {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using std::chrono::seconds;
+
+constexpr auto kCommandTimeout = seconds(30);
+
+// Single-quoted for bash: safe for any value.
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string SignalName(int sig) {
+  switch (sig) {
+    case SIGTERM: return "TERM";
+    case SIGKILL: return "KILL";
+    case SIGUSR1: return "USR1";
+    case SIGUSR2: return "USR2";
+    case SIGINT: return "INT";
+    default: return std::to_string(sig);
+  }
+}
+
+class SlurmExecutor final : public Executor {
+ public:
+  explicit SlurmExecutor(CommandRunner& runner) : runner_(runner) {}
+
+  std::string_view Name() const override { return "slurm"; }
+
+  Status Admit(const JobSpec&) const override { return Status::Ok(); }
+  bool EnforcesTimeLimit() const override { return true; }
+
+  Result<Launched> Launch(const LaunchRequest& request) override {
+    std::error_code ec;
+    fs::create_directories(request.run_dir, ec);
+    if (ec) return Unavailable("cannot create " + request.run_dir + ": " + ec.message());
+    const JobSpec& spec = request.spec;
+    const Resources& r = spec.resources;
+    std::string cwd = spec.working_dir.empty() ? request.run_dir : spec.working_dir;
+
+    std::string script = "#!/bin/bash\n";
+    script += "#SBATCH --job-name=" + Quote("headway-" + spec.name) + "\n";
+    script += "#SBATCH --nodes=" + std::to_string(r.nodes) + "\n";
+    script += "#SBATCH --ntasks-per-node=" + std::to_string(r.processes_per_node) + "\n";
+    if (r.gpus_per_process > 0) {
+      script += "#SBATCH --gres=gpu:" + std::to_string(r.gpus_per_process * r.processes_per_node) + "\n";
+    }
+    if (spec.time_limit) {
+      auto minutes = (std::chrono::duration_cast<seconds>(*spec.time_limit).count() + 59) / 60;
+      script += "#SBATCH --time=" + std::to_string(std::max<std::int64_t>(1, minutes)) + "\n";
+      if (spec.checkpoint_warning) {
+        auto warn = std::chrono::duration_cast<seconds>(*spec.checkpoint_warning).count();
+        script += "#SBATCH --signal=USR1@" + std::to_string(std::max<std::int64_t>(1, warn)) + "\n";
+      }
+    }
+    for (const char* key : {"partition", "account", "qos"}) {
+      auto it = request.queue_options.find(key);
+      if (it != request.queue_options.end() && !it->second.empty()) {
+        script += std::string("#SBATCH --") + key + "=" + Quote(it->second) + "\n";
+      }
+    }
+    script += "#SBATCH --output=" + Quote(request.run_dir + "/batch.log") + "\n";
+    script += "#SBATCH --chdir=" + Quote(cwd) + "\n\n";
+    for (const auto& [k, v] : spec.env) script += "export " + k + "=" + Quote(v) + "\n";
+    for (const auto& [k, v] : request.platform_env) script += "export " + k + "=" + Quote(v) + "\n";
+    script += "export HEADWAY_ATTEMPT=" + std::to_string(request.attempt) + "\n";
+    // torchrun-style rendezvous: the first node of the allocation, by address.
+    script +=
+        "first=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1)\n"
+        "addr=$(scontrol show node \"$first\" -o | grep -o 'NodeAddr=[^ ]*' | cut -d= -f2)\n"
+        "export MASTER_ADDR=${addr:-$first}\n"
+        "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))\n"
+        "export WORLD_SIZE=$SLURM_NTASKS\n"
+        "export LOCAL_WORLD_SIZE=" + std::to_string(r.processes_per_node) + "\n";
+    std::string argv;
+    for (const auto& a : spec.Argv()) argv += " " + Quote(a);
+    // Each task derives its rank from SLURM_* and execs the job's command.
+    script += "srun --kill-on-bad-exit=1 --output=" + Quote(request.run_dir + "/rank-%t.log") +
+              " /bin/bash -c 'export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID "
+              "NODE_RANK=$SLURM_NODEID GROUP_RANK=$SLURM_NODEID; exec \"$@\"' headway-rank" +
+              argv + "\n";
+    script += "rc=$?\n";
+    script += "printf '{\"exit_code\": %d}' \"$rc\" > " + Quote(request.run_dir + "/result.json.tmp") +
+              " && mv " + Quote(request.run_dir + "/result.json.tmp") + " " +
+              Quote(request.run_dir + "/result.json") + "\n";
+    script += "exit $rc\n";
+
+    std::string script_path = request.run_dir + "/job.sbatch";
+    {
+      std::ofstream out(script_path, std::ios::trunc);
+      out << script;
+      if (!out) return Unavailable("cannot write " + script_path);
+    }
+    ::chmod(script_path.c_str(), 0700);  // it holds the job's report token
+
+    CommandOutput submitted = runner_.Run({"sbatch", "--parsable", script_path}, kCommandTimeout);
+    if (submitted.exit_code != 0) {
+      return Unavailable("sbatch failed: " + (submitted.err.empty() ? submitted.out : submitted.err));
+    }
+    std::string id = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
+    if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
+      return Internal("sbatch printed no job id: " + submitted.out);
+    }
+    Launched launched;
+    launched.handle = json{{"slurm_job_id", id}, {"run_dir", request.run_dir}}.dump();
+    for (int rank = 0; rank < r.processes(); ++rank) {
+      launched.logs.push_back({rank, request.run_dir + "/rank-" + std::to_string(rank) + ".log"});
+    }
+    return launched;
+  }
+
+  ExecStatus Poll(const std::string& handle_text) override {
+    auto handle = json::parse(handle_text, nullptr, false);
+    if (!handle.is_object() || !handle.contains("slurm_job_id")) {
+      return {ExecStatus::Phase::kLost, 0, "unreadable executor handle", ""};
+    }
+    std::string id = handle["slurm_job_id"].get<std::string>();
+    CommandOutput shown = runner_.Run({"scontrol", "show", "job", id, "-o"}, kCommandTimeout);
+    if (shown.exit_code == 0) {
+      auto info = ParseScontrolJob(shown.out);
+      if (info) return MapSlurmState(*info);
+    }
+    if (shown.err.find("Invalid job id") == std::string::npos) {
+      // slurmctld unreachable or slow: not evidence that the job ended.
+      return {ExecStatus::Phase::kRunning, 0, "", ""};
+    }
+    // Purged from slurmctld's memory: the batch script left its exit code.
+    std::ifstream in(handle.value("run_dir", "") + "/result.json");
+    auto result = json::parse(in, nullptr, false);
+    if (result.is_object() && result.contains("exit_code")) {
+      int code = result["exit_code"].get<int>();
+      return {ExecStatus::Phase::kExited, code,
+              code == 0 ? "" : "Slurm job " + id + " exited with code " + std::to_string(code), ""};
+    }
+    return {ExecStatus::Phase::kLost, 0, "Slurm no longer knows job " + id + " and it left no result", ""};
+  }
+
+  Status Signal(const std::string& handle_text, int signal) override {
+    auto handle = json::parse(handle_text, nullptr, false);
+    if (!handle.is_object() || !handle.contains("slurm_job_id")) return Internal("unreadable handle");
+    std::string id = handle["slurm_job_id"].get<std::string>();
+    std::vector<std::string> argv = {"scancel"};
+    // A plain scancel is Slurm's stop (SIGTERM, then SIGKILL after KillWait), and
+    // also cancels a job still pending. Other signals go to every task.
+    if (signal != SIGTERM) argv.push_back("--signal=" + SignalName(signal));
+    if (signal == SIGUSR1 || signal == SIGUSR2) argv.push_back("--full");
+    argv.push_back(id);
+    CommandOutput out = runner_.Run(argv, kCommandTimeout);
+    if (out.exit_code != 0 && out.err.find("Invalid job id") == std::string::npos &&
+        out.err.find("already completing") == std::string::npos) {
+      return Unavailable("scancel failed: " + out.err);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  CommandRunner& runner_;
+};
+
+}  // namespace
+
+std::optional<SlurmJobInfo> ParseScontrolJob(const std::string& text) {
+  static const std::regex state(R"((?:^|\s)JobState=(\S+))");
+  static const std::regex reason(R"((?:^|\s)Reason=(\S+))");
+  static const std::regex exit_code(R"((?:^|\s)ExitCode=(\d+):(\d+))");
+  std::smatch m;
+  SlurmJobInfo info;
+  if (!std::regex_search(text, m, state)) return std::nullopt;
+  info.state = m[1];
+  if (std::regex_search(text, m, reason)) info.reason = m[1];
+  if (std::regex_search(text, m, exit_code)) {
+    info.exit_code = std::stoi(m[1]);
+    info.exit_signal = std::stoi(m[2]);
+  }
+  return info;
+}
+
+ExecStatus MapSlurmState(const SlurmJobInfo& info) {
+  using Phase = ExecStatus::Phase;
+  const std::string& s = info.state;
+  int code = info.exit_signal != 0 ? 128 + info.exit_signal : info.exit_code;
+  if (s == "PENDING" || s == "CONFIGURING" || s == "REQUEUED" || s == "RESV_DEL_HOLD") {
+    return {Phase::kPending, 0, "pending in Slurm: " + info.reason, ""};
+  }
+  if (s == "RUNNING" || s == "COMPLETING" || s == "SUSPENDED" || s == "STAGE_OUT" ||
+      s == "SIGNALING" || s == "RESIZING") {
+    return {Phase::kRunning, 0, "", ""};
+  }
+  if (s == "COMPLETED") return {Phase::kExited, 0, "", ""};
+  if (s == "FAILED") {
+    return {Phase::kExited, code == 0 ? 1 : code,
+            "Slurm: FAILED with exit code " + std::to_string(code) +
+                (info.reason.empty() || info.reason == "None" ? "" : " (" + info.reason + ")"),
+            ""};
+  }
+  if (s == "TIMEOUT" || s == "DEADLINE") {
+    return {Phase::kExited, code == 0 ? 1 : code, "Slurm: " + s + ", the time limit was reached",
+            "TimeLimitExceeded"};
+  }
+  if (s == "CANCELLED") return {Phase::kExited, code == 0 ? 1 : code, "Slurm: CANCELLED", "Cancelled"};
+  if (s == "PREEMPTED") return {Phase::kExited, code == 0 ? 1 : code, "Slurm: PREEMPTED", "Preempted"};
+  if (s == "NODE_FAIL" || s == "BOOT_FAIL") {
+    return {Phase::kExited, code == 0 ? 1 : code, "Slurm: " + s, "NodeFail"};
+  }
+  if (s == "OUT_OF_MEMORY") return {Phase::kExited, code == 0 ? 1 : code, "Slurm: OUT_OF_MEMORY", "OutOfMemory"};
+  return {Phase::kExited, code == 0 ? 1 : code, "Slurm: " + s, s};
+}
+
+std::unique_ptr<Executor> MakeSlurmExecutor(CommandRunner& runner) {
+  return std::make_unique<SlurmExecutor>(runner);
+}
+
+}  // namespace headway
