@@ -34,6 +34,7 @@ struct RankLog {
 
 struct Launched {
   std::string handle;
+  std::string description;  // for people: "pid 4242", "Slurm job 17"
   std::vector<RankLog> logs;
 };
 

@@ -483,7 +483,7 @@ void JobController::StartJob(Job& job, std::vector<int> gpu_ids) {
   }
   job.message = "launched";
   events.push_back(Event(job, "Launched", "attempt " + std::to_string(job.restarts) + " handed to " +
-                                              job.executor));
+                                              job.executor + ": " + launched->description));
   // Local attempts are running at once; a cluster's may wait in its queue.
   PollAttempt(job, events);
   Save(job, events);

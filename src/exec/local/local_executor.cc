@@ -206,6 +206,7 @@ class LocalExecutor final : public Executor {
       children_.insert(pid);
     }
     launched.handle = handle.Encode();
+    launched.description = "supervisor pid " + std::to_string(pid);
     return launched;
   }
 

@@ -123,6 +123,7 @@ class SlurmExecutor final : public Executor {
     }
     Launched launched;
     launched.handle = json{{"slurm_job_id", id}, {"run_dir", request.run_dir}}.dump();
+    launched.description = "Slurm job " + id;
     for (int rank = 0; rank < r.processes(); ++rank) {
       launched.logs.push_back({rank, request.run_dir + "/rank-" + std::to_string(rank) + ".log"});
     }

@@ -1,0 +1,113 @@
+// End-to-end: Headway submitting to a real single-node Slurm cluster.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <thread>
+
+#include "../integration/test_server.h"
+#include "slurm_cluster.h"
+
+namespace headway::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class SlurmTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { cluster_ = new SlurmCluster(); }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override {
+    if (!cluster_->ok()) GTEST_SKIP() << "no Slurm cluster: " << cluster_->error();
+  }
+  static std::unique_ptr<TestServer> Server() {
+    return std::make_unique<TestServer>(
+        0, std::vector<std::string>{"--queue", "cluster=slurm:partition=debug"});
+  }
+  static std::string SlurmId(const TestServer& server, const std::string& job) {
+    std::regex id(R"(Slurm job (\d+))");
+    for (const auto& e : server.Events(job)) {
+      std::smatch m;
+      std::string text = e["message"].get<std::string>();
+      if (e["type"] == "Launched" && std::regex_search(text, m, id)) return m[1];
+    }
+    return "";
+  }
+  static SlurmCluster* cluster_;
+};
+
+SlurmCluster* SlurmTest::cluster_ = nullptr;
+
+TEST_F(SlurmTest, TwoTaskJobRunsReportsProgressAndSucceeds) {
+  auto server = Server();
+  server->Submit(R"(
+name: sl-two
+queue: cluster
+command: ["/bin/bash", "-c", "echo rank=$RANK local=$LOCAL_RANK world=$WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT; if [ $RANK = 0 ]; then for i in 1 2 3; do echo \"HEADWAY {\\\"step\\\": $i, \\\"total_steps\\\": 3, \\\"metrics\\\": {\\\"loss\\\": 0.$i}}\"; sleep 1; done; fi"]
+resources: {processes_per_node: 2, gpus_per_process: 1}
+)");
+  ASSERT_TRUE(server->WaitForState("sl-two", "Running", std::chrono::seconds(30)));
+  ASSERT_TRUE(server->WaitForState("sl-two", "Succeeded", std::chrono::seconds(60)));
+  std::string id = SlurmId(*server, "sl-two");
+  ASSERT_FALSE(id.empty());
+  EXPECT_THAT(cluster_->ShowJob(id), HasSubstr("JobState=COMPLETED"));
+  EXPECT_THAT(server->Cli({"logs", "sl-two", "--rank", "0"}).out,
+              HasSubstr("rank=0 local=0 world=2 master=127.0.0.1:"));
+  EXPECT_THAT(server->Cli({"logs", "sl-two", "--rank", "1"}).out, HasSubstr("rank=1 local=1 world=2"));
+  ASSERT_TRUE(WaitFor([&] { return server->Job("sl-two")["progress"]["step"] == 3; }));
+  EXPECT_EQ(server->Job("sl-two")["executor"], "slurm");
+}
+
+TEST_F(SlurmTest, FailingJobKeepsItsExitCode) {
+  auto server = Server();
+  server->Submit("name: sl-fail\nqueue: cluster\ncommand: \"exit 3\"\n");
+  ASSERT_TRUE(server->WaitForState("sl-fail", "Failed", std::chrono::seconds(60)));
+  EXPECT_EQ(server->Job("sl-fail")["exit_code"], 3);
+}
+
+TEST_F(SlurmTest, StopCancelsTheSlurmJob) {
+  auto server = Server();
+  server->Submit("name: sl-cancel\nqueue: cluster\ncommand: \"sleep 300\"\n");
+  ASSERT_TRUE(server->WaitForState("sl-cancel", "Running", std::chrono::seconds(30)));
+  ASSERT_EQ(server->Cli({"stop", "sl-cancel"}).exit_code, 0);
+  ASSERT_TRUE(server->WaitForState("sl-cancel", "Stopped", std::chrono::seconds(30)));
+  EXPECT_THAT(cluster_->ShowJob(SlurmId(*server, "sl-cancel")), HasSubstr("JobState=CANCELLED"));
+}
+
+TEST_F(SlurmTest, TimeoutDeliversTheCheckpointSignalFirst) {
+  auto server = Server();
+  server->Submit(R"(
+name: sl-timeout
+queue: cluster
+command: ["/bin/bash", "-c", "trap 'echo checkpoint requested' USR1; while true; do sleep 1; done"]
+time_limit: 1m
+checkpoint_warning: 45s
+)");
+  ASSERT_TRUE(server->WaitForState("sl-timeout", "Running", std::chrono::seconds(30)));
+  ASSERT_TRUE(server->WaitForState("sl-timeout", "Failed", std::chrono::seconds(150)));
+  auto job = server->Job("sl-timeout");
+  EXPECT_EQ(job["reason"], "TimeLimitExceeded");
+  EXPECT_THAT(server->Cli({"logs", "sl-timeout"}).out, HasSubstr("checkpoint requested"));
+  EXPECT_THAT(cluster_->ShowJob(SlurmId(*server, "sl-timeout")), HasSubstr("JobState=TIMEOUT"));
+}
+
+TEST_F(SlurmTest, ServerRestartMidJobReadoptsBySlurmId) {
+  auto server = Server();
+  server->Submit("name: sl-restart\nqueue: cluster\ncommand: \"sleep 6; echo finished\"\n");
+  ASSERT_TRUE(server->WaitForState("sl-restart", "Running", std::chrono::seconds(30)));
+  std::string id = SlurmId(*server, "sl-restart");
+  server->Kill();
+  server->Restart();
+  ASSERT_TRUE(server->WaitForState("sl-restart", "Succeeded", std::chrono::seconds(60)));
+  EXPECT_EQ(SlurmId(*server, "sl-restart"), id);
+  int launches = 0;
+  for (const auto& e : server->Events("sl-restart")) launches += e["type"] == "Launched";
+  EXPECT_EQ(launches, 1);  // not submitted twice
+  EXPECT_EQ(server->Cli({"logs", "sl-restart"}).out, "finished\n");
+}
+
+}  // namespace
+}  // namespace headway::testing
