@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/job.h"
+#include "core/time.h"
 #include "core/status.h"
 
 namespace headway {
@@ -62,6 +63,8 @@ class Executor {
   // True when the backend itself ends attempts at spec.time_limit (and sends
   // the checkpoint warning); otherwise the server does both.
   virtual bool EnforcesTimeLimit() const { return false; }
+  // How often Poll may be called per attempt; a cluster engine's CLI is not free.
+  virtual Duration PollInterval() const { return Duration(0); }
 };
 
 class CommandRunner;

@@ -235,6 +235,7 @@ void JobController::FinishAttempt(Job& job, const ExecStatus& status,
                                   std::vector<JobEvent>& events) {
   killed_.erase(job.name());
   warned_.erase(job.name());
+  last_polled_.erase(job.name());
   job.exit_code = status.phase == ExecStatus::Phase::kExited
                       ? std::optional<int>(status.exit_code)
                       : std::nullopt;
@@ -285,7 +286,14 @@ void JobController::FinishAttempt(Job& job, const ExecStatus& status,
 }
 
 void JobController::PollAttempt(Job& job, std::vector<JobEvent>& events) {
-  ExecStatus status = ExecutorFor(job).Poll(job.executor_handle);
+  Executor& executor = ExecutorFor(job);
+  Time now = clock_.Now();
+  if (executor.PollInterval().count() > 0) {
+    auto last = last_polled_.find(job.name());
+    if (last != last_polled_.end() && now - last->second < executor.PollInterval()) return;
+    last_polled_[job.name()] = now;
+  }
+  ExecStatus status = executor.Poll(job.executor_handle);
   if (status.phase == ExecStatus::Phase::kPending) {
     if (job.state == JobState::kStarting && job.message != status.message) {
       job.message = status.message;

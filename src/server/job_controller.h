@@ -109,6 +109,7 @@ class JobController final : public api::JobService {
   bool woken_ = false;                             // guarded by mu_
   std::set<std::string> killed_;                   // guarded by mu_: SIGKILL already sent
   std::set<std::string> warned_;                   // guarded by mu_: checkpoint warning sent
+  std::map<std::string, Time> last_polled_;        // guarded by mu_
   ProgressTracker tracker_;
   IngestWriter writer_;  // after tracker_: it feeds it
   MarkerScanner markers_;                          // guarded by mu_
