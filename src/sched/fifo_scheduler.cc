@@ -4,7 +4,7 @@
 
 namespace headway::sched {
 
-Decision ScheduleFifo(std::vector<PendingJob> pending, std::vector<int> free_gpu_ids,
+FifoDecision ScheduleFifo(std::vector<PendingJob> pending, std::vector<int> free_gpu_ids,
                       int total_gpus) {
   std::stable_sort(pending.begin(), pending.end(), [](const PendingJob& a, const PendingJob& b) {
     if (a.priority != b.priority) return a.priority > b.priority;
@@ -12,7 +12,7 @@ Decision ScheduleFifo(std::vector<PendingJob> pending, std::vector<int> free_gpu
   });
   std::sort(free_gpu_ids.begin(), free_gpu_ids.end());
 
-  Decision decision;
+  FifoDecision decision;
   const PendingJob* blocked_by = nullptr;
   for (const PendingJob& job : pending) {
     if (blocked_by != nullptr) {

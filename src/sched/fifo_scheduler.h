@@ -26,14 +26,14 @@ struct Placement {
   std::vector<int> gpu_ids;  // ascending
 };
 
-struct Decision {
+struct FifoDecision {
   std::vector<Placement> starts;                       // in start order
   std::map<std::string, std::string> pending_reasons;  // for every job left waiting
 };
 
 // `free_gpu_ids` are the GPUs not held by any running job; `total_gpus` is
 // the inventory size, used to explain jobs that can never fit.
-Decision ScheduleFifo(std::vector<PendingJob> pending, std::vector<int> free_gpu_ids,
+FifoDecision ScheduleFifo(std::vector<PendingJob> pending, std::vector<int> free_gpu_ids,
                       int total_gpus);
 
 }  // namespace headway::sched

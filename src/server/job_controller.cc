@@ -422,7 +422,7 @@ void JobController::Schedule(std::vector<Job>& active) {
   for (int id = 0; id < options_.total_gpus; ++id) {
     if (!used[static_cast<std::size_t>(id)]) free.push_back(id);
   }
-  sched::Decision decision = sched::ScheduleFifo(pending, free, options_.total_gpus);
+  sched::FifoDecision decision = sched::ScheduleFifo(pending, free, options_.total_gpus);
   {
     std::lock_guard lock(reasons_mu_);
     pending_reasons_ = decision.pending_reasons;

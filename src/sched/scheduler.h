@@ -1,0 +1,108 @@
+// Headway's scheduler for a shared GPU pool: pure decision logic, cluster
+// state in, actions out. No I/O, no clocks (`now` is part of the state), so it
+// is unit-tested directly and driven by the trace simulator in bench/.
+//
+// Policy, in the order it is applied:
+//  - Queues (one per team) have a nominal GPU quota and may borrow idle quota
+//    of the cohort (the whole pool) up to their borrowing limit, as Kueue
+//    cohorts do. Within a queue: higher priority first, then FIFO. Across
+//    queues: higher head priority first, then the queue with the lowest
+//    weighted share (GPUs in use / weight), so teams share fairly.
+//  - Gang admission: a job starts only when all its GPUs are free together,
+//    `nodes` nodes with `gpus_per_node` each, best-fit on the fullest nodes
+//    that still fit, so large holes stay available for large jobs.
+//  - EASY backfill: the first job that cannot start gets a reservation at
+//    the earliest time its GPUs free up (from running jobs' expected ends:
+//    time limits, or progress ETAs when Headway knows them). Later jobs may
+//    start now only if they cannot delay it: they end before the reservation,
+//    or use only GPUs the reservation does not need. Without expected ends
+//    nothing may use the reserved GPUs.
+//  - Preemption: a job that fits its queue's nominal quota, or outranks
+//    running jobs, may reclaim GPUs. Victims, cheapest first: jobs marked
+//    reclaimable (stalled, by policy), then jobs running on borrowed quota,
+//    then lower priority, then the most recently started. The caller warns
+//    each victim (checkpoint signal), waits its grace, and requeues it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/time.h"
+
+namespace headway::sched {
+
+struct Node {
+  std::string name;
+  int gpus = 0;
+};
+
+struct QueueQuota {
+  int nominal_gpus = 0;
+  int borrowing_limit = 0;  // extra GPUs it may take from idle quota of others
+  double weight = 1.0;      // fair-share weight
+};
+
+struct NodeGpus {
+  std::string node;
+  int gpus = 0;
+};
+
+struct RunningJob {
+  std::string name;
+  std::string queue;
+  int priority = 0;
+  std::vector<NodeGpus> placement;
+  Time started_at{};
+  std::optional<Time> expected_end;  // time limit or progress ETA; nullopt: unknown
+  bool reclaimable = false;          // e.g. stalled with a policy that allows reclaiming it
+};
+
+struct WaitingJob {
+  std::string name;
+  std::string queue;
+  int priority = 0;
+  std::int64_t submit_seq = 0;
+  int nodes = 1;
+  int gpus_per_node = 0;
+  std::optional<Duration> time_limit;  // for backfill: how long it may hold its GPUs
+
+  int gpus() const { return nodes * gpus_per_node; }
+};
+
+struct ClusterState {
+  Time now{};
+  std::vector<Node> nodes;
+  std::map<std::string, QueueQuota> queues;  // a queue not listed is bounded by the pool alone
+  std::vector<RunningJob> running;
+  std::vector<WaitingJob> waiting;
+};
+
+struct Start {
+  std::string job;
+  std::vector<NodeGpus> placement;
+  bool backfilled = false;
+};
+
+struct Preemption {
+  std::string job;
+  std::string reason;  // e.g. "reclaimed by vision (within its quota)"
+  std::string for_job;
+};
+
+struct Decision {
+  std::vector<Start> starts;
+  std::vector<Preemption> preemptions;
+  std::map<std::string, std::string> pending_reasons;  // every waiting job not started
+};
+
+struct SchedulerOptions {
+  bool backfill = true;
+  bool preemption = true;
+};
+
+Decision Schedule(const ClusterState& state, const SchedulerOptions& options = {});
+
+}  // namespace headway::sched
