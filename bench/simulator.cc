@@ -1,0 +1,275 @@
+// Trace-driven simulator: replays a job trace against a GPU pool with a
+// virtual clock and compares, side by side in one run, a plain FIFO over the
+// whole pool, static per-team partitions (a box per team), and Headway's
+// scheduler (quotas with borrowing, fair share, gang placement, backfill).
+//
+//   simulator TRACE.csv [nodes=16] [gpus_per_node=8]
+//   simulator --generate N SEED > trace.csv     # a synthetic trace
+//
+// Trace columns: submit_s,duration_s,gpus,team[,status]. status "stalled"
+// marks a job whose process hangs after doing its work: without stall
+// auto-stop it holds its GPUs until its time limit (2x its duration).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <queue>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sched/fifo_scheduler.h"
+#include "sched/scheduler.h"
+
+namespace {
+
+using namespace headway;
+using namespace headway::sched;
+
+struct TraceJob {
+  double submit = 0, duration = 0;
+  int gpus = 1;
+  std::string team;
+  bool stalled = false;
+};
+
+std::vector<TraceJob> ReadTrace(const std::string& path) {
+  std::vector<TraceJob> jobs;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line.rfind("submit", 0) == 0) continue;
+    std::istringstream row(line);
+    std::string f[5];
+    for (auto& x : f) std::getline(row, x, ',');
+    TraceJob j;
+    j.submit = std::stod(f[0]);
+    j.duration = std::max(1.0, std::stod(f[1]));
+    j.gpus = std::max(1, std::stoi(f[2]));
+    j.team = f[3];
+    j.stalled = f[4].find("stalled") != std::string::npos;
+    jobs.push_back(j);
+  }
+  std::sort(jobs.begin(), jobs.end(), [](auto& a, auto& b) { return a.submit < b.submit; });
+  return jobs;
+}
+
+void Generate(int n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::exponential_distribution<double> gap(1.0 / 120.0);         // a job every 2 min
+  std::lognormal_distribution<double> duration(std::log(1800), 1.2);  // median 30 min
+  const int sizes[] = {1, 1, 1, 1, 2, 2, 4, 8, 8, 16};
+  const char* teams[] = {"vision", "vision", "vision", "speech", "speech", "nlp", "rl", "infra"};
+  std::printf("submit_s,duration_s,gpus,team,status\n");
+  double t = 0;
+  for (int i = 0; i < n; ++i) {
+    t += gap(rng);
+    bool stalled = rng() % 20 == 0;  // 5% of jobs hang
+    std::printf("%.0f,%.0f,%d,%s,%s\n", t, std::min(duration(rng), 86400.0), sizes[rng() % 10],
+                teams[rng() % 8], stalled ? "stalled" : "ok");
+  }
+}
+
+struct Result {
+  std::vector<double> jct, wait;
+  double busy_gpu_s = 0, makespan = 0, stalled_gpu_h = 0;
+  int never_ran = 0;
+};
+
+double Pct(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))];
+}
+
+constexpr double kStallDetect = 600;  // seconds of silence before auto-stop (10 min)
+
+// How long a job holds its GPUs once started.
+double HoldTime(const TraceJob& j, bool auto_stop) {
+  if (!j.stalled) return j.duration;
+  return auto_stop ? j.duration + kStallDetect : 2 * j.duration;  // else until its time limit
+}
+
+enum class Policy { kFifo, kPartitions, kHeadway };
+
+Result Simulate(const std::vector<TraceJob>& trace, int nodes, int per_node, Policy policy,
+                bool auto_stop) {
+  Result res;
+  std::vector<std::string> teams;
+  for (const auto& j : trace) {
+    if (std::find(teams.begin(), teams.end(), j.team) == teams.end()) teams.push_back(j.team);
+  }
+  std::sort(teams.begin(), teams.end());
+  // Static partitions: nodes dealt round-robin to teams (at least one each).
+  std::map<std::string, std::vector<int>> team_nodes;
+  for (int n = 0; n < nodes; ++n) team_nodes[teams[static_cast<std::size_t>(n) % teams.size()]].push_back(n);
+
+  struct Active {
+    std::size_t job;
+    double end;
+    std::vector<std::pair<int, int>> placement;  // node, gpus
+  };
+  std::vector<int> free(static_cast<std::size_t>(nodes), per_node);
+  std::vector<Active> running;
+  std::vector<std::size_t> waiting;
+  std::vector<double> start(trace.size(), -1);
+  std::size_t next = 0;
+  double now = 0;
+  const Time epoch = FromUnixMillis(0);
+  auto at = [&](double s) { return epoch + Duration(static_cast<std::int64_t>(s * 1000)); };
+
+  while (next < trace.size() || !waiting.empty() || !running.empty()) {
+    // Next event: a submission or a completion.
+    double t_sub = next < trace.size() ? trace[next].submit : INFINITY;
+    double t_end = INFINITY;
+    for (const auto& a : running) t_end = std::min(t_end, a.end);
+    now = std::min(t_sub, t_end);
+    if (!std::isfinite(now)) {
+      res.never_ran = static_cast<int>(waiting.size());
+      break;
+    }
+    for (auto it = running.begin(); it != running.end();) {
+      if (it->end <= now) {
+        for (auto [n, g] : it->placement) free[static_cast<std::size_t>(n)] += g;
+        res.jct.push_back(it->end - trace[it->job].submit);
+        res.makespan = std::max(res.makespan, it->end);
+        it = running.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    while (next < trace.size() && trace[next].submit <= now) waiting.push_back(next++);
+
+    std::vector<std::pair<std::size_t, std::vector<std::pair<int, int>>>> starts;
+    if (policy == Policy::kHeadway) {
+      ClusterState s;
+      s.now = at(now);
+      for (int n = 0; n < nodes; ++n) s.nodes.push_back({std::to_string(n), per_node});
+      int share = nodes * per_node / static_cast<int>(teams.size());
+      for (const auto& t : teams) s.queues[t] = {share, nodes * per_node, 1.0};
+      for (const auto& a : running) {
+        RunningJob r;
+        r.name = std::to_string(a.job);
+        r.queue = trace[a.job].team;
+        for (auto [n, g] : a.placement) r.placement.push_back({std::to_string(n), g});
+        // Headway's edge: the progress ETA knows when a job will really end.
+        r.expected_end = at(a.end);
+        s.running.push_back(r);
+      }
+      for (std::size_t w : waiting) {
+        WaitingJob j;
+        j.name = std::to_string(w);
+        j.queue = trace[w].team;
+        j.submit_seq = static_cast<std::int64_t>(w);
+        j.nodes = trace[w].gpus > per_node ? (trace[w].gpus + per_node - 1) / per_node : 1;
+        j.gpus_per_node = trace[w].gpus > per_node ? per_node : trace[w].gpus;
+        j.time_limit = Duration(static_cast<std::int64_t>(2 * trace[w].duration * 1000));
+        s.waiting.push_back(j);
+      }
+      Decision d = Schedule(s, {.backfill = true, .preemption = false});
+      for (const auto& st : d.starts) {
+        std::vector<std::pair<int, int>> p;
+        for (const auto& ng : st.placement) p.push_back({std::stoi(ng.node), ng.gpus});
+        starts.push_back({std::stoul(st.job), p});
+      }
+    } else {
+      // FIFO over GPU ids; for partitions, one FIFO per team over its own nodes.
+      auto fifo_over = [&](const std::vector<int>& node_set, const std::vector<std::size_t>& jobs) {
+        std::vector<PendingJob> pending;
+        for (std::size_t w : jobs) {
+          pending.push_back({std::to_string(w), trace[w].gpus, 0, static_cast<std::int64_t>(w)});
+        }
+        std::vector<int> ids;
+        for (int n : node_set) {
+          int used = per_node - free[static_cast<std::size_t>(n)];
+          for (int g = used; g < per_node; ++g) ids.push_back(n * per_node + g);
+        }
+        FifoDecision d = ScheduleFifo(pending, ids, static_cast<int>(node_set.size()) * per_node);
+        for (const auto& p : d.starts) {
+          std::map<int, int> by_node;
+          for (int id : p.gpu_ids) by_node[id / per_node]++;
+          std::vector<std::pair<int, int>> placement(by_node.begin(), by_node.end());
+          for (auto [n, g] : placement) free[static_cast<std::size_t>(n)] -= g;
+          starts.push_back({std::stoul(p.job), placement});
+        }
+      };
+      if (policy == Policy::kFifo) {
+        std::vector<int> all(static_cast<std::size_t>(nodes));
+        for (int n = 0; n < nodes; ++n) all[static_cast<std::size_t>(n)] = n;
+        fifo_over(all, waiting);
+      } else {
+        for (const auto& [team, node_set] : team_nodes) {
+          std::vector<std::size_t> mine;
+          for (std::size_t w : waiting) {
+            if (trace[w].team == team) mine.push_back(w);
+          }
+          fifo_over(node_set, mine);
+        }
+      }
+      for (auto& [job, placement] : starts) {
+        for (auto [n, g] : placement) free[static_cast<std::size_t>(n)] += g;  // re-applied below
+      }
+    }
+    std::set<std::size_t> started;
+    for (auto& [job, placement] : starts) {
+      for (auto [n, g] : placement) free[static_cast<std::size_t>(n)] -= g;
+      double hold = HoldTime(trace[job], auto_stop);
+      running.push_back({job, now + hold, placement});
+      start[job] = now;
+      res.wait.push_back(now - trace[job].submit);
+      res.busy_gpu_s += hold * trace[job].gpus;
+      if (trace[job].stalled) res.stalled_gpu_h += (hold - trace[job].duration) * trace[job].gpus / 3600;
+      started.insert(job);
+    }
+    waiting.erase(std::remove_if(waiting.begin(), waiting.end(),
+                                 [&](std::size_t w) { return started.count(w) > 0; }),
+                  waiting.end());
+  }
+  return res;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "--generate") {
+    Generate(argc > 2 ? std::atoi(argv[2]) : 2000, argc > 3 ? static_cast<unsigned>(std::atoi(argv[3])) : 1);
+    return 0;
+  }
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: simulator TRACE.csv [nodes] [gpus_per_node] | --generate N SEED\n");
+    return 2;
+  }
+  auto trace = ReadTrace(argv[1]);
+  int nodes = argc > 2 ? std::atoi(argv[2]) : 16;
+  int per_node = argc > 3 ? std::atoi(argv[3]) : 8;
+  // Jobs larger than the pool can never run anywhere; drop them for every policy alike.
+  std::erase_if(trace, [&](const TraceJob& j) { return j.gpus > nodes * per_node; });
+  std::printf("trace %s: %zu jobs on %d nodes x %d GPUs\n\n", argv[1], trace.size(), nodes, per_node);
+  std::printf("%-22s %9s %9s %9s %9s %9s %7s %9s %12s\n", "policy", "JCT avg h", "JCT p50 h",
+              "JCT p99 h", "wait avg", "wait p99", "util %", "makespan", "stalled GPUh");
+  struct Row {
+    const char* name;
+    Policy policy;
+    bool auto_stop;
+  } rows[] = {{"FIFO", Policy::kFifo, false},
+              {"static partitions", Policy::kPartitions, false},
+              {"headway", Policy::kHeadway, false},
+              {"headway + stall stop", Policy::kHeadway, true}};
+  for (const Row& row : rows) {
+    Result r = Simulate(trace, nodes, per_node, row.policy, row.auto_stop);
+    double avg_jct = 0, avg_wait = 0;
+    for (double x : r.jct) avg_jct += x;
+    for (double x : r.wait) avg_wait += x;
+    avg_jct /= std::max<std::size_t>(1, r.jct.size());
+    avg_wait /= std::max<std::size_t>(1, r.wait.size());
+    double util = r.makespan > 0 ? 100 * r.busy_gpu_s / (r.makespan * nodes * per_node) : 0;
+    std::printf("%-22s %9.2f %9.2f %9.2f %8.2fh %8.2fh %7.1f %8.1fh %12.1f%s\n", row.name,
+                avg_jct / 3600, Pct(r.jct, 0.5) / 3600, Pct(r.jct, 0.99) / 3600, avg_wait / 3600,
+                Pct(r.wait, 0.99) / 3600, util, r.makespan / 3600, r.stalled_gpu_h,
+                r.never_ran ? (" (" + std::to_string(r.never_ran) + " never ran)").c_str() : "");
+  }
+  return 0;
+}
