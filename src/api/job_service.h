@@ -33,8 +33,8 @@ class JobService {
   // PermissionDenied with a token that is not this job's.
   virtual Status ReportProgress(std::string_view name, std::string_view token,
                                 std::vector<ProgressReport> reports) = 0;
-  // Progress, ETA and health as of now (all unset before the first report).
-  virtual ProgressView Progress(std::string_view name) = 0;
+  // Progress, ETA and health of `job` as of now (all unset before the first report).
+  virtual ProgressView Progress(const Job& job) = 0;
   // Every point of one metric, ascending by step. NotFound for an unknown job.
   virtual Result<std::vector<MetricPoint>> MetricSeries(std::string_view name,
                                                         std::string_view metric) = 0;

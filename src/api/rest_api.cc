@@ -97,7 +97,7 @@ class Api {
 
  private:
   json View(const Job& job) {
-    return JobToJson(job, service_.PendingReason(job.name()), service_.Progress(job.name()));
+    return JobToJson(job, service_.PendingReason(job.name()), service_.Progress(job));
   }
 
   HttpResponse Submit(const HttpRequest& req) {

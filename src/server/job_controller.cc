@@ -54,11 +54,7 @@ Status JobController::ReportProgress(std::string_view name, std::string_view tok
   return writer_.Write({std::string(name), std::move(reports), clock_.Now()});
 }
 
-ProgressView JobController::Progress(std::string_view name) {
-  auto job = store_.GetJob(name);
-  if (!job.ok()) return {};
-  return tracker_.View(*job, clock_.Now());
-}
+ProgressView JobController::Progress(const Job& job) { return tracker_.View(job, clock_.Now()); }
 
 Result<std::vector<MetricPoint>> JobController::MetricSeries(std::string_view name,
                                                              std::string_view metric) {

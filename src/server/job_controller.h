@@ -74,7 +74,7 @@ class JobController final : public api::JobService {
   std::string PendingReason(std::string_view name) override;
   Status ReportProgress(std::string_view name, std::string_view token,
                         std::vector<ProgressReport> reports) override;
-  ProgressView Progress(std::string_view name) override;
+  ProgressView Progress(const Job& job) override;
   Result<std::vector<MetricPoint>> MetricSeries(std::string_view name,
                                                 std::string_view metric) override;
   Result<std::vector<std::string>> MetricNames(std::string_view name) override;

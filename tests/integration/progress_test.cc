@@ -52,16 +52,6 @@ json Get(const TestServer& server, const std::string& path) {
   return json::parse(resp->body, nullptr, false);
 }
 
-bool HasEvent(const TestServer& s, const std::string& job, const std::string& type,
-              const std::string& text) {
-  for (const auto& e : s.Events(job)) {
-    if (e["type"] == type && e["message"].get<std::string>().find(text) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
-}
-
 TEST(ProgressApi, TokensAreScopedToTheirJob) {
   TestServer server;
   SubmitIdleJob(server, "alpha");
@@ -151,7 +141,7 @@ TEST(ProgressApi, NonFiniteValuesAreKeptAndMeanDivergence) {
   EXPECT_EQ(Get(server, "/api/v1/jobs/nan/metrics/grad_norm")["points"][0]["value"], "Infinity");
   ASSERT_TRUE(WaitFor([&] { return server.Job("nan")["health"] == "Diverging"; }));
   EXPECT_THAT(server.Job("nan")["health_reason"].get<std::string>(), HasSubstr("NaN at step 2"));
-  EXPECT_TRUE(WaitFor([&] { return HasEvent(server, "nan", "HealthChanged", "Diverging"); }));
+  EXPECT_TRUE(WaitFor([&] { return server.HasEvent("nan", "HealthChanged", "Diverging"); }));
   EXPECT_EQ(server.State("nan"), "Running");  // default policy: notify only
   server.Cli({"stop", "nan"});
 }
@@ -181,7 +171,7 @@ termination_grace: 1s
   ASSERT_TRUE(WaitFor([&] { return server.Job("hang")["progress"]["step"] == 5; }));
   ASSERT_TRUE(server.WaitForState("hang", "Stopped", std::chrono::seconds(15)));
   EXPECT_EQ(server.Job("hang")["reason"], "Stalled");
-  EXPECT_TRUE(WaitFor([&] { return HasEvent(server, "hang", "HealthChanged", "Stalled: no new step"); }));
+  EXPECT_TRUE(WaitFor([&] { return server.HasEvent("hang", "HealthChanged", "Stalled: no new step"); }));
 }
 
 TEST(Health, FlatObjectiveIsPlateauedButImprovingIsNot) {
@@ -261,7 +251,7 @@ command: "for i in 1 2 3 4; do echo \"HEADWAY {\\\"step\\\": $i, \\\"total_steps
   json job = server.Job("printer");
   EXPECT_EQ(job["progress"]["step"], 4);
   EXPECT_EQ(job["progress"]["percent"], 100.0);
-  EXPECT_TRUE(HasEvent(server, "printer", "Warning", "malformed HEADWAY"));
+  EXPECT_TRUE(server.HasEvent("printer", "Warning", "malformed HEADWAY"));
 }
 
 TEST(ProgressApi, LongSeriesAreDownsampledKeepingSpikes) {

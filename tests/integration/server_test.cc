@@ -18,13 +18,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-bool HasEvent(const TestServer& s, const std::string& job, const std::string& type) {
-  for (const auto& e : s.Events(job)) {
-    if (e["type"] == type) return true;
-  }
-  return false;
-}
-
 TEST(JobLifecycle, SubmitRunsToSucceededAndKeepsItsOutput) {
   TestServer server;
   server.Submit(R"(
@@ -79,7 +72,7 @@ termination_grace: 20s
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("job/polite"));
   ASSERT_TRUE(server.WaitForState("polite", "Stopped", std::chrono::seconds(10)));
-  EXPECT_FALSE(HasEvent(server, "polite", "Killed"));
+  EXPECT_FALSE(server.HasEvent("polite", "Killed"));
   EXPECT_THAT(server.Cli({"logs", "polite"}).out, HasSubstr("got TERM"));
   // Stopping a finished job is a conflict, and says so.
   CommandResult again = server.Cli({"stop", "polite"});
@@ -98,7 +91,7 @@ termination_grace: 1s
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ASSERT_EQ(server.Cli({"stop", "stubborn"}).exit_code, 0);
   ASSERT_TRUE(server.WaitForState("stubborn", "Stopped", std::chrono::seconds(10)));
-  EXPECT_TRUE(HasEvent(server, "stubborn", "Killed"));
+  EXPECT_TRUE(server.HasEvent("stubborn", "Killed"));
 }
 
 TEST(JobLifecycle, StoppingAQueuedJobStopsItAtOnce) {
@@ -123,7 +116,7 @@ restart_policy: {max_restarts: 2}
   ASSERT_TRUE(server.WaitForState("flaky", "Succeeded"));
   auto job = server.Job("flaky");
   EXPECT_EQ(job["restarts"], 1);
-  EXPECT_TRUE(HasEvent(server, "flaky", "StateChanged"));
+  EXPECT_TRUE(server.HasEvent("flaky", "StateChanged"));
   EXPECT_EQ(server.Cli({"logs", "flaky", "--attempt", "0"}).out, "attempt 0\n");
   EXPECT_EQ(server.Cli({"logs", "flaky"}).out, "attempt 1\n");
 }
@@ -229,10 +222,10 @@ TEST(Recovery, ServerKilledMidJobReadoptsItAndLosesNothing) {
   std::this_thread::sleep_for(std::chrono::seconds(1));  // "quick" ends while the server is down
   server.Restart();
   EXPECT_EQ(server.State("survivor"), "Running");
-  EXPECT_TRUE(HasEvent(server, "survivor", "Readopted"));
+  EXPECT_TRUE(server.HasEvent("survivor", "Readopted"));
   ASSERT_TRUE(server.WaitForState("quick", "Failed"));
   EXPECT_EQ(server.Job("quick")["exit_code"], 4);
-  EXPECT_TRUE(HasEvent(server, "quick", "Reconciled"));
+  EXPECT_TRUE(server.HasEvent("quick", "Reconciled"));
   ASSERT_TRUE(server.WaitForState("survivor", "Succeeded"));
   EXPECT_EQ(server.Cli({"logs", "survivor"}).out, "start\nend\n");
   ASSERT_TRUE(server.WaitForState("queued", "Succeeded"));

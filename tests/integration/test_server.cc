@@ -165,6 +165,16 @@ std::vector<nlohmann::json> TestServer::Events(const std::string& name) const {
   return nlohmann::json::parse(resp->body)["events"].get<std::vector<nlohmann::json>>();
 }
 
+bool TestServer::HasEvent(const std::string& name, const std::string& type,
+                          const std::string& text) const {
+  for (const auto& e : Events(name)) {
+    if (e["type"] == type && e["message"].get<std::string>().find(text) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string TestServer::ServerLog() const { return ReadFile(log_path_); }
 
 }  // namespace headway::testing

@@ -54,6 +54,9 @@ class TestServer {
   bool WaitForState(const std::string& name, const std::string& state,
                     std::chrono::milliseconds timeout = std::chrono::seconds(20)) const;
   std::vector<nlohmann::json> Events(const std::string& name) const;
+  // Whether the job has an event of `type` whose message contains `text`.
+  bool HasEvent(const std::string& name, const std::string& type,
+                const std::string& text = "") const;
   std::string ServerLog() const;
 
  private:
