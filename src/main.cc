@@ -58,6 +58,18 @@ int main(int argc, char** argv) {
   server->add_option("--queue", server_config.queues,
                      "route a queue to an executor: NAME=slurm[:partition=P,account=A,qos=Q] "
                      "(repeatable; other queues run on this machine)");
+  server->add_option("--quota", server_config.quotas,
+                     "a team's share of the local GPUs: TEAM=GPUS[:borrow=N,weight=W] (repeatable; "
+                     "teams without one are bounded by the pool)");
+  server->add_option("--preemption-grace", server_config.preemption_grace_s,
+                     "seconds between a preempted job's checkpoint signal (SIGUSR1) and SIGTERM, "
+                     "unless its spec sets checkpoint_warning")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  server->add_flag("!--no-preemption", server_config.preemption,
+                   "never preempt running jobs for waiting ones");
+  server->add_flag("!--no-backfill", server_config.backfill,
+                   "start jobs strictly in order (no backfill)");
   server->add_option("--webhook", server_config.webhooks,
                      "http:// URL to POST every job state and health change to (repeatable)");
   server->callback([&] {

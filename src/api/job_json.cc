@@ -51,6 +51,8 @@ nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
       {"pending_reason", pending_reason},
       {"exit_code", job.exit_code ? nlohmann::json(*job.exit_code) : nlohmann::json(nullptr)},
       {"restarts", job.restarts},
+      {"preemptions", job.preemptions},
+      {"attempt", job.attempt()},
       {"gpus", job.spec.resources.gpus()},
       {"gpu_ids", job.gpu_ids},
       {"executor", job.executor},
@@ -61,6 +63,30 @@ nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
       {"stop_requested_at", OptionalTime(job.stop_requested_at)},
       {"spec", JobSpecToJson(job.spec)},
   };
+}
+
+nlohmann::json QueueToJson(const QueueStatus& q) {
+  auto opt = [](const std::optional<int>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  return {{"name", q.name},
+          {"executor", q.executor},
+          {"nominal_gpus", opt(q.nominal_gpus)},
+          {"borrowing_limit", opt(q.borrowing_limit)},
+          {"weight", q.weight},
+          {"gpus_in_use", q.gpus_in_use},
+          {"running", q.running},
+          {"pending", q.pending},
+          {"next_job", q.next_job},
+          {"pending_reason", q.pending_reason}};
+}
+
+nlohmann::json NodeToJson(const NodeStatus& n) {
+  return {{"name", n.name},
+          {"executor", n.executor},
+          {"gpus", n.gpus},
+          {"gpus_in_use", n.gpus_in_use},
+          {"jobs", n.jobs}};
 }
 
 nlohmann::json EventToJson(const JobEvent& event) {

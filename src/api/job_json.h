@@ -7,6 +7,7 @@
 
 #include "core/job.h"
 #include "core/progress_report.h"
+#include "api/job_service.h"
 #include "core/status.h"
 
 namespace headway::api {
@@ -18,5 +19,7 @@ nlohmann::json ProgressToJson(const ProgressView& progress);
 nlohmann::json NumberToJson(double value);
 nlohmann::json EventToJson(const JobEvent& event);
 nlohmann::json ErrorToJson(const Status& status);
+nlohmann::json QueueToJson(const QueueStatus& queue);
+nlohmann::json NodeToJson(const NodeStatus& node);
 
 }  // namespace headway::api

@@ -4,6 +4,7 @@
 // Thread safety: implementations must allow concurrent calls.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,30 @@
 #include "core/status.h"
 
 namespace headway::api {
+
+// One queue of the shared pool as the scheduler last saw it. Local queues are
+// teams (quota per team); queues mapped to a cluster engine are listed with
+// that executor and no quota (the engine enforces its own).
+struct QueueStatus {
+  std::string name;
+  std::string executor = "local";
+  std::optional<int> nominal_gpus;     // unset: no quota, bounded by the pool alone
+  std::optional<int> borrowing_limit;  // GPUs it may take beyond nominal
+  double weight = 1.0;
+  int gpus_in_use = 0;
+  int running = 0;
+  int pending = 0;
+  std::string next_job;        // the pending job that starts first, if any
+  std::string pending_reason;  // why it waits, e.g. "waiting for 4 GPUs; team quota 8/8 used"
+};
+
+struct NodeStatus {
+  std::string name;
+  std::string executor = "local";
+  int gpus = 0;
+  int gpus_in_use = 0;
+  std::vector<std::string> jobs;  // running or starting on it
+};
 
 class JobService {
  public:
@@ -41,6 +66,9 @@ class JobService {
   virtual Result<std::vector<std::string>> MetricNames(std::string_view name) = 0;
   // Why a queued job is not running yet; empty when it is not queued.
   virtual std::string PendingReason(std::string_view name) = 0;
+  // Quota use per queue and GPU use per node, as of the last scheduling pass.
+  virtual std::vector<QueueStatus> Queues() = 0;
+  virtual std::vector<NodeStatus> Nodes() = 0;
 };
 
 }  // namespace headway::api

@@ -89,6 +89,16 @@ class Api {
                 [this](auto& r, auto& p) { return Metric(r, p.at("name"), p.at("metric")); });
     router_.Add("POST", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainjobs/{name}/status",
                 [this](auto& r, auto& p) { return KubeflowStatus(r, p.at("name")); });
+    router_.Add("GET", "/api/v1/queues", [this](auto&, auto&) {
+      json items = json::array();
+      for (const QueueStatus& q : service_.Queues()) items.push_back(QueueToJson(q));
+      return JsonResponse(200, {{"queues", items}});
+    });
+    router_.Add("GET", "/api/v1/nodes", [this](auto&, auto&) {
+      json items = json::array();
+      for (const NodeStatus& n : service_.Nodes()) items.push_back(NodeToJson(n));
+      return JsonResponse(200, {{"nodes", items}});
+    });
     router_.Add("GET", "/api/v1/jobs/{name}/logs",
                 [this](auto& r, auto& p) { return Logs(r, p.at("name")); });
   }

@@ -292,6 +292,67 @@ int GetJobs(const Options& o) {
   return kExitOk;
 }
 
+std::string IntOr(const json& v, const std::string& missing) {
+  return v.is_number_integer() ? std::to_string(v.get<int>()) : missing;
+}
+
+int GetQueues(const Options& o) {
+  Client client(o);
+  auto list = client.Call("GET", "/api/v1/queues");
+  if (!list) return client.exit_code;
+  if (PrintStructured(o, *list)) return kExitOk;
+  const json& queues = (*list)["queues"];
+  if (o.output == "name") {
+    for (const auto& q : queues) std::cout << q["name"].get<std::string>() << "\n";
+    return kExitOk;
+  }
+  if (queues.empty()) {
+    std::cerr << "No queues yet: a team's queue appears with its first job or --quota.\n";
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& q : queues) {
+    // GPUS: in use / nominal quota ("-": no quota, bounded by the pool).
+    std::string gpus = std::to_string(q["gpus_in_use"].get<int>()) + "/" + IntOr(q["nominal_gpus"], "-");
+    std::string reason = Or(q, "pending_reason", "");
+    if (!reason.empty()) reason = Or(q, "next_job") + ": " + reason;
+    rows.push_back({Or(q, "name"), Or(q, "executor"), gpus, IntOr(q["borrowing_limit"], "-"),
+                    FormatNumber(q["weight"]), std::to_string(q["running"].get<int>()),
+                    std::to_string(q["pending"].get<int>()), reason.empty() ? "-" : reason});
+  }
+  std::cout << FormatTable({"NAME", "EXECUTOR", "GPUS", "BORROW", "WEIGHT", "RUNNING", "PENDING", "NEXT"},
+                           rows);
+  return kExitOk;
+}
+
+int GetNodes(const Options& o) {
+  Client client(o);
+  auto list = client.Call("GET", "/api/v1/nodes");
+  if (!list) return client.exit_code;
+  if (PrintStructured(o, *list)) return kExitOk;
+  const json& nodes = (*list)["nodes"];
+  if (o.output == "name") {
+    for (const auto& n : nodes) std::cout << n["name"].get<std::string>() << "\n";
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& n : nodes) {
+    std::string jobs;
+    for (const auto& j : n["jobs"]) jobs += (jobs.empty() ? "" : ",") + j.get<std::string>();
+    int gpus = n["gpus"].get<int>(), used = n["gpus_in_use"].get<int>();
+    rows.push_back({Or(n, "name"), Or(n, "executor"), std::to_string(gpus),
+                    std::to_string(used), std::to_string(gpus - used), jobs.empty() ? "-" : jobs});
+  }
+  std::cout << FormatTable({"NAME", "EXECUTOR", "GPUS", "IN-USE", "FREE", "JOBS"}, rows);
+  return kExitOk;
+}
+
+int Get(const Options& o) {
+  if (o.resource == "queues" || o.resource == "queue") return GetQueues(o);
+  if (o.resource == "nodes" || o.resource == "node") return GetNodes(o);
+  return GetJobs(o);
+}
+
 int Describe(const Options& o) {
   Client client(o);
   auto job = client.Call("GET", "/api/v1/jobs/" + UrlEncode(o.name));
@@ -320,6 +381,7 @@ int Describe(const Options& o) {
   line("Exit code", Or(j, "exit_code"));
   line("Restarts", Or(j, "restarts") + " (max " +
                        std::to_string(spec["restart_policy"]["max_restarts"].get<int>()) + ")");
+  if (j.value("preemptions", 0) > 0) line("Preemptions", Or(j, "preemptions"));
   std::string command;
   for (const auto& a : spec["command"]) command += (command.empty() ? "" : " ") + a.get<std::string>();
   for (const auto& a : spec["args"]) command += " " + a.get<std::string>();
@@ -509,16 +571,16 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code) {
   AddOutputFlag(submit, o, {"name", "json", "yaml"});
   submit->callback([&exit_code, &o] { exit_code = Submit(o); });
 
-  auto* get = app.add_subcommand("get", "List resources (jobs)");
+  auto* get = app.add_subcommand("get", "List resources (jobs, queues, nodes)");
   get->add_option("resource", o.resource, "what to list")
       ->required()
-      ->check(CLI::IsMember({"jobs", "job"}));
+      ->check(CLI::IsMember({"jobs", "job", "queues", "queue", "nodes", "node"}));
   get->add_option("name", o.name, "one job's name");
   get->add_option("--state", o.state, "only jobs in this state (Queued, Running, ...)");
   get->add_option("--team", o.team, "only this team's jobs");
   get->add_option("-l,--selector", o.labels, "label filter key=value (repeatable)");
   AddOutputFlag(get, o, {"wide", "json", "yaml", "name"});
-  get->callback([&exit_code, &o] { exit_code = GetJobs(o); });
+  get->callback([&exit_code, &o] { exit_code = Get(o); });
 
   auto* describe = app.add_subcommand("describe", "Show a job in detail, with its events");
   describe->add_option("resource", o.resource, "job")->required()->check(CLI::IsMember({"job"}));

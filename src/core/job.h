@@ -23,7 +23,9 @@ struct Resources {
 };
 
 // What the platform does when a job's progress health turns bad.
-enum class HealthAction { kNotify, kStop };
+// kReclaim: keep it running, but let the scheduler preempt it (checkpoint
+// warning first, then requeue) when another job waits for its GPUs.
+enum class HealthAction { kNotify, kStop, kReclaim };
 
 struct HealthPolicies {
   HealthAction on_stall = HealthAction::kNotify;
@@ -67,7 +69,8 @@ struct Job {
   std::string reason;   // CamelCase machine-readable cause, e.g. "ExitCode", "TimeLimitExceeded"
   std::string message;  // human text for the reason
   std::optional<int> exit_code;
-  int restarts = 0;     // attempts so far beyond the first
+  int restarts = 0;     // restarts after a failure (bounded by max_restarts)
+  int preemptions = 0;  // requeues after a preemption (not bounded: not the job's fault)
   std::vector<int> gpu_ids;
   std::string executor;         // registry name of the executor running it
   std::string executor_handle;  // the executor's opaque, persisted handle of the running attempt
@@ -78,6 +81,16 @@ struct Job {
   std::optional<Time> finished_at;
   std::optional<Time> stop_requested_at;  // set by stop; cleared on restart
   std::string stop_reason;                // why the platform or user asked it to stop
+  // Set when the scheduler chose to preempt the running attempt: the job got
+  // its checkpoint warning then, and SIGTERM follows after the grace.
+  std::optional<Time> preempt_requested_at;
+  std::string preempt_message;  // why, e.g. "preempted by higher-priority big-run"
+  // When a preempted job went back to the queue: it waits behind jobs queued
+  // before that, so it does not take back the GPUs it was preempted for.
+  std::optional<Time> requeued_at;
+
+  // Index of the current attempt: every restart and every preemption starts a new one.
+  int attempt() const { return restarts + preemptions; }
 
   const std::string& name() const { return spec.name; }
 };

@@ -8,7 +8,17 @@ std::string DurationText(Duration d) {
   return std::to_string(d.count()) + "ms";
 }
 
-const char* ActionText(HealthAction a) { return a == HealthAction::kStop ? "stop" : "notify"; }
+const char* ActionText(HealthAction a) {
+  switch (a) {
+    case HealthAction::kStop:
+      return "stop";
+    case HealthAction::kReclaim:
+      return "reclaim";
+    case HealthAction::kNotify:
+      break;
+  }
+  return "notify";
+}
 
 }  // namespace
 

@@ -95,7 +95,8 @@ Result<HealthAction> AsAction(const std::string& field, const YAML::Node& node) 
   if (!text.ok()) return text.status();
   if (*text == "notify") return HealthAction::kNotify;
   if (*text == "stop") return HealthAction::kStop;
-  return FieldError(field, node, "must be 'notify' or 'stop', got '" + *text + "'");
+  if (*text == "reclaim") return HealthAction::kReclaim;
+  return FieldError(field, node, "must be 'notify', 'stop' or 'reclaim', got '" + *text + "'");
 }
 
 using FieldHandler = std::function<Status(const std::string& field, const YAML::Node& value)>;

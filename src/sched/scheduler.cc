@@ -34,6 +34,10 @@ struct Reservation {
   FreeMap spare;               // GPUs per node a job running past `shadow` may take
 };
 
+bool QueuedBefore(const WaitingJob& a, const WaitingJob& b) {
+  return a.queued_at != b.queued_at ? a.queued_at < b.queued_at : a.submit_seq < b.submit_seq;
+}
+
 std::string Gpus(int n) { return std::to_string(n) + (n == 1 ? " GPU" : " GPUs"); }
 
 }  // namespace
@@ -71,7 +75,7 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
   for (const WaitingJob& w : state.waiting) queues[w.queue].push_back(&w);
   for (auto& [name, jobs] : queues) {
     std::sort(jobs.begin(), jobs.end(), [](const WaitingJob* a, const WaitingJob* b) {
-      return a->priority != b->priority ? a->priority > b->priority : a->submit_seq < b->submit_seq;
+      return a->priority != b->priority ? a->priority > b->priority : QueuedBefore(*a, *b);
     });
   }
   std::map<std::string, std::size_t> next;
@@ -94,7 +98,7 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       double best = usage[job->queue] / std::max(1e-9, quota(job->queue).weight);
       if (head->priority != job->priority ? head->priority > job->priority
           : share != best                 ? share < best
-                                          : head->submit_seq < job->submit_seq) {
+                                          : QueuedBefore(*head, *job)) {
         job = head;
       }
     }
@@ -160,8 +164,17 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     bool within_nominal = usage[job->queue] + need <= q.nominal_gpus;
     if (options.preemption) {
       std::vector<const RunningJob*> victims;
+      FreeMap after = free;
+      std::vector<const RunningJob*> leaving;
       for (const RunningJob& r : state.running) {
-        if (preempted.count(r.name)) continue;
+        if (r.leaving && !preempted.count(r.name)) {
+          // On its way out already: its GPUs are this job's without a new victim.
+          for (const NodeGpus& p : r.placement) after[node_index[p.node]] += p.gpus;
+          leaving.push_back(&r);
+        }
+      }
+      for (const RunningJob& r : state.running) {
+        if (preempted.count(r.name) || r.leaving) continue;
         bool borrowed = usage[r.queue] > quota(r.queue).nominal_gpus;
         bool eligible = r.reclaimable || r.priority < job->priority ||
                         (within_nominal && borrowed && r.queue != job->queue);
@@ -173,16 +186,20 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       };
       std::sort(victims.begin(), victims.end(),
                 [&](const RunningJob* a, const RunningJob* b) { return cost(a) < cost(b); });
-      FreeMap after = free;
       std::vector<const RunningJob*> chosen;
       std::optional<std::vector<std::pair<std::size_t, int>>> fit;
+      if (!leaving.empty()) fit = Place(*job, after);
       for (const RunningJob* v : victims) {
+        if (fit) break;
         chosen.push_back(v);
         for (const NodeGpus& p : v->placement) after[node_index[p.node]] += p.gpus;
         fit = Place(*job, after);
-        if (fit) break;
       }
       if (fit) {
+        for (const RunningJob* l : leaving) {
+          preempted.insert(l->name);
+          for (const NodeGpus& p : l->placement) usage[l->queue] -= p.gpus;
+        }
         // Drop victims that turned out unnecessary (latest first), keeping the fit.
         for (std::size_t i = chosen.size(); i-- > 0;) {
           FreeMap without = after;
@@ -212,7 +229,10 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
         }
         reservation = r;
         decision.pending_reasons[job->name] =
-            "preempting " + std::to_string(chosen.size()) + " job(s) to start";
+            chosen.empty() ? "waiting for " + std::to_string(leaving.size()) +
+                                 " preempted job(s) to checkpoint and leave"
+                           : "preempting " + std::to_string(chosen.size() + leaving.size()) +
+                                 " job(s) to start";
         continue;
       }
     }

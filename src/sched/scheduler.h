@@ -58,6 +58,9 @@ struct RunningJob {
   Time started_at{};
   std::optional<Time> expected_end;  // time limit or progress ETA; nullopt: unknown
   bool reclaimable = false;          // e.g. stalled with a policy that allows reclaiming it
+  // Already told to go (preempted or stopping): its GPUs count as on their way
+  // back, so the scheduler does not pick further victims for the same need.
+  bool leaving = false;
 };
 
 struct WaitingJob {
@@ -65,6 +68,9 @@ struct WaitingJob {
   std::string queue;
   int priority = 0;
   std::int64_t submit_seq = 0;
+  // FIFO key within equal priority: when it (last) entered the queue. A
+  // preempted job re-enters at its preemption, behind the job it made room for.
+  Time queued_at{};
   int nodes = 1;
   int gpus_per_node = 0;
   std::optional<Duration> time_limit;  // for backfill: how long it may hold its GPUs

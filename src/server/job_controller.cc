@@ -1,11 +1,12 @@
 #include "server/job_controller.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <tuple>
 
 #include "api/auth.h"
-#include "sched/fifo_scheduler.h"
 
 namespace headway {
 
@@ -80,7 +81,7 @@ void JobController::ScanMarkers(const Job& job, std::vector<JobEvent>& events) {
   if (!files.ok()) return;
   std::vector<LogFile> current;
   for (const LogFile& f : *files) {
-    if (f.attempt == job.restarts) current.push_back(f);
+    if (f.attempt == job.attempt()) current.push_back(f);
   }
   int malformed = 0;
   std::vector<ProgressReport> reports = markers_.Scan(current, malformed);
@@ -188,9 +189,19 @@ Result<std::vector<LogFile>> JobController::LogFiles(std::string_view name) {
 }
 
 std::string JobController::PendingReason(std::string_view name) {
-  std::lock_guard lock(reasons_mu_);
+  std::lock_guard lock(pool_mu_);
   auto it = pending_reasons_.find(std::string(name));
   return it == pending_reasons_.end() ? std::string() : it->second;
+}
+
+std::vector<api::QueueStatus> JobController::Queues() {
+  std::lock_guard lock(pool_mu_);
+  return queues_;
+}
+
+std::vector<api::NodeStatus> JobController::Nodes() {
+  std::lock_guard lock(pool_mu_);
+  return nodes_;
 }
 
 Result<Job> JobController::Stop(std::string_view name, std::string why) {
@@ -202,7 +213,15 @@ Result<Job> JobController::Stop(std::string_view name, std::string why) {
                     std::string(JobStateName(job->state)) + ")");
   }
   std::vector<JobEvent> events;
-  if (job->stop_requested_at) return job;  // already stopping; stopping is idempotent
+  if (job->stop_requested_at) {
+    if (job->stop_reason != "Preempted") return job;  // already stopping; stopping is idempotent
+    // SIGTERM went out for a preemption: end the job instead of requeueing it.
+    job->stop_reason = "Stopped";
+    job->message = why;
+    events.push_back(Event(*job, "Stopping", why + " (it was already being preempted)"));
+    Save(*job, events);
+    return job;
+  }
   RequestStop(*job, "Stopped", why, events);
   Save(*job, events);
   woken_ = true;
@@ -237,6 +256,20 @@ void JobController::FinishAttempt(Job& job, const ExecStatus& status,
                       : std::nullopt;
   job.executor_handle.clear();
   job.gpu_ids.clear();
+  if (job.preempt_requested_at && (!job.stop_requested_at || job.stop_reason == "Preempted")) {
+    // Whatever way it left after the warning, the work is resumable: requeue
+    // it, unless it exited cleanly having reported all its steps.
+    ProgressView view = tracker_.View(job, clock_.Now());
+    bool finished = status.phase == ExecStatus::Phase::kExited && status.exit_code == 0 &&
+                    view.percent && *view.percent >= 100.0;
+    if (!finished) {
+      Requeue(job, events);
+      return;
+    }
+    job.stop_requested_at.reset();
+  }
+  job.preempt_requested_at.reset();
+  job.preempt_message.clear();
   if (status.reason == "TimeLimitExceeded" && !job.stop_requested_at) {
     SetState(job, JobState::kFailed, "TimeLimitExceeded", status.message, events);
     return;
@@ -281,6 +314,40 @@ void JobController::FinishAttempt(Job& job, const ExecStatus& status,
   SetState(job, JobState::kFailed, "ExitCode", what, events);
 }
 
+void JobController::Requeue(Job& job, std::vector<JobEvent>& events) {
+  std::string why = job.preempt_message.empty() ? "preempted" : job.preempt_message;
+  job.preemptions += 1;
+  job.preempt_requested_at.reset();
+  job.preempt_message.clear();
+  job.stop_requested_at.reset();
+  job.stop_reason.clear();
+  job.started_at.reset();
+  job.requeued_at = clock_.Now();
+  health_.erase(job.name());
+  SetState(job, JobState::kPreempted, "Preempted",
+           why + "; requeued, attempt " + std::to_string(job.attempt()) +
+               " resumes from the job's checkpoint",
+           events);
+}
+
+Duration JobController::PreemptionGrace(const Job& job) const {
+  return job.spec.checkpoint_warning.value_or(options_.preemption_grace);
+}
+
+void JobController::Preempt(Job& job, const sched::Preemption& preemption) {
+  if (job.preempt_requested_at || job.stop_requested_at || job.executor_handle.empty()) return;
+  std::vector<JobEvent> events;
+  job.preempt_requested_at = clock_.Now();
+  job.preempt_message = preemption.reason;
+  Status s = ExecutorFor(job).Signal(job.executor_handle, SIGUSR1);
+  events.push_back(Event(job, "Preempting",
+                         preemption.reason + " (for " + preemption.for_job + "); " +
+                             (s.ok() ? "SIGUSR1 sent to checkpoint, SIGTERM in " +
+                                           FormatDuration(PreemptionGrace(job))
+                                     : "SIGUSR1 failed: " + s.message())));
+  Save(job, events);
+}
+
 void JobController::PollAttempt(Job& job, std::vector<JobEvent>& events) {
   Executor& executor = ExecutorFor(job);
   Time now = clock_.Now();
@@ -317,6 +384,11 @@ void JobController::PollAttempt(Job& job, std::vector<JobEvent>& events) {
 
 void JobController::EnforceDeadlines(Job& job, std::vector<JobEvent>& events) {
   Time now = clock_.Now();
+  if (job.preempt_requested_at && !job.stop_requested_at &&
+      now - *job.preempt_requested_at >= PreemptionGrace(job)) {
+    RequestStop(job, "Preempted", job.preempt_message, events);
+    return;
+  }
   if (ExecutorFor(job).EnforcesTimeLimit() && !job.stop_requested_at) return;
   if (job.spec.time_limit && job.spec.checkpoint_warning && job.started_at &&
       !job.stop_requested_at && !warned_.count(job.name()) &&
@@ -398,60 +470,209 @@ void JobController::Tick() {
   Schedule(*jobs);
 }
 
+namespace {
+
+bool RunsLocally(const Job& job) { return job.executor.empty() || job.executor == "local"; }
+
+bool HoldsResources(const Job& job) {
+  return job.state == JobState::kRunning || job.state == JobState::kStarting;
+}
+
+HealthAction PolicyFor(const HealthPolicies& policies, const std::string& health) {
+  if (health == "Stalled") return policies.on_stall;
+  if (health == "Diverging") return policies.on_diverge;
+  if (health == "Plateaued") return policies.on_plateau;
+  return HealthAction::kNotify;
+}
+
+std::string NodeName() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "local";
+  return host;
+}
+
+}  // namespace
+
 void JobController::Schedule(std::vector<Job>& active) {
+  static const std::string kNode = NodeName();
+  const Time now = clock_.Now();
+  sched::ClusterState state;
+  state.now = now;
+  state.nodes = {{kNode, options_.total_gpus}};
+  state.queues = options_.team_quotas;
   std::vector<bool> used(static_cast<std::size_t>(options_.total_gpus), false);
-  std::vector<sched::PendingJob> pending;
+  std::map<std::string, Job*> by_name;
   for (Job& job : active) {
-    if (job.state == JobState::kRunning || job.state == JobState::kStarting) {
+    if (!RunsLocally(job)) {
+      // A cluster engine schedules its own queue: hand the job over at once.
+      if (job.state == JobState::kQueued) StartJob(job, {});
+      continue;
+    }
+    by_name[job.name()] = &job;
+    if (HoldsResources(job)) {
       for (int id : job.gpu_ids) {
         if (id >= 0 && id < options_.total_gpus) used[static_cast<std::size_t>(id)] = true;
       }
-    } else if (job.state == JobState::kQueued && job.executor != "local" &&
-               !job.executor.empty()) {
-      // A cluster engine schedules its own queue: hand the job over at once.
-      StartJob(job, {});
-    } else if (job.state == JobState::kQueued) {
-      pending.push_back({job.name(), job.spec.resources.gpus(), job.spec.priority, job.submit_seq});
+      sched::RunningJob r;
+      r.name = job.name();
+      r.queue = job.spec.team;
+      r.priority = job.spec.priority;
+      if (!job.gpu_ids.empty()) r.placement = {{kNode, static_cast<int>(job.gpu_ids.size())}};
+      r.started_at = job.started_at.value_or(now);
+      // When its GPUs come back, for backfill: the time limit or, sooner, the
+      // progress ETA (what a batch scheduler cannot know).
+      if (job.spec.time_limit) r.expected_end = r.started_at + *job.spec.time_limit;
+      if (job.state == JobState::kRunning) {
+        ProgressView view = tracker_.View(job, now);
+        if (view.eta_seconds) {
+          Time eta_end = now + std::chrono::milliseconds(
+                                   static_cast<std::int64_t>(*view.eta_seconds * 1000.0));
+          if (!r.expected_end || eta_end < *r.expected_end) r.expected_end = eta_end;
+        }
+      }
+      auto health = health_.find(job.name());
+      r.reclaimable = health != health_.end() &&
+                      PolicyFor(job.spec.policies, health->second) == HealthAction::kReclaim;
+      if (job.stop_requested_at) {
+        r.leaving = true;
+        r.expected_end = *job.stop_requested_at + job.spec.termination_grace;
+      } else if (job.preempt_requested_at) {
+        r.leaving = true;
+        r.expected_end =
+            *job.preempt_requested_at + PreemptionGrace(job) + job.spec.termination_grace;
+      }
+      state.running.push_back(std::move(r));
+    } else if (job.state == JobState::kQueued || job.state == JobState::kPreempted) {
+      sched::WaitingJob w;
+      w.name = job.name();
+      w.queue = job.spec.team;
+      w.priority = job.spec.priority;
+      w.submit_seq = job.submit_seq;
+      w.queued_at = job.requeued_at.value_or(job.created_at);
+      w.nodes = 1;  // the local executor runs on this one machine
+      w.gpus_per_node = job.spec.resources.gpus();
+      w.time_limit = job.spec.time_limit;
+      state.waiting.push_back(std::move(w));
     }
   }
-  std::vector<int> free;
-  for (int id = 0; id < options_.total_gpus; ++id) {
-    if (!used[static_cast<std::size_t>(id)]) free.push_back(id);
+  sched::Decision decision = sched::Schedule(state, options_.scheduling);
+  for (const sched::Preemption& p : decision.preemptions) {
+    auto victim = by_name.find(p.job);
+    if (victim != by_name.end()) Preempt(*victim->second, p);
   }
-  sched::FifoDecision decision = sched::ScheduleFifo(pending, free, options_.total_gpus);
-  {
-    std::lock_guard lock(reasons_mu_);
-    pending_reasons_ = decision.pending_reasons;
-  }
-  for (auto& placement : decision.starts) {
-    for (Job& job : active) {
-      if (job.name() == placement.job) StartJob(job, std::move(placement.gpu_ids));
+  for (const sched::Start& start : decision.starts) {
+    auto job = by_name.find(start.job);
+    if (job == by_name.end()) continue;
+    int want = 0;
+    for (const sched::NodeGpus& p : start.placement) want += p.gpus;
+    std::vector<int> ids;
+    for (int id = 0; id < options_.total_gpus && static_cast<int>(ids.size()) < want; ++id) {
+      if (!used[static_cast<std::size_t>(id)]) {
+        used[static_cast<std::size_t>(id)] = true;
+        ids.push_back(id);
+      }
     }
+    StartJob(*job->second, std::move(ids),
+             start.backfilled ? "backfilled: it cannot delay the job first in line" : "");
   }
+  PublishPool(state, active, decision);
 }
 
-void JobController::StartJob(Job& job, std::vector<int> gpu_ids) {
+void JobController::PublishPool(const sched::ClusterState& state, const std::vector<Job>& active,
+                                const sched::Decision& decision) {
+  std::map<std::string, api::QueueStatus> queues;
+  for (const auto& [team, quota] : options_.team_quotas) {
+    api::QueueStatus& q = queues[team];
+    q.nominal_gpus = quota.nominal_gpus;
+    q.borrowing_limit = quota.borrowing_limit;
+    q.weight = quota.weight;
+  }
+  for (const auto& [name, config] : options_.queues) {
+    if (config.executor == "local") continue;
+    api::QueueStatus& q = queues[name];
+    q.executor = config.executor;
+    for (const auto& [key, value] : config.options) {
+      if (key == "partition") q.executor += ":" + value;
+    }
+  }
+  api::NodeStatus node;
+  for (const sched::Node& n : state.nodes) {
+    node.name = n.name;
+    node.gpus = n.gpus;
+  }
+  for (const Job& job : active) {
+    bool local = RunsLocally(job);
+    const std::string& key = local ? job.spec.team : job.spec.queue;
+    api::QueueStatus& q = queues[key];
+    if (!local && q.executor == "local") q.executor = job.executor;
+    if (HoldsResources(job)) {
+      q.running += 1;
+      if (local) {
+        q.gpus_in_use += static_cast<int>(job.gpu_ids.size());
+        node.gpus_in_use += static_cast<int>(job.gpu_ids.size());
+        node.jobs.push_back(job.name());
+      } else {
+        q.gpus_in_use += job.spec.resources.gpus();
+      }
+    } else if (job.state == JobState::kQueued || job.state == JobState::kPreempted) {
+      q.pending += 1;
+    }
+  }
+  // Each local queue's next job: highest priority, then first submitted.
+  std::map<std::string, const sched::WaitingJob*> heads;
+  std::set<std::string> started;
+  for (const sched::Start& s : decision.starts) started.insert(s.job);
+  for (const sched::WaitingJob& w : state.waiting) {
+    if (started.count(w.name)) continue;
+    const sched::WaitingJob*& head = heads[w.queue];
+    if (head == nullptr || w.priority > head->priority ||
+        (w.priority == head->priority &&
+         std::tie(w.queued_at, w.submit_seq) < std::tie(head->queued_at, head->submit_seq))) {
+      head = &w;
+    }
+  }
+  for (const auto& [queue, head] : heads) {
+    api::QueueStatus& q = queues[queue];
+    q.next_job = head->name;
+    auto reason = decision.pending_reasons.find(head->name);
+    if (reason != decision.pending_reasons.end()) q.pending_reason = reason->second;
+  }
+  std::vector<api::QueueStatus> list;
+  for (auto& [name, q] : queues) {
+    q.name = name;
+    list.push_back(std::move(q));
+  }
+  std::lock_guard lock(pool_mu_);
+  pending_reasons_ = decision.pending_reasons;
+  queues_ = std::move(list);
+  nodes_ = {std::move(node)};
+}
+
+void JobController::StartJob(Job& job, std::vector<int> gpu_ids, std::string why) {
   std::vector<JobEvent> events;
   job.gpu_ids = std::move(gpu_ids);
   job.stop_requested_at.reset();
   job.stop_reason.clear();
   job.exit_code.reset();
-  SetState(job, JobState::kStarting, "Scheduled", "", events);
+  SetState(job, JobState::kStarting, "Scheduled", std::move(why), events);
   Save(job, events);
   events.clear();
 
   std::string token = api::NewJobToken();
   LaunchRequest request;
   request.spec = job.spec;
-  request.attempt = job.restarts;
+  request.attempt = job.attempt();
   request.gpu_ids = job.gpu_ids;
   request.run_dir = (std::filesystem::path(options_.data_dir) / "jobs" / job.name() /
-                     ("attempt-" + std::to_string(job.restarts)))
+                     ("attempt-" + std::to_string(job.attempt())))
                         .string();
   // Kubeflow Trainer v2 compatibility: its SDK reads the token from a file.
   std::string token_file = request.run_dir + "/kubeflow-token";
   std::error_code ec;
   std::filesystem::create_directories(request.run_dir, ec);
+  std::string checkpoint_dir =
+      (std::filesystem::path(options_.data_dir) / "jobs" / job.name() / "checkpoints").string();
+  std::filesystem::create_directories(checkpoint_dir, ec);
   if (FILE* f = std::fopen(token_file.c_str(), "w")) {
     std::fputs(token.c_str(), f);
     std::fclose(f);
@@ -465,7 +686,9 @@ void JobController::StartJob(Job& job, std::vector<int> gpu_ids) {
       {"KUBEFLOW_TRAINER_SERVER_URL",
        options_.advertise_url + "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/" +
            job.name() + "/status"},
-      {"KUBEFLOW_TRAINER_SERVER_TOKEN", token_file}};
+      {"KUBEFLOW_TRAINER_SERVER_TOKEN", token_file},
+      // Kept across attempts, so a restarted or preempted job resumes from it.
+      {"HEADWAY_CHECKPOINT_DIR", checkpoint_dir}};
   request.queue_options = QueueOf(job.spec).options;
   Executor& executor = ExecutorFor(job);
   auto launched = executor.Launch(request);
@@ -476,7 +699,7 @@ void JobController::StartJob(Job& job, std::vector<int> gpu_ids) {
     return;
   }
   for (const RankLog& log : launched->logs) {
-    Status s = store_.AddLogFile({job.name(), job.restarts, log.rank, log.path});
+    Status s = store_.AddLogFile({job.name(), job.attempt(), log.rank, log.path});
     if (!s.ok()) events.push_back(Event(job, "Warning", "log index: " + s.message()));
   }
   job.executor_handle = launched->handle;
@@ -486,7 +709,7 @@ void JobController::StartJob(Job& job, std::vector<int> gpu_ids) {
     token_hashes_[job.name()] = job.token_hash;
   }
   job.message = "launched";
-  events.push_back(Event(job, "Launched", "attempt " + std::to_string(job.restarts) + " handed to " +
+  events.push_back(Event(job, "Launched", "attempt " + std::to_string(job.attempt()) + " handed to " +
                                               job.executor + ": " + launched->description));
   // Local attempts are running at once; a cluster's may wait in its queue.
   PollAttempt(job, events);

@@ -24,6 +24,7 @@
 #include "core/time.h"
 #include "exec/executor.h"
 #include "progress/health.h"
+#include "sched/scheduler.h"
 #include "server/ingest_writer.h"
 #include "server/marker_scanner.h"
 #include "server/progress_tracker.h"
@@ -43,6 +44,12 @@ struct ControllerOptions {
   std::string data_dir;       // run directories live under data_dir/jobs/NAME/attempt-N
   std::string advertise_url;  // HEADWAY_URL given to jobs
   std::map<std::string, QueueConfig> queues;  // by queue name; other queues run locally
+  // Quotas of the local pool by team; a team not listed is bounded by the pool.
+  std::map<std::string, sched::QueueQuota> team_quotas;
+  sched::SchedulerOptions scheduling;
+  // Between the checkpoint warning (SIGUSR1) of a preempted job and its
+  // SIGTERM, unless the job's spec sets checkpoint_warning.
+  Duration preemption_grace = std::chrono::seconds(30);
   progress::HealthOptions health;
   double plateau_window = 0.25;  // fraction of total_steps; see ProgressTracker
   // Called (on the control loop's thread, holding no store lock) for every
@@ -72,6 +79,8 @@ class JobController final : public api::JobService {
   Result<std::vector<JobEvent>> Events(std::string_view name, std::int64_t after_id) override;
   Result<std::vector<LogFile>> LogFiles(std::string_view name) override;
   std::string PendingReason(std::string_view name) override;
+  std::vector<api::QueueStatus> Queues() override;
+  std::vector<api::NodeStatus> Nodes() override;
   Status ReportProgress(std::string_view name, std::string_view token,
                         std::vector<ProgressReport> reports) override;
   ProgressView Progress(const Job& job) override;
@@ -87,7 +96,12 @@ class JobController final : public api::JobService {
   void ScanMarkers(const Job& job, std::vector<JobEvent>& events);
   void WatchHealth(Job& job, std::vector<JobEvent>& events);
   void Schedule(std::vector<Job>& active);
-  void StartJob(Job& job, std::vector<int> gpu_ids);
+  void StartJob(Job& job, std::vector<int> gpu_ids, std::string why = {});
+  void Preempt(Job& job, const sched::Preemption& preemption);
+  void Requeue(Job& job, std::vector<JobEvent>& events);
+  Duration PreemptionGrace(const Job& job) const;
+  void PublishPool(const sched::ClusterState& state, const std::vector<Job>& active,
+                   const sched::Decision& decision);
   void RequestStop(Job& job, const std::string& reason, const std::string& why,
                    std::vector<JobEvent>& events);
   void SetState(Job& job, JobState state, std::string reason, std::string message,
@@ -118,8 +132,10 @@ class JobController final : public api::JobService {
   std::mutex tokens_mu_;
   // Report-token hash per job, so a report costs no job read and parse.
   std::map<std::string, std::string> token_hashes_;  // guarded by tokens_mu_
-  std::mutex reasons_mu_;
-  std::map<std::string, std::string> pending_reasons_;  // guarded by reasons_mu_
+  std::mutex pool_mu_;
+  std::map<std::string, std::string> pending_reasons_;  // guarded by pool_mu_
+  std::vector<api::QueueStatus> queues_;               // guarded by pool_mu_
+  std::vector<api::NodeStatus> nodes_;                 // guarded by pool_mu_
 };
 
 }  // namespace headway

@@ -105,9 +105,19 @@ ProgressView ProgressTracker::View(const Job& job, Time now) {
   std::optional<double> limit;
   if (job.spec.time_limit) limit = static_cast<double>(job.spec.time_limit->count()) / 1000.0;
 
+  // Rates, ETA and stalls are of the current attempt: a job requeued after a
+  // preemption or restart gets a fresh stall clock, and the gap while it
+  // waited in the queue does not count as slow training.
   std::vector<progress::StepSample> samples;
   samples.reserve(s.steps.size());
-  for (const StepPoint& p : s.steps) samples.push_back({p.step, ToUnixSeconds(p.time)});
+  // (Only after a requeue: the first attempt keeps reports however they are
+  // timestamped, e.g. backfilled history.)
+  const double attempt_start_s =
+      job.attempt() > 0 && job.started_at ? ToUnixSeconds(*job.started_at) : -1e300;
+  for (const StepPoint& p : s.steps) {
+    double t = ToUnixSeconds(p.time);
+    if (t >= attempt_start_s) samples.push_back({p.step, t});
+  }
 
   if (!s.steps.empty()) {
     v.step = s.steps.back().step;

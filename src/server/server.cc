@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -65,6 +66,51 @@ Result<std::map<std::string, QueueConfig>> ParseQueueMappings(
   return queues;
 }
 
+Result<std::map<std::string, sched::QueueQuota>> ParseQuotas(const std::vector<std::string>& quotas) {
+  std::map<std::string, sched::QueueQuota> out;
+  auto number = [](const std::string& text, double& value) {
+    char* end = nullptr;
+    value = std::strtod(text.c_str(), &end);
+    return !text.empty() && end == text.c_str() + text.size() && std::isfinite(value) && value >= 0;
+  };
+  for (const std::string& q : quotas) {
+    const std::string usage = "--quota '" + q + "' must be TEAM=GPUS[:borrow=N,weight=W]";
+    auto eq = q.find('=');
+    if (eq == std::string::npos || eq == 0) return InvalidArgument(usage);
+    std::string team = q.substr(0, eq);
+    std::string rest = q.substr(eq + 1);
+    auto colon = rest.find(':');
+    sched::QueueQuota quota;
+    double gpus = 0;
+    if (!number(rest.substr(0, colon), gpus) || gpus != std::floor(gpus)) return InvalidArgument(usage);
+    quota.nominal_gpus = static_cast<int>(gpus);
+    if (colon != std::string::npos) {
+      std::string opts = rest.substr(colon + 1);
+      std::size_t start = 0;
+      while (start <= opts.size()) {
+        auto comma = opts.find(',', start);
+        if (comma == std::string::npos) comma = opts.size();
+        std::string kv = opts.substr(start, comma - start);
+        auto e = kv.find('=');
+        double value = 0;
+        if (e == std::string::npos || !number(kv.substr(e + 1), value)) return InvalidArgument(usage);
+        std::string key = kv.substr(0, e);
+        if (key == "borrow" && value == std::floor(value)) {
+          quota.borrowing_limit = static_cast<int>(value);
+        } else if (key == "weight" && value > 0) {
+          quota.weight = value;
+        } else {
+          return InvalidArgument(usage + " (bad '" + kv + "')");
+        }
+        start = comma + 1;
+      }
+    }
+    if (out.count(team)) return InvalidArgument("--quota for team '" + team + "' given twice");
+    out[team] = quota;
+  }
+  return out;
+}
+
 int RunServer(const ServerConfig& config) {
   std::error_code ec;
   std::filesystem::create_directories(config.data_dir, ec);
@@ -81,6 +127,11 @@ int RunServer(const ServerConfig& config) {
   auto queues = ParseQueueMappings(config.queues);
   if (!queues.ok()) {
     spdlog::error("{}", queues.status().ToString());
+    return 2;
+  }
+  auto quotas = ParseQuotas(config.quotas);
+  if (!quotas.ok()) {
+    spdlog::error("{}", quotas.status().ToString());
     return 2;
   }
   std::unique_ptr<CommandRunner> runner = MakeProcessRunner();
@@ -125,6 +176,11 @@ int RunServer(const ServerConfig& config) {
   options.health.stall_floor_s = config.stall_floor_s;
   options.health.unknown_grace_s = config.no_report_grace_s;
   options.plateau_window = config.plateau_window;
+  options.team_quotas = *quotas;
+  options.scheduling.preemption = config.preemption;
+  options.scheduling.backfill = config.backfill;
+  options.preemption_grace =
+      std::chrono::milliseconds(static_cast<std::int64_t>(config.preemption_grace_s * 1000));
   WebhookNotifier webhooks(config.webhooks);
   options.on_change = [&webhooks](const Job& job, const JobEvent& event) {
     webhooks.Notify({{"type", event.type},
@@ -172,6 +228,10 @@ int RunServer(const ServerConfig& config) {
   std::thread loop([&] { controller->RunLoop(std::chrono::milliseconds(200)); });
   for (const auto& [name, queue] : options.queues) {
     spdlog::info("queue {} runs on {}", name, queue.executor);
+  }
+  for (const auto& [team, quota] : options.team_quotas) {
+    spdlog::info("team {}: quota {} GPU(s), may borrow {}, weight {}", team, quota.nominal_gpus,
+                 quota.borrowing_limit, quota.weight);
   }
   spdlog::info("headway server listening on {} (data: {})", options.advertise_url, config.data_dir);
 

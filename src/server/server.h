@@ -20,6 +20,11 @@ struct ServerConfig {
   // Queue mappings, "NAME=EXECUTOR[:key=value,...]", e.g.
   // "gpu=slurm:partition=debug,account=ml,qos=normal". Unmapped queues run locally.
   std::vector<std::string> queues;
+  // Team quotas of the local pool, "TEAM=GPUS[:borrow=N,weight=W]".
+  std::vector<std::string> quotas;
+  double preemption_grace_s = 30;  // checkpoint warning → SIGTERM for preempted jobs
+  bool preemption = true;
+  bool backfill = true;
   std::string self_executable;   // this binary, for the local executor's supervisor
   // Request handlers may wait for a group commit, so there are more threads than cores.
   int http_threads = 16;
@@ -37,6 +42,9 @@ std::string DefaultDataDir();
 // "--queue" values to queue configs; InvalidArgument naming the bad one.
 Result<std::map<std::string, QueueConfig>> ParseQueueMappings(
     const std::vector<std::string>& mappings);
+
+// "--quota" values to team quotas; InvalidArgument naming the bad one.
+Result<std::map<std::string, sched::QueueQuota>> ParseQuotas(const std::vector<std::string>& quotas);
 
 // Returns the process exit code.
 int RunServer(const ServerConfig& config);

@@ -187,16 +187,20 @@ TEST(Scheduling, JobsWaitInOrderForFreeGpus) {
   server.Submit("name: big\ncommand: \"sleep 2\"\nresources: {gpus_per_process: 2}\n");
   ASSERT_TRUE(server.WaitForState("big", "Running"));
   server.Submit("name: small\ncommand: \"true\"\nresources: {gpus_per_process: 1}\n");
+  server.Submit("name: after\ncommand: \"true\"\nresources: {gpus_per_process: 1}\n");
   server.Submit("name: cpu\ncommand: \"true\"\n");
   ASSERT_TRUE(WaitFor([&] { return !server.Job("small")["pending_reason"].get<std::string>().empty(); }));
   EXPECT_EQ(server.State("small"), "Queued");
   EXPECT_THAT(server.Job("small")["pending_reason"].get<std::string>(),
-              HasSubstr("waiting for 1 GPUs (0 of 2 free)"));
-  EXPECT_THAT(server.Cli({"get", "jobs", "-o", "wide"}).out, HasSubstr("waiting for 1 GPUs"));
-  // Strict FIFO: the CPU-only job waits behind the GPU job ahead of it.
-  EXPECT_EQ(server.State("cpu"), "Queued");
-  ASSERT_TRUE(server.WaitForState("small", "Succeeded"));
+              HasSubstr("waiting for 1 GPU (0 of 2 free)"));
+  EXPECT_THAT(server.Cli({"get", "jobs", "-o", "wide"}).out, HasSubstr("waiting for 1 GPU"));
+  EXPECT_EQ(server.State("after"), "Queued");
+  // A CPU-only job needs none of the GPUs the head job waits for: it backfills.
   ASSERT_TRUE(server.WaitForState("cpu", "Succeeded"));
+  EXPECT_TRUE(server.HasEvent("cpu", "StateChanged", "backfilled"));
+  EXPECT_EQ(server.State("small"), "Queued");
+  ASSERT_TRUE(server.WaitForState("small", "Succeeded"));
+  ASSERT_TRUE(server.WaitForState("after", "Succeeded"));
   EXPECT_EQ(server.State("big"), "Succeeded");
 }
 

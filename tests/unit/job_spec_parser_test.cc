@@ -78,13 +78,15 @@ env: {A: "1"}
 resources: {gpus_per_process: 1, processes_per_node: 2}
 time_limit: 2h
 termination_grace: 1500ms
-policies: {on_diverge: stop}
+policies: {on_diverge: stop, on_stall: reclaim}
 )");
   ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->policies.on_stall, HealthAction::kReclaim);
   auto again = ParseJobSpec(JobSpecToJson(*spec).dump());
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(JobSpecToJson(*again), JobSpecToJson(*spec));
   EXPECT_EQ(again->termination_grace, std::chrono::milliseconds(1500));
+  EXPECT_EQ(again->policies.on_stall, HealthAction::kReclaim);
 }
 
 struct BadSpec {
@@ -132,7 +134,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"name: a\ncommand: [x]\nenv: {HEADWAY_TOKEN: x}\n", "env.HEADWAY_TOKEN", 3,
                 "reserved"},
         BadSpec{"name: a\ncommand: [x]\npolicies: {on_stall: panic}\n", "policies.on_stall", 3,
-                "'notify' or 'stop'"},
+                "'notify', 'stop' or 'reclaim'"},
         BadSpec{"name: a\nname: b\ncommand: [x]\n", "name", 2, "given twice"},
         BadSpec{"name: a\ncommand: [x\n", "spec", 0, "not valid YAML"},
         BadSpec{"just a string\n", "spec", 0, "must be a map"},

@@ -177,6 +177,38 @@ TEST(Scheduler, ATeamWithinItsQuotaReclaimsBorrowedGpusFirstAndStalledJobsBefore
   EXPECT_THAT(d.preemptions[0].reason, HasSubstr("stalled"));
 }
 
+TEST(Scheduler, AVictimAlreadyLeavingIsNotJoinedByASecondOne) {
+  // The decision is re-made every tick while the victim checkpoints: it must
+  // not pick another victim for the same waiting job meanwhile.
+  ClusterState s = TwoNodes();
+  RunningJob going = Running("going", "q", {{"n1", 8}}, std::nullopt, 0);
+  going.leaving = true;
+  s.running = {going, Running("other-low", "q", {{"n2", 8}}, std::nullopt, 0)};
+  s.waiting = {Waiting("urgent", "q", 8, 1, /*priority=*/10), Waiting("small", "q", 1, 2)};
+  Decision d = Schedule(s);
+  EXPECT_TRUE(d.preemptions.empty());
+  EXPECT_TRUE(d.starts.empty());
+  EXPECT_THAT(d.pending_reasons.at("urgent"), HasSubstr("preempted job(s) to checkpoint and leave"));
+  // Once it has gone, the urgent job takes its GPUs.
+  s.running.erase(s.running.begin());
+  d = Schedule(s);
+  ASSERT_NE(Started(d, "urgent"), nullptr);
+  EXPECT_TRUE(d.preemptions.empty());
+}
+
+TEST(Scheduler, APreemptedJobRequeuesBehindTheJobItMadeRoomFor) {
+  ClusterState s = TwoNodes(1);
+  s.nodes = {{"n1", 1}};
+  WaitingJob victim = Waiting("victim", "q", 1, /*seq=*/1);
+  victim.queued_at = T(5);  // requeued when it was preempted
+  WaitingJob waiter = Waiting("waiter", "q", 1, /*seq=*/2);
+  waiter.queued_at = T(2);
+  s.waiting = {victim, waiter};
+  Decision d = Schedule(s);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, "waiter");
+}
+
 TEST(Scheduler, NoPreemptionForAJobOverItsQuotaOrOfEqualPriority) {
   ClusterState s = TwoNodes();
   s.queues = {{"vision", {16, 0, 1}}, {"speech", {0, 16, 1}}};

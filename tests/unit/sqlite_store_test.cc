@@ -145,6 +145,49 @@ TEST_F(SqliteStoreTest, RefusesADatabaseFromANewerVersion) {
   EXPECT_NE(store.status().message().find("newer"), std::string::npos);
 }
 
+TEST_F(SqliteStoreTest, KeepsPreemptionState) {
+  {
+    auto store = Open();
+    Job job = MakeJob("a");
+    ASSERT_TRUE(store->CreateJob(job, Submitted("a")).ok());
+    job.preemptions = 2;
+    job.restarts = 1;
+    job.preempt_requested_at = FromUnixMillis(5000);
+    job.preempt_message = "preempted by higher-priority b";
+    job.requeued_at = FromUnixMillis(6000);
+    ASSERT_TRUE(store->SaveJob(job, {}).ok());
+  }
+  auto job = Open()->GetJob("a");
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->preemptions, 2);
+  EXPECT_EQ(job->attempt(), 3);
+  EXPECT_EQ(job->preempt_requested_at, FromUnixMillis(5000));
+  EXPECT_EQ(job->preempt_message, "preempted by higher-priority b");
+  EXPECT_EQ(job->requeued_at, FromUnixMillis(6000));
+}
+
+TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
+  {
+    auto store = Open();
+    Job old = MakeJob("old");
+    ASSERT_TRUE(store->CreateJob(old, Submitted("old")).ok());
+  }
+  // Turn it back into a v2 database, as an earlier release left it.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  for (const char* sql : {"ALTER TABLE jobs DROP COLUMN preemptions",
+                          "ALTER TABLE jobs DROP COLUMN preempt_requested_at",
+                          "ALTER TABLE jobs DROP COLUMN preempt_message",
+                          "ALTER TABLE jobs DROP COLUMN requeued_at", "PRAGMA user_version=2"}) {
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+  }
+  sqlite3_close(db);
+  auto job = Open()->GetJob("old");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->preemptions, 0);
+  EXPECT_FALSE(job->preempt_requested_at);
+}
+
 TEST_F(SqliteStoreTest, LogIndex) {
   auto store = Open();
   Job a = MakeJob("a");

@@ -28,6 +28,10 @@ using nlohmann::json;
 
 volatile sig_atomic_t g_terminating = 0;
 void OnTerminate(int) { g_terminating = 1; }
+// The checkpoint warning (SIGUSR1) is for the ranks. A caught signal is reset
+// to its default action by exec, so the ranks see SIGUSR1 as if the
+// supervisor did not exist (SIG_IGN would be inherited instead).
+void OnCheckpointWarning(int) {}
 
 struct Rank {
   int rank = 0;
@@ -106,6 +110,9 @@ int RunLocalShim(const std::string& run_dir) {
   sa.sa_handler = OnTerminate;
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
+  struct sigaction warn {};
+  warn.sa_handler = OnCheckpointWarning;
+  ::sigaction(SIGUSR1, &warn, nullptr);
 
   std::vector<Rank> ranks;
   for (const auto& r : launch["ranks"]) {

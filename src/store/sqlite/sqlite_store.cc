@@ -78,6 +78,13 @@ const char* const kMigrations[] = {
       PRIMARY KEY (job, metric, step)
     ) WITHOUT ROWID;
     )sql",
+    // v3: preemption (requeues that do not use up max_restarts).
+    R"sql(
+    ALTER TABLE jobs ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN preempt_requested_at INTEGER;
+    ALTER TABLE jobs ADD COLUMN preempt_message TEXT NOT NULL DEFAULT '';
+    ALTER TABLE jobs ADD COLUMN requeued_at INTEGER;
+    )sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -335,7 +342,7 @@ class SqliteStore final : public Store {
   static constexpr const char* kSelectJob =
       "SELECT seq, spec, state, reason, message, exit_code, restarts, gpu_ids, executor, "
       "executor_handle, token_hash, created_at, started_at, finished_at, stop_requested_at, "
-      "stop_reason FROM jobs";
+      "stop_reason, preemptions, preempt_requested_at, preempt_message, requeued_at FROM jobs";
 
   Result<Job> ReadJob(Statement& q) {
     Job job;
@@ -359,6 +366,10 @@ class SqliteStore final : public Store {
     if (!q.IsNull(13)) job.finished_at = FromUnixMillis(q.ColumnInt64(13));
     if (!q.IsNull(14)) job.stop_requested_at = FromUnixMillis(q.ColumnInt64(14));
     job.stop_reason = q.ColumnText(15);
+    job.preemptions = q.ColumnInt(16);
+    if (!q.IsNull(17)) job.preempt_requested_at = FromUnixMillis(q.ColumnInt64(17));
+    job.preempt_message = q.ColumnText(18);
+    if (!q.IsNull(19)) job.requeued_at = FromUnixMillis(q.ColumnInt64(19));
     return job;
   }
 
@@ -366,7 +377,8 @@ class SqliteStore final : public Store {
     Statement q(db_,
                 "UPDATE jobs SET team=?, spec=?, state=?, reason=?, message=?, exit_code=?, "
                 "restarts=?, gpu_ids=?, executor=?, executor_handle=?, token_hash=?, "
-                "started_at=?, finished_at=?, stop_requested_at=?, stop_reason=? WHERE name=?");
+                "started_at=?, finished_at=?, stop_requested_at=?, stop_reason=?, preemptions=?, "
+                "preempt_requested_at=?, preempt_message=?, requeued_at=? WHERE name=?");
     q.Bind(1, job.spec.team);
     q.Bind(2, JobSpecToJson(job.spec).dump());
     q.Bind(3, std::string(JobStateName(job.state)));
@@ -382,7 +394,11 @@ class SqliteStore final : public Store {
     q.BindOptional(13, Millis(job.finished_at));
     q.BindOptional(14, Millis(job.stop_requested_at));
     q.Bind(15, job.stop_reason);
-    q.Bind(16, job.name());
+    q.Bind(16, job.preemptions);
+    q.BindOptional(17, Millis(job.preempt_requested_at));
+    q.Bind(18, job.preempt_message);
+    q.BindOptional(19, Millis(job.requeued_at));
+    q.Bind(20, job.name());
     if (!q.Run()) return Unavailable("write job: " + LastError());
     return Status::Ok();
   }
