@@ -1,0 +1,66 @@
+// Helpers for parsing YAML documents field by field, shared by the spec
+// parsers (jobs, experiments): every error names the field path and its
+// 1-based line, unknown fields and duplicate keys are errors. Internal to
+// the parsers; yaml-cpp stays out of the public headers.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/job.h"
+#include "core/status.h"
+#include "core/time.h"
+
+namespace headway::yaml_fields {
+
+int LineOf(const YAML::Node& node);
+Status FieldError(const std::string& field, const YAML::Node& node, std::string message);
+std::string TypeName(const YAML::Node& node);
+// A quoted scalar ("1") stays a string even where a number is wanted.
+bool IsQuoted(const YAML::Node& node);
+
+Result<std::string> AsString(const std::string& field, const YAML::Node& node);
+Result<std::int64_t> AsInt(const std::string& field, const YAML::Node& node, std::int64_t min,
+                           std::int64_t max);
+// A finite number (integers too).
+Result<double> AsDouble(const std::string& field, const YAML::Node& node);
+Result<bool> AsBool(const std::string& field, const YAML::Node& node);
+Result<std::vector<std::string>> AsStringList(const std::string& field, const YAML::Node& node);
+Result<std::map<std::string, std::string>> AsStringMap(const std::string& field,
+                                                       const YAML::Node& node);
+Result<Duration> AsDuration(const std::string& field, const YAML::Node& node);
+
+using FieldHandler = std::function<Status(const std::string& field, const YAML::Node& value)>;
+
+// Walks a map, dispatching each key to its handler; unknown keys are errors.
+Status ForEachField(const std::string& prefix, const YAML::Node& map,
+                    const std::map<std::string, FieldHandler>& handlers);
+
+template <typename T, typename Parse>
+FieldHandler Assign(T& target, Parse parse) {
+  return [&target, parse](const std::string& field, const YAML::Node& value) -> Status {
+    auto parsed = parse(field, value);
+    if (!parsed.ok()) return parsed.status();
+    target = std::move(parsed.value());
+    return Status::Ok();
+  };
+}
+
+FieldHandler AssignInt(int& target, std::int64_t min, std::int64_t max);
+FieldHandler Ignore();
+
+// Loads a document; InvalidArgument with the line for malformed YAML/JSON.
+Result<YAML::Node> Load(std::string_view document);
+
+// A job spec from a YAML map. Field paths in errors start with `prefix`
+// ("" for a job document, "trial_template" inside an experiment). Without
+// `name_required` a missing name is allowed (left empty).
+Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& prefix,
+                                 bool name_required);
+
+}  // namespace headway::yaml_fields
