@@ -162,9 +162,34 @@ Result Simulate(const std::vector<TraceJob>& trace, int nodes, int per_node, Pol
     if (std::find(teams.begin(), teams.end(), j.team) == teams.end()) teams.push_back(j.team);
   }
   std::sort(teams.begin(), teams.end());
-  // Static partitions: nodes dealt round-robin to teams (at least one each).
+  // Shares in proportion to each team's demand (GPU-seconds in the trace), as
+  // an administrator sizing quotas would set them: nominal quotas for
+  // Headway, whole nodes for static partitions (at least one each, largest
+  // remainders first).
+  std::map<std::string, double> demand;
+  double total_demand = 0;
+  for (const auto& j : trace) {
+    demand[j.team] += j.duration * j.gpus;
+    total_demand += j.duration * j.gpus;
+  }
+  std::map<std::string, int> node_count;
+  int assigned = 0;
+  for (const auto& t : teams) {
+    node_count[t] = std::max(1, static_cast<int>(nodes * demand[t] / total_demand));
+    assigned += node_count[t];
+  }
+  std::vector<std::string> by_demand = teams;
+  std::sort(by_demand.begin(), by_demand.end(), [&](auto& a, auto& b) { return demand[a] > demand[b]; });
+  for (std::size_t i = 0; assigned < nodes; i = (i + 1) % by_demand.size(), ++assigned) node_count[by_demand[i]]++;
+  for (std::size_t i = 0; assigned > nodes && i < by_demand.size() * 8; ++i) {
+    auto& c = node_count[by_demand[i % by_demand.size()]];
+    if (c > 1) --c, --assigned;
+  }
   std::map<std::string, std::vector<int>> team_nodes;
-  for (int n = 0; n < nodes; ++n) team_nodes[teams[static_cast<std::size_t>(n) % teams.size()]].push_back(n);
+  int next_node = 0;
+  for (const auto& t : teams) {
+    for (int k = 0; k < node_count[t] && next_node < nodes; ++k) team_nodes[t].push_back(next_node++);
+  }
 
   struct Active {
     std::size_t job;
@@ -208,8 +233,10 @@ Result Simulate(const std::vector<TraceJob>& trace, int nodes, int per_node, Pol
       ClusterState s;
       s.now = at(now);
       for (int n = 0; n < nodes; ++n) s.nodes.push_back({std::to_string(n), per_node});
-      int share = nodes * per_node / static_cast<int>(teams.size());
-      for (const auto& t : teams) s.queues[t] = {share, nodes * per_node, 1.0};
+      for (const auto& t : teams) {
+        int share = static_cast<int>(std::lround(nodes * per_node * demand[t] / total_demand));
+        s.queues[t] = {share, nodes * per_node, std::max(1e-3, demand[t] / total_demand)};
+      }
       for (const auto& a : running) {
         RunningJob r;
         r.name = std::to_string(a.job);

@@ -89,6 +89,47 @@ nlohmann::json NodeToJson(const NodeStatus& n) {
           {"jobs", n.jobs}};
 }
 
+namespace {
+
+nlohmann::json TrialToJson(const TrialView& t) {
+  auto opt = [](const auto& v) { return v ? NumberToJson(static_cast<double>(*v)) : nlohmann::json(nullptr); };
+  return {{"index", t.record.index},
+          {"job", t.record.job},
+          {"state", TrialStateName(t.record.state)},
+          {"job_state", t.job_state},
+          {"params", t.params},
+          {"objective", opt(t.record.objective)},
+          {"latest", opt(t.latest)},
+          {"step", t.step ? nlohmann::json(*t.step) : nlohmann::json(nullptr)},
+          {"message", t.record.message}};
+}
+
+}  // namespace
+
+nlohmann::json ExperimentToJson(const ExperimentView& e, bool with_trials) {
+  std::map<std::string, int> counts = {{"Running", 0}, {"Completed", 0}, {"EarlyStopped", 0}, {"Failed", 0}};
+  for (const TrialView& t : e.trials) counts[std::string(TrialStateName(t.record.state))] += 1;
+  nlohmann::json j = {
+      {"name", e.record.name},
+      {"state", ExperimentStateName(e.record.state)},
+      {"message", e.record.message},
+      {"created_at", FormatRfc3339(e.record.created_at)},
+      {"finished_at", OptionalTime(e.record.finished_at)},
+      {"objective", e.spec.is_object() ? e.spec["objective"] : nlohmann::json(nullptr)},
+      {"algorithm", e.spec.is_object() ? e.spec["algorithm"]["name"] : nlohmann::json(nullptr)},
+      {"max_trials", e.spec.is_object() ? e.spec["max_trials"] : nlohmann::json(nullptr)},
+      {"trial_counts", counts},
+      {"best_trial", e.best ? TrialToJson(e.trials[*e.best]) : nlohmann::json(nullptr)},
+  };
+  if (with_trials) {
+    nlohmann::json trials = nlohmann::json::array();
+    for (const TrialView& t : e.trials) trials.push_back(TrialToJson(t));
+    j["trials"] = trials;
+    j["spec"] = e.spec;
+  }
+  return j;
+}
+
 nlohmann::json EventToJson(const JobEvent& event) {
   return {{"id", event.id},
           {"time", FormatRfc3339(event.time)},

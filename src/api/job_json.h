@@ -7,6 +7,7 @@
 
 #include "core/job.h"
 #include "core/progress_report.h"
+#include "api/experiment_service.h"
 #include "api/job_service.h"
 #include "core/status.h"
 
@@ -21,5 +22,7 @@ nlohmann::json EventToJson(const JobEvent& event);
 nlohmann::json ErrorToJson(const Status& status);
 nlohmann::json QueueToJson(const QueueStatus& queue);
 nlohmann::json NodeToJson(const NodeStatus& node);
+// Counts and the best trial always; every trial with `with_trials`.
+nlohmann::json ExperimentToJson(const ExperimentView& experiment, bool with_trials);
 
 }  // namespace headway::api

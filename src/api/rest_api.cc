@@ -69,7 +69,8 @@ Result<JobFilter> ParseFilter(const HttpRequest& req) {
 
 class Api {
  public:
-  explicit Api(JobService& service) : service_(service) {
+  Api(JobService& service, ExperimentService* experiments)
+      : service_(service), experiments_(experiments) {
     router_.Add("GET", "/healthz", [](const HttpRequest&, const PathParams&) {
       return JsonResponse(200, {{"status", "ok"}});
     });
@@ -101,6 +102,32 @@ class Api {
     });
     router_.Add("GET", "/api/v1/jobs/{name}/logs",
                 [this](auto& r, auto& p) { return Logs(r, p.at("name")); });
+    router_.Add("POST", "/api/v1/experiments", [this](auto& r, auto&) {
+      if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
+      auto e = experiments_->CreateExperiment(r.body, r.Header("x-headway-submit-dir"));
+      if (!e.ok()) return ErrorResponse(e.status());
+      return JsonResponse(201, ExperimentToJson(*e, true));
+    });
+    router_.Add("GET", "/api/v1/experiments", [this](auto&, auto&) {
+      if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
+      auto all = experiments_->ListExperiments();
+      if (!all.ok()) return ErrorResponse(all.status());
+      json items = json::array();
+      for (const ExperimentView& e : *all) items.push_back(ExperimentToJson(e, false));
+      return JsonResponse(200, {{"experiments", items}});
+    });
+    router_.Add("GET", "/api/v1/experiments/{name}", [this](auto&, auto& p) {
+      if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
+      auto e = experiments_->GetExperiment(p.at("name"));
+      if (!e.ok()) return ErrorResponse(e.status());
+      return JsonResponse(200, ExperimentToJson(*e, true));
+    });
+    router_.Add("POST", "/api/v1/experiments/{name}/stop", [this](auto&, auto& p) {
+      if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
+      auto e = experiments_->StopExperiment(p.at("name"));
+      if (!e.ok()) return ErrorResponse(e.status());
+      return JsonResponse(200, ExperimentToJson(*e, true));
+    });
   }
 
   HttpResponse Handle(const HttpRequest& req) { return router_.Dispatch(req); }
@@ -356,13 +383,14 @@ class Api {
   }
 
   JobService& service_;
+  ExperimentService* experiments_;
   Router router_;
 };
 
 }  // namespace
 
-HttpHandler MakeRestApi(JobService& service) {
-  auto api = std::make_shared<Api>(service);
+HttpHandler MakeRestApi(JobService& service, ExperimentService* experiments) {
+  auto api = std::make_shared<Api>(service, experiments);
   return [api](const HttpRequest& req) { return api->Handle(req); };
 }
 

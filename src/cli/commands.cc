@@ -353,6 +353,131 @@ int Get(const Options& o) {
   return GetJobs(o);
 }
 
+std::string ReadSpecFile(const std::string& file, bool& ok) {
+  std::string text;
+  ok = true;
+  if (file == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), {});
+    return text;
+  }
+  std::ifstream in(file);
+  if (!in) {
+    std::cerr << "error: cannot read " << file << "\n";
+    ok = false;
+    return text;
+  }
+  text.assign(std::istreambuf_iterator<char>(in), {});
+  return text;
+}
+
+std::string ParamsText(const json& params) {
+  std::string text;
+  if (!params.is_object()) return "-";
+  for (const auto& [k, v] : params.items()) {
+    std::string value = v.is_string() ? v.get<std::string>() : FormatNumber(v);
+    text += (text.empty() ? "" : " ") + k + "=" + value;
+  }
+  return text.empty() ? "-" : text;
+}
+
+std::string TrialsSummary(const json& e) {
+  const json& c = e["trial_counts"];
+  int done = c.value("Completed", 0) + c.value("EarlyStopped", 0) + c.value("Failed", 0);
+  return std::to_string(c.value("Running", 0)) + " running, " + std::to_string(done) + "/" +
+         Or(e, "max_trials") + " done";
+}
+
+std::string BestText(const json& e) {
+  const json& best = e["best_trial"];
+  if (!best.is_object()) return "-";
+  return Or(best, "job") + " " + FormatNumber(best["objective"]);
+}
+
+int ExpCreate(const Options& o) {
+  bool ok = true;
+  std::string text = ReadSpecFile(o.file, ok);
+  if (!ok) return kExitUsage;
+  Client client(o);
+  std::error_code ec;
+  std::string cwd = std::filesystem::current_path(ec).string();
+  auto e = client.Call("POST", "/api/v1/experiments", text, "application/yaml",
+                       {{"X-Headway-Submit-Dir", cwd}});
+  if (!e) return client.exit_code;
+  if (PrintStructured(o, *e)) return kExitOk;
+  std::cout << "experiment/" << (*e)["name"].get<std::string>() << " created\n";
+  return kExitOk;
+}
+
+int ExpGet(const Options& o) {
+  Client client(o);
+  std::vector<json> experiments;
+  if (!o.name.empty()) {
+    auto e = client.Call("GET", "/api/v1/experiments/" + UrlEncode(o.name));
+    if (!e) return client.exit_code;
+    if (PrintStructured(o, *e)) return kExitOk;
+    experiments.push_back(*e);
+  } else {
+    auto list = client.Call("GET", "/api/v1/experiments");
+    if (!list) return client.exit_code;
+    if (PrintStructured(o, *list)) return kExitOk;
+    for (const auto& e : (*list)["experiments"]) experiments.push_back(e);
+  }
+  if (o.output == "name") {
+    for (const auto& e : experiments) std::cout << e["name"].get<std::string>() << "\n";
+    return kExitOk;
+  }
+  if (experiments.empty()) {
+    std::cerr << "No experiments found.\n";
+    return kExitOk;
+  }
+  Time now = SystemClock().Now();
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& e : experiments) {
+    std::string objective = e["objective"].is_object()
+                                ? Or(e["objective"], "metric") + " (" + Or(e["objective"], "direction") + ")"
+                                : "-";
+    rows.push_back({Or(e, "name"), Or(e, "state"), Or(e, "algorithm"), objective, TrialsSummary(e),
+                    BestText(e), Age(e["created_at"].get<std::string>(), now)});
+  }
+  std::cout << FormatTable({"NAME", "STATE", "ALGORITHM", "OBJECTIVE", "TRIALS", "BEST", "AGE"}, rows);
+  return kExitOk;
+}
+
+int ExpDescribe(const Options& o) {
+  Client client(o);
+  auto e = client.Call("GET", "/api/v1/experiments/" + UrlEncode(o.name));
+  if (!e) return client.exit_code;
+  if (PrintStructured(o, *e)) return kExitOk;
+  const json& j = *e;
+  std::cout << "Name:       " << Or(j, "name") << "\n"
+            << "State:      " << Or(j, "state") << (Or(j, "message", "").empty() ? "" : " (" + Or(j, "message") + ")") << "\n"
+            << "Algorithm:  " << Or(j, "algorithm") << "\n"
+            << "Objective:  " << Or(j["objective"], "metric") << " (" << Or(j["objective"], "direction") << ")\n"
+            << "Trials:     " << TrialsSummary(j) << "\n"
+            << "Best:       " << BestText(j);
+  if (j["best_trial"].is_object()) std::cout << "  " << ParamsText(j["best_trial"]["params"]);
+  std::cout << "\n\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& t : j["trials"]) {
+    std::string state = Or(t, "state");
+    if (state == "Running" && Or(t, "job_state", "") != "Running") state += " (" + Or(t, "job_state") + ")";
+    rows.push_back({Or(t, "job"), state, t["step"].is_number() ? Or(t, "step") : "-",
+                    FormatNumber(t["objective"].is_null() ? t["latest"] : t["objective"]),
+                    ParamsText(t["params"]), Or(t, "message", "").empty() ? "-" : Or(t, "message")});
+  }
+  std::cout << FormatTable({"TRIAL", "STATE", "STEP", "OBJECTIVE", "PARAMETERS", "NOTE"}, rows);
+  return kExitOk;
+}
+
+int ExpStop(const Options& o) {
+  Client client(o);
+  auto e = client.Call("POST", "/api/v1/experiments/" + UrlEncode(o.name) + "/stop", "{}");
+  if (!e) return client.exit_code;
+  if (PrintStructured(o, *e)) return kExitOk;
+  std::cout << "experiment/" << o.name << " stopped\n";
+  return kExitOk;
+}
+
 int Describe(const Options& o) {
   Client client(o);
   auto job = client.Call("GET", "/api/v1/jobs/" + UrlEncode(o.name));
@@ -581,6 +706,25 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code) {
   get->add_option("-l,--selector", o.labels, "label filter key=value (repeatable)");
   AddOutputFlag(get, o, {"wide", "json", "yaml", "name"});
   get->callback([&exit_code, &o] { exit_code = Get(o); });
+
+  auto* exp = app.add_subcommand("exp", "Hyperparameter experiments: create, get, describe, stop");
+  exp->require_subcommand(1);
+  auto* exp_create = exp->add_subcommand("create", "Start an experiment from a YAML or JSON spec");
+  exp_create->add_option("-f,--file", o.file, "experiment spec file, or - for standard input")->required();
+  AddOutputFlag(exp_create, o, {"json", "yaml"});
+  exp_create->callback([&exit_code, &o] { exit_code = ExpCreate(o); });
+  auto* exp_get = exp->add_subcommand("get", "List experiments with their best trial");
+  exp_get->add_option("name", o.name, "one experiment");
+  AddOutputFlag(exp_get, o, {"json", "yaml", "name"});
+  exp_get->callback([&exit_code, &o] { exit_code = ExpGet(o); });
+  auto* exp_describe = exp->add_subcommand("describe", "An experiment's trials: parameters and objective");
+  exp_describe->add_option("name", o.name, "experiment name")->required();
+  AddOutputFlag(exp_describe, o, {"json", "yaml"});
+  exp_describe->callback([&exit_code, &o] { exit_code = ExpDescribe(o); });
+  auto* exp_stop = exp->add_subcommand("stop", "Stop an experiment and its running trials");
+  exp_stop->add_option("name", o.name, "experiment name")->required();
+  AddOutputFlag(exp_stop, o, {"json", "yaml"});
+  exp_stop->callback([&exit_code, &o] { exit_code = ExpStop(o); });
 
   auto* describe = app.add_subcommand("describe", "Show a job in detail, with its events");
   describe->add_option("resource", o.resource, "job")->required()->check(CLI::IsMember({"job"}));

@@ -43,7 +43,9 @@ class Sampler {
  public:
   virtual ~Sampler() = default;
   // The parameters for trial `trial_index` (0-based), given every finished
-  // trial so far (in any order). Always returns an assignment InSpace().
+  // trial so far, in trial order (TPE weighs recent trials more). Always
+  // returns an assignment InSpace() for a valid space (ParseExperimentSpec
+  // validates one).
   virtual Assignment Suggest(const SearchSpace& space, std::span<const Observation> history,
                              std::int64_t trial_index) const = 0;
 };

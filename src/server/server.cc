@@ -17,6 +17,7 @@
 #include "exec/command_runner.h"
 #include "exec/executor.h"
 #include "exec/local/gpu_inventory.h"
+#include "server/experiment_controller.h"
 #include "server/job_controller.h"
 #include "server/webhook_notifier.h"
 #include "store/store.h"
@@ -196,6 +197,7 @@ int RunServer(const ServerConfig& config) {
   // Bind first, so the URL handed to jobs names the real port; requests that
   // arrive before the controller exists get 503.
   std::unique_ptr<JobController> controller;
+  std::unique_ptr<ExperimentController> experiments;
   api::HttpHandler api_handler;
   std::atomic<const api::HttpHandler*> ready{nullptr};
   auto server = api::HttpServer::Start(
@@ -217,7 +219,8 @@ int RunServer(const ServerConfig& config) {
   options.advertise_url = "http://" + host + ":" + std::to_string((*server)->port());
   options.queues = *queues;
   controller = std::make_unique<JobController>(**store, executors, clock, options);
-  api_handler = api::MakeRestApi(*controller);
+  experiments = std::make_unique<ExperimentController>(**store, *controller, clock);
+  api_handler = api::MakeRestApi(*controller, experiments.get());
   ready.store(&api_handler);
 
   Status reconciled = controller->Reconcile();
@@ -226,6 +229,7 @@ int RunServer(const ServerConfig& config) {
     return 1;
   }
   std::thread loop([&] { controller->RunLoop(std::chrono::milliseconds(200)); });
+  std::thread experiment_loop([&] { experiments->RunLoop(std::chrono::milliseconds(500)); });
   for (const auto& [name, queue] : options.queues) {
     spdlog::info("queue {} runs on {}", name, queue.executor);
   }
@@ -240,7 +244,9 @@ int RunServer(const ServerConfig& config) {
   spdlog::info("received {}, shutting down; running jobs keep running", strsignal(sig));
   (*server)->Stop();
   controller->Shutdown();
+  experiments->Shutdown();
   loop.join();
+  experiment_loop.join();
   return 0;
 }
 

@@ -17,6 +17,7 @@
 
 #include <functional>
 
+#include "core/experiment.h"
 #include "core/job.h"
 #include "core/progress_report.h"
 #include "core/status.h"
@@ -59,6 +60,18 @@ class Store {
   virtual Status ScanMetric(std::string_view job, std::string_view metric,
                             const std::function<void(const MetricPoint&)>& visit) = 0;
   virtual Result<std::vector<std::string>> MetricNames(std::string_view job) = 0;
+
+  // Experiments and their trials. Creating a trial twice (same experiment
+  // and index) is Conflict, so a resumed controller never doubles one.
+  virtual Status CreateExperiment(const ExperimentRecord& experiment) = 0;
+  virtual Status SaveExperiment(const ExperimentRecord& experiment) = 0;
+  virtual Result<ExperimentRecord> GetExperiment(std::string_view name) = 0;
+  // Ordered by creation.
+  virtual Result<std::vector<ExperimentRecord>> ListExperiments() = 0;
+  virtual Status CreateTrial(const TrialRecord& trial) = 0;
+  virtual Status SaveTrial(const TrialRecord& trial) = 0;
+  // Ordered by index.
+  virtual Result<std::vector<TrialRecord>> ListTrials(std::string_view experiment) = 0;
 
   virtual Status AddLogFile(const LogFile& log) = 0;
   // Ordered by attempt, then rank.

@@ -178,7 +178,8 @@ TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
   for (const char* sql : {"ALTER TABLE jobs DROP COLUMN preemptions",
                           "ALTER TABLE jobs DROP COLUMN preempt_requested_at",
                           "ALTER TABLE jobs DROP COLUMN preempt_message",
-                          "ALTER TABLE jobs DROP COLUMN requeued_at", "PRAGMA user_version=2"}) {
+                          "ALTER TABLE jobs DROP COLUMN requeued_at", "DROP TABLE trials",
+                          "DROP TABLE experiments", "PRAGMA user_version=2"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -186,6 +187,41 @@ TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(job->preemptions, 0);
   EXPECT_FALSE(job->preempt_requested_at);
+}
+
+TEST_F(SqliteStoreTest, ExperimentsAndTrialsSurviveReopening) {
+  {
+    auto store = Open();
+    ExperimentRecord e{"sweep", R"({"name":"sweep"})", ExperimentState::kRunning, "", FromUnixMillis(1000), {}};
+    ASSERT_TRUE(store->CreateExperiment(e).ok());
+    EXPECT_EQ(store->CreateExperiment(e).code(), StatusCode::kConflict);
+    TrialRecord t{"sweep", 0, "sweep-0", R"({"lr":0.1})", TrialState::kRunning, false, {}, ""};
+    ASSERT_TRUE(store->CreateTrial(t).ok());
+    EXPECT_EQ(store->CreateTrial(t).code(), StatusCode::kConflict);  // never doubled on resume
+    t.state = TrialState::kEarlyStopped;
+    t.stop_requested = true;
+    t.objective = 0.25;
+    ASSERT_TRUE(store->SaveTrial(t).ok());
+    TrialRecord orphan{"nope", 0, "nope-0", "{}", TrialState::kRunning, false, {}, ""};
+    EXPECT_EQ(store->CreateTrial(orphan).code(), StatusCode::kNotFound);
+    e.state = ExperimentState::kSucceeded;
+    e.message = "goal reached";
+    e.finished_at = FromUnixMillis(9000);
+    ASSERT_TRUE(store->SaveExperiment(e).ok());
+  }
+  auto store = Open();
+  auto e = store->GetExperiment("sweep");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->state, ExperimentState::kSucceeded);
+  EXPECT_EQ(e->finished_at, FromUnixMillis(9000));
+  auto trials = store->ListTrials("sweep");
+  ASSERT_TRUE(trials.ok());
+  ASSERT_EQ(trials->size(), 1u);
+  EXPECT_EQ((*trials)[0].state, TrialState::kEarlyStopped);
+  EXPECT_TRUE((*trials)[0].stop_requested);
+  EXPECT_EQ((*trials)[0].objective, 0.25);
+  EXPECT_EQ(store->GetExperiment("other").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->ListExperiments()->size(), 1u);
 }
 
 TEST_F(SqliteStoreTest, LogIndex) {

@@ -1,0 +1,544 @@
+// Independent TPE after Optuna's TPESampler (v3.1, plus two later upstream
+// fixes) with its default settings: consider_prior, prior_weight 1,
+// consider_magic_clip, no consider_endpoints, 24 EI candidates,
+// gamma(n) = min(ceil(0.1 n), 25) and default_weights. Where this differs
+// from Optuna 3.1 a comment next to the code says so and why.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hpo/internal/samplers.h"
+
+namespace headway::hpo::internal {
+namespace {
+
+constexpr int kEiCandidates = 24;
+constexpr double kPriorWeight = 1.0;
+constexpr std::size_t kMaxBelow = 25;     // gamma's cap
+constexpr std::size_t kFlatWeights = 25;  // default_weights: the newest 25 weigh 1
+constexpr double kMagicClipMaxComponents = 100.0;
+// Keeps the model's draws apart from the per-position streams of the random
+// sampler that TPE uses for its startup trials.
+constexpr std::uint64_t kModelStreamBase = std::uint64_t{1} << 32;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kLogSqrt2Pi = 0.91893853320467274178;
+constexpr double kSqrtHalf = 0.70710678118654752440;
+
+// ---- Standard normal helpers, ported from optuna/samplers/_tpe/_truncnorm.py,
+// which work in log space so far tails neither underflow nor cancel.
+
+double NormLogPdf(double z) { return -0.5 * z * z - kLogSqrt2Pi; }
+
+double Ndtr(double a) {
+  const double x = a * kSqrtHalf;
+  if (x < -kSqrtHalf) return 0.5 * std::erfc(-x);
+  if (x < kSqrtHalf) return 0.5 + 0.5 * std::erf(x);
+  return 1.0 - 0.5 * std::erfc(x);
+}
+
+double LogNdtr(double a) {
+  if (a > 6) return std::log1p(-Ndtr(-a));  // Optuna: -Ndtr(-a), its first-order form
+  if (a > -20) return std::log(Ndtr(a));
+  // Asymptotic series of log(Phi(a)) for a far in the left tail.
+  const double log_lhs = -0.5 * a * a - std::log(-a) - kLogSqrt2Pi;
+  double last_total = 0;
+  double rhs = 1;
+  double numerator = 1;
+  double denom_factor = 1;
+  const double denom_cons = 1 / (a * a);
+  double sign = 1;
+  for (int i = 1; std::fabs(last_total - rhs) > std::numeric_limits<double>::epsilon(); ++i) {
+    last_total = rhs;
+    sign = -sign;
+    denom_factor *= denom_cons;
+    numerator *= 2 * i - 1;
+    rhs += sign * numerator * denom_factor;
+  }
+  return log_lhs + std::log(rhs);
+}
+
+double LogAddExp(double x, double y) {
+  if (x == -kInf) return y;
+  if (y == -kInf) return x;
+  const double hi = std::max(x, y);
+  return hi + std::log1p(std::exp(-std::fabs(x - y)));
+}
+
+// log(p - q) from log p and log q, p >= q.
+double LogDiff(double log_p, double log_q) { return log_p + std::log1p(-std::exp(log_q - log_p)); }
+
+// log of the standard normal mass in [a, b].
+double LogGaussMass(double a, double b) {
+  if (b <= 0) return LogDiff(LogNdtr(b), LogNdtr(a));
+  if (a > 0) return LogDiff(LogNdtr(-a), LogNdtr(-b));
+  // Straddling zero the mass is large, and this form avoids 1 - (1 - x).
+  return std::log1p(-Ndtr(a) - Ndtr(-b));
+}
+
+// The x with log(Phi(x)) = y, by bisection as Optuna does: slow-ish but
+// exact to the last bit and free of special cases.
+double NdtriExp(double y) {
+  double a = -100;
+  double b = 100;
+  double m = 0;
+  for (int i = 0; i < 100; ++i) {
+    m = 0.5 * (a + b);
+    if (LogNdtr(m) < y) {
+      a = m;
+    } else {
+      b = m;
+    }
+  }
+  return m;
+}
+
+// Quantile q of the standard normal truncated to [a, b].
+double TruncNormPpf(double q, double a, double b) {
+  if (q <= 0) return a;
+  if (q >= 1) return b;
+  if (a < 0) return NdtriExp(LogAddExp(LogNdtr(a), std::log(q) + LogGaussMass(a, b)));
+  return -NdtriExp(LogAddExp(LogNdtr(-b), std::log1p(-q) + LogGaussMass(a, b)));
+}
+
+// ---- Parzen estimators.
+
+// A component index drawn with probability `weights[k]` (they sum to 1).
+std::size_t DrawComponent(const std::vector<double>& weights, std::uint64_t& state) {
+  const double u = NextUnit(state);
+  double cumulative = 0;
+  for (std::size_t k = 0; k + 1 < weights.size(); ++k) {
+    cumulative += weights[k];
+    if (u < cumulative) return k;
+  }
+  return weights.size() - 1;  // also absorbs the rounding of the running sum
+}
+
+// Optuna's default_weights(m) for m observations in trial order, oldest
+// first, followed by the prior's weight; normalised to sum 1.
+std::vector<double> ComponentWeights(std::size_t m) {
+  std::vector<double> w(m + 1, 1.0);
+  if (m >= kFlatWeights) {
+    // np.linspace(1/m, 1, m - 25): older observations fade out linearly.
+    const std::size_t ramp = m - kFlatWeights;
+    const double start = 1.0 / static_cast<double>(m);
+    for (std::size_t i = 0; i < ramp; ++i) {
+      w[i] = ramp == 1
+                 ? start
+                 : start + (1.0 - start) * static_cast<double>(i) / static_cast<double>(ramp - 1);
+    }
+  }
+  w[m] = kPriorWeight;
+  const double total = std::accumulate(w.begin(), w.end(), 0.0);
+  for (double& x : w) x /= total;
+  return w;
+}
+
+// A mixture of Gaussians truncated to [low, high]: one per observation plus
+// the prior N((low + high) / 2, high - low), last.
+class NumericParzen {
+ public:
+  NumericParzen(const std::vector<double>& observations, double low, double high)
+      : low_(low), high_(high), weights_(ComponentWeights(observations.size())) {
+    const std::size_t n = observations.size() + 1;
+    mus_ = observations;
+    mus_.push_back(0.5 * (low + high));
+
+    // Each component is as wide as the larger gap to its sorted neighbours
+    // (the bounds count as neighbours, except for the outermost components).
+    std::vector<std::size_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    // Optuna: np.argsort (quicksort); stable here so ties resolve by trial order.
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t i, std::size_t j) { return mus_[i] < mus_[j]; });
+    std::vector<double> ends(n + 2);
+    ends[0] = low;
+    for (std::size_t i = 0; i < n; ++i) ends[i + 1] = mus_[order[i]];
+    ends[n + 1] = high;
+    std::vector<double> sorted_sigmas(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      sorted_sigmas[i] = std::max(ends[i + 1] - ends[i], ends[i + 2] - ends[i + 1]);
+    }
+    if (n >= 2) {  // consider_endpoints=False
+      sorted_sigmas[0] = ends[2] - ends[1];
+      sorted_sigmas[n - 1] = ends[n] - ends[n - 1];
+    }
+    // Magic clip: no narrower than the range over the number of components
+    // (at most 100), so few observations cannot make spikes.
+    const double range = high - low;
+    const double min_sigma = range / std::min(kMagicClipMaxComponents, 1.0 + n);
+    sigmas_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      sigmas_[order[i]] = std::clamp(sorted_sigmas[i], min_sigma, range);
+    }
+    sigmas_[n - 1] = range;  // the prior
+
+    log_weights_.resize(n);
+    log_truncated_mass_.resize(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      log_weights_[k] = std::log(weights_[k]);
+      log_truncated_mass_[k] = LogGaussMass(Lo(k), Hi(k));
+    }
+  }
+
+  double Sample(std::uint64_t& state) const {
+    const std::size_t k = DrawComponent(weights_, state);
+    const double x = TruncNormPpf(NextUnit(state), Lo(k), Hi(k)) * sigmas_[k] + mus_[k];
+    return std::clamp(x, low_, high_);
+  }
+
+  // log density at x. Optuna 3.1 left out the -log(sigma) term, so its
+  // mixtures were not normalised (issue #5109, fixed upstream in PR #5110).
+  double LogPdf(double x) const {
+    double total = -kInf;
+    for (std::size_t k = 0; k < mus_.size(); ++k) {
+      const double z = (x - mus_[k]) / sigmas_[k];
+      total = LogAddExp(
+          total, log_weights_[k] + NormLogPdf(z) - std::log(sigmas_[k]) - log_truncated_mass_[k]);
+    }
+    return total;
+  }
+
+  // log of the probability of [lo, hi], for values that stand for a cell.
+  double LogMass(double lo, double hi) const {
+    double total = -kInf;
+    for (std::size_t k = 0; k < mus_.size(); ++k) {
+      const double mass = LogGaussMass((lo - mus_[k]) / sigmas_[k], (hi - mus_[k]) / sigmas_[k]);
+      total = LogAddExp(total, log_weights_[k] + mass - log_truncated_mass_[k]);
+    }
+    return total;
+  }
+
+ private:
+  // Component k's truncation bounds in its own standard units.
+  double Lo(std::size_t k) const { return (low_ - mus_[k]) / sigmas_[k]; }
+  double Hi(std::size_t k) const { return (high_ - mus_[k]) / sigmas_[k]; }
+
+  double low_;
+  double high_;
+  std::vector<double> weights_;
+  std::vector<double> log_weights_;
+  std::vector<double> mus_;
+  std::vector<double> sigmas_;
+  std::vector<double> log_truncated_mass_;
+};
+
+// Optuna's categorical estimator: each observation is a distribution that
+// puts 1 on its category plus prior_weight / (m + 1) on every category; the
+// prior component is uniform. Only the mixture's probabilities are needed.
+class CategoricalParzen {
+ public:
+  CategoricalParzen(const std::vector<std::size_t>& observations, std::size_t n_categories)
+      : weights_(ComponentWeights(observations.size())), observations_(observations) {
+    const std::size_t m = observations.size();
+    smoothing_ = kPriorWeight / static_cast<double>(m + 1);
+    row_total_ = smoothing_ * static_cast<double>(n_categories) + 1.0;
+    probabilities_.assign(n_categories, weights_[m] / static_cast<double>(n_categories));
+    for (std::size_t i = 0; i < m; ++i) {
+      for (std::size_t c = 0; c < n_categories; ++c) {
+        probabilities_[c] += weights_[i] * Row(i, c);
+      }
+    }
+  }
+
+  std::size_t Sample(std::uint64_t& state) const {
+    const std::size_t k = DrawComponent(weights_, state);
+    const std::size_t n = probabilities_.size();
+    const double u = NextUnit(state);
+    double cumulative = 0;
+    for (std::size_t c = 0; c + 1 < n; ++c) {
+      cumulative += k == observations_.size() ? 1.0 / static_cast<double>(n) : Row(k, c);
+      if (u <= cumulative) return c;
+    }
+    return n - 1;
+  }
+
+  double LogProbability(std::size_t c) const { return std::log(probabilities_[c]); }
+
+ private:
+  double Row(std::size_t i, std::size_t c) const {
+    return (smoothing_ + (observations_[i] == c ? 1.0 : 0.0)) / row_total_;
+  }
+
+  std::vector<double> weights_;
+  std::vector<std::size_t> observations_;
+  double smoothing_ = 0;
+  double row_total_ = 1;
+  std::vector<double> probabilities_;
+};
+
+// ---- How each numeric parameter type maps onto the line the model lives on.
+
+// A sampled point, snapped to a value the parameter can take.
+struct Snapped {
+  double value;  // what the trial gets
+  double model;  // where it sits on the model's line
+  // For ints and discrete values: the stretch of the line the value stands
+  // for, scored by its probability mass rather than a density.
+  std::optional<std::pair<double, double>> cell;
+};
+
+class NumericAxis {
+ public:
+  // nullopt for a parameter with fewer than two values: nothing to model.
+  static std::optional<NumericAxis> For(const ParamSpec& param) {
+    NumericAxis axis;
+    axis.type_ = param.type;
+    axis.log_ = param.log && param.min > 0;
+    switch (param.type) {
+      case ParamType::kDouble:
+        if (!(param.min < param.max)) return std::nullopt;
+        axis.min_ = param.min;
+        axis.max_ = param.max;
+        axis.low_ = axis.log_ ? std::log(param.min) : param.min;
+        axis.high_ = axis.log_ ? std::log(param.max) : param.max;
+        return axis;
+      case ParamType::kInt:
+        axis.min_ = std::ceil(param.min);
+        axis.max_ = std::floor(param.max);
+        if (!(axis.min_ < axis.max_)) return std::nullopt;
+        // Every integer owns [k - 0.5, k + 0.5], the end points included.
+        axis.low_ = axis.log_ ? std::log(axis.min_ - 0.5) : axis.min_ - 0.5;
+        axis.high_ = axis.log_ ? std::log(axis.max_ + 0.5) : axis.max_ + 0.5;
+        return axis;
+      case ParamType::kDiscrete: {
+        // Optuna has no ordered-values type; this generalises its stepped
+        // float (cells of width q around each value) to uneven spacing: each
+        // value owns the stretch up to the midpoints with its neighbours.
+        axis.values_ = param.values;
+        std::sort(axis.values_.begin(), axis.values_.end());
+        axis.values_.erase(std::unique(axis.values_.begin(), axis.values_.end()),
+                           axis.values_.end());
+        const auto& v = axis.values_;
+        if (v.size() < 2 || !std::isfinite(v.front()) || !std::isfinite(v.back())) {
+          return std::nullopt;
+        }
+        axis.low_ = v[0] - 0.5 * (v[1] - v[0]);
+        axis.high_ = v.back() + 0.5 * (v.back() - v[v.size() - 2]);
+        return axis;
+      }
+      case ParamType::kCategorical:
+        break;
+    }
+    return std::nullopt;
+  }
+
+  double low() const { return low_; }
+  double high() const { return high_; }
+
+  // Where an observed value sits on the model's line; nullopt for a value the
+  // parameter cannot take now (e.g. the space changed since that trial).
+  std::optional<double> ToModel(const ParamValue& value) const {
+    const auto* v = std::get_if<double>(&value);
+    if (v == nullptr || std::isnan(*v)) return std::nullopt;
+    if (type_ == ParamType::kDiscrete) {
+      if (!std::binary_search(values_.begin(), values_.end(), *v)) return std::nullopt;
+      return *v;
+    }
+    if (*v < min_ || *v > max_) return std::nullopt;
+    return log_ ? std::log(*v) : *v;
+  }
+
+  Snapped Snap(double x) const {
+    switch (type_) {
+      case ParamType::kDouble: {
+        const double value = std::clamp(log_ ? std::exp(x) : x, min_, max_);
+        return {value, log_ ? std::log(value) : value, std::nullopt};
+      }
+      case ParamType::kInt: {
+        const double value = std::clamp(std::round(log_ ? std::exp(x) : x), min_, max_);
+        // A log int's cell is [value - 0.5, value + 0.5] mapped to log space,
+        // as in Optuna since PR #6258; Optuna 3.1 used the density at log(value).
+        const double lo = log_ ? std::log(value - 0.5) : value - 0.5;
+        const double hi = log_ ? std::log(value + 0.5) : value + 0.5;
+        return {value, log_ ? std::log(value) : value,
+                std::pair{std::max(lo, low_), std::min(hi, high_)}};
+      }
+      case ParamType::kDiscrete: {
+        const auto& v = values_;
+        // The nearest value; a midpoint goes to the lower one.
+        std::size_t i = std::lower_bound(v.begin(), v.end(), x) - v.begin();
+        if (i == v.size() || (i > 0 && x - v[i - 1] <= v[i] - x)) --i;
+        const double lo = i == 0 ? low_ : 0.5 * (v[i - 1] + v[i]);
+        const double hi = i + 1 == v.size() ? high_ : 0.5 * (v[i] + v[i + 1]);
+        return {v[i], v[i], std::pair{lo, hi}};
+      }
+      case ParamType::kCategorical:
+        break;
+    }
+    return {x, x, std::nullopt};
+  }
+
+ private:
+  ParamType type_ = ParamType::kDouble;
+  bool log_ = false;
+  double min_ = 0;  // the values' bounds (kDouble, kInt)
+  double max_ = 0;
+  double low_ = 0;  // the model's bounds, on its line
+  double high_ = 0;
+  std::vector<double> values_;  // kDiscrete, sorted and unique
+};
+
+double ScoreOrWorst(double score) { return std::isnan(score) ? -kInf : score; }
+
+ParamValue SuggestNumeric(const NumericAxis& axis, const std::string& name,
+                          const std::vector<const Observation*>& below,
+                          const std::vector<const Observation*>& above, std::uint64_t& state) {
+  auto on_line = [&](const std::vector<const Observation*>& group) {
+    std::vector<double> xs;
+    for (const Observation* obs : group) {
+      auto it = obs->params.find(name);
+      if (it == obs->params.end()) continue;
+      if (std::optional<double> x = axis.ToModel(it->second)) xs.push_back(*x);
+    }
+    return xs;
+  };
+  const NumericParzen l(on_line(below), axis.low(), axis.high());
+  const NumericParzen g(on_line(above), axis.low(), axis.high());
+  auto log_ratio = [&](const Snapped& s) {
+    if (s.cell) {
+      return l.LogMass(s.cell->first, s.cell->second) - g.LogMass(s.cell->first, s.cell->second);
+    }
+    return l.LogPdf(s.model) - g.LogPdf(s.model);
+  };
+
+  std::optional<Snapped> best;
+  double best_score = -kInf;
+  for (int i = 0; i < kEiCandidates; ++i) {
+    const Snapped candidate = axis.Snap(l.Sample(state));
+    const double score = ScoreOrWorst(log_ratio(candidate));
+    if (!best || score > best_score) {  // the first of equal scores wins, as np.argmax
+      best = candidate;
+      best_score = score;
+    }
+  }
+  return best->value;
+}
+
+ParamValue SuggestCategorical(const ParamSpec& param, const std::vector<const Observation*>& below,
+                              const std::vector<const Observation*>& above, std::uint64_t& state) {
+  const auto& categories = param.categories;
+  auto indices = [&](const std::vector<const Observation*>& group) {
+    std::vector<std::size_t> out;
+    for (const Observation* obs : group) {
+      auto it = obs->params.find(param.name);
+      if (it == obs->params.end()) continue;
+      const auto* s = std::get_if<std::string>(&it->second);
+      if (s == nullptr) continue;
+      auto c = std::find(categories.begin(), categories.end(), *s);
+      if (c != categories.end()) out.push_back(c - categories.begin());
+    }
+    return out;
+  };
+  const CategoricalParzen l(indices(below), categories.size());
+  const CategoricalParzen g(indices(above), categories.size());
+
+  std::size_t best = 0;
+  double best_score = -kInf;
+  for (int i = 0; i < kEiCandidates; ++i) {
+    const std::size_t c = l.Sample(state);
+    const double score = ScoreOrWorst(l.LogProbability(c) - g.LogProbability(c));
+    if (i == 0 || score > best_score) {
+      best = c;
+      best_score = score;
+    }
+  }
+  return categories[best];
+}
+
+// An observation the model learns from, with where it ranks.
+struct Usable {
+  const Observation* observation;
+  bool pruned;
+  double objective;
+};
+
+// Observations that count (completed or pruned, with a non-NaN objective),
+// in history order, which is taken to be trial order.
+std::vector<Usable> UsableObservations(std::span<const Observation> history) {
+  std::vector<Usable> out;
+  for (const Observation& obs : history) {
+    if (obs.outcome == TrialOutcome::kFailed || !obs.objective || std::isnan(*obs.objective)) {
+      continue;
+    }
+    out.push_back({&obs, obs.outcome == TrialOutcome::kPruned, *obs.objective});
+  }
+  return out;
+}
+
+// The best gamma(n) observations and the rest, each kept in trial order.
+// Completed trials rank ahead of pruned ones, as in Optuna, whose pruned
+// trials also rank among themselves by the last step reached first; without
+// steps here they rank by their last objective only.
+std::pair<std::vector<const Observation*>, std::vector<const Observation*>> Split(
+    const std::vector<Usable>& usable) {
+  const std::size_t n = usable.size();
+  // ceil(0.1 n) in integers; equal to Optuna's floating-point form below its cap.
+  const std::size_t n_below = std::min((n + 9) / 10, kMaxBelow);
+  std::vector<std::size_t> rank(n);
+  std::iota(rank.begin(), rank.end(), 0);
+  std::stable_sort(rank.begin(), rank.end(), [&](std::size_t i, std::size_t j) {
+    if (usable[i].pruned != usable[j].pruned) return !usable[i].pruned;
+    return usable[i].objective < usable[j].objective;
+  });
+  std::vector<bool> is_below(n, false);
+  for (std::size_t r = 0; r < n_below; ++r) is_below[rank[r]] = true;
+  std::vector<const Observation*> below;
+  std::vector<const Observation*> above;
+  for (std::size_t i = 0; i < n; ++i) {
+    (is_below[i] ? below : above).push_back(usable[i].observation);
+  }
+  return {below, above};
+}
+
+class TpeSampler final : public Sampler {
+ public:
+  explicit TpeSampler(const SamplerOptions& options)
+      : seed_(options.seed),
+        startup_trials_(options.startup_trials),
+        random_(MakeRandomSampler(options)) {}
+
+  Assignment Suggest(const SearchSpace& space, std::span<const Observation> history,
+                     std::int64_t trial_index) const override {
+    const std::vector<Usable> usable = UsableObservations(history);
+    if (static_cast<std::int64_t>(usable.size()) < startup_trials_) {
+      return random_->Suggest(space, history, trial_index);
+    }
+    const auto [below, above] = Split(usable);
+    Assignment a;
+    for (std::size_t k = 0; k < space.size(); ++k) {
+      const ParamSpec& param = space[k];
+      std::uint64_t state = MixSeed(seed_, trial_index, kModelStreamBase + k);
+      if (param.type == ParamType::kCategorical) {
+        a[param.name] = param.categories.size() < 2
+                            ? DrawUniform(param, state)
+                            : SuggestCategorical(param, below, above, state);
+      } else if (std::optional<NumericAxis> axis = NumericAxis::For(param)) {
+        a[param.name] = SuggestNumeric(*axis, param.name, below, above, state);
+      } else {
+        a[param.name] = DrawUniform(param, state);  // a single value: nothing to model
+      }
+    }
+    return a;
+  }
+
+ private:
+  std::uint64_t seed_;
+  std::int64_t startup_trials_;
+  std::unique_ptr<Sampler> random_;  // stateless, like the sampler itself
+};
+
+}  // namespace
+
+std::unique_ptr<Sampler> MakeTpeSampler(const SamplerOptions& options) {
+  return std::make_unique<TpeSampler>(options);
+}
+
+}  // namespace headway::hpo::internal

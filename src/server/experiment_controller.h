@@ -1,0 +1,65 @@
+// Runs hyperparameter experiments: proposes each trial's parameters with the
+// experiment's sampler, submits the trial as an ordinary job (so the
+// scheduler, quotas and progress tracking apply), applies the early-stopping
+// rule to live metrics through the normal stop path, and ends the experiment
+// when its trials are done, its goal is reached, or too many trials failed.
+//
+// Everything is persisted before it is acted on (the trial record before its
+// job is submitted), and samplers are deterministic, so after a restart the
+// controller picks up where it left off without doubling a trial.
+//
+// Thread safety: all public methods are thread-safe; Tick() runs on one
+// background loop.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "api/experiment_service.h"
+#include "api/job_service.h"
+#include "core/time.h"
+#include "hpo/experiment_spec.h"
+#include "store/store.h"
+
+namespace headway {
+
+class ExperimentController final : public api::ExperimentService {
+ public:
+  // `store`, `jobs` and `clock` must outlive the controller.
+  ExperimentController(Store& store, api::JobService& jobs, const Clock& clock);
+
+  // One pass over every running experiment.
+  void Tick();
+  // Runs Tick until Shutdown(), every `period` or sooner when woken.
+  void RunLoop(Duration period);
+  void Shutdown();
+
+  Result<api::ExperimentView> CreateExperiment(std::string_view document,
+                                               std::string_view submit_dir) override;
+  Result<api::ExperimentView> GetExperiment(std::string_view name) override;
+  Result<std::vector<api::ExperimentView>> ListExperiments() override;
+  Result<api::ExperimentView> StopExperiment(std::string_view name) override;
+
+ private:
+  // Callers hold mu_.
+  void Advance(ExperimentRecord& experiment, const hpo::ExperimentSpec& spec);
+  void Finish(ExperimentRecord& experiment, ExperimentState state, std::string message,
+              std::vector<TrialRecord>& trials);
+  void LaunchTrial(const hpo::ExperimentSpec& spec, std::int64_t index,
+                   const std::vector<TrialRecord>& trials);
+  Result<const hpo::ExperimentSpec*> SpecOf(const ExperimentRecord& experiment);
+  Result<api::ExperimentView> View(const ExperimentRecord& experiment);
+
+  Store& store_;
+  api::JobService& jobs_;
+  const Clock& clock_;
+  std::mutex mu_;  // serialises experiment mutations
+  std::condition_variable wake_;
+  bool shutdown_ = false;                              // guarded by mu_
+  bool woken_ = false;                                 // guarded by mu_
+  std::map<std::string, hpo::ExperimentSpec> specs_;  // guarded by mu_: parsed specs by name
+};
+
+}  // namespace headway
