@@ -96,7 +96,7 @@ TEST(Experiments, TheMedianRuleStopsTrialsThatAreWorseThanTheirPeersSoFar) {
                                       "parameters:\n  - {name: quality, type: discrete, values: [1, 2, 6, 9]}\n"
                                       "max_trials: 4\nparallel_trials: 1\n"
                                       "early_stopping: {rule: median, min_trials: 2, start_step: 5}\n",
-                            30, "0.05"));
+                            60, "0.05"));
   ASSERT_TRUE(WaitForExpState(server, "median", "Succeeded", std::chrono::seconds(90)));
   json e = Exp(server, "median");
   ASSERT_EQ(e["trials"].size(), 4u);
@@ -106,7 +106,7 @@ TEST(Experiments, TheMedianRuleStopsTrialsThatAreWorseThanTheirPeersSoFar) {
     const json& t = e["trials"][i];
     EXPECT_EQ(t["state"], "EarlyStopped") << t.dump();
     EXPECT_THAT(t["message"].get<std::string>(), HasSubstr("median stopping rule"));
-    EXPECT_LT(t["step"].get<int>(), 30);  // stopped before its end
+    EXPECT_LT(t["step"].get<int>(), 60);  // stopped before its end
     json job = server.Job(t["job"].get<std::string>());
     EXPECT_EQ(job["state"], "Stopped");
     EXPECT_THAT(job["message"].get<std::string>(), HasSubstr("early stopped"));

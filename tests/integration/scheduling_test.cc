@@ -123,7 +123,9 @@ TEST(Preemption, AVictimThatIgnoresTheWarningGetsSigtermAfterTheGraceAndIsRequeu
 
 TEST(Preemption, StoppingAJobWhileItIsBeingPreemptedStopsIt) {
   TestServer server(1, {"--preemption-grace", "1"});
-  server.Submit("name: victim\ncommand: \"trap '' USR1; sleep 60\"\ntermination_grace: 3s\n"
+  // Ignores the warning and SIGTERM, so it is still leaving when the user stops it.
+  server.Submit("name: victim\ncommand: \"trap '' USR1 TERM; while true; do sleep 0.2; done\"\n"
+                "termination_grace: 5s\n"
                 "resources: {gpus_per_process: 1}\n");
   ASSERT_TRUE(server.WaitForState("victim", "Running"));
   server.Submit("name: boss\npriority: 5\ncommand: \"sleep 1\"\nresources: {gpus_per_process: 1}\n");
