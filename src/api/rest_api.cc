@@ -140,18 +140,7 @@ class Api {
   HttpResponse Submit(const HttpRequest& req) {
     auto spec = ParseJobSpec(req.body);
     if (!spec.ok()) return ErrorResponse(spec.status());
-    // Like sbatch, a job runs where it was submitted from unless it says
-    // otherwise, and a relative working_dir is taken from there.
-    std::string submit_dir = req.Header("x-headway-submit-dir");
-    if (!submit_dir.empty() && submit_dir.front() == '/') {
-      if (spec->working_dir.empty()) {
-        spec->working_dir = submit_dir;
-      } else if (spec->working_dir.front() != '/') {
-        spec->working_dir = (std::filesystem::path(submit_dir) / spec->working_dir)
-                                .lexically_normal()
-                                .string();
-      }
-    }
+    ApplySubmitDir(*spec, req.Header("x-headway-submit-dir"));
     auto job = service_.Submit(std::move(spec.value()));
     if (!job.ok()) return ErrorResponse(job.status());
     return JsonResponse(201, View(*job));

@@ -149,18 +149,27 @@ std::string Or(const json& j, const char* key, const std::string& fallback = "-"
   return j[key].dump();
 }
 
-int Submit(const Options& o) {
+std::string ReadSpecFile(const std::string& file, bool& ok) {
   std::string text;
-  if (o.file == "-") {
+  ok = true;
+  if (file == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), {});
-  } else {
-    std::ifstream in(o.file);
-    if (!in) {
-      std::cerr << "error: cannot read " << o.file << "\n";
-      return kExitUsage;
-    }
-    text.assign(std::istreambuf_iterator<char>(in), {});
+    return text;
   }
+  std::ifstream in(file);
+  if (!in) {
+    std::cerr << "error: cannot read " << file << "\n";
+    ok = false;
+    return text;
+  }
+  text.assign(std::istreambuf_iterator<char>(in), {});
+  return text;
+}
+
+int Submit(const Options& o) {
+  bool ok = true;
+  std::string text = ReadSpecFile(o.file, ok);
+  if (!ok) return kExitUsage;
   Client client(o);
   std::error_code ec;
   std::string cwd = std::filesystem::current_path(ec).string();
@@ -351,23 +360,6 @@ int Get(const Options& o) {
   if (o.resource == "queues" || o.resource == "queue") return GetQueues(o);
   if (o.resource == "nodes" || o.resource == "node") return GetNodes(o);
   return GetJobs(o);
-}
-
-std::string ReadSpecFile(const std::string& file, bool& ok) {
-  std::string text;
-  ok = true;
-  if (file == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), {});
-    return text;
-  }
-  std::ifstream in(file);
-  if (!in) {
-    std::cerr << "error: cannot read " << file << "\n";
-    ok = false;
-    return text;
-  }
-  text.assign(std::istreambuf_iterator<char>(in), {});
-  return text;
 }
 
 std::string ParamsText(const json& params) {

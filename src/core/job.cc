@@ -1,6 +1,7 @@
 #include "core/job.h"
 
 #include <cctype>
+#include <filesystem>
 
 namespace headway {
 
@@ -52,6 +53,16 @@ bool IsValidJobName(std::string_view name) {
     if (!alnum(c) && c != '-') return false;
   }
   return true;
+}
+
+void ApplySubmitDir(JobSpec& spec, std::string_view submit_dir) {
+  if (submit_dir.empty() || submit_dir.front() != '/') return;
+  if (spec.working_dir.empty()) {
+    spec.working_dir = std::string(submit_dir);
+  } else if (spec.working_dir.front() != '/') {
+    spec.working_dir =
+        (std::filesystem::path(submit_dir) / spec.working_dir).lexically_normal().string();
+  }
 }
 
 }  // namespace headway

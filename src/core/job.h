@@ -122,4 +122,9 @@ struct LogFile {
 // Job names are used in URLs, paths and Slurm job names: lowercase DNS labels.
 bool IsValidJobName(std::string_view name);
 
+// Like sbatch, a job runs where it was submitted from unless it says
+// otherwise, and a relative working_dir is taken from there. A submit_dir
+// that is not absolute changes nothing.
+void ApplySubmitDir(JobSpec& spec, std::string_view submit_dir);
+
 }  // namespace headway

@@ -1,7 +1,6 @@
 #include "server/experiment_controller.h"
 
 #include <cmath>
-#include <filesystem>
 
 namespace headway {
 namespace {
@@ -60,14 +59,7 @@ Result<api::ExperimentView> ExperimentController::CreateExperiment(std::string_v
                                                                    std::string_view submit_dir) {
   auto spec = hpo::ParseExperimentSpec(document);
   if (!spec.ok()) return spec.status();
-  std::string& dir = spec->trial_template.working_dir;
-  if (!submit_dir.empty() && submit_dir.front() == '/') {
-    if (dir.empty()) {
-      dir = std::string(submit_dir);
-    } else if (dir.front() != '/') {
-      dir = (std::filesystem::path(submit_dir) / dir).lexically_normal().string();
-    }
-  }
+  ApplySubmitDir(spec->trial_template, submit_dir);
   ExperimentRecord record;
   record.name = spec->name;
   record.spec_json = hpo::ExperimentSpecToJson(*spec).dump();
