@@ -72,6 +72,11 @@ int main(int argc, char** argv) {
                    "start jobs strictly in order (no backfill)");
   server->add_option("--webhook", server_config.webhooks,
                      "http:// URL to POST every job state and health change to (repeatable)");
+  server->add_flag("--auth", server_config.auth,
+                   "require a user token on every API request (the first start writes an admin "
+                   "token to DATA_DIR/admin-token; `headway token create` makes more)");
+  server->add_option("--web-dir", server_config.web_dir,
+                     "serve the dashboard from this folder instead of the built-in copy");
   server->callback([&] {
     auto colon = listen.rfind(':');
     if (colon == std::string::npos) throw CLI::ValidationError("--listen", "must be address:port");
@@ -86,7 +91,8 @@ int main(int argc, char** argv) {
     exit_code = headway::RunServer(server_config);
   });
 
-  auto client_state = headway::cli::AddClientCommands(app, exit_code);
+  auto client_state = headway::cli::AddClientCommands(
+      app, exit_code, headway::AdminTokenPath(headway::DefaultDataDir()));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -24,14 +24,21 @@ std::string Hex(const unsigned char* data, std::size_t n) {
 
 }  // namespace
 
-std::string NewJobToken() {
+namespace {
+
+std::string RandomToken(const char* prefix) {
   unsigned char bytes[32];
   if (RAND_bytes(bytes, sizeof bytes) != 1) {
     // No entropy means no safe token; this is not recoverable.
     throw std::runtime_error("RAND_bytes failed");
   }
-  return "hwj_" + Hex(bytes, sizeof bytes);
+  return prefix + Hex(bytes, sizeof bytes);
 }
+
+}  // namespace
+
+std::string NewJobToken() { return RandomToken("hwj_"); }
+std::string NewUserToken() { return RandomToken("hwu_"); }
 
 std::string HashToken(std::string_view token) {
   unsigned char digest[EVP_MAX_MD_SIZE];

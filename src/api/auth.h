@@ -8,6 +8,8 @@ namespace headway::api {
 
 // 32 random bytes from the OS, hex-encoded, prefixed "hwj_" for job tokens.
 std::string NewJobToken();
+// The same, prefixed "hwu_", for user tokens.
+std::string NewUserToken();
 // SHA-256, hex-encoded.
 std::string HashToken(std::string_view token);
 // Constant-time comparison of two hashes.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/experiment.h"
+#include "core/job.h"
 #include "core/status.h"
 
 namespace headway::api {
@@ -37,8 +39,11 @@ class ExperimentService {
   // Parses and validates a spec (InvalidArgument naming the field), then
   // starts the experiment. Conflict for a taken name. Trials run in
   // `submit_dir` (when absolute) unless the template sets working_dir.
-  virtual Result<ExperimentView> CreateExperiment(std::string_view document,
-                                                  std::string_view submit_dir) = 0;
+  // `admit`, when set, sees the trial template first and may adjust it or
+  // refuse the experiment with its error (authorisation).
+  virtual Result<ExperimentView> CreateExperiment(
+      std::string_view document, std::string_view submit_dir,
+      const std::function<Status(JobSpec&)>& admit = nullptr) = 0;
   virtual Result<ExperimentView> GetExperiment(std::string_view name) = 0;
   virtual Result<std::vector<ExperimentView>> ListExperiments() = 0;
   // Stops its running trials and ends it as Stopped; Conflict if it already ended.

@@ -113,7 +113,9 @@ Result<int> HttpClient::Stream(std::string_view target,
   while (!parser.is_done()) {
     parser.get().body().data = chunk;
     parser.get().body().size = sizeof chunk;
-    http::read(*stream, buffer, parser, ec);
+    // read_some, not read: read would wait until the 8 KiB chunk buffer is
+    // full, holding back a followed log line or an event for as long.
+    http::read_some(*stream, buffer, parser, ec);
     if (ec == http::error::need_buffer) ec = {};
     if (ec) return Unavailable("stream interrupted: " + ec.message());
     std::size_t n = sizeof chunk - parser.get().body().size;

@@ -65,6 +65,10 @@ nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
   };
 }
 
+nlohmann::json JobView(JobService& service, const Job& job) {
+  return JobToJson(job, service.PendingReason(job.name()), service.Progress(job));
+}
+
 nlohmann::json QueueToJson(const QueueStatus& q) {
   auto opt = [](const std::optional<int>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);

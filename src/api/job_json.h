@@ -15,6 +15,8 @@ namespace headway::api {
 
 nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
                          const ProgressView& progress);
+// JobToJson with the job's pending reason and progress as `service` has them now.
+nlohmann::json JobView(JobService& service, const Job& job);
 nlohmann::json ProgressToJson(const ProgressView& progress);
 // JSON has no NaN or infinity: non-finite values become "NaN", "Infinity", "-Infinity".
 nlohmann::json NumberToJson(double value);

@@ -63,6 +63,12 @@ class JobService {
   // Every point of one metric, ascending by step. NotFound for an unknown job.
   virtual Result<std::vector<MetricPoint>> MetricSeries(std::string_view name,
                                                         std::string_view metric) = 0;
+  // Up to `limit` points of one metric with step > after_step, ascending by
+  // step; empty when there are none yet. NotFound for an unknown job.
+  virtual Result<std::vector<MetricPoint>> MetricSeriesAfter(std::string_view name,
+                                                             std::string_view metric,
+                                                             std::int64_t after_step,
+                                                             std::size_t limit) = 0;
   virtual Result<std::vector<std::string>> MetricNames(std::string_view name) = 0;
   // Why a queued job is not running yet; empty when it is not queued.
   virtual std::string PendingReason(std::string_view name) = 0;

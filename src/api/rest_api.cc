@@ -6,9 +6,12 @@
 #include <memory>
 
 #include "api/auth.h"
+#include "api/dashboard.h"
 #include "api/job_json.h"
 #include "api/log_stream.h"
+#include "api/prometheus.h"
 #include "api/router.h"
+#include "api/watch.h"
 #include "core/job_spec_parser.h"
 #include "core/progress_report.h"
 
@@ -67,13 +70,38 @@ Result<JobFilter> ParseFilter(const HttpRequest& req) {
   return filter;
 }
 
+// Who sent the request being handled on this thread (handlers run start to
+// end on one thread); unset when authentication is off. Route handlers read
+// it instead of every one of them taking the caller as a parameter.
+thread_local const UserToken* t_caller = nullptr;
+
 class Api {
  public:
-  Api(JobService& service, ExperimentService* experiments)
-      : service_(service), experiments_(experiments) {
+  Api(JobService& service, const RestApiOptions& options)
+      : service_(service),
+        experiments_(options.experiments),
+        tokens_(options.tokens),
+        dashboard_(options.web_dir) {
     router_.Add("GET", "/healthz", [](const HttpRequest&, const PathParams&) {
       return JsonResponse(200, {{"status", "ok"}});
     });
+    router_.Add("GET", "/metrics", [this](auto&, auto&) {
+      return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
+                          RenderPrometheus(service_, counters_), {}, nullptr};
+    });
+    router_.Add("GET", "/api/v1/watch/jobs",
+                [this](auto&, auto&) { return EventStream(WatchJobs(service_)); });
+    router_.Add("GET", "/api/v1/jobs/{name}/watch",
+                [this](auto& r, auto& p) { return WatchOne(r, p.at("name")); });
+    router_.Add("GET", "/api/v1/whoami", [](auto&, auto&) {
+      if (!t_caller) return JsonResponse(200, {{"authentication", false}});
+      return JsonResponse(200, {{"authentication", true}, {"name", t_caller->name},
+                                {"team", t_caller->team}, {"role", RoleName(t_caller->role)}});
+    });
+    router_.Add("GET", "/api/v1/tokens", [this](auto&, auto&) { return ListTokens(); });
+    router_.Add("POST", "/api/v1/tokens", [this](auto& r, auto&) { return CreateToken(r); });
+    router_.Add("DELETE", "/api/v1/tokens/{name}",
+                [this](auto&, auto& p) { return RevokeToken(p.at("name")); });
     router_.Add("POST", "/api/v1/jobs", [this](auto& r, auto&) { return Submit(r); });
     router_.Add("GET", "/api/v1/jobs", [this](auto& r, auto&) { return List(r); });
     router_.Add("GET", "/api/v1/jobs/{name}",
@@ -104,7 +132,8 @@ class Api {
                 [this](auto& r, auto& p) { return Logs(r, p.at("name")); });
     router_.Add("POST", "/api/v1/experiments", [this](auto& r, auto&) {
       if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
-      auto e = experiments_->CreateExperiment(r.body, r.Header("x-headway-submit-dir"));
+      auto e = experiments_->CreateExperiment(r.body, r.Header("x-headway-submit-dir"),
+                                              [](JobSpec& spec) { return Admit(spec); });
       if (!e.ok()) return ErrorResponse(e.status());
       return JsonResponse(201, ExperimentToJson(*e, true));
     });
@@ -124,22 +153,161 @@ class Api {
     });
     router_.Add("POST", "/api/v1/experiments/{name}/stop", [this](auto&, auto& p) {
       if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
+      if (t_caller) {
+        auto current = experiments_->GetExperiment(p.at("name"));
+        if (!current.ok()) return ErrorResponse(current.status());
+        std::string team = current->spec.value("trial_template", json::object()).value("team", "default");
+        if (Status s = MayChange(team); !s.ok()) return ErrorResponse(s);
+      }
       auto e = experiments_->StopExperiment(p.at("name"));
       if (!e.ok()) return ErrorResponse(e.status());
       return JsonResponse(200, ExperimentToJson(*e, true));
     });
   }
 
-  HttpResponse Handle(const HttpRequest& req) { return router_.Dispatch(req); }
+  HttpResponse Handle(const HttpRequest& req) {
+    HttpResponse response = Authorized(req);
+    counters_.CountResponse(response.status);
+    return response;
+  }
 
  private:
-  json View(const Job& job) {
-    return JobToJson(job, service_.PendingReason(job.name()), service_.Progress(job));
+  HttpResponse Authorized(const HttpRequest& req) {
+    if (auto page = dashboard_.Serve(req)) return std::move(*page);
+    UserToken caller;
+    t_caller = nullptr;
+    if (tokens_ && NeedsUserToken(req)) {
+      std::string secret = BearerToken(req.Header("authorization"));
+      if (secret.empty()) {
+        return ErrorResponse(Unauthenticated(
+            "this server requires a user token: send \"Authorization: Bearer <token>\""));
+      }
+      auto who = tokens_->Authenticate(secret);
+      if (!who.ok()) return ErrorResponse(who.status());
+      caller = std::move(who.value());
+      if (caller.role == Role::kViewer && req.method != "GET" && req.method != "HEAD") {
+        return ErrorResponse(PermissionDenied("token '" + caller.name + "' is a viewer: it may only read"));
+      }
+      t_caller = &caller;
+    }
+    HttpResponse response = router_.Dispatch(req);
+    t_caller = nullptr;
+    return response;
   }
+
+  // The jobs' own progress reports carry job tokens, checked by the service.
+  static bool NeedsUserToken(const HttpRequest& req) {
+    if (req.path == "/healthz") return false;
+    std::vector<std::string> parts = SplitPath(req.path);
+    bool native_report = parts.size() == 5 && parts[0] == "api" && parts[2] == "jobs" &&
+                         parts[4] == "progress";
+    bool kubeflow_report = parts.size() >= 2 && parts[0] == "apis" &&
+                           parts[1] == "trainer.kubeflow.org" && parts.back() == "status";
+    return !(req.method == "POST" && (native_report || kubeflow_report));
+  }
+
+  // Authorisation of a change to something of `team`.
+  static Status MayChange(const std::string& team) {
+    if (!t_caller || MayModify(*t_caller, team)) return Status::Ok();
+    return PermissionDenied("token '" + t_caller->name + "' (" + std::string(RoleName(t_caller->role)) +
+                            (t_caller->team.empty() ? "" : " of team " + t_caller->team) +
+                            ") may not change team '" + team + "'");
+  }
+
+  // A member's job without a team goes to the member's team.
+  static Status Admit(JobSpec& spec) {
+    if (t_caller && t_caller->role == Role::kMember && spec.team == JobSpec().team) {
+      spec.team = t_caller->team;
+    }
+    return MayChange(spec.team);
+  }
+
+  static Status RequireAdmin() {
+    if (!t_caller || t_caller->role == Role::kAdmin) return Status::Ok();
+    return PermissionDenied("managing tokens needs an admin token");
+  }
+
+  HttpResponse EventStream(std::shared_ptr<ResponseStream> stream) {
+    HttpResponse r{200, "text/event-stream", "", {}, std::move(stream)};
+    r.headers.emplace_back("X-Accel-Buffering", "no");
+    return r;
+  }
+
+  HttpResponse WatchOne(const HttpRequest& req, const std::string& name) {
+    std::size_t buckets = 300;
+    for (const auto& [key, value] : req.query) {
+      if (key != "buckets") return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
+      auto n = ParseNonNegativeInt("buckets", value);
+      if (!n.ok()) return ErrorResponse(n.status());
+      if (*n < 2 || *n > 100000) {
+        return ErrorResponse(InvalidArgument("query parameter 'buckets' must be from 2 to 100000"));
+      }
+      buckets = static_cast<std::size_t>(*n);
+    }
+    auto stream = WatchJob(service_, name, buckets);
+    if (!stream.ok()) return ErrorResponse(stream.status());
+    return EventStream(std::move(stream.value()));
+  }
+
+  HttpResponse ListTokens() {
+    if (!tokens_) return ErrorResponse(Unavailable("authentication is off (start the server with --auth)"));
+    if (Status s = RequireAdmin(); !s.ok()) return ErrorResponse(s);
+    auto all = tokens_->ListTokens();
+    if (!all.ok()) return ErrorResponse(all.status());
+    json items = json::array();
+    for (const UserToken& t : *all) items.push_back(TokenToJson(t));
+    return JsonResponse(200, {{"tokens", items}});
+  }
+
+  HttpResponse CreateToken(const HttpRequest& req) {
+    if (!tokens_) return ErrorResponse(Unavailable("authentication is off (start the server with --auth)"));
+    if (Status s = RequireAdmin(); !s.ok()) return ErrorResponse(s);
+    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (!body.is_object()) return ErrorResponse(InvalidArgument("body must be a JSON object"));
+    std::string name, team, role = "member";
+    for (auto it = body.begin(); it != body.end(); ++it) {
+      if (!it.value().is_string()) return ErrorResponse(InvalidArgument("must be a string").WithField(it.key()));
+      if (it.key() == "name") {
+        name = it.value().get<std::string>();
+      } else if (it.key() == "team") {
+        team = it.value().get<std::string>();
+      } else if (it.key() == "role") {
+        role = it.value().get<std::string>();
+      } else {
+        return ErrorResponse(InvalidArgument("unknown field").WithField(it.key().substr(0, 64)));
+      }
+    }
+    auto parsed_role = ParseRole(role);
+    if (!parsed_role) {
+      return ErrorResponse(InvalidArgument("must be viewer, member or admin").WithField("role"));
+    }
+    auto secret = tokens_->CreateToken(name, team, *parsed_role);
+    if (!secret.ok()) return ErrorResponse(secret.status());
+    return JsonResponse(201, {{"name", name}, {"team", team}, {"role", role}, {"token", *secret}});
+  }
+
+  HttpResponse RevokeToken(const std::string& name) {
+    if (!tokens_) return ErrorResponse(Unavailable("authentication is off (start the server with --auth)"));
+    if (Status s = RequireAdmin(); !s.ok()) return ErrorResponse(s);
+    Status s = tokens_->RevokeToken(name);
+    if (!s.ok()) return ErrorResponse(s);
+    return JsonResponse(200, {{"name", name}, {"revoked", true}});
+  }
+
+  static json TokenToJson(const UserToken& t) {
+    return {{"name", t.name},
+            {"team", t.team},
+            {"role", RoleName(t.role)},
+            {"created_at", FormatRfc3339(t.created_at)},
+            {"revoked_at", t.revoked_at ? json(FormatRfc3339(*t.revoked_at)) : json(nullptr)}};
+  }
+
+  json View(const Job& job) { return JobView(service_, job); }
 
   HttpResponse Submit(const HttpRequest& req) {
     auto spec = ParseJobSpec(req.body);
     if (!spec.ok()) return ErrorResponse(spec.status());
+    if (Status s = Admit(*spec); !s.ok()) return ErrorResponse(s);
     ApplySubmitDir(*spec, req.Header("x-headway-submit-dir"));
     auto job = service_.Submit(std::move(spec.value()));
     if (!job.ok()) return ErrorResponse(job.status());
@@ -163,7 +331,12 @@ class Api {
   }
 
   HttpResponse Stop(const HttpRequest& req, const std::string& name) {
-    std::string why = "stopped by user";
+    if (t_caller) {
+      auto current = service_.Get(name);
+      if (!current.ok()) return ErrorResponse(current.status());
+      if (Status s = MayChange(current->spec.team); !s.ok()) return ErrorResponse(s);
+    }
+    std::string why = t_caller ? "stopped by " + t_caller->name : "stopped by user";
     if (!req.body.empty()) {
       auto body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
       if (!body.is_object()) return ErrorResponse(InvalidArgument("body must be a JSON object"));
@@ -181,10 +354,14 @@ class Api {
 
   HttpResponse Report(const HttpRequest& req, const std::string& name) {
     auto reports = DecodeProgressReports(req.body);
-    if (!reports.ok()) return ErrorResponse(reports.status());
+    if (!reports.ok()) {
+      CountReport(reports.status(), 0);
+      return ErrorResponse(reports.status());
+    }
     std::size_t n = reports->size();
     Status s = service_.ReportProgress(name, BearerToken(req.Header("authorization")),
                                        std::move(reports.value()));
+    CountReport(s, n);
     if (!s.ok()) return ErrorResponse(s);
     return JsonResponse(202, {{"accepted", n}});
   }
@@ -255,6 +432,7 @@ class Api {
       return ErrorResponse(InvalidArgument("is required").WithField("trainerStatus.progressPercentage"));
     }
     Status s = service_.ReportProgress(name, BearerToken(req.Header("authorization")), {report});
+    CountReport(s, 1);
     if (!s.ok()) return ErrorResponse(s);
     return JsonResponse(200, {{"trainerStatus", status}});
   }
@@ -371,15 +549,27 @@ class Api {
     return resp;
   }
 
+  void CountReport(const Status& s, std::size_t points) {
+    if (s.ok()) {
+      counters_.report_requests_accepted.fetch_add(1);
+      counters_.report_points.fetch_add(points);
+    } else {
+      counters_.report_requests_rejected.fetch_add(1);
+    }
+  }
+
   JobService& service_;
   ExperimentService* experiments_;
+  TokenService* tokens_;
+  Dashboard dashboard_;
+  ApiCounters counters_;
   Router router_;
 };
 
 }  // namespace
 
-HttpHandler MakeRestApi(JobService& service, ExperimentService* experiments) {
-  auto api = std::make_shared<Api>(service, experiments);
+HttpHandler MakeRestApi(JobService& service, const RestApiOptions& options) {
+  auto api = std::make_shared<Api>(service, options);
   return [api](const HttpRequest& req) { return api->Handle(req); };
 }
 

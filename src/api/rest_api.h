@@ -1,15 +1,32 @@
 // The REST API (docs/api/openapi.yaml): routes requests to the JobService and
-// turns every failure into a JSON error with the matching HTTP status.
+// turns every failure into a JSON error with the matching HTTP status. Also
+// serves the dashboard (api/dashboard.h), the server-sent event streams it
+// follows (api/watch.h) and Prometheus metrics (api/prometheus.h).
 #pragma once
+
+#include <string>
 
 #include "api/experiment_service.h"
 #include "api/http_server.h"
 #include "api/job_service.h"
+#include "api/token_service.h"
 
 namespace headway::api {
 
-// The services must outlive the handler; without `experiments` the
-// experiment routes answer 503.
-HttpHandler MakeRestApi(JobService& service, ExperimentService* experiments = nullptr);
+struct RestApiOptions {
+  // Without it the experiment routes answer 503.
+  ExperimentService* experiments = nullptr;
+  // With it, authentication is on: every route except GET /healthz, the
+  // dashboard's files and the jobs' own progress reports needs
+  // "Authorization: Bearer <user token>" (401 without a valid one), and the
+  // token's role decides what it may change (403). Without it, anyone who can
+  // reach the port may do anything.
+  TokenService* tokens = nullptr;
+  // Serve the dashboard from this folder instead of the copy built in.
+  std::string web_dir;
+};
+
+// The services must outlive the handler.
+HttpHandler MakeRestApi(JobService& service, const RestApiOptions& options = {});
 
 }  // namespace headway::api

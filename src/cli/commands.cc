@@ -30,6 +30,10 @@ constexpr int kExitUnreachable = 3;
 
 struct Options {
   std::string server;
+  std::string token;
+  std::string admin_token_file;
+  // token create
+  std::string role = "member";
   std::string output;  // "", "wide", "json", "yaml", "name"
   // submit
   std::string file;
@@ -71,7 +75,16 @@ std::string UrlEncode(const std::string& s) {
 
 class Client {
  public:
-  explicit Client(const Options& o) : options_(o), http_(ServerUrl(o)) {}
+  explicit Client(const Options& o) : options_(o), http_(ServerUrl(o), ApiToken(o)) {}
+
+  static std::string ApiToken(const Options& o) {
+    if (!o.token.empty()) return o.token;
+    if (const char* env = std::getenv("HEADWAY_API_TOKEN"); env && *env) return env;
+    std::ifstream file(o.admin_token_file);
+    std::string line;
+    if (file && std::getline(file, line)) return line;
+    return {};
+  }
 
   static std::string ServerUrl(const Options& o) {
     if (!o.server.empty()) return o.server;
@@ -589,6 +602,43 @@ int Stop(const Options& o) {
   return result;
 }
 
+int TokenCreate(const Options& o) {
+  Client client(o);
+  json body = {{"name", o.name}, {"team", o.team}, {"role", o.role}};
+  auto t = client.Call("POST", "/api/v1/tokens", body.dump());
+  if (!t) return client.exit_code;
+  if (PrintStructured(o, *t)) return kExitOk;
+  std::cerr << "token/" << o.name << " created; it is shown only this once:\n";
+  std::cout << (*t)["token"].get<std::string>() << "\n";
+  return kExitOk;
+}
+
+int TokenList(const Options& o) {
+  Client client(o);
+  auto list = client.Call("GET", "/api/v1/tokens");
+  if (!list) return client.exit_code;
+  if (PrintStructured(o, *list)) return kExitOk;
+  Time now = SystemClock().Now();
+  std::vector<std::vector<std::string>> rows;
+  for (const json& t : (*list)["tokens"]) {
+    std::string team = t["team"].get<std::string>();
+    rows.push_back({t["name"].get<std::string>(), team.empty() ? "-" : team,
+                    t["role"].get<std::string>(),
+                    t["revoked_at"].is_null() ? "active" : "revoked",
+                    Age(t["created_at"].get<std::string>(), now)});
+  }
+  std::cout << FormatTable({"NAME", "TEAM", "ROLE", "STATUS", "AGE"}, rows);
+  return kExitOk;
+}
+
+int TokenRevoke(const Options& o) {
+  Client client(o);
+  auto t = client.Call("DELETE", "/api/v1/tokens/" + UrlEncode(o.name));
+  if (!t) return client.exit_code;
+  std::cout << "token/" << o.name << " revoked\n";
+  return kExitOk;
+}
+
 int Top(const Options& o) {
   Client client(o);
   for (int i = 0; o.iterations == 0 || i < o.iterations; ++i) {
@@ -677,11 +727,33 @@ void AddOutputFlag(CLI::App* cmd, Options& o, std::vector<std::string> allowed) 
 
 }  // namespace
 
-std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code) {
+std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
+                                        std::string admin_token_file) {
   auto options = std::make_shared<Options>();
   Options& o = *options;
+  o.admin_token_file = std::move(admin_token_file);
   app.add_option("--server", o.server,
                  "Headway server URL (default: $HEADWAY_SERVER or http://127.0.0.1:8080)");
+  app.add_option("--token", o.token,
+                 "user token for a server started with --auth (default: $HEADWAY_API_TOKEN, or "
+                 "the admin token of a local server)");
+
+  auto* token = app.add_subcommand("token", "User tokens of a server started with --auth");
+  token->require_subcommand(1);
+  auto* token_create = token->add_subcommand("create", "Create a token and print its secret once");
+  token_create->add_option("name", o.name, "token name (lowercase letters, digits, '-')")->required();
+  token_create->add_option("--team", o.team, "the team it acts for (not needed for admin)");
+  token_create->add_option("--role", o.role, "viewer (reads), member (runs its team's jobs) or admin")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"viewer", "member", "admin"}));
+  AddOutputFlag(token_create, o, {"json", "yaml"});
+  token_create->callback([&exit_code, &o] { exit_code = TokenCreate(o); });
+  auto* token_list = token->add_subcommand("list", "List tokens (never their secrets)");
+  AddOutputFlag(token_list, o, {"json", "yaml"});
+  token_list->callback([&exit_code, &o] { exit_code = TokenList(o); });
+  auto* token_revoke = token->add_subcommand("revoke", "Revoke a token; it stops working at once");
+  token_revoke->add_option("name", o.name, "token name")->required();
+  token_revoke->callback([&exit_code, &o] { exit_code = TokenRevoke(o); });
 
   auto* submit = app.add_subcommand("submit", "Submit a job from a YAML or JSON spec");
   submit->add_option("-f,--file", o.file, "job spec file, or - for standard input")->required();

@@ -6,11 +6,16 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <string>
 
 namespace headway::cli {
 
 // Registers the client subcommands on `app`; `exit_code` receives the result
 // of the one that ran. The returned object must outlive app.parse().
-std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code);
+// Requests carry a user token from --token, else $HEADWAY_API_TOKEN, else the
+// file `admin_token_file` when it exists and is readable (the admin token a
+// local `headway server --auth` wrote).
+std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
+                                        std::string admin_token_file);
 
 }  // namespace headway::cli

@@ -109,6 +109,7 @@ struct JobFilter {
   bool active_only = false;  // not Succeeded, Failed or Stopped
   std::string team;          // empty: all teams
   std::map<std::string, std::string> labels;  // all must match
+  std::int64_t submitted_after = 0;  // only jobs whose submit_seq is greater
 };
 
 // Where one rank's output of one attempt is kept.

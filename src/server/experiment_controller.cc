@@ -55,10 +55,12 @@ Result<const hpo::ExperimentSpec*> ExperimentController::SpecOf(const Experiment
   return &specs_.emplace(e.name, std::move(spec.value())).first->second;
 }
 
-Result<api::ExperimentView> ExperimentController::CreateExperiment(std::string_view document,
-                                                                   std::string_view submit_dir) {
+Result<api::ExperimentView> ExperimentController::CreateExperiment(
+    std::string_view document, std::string_view submit_dir,
+    const std::function<Status(JobSpec&)>& admit) {
   auto spec = hpo::ParseExperimentSpec(document);
   if (!spec.ok()) return spec.status();
+  if (admit) HEADWAY_RETURN_IF_ERROR(admit(spec->trial_template));
   ApplySubmitDir(spec->trial_template, submit_dir);
   ExperimentRecord record;
   record.name = spec->name;

@@ -36,8 +36,9 @@ class ExperimentController final : public api::ExperimentService {
   void RunLoop(Duration period);
   void Shutdown();
 
-  Result<api::ExperimentView> CreateExperiment(std::string_view document,
-                                               std::string_view submit_dir) override;
+  Result<api::ExperimentView> CreateExperiment(
+      std::string_view document, std::string_view submit_dir,
+      const std::function<Status(JobSpec&)>& admit = nullptr) override;
   Result<api::ExperimentView> GetExperiment(std::string_view name) override;
   Result<std::vector<api::ExperimentView>> ListExperiments() override;
   Result<api::ExperimentView> StopExperiment(std::string_view name) override;

@@ -70,6 +70,15 @@ Result<std::vector<MetricPoint>> JobController::MetricSeries(std::string_view na
   return points;
 }
 
+Result<std::vector<MetricPoint>> JobController::MetricSeriesAfter(std::string_view name,
+                                                                  std::string_view metric,
+                                                                  std::int64_t after_step,
+                                                                  std::size_t limit) {
+  auto job = store_.GetJob(name);
+  if (!job.ok()) return job.status();
+  return store_.MetricAfter(name, metric, after_step, limit);
+}
+
 Result<std::vector<std::string>> JobController::MetricNames(std::string_view name) {
   auto job = store_.GetJob(name);
   if (!job.ok()) return job.status();

@@ -86,6 +86,10 @@ class JobController final : public api::JobService {
   ProgressView Progress(const Job& job) override;
   Result<std::vector<MetricPoint>> MetricSeries(std::string_view name,
                                                 std::string_view metric) override;
+  Result<std::vector<MetricPoint>> MetricSeriesAfter(std::string_view name,
+                                                     std::string_view metric,
+                                                     std::int64_t after_step,
+                                                     std::size_t limit) override;
   Result<std::vector<std::string>> MetricNames(std::string_view name) override;
 
  private:

@@ -19,6 +19,7 @@
 #include "exec/local/gpu_inventory.h"
 #include "server/experiment_controller.h"
 #include "server/job_controller.h"
+#include "server/user_tokens.h"
 #include "server/webhook_notifier.h"
 #include "store/store.h"
 
@@ -112,6 +113,10 @@ Result<std::map<std::string, sched::QueueQuota>> ParseQuotas(const std::vector<s
   return out;
 }
 
+std::string AdminTokenPath(const std::string& data_dir) {
+  return (std::filesystem::path(data_dir) / "admin-token").string();
+}
+
 int RunServer(const ServerConfig& config) {
   std::error_code ec;
   std::filesystem::create_directories(config.data_dir, ec);
@@ -171,6 +176,20 @@ int RunServer(const ServerConfig& config) {
   signal(SIGPIPE, SIG_IGN);
 
   SystemClock clock;
+  UserTokens user_tokens(**store, clock);
+  if (config.auth) {
+    Status loaded = user_tokens.Load();
+    auto created = loaded.ok() ? user_tokens.EnsureAdminToken(AdminTokenPath(config.data_dir))
+                               : Result<std::string>(loaded);
+    if (!created.ok()) {
+      spdlog::error("authentication: {}", created.status().ToString());
+      return 1;
+    }
+    if (!created->empty()) {
+      spdlog::info("created admin token '{}' in {}", *created, AdminTokenPath(config.data_dir));
+    }
+  }
+
   ControllerOptions options;
   options.total_gpus = gpus;
   options.data_dir = config.data_dir;
@@ -220,7 +239,11 @@ int RunServer(const ServerConfig& config) {
   options.queues = *queues;
   controller = std::make_unique<JobController>(**store, executors, clock, options);
   experiments = std::make_unique<ExperimentController>(**store, *controller, clock);
-  api_handler = api::MakeRestApi(*controller, experiments.get());
+  api::RestApiOptions api_options;
+  api_options.experiments = experiments.get();
+  api_options.tokens = config.auth ? &user_tokens : nullptr;
+  api_options.web_dir = config.web_dir;
+  api_handler = api::MakeRestApi(*controller, api_options);
   ready.store(&api_handler);
 
   Status reconciled = controller->Reconcile();
@@ -238,6 +261,10 @@ int RunServer(const ServerConfig& config) {
                  quota.borrowing_limit, quota.weight);
   }
   spdlog::info("headway server listening on {} (data: {})", options.advertise_url, config.data_dir);
+  spdlog::info("dashboard: {}/ui/{}", options.advertise_url,
+               config.auth ? " (sign in with a user token; the admin's is in " +
+                                 AdminTokenPath(config.data_dir) + ")"
+                           : "");
 
   int sig = 0;
   sigwait(&stop_signals, &sig);

@@ -33,7 +33,14 @@ struct ServerConfig {
   double no_report_grace_s = 300;   // say "no progress reported" after this long
   std::vector<std::string> webhooks;  // http:// URLs that get every state/health change
   double plateau_window = 0.25;     // fraction of total_steps the objective must improve over; 0: off
+  // Require user tokens on the API (see api/rest_api.h). The first start
+  // writes an admin token to data_dir/admin-token.
+  bool auth = false;
+  std::string web_dir;              // serve the dashboard from here instead of the built-in copy
 };
+
+// Where `headway server --auth` keeps the admin token it created.
+std::string AdminTokenPath(const std::string& data_dir);
 
 // The default data directory: $HEADWAY_DATA_DIR, else $XDG_DATA_HOME/headway,
 // else ~/.local/share/headway.

@@ -17,6 +17,7 @@
 
 #include <functional>
 
+#include "core/access.h"
 #include "core/experiment.h"
 #include "core/job.h"
 #include "core/progress_report.h"
@@ -56,6 +57,11 @@ class Store {
   virtual Result<std::vector<MetricPoint>> RecentMetric(std::string_view job,
                                                         std::string_view metric,
                                                         std::size_t limit) = 0;
+  // Up to `limit` points of one metric with step > after_step, ascending by step.
+  virtual Result<std::vector<MetricPoint>> MetricAfter(std::string_view job,
+                                                       std::string_view metric,
+                                                       std::int64_t after_step,
+                                                       std::size_t limit) = 0;
   // Every point of one metric in step order, without materialising the series.
   virtual Status ScanMetric(std::string_view job, std::string_view metric,
                             const std::function<void(const MetricPoint&)>& visit) = 0;
@@ -72,6 +78,13 @@ class Store {
   virtual Status SaveTrial(const TrialRecord& trial) = 0;
   // Ordered by index.
   virtual Result<std::vector<TrialRecord>> ListTrials(std::string_view experiment) = 0;
+
+  // User tokens (see core/access.h). Creating a taken name is Conflict;
+  // revoking an unknown or already revoked one is NotFound.
+  virtual Status CreateUserToken(const UserToken& token) = 0;
+  // Ordered by creation, revoked ones included.
+  virtual Result<std::vector<UserToken>> ListUserTokens() = 0;
+  virtual Status RevokeUserToken(std::string_view name, Time when) = 0;
 
   virtual Status AddLogFile(const LogFile& log) = 0;
   // Ordered by attempt, then rank.

@@ -142,7 +142,7 @@ void TestServer::Submit(const std::string& yaml) const {
 }
 
 nlohmann::json TestServer::Job(const std::string& name) const {
-  api::HttpClient client(url_);
+  api::HttpClient client(url_, token_);
   auto resp = client.Request("GET", "/api/v1/jobs/" + name);
   if (!resp.ok() || resp->status != 200) return nullptr;
   return nlohmann::json::parse(resp->body);
@@ -159,7 +159,7 @@ bool TestServer::WaitForState(const std::string& name, const std::string& state,
 }
 
 std::vector<nlohmann::json> TestServer::Events(const std::string& name) const {
-  api::HttpClient client(url_);
+  api::HttpClient client(url_, token_);
   auto resp = client.Request("GET", "/api/v1/jobs/" + name + "/events");
   if (!resp.ok() || resp->status != 200) return {};
   return nlohmann::json::parse(resp->body)["events"].get<std::vector<nlohmann::json>>();

@@ -44,6 +44,10 @@ class TestServer {
   const std::string& data_dir() const { return data_dir_; }
   std::string work_dir() const { return data_dir_ + "/work"; }
 
+  // Job(), State(), Events() send this user token (for a server with --auth);
+  // Cli() does not: pass --token where a command needs one.
+  void UseToken(std::string token) { token_ = std::move(token); }
+
   // `headway --server URL args...`
   CommandResult Cli(std::vector<std::string> args, const std::string& input = {}) const;
   // Submits a YAML spec through the CLI; fails the test if it is refused.
@@ -66,6 +70,7 @@ class TestServer {
   std::string data_dir_;
   std::string log_path_;
   std::string url_;
+  std::string token_;
   int port_ = 0;
   pid_t pid_ = -1;
 };

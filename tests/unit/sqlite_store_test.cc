@@ -179,7 +179,8 @@ TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
                           "ALTER TABLE jobs DROP COLUMN preempt_requested_at",
                           "ALTER TABLE jobs DROP COLUMN preempt_message",
                           "ALTER TABLE jobs DROP COLUMN requeued_at", "DROP TABLE trials",
-                          "DROP TABLE experiments", "PRAGMA user_version=2"}) {
+                          "DROP TABLE experiments", "DROP TABLE user_tokens",
+                          "PRAGMA user_version=2"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -236,6 +237,51 @@ TEST_F(SqliteStoreTest, LogIndex) {
   EXPECT_EQ((*logs)[0].path, "/x/0-0");
   EXPECT_EQ((*logs)[1].path, "/x/0-1");
   EXPECT_EQ((*logs)[2].path, "/x/1-0");
+}
+
+TEST_F(SqliteStoreTest, UserTokensKeepOnlyHashesAndRevocation) {
+  {
+    auto store = Open();
+    UserToken t{"alice", "vision", Role::kMember, "hash-a", FromUnixMillis(5000), std::nullopt};
+    ASSERT_TRUE(store->CreateUserToken(t).ok());
+    EXPECT_EQ(store->CreateUserToken(t).code(), StatusCode::kConflict);
+    t.name = "other";
+    EXPECT_EQ(store->CreateUserToken(t).code(), StatusCode::kConflict) << "hashes are unique";
+    ASSERT_TRUE(store->CreateUserToken({"root", "", Role::kAdmin, "hash-r", FromUnixMillis(6000), {}}).ok());
+    ASSERT_TRUE(store->RevokeUserToken("alice", FromUnixMillis(7000)).ok());
+    EXPECT_EQ(store->RevokeUserToken("alice", FromUnixMillis(8000)).code(), StatusCode::kNotFound);
+    EXPECT_EQ(store->RevokeUserToken("nobody", FromUnixMillis(8000)).code(), StatusCode::kNotFound);
+  }
+  auto tokens = Open()->ListUserTokens();
+  ASSERT_TRUE(tokens.ok());
+  ASSERT_EQ(tokens->size(), 2u);
+  EXPECT_EQ((*tokens)[0].name, "alice");
+  EXPECT_EQ((*tokens)[0].role, Role::kMember);
+  EXPECT_EQ((*tokens)[0].team, "vision");
+  EXPECT_EQ((*tokens)[0].hash, "hash-a");
+  EXPECT_EQ((*tokens)[0].revoked_at, FromUnixMillis(7000));
+  EXPECT_EQ((*tokens)[1].role, Role::kAdmin);
+  EXPECT_FALSE((*tokens)[1].revoked_at);
+}
+
+TEST_F(SqliteStoreTest, MetricAfterReturnsOnlyLaterPointsInOrder) {
+  auto store = Open();
+  Job a = MakeJob("a");
+  ASSERT_TRUE(store->CreateJob(a, Submitted("a")).ok());
+  ProgressBatch batch{"a", {}, FromUnixMillis(1000)};
+  for (std::int64_t step : {5, 1, 3, 9, 7}) {
+    ProgressReport r;
+    r.step = step;
+    r.metrics["loss"] = static_cast<double>(step) / 10;
+    batch.reports.push_back(r);
+  }
+  ASSERT_TRUE(store->AppendProgress({batch}).ok());
+  auto after = store->MetricAfter("a", "loss", 3, 2);
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->size(), 2u);
+  EXPECT_EQ((*after)[0].step, 5);
+  EXPECT_EQ((*after)[1].step, 7);
+  EXPECT_TRUE(store->MetricAfter("a", "loss", 9, 10)->empty());
 }
 
 }  // namespace

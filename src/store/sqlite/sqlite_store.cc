@@ -108,6 +108,18 @@ const char* const kMigrations[] = {
       PRIMARY KEY (experiment, idx)
     ) WITHOUT ROWID;
     )sql",
+    // v5: user tokens for the API (only their hashes).
+    R"sql(
+    CREATE TABLE user_tokens (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      name TEXT NOT NULL UNIQUE,
+      team TEXT NOT NULL,
+      role TEXT NOT NULL,
+      hash TEXT NOT NULL UNIQUE,
+      created_at INTEGER NOT NULL,
+      revoked_at INTEGER
+    );
+    )sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -200,10 +212,13 @@ class SqliteStore final : public Store {
     std::string sql = std::string(kSelectJob) + " WHERE 1=1";
     if (filter.state) sql += " AND state = ?1";
     if (!filter.team.empty()) sql += " AND team = ?2";
+    if (filter.active_only) sql += " AND state NOT IN ('Succeeded', 'Failed', 'Stopped')";
+    if (filter.submitted_after > 0) sql += " AND seq > ?3";
     sql += " ORDER BY seq";
     Statement q(db_, sql);
     if (filter.state) q.Bind(1, std::string(JobStateName(*filter.state)));
     if (!filter.team.empty()) q.Bind(2, filter.team);
+    if (filter.submitted_after > 0) q.Bind(3, filter.submitted_after);
     std::vector<Job> jobs;
     while (q.Step()) {
       auto job = ReadJob(q);
@@ -312,6 +327,23 @@ class SqliteStore final : public Store {
     return points;
   }
 
+  Result<std::vector<MetricPoint>> MetricAfter(std::string_view job, std::string_view metric,
+                                               std::int64_t after_step,
+                                               std::size_t limit) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_,
+                "SELECT step, value, special FROM metric_points WHERE job = ? AND metric = ? "
+                "AND step > ? ORDER BY step LIMIT ?");
+    q.Bind(1, std::string(job));
+    q.Bind(2, std::string(metric));
+    q.Bind(3, after_step);
+    q.Bind(4, static_cast<std::int64_t>(limit));
+    std::vector<MetricPoint> points;
+    while (q.Step()) points.push_back(ReadMetric(q));
+    if (q.failed()) return Unavailable("read metric: " + LastError());
+    return points;
+  }
+
   Status ScanMetric(std::string_view job, std::string_view metric,
                     const std::function<void(const MetricPoint&)>& visit) override {
     std::lock_guard lock(mu_);
@@ -333,6 +365,56 @@ class SqliteStore final : public Store {
     while (q.Step()) names.push_back(q.ColumnText(0));
     if (q.failed()) return Unavailable("metric names: " + LastError());
     return names;
+  }
+
+  Status CreateUserToken(const UserToken& t) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "INSERT INTO user_tokens (name, team, role, hash, created_at, revoked_at) "
+                     "VALUES (?, ?, ?, ?, ?, ?)");
+    q.Bind(1, t.name);
+    q.Bind(2, t.team);
+    q.Bind(3, std::string(RoleName(t.role)));
+    q.Bind(4, t.hash);
+    q.Bind(5, ToUnixMillis(t.created_at));
+    if (t.revoked_at) q.Bind(6, ToUnixMillis(*t.revoked_at));
+    if (!q.Run()) {
+      if (sqlite3_extended_errcode(db_) == SQLITE_CONSTRAINT_UNIQUE) {
+        return Conflict("token '" + t.name + "' already exists");
+      }
+      return Unavailable("create token: " + LastError());
+    }
+    return Status::Ok();
+  }
+
+  Result<std::vector<UserToken>> ListUserTokens() override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "SELECT name, team, role, hash, created_at, revoked_at FROM user_tokens "
+                     "ORDER BY seq");
+    std::vector<UserToken> tokens;
+    while (q.Step()) {
+      UserToken t;
+      t.name = q.ColumnText(0);
+      t.team = q.ColumnText(1);
+      t.role = ParseRole(q.ColumnText(2)).value_or(Role::kViewer);
+      t.hash = q.ColumnText(3);
+      t.created_at = FromUnixMillis(q.ColumnInt64(4));
+      if (!q.IsNull(5)) t.revoked_at = FromUnixMillis(q.ColumnInt64(5));
+      tokens.push_back(std::move(t));
+    }
+    if (q.failed()) return Unavailable("list tokens: " + LastError());
+    return tokens;
+  }
+
+  Status RevokeUserToken(std::string_view name, Time when) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "UPDATE user_tokens SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL");
+    q.Bind(1, ToUnixMillis(when));
+    q.Bind(2, std::string(name));
+    if (!q.Run()) return Unavailable("revoke token: " + LastError());
+    if (sqlite3_changes(db_) == 0) {
+      return NotFound("no active token named '" + std::string(name) + "'");
+    }
+    return Status::Ok();
   }
 
   Status CreateExperiment(const ExperimentRecord& e) override {

@@ -1,0 +1,97 @@
+#include "api/dashboard.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+
+#include "api/web_assets.h"
+
+namespace headway::api {
+namespace {
+
+std::string ContentType(std::string_view path) {
+  auto ends = [&](std::string_view suffix) {
+    return path.size() >= suffix.size() && path.substr(path.size() - suffix.size()) == suffix;
+  };
+  if (ends(".html")) return "text/html; charset=utf-8";
+  if (ends(".js") || ends(".mjs")) return "text/javascript; charset=utf-8";
+  if (ends(".css")) return "text/css; charset=utf-8";
+  if (ends(".svg")) return "image/svg+xml";
+  if (ends(".png")) return "image/png";
+  if (ends(".json")) return "application/json";
+  if (ends(".txt") || ends("LICENSE")) return "text/plain; charset=utf-8";
+  return "application/octet-stream";
+}
+
+// A path inside web/: no empty, "." or ".." segments, no backslashes.
+bool IsSafeRelativePath(std::string_view path) {
+  if (path.empty() || path.find('\\') != std::string_view::npos ||
+      path.find('\0') != std::string_view::npos) {
+    return false;
+  }
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t slash = path.find('/', start);
+    if (slash == std::string_view::npos) slash = path.size();
+    std::string_view segment = path.substr(start, slash - start);
+    if (segment.empty() || segment == "." || segment == "..") return false;
+    start = slash + 1;
+  }
+  return true;
+}
+
+HttpResponse Redirect(std::string location) {
+  HttpResponse r{302, "text/plain; charset=utf-8", "see " + location + "\n", {}, nullptr};
+  r.headers.emplace_back("Location", std::move(location));
+  return r;
+}
+
+HttpResponse NotFoundPage(std::string_view path) {
+  return {404, "application/json",
+          R"({"error":{"code":"NotFound","message":"no dashboard file ')" + std::string(path) +
+              R"('"}})",
+          {},
+          nullptr};
+}
+
+}  // namespace
+
+std::optional<HttpResponse> Dashboard::Serve(const HttpRequest& request) const {
+  const std::string& path = request.path;
+  if (path != "/" && path != "/ui" && path.rfind("/ui/", 0) != 0) return std::nullopt;
+  if (request.method != "GET" && request.method != "HEAD") {
+    return HttpResponse{405, "application/json",
+                        R"({"error":{"code":"MethodNotAllowed","message":"the dashboard is read-only"}})",
+                        {}, nullptr};
+  }
+  if (path == "/" || path == "/ui") return Redirect("/ui/");
+  std::string relative = path.substr(4);
+  if (relative.empty()) relative = "index.html";
+  if (!IsSafeRelativePath(relative)) return NotFoundPage(relative);
+
+  HttpResponse response{200, ContentType(relative), "", {}, nullptr};
+  // Small files that change with every release: let the browser revalidate.
+  response.headers.emplace_back("Cache-Control", "no-cache");
+  response.headers.emplace_back("X-Content-Type-Options", "nosniff");
+  if (!web_dir_.empty()) {
+    std::string file = web_dir_ + "/" + relative;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) return NotFoundPage(relative);
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return NotFoundPage(relative);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    response.body = bytes.str();
+    return response;
+  }
+  for (const WebAsset& asset : BuiltInWebAssets()) {
+    if (asset.path == relative) {
+      response.body = std::string(asset.bytes);
+      return response;
+    }
+  }
+  return NotFoundPage(relative);
+}
+
+}  // namespace headway::api

@@ -1,0 +1,32 @@
+// Server-sent event streams (text/event-stream) that the dashboard follows
+// instead of polling. Each message is "event: TYPE\ndata: JSON\n\n"; lines
+// that start with ':' are keep-alives.
+//
+// Jobs:     "snapshot" {"jobs": [view...]} once, then "update" {"jobs": [view...]}
+//           with the jobs whose view changed, at most once a second.
+// One job:  "job" view (first and on every change); "series" {"reset": bool,
+//           "metrics": {NAME: {"steps": [...], "values": [...]}}}: first every
+//           metric downsampled to at most `buckets` points (reset: true), then
+//           only the new points; "events" {"events": [...]}: new events.
+//
+// A view is the object GET /api/v1/jobs/{name} returns (without "spec" in the
+// jobs stream). Streams read through
+// JobService on the HTTP I/O thread and end when the client goes away.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "api/http_server.h"
+#include "api/job_service.h"
+
+namespace headway::api {
+
+std::shared_ptr<ResponseStream> WatchJobs(JobService& service);
+
+// NotFound for an unknown job. `buckets` >= 2.
+Result<std::shared_ptr<ResponseStream>> WatchJob(JobService& service, const std::string& name,
+                                                 std::size_t buckets);
+
+}  // namespace headway::api

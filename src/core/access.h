@@ -1,0 +1,35 @@
+// Who may do what through the API when authentication is on: people and
+// programs hold user tokens, each with a team and a role. (Jobs report with
+// their own per-job tokens, which are not user tokens.)
+//
+//   viewer  reads everything, changes nothing
+//   member  also submits and stops its own team's jobs and experiments
+//   admin   everything, including creating and revoking tokens
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/time.h"
+
+namespace headway {
+
+enum class Role { kViewer, kMember, kAdmin };
+
+std::string_view RoleName(Role role);
+std::optional<Role> ParseRole(std::string_view name);
+
+struct UserToken {
+  std::string name;  // unique, same rules as job names
+  std::string team;  // empty for an admin that belongs to no team
+  Role role = Role::kViewer;
+  std::string hash;  // SHA-256 of the secret, hex; the secret itself is never stored
+  Time created_at{};
+  std::optional<Time> revoked_at;
+};
+
+// Whether `who` may change what belongs to `team` (submit into it, stop its jobs).
+bool MayModify(const UserToken& who, std::string_view team);
+
+}  // namespace headway

@@ -1,0 +1,186 @@
+// User tokens against the real server started with --auth: who may read and
+// change what, revocation, the admin token written at first start, and the
+// CLI's token handling.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "api/http_client.h"
+#include "test_server.h"
+
+namespace headway::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using nlohmann::json;
+
+std::string AdminToken(const TestServer& server) {
+  std::string token = ReadFile(server.data_dir() + "/admin-token");
+  while (!token.empty() && token.back() == '\n') token.pop_back();
+  return token;
+}
+
+struct Answer {
+  int status = -1;
+  json body;
+};
+
+Answer Call(const TestServer& server, const std::string& token, const std::string& method,
+            const std::string& path, const std::string& body = {}) {
+  api::HttpClient http(server.url(), token);
+  auto resp = http.Request(method, path, body);
+  if (!resp.ok()) return {};
+  return {resp->status, json::parse(resp->body, nullptr, false)};
+}
+
+std::string CreateToken(const TestServer& server, const std::string& admin,
+                        const std::string& name, const std::string& team, const std::string& role) {
+  CommandResult r = server.Cli({"--token", admin, "token", "create", name, "--team", team,
+                                "--role", role});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::string secret = r.out;
+  while (!secret.empty() && secret.back() == '\n') secret.pop_back();
+  return secret;
+}
+
+const char* kIdleJob = R"({"name": "%s", "team": "%s",
+  "command": "while true; do sleep 0.2; done", "termination_grace": "1s"})";
+
+std::string IdleJob(const std::string& name, const std::string& team) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, kIdleJob, name.c_str(), team.c_str());
+  return buf;
+}
+
+TEST(Auth, RequestsWithoutAValidUserTokenAreRefused) {
+  TestServer server(2, {"--auth"});
+  std::string admin = AdminToken(server);
+  ASSERT_THAT(admin, ::testing::StartsWith("hwu_"));
+  struct stat st {};
+  ASSERT_EQ(::stat((server.data_dir() + "/admin-token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "the admin token file must be private";
+
+  Answer none = Call(server, "", "GET", "/api/v1/jobs");
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(none.body["error"]["code"], "Unauthenticated");
+  EXPECT_EQ(Call(server, "hwu_0123456789abcdef", "GET", "/api/v1/jobs").status, 401);
+  EXPECT_EQ(Call(server, "garbage", "GET", "/metrics").status, 401);
+  EXPECT_EQ(Call(server, "", "POST", "/api/v1/jobs", IdleJob("sneaky", "default")).status, 401);
+  // Nothing was created by the refused request.
+  EXPECT_EQ(Call(server, admin, "GET", "/api/v1/jobs").body["jobs"].size(), 0u);
+  // Health and the dashboard's files are open; they hold no data.
+  EXPECT_EQ(Call(server, "", "GET", "/healthz").status, 200);
+  api::HttpClient anonymous(server.url());
+  auto page = anonymous.Request("GET", "/ui/");
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->status, 200);
+  EXPECT_THAT(page->body, HasSubstr("<html"));
+
+  // The CLI picks the token up from --token or $HEADWAY_API_TOKEN.
+  CommandResult refused = server.Cli({"get", "jobs"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, HasSubstr("user token"));
+  EXPECT_EQ(server.Cli({"--token", admin, "get", "jobs"}).exit_code, 0);
+  CommandResult by_env = RunCommand({"/usr/bin/env", "HEADWAY_API_TOKEN=" + admin, HEADWAY_BIN,
+                                     "--server", server.url(), "get", "jobs"});
+  EXPECT_EQ(by_env.exit_code, 0) << by_env.err;
+}
+
+TEST(Auth, JobsStillReportWithTheirOwnTokens) {
+  TestServer server(2, {"--auth"});
+  std::string admin = AdminToken(server);
+  ASSERT_EQ(Call(server, admin, "POST", "/api/v1/jobs",
+                 R"({"name": "rep", "command": "echo HEADWAY '{\"step\": 3, \"total_steps\": 4}'; sleep 30",
+                     "termination_grace": "1s"})")
+                .status,
+            201);
+  // The stdout marker and the SDK's HTTP reports both need no user token.
+  ASSERT_TRUE(WaitFor([&] {
+    Answer a = Call(server, admin, "GET", "/api/v1/jobs/rep");
+    return a.body["progress"]["step"] == 3;
+  }));
+  EXPECT_EQ(Call(server, "", "POST", "/api/v1/jobs/rep/progress", R"({"step": 4})").status, 401)
+      << "a report without the job's token is still refused";
+  Call(server, admin, "POST", "/api/v1/jobs/rep/stop");
+}
+
+TEST(Auth, RolesDecideWhatATokenMayChange) {
+  TestServer server(2, {"--auth"});
+  std::string admin = AdminToken(server);
+  server.UseToken(admin);
+  std::string member = CreateToken(server, admin, "alice", "vision", "member");
+  std::string viewer = CreateToken(server, admin, "bob", "vision", "viewer");
+  ASSERT_THAT(member, ::testing::StartsWith("hwu_"));
+
+  // Tokens are listed without their secrets.
+  CommandResult list = server.Cli({"--token", admin, "token", "list"});
+  EXPECT_THAT(list.out, HasSubstr("alice"));
+  EXPECT_THAT(list.out, HasSubstr("member"));
+  EXPECT_THAT(list.out, Not(HasSubstr(member)));
+  EXPECT_THAT(Call(server, admin, "GET", "/api/v1/tokens").body.dump(), Not(HasSubstr("hwu_")));
+
+  // A member's job without a team lands in the member's team.
+  Answer mine = Call(server, member, "POST", "/api/v1/jobs",
+                     R"({"name": "mine", "command": "sleep 30", "termination_grace": "1s"})");
+  ASSERT_EQ(mine.status, 201) << mine.body.dump();
+  EXPECT_EQ(mine.body["team"], "vision");
+  // It may not submit into another team, nor stop another team's job.
+  Answer theirs = Call(server, member, "POST", "/api/v1/jobs", IdleJob("theirs", "nlp"));
+  EXPECT_EQ(theirs.status, 403);
+  EXPECT_THAT(theirs.body["error"]["message"].get<std::string>(), HasSubstr("team 'nlp'"));
+  ASSERT_EQ(Call(server, admin, "POST", "/api/v1/jobs", IdleJob("nlp-job", "nlp")).status, 201);
+  ASSERT_TRUE(server.WaitForState("nlp-job", "Running"));
+  EXPECT_EQ(Call(server, member, "POST", "/api/v1/jobs/nlp-job/stop").status, 403);
+  EXPECT_EQ(server.State("nlp-job"), "Running");
+  // Nor manage tokens.
+  EXPECT_EQ(Call(server, member, "POST", "/api/v1/tokens",
+                 R"({"name": "mallory", "team": "vision", "role": "admin"})")
+                .status,
+            403);
+
+  // A viewer reads everything and changes nothing.
+  EXPECT_EQ(Call(server, viewer, "GET", "/api/v1/jobs").body["jobs"].size(), 2u);
+  EXPECT_EQ(Call(server, viewer, "POST", "/api/v1/jobs/mine/stop").status, 403);
+  EXPECT_EQ(Call(server, viewer, "POST", "/api/v1/jobs", IdleJob("v", "vision")).status, 403);
+
+  // The member stops its own team's job; the event says who did.
+  Answer stopped = Call(server, member, "POST", "/api/v1/jobs/mine/stop");
+  EXPECT_EQ(stopped.status, 200);
+  ASSERT_TRUE(server.WaitForState("mine", "Stopped"));
+  EXPECT_TRUE(server.HasEvent("mine", "Stopping", "stopped by alice"))
+      << "an event names the token that stopped it";
+  EXPECT_EQ(Call(server, admin, "POST", "/api/v1/jobs/nlp-job/stop").status, 200);
+
+  // Revoked: refused at the next request, and it stays so after a restart.
+  EXPECT_EQ(server.Cli({"--token", admin, "token", "revoke", "alice"}).exit_code, 0);
+  EXPECT_EQ(Call(server, member, "GET", "/api/v1/jobs").status, 401);
+  EXPECT_EQ(server.Cli({"--token", admin, "token", "revoke", "alice"}).exit_code, 1);
+  server.Terminate();
+  server.Restart();
+  EXPECT_EQ(Call(server, member, "GET", "/api/v1/jobs").status, 401);
+  EXPECT_EQ(Call(server, viewer, "GET", "/api/v1/jobs").status, 200);
+  EXPECT_EQ(AdminToken(server), admin) << "a restart keeps the admin token";
+
+  // Bad requests name the field.
+  Answer bad = Call(server, admin, "POST", "/api/v1/tokens", R"({"name": "x", "role": "root"})");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.body["error"]["field"], "role");
+  Answer teamless = Call(server, admin, "POST", "/api/v1/tokens", R"({"name": "carol"})");
+  EXPECT_EQ(teamless.status, 400);
+  EXPECT_EQ(teamless.body["error"]["field"], "team");
+  Answer dup = Call(server, admin, "POST", "/api/v1/tokens",
+                    R"({"name": "bob", "team": "vision", "role": "viewer"})");
+  EXPECT_EQ(dup.status, 409);
+}
+
+TEST(Auth, WithoutAuthTheTokenRoutesSaySo) {
+  TestServer server;
+  Answer a = Call(server, "", "GET", "/api/v1/tokens");
+  EXPECT_EQ(a.status, 503);
+  EXPECT_THAT(a.body["error"]["message"].get<std::string>(), HasSubstr("--auth"));
+  EXPECT_EQ(Call(server, "", "GET", "/api/v1/whoami").body["authentication"], false);
+}
+
+}  // namespace
+}  // namespace headway::testing
