@@ -81,6 +81,23 @@ termination_grace: 20s
   EXPECT_THAT(again.err, HasSubstr("already ended"));
 }
 
+TEST(JobLifecycle, StopEndsAJobWithNoSignalHandlerAtOnce) {
+  // No trap: SIGTERM's default action ends it. (The server's own blocked
+  // SIGTERM once leaked into jobs, so this waited for the grace and SIGKILL.)
+  TestServer server;
+  server.Submit("name: plain\ncommand: [\"sleep\", \"60\"]\ntermination_grace: 30s\n");
+  ASSERT_TRUE(server.WaitForState("plain", "Running"));
+  ASSERT_EQ(server.Cli({"stop", "plain"}).exit_code, 0);
+  ASSERT_TRUE(server.WaitForState("plain", "Stopped", std::chrono::seconds(15)));
+  EXPECT_FALSE(server.HasEvent("plain", "Killed"));
+  // The job sees SIGTERM and SIGPIPE as any program started from a shell does.
+  server.Submit("name: mask\ncommand: [\"/bin/sh\", \"-c\", \"grep -E '^Sig(Blk|Ign)' /proc/self/status\"]\n");
+  ASSERT_TRUE(server.WaitForState("mask", "Succeeded"));
+  std::string status = server.Cli({"logs", "mask"}).out;
+  EXPECT_THAT(status, HasSubstr("SigBlk:\t0000000000000000"));
+  EXPECT_THAT(status, ::testing::Not(HasSubstr("SigIgn:\t0000000000001000"))) << "SIGPIPE ignored";
+}
+
 TEST(JobLifecycle, StopKillsAJobThatIgnoresSigtermAfterTheGrace) {
   TestServer server;
   server.Submit(R"(

@@ -180,6 +180,13 @@ class LocalExecutor final : public Executor {
     if (pid < 0) return Unavailable(std::string("fork failed: ") + std::strerror(errno));
     if (pid == 0) {
       // Child: only async-signal-safe calls until exec.
+      // The server blocks SIGINT/SIGTERM in its threads (to take them with
+      // sigwait) and ignores SIGPIPE; a signal mask and ignored signals
+      // survive exec, so without this no job could be asked to stop.
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::signal(SIGPIPE, SIG_DFL);
       ::setsid();
       int null_fd = ::open("/dev/null", O_RDONLY);
       int log_fd = ::open(shim_log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);

@@ -1,0 +1,136 @@
+// The dashboard's entry point: hash routing between views, sign-in and the
+// connection indicator.
+//
+// Routes: #/jobs, #/jobs/NAME (the job's side panel), #/queues, #/nodes,
+// #/experiments, #/experiments/NAME. A view is created on entering its route
+// and destroyed on leaving it (which closes its streams and timers).
+//
+// Auth: with a stored token every request sends it. "#token=..." in the URL
+// on load is stored and removed from the address bar. Any 401 tears the view
+// down and shows the sign-in form, which checks a token before keeping it.
+
+import { checkToken, clearToken, getToken, onUnauthenticated, setToken } from './api.js';
+import { createExperimentsView } from './experiments.js';
+import { createJobsView } from './jobs.js';
+import { createNodesView, createQueuesView } from './pool.js';
+
+const VIEWS = {
+  jobs: createJobsView,
+  queues: createQueuesView,
+  nodes: createNodesView,
+  experiments: createExperimentsView,
+};
+
+const main = document.getElementById('view');
+const nav = document.getElementById('nav');
+const conn = document.getElementById('conn');
+const signOut = document.getElementById('sign-out');
+const login = document.getElementById('login');
+const loginForm = document.getElementById('login-form');
+const tokenInput = document.getElementById('token-input');
+const loginError = document.getElementById('login-error');
+
+let current = null;  // {name, view}
+let signedOut = false;  // the server refused us: views stay down until sign-in
+
+const STATUS_TEXT = { live: 'live', reconnecting: 'reconnecting\u2026', polling: 'polling' };
+function setStatus(kind) {
+  conn.textContent = STATUS_TEXT[kind] || '';
+  conn.className = `conn ${kind || ''}`;
+}
+
+function takeTokenFromUrl() {
+  const hash = location.hash.replace(/^#/, '');
+  const match = hash.match(/(^|[?&])token=([^&]*)/);
+  if (!match) return;
+  setToken(decodeURIComponent(match[2]));
+  const rest = (hash.slice(0, match.index) + (match[1] === '?' ? '?' : '') + hash.slice(match.index + match[0].length))
+    .replace(/[?&]+$/, '').replace(/^&/, '').replace('?&', '?');
+  history.replaceState(null, '', `${location.pathname}${location.search}#${rest || '/jobs'}`);
+}
+
+function parseRoute() {
+  const parts = location.hash.replace(/^#\/?/, '').split('/');
+  const name = VIEWS[parts[0]] ? parts[0] : 'jobs';
+  let arg = parts.slice(1).join('/');
+  try { arg = decodeURIComponent(arg); } catch { /* keep it as it is */ }
+  return { name, arg };
+}
+
+function route() {
+  const { name, arg } = parseRoute();
+  for (const link of nav.querySelectorAll('a')) link.classList.toggle('active', link.dataset.view === name);
+  document.title = arg ? `${arg} \u00b7 Headway` : `${name[0].toUpperCase()}${name.slice(1)} \u00b7 Headway`;
+  if (signedOut) return;
+  if (!current || current.name !== name) {
+    unmount();
+    current = { name, view: VIEWS[name](main, { setStatus }) };
+  }
+  current.view.update(arg);
+}
+
+function unmount() {
+  current?.view.destroy();
+  current = null;
+  main.replaceChildren();
+}
+
+function showLogin(message) {
+  signedOut = true;
+  unmount();
+  setStatus('');
+  signOut.hidden = true;
+  loginError.textContent = message || '';
+  loginError.hidden = !message;
+  login.hidden = false;
+  tokenInput.focus();
+}
+
+onUnauthenticated(() => {
+  if (signedOut) return;
+  showLogin(getToken() ? 'The server refused the stored token. Sign in again.' : '');
+});
+
+loginForm.addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const token = tokenInput.value.trim();
+  const button = loginForm.querySelector('button');
+  if (!token) {
+    showLogin('Enter a token.');
+    return;
+  }
+  button.disabled = true;
+  try {
+    if (!(await checkToken(token))) {
+      loginError.textContent = 'The server refused this token.';
+      loginError.hidden = false;
+      tokenInput.select();
+      return;
+    }
+  } catch (error) {
+    loginError.textContent = `Could not reach the server: ${error.message}`;
+    loginError.hidden = false;
+    return;
+  } finally {
+    button.disabled = false;
+  }
+  setToken(token);
+  tokenInput.value = '';
+  login.hidden = true;
+  loginError.hidden = true;
+  signOut.hidden = false;
+  signedOut = false;
+  route();
+});
+
+signOut.addEventListener('click', () => {
+  clearToken();
+  signOut.hidden = true;
+  unmount();
+  route();  // a server with --auth answers 401, which brings up the sign-in form
+});
+
+takeTokenFromUrl();
+signOut.hidden = !getToken();
+window.addEventListener('hashchange', route);
+route();

@@ -1,0 +1,85 @@
+// Formatting functions shared by the views. Pure functions, no DOM access
+// except el(), which builds elements without going through innerHTML.
+
+export const ENDED_STATES = new Set(['Succeeded', 'Failed', 'Stopped']);
+export const JOB_STATES = ['Queued', 'Starting', 'Running', 'Succeeded', 'Failed', 'Stopped', 'Preempted'];
+export const HEALTHS = ['Progressing', 'Stalled', 'Diverging', 'Plateaued', 'Unknown'];
+
+// Seconds as "42s", "4m12s", "2h05m", "3d04h".
+export function duration(seconds) {
+  if (seconds == null || !Number.isFinite(seconds)) return '';
+  let s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s}s`;
+  const pad = (n) => String(n).padStart(2, '0');
+  if (s < 3600) return `${Math.floor(s / 60)}m${pad(s % 60)}s`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h${pad(Math.floor((s % 3600) / 60))}m`;
+  return `${Math.floor(s / 86400)}d${pad(Math.floor((s % 86400) / 3600))}h`;
+}
+
+// Time since an RFC 3339 timestamp, as duration() writes it.
+export function age(timestamp, now = Date.now()) {
+  const t = Date.parse(timestamp);
+  if (Number.isNaN(t)) return '';
+  return duration((now - t) / 1000);
+}
+
+// A metric value: a number, or "NaN" / "Infinity" / "-Infinity" as the API writes
+// non-finite values, or null.
+export function metric(value) {
+  if (value == null) return '';
+  if (typeof value === 'string') return value;
+  if (value === 0) return '0';
+  const a = Math.abs(value);
+  if (a >= 1e5 || a < 1e-3) return value.toExponential(2);
+  return String(Number(value.toPrecision(4)));
+}
+
+export function number(value, digits = 1) {
+  if (value == null || !Number.isFinite(value)) return '';
+  return Number.isInteger(value) ? String(value) : value.toFixed(digits);
+}
+
+export function percent(value) {
+  if (value == null || !Number.isFinite(value)) return '';
+  return `${Math.floor(value)}%`;
+}
+
+export function dateTime(timestamp) {
+  if (!timestamp) return '';
+  const d = new Date(timestamp);
+  if (Number.isNaN(d.getTime())) return timestamp;
+  return d.toLocaleString(undefined, { hour12: false });
+}
+
+// el('td', {class: 'x', dataset: {job: 'a'}, onclick: f}, 'text', child...)
+export function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  if (attrs) {
+    for (const [key, value] of Object.entries(attrs)) {
+      if (value == null || value === false) continue;
+      if (key === 'class') node.className = value;
+      else if (key === 'dataset') Object.assign(node.dataset, value);
+      else if (key === 'style') node.style.cssText = value;
+      else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+      else if (key in node && typeof value !== 'string') node[key] = value;
+      else node.setAttribute(key, value === true ? '' : value);
+    }
+  }
+  for (const child of children.flat()) {
+    if (child == null || child === false) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+export function badge(kind, value) {
+  return el('span', { class: `badge ${kind}-${String(value || 'none').toLowerCase()}` }, value || '-');
+}
+
+// A horizontal bar: fraction in [0, 1].
+export function bar(fraction, label) {
+  const f = Math.max(0, Math.min(1, Number.isFinite(fraction) ? fraction : 0));
+  return el('span', { class: 'bar-cell' },
+    el('span', { class: 'bar' }, el('span', { class: 'bar-fill', style: `width:${(f * 100).toFixed(1)}%` })),
+    label == null ? null : el('span', { class: 'bar-label' }, label));
+}
