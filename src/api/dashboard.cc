@@ -59,6 +59,8 @@ HttpResponse NotFoundPage(std::string_view path) {
 
 std::optional<HttpResponse> Dashboard::Serve(const HttpRequest& request) const {
   const std::string& path = request.path;
+  // Browsers ask for /favicon.ico on their own, without the user's token.
+  if (path == "/favicon.ico" && request.method == "GET") return Redirect("/ui/favicon.svg");
   if (path != "/" && path != "/ui" && path.rfind("/ui/", 0) != 0) return std::nullopt;
   if (request.method != "GET" && request.method != "HEAD") {
     return HttpResponse{405, "application/json",

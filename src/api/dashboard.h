@@ -1,5 +1,5 @@
 // Serves the web dashboard: "/" redirects to "/ui/", "/ui/" is index.html and
-// "/ui/PATH" the file web/PATH. The files are the copy built into the binary,
+// "/ui/PATH" the file web/PATH; "/favicon.ico" redirects to its icon. The files are the copy built into the binary,
 // or, with a `web_dir`, read from that folder on every request (for working on
 // the dashboard without rebuilding).
 //
