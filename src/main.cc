@@ -72,6 +72,18 @@ int main(int argc, char** argv) {
                    "start jobs strictly in order (no backfill)");
   server->add_option("--webhook", server_config.webhooks,
                      "http:// URL to POST every job state and health change to (repeatable)");
+  server->add_option("--max-connections", server_config.max_connections,
+                     "open connections beyond which new ones are refused with 503")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  server->add_option("--request-timeout", server_config.request_timeout_s,
+                     "seconds a client has to send a whole request (slow clients are cut off)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  server->add_option("--max-series-per-job", server_config.max_series_per_job,
+                     "distinct metric names one job may report")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
   server->add_flag("--auth", server_config.auth,
                    "require a user token on every API request (the first start writes an admin "
                    "token to DATA_DIR/admin-token; `headway token create` makes more)");

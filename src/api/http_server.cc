@@ -38,6 +38,19 @@ void ParseTarget(std::string_view target, HttpRequest& req) {
   }
 }
 
+HttpRequest ToHttpRequest(http::request<http::string_body>& raw) {
+  HttpRequest req;
+  req.method = std::string(raw.method_string());
+  ParseTarget(std::string_view(raw.target().data(), raw.target().size()), req);
+  for (const auto& field : raw) {
+    std::string name(field.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    req.headers[name] = std::string(field.value());
+  }
+  req.body = std::move(raw.body());
+  return req;
+}
+
 class Server final : public HttpServer {
  public:
   Server(HttpServerOptions options, HttpHandler handler)
@@ -133,16 +146,8 @@ class Server final : public HttpServer {
         break;
       }
       http::request<http::string_body> raw = parser.release();
-      HttpRequest req;
-      req.method = std::string(raw.method_string());
-      ParseTarget(std::string_view(raw.target().data(), raw.target().size()), req);
-      for (const auto& field : raw) {
-        std::string name(field.name_string());
-        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        req.headers[name] = std::string(field.value());
-      }
-      req.body = std::move(raw.body());
       bool keep_alive = raw.keep_alive();
+      HttpRequest req = ToHttpRequest(raw);
 
       HttpResponse resp;
       try {
@@ -271,6 +276,27 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   auto server = std::make_unique<Server>(options, std::move(handler));
   HEADWAY_RETURN_IF_ERROR(server->Listen());
   return std::unique_ptr<HttpServer>(std::move(server));
+}
+
+Result<HttpRequest> ParseHttpRequest(std::string_view raw, std::size_t max_body_bytes) {
+  http::request_parser<http::string_body> parser;
+  parser.body_limit(max_body_bytes);
+  parser.header_limit(16 * 1024);
+  parser.eager(true);
+  beast::error_code ec;
+  std::size_t offset = 0;
+  while (!ec && !parser.is_done() && offset < raw.size()) {
+    std::size_t used = parser.put(net::buffer(raw.data() + offset, raw.size() - offset), ec);
+    if (ec == http::error::need_more) ec = {};
+    if (used == 0) break;
+    offset += used;
+  }
+  if (!ec && !parser.is_done() && parser.is_header_done()) parser.put_eof(ec);
+  if (ec || !parser.is_done()) {
+    return InvalidArgument("malformed HTTP request" + (ec ? ": " + ec.message() : std::string()));
+  }
+  http::request<http::string_body> message = parser.release();
+  return ToHttpRequest(message);
 }
 
 std::string UrlDecode(std::string_view text, bool plus_is_space) {

@@ -78,4 +78,9 @@ class HttpServer {
 // Percent-decoding of URL components ('+' is a space only in queries).
 std::string UrlDecode(std::string_view text, bool plus_is_space);
 
+// Parses one complete raw HTTP/1.1 request (request line, headers, body) the
+// way the server does for requests off the socket. InvalidArgument when it
+// is malformed or its body exceeds `max_body_bytes`. For fuzzing and tests.
+Result<HttpRequest> ParseHttpRequest(std::string_view raw, std::size_t max_body_bytes = 1 << 20);
+
 }  // namespace headway::api

@@ -141,6 +141,10 @@ nlohmann::json EventToJson(const JobEvent& event) {
           {"message", event.message}};
 }
 
+std::string JsonText(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 nlohmann::json ErrorToJson(const Status& status) {
   nlohmann::json error = {{"code", StatusCodeName(status.code())}, {"message", status.message()}};
   if (!status.field().empty()) error["field"] = status.field();

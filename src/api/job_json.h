@@ -22,6 +22,9 @@ nlohmann::json ProgressToJson(const ProgressView& progress);
 nlohmann::json NumberToJson(double value);
 nlohmann::json EventToJson(const JobEvent& event);
 nlohmann::json ErrorToJson(const Status& status);
+// Serialises a response body. Bytes that are not UTF-8 (a request path can
+// carry any) become U+FFFD instead of throwing.
+std::string JsonText(const nlohmann::json& value);
 nlohmann::json QueueToJson(const QueueStatus& queue);
 nlohmann::json NodeToJson(const NodeStatus& node);
 // Counts and the best trial always; every trial with `with_trials`.

@@ -86,12 +86,15 @@ std::string EscapeLabelValue(std::string_view value) {
   return out;
 }
 
-std::string RenderPrometheus(JobService& service, const ApiCounters& counters) {
+std::string RenderPrometheus(JobService& service, const ApiCounters& counters,
+                             const std::string& team) {
   std::string out;
   std::map<std::string, int> per_state;
   for (const char* s : kStates) per_state[s] = 0;
   std::vector<ActiveJob> active;
-  if (auto jobs = service.List({}); jobs.ok()) {
+  JobFilter filter;
+  filter.team = team;
+  if (auto jobs = service.List(filter); jobs.ok()) {
     for (Job& job : *jobs) {
       per_state[std::string(JobStateName(job.state))] += 1;
       if (IsTerminal(job.state)) continue;

@@ -38,8 +38,10 @@ struct ApiCounters {
   }
 };
 
-// The whole exposition, ending in a newline.
-std::string RenderPrometheus(JobService& service, const ApiCounters& counters);
+// The whole exposition, ending in a newline; with a `team`, the per-job
+// series and job counts of that team's jobs only.
+std::string RenderPrometheus(JobService& service, const ApiCounters& counters,
+                             const std::string& team = {});
 
 // Escapes a label value: backslash, double quote and newline.
 std::string EscapeLabelValue(std::string_view value);

@@ -21,7 +21,7 @@ namespace {
 using nlohmann::json;
 
 HttpResponse JsonResponse(int status, const json& body) {
-  return {status, "application/json", body.dump(), {}, nullptr};
+  return {status, "application/json", JsonText(body), {}, nullptr};
 }
 
 HttpResponse ErrorResponse(const Status& status) {
@@ -75,6 +75,9 @@ Result<JobFilter> ParseFilter(const HttpRequest& req) {
 // it instead of every one of them taking the caller as a parameter.
 thread_local const UserToken* t_caller = nullptr;
 
+// A viewer token with this team sees every team (for monitoring).
+constexpr const char* kEveryTeam = "*";
+
 class Api {
  public:
   Api(JobService& service, const RestApiOptions& options)
@@ -87,10 +90,10 @@ class Api {
     });
     router_.Add("GET", "/metrics", [this](auto&, auto&) {
       return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
-                          RenderPrometheus(service_, counters_), {}, nullptr};
+                          RenderPrometheus(service_, counters_, VisibleTeam()), {}, nullptr};
     });
     router_.Add("GET", "/api/v1/watch/jobs",
-                [this](auto&, auto&) { return EventStream(WatchJobs(service_)); });
+                [this](auto&, auto&) { return EventStream(WatchJobs(service_, VisibleTeam())); });
     router_.Add("GET", "/api/v1/jobs/{name}/watch",
                 [this](auto& r, auto& p) { return WatchOne(r, p.at("name")); });
     router_.Add("GET", "/api/v1/whoami", [](auto&, auto&) {
@@ -142,13 +145,16 @@ class Api {
       auto all = experiments_->ListExperiments();
       if (!all.ok()) return ErrorResponse(all.status());
       json items = json::array();
-      for (const ExperimentView& e : *all) items.push_back(ExperimentToJson(e, false));
+      for (const ExperimentView& e : *all) {
+        if (MaySee(TeamOf(e)).ok()) items.push_back(ExperimentToJson(e, false));
+      }
       return JsonResponse(200, {{"experiments", items}});
     });
     router_.Add("GET", "/api/v1/experiments/{name}", [this](auto&, auto& p) {
       if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
       auto e = experiments_->GetExperiment(p.at("name"));
       if (!e.ok()) return ErrorResponse(e.status());
+      if (Status s = MaySee(TeamOf(*e)); !s.ok()) return ErrorResponse(s);
       return JsonResponse(200, ExperimentToJson(*e, true));
     });
     router_.Add("POST", "/api/v1/experiments/{name}/stop", [this](auto&, auto& p) {
@@ -156,8 +162,7 @@ class Api {
       if (t_caller) {
         auto current = experiments_->GetExperiment(p.at("name"));
         if (!current.ok()) return ErrorResponse(current.status());
-        std::string team = current->spec.value("trial_template", json::object()).value("team", "default");
-        if (Status s = MayChange(team); !s.ok()) return ErrorResponse(s);
+        if (Status s = MayChange(TeamOf(*current)); !s.ok()) return ErrorResponse(s);
       }
       auto e = experiments_->StopExperiment(p.at("name"));
       if (!e.ok()) return ErrorResponse(e.status());
@@ -206,6 +211,36 @@ class Api {
     return !(req.method == "POST" && (native_report || kubeflow_report));
   }
 
+  // Whether the caller may see what belongs to `team`: admins and viewers of
+  // every team ("*") see all; other tokens their own team's.
+  static Status MaySee(const std::string& team) {
+    if (!t_caller || t_caller->role == Role::kAdmin || t_caller->team == kEveryTeam ||
+        t_caller->team == team) {
+      return Status::Ok();
+    }
+    return PermissionDenied("token '" + t_caller->name + "' sees team '" + t_caller->team +
+                            "' only, not '" + team + "'");
+  }
+
+  // The team a token confines reads to; empty when it sees all.
+  static std::string VisibleTeam() {
+    if (!t_caller || MaySee("").ok()) return {};
+    return t_caller->team;
+  }
+
+  // The job `name` if the caller may see it.
+  Result<Job> Visible(const std::string& name) {
+    auto job = service_.Get(name);
+    if (!job.ok()) return job.status();
+    HEADWAY_RETURN_IF_ERROR(MaySee(job->spec.team));
+    return job;
+  }
+
+  static std::string TeamOf(const ExperimentView& e) {
+    if (!e.spec.is_object() || !e.spec.contains("trial_template")) return JobSpec().team;
+    return e.spec["trial_template"].value("team", JobSpec().team);
+  }
+
   // Authorisation of a change to something of `team`.
   static Status MayChange(const std::string& team) {
     if (!t_caller || MayModify(*t_caller, team)) return Status::Ok();
@@ -244,6 +279,7 @@ class Api {
       }
       buckets = static_cast<std::size_t>(*n);
     }
+    if (auto job = Visible(name); !job.ok()) return ErrorResponse(job.status());
     auto stream = WatchJob(service_, name, buckets);
     if (!stream.ok()) return ErrorResponse(stream.status());
     return EventStream(std::move(stream.value()));
@@ -317,6 +353,10 @@ class Api {
   HttpResponse List(const HttpRequest& req) {
     auto filter = ParseFilter(req);
     if (!filter.ok()) return ErrorResponse(filter.status());
+    if (std::string team = VisibleTeam(); !team.empty()) {
+      if (!filter->team.empty() && filter->team != team) return ErrorResponse(MaySee(filter->team));
+      filter->team = team;
+    }
     auto jobs = service_.List(*filter);
     if (!jobs.ok()) return ErrorResponse(jobs.status());
     json items = json::array();
@@ -325,14 +365,14 @@ class Api {
   }
 
   HttpResponse Get(const std::string& name) {
-    auto job = service_.Get(name);
+    auto job = Visible(name);
     if (!job.ok()) return ErrorResponse(job.status());
     return JsonResponse(200, View(*job));
   }
 
   HttpResponse Stop(const HttpRequest& req, const std::string& name) {
     if (t_caller) {
-      auto current = service_.Get(name);
+      auto current = Visible(name);
       if (!current.ok()) return ErrorResponse(current.status());
       if (Status s = MayChange(current->spec.team); !s.ok()) return ErrorResponse(s);
     }
@@ -438,6 +478,7 @@ class Api {
   }
 
   HttpResponse MetricNames(const std::string& name) {
+    if (auto job = Visible(name); !job.ok()) return ErrorResponse(job.status());
     auto names = service_.MetricNames(name);
     if (!names.ok()) return ErrorResponse(names.status());
     return JsonResponse(200, {{"metrics", *names}});
@@ -451,6 +492,7 @@ class Api {
       if (!n.ok()) return ErrorResponse(n.status());
       buckets = static_cast<std::size_t>(*n);
     }
+    if (auto job = Visible(name); !job.ok()) return ErrorResponse(job.status());
     auto points = service_.MetricSeries(name, metric);
     if (!points.ok()) return ErrorResponse(points.status());
     json out = {{"metric", metric}, {"count", points->size()}};
@@ -478,6 +520,7 @@ class Api {
       if (!n.ok()) return ErrorResponse(n.status());
       after = *n;
     }
+    if (auto job = Visible(name); !job.ok()) return ErrorResponse(job.status());
     auto events = service_.Events(name, after);
     if (!events.ok()) return ErrorResponse(events.status());
     json items = json::array();
@@ -486,7 +529,7 @@ class Api {
   }
 
   HttpResponse Logs(const HttpRequest& req, const std::string& name) {
-    auto job = service_.Get(name);
+    auto job = Visible(name);
     if (!job.ok()) return ErrorResponse(job.status());
     auto files = service_.LogFiles(name);
     if (!files.ok()) return ErrorResponse(files.status());

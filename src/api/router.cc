@@ -42,7 +42,7 @@ HttpResponse Router::Dispatch(const HttpRequest& request) const {
   Status status = path_known ? Status(StatusCode::kInvalidArgument,
                                       "method " + request.method + " is not allowed here")
                              : NotFound("no such endpoint: " + request.path);
-  return {path_known ? 405 : 404, "application/json", ErrorToJson(status).dump(), {}, nullptr};
+  return {path_known ? 405 : 404, "application/json", JsonText(ErrorToJson(status)), {}, nullptr};
 }
 
 }  // namespace headway::api

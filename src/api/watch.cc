@@ -21,7 +21,7 @@ void AppendEvent(std::string& out, std::string_view type, const json& data) {
   out += "event: ";
   out += type;
   out += "\ndata: ";
-  out += data.dump();
+  out += JsonText(data);
   out += "\n\n";
 }
 
@@ -45,12 +45,14 @@ class KeepAlive {
 
 class JobsStream final : public ResponseStream {
  public:
-  explicit JobsStream(JobService& service) : service_(service) {}
+  JobsStream(JobService& service, std::string team) : service_(service), team_(std::move(team)) {}
 
   bool Next(std::string& out) override {
     if (!started_) {
       started_ = true;
-      auto jobs = service_.List({});
+      JobFilter all;
+      all.team = team_;
+      auto jobs = service_.List(all);
       json views = json::array();
       if (jobs.ok()) {
         for (const Job& job : *jobs) views.push_back(Remember(job));
@@ -68,9 +70,11 @@ class JobsStream final : public ResponseStream {
       for (Job& job : *jobs) candidates.emplace(job.name(), std::move(job));
     };
     JobFilter active;
+    active.team = team_;
     active.active_only = true;
     take(active);
     JobFilter fresh;
+    fresh.team = team_;
     fresh.submitted_after = max_seq_;
     take(fresh);
     for (const std::string& name : active_) {
@@ -98,13 +102,14 @@ class JobsStream final : public ResponseStream {
     // The list has no use for the spec, the bulk of a view: 10k jobs stream in
     // a fraction of the bytes. The job's own stream carries it.
     view.erase("spec");
-    last_[job.name()] = view.dump();
+    last_[job.name()] = JsonText(view);
     if (!IsTerminal(job.state)) active_.insert(job.name());
     max_seq_ = std::max(max_seq_, job.submit_seq);
     return view;
   }
 
   JobService& service_;
+  const std::string team_;
   bool started_ = false;
   std::int64_t max_seq_ = 0;
   std::set<std::string> active_;
@@ -123,7 +128,7 @@ class JobStream final : public ResponseStream {
     auto job = service_.Get(name_);
     if (!job.ok()) return false;  // deleted: end the stream
     json view = JobView(service_, *job);
-    std::string serialised = view.dump();
+    std::string serialised = JsonText(view);
     if (serialised != last_view_) {
       last_view_ = std::move(serialised);
       AppendEvent(out, "job", view);
@@ -212,8 +217,8 @@ class JobStream final : public ResponseStream {
 
 }  // namespace
 
-std::shared_ptr<ResponseStream> WatchJobs(JobService& service) {
-  return std::make_shared<JobsStream>(service);
+std::shared_ptr<ResponseStream> WatchJobs(JobService& service, std::string team) {
+  return std::make_shared<JobsStream>(service, std::move(team));
 }
 
 Result<std::shared_ptr<ResponseStream>> WatchJob(JobService& service, const std::string& name,

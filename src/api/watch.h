@@ -23,7 +23,8 @@
 
 namespace headway::api {
 
-std::shared_ptr<ResponseStream> WatchJobs(JobService& service);
+// Only the jobs of `team` when it is not empty.
+std::shared_ptr<ResponseStream> WatchJobs(JobService& service, std::string team = {});
 
 // NotFound for an unknown job. `buckets` >= 2.
 Result<std::shared_ptr<ResponseStream>> WatchJob(JobService& service, const std::string& name,

@@ -2,9 +2,12 @@
 // programs hold user tokens, each with a team and a role. (Jobs report with
 // their own per-job tokens, which are not user tokens.)
 //
-//   viewer  reads everything, changes nothing
+//   viewer  reads its team's jobs and experiments, changes nothing
 //   member  also submits and stops its own team's jobs and experiments
 //   admin   everything, including creating and revoking tokens
+//
+// A viewer of team "*" reads every team's (for dashboards and Prometheus).
+// The pool's queues and nodes are visible to every token.
 #pragma once
 
 #include <optional>
@@ -22,7 +25,7 @@ std::optional<Role> ParseRole(std::string_view name);
 
 struct UserToken {
   std::string name;  // unique, same rules as job names
-  std::string team;  // empty for an admin that belongs to no team
+  std::string team;  // empty for an admin that belongs to no team; "*": a viewer of all
   Role role = Role::kViewer;
   std::string hash;  // SHA-256 of the secret, hex; the secret itself is never stored
   Time created_at{};

@@ -1,5 +1,9 @@
 #include "core/yaml_fields.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -143,7 +147,62 @@ Result<bool> AsBool(const std::string& field, const YAML::Node& node) {
   return FieldError(field, node, "must be true or false");
 }
 
+namespace {
+
+// The offset of the first byte that is not printable text: not part of
+// well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing
+// above U+10FFFF), or a control character other than tab and line breaks
+// (C0, DEL, C1), which YAML's printable set excludes and yaml-cpp mangles.
+std::optional<std::size_t> FirstNonText(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    unsigned char c = byte(i);
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) return i;
+      ++i;
+      continue;
+    }
+    if (c == 0xC2 && i + 1 < text.size() && byte(i + 1) <= 0x9F) return i;  // C1 controls
+    std::size_t length = 0;
+    unsigned char low = 0x80, high = 0xBF;  // allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      length = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      length = 3;
+      if (c == 0xE0) low = 0xA0;
+      if (c == 0xED) high = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      length = 4;
+      if (c == 0xF0) low = 0x90;
+      if (c == 0xF4) high = 0x8F;
+    } else {
+      return i;
+    }
+    if (i + length > text.size()) return i;
+    if (byte(i + 1) < low || byte(i + 1) > high) return i;
+    for (std::size_t k = 2; k < length; ++k) {
+      if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return i;
+    }
+    i += length;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<YAML::Node> Load(std::string_view document) {
+  // yaml-cpp passes invalid UTF-8 and control bytes through; a spec must be
+  // text the API can echo back as JSON.
+  if (auto bad = FirstNonText(document)) {
+    int line = 1 + static_cast<int>(std::count(document.begin(), document.begin() + static_cast<std::ptrdiff_t>(*bad), '\n'));
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(document[*bad]));
+    Status s = InvalidArgument("not UTF-8 text: byte " + std::string(hex) +
+                               " is not part of a printable character");
+    s.WithField("spec", line);
+    return s;
+  }
   try {
     return YAML::Load(std::string(document));
   } catch (const YAML::ParserException& e) {

@@ -52,6 +52,8 @@ Status JobController::ReportProgress(std::string_view name, std::string_view tok
   if (expected.empty() || !api::SameHash(api::HashToken(token), expected)) {
     return PermissionDenied("this token may not report for job '" + std::string(name) + "'");
   }
+  HEADWAY_RETURN_IF_ERROR(
+      tracker_.AdmitSeries(std::string(name), reports, options_.max_series_per_job));
   return writer_.Write({std::string(name), std::move(reports), clock_.Now()});
 }
 

@@ -52,6 +52,8 @@ struct ControllerOptions {
   Duration preemption_grace = std::chrono::seconds(30);
   progress::HealthOptions health;
   double plateau_window = 0.25;  // fraction of total_steps; see ProgressTracker
+  // Distinct metric names one job may report; more are refused (400).
+  std::size_t max_series_per_job = 1000;
   // Called (on the control loop's thread, holding no store lock) for every
   // persisted StateChanged or HealthChanged event; must not block.
   std::function<void(const Job&, const JobEvent&)> on_change;

@@ -1,5 +1,7 @@
 #include "server/progress_tracker.h"
 
+#include <set>
+
 #include <algorithm>
 #include <cmath>
 
@@ -83,6 +85,26 @@ ProgressTracker::State& ProgressTracker::Load(const std::string& job) {
     }
   }
   return s;
+}
+
+Status ProgressTracker::AdmitSeries(const std::string& job,
+                                    const std::vector<ProgressReport>& reports,
+                                    std::size_t max_series) {
+  std::lock_guard lock(mu_);
+  State& s = Load(job);
+  std::set<std::string> fresh;
+  for (const ProgressReport& r : reports) {
+    for (const auto& [name, value] : r.metrics) {
+      if (!s.latest.count(name)) fresh.insert(name);
+    }
+  }
+  if (s.latest.size() + fresh.size() > max_series) {
+    return Status(InvalidArgument("job '" + job + "' would have " +
+                                  std::to_string(s.latest.size() + fresh.size()) +
+                                  " metric series; the limit is " + std::to_string(max_series))
+                      .WithField("metrics"));
+  }
+  return Status::Ok();
 }
 
 void ProgressTracker::Apply(const ProgressBatch& batch) {

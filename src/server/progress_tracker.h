@@ -28,6 +28,10 @@ class ProgressTracker {
                   double plateau_window = 0.25);
 
   void Apply(const ProgressBatch& batch);
+  // InvalidArgument when `reports` would give `job` more than `max_series`
+  // metric series. Checked before writing, so a refused request stores nothing.
+  Status AdmitSeries(const std::string& job, const std::vector<ProgressReport>& reports,
+                     std::size_t max_series);
   ProgressView View(const Job& job, Time now);
 
  private:

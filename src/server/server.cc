@@ -196,6 +196,7 @@ int RunServer(const ServerConfig& config) {
   options.health.stall_floor_s = config.stall_floor_s;
   options.health.unknown_grace_s = config.no_report_grace_s;
   options.plateau_window = config.plateau_window;
+  options.max_series_per_job = config.max_series_per_job;
   options.team_quotas = *quotas;
   options.scheduling.preemption = config.preemption;
   options.scheduling.backfill = config.backfill;
@@ -220,7 +221,8 @@ int RunServer(const ServerConfig& config) {
   api::HttpHandler api_handler;
   std::atomic<const api::HttpHandler*> ready{nullptr};
   auto server = api::HttpServer::Start(
-      {config.listen_address, config.port, config.http_threads, config.max_body_bytes},
+      {config.listen_address, config.port, config.http_threads, config.max_body_bytes,
+       std::chrono::seconds(config.request_timeout_s), config.max_connections},
       [&ready](const api::HttpRequest& req) {
         const api::HttpHandler* handler = ready.load();
         if (handler == nullptr) {

@@ -29,6 +29,9 @@ struct ServerConfig {
   // Request handlers may wait for a group commit, so there are more threads than cores.
   int http_threads = 16;
   std::size_t max_body_bytes = 1 << 20;
+  int max_connections = 1024;       // beyond this, new connections get 503
+  int request_timeout_s = 30;       // a request must arrive whole within this (slow clients)
+  std::size_t max_series_per_job = 1000;
   double stall_floor_s = 60;        // never call a job Stalled sooner than this
   double no_report_grace_s = 300;   // say "no progress reported" after this long
   std::vector<std::string> webhooks;  // http:// URLs that get every state/health change

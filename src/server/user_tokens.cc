@@ -77,6 +77,9 @@ Result<std::string> UserTokens::CreateToken(const std::string& name, const std::
     return Status(InvalidArgument("must be lowercase letters, digits and '-', 1-63 characters")
                       .WithField("name"));
   }
+  if (team == "*" && role != Role::kViewer) {
+    return Status(InvalidArgument("only viewer tokens may see every team ('*')").WithField("team"));
+  }
   if (team.size() > 63 || (role != Role::kAdmin && team.empty())) {
     return Status(InvalidArgument(role == Role::kAdmin ? "must be at most 63 characters"
                                                        : "is required for viewer and member tokens")

@@ -139,8 +139,28 @@ TEST(Auth, RolesDecideWhatATokenMayChange) {
                 .status,
             403);
 
-  // A viewer reads everything and changes nothing.
-  EXPECT_EQ(Call(server, viewer, "GET", "/api/v1/jobs").body["jobs"].size(), 2u);
+  // A viewer reads its team's jobs and changes nothing; other teams' jobs are
+  // out of its sight, in lists, single reads, metrics and streams alike.
+  Answer visible = Call(server, viewer, "GET", "/api/v1/jobs");
+  ASSERT_EQ(visible.body["jobs"].size(), 1u);
+  EXPECT_EQ(visible.body["jobs"][0]["name"], "mine");
+  EXPECT_EQ(Call(server, viewer, "GET", "/api/v1/jobs/nlp-job").status, 403);
+  EXPECT_EQ(Call(server, viewer, "GET", "/api/v1/jobs/nlp-job/events").status, 403);
+  EXPECT_EQ(Call(server, viewer, "GET", "/api/v1/jobs/nlp-job/logs").status, 403);
+  EXPECT_EQ(Call(server, viewer, "GET", "/api/v1/jobs?team=nlp").status, 403);
+  {
+    api::HttpClient http(server.url(), viewer);
+    auto metrics = http.Request("GET", "/metrics");
+    ASSERT_TRUE(metrics.ok());
+    EXPECT_THAT(metrics->body, HasSubstr("job_name=\"mine\""));
+    EXPECT_THAT(metrics->body, Not(HasSubstr("nlp-job")));
+  }
+  std::string everyone = CreateToken(server, admin, "grafana", "*", "viewer");
+  EXPECT_EQ(Call(server, everyone, "GET", "/api/v1/jobs").body["jobs"].size(), 2u);
+  EXPECT_EQ(Call(server, everyone, "POST", "/api/v1/jobs/nlp-job/stop").status, 403);
+  EXPECT_EQ(Call(server, admin, "POST", "/api/v1/tokens",
+                 R"({"name": "wide", "team": "*", "role": "member"})").status,
+            400) << "only viewers may span every team";
   EXPECT_EQ(Call(server, viewer, "POST", "/api/v1/jobs/mine/stop").status, 403);
   EXPECT_EQ(Call(server, viewer, "POST", "/api/v1/jobs", IdleJob("v", "vision")).status, 403);
 

@@ -150,13 +150,14 @@ class Prometheus {
 
 TEST(Metrics, ARealPrometheusScrapesTheServer) {
   if (!Installed("/usr/bin/prometheus")) GTEST_SKIP() << "prometheus not installed (scripts/setup installs it)";
-  // With --auth, Prometheus scrapes with a viewer token, as a deployment would.
+  // With --auth, Prometheus scrapes with a viewer token of every team ("*"),
+  // as a deployment would.
   TestServer server(2, {"--auth"});
   std::string admin = ReadFile(server.data_dir() + "/admin-token");
   admin.pop_back();
   server.UseToken(admin);
   CommandResult viewer = server.Cli({"--token", admin, "token", "create", "prometheus", "--team",
-                                     "ops", "--role", "viewer"});
+                                     "*", "--role", "viewer"});
   ASSERT_EQ(viewer.exit_code, 0) << viewer.err;
   std::string credentials = server.data_dir() + "/prometheus-token";
   WriteFile(credentials, viewer.out);

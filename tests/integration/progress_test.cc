@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "api/http_client.h"
@@ -104,6 +107,38 @@ TEST(ProgressApi, BadPayloadsAreRejectedClearlyAndStoreNothing) {
   }
   EXPECT_TRUE(server.Job("strict")["progress"]["step"].is_null());
   server.Cli({"stop", "strict"});
+}
+
+TEST(ProgressApi, LimitsOnNamesPointsAndSeriesAreClearAndStoreNothing) {
+  TestServer server(4, {"--max-series-per-job", "5"});
+  SubmitIdleJob(server, "bounded");
+  std::string token = TokenOf(server, "bounded");
+  std::string response;
+  // A metric name of 129 characters.
+  EXPECT_EQ(Post(server, ProgressPath("bounded"), token,
+                 R"({"step": 1, "metrics": {")" + std::string(129, 'a') + R"(": 1}})", &response),
+            400);
+  EXPECT_THAT(response, HasSubstr("metric"));
+  // 10,001 points in one request.
+  std::string many = R"({"reports": [)";
+  for (int i = 0; i <= 10000; ++i) many += (i ? "," : "") + std::string(R"({"step": )") + std::to_string(i) + "}";
+  many += "]}";
+  EXPECT_EQ(Post(server, ProgressPath("bounded"), token, many, &response), 413);
+  EXPECT_THAT(response, HasSubstr("10000"));
+  // A sixth metric series, in one request or spread over several.
+  EXPECT_EQ(Post(server, ProgressPath("bounded"), token,
+                 R"({"step": 1, "metrics": {"a": 1, "b": 1, "c": 1, "d": 1, "e": 1, "f": 1}})", &response),
+            400);
+  EXPECT_THAT(response, HasSubstr("the limit is 5"));
+  EXPECT_TRUE(server.Job("bounded")["progress"]["step"].is_null()) << "a refused request stores nothing";
+  ASSERT_EQ(Post(server, ProgressPath("bounded"), token,
+                 R"({"step": 1, "metrics": {"a": 1, "b": 1, "c": 1, "d": 1, "e": 1}})"), 202);
+  EXPECT_EQ(Post(server, ProgressPath("bounded"), token, R"({"step": 2, "metrics": {"f": 1}})", &response), 400);
+  EXPECT_THAT(response, HasSubstr("\"field\":\"metrics\""));
+  // The series it has keep working.
+  EXPECT_EQ(Post(server, ProgressPath("bounded"), token, R"({"step": 3, "metrics": {"a": 0.5}})"), 202);
+  EXPECT_EQ(server.Job("bounded")["progress"]["step"], 3);
+  server.Cli({"stop", "bounded"});
 }
 
 TEST(ProgressApi, OutOfOrderAndRepeatedStepsKeepAnOrderedIdempotentSeries) {
@@ -331,6 +366,66 @@ TEST(Recovery, AcknowledgedReportsSurviveAServerCrash) {
   EXPECT_EQ(series["count"], 50);
   EXPECT_EQ(server.Job("durable")["progress"]["step"], 50);
   server.Cli({"stop", "durable"});
+}
+
+TEST(Recovery, RepeatedCrashesUnderLoadLoseNoAcknowledgedReportAndNoJob) {
+  TestServer server;
+  const std::vector<std::string> names = {"load-a", "load-b", "load-c"};
+  std::map<std::string, std::string> tokens;
+  for (const std::string& name : names) SubmitIdleJob(server, name);
+  for (const std::string& name : names) tokens[name] = TokenOf(server, name);
+  std::map<std::string, std::set<std::int64_t>> acknowledged;
+  std::map<std::string, std::int64_t> next_step;
+  for (int round = 0; round < 4; ++round) {
+    // Reporters push as fast as they can until the server dies under them.
+    std::mutex mu;
+    std::vector<std::thread> reporters;
+    for (const std::string& name : names) {
+      reporters.emplace_back([&, name] {
+        api::HttpClient http(server.url(), tokens[name]);
+        for (;;) {
+          std::int64_t step;
+          {
+            std::lock_guard lock(mu);
+            step = next_step[name]++;
+          }
+          json body = {{"step", step}, {"metrics", {{"loss", 1.0 / (1.0 + static_cast<double>(step))}}}};
+          auto resp = http.Request("POST", ProgressPath(name), body.dump());
+          if (!resp.ok()) return;  // the server is gone
+          if (resp->status == 202) {
+            std::lock_guard lock(mu);
+            acknowledged[name].insert(step);
+          }
+        }
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    server.Kill();
+    for (auto& t : reporters) t.join();
+    server.Restart();
+    for (const std::string& name : names) {
+      json series = Get(server, "/api/v1/jobs/" + name + "/metrics/loss");
+      std::set<std::int64_t> stored;
+      for (const json& p : series["points"]) stored.insert(p["step"].get<std::int64_t>());
+      std::size_t missing = 0;
+      for (std::int64_t step : acknowledged[name]) missing += stored.count(step) ? 0 : 1;
+      EXPECT_EQ(missing, 0u) << name << " round " << round << ": acknowledged but lost";
+      EXPECT_GT(acknowledged[name].size(), static_cast<std::size_t>(round)) << name;
+    }
+  }
+  std::size_t total = 0;
+  for (const auto& [name, steps] : acknowledged) total += steps.size();
+  std::printf("acknowledged %zu reports over 4 SIGKILLs, lost 0\n", total);
+  // No job lost or doubled, each still on its one and only launch.
+  json list = Get(server, "/api/v1/jobs");
+  ASSERT_EQ(list["jobs"].size(), names.size());
+  for (const std::string& name : names) {
+    EXPECT_EQ(server.State(name), "Running") << name;
+    int launches = 0;
+    for (const json& e : server.Events(name)) launches += e["type"] == "Launched" ? 1 : 0;
+    EXPECT_EQ(launches, 1) << name;
+    server.Cli({"stop", name});
+  }
 }
 
 }  // namespace

@@ -327,6 +327,19 @@ TEST(Validation, HttpErrorsAreJsonWithTheRightStatus) {
   EXPECT_EQ(missing->status, 404);
   EXPECT_EQ(nlohmann::json::parse(missing->body)["error"]["code"], "NotFound");
 
+  // Bytes that are not UTF-8 (found by fuzzing): a clear 400 for a spec, a
+  // JSON 404 (not a 500) for a path, and no job stored.
+  auto binary = http.Request("POST", "/api/v1/jobs", "name: a\ncommand: [x]\nenv: {K: \"\xff\xfe\"}\n");
+  ASSERT_TRUE(binary.ok());
+  EXPECT_EQ(binary->status, 400);
+  EXPECT_THAT(binary->body, HasSubstr("UTF-8"));
+  EXPECT_EQ(nlohmann::json::parse(binary->body)["error"]["line"], 3);
+  auto odd_path = http.Request("GET", "/api/v1/jobs/%FF%FE");
+  ASSERT_TRUE(odd_path.ok());
+  EXPECT_EQ(odd_path->status, 404);
+  EXPECT_EQ(nlohmann::json::parse(odd_path->body)["error"]["code"], "NotFound");
+  EXPECT_TRUE(server.Job("a").is_null());
+
   auto wrong_method = http.Request("DELETE", "/api/v1/jobs");
   ASSERT_TRUE(wrong_method.ok());
   EXPECT_EQ(wrong_method->status, 405);

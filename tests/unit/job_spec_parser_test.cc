@@ -140,5 +140,23 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"just a string\n", "spec", 0, "must be a map"},
         BadSpec{"", "spec", 0, "must be a map"}));
 
+TEST(JobSpecParser, RefusesBytesThatAreNotPrintableText) {
+  // Found by fuzzing: yaml-cpp let these through into specs that could not be
+  // written back as JSON.
+  for (std::string doc : {std::string("name: a\ncommand: [x]\nenv: {K: \"\xff\"}\n"),
+                          std::string("name: a\ncommand: [x]\nenv: {K\0Y: v}\n", 35),
+                          std::string("name: a\ncommand: [\"x\xc2\x85\"]\n"),
+                          std::string("name: a\ncommand: [\"\xed\xa0\x80\"]\n")}) {
+    auto spec = ParseJobSpec(doc);
+    ASSERT_FALSE(spec.ok()) << doc;
+    EXPECT_EQ(spec.status().field(), "spec");
+    EXPECT_NE(spec.status().message().find("UTF-8"), std::string::npos);
+  }
+  EXPECT_EQ(ParseJobSpec("name: a\ncommand: [x]\nenv: {K: \"x\xff\"}\n").status().line(), 3);
+  auto unicode = ParseJobSpec("name: a\ncommand: [\"\xc3\xa9t\xc3\xa9\", \"\xf0\x9f\x9a\x80\"]\n");
+  ASSERT_TRUE(unicode.ok()) << unicode.status().ToString();
+  EXPECT_EQ(unicode->command[1], "\xf0\x9f\x9a\x80");
+}
+
 }  // namespace
 }  // namespace headway

@@ -1,0 +1,129 @@
+#include "fuzz_targets.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "api/http_server.h"
+#include "api/rest_api.h"
+#include "core/job_spec_json.h"
+#include "core/job_spec_parser.h"
+#include "core/progress_report.h"
+#include "hpo/experiment_spec.h"
+
+#define FUZZ_CHECK(condition)                                                   \
+  do {                                                                          \
+    if (!(condition)) {                                                         \
+      std::fprintf(stderr, "%s:%d: FUZZ_CHECK(%s) failed\n", __FILE__, __LINE__, \
+                   #condition);                                                 \
+      std::abort();                                                             \
+    }                                                                           \
+  } while (false)
+
+namespace headway::fuzz {
+namespace {
+
+std::string_view Text(const std::uint8_t* data, std::size_t size) {
+  return {reinterpret_cast<const char*>(data), size};
+}
+
+// The REST API's input handling over a control plane that knows no jobs.
+// A stand-in, not the real controller: the real one would launch whatever
+// process a fuzzed spec names. Submit validates as far as the API does.
+class NoJobs final : public api::JobService {
+ public:
+  Result<Job> Submit(JobSpec spec) override {
+    Job job;
+    job.spec = std::move(spec);
+    return job;
+  }
+  Result<Job> Get(std::string_view name) override { return Missing(name); }
+  Result<std::vector<Job>> List(const JobFilter&) override { return std::vector<Job>{}; }
+  Result<Job> Stop(std::string_view name, std::string) override { return Missing(name); }
+  Result<std::vector<JobEvent>> Events(std::string_view name, std::int64_t) override {
+    return Missing(name).status();
+  }
+  Result<std::vector<LogFile>> LogFiles(std::string_view name) override {
+    return Missing(name).status();
+  }
+  Status ReportProgress(std::string_view name, std::string_view, std::vector<ProgressReport>) override {
+    return Missing(name).status();
+  }
+  ProgressView Progress(const Job&) override { return {}; }
+  Result<std::vector<MetricPoint>> MetricSeries(std::string_view name, std::string_view) override {
+    return Missing(name).status();
+  }
+  Result<std::vector<MetricPoint>> MetricSeriesAfter(std::string_view name, std::string_view,
+                                                     std::int64_t, std::size_t) override {
+    return Missing(name).status();
+  }
+  Result<std::vector<std::string>> MetricNames(std::string_view name) override {
+    return Missing(name).status();
+  }
+  std::string PendingReason(std::string_view) override { return {}; }
+  std::vector<api::QueueStatus> Queues() override { return {}; }
+  std::vector<api::NodeStatus> Nodes() override { return {}; }
+
+ private:
+  static Result<Job> Missing(std::string_view name) {
+    return NotFound("job '" + std::string(name) + "' not found");
+  }
+};
+
+}  // namespace
+
+void FuzzJobSpec(const std::uint8_t* data, std::size_t size) {
+  auto spec = ParseJobSpec(Text(data, size));
+  if (!spec.ok()) {
+    FUZZ_CHECK(!spec.status().message().empty());
+    return;
+  }
+  // Its canonical JSON is itself a valid spec that says the same.
+  std::string canonical = JobSpecToJson(*spec).dump();
+  auto again = ParseJobSpec(canonical);
+  FUZZ_CHECK(again.ok());
+  FUZZ_CHECK(JobSpecToJson(*again).dump() == canonical);
+}
+
+void FuzzExperimentSpec(const std::uint8_t* data, std::size_t size) {
+  auto spec = hpo::ParseExperimentSpec(Text(data, size));
+  if (!spec.ok()) {
+    FUZZ_CHECK(!spec.status().message().empty());
+    return;
+  }
+  std::string canonical = hpo::ExperimentSpecToJson(*spec).dump();
+  auto again = hpo::ParseExperimentSpec(canonical);
+  FUZZ_CHECK(again.ok());
+  FUZZ_CHECK(hpo::ExperimentSpecToJson(*again).dump() == canonical);
+}
+
+void FuzzProgressReport(const std::uint8_t* data, std::size_t size) {
+  ProgressLimits limits;
+  auto reports = DecodeProgressReports(Text(data, size), limits);
+  if (!reports.ok()) return;
+  FUZZ_CHECK(!reports->empty() && reports->size() <= limits.max_reports);
+  for (const auto& r : *reports) {
+    FUZZ_CHECK(r.step >= 0);
+    FUZZ_CHECK(r.metrics.size() <= limits.max_metrics_per_report);
+    for (const auto& [name, value] : r.metrics) {
+      FUZZ_CHECK(IsValidMetricName(name) && name.size() <= limits.max_metric_name);
+      (void)value;
+    }
+  }
+}
+
+void FuzzHttpRequest(const std::uint8_t* data, std::size_t size) {
+  static NoJobs jobs;
+  static const api::HttpHandler handler = api::MakeRestApi(jobs);
+  auto request = api::ParseHttpRequest(Text(data, size));
+  if (!request.ok()) return;
+  api::HttpResponse response = handler(*request);
+  FUZZ_CHECK(response.status >= 200 && response.status < 600);
+  // Every error the API sends is JSON with a code and a message.
+  if (response.status >= 400 && !response.stream) {
+    FUZZ_CHECK(response.body.find("\"code\"") != std::string::npos);
+  }
+}
+
+}  // namespace headway::fuzz
