@@ -87,6 +87,11 @@ int main(int argc, char** argv) {
   server->add_flag("--auth", server_config.auth,
                    "require a user token on every API request (the first start writes an admin "
                    "token to DATA_DIR/admin-token; `headway token create` makes more)");
+  server->add_option("--tls-cert", server_config.tls_cert_file,
+                     "serve HTTPS only, with this PEM certificate (chain); needs --tls-key")
+      ->check(CLI::ExistingFile);
+  server->add_option("--tls-key", server_config.tls_key_file, "the PEM private key for --tls-cert")
+      ->check(CLI::ExistingFile);
   server->add_option("--web-dir", server_config.web_dir,
                      "serve the dashboard from this folder instead of the built-in copy");
   server->callback([&] {
@@ -99,6 +104,9 @@ int main(int argc, char** argv) {
       throw CLI::ValidationError("--listen", "port must be a number");
     }
     if (gpus >= 0) server_config.gpus = gpus;
+    if (server_config.tls_cert_file.empty() != server_config.tls_key_file.empty()) {
+      throw CLI::ValidationError("--tls-cert/--tls-key", "give both or neither");
+    }
     server_config.self_executable = SelfExecutable(argv[0]);
     exit_code = headway::RunServer(server_config);
   });

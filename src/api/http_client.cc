@@ -1,9 +1,13 @@
 #include "api/http_client.h"
 
+#include <openssl/ssl.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <limits>
 
 namespace headway::api {
@@ -16,22 +20,22 @@ using tcp = net::ip::tcp;
 
 }  // namespace
 
-HttpClient::HttpClient(std::string base_url, std::string bearer_token)
-    : base_url_(std::move(base_url)), token_(std::move(bearer_token)) {
+HttpClient::HttpClient(std::string base_url, std::string bearer_token, std::string ca_file)
+    : base_url_(std::move(base_url)), token_(std::move(bearer_token)), ca_file_(std::move(ca_file)) {
   while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
 }
 
-Status HttpClient::ParseUrl(std::string& host, std::string& port) const {
-  constexpr std::string_view kScheme = "http://";
-  if (base_url_.rfind(kScheme, 0) != 0) {
-    return InvalidArgument("server URL must start with http:// (got '" + base_url_ + "')");
+Status HttpClient::ParseUrl(std::string& host, std::string& port, bool& tls) const {
+  tls = base_url_.rfind("https://", 0) == 0;
+  if (!tls && base_url_.rfind("http://", 0) != 0) {
+    return InvalidArgument("server URL must start with http:// or https:// (got '" + base_url_ + "')");
   }
-  std::string rest = base_url_.substr(kScheme.size());
+  std::string rest = base_url_.substr(tls ? 8 : 7);
   auto slash = rest.find('/');
   if (slash != std::string::npos) rest = rest.substr(0, slash);
   auto colon = rest.rfind(':');
   host = colon == std::string::npos ? rest : rest.substr(0, colon);
-  port = colon == std::string::npos ? "80" : rest.substr(colon + 1);
+  port = colon == std::string::npos ? (tls ? "443" : "80") : rest.substr(colon + 1);
   if (host.empty()) return InvalidArgument("server URL has no host: '" + base_url_ + "'");
   return Status::Ok();
 }
@@ -56,14 +60,49 @@ Result<beast::tcp_stream> Connect(net::io_context& io, const std::string& host,
 
 }  // namespace
 
+namespace {
+
+// Runs `exchange` over a new connection to the server: plain TCP, or TLS
+// verified against the system's CAs (and `ca_file`) and the host name.
+template <class Exchange>
+auto OverConnection(const std::string& host, const std::string& port, const std::string& url,
+                    bool tls, const std::string& ca_file, Exchange&& exchange)
+    -> decltype(exchange(std::declval<beast::tcp_stream&>())) {
+  net::io_context io;
+  auto stream = Connect(io, host, port, url);
+  if (!stream.ok()) return stream.status();
+  if (!tls) return exchange(*stream);
+  net::ssl::context context(net::ssl::context::tls_client);
+  beast::error_code ec;
+  context.set_default_verify_paths(ec);
+  if (!ca_file.empty()) {
+    context.load_verify_file(ca_file, ec);
+    if (ec) return InvalidArgument("CA file " + ca_file + ": " + ec.message());
+  }
+  context.set_verify_mode(net::ssl::verify_peer);
+  beast::ssl_stream<beast::tcp_stream> secure(std::move(stream.value()), context);
+  secure.set_verify_callback(net::ssl::host_name_verification(host));
+  if (!SSL_set_tlsext_host_name(secure.native_handle(), host.c_str())) {
+    return Unavailable("TLS: cannot set the server name " + host);
+  }
+  secure.handshake(net::ssl::stream_base::client, ec);
+  if (ec) {
+    return Unavailable("TLS handshake with " + url + " failed: " + ec.message() +
+                       (ca_file.empty() ? " (for a certificate your system does not trust, pass "
+                                          "--cacert FILE or set HEADWAY_CA_FILE)"
+                                        : ""));
+  }
+  return exchange(secure);
+}
+
+}  // namespace
+
 Result<ClientResponse> HttpClient::Request(std::string_view method, std::string_view target,
                                            std::string body, std::string_view content_type,
                                            const std::vector<std::pair<std::string, std::string>>& headers) {
   std::string host, port;
-  HEADWAY_RETURN_IF_ERROR(ParseUrl(host, port));
-  net::io_context io;
-  auto stream = Connect(io, host, port, base_url_);
-  if (!stream.ok()) return stream.status();
+  bool tls = false;
+  HEADWAY_RETURN_IF_ERROR(ParseUrl(host, port, tls));
   http::request<http::string_body> req{http::string_to_verb(beast::string_view(method.data(), method.size())), std::string(target), 11};
   req.set(http::field::host, host);
   req.set(http::field::user_agent, "headway-cli");
@@ -72,61 +111,63 @@ Result<ClientResponse> HttpClient::Request(std::string_view method, std::string_
   for (const auto& [name, value] : headers) req.set(name, value);
   req.body() = std::move(body);
   req.prepare_payload();
-  beast::error_code ec;
-  stream->expires_after(std::chrono::seconds(60));
-  http::write(*stream, req, ec);
-  if (ec) return Unavailable("sending request: " + ec.message());
-  beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(256 * 1024 * 1024);
-  http::read(*stream, buffer, parser, ec);
-  if (ec) return Unavailable("reading response: " + ec.message());
-  beast::error_code ignored;
-  stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
-  return ClientResponse{static_cast<int>(parser.get().result_int()), parser.get().body()};
+  return OverConnection(host, port, base_url_, tls, ca_file_,
+                        [&](auto& stream) -> Result<ClientResponse> {
+    beast::error_code ec;
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(60));
+    http::write(stream, req, ec);
+    if (ec) return Unavailable("sending request: " + ec.message());
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(256 * 1024 * 1024);
+    http::read(stream, buffer, parser, ec);
+    if (ec) return Unavailable("reading response: " + ec.message());
+    beast::error_code ignored;
+    beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_both, ignored);
+    return ClientResponse{static_cast<int>(parser.get().result_int()), parser.get().body()};
+  });
 }
 
 Result<int> HttpClient::Stream(std::string_view target,
                                const std::function<void(std::string_view)>& on_data,
                                std::string& error_body) {
   std::string host, port;
-  HEADWAY_RETURN_IF_ERROR(ParseUrl(host, port));
-  net::io_context io;
-  auto stream = Connect(io, host, port, base_url_);
-  if (!stream.ok()) return stream.status();
+  bool tls = false;
+  HEADWAY_RETURN_IF_ERROR(ParseUrl(host, port, tls));
   http::request<http::empty_body> req{http::verb::get, std::string(target), 11};
   req.set(http::field::host, host);
   req.set(http::field::user_agent, "headway-cli");
   if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
-  beast::error_code ec;
-  http::write(*stream, req, ec);
-  if (ec) return Unavailable("sending request: " + ec.message());
-  stream->expires_never();
-
-  beast::flat_buffer buffer;
-  http::response_parser<http::buffer_body> parser;
-  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-  http::read_header(*stream, buffer, parser, ec);
-  if (ec) return Unavailable("reading response: " + ec.message());
-  int status = static_cast<int>(parser.get().result_int());
-  char chunk[8192];
-  while (!parser.is_done()) {
-    parser.get().body().data = chunk;
-    parser.get().body().size = sizeof chunk;
-    // read_some, not read: read would wait until the 8 KiB chunk buffer is
-    // full, holding back a followed log line or an event for as long.
-    http::read_some(*stream, buffer, parser, ec);
-    if (ec == http::error::need_buffer) ec = {};
-    if (ec) return Unavailable("stream interrupted: " + ec.message());
-    std::size_t n = sizeof chunk - parser.get().body().size;
-    if (n == 0) continue;
-    if (status >= 200 && status < 300) {
-      on_data(std::string_view(chunk, n));
-    } else {
-      error_body.append(chunk, n);
+  return OverConnection(host, port, base_url_, tls, ca_file_, [&](auto& stream) -> Result<int> {
+    beast::error_code ec;
+    http::write(stream, req, ec);
+    if (ec) return Unavailable("sending request: " + ec.message());
+    beast::get_lowest_layer(stream).expires_never();
+    beast::flat_buffer buffer;
+    http::response_parser<http::buffer_body> parser;
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+    http::read_header(stream, buffer, parser, ec);
+    if (ec) return Unavailable("reading response: " + ec.message());
+    int status = static_cast<int>(parser.get().result_int());
+    char chunk[8192];
+    while (!parser.is_done()) {
+      parser.get().body().data = chunk;
+      parser.get().body().size = sizeof chunk;
+      // read_some, not read: read would wait until the 8 KiB chunk buffer is
+      // full, holding back a followed log line or an event for as long.
+      http::read_some(stream, buffer, parser, ec);
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) return Unavailable("stream interrupted: " + ec.message());
+      std::size_t n = sizeof chunk - parser.get().body().size;
+      if (n == 0) continue;
+      if (status >= 200 && status < 300) {
+        on_data(std::string_view(chunk, n));
+      } else {
+        error_body.append(chunk, n);
+      }
     }
-  }
-  return status;
+    return status;
+  });
 }
 
 }  // namespace headway::api

@@ -19,8 +19,12 @@ struct ClientResponse {
 
 class HttpClient {
  public:
-  // `base_url`: "http://host:port". InvalidArgument from Request when malformed.
-  explicit HttpClient(std::string base_url, std::string bearer_token = {});
+  // `base_url`: "http://host:port" or "https://host:port"; InvalidArgument
+  // from Request when malformed. Over https the server's certificate must
+  // chain to a CA the system trusts or to one in `ca_file` (PEM), and name
+  // the host.
+  explicit HttpClient(std::string base_url, std::string bearer_token = {},
+                      std::string ca_file = {});
 
   // Unavailable (with a hint) when the server cannot be reached.
   Result<ClientResponse> Request(std::string_view method, std::string_view target,
@@ -35,9 +39,10 @@ class HttpClient {
   const std::string& base_url() const { return base_url_; }
 
  private:
-  Status ParseUrl(std::string& host, std::string& port) const;
+  Status ParseUrl(std::string& host, std::string& port, bool& tls) const;
   std::string base_url_;
   std::string token_;
+  std::string ca_file_;
 };
 
 }  // namespace headway::api

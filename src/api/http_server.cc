@@ -2,7 +2,9 @@
 
 #include <atomic>
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
+#include <boost/beast/ssl.hpp>
 #include <thread>
 
 namespace headway::api {
@@ -59,6 +61,22 @@ class Server final : public HttpServer {
   ~Server() override { Stop(); }
 
   Status Listen() {
+    if (!options_.tls_cert_file.empty()) {
+      tls_ = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+      // TLS 1.2 at least; the library's default ciphers.
+      tls_->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                        net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                        net::ssl::context::no_tlsv1_1 | net::ssl::context::single_dh_use);
+      beast::error_code tls_ec;
+      tls_->use_certificate_chain_file(options_.tls_cert_file, tls_ec);
+      if (tls_ec) {
+        return InvalidArgument("TLS certificate " + options_.tls_cert_file + ": " + tls_ec.message());
+      }
+      tls_->use_private_key_file(options_.tls_key_file, net::ssl::context::pem, tls_ec);
+      if (tls_ec) {
+        return InvalidArgument("TLS key " + options_.tls_key_file + ": " + tls_ec.message());
+      }
+    }
     beast::error_code ec;
     auto address = net::ip::make_address(options_.address, ec);
     if (ec) return InvalidArgument("bad listen address '" + options_.address + "'");
@@ -98,12 +116,33 @@ class Server final : public HttpServer {
         if (ec == net::error::operation_aborted) co_return;
         continue;  // e.g. EMFILE: keep serving the connections we have
       }
-      net::co_spawn(socket.get_executor(), Session(std::move(socket)), net::detached);
+      auto executor = socket.get_executor();
+      if (tls_) {
+        net::co_spawn(executor, TlsSession(std::move(socket)), net::detached);
+      } else {
+        net::co_spawn(executor, Session(std::make_shared<beast::tcp_stream>(std::move(socket))),
+                      net::detached);
+      }
     }
   }
 
-  awaitable<void> Session(tcp::socket socket) {
-    auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
+  awaitable<void> TlsSession(tcp::socket socket) {
+    using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+    auto stream = std::make_shared<TlsStream>(beast::tcp_stream(std::move(socket)), *tls_);
+    beast::get_lowest_layer(*stream).expires_after(options_.read_timeout);
+    beast::error_code ec;
+    co_await stream->async_handshake(net::ssl::stream_base::server,
+                                     net::redirect_error(use_awaitable, ec));
+    if (ec) co_return;  // not TLS, or gave up: nothing to answer in plain text
+    co_await Session(stream);
+  }
+
+  // One connection: requests in turn until the client closes, a stream
+  // response ends it, or it idles past the read timeout. `Stream` is a
+  // beast::tcp_stream or a TLS stream over one.
+  template <class Stream>
+  awaitable<void> Session(std::shared_ptr<Stream> stream) {
+    auto& tcp_layer = beast::get_lowest_layer(*stream);
     struct Counter {
       std::atomic<int>& n;
       explicit Counter(std::atomic<int>& c) : n(c) { ++n; }
@@ -118,12 +157,12 @@ class Server final : public HttpServer {
       http::request_parser<http::string_body> parser;
       parser.body_limit(options_.max_body_bytes);
       parser.header_limit(16 * 1024);
-      stream->expires_after(options_.read_timeout);
+      tcp_layer.expires_after(options_.read_timeout);
       beast::error_code ec;
       co_await http::async_read(*stream, buffer, parser, net::redirect_error(use_awaitable, ec));
       if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
           ec == net::error::operation_aborted || ec == net::error::connection_reset ||
-          ec == net::error::eof) {
+          ec == net::error::eof || ec == net::ssl::error::stream_truncated) {
         break;
       }
       if (ec == http::error::body_limit) {
@@ -171,40 +210,45 @@ class Server final : public HttpServer {
       if (ec || !keep_alive) break;
     }
     beast::error_code ignored;
-    stream->socket().shutdown(tcp::socket::shutdown_send, ignored);
+    tcp_layer.socket().shutdown(tcp::socket::shutdown_send, ignored);
   }
 
   // After refusing a request whose body is still arriving, read and drop what
   // the client sends for a moment before closing, so it gets to read our
   // answer instead of a connection reset.
-  awaitable<void> LingeringClose(beast::tcp_stream& stream) {
+  template <class Stream>
+  awaitable<void> LingeringClose(Stream& stream) {
+    auto& tcp_layer = beast::get_lowest_layer(stream);
     beast::error_code ec;
-    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream.expires_after(std::chrono::seconds(2));
+    tcp_layer.socket().shutdown(tcp::socket::shutdown_send, ec);
+    tcp_layer.expires_after(std::chrono::seconds(2));
     std::vector<char> sink(64 * 1024);
     std::size_t drained = 0;
+    // Raw bytes, also under TLS: the connection is closing, they are dropped.
     while (!ec && drained < 16 * options_.max_body_bytes) {
-      drained += co_await stream.async_read_some(net::buffer(sink),
-                                                 net::redirect_error(use_awaitable, ec));
+      drained += co_await tcp_layer.async_read_some(net::buffer(sink),
+                                                    net::redirect_error(use_awaitable, ec));
     }
   }
 
-  awaitable<void> WriteSimple(beast::tcp_stream& stream, int status, std::string body,
-                              bool keep_alive) {
+  template <class Stream>
+  awaitable<void> WriteSimple(Stream& stream, int status, std::string body, bool keep_alive) {
     http::response<http::string_body> out{static_cast<http::status>(status), 11};
     out.set(http::field::server, "headway");
     out.set(http::field::content_type, "application/json");
     out.body() = std::move(body);
     out.keep_alive(keep_alive);
     out.prepare_payload();
-    stream.expires_after(std::chrono::seconds(10));
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
     beast::error_code ec;
     co_await http::async_write(stream, out, net::redirect_error(use_awaitable, ec));
   }
 
   // Streams resp.stream as a chunked body until it completes or the client goes away.
-  awaitable<void> WriteStream(std::shared_ptr<beast::tcp_stream> stream, unsigned version,
+  template <class Stream>
+  awaitable<void> WriteStream(std::shared_ptr<Stream> stream, unsigned version,
                               HttpResponse& resp) {
+    auto& tcp_layer = beast::get_lowest_layer(*stream);
     http::response<http::empty_body> head{static_cast<http::status>(resp.status), version};
     head.set(http::field::server, "headway");
     head.set(http::field::content_type, resp.content_type);
@@ -214,7 +258,7 @@ class Server final : public HttpServer {
     head.keep_alive(false);
     http::response_serializer<http::empty_body> serializer{head};
     beast::error_code ec;
-    stream->expires_after(std::chrono::seconds(10));
+    tcp_layer.expires_after(std::chrono::seconds(10));
     co_await http::async_write_header(*stream, serializer, net::redirect_error(use_awaitable, ec));
     if (ec) co_return;
 
@@ -225,10 +269,10 @@ class Server final : public HttpServer {
         [stream, closed]() -> awaitable<void> {
           char byte;
           beast::error_code read_ec;
-          stream->expires_never();
+          beast::get_lowest_layer(*stream).expires_never();
           for (;;) {
-            co_await stream->socket().async_read_some(net::buffer(&byte, 1),
-                                                      net::redirect_error(use_awaitable, read_ec));
+            co_await stream->async_read_some(net::buffer(&byte, 1),
+                                             net::redirect_error(use_awaitable, read_ec));
             if (read_ec) break;
           }
           closed->store(true);
@@ -241,13 +285,13 @@ class Server final : public HttpServer {
     while (!closed->load()) {
       if (more) more = resp.stream->Next(pending);
       if (!pending.empty()) {
-        co_await net::async_write(stream->socket(), http::make_chunk(net::buffer(pending)),
+        co_await net::async_write(*stream, http::make_chunk(net::buffer(pending)),
                                   net::redirect_error(use_awaitable, ec));
         if (ec) break;
         pending.clear();
       }
       if (!more) {
-        co_await net::async_write(stream->socket(), http::make_chunk_last(),
+        co_await net::async_write(*stream, http::make_chunk_last(),
                                   net::redirect_error(use_awaitable, ec));
         break;
       }
@@ -255,12 +299,13 @@ class Server final : public HttpServer {
       co_await timer.async_wait(net::redirect_error(use_awaitable, ec));
     }
     beast::error_code ignored;
-    stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream->socket().close(ignored);
+    tcp_layer.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    tcp_layer.socket().close(ignored);
   }
 
   HttpServerOptions options_;
   HttpHandler handler_;
+  std::unique_ptr<net::ssl::context> tls_;  // set: the listener speaks TLS only
   net::io_context io_;
   tcp::acceptor acceptor_;
   std::vector<std::thread> threads_;

@@ -62,11 +62,15 @@ struct HttpServerOptions {
   std::size_t max_body_bytes = 1 << 20;  // larger bodies get 413
   std::chrono::seconds read_timeout{30};
   int max_connections = 1024;            // beyond this new connections get 503
+  // Both set: HTTPS only (TLS 1.2+), with this PEM certificate chain and key.
+  std::string tls_cert_file = {};
+  std::string tls_key_file = {};
 };
 
 class HttpServer {
  public:
-  // Binds and starts serving; Unavailable if the address cannot be bound.
+  // Binds and starts serving; Unavailable if the address cannot be bound,
+  // InvalidArgument if the TLS certificate or key cannot be used.
   static Result<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
                                                    HttpHandler handler);
   virtual ~HttpServer() = default;

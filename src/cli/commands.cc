@@ -31,6 +31,7 @@ constexpr int kExitUnreachable = 3;
 struct Options {
   std::string server;
   std::string token;
+  std::string ca_file;
   std::string admin_token_file;
   // token create
   std::string role = "member";
@@ -75,7 +76,13 @@ std::string UrlEncode(const std::string& s) {
 
 class Client {
  public:
-  explicit Client(const Options& o) : options_(o), http_(ServerUrl(o), ApiToken(o)) {}
+  explicit Client(const Options& o) : options_(o), http_(ServerUrl(o), ApiToken(o), CaFile(o)) {}
+
+  static std::string CaFile(const Options& o) {
+    if (!o.ca_file.empty()) return o.ca_file;
+    if (const char* env = std::getenv("HEADWAY_CA_FILE"); env && *env) return env;
+    return {};
+  }
 
   static std::string ApiToken(const Options& o) {
     if (!o.token.empty()) return o.token;
@@ -734,6 +741,9 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   o.admin_token_file = std::move(admin_token_file);
   app.add_option("--server", o.server,
                  "Headway server URL (default: $HEADWAY_SERVER or http://127.0.0.1:8080)");
+  app.add_option("--cacert", o.ca_file,
+                 "PEM file of the CA (or self-signed certificate) an https:// server's "
+                 "certificate chains to (default: $HEADWAY_CA_FILE, and the system's CAs)");
   app.add_option("--token", o.token,
                  "user token for a server started with --auth (default: $HEADWAY_API_TOKEN, or "
                  "the admin token of a local server)");

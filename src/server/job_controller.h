@@ -43,6 +43,7 @@ struct ControllerOptions {
   int total_gpus = 0;         // size of the GPU pool; GPU ids are 0..total_gpus-1
   std::string data_dir;       // run directories live under data_dir/jobs/NAME/attempt-N
   std::string advertise_url;  // HEADWAY_URL given to jobs
+  std::string ca_file;        // HEADWAY_CA_FILE given to jobs when the API is HTTPS
   std::map<std::string, QueueConfig> queues;  // by queue name; other queues run locally
   // Quotas of the local pool by team; a team not listed is bounded by the pool.
   std::map<std::string, sched::QueueQuota> team_quotas;

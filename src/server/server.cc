@@ -222,7 +222,8 @@ int RunServer(const ServerConfig& config) {
   std::atomic<const api::HttpHandler*> ready{nullptr};
   auto server = api::HttpServer::Start(
       {config.listen_address, config.port, config.http_threads, config.max_body_bytes,
-       std::chrono::seconds(config.request_timeout_s), config.max_connections},
+       std::chrono::seconds(config.request_timeout_s), config.max_connections,
+       config.tls_cert_file, config.tls_key_file},
       [&ready](const api::HttpRequest& req) {
         const api::HttpHandler* handler = ready.load();
         if (handler == nullptr) {
@@ -237,7 +238,12 @@ int RunServer(const ServerConfig& config) {
     return 1;
   }
   std::string host = config.listen_address == "0.0.0.0" ? "127.0.0.1" : config.listen_address;
-  options.advertise_url = "http://" + host + ":" + std::to_string((*server)->port());
+  bool tls = !config.tls_cert_file.empty();
+  options.advertise_url =
+      (tls ? "https://" : "http://") + host + ":" + std::to_string((*server)->port());
+  // Jobs verify the server with its own certificate chain (a self-signed
+  // one included); the Python SDK reads HEADWAY_CA_FILE.
+  if (tls) options.ca_file = std::filesystem::absolute(config.tls_cert_file).string();
   options.queues = *queues;
   controller = std::make_unique<JobController>(**store, executors, clock, options);
   experiments = std::make_unique<ExperimentController>(**store, *controller, clock);

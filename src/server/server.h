@@ -40,6 +40,9 @@ struct ServerConfig {
   // writes an admin token to data_dir/admin-token.
   bool auth = false;
   std::string web_dir;              // serve the dashboard from here instead of the built-in copy
+  // Both set: the API is HTTPS only, with this PEM certificate chain and key.
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 // Where `headway server --auth` keeps the admin token it created.

@@ -74,6 +74,9 @@ bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
 
 TestServer::TestServer(int gpus, std::vector<std::string> extra_args)
     : gpus_(gpus), extra_args_(std::move(extra_args)), data_dir_(MakeTempDir("headway-test")) {
+  for (std::size_t i = 0; i + 1 < extra_args_.size(); ++i) {
+    if (extra_args_[i] == "--tls-cert") ca_file_ = extra_args_[i + 1];
+  }
   fs::create_directories(work_dir());
   log_path_ = data_dir_ + "/server.log";
   Start();
@@ -103,7 +106,7 @@ void TestServer::Start() {
     ::execv(args[0], args.data());
     ::_exit(127);
   }
-  std::regex listening(R"(listening on (http://127\.0\.0\.1:(\d+)))");
+  std::regex listening(R"(listening on (https?://127\.0\.0\.1:(\d+)))");
   std::smatch match;
   bool up = WaitFor([&] {
     std::string log = ReadFile(log_path_).substr(log_offset);
@@ -142,7 +145,7 @@ void TestServer::Submit(const std::string& yaml) const {
 }
 
 nlohmann::json TestServer::Job(const std::string& name) const {
-  api::HttpClient client(url_, token_);
+  api::HttpClient client(url_, token_, ca_file_);
   auto resp = client.Request("GET", "/api/v1/jobs/" + name);
   if (!resp.ok() || resp->status != 200) return nullptr;
   return nlohmann::json::parse(resp->body);
@@ -159,7 +162,7 @@ bool TestServer::WaitForState(const std::string& name, const std::string& state,
 }
 
 std::vector<nlohmann::json> TestServer::Events(const std::string& name) const {
-  api::HttpClient client(url_, token_);
+  api::HttpClient client(url_, token_, ca_file_);
   auto resp = client.Request("GET", "/api/v1/jobs/" + name + "/events");
   if (!resp.ok() || resp->status != 200) return {};
   return nlohmann::json::parse(resp->body)["events"].get<std::vector<nlohmann::json>>();

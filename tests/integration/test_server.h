@@ -71,6 +71,7 @@ class TestServer {
   std::string log_path_;
   std::string url_;
   std::string token_;
+  std::string ca_file_;  // the --tls-cert it was started with, trusted by Job() etc.
   int port_ = 0;
   pid_t pid_ = -1;
 };

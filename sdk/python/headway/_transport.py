@@ -15,6 +15,7 @@ http.client.HTTPException on transport failures; any HTTP status is returned, no
 from __future__ import annotations
 
 import http.client
+import os
 import socket
 import ssl
 from typing import Mapping, Optional, Tuple
@@ -47,9 +48,11 @@ class Transport:
 
     def _connect(self) -> http.client.HTTPConnection:
         if self._https:
+            # HEADWAY_CA_FILE: the server's own certificate chain, which a
+            # server with --tls-cert hands to its jobs (it may be self-signed).
             return http.client.HTTPSConnection(
                 self._host, self._port, timeout=self._timeout,
-                context=ssl.create_default_context())
+                context=ssl.create_default_context(cafile=os.environ.get("HEADWAY_CA_FILE") or None))
         return http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
 
     def request(self, method: str, path: str, body: Optional[bytes] = None,
