@@ -261,6 +261,11 @@ class Server final : public HttpServer {
     tcp_layer.expires_after(std::chrono::seconds(10));
     co_await http::async_write_header(*stream, serializer, net::redirect_error(use_awaitable, ec));
     if (ec) co_return;
+    // A stream lasts as long as the client wants it. Clear the deadline now,
+    // before any chunk write is pending: the stream's timer is not reset
+    // under a pending operation, and the first write past the header's 10 s
+    // would fail.
+    tcp_layer.expires_never();
 
     // A pending read notices the client hanging up while we have nothing to send.
     auto closed = std::make_shared<std::atomic<bool>>(false);
@@ -269,7 +274,6 @@ class Server final : public HttpServer {
         [stream, closed]() -> awaitable<void> {
           char byte;
           beast::error_code read_ec;
-          beast::get_lowest_layer(*stream).expires_never();
           for (;;) {
             co_await stream->async_read_some(net::buffer(&byte, 1),
                                              net::redirect_error(use_awaitable, read_ec));

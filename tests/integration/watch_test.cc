@@ -147,6 +147,24 @@ TEST(Watch, AJobStreamSendsItsSeriesDownsampledThenNewPoints) {
   EXPECT_EQ(previous, 59);
 }
 
+TEST(Watch, AStreamOutlivesTheServersWriteDeadline) {
+  // The server gives a response header 10 s to go out; a stream must not
+  // inherit that deadline (it once cut every watch after 10-15 s).
+  TestServer server;
+  server.Submit(ReportingJob("long", 400));
+  ASSERT_TRUE(server.WaitForState("long", "Running"));
+  auto start = std::chrono::steady_clock::now();
+  int updates = 0;
+  int status = ReadEvents(server, "/api/v1/watch/jobs", [&](const SseEvent& e) {
+    if (e.type == "update") ++updates;
+    return std::chrono::steady_clock::now() - start < std::chrono::seconds(16);
+  });
+  EXPECT_EQ(status, 200) << "the stream ended early";
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::seconds(16));
+  EXPECT_GE(updates, 10);
+  server.Cli({"stop", "long"});
+}
+
 TEST(Watch, BadRequestsAreRefusedPlainly) {
   TestServer server;
   api::HttpClient http(server.url());
