@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 namespace headway {
 namespace {
@@ -17,9 +18,21 @@ void InsertSorted(std::vector<Point>& v, const Point& p, Key key, std::size_t ca
   } else if (it == v.begin() && v.size() >= cap) {
     return;  // older than everything we keep
   } else {
+    // Past `cap` the oldest points go in batches of cap/8: one shift of the
+    // tail per cap/8 reports, not one per report (a full 4096-step tail
+    // moved 230 KB on every report), and the capacity stays cap + cap/8
+    // instead of doubling to 2 * cap.
+    std::size_t slack = std::max<std::size_t>(1, cap / 8);
+    if (v.size() == cap) {
+      auto offset = it - v.begin();
+      v.reserve(cap + slack);
+      it = v.begin() + offset;
+    }
     v.insert(it, p);
+    if (v.size() > cap + slack - 1) {
+      v.erase(v.begin(), v.begin() + static_cast<long>(v.size() - cap));
+    }
   }
-  if (v.size() > cap) v.erase(v.begin(), v.begin() + static_cast<long>(v.size() - cap));
 }
 
 }  // namespace
@@ -136,7 +149,10 @@ ProgressView ProgressTracker::View(const Job& job, Time now) {
   // timestamped, e.g. backfilled history.)
   const double attempt_start_s =
       job.attempt() > 0 && job.started_at ? ToUnixSeconds(*job.started_at) : -1e300;
-  for (const StepPoint& p : s.steps) {
+  // The newest kStepTail steps (the tail may hold a few more between trims).
+  auto first = s.steps.size() > kStepTail ? s.steps.end() - static_cast<long>(kStepTail)
+                                          : s.steps.begin();
+  for (const StepPoint& p : std::span(first, s.steps.end())) {
     double t = ToUnixSeconds(p.time);
     if (t >= attempt_start_s) samples.push_back({p.step, t});
   }

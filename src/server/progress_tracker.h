@@ -36,8 +36,8 @@ class ProgressTracker {
 
  private:
   struct State {
-    std::vector<StepPoint> steps;                     // ascending, at most kStepTail
-    std::vector<progress::MetricSample> loss;         // ascending, at most kLossTail
+    std::vector<StepPoint> steps;                     // ascending, at most kStepTail * 9/8
+    std::vector<progress::MetricSample> loss;         // ascending, at most kLossTail * 9/8
     std::vector<progress::MetricSample> objective;    // eval_loss if reported, else loss
     bool objective_is_eval = false;
     std::map<std::string, MetricPoint> latest;        // by metric name: highest step
@@ -48,7 +48,8 @@ class ProgressTracker {
   };
   // The ETA estimator reads up to 4096 steps: periodic eval pauses and noisy
   // throughput are estimated markedly better than from 512 (bench/eta_bench).
-  // About 200 KiB per running job; a finished job keeps only its last step.
+  // About 300 KiB per running job (64-byte steps, trimmed in batches of 1/8);
+  // a finished job keeps only its last step.
   static constexpr std::size_t kStepTail = 4096;
   static constexpr std::size_t kLossTail = 512;
 
