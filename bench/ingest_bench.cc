@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "loopback_server.h"
+
 namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -32,91 +34,24 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct Connection {
-  net::io_context io;
-  beast::tcp_stream stream{io};
-  std::string host = "127.0.0.1";
-
-  explicit Connection(int port) {
-    tcp::resolver resolver(io);
-    stream.connect(resolver.resolve(host, std::to_string(port)));
-  }
-  std::pair<int, std::string> Request(http::verb verb, const std::string& target,
-                                      const std::string& body, const std::string& token = "") {
-    http::request<http::string_body> req{verb, target, 11};
-    req.set(http::field::host, host);
-    req.keep_alive(true);
-    if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
-    if (!body.empty()) req.set(http::field::content_type, "application/json");
-    req.body() = body;
-    req.prepare_payload();
-    http::write(stream, req);
-    beast::flat_buffer buffer;
-    http::response<http::string_body> res;
-    http::read(stream, buffer, res);
-    return {res.result_int(), res.body()};
-  }
-};
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))];
-}
+using headway::bench::Connection;
+using headway::bench::Percentile;
+using headway::bench::ServerProcess;
+using headway::bench::StartIdleJobs;
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string bin = argc > 1 ? argv[1] : HEADWAY_BIN;
-  std::string dir = std::filesystem::temp_directory_path() / ("headway-bench-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  std::string log = dir + "/server.log";
-  pid_t server = fork();
-  if (server == 0) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    execl(bin.c_str(), bin.c_str(), "server", "--listen", "127.0.0.1:0", "--data-dir", dir.c_str(),
-          "--gpus", "0", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int port = 0;
-  std::regex listening(R"(listening on http://127\.0\.0\.1:(\d+))");
-  for (int i = 0; i < 200 && port == 0; ++i) {
-    std::smatch m;
-    std::string text = ReadAll(log);
-    if (std::regex_search(text, m, listening)) port = std::stoi(m[1]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  if (port == 0) {
-    std::fprintf(stderr, "server did not start:\n%s\n", ReadAll(log).c_str());
-    return 1;
-  }
+  ServerProcess server_process(bin, "headway-bench");
+  int port = server_process.port();
+  if (port == 0) return 1;
 
   const int kMaxReporters = 32;
   std::vector<std::string> tokens;
   {
     Connection c(port);
-    for (int i = 0; i < kMaxReporters; ++i) {
-      nlohmann::json spec = {{"name", "bench-" + std::to_string(i)},
-                             {"command", "echo $HEADWAY_TOKEN; sleep 3600"},
-                             {"termination_grace", "1s"}};
-      c.Request(http::verb::post, "/api/v1/jobs", spec.dump());
-    }
-    for (int i = 0; i < kMaxReporters; ++i) {
-      std::string token;
-      for (int tries = 0; tries < 200 && token.size() < 10; ++tries) {
-        token = c.Request(http::verb::get, "/api/v1/jobs/bench-" + std::to_string(i) + "/logs", "").second;
-        std::this_thread::sleep_for(std::chrono::milliseconds(25));
-      }
-      while (!token.empty() && token.back() == '\n') token.pop_back();
-      tokens.push_back(token);
-    }
+    tokens = StartIdleJobs(c, "bench", kMaxReporters);
   }
 
   struct Config {
@@ -209,8 +144,5 @@ int main(int argc, char** argv) {
     }
   }
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  kill(server, SIGTERM);
-  waitpid(server, nullptr, 0);
-  std::filesystem::remove_all(dir);
   return 0;
 }

@@ -39,6 +39,8 @@
 #include <thread>
 #include <vector>
 
+#include "loopback_server.h"
+
 namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -47,43 +49,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct Connection {
-  net::io_context io;
-  beast::tcp_stream stream{io};
-  std::string host = "127.0.0.1";
-
-  explicit Connection(int port) {
-    tcp::resolver resolver(io);
-    stream.connect(resolver.resolve(host, std::to_string(port)));
-  }
-  std::pair<int, std::string> Request(http::verb verb, const std::string& target,
-                                      const std::string& body, const std::string& token = "") {
-    http::request<http::string_body> req{verb, target, 11};
-    req.set(http::field::host, host);
-    req.keep_alive(true);
-    if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
-    if (!body.empty()) req.set(http::field::content_type, "application/json");
-    req.body() = body;
-    req.prepare_payload();
-    http::write(stream, req);
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(64 * 1024 * 1024);
-    http::read(stream, buffer, parser);
-    return {parser.get().result_int(), parser.get().body()};
-  }
-};
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))];
-}
+using headway::bench::Connection;
+using headway::bench::Percentile;
+using headway::bench::ReadAll;
+using headway::bench::ServerProcess;
+using headway::bench::StartIdleJobs;
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -416,69 +386,22 @@ int main(int argc, char** argv) {
   if (!ParseOptions(argc, argv, opt)) return 2;
   signal(SIGPIPE, SIG_IGN);
 
-  std::string dir = std::filesystem::temp_directory_path() / ("headway-soak-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  std::string log = dir + "/server.log";
-  pid_t server = fork();
-  if (server == 0) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    execl(opt.server.c_str(), opt.server.c_str(), "server", "--listen", "127.0.0.1:0", "--data-dir",
-          dir.c_str(), "--gpus", "0", "--max-connections", "4096", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  auto shut_down = [&] {
-    kill(server, SIGTERM);
-    waitpid(server, nullptr, 0);
-    std::filesystem::remove_all(dir);
-  };
-  int port = 0;
-  std::regex listening(R"(listening on http://127\.0\.0\.1:(\d+))");
-  for (int i = 0; i < 200 && port == 0; ++i) {
-    std::smatch m;
-    std::string text = ReadAll(log);
-    if (std::regex_search(text, m, listening)) port = std::stoi(m[1]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  if (port == 0) {
-    std::fprintf(stderr, "server did not start:\n%s\n", ReadAll(log).c_str());
-    shut_down();
-    return 1;
-  }
+  ServerProcess server_process(opt.server, "headway-soak", {"--max-connections", "4096"});
+  int port = server_process.port();
+  pid_t server = server_process.pid();
+  if (port == 0) return 1;
 
   // N jobs that run idle; each prints its report token first.
-  std::vector<std::string> tokens(static_cast<std::size_t>(opt.jobs));
   auto setup_start = Clock::now();
+  std::vector<std::string> tokens;
   {
     Connection c(port);
-    for (int i = 0; i < opt.jobs; ++i) {
-      nlohmann::json spec = {{"name", "soak-" + std::to_string(i)},
-                             {"command", "echo $HEADWAY_TOKEN; sleep 100000"},
-                             {"termination_grace", "1s"}};
-      auto [status, body] = c.Request(http::verb::post, "/api/v1/jobs", spec.dump());
-      if (status / 100 != 2) {
-        std::fprintf(stderr, "submit soak-%d: HTTP %d %s\n", i, status, body.c_str());
-        shut_down();
-        return 1;
-      }
-    }
-    std::regex token_line(R"(hwj_[0-9a-fA-F]+)");
-    for (int i = 0; i < opt.jobs; ++i) {
-      std::smatch m;
-      for (int tries = 0; tries < 400; ++tries) {
-        std::string logs = c.Request(http::verb::get, "/api/v1/jobs/soak-" + std::to_string(i) + "/logs", "").second;
-        if (std::regex_search(logs, m, token_line)) {
-          tokens[static_cast<std::size_t>(i)] = m.str();
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(25));
-      }
-      if (tokens[static_cast<std::size_t>(i)].empty()) {
-        std::fprintf(stderr, "soak-%d printed no token\n", i);
-        shut_down();
-        return 1;
-      }
+    tokens = StartIdleJobs(c, "soak", opt.jobs);
+  }
+  for (int i = 0; i < opt.jobs; ++i) {
+    if (tokens[static_cast<std::size_t>(i)].empty()) {
+      std::fprintf(stderr, "soak-%d printed no token\n", i);
+      return 1;
     }
   }
   std::printf("soak: %d jobs x %g Hz = %g reports/s for %g s, %d reporter threads, %d dashboard readers\n"
@@ -617,6 +540,5 @@ int main(int argc, char** argv) {
       }
     }
   }
-  shut_down();
   return 0;
 }

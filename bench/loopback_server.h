@@ -1,0 +1,144 @@
+// What the benchmarks that drive a real `headway server` share: starting it
+// on a free loopback port with its own data directory, a keep-alive HTTP
+// connection, idle jobs whose report tokens they use, and percentiles.
+#pragma once
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace headway::bench {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+// One keep-alive connection; Request throws on transport errors.
+struct Connection {
+  net::io_context io;
+  beast::tcp_stream stream{io};
+  std::string host = "127.0.0.1";
+
+  explicit Connection(int port) {
+    net::ip::tcp::resolver resolver(io);
+    stream.connect(resolver.resolve(host, std::to_string(port)));
+  }
+  std::pair<int, std::string> Request(http::verb verb, const std::string& target,
+                                      const std::string& body, const std::string& token = "") {
+    http::request<http::string_body> req{verb, target, 11};
+    req.set(http::field::host, host);
+    req.keep_alive(true);
+    if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+    if (!body.empty()) req.set(http::field::content_type, "application/json");
+    req.body() = body;
+    req.prepare_payload();
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(64 * 1024 * 1024);
+    http::read(stream, buffer, parser);
+    return {parser.get().result_int(), parser.get().body()};
+  }
+};
+
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+inline double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))];
+}
+
+// `headway server --listen 127.0.0.1:0 --data-dir <temp> --gpus 0 EXTRA...`,
+// stopped (SIGTERM) and its directory removed on destruction.
+class ServerProcess {
+ public:
+  ServerProcess(const std::string& bin, const std::string& name,
+                const std::vector<std::string>& extra = {})
+      : dir_(std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()))) {
+    std::filesystem::create_directories(dir_);
+    std::string log = dir_ + "/server.log";
+    std::vector<std::string> args = {bin, "server", "--listen", "127.0.0.1:0", "--data-dir", dir_,
+                                     "--gpus", "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    std::regex listening(R"(listening on http://127\.0\.0\.1:(\d+))");
+    for (int i = 0; i < 200 && port_ == 0; ++i) {
+      std::smatch m;
+      std::string text = ReadAll(log);
+      if (std::regex_search(text, m, listening)) port_ = std::stoi(m[1]);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (port_ == 0) std::fprintf(stderr, "server did not start:\n%s\n", ReadAll(log).c_str());
+  }
+  ~ServerProcess() {
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+    std::filesystem::remove_all(dir_);
+  }
+  int port() const { return port_; }  // 0 if it did not start
+  pid_t pid() const { return pid_; }
+
+ private:
+  std::string dir_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+// Submits jobs PREFIX-0 .. PREFIX-(n-1) that print their report token and
+// idle, and returns the tokens (an empty one for a job that printed none).
+inline std::vector<std::string> StartIdleJobs(Connection& c, const std::string& prefix, int n) {
+  for (int i = 0; i < n; ++i) {
+    nlohmann::json spec = {{"name", prefix + "-" + std::to_string(i)},
+                           {"command", "echo $HEADWAY_TOKEN; sleep 100000"},
+                           {"termination_grace", "1s"}};
+    auto [status, body] = c.Request(http::verb::post, "/api/v1/jobs", spec.dump());
+    if (status / 100 != 2) std::fprintf(stderr, "submit %s-%d: HTTP %d %s\n", prefix.c_str(), i, status, body.c_str());
+  }
+  std::vector<std::string> tokens(static_cast<std::size_t>(n));
+  std::regex token_line(R"(hwj_[0-9a-fA-F]+)");
+  for (int i = 0; i < n; ++i) {
+    std::smatch m;
+    for (int tries = 0; tries < 400; ++tries) {
+      std::string logs =
+          c.Request(http::verb::get, "/api/v1/jobs/" + prefix + "-" + std::to_string(i) + "/logs", "").second;
+      if (std::regex_search(logs, m, token_line)) {
+        tokens[static_cast<std::size_t>(i)] = m.str();
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+  }
+  return tokens;
+}
+
+}  // namespace headway::bench
