@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
 
 #include "core/job_spec_json.h"
@@ -595,8 +596,8 @@ class SqliteStore final : public Store {
   Result<Job> ReadJob(Statement& q) {
     Job job;
     job.submit_seq = q.ColumnInt64(0);
-    auto spec = ParseJobSpec(q.ColumnText(1));
-    if (!spec.ok()) return Internal("stored spec is unreadable: " + spec.status().ToString());
+    auto spec = ParseStoredSpec(q.ColumnText(1));
+    if (!spec.ok()) return spec.status();
     job.spec = std::move(spec.value());
     auto state = ParseJobState(q.ColumnText(2));
     if (!state) return Internal("stored state is unknown: " + q.ColumnText(2));
@@ -714,8 +715,23 @@ class SqliteStore final : public Store {
 
   std::string LastError() { return sqlite3_errmsg(db_); }
 
+  // Specs never change once stored, and the control loop reads every active
+  // job several times a second: parsing each again (yaml-cpp) dominated an
+  // idle server with a long queue. Keyed by the stored text itself.
+  Result<JobSpec> ParseStoredSpec(const std::string& text) {
+    auto it = spec_cache_.find(text);
+    if (it != spec_cache_.end()) return it->second;
+    auto spec = ParseJobSpec(text);
+    if (!spec.ok()) return Internal("stored spec is unreadable: " + spec.status().ToString());
+    if (spec_cache_.size() >= kSpecCacheSize) spec_cache_.clear();
+    spec_cache_.emplace(text, *spec);
+    return spec;
+  }
+  static constexpr std::size_t kSpecCacheSize = 50000;
+
   std::mutex mu_;
   sqlite3* db_;  // guarded by mu_
+  std::unordered_map<std::string, JobSpec> spec_cache_;  // guarded by mu_
 };
 
 }  // namespace
