@@ -180,7 +180,11 @@ class Api {
   HttpResponse Authorized(const HttpRequest& req) {
     if (auto page = dashboard_.Serve(req)) return std::move(*page);
     UserToken caller;
-    t_caller = nullptr;
+    // Cleared however the handler leaves, a thrown exception included.
+    struct CallerScope {
+      CallerScope() { t_caller = nullptr; }
+      ~CallerScope() { t_caller = nullptr; }
+    } scope;
     if (tokens_ && NeedsUserToken(req)) {
       std::string secret = BearerToken(req.Header("authorization"));
       if (secret.empty()) {
@@ -195,9 +199,7 @@ class Api {
       }
       t_caller = &caller;
     }
-    HttpResponse response = router_.Dispatch(req);
-    t_caller = nullptr;
-    return response;
+    return router_.Dispatch(req);
   }
 
   // The jobs' own progress reports carry job tokens, checked by the service.
