@@ -124,7 +124,8 @@ Result<JobSpec> ParseJobSpec(std::string_view document) {
                                yaml_fields::TypeName(*root));
     return s.WithField("spec");
   }
-  return yaml_fields::ParseJobSpecNode(*root, "", /*name_required=*/true);
+  return yaml_fields::CatchYamlErrors<JobSpec>(
+      [&] { return yaml_fields::ParseJobSpecNode(*root, "", /*name_required=*/true); });
 }
 
 }  // namespace headway

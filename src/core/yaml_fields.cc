@@ -72,7 +72,8 @@ Result<std::map<std::string, std::string>> AsStringMap(const std::string& field,
   if (!node.IsMap()) return FieldError(field, node, "must be a map of strings, got " + TypeName(node));
   std::map<std::string, std::string> out;
   for (const auto& kv : node) {
-    std::string key = kv.first.as<std::string>();
+    if (!kv.first.IsScalar()) return FieldError(field, kv.first, "keys must be strings");
+    std::string key = kv.first.Scalar();
     auto value = AsString(field + "." + key, kv.second);
     if (!value.ok()) return value.status();
     out[key] = std::move(value.value());

@@ -35,6 +35,20 @@ Result<std::map<std::string, std::string>> AsStringMap(const std::string& field,
                                                        const YAML::Node& node);
 Result<Duration> AsDuration(const std::string& field, const YAML::Node& node);
 
+// Runs `parse`, turning anything yaml-cpp throws into InvalidArgument. The
+// parsers check a node's type before converting it; this is the net under
+// them, so a malformed document is a 400, never an exception.
+template <class T, class Parse>
+Result<T> CatchYamlErrors(Parse&& parse) {
+  try {
+    return parse();
+  } catch (const YAML::Exception& e) {
+    Status s = InvalidArgument("not a valid spec: " + e.msg);
+    s.WithField("spec", e.mark.line >= 0 ? std::optional<int>(e.mark.line + 1) : std::nullopt);
+    return s;
+  }
+}
+
 using FieldHandler = std::function<Status(const std::string& field, const YAML::Node& value)>;
 
 // Walks a map, dispatching each key to its handler; unknown keys are errors.

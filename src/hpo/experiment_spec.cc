@@ -153,7 +153,17 @@ std::string_view StoppingRuleName(StoppingRule r) {
   return "none";
 }
 
+namespace {
+Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document);
+}  // namespace
+
 Result<ExperimentSpec> ParseExperimentSpec(std::string_view document) {
+  return CatchYamlErrors<ExperimentSpec>([&] { return ParseExperimentSpecDocument(document); });
+}
+
+namespace {
+
+Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document) {
   auto root = Load(document);
   if (!root.ok()) return root.status();
   if (!root->IsMap()) {
@@ -300,6 +310,8 @@ Result<ExperimentSpec> ParseExperimentSpec(std::string_view document) {
   for (const auto& [key, value] : t.env) HEADWAY_RETURN_IF_ERROR(check("trial_template.env." + key, value));
   return spec;
 }
+
+}  // namespace
 
 nlohmann::json ExperimentSpecToJson(const ExperimentSpec& spec) {
   nlohmann::json params = nlohmann::json::array();

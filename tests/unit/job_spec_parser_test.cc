@@ -158,5 +158,15 @@ TEST(JobSpecParser, RefusesBytesThatAreNotPrintableText) {
   EXPECT_EQ(unicode->command[1], "\xf0\x9f\x9a\x80");
 }
 
+TEST(JobSpecParser, AMapKeyThatIsNotAStringIsAFieldError) {
+  // Found by fuzzing: yaml-cpp threw on the conversion instead of the parser
+  // answering.
+  auto spec = ParseJobSpec("name: a\ncommand: [x]\nlabels:\n  ? {k: v}\n  : x\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().field(), "labels");
+  EXPECT_THAT(spec.status().message(), HasSubstr("keys must be strings"));
+}
+
 }  // namespace
 }  // namespace headway
