@@ -92,6 +92,24 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   server->add_option("--tls-key", server_config.tls_key_file, "the PEM private key for --tls-cert")
       ->check(CLI::ExistingFile);
+  std::string isolation = "namespace";
+  server->add_option("--isolation", isolation,
+                     "how local jobs are kept from the server's files and each other: namespace "
+                     "(mount and PID namespaces that hide the data directory) or none")
+      ->check(CLI::IsMember({"namespace", "none"}))
+      ->capture_default_str();
+  server->add_option("--run-as", server_config.run_as,
+                     "root servers: run a team's jobs as a Unix account, TEAM=USER (repeatable; "
+                     "TEAM '*' for every team without its own)");
+  server->add_option("--job-user", server_config.job_user,
+                     "root servers: the unprivileged account for teams without --run-as")
+      ->capture_default_str();
+  server->add_flag("--allow-root-jobs", server_config.allow_root_jobs,
+                   "let jobs run as root (a --run-as mapping to root, or Slurm queues on a root "
+                   "server); root in a namespace is not isolated");
+  server->add_option("--job-env", server_config.job_env,
+                     "a variable of the server's environment to pass on to jobs (repeatable; "
+                     "jobs otherwise get only PATH, LANG, LC_* and TZ of it)");
   server->add_option("--web-dir", server_config.web_dir,
                      "serve the dashboard from this folder instead of the built-in copy");
   server->callback([&] {
@@ -104,6 +122,7 @@ int main(int argc, char** argv) {
       throw CLI::ValidationError("--listen", "port must be a number");
     }
     if (gpus >= 0) server_config.gpus = gpus;
+    server_config.isolate_jobs = isolation == "namespace";
     if (server_config.tls_cert_file.empty() != server_config.tls_key_file.empty()) {
       throw CLI::ValidationError("--tls-cert/--tls-key", "give both or neither");
     }

@@ -55,6 +55,36 @@ bool IsValidJobName(std::string_view name) {
   return true;
 }
 
+std::optional<std::int64_t> ParseMemoryQuantity(std::string_view text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0 || digits > 15) return std::nullopt;
+  std::int64_t value = std::stoll(std::string(text.substr(0, digits)));
+  static const std::pair<std::string_view, std::int64_t> kUnits[] = {
+      {"", 1},          {"k", 1000},          {"M", 1000000},       {"G", 1000000000},
+      {"T", 1000000000000}, {"Ki", 1LL << 10},  {"Mi", 1LL << 20},    {"Gi", 1LL << 30},
+      {"Ti", 1LL << 40}};
+  std::string_view suffix = text.substr(digits);
+  for (const auto& [unit, scale] : kUnits) {
+    if (suffix != unit) continue;
+    if (value > (std::int64_t{1} << 62) / scale) return std::nullopt;
+    std::int64_t bytes = value * scale;
+    if (bytes < (std::int64_t{4} << 20)) return std::nullopt;
+    return bytes;
+  }
+  return std::nullopt;
+}
+
+std::string FormatMemoryQuantity(std::int64_t bytes) {
+  static const std::pair<const char*, int> kUnits[] = {{"Ti", 40}, {"Gi", 30}, {"Mi", 20}, {"Ki", 10}};
+  for (const auto& [unit, shift] : kUnits) {
+    if (bytes > 0 && bytes % (std::int64_t{1} << shift) == 0) {
+      return std::to_string(bytes >> shift) + unit;
+    }
+  }
+  return std::to_string(bytes);
+}
+
 void ApplySubmitDir(JobSpec& spec, std::string_view submit_dir) {
   if (submit_dir.empty() || submit_dir.front() != '/') return;
   if (spec.working_dir.empty()) {

@@ -17,6 +17,10 @@ struct Resources {
   int gpus_per_process = 0;
   int processes_per_node = 1;
   int nodes = 1;
+  // Limits for the whole attempt on a node, enforced with cgroups where the
+  // controller is available; 0: no limit.
+  std::int64_t memory_bytes = 0;
+  double cpus = 0;
 
   int processes() const { return processes_per_node * nodes; }
   int gpus() const { return gpus_per_process * processes(); }
@@ -122,6 +126,12 @@ struct LogFile {
 
 // Job names are used in URLs, paths and Slurm job names: lowercase DNS labels.
 bool IsValidJobName(std::string_view name);
+
+// Memory sizes as Kubernetes writes them: "512Mi", "16Gi", "2G", "1500000"
+// (bytes). nullopt for anything else, or below 4 MiB (no job starts in less).
+std::optional<std::int64_t> ParseMemoryQuantity(std::string_view text);
+// The shortest exact form: "16Gi", "1536Mi", or plain bytes.
+std::string FormatMemoryQuantity(std::int64_t bytes);
 
 // Like sbatch, a job runs where it was submitted from unless it says
 // otherwise, and a relative working_dir is taken from there. A submit_dir

@@ -44,6 +44,10 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
         {"on_diverge", ActionText(spec.policies.on_diverge)},
         {"on_plateau", ActionText(spec.policies.on_plateau)}}},
   };
+  if (spec.resources.memory_bytes > 0) {
+    j["resources"]["memory"] = FormatMemoryQuantity(spec.resources.memory_bytes);
+  }
+  if (spec.resources.cpus > 0) j["resources"]["cpus"] = spec.resources.cpus;
   if (spec.time_limit) j["time_limit"] = DurationText(*spec.time_limit);
   if (spec.checkpoint_warning) j["checkpoint_warning"] = DurationText(*spec.checkpoint_warning);
   return j;

@@ -16,6 +16,19 @@ Result<HealthAction> AsAction(const std::string& field, const YAML::Node& node) 
   return FieldError(field, node, "must be 'notify', 'stop' or 'reclaim', got '" + *text + "'");
 }
 
+// "16Gi", "512Mi", "2G", "100000" (bytes), as Kubernetes writes quantities.
+Result<std::int64_t> AsMemory(const std::string& field, const YAML::Node& node) {
+  auto text = AsString(field, node);
+  if (!text.ok()) return text.status();
+  auto bytes = ParseMemoryQuantity(*text);
+  if (!bytes) {
+    return FieldError(field, node,
+                      "must be a size such as 512Mi, 16Gi or 2G (at least 4Mi), got '" + *text +
+                          "'");
+  }
+  return *bytes;
+}
+
 }  // namespace
 
 namespace yaml_fields {
@@ -34,6 +47,15 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
       {"gpus_per_process", AssignInt(spec.resources.gpus_per_process, 0, 64)},
       {"processes_per_node", AssignInt(spec.resources.processes_per_node, 1, 256)},
       {"nodes", AssignInt(spec.resources.nodes, 1, kMaxCount)},
+      {"memory", Assign(spec.resources.memory_bytes, AsMemory)},
+      {"cpus",
+       [&](const std::string& f, const YAML::Node& v) -> Status {
+         auto cpus = AsDouble(f, v);
+         if (!cpus.ok()) return cpus.status();
+         if (*cpus <= 0 || *cpus > 4096) return FieldError(f, v, "must be above 0 and at most 4096");
+         spec.resources.cpus = *cpus;
+         return Status::Ok();
+       }},
   };
   std::map<std::string, FieldHandler> restart_policy = {
       {"max_restarts", AssignInt(spec.max_restarts, 0, 100)},

@@ -6,6 +6,7 @@
 // Thread safety: implementations must allow concurrent calls.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,6 +27,17 @@ struct LaunchRequest {
   std::string run_dir;        // an empty directory the attempt may own
   // From the job's queue mapping, e.g. partition, account, qos for Slurm.
   std::map<std::string, std::string> queue_options;
+  // The Unix account the attempt's processes run as; empty: the server's own.
+  std::string run_as;
+  // The job's own directories (checkpoints, a scratch home): made the
+  // account's, and the only part of the server's data directory it sees.
+  std::vector<std::string> job_dirs;
+  // Files the job reads (the Kubeflow token file): made the account's, read-only.
+  std::vector<std::string> job_files;
+  // HOME for an account without a usable home of its own.
+  std::string job_home;
+  // Directories the job must never see (the server's data directory).
+  std::vector<std::string> private_dirs;
 };
 
 struct RankLog {
@@ -37,6 +49,7 @@ struct Launched {
   std::string handle;
   std::string description;  // for people: "pid 4242", "Slurm job 17"
   std::vector<RankLog> logs;
+  std::vector<std::string> warnings;  // e.g. a limit the machine cannot enforce
 };
 
 struct ExecStatus {
@@ -72,6 +85,15 @@ class CommandRunner;
 struct ExecutorOptions {
   std::string self_executable;  // the headway binary, for helper processes
   CommandRunner* runner = nullptr;  // external commands (sbatch, ...); must outlive executors
+  // Local jobs run in namespaces that hide the server's files (exec/local/sandbox.h).
+  bool isolate = true;
+  // Whether a job may run as root (uid 0); refused at launch otherwise.
+  bool allow_root_jobs = false;
+  // Variables of the server's environment passed on to jobs besides the
+  // basics (PATH, LANG, LC_*, TZ); nothing else of it reaches them.
+  std::vector<std::string> job_env;
+  // Start-up notes (what isolation and limits this machine supports).
+  std::function<void(const std::string&)> log;
 };
 
 // The registry: the one place that lists executors. Unknown name: NotFound.

@@ -8,7 +8,7 @@ std::vector<std::string_view> ExecutorNames() { return {"local", "slurm"}; }
 
 Result<std::unique_ptr<Executor>> MakeExecutor(std::string_view name,
                                                const ExecutorOptions& options) {
-  if (name == "local") return MakeLocalExecutor(options.self_executable);
+  if (name == "local") return MakeLocalExecutor(options);
   if (name == "slurm") {
     if (options.runner == nullptr) return Internal("the slurm executor needs a command runner");
     return MakeSlurmExecutor(*options.runner);

@@ -1,8 +1,11 @@
 #include "server/job_controller.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <tuple>
 
@@ -483,6 +486,18 @@ void JobController::Tick() {
 
 namespace {
 
+// Created 0600 from the start (never readable by others, even briefly), and
+// replaced rather than reused, so an old file's owner or mode cannot linger.
+Status WritePrivateFile(const std::string& path, const std::string& content) {
+  ::unlink(path.c_str());
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Unavailable("cannot create " + path + ": " + std::strerror(errno));
+  bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+  ::close(fd);
+  if (!ok) return Unavailable("cannot write " + path + ": " + std::strerror(errno));
+  return Status::Ok();
+}
+
 bool RunsLocally(const Job& job) { return job.executor.empty() || job.executor == "local"; }
 
 bool HoldsResources(const Job& job) {
@@ -681,15 +696,25 @@ void JobController::StartJob(Job& job, std::vector<int> gpu_ids, std::string why
   std::string token_file = request.run_dir + "/kubeflow-token";
   std::error_code ec;
   std::filesystem::create_directories(request.run_dir, ec);
-  std::string checkpoint_dir =
-      (std::filesystem::path(options_.data_dir) / "jobs" / job.name() / "checkpoints").string();
+  const std::filesystem::path job_dir = std::filesystem::path(options_.data_dir) / "jobs" / job.name();
+  std::string checkpoint_dir = (job_dir / "checkpoints").string();
+  std::string home_dir = (job_dir / "home").string();
   std::filesystem::create_directories(checkpoint_dir, ec);
-  if (FILE* f = std::fopen(token_file.c_str(), "w")) {
-    std::fputs(token.c_str(), f);
-    std::fclose(f);
-    std::filesystem::permissions(token_file, std::filesystem::perms::owner_read |
-                                                 std::filesystem::perms::owner_write, ec);
+  std::filesystem::create_directories(home_dir, ec);
+  Status written = WritePrivateFile(token_file, token);
+  if (!written.ok()) {
+    SetState(job, JobState::kFailed, "LaunchFailed", written.message(), events);
+    job.gpu_ids.clear();
+    Save(job, events);
+    return;
   }
+  // The executor makes these the job's (its Unix account's) and, for local
+  // jobs, the only part of the data directory their sandbox shows.
+  request.run_as = RunAsAccount(options_.run_as, job.spec.team);
+  request.job_dirs = {checkpoint_dir, home_dir};
+  request.job_files = {token_file};
+  request.job_home = home_dir;
+  request.private_dirs = {options_.data_dir};
   request.platform_env = {
       {"HEADWAY_URL", options_.advertise_url},
       {"HEADWAY_JOB", job.name()},
@@ -709,6 +734,9 @@ void JobController::StartJob(Job& job, std::vector<int> gpu_ids, std::string why
     SetState(job, JobState::kFailed, "LaunchFailed", launched.status().message(), events);
     Save(job, events);
     return;
+  }
+  for (const std::string& warning : launched->warnings) {
+    events.push_back(Event(job, "Warning", warning));
   }
   for (const RankLog& log : launched->logs) {
     Status s = store_.AddLogFile({job.name(), job.attempt(), log.rank, log.path});

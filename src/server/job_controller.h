@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "api/job_service.h"
+#include "core/run_as.h"
 #include "core/time.h"
 #include "exec/executor.h"
 #include "progress/health.h"
@@ -55,6 +56,8 @@ struct ControllerOptions {
   double plateau_window = 0.25;  // fraction of total_steps; see ProgressTracker
   // Distinct metric names one job may report; more are refused (400).
   std::size_t max_series_per_job = 1000;
+  // Which Unix account each team's jobs run as.
+  RunAsPolicy run_as;
   // Called (on the control loop's thread, holding no store lock) for every
   // persisted StateChanged or HealthChanged event; must not block.
   std::function<void(const Job&, const JobEvent&)> on_change;

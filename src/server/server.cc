@@ -1,6 +1,8 @@
 #include "server/server.h"
 
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -13,10 +15,12 @@
 #include <thread>
 
 #include "api/http_server.h"
+#include "core/run_as.h"
 #include "api/rest_api.h"
 #include "exec/command_runner.h"
 #include "exec/executor.h"
 #include "exec/local/gpu_inventory.h"
+#include "exec/local/local_executor.h"
 #include "server/experiment_controller.h"
 #include "server/job_controller.h"
 #include "server/user_tokens.h"
@@ -117,11 +121,31 @@ std::string AdminTokenPath(const std::string& data_dir) {
   return (std::filesystem::path(data_dir) / "admin-token").string();
 }
 
-int RunServer(const ServerConfig& config) {
+// The data directory holds every job's spec, env and tokens: only the
+// server's user may enter it. An older install's 0755 directory and 0644
+// files are tightened on start.
+Status SecureDataDir(const std::string& data_dir) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  std::filesystem::create_directories(config.data_dir, ec);
-  if (ec) {
-    spdlog::error("cannot create data directory {}: {}", config.data_dir, ec.message());
+  fs::create_directories(data_dir, ec);
+  if (ec) return Unavailable("cannot create data directory " + data_dir + ": " + ec.message());
+  if (::chmod(data_dir.c_str(), 0700) != 0) {
+    return Unavailable("cannot make " + data_dir + " private: " + std::strerror(errno));
+  }
+  for (const char* name : {"headway.db", "headway.db-wal", "headway.db-shm", "admin-token"}) {
+    fs::path file = fs::path(data_dir) / name;
+    if (fs::exists(file, ec)) ::chmod(file.c_str(), 0600);
+  }
+  return Status::Ok();
+}
+
+int RunServer(const ServerConfig& config) {
+  // Every file the server creates is private from the start (no window in
+  // which a database, token or log is readable by others); jobs get 022 back.
+  ::umask(077);
+  Status secured = SecureDataDir(config.data_dir);
+  if (!secured.ok()) {
+    spdlog::error("{}", secured.message());
     return 1;
   }
   std::string db_path = (std::filesystem::path(config.data_dir) / "headway.db").string();
@@ -140,13 +164,51 @@ int RunServer(const ServerConfig& config) {
     spdlog::error("{}", quotas.status().ToString());
     return 2;
   }
+  const bool root = ::geteuid() == 0;
+  auto run_as = ParseRunAs(config.run_as, root, config.job_user);
+  if (!run_as.ok()) {
+    spdlog::error("{}", run_as.status().message());
+    return 2;
+  }
+  if (root && !config.allow_root_jobs) {
+    for (const auto& [name, queue] : *queues) {
+      if (queue.executor != "local") {
+        spdlog::error(
+            "queue {} runs on {}, whose jobs run as the account that submits them, here root; "
+            "start the server as an unprivileged user or allow it with --allow-root-jobs",
+            name, queue.executor);
+        return 2;
+      }
+    }
+  }
+  if (config.isolate_jobs) {
+    // Before any thread starts: the probe forks.
+    Status isolation = CheckJobIsolation();
+    if (!isolation.ok()) {
+      spdlog::error("jobs cannot be isolated on this machine: {}; start the server with "
+                    "--isolation=none to run them without namespaces (they can then read the "
+                    "server's files{})",
+                    isolation.message(), root ? "" : " as its own user");
+      return 1;
+    }
+  } else {
+    spdlog::warn("--isolation=none: jobs are not hidden from the server's data directory{}",
+                 root ? "" : ", and run as the server's user: any job can read its tokens");
+  }
   std::unique_ptr<CommandRunner> runner = MakeProcessRunner();
   std::map<std::string, std::unique_ptr<Executor>> owned;
   std::map<std::string, Executor*> executors;
   std::set<std::string> wanted = {"local"};
   for (const auto& [name, queue] : *queues) wanted.insert(queue.executor);
   for (const std::string& name : wanted) {
-    auto executor = MakeExecutor(name, {config.self_executable, runner.get()});
+    ExecutorOptions executor_options;
+    executor_options.self_executable = config.self_executable;
+    executor_options.runner = runner.get();
+    executor_options.isolate = config.isolate_jobs;
+    executor_options.allow_root_jobs = config.allow_root_jobs;
+    executor_options.job_env = config.job_env;
+    executor_options.log = [](const std::string& line) { spdlog::info("{}", line); };
+    auto executor = MakeExecutor(name, executor_options);
     if (!executor.ok()) {
       spdlog::error("{}", executor.status().ToString());
       return 2;
@@ -245,6 +307,12 @@ int RunServer(const ServerConfig& config) {
   // one included); the Python SDK reads HEADWAY_CA_FILE.
   if (tls) options.ca_file = std::filesystem::absolute(config.tls_cert_file).string();
   options.queues = *queues;
+  options.run_as = *run_as;
+  if (root) {
+    spdlog::info("jobs run as {}{}", run_as->job_user,
+                 run_as->by_team.empty() ? " (map teams to accounts with --run-as TEAM=USER)"
+                                         : " unless their team is mapped with --run-as");
+  }
   controller = std::make_unique<JobController>(**store, executors, clock, options);
   experiments = std::make_unique<ExperimentController>(**store, *controller, clock);
   api::RestApiOptions api_options;

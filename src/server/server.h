@@ -40,6 +40,12 @@ struct ServerConfig {
   // writes an admin token to data_dir/admin-token.
   bool auth = false;
   std::string web_dir;              // serve the dashboard from here instead of the built-in copy
+  // Job isolation (see exec/local/sandbox.h and core/run_as.h).
+  bool isolate_jobs = true;            // --isolation=namespace (default) or none
+  std::vector<std::string> run_as;     // "TEAM=USER" (root servers only)
+  std::string job_user = "nobody";     // root servers: teams without a mapping
+  bool allow_root_jobs = false;
+  std::vector<std::string> job_env;    // server variables passed on to jobs
   // Both set: the API is HTTPS only, with this PEM certificate chain and key.
   std::string tls_cert_file;
   std::string tls_key_file;

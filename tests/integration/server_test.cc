@@ -204,7 +204,7 @@ TEST(Scheduling, JobsWaitInOrderForFreeGpus) {
   TestServer server(/*gpus=*/2);
   // "big" holds both GPUs until the test releases it, so the queue is inspected while it runs
   // however slow the machine (a fixed sleep let it end first on a loaded CI host).
-  const std::string release = server.data_dir() + "/release-big";
+  const std::string release = server.work_dir() + "/release-big";
   server.Submit("name: big\ncommand: \"while [ ! -e " + release +
                 " ]; do sleep 0.1; done\"\nresources: {gpus_per_process: 2}\n");
   ASSERT_TRUE(server.WaitForState("big", "Running"));

@@ -73,12 +73,21 @@ bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
 }
 
 TestServer::TestServer(int gpus, std::vector<std::string> extra_args)
-    : gpus_(gpus), extra_args_(std::move(extra_args)), data_dir_(MakeTempDir("headway-test")) {
+    : gpus_(gpus),
+      extra_args_(std::move(extra_args)),
+      base_dir_(MakeTempDir("headway-test")),
+      data_dir_(base_dir_ + "/data") {
+  // Jobs may run as an unprivileged account (a root server runs them as
+  // `nobody`) and never see the data directory: their working directory is
+  // beside it, open to them.
+  fs::permissions(base_dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                 fs::perms::others_read | fs::perms::others_exec);
   for (std::size_t i = 0; i + 1 < extra_args_.size(); ++i) {
     if (extra_args_[i] == "--tls-cert") ca_file_ = extra_args_[i + 1];
   }
   fs::create_directories(work_dir());
-  log_path_ = data_dir_ + "/server.log";
+  fs::permissions(work_dir(), fs::perms::all);
+  log_path_ = base_dir_ + "/server.log";
   Start();
 }
 
@@ -86,7 +95,7 @@ TestServer::~TestServer() {
   if (pid_ > 0) Terminate();
   // Jobs outlive the server by design; end any a test left running.
   std::error_code ec;
-  fs::remove_all(data_dir_, ec);
+  fs::remove_all(base_dir_, ec);
 }
 
 void TestServer::Start() {

@@ -42,7 +42,7 @@ class TestServer {
 
   const std::string& url() const { return url_; }
   const std::string& data_dir() const { return data_dir_; }
-  std::string work_dir() const { return data_dir_ + "/work"; }
+  std::string work_dir() const { return base_dir_ + "/work"; }
 
   // Job(), State(), Events() send this user token (for a server with --auth);
   // Cli() does not: pass --token where a command needs one.
@@ -67,6 +67,7 @@ class TestServer {
   void Start();
   int gpus_;
   std::vector<std::string> extra_args_;
+  std::string base_dir_;  // holds the data directory, the work directory and the log
   std::string data_dir_;
   std::string log_path_;
   std::string url_;

@@ -14,10 +14,13 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <algorithm>
 #include <set>
 #include <nlohmann/json.hpp>
 
+#include "exec/local/cgroup.h"
 #include "exec/local/process_identity.h"
+#include "exec/local/sandbox.h"
 
 extern char** environ;
 
@@ -46,23 +49,36 @@ int FreeLoopbackPort() {
   return port;
 }
 
-std::map<std::string, std::string> InheritedEnvironment() {
+// What of the server's environment a job gets: only the basics a program
+// expects (PATH, locale, time zone) and what the admin passes on with
+// --job-env. The server's own secrets (cloud keys, database passwords) and
+// settings stay with it, as the job's identity and distributed env are set
+// per job.
+std::map<std::string, std::string> BaseEnvironment(const std::vector<std::string>& pass_on) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view entry(*e);
     auto eq = entry.find('=');
     if (eq == std::string_view::npos) continue;
     std::string key(entry.substr(0, eq));
-    // The server's own settings and any distributed env it was started with
-    // must not leak into jobs: the executor sets these per job.
-    if (key.rfind("HEADWAY_", 0) == 0 || key == "RANK" || key == "LOCAL_RANK" ||
-        key == "WORLD_SIZE" || key == "MASTER_ADDR" || key == "MASTER_PORT" ||
-        key == "CUDA_VISIBLE_DEVICES") {
-      continue;
-    }
-    env[key] = std::string(entry.substr(eq + 1));
+    bool basic = key == "PATH" || key == "LANG" || key == "LANGUAGE" || key == "TZ" ||
+                 key.rfind("LC_", 0) == 0;
+    bool passed = std::find(pass_on.begin(), pass_on.end(), key) != pass_on.end();
+    if (basic || passed) env[key] = std::string(entry.substr(eq + 1));
   }
+  if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
   return env;
+}
+
+// Makes `path` belong to the job's account (the server creates it as root).
+Status HandOver(const std::string& path, const internal::UnixAccount& account, mode_t mode) {
+  if (::geteuid() == 0 && ::chown(path.c_str(), account.uid, account.gid) != 0) {
+    return Unavailable("cannot hand " + path + " to " + account.name + ": " + std::strerror(errno));
+  }
+  if (::chmod(path.c_str(), mode) != 0) {
+    return Unavailable("cannot set the mode of " + path + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
 }
 
 std::string JoinIds(const std::vector<int>& ids, std::size_t begin, std::size_t end) {
@@ -92,9 +108,12 @@ struct Handle {
   pid_t pid = 0;
   std::uint64_t start_time = 0;
   std::string run_dir;
+  internal::AttemptCgroup cgroup;
 
   std::string Encode() const {
-    return json{{"pid", pid}, {"start_time", start_time}, {"run_dir", run_dir}}.dump();
+    return json{{"pid", pid}, {"start_time", start_time}, {"run_dir", run_dir},
+                {"cgroup", cgroup.ToJson()}}
+        .dump();
   }
   static std::optional<Handle> Decode(const std::string& text) {
     auto j = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -102,8 +121,10 @@ struct Handle {
         !j.contains("run_dir")) {
       return std::nullopt;
     }
+    // Handles written before attempts had cgroups have none.
     return Handle{j["pid"].get<pid_t>(), j["start_time"].get<std::uint64_t>(),
-                  j["run_dir"].get<std::string>()};
+                  j["run_dir"].get<std::string>(),
+                  internal::AttemptCgroup::FromJson(j.value("cgroup", json::object()))};
   }
   bool Alive() const {
     auto start = internal::ProcessStartTime(pid);
@@ -113,7 +134,19 @@ struct Handle {
 
 class LocalExecutor final : public Executor {
  public:
-  explicit LocalExecutor(std::string self) : self_(std::move(self)) {}
+  explicit LocalExecutor(const ExecutorOptions& options)
+      : self_(options.self_executable),
+        isolate_(options.isolate),
+        allow_root_(options.allow_root_jobs),
+        job_env_(options.job_env),
+        cgroups_(internal::CgroupManager::Detect()) {
+    if (options.log) {
+      options.log("local jobs: " + cgroups_.Describe());
+      options.log(isolate_ ? "local jobs run in mount and PID namespaces that hide the data "
+                             "directory" + std::string(::geteuid() != 0 ? " (user namespace)" : "")
+                           : "local jobs are NOT isolated from the server's files (--isolation=none)");
+    }
+  }
 
   std::string_view Name() const override { return "local"; }
 
@@ -136,9 +169,42 @@ class LocalExecutor final : public Executor {
     const int world = spec.resources.processes();
     const int gpus_each = spec.resources.gpus_per_process;
     const std::string master_port = std::to_string(FreeLoopbackPort());
-    std::string cwd = spec.working_dir.empty() ? request.run_dir : spec.working_dir;
 
-    std::map<std::string, std::string> base = InheritedEnvironment();
+    auto account = request.run_as.empty() ? Result<internal::UnixAccount>(internal::CurrentAccount())
+                                          : internal::LookUpAccount(request.run_as);
+    if (!account.ok()) {
+      return PermissionDenied(account.status().message() + " to run team '" + spec.team +
+                                "' jobs as (see --run-as and --job-user)");
+    }
+    if (account->uid == 0 && !allow_root_) {
+      return PermissionDenied(
+          "jobs may not run as root: map the team to an unprivileged account with "
+          "--run-as TEAM=USER, or let an admin allow root jobs with --allow-root-jobs");
+    }
+    for (const std::string& dir : request.job_dirs) {
+      HEADWAY_RETURN_IF_ERROR(HandOver(dir, *account, 0700));
+    }
+    for (const std::string& file : request.job_files) {
+      HEADWAY_RETURN_IF_ERROR(HandOver(file, *account, 0400));
+    }
+    std::string home = account->home;
+    struct stat home_stat {};
+    if (home.empty() || ::stat(home.c_str(), &home_stat) != 0 || !S_ISDIR(home_stat.st_mode) ||
+        home_stat.st_uid != account->uid) {
+      home = request.job_home;
+    }
+    std::string cwd = spec.working_dir.empty() ? home : spec.working_dir;
+
+    std::vector<std::string> warnings;
+    auto cgroup = cgroups_.Create(spec.name + ".attempt-" + std::to_string(request.attempt),
+                                  {spec.resources.memory_bytes, spec.resources.cpus}, warnings);
+    if (!cgroup.ok()) return cgroup.status();
+
+    std::map<std::string, std::string> base = BaseEnvironment(job_env_);
+    base["HOME"] = home;
+    base["USER"] = account->name;
+    base["LOGNAME"] = account->name;
+    if (!account->shell.empty()) base["SHELL"] = account->shell;
     for (const auto& [k, v] : spec.env) base[k] = v;
     for (const auto& [k, v] : request.platform_env) base[k] = v;
     base["HEADWAY_ATTEMPT"] = std::to_string(request.attempt);
@@ -165,7 +231,18 @@ class LocalExecutor final : public Executor {
           {{"rank", rank}, {"argv", spec.Argv()}, {"env", env_list}, {"cwd", cwd}, {"log", log}});
       launched.logs.push_back({rank, log});
     }
-    json launch = {{"ranks", ranks}, {"failure_grace_ms", spec.termination_grace.count()}};
+    json launch = {{"ranks", ranks},
+                   {"failure_grace_ms", spec.termination_grace.count()},
+                   {"cgroup", cgroup->ToJson()}};
+    // Only a root supervisor switches accounts; otherwise the job is us.
+    if (::geteuid() == 0 && account->uid != 0) launch["account"] = account->ToJson();
+    if (isolate_) {
+      internal::SandboxPlan plan;
+      plan.hidden = request.private_dirs;
+      plan.exposed = request.job_dirs;
+      plan.exposed_read_only = request.job_files;
+      launch["sandbox"] = plan.ToJson();
+    }
     // 0600: the environment holds the job's report token.
     HEADWAY_RETURN_IF_ERROR(WriteFileAtomically(fs::path(request.run_dir) / "launch.json",
                                                 launch.dump(), 0600));
@@ -189,7 +266,7 @@ class LocalExecutor final : public Executor {
       ::signal(SIGPIPE, SIG_DFL);
       ::setsid();
       int null_fd = ::open("/dev/null", O_RDONLY);
-      int log_fd = ::open(shim_log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      int log_fd = ::open(shim_log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
       if (null_fd >= 0) ::dup2(null_fd, 0);
       if (log_fd >= 0) {
         ::dup2(log_fd, 1);
@@ -199,7 +276,7 @@ class LocalExecutor final : public Executor {
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
-    Handle handle{pid, 0, request.run_dir};
+    Handle handle{pid, 0, request.run_dir, *cgroup};
     auto start = internal::ProcessStartTime(pid);
     if (!start) {
       // It already exited (exec failed?). Reap it and say why.
@@ -213,7 +290,9 @@ class LocalExecutor final : public Executor {
       children_.insert(pid);
     }
     launched.handle = handle.Encode();
-    launched.description = "supervisor pid " + std::to_string(pid);
+    launched.description = "supervisor pid " + std::to_string(pid) + ", running as " +
+                           account->name;
+    launched.warnings = std::move(warnings);
     return launched;
   }
 
@@ -235,12 +314,24 @@ class LocalExecutor final : public Executor {
       // Started by an earlier server process; not our child to wait for.
       return {ExecStatus::Phase::kRunning, 0, "", ""};
     }
+    // The supervisor waits for the cgroup to empty before it records the
+    // result; if it was killed instead, nothing of the attempt may outlive it
+    // while its GPUs go to another job.
+    if (handle->cgroup.Populated()) {
+      (void)handle->cgroup.Kill();
+      return {ExecStatus::Phase::kRunning, 0, "", ""};
+    }
+    handle->cgroup.Remove();
     return ReadResult(handle->run_dir);
   }
 
   Status Signal(const std::string& handle_text, int signal) override {
     auto handle = Handle::Decode(handle_text);
     if (!handle) return Internal("unreadable executor handle");
+    // With a cgroup, SIGKILL reaches every process of the attempt, daemons
+    // that left its process group included, and spares the supervisor, which
+    // records how the ranks ended once the cgroup is empty.
+    if (signal == SIGKILL && !handle->cgroup.empty()) return handle->cgroup.Kill();
     // Check identity first so a reused pid is never signalled.
     if (!handle->Alive()) return Status::Ok();
     if (::kill(-handle->pid, signal) != 0 && errno != ESRCH) {
@@ -261,19 +352,25 @@ class LocalExecutor final : public Executor {
       return {ExecStatus::Phase::kLost, 0, "the job's result file is unreadable", ""};
     }
     ExecStatus status{ExecStatus::Phase::kExited, result["exit_code"].get<int>(),
-                      result.value("message", ""), ""};
+                      result.value("message", ""), result.value("reason", "")};
     return status;
   }
 
   const std::string self_;
+  const bool isolate_;
+  const bool allow_root_;
+  const std::vector<std::string> job_env_;
+  const internal::CgroupManager cgroups_;
   std::mutex mu_;
   std::set<pid_t> children_;  // guarded by mu_: supervisors this process forked and must reap
 };
 
 }  // namespace
 
-std::unique_ptr<Executor> MakeLocalExecutor(std::string self_executable) {
-  return std::make_unique<LocalExecutor>(std::move(self_executable));
+std::unique_ptr<Executor> MakeLocalExecutor(const ExecutorOptions& options) {
+  return std::make_unique<LocalExecutor>(options);
 }
+
+Status CheckJobIsolation() { return internal::ProbeSandbox(); }
 
 }  // namespace headway

@@ -5,6 +5,11 @@
 // the exit status in RUN_DIR/result.json before it exits. Because the ranks
 // never write through the server, a server crash or restart does not disturb
 // them; the server re-adopts the supervisor by pid and start time.
+//
+// Each attempt runs in its own cgroup and (unless isolation is off) in
+// namespaces that hide the server's data directory, as the job's Unix
+// account; its environment holds only the basics, the spec's env and the
+// platform's variables. See exec/local/cgroup.h and exec/local/sandbox.h.
 #pragma once
 
 #include <memory>
@@ -14,7 +19,11 @@
 
 namespace headway {
 
-std::unique_ptr<Executor> MakeLocalExecutor(std::string self_executable);
+std::unique_ptr<Executor> MakeLocalExecutor(const ExecutorOptions& options);
+
+// Whether this process can isolate local jobs here (namespaces; see
+// exec/local/sandbox.h); the error says why not. Call before starting threads.
+Status CheckJobIsolation();
 
 // Entry point of `headway shim RUN_DIR`; returns the process exit code.
 int RunLocalShim(const std::string& run_dir);

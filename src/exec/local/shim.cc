@@ -3,6 +3,7 @@
 // launch.json, runs the ranks, and leaves result.json behind.
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,12 +14,15 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "exec/local/cgroup.h"
 #include "exec/local/local_executor.h"
+#include "exec/local/sandbox.h"
 
 namespace headway {
 namespace {
@@ -39,6 +43,7 @@ struct Rank {
   std::vector<std::string> env;
   std::string cwd;
   std::string log;
+  int log_fd = -1;  // opened before the sandbox hides the run directory
   pid_t pid = -1;
   bool done = false;
   int exit_code = 0;
@@ -50,7 +55,15 @@ int ExitCodeOf(int status) {
   return 1;
 }
 
-pid_t StartRank(Rank& r) {
+// What every rank's child does between fork and exec, in this order: join
+// the attempt's cgroup (while it may still write there), take on the job's
+// account, then enter the working directory as that account.
+struct RankSetup {
+  const internal::AttemptCgroup* cgroup = nullptr;
+  const internal::UnixAccount* account = nullptr;
+};
+
+pid_t StartRank(Rank& r, const RankSetup& setup) {
   std::vector<char*> argv, envp;
   for (auto& a : r.argv) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -65,14 +78,24 @@ pid_t StartRank(Rank& r) {
   if (pid != 0) return pid;
   // Child (single-threaded process: ordinary calls are fine here).
   ::signal(SIGTERM, SIG_DFL);
-  int fd = ::open(r.log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd >= 0) {
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::close(fd);
+  ::signal(SIGINT, SIG_DFL);
+  if (r.log_fd >= 0) {
+    ::dup2(r.log_fd, 1);
+    ::dup2(r.log_fd, 2);
   }
   int null_fd = ::open("/dev/null", O_RDONLY);
   if (null_fd >= 0) ::dup2(null_fd, 0);
+  if (setup.cgroup != nullptr && !setup.cgroup->JoinSelf()) {
+    std::fprintf(stderr, "headway: cannot join the job's cgroup: %s\n", std::strerror(errno));
+    ::_exit(126);
+  }
+  if (setup.account != nullptr && !internal::BecomeAccount(*setup.account)) {
+    std::fprintf(stderr, "headway: cannot run as %s: %s\n", setup.account->name.c_str(),
+                 std::strerror(errno));
+    ::_exit(126);
+  }
+  // The server keeps its files private (umask 077); the job's are its own business.
+  ::umask(022);
   if (::chdir(r.cwd.c_str()) != 0) {
     std::fprintf(stderr, "headway: cannot enter working directory %s: %s\n", r.cwd.c_str(),
                  std::strerror(errno));
@@ -84,15 +107,31 @@ pid_t StartRank(Rank& r) {
   ::_exit(errno == ENOENT ? 127 : 126);
 }
 
-bool WriteResult(const fs::path& dir, const json& result) {
-  fs::path tmp = dir / "result.json.tmp";
+// Written through a descriptor of the run directory: inside the sandbox the
+// directory's path shows an empty tmpfs.
+bool WriteResult(int dir_fd, const json& result) {
   std::string text = result.dump();
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int fd = ::openat(dir_fd, "result.json.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return false;
   bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
             ::fsync(fd) == 0;
   ::close(fd);
-  return ok && ::rename(tmp.c_str(), (dir / "result.json").c_str()) == 0;
+  return ok && ::renameat(dir_fd, "result.json.tmp", dir_fd, "result.json") == 0;
+}
+
+// Ends whatever is left of the attempt and waits until nothing is: only then
+// may the server hand its GPUs to another job.
+void EndEverything(pid_t reaper, const internal::AttemptCgroup& cgroup) {
+  if (reaper > 0) {
+    // The PID namespace's first process: when it dies the kernel kills the rest.
+    ::kill(reaper, SIGKILL);
+    ::waitpid(reaper, nullptr, 0);
+  }
+  if (cgroup.empty()) return;
+  for (int round = 0; cgroup.Populated(); ++round) {
+    if (round % 50 == 0) (void)cgroup.Kill();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 }  // namespace
@@ -102,6 +141,11 @@ int RunLocalShim(const std::string& run_dir) {
   auto launch = json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (!launch.is_object() || !launch.contains("ranks")) {
     std::fprintf(stderr, "headway shim: unreadable %s/launch.json\n", run_dir.c_str());
+    return 2;
+  }
+  int dir_fd = ::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) {
+    std::fprintf(stderr, "headway shim: cannot open %s: %s\n", run_dir.c_str(), std::strerror(errno));
     return 2;
   }
   // The server stops a job by signalling the whole process group; the ranks
@@ -120,8 +164,33 @@ int RunLocalShim(const std::string& run_dir) {
                      r["env"].get<std::vector<std::string>>(), r["cwd"].get<std::string>(),
                      r["log"].get<std::string>()});
   }
+  for (Rank& r : ranks) {
+    r.log_fd = ::open(r.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  }
+  const auto cgroup = internal::AttemptCgroup::FromJson(launch.value("cgroup", json::object()));
+  std::optional<internal::UnixAccount> account;
+  if (launch.contains("account") && launch["account"].is_object()) {
+    account = internal::UnixAccount::FromJson(launch["account"]);
+  }
+  auto fail_to_start = [&](const std::string& why) {
+    std::fprintf(stderr, "headway shim: %s\n", why.c_str());
+    json result = {{"exit_code", 126}, {"ranks", json::array()}, {"terminated", false},
+                   {"message", "the job's sandbox could not be set up: " + why}};
+    EndEverything(-1, cgroup);
+    cgroup.Remove();
+    return WriteResult(dir_fd, result) ? 0 : 1;
+  };
+  pid_t reaper = -1;
+  if (launch.contains("sandbox") && launch["sandbox"].is_object()) {
+    Status entered = internal::EnterSandbox(internal::SandboxPlan::FromJson(launch["sandbox"]));
+    if (!entered.ok()) return fail_to_start(entered.message());
+    auto started = internal::StartNamespaceReaper([&cgroup] { (void)cgroup.JoinSelf(); });
+    if (!started.ok()) return fail_to_start(started.status().message());
+    reaper = *started;
+  }
   const auto failure_grace = std::chrono::milliseconds(launch.value("failure_grace_ms", 10000));
-  for (Rank& r : ranks) r.pid = StartRank(r);
+  RankSetup setup{cgroup.empty() ? nullptr : &cgroup, account ? &*account : nullptr};
+  for (Rank& r : ranks) r.pid = StartRank(r, setup);
 
   // torchrun semantics: when one rank fails, the others are torn down
   // (SIGTERM, then SIGKILL after the grace period) and the job fails with
@@ -134,6 +203,7 @@ int RunLocalShim(const std::string& run_dir) {
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid > 0) {
+      if (pid == reaper) reaper = -1;  // killed from outside: the ranks went with it
       for (Rank& r : ranks) {
         if (r.pid != pid || r.done) continue;
         r.done = true;
@@ -158,27 +228,35 @@ int RunLocalShim(const std::string& run_dir) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  // Daemons a rank left behind (setsid, double fork) would otherwise keep
+  // GPUs busy after the job is recorded as finished.
+  EndEverything(reaper, cgroup);
 
   json rank_results = json::array();
   for (const Rank& r : ranks) rank_results.push_back({{"rank", r.rank}, {"exit_code", r.exit_code}});
   int exit_code = first_failed >= 0 ? ranks[static_cast<std::size_t>(first_failed)].exit_code : 0;
-  std::string message;
+  std::string message, reason;
   if (first_failed >= 0) {
     message = "rank " + std::to_string(first_failed) + " exited with code " +
               std::to_string(exit_code);
     if (exit_code > 128) message += " (signal " + std::to_string(exit_code - 128) + ")";
+    if (cgroup.OomKilled()) {
+      reason = "OOMKilled";
+      message += ": out of memory (the kernel killed a process at the job's memory limit)";
+    }
   }
+  cgroup.Remove();
   json result = {{"exit_code", exit_code},
                  {"ranks", rank_results},
                  {"terminated", g_terminating != 0},
-                 {"message", message}};
-  if (!WriteResult(run_dir, result)) {
+                 {"message", message},
+                 {"reason", reason}};
+  if (!WriteResult(dir_fd, result)) {
     std::fprintf(stderr, "headway shim: cannot write result.json: %s\n", std::strerror(errno));
     return 1;
   }
-  // Leave nothing behind: a rank's background children would otherwise keep
-  // GPUs busy after the job is recorded as finished. This ends the supervisor
-  // too, which is fine now that the result is on disk.
+  // Without a PID namespace or cgroup, the process group is what is left to
+  // end. This ends the supervisor too, which is fine now that the result is on disk.
   if (::getpgrp() == ::getpid()) ::kill(0, SIGKILL);
   return 0;
 }

@@ -1,0 +1,257 @@
+// Job isolation on the real server: what a job can reach of the control plane
+// and of other jobs (attacks from a tenant's job), which account it runs as,
+// and that stopping it ends every process it started. The tests run as root
+// in CI, so the server runs jobs as `nobody` unless a test maps a team.
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test_server.h"
+
+namespace headway::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Pids of processes (seen from here) whose command line contains `marker`.
+std::vector<pid_t> ProcessesWith(const std::string& marker) {
+  std::vector<pid_t> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile(entry.path() / "cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return st.st_mode & 07777;
+}
+
+std::string Quoted(const std::string& s) { return "'" + s + "'"; }
+
+TEST(Isolation, AJobCannotReachTheControlPlaneOtherJobsOrTheServersEnvironment) {
+  // The server's own secrets must not reach jobs through the environment.
+  ::setenv("AWS_SECRET_ACCESS_KEY", "server-secret-4242", 1);
+  TestServer server(/*gpus=*/2);
+  ::unsetenv("AWS_SECRET_ACCESS_KEY");
+  const std::string data = server.data_dir();
+  const std::string release = server.work_dir() + "/release-victim";
+
+  // Team b's job: a checkpoint, then it runs until released.
+  server.Submit("name: victim\nteam: b\ncommand: \"echo b-weights > $HEADWAY_CHECKPOINT_DIR/model.pt; "
+                "while [ ! -e " + release + " ]; do sleep 0.1; done\"\n");
+  const std::string victim_checkpoint = data + "/jobs/victim/checkpoints/model.pt";
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(victim_checkpoint); })) << server.ServerLog();
+
+  // Team a's job tries each attack of the tenancy report and writes what worked.
+  const std::string report = server.work_dir() + "/attack-report";
+  const std::string victim_run = data + "/jobs/victim/attempt-0";
+  std::string script =
+      "r=" + report + "\n"
+      "try_read() { if cat \"$2\" >/dev/null 2>&1; then echo \"READ $1\" >> $r; "
+      "else echo \"DENIED $1\" >> $r; fi; }\n"
+      "try_read admin-token " + Quoted(data + "/admin-token") + "\n"
+      "try_read database " + Quoted(data + "/headway.db") + "\n"
+      "try_read victim-launch " + Quoted(victim_run + "/launch.json") + "\n"
+      "try_read victim-kubeflow-token " + Quoted(victim_run + "/kubeflow-token") + "\n"
+      "try_read victim-log " + Quoted(victim_run + "/rank-0.log") + "\n"
+      "try_read victim-checkpoint " + Quoted(victim_checkpoint) + "\n"
+      "try_read walked-checkpoint \"$HEADWAY_CHECKPOINT_DIR/../../victim/checkpoints/model.pt\"\n"
+      "echo \"LISTED $(ls " + Quoted(data) + " | tr '\\n' ' ')/ $(ls " + Quoted(data + "/jobs") +
+      " | tr '\\n' ' ')\" >> $r\n"
+      "if echo evil > " + Quoted(data + "/jobs/victim/checkpoints/evil") +
+      " 2>/dev/null; then echo 'WROTE victim-checkpoint' >> $r; fi\n"
+      "if env | grep -q server-secret-4242; then echo 'LEAK environment' >> $r; fi\n"
+      "for p in /proc/[0-9]*; do\n"
+      "  if grep -aq server-secret-4242 $p/environ 2>/dev/null; then echo \"LEAK $p/environ\" >> $r; fi\n"
+      "  echo \"PROC $(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" >> $r\n"
+      "done\n"
+      "echo mine > $HEADWAY_CHECKPOINT_DIR/own && echo 'OWN checkpoint' >> $r\n"
+      "[ -s \"$KUBEFLOW_TRAINER_SERVER_TOKEN\" ] && echo 'OWN kubeflow-token' >> $r\n"
+      "echo \"UID $(id -u)\" >> $r\n"
+      "echo \"HOME $HOME\" >> $r\n";
+  WriteFile(server.work_dir() + "/attack.sh", script);
+  server.Submit("name: attacker\nteam: a\ncommand: [/bin/sh, " + server.work_dir() +
+                "/attack.sh]\n");
+  ASSERT_TRUE(server.WaitForState("attacker", "Succeeded")) << server.Cli({"logs", "attacker"}).out;
+  std::string out = ReadFile(report);
+
+  for (const char* target : {"admin-token", "database", "victim-launch", "victim-kubeflow-token",
+                             "victim-log", "victim-checkpoint", "walked-checkpoint"}) {
+    EXPECT_THAT(out, HasSubstr(std::string("DENIED ") + target + "\n")) << out;
+    EXPECT_THAT(out, Not(HasSubstr(std::string("READ ") + target + "\n")));
+  }
+  // Of the data directory it sees only the way to its own directories.
+  EXPECT_THAT(out, HasSubstr("LISTED jobs / attacker \n")) << out;
+  EXPECT_THAT(out, Not(HasSubstr("WROTE"))) << out;
+  EXPECT_FALSE(fs::exists(data + "/jobs/victim/checkpoints/evil"));
+  EXPECT_THAT(out, Not(HasSubstr("LEAK"))) << out;
+  // Its PID namespace shows its own processes only: not the server, not team b's job.
+  EXPECT_THAT(out, Not(HasSubstr("headway server"))) << out;
+  EXPECT_THAT(out, Not(HasSubstr(release))) << out;
+  EXPECT_THAT(out, HasSubstr("OWN checkpoint"));
+  EXPECT_THAT(out, HasSubstr("OWN kubeflow-token"));
+  if (::geteuid() == 0) {
+    EXPECT_THAT(out, HasSubstr("UID 65534\n")) << out;
+  }
+  EXPECT_EQ(ReadFile(victim_checkpoint), "b-weights\n");
+
+  WriteFile(release, "");
+  EXPECT_TRUE(server.WaitForState("victim", "Succeeded"));
+}
+
+TEST(Isolation, TheDataDirectoryAndItsFilesArePrivate) {
+  TestServer server(/*gpus=*/0);
+  server.Submit("name: quick\ncommand: \"echo hello\"\n");
+  ASSERT_TRUE(server.WaitForState("quick", "Succeeded"));
+  const std::string data = server.data_dir();
+  EXPECT_EQ(ModeOf(data), 0700u);
+  for (const std::string& file :
+       {data + "/headway.db", data + "/headway.db-wal", data + "/jobs/quick/attempt-0/launch.json",
+        data + "/jobs/quick/attempt-0/rank-0.log", data + "/jobs/quick/attempt-0/result.json",
+        data + "/jobs/quick/attempt-0/supervisor.log"}) {
+    ASSERT_TRUE(fs::exists(file)) << file;
+    EXPECT_EQ(ModeOf(file) & 077, 0u) << file << " is readable by others";
+  }
+  // A token file is created private, then handed to the job's account read-only.
+  EXPECT_EQ(ModeOf(data + "/jobs/quick/attempt-0/kubeflow-token") & 077, 0u);
+
+  // An older install's open directory is closed on the next start.
+  server.Terminate();
+  fs::permissions(data, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
+  ::chmod((data + "/headway.db").c_str(), 0644);
+  server.Restart();
+  EXPECT_EQ(ModeOf(data), 0700u);
+  EXPECT_EQ(ModeOf(data + "/headway.db"), 0600u);
+}
+
+TEST(Isolation, StopEndsDaemonsThatLeftTheJobsSessionBeforeItsGpusAreFreed) {
+  TestServer server(/*gpus=*/1);
+  const std::string started = server.work_dir() + "/daemons-started";
+  // One daemon leaves the session (setsid) and ignores SIGTERM; another is
+  // double-forked. Both would survive a process-group kill.
+  server.Submit(
+      "name: escaper\nresources: {gpus_per_process: 1}\ntermination_grace: 1s\n"
+      "command: \"setsid sh -c 'trap \\\"\\\" TERM HUP; exec sleep 4242.42' & "
+      "(sh -c 'exec sleep 4343.43' &) ; touch " + started + "; sleep 1000\"\n");
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(started); })) << server.Cli({"logs", "escaper"}).out;
+  ASSERT_TRUE(WaitFor([&] {
+    return !ProcessesWith("sleep 4242.42").empty() && !ProcessesWith("sleep 4343.43").empty();
+  }));
+  // The next job waits for the GPU the escaper holds.
+  server.Submit("name: next\nresources: {gpus_per_process: 1}\ncommand: \"true\"\n");
+  ASSERT_EQ(server.Cli({"stop", "escaper"}).exit_code, 0);
+  ASSERT_TRUE(server.WaitForState("escaper", "Stopped"));
+  // By the time the attempt is recorded as ended, nothing of it is left.
+  EXPECT_THAT(ProcessesWith("sleep 4242.42"), ::testing::IsEmpty());
+  EXPECT_THAT(ProcessesWith("sleep 4343.43"), ::testing::IsEmpty());
+  EXPECT_TRUE(server.WaitForState("next", "Succeeded"));
+}
+
+TEST(Isolation, TimeLimitsEndDaemonsToo) {
+  TestServer server(/*gpus=*/0);
+  server.Submit(
+      "name: overtime\ntime_limit: 1s\ntermination_grace: 1s\n"
+      "command: \"setsid sh -c 'trap \\\"\\\" TERM HUP; exec sleep 4545.45' & sleep 1000\"\n");
+  ASSERT_TRUE(server.WaitForState("overtime", "Failed", std::chrono::seconds(30)));
+  EXPECT_EQ(server.Job("overtime")["reason"], "TimeLimitExceeded");
+  EXPECT_THAT(ProcessesWith("sleep 4545.45"), ::testing::IsEmpty());
+}
+
+TEST(Isolation, JobsRunAsTheTeamsAccountAndNeverAsRootUnlessAllowed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "switching accounts needs a server run as root";
+  TestServer server(/*gpus=*/0, {"--run-as", "vision=daemon", "--run-as", "ops=root"});
+  const std::string work = server.work_dir();
+  for (const char* team : {"vision", "nlp", "ops"}) {
+    server.Submit(std::string("name: whoami-") + team + "\nteam: " + team +
+                  "\ncommand: \"id -u > " + work + "/uid-" + team + "\"\n");
+  }
+  ASSERT_TRUE(server.WaitForState("whoami-vision", "Succeeded"));
+  ASSERT_TRUE(server.WaitForState("whoami-nlp", "Succeeded"));
+  EXPECT_EQ(ReadFile(work + "/uid-vision"), "1\n");   // daemon
+  EXPECT_EQ(ReadFile(work + "/uid-nlp"), "65534\n");  // the default job user, nobody
+  ASSERT_TRUE(server.WaitForState("whoami-ops", "Failed"));
+  auto ops = server.Job("whoami-ops");
+  EXPECT_EQ(ops["reason"], "LaunchFailed");
+  EXPECT_THAT(ops["message"].get<std::string>(), HasSubstr("--allow-root-jobs"));
+  EXPECT_FALSE(fs::exists(work + "/uid-ops"));
+
+  TestServer allowed(/*gpus=*/0, {"--run-as", "ops=root", "--allow-root-jobs"});
+  allowed.Submit("name: whoami-ops\nteam: ops\ncommand: \"id -u > " + allowed.work_dir() +
+                 "/uid-ops\"\n");
+  ASSERT_TRUE(allowed.WaitForState("whoami-ops", "Succeeded"));
+  EXPECT_EQ(ReadFile(allowed.work_dir() + "/uid-ops"), "0\n");
+}
+
+TEST(Isolation, AMappingToAMissingAccountFailsTheJobClearly) {
+  if (::geteuid() != 0) GTEST_SKIP() << "switching accounts needs a server run as root";
+  TestServer server(/*gpus=*/0, {"--run-as", "vision=no-such-account"});
+  server.Submit("name: lost\nteam: vision\ncommand: \"true\"\n");
+  ASSERT_TRUE(server.WaitForState("lost", "Failed"));
+  EXPECT_THAT(server.Job("lost")["message"].get<std::string>(), HasSubstr("no-such-account"));
+}
+
+TEST(Isolation, AMemoryLimitIsEnforced) {
+  TestServer server(/*gpus=*/0);
+  if (server.ServerLog().find("memory limits: unavailable") != std::string::npos) {
+    GTEST_SKIP() << "no memory controller on this machine";
+  }
+  // Writes 512 MiB into memory with a 64 MiB limit.
+  server.Submit(
+      "name: hog\nresources: {memory: 64Mi}\n"
+      "command: [/usr/bin/python3, -c, \"b = b'x' * (512 << 20); print(len(b))\"]\n");
+  ASSERT_TRUE(server.WaitForState("hog", "Failed", std::chrono::seconds(60)));
+  auto hog = server.Job("hog");
+  EXPECT_EQ(hog["exit_code"], 137);
+  EXPECT_THAT(hog["message"].get<std::string>(), HasSubstr("out of memory")) << hog.dump();
+
+  server.Submit(
+      "name: fits\nresources: {memory: 256Mi}\n"
+      "command: [/usr/bin/python3, -c, \"b = b'x' * (32 << 20); print(len(b))\"]\n");
+  EXPECT_TRUE(server.WaitForState("fits", "Succeeded", std::chrono::seconds(60)));
+}
+
+TEST(Isolation, ACpuLimitIsWrittenToTheJobsCgroup) {
+  TestServer server(/*gpus=*/0);
+  if (server.ServerLog().find("cpu limits: unavailable") != std::string::npos) {
+    GTEST_SKIP() << "no cpu controller on this machine";
+  }
+  const std::string release = server.work_dir() + "/release-cpu";
+  server.Submit("name: capped\nresources: {cpus: 0.5}\ncommand: \"while [ ! -e " + release +
+                " ]; do sleep 0.1; done\"\n");
+  ASSERT_TRUE(server.WaitForState("capped", "Running"));
+  std::string quota;
+  ASSERT_TRUE(WaitFor([&] {
+    for (const auto& entry : fs::recursive_directory_iterator(
+             "/sys/fs/cgroup", fs::directory_options::skip_permission_denied)) {
+      if (entry.path().filename() != "capped.attempt-0") continue;
+      if (fs::exists(entry.path() / "cpu.max")) quota = ReadFile(entry.path() / "cpu.max");
+      if (fs::exists(entry.path() / "cpu.cfs_quota_us")) {
+        quota = ReadFile(entry.path() / "cpu.cfs_quota_us");
+      }
+    }
+    return !quota.empty();
+  }));
+  EXPECT_EQ(quota.substr(0, 5), "50000");
+  WriteFile(release, "");
+  EXPECT_TRUE(server.WaitForState("capped", "Succeeded"));
+}
+
+}  // namespace
+}  // namespace headway::testing
