@@ -34,6 +34,8 @@ struct LaunchRequest {
   std::vector<std::string> job_dirs;
   // Files the job reads (the Kubeflow token file): made the account's, read-only.
   std::vector<std::string> job_files;
+  // Files the job reads as they are, read-only (the server's CA certificate).
+  std::vector<std::string> shared_files;
   // HOME for an account without a usable home of its own.
   std::string job_home;
   // Directories the job must never see (the server's data directory).

@@ -725,7 +725,10 @@ void JobController::StartJob(Job& job, std::vector<int> gpu_ids, std::string why
       {"KUBEFLOW_TRAINER_SERVER_TOKEN", token_file},
       // Kept across attempts, so a restarted or preempted job resumes from it.
       {"HEADWAY_CHECKPOINT_DIR", checkpoint_dir}};
-  if (!options_.ca_file.empty()) request.platform_env["HEADWAY_CA_FILE"] = options_.ca_file;
+  if (!options_.ca_file.empty()) {
+    request.platform_env["HEADWAY_CA_FILE"] = options_.ca_file;
+    request.shared_files.push_back(options_.ca_file);
+  }
   request.queue_options = QueueOf(job.spec).options;
   Executor& executor = ExecutorFor(job);
   auto launched = executor.Launch(request);

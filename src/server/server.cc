@@ -139,6 +139,18 @@ Status SecureDataDir(const std::string& data_dir) {
   return Status::Ok();
 }
 
+Result<std::string> PublishCertificate(const std::string& cert_file, const std::string& data_dir) {
+  namespace fs = std::filesystem;
+  fs::path copy = fs::path(data_dir) / "tls-ca.pem";
+  std::error_code ec;
+  fs::copy_file(cert_file, copy, fs::copy_options::overwrite_existing, ec);
+  if (ec || ::chmod(copy.c_str(), 0644) != 0) {
+    return Unavailable("cannot copy " + cert_file + " to " + copy.string() + ": " +
+                       (ec ? ec.message() : std::string(std::strerror(errno))));
+  }
+  return copy.string();
+}
+
 int RunServer(const ServerConfig& config) {
   // Every file the server creates is private from the start (no window in
   // which a database, token or log is readable by others); jobs get 022 back.
@@ -305,7 +317,16 @@ int RunServer(const ServerConfig& config) {
       (tls ? "https://" : "http://") + host + ":" + std::to_string((*server)->port());
   // Jobs verify the server with its own certificate chain (a self-signed
   // one included); the Python SDK reads HEADWAY_CA_FILE.
-  if (tls) options.ca_file = std::filesystem::absolute(config.tls_cert_file).string();
+  if (tls) {
+    // A public copy in the data directory, which jobs are shown read-only:
+    // the original may sit beside the private key, where jobs must not look.
+    auto published = PublishCertificate(config.tls_cert_file, config.data_dir);
+    if (!published.ok()) {
+      spdlog::error("{}", published.status().message());
+      return 1;
+    }
+    options.ca_file = *published;
+  }
   options.queues = *queues;
   options.run_as = *run_as;
   if (root) {

@@ -3,6 +3,9 @@
 // and that stopping it ends every process it started. The tests run as root
 // in CI, so the server runs jobs as `nobody` unless a test maps a team.
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -251,6 +254,81 @@ TEST(Isolation, ACpuLimitIsWrittenToTheJobsCgroup) {
   EXPECT_EQ(quota.substr(0, 5), "50000");
   WriteFile(release, "");
   EXPECT_TRUE(server.WaitForState("capped", "Succeeded"));
+}
+
+// The single-user install: a server run by an ordinary account (here nobody)
+// runs jobs as that same account, so file modes cannot keep them from its
+// files; a user namespace with mount and PID namespaces does.
+TEST(Isolation, ASingleUserServerHidesItsFilesFromItsOwnJobs) {
+  if (::geteuid() != 0) GTEST_SKIP() << "starting a server as another account needs root";
+  const std::vector<std::string> as_nobody = {"/usr/bin/setpriv", "--reuid=65534",
+                                              "--regid=65534", "--clear-groups"};
+  auto as_nobody_run = [&](std::vector<std::string> argv) {
+    argv.insert(argv.begin(), as_nobody.begin(), as_nobody.end());
+    return argv;
+  };
+  ASSERT_EQ(RunCommand(as_nobody_run({"/usr/bin/test", "-x", HEADWAY_BIN})).exit_code, 0)
+      << HEADWAY_BIN << " must be executable by nobody for this test";
+  const std::string base = MakeTempDir("headway-single-user");
+  ASSERT_EQ(::chown(base.c_str(), 65534, 65534), 0);
+  ::chmod(base.c_str(), 0755);
+  const std::string data = base + "/data", work = base + "/work", log = base + "/server.log";
+  fs::create_directories(work);
+  fs::permissions(work, fs::perms::all);
+
+  pid_t server = ::fork();
+  if (server == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::vector<std::string> argv = as_nobody_run(
+        {HEADWAY_BIN, "server", "--auth", "--listen", "127.0.0.1:0", "--data-dir", data, "--gpus", "0"});
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  std::smatch match;
+  std::regex listening(R"(listening on (http://127\.0\.0\.1:\d+))");
+  std::string server_log;
+  ASSERT_TRUE(WaitFor([&] {
+    server_log = ReadFile(log);
+    return std::regex_search(server_log, match, listening);
+  })) << ReadFile(log);
+  const std::string url = match[1];
+  std::string token = ReadFile(data + "/admin-token");
+  token.erase(token.find_last_not_of(" \n") + 1);
+  EXPECT_EQ(ModeOf(data), 0700u);
+
+  const std::string report = work + "/report";
+  WriteFile(work + "/probe.sh",
+            "r=" + report + "\n"
+            "echo \"LISTED $(ls " + data + " | tr '\\n' ' ')\" >> $r\n"
+            "cat " + data + "/admin-token >/dev/null 2>&1 && echo 'READ admin-token' >> $r\n"
+            "cat " + data + "/headway.db >/dev/null 2>&1 && echo 'READ database' >> $r\n"
+            "for p in /proc/[0-9]*; do echo \"PROC $(tr '\\0' ' ' < $p/cmdline)\" >> $r; done\n"
+            "echo mine > $HEADWAY_CHECKPOINT_DIR/own && echo 'OWN checkpoint' >> $r\n"
+            "echo \"UID $(id -u)\" >> $r\n");
+  CommandResult submitted = RunCommand(
+      {HEADWAY_BIN, "--server", url, "--token", token, "submit", "-f", "-"},
+      "name: probe\nworking_dir: " + work + "\ncommand: [/bin/sh, " + work + "/probe.sh]\n");
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  EXPECT_TRUE(WaitFor([&] {
+    return RunCommand({HEADWAY_BIN, "--server", url, "--token", token, "get", "jobs"})
+               .out.find("Succeeded") != std::string::npos;
+  })) << ReadFile(log);
+  std::string out = ReadFile(report);
+  ::kill(server, SIGTERM);
+  ::waitpid(server, nullptr, 0);
+  std::error_code ec;
+  fs::remove_all(base, ec);
+
+  EXPECT_THAT(out, HasSubstr("LISTED jobs \n")) << out;
+  EXPECT_THAT(out, Not(HasSubstr("READ"))) << out;
+  EXPECT_THAT(out, Not(HasSubstr("headway server"))) << out;
+  EXPECT_THAT(out, HasSubstr("OWN checkpoint")) << out;
+  EXPECT_THAT(out, HasSubstr("UID 65534\n")) << out;
 }
 
 }  // namespace

@@ -38,10 +38,13 @@ std::vector<pid_t> Procs(const std::string& dir) {
   return pids;
 }
 
-// Creates `dir` (its parent must exist); an existing one is fine.
+// Creates `dir` (its parent must exist); an existing one is fine if we may
+// create cgroups in it.
 bool MakeDir(const std::string& dir, std::string& problem) {
-  if (::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) return true;
-  problem = "cannot create " + dir + ": " + std::strerror(errno);
+  if ((::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) && ::access(dir.c_str(), W_OK) == 0) {
+    return true;
+  }
+  problem = "cannot create cgroups in " + dir + ": " + std::strerror(errno);
   return false;
 }
 

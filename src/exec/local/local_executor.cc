@@ -241,6 +241,8 @@ class LocalExecutor final : public Executor {
       plan.hidden = request.private_dirs;
       plan.exposed = request.job_dirs;
       plan.exposed_read_only = request.job_files;
+      plan.exposed_read_only.insert(plan.exposed_read_only.end(), request.shared_files.begin(),
+                                    request.shared_files.end());
       launch["sandbox"] = plan.ToJson();
     }
     // 0600: the environment holds the job's report token.
