@@ -118,6 +118,22 @@ TEST(Isolation, AJobCannotReachTheControlPlaneOtherJobsOrTheServersEnvironment) 
   EXPECT_TRUE(server.WaitForState("victim", "Succeeded"));
 }
 
+// A root server's default data directory is under /root (0700): the job's
+// account cannot pass through it, yet must reach its own checkpoint
+// directory, home and token file.
+TEST(Isolation, AJobReachesItsOwnFilesEvenBehindADirectoryItCannotEnter) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs a server that runs jobs as another account";
+  TestServer server(/*gpus=*/0);
+  const std::string closed = fs::path(server.data_dir()).parent_path();
+  ::chmod(closed.c_str(), 0700);
+  server.Submit("name: behind\ncommand: \"echo kept > $HEADWAY_CHECKPOINT_DIR/weights && "
+                "cat $KUBEFLOW_TRAINER_SERVER_TOKEN > /dev/null && cd && pwd\"\n");
+  bool done = server.WaitForState("behind", "Succeeded");
+  ::chmod(closed.c_str(), 0755);
+  ASSERT_TRUE(done) << server.Cli({"logs", "behind"}).out << server.Job("behind").dump();
+  EXPECT_EQ(ReadFile(server.data_dir() + "/jobs/behind/checkpoints/weights"), "kept\n");
+}
+
 TEST(Isolation, TheDataDirectoryAndItsFilesArePrivate) {
   TestServer server(/*gpus=*/0);
   server.Submit("name: quick\ncommand: \"echo hello\"\n");

@@ -132,6 +132,32 @@ struct Handle {
   }
 };
 
+bool MayPassThrough(const struct stat& st, const internal::UnixAccount& account) {
+  if (account.uid == 0) return true;
+  if (st.st_uid == account.uid) return st.st_mode & S_IXUSR;
+  bool in_group = st.st_gid == account.gid ||
+                  std::find(account.groups.begin(), account.groups.end(), st.st_gid) !=
+                      account.groups.end();
+  return st.st_mode & (in_group ? S_IXGRP : S_IXOTH);
+}
+
+// What to cover with an empty tmpfs so that `dir` is hidden and the job's own
+// directories, bound back under it, are reachable: `dir` itself, or its
+// highest ancestor the account may not pass through (a root server's data
+// directory under /root, say), whose contents the account could not see anyway.
+std::string CoverFor(const std::string& dir, const internal::UnixAccount& account) {
+  fs::path path = fs::path(dir).lexically_normal();
+  fs::path prefix = "/";
+  for (auto it = std::next(path.begin()); it != path.end(); ++it) {
+    if (it->empty()) continue;
+    prefix /= *it;
+    if (prefix == path) break;
+    struct stat st {};
+    if (::stat(prefix.c_str(), &st) == 0 && !MayPassThrough(st, account)) return prefix.string();
+  }
+  return path.string();
+}
+
 class LocalExecutor final : public Executor {
  public:
   explicit LocalExecutor(const ExecutorOptions& options)
@@ -238,7 +264,9 @@ class LocalExecutor final : public Executor {
     if (::geteuid() == 0 && account->uid != 0) launch["account"] = account->ToJson();
     if (isolate_) {
       internal::SandboxPlan plan;
-      plan.hidden = request.private_dirs;
+      for (const std::string& dir : request.private_dirs) {
+        plan.hidden.push_back(CoverFor(dir, *account));
+      }
       plan.exposed = request.job_dirs;
       plan.exposed_read_only = request.job_files;
       plan.exposed_read_only.insert(plan.exposed_read_only.end(), request.shared_files.begin(),
