@@ -4,7 +4,10 @@
 // the dashboard without rebuilding).
 //
 // The files hold no data: every figure the dashboard shows comes from the
-// REST API, under its authentication. So they are served to anyone.
+// REST API, under its authentication. So they are served to anyone, with a
+// Content-Security-Policy that allows only the dashboard's own files and
+// fetch() to this server, X-Frame-Options: DENY, Referrer-Policy: no-referrer
+// and X-Content-Type-Options: nosniff. Errors (404, 405) are JSON.
 //
 // Thread safety: Serve() may be called concurrently.
 #pragma once

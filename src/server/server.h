@@ -5,8 +5,10 @@
 
 #include <optional>
 
-#include "server/job_controller.h"
 #include <map>
+
+#include "core/time.h"
+#include "server/job_controller.h"
 #include <string>
 #include <vector>
 
@@ -37,15 +39,21 @@ struct ServerConfig {
   std::vector<std::string> webhooks;  // http:// URLs that get every state/health change
   double plateau_window = 0.25;     // fraction of total_steps the objective must improve over; 0: off
   // Require user tokens on the API (see api/rest_api.h). The first start
-  // writes an admin token to data_dir/admin-token.
-  bool auth = false;
+  // writes an admin token to data_dir/admin-token. Off (--no-auth) only on a
+  // loopback listen address: RunServer refuses it elsewhere.
+  bool auth = true;
+  // Host names requests may use besides loopback ones and the listen address
+  // (api/request_guard.h).
+  std::vector<std::string> allow_hosts;
+  // How long a dashboard session (POST /api/v1/sessions) lasts.
+  Duration session_ttl = std::chrono::hours(12);
   std::string web_dir;              // serve the dashboard from here instead of the built-in copy
   // Both set: the API is HTTPS only, with this PEM certificate chain and key.
   std::string tls_cert_file;
   std::string tls_key_file;
 };
 
-// Where `headway server --auth` keeps the admin token it created.
+// Where `headway server` keeps the admin token it created.
 std::string AdminTokenPath(const std::string& data_dir);
 
 // The default data directory: $HEADWAY_DATA_DIR, else $XDG_DATA_HOME/headway,
