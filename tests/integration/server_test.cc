@@ -204,7 +204,7 @@ TEST(Scheduling, JobsWaitInOrderForFreeGpus) {
   TestServer server(/*gpus=*/2);
   // "big" holds both GPUs until the test releases it, so the queue is inspected while it runs
   // however slow the machine (a fixed sleep let it end first on a loaded CI host).
-  const std::string release = server.data_dir() + "/release-big";
+  const std::string release = server.work_dir() + "/release-big";
   server.Submit("name: big\ncommand: \"while [ ! -e " + release +
                 " ]; do sleep 0.1; done\"\nresources: {gpus_per_process: 2}\n");
   ASSERT_TRUE(server.WaitForState("big", "Running"));
@@ -309,7 +309,7 @@ TEST(Validation, MalformedSpecsAreRejectedWithFieldAndLine) {
 
 TEST(Validation, HttpErrorsAreJsonWithTheRightStatus) {
   TestServer server;
-  api::HttpClient http(server.url());
+  api::HttpClient http = server.Http();
   auto bad = http.Request("POST", "/api/v1/jobs", "name: a\ncommand: [x]\nbogus: 1\n");
   ASSERT_TRUE(bad.ok());
   EXPECT_EQ(bad->status, 400);
@@ -423,7 +423,7 @@ TEST(OpenApi, EveryDocumentedOperationExists) {
   std::istringstream in(doc);
   std::string line, path;
   int checked = 0;
-  api::HttpClient http(server.url());
+  api::HttpClient http = server.Http();
   while (std::getline(in, line)) {
     std::smatch m;
     if (std::regex_match(line, m, path_line)) {
@@ -454,7 +454,8 @@ TEST(JobLifecycle, RelativeWorkingDirIsTakenFromWhereSubmitRan) {
   for (const char* file : {"job.yaml", "job2.yaml"}) {
     CommandResult r = RunCommand({"/bin/sh", "-c",
                                   "cd " + dir + " && " + HEADWAY_BIN + " --server " +
-                                      server.url() + " submit -f " + file});
+                                      server.url() + " --token " + server.token() +
+                                      " submit -f " + file});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   ASSERT_TRUE(server.WaitForState("here", "Succeeded"));

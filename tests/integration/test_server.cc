@@ -73,12 +73,19 @@ bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
 }
 
 TestServer::TestServer(int gpus, std::vector<std::string> extra_args)
-    : gpus_(gpus), extra_args_(std::move(extra_args)), data_dir_(MakeTempDir("headway-test")) {
+    : gpus_(gpus), extra_args_(std::move(extra_args)), base_dir_(MakeTempDir("headway-test")) {
   for (std::size_t i = 0; i + 1 < extra_args_.size(); ++i) {
     if (extra_args_[i] == "--tls-cert") ca_file_ = extra_args_[i + 1];
   }
+  data_dir_ = base_dir_ + "/data";
+  // Jobs may run as another user (nobody, when the tests run as root): they
+  // must be able to pass through the base directory and write in work/,
+  // while the server's data directory stays its own.
+  fs::permissions(base_dir_, fs::perms(0755));
   fs::create_directories(work_dir());
-  log_path_ = data_dir_ + "/server.log";
+  fs::permissions(work_dir(), fs::perms(0777));
+  fs::create_directories(base_dir_ + "/cli");
+  log_path_ = base_dir_ + "/server.log";
   Start();
 }
 
@@ -86,7 +93,7 @@ TestServer::~TestServer() {
   if (pid_ > 0) Terminate();
   // Jobs outlive the server by design; end any a test left running.
   std::error_code ec;
-  fs::remove_all(data_dir_, ec);
+  fs::remove_all(base_dir_, ec);
 }
 
 void TestServer::Start() {
@@ -117,6 +124,12 @@ void TestServer::Start() {
   std::regex_search(log, match, listening);
   url_ = match[1];
   port_ = std::stoi(match[2]);
+  // Written before the server listens, on its first start with authentication.
+  admin_token_ = ReadFile(data_dir_ + "/admin-token");
+  while (!admin_token_.empty() && (admin_token_.back() == '\n' || admin_token_.back() == '\r')) {
+    admin_token_.pop_back();
+  }
+  if (!token_chosen_) token_ = admin_token_;
 }
 
 void TestServer::Restart() { Start(); }
@@ -134,7 +147,8 @@ void TestServer::Terminate() {
 }
 
 CommandResult TestServer::Cli(std::vector<std::string> args, const std::string& input) const {
-  std::vector<std::string> argv = {HEADWAY_BIN, "--server", url_};
+  std::vector<std::string> argv = {"/usr/bin/env", "HEADWAY_DATA_DIR=" + base_dir_ + "/cli",
+                                   "HEADWAY_API_TOKEN=" + token_, HEADWAY_BIN, "--server", url_};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunCommand(argv, input);
 }
