@@ -79,8 +79,8 @@ class ServerProcess {
       : dir_(std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()))) {
     std::filesystem::create_directories(dir_);
     std::string log = dir_ + "/server.log";
-    std::vector<std::string> args = {bin, "server", "--listen", "127.0.0.1:0", "--data-dir", dir_,
-                                     "--gpus", "0", "--no-auth"};
+    std::vector<std::string> args = {bin,  "server", "--listen", "127.0.0.1:0", "--data-dir",
+                                     dir_, "--gpus", "0",        "--no-auth"};
     args.insert(args.end(), extra.begin(), extra.end());
     pid_ = fork();
     if (pid_ == 0) {

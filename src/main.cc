@@ -97,8 +97,9 @@ int main(int argc, char** argv) {
                      "a loopback address only loopback names are accepted; elsewhere, without "
                      "any, every name is");
   std::string session_ttl = "12h";
-  server->add_option("--session-ttl", session_ttl,
-                     "how long a dashboard sign-in lasts (e.g. 30m, 12h, 7d)")
+  server
+      ->add_option("--session-ttl", session_ttl,
+                   "how long a dashboard sign-in lasts (e.g. 30m, 12h, 7d)")
       ->capture_default_str();
   server->add_option("--tls-cert", server_config.tls_cert_file,
                      "serve HTTPS only, with this PEM certificate (chain); needs --tls-key")

@@ -51,9 +51,13 @@ HttpResponse Redirect(std::string location) {
 // Built by the JSON library: the path is the client's, quotes and all.
 HttpResponse NotFoundPage(std::string_view path) {
   nlohmann::json body = {
-      {"error", {{"code", "NotFound"}, {"message", "no dashboard file '" + std::string(path) + "'"}}}};
-  return {404, "application/json", body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-          {}, nullptr};
+      {"error",
+       {{"code", "NotFound"}, {"message", "no dashboard file '" + std::string(path) + "'"}}}};
+  return {404,
+          "application/json",
+          body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+          {},
+          nullptr};
 }
 
 // What the dashboard needs and no more: its own scripts (ES modules and the

@@ -1,7 +1,7 @@
 // Serves the web dashboard: "/" redirects to "/ui/", "/ui/" is index.html and
-// "/ui/PATH" the file web/PATH; "/favicon.ico" redirects to its icon. The files are the copy built into the binary,
-// or, with a `web_dir`, read from that folder on every request (for working on
-// the dashboard without rebuilding).
+// "/ui/PATH" the file web/PATH; "/favicon.ico" redirects to its icon. The files are the copy built
+// into the binary, or, with a `web_dir`, read from that folder on every request (for working on the
+// dashboard without rebuilding).
 //
 // The files hold no data: every figure the dashboard shows comes from the
 // REST API, under its authentication. So they are served to anyone, with a

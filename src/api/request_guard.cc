@@ -51,7 +51,8 @@ std::string HostOfHeader(std::string_view value) {
   std::string host;
   if (!value.empty() && value.front() == '[') {
     auto close = value.find(']');
-    host = close == std::string_view::npos ? std::string(value) : std::string(value.substr(1, close - 1));
+    host = close == std::string_view::npos ? std::string(value)
+                                           : std::string(value.substr(1, close - 1));
   } else {
     auto colon = value.rfind(':');
     // More than one colon without brackets is not host:port; keep it whole.

@@ -325,7 +325,8 @@ class Api {
   }
 
   HttpResponse ListTokens() {
-    if (!tokens_) return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
+    if (!tokens_)
+      return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
     if (Status s = RequireAdmin(); !s.ok()) return ErrorResponse(s);
     auto all = tokens_->ListTokens();
     if (!all.ok()) return ErrorResponse(all.status());
@@ -335,7 +336,8 @@ class Api {
   }
 
   HttpResponse CreateToken(const HttpRequest& req) {
-    if (!tokens_) return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
+    if (!tokens_)
+      return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
     if (Status s = RequireAdmin(); !s.ok()) return ErrorResponse(s);
     json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object()) return ErrorResponse(InvalidArgument("body must be a JSON object"));
@@ -352,8 +354,8 @@ class Api {
       } else if (it.key() == "ttl") {
         ttl = ParseDuration(it.value().get<std::string>());
         if (!ttl || ttl->count() <= 0) {
-          return ErrorResponse(
-              InvalidArgument("must be a positive duration such as 30m, 24h or 7d").WithField("ttl"));
+          return ErrorResponse(InvalidArgument("must be a positive duration such as 30m, 24h or 7d")
+                                   .WithField("ttl"));
         }
       } else {
         return ErrorResponse(InvalidArgument("unknown field").WithField(it.key().substr(0, 64)));
@@ -370,7 +372,10 @@ class Api {
     if (auto who = tokens_->Authenticate(*secret); who.ok() && who->expires_at) {
       expires_at = FormatRfc3339(*who->expires_at);
     }
-    return JsonResponse(201, {{"name", name}, {"team", team}, {"role", role}, {"token", *secret},
+    return JsonResponse(201, {{"name", name},
+                              {"team", team},
+                              {"role", role},
+                              {"token", *secret},
                               {"expires_at", expires_at}});
   }
 
@@ -383,17 +388,18 @@ class Api {
     auto session = tokens_->CreateSession(*t_caller);
     if (!session.ok()) return ErrorResponse(session.status());
     const UserToken& s = session->first;
-    return JsonResponse(201, {{"name", s.name},
-                              {"team", s.team},
-                              {"role", RoleName(s.role)},
-                              {"session_of", s.parent},
-                              {"token", session->second},
-                              {"expires_at", s.expires_at ? json(FormatRfc3339(*s.expires_at))
-                                                          : json(nullptr)}});
+    return JsonResponse(
+        201, {{"name", s.name},
+              {"team", s.team},
+              {"role", RoleName(s.role)},
+              {"session_of", s.parent},
+              {"token", session->second},
+              {"expires_at", s.expires_at ? json(FormatRfc3339(*s.expires_at)) : json(nullptr)}});
   }
 
   HttpResponse RevokeToken(const std::string& name) {
-    if (!tokens_) return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
+    if (!tokens_)
+      return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
     if (Status s = RequireAdmin(); !s.ok()) return ErrorResponse(s);
     Status s = tokens_->RevokeToken(name);
     if (!s.ok()) return ErrorResponse(s);
@@ -471,9 +477,8 @@ class Api {
       return ErrorResponse(reports.status());
     }
     std::size_t n = reports->size();
-    Status s = SameForMissingJobs(
-        service_.ReportProgress(name, BearerToken(req.Header("authorization")),
-                                std::move(reports.value())));
+    Status s = SameForMissingJobs(service_.ReportProgress(
+        name, BearerToken(req.Header("authorization")), std::move(reports.value())));
     CountReport(s, n);
     if (!s.ok()) return ErrorResponse(s);
     return JsonResponse(202, {{"accepted", n}});
@@ -730,13 +735,16 @@ class Api {
     auto jobs = service_.List(filter);
     if (!jobs.ok()) return jobs.status();
     JobNames names;
-    for (const Job& job : *jobs) (job.spec.team == team ? names.visible : names.hidden).insert(job.name());
+    for (const Job& job : *jobs)
+      (job.spec.team == team ? names.visible : names.hidden).insert(job.name());
     return names;
   }
 
   // `text` with each whole-word occurrence of a name in `hidden` replaced.
   static std::string RedactJobNames(const std::string& text, const std::set<std::string>& hidden) {
-    auto in_name = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; };
+    auto in_name = [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    };
     std::string out;
     std::size_t i = 0;
     while (i < text.size()) {

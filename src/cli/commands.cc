@@ -35,7 +35,7 @@ struct Options {
   std::string admin_token_file;
   // token create
   std::string role = "member";
-  std::string ttl;  // "": never expires
+  std::string ttl;     // "": never expires
   std::string output;  // "", "wide", "json", "yaml", "name"
   // submit
   std::string file;

@@ -148,13 +148,16 @@ std::string DashboardUrl(const ServerConfig& config, UserTokens& tokens,
 int RunServer(const ServerConfig& config) {
   if (!config.auth) {
     if (!api::IsLoopbackHost(config.listen_address)) {
-      spdlog::error("--no-auth is refused on {}: anyone who can reach it could run commands as "
-                    "this user. Listen on a loopback address (127.0.0.1) or drop --no-auth.",
-                    config.listen_address);
+      spdlog::error(
+          "--no-auth is refused on {}: anyone who can reach it could run commands as "
+          "this user. Listen on a loopback address (127.0.0.1) or drop --no-auth.",
+          config.listen_address);
       return 2;
     }
-    spdlog::warn("authentication is OFF (--no-auth): every local user and program that can reach "
-                 "{} can submit jobs that run as this user", config.listen_address);
+    spdlog::warn(
+        "authentication is OFF (--no-auth): every local user and program that can reach "
+        "{} can submit jobs that run as this user",
+        config.listen_address);
   }
   std::error_code ec;
   std::filesystem::create_directories(config.data_dir, ec);

@@ -3,14 +3,13 @@
 // server stops: they run on and are re-adopted by the next start.
 #pragma once
 
-#include <optional>
-
 #include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "core/time.h"
 #include "server/job_controller.h"
-#include <string>
-#include <vector>
 
 namespace headway {
 

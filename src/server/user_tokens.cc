@@ -108,8 +108,8 @@ Result<std::pair<UserToken, std::string>> UserTokens::CreateSession(const UserTo
   HEADWAY_RETURN_IF_ERROR(store_.CreateUserToken(session));
   std::lock_guard lock(mu_);
   for (auto it = active_by_hash_.begin(); it != active_by_hash_.end();) {
-    bool expired = !it->second.parent.empty() && it->second.expires_at &&
-                   *it->second.expires_at <= now;
+    bool expired =
+        !it->second.parent.empty() && it->second.expires_at && *it->second.expires_at <= now;
     it = expired ? active_by_hash_.erase(it) : std::next(it);
   }
   active_by_hash_.emplace(session.hash, session);

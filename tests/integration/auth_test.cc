@@ -87,9 +87,9 @@ TEST(Auth, RequestsWithoutAValidUserTokenAreRefused) {
                                      "--server", server.url(), "get", "jobs"});
   EXPECT_EQ(by_env.exit_code, 0) << by_env.err;
   // And, on the server's machine, by itself from the data directory's admin token.
-  CommandResult local = RunCommand({"/usr/bin/env", "HEADWAY_API_TOKEN=",
-                                    "HEADWAY_DATA_DIR=" + server.data_dir(), HEADWAY_BIN, "--server",
-                                    server.url(), "get", "jobs"});
+  CommandResult local =
+      RunCommand({"/usr/bin/env", "HEADWAY_API_TOKEN=", "HEADWAY_DATA_DIR=" + server.data_dir(),
+                  HEADWAY_BIN, "--server", server.url(), "get", "jobs"});
   EXPECT_EQ(local.exit_code, 0) << local.err;
 }
 
@@ -97,7 +97,8 @@ TEST(Auth, IsOnByDefault) {
   TestServer server(1);
   ASSERT_THAT(server.admin_token(), ::testing::StartsWith("hwu_"));
   EXPECT_EQ(Call(server, "", "GET", "/api/v1/jobs").status, 401);
-  EXPECT_EQ(Call(server, server.admin_token(), "GET", "/api/v1/whoami").body["authentication"], true);
+  EXPECT_EQ(Call(server, server.admin_token(), "GET", "/api/v1/whoami").body["authentication"],
+            true);
   // The start prints a dashboard URL that signs in with a session, not the admin token.
   ASSERT_TRUE(WaitFor([&] { return server.ServerLog().find("#token=") != std::string::npos; }));
   std::string log = server.ServerLog();

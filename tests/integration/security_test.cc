@@ -15,9 +15,9 @@
 namespace headway::testing {
 namespace {
 
+using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using nlohmann::json;
 
 constexpr const char* kIdleJob =
     R"({"name": "planted", "command": "echo pwned > /tmp/headway-planted", "termination_grace": "1s"})";
@@ -90,23 +90,24 @@ TEST(Security, AForeignHostIsRefused) {
   // DNS rebinding: attacker.example resolves to 127.0.0.1, and the browser
   // names it in Host.
   TestServer server(1);
-  for (const char* host : {"attacker.example", "attacker.example:8080", "127.0.0.1.attacker.example"}) {
+  for (const char* host :
+       {"attacker.example", "attacker.example:8080", "127.0.0.1.attacker.example"}) {
     for (const char* path : {"/api/v1/jobs", "/ui/", "/metrics", "/api/v1/whoami"}) {
       Answer a = Call(server, server.admin_token(), "GET", path, {}, {{"Host", host}});
       EXPECT_EQ(a.status, 403) << host << " " << path;
       EXPECT_EQ(a.body["error"]["code"], "PermissionDenied") << host << " " << path;
       EXPECT_THAT(a.raw, HasSubstr("Host")) << host << " " << path;
     }
-    Answer submit = Call(server, server.admin_token(), "POST", "/api/v1/jobs", kIdleJob,
-                         {{"Host", host}});
+    Answer submit =
+        Call(server, server.admin_token(), "POST", "/api/v1/jobs", kIdleJob, {{"Host", host}});
     EXPECT_EQ(submit.status, 403) << host;
   }
   EXPECT_EQ(JobCount(server), 0u);
   // Loopback names, any port, are this server.
-  for (const std::string& host :
-       std::vector<std::string>{"localhost", "localhost:9", HostPort(server), "127.9.9.9", "[::1]:1"}) {
-    EXPECT_EQ(Call(server, server.admin_token(), "GET", "/api/v1/jobs", {}, {{"Host", host}}).status,
-              200)
+  for (const std::string& host : std::vector<std::string>{
+           "localhost", "localhost:9", HostPort(server), "127.9.9.9", "[::1]:1"}) {
+    EXPECT_EQ(
+        Call(server, server.admin_token(), "GET", "/api/v1/jobs", {}, {{"Host", host}}).status, 200)
         << host;
   }
 }
@@ -116,10 +117,11 @@ TEST(Security, AnotherLocalUserCannotSubmit) {
   TestServer server(1);
   // `nobody` runs the CLI as a local user would: it looks for the admin
   // token where the server keeps it, and cannot read it.
-  std::vector<std::string> as_nobody = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
-                                        "--clear-groups", "/usr/bin/env", "HEADWAY_API_TOKEN=",
-                                        "HOME=/nonexistent",
-                                        "HEADWAY_DATA_DIR=" + server.data_dir()};
+  std::vector<std::string> as_nobody = {
+      "/usr/bin/setpriv",  "--reuid=65534",
+      "--regid=65534",     "--clear-groups",
+      "/usr/bin/env",      "HEADWAY_API_TOKEN=",
+      "HOME=/nonexistent", "HEADWAY_DATA_DIR=" + server.data_dir()};
   std::vector<std::string> cat = as_nobody;
   cat.push_back("/bin/cat");
   cat.push_back(server.data_dir() + "/admin-token");
@@ -153,7 +155,8 @@ TEST(Security, NoAuthOnLoopbackWarns) {
   EXPECT_EQ(server.admin_token(), "");
   EXPECT_EQ(Call(server, "", "GET", "/api/v1/jobs").status, 200);
   // Still no cross-origin requests nor foreign hosts.
-  EXPECT_EQ(Call(server, "", "GET", "/api/v1/jobs", {}, {{"Host", "attacker.example"}}).status, 403);
+  EXPECT_EQ(Call(server, "", "GET", "/api/v1/jobs", {}, {{"Host", "attacker.example"}}).status,
+            403);
 }
 
 TEST(Security, TheDashboardSendsSecurityHeaders) {
@@ -214,7 +217,8 @@ TEST(Security, SessionsExpire) {
   ASSERT_EQ(viewer_session.status, 201) << viewer_session.raw;
   EXPECT_EQ(viewer_session.body["role"], "viewer");
   EXPECT_EQ(viewer_session.body["team"], "vision");
-  EXPECT_EQ(Call(server, viewer_session.body["token"], "POST", "/api/v1/jobs", kIdleJob).status, 403);
+  EXPECT_EQ(Call(server, viewer_session.body["token"], "POST", "/api/v1/jobs", kIdleJob).status,
+            403);
 
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   Answer expired = Call(server, session, "GET", "/api/v1/jobs");
@@ -288,7 +292,8 @@ TEST(Security, AMemberSeesNoOtherTeamsJobNamesInThePool) {
   std::string bob = CreateToken(server, "bob", "b", "member");
   auto job = [](const std::string& name, int gpus) {
     return R"({"name": ")" + name + R"(", "command": "sleep 60", "termination_grace": "1s",
-               "resources": {"gpus_per_process": )" + std::to_string(gpus) + "}}";
+               "resources": {"gpus_per_process": )" +
+           std::to_string(gpus) + "}}";
   };
   ASSERT_EQ(Call(server, bob, "POST", "/api/v1/jobs", job("b-secret-run", 1)).status, 201);
   ASSERT_EQ(Call(server, alice, "POST", "/api/v1/jobs", job("a-mine", 1)).status, 201);

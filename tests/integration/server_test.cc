@@ -453,9 +453,8 @@ TEST(JobLifecycle, RelativeWorkingDirIsTakenFromWhereSubmitRan) {
   WriteFile(dir + "/job2.yaml", "name: there\ncommand: pwd\nworking_dir: sub\n");
   for (const char* file : {"job.yaml", "job2.yaml"}) {
     CommandResult r = RunCommand({"/bin/sh", "-c",
-                                  "cd " + dir + " && " + HEADWAY_BIN + " --server " +
-                                      server.url() + " --token " + server.token() +
-                                      " submit -f " + file});
+                                  "cd " + dir + " && " + HEADWAY_BIN + " --server " + server.url() +
+                                      " --token " + server.token() + " submit -f " + file});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   ASSERT_TRUE(server.WaitForState("here", "Succeeded"));

@@ -147,8 +147,12 @@ void TestServer::Terminate() {
 }
 
 CommandResult TestServer::Cli(std::vector<std::string> args, const std::string& input) const {
-  std::vector<std::string> argv = {"/usr/bin/env", "HEADWAY_DATA_DIR=" + base_dir_ + "/cli",
-                                   "HEADWAY_API_TOKEN=" + token_, HEADWAY_BIN, "--server", url_};
+  std::vector<std::string> argv = {"/usr/bin/env",
+                                   "HEADWAY_DATA_DIR=" + base_dir_ + "/cli",
+                                   "HEADWAY_API_TOKEN=" + token_,
+                                   HEADWAY_BIN,
+                                   "--server",
+                                   url_};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunCommand(argv, input);
 }

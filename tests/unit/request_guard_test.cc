@@ -16,8 +16,8 @@ HttpRequest Request(std::string host, std::string origin = {}) {
 }
 
 TEST(RequestGuard, LoopbackHosts) {
-  for (const char* h : {"localhost", "LOCALHOST", "localhost.", "127.0.0.1", "127.1.2.3", "::1",
-                        "[::1]"}) {
+  for (const char* h :
+       {"localhost", "LOCALHOST", "localhost.", "127.0.0.1", "127.1.2.3", "::1", "[::1]"}) {
     EXPECT_TRUE(IsLoopbackHost(h)) << h;
   }
   for (const char* h : {"", "0.0.0.0", "10.0.0.1", "127.0.0", "127.0.0.1.example.com",
@@ -39,8 +39,12 @@ TEST(RequestGuard, OnALoopbackAddressOnlyLoopbackNamesPass) {
     const char* host;
     bool ok;
   } cases[] = {
-      {"127.0.0.1:8080", true},  {"localhost:1", true},      {"[::1]:8080", true},
-      {"attacker.example", false}, {"attacker.example:8080", false}, {"10.0.0.5:8080", false},
+      {"127.0.0.1:8080", true},
+      {"localhost:1", true},
+      {"[::1]:8080", true},
+      {"attacker.example", false},
+      {"attacker.example:8080", false},
+      {"10.0.0.5:8080", false},
       {"", true},  // no Host: not a browser
   };
   for (const Case& c : cases) {

@@ -375,8 +375,9 @@ class SqliteStore final : public Store {
 
   Status CreateUserToken(const UserToken& t) override {
     std::lock_guard lock(mu_);
-    Statement q(db_, "INSERT INTO user_tokens (name, team, role, hash, created_at, revoked_at, "
-                     "expires_at, parent) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    Statement q(db_,
+                "INSERT INTO user_tokens (name, team, role, hash, created_at, revoked_at, "
+                "expires_at, parent) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
     q.Bind(1, t.name);
     q.Bind(2, t.team);
     q.Bind(3, std::string(RoleName(t.role)));
@@ -396,8 +397,9 @@ class SqliteStore final : public Store {
 
   Result<std::vector<UserToken>> ListUserTokens() override {
     std::lock_guard lock(mu_);
-    Statement q(db_, "SELECT name, team, role, hash, created_at, revoked_at, expires_at, parent "
-                     "FROM user_tokens ORDER BY seq");
+    Statement q(db_,
+                "SELECT name, team, role, hash, created_at, revoked_at, expires_at, parent "
+                "FROM user_tokens ORDER BY seq");
     std::vector<UserToken> tokens;
     while (q.Step()) {
       UserToken t;
@@ -429,8 +431,9 @@ class SqliteStore final : public Store {
 
   Status DeleteExpiredSessions(Time now) override {
     std::lock_guard lock(mu_);
-    Statement q(db_, "DELETE FROM user_tokens WHERE parent != '' AND expires_at IS NOT NULL "
-                     "AND expires_at <= ?");
+    Statement q(db_,
+                "DELETE FROM user_tokens WHERE parent != '' AND expires_at IS NOT NULL "
+                "AND expires_at <= ?");
     q.Bind(1, ToUnixMillis(now));
     if (!q.Run()) return Unavailable("delete expired sessions: " + LastError());
     return Status::Ok();
