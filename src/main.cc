@@ -84,9 +84,23 @@ int main(int argc, char** argv) {
                      "distinct metric names one job may report")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
-  server->add_flag("--auth", server_config.auth,
-                   "require a user token on every API request (the first start writes an admin "
-                   "token to DATA_DIR/admin-token; `headway token create` makes more)");
+  bool auth_flag = false;  // the default now; kept so older command lines still start
+  server->add_flag("--auth", auth_flag,
+                   "(the default) require a user token on every API request: the first start "
+                   "writes an admin token to DATA_DIR/admin-token, which the local CLI uses; "
+                   "`headway token create` makes more");
+  server->add_flag("!--no-auth", server_config.auth,
+                   "serve without authentication: anyone who can reach the port may run jobs as "
+                   "this user. Refused unless --listen is a loopback address");
+  server->add_option("--allow-host", server_config.allow_hosts,
+                     "a host name browsers and clients may reach this server by (repeatable). On "
+                     "a loopback address only loopback names are accepted; elsewhere, without "
+                     "any, every name is");
+  std::string session_ttl = "12h";
+  server
+      ->add_option("--session-ttl", session_ttl,
+                   "how long a dashboard sign-in lasts (e.g. 30m, 12h, 7d)")
+      ->capture_default_str();
   server->add_option("--tls-cert", server_config.tls_cert_file,
                      "serve HTTPS only, with this PEM certificate (chain); needs --tls-key")
       ->check(CLI::ExistingFile);
@@ -123,6 +137,11 @@ int main(int argc, char** argv) {
     }
     if (gpus >= 0) server_config.gpus = gpus;
     server_config.isolate_jobs = isolation == "namespace";
+    auto ttl = headway::ParseDuration(session_ttl);
+    if (!ttl || ttl->count() <= 0) {
+      throw CLI::ValidationError("--session-ttl", "must be a positive duration such as 12h");
+    }
+    server_config.session_ttl = *ttl;
     if (server_config.tls_cert_file.empty() != server_config.tls_key_file.empty()) {
       throw CLI::ValidationError("--tls-cert/--tls-key", "give both or neither");
     }

@@ -1,9 +1,17 @@
 // REST client for /api/v1. Every request carries "Authorization: Bearer
-// <token>" when a token is stored (localStorage "headway.token"). A 401 calls
-// the handler set with onUnauthenticated() (the app shows the login form) and
-// rejects with an ApiError, like every other non-2xx answer.
+// <token>" when a session is stored. A 401 calls the handler set with
+// onUnauthenticated() (the app shows the login form) and rejects with an
+// ApiError, like every other non-2xx answer.
+//
+// The token a user signs in with (or the #token= of the URL the server
+// prints) is traded at once for a short-lived session token
+// (POST /api/v1/sessions), and only that is kept, in sessionStorage: it
+// leaves with the tab and expires on the server, so a long-lived token never
+// sits in the browser's storage.
 
-const TOKEN_KEY = 'headway.token';
+const TOKEN_KEY = 'headway.session';
+// Where earlier versions kept the long-lived token itself: removed on load.
+const LEGACY_TOKEN_KEY = 'headway.token';
 
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -13,25 +21,29 @@ export class ApiError extends Error {
   }
 }
 
+try { localStorage.removeItem(LEGACY_TOKEN_KEY); } catch { /* storage disabled */ }
+
 export function getToken() {
-  try { return localStorage.getItem(TOKEN_KEY) || ''; } catch { return ''; }
+  try { return sessionStorage.getItem(TOKEN_KEY) || ''; } catch { return memoryToken || ''; }
 }
 
-export function setToken(token) {
-  try { localStorage.setItem(TOKEN_KEY, token); } catch { /* private mode: kept for this page only */ }
+function setToken(token) {
+  try { sessionStorage.setItem(TOKEN_KEY, token); } catch { /* storage disabled: kept for this page only */ }
   memoryToken = token;
 }
 
 export function clearToken() {
-  try { localStorage.removeItem(TOKEN_KEY); } catch { /* ignore */ }
+  try { sessionStorage.removeItem(TOKEN_KEY); } catch { /* ignore */ }
   memoryToken = '';
 }
 
-let memoryToken = getToken();
+let memoryToken = '';
+memoryToken = getToken();
 let unauthenticatedHandler = () => {};
 
+// handler(message): message is the server's reason, e.g. "token expired".
 export function onUnauthenticated(handler) { unauthenticatedHandler = handler; }
-export function notifyUnauthenticated() { unauthenticatedHandler(); }
+export function notifyUnauthenticated(message = '') { unauthenticatedHandler(message); }
 
 export function authHeaders(extra = {}, token = memoryToken) {
   const headers = { ...extra };
@@ -62,7 +74,7 @@ export async function request(path, { method = 'GET', body, signal, text = false
   });
   if (!response.ok) {
     const error = await errorFrom(response);
-    if (response.status === 401) notifyUnauthenticated();
+    if (response.status === 401) notifyUnauthenticated(error.message);
     throw error;
   }
   return text ? response.text() : response.json();
@@ -70,12 +82,21 @@ export async function request(path, { method = 'GET', body, signal, text = false
 
 export const jobPath = (name) => `/api/v1/jobs/${encodeURIComponent(name)}`;
 
-// Whether the server accepts `token`: true, false (401), or throws (server unreachable).
-// Only the status matters, so the body (every job) is not read.
-export async function checkToken(token) {
-  const response = await fetch('/api/v1/jobs', { headers: authHeaders({}, token), cache: 'no-store' });
-  response.body?.cancel().catch(() => {});
+// Trades `token` for a session and keeps the session: true; false when the
+// server refuses the token (401); throws when the server cannot be reached
+// or answers otherwise. A server without authentication (503) needs no
+// session: true, and nothing is kept.
+export async function signIn(token) {
+  const response = await fetch('/api/v1/sessions', {
+    method: 'POST', headers: authHeaders({}, token), cache: 'no-store',
+  });
   if (response.status === 401) return false;
-  if (!response.ok) throw new ApiError(response.status, '', `the server answered ${response.status}`);
+  if (response.status === 503) {
+    clearToken();
+    return true;
+  }
+  if (!response.ok) throw await errorFrom(response);
+  const session = await response.json();
+  setToken(session.token);
   return true;
 }

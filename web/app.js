@@ -5,11 +5,12 @@
 // #/experiments, #/experiments/NAME. A view is created on entering its route
 // and destroyed on leaving it (which closes its streams and timers).
 //
-// Auth: with a stored token every request sends it. "#token=..." in the URL
-// on load is stored and removed from the address bar. Any 401 tears the view
-// down and shows the sign-in form, which checks a token before keeping it.
+// Auth: a token from the sign-in form, or "#token=..." in the URL on load
+// (removed from the address bar at once), is traded for a short-lived
+// session (api.js); every request sends the session. Any 401 (a refused or
+// expired session) tears the view down and shows the sign-in form.
 
-import { checkToken, clearToken, getToken, onUnauthenticated, setToken } from './api.js';
+import { clearToken, getToken, onUnauthenticated, signIn } from './api.js';
 import { createExperimentsView } from './experiments.js';
 import { createJobsView } from './jobs.js';
 import { createNodesView, createQueuesView } from './pool.js';
@@ -39,14 +40,18 @@ function setStatus(kind) {
   conn.className = `conn ${kind || ''}`;
 }
 
+// The token of a "#token=..." URL, removed from the address bar (and so
+// from the history); '' when there is none.
 function takeTokenFromUrl() {
   const hash = location.hash.replace(/^#/, '');
   const match = hash.match(/(^|[?&])token=([^&]*)/);
-  if (!match) return;
-  setToken(decodeURIComponent(match[2]));
+  if (!match) return '';
+  let token = match[2];
+  try { token = decodeURIComponent(token); } catch { /* keep it as it is */ }
   const rest = (hash.slice(0, match.index) + (match[1] === '?' ? '?' : '') + hash.slice(match.index + match[0].length))
     .replace(/[?&]+$/, '').replace(/^&/, '').replace('?&', '?');
   history.replaceState(null, '', `${location.pathname}${location.search}#${rest || '/jobs'}`);
+  return token;
 }
 
 function parseRoute() {
@@ -86,9 +91,12 @@ function showLogin(message) {
   tokenInput.focus();
 }
 
-onUnauthenticated(() => {
+onUnauthenticated((message) => {
   if (signedOut) return;
-  showLogin(getToken() ? 'The server refused the stored token. Sign in again.' : '');
+  const had = getToken();
+  clearToken();
+  if (/expired/i.test(message || '')) showLogin('Your session expired. Sign in again.');
+  else showLogin(had ? 'The server refused the stored session. Sign in again.' : '');
 });
 
 loginForm.addEventListener('submit', async (event) => {
@@ -101,7 +109,7 @@ loginForm.addEventListener('submit', async (event) => {
   }
   button.disabled = true;
   try {
-    if (!(await checkToken(token))) {
+    if (!(await signIn(token))) {
       loginError.textContent = 'The server refused this token.';
       loginError.hidden = false;
       tokenInput.select();
@@ -114,7 +122,6 @@ loginForm.addEventListener('submit', async (event) => {
   } finally {
     button.disabled = false;
   }
-  setToken(token);
   tokenInput.value = '';
   login.hidden = true;
   loginError.hidden = true;
@@ -130,7 +137,22 @@ signOut.addEventListener('click', () => {
   route();  // a server with --auth answers 401, which brings up the sign-in form
 });
 
-takeTokenFromUrl();
-signOut.hidden = !getToken();
-window.addEventListener('hashchange', route);
-route();
+async function start() {
+  const fromUrl = takeTokenFromUrl();
+  window.addEventListener('hashchange', route);
+  if (fromUrl) {
+    try {
+      if (!(await signIn(fromUrl))) {
+        showLogin('The link\u2019s token was refused (it may have expired). Sign in with a token.');
+        return;
+      }
+    } catch (error) {
+      showLogin(`Could not reach the server: ${error.message}`);
+      return;
+    }
+  }
+  signOut.hidden = !getToken();
+  route();
+}
+
+start();

@@ -38,8 +38,9 @@ export function openEventStream(url, handlers) {
         cache: 'no-store',
       });
       if (response.status === 401) {
+        const error = await errorFrom(response);
         stop();
-        notifyUnauthenticated();
+        notifyUnauthenticated(error.message);
         return;
       }
       if (response.status === 404 || response.status === 405) {

@@ -42,6 +42,12 @@ Status HttpClient::ParseUrl(std::string& host, std::string& port, bool& tls) con
 
 namespace {
 
+// RFC 9110: the port is part of Host unless it is the scheme's default.
+// Servers compare it with a browser's Origin (api/request_guard.h).
+std::string HostHeader(const std::string& host, const std::string& port, bool tls) {
+  return port == (tls ? "443" : "80") ? host : host + ":" + port;
+}
+
 Result<beast::tcp_stream> Connect(net::io_context& io, const std::string& host,
                                   const std::string& port, const std::string& url) {
   beast::error_code ec;
@@ -104,7 +110,7 @@ Result<ClientResponse> HttpClient::Request(std::string_view method, std::string_
   bool tls = false;
   HEADWAY_RETURN_IF_ERROR(ParseUrl(host, port, tls));
   http::request<http::string_body> req{http::string_to_verb(beast::string_view(method.data(), method.size())), std::string(target), 11};
-  req.set(http::field::host, host);
+  req.set(http::field::host, HostHeader(host, port, tls));
   req.set(http::field::user_agent, "headway-cli");
   if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
   if (!body.empty()) req.set(http::field::content_type, std::string(content_type));
@@ -124,7 +130,13 @@ Result<ClientResponse> HttpClient::Request(std::string_view method, std::string_
     if (ec) return Unavailable("reading response: " + ec.message());
     beast::error_code ignored;
     beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_both, ignored);
-    return ClientResponse{static_cast<int>(parser.get().result_int()), parser.get().body()};
+    ClientResponse response{static_cast<int>(parser.get().result_int()), parser.get().body(), {}};
+    for (const auto& field : parser.get()) {
+      std::string name(field.name_string());
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      response.headers.emplace(std::move(name), std::string(field.value()));
+    }
+    return response;
   });
 }
 
@@ -135,7 +147,7 @@ Result<int> HttpClient::Stream(std::string_view target,
   bool tls = false;
   HEADWAY_RETURN_IF_ERROR(ParseUrl(host, port, tls));
   http::request<http::empty_body> req{http::verb::get, std::string(target), 11};
-  req.set(http::field::host, host);
+  req.set(http::field::host, HostHeader(host, port, tls));
   req.set(http::field::user_agent, "headway-cli");
   if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
   return OverConnection(host, port, base_url_, tls, ca_file_, [&](auto& stream) -> Result<int> {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,6 +16,13 @@ namespace headway::api {
 struct ClientResponse {
   int status = 0;
   std::string body;
+  std::multimap<std::string, std::string> headers;  // names lowercased
+
+  // The first value of a header ("" if absent); `lowercase_name` as stored.
+  std::string Header(const std::string& lowercase_name) const {
+    auto it = headers.find(lowercase_name);
+    return it == headers.end() ? std::string() : it->second;
+  }
 };
 
 class HttpClient {

@@ -4,12 +4,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <set>
 
 #include "api/auth.h"
 #include "api/dashboard.h"
 #include "api/job_json.h"
 #include "api/log_stream.h"
 #include "api/prometheus.h"
+#include "api/request_guard.h"
 #include "api/router.h"
 #include "api/watch.h"
 #include "core/job_spec_parser.h"
@@ -84,6 +86,7 @@ class Api {
       : service_(service),
         experiments_(options.experiments),
         tokens_(options.tokens),
+        hosts_(options.hosts),
         dashboard_(options.web_dir) {
     router_.Add("GET", "/healthz", [](const HttpRequest&, const PathParams&) {
       return JsonResponse(200, {{"status", "ok"}});
@@ -105,6 +108,7 @@ class Api {
     router_.Add("POST", "/api/v1/tokens", [this](auto& r, auto&) { return CreateToken(r); });
     router_.Add("DELETE", "/api/v1/tokens/{name}",
                 [this](auto&, auto& p) { return RevokeToken(p.at("name")); });
+    router_.Add("POST", "/api/v1/sessions", [this](auto&, auto&) { return CreateSession(); });
     router_.Add("POST", "/api/v1/jobs", [this](auto& r, auto&) { return Submit(r); });
     router_.Add("GET", "/api/v1/jobs", [this](auto& r, auto&) { return List(r); });
     router_.Add("GET", "/api/v1/jobs/{name}",
@@ -121,16 +125,8 @@ class Api {
                 [this](auto& r, auto& p) { return Metric(r, p.at("name"), p.at("metric")); });
     router_.Add("POST", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainjobs/{name}/status",
                 [this](auto& r, auto& p) { return KubeflowStatus(r, p.at("name")); });
-    router_.Add("GET", "/api/v1/queues", [this](auto&, auto&) {
-      json items = json::array();
-      for (const QueueStatus& q : service_.Queues()) items.push_back(QueueToJson(q));
-      return JsonResponse(200, {{"queues", items}});
-    });
-    router_.Add("GET", "/api/v1/nodes", [this](auto&, auto&) {
-      json items = json::array();
-      for (const NodeStatus& n : service_.Nodes()) items.push_back(NodeToJson(n));
-      return JsonResponse(200, {{"nodes", items}});
-    });
+    router_.Add("GET", "/api/v1/queues", [this](auto&, auto&) { return Queues(VisibleTeam()); });
+    router_.Add("GET", "/api/v1/nodes", [this](auto&, auto&) { return Nodes(VisibleTeam()); });
     router_.Add("GET", "/api/v1/jobs/{name}/logs",
                 [this](auto& r, auto& p) { return Logs(r, p.at("name")); });
     router_.Add("POST", "/api/v1/experiments", [this](auto& r, auto&) {
@@ -171,12 +167,44 @@ class Api {
   }
 
   HttpResponse Handle(const HttpRequest& req) {
-    HttpResponse response = Authorized(req);
+    HttpResponse response = Guarded(req);
+    AddSecurityHeaders(response);
     counters_.CountResponse(response.status);
     return response;
   }
 
  private:
+  HttpResponse Guarded(const HttpRequest& req) {
+    // Health checks probe by address and learn nothing but "ok".
+    if (req.path != "/healthz") {
+      if (Status s = CheckHostAndOrigin(req, hosts_); !s.ok()) return ErrorResponse(s);
+    }
+    return Authorized(req);
+  }
+
+  // Headers every answer carries unless it set its own (the dashboard's
+  // pages do, api/dashboard.h): API answers are data, never to be framed,
+  // sniffed into another type, cached, or named in a Referer.
+  static void AddSecurityHeaders(HttpResponse& response) {
+    auto add = [&](std::string_view name, std::string_view value) {
+      for (const auto& [k, v] : response.headers) {
+        if (k.size() == name.size() &&
+            std::equal(k.begin(), k.end(), name.begin(), [](char a, char b) {
+              return std::tolower(static_cast<unsigned char>(a)) ==
+                     std::tolower(static_cast<unsigned char>(b));
+            })) {
+          return;
+        }
+      }
+      response.headers.emplace_back(name, value);
+    };
+    add("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
+    add("X-Frame-Options", "DENY");
+    add("X-Content-Type-Options", "nosniff");
+    add("Referrer-Policy", "no-referrer");
+    add("Cache-Control", "no-store");
+  }
+
   HttpResponse Authorized(const HttpRequest& req) {
     if (auto page = dashboard_.Serve(req)) return std::move(*page);
     UserToken caller;
@@ -194,7 +222,9 @@ class Api {
       auto who = tokens_->Authenticate(secret);
       if (!who.ok()) return ErrorResponse(who.status());
       caller = std::move(who.value());
-      if (caller.role == Role::kViewer && req.method != "GET" && req.method != "HEAD") {
+      // A viewer may still trade its token for a session, which reads as little.
+      if (caller.role == Role::kViewer && req.method != "GET" && req.method != "HEAD" &&
+          req.path != "/api/v1/sessions") {
         return ErrorResponse(PermissionDenied("token '" + caller.name + "' is a viewer: it may only read"));
       }
       t_caller = &caller;
@@ -295,7 +325,8 @@ class Api {
   }
 
   HttpResponse ListTokens() {
-    if (!tokens_) return ErrorResponse(Unavailable("authentication is off (start the server with --auth)"));
+    if (!tokens_)
+      return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
     if (Status s = RequireAdmin(); !s.ok()) return ErrorResponse(s);
     auto all = tokens_->ListTokens();
     if (!all.ok()) return ErrorResponse(all.status());
@@ -305,11 +336,13 @@ class Api {
   }
 
   HttpResponse CreateToken(const HttpRequest& req) {
-    if (!tokens_) return ErrorResponse(Unavailable("authentication is off (start the server with --auth)"));
+    if (!tokens_)
+      return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
     if (Status s = RequireAdmin(); !s.ok()) return ErrorResponse(s);
     json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object()) return ErrorResponse(InvalidArgument("body must be a JSON object"));
     std::string name, team, role = "member";
+    std::optional<Duration> ttl;
     for (auto it = body.begin(); it != body.end(); ++it) {
       if (!it.value().is_string()) return ErrorResponse(InvalidArgument("must be a string").WithField(it.key()));
       if (it.key() == "name") {
@@ -318,6 +351,12 @@ class Api {
         team = it.value().get<std::string>();
       } else if (it.key() == "role") {
         role = it.value().get<std::string>();
+      } else if (it.key() == "ttl") {
+        ttl = ParseDuration(it.value().get<std::string>());
+        if (!ttl || ttl->count() <= 0) {
+          return ErrorResponse(InvalidArgument("must be a positive duration such as 30m, 24h or 7d")
+                                   .WithField("ttl"));
+        }
       } else {
         return ErrorResponse(InvalidArgument("unknown field").WithField(it.key().substr(0, 64)));
       }
@@ -326,13 +365,41 @@ class Api {
     if (!parsed_role) {
       return ErrorResponse(InvalidArgument("must be viewer, member or admin").WithField("role"));
     }
-    auto secret = tokens_->CreateToken(name, team, *parsed_role);
+    auto secret = tokens_->CreateToken(name, team, *parsed_role, ttl);
     if (!secret.ok()) return ErrorResponse(secret.status());
-    return JsonResponse(201, {{"name", name}, {"team", team}, {"role", role}, {"token", *secret}});
+    // The token's own expiry is the one stored; read it back rather than recompute it.
+    json expires_at = nullptr;
+    if (auto who = tokens_->Authenticate(*secret); who.ok() && who->expires_at) {
+      expires_at = FormatRfc3339(*who->expires_at);
+    }
+    return JsonResponse(201, {{"name", name},
+                              {"team", team},
+                              {"role", role},
+                              {"token", *secret},
+                              {"expires_at", expires_at}});
+  }
+
+  // Trades the caller's token for a short-lived session token with the same
+  // team and role (the dashboard keeps only that one).
+  HttpResponse CreateSession() {
+    if (!tokens_ || !t_caller) {
+      return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
+    }
+    auto session = tokens_->CreateSession(*t_caller);
+    if (!session.ok()) return ErrorResponse(session.status());
+    const UserToken& s = session->first;
+    return JsonResponse(
+        201, {{"name", s.name},
+              {"team", s.team},
+              {"role", RoleName(s.role)},
+              {"session_of", s.parent},
+              {"token", session->second},
+              {"expires_at", s.expires_at ? json(FormatRfc3339(*s.expires_at)) : json(nullptr)}});
   }
 
   HttpResponse RevokeToken(const std::string& name) {
-    if (!tokens_) return ErrorResponse(Unavailable("authentication is off (start the server with --auth)"));
+    if (!tokens_)
+      return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
     if (Status s = RequireAdmin(); !s.ok()) return ErrorResponse(s);
     Status s = tokens_->RevokeToken(name);
     if (!s.ok()) return ErrorResponse(s);
@@ -344,7 +411,9 @@ class Api {
             {"team", t.team},
             {"role", RoleName(t.role)},
             {"created_at", FormatRfc3339(t.created_at)},
-            {"revoked_at", t.revoked_at ? json(FormatRfc3339(*t.revoked_at)) : json(nullptr)}};
+            {"revoked_at", t.revoked_at ? json(FormatRfc3339(*t.revoked_at)) : json(nullptr)},
+            {"expires_at", t.expires_at ? json(FormatRfc3339(*t.expires_at)) : json(nullptr)},
+            {"session_of", t.parent.empty() ? json(nullptr) : json(t.parent)}};
   }
 
   json View(const Job& job) { return JobView(service_, job); }
@@ -408,8 +477,8 @@ class Api {
       return ErrorResponse(reports.status());
     }
     std::size_t n = reports->size();
-    Status s = service_.ReportProgress(name, BearerToken(req.Header("authorization")),
-                                       std::move(reports.value()));
+    Status s = SameForMissingJobs(service_.ReportProgress(
+        name, BearerToken(req.Header("authorization")), std::move(reports.value())));
     CountReport(s, n);
     if (!s.ok()) return ErrorResponse(s);
     return JsonResponse(202, {{"accepted", n}});
@@ -480,7 +549,8 @@ class Api {
     if (!status.contains("progressPercentage")) {
       return ErrorResponse(InvalidArgument("is required").WithField("trainerStatus.progressPercentage"));
     }
-    Status s = service_.ReportProgress(name, BearerToken(req.Header("authorization")), {report});
+    Status s = SameForMissingJobs(
+        service_.ReportProgress(name, BearerToken(req.Header("authorization")), {report}));
     CountReport(s, 1);
     if (!s.ok()) return ErrorResponse(s);
     return JsonResponse(200, {{"trainerStatus", status}});
@@ -601,6 +671,96 @@ class Api {
     return resp;
   }
 
+  // Reports need no user token, so their answers must not tell whether a
+  // job exists: a token refused for a job and a job that does not exist get
+  // the same answer, word for word (the name is left out: it differs).
+  static Status SameForMissingJobs(Status s) {
+    if (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kPermissionDenied) {
+      return PermissionDenied("this token may not report for this job (or there is no such job)");
+    }
+    return s;
+  }
+
+  // Queues and nodes are the whole pool's, but a caller confined to `team`
+  // (non-empty) sees only that team's job names in them; other teams' jobs
+  // still count in the figures.
+  HttpResponse Queues(const std::string& team) {
+    std::vector<QueueStatus> queues = service_.Queues();
+    auto names = team.empty() ? Result<JobNames>(JobNames{}) : ActiveJobNames(team);
+    if (!names.ok()) return ErrorResponse(names.status());
+    json items = json::array();
+    for (QueueStatus& q : queues) {
+      if (!team.empty()) {
+        if (!names->visible.count(q.next_job)) q.next_job.clear();
+        q.pending_reason = RedactJobNames(q.pending_reason, names->hidden);
+      }
+      items.push_back(QueueToJson(q));
+    }
+    return JsonResponse(200, {{"queues", items}});
+  }
+
+  HttpResponse Nodes(const std::string& team) {
+    std::vector<NodeStatus> nodes = service_.Nodes();
+    auto names = team.empty() ? Result<JobNames>(JobNames{}) : ActiveJobNames(team);
+    if (!names.ok()) return ErrorResponse(names.status());
+    json items = json::array();
+    for (NodeStatus& n : nodes) {
+      std::size_t hidden = 0;
+      if (!team.empty()) {
+        std::vector<std::string> shown;
+        for (std::string& job : n.jobs) {
+          if (names->visible.count(job)) {
+            shown.push_back(std::move(job));
+          } else {
+            ++hidden;
+          }
+        }
+        n.jobs = std::move(shown);
+      }
+      json item = NodeToJson(n);
+      item["hidden_jobs"] = hidden;
+      items.push_back(std::move(item));
+    }
+    return JsonResponse(200, {{"nodes", items}});
+  }
+
+  struct JobNames {
+    std::set<std::string> visible;  // the team's active jobs
+    std::set<std::string> hidden;   // every other active job
+  };
+
+  Result<JobNames> ActiveJobNames(const std::string& team) {
+    JobFilter filter;
+    filter.active_only = true;
+    auto jobs = service_.List(filter);
+    if (!jobs.ok()) return jobs.status();
+    JobNames names;
+    for (const Job& job : *jobs)
+      (job.spec.team == team ? names.visible : names.hidden).insert(job.name());
+    return names;
+  }
+
+  // `text` with each whole-word occurrence of a name in `hidden` replaced.
+  static std::string RedactJobNames(const std::string& text, const std::set<std::string>& hidden) {
+    auto in_name = [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    };
+    std::string out;
+    std::size_t i = 0;
+    while (i < text.size()) {
+      if (!in_name(text[i])) {
+        out += text[i++];
+        continue;
+      }
+      std::size_t end = i;
+      while (end < text.size() && in_name(text[end])) ++end;
+      std::string word = text.substr(i, end - i);
+      out += hidden.count(word) ? "another team's job" : word;
+      i = end;
+    }
+    return out;
+  }
+
   void CountReport(const Status& s, std::size_t points) {
     if (s.ok()) {
       counters_.report_requests_accepted.fetch_add(1);
@@ -613,6 +773,7 @@ class Api {
   JobService& service_;
   ExperimentService* experiments_;
   TokenService* tokens_;
+  HostPolicy hosts_;
   Dashboard dashboard_;
   ApiCounters counters_;
   Router router_;

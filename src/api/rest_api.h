@@ -9,6 +9,7 @@
 #include "api/experiment_service.h"
 #include "api/http_server.h"
 #include "api/job_service.h"
+#include "api/request_guard.h"
 #include "api/token_service.h"
 
 namespace headway::api {
@@ -18,10 +19,13 @@ struct RestApiOptions {
   ExperimentService* experiments = nullptr;
   // With it, authentication is on: every route except GET /healthz, the
   // dashboard's files and the jobs' own progress reports needs
-  // "Authorization: Bearer <user token>" (401 without a valid one), and the
-  // token's role decides what it may change (403). Without it, anyone who can
-  // reach the port may do anything.
+  // "Authorization: Bearer <user token>" (401 without a valid one, or an
+  // expired one), and the token's role decides what it may change (403).
+  // Without it, anyone who can reach the port may do anything.
   TokenService* tokens = nullptr;
+  // Which Host and Origin headers are accepted (api/request_guard.h); every
+  // request but GET /healthz is checked, refusals are 403.
+  HostPolicy hosts;
   // Serve the dashboard from this folder instead of the copy built in.
   std::string web_dir;
 };

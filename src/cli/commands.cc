@@ -35,6 +35,7 @@ struct Options {
   std::string admin_token_file;
   // token create
   std::string role = "member";
+  std::string ttl;     // "": never expires
   std::string output;  // "", "wide", "json", "yaml", "name"
   // submit
   std::string file;
@@ -344,7 +345,9 @@ int GetQueues(const Options& o) {
     // GPUS: in use / nominal quota ("-": no quota, bounded by the pool).
     std::string gpus = std::to_string(q["gpus_in_use"].get<int>()) + "/" + IntOr(q["nominal_gpus"], "-");
     std::string reason = Or(q, "pending_reason", "");
-    if (!reason.empty()) reason = Or(q, "next_job") + ": " + reason;
+    // next_job is empty when it is another team's (hidden from this token).
+    std::string next = Or(q, "next_job", "");
+    if (!reason.empty()) reason = (next.empty() ? "another team's job" : next) + ": " + reason;
     rows.push_back({Or(q, "name"), Or(q, "executor"), gpus, IntOr(q["borrowing_limit"], "-"),
                     FormatNumber(q["weight"]), std::to_string(q["running"].get<int>()),
                     std::to_string(q["pending"].get<int>()), reason.empty() ? "-" : reason});
@@ -368,6 +371,10 @@ int GetNodes(const Options& o) {
   for (const auto& n : nodes) {
     std::string jobs;
     for (const auto& j : n["jobs"]) jobs += (jobs.empty() ? "" : ",") + j.get<std::string>();
+    // Other teams' jobs are counted, not named, for a token that sees one team.
+    if (int hidden = n.value("hidden_jobs", 0); hidden > 0) {
+      jobs += (jobs.empty() ? "" : ",") + std::string("+") + std::to_string(hidden) + " hidden";
+    }
     int gpus = n["gpus"].get<int>(), used = n["gpus_in_use"].get<int>();
     rows.push_back({Or(n, "name"), Or(n, "executor"), std::to_string(gpus),
                     std::to_string(used), std::to_string(gpus - used), jobs.empty() ? "-" : jobs});
@@ -612,10 +619,15 @@ int Stop(const Options& o) {
 int TokenCreate(const Options& o) {
   Client client(o);
   json body = {{"name", o.name}, {"team", o.team}, {"role", o.role}};
+  if (!o.ttl.empty()) body["ttl"] = o.ttl;
   auto t = client.Call("POST", "/api/v1/tokens", body.dump());
   if (!t) return client.exit_code;
   if (PrintStructured(o, *t)) return kExitOk;
-  std::cerr << "token/" << o.name << " created; it is shown only this once:\n";
+  std::cerr << "token/" << o.name << " created"
+            << ((*t)["expires_at"].is_string()
+                    ? " (expires " + (*t)["expires_at"].get<std::string>() + ")"
+                    : std::string())
+            << "; it is shown only this once:\n";
   std::cout << (*t)["token"].get<std::string>() << "\n";
   return kExitOk;
 }
@@ -629,12 +641,26 @@ int TokenList(const Options& o) {
   std::vector<std::vector<std::string>> rows;
   for (const json& t : (*list)["tokens"]) {
     std::string team = t["team"].get<std::string>();
+    std::string status = "active";
+    std::optional<Time> expires;
+    if (t.contains("expires_at") && t["expires_at"].is_string()) {
+      expires = ParseRfc3339(t["expires_at"].get<std::string>());
+    }
+    if (!t["revoked_at"].is_null()) {
+      status = "revoked";
+    } else if (expires && *expires <= now) {
+      status = "expired";
+    } else if (expires) {
+      status = "expires in " + FormatDuration(std::chrono::duration_cast<Duration>(*expires - now));
+    }
+    std::string kind = t.contains("session_of") && t["session_of"].is_string()
+                           ? "session of " + t["session_of"].get<std::string>()
+                           : "-";
     rows.push_back({t["name"].get<std::string>(), team.empty() ? "-" : team,
-                    t["role"].get<std::string>(),
-                    t["revoked_at"].is_null() ? "active" : "revoked",
+                    t["role"].get<std::string>(), status, kind,
                     Age(t["created_at"].get<std::string>(), now)});
   }
-  std::cout << FormatTable({"NAME", "TEAM", "ROLE", "STATUS", "AGE"}, rows);
+  std::cout << FormatTable({"NAME", "TEAM", "ROLE", "STATUS", "SESSION", "AGE"}, rows);
   return kExitOk;
 }
 
@@ -745,10 +771,10 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
                  "PEM file of the CA (or self-signed certificate) an https:// server's "
                  "certificate chains to (default: $HEADWAY_CA_FILE, and the system's CAs)");
   app.add_option("--token", o.token,
-                 "user token for a server started with --auth (default: $HEADWAY_API_TOKEN, or "
-                 "the admin token of a local server)");
+                 "user token (default: $HEADWAY_API_TOKEN, or the admin token a local server "
+                 "wrote to DATA_DIR/admin-token)");
 
-  auto* token = app.add_subcommand("token", "User tokens of a server started with --auth");
+  auto* token = app.add_subcommand("token", "User tokens of the server");
   token->require_subcommand(1);
   auto* token_create = token->add_subcommand("create", "Create a token and print its secret once");
   token_create->add_option("name", o.name, "token name (lowercase letters, digits, '-')")->required();
@@ -756,6 +782,8 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   token_create->add_option("--role", o.role, "viewer (reads), member (runs its team's jobs) or admin")
       ->capture_default_str()
       ->check(CLI::IsMember({"viewer", "member", "admin"}));
+  token_create->add_option("--ttl", o.ttl,
+                           "stop working after this long, e.g. 24h, 7d (default: until revoked)");
   AddOutputFlag(token_create, o, {"json", "yaml"});
   token_create->callback([&exit_code, &o] { exit_code = TokenCreate(o); });
   auto* token_list = token->add_subcommand("list", "List tokens (never their secrets)");

@@ -7,7 +7,8 @@
 //   admin   everything, including creating and revoking tokens
 //
 // A viewer of team "*" reads every team's (for dashboards and Prometheus).
-// The pool's queues and nodes are visible to every token.
+// The pool's queues and nodes are visible to every token, but a token that
+// sees one team sees only that team's job names in them (counts stay whole).
 #pragma once
 
 #include <optional>
@@ -30,6 +31,12 @@ struct UserToken {
   std::string hash;  // SHA-256 of the secret, hex; the secret itself is never stored
   Time created_at{};
   std::optional<Time> revoked_at;
+  // Unset: the token never expires. From then on it authenticates nothing.
+  std::optional<Time> expires_at;
+  // For a session (a short-lived token the dashboard trades a token for):
+  // the name of the token it was made from, which it acts for (same team and
+  // role) and dies with when that one is revoked. Empty for other tokens.
+  std::string parent;
 };
 
 // Whether `who` may change what belongs to `team` (submit into it, stop its jobs).

@@ -10,11 +10,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
 
 #include "api/http_server.h"
+#include "api/request_guard.h"
 #include "core/run_as.h"
 #include "api/rest_api.h"
 #include "exec/command_runner.h"
@@ -121,6 +123,30 @@ std::string AdminTokenPath(const std::string& data_dir) {
   return (std::filesystem::path(data_dir) / "admin-token").string();
 }
 
+namespace {
+
+// The dashboard's address to print at start, like Jupyter's: with
+// authentication on, it carries a session made from the admin token, so
+// opening it signs in. Not the admin token itself: server output ends up in
+// journals, CI logs and terminal scrollback that others may read, and a
+// session expires (--session-ttl) and dies with a revoked admin token, while
+// the admin token is good until revoked.
+std::string DashboardUrl(const ServerConfig& config, UserTokens& tokens,
+                         const std::string& base_url) {
+  std::string url = base_url + "/ui/";
+  if (!config.auth) return url;
+  std::string secret;
+  if (std::ifstream file(AdminTokenPath(config.data_dir)); file) std::getline(file, secret);
+  auto admin = tokens.Authenticate(secret);
+  auto session = admin.ok() ? tokens.CreateSession(*admin)
+                            : Result<std::pair<UserToken, std::string>>(admin.status());
+  if (!session.ok()) {
+    return url + " (sign in with a user token; `headway token create` makes one)";
+  }
+  return url + "#token=" + session->second + " (signs in for " +
+         FormatDuration(config.session_ttl) + ")";
+}
+
 // The data directory holds every job's spec, env and tokens: only the
 // server's user may enter it. An older install's 0755 directory and 0644
 // files are tightened on start.
@@ -151,7 +177,22 @@ Result<std::string> PublishCertificate(const std::string& cert_file, const std::
   return copy.string();
 }
 
+}  // namespace
+
 int RunServer(const ServerConfig& config) {
+  if (!config.auth) {
+    if (!api::IsLoopbackHost(config.listen_address)) {
+      spdlog::error(
+          "--no-auth is refused on {}: anyone who can reach it could run commands as "
+          "this user. Listen on a loopback address (127.0.0.1) or drop --no-auth.",
+          config.listen_address);
+      return 2;
+    }
+    spdlog::warn(
+        "authentication is OFF (--no-auth): every local user and program that can reach "
+        "{} can submit jobs that run as this user",
+        config.listen_address);
+  }
   // Every file the server creates is private from the start (no window in
   // which a database, token or log is readable by others); jobs get 022 back.
   ::umask(077);
@@ -250,7 +291,7 @@ int RunServer(const ServerConfig& config) {
   signal(SIGPIPE, SIG_IGN);
 
   SystemClock clock;
-  UserTokens user_tokens(**store, clock);
+  UserTokens user_tokens(**store, clock, config.session_ttl);
   if (config.auth) {
     Status loaded = user_tokens.Load();
     auto created = loaded.ok() ? user_tokens.EnsureAdminToken(AdminTokenPath(config.data_dir))
@@ -340,6 +381,8 @@ int RunServer(const ServerConfig& config) {
   api_options.experiments = experiments.get();
   api_options.tokens = config.auth ? &user_tokens : nullptr;
   api_options.web_dir = config.web_dir;
+  api_options.hosts.listen_address = config.listen_address;
+  api_options.hosts.allowed_hosts = config.allow_hosts;
   api_handler = api::MakeRestApi(*controller, api_options);
   ready.store(&api_handler);
 
@@ -358,10 +401,7 @@ int RunServer(const ServerConfig& config) {
                  quota.borrowing_limit, quota.weight);
   }
   spdlog::info("headway server listening on {} (data: {})", options.advertise_url, config.data_dir);
-  spdlog::info("dashboard: {}/ui/{}", options.advertise_url,
-               config.auth ? " (sign in with a user token; the admin's is in " +
-                                 AdminTokenPath(config.data_dir) + ")"
-                           : "");
+  spdlog::info("dashboard: {}", DashboardUrl(config, user_tokens, options.advertise_url));
 
   int sig = 0;
   sigwait(&stop_signals, &sig);

@@ -3,12 +3,13 @@
 // server stops: they run on and are re-adopted by the next start.
 #pragma once
 
-#include <optional>
-
-#include "server/job_controller.h"
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/time.h"
+#include "server/job_controller.h"
 
 namespace headway {
 
@@ -37,8 +38,14 @@ struct ServerConfig {
   std::vector<std::string> webhooks;  // http:// URLs that get every state/health change
   double plateau_window = 0.25;     // fraction of total_steps the objective must improve over; 0: off
   // Require user tokens on the API (see api/rest_api.h). The first start
-  // writes an admin token to data_dir/admin-token.
-  bool auth = false;
+  // writes an admin token to data_dir/admin-token. Off (--no-auth) only on a
+  // loopback listen address: RunServer refuses it elsewhere.
+  bool auth = true;
+  // Host names requests may use besides loopback ones and the listen address
+  // (api/request_guard.h).
+  std::vector<std::string> allow_hosts;
+  // How long a dashboard session (POST /api/v1/sessions) lasts.
+  Duration session_ttl = std::chrono::hours(12);
   std::string web_dir;              // serve the dashboard from here instead of the built-in copy
   // Job isolation (see exec/local/sandbox.h and core/run_as.h).
   bool isolate_jobs = true;            // --isolation=namespace (default) or none
@@ -51,7 +58,7 @@ struct ServerConfig {
   std::string tls_key_file;
 };
 
-// Where `headway server --auth` keeps the admin token it created.
+// Where `headway server` keeps the admin token it created.
 std::string AdminTokenPath(const std::string& data_dir);
 
 // The default data directory: $HEADWAY_DATA_DIR, else $XDG_DATA_HOME/headway,

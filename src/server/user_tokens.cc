@@ -5,7 +5,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <set>
+#include <vector>
 
 #include "api/auth.h"
 #include "core/job.h"
@@ -30,12 +32,19 @@ Status WriteSecretFile(const std::string& path, const std::string& secret) {
 }  // namespace
 
 Status UserTokens::Load() {
+  HEADWAY_RETURN_IF_ERROR(store_.DeleteExpiredSessions(clock_.Now()));
   auto all = store_.ListUserTokens();
   if (!all.ok()) return all.status();
+  std::set<std::string> active_names;
+  for (const UserToken& t : *all) {
+    if (!t.revoked_at && t.parent.empty()) active_names.insert(t.name);
+  }
   std::lock_guard lock(mu_);
   active_by_hash_.clear();
   for (UserToken& t : *all) {
-    if (!t.revoked_at) active_by_hash_.emplace(t.hash, std::move(t));
+    // A session whose token was revoked went with it.
+    if (t.revoked_at || (!t.parent.empty() && !active_names.count(t.parent))) continue;
+    active_by_hash_.emplace(t.hash, std::move(t));
   }
   return Status::Ok();
 }
@@ -46,7 +55,11 @@ Result<std::string> UserTokens::EnsureAdminToken(const std::string& path) {
     auto all = store_.ListUserTokens();
     if (!all.ok()) return all.status();
     for (const UserToken& t : *all) {
-      if (t.role == Role::kAdmin && !t.revoked_at) return std::string();
+      // Sessions and expired tokens do not count: they cannot make more tokens for long.
+      bool expired = t.expires_at && *t.expires_at <= clock_.Now();
+      if (t.role == Role::kAdmin && !t.revoked_at && !expired && t.parent.empty()) {
+        return std::string();
+      }
       taken.insert(t.name);
     }
   }
@@ -68,11 +81,43 @@ Result<UserToken> UserTokens::Authenticate(std::string_view secret) {
   // its timing tells an attacker nothing they can use.
   auto it = active_by_hash_.find(hash);
   if (it == active_by_hash_.end()) return Unauthenticated("unknown or revoked token");
+  if (it->second.expires_at && clock_.Now() >= *it->second.expires_at) {
+    return Unauthenticated("token expired");
+  }
   return it->second;
 }
 
+Result<std::pair<UserToken, std::string>> UserTokens::CreateSession(const UserToken& owner) {
+  Time now = clock_.Now();
+  UserToken session;
+  // 48 random bits: names are not secrets, they only need to be distinct.
+  session.name = "session-" + api::NewUserToken().substr(4, 12);
+  session.team = owner.team;
+  session.role = owner.role;
+  session.parent = owner.parent.empty() ? owner.name : owner.parent;
+  session.created_at = now;
+  session.expires_at = now + session_ttl_;
+  // A session never outlives what it was made from.
+  if (owner.expires_at && *owner.expires_at < *session.expires_at) {
+    session.expires_at = owner.expires_at;
+  }
+  std::string secret = api::NewUserToken();
+  session.hash = api::HashToken(secret);
+  // Sessions pile up, one per sign-in: drop the expired ones as new ones come.
+  HEADWAY_RETURN_IF_ERROR(store_.DeleteExpiredSessions(now));
+  HEADWAY_RETURN_IF_ERROR(store_.CreateUserToken(session));
+  std::lock_guard lock(mu_);
+  for (auto it = active_by_hash_.begin(); it != active_by_hash_.end();) {
+    bool expired =
+        !it->second.parent.empty() && it->second.expires_at && *it->second.expires_at <= now;
+    it = expired ? active_by_hash_.erase(it) : std::next(it);
+  }
+  active_by_hash_.emplace(session.hash, session);
+  return std::make_pair(std::move(session), std::move(secret));
+}
+
 Result<std::string> UserTokens::CreateToken(const std::string& name, const std::string& team,
-                                            Role role) {
+                                            Role role, std::optional<Duration> ttl) {
   if (!IsValidJobName(name)) {
     return Status(InvalidArgument("must be lowercase letters, digits and '-', 1-63 characters")
                       .WithField("name"));
@@ -85,6 +130,9 @@ Result<std::string> UserTokens::CreateToken(const std::string& name, const std::
                                                        : "is required for viewer and member tokens")
                       .WithField("team"));
   }
+  if (ttl && ttl->count() <= 0) {
+    return Status(InvalidArgument("must be a positive duration").WithField("ttl"));
+  }
   UserToken token;
   token.name = name;
   token.team = team;
@@ -92,6 +140,7 @@ Result<std::string> UserTokens::CreateToken(const std::string& name, const std::
   std::string secret = api::NewUserToken();
   token.hash = api::HashToken(secret);
   token.created_at = clock_.Now();
+  if (ttl) token.expires_at = token.created_at + *ttl;
   HEADWAY_RETURN_IF_ERROR(store_.CreateUserToken(token));
   std::lock_guard lock(mu_);
   active_by_hash_.emplace(token.hash, std::move(token));
@@ -101,13 +150,21 @@ Result<std::string> UserTokens::CreateToken(const std::string& name, const std::
 Result<std::vector<UserToken>> UserTokens::ListTokens() { return store_.ListUserTokens(); }
 
 Status UserTokens::RevokeToken(std::string_view name) {
-  HEADWAY_RETURN_IF_ERROR(store_.RevokeUserToken(name, clock_.Now()));
-  std::lock_guard lock(mu_);
-  for (auto it = active_by_hash_.begin(); it != active_by_hash_.end(); ++it) {
-    if (it->second.name == name) {
-      active_by_hash_.erase(it);
-      break;
+  Time now = clock_.Now();
+  HEADWAY_RETURN_IF_ERROR(store_.RevokeUserToken(name, now));
+  std::vector<std::string> sessions;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = active_by_hash_.begin(); it != active_by_hash_.end();) {
+      bool gone = it->second.name == name || it->second.parent == name;
+      if (gone && it->second.name != name) sessions.push_back(it->second.name);
+      it = gone ? active_by_hash_.erase(it) : std::next(it);
     }
+  }
+  // Also in the store, so listings say so; Load() skips them either way.
+  for (const std::string& session : sessions) {
+    Status s = store_.RevokeUserToken(session, now);
+    if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
   }
   return Status::Ok();
 }

@@ -16,10 +16,15 @@ namespace headway {
 
 class UserTokens final : public api::TokenService {
  public:
-  // `store` and `clock` must outlive this.
-  UserTokens(Store& store, const Clock& clock) : store_(store), clock_(clock) {}
+  static constexpr Duration kDefaultSessionTtl = std::chrono::hours(12);
 
-  // Reads the tokens from the store; call once before use.
+  // `store` and `clock` must outlive this. Sessions (CreateSession) last
+  // `session_ttl`.
+  UserTokens(Store& store, const Clock& clock, Duration session_ttl = kDefaultSessionTtl)
+      : store_(store), clock_(clock), session_ttl_(session_ttl) {}
+
+  // Reads the tokens from the store, dropping expired sessions; call once
+  // before use.
   Status Load();
 
   // The first start with authentication on has no token to use it with: when
@@ -29,14 +34,17 @@ class UserTokens final : public api::TokenService {
   Result<std::string> EnsureAdminToken(const std::string& path);
 
   Result<UserToken> Authenticate(std::string_view secret) override;
-  Result<std::string> CreateToken(const std::string& name, const std::string& team,
-                                  Role role) override;
+  Result<std::string> CreateToken(const std::string& name, const std::string& team, Role role,
+                                  std::optional<Duration> ttl = {}) override;
+  Result<std::pair<UserToken, std::string>> CreateSession(const UserToken& owner) override;
   Result<std::vector<UserToken>> ListTokens() override;
+  // Revoking a token also revokes the sessions made from it.
   Status RevokeToken(std::string_view name) override;
 
  private:
   Store& store_;
   const Clock& clock_;
+  const Duration session_ttl_;
   std::mutex mu_;
   std::map<std::string, UserToken> active_by_hash_;  // guarded by mu_
 };

@@ -85,6 +85,9 @@ class Store {
   // Ordered by creation, revoked ones included.
   virtual Result<std::vector<UserToken>> ListUserTokens() = 0;
   virtual Status RevokeUserToken(std::string_view name, Time when) = 0;
+  // Deletes the sessions (tokens with a parent) that expired at or before
+  // `now`; other tokens, expired or revoked, stay listed.
+  virtual Status DeleteExpiredSessions(Time now) = 0;
 
   virtual Status AddLogFile(const LogFile& log) = 0;
   // Ordered by attempt, then rank.

@@ -78,6 +78,7 @@ TEST(Auth, RequestsWithoutAValidUserTokenAreRefused) {
   EXPECT_THAT(page->body, HasSubstr("<html"));
 
   // The CLI picks the token up from --token or $HEADWAY_API_TOKEN.
+  server.UseToken("");
   CommandResult refused = server.Cli({"get", "jobs"});
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_THAT(refused.err, HasSubstr("user token"));
@@ -85,6 +86,24 @@ TEST(Auth, RequestsWithoutAValidUserTokenAreRefused) {
   CommandResult by_env = RunCommand({"/usr/bin/env", "HEADWAY_API_TOKEN=" + admin, HEADWAY_BIN,
                                      "--server", server.url(), "get", "jobs"});
   EXPECT_EQ(by_env.exit_code, 0) << by_env.err;
+  // And, on the server's machine, by itself from the data directory's admin token.
+  CommandResult local =
+      RunCommand({"/usr/bin/env", "HEADWAY_API_TOKEN=", "HEADWAY_DATA_DIR=" + server.data_dir(),
+                  HEADWAY_BIN, "--server", server.url(), "get", "jobs"});
+  EXPECT_EQ(local.exit_code, 0) << local.err;
+}
+
+TEST(Auth, IsOnByDefault) {
+  TestServer server(1);
+  ASSERT_THAT(server.admin_token(), ::testing::StartsWith("hwu_"));
+  EXPECT_EQ(Call(server, "", "GET", "/api/v1/jobs").status, 401);
+  EXPECT_EQ(Call(server, server.admin_token(), "GET", "/api/v1/whoami").body["authentication"],
+            true);
+  // The start prints a dashboard URL that signs in with a session, not the admin token.
+  ASSERT_TRUE(WaitFor([&] { return server.ServerLog().find("#token=") != std::string::npos; }));
+  std::string log = server.ServerLog();
+  EXPECT_THAT(log, HasSubstr(server.url() + "/ui/#token=hwu_"));
+  EXPECT_THAT(log, Not(HasSubstr(server.admin_token())));
 }
 
 TEST(Auth, JobsStillReportWithTheirOwnTokens) {
@@ -195,10 +214,11 @@ TEST(Auth, RolesDecideWhatATokenMayChange) {
 }
 
 TEST(Auth, WithoutAuthTheTokenRoutesSaySo) {
-  TestServer server;
+  TestServer server(4, {"--no-auth"});
   Answer a = Call(server, "", "GET", "/api/v1/tokens");
   EXPECT_EQ(a.status, 503);
-  EXPECT_THAT(a.body["error"]["message"].get<std::string>(), HasSubstr("--auth"));
+  EXPECT_THAT(a.body["error"]["message"].get<std::string>(), HasSubstr("--no-auth"));
+  EXPECT_EQ(Call(server, "", "POST", "/api/v1/sessions").status, 503);
   EXPECT_EQ(Call(server, "", "GET", "/api/v1/whoami").body["authentication"], false);
 }
 

@@ -22,7 +22,7 @@ TEST(CppSdk, ATrainingLoopReportsThroughTheSdk) {
   EXPECT_EQ(job["progress"]["percent"], 100.0);
   EXPECT_LT(job["progress"]["metrics"]["loss"].get<double>(), 1e-3);
   EXPECT_THAT(server.Cli({"logs", "cpploop"}).out, ::testing::HasSubstr("flushed=1 acknowledged=200"));
-  api::HttpClient http(server.url());
+  api::HttpClient http = server.Http();
   auto series = http.Request("GET", "/api/v1/jobs/cpploop/metrics/loss");
   ASSERT_TRUE(series.ok());
   EXPECT_EQ(nlohmann::json::parse(series->body)["count"], 200);

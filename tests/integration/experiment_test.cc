@@ -33,7 +33,7 @@ std::string Experiment(const std::string& name, const std::string& extra, int st
 }
 
 json Get(const TestServer& server, const std::string& path) {
-  api::HttpClient http(server.url());
+  api::HttpClient http = server.Http();
   auto resp = http.Request("GET", path);
   if (!resp.ok()) return nullptr;
   return json::parse(resp->body, nullptr, false);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <regex>
 
 #include "api/http_client.h"
@@ -25,8 +26,8 @@ using nlohmann::json;
 
 bool Installed(const std::string& program) { return std::filesystem::exists(program); }
 
-std::string Scrape(const TestServer& server, const std::string& token = {}) {
-  api::HttpClient http(server.url(), token);
+std::string Scrape(const TestServer& server, std::optional<std::string> token = std::nullopt) {
+  api::HttpClient http(server.url(), token.value_or(server.token()));
   auto resp = http.Request("GET", "/metrics");
   if (!resp.ok() || resp->status != 200) return {};
   return resp->body;

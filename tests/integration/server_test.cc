@@ -309,7 +309,7 @@ TEST(Validation, MalformedSpecsAreRejectedWithFieldAndLine) {
 
 TEST(Validation, HttpErrorsAreJsonWithTheRightStatus) {
   TestServer server;
-  api::HttpClient http(server.url());
+  api::HttpClient http = server.Http();
   auto bad = http.Request("POST", "/api/v1/jobs", "name: a\ncommand: [x]\nbogus: 1\n");
   ASSERT_TRUE(bad.ok());
   EXPECT_EQ(bad->status, 400);
@@ -423,7 +423,7 @@ TEST(OpenApi, EveryDocumentedOperationExists) {
   std::istringstream in(doc);
   std::string line, path;
   int checked = 0;
-  api::HttpClient http(server.url());
+  api::HttpClient http = server.Http();
   while (std::getline(in, line)) {
     std::smatch m;
     if (std::regex_match(line, m, path_line)) {
@@ -453,8 +453,8 @@ TEST(JobLifecycle, RelativeWorkingDirIsTakenFromWhereSubmitRan) {
   WriteFile(dir + "/job2.yaml", "name: there\ncommand: pwd\nworking_dir: sub\n");
   for (const char* file : {"job.yaml", "job2.yaml"}) {
     CommandResult r = RunCommand({"/bin/sh", "-c",
-                                  "cd " + dir + " && " + HEADWAY_BIN + " --server " +
-                                      server.url() + " submit -f " + file});
+                                  "cd " + dir + " && " + HEADWAY_BIN + " --server " + server.url() +
+                                      " --token " + server.token() + " submit -f " + file});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   ASSERT_TRUE(server.WaitForState("here", "Succeeded"));

@@ -73,20 +73,18 @@ bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
 }
 
 TestServer::TestServer(int gpus, std::vector<std::string> extra_args)
-    : gpus_(gpus),
-      extra_args_(std::move(extra_args)),
-      base_dir_(MakeTempDir("headway-test")),
-      data_dir_(base_dir_ + "/data") {
-  // Jobs may run as an unprivileged account (a root server runs them as
-  // `nobody`) and never see the data directory: their working directory is
-  // beside it, open to them.
-  fs::permissions(base_dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                                 fs::perms::others_read | fs::perms::others_exec);
+    : gpus_(gpus), extra_args_(std::move(extra_args)), base_dir_(MakeTempDir("headway-test")) {
   for (std::size_t i = 0; i + 1 < extra_args_.size(); ++i) {
     if (extra_args_[i] == "--tls-cert") ca_file_ = extra_args_[i + 1];
   }
+  data_dir_ = base_dir_ + "/data";
+  // Jobs may run as another user (nobody, when the tests run as root): they
+  // must be able to pass through the base directory and write in work/,
+  // while the server's data directory stays its own.
+  fs::permissions(base_dir_, fs::perms(0755));
   fs::create_directories(work_dir());
-  fs::permissions(work_dir(), fs::perms::all);
+  fs::permissions(work_dir(), fs::perms(0777));
+  fs::create_directories(base_dir_ + "/cli");
   log_path_ = base_dir_ + "/server.log";
   Start();
 }
@@ -126,6 +124,12 @@ void TestServer::Start() {
   std::regex_search(log, match, listening);
   url_ = match[1];
   port_ = std::stoi(match[2]);
+  // Written before the server listens, on its first start with authentication.
+  admin_token_ = ReadFile(data_dir_ + "/admin-token");
+  while (!admin_token_.empty() && (admin_token_.back() == '\n' || admin_token_.back() == '\r')) {
+    admin_token_.pop_back();
+  }
+  if (!token_chosen_) token_ = admin_token_;
 }
 
 void TestServer::Restart() { Start(); }
@@ -143,7 +147,12 @@ void TestServer::Terminate() {
 }
 
 CommandResult TestServer::Cli(std::vector<std::string> args, const std::string& input) const {
-  std::vector<std::string> argv = {HEADWAY_BIN, "--server", url_};
+  std::vector<std::string> argv = {"/usr/bin/env",
+                                   "HEADWAY_DATA_DIR=" + base_dir_ + "/cli",
+                                   "HEADWAY_API_TOKEN=" + token_,
+                                   HEADWAY_BIN,
+                                   "--server",
+                                   url_};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunCommand(argv, input);
 }

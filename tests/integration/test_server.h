@@ -1,5 +1,15 @@
 // Test harness: runs the real `headway` binary as a server on a free loopback
 // port with its own data directory, and runs CLI commands against it.
+//
+// Each server gets a fresh base directory (mode 0755, removed with the
+// server) holding `data/` (the server's --data-dir) and `work/` (mode 0777:
+// a place for the jobs' own files, outside the server's data, which jobs
+// running as another user must not reach).
+//
+// Authentication is on, as by default: after start the harness reads the
+// admin token the server wrote to data/admin-token and sends it with Job(),
+// State(), Events() and Cli(). A test of a server without authentication
+// passes "--no-auth".
 #pragma once
 
 #include <sys/types.h>
@@ -9,6 +19,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "api/http_client.h"
 
 namespace headway::testing {
 
@@ -31,7 +43,7 @@ std::string ReadFile(const std::string& path);
 
 class TestServer {
  public:
-  // Starts a server with `--gpus gpus` and a fresh data directory.
+  // Starts a server with `--gpus gpus` and a fresh base directory.
   explicit TestServer(int gpus = 4, std::vector<std::string> extra_args = {});
   ~TestServer();
 
@@ -41,14 +53,26 @@ class TestServer {
   void Terminate();  // SIGTERM, a clean shutdown
 
   const std::string& url() const { return url_; }
+  const std::string& base_dir() const { return base_dir_; }
   const std::string& data_dir() const { return data_dir_; }
   std::string work_dir() const { return base_dir_ + "/work"; }
+  // The admin token the server wrote at its first start; empty with --no-auth.
+  const std::string& admin_token() const { return admin_token_; }
 
-  // Job(), State(), Events() send this user token (for a server with --auth);
-  // Cli() does not: pass --token where a command needs one.
-  void UseToken(std::string token) { token_ = std::move(token); }
+  // Job(), State(), Events() and Cli() send this user token instead of the
+  // admin's ("": none).
+  void UseToken(std::string token) {
+    token_ = std::move(token);
+    token_chosen_ = true;
+  }
+  const std::string& token() const { return token_; }
 
-  // `headway --server URL args...`
+  // A client of this server that sends token() (and trusts its --tls-cert).
+  api::HttpClient Http() const { return api::HttpClient(url_, token_, ca_file_); }
+
+  // `headway --server URL args...` with $HEADWAY_API_TOKEN set to token()
+  // and $HEADWAY_DATA_DIR to an empty folder, so the CLI finds no admin
+  // token of its own; a --token in `args` takes precedence.
   CommandResult Cli(std::vector<std::string> args, const std::string& input = {}) const;
   // Submits a YAML spec through the CLI; fails the test if it is refused.
   void Submit(const std::string& yaml) const;
@@ -67,8 +91,10 @@ class TestServer {
   void Start();
   int gpus_;
   std::vector<std::string> extra_args_;
-  std::string base_dir_;  // holds the data directory, the work directory and the log
+  std::string base_dir_;
   std::string data_dir_;
+  std::string admin_token_;
+  bool token_chosen_ = false;
   std::string log_path_;
   std::string url_;
   std::string token_;

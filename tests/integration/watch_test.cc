@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 
 #include "api/http_client.h"
 #include "test_server.h"
@@ -25,8 +26,9 @@ struct StopReading {};
 // Reads `path` as an event stream, handing each event to `on_event` until it
 // returns false. Returns the HTTP status.
 int ReadEvents(const TestServer& server, const std::string& path,
-               const std::function<bool(const SseEvent&)>& on_event, std::string token = {}) {
-  api::HttpClient http(server.url(), std::move(token));
+               const std::function<bool(const SseEvent&)>& on_event,
+               std::optional<std::string> token = std::nullopt) {
+  api::HttpClient http(server.url(), token.value_or(server.token()));
   std::string pending, error;
   try {
     auto status = http.Stream(
@@ -167,7 +169,7 @@ TEST(Watch, AStreamOutlivesTheServersWriteDeadline) {
 
 TEST(Watch, BadRequestsAreRefusedPlainly) {
   TestServer server;
-  api::HttpClient http(server.url());
+  api::HttpClient http = server.Http();
   auto missing = http.Request("GET", "/api/v1/jobs/nope/watch");
   ASSERT_TRUE(missing.ok());
   EXPECT_EQ(missing->status, 404);
@@ -201,7 +203,7 @@ TEST(Watch, StreamsNeedAUserTokenWhenAuthIsOn) {
 
 TEST(Dashboard, IsServedFromTheBinaryAndKeepsToItsFolder) {
   TestServer server;
-  api::HttpClient http(server.url());
+  api::HttpClient http = server.Http();
   auto root = http.Request("GET", "/");
   ASSERT_TRUE(root.ok());
   EXPECT_EQ(root->status, 302);

@@ -242,12 +242,16 @@ TEST_F(SqliteStoreTest, LogIndex) {
 TEST_F(SqliteStoreTest, UserTokensKeepOnlyHashesAndRevocation) {
   {
     auto store = Open();
-    UserToken t{"alice", "vision", Role::kMember, "hash-a", FromUnixMillis(5000), std::nullopt};
+    UserToken t{"alice", "vision", Role::kMember, "hash-a", FromUnixMillis(5000), std::nullopt,
+                {},      {}};
     ASSERT_TRUE(store->CreateUserToken(t).ok());
     EXPECT_EQ(store->CreateUserToken(t).code(), StatusCode::kConflict);
     t.name = "other";
     EXPECT_EQ(store->CreateUserToken(t).code(), StatusCode::kConflict) << "hashes are unique";
-    ASSERT_TRUE(store->CreateUserToken({"root", "", Role::kAdmin, "hash-r", FromUnixMillis(6000), {}}).ok());
+    ASSERT_TRUE(store
+                    ->CreateUserToken(
+                        {"root", "", Role::kAdmin, "hash-r", FromUnixMillis(6000), {}, {}, {}})
+                    .ok());
     ASSERT_TRUE(store->RevokeUserToken("alice", FromUnixMillis(7000)).ok());
     EXPECT_EQ(store->RevokeUserToken("alice", FromUnixMillis(8000)).code(), StatusCode::kNotFound);
     EXPECT_EQ(store->RevokeUserToken("nobody", FromUnixMillis(8000)).code(), StatusCode::kNotFound);
@@ -262,6 +266,29 @@ TEST_F(SqliteStoreTest, UserTokensKeepOnlyHashesAndRevocation) {
   EXPECT_EQ((*tokens)[0].revoked_at, FromUnixMillis(7000));
   EXPECT_EQ((*tokens)[1].role, Role::kAdmin);
   EXPECT_FALSE((*tokens)[1].revoked_at);
+}
+
+TEST_F(SqliteStoreTest, TokensKeepTheirExpiryAndOnlyExpiredSessionsAreDeleted) {
+  auto store = Open();
+  auto token = [](std::string name, std::string hash, std::optional<Time> expires,
+                  std::string parent) {
+    UserToken t{name, "vision", Role::kMember, hash, FromUnixMillis(1000), {}, expires, parent};
+    return t;
+  };
+  ASSERT_TRUE(store->CreateUserToken(token("brief", "h1", FromUnixMillis(5000), "")).ok());
+  ASSERT_TRUE(
+      store->CreateUserToken(token("old-session", "h2", FromUnixMillis(5000), "brief")).ok());
+  ASSERT_TRUE(
+      store->CreateUserToken(token("new-session", "h3", FromUnixMillis(9000), "brief")).ok());
+  ASSERT_TRUE(store->DeleteExpiredSessions(FromUnixMillis(6000)).ok());
+  auto tokens = Open()->ListUserTokens();
+  ASSERT_TRUE(tokens.ok());
+  ASSERT_EQ(tokens->size(), 2u) << "an expired token stays listed; an expired session goes";
+  EXPECT_EQ((*tokens)[0].name, "brief");
+  EXPECT_EQ((*tokens)[0].expires_at, FromUnixMillis(5000));
+  EXPECT_EQ((*tokens)[0].parent, "");
+  EXPECT_EQ((*tokens)[1].name, "new-session");
+  EXPECT_EQ((*tokens)[1].parent, "brief");
 }
 
 TEST_F(SqliteStoreTest, MetricAfterReturnsOnlyLaterPointsInOrder) {

@@ -23,6 +23,9 @@ pytestmark = pytest.mark.skipif(not BIN, reason="HEADWAY_BIN is not set (scripts
 
 
 class RealServer:
+    """`headway server` with authentication on (the default): `token` is the admin token
+    the first start wrote to DATA_DIR/admin-token, which client() sends."""
+
     def __init__(self, tmp, *args):
         self.data = os.path.join(tmp, "data")
         self.log_path = os.path.join(tmp, "server.log")
@@ -30,6 +33,7 @@ class RealServer:
         self.url = None
         self.port = 0
         self.proc = None
+        self.token = ""
 
     def start(self):
         log = open(self.log_path, "ab")
@@ -43,9 +47,14 @@ class RealServer:
             if m:
                 self.url, port = m[-1]
                 self.port = int(port)
+                with open(os.path.join(self.data, "admin-token")) as f:
+                    self.token = f.read().strip()
                 return self
             time.sleep(0.05)
         raise RuntimeError("server did not start")
+
+    def client(self):
+        return headway.Client(self.url, self.token)
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -71,7 +80,7 @@ def wait_for(predicate, timeout=60.0):
 
 
 def test_ddp_job_reports_through_the_sdk(real_server):
-    client = headway.Client(real_server.url)
+    client = real_server.client()
     spec = {
         "name": "ddp-mlp",
         "command": [sys.executable if sys.executable.startswith("/usr/bin") else "/usr/bin/python3",
@@ -105,7 +114,7 @@ def test_ddp_job_reports_through_the_sdk(real_server):
 
 
 def test_reporter_survives_the_server_being_down(real_server):
-    client = headway.Client(real_server.url)
+    client = real_server.client()
     client.submit_job({"name": "holder",
                        "command": "echo $HEADWAY_TOKEN; sleep 60",
                        "termination_grace": "1s"})

@@ -121,6 +121,11 @@ const char* const kMigrations[] = {
       revoked_at INTEGER
     );
     )sql",
+    // v6: tokens that expire, and dashboard sessions made from another token.
+    R"sql(
+    ALTER TABLE user_tokens ADD COLUMN expires_at INTEGER;
+    ALTER TABLE user_tokens ADD COLUMN parent TEXT NOT NULL DEFAULT '';
+    )sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -370,14 +375,17 @@ class SqliteStore final : public Store {
 
   Status CreateUserToken(const UserToken& t) override {
     std::lock_guard lock(mu_);
-    Statement q(db_, "INSERT INTO user_tokens (name, team, role, hash, created_at, revoked_at) "
-                     "VALUES (?, ?, ?, ?, ?, ?)");
+    Statement q(db_,
+                "INSERT INTO user_tokens (name, team, role, hash, created_at, revoked_at, "
+                "expires_at, parent) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
     q.Bind(1, t.name);
     q.Bind(2, t.team);
     q.Bind(3, std::string(RoleName(t.role)));
     q.Bind(4, t.hash);
     q.Bind(5, ToUnixMillis(t.created_at));
     if (t.revoked_at) q.Bind(6, ToUnixMillis(*t.revoked_at));
+    if (t.expires_at) q.Bind(7, ToUnixMillis(*t.expires_at));
+    q.Bind(8, t.parent);
     if (!q.Run()) {
       if (sqlite3_extended_errcode(db_) == SQLITE_CONSTRAINT_UNIQUE) {
         return Conflict("token '" + t.name + "' already exists");
@@ -389,8 +397,9 @@ class SqliteStore final : public Store {
 
   Result<std::vector<UserToken>> ListUserTokens() override {
     std::lock_guard lock(mu_);
-    Statement q(db_, "SELECT name, team, role, hash, created_at, revoked_at FROM user_tokens "
-                     "ORDER BY seq");
+    Statement q(db_,
+                "SELECT name, team, role, hash, created_at, revoked_at, expires_at, parent "
+                "FROM user_tokens ORDER BY seq");
     std::vector<UserToken> tokens;
     while (q.Step()) {
       UserToken t;
@@ -400,6 +409,8 @@ class SqliteStore final : public Store {
       t.hash = q.ColumnText(3);
       t.created_at = FromUnixMillis(q.ColumnInt64(4));
       if (!q.IsNull(5)) t.revoked_at = FromUnixMillis(q.ColumnInt64(5));
+      if (!q.IsNull(6)) t.expires_at = FromUnixMillis(q.ColumnInt64(6));
+      t.parent = q.ColumnText(7);
       tokens.push_back(std::move(t));
     }
     if (q.failed()) return Unavailable("list tokens: " + LastError());
@@ -415,6 +426,16 @@ class SqliteStore final : public Store {
     if (sqlite3_changes(db_) == 0) {
       return NotFound("no active token named '" + std::string(name) + "'");
     }
+    return Status::Ok();
+  }
+
+  Status DeleteExpiredSessions(Time now) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_,
+                "DELETE FROM user_tokens WHERE parent != '' AND expires_at IS NOT NULL "
+                "AND expires_at <= ?");
+    q.Bind(1, ToUnixMillis(now));
+    if (!q.Run()) return Unavailable("delete expired sessions: " + LastError());
     return Status::Ok();
   }
 

@@ -1,5 +1,5 @@
-// The dashboard in headless Chromium against a real `headway server --auth`
-// running real jobs. Run with ./run (see harness.mjs for the environment).
+// The dashboard in headless Chromium against a real `headway server` (with
+// authentication, the default) running real jobs. Run with ./run (see harness.mjs for the environment).
 // Each step leaves a screenshot in ARTIFACTS_DIR; a failing test leaves
 // FAILED-<test>.png as well.
 
@@ -20,6 +20,10 @@ for step in range(1, 11):
 let server;
 let browser;
 let page;
+// What the browser refused under the dashboard's Content-Security-Policy.
+const cspViolations = [];
+const SESSION_KEY = 'headway.session';
+const storedSession = () => page.evaluate((key) => sessionStorage.getItem(key), SESSION_KEY);
 
 async function shot(name) {
   await page.screenshot({ path: path.join(artifactsDir, `${name}.png`) });
@@ -71,6 +75,15 @@ before(async () => {
   browser = await launchBrowser();
   page = await browser.context.newPage();
   page.on('pageerror', (error) => console.error('page error:', error.message));
+  page.on('console', (message) => {
+    if (/Content.Security.Policy/i.test(message.text())) cspViolations.push(message.text());
+  });
+  // Also the violations that log nothing (e.g. a style attribute set by a library).
+  await page.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (event) => {
+      console.error(`Content-Security-Policy violation: ${event.violatedDirective} ${event.blockedURI}`);
+    });
+  });
 });
 
 after(async () => {
@@ -79,10 +92,18 @@ after(async () => {
 });
 
 step('the jobs list shows progress moving without a reload', async () => {
-  // The token arrives in the URL fragment, is kept, and leaves the address bar.
+  // The token arrives in the URL fragment and leaves the address bar; what
+  // the tab keeps is a session made from it, not the token itself, and
+  // nothing is kept beyond the tab.
   await page.goto(`${server.url}/ui/#token=${server.token}`);
+  await page.waitForFunction((key) => sessionStorage.getItem(key), SESSION_KEY);
   assert.ok(!page.url().includes('token='), page.url());
-  assert.equal(await page.evaluate(() => localStorage.getItem('headway.token')), server.token);
+  const session = await storedSession();
+  assert.match(session, /^hwu_/);
+  assert.notEqual(session, server.token);
+  assert.equal(await page.evaluate(() => localStorage.length), 0);
+  const { body: who } = await server.api('GET', '/api/v1/whoami', undefined, session);
+  assert.equal(who.role, 'admin');
   await page.evaluate(() => { window.notReloaded = true; });
 
   await page.locator('[data-job="train"] .pct').filter({ hasText: /\d+%/ }).waitFor();
@@ -135,7 +156,7 @@ step('the Stop button stops the job', async () => {
 });
 
 step('a wrong token is refused, the right one signs in', async () => {
-  await page.evaluate(() => localStorage.clear());
+  await page.evaluate(() => sessionStorage.clear());
   await page.goto(`${server.url}/ui/#/jobs`);
   await page.reload();
   await page.locator('#token-input').waitFor({ state: 'visible' });
@@ -153,17 +174,39 @@ step('a wrong token is refused, the right one signs in', async () => {
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.locator('[data-job="train"]').waitFor();
   assert.equal(await page.locator('#token-input').isVisible(), false);
-  assert.equal(await page.evaluate(() => localStorage.getItem('headway.token')), server.token);
+  assert.match(await storedSession(), /^hwu_/);
+  assert.notEqual(await storedSession(), server.token);
+  assert.equal(await page.evaluate(() => localStorage.length), 0);
   await shot('08-signed-in');
 
-  // Signing out forgets the token and asks for one again.
+  // Signing out forgets the session and asks for a token again.
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.locator('#token-input').waitFor({ state: 'visible' });
-  assert.equal(await page.evaluate(() => localStorage.getItem('headway.token')), null);
+  assert.equal(await storedSession(), null);
   assert.equal(await page.locator('[data-job]').count(), 0);
   await page.locator('#token-input').fill(server.token);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.locator('[data-job="train"]').waitFor();
+});
+
+step('an expired session brings the sign-in form back', async () => {
+  // A token that lives 4 s: its session cannot outlive it.
+  const { status, body } = await server.api('POST', '/api/v1/tokens',
+    { name: 'brief', team: 'vision', role: 'viewer', ttl: '4s' });
+  assert.equal(status, 201, JSON.stringify(body));
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.locator('#token-input').fill(body.token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.locator('[data-job="train"]').waitFor();
+  // The jobs view polls or streams; once the session expires the server says so.
+  await page.goto(`${server.url}/ui/#/queues`);
+  await page.locator('#token-input').waitFor({ state: 'visible', timeout: 20000 });
+  assert.match(await page.locator('#login-error').textContent(), /expired/);
+  assert.equal(await storedSession(), null);
+  await shot('08b-session-expired');
+  await page.locator('#token-input').fill(server.token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.locator('tr[data-name="nlp"]').waitFor();
 });
 
 step('the queues and nodes views show the GPU pool', async () => {
@@ -205,4 +248,8 @@ step('an experiment shows its trials as a table and as parallel coordinates', as
   const { body } = await server.api('GET', '/api/v1/experiments/tiny');
   const shown = await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelector('td:nth-child(2)').textContent));
   assert.deepEqual(shown.sort(), body.trials.map((t) => t.job).sort());
+});
+
+step('the dashboard ran within its Content-Security-Policy', async () => {
+  assert.deepEqual(cspViolations, []);
 });

@@ -26,13 +26,14 @@ const ENDED = new Set(['Succeeded', 'Failed', 'Stopped']);
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // Starts `headway server --listen 127.0.0.1:0 --data-dir <fresh> --gpus N
-// [--auth] [extra...]` and resolves once it listens. The server's output goes
+// [--no-auth] [extra...]` and resolves once it listens (authentication is
+// on unless `auth` is false). The server's output goes
 // to ARTIFACTS_DIR/<logName>.
 export async function startServer({ gpus = 2, auth = true, extra = [], logName = 'server.log' } = {}) {
   fs.mkdirSync(artifactsDir, { recursive: true });
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'headway-browser-'));
   const args = ['server', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--gpus', String(gpus)];
-  if (auth) args.push('--auth');
+  if (!auth) args.push('--no-auth');
   if (webDir) args.push('--web-dir', webDir);
   args.push(...extra);
   const child = spawn(headwayBin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
