@@ -14,6 +14,7 @@
 
 #include "api/http_server.h"
 #include "api/rest_api.h"
+#include "core/team_policy.h"
 #include "exec/command_runner.h"
 #include "exec/executor.h"
 #include "exec/local/gpu_inventory.h"
@@ -140,6 +141,11 @@ int RunServer(const ServerConfig& config) {
     spdlog::error("{}", quotas.status().ToString());
     return 2;
   }
+  auto team_policy = ParseTeamPolicy(config.max_priority, config.max_grace);
+  if (!team_policy.ok()) {
+    spdlog::error("{}", team_policy.status().ToString());
+    return 2;
+  }
   std::unique_ptr<CommandRunner> runner = MakeProcessRunner();
   std::map<std::string, std::unique_ptr<Executor>> owned;
   std::map<std::string, Executor*> executors;
@@ -251,6 +257,7 @@ int RunServer(const ServerConfig& config) {
   api_options.experiments = experiments.get();
   api_options.tokens = config.auth ? &user_tokens : nullptr;
   api_options.web_dir = config.web_dir;
+  api_options.team_policy = *team_policy;
   api_handler = api::MakeRestApi(*controller, api_options);
   ready.store(&api_handler);
 
