@@ -78,7 +78,8 @@ Result<api::ExperimentView> ExperimentController::CreateExperiment(
   ApplySubmitDir(spec->trial_template, submit_dir);
   ExperimentRecord record;
   record.name = spec->name;
-  record.spec_json = hpo::ExperimentSpecToJson(*spec).dump();
+  // ASCII only: DEL or C1 written raw would not parse back (see SpecOf).
+  record.spec_json = hpo::ExperimentSpecToJson(*spec).dump(-1, ' ', /*ensure_ascii=*/true);
   record.state = ExperimentState::kRunning;
   record.created_at = clock_.Now();
   {

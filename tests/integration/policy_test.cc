@@ -117,11 +117,12 @@ TEST(Policy, MembersStayWithinTheBoundsAdminsSetForTheirTeam) {
 
   // Queues show what members may ask for.
   ASSERT_TRUE(WaitFor([&] {
-    for (const json& q : Call(server, admin, "GET", "/api/v1/queues").body["queues"]) {
+    Answer queues = Call(server, admin, "GET", "/api/v1/queues");
+    for (const json& q : queues.body["queues"]) {
       if (q["name"] == "research") return q["member_max_priority"] == 10 && q["member_max_grace"] == "20m";
     }
     return false;
-  }));
+  })) << Call(server, admin, "GET", "/api/v1/queues").body.dump();
   CommandResult queues = server.Cli({"--token", admin, "get", "queues", "-o", "wide"});
   EXPECT_THAT(queues.out, HasSubstr("MAX-PRIORITY"));
   EXPECT_THAT(queues.out, HasSubstr("20m"));

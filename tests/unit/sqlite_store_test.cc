@@ -205,6 +205,18 @@ TEST_F(SqliteStoreTest, KeepsWhoCreatedAJob) {
   EXPECT_EQ(job->created_by, "experiment/sweep");
 }
 
+TEST_F(SqliteStoreTest, SpecsWithControlCharactersReadBack) {
+  auto store = Open();
+  Job job = MakeJob("ctl", "t\x1b]0;x\x07");
+  job.spec.labels = {{"k\x7f", "\xc2\x9b" "31m"}, {"x", "\x1b[2J"}};
+  ASSERT_TRUE(store->CreateJob(job, Submitted("ctl")).ok());
+  auto read = store->GetJob("ctl");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->spec.team, job.spec.team);
+  EXPECT_EQ(read->spec.labels, job.spec.labels);
+  EXPECT_EQ(store->ListJobs({})->size(), 1u);
+}
+
 TEST_F(SqliteStoreTest, UpgradeCreditsAnExperimentOnlyWithItsOwnTrialJobs) {
   {
     auto store = Open();

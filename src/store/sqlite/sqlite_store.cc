@@ -143,6 +143,14 @@ constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
 bool IsActive(JobState s) { return !IsTerminal(s); }
 
+// A spec as stored: JSON in ASCII only. nlohmann writes DEL and C1 controls
+// raw, which the spec parser refuses on reading back (a label holding YAML's
+// "\x7f" made the job, and so every listing, unreadable); as \u escapes they
+// read back as the same characters.
+std::string StoredSpec(const JobSpec& spec) {
+  return JobSpecToJson(spec).dump(-1, ' ', /*ensure_ascii=*/true);
+}
+
 class SqliteStore final : public Store {
  public:
   explicit SqliteStore(sqlite3* db) : db_(db) {}
@@ -188,7 +196,7 @@ class SqliteStore final : public Store {
                      "VALUES (?, ?, ?, ?, ?, ?, ?)");
     insert.Bind(1, job.name());
     insert.Bind(2, job.spec.team);
-    insert.Bind(3, JobSpecToJson(job.spec).dump());
+    insert.Bind(3, StoredSpec(job.spec));
     insert.Bind(4, std::string(JobStateName(job.state)));
     insert.Bind(5, ToUnixMillis(job.created_at));
     insert.Bind(6, job.token_hash);
@@ -648,7 +656,7 @@ class SqliteStore final : public Store {
                 "started_at=?, finished_at=?, stop_requested_at=?, stop_reason=?, preemptions=?, "
                 "preempt_requested_at=?, preempt_message=?, requeued_at=? WHERE name=?");
     q.Bind(1, job.spec.team);
-    q.Bind(2, JobSpecToJson(job.spec).dump());
+    q.Bind(2, StoredSpec(job.spec));
     q.Bind(3, std::string(JobStateName(job.state)));
     q.Bind(4, job.reason);
     q.Bind(5, job.message);
