@@ -61,6 +61,12 @@ int main(int argc, char** argv) {
   server->add_option("--quota", server_config.quotas,
                      "a team's share of the local GPUs: TEAM=GPUS[:borrow=N,weight=W] (repeatable; "
                      "teams without one are bounded by the pool)");
+  server->add_option("--max-priority", server_config.max_priority,
+                     "highest priority a team's members may give a job: [TEAM=]N (repeatable; "
+                     "a bare N is the default for every team, else 0; admins are not bounded)");
+  server->add_option("--max-grace", server_config.max_grace,
+                     "longest termination_grace and checkpoint_warning a team's members may set: "
+                     "[TEAM=]DURATION (repeatable; a bare one is the default, else 10m)");
   server->add_option("--preemption-grace", server_config.preemption_grace_s,
                      "seconds between a preempted job's checkpoint signal (SIGUSR1) and SIGTERM, "
                      "unless its spec sets checkpoint_warning")

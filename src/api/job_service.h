@@ -43,14 +43,19 @@ class JobService {
  public:
   virtual ~JobService() = default;
 
-  // Validates against the executor and the GPU pool, then queues the job.
+  // Validates against the executor and the GPU pool, then queues the job,
+  // recording `created_by` (see Job::created_by) with it.
   // InvalidArgument (naming the field) or Conflict for a taken name.
-  virtual Result<Job> Submit(JobSpec spec) = 0;
+  virtual Result<Job> Submit(JobSpec spec, std::string created_by) = 0;
   virtual Result<Job> Get(std::string_view name) = 0;
   virtual Result<std::vector<Job>> List(const JobFilter& filter) = 0;
   // Asks a job to stop: a queued one stops at once, a running one gets SIGTERM
   // and, after its termination grace, SIGKILL. Conflict if it already ended.
   virtual Result<Job> Stop(std::string_view name, std::string why) = 0;
+  // Ends a job at once: a queued one stops, a running one gets SIGKILL now,
+  // with no grace (also when a stop or preemption is already waiting out its
+  // grace); recorded as a "Killed" event. Conflict if it already ended.
+  virtual Result<Job> ForceStop(std::string_view name, std::string why) = 0;
   virtual Result<std::vector<JobEvent>> Events(std::string_view name, std::int64_t after_id) = 0;
   virtual Result<std::vector<LogFile>> LogFiles(std::string_view name) = 0;
   // Stores reports sent by the job itself, authorised by its report token;

@@ -87,6 +87,7 @@ class Api {
         experiments_(options.experiments),
         tokens_(options.tokens),
         hosts_(options.hosts),
+        team_policy_(options.team_policy),
         dashboard_(options.web_dir) {
     router_.Add("GET", "/healthz", [](const HttpRequest&, const PathParams&) {
       return JsonResponse(200, {{"status", "ok"}});
@@ -132,7 +133,7 @@ class Api {
     router_.Add("POST", "/api/v1/experiments", [this](auto& r, auto&) {
       if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
       auto e = experiments_->CreateExperiment(r.body, r.Header("x-headway-submit-dir"),
-                                              [](JobSpec& spec) { return Admit(spec); });
+                                              [this](JobSpec& spec) { return Admit(spec); });
       if (!e.ok()) return ErrorResponse(e.status());
       return JsonResponse(201, ExperimentToJson(*e, true));
     });
@@ -288,12 +289,27 @@ class Api {
                             ") may not change team '" + team + "'");
   }
 
-  // A member's job without a team goes to the member's team.
-  static Status Admit(JobSpec& spec) {
+  // A member's job without a team goes to the member's team, and stays
+  // within the team's bounds on priority and grace (core/team_policy.h).
+  Status Admit(JobSpec& spec) const {
     if (t_caller && t_caller->role == Role::kMember && spec.team == JobSpec().team) {
       spec.team = t_caller->team;
     }
-    return MayChange(spec.team);
+    HEADWAY_RETURN_IF_ERROR(MayChange(spec.team));
+    if (!t_caller) return Status::Ok();
+    return CheckTeamBounds(*t_caller, spec, team_policy_);
+  }
+
+  // What Job::created_by records for a job the caller submits.
+  static std::string Creator() { return t_caller ? "user/" + t_caller->name : std::string(); }
+
+  // A local queue is a team: what its members may ask for (admins are not bounded).
+  json WithMemberBounds(json queue) const {
+    if (!tokens_ || queue.value("executor", "local") != "local") return queue;
+    TeamBounds b = team_policy_.For(queue.value("name", ""));
+    queue["member_max_priority"] = b.max_priority;
+    queue["member_max_grace"] = FormatDuration(b.max_grace);
+    return queue;
   }
 
   static Status RequireAdmin() {
@@ -423,7 +439,7 @@ class Api {
     if (!spec.ok()) return ErrorResponse(spec.status());
     if (Status s = Admit(*spec); !s.ok()) return ErrorResponse(s);
     ApplySubmitDir(*spec, req.Header("x-headway-submit-dir"));
-    auto job = service_.Submit(std::move(spec.value()));
+    auto job = service_.Submit(std::move(spec.value()), Creator());
     if (!job.ok()) return ErrorResponse(job.status());
     return JsonResponse(201, View(*job));
   }
@@ -449,12 +465,15 @@ class Api {
   }
 
   HttpResponse Stop(const HttpRequest& req, const std::string& name) {
+    std::string team;
     if (t_caller) {
       auto current = Visible(name);
       if (!current.ok()) return ErrorResponse(current.status());
       if (Status s = MayChange(current->spec.team); !s.ok()) return ErrorResponse(s);
+      team = current->spec.team;
     }
     std::string why = t_caller ? "stopped by " + t_caller->name : "stopped by user";
+    bool force = false;
     if (!req.body.empty()) {
       auto body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
       if (!body.is_object()) return ErrorResponse(InvalidArgument("body must be a JSON object"));
@@ -464,6 +483,23 @@ class Api {
         }
         why = body["reason"].get<std::string>();
       }
+      if (body.contains("force")) {
+        if (!body["force"].is_boolean()) {
+          return ErrorResponse(InvalidArgument("must be true or false").WithField("force"));
+        }
+        force = body["force"].get<bool>();
+      }
+    }
+    if (force) {
+      // Skipping the grace loses the job's unsaved work: admins only.
+      if (t_caller && !MayForceStop(*t_caller, team)) {
+        return ErrorResponse(PermissionDenied("token '" + t_caller->name + "' (" +
+                                              std::string(RoleName(t_caller->role)) +
+                                              ") may not force a stop: that needs an admin token"));
+      }
+      auto job = service_.ForceStop(name, why);
+      if (!job.ok()) return ErrorResponse(job.status());
+      return JsonResponse(200, View(*job));
     }
     auto job = service_.Stop(name, why);
     if (!job.ok()) return ErrorResponse(job.status());
@@ -694,7 +730,7 @@ class Api {
         if (!names->visible.count(q.next_job)) q.next_job.clear();
         q.pending_reason = RedactJobNames(q.pending_reason, names->hidden);
       }
-      items.push_back(QueueToJson(q));
+      items.push_back(WithMemberBounds(QueueToJson(q)));
     }
     return JsonResponse(200, {{"queues", items}});
   }
@@ -774,6 +810,7 @@ class Api {
   ExperimentService* experiments_;
   TokenService* tokens_;
   HostPolicy hosts_;
+  const TeamPolicy team_policy_;
   Dashboard dashboard_;
   ApiCounters counters_;
   Router router_;

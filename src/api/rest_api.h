@@ -11,6 +11,7 @@
 #include "api/job_service.h"
 #include "api/request_guard.h"
 #include "api/token_service.h"
+#include "core/team_policy.h"
 
 namespace headway::api {
 
@@ -28,6 +29,10 @@ struct RestApiOptions {
   HostPolicy hosts;
   // Serve the dashboard from this folder instead of the copy built in.
   std::string web_dir;
+  // Bounds on the specs members submit (jobs and experiment trial templates);
+  // a spec above them is refused with 400. Only with `tokens`: without
+  // authentication every caller acts as the admin, who is not bounded.
+  TeamPolicy team_policy;
 };
 
 // The services must outlive the handler.

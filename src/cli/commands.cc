@@ -51,6 +51,7 @@ struct Options {
   int attempt = -1;
   // stop
   std::vector<std::string> names;
+  bool force = false;
   // top
   double interval_s = 2;
   int iterations = 0;  // 0: until interrupted
@@ -107,7 +108,7 @@ class Client {
                            const std::vector<std::pair<std::string, std::string>>& headers = {}) {
     auto resp = http_.Request(method, target, std::move(body), content_type, headers);
     if (!resp.ok()) {
-      std::cerr << "error: " << resp.status().message() << "\n";
+      std::cerr << "error: " << Safe(resp.status().message()) << "\n";
       exit_code = resp.status().code() == StatusCode::kInvalidArgument ? kExitUsage
                                                                         : kExitUnreachable;
       return std::nullopt;
@@ -130,14 +131,19 @@ class Client {
     if (parsed.is_object() && parsed.contains("error") && parsed["error"].is_object()) {
       const json& e = parsed["error"];
       std::cerr << "error: ";
-      if (e.contains("field")) {
-        std::cerr << e["field"].get<std::string>();
-        if (e.contains("line")) std::cerr << " (line " << e["line"].get<int>() << ")";
+      if (e.contains("field") && e["field"].is_string()) {
+        std::cerr << Safe(e["field"].get<std::string>());
+        if (e.contains("line") && e["line"].is_number_integer()) {
+          std::cerr << " (line " << e["line"].get<int>() << ")";
+        }
         std::cerr << ": ";
       }
-      std::cerr << e.value("message", raw) << "\n";
+      std::string message = e.contains("message") && e["message"].is_string()
+                                ? e["message"].get<std::string>()
+                                : raw;
+      std::cerr << Safe(message) << "\n";
     } else {
-      std::cerr << "error: server answered " << status << ": " << raw << "\n";
+      std::cerr << "error: server answered " << status << ": " << Safe(raw) << "\n";
     }
   }
 
@@ -151,7 +157,7 @@ class Client {
 
 bool PrintStructured(const Options& o, const json& value) {
   if (o.output == "json") {
-    std::cout << value.dump(2) << "\n";
+    std::cout << ToJson(value) << "\n";
     return true;
   }
   if (o.output == "yaml") {
@@ -199,9 +205,9 @@ int Submit(const Options& o) {
   if (!job) return client.exit_code;
   if (!PrintStructured(o, *job)) {
     if (o.output == "name") {
-      std::cout << (*job)["name"].get<std::string>() << "\n";
+      std::cout << Safe((*job)["name"].get<std::string>()) << "\n";
     } else {
-      std::cout << "job/" << (*job)["name"].get<std::string>() << " submitted\n";
+      std::cout << "job/" << Safe((*job)["name"].get<std::string>()) << " submitted\n";
     }
   }
   return kExitOk;
@@ -311,7 +317,7 @@ int GetJobs(const Options& o) {
   if (PrintStructured(o, *list)) return kExitOk;
   const json& jobs = (*list)["jobs"];
   if (o.output == "name") {
-    for (const auto& job : jobs) std::cout << job["name"].get<std::string>() << "\n";
+    for (const auto& job : jobs) std::cout << Safe(job["name"].get<std::string>()) << "\n";
     return kExitOk;
   }
   if (jobs.empty()) {
@@ -333,13 +339,14 @@ int GetQueues(const Options& o) {
   if (PrintStructured(o, *list)) return kExitOk;
   const json& queues = (*list)["queues"];
   if (o.output == "name") {
-    for (const auto& q : queues) std::cout << q["name"].get<std::string>() << "\n";
+    for (const auto& q : queues) std::cout << Safe(q["name"].get<std::string>()) << "\n";
     return kExitOk;
   }
   if (queues.empty()) {
     std::cerr << "No queues yet: a team's queue appears with its first job or --quota.\n";
     return kExitOk;
   }
+  bool wide = o.output == "wide";
   std::vector<std::vector<std::string>> rows;
   for (const auto& q : queues) {
     // GPUS: in use / nominal quota ("-": no quota, bounded by the pool).
@@ -351,9 +358,19 @@ int GetQueues(const Options& o) {
     rows.push_back({Or(q, "name"), Or(q, "executor"), gpus, IntOr(q["borrowing_limit"], "-"),
                     FormatNumber(q["weight"]), std::to_string(q["running"].get<int>()),
                     std::to_string(q["pending"].get<int>()), reason.empty() ? "-" : reason});
+    if (wide) {
+      // What the team's members may ask for (admins are not bounded).
+      rows.back().push_back(IntOr(q["member_max_priority"], "-"));
+      rows.back().push_back(Or(q, "member_max_grace"));
+    }
   }
-  std::cout << FormatTable({"NAME", "EXECUTOR", "GPUS", "BORROW", "WEIGHT", "RUNNING", "PENDING", "NEXT"},
-                           rows);
+  std::vector<std::string> header = {"NAME",    "EXECUTOR", "GPUS", "BORROW",
+                                     "WEIGHT",  "RUNNING",  "PENDING", "NEXT"};
+  if (wide) {
+    header.push_back("MAX-PRIORITY");
+    header.push_back("MAX-GRACE");
+  }
+  std::cout << FormatTable(header, rows);
   return kExitOk;
 }
 
@@ -364,7 +381,7 @@ int GetNodes(const Options& o) {
   if (PrintStructured(o, *list)) return kExitOk;
   const json& nodes = (*list)["nodes"];
   if (o.output == "name") {
-    for (const auto& n : nodes) std::cout << n["name"].get<std::string>() << "\n";
+    for (const auto& n : nodes) std::cout << Safe(n["name"].get<std::string>()) << "\n";
     return kExitOk;
   }
   std::vector<std::vector<std::string>> rows;
@@ -423,7 +440,7 @@ int ExpCreate(const Options& o) {
                        {{"X-Headway-Submit-Dir", cwd}});
   if (!e) return client.exit_code;
   if (PrintStructured(o, *e)) return kExitOk;
-  std::cout << "experiment/" << (*e)["name"].get<std::string>() << " created\n";
+  std::cout << "experiment/" << Safe((*e)["name"].get<std::string>()) << " created\n";
   return kExitOk;
 }
 
@@ -442,7 +459,7 @@ int ExpGet(const Options& o) {
     for (const auto& e : (*list)["experiments"]) experiments.push_back(e);
   }
   if (o.output == "name") {
-    for (const auto& e : experiments) std::cout << e["name"].get<std::string>() << "\n";
+    for (const auto& e : experiments) std::cout << Safe(e["name"].get<std::string>()) << "\n";
     return kExitOk;
   }
   if (experiments.empty()) {
@@ -468,13 +485,13 @@ int ExpDescribe(const Options& o) {
   if (!e) return client.exit_code;
   if (PrintStructured(o, *e)) return kExitOk;
   const json& j = *e;
-  std::cout << "Name:       " << Or(j, "name") << "\n"
-            << "State:      " << Or(j, "state") << (Or(j, "message", "").empty() ? "" : " (" + Or(j, "message") + ")") << "\n"
-            << "Algorithm:  " << Or(j, "algorithm") << "\n"
-            << "Objective:  " << Or(j["objective"], "metric") << " (" << Or(j["objective"], "direction") << ")\n"
-            << "Trials:     " << TrialsSummary(j) << "\n"
-            << "Best:       " << BestText(j);
-  if (j["best_trial"].is_object()) std::cout << "  " << ParamsText(j["best_trial"]["params"]);
+  std::cout << "Name:       " << Safe(Or(j, "name")) << "\n"
+            << "State:      " << Safe(Or(j, "state") + (Or(j, "message", "").empty() ? "" : " (" + Or(j, "message") + ")")) << "\n"
+            << "Algorithm:  " << Safe(Or(j, "algorithm")) << "\n"
+            << "Objective:  " << Safe(Or(j["objective"], "metric") + " (" + Or(j["objective"], "direction") + ")") << "\n"
+            << "Trials:     " << Safe(TrialsSummary(j)) << "\n"
+            << "Best:       " << Safe(BestText(j));
+  if (j["best_trial"].is_object()) std::cout << "  " << Safe(ParamsText(j["best_trial"]["params"]));
   std::cout << "\n\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& t : j["trials"]) {
@@ -493,7 +510,7 @@ int ExpStop(const Options& o) {
   auto e = client.Call("POST", "/api/v1/experiments/" + UrlEncode(o.name) + "/stop", "{}");
   if (!e) return client.exit_code;
   if (PrintStructured(o, *e)) return kExitOk;
-  std::cout << "experiment/" << o.name << " stopped\n";
+  std::cout << "experiment/" << Safe(o.name) << " stopped\n";
   return kExitOk;
 }
 
@@ -513,10 +530,11 @@ int Describe(const Options& o) {
   const json& spec = j["spec"];
   std::ostringstream out;
   auto line = [&](const std::string& k, const std::string& v) {
-    out << k << ":" << std::string(k.size() < 15 ? 15 - k.size() : 1, ' ') << v << "\n";
+    out << k << ":" << std::string(k.size() < 15 ? 15 - k.size() : 1, ' ') << Safe(v) << "\n";
   };
   line("Name", Or(j, "name"));
   line("Team", Or(j, "team"));
+  if (!Or(j, "created_by", "").empty()) line("Created by", Or(j, "created_by"));
   line("Priority", Or(j, "priority"));
   line("State", Or(j, "state"));
   line("Reason", Or(j, "reason"));
@@ -560,7 +578,7 @@ int Describe(const Options& o) {
   if (p["metrics"].is_object() && !p["metrics"].empty()) {
     out << "Metrics:\n";
     for (auto it = p["metrics"].begin(); it != p["metrics"].end(); ++it) {
-      out << "  " << it.key() << ":" << std::string(it.key().size() < 22 ? 22 - it.key().size() : 1, ' ')
+      out << "  " << Safe(it.key()) << ":" << std::string(it.key().size() < 22 ? 22 - it.key().size() : 1, ' ')
           << FormatNumber(it.value()) << "\n";
     }
   }
@@ -591,7 +609,7 @@ int Logs(const Options& o) {
       target, [](std::string_view data) { std::cout.write(data.data(), static_cast<std::streamsize>(data.size())).flush(); },
       error_body);
   if (!status.ok()) {
-    std::cerr << "error: " << status.status().message() << "\n";
+    std::cerr << "error: " << Safe(status.status().message()) << "\n";
     return kExitUnreachable;
   }
   if (*status >= 400) {
@@ -604,14 +622,15 @@ int Logs(const Options& o) {
 int Stop(const Options& o) {
   Client client(o);
   int result = kExitOk;
+  std::string body = o.force ? json{{"force", true}}.dump() : std::string();
   for (const auto& name : o.names) {
-    auto job = client.Call("POST", "/api/v1/jobs/" + UrlEncode(name) + "/stop");
+    auto job = client.Call("POST", "/api/v1/jobs/" + UrlEncode(name) + "/stop", body);
     if (!job) {
       result = client.exit_code;
       continue;
     }
-    std::cout << "job/" << name << " "
-              << ((*job)["state"] == "Stopped" ? "stopped" : "stopping") << "\n";
+    std::string what = (*job)["state"] == "Stopped" ? "stopped" : o.force ? "killed" : "stopping";
+    std::cout << "job/" << Safe(name) << " " << what << "\n";
   }
   return result;
 }
@@ -623,12 +642,12 @@ int TokenCreate(const Options& o) {
   auto t = client.Call("POST", "/api/v1/tokens", body.dump());
   if (!t) return client.exit_code;
   if (PrintStructured(o, *t)) return kExitOk;
-  std::cerr << "token/" << o.name << " created"
+  std::cerr << "token/" << Safe(o.name) << " created"
             << ((*t)["expires_at"].is_string()
-                    ? " (expires " + (*t)["expires_at"].get<std::string>() + ")"
+                    ? " (expires " + Safe((*t)["expires_at"].get<std::string>()) + ")"
                     : std::string())
             << "; it is shown only this once:\n";
-  std::cout << (*t)["token"].get<std::string>() << "\n";
+  std::cout << Safe((*t)["token"].get<std::string>()) << "\n";
   return kExitOk;
 }
 
@@ -668,7 +687,7 @@ int TokenRevoke(const Options& o) {
   Client client(o);
   auto t = client.Call("DELETE", "/api/v1/tokens/" + UrlEncode(o.name));
   if (!t) return client.exit_code;
-  std::cout << "token/" << o.name << " revoked\n";
+  std::cout << "token/" << Safe(o.name) << " revoked\n";
   return kExitOk;
 }
 
@@ -678,7 +697,7 @@ int Top(const Options& o) {
     auto list = client.Call("GET", std::string("/api/v1/jobs") + (o.active ? "?active=true" : ""));
     if (!list) return client.exit_code;
     std::string screen = "\033[H\033[2J";
-    screen += "headway top   " + client.http().base_url() + "   " +
+    screen += "headway top   " + Safe(client.http().base_url()) + "   " +
               FormatRfc3339(SystemClock().Now()).substr(0, 19) + "   (Ctrl-C to quit)\n\n";
     screen += (*list)["jobs"].empty() ? "No jobs.\n" : JobsTable((*list)["jobs"], o.output == "wide");
     std::cout << screen << std::flush;
@@ -738,16 +757,16 @@ int Wait(const Options& o) {
     if (kind == "step") met = p["step"].is_number() && p["step"].get<double>() >= threshold;
     if (kind == "percent") met = p["percent"].is_number() && p["percent"].get<double>() >= threshold;
     if (met) {
-      std::cout << "job/" << o.name << " " << state << "\n";
+      std::cout << "job/" << Safe(o.name) << " " << Safe(state) << "\n";
       return kExitOk;
     }
     if (ended) {
-      std::cerr << "error: job/" << o.name << " ended (" << state
-                << ") before --until " << until << " held\n";
+      std::cerr << "error: job/" << Safe(o.name) << " ended (" << Safe(state)
+                << ") before --until " << Safe(until) << " held\n";
       return kExitFailed;
     }
     if (timeout->count() > 0 && std::chrono::steady_clock::now() >= deadline) {
-      std::cerr << "error: timed out waiting for job/" << o.name << " --until " << until << "\n";
+      std::cerr << "error: timed out waiting for job/" << Safe(o.name) << " --until " << Safe(until) << "\n";
       return kExitTimeout;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
@@ -844,6 +863,8 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
 
   auto* stop = app.add_subcommand("stop", "Stop jobs (SIGTERM, then SIGKILL after the grace)");
   stop->add_option("names", o.names, "job names")->required();
+  stop->add_flag("--force", o.force,
+                 "kill at once with SIGKILL, without the job's grace (admin tokens only)");
   stop->callback([&exit_code, &o] { exit_code = Stop(o); });
   auto* top = app.add_subcommand("top", "Live view of jobs with progress, refreshed");
   top->add_option("-n,--interval", o.interval_s, "seconds between refreshes")->check(CLI::Range(0.1, 3600.0));

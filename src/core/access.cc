@@ -28,4 +28,8 @@ bool MayModify(const UserToken& who, std::string_view team) {
   return false;
 }
 
+bool MayForceStop(const UserToken& who, std::string_view team) {
+  return who.role == Role::kAdmin && MayModify(who, team);
+}
+
 }  // namespace headway

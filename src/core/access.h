@@ -4,7 +4,8 @@
 //
 //   viewer  reads its team's jobs and experiments, changes nothing
 //   member  also submits and stops its own team's jobs and experiments
-//   admin   everything, including creating and revoking tokens
+//   admin   everything, including creating and revoking tokens and stopping
+//           a job at once without its grace (force stop)
 //
 // A viewer of team "*" reads every team's (for dashboards and Prometheus).
 // The pool's queues and nodes are visible to every token, but a token that
@@ -41,5 +42,9 @@ struct UserToken {
 
 // Whether `who` may change what belongs to `team` (submit into it, stop its jobs).
 bool MayModify(const UserToken& who, std::string_view team);
+
+// Whether `who` may stop `team`'s jobs at once, skipping their termination
+// grace (SIGKILL): admins only, since the grace is what lets a job save its work.
+bool MayForceStop(const UserToken& who, std::string_view team);
 
 }  // namespace headway

@@ -79,6 +79,11 @@ struct Job {
   std::string executor;         // registry name of the executor running it
   std::string executor_handle;  // the executor's opaque, persisted handle of the running attempt
   std::string token_hash;       // SHA-256 (hex) of the job's report token
+  // Who created it, set by the server, never by a spec: "user/<token name>"
+  // for a user token, "experiment/<name>" for a trial; empty when the server
+  // runs without authentication (or the job predates the record).
+  // Controllers bind only jobs they created (see OwnerOf in experiment_controller).
+  std::string created_by;
   std::int64_t submit_seq = 0;  // FIFO order, assigned by the store
   Time created_at{};
   std::optional<Time> started_at;

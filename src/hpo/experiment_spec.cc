@@ -7,6 +7,7 @@
 #include "core/job_spec_json.h"
 #include "core/progress_report.h"
 #include "core/yaml_fields.h"
+#include "hpo/internal/shell_script.h"
 
 namespace headway::hpo {
 namespace {
@@ -15,6 +16,17 @@ using namespace yaml_fields;  // NOLINT: the parser is written in terms of these
 
 constexpr std::size_t kMaxExperimentName = 56;  // leaves room for "-<trial index>" in a job name
 constexpr std::string_view kPlaceholder = "${params.";
+
+// Whether `text` holds a C1 control character (U+0080-009F) in UTF-8.
+bool HasC1(const std::string& text) {
+  for (std::size_t i = 0; i + 1 < text.size(); ++i) {
+    auto next = static_cast<unsigned char>(text[i + 1]);
+    if (static_cast<unsigned char>(text[i]) == 0xC2 && next >= 0x80 && next <= 0x9F) {
+      return true;
+    }
+  }
+  return false;
+}
 
 bool IsParamName(const std::string& name) {
   if (name.empty() || name.size() > 64 || std::isdigit(static_cast<unsigned char>(name[0]))) {
@@ -82,6 +94,15 @@ Result<ParamSpec> ParseParam(const std::string& field, const YAML::Node& node) {
       } else {
         auto s = AsString(f, values[i]);
         if (!s.ok()) return s.status();
+        // Values go into commands and onto terminals: no line breaks, escapes
+        // or other control characters (YAML's "\e" and JSON's "\u001b" would
+        // otherwise get them past the spec's check for raw bytes).
+        if (std::any_of(s->begin(), s->end(), [](char c) {
+              auto u = static_cast<unsigned char>(c);
+              return u < 0x20 || u == 0x7F;
+            }) || HasC1(*s)) {
+          return FieldError(f, values[i], "must be printable text (no control characters)");
+        }
         p.categories.push_back(*s);
       }
     }
@@ -116,16 +137,34 @@ std::vector<std::string> Placeholders(const std::string& text) {
   return names;
 }
 
-std::string Substitute(std::string text, const Assignment& params) {
-  for (const auto& [name, value] : params) {
-    std::string token = std::string(kPlaceholder) + name + "}";
-    std::string formatted = FormatValue(value);
-    for (std::size_t at = text.find(token); at != std::string::npos;
-         at = text.find(token, at + formatted.size())) {
-      text.replace(at, token.size(), formatted);
+// The placeholder `${params.NAME}` at text[at] with NAME one of `params`:
+// its length and value.
+std::optional<std::pair<std::size_t, std::string>> PlaceholderAt(std::string_view text,
+                                                                  std::size_t at,
+                                                                  const Assignment& params) {
+  if (text.substr(at, kPlaceholder.size()) != kPlaceholder) return std::nullopt;
+  std::size_t begin = at + kPlaceholder.size();
+  std::size_t end = text.find('}', begin);
+  if (end == std::string_view::npos) return std::nullopt;
+  auto it = params.find(std::string(text.substr(begin, end - begin)));
+  if (it == params.end()) return std::nullopt;
+  return std::pair<std::size_t, std::string>{end + 1 - at, FormatValue(it->second)};
+}
+
+// Every placeholder replaced by its value as is, in one pass (a value that
+// looks like a placeholder stays what it is): for argv elements and env
+// values, which no shell reads.
+std::string Substitute(std::string_view text, const Assignment& params) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    if (auto p = PlaceholderAt(text, i, params)) {
+      out += p->second;
+      i += p->first;
+    } else {
+      out += text[i++];
     }
   }
-  return text;
+  return out;
 }
 
 const char* TypeText(ParamType t) {
@@ -357,8 +396,23 @@ nlohmann::json ExperimentSpecToJson(const ExperimentSpec& spec) {
 JobSpec TrialJobSpec(const ExperimentSpec& spec, std::int64_t index, const Assignment& params) {
   JobSpec job = spec.trial_template;
   job.name = spec.name + "-" + std::to_string(index);
-  for (std::string& c : job.command) c = Substitute(c, params);
-  for (std::string& a : job.args) a = Substitute(a, params);
+  // The script of a shell command (a command string runs under /bin/sh -c)
+  // gets its values shell-quoted; argv elements and env values, which no
+  // shell parses, get them as they are.
+  std::optional<std::size_t> script = internal::ShellScriptIndex(job.Argv());
+  auto value_of = [&](std::string_view name) -> std::optional<std::string> {
+    auto it = params.find(std::string(name));
+    if (it == params.end()) return std::nullopt;
+    return FormatValue(it->second);
+  };
+  std::size_t position = 0;  // in Argv()
+  auto substitute = [&](std::string& text) {
+    text = script && position == *script ? internal::SubstituteInShellScript(text, value_of)
+                                         : Substitute(text, params);
+    ++position;
+  };
+  for (std::string& c : job.command) substitute(c);
+  for (std::string& a : job.args) substitute(a);
   for (auto& [key, value] : job.env) value = Substitute(value, params);
   job.labels["experiment"] = spec.name;
   job.labels["trial"] = std::to_string(index);

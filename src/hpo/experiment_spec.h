@@ -19,7 +19,13 @@
 //     env: {LAYERS: "${params.layers}"}
 //
 // `${params.NAME}` may appear in command, args and env values; an unknown
-// NAME is an error at parse time. A trial's objective is the best value
+// NAME is an error at parse time. Where the command is a shell script (a
+// command string runs under /bin/sh -c; so does `[bash, -c, ...]`), each value
+// is shell-quoted for where it stands, so a categorical value like
+// `x; touch /tmp/pwned` or `$(id)` stays data: write `${params.NAME}` bare,
+// Headway adds the quotes. In argv elements and env values, which no shell
+// parses, values are substituted as they are. Categorical values must be
+// printable text. A trial's objective is the best value
 // (lowest, or highest when maximising) its job reported for the metric.
 #pragma once
 

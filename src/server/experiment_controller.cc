@@ -42,6 +42,20 @@ std::optional<double> BestOf(const std::vector<MetricPoint>& series, const hpo::
   return best;
 }
 
+// The creator recorded on the jobs of an experiment's trials.
+std::string TrialCreator(std::string_view experiment) { return "experiment/" + std::string(experiment); }
+
+// Whether `job` is one this experiment created for a trial. A job that merely
+// has the trial's name (another team's `btrain-0` when experiment `btrain`
+// reaches trial 0) is never bound: its state, metrics and stop are not ours.
+bool IsOwnTrialJob(const Job& job, const hpo::ExperimentSpec& spec) {
+  return job.created_by == TrialCreator(spec.name) && job.spec.team == spec.trial_template.team;
+}
+
+std::string TakenMessage(const std::string& job) {
+  return "job name " + job + " is taken by a job this experiment did not create";
+}
+
 }  // namespace
 
 ExperimentController::ExperimentController(Store& store, api::JobService& jobs, const Clock& clock)
@@ -64,7 +78,8 @@ Result<api::ExperimentView> ExperimentController::CreateExperiment(
   ApplySubmitDir(spec->trial_template, submit_dir);
   ExperimentRecord record;
   record.name = spec->name;
-  record.spec_json = hpo::ExperimentSpecToJson(*spec).dump();
+  // ASCII only: DEL or C1 written raw would not parse back (see SpecOf).
+  record.spec_json = hpo::ExperimentSpecToJson(*spec).dump(-1, ' ', /*ensure_ascii=*/true);
   record.state = ExperimentState::kRunning;
   record.created_at = clock_.Now();
   {
@@ -116,11 +131,13 @@ Result<api::ExperimentView> ExperimentController::View(const ExperimentRecord& e
   view.record = e;
   view.spec = nlohmann::json::parse(e.spec_json, nullptr, false);
   hpo::Objective objective;
+  std::string team;
   {
     std::lock_guard lock(mu_);
     auto spec = SpecOf(e);
     if (!spec.ok()) return spec.status();
     objective = (*spec)->objective;
+    team = (*spec)->trial_template.team;
   }
   auto trials = store_.ListTrials(e.name);
   if (!trials.ok()) return trials.status();
@@ -128,7 +145,8 @@ Result<api::ExperimentView> ExperimentController::View(const ExperimentRecord& e
     api::TrialView tv;
     tv.record = t;
     tv.params = nlohmann::json::parse(t.params_json, nullptr, false);
-    if (auto job = jobs_.Get(t.job); job.ok()) {
+    auto job = jobs_.Get(t.job);
+    if (job.ok() && job->created_by == TrialCreator(e.name) && job->spec.team == team) {
       tv.job_state = std::string(JobStateName(job->state));
       ProgressView progress = jobs_.Progress(*job);
       tv.step = progress.step;
@@ -150,8 +168,11 @@ Result<api::ExperimentView> ExperimentController::View(const ExperimentRecord& e
 
 void ExperimentController::Finish(ExperimentRecord& e, ExperimentState state, std::string message,
                                   std::vector<TrialRecord>& trials) {
+  auto spec = SpecOf(e);
   for (TrialRecord& t : trials) {
-    if (t.state != TrialState::kRunning) continue;
+    if (t.state != TrialState::kRunning || !spec.ok()) continue;
+    auto job = jobs_.Get(t.job);
+    if (!job.ok() || !IsOwnTrialJob(*job, **spec)) continue;
     auto stopped = jobs_.Stop(t.job, "experiment " + e.name + " ended: " + message);
     (void)stopped;  // Conflict: the job already ended; the next view shows how
   }
@@ -187,12 +208,19 @@ void ExperimentController::LaunchTrial(const hpo::ExperimentSpec& spec, std::int
   trial.state = TrialState::kRunning;
   // Recorded first: a crash before the submit is repaired by Advance.
   if (!store_.CreateTrial(trial).ok()) return;
-  auto job = jobs_.Submit(hpo::TrialJobSpec(spec, index, params));
-  if (!job.ok() && job.status().code() != StatusCode::kConflict) {
+  auto job = jobs_.Submit(hpo::TrialJobSpec(spec, index, params), TrialCreator(spec.name));
+  if (job.ok()) return;
+  if (job.status().code() == StatusCode::kConflict) {
+    // Ours only if this experiment created it; anyone else's is left alone.
+    auto existing = jobs_.Get(trial.job);
+    if (!existing.ok() || IsOwnTrialJob(*existing, spec)) return;  // not found: Advance resubmits
+    trial.state = TrialState::kFailed;
+    trial.message = TakenMessage(trial.job);
+  } else {
     trial.state = TrialState::kFailed;
     trial.message = "cannot submit: " + job.status().message();
-    (void)store_.SaveTrial(trial);
   }
+  (void)store_.SaveTrial(trial);
 }
 
 void ExperimentController::Advance(ExperimentRecord& e, const hpo::ExperimentSpec& spec) {
@@ -209,13 +237,20 @@ void ExperimentController::Advance(ExperimentRecord& e, const hpo::ExperimentSpe
     if (!job.ok()) {
       if (job.status().code() == StatusCode::kNotFound) {
         // Recorded but never submitted (the server stopped in between).
-        auto again = jobs_.Submit(hpo::TrialJobSpec(spec, t.index, ParamsFromJson(t.params_json)));
+        auto again = jobs_.Submit(hpo::TrialJobSpec(spec, t.index, ParamsFromJson(t.params_json)),
+                                  TrialCreator(spec.name));
         if (!again.ok() && again.status().code() != StatusCode::kConflict) {
           t.state = TrialState::kFailed;
           t.message = "cannot submit: " + again.status().message();
           (void)store_.SaveTrial(t);
         }
       }
+      continue;
+    }
+    if (!IsOwnTrialJob(*job, spec)) {
+      t.state = TrialState::kFailed;
+      t.message = TakenMessage(t.job);
+      (void)store_.SaveTrial(t);
       continue;
     }
     auto points = jobs_.MetricSeries(t.job, objective.metric);
@@ -242,7 +277,10 @@ void ExperimentController::Advance(ExperimentRecord& e, const hpo::ExperimentSpe
     for (const TrialRecord& t : trials) {
       auto it = series.find(t.job);
       if (it == series.end()) {
-        auto points = jobs_.MetricSeries(t.job, objective.metric);
+        // Finished trials: read only what this experiment's own job reported.
+        auto job = jobs_.Get(t.job);
+        auto points = job.ok() && IsOwnTrialJob(*job, spec) ? jobs_.MetricSeries(t.job, objective.metric)
+                                                            : Result<std::vector<MetricPoint>>(NotFound(t.job));
         it = series.emplace(t.job, points.ok() ? std::move(points.value()) : std::vector<MetricPoint>{}).first;
       }
       hpo::TrialCurve curve{t.job, {}};

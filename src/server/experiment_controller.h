@@ -4,6 +4,11 @@
 // rule to live metrics through the normal stop path, and ends the experiment
 // when its trials are done, its goal is reached, or too many trials failed.
 //
+// Trial jobs are submitted as created by "experiment/<name>" (Job::created_by),
+// and a trial binds only to a job so created, in the experiment's team: when
+// the trial's job name is taken by anyone else's job (another team's
+// included), the trial fails and that job is never read, shown or stopped.
+//
 // Everything is persisted before it is acted on (the trial record before its
 // job is submitted), and samplers are deterministic, so after a restart the
 // controller picks up where it left off without doubling a trial.

@@ -156,7 +156,7 @@ void JobController::Save(const Job& job, const std::vector<JobEvent>& events) {
   }
 }
 
-Result<Job> JobController::Submit(JobSpec spec) {
+Result<Job> JobController::Submit(JobSpec spec, std::string created_by) {
   const QueueConfig& queue = QueueOf(spec);
   auto executor = executors_.find(queue.executor);
   if (executor == executors_.end()) {
@@ -176,6 +176,7 @@ Result<Job> JobController::Submit(JobSpec spec) {
   job.state = JobState::kQueued;
   job.created_at = clock_.Now();
   job.executor = queue.executor;
+  job.created_by = std::move(created_by);
   std::lock_guard lock(mu_);
   HEADWAY_RETURN_IF_ERROR(store_.CreateJob(job, Event(job, "Submitted", "job submitted")));
   woken_ = true;
@@ -237,6 +238,36 @@ Result<Job> JobController::Stop(std::string_view name, std::string why) {
     return job;
   }
   RequestStop(*job, "Stopped", why, events);
+  Save(*job, events);
+  woken_ = true;
+  wake_.notify_all();
+  return job;
+}
+
+Result<Job> JobController::ForceStop(std::string_view name, std::string why) {
+  std::lock_guard lock(mu_);
+  auto job = store_.GetJob(name);
+  if (!job.ok()) return job.status();
+  if (IsTerminal(job->state)) {
+    return Conflict("job '" + std::string(name) + "' already ended (" +
+                    std::string(JobStateName(job->state)) + ")");
+  }
+  std::vector<JobEvent> events;
+  job->stop_reason = "Stopped";
+  if (job->state == JobState::kQueued || job->state == JobState::kPreempted ||
+      job->executor_handle.empty()) {
+    SetState(*job, JobState::kStopped, "Stopped", why + " (forced)", events);
+  } else {
+    // Whatever it was waiting for (a stop's or a preemption's grace), the
+    // attempt ends as Stopped, not requeued.
+    if (!job->stop_requested_at) job->stop_requested_at = clock_.Now();
+    job->message = why;
+    Status s = ExecutorFor(*job).Signal(job->executor_handle, SIGKILL);
+    events.push_back(Event(*job, "Killed",
+                           s.ok() ? why + ": force stop, SIGKILL sent without waiting for the grace"
+                                  : why + ": force stop, SIGKILL failed: " + s.message()));
+    if (s.ok()) killed_.insert(job->name());
+  }
   Save(*job, events);
   woken_ = true;
   wake_.notify_all();

@@ -78,10 +78,11 @@ class JobController final : public api::JobService {
   void RunLoop(Duration period);
   void Shutdown();
 
-  Result<Job> Submit(JobSpec spec) override;
+  Result<Job> Submit(JobSpec spec, std::string created_by) override;
   Result<Job> Get(std::string_view name) override;
   Result<std::vector<Job>> List(const JobFilter& filter) override;
   Result<Job> Stop(std::string_view name, std::string why) override;
+  Result<Job> ForceStop(std::string_view name, std::string why) override;
   Result<std::vector<JobEvent>> Events(std::string_view name, std::int64_t after_id) override;
   Result<std::vector<LogFile>> LogFiles(std::string_view name) override;
   std::string PendingReason(std::string_view name) override;

@@ -19,6 +19,7 @@
 #include "api/request_guard.h"
 #include "core/run_as.h"
 #include "api/rest_api.h"
+#include "core/team_policy.h"
 #include "exec/command_runner.h"
 #include "exec/executor.h"
 #include "exec/local/gpu_inventory.h"
@@ -248,6 +249,11 @@ int RunServer(const ServerConfig& config) {
     spdlog::warn("--isolation=none: jobs are not hidden from the server's data directory{}",
                  root ? "" : ", and run as the server's user: any job can read its tokens");
   }
+  auto team_policy = ParseTeamPolicy(config.max_priority, config.max_grace);
+  if (!team_policy.ok()) {
+    spdlog::error("{}", team_policy.status().ToString());
+    return 2;
+  }
   std::unique_ptr<CommandRunner> runner = MakeProcessRunner();
   std::map<std::string, std::unique_ptr<Executor>> owned;
   std::map<std::string, Executor*> executors;
@@ -383,6 +389,7 @@ int RunServer(const ServerConfig& config) {
   api_options.web_dir = config.web_dir;
   api_options.hosts.listen_address = config.listen_address;
   api_options.hosts.allowed_hosts = config.allow_hosts;
+  api_options.team_policy = *team_policy;
   api_handler = api::MakeRestApi(*controller, api_options);
   ready.store(&api_handler);
 

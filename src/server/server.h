@@ -23,6 +23,10 @@ struct ServerConfig {
   std::vector<std::string> queues;
   // Team quotas of the local pool, "TEAM=GPUS[:borrow=N,weight=W]".
   std::vector<std::string> quotas;
+  // Bounds on members' specs (core/team_policy.h): "[TEAM=]N" for priority,
+  // "[TEAM=]DURATION" for termination_grace and checkpoint_warning.
+  std::vector<std::string> max_priority;
+  std::vector<std::string> max_grace;
   double preemption_grace_s = 30;  // checkpoint warning → SIGTERM for preempted jobs
   bool preemption = true;
   bool backfill = true;

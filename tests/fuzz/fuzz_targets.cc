@@ -33,14 +33,16 @@ std::string_view Text(const std::uint8_t* data, std::size_t size) {
 // process a fuzzed spec names. Submit validates as far as the API does.
 class NoJobs final : public api::JobService {
  public:
-  Result<Job> Submit(JobSpec spec) override {
+  Result<Job> Submit(JobSpec spec, std::string created_by) override {
     Job job;
     job.spec = std::move(spec);
+    job.created_by = std::move(created_by);
     return job;
   }
   Result<Job> Get(std::string_view name) override { return Missing(name); }
   Result<std::vector<Job>> List(const JobFilter&) override { return std::vector<Job>{}; }
   Result<Job> Stop(std::string_view name, std::string) override { return Missing(name); }
+  Result<Job> ForceStop(std::string_view name, std::string) override { return Missing(name); }
   Result<std::vector<JobEvent>> Events(std::string_view name, std::int64_t) override {
     return Missing(name).status();
   }

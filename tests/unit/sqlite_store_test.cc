@@ -178,7 +178,8 @@ TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
   for (const char* sql : {"ALTER TABLE jobs DROP COLUMN preemptions",
                           "ALTER TABLE jobs DROP COLUMN preempt_requested_at",
                           "ALTER TABLE jobs DROP COLUMN preempt_message",
-                          "ALTER TABLE jobs DROP COLUMN requeued_at", "DROP TABLE trials",
+                          "ALTER TABLE jobs DROP COLUMN requeued_at",
+                          "ALTER TABLE jobs DROP COLUMN created_by", "DROP TABLE trials",
                           "DROP TABLE experiments", "DROP TABLE user_tokens",
                           "PRAGMA user_version=2"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
@@ -188,6 +189,64 @@ TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(job->preemptions, 0);
   EXPECT_FALSE(job->preempt_requested_at);
+}
+
+TEST_F(SqliteStoreTest, KeepsWhoCreatedAJob) {
+  {
+    auto store = Open();
+    Job job = MakeJob("a");
+    job.created_by = "experiment/sweep";
+    ASSERT_TRUE(store->CreateJob(job, Submitted("a")).ok());
+    job.created_by = "user/mallory";  // set once, at creation
+    ASSERT_TRUE(store->SaveJob(job, {}).ok());
+  }
+  auto job = Open()->GetJob("a");
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->created_by, "experiment/sweep");
+}
+
+TEST_F(SqliteStoreTest, SpecsWithControlCharactersReadBack) {
+  auto store = Open();
+  Job job = MakeJob("ctl", "t\x1b]0;x\x07");
+  job.spec.labels = {{"k\x7f", "\xc2\x9b" "31m"}, {"x", "\x1b[2J"}};
+  ASSERT_TRUE(store->CreateJob(job, Submitted("ctl")).ok());
+  auto read = store->GetJob("ctl");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->spec.team, job.spec.team);
+  EXPECT_EQ(read->spec.labels, job.spec.labels);
+  EXPECT_EQ(store->ListJobs({})->size(), 1u);
+}
+
+TEST_F(SqliteStoreTest, UpgradeCreditsAnExperimentOnlyWithItsOwnTrialJobs) {
+  {
+    auto store = Open();
+    ExperimentRecord e{"btrain", R"({"name":"btrain","trial_template":{"team":"a"}})",
+                       ExperimentState::kRunning, "", FromUnixMillis(1000), {}};
+    ASSERT_TRUE(store->CreateExperiment(e).ok());
+    Job own = MakeJob("btrain-0", "a");
+    own.spec.labels = {{"experiment", "btrain"}, {"trial", "0"}};
+    Job foreign = MakeJob("btrain-1", "b");  // another team's job the trial collided with
+    foreign.spec.labels = {{"experiment", "btrain"}, {"trial", "1"}};
+    Job plain = MakeJob("other", "a");
+    for (Job* j : {&own, &foreign, &plain}) {
+      ASSERT_TRUE(store->CreateJob(*j, Submitted(j->name())).ok());
+    }
+    for (int i : {0, 1}) {
+      TrialRecord t{"btrain", i, "btrain-" + std::to_string(i), "{}", TrialState::kRunning, false, {}, ""};
+      ASSERT_TRUE(store->CreateTrial(t).ok());
+    }
+  }
+  // Back to v6, as the release before owners left it.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  for (const char* sql : {"ALTER TABLE jobs DROP COLUMN created_by", "PRAGMA user_version=6"}) {
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+  }
+  sqlite3_close(db);
+  auto store = Open();
+  EXPECT_EQ(store->GetJob("btrain-0")->created_by, "experiment/btrain");
+  EXPECT_EQ(store->GetJob("btrain-1")->created_by, "") << "another team's job is never credited";
+  EXPECT_EQ(store->GetJob("other")->created_by, "");
 }
 
 TEST_F(SqliteStoreTest, ExperimentsAndTrialsSurviveReopening) {

@@ -126,11 +126,35 @@ const char* const kMigrations[] = {
     ALTER TABLE user_tokens ADD COLUMN expires_at INTEGER;
     ALTER TABLE user_tokens ADD COLUMN parent TEXT NOT NULL DEFAULT '';
     )sql",
+    // v7: who created a job (a user token or a controller such as an
+    // experiment), so controllers never take over a job they did not create.
+    // Existing trial jobs are credited to their experiment when the trial's
+    // job carries the experiment's labels and is in the experiment's team;
+    // any other job a trial names stays unowned.
+    R"sql(
+    ALTER TABLE jobs ADD COLUMN created_by TEXT NOT NULL DEFAULT '';
+    UPDATE jobs SET created_by = 'experiment/' || (
+        SELECT t.experiment FROM trials t WHERE t.job = jobs.name LIMIT 1)
+      WHERE EXISTS (
+        SELECT 1 FROM trials t JOIN experiments e ON e.name = t.experiment
+        WHERE t.job = jobs.name
+          AND json_extract(jobs.spec, '$.labels.experiment') = t.experiment
+          AND json_extract(jobs.spec, '$.labels.trial') = CAST(t.idx AS TEXT)
+          AND json_extract(e.spec, '$.trial_template.team') = jobs.team);
+    )sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
 bool IsActive(JobState s) { return !IsTerminal(s); }
+
+// A spec as stored: JSON in ASCII only. nlohmann writes DEL and C1 controls
+// raw, which the spec parser refuses on reading back (a label holding YAML's
+// "\x7f" made the job, and so every listing, unreadable); as \u escapes they
+// read back as the same characters.
+std::string StoredSpec(const JobSpec& spec) {
+  return JobSpecToJson(spec).dump(-1, ' ', /*ensure_ascii=*/true);
+}
 
 class SqliteStore final : public Store {
  public:
@@ -173,14 +197,15 @@ class SqliteStore final : public Store {
       return Conflict("job '" + job.name() + "' already exists");
     }
     Statement insert(db_,
-                     "INSERT INTO jobs (name, team, spec, state, created_at, token_hash) "
-                     "VALUES (?, ?, ?, ?, ?, ?)");
+                     "INSERT INTO jobs (name, team, spec, state, created_at, token_hash, created_by) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?)");
     insert.Bind(1, job.name());
     insert.Bind(2, job.spec.team);
-    insert.Bind(3, JobSpecToJson(job.spec).dump());
+    insert.Bind(3, StoredSpec(job.spec));
     insert.Bind(4, std::string(JobStateName(job.state)));
     insert.Bind(5, ToUnixMillis(job.created_at));
     insert.Bind(6, job.token_hash);
+    insert.Bind(7, job.created_by);
     if (!insert.Run()) return Rollback("insert job");
     job.submit_seq = sqlite3_last_insert_rowid(db_);
     Status s = WriteJob(job);
@@ -572,7 +597,8 @@ class SqliteStore final : public Store {
   static constexpr const char* kSelectJob =
       "SELECT seq, spec, state, reason, message, exit_code, restarts, gpu_ids, executor, "
       "executor_handle, token_hash, created_at, started_at, finished_at, stop_requested_at, "
-      "stop_reason, preemptions, preempt_requested_at, preempt_message, requeued_at FROM jobs";
+      "stop_reason, preemptions, preempt_requested_at, preempt_message, requeued_at, created_by "
+      "FROM jobs";
 
   static constexpr const char* kSelectExperiment =
       "SELECT name, spec, state, message, created_at, finished_at FROM experiments";
@@ -640,6 +666,7 @@ class SqliteStore final : public Store {
     if (!q.IsNull(17)) job.preempt_requested_at = FromUnixMillis(q.ColumnInt64(17));
     job.preempt_message = q.ColumnText(18);
     if (!q.IsNull(19)) job.requeued_at = FromUnixMillis(q.ColumnInt64(19));
+    job.created_by = q.ColumnText(20);
     return job;
   }
 
@@ -650,7 +677,7 @@ class SqliteStore final : public Store {
                 "started_at=?, finished_at=?, stop_requested_at=?, stop_reason=?, preemptions=?, "
                 "preempt_requested_at=?, preempt_message=?, requeued_at=? WHERE name=?");
     q.Bind(1, job.spec.team);
-    q.Bind(2, JobSpecToJson(job.spec).dump());
+    q.Bind(2, StoredSpec(job.spec));
     q.Bind(3, std::string(JobStateName(job.state)));
     q.Bind(4, job.reason);
     q.Bind(5, job.message);

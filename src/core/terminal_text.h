@@ -1,0 +1,22 @@
+// Text from the API made safe to print on a terminal. Names, labels, reasons,
+// messages and events can hold control characters (a YAML "\e[2J" or a JSON
+// "\u001b" in a spec, a stop reason, a backend's message); printed raw they
+// would move the cursor, clear the screen, retitle the window or hide text
+// (kubectl CVE-2021-25743). Pure function; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace headway {
+
+// `text` with every control character made visible, never raw:
+//   C0 and DEL        "\x1b", "\x7f"; tab, newline and CR as "\t", "\n", "\r"
+//   C1 (U+0080-009F)  "\u009b"
+//   bidi overrides    "\u202e" (U+200E-200F, U+202A-202E, U+2066-2069)
+//   invalid UTF-8     each byte as "\xNN"
+// Everything else, other UTF-8 included, passes unchanged. With
+// `keep_newlines`, "\n" stays a line break (for multi-line text).
+std::string EscapeForTerminal(std::string_view text, bool keep_newlines = false);
+
+}  // namespace headway
