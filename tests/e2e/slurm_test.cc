@@ -24,8 +24,10 @@ class SlurmTest : public ::testing::Test {
     if (!cluster_->ok()) GTEST_SKIP() << "no Slurm cluster: " << cluster_->error();
   }
   static std::unique_ptr<TestServer> Server() {
+    // The suite runs as root, and Slurm runs a job as the account that
+    // submits it: a root server must be told that root jobs are intended.
     return std::make_unique<TestServer>(
-        0, std::vector<std::string>{"--queue", "cluster=slurm:partition=debug"});
+        0, std::vector<std::string>{"--queue", "cluster=slurm:partition=debug", "--allow-root-jobs"});
   }
   static std::string SlurmId(const TestServer& server, const std::string& job) {
     std::regex id(R"(Slurm job (\d+))");

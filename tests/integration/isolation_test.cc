@@ -218,6 +218,17 @@ TEST(Isolation, JobsRunAsTheTeamsAccountAndNeverAsRootUnlessAllowed) {
   EXPECT_EQ(ReadFile(allowed.work_dir() + "/uid-ops"), "0\n");
 }
 
+TEST(Isolation, ARootServerRefusesSlurmQueuesUnlessRootJobsAreAllowed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the rule is for servers run as root";
+  std::string data = MakeTempDir("headway-slurm-root");
+  CommandResult r = RunCommand({"/usr/bin/timeout", "20", HEADWAY_BIN, "server", "--listen",
+                                "127.0.0.1:0", "--data-dir", data + "/data", "--queue",
+                                "gpu=slurm:partition=debug"});
+  fs::remove_all(data);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.out + r.err, HasSubstr("--allow-root-jobs"));
+}
+
 TEST(Isolation, AMappingToAMissingAccountFailsTheJobClearly) {
   if (::geteuid() != 0) GTEST_SKIP() << "switching accounts needs a server run as root";
   TestServer server(/*gpus=*/0, {"--run-as", "vision=no-such-account"});
