@@ -30,6 +30,7 @@ std::optional<std::vector<std::pair<std::size_t, int>>> Place(const WaitingJob& 
 
 struct Reservation {
   std::string job;
+  std::string queue;
   std::optional<Time> shadow;  // when it can start; nullopt: unknown
   FreeMap spare;               // GPUs per node a job running past `shadow` may take
 };
@@ -148,8 +149,13 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
         decision.starts.push_back(std::move(start));
         continue;
       }
+      // A reason is shown to the waiting job's team: it names another
+      // team's job only by that job's queue.
       decision.pending_reasons[job->name] =
-          "waiting: starting now would delay " + reservation->job + " (backfill)";
+          "waiting: starting now would delay " +
+          (reservation->queue == job->queue ? reservation->job
+                                            : "the next job of queue " + reservation->queue) +
+          " (backfill)";
       continue;
     }
 
@@ -221,7 +227,7 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
         }
         // The freed GPUs are the job's once the victims have checkpointed and
         // left; nobody else may take what it needs meanwhile.
-        Reservation r{job->name, state.now, free};
+        Reservation r{job->name, job->queue, state.now, free};
         for (const auto& [node, gpus] : *fit) {
           int released = after[node] - free[node];  // by the victims on this node
           int from_free = std::max(0, gpus - released);
@@ -238,7 +244,7 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     }
 
     // EASY backfill reservation at the earliest time enough GPUs free up.
-    Reservation r{job->name, std::nullopt, FreeMap(free.size(), 0)};
+    Reservation r{job->name, job->queue, std::nullopt, FreeMap(free.size(), 0)};
     std::vector<const RunningJob*> ending;
     for (const RunningJob& run : state.running) {
       if (run.expected_end && !preempted.count(run.name)) ending.push_back(&run);

@@ -7,6 +7,7 @@ namespace headway::sched {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using std::chrono::hours;
 using std::chrono::minutes;
 
@@ -118,6 +119,19 @@ TEST(Scheduler, BackfillNeverDelaysTheHeadJob) {
   EXPECT_EQ(Started(d, "long"), nullptr);
   EXPECT_THAT(d.pending_reasons.at("long"), HasSubstr("would delay head"));
   EXPECT_EQ(Started(d, "unknown"), nullptr);
+}
+
+TEST(Scheduler, ABackfillReasonNamesNoOtherTeamsJob) {
+  ClusterState s = TwoNodes();
+  s.running = {Running("a", "q", {{"n1", 8}}, T(60)), Running("b", "q", {{"n2", 4}}, T(30))};
+  WaitingJob head = Waiting("secret-head", "other-team", 8, 1);
+  WaitingJob long_job = Waiting("long", "q", 4, 2);
+  long_job.time_limit = hours(5);
+  s.waiting = {head, long_job};
+  Decision d = Schedule(s, {.backfill = true, .preemption = false});
+  EXPECT_EQ(Started(d, "long"), nullptr);
+  EXPECT_THAT(d.pending_reasons.at("long"), HasSubstr("would delay the next job of queue other-team"));
+  EXPECT_THAT(d.pending_reasons.at("long"), Not(HasSubstr("secret-head")));
 }
 
 TEST(Scheduler, BackfillMayUseGpusTheReservationDoesNotNeed) {
