@@ -219,14 +219,20 @@ std::vector<api::NodeStatus> JobController::Nodes() {
   return nodes_;
 }
 
-Result<Job> JobController::Stop(std::string_view name, std::string why) {
-  std::lock_guard lock(mu_);
+Result<Job> JobController::StoppableJob(std::string_view name) {
   auto job = store_.GetJob(name);
   if (!job.ok()) return job.status();
   if (IsTerminal(job->state)) {
     return Conflict("job '" + std::string(name) + "' already ended (" +
                     std::string(JobStateName(job->state)) + ")");
   }
+  return job;
+}
+
+Result<Job> JobController::Stop(std::string_view name, std::string why) {
+  std::lock_guard lock(mu_);
+  auto job = StoppableJob(name);
+  if (!job.ok()) return job.status();
   std::vector<JobEvent> events;
   if (job->stop_requested_at) {
     if (job->stop_reason != "Preempted") return job;  // already stopping; stopping is idempotent
@@ -246,12 +252,8 @@ Result<Job> JobController::Stop(std::string_view name, std::string why) {
 
 Result<Job> JobController::ForceStop(std::string_view name, std::string why) {
   std::lock_guard lock(mu_);
-  auto job = store_.GetJob(name);
+  auto job = StoppableJob(name);
   if (!job.ok()) return job.status();
-  if (IsTerminal(job->state)) {
-    return Conflict("job '" + std::string(name) + "' already ended (" +
-                    std::string(JobStateName(job->state)) + ")");
-  }
   std::vector<JobEvent> events;
   job->stop_reason = "Stopped";
   if (job->state == JobState::kQueued || job->state == JobState::kPreempted ||

@@ -100,6 +100,8 @@ class JobController final : public api::JobService {
   Result<std::vector<std::string>> MetricNames(std::string_view name) override;
 
  private:
+  // The job, or Conflict when it already ended; callers hold mu_.
+  Result<Job> StoppableJob(std::string_view name);
   // Each returns events to persist with the job; callers hold mu_.
   void PollAttempt(Job& job, std::vector<JobEvent>& events);
   void FinishAttempt(Job& job, const ExecStatus& status, std::vector<JobEvent>& events);

@@ -15,35 +15,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using nlohmann::json;
 
-std::string AdminToken(const TestServer& server) {
-  std::string token = ReadFile(server.data_dir() + "/admin-token");
-  while (!token.empty() && token.back() == '\n') token.pop_back();
-  return token;
-}
-
-struct Answer {
-  int status = -1;
-  json body;
-};
-
-Answer Call(const TestServer& server, const std::string& token, const std::string& method,
-            const std::string& path, const std::string& body = {}) {
-  api::HttpClient http(server.url(), token);
-  auto resp = http.Request(method, path, body);
-  if (!resp.ok()) return {};
-  return {resp->status, json::parse(resp->body, nullptr, false)};
-}
-
-std::string CreateToken(const TestServer& server, const std::string& admin,
-                        const std::string& name, const std::string& team, const std::string& role) {
-  CommandResult r = server.Cli({"--token", admin, "token", "create", name, "--team", team,
-                                "--role", role});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  std::string secret = r.out;
-  while (!secret.empty() && secret.back() == '\n') secret.pop_back();
-  return secret;
-}
-
 const char* kIdleJob = R"({"name": "%s", "team": "%s",
   "command": "while true; do sleep 0.2; done", "termination_grace": "1s"})";
 
@@ -55,7 +26,7 @@ std::string IdleJob(const std::string& name, const std::string& team) {
 
 TEST(Auth, RequestsWithoutAValidUserTokenAreRefused) {
   TestServer server(2, {"--auth"});
-  std::string admin = AdminToken(server);
+  std::string admin = server.admin_token();
   ASSERT_THAT(admin, ::testing::StartsWith("hwu_"));
   struct stat st {};
   ASSERT_EQ(::stat((server.data_dir() + "/admin-token").c_str(), &st), 0);
@@ -108,7 +79,7 @@ TEST(Auth, IsOnByDefault) {
 
 TEST(Auth, JobsStillReportWithTheirOwnTokens) {
   TestServer server(2, {"--auth"});
-  std::string admin = AdminToken(server);
+  std::string admin = server.admin_token();
   ASSERT_EQ(Call(server, admin, "POST", "/api/v1/jobs",
                  R"({"name": "rep", "command": "echo HEADWAY '{\"step\": 3, \"total_steps\": 4}'; sleep 30",
                      "termination_grace": "1s"})")
@@ -126,10 +97,10 @@ TEST(Auth, JobsStillReportWithTheirOwnTokens) {
 
 TEST(Auth, RolesDecideWhatATokenMayChange) {
   TestServer server(2, {"--auth"});
-  std::string admin = AdminToken(server);
+  std::string admin = server.admin_token();
   server.UseToken(admin);
-  std::string member = CreateToken(server, admin, "alice", "vision", "member");
-  std::string viewer = CreateToken(server, admin, "bob", "vision", "viewer");
+  std::string member = CreateTokenAs(server, admin, "alice", "vision", "member");
+  std::string viewer = CreateTokenAs(server, admin, "bob", "vision", "viewer");
   ASSERT_THAT(member, ::testing::StartsWith("hwu_"));
 
   // Tokens are listed without their secrets.
@@ -174,7 +145,7 @@ TEST(Auth, RolesDecideWhatATokenMayChange) {
     EXPECT_THAT(metrics->body, HasSubstr("job_name=\"mine\""));
     EXPECT_THAT(metrics->body, Not(HasSubstr("nlp-job")));
   }
-  std::string everyone = CreateToken(server, admin, "grafana", "*", "viewer");
+  std::string everyone = CreateTokenAs(server, admin, "grafana", "*", "viewer");
   EXPECT_EQ(Call(server, everyone, "GET", "/api/v1/jobs").body["jobs"].size(), 2u);
   EXPECT_EQ(Call(server, everyone, "POST", "/api/v1/jobs/nlp-job/stop").status, 403);
   EXPECT_EQ(Call(server, admin, "POST", "/api/v1/tokens",
@@ -199,7 +170,7 @@ TEST(Auth, RolesDecideWhatATokenMayChange) {
   server.Restart();
   EXPECT_EQ(Call(server, member, "GET", "/api/v1/jobs").status, 401);
   EXPECT_EQ(Call(server, viewer, "GET", "/api/v1/jobs").status, 200);
-  EXPECT_EQ(AdminToken(server), admin) << "a restart keeps the admin token";
+  EXPECT_EQ(server.admin_token(), admin) << "a restart keeps the admin token";
 
   // Bad requests name the field.
   Answer bad = Call(server, admin, "POST", "/api/v1/tokens", R"({"name": "x", "role": "root"})");

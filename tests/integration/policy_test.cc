@@ -17,35 +17,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using nlohmann::json;
 
-std::string AdminToken(const TestServer& server) {
-  std::string token = ReadFile(server.data_dir() + "/admin-token");
-  while (!token.empty() && token.back() == '\n') token.pop_back();
-  return token;
-}
-
-struct Answer {
-  int status = -1;
-  json body;
-};
-
-Answer Call(const TestServer& server, const std::string& token, const std::string& method,
-            const std::string& path, const std::string& body = {}) {
-  api::HttpClient http(server.url(), token);
-  auto resp = http.Request(method, path, body);
-  if (!resp.ok()) return {};
-  return {resp->status, json::parse(resp->body, nullptr, false)};
-}
-
-std::string CreateToken(const TestServer& server, const std::string& admin,
-                        const std::string& name, const std::string& team, const std::string& role) {
-  CommandResult r = server.Cli({"--token", admin, "token", "create", name, "--team", team,
-                                "--role", role});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  std::string secret = r.out;
-  while (!secret.empty() && secret.back() == '\n') secret.pop_back();
-  return secret;
-}
-
 json Idle(const std::string& name, const std::string& team, json extra = json::object()) {
   json spec = {{"name", name},
                {"team", team},
@@ -57,10 +28,10 @@ json Idle(const std::string& name, const std::string& team, json extra = json::o
 
 TEST(Policy, MembersStayWithinTheBoundsAdminsSetForTheirTeam) {
   TestServer server(2, {"--auth", "--max-priority", "research=10", "--max-grace", "research=20m"});
-  std::string admin = AdminToken(server);
+  std::string admin = server.admin_token();
   server.UseToken(admin);
-  std::string alice = CreateToken(server, admin, "alice", "vision", "member");
-  std::string carol = CreateToken(server, admin, "carol", "research", "member");
+  std::string alice = CreateTokenAs(server, admin, "alice", "vision", "member");
+  std::string carol = CreateTokenAs(server, admin, "carol", "research", "member");
 
   Answer a = Call(server, alice, "POST", "/api/v1/jobs",
                   Idle("greedy", "vision", {{"priority", 1000000}}).dump());
@@ -131,9 +102,9 @@ TEST(Policy, MembersStayWithinTheBoundsAdminsSetForTheirTeam) {
 
 TEST(Policy, ForceStopKillsAtOnceAndOnlyAdminsMayForce) {
   TestServer server(2, {"--auth"});
-  std::string admin = AdminToken(server);
+  std::string admin = server.admin_token();
   server.UseToken(admin);
-  std::string alice = CreateToken(server, admin, "alice", "vision", "member");
+  std::string alice = CreateTokenAs(server, admin, "alice", "vision", "member");
   // Ignores SIGTERM and asks for a long grace (an admin set it; members could not).
   json stubborn = {{"name", "stubborn"}, {"team", "vision"},
                    {"command", "trap '' TERM; while true; do sleep 0.2; done"},
@@ -187,10 +158,10 @@ std::string TeamExperiment(const std::string& name, const std::string& step_slee
 
 TEST(Experiments, ATrialNeverBindsAJobItDidNotCreate) {
   TestServer server(2, {"--auth"});
-  std::string admin = AdminToken(server);
+  std::string admin = server.admin_token();
   server.UseToken(admin);
-  std::string alice = CreateToken(server, admin, "alice", "a", "member");
-  std::string bob = CreateToken(server, admin, "bob", "b", "member");
+  std::string alice = CreateTokenAs(server, admin, "alice", "a", "member");
+  std::string bob = CreateTokenAs(server, admin, "bob", "b", "member");
   // Team b's job happens to have the name team a's trial 0 will want.
   json victim = Idle("btrain-0", "b");
   victim["command"] = "echo HEADWAY '{\"step\": 1, \"metrics\": {\"loss\": -100}}'; while true; do sleep 0.2; done";
@@ -228,7 +199,7 @@ TEST(Experiments, ATrialNeverBindsAJobItDidNotCreate) {
 
 TEST(Experiments, ParameterValuesInAShellCommandStayData) {
   TestServer server(2, {"--auth"});
-  std::string admin = AdminToken(server);
+  std::string admin = server.admin_token();
   server.UseToken(admin);
   std::string dir = server.work_dir();
   std::filesystem::create_directories(dir);
@@ -272,7 +243,7 @@ void ExpectNoRawControl(const std::string& what, const std::string& text) {
 
 TEST(Output, TheCliNeverPrintsARawControlCharacter) {
   TestServer server(2, {"--auth"});
-  std::string admin = AdminToken(server);
+  std::string admin = server.admin_token();
   server.UseToken(admin);
   // A YAML escape gets a control character past the spec's check for raw bytes.
   CommandResult r = server.Cli({"--token", admin, "submit", "-f", "-"},

@@ -22,36 +22,8 @@ using ::testing::Not;
 constexpr const char* kIdleJob =
     R"({"name": "planted", "command": "echo pwned > /tmp/headway-planted", "termination_grace": "1s"})";
 
-struct Answer {
-  int status = -1;
-  json body;
-  std::string raw;
-  api::ClientResponse response;
-};
-
-Answer Call(const TestServer& server, const std::string& token, const std::string& method,
-            const std::string& path, const std::string& body = {},
-            std::vector<std::pair<std::string, std::string>> headers = {},
-            const std::string& content_type = "application/json") {
-  api::HttpClient http(server.url(), token);
-  auto resp = http.Request(method, path, body, content_type, headers);
-  if (!resp.ok()) return {};
-  return {resp->status, json::parse(resp->body, nullptr, false), resp->body, *resp};
-}
-
 std::size_t JobCount(const TestServer& server) {
   return Call(server, server.admin_token(), "GET", "/api/v1/jobs").body["jobs"].size();
-}
-
-std::string CreateToken(const TestServer& server, const std::string& name, const std::string& team,
-                        const std::string& role, const std::vector<std::string>& more = {}) {
-  std::vector<std::string> args = {"token", "create", name, "--team", team, "--role", role};
-  args.insert(args.end(), more.begin(), more.end());
-  CommandResult r = server.Cli(args);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  std::string secret = r.out;
-  while (!secret.empty() && secret.back() == '\n') secret.pop_back();
-  return secret;
 }
 
 std::string HostPort(const TestServer& server) {

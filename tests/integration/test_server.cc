@@ -198,4 +198,39 @@ bool TestServer::HasEvent(const std::string& name, const std::string& type,
 
 std::string TestServer::ServerLog() const { return ReadFile(log_path_); }
 
+Answer Call(const TestServer& server, const std::string& token, const std::string& method,
+            const std::string& path, const std::string& body,
+            std::vector<std::pair<std::string, std::string>> headers,
+            const std::string& content_type) {
+  api::HttpClient http(server.url(), token);
+  auto resp = http.Request(method, path, body, content_type, headers);
+  if (!resp.ok()) return {};
+  return {resp->status, nlohmann::json::parse(resp->body, nullptr, false), resp->body, *resp};
+}
+
+namespace {
+
+std::string CreatedSecret(const CommandResult& r) {
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::string secret = r.out;
+  while (!secret.empty() && secret.back() == '\n') secret.pop_back();
+  return secret;
+}
+
+}  // namespace
+
+std::string CreateToken(const TestServer& server, const std::string& name, const std::string& team,
+                        const std::string& role, const std::vector<std::string>& more) {
+  std::vector<std::string> args = {"token", "create", name, "--team", team, "--role", role};
+  args.insert(args.end(), more.begin(), more.end());
+  return CreatedSecret(server.Cli(args));
+}
+
+std::string CreateTokenAs(const TestServer& server, const std::string& admin,
+                          const std::string& name, const std::string& team,
+                          const std::string& role) {
+  return CreatedSecret(
+      server.Cli({"--token", admin, "token", "create", name, "--team", team, "--role", role}));
+}
+
 }  // namespace headway::testing

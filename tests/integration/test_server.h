@@ -41,6 +41,28 @@ std::string MakeTempDir(const std::string& prefix);
 void WriteFile(const std::string& path, const std::string& content);
 std::string ReadFile(const std::string& path);
 
+class TestServer;
+
+// One API call's answer; status -1 when no response came back.
+struct Answer {
+  int status = -1;
+  nlohmann::json body;  // discarded (not an error) when the body is not JSON
+  std::string raw;
+  api::ClientResponse response;
+};
+Answer Call(const TestServer& server, const std::string& token, const std::string& method,
+            const std::string& path, const std::string& body = {},
+            std::vector<std::pair<std::string, std::string>> headers = {},
+            const std::string& content_type = "application/json");
+
+// `headway token create NAME --team TEAM --role ROLE MORE...` with the
+// harness's token; returns the secret it printed. CreateTokenAs sends `admin`.
+std::string CreateToken(const TestServer& server, const std::string& name, const std::string& team,
+                        const std::string& role, const std::vector<std::string>& more = {});
+std::string CreateTokenAs(const TestServer& server, const std::string& admin,
+                          const std::string& name, const std::string& team,
+                          const std::string& role);
+
 class TestServer {
  public:
   // Starts a server with `--gpus gpus` and a fresh base directory.
