@@ -1,6 +1,8 @@
 #include "server/server.h"
 
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <spdlog/spdlog.h>
@@ -14,6 +16,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "api/http_server.h"
 #include "api/request_guard.h"
@@ -178,6 +181,47 @@ Result<std::string> PublishCertificate(const std::string& cert_file, const std::
   return copy.string();
 }
 
+// Who holds a data directory: the first server takes an exclusive lock on
+// DATA_DIR/server.lock for its whole life (the kernel drops it when the
+// process ends, crashed or not) and writes its pid and URL there, so a
+// second server on the same directory refuses to start and names the first
+// instead of re-adopting and driving its jobs too.
+class DataDirLock {
+ public:
+  static Result<DataDirLock> Acquire(const std::string& data_dir) {
+    std::string path = (std::filesystem::path(data_dir) / "server.lock").string();
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return Unavailable("cannot open " + path + ": " + std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int error = errno;
+      char holder[256] = {};
+      ssize_t n = ::pread(fd, holder, sizeof holder - 1, 0);
+      ::close(fd);
+      if (error != EWOULDBLOCK) return Unavailable("cannot lock " + path + ": " + std::strerror(error));
+      std::string who = n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : "";
+      while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) who.pop_back();
+      return Conflict("another headway server (" + (who.empty() ? "starting" : who) +
+                      ") is using the data directory " + data_dir +
+                      "; stop it first, or give this one another --data-dir");
+    }
+    return DataDirLock(fd);
+  }
+  DataDirLock(DataDirLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  DataDirLock& operator=(DataDirLock&&) = delete;
+  ~DataDirLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  // Records who holds it, for the error a second server prints.
+  void Describe(const std::string& url) const {
+    std::string text = "pid " + std::to_string(::getpid()) + ", " + url + "\n";
+    if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, text.data(), text.size(), 0);
+  }
+
+ private:
+  explicit DataDirLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
 }  // namespace
 
 int RunServer(const ServerConfig& config) {
@@ -200,6 +244,11 @@ int RunServer(const ServerConfig& config) {
   Status secured = SecureDataDir(config.data_dir);
   if (!secured.ok()) {
     spdlog::error("{}", secured.message());
+    return 1;
+  }
+  auto data_dir_lock = DataDirLock::Acquire(config.data_dir);
+  if (!data_dir_lock.ok()) {
+    spdlog::error("{}", data_dir_lock.status().message());
     return 1;
   }
   std::string db_path = (std::filesystem::path(config.data_dir) / "headway.db").string();
@@ -407,6 +456,7 @@ int RunServer(const ServerConfig& config) {
     spdlog::info("team {}: quota {} GPU(s), may borrow {}, weight {}", team, quota.nominal_gpus,
                  quota.borrowing_limit, quota.weight);
   }
+  data_dir_lock->Describe(options.advertise_url);
   spdlog::info("headway server listening on {} (data: {})", options.advertise_url, config.data_dir);
   spdlog::info("dashboard: {}", DashboardUrl(config, user_tokens, options.advertise_url));
 

@@ -266,6 +266,25 @@ TEST(Recovery, ServerKilledMidJobReadoptsItAndLosesNothing) {
   EXPECT_EQ(list.out, "survivor\nquick\nqueued\n");
 }
 
+TEST(Recovery, ASecondServerOnTheSameDataDirectoryRefusesToStartAndNamesTheFirst) {
+  TestServer server;
+  server.Submit("name: mine\ncommand: \"sleep 30\"\ntermination_grace: 1s\n");
+  ASSERT_TRUE(server.WaitForState("mine", "Running"));
+  CommandResult second = RunCommand({"/usr/bin/timeout", "20", HEADWAY_BIN, "server", "--listen",
+                                     "127.0.0.1:0", "--data-dir", server.data_dir()});
+  EXPECT_EQ(second.exit_code, 1) << second.out << second.err;
+  EXPECT_THAT(second.out + second.err, HasSubstr("another headway server (pid "));
+  EXPECT_THAT(second.out + second.err, HasSubstr(server.url()));
+  // The first server still drives its job alone.
+  EXPECT_FALSE(server.HasEvent("mine", "Readopted"));
+  EXPECT_EQ(server.Cli({"stop", "mine"}).exit_code, 0);
+  EXPECT_TRUE(server.WaitForState("mine", "Stopped"));
+  // A crashed server leaves no lock behind.
+  server.Kill();
+  server.Restart();
+  EXPECT_EQ(server.State("mine"), "Stopped");
+}
+
 TEST(Recovery, JobThatDiesWithItsSupervisorIsFailedAsLost) {
   TestServer server;
   server.Submit("name: orphan\ncommand: \"sleep 30\"\n");
