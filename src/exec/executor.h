@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,6 +73,14 @@ class Executor {
   // Whether this executor can ever run the spec (e.g. node count); checked at submit.
   virtual Status Admit(const JobSpec& spec) const = 0;
   virtual Result<Launched> Launch(const LaunchRequest& request) = 0;
+  // The attempt `request` already started, if Launch got that far for it
+  // before the server stopped without saving the handle (a crash mid-launch):
+  // recovery adopts it instead of launching the attempt a second time.
+  // nullopt: nothing of it started, or the executor cannot tell.
+  virtual std::optional<Launched> FindLaunched(const LaunchRequest& request) {
+    (void)request;
+    return std::nullopt;
+  }
   virtual ExecStatus Poll(const std::string& handle) = 0;
   // Delivers `signal` to every process of the attempt. Ok if it already ended.
   virtual Status Signal(const std::string& handle, int signal) = 0;

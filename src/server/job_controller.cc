@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <tuple>
@@ -473,9 +474,23 @@ Status JobController::Reconcile() {
     std::vector<JobEvent> events;
     if ((job.state == JobState::kStarting || job.state == JobState::kRunning) &&
         job.executor_handle.empty()) {
-      // The server stopped between choosing the job and launching it.
-      job.gpu_ids.clear();
-      SetState(job, JobState::kQueued, "Requeued", "the server restarted before launch", events);
+      // The server stopped while launching: adopt what the launch started,
+      // or launch it again if it started nothing, never both.
+      if (auto launched = ExecutorFor(job).FindLaunched(AttemptRequest(job))) {
+        job.executor_handle = launched->handle;
+        IndexLogs(job, *launched, events);
+        events.push_back(Event(job, "Readopted",
+                               "the server stopped while launching the attempt, which had "
+                               "started: " + launched->description));
+        {
+          std::lock_guard token_lock(tokens_mu_);
+          token_hashes_[job.name()] = job.token_hash;
+        }
+        PollAttempt(job, events);
+      } else {
+        job.gpu_ids.clear();
+        SetState(job, JobState::kQueued, "Requeued", "the server restarted before launch", events);
+      }
     } else if (job.state == JobState::kRunning || job.state == JobState::kStarting) {
       ExecStatus status = ExecutorFor(job).Poll(job.executor_handle);
       if (status.phase == ExecStatus::Phase::kRunning || status.phase == ExecStatus::Phase::kPending) {
@@ -707,17 +722,22 @@ void JobController::PublishPool(const sched::ClusterState& state, const std::vec
   nodes_ = {std::move(node)};
 }
 
-void JobController::StartJob(Job& job, std::vector<int> gpu_ids, std::string why) {
-  std::vector<JobEvent> events;
-  job.gpu_ids = std::move(gpu_ids);
-  job.stop_requested_at.reset();
-  job.stop_reason.clear();
-  job.exit_code.reset();
-  SetState(job, JobState::kStarting, "Scheduled", std::move(why), events);
-  Save(job, events);
-  events.clear();
+namespace {
 
-  std::string token = api::NewJobToken();
+// Fault injection for the crash-recovery tests: with HEADWAY_TEST_CRASH_AT
+// naming this point, the server dies here as if killed (-9).
+void CrashPointForTests(const char* point) {
+  static const char* const wanted = std::getenv("HEADWAY_TEST_CRASH_AT");
+  if (wanted != nullptr && std::strcmp(wanted, point) == 0) {
+    std::fprintf(stderr, "headway: crash point %s reached\n", point);
+    std::fflush(stderr);
+    ::raise(SIGKILL);
+  }
+}
+
+}  // namespace
+
+LaunchRequest JobController::AttemptRequest(const Job& job) const {
   LaunchRequest request;
   request.spec = job.spec;
   request.attempt = job.attempt();
@@ -725,6 +745,36 @@ void JobController::StartJob(Job& job, std::vector<int> gpu_ids, std::string why
   request.run_dir = (std::filesystem::path(options_.data_dir) / "jobs" / job.name() /
                      ("attempt-" + std::to_string(job.attempt())))
                         .string();
+  return request;
+}
+
+void JobController::IndexLogs(const Job& job, const Launched& launched,
+                              std::vector<JobEvent>& events) {
+  for (const RankLog& log : launched.logs) {
+    Status s = store_.AddLogFile({job.name(), job.attempt(), log.rank, log.path});
+    if (!s.ok()) events.push_back(Event(job, "Warning", "log index: " + s.message()));
+  }
+}
+
+void JobController::StartJob(Job& job, std::vector<int> gpu_ids, std::string why) {
+  std::vector<JobEvent> events;
+  job.gpu_ids = std::move(gpu_ids);
+  job.stop_requested_at.reset();
+  job.stop_reason.clear();
+  job.exit_code.reset();
+  // The launch intent, token included, is durable before anything starts:
+  // an attempt adopted after a crash mid-launch reports with this token.
+  std::string token = api::NewJobToken();
+  job.token_hash = api::HashToken(token);
+  {
+    std::lock_guard lock(tokens_mu_);
+    token_hashes_[job.name()] = job.token_hash;
+  }
+  SetState(job, JobState::kStarting, "Scheduled", std::move(why), events);
+  Save(job, events);
+  events.clear();
+
+  LaunchRequest request = AttemptRequest(job);
   // Kubeflow Trainer v2 compatibility: its SDK reads the token from a file.
   std::string token_file = request.run_dir + "/kubeflow-token";
   std::error_code ec;
@@ -764,6 +814,7 @@ void JobController::StartJob(Job& job, std::vector<int> gpu_ids, std::string why
   }
   request.queue_options = QueueOf(job.spec).options;
   Executor& executor = ExecutorFor(job);
+  CrashPointForTests("launch:before");
   auto launched = executor.Launch(request);
   if (!launched.ok()) {
     job.gpu_ids.clear();
@@ -774,16 +825,9 @@ void JobController::StartJob(Job& job, std::vector<int> gpu_ids, std::string why
   for (const std::string& warning : launched->warnings) {
     events.push_back(Event(job, "Warning", warning));
   }
-  for (const RankLog& log : launched->logs) {
-    Status s = store_.AddLogFile({job.name(), job.attempt(), log.rank, log.path});
-    if (!s.ok()) events.push_back(Event(job, "Warning", "log index: " + s.message()));
-  }
+  IndexLogs(job, *launched, events);
+  CrashPointForTests("launch:after");
   job.executor_handle = launched->handle;
-  job.token_hash = api::HashToken(token);
-  {
-    std::lock_guard lock(tokens_mu_);
-    token_hashes_[job.name()] = job.token_hash;
-  }
   job.message = "launched";
   events.push_back(Event(job, "Launched", "attempt " + std::to_string(job.attempt()) + " handed to " +
                                               job.executor + ": " + launched->description));

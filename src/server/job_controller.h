@@ -100,6 +100,10 @@ class JobController final : public api::JobService {
   Result<std::vector<std::string>> MetricNames(std::string_view name) override;
 
  private:
+  // What launching the job's current attempt asks of its executor (the
+  // platform's part is added by StartJob).
+  LaunchRequest AttemptRequest(const Job& job) const;
+  void IndexLogs(const Job& job, const Launched& launched, std::vector<JobEvent>& events);
   // The job, or Conflict when it already ended; callers hold mu_.
   Result<Job> StoppableJob(std::string_view name);
   // Each returns events to persist with the job; callers hold mu_.

@@ -285,6 +285,43 @@ TEST(Recovery, ASecondServerOnTheSameDataDirectoryRefusesToStartAndNamesTheFirst
   EXPECT_EQ(server.State("mine"), "Stopped");
 }
 
+// Fault injection: the server dies (as with kill -9) just before and just
+// after the executor starts an attempt, before the attempt's handle is
+// saved. After the restart exactly one copy of the attempt runs, and it
+// reports with the token it was started with.
+TEST(Recovery, ACrashWhileLaunchingNeverRunsTheAttemptTwice) {
+  for (std::string point : {"launch:before", "launch:after"}) {
+    SCOPED_TRACE(point);
+    ::setenv("HEADWAY_TEST_CRASH_AT", point.c_str(), 1);
+    TestServer server(/*gpus=*/1);
+    ::unsetenv("HEADWAY_TEST_CRASH_AT");
+    const std::string marker = point == "launch:before" ? "sleep 4848.1" : "sleep 4848.2";
+    // Spelled through a variable so that only the sleep's own command line holds the marker.
+    const std::string sleep_command = "s=4848; sleep $s." + marker.substr(marker.size() - 1);
+    const std::string release = server.work_dir() + "/release";
+    server.Submit("name: once\nresources: {gpus_per_process: 1}\n"
+                  "env: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\"}\n"
+                  "command: \"" + sleep_command + " & m=$!; while [ ! -e " + release +
+                  " ]; do sleep 0.1; done; /usr/bin/python3 -c 'import headway; "
+                  "headway.report(5, total_steps=5); headway.flush()'; kill $m\"\n");
+    ASSERT_TRUE(WaitFor([&] {
+      return server.ServerLog().find("crash point " + point + " reached") != std::string::npos;
+    })) << server.ServerLog();
+    server.Kill();
+    server.Restart();
+    ASSERT_TRUE(server.WaitForState("once", "Running"));
+    ASSERT_TRUE(WaitFor([&] { return ProcessesWith(marker).size() >= 1; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a second copy would be up by now
+    EXPECT_EQ(ProcessesWith(marker).size(), 1u);
+    EXPECT_TRUE(server.HasEvent("once", point == "launch:before" ? "StateChanged" : "Readopted",
+                                point == "launch:before" ? "before launch" : "had started"));
+    WriteFile(release, "");
+    ASSERT_TRUE(server.WaitForState("once", "Succeeded")) << server.Cli({"logs", "once"}).out;
+    EXPECT_EQ(server.Job("once")["progress"]["step"], 5);
+    EXPECT_EQ(server.Job("once")["attempt"], 0);
+  }
+}
+
 TEST(Recovery, JobThatDiesWithItsSupervisorIsFailedAsLost) {
   TestServer server;
   server.Submit("name: orphan\ncommand: \"sleep 30\"\n");

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -24,6 +25,18 @@ std::string MakeTempDir(const std::string& prefix) {
   char* dir = ::mkdtemp(pattern.data());
   if (dir == nullptr) throw std::runtime_error("mkdtemp failed");
   return dir;
+}
+
+std::vector<pid_t> ProcessesWith(const std::string& marker) {
+  std::vector<pid_t> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile(entry.path() / "cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
+  }
+  return pids;
 }
 
 void WriteFile(const std::string& path, const std::string& content) {

@@ -38,6 +38,8 @@ bool WaitFor(const std::function<bool()>& condition,
              std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 std::string MakeTempDir(const std::string& prefix);
+// Pids of the processes (seen from here) whose command line contains `marker`.
+std::vector<pid_t> ProcessesWith(const std::string& marker);
 void WriteFile(const std::string& path, const std::string& content);
 std::string ReadFile(const std::string& path);
 

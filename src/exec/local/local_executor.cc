@@ -273,6 +273,10 @@ class LocalExecutor final : public Executor {
                                     request.shared_files.end());
       launch["sandbox"] = plan.ToJson();
     }
+    // A relaunch of the same attempt starts clean (see FindLaunched).
+    for (const char* stale : {"supervisor.json", "result.json"}) {
+      fs::remove(fs::path(request.run_dir) / stale, ec);
+    }
     // 0600: the environment holds the job's report token.
     HEADWAY_RETURN_IF_ERROR(WriteFileAtomically(fs::path(request.run_dir) / "launch.json",
                                                 launch.dump(), 0600));
@@ -323,6 +327,27 @@ class LocalExecutor final : public Executor {
     launched.description = "supervisor pid " + std::to_string(pid) + ", running as " +
                            account->name;
     launched.warnings = std::move(warnings);
+    return launched;
+  }
+
+  std::optional<Launched> FindLaunched(const LaunchRequest& request) override {
+    // The supervisor records itself before it starts any rank; without that
+    // record no rank of this attempt ran.
+    std::ifstream record(fs::path(request.run_dir) / "supervisor.json");
+    auto supervisor = json::parse(record, nullptr, /*allow_exceptions=*/false);
+    std::ifstream launch_file(fs::path(request.run_dir) / "launch.json");
+    auto launch = json::parse(launch_file, nullptr, /*allow_exceptions=*/false);
+    if (!supervisor.is_object() || !launch.is_object() || !supervisor.contains("pid") ||
+        !supervisor.contains("start_time") || !launch.contains("ranks")) {
+      return std::nullopt;
+    }
+    Handle handle{supervisor["pid"].get<pid_t>(), supervisor["start_time"].get<std::uint64_t>(),
+                  request.run_dir,
+                  internal::AttemptCgroup::FromJson(launch.value("cgroup", json::object()))};
+    Launched launched;
+    launched.handle = handle.Encode();
+    launched.description = "supervisor pid " + std::to_string(handle.pid);
+    for (const auto& r : launch["ranks"]) launched.logs.push_back({r["rank"], r["log"]});
     return launched;
   }
 

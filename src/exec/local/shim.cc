@@ -23,6 +23,7 @@
 
 #include "exec/local/cgroup.h"
 #include "exec/local/local_executor.h"
+#include "exec/local/process_identity.h"
 #include "exec/local/sandbox.h"
 
 namespace headway {
@@ -110,14 +111,18 @@ pid_t StartRank(Rank& r, const RankSetup& setup) {
 
 // Written through a descriptor of the run directory: inside the sandbox the
 // directory's path shows an empty tmpfs.
-bool WriteResult(int dir_fd, const json& result) {
-  std::string text = result.dump();
-  int fd = ::openat(dir_fd, "result.json.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+bool WriteFileAt(int dir_fd, const std::string& name, const std::string& text) {
+  std::string tmp = name + ".tmp";
+  int fd = ::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return false;
   bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
             ::fsync(fd) == 0;
   ::close(fd);
-  return ok && ::renameat(dir_fd, "result.json.tmp", dir_fd, "result.json") == 0;
+  return ok && ::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) == 0;
+}
+
+bool WriteResult(int dir_fd, const json& result) {
+  return WriteFileAt(dir_fd, "result.json", result.dump());
 }
 
 // Ends whatever is left of the attempt and waits until nothing is: only then
@@ -188,6 +193,16 @@ int RunLocalShim(const std::string& run_dir) {
     cgroup.Remove();
     return WriteResult(dir_fd, result) ? 0 : 1;
   };
+  // Before any rank starts (and while /proc still shows this process): the
+  // record by which a server that crashed while launching this attempt finds
+  // and adopts it instead of starting it a second time.
+  {
+    auto start_time = internal::ProcessStartTime(::getpid());
+    json record = {{"pid", ::getpid()}, {"start_time", start_time ? *start_time : 0}};
+    if (!WriteFileAt(dir_fd, "supervisor.json", record.dump())) {
+      return fail_to_start(std::string("cannot record the supervisor: ") + std::strerror(errno));
+    }
+  }
   pid_t reaper = -1;
   if (launch.contains("sandbox") && launch["sandbox"].is_object()) {
     Status entered = internal::EnterSandbox(internal::SandboxPlan::FromJson(launch["sandbox"]));
