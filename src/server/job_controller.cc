@@ -105,6 +105,18 @@ void JobController::ScanMarkers(const Job& job, std::vector<JobEvent>& events) {
     events.push_back(Event(job, "Warning",
                            "ignored a malformed HEADWAY progress line in the job's output"));
   }
+  // The same series limit as HTTP reports; a job's output cannot be refused,
+  // so what is over it is dropped, and the job's events say so once.
+  std::set<std::string> dropped =
+      tracker_.DropSeriesOverLimit(job.name(), reports, options_.max_series_per_job);
+  if (!dropped.empty() && !warned_series_.count(job.name())) {
+    warned_series_.insert(job.name());
+    events.push_back(Event(job, "Warning",
+                           "dropped HEADWAY output lines' values of " +
+                               std::to_string(dropped.size()) + " metric series beyond the limit of " +
+                               std::to_string(options_.max_series_per_job) + " per job (first: '" +
+                               *dropped.begin() + "')"));
+  }
   if (!reports.empty()) writer_.WriteAsync({job.name(), std::move(reports), clock_.Now()});
 }
 

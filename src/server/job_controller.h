@@ -146,6 +146,7 @@ class JobController final : public api::JobService {
   MarkerScanner markers_;                          // guarded by mu_
   std::map<std::string, std::string> health_;      // guarded by mu_: last health seen per job
   std::map<std::string, bool> warned_malformed_;   // guarded by mu_
+  std::set<std::string> warned_series_;            // guarded by mu_: told of dropped series
   std::mutex tokens_mu_;
   // Report-token hash per job, so a report costs no job read and parse.
   std::map<std::string, std::string> token_hashes_;  // guarded by tokens_mu_

@@ -120,6 +120,31 @@ Status ProgressTracker::AdmitSeries(const std::string& job,
   return Status::Ok();
 }
 
+std::set<std::string> ProgressTracker::DropSeriesOverLimit(const std::string& job,
+                                                           std::vector<ProgressReport>& reports,
+                                                           std::size_t max_series) {
+  std::lock_guard lock(mu_);
+  State& s = Load(job);
+  std::set<std::string> admitted, dropped;
+  for (ProgressReport& r : reports) {
+    for (auto it = r.metrics.begin(); it != r.metrics.end();) {
+      const std::string& name = it->first;
+      bool known = s.latest.count(name) || admitted.count(name);
+      if (!known && s.latest.size() + admitted.size() < max_series) {
+        admitted.insert(name);
+        known = true;
+      }
+      if (known) {
+        ++it;
+      } else {
+        dropped.insert(name);
+        it = r.metrics.erase(it);
+      }
+    }
+  }
+  return dropped;
+}
+
 void ProgressTracker::Apply(const ProgressBatch& batch) {
   std::lock_guard lock(mu_);
   State& s = Load(batch.job);

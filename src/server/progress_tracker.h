@@ -9,6 +9,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,12 @@ class ProgressTracker {
                   double plateau_window = 0.25);
 
   void Apply(const ProgressBatch& batch);
+  // For reports nobody can be told "no" (stdout markers): removes the values
+  // of series that would take `job` past `max_series`, keeping the first new
+  // ones that fit. Returns the names of the series dropped.
+  std::set<std::string> DropSeriesOverLimit(const std::string& job,
+                                            std::vector<ProgressReport>& reports,
+                                            std::size_t max_series);
   // InvalidArgument when `reports` would give `job` more than `max_series`
   // metric series. Checked before writing, so a refused request stores nothing.
   Status AdmitSeries(const std::string& job, const std::vector<ProgressReport>& reports,

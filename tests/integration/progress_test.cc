@@ -110,6 +110,23 @@ TEST(ProgressApi, BadPayloadsAreRejectedClearlyAndStoreNothing) {
   server.Cli({"stop", "strict"});
 }
 
+// Stdout markers are held to the same series limit as HTTP reports: what is
+// over it is dropped (a job's output cannot be answered "no") and said once.
+TEST(ProgressApi, StdoutMarkersCannotPassTheSeriesLimit) {
+  TestServer server(4, {"--max-series-per-job", "5"});
+  WriteFile(server.work_dir() + "/chatty.sh",
+            "for i in $(seq 1 50); do\n"
+            "  echo \"HEADWAY {\\\"step\\\": $i, \\\"metrics\\\": {\\\"m$i\\\": 1}}\"\n"
+            "done\n");
+  server.Submit("name: chatty\ncommand: [/bin/sh, " + server.work_dir() + "/chatty.sh]\n");
+  ASSERT_TRUE(server.WaitForState("chatty", "Succeeded"));
+  ASSERT_TRUE(WaitFor([&] { return server.Job("chatty")["progress"]["step"] == 50; }))
+      << server.Cli({"logs", "chatty"}).out;
+  EXPECT_EQ(server.Job("chatty")["progress"]["metrics"].size(), 5u)
+      << server.Job("chatty")["progress"].dump();
+  EXPECT_TRUE(WaitFor([&] { return server.HasEvent("chatty", "Warning", "beyond the limit of 5"); }));
+}
+
 TEST(ProgressApi, LimitsOnNamesPointsAndSeriesAreClearAndStoreNothing) {
   TestServer server(4, {"--max-series-per-job", "5"});
   SubmitIdleJob(server, "bounded");
