@@ -78,6 +78,9 @@ int main(int argc, char** argv) {
                    "start jobs strictly in order (no backfill)");
   server->add_option("--webhook", server_config.webhooks,
                      "http:// URL to POST every job state and health change to (repeatable)");
+  server->add_option("--webhook-secret-file", server_config.webhook_secret_file,
+                     "file holding the key of the webhooks' X-Headway-Signature (HMAC-SHA-256 of "
+                     "the body; default DATA_DIR/webhook-secret, made at first start)");
   server->add_option("--max-connections", server_config.max_connections,
                      "open connections beyond which new ones are refused with 503")
       ->capture_default_str()

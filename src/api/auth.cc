@@ -2,6 +2,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include <cassert>
@@ -48,6 +49,19 @@ std::string HashToken(std::string_view token) {
   (void)ok;
   return Hex(digest, length);
 }
+
+std::string HmacSha256(std::string_view key, std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  unsigned char* ok = HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+                           reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest,
+                           &length);
+  assert(ok != nullptr);
+  (void)ok;
+  return Hex(digest, length);
+}
+
+std::string NewSecret() { return RandomToken(""); }
 
 bool SameHash(std::string_view a, std::string_view b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;

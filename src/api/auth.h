@@ -12,6 +12,10 @@ std::string NewJobToken();
 std::string NewUserToken();
 // SHA-256, hex-encoded.
 std::string HashToken(std::string_view token);
+// HMAC-SHA-256 of `data` under `key`, hex-encoded (webhook signatures).
+std::string HmacSha256(std::string_view key, std::string_view data);
+// 32 random bytes from the OS, hex-encoded, unprefixed (shared secrets).
+std::string NewSecret();
 // Constant-time comparison of two hashes.
 bool SameHash(std::string_view a, std::string_view b);
 // The token of an "Authorization: Bearer <token>" header; empty if absent.

@@ -1,6 +1,8 @@
 #include "api/http_client.h"
 
 #include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -121,6 +123,14 @@ Result<ClientResponse> HttpClient::Request(std::string_view method, std::string_
                         [&](auto& stream) -> Result<ClientResponse> {
     beast::error_code ec;
     beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(60));
+    if (timeout_.count() > 0) {
+      // expires_after bounds only asynchronous operations; these are blocking.
+      timeval tv{static_cast<time_t>(timeout_.count() / 1000),
+                 static_cast<suseconds_t>((timeout_.count() % 1000) * 1000)};
+      int fd = beast::get_lowest_layer(stream).socket().native_handle();
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    }
     http::write(stream, req, ec);
     if (ec) return Unavailable("sending request: " + ec.message());
     beast::flat_buffer buffer;

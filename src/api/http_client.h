@@ -2,6 +2,7 @@
 // One connection per request: callers make few.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
@@ -45,12 +46,16 @@ class HttpClient {
                      std::string& error_body);
 
   const std::string& base_url() const { return base_url_; }
+  // Each blocking send or receive of Request fails (Unavailable) after
+  // `timeout` without progress; 0 (the default): no bound but the server's.
+  void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
 
  private:
   Status ParseUrl(std::string& host, std::string& port, bool& tls) const;
   std::string base_url_;
   std::string token_;
   std::string ca_file_;
+  std::chrono::milliseconds timeout_{0};
 };
 
 }  // namespace headway::api

@@ -18,6 +18,7 @@
 #include <thread>
 #include <utility>
 
+#include "api/auth.h"
 #include "api/http_server.h"
 #include "api/request_guard.h"
 #include "core/run_as.h"
@@ -222,6 +223,30 @@ class DataDirLock {
   int fd_;
 };
 
+// The key webhook bodies are signed with: --webhook-secret-file, else
+// DATA_DIR/webhook-secret, made (0600) at the first start that needs it.
+Result<std::string> WebhookSecret(const ServerConfig& config) {
+  std::string path = !config.webhook_secret_file.empty()
+                         ? config.webhook_secret_file
+                         : (std::filesystem::path(config.data_dir) / "webhook-secret").string();
+  std::string secret;
+  if (std::ifstream file(path); file) std::getline(file, secret);
+  if (!secret.empty()) return secret;
+  if (!config.webhook_secret_file.empty()) {
+    return InvalidArgument("--webhook-secret-file " + path + " is missing or empty");
+  }
+  secret = api::NewSecret();
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 || ::write(fd, (secret + "\n").data(), secret.size() + 1) !=
+                    static_cast<ssize_t>(secret.size() + 1)) {
+    if (fd >= 0) ::close(fd);
+    return Unavailable("cannot write " + path + ": " + std::strerror(errno));
+  }
+  ::close(fd);
+  spdlog::info("webhook bodies are signed (X-Headway-Signature) with the secret in {}", path);
+  return secret;
+}
+
 }  // namespace
 
 int RunServer(const ServerConfig& config) {
@@ -372,7 +397,17 @@ int RunServer(const ServerConfig& config) {
   options.scheduling.backfill = config.backfill;
   options.preemption_grace =
       std::chrono::milliseconds(static_cast<std::int64_t>(config.preemption_grace_s * 1000));
-  WebhookNotifier webhooks(config.webhooks);
+  WebhookOptions webhook_options;
+  webhook_options.urls = config.webhooks;
+  if (!config.webhooks.empty()) {
+    auto secret = WebhookSecret(config);
+    if (!secret.ok()) {
+      spdlog::error("{}", secret.status().message());
+      return 1;
+    }
+    webhook_options.secret = *secret;
+  }
+  WebhookNotifier webhooks(webhook_options);
   options.on_change = [&webhooks](const Job& job, const JobEvent& event) {
     webhooks.Notify({{"type", event.type},
                      {"job", job.name()},
@@ -381,7 +416,10 @@ int RunServer(const ServerConfig& config) {
                      {"reason", job.reason},
                      {"exit_code", job.exit_code ? nlohmann::json(*job.exit_code) : nlohmann::json()},
                      {"time", FormatRfc3339(event.time)},
-                     {"message", event.message}});
+                     {"message", event.message},
+                     // What chat incoming webhooks (Slack, Mattermost) show.
+                     {"text", "headway: job " + job.name() + " (team " + job.spec.team + "): " +
+                                  event.message}});
   };
 
   // Bind first, so the URL handed to jobs names the real port; requests that

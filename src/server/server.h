@@ -40,6 +40,7 @@ struct ServerConfig {
   double stall_floor_s = 60;        // never call a job Stalled sooner than this
   double no_report_grace_s = 300;   // say "no progress reported" after this long
   std::vector<std::string> webhooks;  // http:// URLs that get every state/health change
+  std::string webhook_secret_file;    // HMAC key for their signatures; default DATA_DIR/webhook-secret
   double plateau_window = 0.25;     // fraction of total_steps the objective must improve over; 0: off
   // Require user tokens on the API (see api/rest_api.h). The first start
   // writes an admin token to data_dir/admin-token. Off (--no-auth) only on a

@@ -2,70 +2,119 @@
 
 #include <spdlog/spdlog.h>
 
-#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 
+#include "api/auth.h"
 #include "api/http_client.h"
 
 namespace headway {
 
-WebhookNotifier::WebhookNotifier(std::vector<std::string> urls, int attempts, std::size_t max_queue)
-    : urls_(std::move(urls)), attempts_(attempts), max_queue_(max_queue) {
-  if (!urls_.empty()) thread_ = std::thread([this] { Run(); });
+struct WebhookNotifier::Endpoint {
+  std::string url;
+  std::size_t max_queue = 0;
+  std::mutex mu;
+  std::condition_variable wake;
+  std::deque<std::string> queue;  // guarded by mu: bodies to post
+  bool stopping = false;          // guarded by mu
+  std::chrono::steady_clock::time_point give_up_at =
+      std::chrono::steady_clock::time_point::max();  // guarded by mu
+  bool done = false;                                  // guarded by mu
+  std::condition_variable finished;
+};
+
+namespace {
+
+// "http://host:port/path": the client takes the base, the path is the target.
+std::pair<std::string, std::string> SplitUrl(const std::string& url) {
+  std::size_t scheme = url.find("//");
+  std::size_t slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 2);
+  if (slash == std::string::npos) return {url, "/"};
+  return {url.substr(0, slash), url.substr(slash)};
+}
+
+// The worker owns a reference to its endpoint, so it may outlive the
+// notifier when a receiver hangs past shutdown.
+void Deliver(std::shared_ptr<WebhookNotifier::Endpoint> endpoint, WebhookOptions options) {
+  auto [base, target] = SplitUrl(endpoint->url);
+  for (;;) {
+    std::string body;
+    {
+      std::unique_lock lock(endpoint->mu);
+      endpoint->wake.wait(lock, [&] { return endpoint->stopping || !endpoint->queue.empty(); });
+      if (endpoint->queue.empty() || std::chrono::steady_clock::now() > endpoint->give_up_at) {
+        endpoint->done = true;
+        endpoint->finished.notify_all();
+        return;
+      }
+      body = std::move(endpoint->queue.front());
+      endpoint->queue.pop_front();
+    }
+    std::vector<std::pair<std::string, std::string>> headers;
+    if (!options.secret.empty()) {
+      headers.emplace_back("X-Headway-Signature", "sha256=" + api::HmacSha256(options.secret, body));
+    }
+    api::HttpClient client(base);
+    client.set_timeout(options.timeout);
+    for (int attempt = 1; attempt <= options.attempts; ++attempt) {
+      auto resp = client.Request("POST", target, body, "application/json", headers);
+      if (resp.ok() && resp->status < 300) break;
+      if (attempt == options.attempts) {
+        spdlog::warn("webhook {} failed after {} attempts: {}", endpoint->url, options.attempts,
+                     resp.ok() ? "HTTP " + std::to_string(resp->status) : resp.status().message());
+        break;
+      }
+      std::unique_lock lock(endpoint->mu);
+      // Backoff, cut short by shutdown.
+      endpoint->wake.wait_for(lock, std::chrono::milliseconds(200 * attempt),
+                              [&] { return endpoint->stopping; });
+      if (endpoint->stopping && std::chrono::steady_clock::now() > endpoint->give_up_at) break;
+    }
+  }
+}
+
+}  // namespace
+
+WebhookNotifier::WebhookNotifier(WebhookOptions options) {
+  for (const std::string& url : options.urls) {
+    auto endpoint = std::make_shared<Endpoint>();
+    endpoint->url = url;
+    endpoint->max_queue = options.max_queue;
+    endpoints_.push_back(endpoint);
+    std::thread(Deliver, endpoint, options).detach();
+  }
 }
 
 WebhookNotifier::~WebhookNotifier() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
+  const auto give_up_at = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (const auto& endpoint : endpoints_) {
+    std::lock_guard lock(endpoint->mu);
+    endpoint->stopping = true;
+    endpoint->give_up_at = give_up_at;
+    endpoint->wake.notify_all();
   }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (const auto& endpoint : endpoints_) {
+    std::unique_lock lock(endpoint->mu);
+    if (!endpoint->finished.wait_until(lock, give_up_at, [&] { return endpoint->done; })) {
+      spdlog::warn("webhook {}: {} undelivered event(s) left at shutdown", endpoint->url,
+                   endpoint->queue.size());
+    }
+  }
 }
 
-void WebhookNotifier::Notify(nlohmann::json event) {
-  if (urls_.empty()) return;
-  std::lock_guard lock(mu_);
-  if (queue_.size() >= max_queue_) {
-    queue_.pop_front();
-    spdlog::warn("webhook queue full; dropped the oldest event");
-  }
-  queue_.push_back(std::move(event));
-  wake_.notify_one();
-}
-
-void WebhookNotifier::Run() {
-  auto stop_deadline = std::chrono::steady_clock::time_point::max();
-  for (;;) {
-    nlohmann::json event;
-    {
-      std::unique_lock lock(mu_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (stopping_ && stop_deadline == std::chrono::steady_clock::time_point::max()) {
-        stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-      }
-      if (queue_.empty() || std::chrono::steady_clock::now() > stop_deadline) return;
-      event = std::move(queue_.front());
-      queue_.pop_front();
+void WebhookNotifier::Notify(const nlohmann::json& event) {
+  if (endpoints_.empty()) return;
+  std::string body = event.dump();
+  for (const auto& endpoint : endpoints_) {
+    std::lock_guard lock(endpoint->mu);
+    if (endpoint->queue.size() >= endpoint->max_queue) {
+      endpoint->queue.pop_front();
+      spdlog::warn("webhook {}: queue full; dropped the oldest event", endpoint->url);
     }
-    std::string body = event.dump();
-    for (const std::string& url : urls_) {
-      // "http://host:port/path": the client takes the base, the path is the target.
-      std::string rest = url.substr(url.find("//") == std::string::npos ? 0 : url.find("//") + 2);
-      auto slash = rest.find('/');
-      std::string base = url.substr(0, url.size() - (slash == std::string::npos ? 0 : rest.size() - slash));
-      std::string target = slash == std::string::npos ? "/" : rest.substr(slash);
-      api::HttpClient client(base);
-      for (int attempt = 1; attempt <= attempts_; ++attempt) {
-        auto resp = client.Request("POST", target, body);
-        if (resp.ok() && resp->status < 300) break;
-        if (attempt == attempts_) {
-          spdlog::warn("webhook {} failed after {} attempts: {}", url, attempts_,
-                       resp.ok() ? "HTTP " + std::to_string(resp->status) : resp.status().message());
-        } else {
-          std::this_thread::sleep_for(std::chrono::milliseconds(200 * attempt));
-        }
-      }
-    }
+    endpoint->queue.push_back(body);
+    endpoint->wake.notify_one();
   }
 }
 

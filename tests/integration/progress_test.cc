@@ -449,6 +449,13 @@ TEST(Recovery, RepeatedCrashesUnderLoadLoseNoAcknowledgedReportAndNoJob) {
 }  // namespace
 }  // namespace headway::testing
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <atomic>
+
+#include "api/auth.h"
 #include "api/http_server.h"
 
 namespace headway::testing {
@@ -457,9 +464,12 @@ namespace {
 TEST(Webhooks, StateAndHealthChangesArePosted) {
   std::mutex mu;
   std::vector<json> received;
+  std::vector<std::string> signatures, bodies;
   auto receiver = api::HttpServer::Start({"127.0.0.1", 0, 1}, [&](const api::HttpRequest& req) {
     std::lock_guard lock(mu);
     received.push_back(json::parse(req.body, nullptr, false));
+    signatures.push_back(req.Header("x-headway-signature"));
+    bodies.push_back(req.body);
     return api::HttpResponse{204, "text/plain", "", {}, nullptr};
   });
   ASSERT_TRUE(receiver.ok());
@@ -484,6 +494,46 @@ TEST(Webhooks, StateAndHealthChangesArePosted) {
   ASSERT_EQ(server.Cli({"stop", "hooked"}).exit_code, 0);
   EXPECT_TRUE(WaitFor([&] { return seen("StateChanged", "Running -> Stopped"); }));
   (*receiver)->Stop();
+  // Every body is signed with the secret the server keeps in its data
+  // directory, and says what happened in words chat tools show.
+  std::string secret = ReadFile(server.data_dir() + "/webhook-secret");
+  secret.erase(secret.find_last_not_of('\n') + 1);
+  ASSERT_FALSE(secret.empty());
+  std::lock_guard lock(mu);
+  for (std::size_t i = 0; i < bodies.size(); ++i) {
+    EXPECT_EQ(signatures[i], "sha256=" + api::HmacSha256(secret, bodies[i]));
+    EXPECT_THAT(received[i]["text"].get<std::string>(), HasSubstr("headway: job hooked"));
+  }
+}
+
+// A receiver that accepts connections and never answers must delay neither
+// the other receivers nor the server's shutdown.
+TEST(Webhooks, AHungReceiverDelaysNeitherOtherReceiversNorShutdown) {
+  int hung = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(hung, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(hung, 64), 0);  // connections wait in the backlog, never read
+  ::getsockname(hung, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::atomic<int> healthy_posts{0};
+  auto healthy = api::HttpServer::Start({"127.0.0.1", 0, 1}, [&](const api::HttpRequest&) {
+    ++healthy_posts;
+    return api::HttpResponse{204, "text/plain", "", {}, nullptr};
+  });
+  ASSERT_TRUE(healthy.ok());
+  TestServer server(4, {"--webhook", "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/hung",
+                        "--webhook", "http://127.0.0.1:" + std::to_string((*healthy)->port()) + "/ok"});
+  for (int i = 0; i < 3; ++i) server.Submit("name: quick-" + std::to_string(i) + "\ncommand: \"true\"\n");
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(server.WaitForState("quick-" + std::to_string(i), "Succeeded"));
+  // Each job's Queued -> Starting -> Running -> Succeeded reaches the healthy receiver.
+  EXPECT_TRUE(WaitFor([&] { return healthy_posts >= 9; })) << healthy_posts;
+  auto started = std::chrono::steady_clock::now();
+  server.Terminate();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(15));
+  (*healthy)->Stop();
+  ::close(hung);
 }
 
 }  // namespace
