@@ -484,6 +484,16 @@ Status JobController::Reconcile() {
   if (!jobs.ok()) return jobs.status();
   for (Job& job : *jobs) {
     std::vector<JobEvent> events;
+    // The health last announced survives a restart, so a job already flagged
+    // is not announced again ("Unknown -> Stalled") to webhooks and events.
+    if (auto past = store_.ListEvents(job.name(), 0); past.ok()) {
+      for (const JobEvent& e : *past) {
+        auto arrow = e.message.find(" -> ");
+        if (e.type != "HealthChanged" || arrow == std::string::npos) continue;
+        std::string to = e.message.substr(arrow + 4);
+        health_[job.name()] = to.substr(0, to.find(':'));
+      }
+    }
     if ((job.state == JobState::kStarting || job.state == JobState::kRunning) &&
         job.executor_handle.empty()) {
       // The server stopped while launching: adopt what the launch started,

@@ -196,6 +196,14 @@ TEST(ProgressApi, NonFiniteValuesAreKeptAndMeanDivergence) {
   EXPECT_THAT(server.Job("nan")["health_reason"].get<std::string>(), HasSubstr("NaN at step 2"));
   EXPECT_TRUE(WaitFor([&] { return server.HasEvent("nan", "HealthChanged", "Diverging"); }));
   EXPECT_EQ(server.State("nan"), "Running");  // default policy: notify only
+  // A restart does not announce the same health again.
+  server.Kill();
+  server.Restart();
+  ASSERT_TRUE(WaitFor([&] { return server.Job("nan")["health"] == "Diverging"; }));
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // several control-loop ticks
+  int announced = 0;
+  for (const json& e : server.Events("nan")) announced += e["type"] == "HealthChanged" ? 1 : 0;
+  EXPECT_EQ(announced, 1);
   server.Cli({"stop", "nan"});
 }
 
