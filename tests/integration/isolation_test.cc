@@ -170,6 +170,19 @@ TEST(Isolation, StopEndsDaemonsThatLeftTheJobsSessionBeforeItsGpusAreFreed) {
   EXPECT_TRUE(server.WaitForState("next", "Succeeded"));
 }
 
+// A kill that comes while the supervisor is still starting the ranks (the job
+// is Running as soon as its supervisor is) must still end them.
+TEST(Isolation, AForceStopBeforeTheRanksStartedStillEndsThem) {
+  ::setenv("HEADWAY_TEST_SLOW_SUPERVISOR", "1", 1);
+  TestServer server(/*gpus=*/0);
+  ::unsetenv("HEADWAY_TEST_SLOW_SUPERVISOR");
+  server.Submit("name: early\ncommand: \"s=4949; exec sleep $s.49\"\n");
+  ASSERT_TRUE(server.WaitForState("early", "Running"));
+  ASSERT_EQ(server.Cli({"stop", "--force", "early"}).exit_code, 0);
+  ASSERT_TRUE(server.WaitForState("early", "Stopped")) << server.Job("early").dump();
+  EXPECT_THAT(ProcessesWith("sleep 4949.49"), ::testing::IsEmpty());
+}
+
 TEST(Isolation, TimeLimitsEndDaemonsToo) {
   TestServer server(/*gpus=*/0);
   server.Submit(

@@ -4,18 +4,21 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <algorithm>
 #include <set>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "exec/local/cgroup.h"
@@ -274,7 +277,7 @@ class LocalExecutor final : public Executor {
       launch["sandbox"] = plan.ToJson();
     }
     // A relaunch of the same attempt starts clean (see FindLaunched).
-    for (const char* stale : {"supervisor.json", "result.json"}) {
+    for (const char* stale : {"supervisor.json", "result.json", "kill-requested"}) {
       fs::remove(fs::path(request.run_dir) / stale, ec);
     }
     // 0600: the environment holds the job's report token.
@@ -287,8 +290,21 @@ class LocalExecutor final : public Executor {
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
 
+    // Held from before the fork for exactly as long as the supervisor lives
+    // (it inherits the lock), so recovery can tell a supervisor that is
+    // still starting from one that never was (see FindLaunched).
+    std::string lock_path = fs::path(request.run_dir) / "supervisor.lock";
+    int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock_fd < 0) return Unavailable("cannot create " + lock_path + ": " + std::strerror(errno));
+    if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(lock_fd);
+      return Unavailable("a supervisor of this attempt is still running (" + lock_path + ")");
+    }
     pid_t pid = ::fork();
-    if (pid < 0) return Unavailable(std::string("fork failed: ") + std::strerror(errno));
+    if (pid < 0) {
+      ::close(lock_fd);
+      return Unavailable(std::string("fork failed: ") + std::strerror(errno));
+    }
     if (pid == 0) {
       // Child: only async-signal-safe calls until exec.
       // The server blocks SIGINT/SIGTERM in its threads (to take them with
@@ -306,10 +322,12 @@ class LocalExecutor final : public Executor {
         ::dup2(log_fd, 1);
         ::dup2(log_fd, 2);
       }
-      ::closefrom(3);
+      ::dup2(lock_fd, internal::kSupervisorLockFd);  // a dup is not close-on-exec
+      ::closefrom(internal::kSupervisorLockFd + 1);
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
+    ::close(lock_fd);
     Handle handle{pid, 0, request.run_dir, *cgroup};
     auto start = internal::ProcessStartTime(pid);
     if (!start) {
@@ -331,9 +349,20 @@ class LocalExecutor final : public Executor {
   }
 
   std::optional<Launched> FindLaunched(const LaunchRequest& request) override {
-    // The supervisor records itself before it starts any rank; without that
-    // record no rank of this attempt ran.
-    std::ifstream record(fs::path(request.run_dir) / "supervisor.json");
+    // The supervisor holds supervisor.lock from before it exists until it
+    // ends, and records itself in supervisor.json before it starts any rank.
+    // Unlocked with no record: no rank of this attempt ever ran. Locked: a
+    // supervisor lives, perhaps still starting; wait for its record.
+    std::string lock_path = fs::path(request.run_dir) / "supervisor.lock";
+    int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CLOEXEC);
+    if (lock_fd < 0) return std::nullopt;  // the launch never got to fork
+    bool alive = ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0;
+    ::close(lock_fd);
+    fs::path record_path = fs::path(request.run_dir) / "supervisor.json";
+    for (int i = 0; alive && !fs::exists(record_path) && i < 600; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::ifstream record(record_path);
     auto supervisor = json::parse(record, nullptr, /*allow_exceptions=*/false);
     std::ifstream launch_file(fs::path(request.run_dir) / "launch.json");
     auto launch = json::parse(launch_file, nullptr, /*allow_exceptions=*/false);
@@ -386,7 +415,14 @@ class LocalExecutor final : public Executor {
     // With a cgroup, SIGKILL reaches every process of the attempt, daemons
     // that left its process group included, and spares the supervisor, which
     // records how the ranks ended once the cgroup is empty.
-    if (signal == SIGKILL && !handle->cgroup.empty()) return handle->cgroup.Kill();
+    // A rank still being started may join the cgroup after the kill: the
+    // mark tells the supervisor to keep killing until its ranks are gone.
+    if (signal == SIGKILL && !handle->cgroup.empty()) {
+      std::string mark = fs::path(handle->run_dir) / "kill-requested";
+      int fd = ::open(mark.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+      if (fd >= 0) ::close(fd);
+      return handle->cgroup.Kill();
+    }
     // Check identity first so a reused pid is never signalled.
     if (!handle->Alive()) return Status::Ok();
     if (::kill(-handle->pid, signal) != 0 && errno != ESRCH) {

@@ -25,6 +25,12 @@ std::unique_ptr<Executor> MakeLocalExecutor(const ExecutorOptions& options);
 // exec/local/sandbox.h); the error says why not. Call before starting threads.
 Status CheckJobIsolation();
 
+namespace internal {
+// The descriptor on which the supervisor inherits its attempt's
+// supervisor.lock, held (flock) for as long as it lives.
+inline constexpr int kSupervisorLockFd = 3;
+}  // namespace internal
+
 // Entry point of `headway shim RUN_DIR`; returns the process exit code.
 int RunLocalShim(const std::string& run_dir);
 

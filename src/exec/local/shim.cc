@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -156,6 +157,9 @@ int RunLocalShim(const std::string& run_dir) {
     std::fprintf(stderr, "headway shim: unreadable %s/launch.json\n", run_dir.c_str());
     return 2;
   }
+  // The lock stays with this process: not with ranks (exec closes it) nor
+  // with the namespace's reaper (it closes it).
+  ::fcntl(internal::kSupervisorLockFd, F_SETFD, FD_CLOEXEC);
   int dir_fd = ::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) {
     std::fprintf(stderr, "headway shim: cannot open %s: %s\n", run_dir.c_str(), std::strerror(errno));
@@ -193,6 +197,11 @@ int RunLocalShim(const std::string& run_dir) {
     cgroup.Remove();
     return WriteResult(dir_fd, result) ? 0 : 1;
   };
+  // Crash-recovery tests widen the window between the supervisor's start and
+  // its record, as a loaded machine does.
+  if (std::getenv("HEADWAY_TEST_SLOW_SUPERVISOR") != nullptr) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
   // Before any rank starts (and while /proc still shows this process): the
   // record by which a server that crashed while launching this attempt finds
   // and adopts it instead of starting it a second time.
@@ -207,7 +216,10 @@ int RunLocalShim(const std::string& run_dir) {
   if (launch.contains("sandbox") && launch["sandbox"].is_object()) {
     Status entered = internal::EnterSandbox(internal::SandboxPlan::FromJson(launch["sandbox"]));
     if (!entered.ok()) return fail_to_start(entered.message());
-    auto started = internal::StartNamespaceReaper([&cgroup] { (void)cgroup.JoinSelf(); });
+    auto started = internal::StartNamespaceReaper([&cgroup] {
+      ::close(internal::kSupervisorLockFd);
+      (void)cgroup.JoinSelf();
+    });
     if (!started.ok()) return fail_to_start(started.status().message());
     reaper = *started;
   }
@@ -221,6 +233,7 @@ int RunLocalShim(const std::string& run_dir) {
   int first_failed = -1;
   std::chrono::steady_clock::time_point kill_at{};
   bool killed = false;
+  auto next_kill_check = std::chrono::steady_clock::now();
   std::size_t remaining = ranks.size();
   while (remaining > 0) {
     int status = 0;
@@ -243,6 +256,12 @@ int RunLocalShim(const std::string& run_dir) {
       continue;
     }
     if (pid < 0 && errno == ECHILD) break;
+    // The server killed the attempt (stop --force, a grace that ran out); a
+    // rank that joined the cgroup after that kill must not be left running.
+    if (!cgroup.empty() && std::chrono::steady_clock::now() >= next_kill_check) {
+      next_kill_check = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+      if (::faccessat(dir_fd, "kill-requested", F_OK, 0) == 0) (void)cgroup.Kill();
+    }
     if (first_failed >= 0 && !killed && std::chrono::steady_clock::now() >= kill_at) {
       for (Rank& other : ranks) {
         if (!other.done) ::kill(other.pid, SIGKILL);
