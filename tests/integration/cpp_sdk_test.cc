@@ -29,17 +29,10 @@ TEST(CppSdk, ATrainingLoopReportsThroughTheSdk) {
 }
 
 TEST(CppSdk, ReportNeverBlocksWhenTheServerDoesNotAnswer) {
-  // A listener that accepts connections into its backlog and never reads.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(fd, 1), 0);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int port = 0;
+  int fd = SilentListener(port);
   Reporter::Options options;
-  options.url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  options.url = "http://127.0.0.1:" + std::to_string(port);
   options.job = "ghost";
   options.token = "t";
   options.max_queue = 100;

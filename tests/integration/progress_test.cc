@@ -457,10 +457,6 @@ TEST(Recovery, RepeatedCrashesUnderLoadLoseNoAcknowledgedReportAndNoJob) {
 }  // namespace
 }  // namespace headway::testing
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include <atomic>
 
 #include "api/auth.h"
@@ -517,21 +513,15 @@ TEST(Webhooks, StateAndHealthChangesArePosted) {
 // A receiver that accepts connections and never answers must delay neither
 // the other receivers nor the server's shutdown.
 TEST(Webhooks, AHungReceiverDelaysNeitherOtherReceiversNorShutdown) {
-  int hung = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(::bind(hung, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(hung, 64), 0);  // connections wait in the backlog, never read
-  ::getsockname(hung, reinterpret_cast<sockaddr*>(&addr), &len);
+  int hung_port = 0;
+  int hung = SilentListener(hung_port);
   std::atomic<int> healthy_posts{0};
   auto healthy = api::HttpServer::Start({"127.0.0.1", 0, 1}, [&](const api::HttpRequest&) {
     ++healthy_posts;
     return api::HttpResponse{204, "text/plain", "", {}, nullptr};
   });
   ASSERT_TRUE(healthy.ok());
-  TestServer server(4, {"--webhook", "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/hung",
+  TestServer server(4, {"--webhook", "http://127.0.0.1:" + std::to_string(hung_port) + "/hung",
                         "--webhook", "http://127.0.0.1:" + std::to_string((*healthy)->port()) + "/ok"});
   for (int i = 0; i < 3; ++i) server.Submit("name: quick-" + std::to_string(i) + "\ncommand: \"true\"\n");
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(server.WaitForState("quick-" + std::to_string(i), "Succeeded"));

@@ -1,6 +1,9 @@
 #include "test_server.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +28,20 @@ std::string MakeTempDir(const std::string& prefix) {
   char* dir = ::mkdtemp(pattern.data());
   if (dir == nullptr) throw std::runtime_error("mkdtemp failed");
   return dir;
+}
+
+int SilentListener(int& port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 64) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    throw std::runtime_error("cannot listen on loopback");
+  }
+  port = ntohs(addr.sin_port);
+  return fd;
 }
 
 std::vector<pid_t> ProcessesWith(const std::string& marker) {

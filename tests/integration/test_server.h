@@ -38,6 +38,9 @@ bool WaitFor(const std::function<bool()>& condition,
              std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 std::string MakeTempDir(const std::string& prefix);
+// A loopback listener that takes connections into its backlog and never
+// reads them (a hung peer); returns its descriptor and sets `port`.
+int SilentListener(int& port);
 // Pids of the processes (seen from here) whose command line contains `marker`.
 std::vector<pid_t> ProcessesWith(const std::string& marker);
 void WriteFile(const std::string& path, const std::string& content);

@@ -1,4 +1,5 @@
 #include "exec/local/cgroup.h"
+#include "exec/local/kernel_files.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -17,22 +18,9 @@
 namespace headway::internal {
 namespace {
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-bool WriteText(const std::string& path, const std::string& text) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  return ok;
-}
-
 std::vector<pid_t> Procs(const std::string& dir) {
   std::vector<pid_t> pids;
-  std::istringstream in(ReadText(dir + "/cgroup.procs"));
+  std::istringstream in(ReadKernelFile(dir + "/cgroup.procs"));
   pid_t pid = 0;
   while (in >> pid) pids.push_back(pid);
   return pids;
@@ -92,15 +80,15 @@ AttemptCgroup AttemptCgroup::FromJson(const nlohmann::json& j) {
 bool AttemptCgroup::JoinSelf() const {
   bool ok = true;
   for (const std::string* dir : {&unified, &freezer}) {
-    if (!dir->empty()) ok = WriteText(*dir + "/cgroup.procs", "0") && ok;
+    if (!dir->empty()) ok = WriteKernelFile(*dir + "/cgroup.procs", "0") && ok;
   }
-  for (const std::string& dir : limiters) ok = WriteText(dir + "/cgroup.procs", "0") && ok;
+  for (const std::string& dir : limiters) ok = WriteKernelFile(dir + "/cgroup.procs", "0") && ok;
   return ok;
 }
 
 bool AttemptCgroup::Populated() const {
   if (!unified.empty()) {
-    std::string events = ReadText(unified + "/cgroup.events");
+    std::string events = ReadKernelFile(unified + "/cgroup.events");
     // A directory that is gone holds nothing.
     if (events.empty()) return false;
     return events.find("populated 1") != std::string::npos;
@@ -111,19 +99,19 @@ bool AttemptCgroup::Populated() const {
 
 Status AttemptCgroup::Kill() const {
   if (!unified.empty() && ::access((unified + "/cgroup.kill").c_str(), W_OK) == 0) {
-    if (!WriteText(unified + "/cgroup.kill", "1") && errno != ENOENT) {
+    if (!WriteKernelFile(unified + "/cgroup.kill", "1") && errno != ENOENT) {
       return Unavailable("cannot write " + unified + "/cgroup.kill: " + std::strerror(errno));
     }
     return Status::Ok();
   }
   if (!freezer.empty()) {
     // Frozen processes cannot fork while they are killed one by one.
-    WriteText(freezer + "/freezer.state", "FROZEN");
-    for (int i = 0; i < 100 && ReadText(freezer + "/freezer.state").rfind("FROZEN", 0) != 0; ++i) {
+    WriteKernelFile(freezer + "/freezer.state", "FROZEN");
+    for (int i = 0; i < 100 && ReadKernelFile(freezer + "/freezer.state").rfind("FROZEN", 0) != 0; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     for (pid_t pid : Procs(freezer)) ::kill(pid, SIGKILL);
-    WriteText(freezer + "/freezer.state", "THAWED");
+    WriteKernelFile(freezer + "/freezer.state", "THAWED");
     return Status::Ok();
   }
   if (!unified.empty()) SignalAll(SIGKILL);  // v2 before cgroup.kill (Linux < 5.14)
@@ -141,9 +129,9 @@ bool AttemptCgroup::OomKilled() const {
     auto at = text.find("oom_kill ");
     return at != std::string::npos && std::atoll(text.c_str() + at + 9) > 0;
   };
-  if (!unified.empty() && count(ReadText(unified + "/memory.events"))) return true;
+  if (!unified.empty() && count(ReadKernelFile(unified + "/memory.events"))) return true;
   for (const std::string& dir : limiters) {
-    if (count(ReadText(dir + "/memory.oom_control"))) return true;
+    if (count(ReadKernelFile(dir + "/memory.oom_control"))) return true;
   }
   return false;
 }
@@ -159,7 +147,7 @@ CgroupManager CgroupManager::Detect() {
   CgroupManager m;
   std::optional<Mount> unified;
   std::map<std::string, Mount> v1;  // controller -> mount
-  std::istringstream mountinfo(ReadText("/proc/self/mountinfo"));
+  std::istringstream mountinfo(ReadKernelFile("/proc/self/mountinfo"));
   for (std::string line; std::getline(mountinfo, line);) {
     std::istringstream fields(line);
     std::string id, parent, dev, root, point, skip;
@@ -177,7 +165,7 @@ CgroupManager CgroupManager::Detect() {
   }
   std::string own_unified;
   std::map<std::string, std::string> own_v1;
-  std::istringstream self(ReadText("/proc/self/cgroup"));
+  std::istringstream self(ReadKernelFile("/proc/self/cgroup"));
   for (std::string line; std::getline(self, line);) {
     auto first = line.find(':'), second = line.find(':', first + 1);
     if (first == std::string::npos || second == std::string::npos) continue;
@@ -197,16 +185,16 @@ CgroupManager CgroupManager::Detect() {
     std::string base = own + "/headway";
     if (MakeDir(base, problem)) {
       m.unified_base_ = base;
-      std::string available = ReadText(own + "/cgroup.controllers");
+      std::string available = ReadKernelFile(own + "/cgroup.controllers");
       for (const char* controller : {"memory", "cpu"}) {
         if (!HasWord(available, controller)) continue;
         // Our own cgroup must delegate the controller to "headway" first; that
         // fails when it holds processes and is not the root (no internal
         // processes in v2), and then the limits fall back to v1.
-        WriteText(own + "/cgroup.subtree_control", std::string("+") + controller);
-        WriteText(base + "/cgroup.subtree_control", std::string("+") + controller);
+        WriteKernelFile(own + "/cgroup.subtree_control", std::string("+") + controller);
+        WriteKernelFile(base + "/cgroup.subtree_control", std::string("+") + controller);
       }
-      std::string enabled = ReadText(base + "/cgroup.subtree_control");
+      std::string enabled = ReadKernelFile(base + "/cgroup.subtree_control");
       m.unified_memory_ = HasWord(enabled, "memory");
       m.unified_cpu_ = HasWord(enabled, "cpu");
     }
@@ -273,14 +261,14 @@ Result<AttemptCgroup> CgroupManager::Create(const std::string& name, const Cgrou
   if (limits.memory_bytes > 0) {
     std::string bytes = std::to_string(limits.memory_bytes);
     if (unified_memory_) {
-      if (!WriteText(cg.unified + "/memory.max", bytes)) {
+      if (!WriteKernelFile(cg.unified + "/memory.max", bytes)) {
         return Unavailable("cannot set memory.max in " + cg.unified + ": " + std::strerror(errno));
       }
     } else if (!memory_v1_base_.empty()) {
       auto dir = make(memory_v1_base_);
       if (!dir.ok()) return dir.status();
       cg.limiters.push_back(*dir);
-      if (!WriteText(*dir + "/memory.limit_in_bytes", bytes)) {
+      if (!WriteKernelFile(*dir + "/memory.limit_in_bytes", bytes)) {
         return Unavailable("cannot set memory.limit_in_bytes in " + *dir + ": " +
                            std::strerror(errno));
       }
@@ -290,15 +278,15 @@ Result<AttemptCgroup> CgroupManager::Create(const std::string& name, const Cgrou
   }
   if (limits.cpus > 0) {
     if (unified_cpu_) {
-      if (!WriteText(cg.unified + "/cpu.max", quota + " 100000")) {
+      if (!WriteKernelFile(cg.unified + "/cpu.max", quota + " 100000")) {
         return Unavailable("cannot set cpu.max in " + cg.unified + ": " + std::strerror(errno));
       }
     } else if (!cpu_v1_base_.empty()) {
       auto dir = make(cpu_v1_base_);
       if (!dir.ok()) return dir.status();
       cg.limiters.push_back(*dir);
-      if (!WriteText(*dir + "/cpu.cfs_period_us", "100000") ||
-          !WriteText(*dir + "/cpu.cfs_quota_us", quota)) {
+      if (!WriteKernelFile(*dir + "/cpu.cfs_period_us", "100000") ||
+          !WriteKernelFile(*dir + "/cpu.cfs_quota_us", quota)) {
         return Unavailable("cannot set the CPU quota in " + *dir + ": " + std::strerror(errno));
       }
     } else {

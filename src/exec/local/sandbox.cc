@@ -1,5 +1,7 @@
 #include "exec/local/sandbox.h"
 
+#include "exec/local/kernel_files.h"
+
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
@@ -20,14 +22,6 @@ namespace headway::internal {
 namespace {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
-
-bool WriteProcFile(const std::string& path, const std::string& text) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  return ok;
-}
 
 // The flags a remount must keep: in a user namespace the kernel refuses to
 // drop nosuid/nodev/noexec that the original mount has (they are locked).
@@ -126,9 +120,9 @@ Status EnterSandbox(const SandboxPlan& plan) {
   }
   if (uid != 0) {
     // Map only ourselves: inside, the job is the same user it is outside.
-    if (!WriteProcFile("/proc/self/setgroups", "deny") ||
-        !WriteProcFile("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
-        !WriteProcFile("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1")) {
+    if (!WriteKernelFile("/proc/self/setgroups", "deny") ||
+        !WriteKernelFile("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
+        !WriteKernelFile("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1")) {
       return Unavailable(Errno("cannot map the user namespace"));
     }
   }
