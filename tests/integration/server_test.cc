@@ -303,7 +303,9 @@ TEST(Recovery, ACrashWhileLaunchingNeverRunsTheAttemptTwice) {
     // Spelled through a variable so that only the sleep's own command line holds the marker.
     const std::string sleep_command = "s=4848; sleep $s." + marker.substr(marker.size() - 1);
     const std::string release = server.work_dir() + "/release";
-    server.Submit("name: once\nresources: {gpus_per_process: 1}\n"
+    // The server may die before it answers: the job is stored before the
+    // control loop wakes to launch it, so the reply is not awaited.
+    server.Cli({"submit", "-f", "-"}, "name: once\nresources: {gpus_per_process: 1}\n"
                   "env: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\"}\n"
                   "command: \"" + sleep_command + " & m=$!; while [ ! -e " + release +
                   " ]; do sleep 0.1; done; /usr/bin/python3 -c 'import headway; "
