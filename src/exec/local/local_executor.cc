@@ -322,7 +322,11 @@ class LocalExecutor final : public Executor {
         ::dup2(log_fd, 1);
         ::dup2(log_fd, 2);
       }
-      ::dup2(lock_fd, internal::kSupervisorLockFd);  // a dup is not close-on-exec
+      if (lock_fd == internal::kSupervisorLockFd) {
+        ::fcntl(lock_fd, F_SETFD, 0);  // dup2 onto itself would leave close-on-exec set
+      } else {
+        ::dup2(lock_fd, internal::kSupervisorLockFd);  // a dup is not close-on-exec
+      }
       ::closefrom(internal::kSupervisorLockFd + 1);
       ::execv(argv[0], argv.data());
       ::_exit(127);
