@@ -121,7 +121,10 @@ TestServer::TestServer(int gpus, std::vector<std::string> extra_args)
 
 TestServer::~TestServer() {
   if (pid_ > 0) Terminate();
-  // Jobs outlive the server by design; end any a test left running.
+  // Jobs outlive the server by design; end any a test left running: each
+  // supervisor leads its attempt's process group, and its death takes the
+  // attempt's PID namespace with it.
+  for (pid_t supervisor : ProcessesWith("shim " + data_dir_ + "/")) ::kill(-supervisor, SIGKILL);
   std::error_code ec;
   fs::remove_all(base_dir_, ec);
 }
