@@ -486,7 +486,12 @@ Status JobController::Reconcile() {
     std::vector<JobEvent> events;
     // The health last announced survives a restart, so a job already flagged
     // is not announced again ("Unknown -> Stalled") to webhooks and events.
-    if (auto past = store_.ListEvents(job.name(), 0); past.ok()) {
+    // Only running jobs have a health (a requeued job starts afresh), so
+    // queued ones cost no read at start-up.
+    bool running = job.state == JobState::kStarting || job.state == JobState::kRunning;
+    if (auto past = running ? store_.ListEvents(job.name(), 0)
+                            : Result<std::vector<JobEvent>>(std::vector<JobEvent>{});
+        past.ok()) {
       for (const JobEvent& e : *past) {
         auto arrow = e.message.find(" -> ");
         if (e.type != "HealthChanged" || arrow == std::string::npos) continue;
@@ -494,8 +499,7 @@ Status JobController::Reconcile() {
         health_[job.name()] = to.substr(0, to.find(':'));
       }
     }
-    if ((job.state == JobState::kStarting || job.state == JobState::kRunning) &&
-        job.executor_handle.empty()) {
+    if (running && job.executor_handle.empty()) {
       // The server stopped while launching: adopt what the launch started,
       // or launch it again if it started nothing, never both.
       if (auto launched = ExecutorFor(job).FindLaunched(AttemptRequest(job))) {
@@ -513,7 +517,7 @@ Status JobController::Reconcile() {
         job.gpu_ids.clear();
         SetState(job, JobState::kQueued, "Requeued", "the server restarted before launch", events);
       }
-    } else if (job.state == JobState::kRunning || job.state == JobState::kStarting) {
+    } else if (running) {
       ExecStatus status = ExecutorFor(job).Poll(job.executor_handle);
       if (status.phase == ExecStatus::Phase::kRunning || status.phase == ExecStatus::Phase::kPending) {
         events.push_back(Event(job, "Readopted", "server restarted; the job kept running"));
