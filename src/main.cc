@@ -76,6 +76,12 @@ int main(int argc, char** argv) {
                    "never preempt running jobs for waiting ones");
   server->add_flag("!--no-backfill", server_config.backfill,
                    "start jobs strictly in order (no backfill)");
+  std::string starvation_bound = "30m";
+  server->add_option("--starvation-bound", starvation_bound,
+                     "a job waiting this long goes ahead of fair share, oldest first, and holds "
+                     "the backfill reservation until it starts (e.g. 30m, 2h; 0 = plain FIFO "
+                     "across teams; off = fair share only)")
+      ->capture_default_str();
   server->add_option("--webhook", server_config.webhooks,
                      "http:// URL to POST every job state and health change to (repeatable)");
   server->add_option("--webhook-secret-file", server_config.webhook_secret_file,
@@ -151,6 +157,13 @@ int main(int argc, char** argv) {
       throw CLI::ValidationError("--session-ttl", "must be a positive duration such as 12h");
     }
     server_config.session_ttl = *ttl;
+    if (starvation_bound == "off") {
+      server_config.starvation_bound.reset();
+    } else if (auto bound = headway::ParseDuration(starvation_bound)) {
+      server_config.starvation_bound = *bound;
+    } else {
+      throw CLI::ValidationError("--starvation-bound", "must be a duration such as 30m, or off");
+    }
     if (server_config.tls_cert_file.empty() != server_config.tls_key_file.empty()) {
       throw CLI::ValidationError("--tls-cert/--tls-key", "give both or neither");
     }

@@ -107,6 +107,13 @@ struct Decision {
 struct SchedulerOptions {
   bool backfill = true;
   bool preemption = true;
+  // Starvation bound: a waiting job whose `queued_at` is at least this long
+  // ago goes ahead of fair share (after higher priorities), oldest first, so
+  // the oldest such job that cannot start holds the backfill reservation
+  // until it starts. nullopt: pure fair share, where the reservation goes to
+  // whichever blocked job is first in fair-share order at each decision.
+  std::optional<Duration> starvation_bound = kDefaultStarvationBound;
+  static constexpr Duration kDefaultStarvationBound = std::chrono::minutes(30);
 };
 
 Decision Schedule(const ClusterState& state, const SchedulerOptions& options = {});

@@ -30,6 +30,8 @@ struct ServerConfig {
   double preemption_grace_s = 30;  // checkpoint warning → SIGTERM for preempted jobs
   bool preemption = true;
   bool backfill = true;
+  // See sched::SchedulerOptions::starvation_bound; nullopt: fair share only.
+  std::optional<Duration> starvation_bound = sched::SchedulerOptions::kDefaultStarvationBound;
   std::string self_executable;   // this binary, for the local executor's supervisor
   // Request handlers may wait for a group commit, so there are more threads than cores.
   int http_threads = 16;
