@@ -302,6 +302,37 @@ TEST(Scheduler, AnOldWholeNodeJobKeepsItsReservationAgainstAStreamOfSmallJobs) {
   EXPECT_EQ(*big_started, 4 * 60);
 }
 
+TEST(Scheduler, TheOldestJobPastTheStarvationBoundHoldsTheReservationWhateverTheShares) {
+  ClusterState s = TwoNodes();
+  s.now = T(120);
+  // Team a uses 12 GPUs, team b 2: fair share puts b first. n2 empties at +160m.
+  s.running = {Running("a-run", "a", {{"n1", 8}}, T(600)), Running("a-run2", "a", {{"n2", 4}}, T(150)),
+               Running("b-run", "b", {{"n2", 2}}, T(160))};
+  WaitingJob old_big = Waiting("a-big", "a", 8, 1);
+  old_big.queued_at = T(0);  // waited 2 h
+  WaitingJob b_mid = Waiting("b-mid", "b", 4, 2);
+  b_mid.queued_at = T(110);  // waited 10 min: not past the bound
+  WaitingJob b_small = Waiting("b-small", "b", 2, 3);
+  b_small.queued_at = T(115);
+  b_small.time_limit = hours(10);
+  s.waiting = {old_big, b_mid, b_small};
+  Decision d = Schedule(s, {.backfill = true, .preemption = false});
+  // a-big holds the reservation (all of n2): b's 10-hour job may not take n2's free GPUs.
+  EXPECT_TRUE(d.starts.empty());
+  EXPECT_THAT(d.pending_reasons.at("b-small"), HasSubstr("would delay the next job of queue a"));
+
+  // Fair share alone: b-mid holds the reservation, which leaves n2's 2 free GPUs to b-small.
+  SchedulerOptions fair_share_only{.backfill = true, .preemption = false};
+  fair_share_only.starvation_bound.reset();
+  d = Schedule(s, fair_share_only);
+  EXPECT_NE(Started(d, "b-small"), nullptr);
+
+  // A higher priority still goes first, starving or not.
+  s.waiting[1].priority = 1;
+  d = Schedule(s, {.backfill = true, .preemption = false});
+  EXPECT_NE(Started(d, "b-small"), nullptr);
+}
+
 TEST(Scheduler, ExplainsEveryJobLeftWaiting) {
   ClusterState s = TwoNodes(1);
   s.waiting = {Waiting("x", "q", 1, 1), Waiting("y", "q", 1, 2), Waiting("z", "q", 4, 3),
