@@ -49,7 +49,8 @@ class Store {
 
   // Events of every job with id > after_id whose type is one of `types` (any
   // type when empty), oldest first, at most `limit` of them. Ids only grow
-  // (never reused), so a consumer that remembers the last id it handled
+  // and are never reused, and an event is visible only once every event with
+  // a smaller id is, so a consumer that remembers the last id it handled
   // reads each event once: the webhook outbox does.
   virtual Result<std::vector<JobEvent>> ListEventsAfter(std::int64_t after_id,
                                                         const std::vector<std::string>& types,
