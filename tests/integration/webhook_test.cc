@@ -123,6 +123,21 @@ TEST(WebhookOutbox, AnEventUndeliveredAtShutdownIsDeliveredOnceAfterRestart) {
   receiver.ExpectHeadersMatch(Secret(server));
 }
 
+// The same when the server dies (SIGKILL) instead of stopping.
+TEST(WebhookOutbox, AnEventUndeliveredAtACrashIsDeliveredOnceAfterRestart) {
+  Receiver receiver;
+  receiver.Stop();
+  TestServer server(4, {"--webhook", receiver.url()});
+  SubmitQuickJob(server, "crashed");
+  server.Kill();
+  receiver.Start();
+  server.Restart();
+  EXPECT_TRUE(WaitFor([&] { return receiver.Saw("crashed", "Queued -> Starting"); }));
+  EXPECT_TRUE(WaitFor([&] { return receiver.Saw("crashed", "Running -> Succeeded"); }));
+  server.Terminate();
+  ExpectEachOnce(receiver);
+}
+
 // Delivered events are not sent again by a restart (two of them).
 TEST(WebhookOutbox, RestartsDoNotResendDeliveredEvents) {
   Receiver receiver;
