@@ -18,14 +18,14 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 
 struct WebhookNotifier::Endpoint {
   std::string url;
-  std::string key;   // the store's name for its cursor: a hash of the URL
-  std::string name;  // for logs: the URL without its path
+  std::string key;          // the store's name for its cursor: a hash of the URL
+  std::string name;         // for logs: the URL without its path
   std::int64_t cursor = 0;  // owned by the worker once it starts
 
   std::mutex mu;
   std::condition_variable wake;
-  bool pending = false;   // guarded by mu: Notify() since the last look
-  bool stopping = false;  // guarded by mu
+  bool pending = false;                       // guarded by mu: Notify() since the last look
+  bool stopping = false;                      // guarded by mu
   SteadyTime give_up_at = SteadyTime::max();  // guarded by mu
   bool done = false;                          // guarded by mu
   std::condition_variable finished;
@@ -115,9 +115,9 @@ bool ReadBatch(WebhookNotifier::Endpoint& endpoint, const WebhookOptions& option
         job.spec.name = event.job;  // still worth telling
       }
       auto history = store->ListEvents(event.job);
-      it = jobs.emplace(event.job, std::make_pair(std::move(job), history.ok()
-                                                                      ? std::move(history.value())
-                                                                      : std::vector<JobEvent>{}))
+      it = jobs.emplace(event.job,
+                        std::make_pair(std::move(job), history.ok() ? std::move(history.value())
+                                                                    : std::vector<JobEvent>{}))
                .first;
     }
     const auto& [job, history] = it->second;
@@ -214,17 +214,18 @@ void Deliver(std::shared_ptr<WebhookNotifier::Endpoint> endpoint, WebhookOptions
 
 nlohmann::json WebhookBody(const Job& job, const JobEvent& event, std::string_view state) {
   bool current = JobStateName(job.state) == state;
-  return {{"id", event.id},
-          {"type", event.type},
-          {"job", job.name()},
-          {"team", job.spec.team},
-          {"state", std::string(state)},
-          {"reason", current ? job.reason : std::string()},
-          {"exit_code", current && job.exit_code ? nlohmann::json(*job.exit_code) : nlohmann::json()},
-          {"time", FormatRfc3339(event.time)},
-          {"message", event.message},
-          // What chat incoming webhooks (Slack, Mattermost) show.
-          {"text", "headway: job " + job.name() + " (team " + job.spec.team + "): " + event.message}};
+  return {
+      {"id", event.id},
+      {"type", event.type},
+      {"job", job.name()},
+      {"team", job.spec.team},
+      {"state", std::string(state)},
+      {"reason", current ? job.reason : std::string()},
+      {"exit_code", current && job.exit_code ? nlohmann::json(*job.exit_code) : nlohmann::json()},
+      {"time", FormatRfc3339(event.time)},
+      {"message", event.message},
+      // What chat incoming webhooks (Slack, Mattermost) show.
+      {"text", "headway: job " + job.name() + " (team " + job.spec.team + "): " + event.message}};
 }
 
 std::string StateAfter(const std::vector<JobEvent>& job_events, std::int64_t event_id) {
@@ -286,9 +287,10 @@ WebhookNotifier::~WebhookNotifier() {
   for (const auto& endpoint : endpoints_) {
     std::unique_lock lock(endpoint->mu);
     if (!endpoint->finished.wait_until(lock, give_up_at, [&] { return endpoint->done; })) {
-      spdlog::warn("webhook {}: receiver still busy at shutdown; the next start delivers what is "
-                   "left",
-                   endpoint->name);
+      spdlog::warn(
+          "webhook {}: receiver still busy at shutdown; the next start delivers what is "
+          "left",
+          endpoint->name);
     }
   }
   for (const auto& endpoint : endpoints_) {

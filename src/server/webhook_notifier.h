@@ -58,8 +58,8 @@ namespace headway {
 
 struct WebhookOptions {
   std::vector<std::string> urls;
-  std::string secret;  // HMAC key; empty: bodies are not signed
-  int attempts = 5;    // tries per event before it is skipped
+  std::string secret;                // HMAC key; empty: bodies are not signed
+  int attempts = 5;                  // tries per event before it is skipped
   std::int64_t max_backlog = 10000;  // events per URL; older ones are skipped
   std::chrono::milliseconds timeout = std::chrono::seconds(5);  // per request, per I/O step
   std::chrono::milliseconds poll = std::chrono::seconds(2);     // fallback look at the log

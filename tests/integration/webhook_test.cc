@@ -3,6 +3,7 @@
 // goes away in between.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,19 +24,28 @@ using nlohmann::json;
 // port.
 class Receiver {
  public:
-  Receiver() { Start(); }
+  // `refuse`: bodies answered 500 (counted in Refused) instead of recorded.
+  explicit Receiver(std::function<bool(const json&)> refuse = nullptr)
+      : refuse_(std::move(refuse)) {
+    Start();
+  }
   ~Receiver() { Stop(); }
 
   void Start() {
-    auto server = api::HttpServer::Start({"127.0.0.1", port_, 1}, [this](const api::HttpRequest& req) {
-      std::lock_guard lock(mu_);
-      json body = json::parse(req.body, nullptr, false);
-      bodies_.push_back(body);
-      raw_.push_back(req.body);
-      signatures_.push_back(req.Header("x-headway-signature"));
-      deliveries_.push_back(req.Header("x-headway-delivery"));
-      return api::HttpResponse{204, "text/plain", "", {}, nullptr};
-    });
+    auto server =
+        api::HttpServer::Start({"127.0.0.1", port_, 1}, [this](const api::HttpRequest& req) {
+          std::lock_guard lock(mu_);
+          json body = json::parse(req.body, nullptr, false);
+          if (refuse_ && refuse_(body)) {
+            ++refused_;
+            return api::HttpResponse{500, "text/plain", "not today", {}, nullptr};
+          }
+          bodies_.push_back(body);
+          raw_.push_back(req.body);
+          signatures_.push_back(req.Header("x-headway-signature"));
+          deliveries_.push_back(req.Header("x-headway-delivery"));
+          return api::HttpResponse{204, "text/plain", "", {}, nullptr};
+        });
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(server.value());
     port_ = server_->port();
@@ -57,6 +67,10 @@ class Receiver {
     }
     return false;
   }
+  int Refused() {
+    std::lock_guard lock(mu_);
+    return refused_;
+  }
   // Posts per event id (from the body).
   std::map<std::int64_t, int> CountById() {
     std::lock_guard lock(mu_);
@@ -74,8 +88,10 @@ class Receiver {
   }
 
  private:
+  std::function<bool(const json&)> refuse_;
   int port_ = 0;
   std::unique_ptr<api::HttpServer> server_;
+  int refused_ = 0;  // guarded by mu_
   std::mutex mu_;
   std::vector<json> bodies_;
   std::vector<std::string> raw_, signatures_, deliveries_;
@@ -153,6 +169,32 @@ TEST(WebhookOutbox, RestartsDoNotResendDeliveredEvents) {
   auto counts = receiver.CountById();
   EXPECT_GE(counts.size(), 9u);  // three StateChanged per job at least
   ExpectEachOnce(receiver);
+}
+
+// A receiver that refuses one event: it is tried 5 times with backoff, then
+// skipped, and the URL's later events still arrive; a restart does not try
+// it again.
+TEST(WebhookOutbox, AnEventRefusedOnEveryTryIsSkippedAndDoesNotBlockTheUrl) {
+  Receiver receiver([](const json& body) {
+    return body.value("message", "").find("Queued -> Starting") != std::string::npos;
+  });
+  TestServer server(4, {"--webhook", receiver.url()});
+  SubmitQuickJob(server, "refused");
+  // Tries after 0, 0.5, 1.5, 3.5 and 7.5 s.
+  EXPECT_TRUE(WaitFor([&] { return receiver.Saw("refused", "Running -> Succeeded"); },
+                      std::chrono::seconds(30)));
+  EXPECT_EQ(receiver.Refused(), 5);
+  server.Terminate();
+  server.Restart();
+  SubmitQuickJob(server, "next");
+  EXPECT_TRUE(WaitFor([&] { return receiver.Saw("next", "Starting -> Running"); },
+                      std::chrono::seconds(30)));
+  server.Terminate();
+  // The next job's own Queued -> Starting, 5 tries; the first job's is not tried again.
+  EXPECT_EQ(receiver.Refused(), 10);
+  EXPECT_FALSE(receiver.Saw("refused", "Queued -> Starting"));
+  ExpectEachOnce(receiver);
+  EXPECT_NE(server.ServerLog().find("gave up on event"), std::string::npos);
 }
 
 // A URL added to the configuration starts at the end of the log: the first

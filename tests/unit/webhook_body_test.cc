@@ -11,11 +11,11 @@ JobEvent Event(std::int64_t id, const std::string& type, const std::string& mess
 }
 
 TEST(WebhookBody, StateAfterFollowsTheStateChangesUpToTheEvent) {
-  std::vector<JobEvent> history = {Event(1, "Submitted", "job submitted"),
-                                   Event(4, "StateChanged", "Queued -> Starting"),
-                                   Event(6, "StateChanged", "Starting -> Running"),
-                                   Event(9, "HealthChanged", "Unknown -> Stalled: no step for 60 s"),
-                                   Event(12, "StateChanged", "Running -> Failed: exit code 1")};
+  std::vector<JobEvent> history = {
+      Event(1, "Submitted", "job submitted"), Event(4, "StateChanged", "Queued -> Starting"),
+      Event(6, "StateChanged", "Starting -> Running"),
+      Event(9, "HealthChanged", "Unknown -> Stalled: no step for 60 s"),
+      Event(12, "StateChanged", "Running -> Failed: exit code 1")};
   EXPECT_EQ(StateAfter(history, 1), "Queued");
   EXPECT_EQ(StateAfter(history, 4), "Starting");
   EXPECT_EQ(StateAfter(history, 9), "Running");
@@ -30,7 +30,8 @@ TEST(WebhookBody, CarriesTheEventIdAndTheJobsOutcomeOnlyForItsCurrentState) {
   job.state = JobState::kFailed;
   job.reason = "Error";
   job.exit_code = 1;
-  auto failed = WebhookBody(job, Event(12, "StateChanged", "Running -> Failed: exit code 1"), "Failed");
+  auto failed =
+      WebhookBody(job, Event(12, "StateChanged", "Running -> Failed: exit code 1"), "Failed");
   EXPECT_EQ(failed["id"], 12);
   EXPECT_EQ(failed["type"], "StateChanged");
   EXPECT_EQ(failed["job"], "train");
@@ -48,7 +49,8 @@ TEST(WebhookBody, CarriesTheEventIdAndTheJobsOutcomeOnlyForItsCurrentState) {
 }
 
 TEST(WebhookBody, LogsNameAUrlWithoutItsPath) {
-  EXPECT_EQ(RedactedUrl("https://hooks.slack.com/services/T0/B0/secret"), "https://hooks.slack.com/...");
+  EXPECT_EQ(RedactedUrl("https://hooks.slack.com/services/T0/B0/secret"),
+            "https://hooks.slack.com/...");
   EXPECT_EQ(RedactedUrl("http://127.0.0.1:9000"), "http://127.0.0.1:9000");
 }
 
