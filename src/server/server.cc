@@ -408,20 +408,12 @@ int RunServer(const ServerConfig& config) {
     }
     webhook_options.secret = *secret;
   }
-  WebhookNotifier webhooks(webhook_options);
-  options.on_change = [&webhooks](const Job& job, const JobEvent& event) {
-    webhooks.Notify({{"type", event.type},
-                     {"job", job.name()},
-                     {"team", job.spec.team},
-                     {"state", JobStateName(job.state)},
-                     {"reason", job.reason},
-                     {"exit_code", job.exit_code ? nlohmann::json(*job.exit_code) : nlohmann::json()},
-                     {"time", FormatRfc3339(event.time)},
-                     {"message", event.message},
-                     // What chat incoming webhooks (Slack, Mattermost) show.
-                     {"text", "headway: job " + job.name() + " (team " + job.spec.team + "): " +
-                                  event.message}});
-  };
+  // Delivery follows the store's event log (see webhook_notifier.h); the
+  // controller's changes only wake the workers.
+  WebhookNotifier webhooks(**store, webhook_options);
+  if (webhooks.enabled()) {
+    options.on_change = [&webhooks](const Job&, const JobEvent&) { webhooks.Notify(); };
+  }
 
   // Bind first, so the URL handed to jobs names the real port; requests that
   // arrive before the controller exists get 503.

@@ -47,6 +47,24 @@ class Store {
   virtual Result<std::vector<JobEvent>> ListEvents(std::string_view job,
                                                    std::int64_t after_id = 0) = 0;
 
+  // Events of every job with id > after_id whose type is one of `types` (any
+  // type when empty), oldest first, at most `limit` of them. Ids only grow
+  // and are never reused, and an event is visible only once every event with
+  // a smaller id is, so a consumer that remembers the last id it handled
+  // reads each event once: the webhook outbox does.
+  virtual Result<std::vector<JobEvent>> ListEventsAfter(std::int64_t after_id,
+                                                        const std::vector<std::string>& types,
+                                                        std::size_t limit) = 0;
+  // The id of the newest event; 0 when there is none.
+  virtual Result<std::int64_t> LastEventId() = 0;
+
+  // Webhook delivery cursors: per endpoint key, the id of the last event
+  // delivered to it (or given up on). nullopt for a key never set.
+  virtual Result<std::optional<std::int64_t>> GetWebhookCursor(std::string_view endpoint) = 0;
+  // Durable when this returns Ok.
+  virtual Status SetWebhookCursor(std::string_view endpoint, std::int64_t event_id,
+                                  Time updated_at) = 0;
+
   // Stores every report of every batch in one transaction: durable when this
   // returns Ok. Idempotent on (job, step) and (job, metric, step): a repeated
   // step replaces the earlier values.

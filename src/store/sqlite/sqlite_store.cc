@@ -142,6 +142,15 @@ const char* const kMigrations[] = {
           AND json_extract(jobs.spec, '$.labels.trial') = CAST(t.idx AS TEXT)
           AND json_extract(e.spec, '$.trial_template.team') = jobs.team);
     )sql",
+    // v8: webhook outbox: per endpoint (a hash of its URL), the id of the
+    // last event delivered to it or given up on.
+    R"sql(
+    CREATE TABLE webhook_cursors (
+      endpoint TEXT PRIMARY KEY,
+      last_event_id INTEGER NOT NULL,
+      updated_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    )sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -280,6 +289,63 @@ class SqliteStore final : public Store {
     }
     if (q.failed()) return Unavailable("list events: " + LastError());
     return events;
+  }
+
+  Result<std::vector<JobEvent>> ListEventsAfter(std::int64_t after_id,
+                                                const std::vector<std::string>& types,
+                                                std::size_t limit) override {
+    std::lock_guard lock(mu_);
+    std::string sql = "SELECT id, job, time, type, message FROM job_events WHERE id > ?1";
+    if (!types.empty()) {
+      sql += " AND type IN (";
+      for (std::size_t i = 0; i < types.size(); ++i) {
+        sql += (i == 0 ? "?" : ", ?") + std::to_string(i + 3);
+      }
+      sql += ")";
+    }
+    sql += " ORDER BY id LIMIT ?2";
+    Statement q(db_, sql);
+    q.Bind(1, after_id);
+    q.Bind(2, static_cast<std::int64_t>(std::min<std::size_t>(
+                  limit, static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max()))));
+    for (std::size_t i = 0; i < types.size(); ++i) q.Bind(static_cast<int>(i + 3), types[i]);
+    std::vector<JobEvent> events;
+    while (q.Step()) {
+      events.push_back({q.ColumnInt64(0), q.ColumnText(1), FromUnixMillis(q.ColumnInt64(2)),
+                        q.ColumnText(3), q.ColumnText(4)});
+    }
+    if (q.failed()) return Unavailable("list events: " + LastError());
+    return events;
+  }
+
+  Result<std::int64_t> LastEventId() override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "SELECT COALESCE(MAX(id), 0) FROM job_events");
+    if (!q.Step()) return Unavailable("last event id: " + LastError());
+    return q.ColumnInt64(0);
+  }
+
+  Result<std::optional<std::int64_t>> GetWebhookCursor(std::string_view endpoint) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "SELECT last_event_id FROM webhook_cursors WHERE endpoint = ?");
+    q.Bind(1, std::string(endpoint));
+    if (q.Step()) return std::optional<std::int64_t>(q.ColumnInt64(0));
+    if (q.failed()) return Unavailable("read webhook cursor: " + LastError());
+    return std::optional<std::int64_t>();
+  }
+
+  Status SetWebhookCursor(std::string_view endpoint, std::int64_t event_id,
+                          Time updated_at) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_,
+                "INSERT INTO webhook_cursors (endpoint, last_event_id, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT(endpoint) DO UPDATE SET last_event_id = excluded.last_event_id, "
+                "updated_at = excluded.updated_at");
+    q.Bind(1, std::string(endpoint));
+    q.Bind(2, event_id);
+    q.Bind(3, ToUnixMillis(updated_at));
+    if (!q.Run()) return Unavailable("write webhook cursor: " + LastError());
+    return Status::Ok();
   }
 
   Status AppendProgress(const std::vector<ProgressBatch>& batches) override {
