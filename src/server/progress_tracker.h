@@ -8,7 +8,9 @@
 #pragma once
 
 #include <map>
+#include <cstdint>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,6 +22,16 @@
 #include "store/store.h"
 
 namespace headway {
+
+// What one job may store, the same for every way of reporting (HTTP,
+// Kubeflow, stdout markers).
+struct IngestLimits {
+  std::size_t max_series = 1000;        // distinct metric names
+  // Stored rows: one per step reported plus one per metric value. A report
+  // of a step still in the recent tail (a retry, a repeated step) replaces
+  // the earlier one and costs nothing.
+  std::uint64_t max_points = 1000000;
+};
 
 class ProgressTracker {
  public:
@@ -39,6 +51,19 @@ class ProgressTracker {
   // metric series. Checked before writing, so a refused request stores nothing.
   Status AdmitSeries(const std::string& job, const std::vector<ProgressReport>& reports,
                      std::size_t max_series);
+  // HTTP and Kubeflow reports, all or nothing: InvalidArgument (400) past
+  // the series limit, PayloadTooLarge (413) past the points limit, before
+  // anything is written. Admitted points are counted against the job at once.
+  Status Admit(const std::string& job, const std::vector<ProgressReport>& reports,
+               const IngestLimits& limits);
+  // Stdout markers, which nobody can be told "no": drops the values of series
+  // beyond the series limit, then whole reports beyond the points limit (the
+  // first ones that fit are kept). Counts what it keeps against the job.
+  void DropOverLimits(const std::string& job, std::vector<ProgressReport>& reports,
+                      const IngestLimits& limits);
+  // The Warning events `job` is owed: at most one per limit per job (series,
+  // points), saying what was refused or dropped and the limit.
+  std::vector<std::string> TakeLimitWarnings(const std::string& job, const IngestLimits& limits);
   ProgressView View(const Job& job, Time now);
 
  private:
@@ -52,6 +77,12 @@ class ProgressTracker {
     std::optional<double> epoch, total_epochs;
     std::optional<double> first_loss, min_loss;
     std::optional<Time> last_report_at;
+    // Admission bookkeeping for IngestLimits.
+    std::optional<std::uint64_t> points;  // stored or admitted; counted on first use
+    std::uint64_t refused_points = 0, dropped_points = 0, dropped_reports = 0;
+    std::set<std::string> dropped_series;
+    std::size_t refused_series_requests = 0;
+    bool said_points = false, said_series = false;
   };
   // The ETA estimator reads up to 4096 steps: periodic eval pauses and noisy
   // throughput are estimated markedly better than from 512 (bench/eta_bench).
@@ -62,6 +93,9 @@ class ProgressTracker {
 
   State& Load(const std::string& job);  // requires mu_
   static void AddStep(State& s, const StepPoint& p);
+  // Rows `r` would add (see IngestLimits::max_points); requires mu_.
+  static std::uint64_t PointsOf(const State& s, const ProgressReport& r);
+  std::uint64_t& Points(const std::string& job, State& s);  // requires mu_
   static void AddMetric(State& s, const std::string& name, const MetricPoint& p);
 
   Store& store_;

@@ -398,6 +398,18 @@ class SqliteStore final : public Store {
     return names;
   }
 
+  Result<std::uint64_t> CountProgressPoints(std::string_view job) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_,
+                "SELECT (SELECT COUNT(*) FROM progress_steps WHERE job = ?1) + "
+                "(SELECT COUNT(*) FROM metric_points WHERE job = ?1)");
+    q.Bind(1, std::string(job));
+    std::uint64_t n = 0;
+    if (q.Step()) n = static_cast<std::uint64_t>(q.ColumnInt64(0));
+    if (q.failed()) return Unavailable("count progress points: " + LastError());
+    return n;
+  }
+
   Status CreateUserToken(const UserToken& t) override {
     std::lock_guard lock(mu_);
     Statement q(db_,
