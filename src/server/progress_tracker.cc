@@ -155,12 +155,31 @@ std::set<std::string> ProgressTracker::DropSeriesOverLimit(const std::string& jo
   return DropSeries(Load(job).latest, reports, max_series);
 }
 
-std::uint64_t ProgressTracker::PointsOf(const State& s, const ProgressReport& r) {
-  // A step still in the tail is stored already: reporting it again replaces it.
-  auto it = std::lower_bound(s.steps.begin(), s.steps.end(), r.step,
-                             [](const StepPoint& p, std::int64_t step) { return p.step < step; });
-  if (it != s.steps.end() && it->step == r.step) return 0;
-  return 1 + r.metrics.size();
+std::vector<std::uint64_t> ProgressTracker::Costs(const std::string& job, const State& s,
+                                                 const std::vector<ProgressReport>& reports) {
+  std::vector<std::uint64_t> costs(reports.size());
+  std::vector<std::int64_t> unsure;  // older than the newest step, not in the tail
+  auto in_tail = [&](std::int64_t step) {
+    auto it = std::lower_bound(s.steps.begin(), s.steps.end(), step,
+                               [](const StepPoint& p, std::int64_t k) { return p.step < k; });
+    return it != s.steps.end() && it->step == step;
+  };
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    const ProgressReport& r = reports[i];
+    if (in_tail(r.step)) continue;  // stored: reporting it again replaces it
+    costs[i] = 1 + r.metrics.size();
+    if (!s.steps.empty() && r.step < s.steps.back().step) unsure.push_back(r.step);
+  }
+  // Old steps (a log rescanned after a restart, a late backfill) are looked up.
+  if (!unsure.empty()) {
+    auto stored = store_.StoredSteps(job, unsure);
+    if (stored.ok() && !stored->empty()) {
+      for (std::size_t i = 0; i < reports.size(); ++i) {
+        if (stored->count(reports[i].step)) costs[i] = 0;
+      }
+    }
+  }
+  return costs;
 }
 
 std::uint64_t& ProgressTracker::Points(const std::string& job, State& s) {
@@ -192,7 +211,7 @@ Status ProgressTracker::Admit(const std::string& job, const std::vector<Progress
   }
   std::uint64_t& points = Points(job, s);
   std::uint64_t adding = 0;
-  for (const ProgressReport& r : reports) adding += PointsOf(s, r);
+  for (std::uint64_t cost : Costs(job, s, reports)) adding += cost;
   if (points + adding > limits.max_points) {
     s.refused_points += adding;
     return Status(StatusCode::kPayloadTooLarge,
@@ -213,9 +232,11 @@ void ProgressTracker::DropOverLimits(const std::string& job, std::vector<Progres
   }
   if (reports.empty()) return;
   std::uint64_t& points = Points(job, s);
+  const std::vector<std::uint64_t> costs = Costs(job, s, reports);
   std::size_t kept = 0;
-  for (ProgressReport& r : reports) {
-    std::uint64_t cost = PointsOf(s, r);
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    ProgressReport& r = reports[i];
+    std::uint64_t cost = costs[i];
     if (points + cost > limits.max_points) {
       ++s.dropped_reports;
       s.dropped_points += cost;

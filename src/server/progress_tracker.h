@@ -28,8 +28,8 @@ namespace headway {
 struct IngestLimits {
   std::size_t max_series = 1000;        // distinct metric names
   // Stored rows: one per step reported plus one per metric value. A report
-  // of a step still in the recent tail (a retry, a repeated step) replaces
-  // the earlier one and costs nothing.
+  // of a step already stored (a retry, a log rescanned after a restart)
+  // replaces the earlier one and costs nothing.
   std::uint64_t max_points = 1000000;
 };
 
@@ -93,8 +93,9 @@ class ProgressTracker {
 
   State& Load(const std::string& job);  // requires mu_
   static void AddStep(State& s, const StepPoint& p);
-  // Rows `r` would add (see IngestLimits::max_points); requires mu_.
-  static std::uint64_t PointsOf(const State& s, const ProgressReport& r);
+  // Rows each report would add (see IngestLimits::max_points); requires mu_.
+  std::vector<std::uint64_t> Costs(const std::string& job, const State& s,
+                                   const std::vector<ProgressReport>& reports);
   std::uint64_t& Points(const std::string& job, State& s);  // requires mu_
   static void AddMetric(State& s, const std::string& name, const MetricPoint& p);
 

@@ -207,6 +207,28 @@ TEST(Limits, StdoutMarkersPastThePointsLimitAreDroppedAndSaidOnce) {
   EXPECT_EQ(CountEvents(server, "markers", "points per job"), 1);
 }
 
+// A server that restarts rescans the job's output from the start: what it
+// stored already is not counted again.
+TEST(Limits, MarkersRescannedAfterARestartDoNotCountTwice) {
+  TestServer server(1, {"--max-points-per-job", "11000"});
+  const std::string go = server.work_dir() + "/go";
+  WriteFile(server.work_dir() + "/phases.sh",
+            "awk 'BEGIN { for (i = 1; i <= 5000; i++) "
+            "printf \"HEADWAY {\\\"step\\\": %d, \\\"metrics\\\": {\\\"loss\\\": 1}}\\n\", i }'\n"
+            "while [ ! -e " + go + " ]; do sleep 0.1; done\n"
+            "awk 'BEGIN { for (i = 5001; i <= 5400; i++) "
+            "printf \"HEADWAY {\\\"step\\\": %d, \\\"metrics\\\": {\\\"loss\\\": 1}}\\n\", i }'\n");
+  server.Submit("name: phases\ncommand: [/bin/sh, " + server.work_dir() + "/phases.sh]\n");
+  ASSERT_TRUE(WaitFor([&] { return server.Job("phases")["progress"]["step"] == 5000; }));
+  server.Kill();  // 10,000 points stored; the rescan would add 10,000 more
+  server.Restart();
+  WriteFile(go, "");
+  ASSERT_TRUE(server.WaitForState("phases", "Succeeded"));
+  ASSERT_TRUE(WaitFor([&] { return server.Job("phases")["progress"]["step"] == 5400; }))
+      << server.Job("phases")["progress"].dump();
+  EXPECT_EQ(CountEvents(server, "phases", "points per job"), 0);
+}
+
 std::uint64_t FileSize(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;

@@ -410,6 +410,22 @@ class SqliteStore final : public Store {
     return n;
   }
 
+  Result<std::set<std::int64_t>> StoredSteps(std::string_view job,
+                                             const std::vector<std::int64_t>& steps) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "SELECT 1 FROM progress_steps WHERE job = ? AND step = ?");
+    std::set<std::int64_t> stored;
+    const std::string name(job);
+    for (std::int64_t step : steps) {
+      q.Bind(1, name);
+      q.Bind(2, step);
+      if (q.Step()) stored.insert(step);
+      if (q.failed()) return Unavailable("read steps: " + LastError());
+      q.Reset();
+    }
+    return stored;
+  }
+
   Status CreateUserToken(const UserToken& t) override {
     std::lock_guard lock(mu_);
     Statement q(db_,
