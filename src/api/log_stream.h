@@ -3,8 +3,8 @@
 // rotations of the local supervisor (api/log_cursor.h). Internal to api.
 #pragma once
 
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <string>

@@ -675,8 +675,8 @@ class Api {
       auto n = ParseCount("limit_bytes", req.query.at("limit_bytes"));
       if (!n.ok()) return ErrorResponse(n.status());
       if (*n == 0) {
-        return ErrorResponse(
-            InvalidArgument("query parameter 'limit_bytes' must be at least 1").WithField("limit_bytes"));
+        return ErrorResponse(InvalidArgument("query parameter 'limit_bytes' must be at least 1")
+                                 .WithField("limit_bytes"));
       }
       limit_bytes = *n;
     }
@@ -730,9 +730,9 @@ class Api {
         v.files = select(*all, v.attempt);
         return v;
       };
-      resp.stream = std::make_shared<LogFollowStream>(view, attempt, std::move(selected), prefix,
-                                                      req.query.count("attempt") > 0, start,
-                                                      limit_bytes);
+      resp.stream =
+          std::make_shared<LogFollowStream>(view, attempt, std::move(selected), prefix,
+                                            req.query.count("attempt") > 0, start, limit_bytes);
       return resp;
     }
     // What is there now, streamed: a log of any size, never cut silently.

@@ -49,8 +49,8 @@ struct Options {
   bool follow = false;
   int rank = -1;
   int attempt = -1;
-  std::int64_t tail = -1;         // logs: each rank's newest N lines (-1: all)
-  std::int64_t limit_bytes = 0;   // logs: at most N bytes of whole lines (0: no bound)
+  std::int64_t tail = -1;        // logs: each rank's newest N lines (-1: all)
+  std::int64_t limit_bytes = 0;  // logs: at most N bytes of whole lines (0: no bound)
   // stop
   std::vector<std::string> names;
   bool force = false;

@@ -107,13 +107,13 @@ void JobController::ScanMarkers(const Job& job, std::vector<JobEvent>& events) {
                            "ignored a malformed HEADWAY progress line in the job's output"));
   }
   for (const LogFile& f : rotated) {
-    events.push_back(Event(
-        job, "Warning",
-        "rank " + std::to_string(f.rank) + "'s output passed half of its log limit of " +
-            std::to_string(options_.max_log_bytes) +
-            " bytes (--max-log-bytes): older output moved to " +
-            std::filesystem::path(f.path).filename().string() +
-            ".1, and output older than that is dropped; the newest is kept"));
+    events.push_back(Event(job, "Warning",
+                           "rank " + std::to_string(f.rank) +
+                               "'s output passed half of its log limit of " +
+                               std::to_string(options_.max_log_bytes) +
+                               " bytes (--max-log-bytes): older output moved to " +
+                               std::filesystem::path(f.path).filename().string() +
+                               ".1, and output older than that is dropped; the newest is kept"));
   }
   // The same limits as HTTP reports; a job's output cannot be refused, so
   // what is over them is dropped, and the job's events say so once per limit.

@@ -6,8 +6,8 @@
 
 namespace headway {
 
-std::vector<ProgressReport> MarkerScanner::Scan(const std::vector<LogFile>& files,
-                                                int& malformed, std::vector<LogFile>* rotated) {
+std::vector<ProgressReport> MarkerScanner::Scan(const std::vector<LogFile>& files, int& malformed,
+                                                std::vector<LogFile>* rotated) {
   constexpr std::size_t kMaxRead = 1 << 20;  // per file per scan
   constexpr std::size_t kMaxLine = 1 << 16;  // longer lines are not markers
   constexpr std::string_view kMarker = "HEADWAY ";

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "api/log_cursor.h"
 #include "core/job.h"
 #include "core/progress_report.h"
-#include "api/log_cursor.h"
 
 namespace headway {
 

@@ -156,7 +156,7 @@ std::set<std::string> ProgressTracker::DropSeriesOverLimit(const std::string& jo
 }
 
 std::vector<std::uint64_t> ProgressTracker::Costs(const std::string& job, const State& s,
-                                                 const std::vector<ProgressReport>& reports) {
+                                                  const std::vector<ProgressReport>& reports) {
   std::vector<std::uint64_t> costs(reports.size());
   std::vector<std::int64_t> unsure;  // older than the newest step, not in the tail
   auto in_tail = [&](std::int64_t step) {
@@ -250,7 +250,7 @@ void ProgressTracker::DropOverLimits(const std::string& job, std::vector<Progres
 }
 
 std::vector<std::string> ProgressTracker::TakeLimitWarnings(const std::string& job,
-                                                           const IngestLimits& limits) {
+                                                            const IngestLimits& limits) {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return {};

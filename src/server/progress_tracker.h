@@ -7,8 +7,8 @@
 // Thread safety: all methods are thread-safe.
 #pragma once
 
-#include <map>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -26,7 +26,7 @@ namespace headway {
 // What one job may store, the same for every way of reporting (HTTP,
 // Kubeflow, stdout markers).
 struct IngestLimits {
-  std::size_t max_series = 1000;        // distinct metric names
+  std::size_t max_series = 1000;  // distinct metric names
   // Stored rows: one per step reported plus one per metric value. A report
   // of a step already stored (a retry, a log rescanned after a restart)
   // replaces the earlier one and costs nothing.

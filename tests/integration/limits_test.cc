@@ -9,9 +9,8 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
-
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <sstream>
@@ -23,8 +22,8 @@
 namespace headway::testing {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 // A plain TCP connection to the server, for clients that misbehave.
 class RawConnection {
@@ -172,11 +171,14 @@ TEST(Limits, HttpAndKubeflowReportsPastThePointsLimitAreRefusedWholeAndSaidOnce)
   // A retried batch replaces its steps and costs nothing.
   EXPECT_EQ(Post(server, path, token, Batch(31, 10), &response), 202) << response;
   // The Kubeflow endpoint counts against the same limit.
-  const std::string kubeflow = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/capped/status";
-  std::string report = R"({"trainerStatus": {"progressPercentage": 50, "metrics": [{"name": "loss", "value": "0.4"}]}})";
+  const std::string kubeflow =
+      "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/capped/status";
+  std::string report =
+      R"({"trainerStatus": {"progressPercentage": 50, "metrics": [{"name": "loss", "value": "0.4"}]}})";
   int accepted = 0;
   int status = 0;
-  for (int i = 0; i < 20 && (status = Post(server, kubeflow, token, report, &response)) == 200; ++i) {
+  for (int i = 0; i < 20 && (status = Post(server, kubeflow, token, report, &response)) == 200;
+       ++i) {
     report = R"({"trainerStatus": {"progressPercentage": )" + std::to_string(51 + i) +
              R"(, "metrics": [{"name": "loss", "value": "0.4"}]}})";
     ++accepted;
@@ -186,7 +188,8 @@ TEST(Limits, HttpAndKubeflowReportsPastThePointsLimitAreRefusedWholeAndSaidOnce)
   EXPECT_THAT(response, HasSubstr("points"));
   // One event says what was refused and the limit, however many refusals.
   EXPECT_EQ(Post(server, path, token, Batch(100, 1)), 413);
-  ASSERT_TRUE(WaitFor([&] { return server.HasEvent("capped", "Warning", "limit of 100 points per job"); }));
+  ASSERT_TRUE(
+      WaitFor([&] { return server.HasEvent("capped", "Warning", "limit of 100 points per job"); }));
   std::this_thread::sleep_for(std::chrono::seconds(1));
   EXPECT_EQ(CountEvents(server, "capped", "points per job"), 1);
   server.Cli({"stop", "capped"});
@@ -200,8 +203,9 @@ TEST(Limits, StdoutMarkersPastThePointsLimitAreDroppedAndSaidOnce) {
             "printf \"HEADWAY {\\\"step\\\": %d, \\\"metrics\\\": {\\\"loss\\\": 1}}\\n\", i }'\n");
   server.Submit("name: markers\ncommand: [/bin/sh, " + server.work_dir() + "/markers.sh]\n");
   ASSERT_TRUE(server.WaitForState("markers", "Succeeded"));
-  ASSERT_TRUE(WaitFor([&] { return server.HasEvent("markers", "Warning", "limit of 1000 points per job"); }))
-      << server.Events("markers").size();
+  ASSERT_TRUE(WaitFor([&] {
+    return server.HasEvent("markers", "Warning", "limit of 1000 points per job");
+  })) << server.Events("markers").size();
   EXPECT_TRUE(server.HasEvent("markers", "Warning", "dropped 19500 HEADWAY output line report(s)"));
   EXPECT_EQ(server.Job("markers")["progress"]["step"], 500);
   EXPECT_EQ(CountEvents(server, "markers", "points per job"), 1);
@@ -212,12 +216,15 @@ TEST(Limits, StdoutMarkersPastThePointsLimitAreDroppedAndSaidOnce) {
 TEST(Limits, MarkersRescannedAfterARestartDoNotCountTwice) {
   TestServer server(1, {"--max-points-per-job", "11000"});
   const std::string go = server.work_dir() + "/go";
-  WriteFile(server.work_dir() + "/phases.sh",
-            "awk 'BEGIN { for (i = 1; i <= 5000; i++) "
-            "printf \"HEADWAY {\\\"step\\\": %d, \\\"metrics\\\": {\\\"loss\\\": 1}}\\n\", i }'\n"
-            "while [ ! -e " + go + " ]; do sleep 0.1; done\n"
-            "awk 'BEGIN { for (i = 5001; i <= 5400; i++) "
-            "printf \"HEADWAY {\\\"step\\\": %d, \\\"metrics\\\": {\\\"loss\\\": 1}}\\n\", i }'\n");
+  WriteFile(
+      server.work_dir() + "/phases.sh",
+      "awk 'BEGIN { for (i = 1; i <= 5000; i++) "
+      "printf \"HEADWAY {\\\"step\\\": %d, \\\"metrics\\\": {\\\"loss\\\": 1}}\\n\", i }'\n"
+      "while [ ! -e " +
+          go +
+          " ]; do sleep 0.1; done\n"
+          "awk 'BEGIN { for (i = 5001; i <= 5400; i++) "
+          "printf \"HEADWAY {\\\"step\\\": %d, \\\"metrics\\\": {\\\"loss\\\": 1}}\\n\", i }'\n");
   server.Submit("name: phases\ncommand: [/bin/sh, " + server.work_dir() + "/phases.sh]\n");
   ASSERT_TRUE(WaitFor([&] { return server.Job("phases")["progress"]["step"] == 5000; }));
   server.Kill();  // 10,000 points stored; the rescan would add 10,000 more

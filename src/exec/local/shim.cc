@@ -3,10 +3,10 @@
 // launch.json, runs the ranks, and leaves result.json behind.
 
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,8 +18,8 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,7 +49,10 @@ void OnCheckpointWarning(int) {}
 class BoundedLog {
  public:
   BoundedLog(int dir_fd, std::string name, int fd, std::uint64_t limit)
-      : dir_fd_(dir_fd), name_(std::move(name)), fd_(fd), half_(std::max<std::uint64_t>(limit / 2, 1)) {
+      : dir_fd_(dir_fd),
+        name_(std::move(name)),
+        fd_(fd),
+        half_(std::max<std::uint64_t>(limit / 2, 1)) {
     struct stat st {};
     if (::fstat(fd_, &st) == 0) size_ = static_cast<std::uint64_t>(st.st_size);
   }
@@ -137,8 +140,10 @@ bool PumpLogs(std::vector<Rank>& ranks, bool until_eof) {
   bool any = false;
   for (Rank& r : ranks) {
     if (r.pipe_read < 0) continue;
-    // A bounded share per pass, so one chatty rank cannot starve the others.
-    for (int i = 0; i < 16 || until_eof; ++i) {
+    // A bounded share per pass, so one chatty rank cannot starve the others;
+    // at the end, what the pipe holds (a daemon left writing cannot hold us).
+    const int passes = until_eof ? 64 : 16;
+    for (int i = 0; i < passes; ++i) {
       ssize_t n = ::read(r.pipe_read, buf, sizeof buf);
       if (n > 0) {
         r.bounded->Write(buf, static_cast<std::size_t>(n));
