@@ -41,6 +41,7 @@ class ProgressTracker {
                   double plateau_window = 0.25);
 
   void Apply(const ProgressBatch& batch);
+  // The series limit alone (Admit and DropOverLimits check every limit).
   // For reports nobody can be told "no" (stdout markers): removes the values
   // of series that would take `job` past `max_series`, keeping the first new
   // ones that fit. Returns the names of the series dropped.
