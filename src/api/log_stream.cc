@@ -29,14 +29,15 @@ void LogReader::ReadNew(std::string& out, bool flush_partial) {
       s.cursor.Read(out, kMaxChunk);
       continue;
     }
-    s.cursor.Read(s.partial, kMaxChunk);
+    // A chunk cut at kMaxChunk is not the end of the file: its last line goes on.
+    bool at_end = s.cursor.Read(s.partial, kMaxChunk) < kMaxChunk;
     std::size_t start = 0;
     for (std::size_t nl; (nl = s.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
       out += "[rank " + std::to_string(s.file.rank) + "] ";
       out.append(s.partial, start, nl - start + 1);
     }
     s.partial.erase(0, start);
-    if (flush_partial && !s.partial.empty()) {
+    if (flush_partial && at_end && !s.partial.empty()) {
       out += "[rank " + std::to_string(s.file.rank) + "] " + s.partial + "\n";
       s.partial.clear();
     }

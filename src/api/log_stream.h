@@ -28,8 +28,9 @@ class LogReader {
  public:
   // `prefix_ranks`: prefix each line with its rank (for merged multi-rank output).
   LogReader(std::vector<LogFile> files, bool prefix_ranks, LogStart start = {});
-  // Appends whatever was written since the last call. With `flush_partial`,
-  // an unterminated last line is emitted too (the writer is done).
+  // Appends whatever was written since the last call, at most 1 MiB per
+  // rank. With `flush_partial`, an unterminated last line is emitted too
+  // once its rank's file is read to the end (the writer is done).
   void ReadNew(std::string& out, bool flush_partial);
   // Starts reading files of `files` not read yet (a rank whose log appeared late).
   void AddMissing(const std::vector<LogFile>& files);

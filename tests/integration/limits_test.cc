@@ -307,6 +307,22 @@ TEST(Limits, LogsAreWholeByDefaultAndCutOnlyAtLinesWhenAsked) {
   EXPECT_THAT(pair, HasSubstr("[rank 0] 50\n"));
   EXPECT_THAT(pair, HasSubstr("[rank 1] 50\n"));
   EXPECT_EQ(pair.size(), std::string("[rank 0] 50\n[rank 1] 50\n").size());
+  // Several ranks with more than a chunk each: merged whole lines only.
+  server.Submit("name: wide\ncommand: [seq, '1', '300000']\nresources: {processes_per_node: 2}\n");
+  ASSERT_TRUE(server.WaitForState("wide", "Succeeded"));
+  std::string wide = server.Cli({"logs", "wide"}).out;
+  std::istringstream merged(wide);
+  std::string line;
+  int next[2] = {1, 1};
+  while (std::getline(merged, line)) {
+    ASSERT_EQ(line.rfind("[rank ", 0), 0u) << line;
+    int rank = line[6] - '0';
+    ASSERT_TRUE(rank == 0 || rank == 1) << line;
+    ASSERT_EQ(line.substr(9), std::to_string(next[rank])) << "a line cut at a chunk boundary";
+    ++next[rank];
+  }
+  EXPECT_EQ(next[0], 300001);
+  EXPECT_EQ(next[1], 300001);
   // Following from the tail.
   EXPECT_EQ(server.Cli({"logs", "long", "-f", "--tail", "1"}).out, "400000\n");
 }
