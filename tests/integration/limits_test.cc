@@ -158,7 +158,7 @@ int CountEvents(const TestServer& server, const std::string& name, const std::st
 }
 
 TEST(Limits, HttpAndKubeflowReportsPastThePointsLimitAreRefusedWholeAndSaidOnce) {
-  TestServer server(1, {"--max-points-per-job", "100"});
+  TestServer server(1, {"--max-points-per-job", "100", "--max-series-per-job", "2"});
   std::string token = IdleJobToken(server, "capped");
   const std::string path = "/api/v1/jobs/capped/progress";
   std::string response;
@@ -192,6 +192,12 @@ TEST(Limits, HttpAndKubeflowReportsPastThePointsLimitAreRefusedWholeAndSaidOnce)
       WaitFor([&] { return server.HasEvent("capped", "Warning", "limit of 100 points per job"); }));
   std::this_thread::sleep_for(std::chrono::seconds(1));
   EXPECT_EQ(CountEvents(server, "capped", "points per job"), 1);
+  // The series limit is said too.
+  EXPECT_EQ(Post(server, path, token, R"({"step": 300, "metrics": {"a": 1, "b": 1}})", &response),
+            400);
+  EXPECT_THAT(response, HasSubstr("the limit is 2"));
+  ASSERT_TRUE(WaitFor(
+      [&] { return server.HasEvent("capped", "Warning", "metric series beyond the limit of 2"); }));
   server.Cli({"stop", "capped"});
 }
 
