@@ -99,6 +99,29 @@ int main(int argc, char** argv) {
                      "distinct metric names one job may report")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
+  server
+      ->add_option("--max-points-per-job", server_config.max_points_per_job,
+                   "progress points one job may store (one per step reported plus one per "
+                   "metric value): HTTP and Kubeflow reports past it get 413, stdout markers "
+                   "are dropped, and the job gets one Warning event")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  server
+      ->add_option("--max-log-bytes", server_config.max_log_bytes,
+                   "bytes of output kept per rank of a local job: past half of it the rank's "
+                   "log is rotated to rank-N.log.1 (replacing the older one), so the newest "
+                   "output is kept, and the job gets a Warning event (0: unbounded)")
+      ->capture_default_str()
+      ->check([](const std::string& value) -> std::string {
+        std::uint64_t n = 0;
+        try {
+          n = std::stoull(value);
+        } catch (...) {
+          return "--max-log-bytes must be a number of bytes, got '" + value + "'";
+        }
+        if (n != 0 && n < 4096) return "--max-log-bytes must be 0 (unbounded) or at least 4096";
+        return "";
+      });
   bool auth_flag = false;  // the default now; kept so older command lines still start
   server->add_flag("--auth", auth_flag,
                    "(the default) require a user token on every API request: the first start "

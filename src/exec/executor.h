@@ -103,6 +103,10 @@ struct ExecutorOptions {
   // Variables of the server's environment passed on to jobs besides the
   // basics (PATH, LANG, LC_*, TZ); nothing else of it reaches them.
   std::vector<std::string> job_env;
+  // Bound on each rank's log where the executor writes logs itself (local):
+  // past half of it the log is rotated to PATH.1, replacing the older one,
+  // so a rank keeps at most this many bytes, the newest. 0: unbounded.
+  std::uint64_t max_log_bytes = 0;
   // Start-up notes (what isolation and limits this machine supports).
   std::function<void(const std::string&)> log;
 };

@@ -56,8 +56,8 @@ Status JobController::ReportProgress(std::string_view name, std::string_view tok
   if (expected.empty() || !api::SameHash(api::HashToken(token), expected)) {
     return PermissionDenied("this token may not report for job '" + std::string(name) + "'");
   }
-  HEADWAY_RETURN_IF_ERROR(
-      tracker_.AdmitSeries(std::string(name), reports, options_.max_series_per_job));
+  HEADWAY_RETURN_IF_ERROR(tracker_.Admit(
+      std::string(name), reports, {options_.max_series_per_job, options_.max_points_per_job}));
   return writer_.Write({std::string(name), std::move(reports), clock_.Now()});
 }
 
@@ -99,23 +99,28 @@ void JobController::ScanMarkers(const Job& job, std::vector<JobEvent>& events) {
     if (f.attempt == job.attempt()) current.push_back(f);
   }
   int malformed = 0;
-  std::vector<ProgressReport> reports = markers_.Scan(current, malformed);
+  std::vector<LogFile> rotated;
+  std::vector<ProgressReport> reports = markers_.Scan(current, malformed, &rotated);
   if (malformed > 0 && !warned_malformed_[job.name()]) {
     warned_malformed_[job.name()] = true;
     events.push_back(Event(job, "Warning",
                            "ignored a malformed HEADWAY progress line in the job's output"));
   }
-  // The same series limit as HTTP reports; a job's output cannot be refused,
-  // so what is over it is dropped, and the job's events say so once.
-  std::set<std::string> dropped =
-      tracker_.DropSeriesOverLimit(job.name(), reports, options_.max_series_per_job);
-  if (!dropped.empty() && !warned_series_.count(job.name())) {
-    warned_series_.insert(job.name());
+  for (const LogFile& f : rotated) {
     events.push_back(Event(job, "Warning",
-                           "dropped HEADWAY output lines' values of " +
-                               std::to_string(dropped.size()) + " metric series beyond the limit of " +
-                               std::to_string(options_.max_series_per_job) + " per job (first: '" +
-                               *dropped.begin() + "')"));
+                           "rank " + std::to_string(f.rank) +
+                               "'s output passed half of its log limit of " +
+                               std::to_string(options_.max_log_bytes) +
+                               " bytes (--max-log-bytes): older output moved to " +
+                               std::filesystem::path(f.path).filename().string() +
+                               ".1, and output older than that is dropped; the newest is kept"));
+  }
+  // The same limits as HTTP reports; a job's output cannot be refused, so
+  // what is over them is dropped, and the job's events say so once per limit.
+  const IngestLimits limits{options_.max_series_per_job, options_.max_points_per_job};
+  tracker_.DropOverLimits(job.name(), reports, limits);
+  for (std::string& warning : tracker_.TakeLimitWarnings(job.name(), limits)) {
+    events.push_back(Event(job, "Warning", std::move(warning)));
   }
   if (!reports.empty()) writer_.WriteAsync({job.name(), std::move(reports), clock_.Now()});
 }

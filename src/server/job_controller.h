@@ -56,6 +56,12 @@ struct ControllerOptions {
   double plateau_window = 0.25;  // fraction of total_steps; see ProgressTracker
   // Distinct metric names one job may report; more are refused (400).
   std::size_t max_series_per_job = 1000;
+  // Progress points (ProgressTracker's IngestLimits) one job may store; more
+  // are refused (413) or, from stdout markers, dropped.
+  std::uint64_t max_points_per_job = 1000000;
+  // The local supervisor's bound on each rank's log, named in the event that
+  // says a rank's output was rotated (0: not bounded).
+  std::uint64_t max_log_bytes = 0;
   // Which Unix account each team's jobs run as.
   RunAsPolicy run_as;
   // Called (on the control loop's thread, holding no store lock) for every

@@ -340,6 +340,7 @@ int RunServer(const ServerConfig& config) {
     executor_options.isolate = config.isolate_jobs;
     executor_options.allow_root_jobs = config.allow_root_jobs;
     executor_options.job_env = config.job_env;
+    executor_options.max_log_bytes = config.max_log_bytes;
     executor_options.log = [](const std::string& line) { spdlog::info("{}", line); };
     auto executor = MakeExecutor(name, executor_options);
     if (!executor.ok()) {
@@ -392,6 +393,8 @@ int RunServer(const ServerConfig& config) {
   options.health.unknown_grace_s = config.no_report_grace_s;
   options.plateau_window = config.plateau_window;
   options.max_series_per_job = config.max_series_per_job;
+  options.max_points_per_job = config.max_points_per_job;
+  options.max_log_bytes = config.max_log_bytes;
   options.team_quotas = *quotas;
   options.scheduling.preemption = config.preemption;
   options.scheduling.backfill = config.backfill;

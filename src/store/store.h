@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -84,6 +85,11 @@ class Store {
   virtual Status ScanMetric(std::string_view job, std::string_view metric,
                             const std::function<void(const MetricPoint&)>& visit) = 0;
   virtual Result<std::vector<std::string>> MetricNames(std::string_view job) = 0;
+  // The rows a job's progress takes: its stored steps plus its metric values.
+  virtual Result<std::uint64_t> CountProgressPoints(std::string_view job) = 0;
+  // Which of `steps` the job has stored.
+  virtual Result<std::set<std::int64_t>> StoredSteps(std::string_view job,
+                                                     const std::vector<std::int64_t>& steps) = 0;
 
   // Experiments and their trials. Creating a trial twice (same experiment
   // and index) is Conflict, so a resumed controller never doubles one.

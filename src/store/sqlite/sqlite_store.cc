@@ -464,6 +464,34 @@ class SqliteStore final : public Store {
     return names;
   }
 
+  Result<std::uint64_t> CountProgressPoints(std::string_view job) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_,
+                "SELECT (SELECT COUNT(*) FROM progress_steps WHERE job = ?1) + "
+                "(SELECT COUNT(*) FROM metric_points WHERE job = ?1)");
+    q.Bind(1, std::string(job));
+    std::uint64_t n = 0;
+    if (q.Step()) n = static_cast<std::uint64_t>(q.ColumnInt64(0));
+    if (q.failed()) return Unavailable("count progress points: " + LastError());
+    return n;
+  }
+
+  Result<std::set<std::int64_t>> StoredSteps(std::string_view job,
+                                             const std::vector<std::int64_t>& steps) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "SELECT 1 FROM progress_steps WHERE job = ? AND step = ?");
+    std::set<std::int64_t> stored;
+    const std::string name(job);
+    for (std::int64_t step : steps) {
+      q.Bind(1, name);
+      q.Bind(2, step);
+      if (q.Step()) stored.insert(step);
+      if (q.failed()) return Unavailable("read steps: " + LastError());
+      q.Reset();
+    }
+    return stored;
+  }
+
   Status CreateUserToken(const UserToken& t) override {
     std::lock_guard lock(mu_);
     Statement q(db_,
