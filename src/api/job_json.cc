@@ -38,7 +38,7 @@ nlohmann::json ProgressToJson(const ProgressView& p) {
 nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
                          const ProgressView& progress) {
   return {
-      {"health", progress.health},
+      {"health", std::string(HealthName(progress.health))},
       {"health_reason", progress.health_reason},
       {"progress", ProgressToJson(progress)},
       {"name", job.name()},

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/exec_status.h"
 #include "core/job.h"
 #include "core/time.h"
 #include "core/status.h"
@@ -55,15 +56,6 @@ struct Launched {
   std::vector<std::string> warnings;  // e.g. a limit the machine cannot enforce
 };
 
-struct ExecStatus {
-  enum class Phase { kPending, kRunning, kExited, kLost };
-  Phase phase = Phase::kRunning;
-  int exit_code = 0;    // kExited: 0 on success, the first failing rank's code otherwise,
-                        // 128+N when killed by signal N
-  std::string message;  // kPending: why; kExited with failure or kLost: what happened
-  std::string reason;   // kExited: a CamelCase cause when the executor knows one
-                        // ("TimeLimitExceeded", "Cancelled", "NodeFail", "Preempted")
-};
 
 class Executor {
  public:

@@ -366,10 +366,10 @@ ProgressView ProgressTracker::View(const Job& job, Time now) {
           1, static_cast<std::int64_t>(plateau_window_ * static_cast<double>(*v.total_steps)));
     }
     progress::HealthVerdict verdict = progress::ClassifyHealth(in, options);
-    v.health = std::string(progress::HealthName(verdict.health));
+    v.health = verdict.health;
     v.health_reason = verdict.reason;
   } else if (!s.steps.empty() || IsTerminal(job.state)) {
-    v.health = "Unknown";
+    v.health = Health::kUnknown;
     v.health_reason = IsTerminal(job.state) ? "" : "not running";
   }
   if (IsTerminal(job.state) && s.steps.size() > 1) {

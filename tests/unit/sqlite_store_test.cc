@@ -181,7 +181,8 @@ TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
                           "ALTER TABLE jobs DROP COLUMN requeued_at",
                           "ALTER TABLE jobs DROP COLUMN created_by", "DROP TABLE trials",
                           "DROP TABLE experiments", "DROP TABLE user_tokens",
-                          "DROP TABLE webhook_cursors", "PRAGMA user_version=2"}) {
+                          "DROP TABLE webhook_cursors", "ALTER TABLE jobs DROP COLUMN health",
+                          "PRAGMA user_version=2"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -240,6 +241,7 @@ TEST_F(SqliteStoreTest, UpgradeCreditsAnExperimentOnlyWithItsOwnTrialJobs) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   for (const char* sql : {"ALTER TABLE jobs DROP COLUMN created_by", "DROP TABLE webhook_cursors",
+                          "ALTER TABLE jobs DROP COLUMN health",
                           "PRAGMA user_version=6"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
@@ -420,7 +422,8 @@ TEST_F(SqliteStoreTest, UpgradesAVersion7DatabaseWithWebhookCursors) {
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  for (const char* sql : {"DROP TABLE webhook_cursors", "PRAGMA user_version=7"}) {
+  for (const char* sql : {"DROP TABLE webhook_cursors", "ALTER TABLE jobs DROP COLUMN health",
+                          "PRAGMA user_version=7"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);

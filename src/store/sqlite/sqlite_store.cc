@@ -151,6 +151,11 @@ const char* const kMigrations[] = {
       updated_at INTEGER NOT NULL
     ) WITHOUT ROWID;
     )sql",
+    // v9: the health last announced for a job's running attempt, so a
+    // restart neither announces it again nor reads the events to find it.
+    R"sql(
+    ALTER TABLE jobs ADD COLUMN health TEXT NOT NULL DEFAULT 'Unknown';
+    )sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -691,8 +696,8 @@ class SqliteStore final : public Store {
   static constexpr const char* kSelectJob =
       "SELECT seq, spec, state, reason, message, exit_code, restarts, gpu_ids, executor, "
       "executor_handle, token_hash, created_at, started_at, finished_at, stop_requested_at, "
-      "stop_reason, preemptions, preempt_requested_at, preempt_message, requeued_at, created_by "
-      "FROM jobs";
+      "stop_reason, preemptions, preempt_requested_at, preempt_message, requeued_at, created_by, "
+      "health FROM jobs";
 
   static constexpr const char* kSelectExperiment =
       "SELECT name, spec, state, message, created_at, finished_at FROM experiments";
@@ -755,12 +760,15 @@ class SqliteStore final : public Store {
     if (!q.IsNull(12)) job.started_at = FromUnixMillis(q.ColumnInt64(12));
     if (!q.IsNull(13)) job.finished_at = FromUnixMillis(q.ColumnInt64(13));
     if (!q.IsNull(14)) job.stop_requested_at = FromUnixMillis(q.ColumnInt64(14));
-    job.stop_reason = q.ColumnText(15);
+    auto stop_reason = ParseStopReason(q.ColumnText(15));
+    if (!stop_reason) return Internal("stored stop reason is unknown: " + q.ColumnText(15));
+    job.stop_reason = *stop_reason;
     job.preemptions = q.ColumnInt(16);
     if (!q.IsNull(17)) job.preempt_requested_at = FromUnixMillis(q.ColumnInt64(17));
     job.preempt_message = q.ColumnText(18);
     if (!q.IsNull(19)) job.requeued_at = FromUnixMillis(q.ColumnInt64(19));
     job.created_by = q.ColumnText(20);
+    job.health = ParseHealth(q.ColumnText(21)).value_or(Health::kUnknown);
     return job;
   }
 
@@ -769,7 +777,7 @@ class SqliteStore final : public Store {
                 "UPDATE jobs SET team=?, spec=?, state=?, reason=?, message=?, exit_code=?, "
                 "restarts=?, gpu_ids=?, executor=?, executor_handle=?, token_hash=?, "
                 "started_at=?, finished_at=?, stop_requested_at=?, stop_reason=?, preemptions=?, "
-                "preempt_requested_at=?, preempt_message=?, requeued_at=? WHERE name=?");
+                "preempt_requested_at=?, preempt_message=?, requeued_at=?, health=? WHERE name=?");
     q.Bind(1, job.spec.team);
     q.Bind(2, StoredSpec(job.spec));
     q.Bind(3, std::string(JobStateName(job.state)));
@@ -784,12 +792,13 @@ class SqliteStore final : public Store {
     q.BindOptional(12, Millis(job.started_at));
     q.BindOptional(13, Millis(job.finished_at));
     q.BindOptional(14, Millis(job.stop_requested_at));
-    q.Bind(15, job.stop_reason);
+    q.Bind(15, std::string(StopReasonName(job.stop_reason)));
     q.Bind(16, job.preemptions);
     q.BindOptional(17, Millis(job.preempt_requested_at));
     q.Bind(18, job.preempt_message);
     q.BindOptional(19, Millis(job.requeued_at));
-    q.Bind(20, job.name());
+    q.Bind(20, std::string(HealthName(job.health)));
+    q.Bind(21, job.name());
     if (!q.Run()) return Unavailable("write job: " + LastError());
     return Status::Ok();
   }
