@@ -111,5 +111,39 @@ TEST_F(SlurmTest, ServerRestartMidJobReadoptsBySlurmId) {
   EXPECT_EQ(server->Cli({"logs", "sl-restart"}).out, "finished\n");
 }
 
+// Fault injection: the server dies just before and just after sbatch, before
+// the Slurm job id is stored. After the restart the job is submitted to
+// Slurm exactly once: adopted if sbatch took it, submitted again only if not.
+TEST_F(SlurmTest, ACrashAroundSbatchSubmitsTheAttemptToSlurmExactlyOnce) {
+  for (std::string point : {"launch:before", "launch:after"}) {
+    SCOPED_TRACE(point);
+    const std::string name = point == "launch:before" ? "sl-crash-before" : "sl-crash-after";
+    ::setenv("HEADWAY_TEST_CRASH_AT", point.c_str(), 1);
+    auto server = Server();
+    ::unsetenv("HEADWAY_TEST_CRASH_AT");
+    // The server may die before it answers.
+    server->Cli({"submit", "-f", "-"},
+                "name: " + name + "\nqueue: cluster\ncommand: \"sleep 3; echo finished\"\n");
+    ASSERT_TRUE(WaitFor([&] {
+      return server->ServerLog().find("crash point " + point + " reached") != std::string::npos;
+    })) << server->ServerLog();
+    server->Kill();
+    server->Restart();
+    ASSERT_TRUE(server->WaitForState(name, "Succeeded", std::chrono::seconds(60)))
+        << server->ServerLog();
+    CommandResult jobs = RunCommand({"/usr/bin/scontrol", "show", "job", "-o"});
+    int submitted = 0;
+    for (std::size_t at = jobs.out.find("JobName=headway-" + name + " ");
+         at != std::string::npos; at = jobs.out.find("JobName=headway-" + name + " ", at + 1)) {
+      ++submitted;
+    }
+    EXPECT_EQ(submitted, 1) << jobs.exit_code << jobs.out << jobs.err;
+    if (point == "launch:after") {
+      EXPECT_TRUE(server->HasEvent(name, "Readopted", "had started"));
+    }
+    EXPECT_EQ(server->Cli({"logs", name}).out, "finished\n");
+  }
+}
+
 }  // namespace
 }  // namespace headway::testing

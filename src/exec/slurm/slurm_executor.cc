@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -87,6 +88,8 @@ class SlurmExecutor final : public Executor {
     for (const auto& [k, v] : spec.env) script += "export " + k + "=" + Quote(v) + "\n";
     for (const auto& [k, v] : request.platform_env) script += "export " + k + "=" + Quote(v) + "\n";
     script += "export HEADWAY_ATTEMPT=" + std::to_string(request.attempt) + "\n";
+    // Which Slurm job this attempt became, for recovery (FindLaunched).
+    script += "echo \"$SLURM_JOB_ID\" > " + Quote(request.run_dir + "/slurm-job-id") + "\n";
     // torchrun-style rendezvous: the first node of the allocation, by address.
     script +=
         "first=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1)\n"
@@ -124,10 +127,44 @@ class SlurmExecutor final : public Executor {
     if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
       return Internal("sbatch printed no job id: " + submitted.out);
     }
+    return LaunchedAs(id, request);
+  }
+
+  // After a crash between sbatch and the server storing the job id. While
+  // Slurm knows the job, squeue shows this attempt's own batch script
+  // (run_dir/job.sbatch, unique per attempt) as its command; once it ran,
+  // the script left its id in the run directory. Without either, sbatch
+  // never took it. If slurmctld cannot be asked, nothing is claimed.
+  std::optional<Launched> FindLaunched(const LaunchRequest& request) override {
+    std::string id;
+    std::ifstream recorded(request.run_dir + "/slurm-job-id");
+    if (recorded >> id && IsJobId(id)) return LaunchedAs(id, request);
+    const std::string script = request.run_dir + "/job.sbatch";
+    if (!fs::exists(script)) return std::nullopt;
+    CommandOutput listed = runner_.Run({"squeue", "--noheader", "--name=headway-" + request.spec.name,
+                                        "--format=%i %o"},
+                                       kCommandTimeout);
+    if (listed.exit_code != 0) return std::nullopt;
+    std::istringstream lines(listed.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream fields(line);
+      std::string command;
+      if (fields >> id >> command && IsJobId(id) && command == script) {
+        return LaunchedAs(id, request);
+      }
+    }
+    return std::nullopt;
+  }
+
+  static bool IsJobId(const std::string& id) {
+    return !id.empty() && id.find_first_not_of("0123456789") == std::string::npos;
+  }
+
+  static Launched LaunchedAs(const std::string& id, const LaunchRequest& request) {
     Launched launched;
     launched.handle = json{{"slurm_job_id", id}, {"run_dir", request.run_dir}}.dump();
     launched.description = "Slurm job " + id;
-    for (int rank = 0; rank < r.processes(); ++rank) {
+    for (int rank = 0; rank < request.spec.resources.processes(); ++rank) {
       launched.logs.push_back({rank, request.run_dir + "/rank-" + std::to_string(rank) + ".log"});
     }
     return launched;
