@@ -556,6 +556,7 @@ void JobController::Tick() {
     if (!events.empty()) Save(job, events);
   }
   Schedule(*jobs);
+  if (options_.on_tick) options_.on_tick(*jobs);
 }
 
 namespace {
