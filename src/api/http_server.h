@@ -78,7 +78,7 @@ struct HttpServerOptions {
   // Slots beyond max_connections for requests `reserved_for` accepts.
   int reserved_connections = 64;
   // Which requests (method, decoded path) may use a reserved slot; none when unset.
-  std::function<bool(std::string_view method, std::string_view path)> reserved_for;
+  std::function<bool(std::string_view method, std::string_view path)> reserved_for = {};
   // A new connection's first request line and headers must arrive within
   // this (and within read_timeout); later requests on it have read_timeout.
   std::chrono::seconds header_timeout{10};

@@ -95,7 +95,8 @@ class StreamCounter {
     int& n = open_[owner];
     if (n >= limit_) return nullptr;
     ++n;
-    return std::shared_ptr<void>(nullptr, [this, owner](void*) {
+    // Not null (the caller tests it); the deleter gives the slot back.
+    return std::shared_ptr<void>(static_cast<void*>(this), [this, owner](void*) {
       std::lock_guard lock(mu_);
       if (--open_[owner] <= 0) open_.erase(owner);
     });
@@ -277,8 +278,9 @@ class Api {
       CallerScope() { t_caller = nullptr; t_secret = nullptr; }
       ~CallerScope() { t_caller = nullptr; t_secret = nullptr; }
     } scope;
+    std::string secret;  // outlives the handler, like `caller`
     if (tokens_ && NeedsUserToken(req)) {
-      std::string secret = BearerToken(req.Header("authorization"));
+      secret = BearerToken(req.Header("authorization"));
       if (secret.empty()) {
         return ErrorResponse(Unauthenticated(
             "this server requires a user token: send \"Authorization: Bearer <token>\""));
