@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures show up as they come, also in a file
   std::printf("watch_bench: %d queued jobs, %d /api/v1/watch/jobs streams, %.0f s windows\n", jobs,
               streams, seconds);
   std::vector<std::pair<std::string, Figures>> runs = {{bin, Run(bin, jobs, streams, seconds)}};

@@ -131,7 +131,9 @@ class Server final : public HttpServer {
   awaitable<void> TlsSession(tcp::socket socket) {
     using TlsStream = beast::ssl_stream<beast::tcp_stream>;
     auto stream = std::make_shared<TlsStream>(beast::tcp_stream(std::move(socket)), *tls_);
-    beast::get_lowest_layer(*stream).expires_after(options_.read_timeout);
+    // The handshake comes before any header: the same short deadline.
+    beast::get_lowest_layer(*stream).expires_after(
+        std::min(options_.header_timeout, options_.read_timeout));
     beast::error_code ec;
     co_await stream->async_handshake(net::ssl::stream_base::server,
                                      net::redirect_error(use_awaitable, ec));

@@ -1,10 +1,41 @@
 #include "api/watch_cache.h"
 
 #include <set>
+#include <tuple>
 
 #include "api/job_json.h"
 
 namespace headway::api {
+
+// What a job's view is rendered from besides its spec, which does not change
+// after submission. A view that starts showing another field of the job must
+// have it here too, or the cache would not notice it change.
+struct WatchCache::ViewInputs {
+  JobState state = JobState::kQueued;
+  std::string reason, message;
+  std::optional<int> exit_code;
+  int restarts = 0, preemptions = 0;
+  std::vector<int> gpu_ids;
+  std::string executor, created_by;
+  Time created_at{};
+  std::optional<Time> started_at, finished_at, stop_requested_at;
+  std::string pending_reason;
+  ProgressView progress;
+
+  bool operator==(const ViewInputs& o) const {
+    auto job = [](const ViewInputs& v) {
+      return std::tie(v.state, v.reason, v.message, v.exit_code, v.restarts, v.preemptions,
+                      v.gpu_ids, v.executor, v.created_by, v.created_at, v.started_at,
+                      v.finished_at, v.stop_requested_at, v.pending_reason);
+    };
+    auto seen = [](const ProgressView& p) {
+      return std::tie(p.percent, p.step, p.total_steps, p.epoch, p.total_epochs, p.eta_seconds,
+                      p.steps_per_second, p.samples_per_second, p.last_report_at, p.metrics,
+                      p.health, p.health_reason);
+    };
+    return job(*this) == job(o) && seen(progress) == seen(o.progress);
+  }
+};
 
 WatchCache::WatchCache(JobService& service, WatchCacheOptions options)
     : service_(service), options_(options), thread_([this] { Run(); }) {}
@@ -154,6 +185,7 @@ void WatchCache::ProcessActive(std::vector<Job>& active) {
         by_version_.erase(it->second->version);
         entries_.erase(it);
       }
+      inputs_.erase(name);
     }
   }
   PruneEnded();
@@ -161,7 +193,28 @@ void WatchCache::ProcessActive(std::vector<Job>& active) {
 
 void WatchCache::Apply(const Job& job, bool only_if_new) {
   if (only_if_new && Find(job.name())) return;
-  std::string view = JsonText(JobView(service_, job, /*with_spec=*/false));
+  // Rendering is the cost of a refresh: only when what the view shows changed.
+  auto inputs = std::make_unique<ViewInputs>();
+  inputs->state = job.state;
+  inputs->reason = job.reason;
+  inputs->message = job.message;
+  inputs->exit_code = job.exit_code;
+  inputs->restarts = job.restarts;
+  inputs->preemptions = job.preemptions;
+  inputs->gpu_ids = job.gpu_ids;
+  inputs->executor = job.executor;
+  inputs->created_by = job.created_by;
+  inputs->created_at = job.created_at;
+  inputs->started_at = job.started_at;
+  inputs->finished_at = job.finished_at;
+  inputs->stop_requested_at = job.stop_requested_at;
+  inputs->pending_reason = service_.PendingReason(job.name());
+  inputs->progress = service_.Progress(job);
+  auto known = inputs_.find(job.name());
+  if (known != inputs_.end() && *known->second == *inputs) return;
+  std::string view = JsonText(JobToJson(job, inputs->pending_reason, inputs->progress,
+                                        /*with_spec=*/false));
+  inputs_[job.name()] = std::move(inputs);
   std::lock_guard lock(mu_);
   auto it = entries_.find(job.name());
   if (it != entries_.end() && (only_if_new || it->second->view == view)) return;
@@ -194,6 +247,7 @@ void WatchCache::PruneEnded() {
       by_version_.erase(entry->second->version);
       entries_.erase(entry);
     }
+    inputs_.erase(it->first);
     it = ended_at_.erase(it);
   }
 }

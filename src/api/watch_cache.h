@@ -111,6 +111,9 @@ class WatchCache {
   std::map<std::string, std::shared_ptr<const Entry>, std::less<>> entries_;  // guarded by mu_
   std::map<std::uint64_t, std::string> by_version_;  // guarded by mu_: version -> name
   std::map<std::string, SteadyClock::time_point> ended_at_;  // guarded by mu_
+  struct ViewInputs;
+  // What each entry was rendered from; only the cache's thread uses it.
+  std::map<std::string, std::unique_ptr<ViewInputs>> inputs_;
   std::thread thread_;  // last: starts after the members it uses
 };
 
