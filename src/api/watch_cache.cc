@@ -1,5 +1,6 @@
 #include "api/watch_cache.h"
 
+#include <algorithm>
 #include <set>
 #include <tuple>
 
@@ -118,7 +119,8 @@ void WatchCache::Run() {
   while (!stop_) {
     if (queue_.empty()) {
       auto now = SteadyClock::now();
-      if (now - last_tick_fed_ >= 2 * options_.refresh && now - last_render_ >= options_.refresh) {
+      if (options_.refresh.count() > 0 && now - last_tick_fed_ >= 2 * options_.refresh &&
+          now - last_render_ >= options_.refresh) {
         // No control loop feeds us: one look for everyone, off the I/O threads.
         last_render_ = now;
         lock.unlock();
@@ -132,7 +134,7 @@ void WatchCache::Run() {
         }
         continue;
       }
-      work_cv_.wait_for(lock, options_.refresh);
+      work_cv_.wait_for(lock, std::max(options_.refresh, std::chrono::milliseconds(100)));
       continue;
     }
     Work work = std::move(queue_.front());

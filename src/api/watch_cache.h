@@ -40,6 +40,7 @@ namespace headway::api {
 struct WatchCacheOptions {
   // How often the active jobs' views are rendered again (progress, ETA and
   // health move with time); changes fed by OnChange() are rendered at once.
+  // 0: on every OnTick(), and the cache never lists the jobs by itself.
   std::chrono::milliseconds refresh{1000};
   // How long an ended job's entry stays after it ended. A reader that looks
   // less often than this may miss that a job ended (streams look every second).
