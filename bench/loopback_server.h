@@ -34,6 +34,9 @@ struct Connection {
   net::io_context io;
   beast::tcp_stream stream{io};
   std::string host = "127.0.0.1";
+  // Per request, when set: a server that never answers fails it (throws)
+  // instead of blocking the caller forever.
+  std::chrono::milliseconds timeout{0};
 
   explicit Connection(int port) {
     net::ip::tcp::resolver resolver(io);
@@ -48,11 +51,13 @@ struct Connection {
     if (!body.empty()) req.set(http::field::content_type, "application/json");
     req.body() = body;
     req.prepare_payload();
+    if (timeout.count() > 0) stream.expires_after(timeout);
     http::write(stream, req);
     beast::flat_buffer buffer;
     http::response_parser<http::string_body> parser;
     parser.body_limit(64 * 1024 * 1024);
     http::read(stream, buffer, parser);
+    if (timeout.count() > 0) stream.expires_never();
     return {parser.get().result_int(), parser.get().body()};
   }
 };
@@ -103,10 +108,20 @@ class ServerProcess {
     if (port_ == 0) std::fprintf(stderr, "server did not start:\n%s\n", ReadAll(log).c_str());
   }
   ~ServerProcess() {
-    kill(pid_, SIGTERM);
-    waitpid(pid_, nullptr, 0);
+    Terminate();
     std::filesystem::remove_all(dir_);
   }
+  // SIGTERM, then waits for the server to exit; returns how long that took
+  // (0 if it was already stopped).
+  double Terminate() {
+    if (pid_ <= 0) return 0;
+    auto start = std::chrono::steady_clock::now();
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  const std::string& dir() const { return dir_; }
   int port() const { return port_; }  // 0 if it did not start
   pid_t pid() const { return pid_; }
 

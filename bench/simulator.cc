@@ -5,7 +5,7 @@
 // once knowing only time limits (what a batch scheduler knows) and once with
 // progress ETAs.
 //
-//   simulator TRACE.csv [nodes=16] [gpus_per_node=8]
+//   simulator TRACE.csv [nodes=16] [gpus_per_node=8] [--starvation-bound SECONDS|off]
 //   simulator --generate N SEED > trace.csv     # a synthetic trace
 //
 // Trace formats (told apart by the header):
@@ -18,6 +18,12 @@
 // Every job's time limit is 2x its duration (users over-ask); the progress
 // ETA is its true end off by a per-job error drawn from N(0, 11%), the mean
 // error Headway's ETA estimator measured on training curves (eta_bench).
+//
+// Headway's scheduler runs with its default options (preemption off: the
+// traces carry no priorities); --starvation-bound replaces the default bound
+// after which a waiting job goes ahead of fair share ("off": fair share only,
+// the rule before the bound existed). A second table compares the jobs that
+// need a whole node or more across policies, with FIFO as the baseline.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -144,6 +150,12 @@ double Pct(std::vector<double> v, double p) {
   return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))];
 }
 
+double Mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+
 constexpr double kStallDetect = 600;  // seconds of silence before auto-stop (10 min)
 
 // How long a job holds its GPUs once started.
@@ -152,10 +164,10 @@ double HoldTime(const TraceJob& j, bool auto_stop) {
   return auto_stop ? j.duration + kStallDetect : 2 * j.duration;  // else until its time limit
 }
 
-enum class Policy { kFifo, kPartitions, kHeadwayTimeLimits, kHeadway };
+enum class Policy { kFifo, kFifoNodes, kPartitions, kHeadwayTimeLimits, kHeadway };
 
 Result Simulate(const std::vector<TraceJob>& trace, int nodes, int per_node, Policy policy,
-                bool auto_stop) {
+                bool auto_stop, const SchedulerOptions& options) {
   Result res;
   std::vector<std::string> teams;
   for (const auto& j : trace) {
@@ -259,13 +271,40 @@ Result Simulate(const std::vector<TraceJob>& trace, int nodes, int per_node, Pol
         j.nodes = trace[w].gpus > per_node ? (trace[w].gpus + per_node - 1) / per_node : 1;
         j.gpus_per_node = trace[w].gpus > per_node ? per_node : trace[w].gpus;
         j.time_limit = Duration(static_cast<std::int64_t>(2 * trace[w].duration * 1000));
+        j.queued_at = at(trace[w].submit);
         s.waiting.push_back(j);
       }
-      Decision d = Schedule(s, {.backfill = true, .preemption = false});
+      Decision d = Schedule(s, options);
       for (const auto& st : d.starts) {
         std::vector<std::pair<int, int>> p;
         for (const auto& ng : st.placement) p.push_back({std::stoi(ng.node), ng.gpus});
         starts.push_back({std::stoul(st.job), p});
+      }
+    } else if (policy == Policy::kFifoNodes) {
+      // Strict FIFO with Headway's gang placement: a job of a node or more
+      // takes whole nodes, a smaller one fits on one node (best fit); the
+      // first job that does not fit blocks all behind it.
+      for (std::size_t w : waiting) {
+        const TraceJob& tj = trace[w];
+        int want_nodes = tj.gpus > per_node ? (tj.gpus + per_node - 1) / per_node : 1;
+        int each = tj.gpus > per_node ? per_node : tj.gpus;
+        std::vector<int> fits;
+        for (int n = 0; n < nodes; ++n) {
+          if (free[static_cast<std::size_t>(n)] >= each) fits.push_back(n);
+        }
+        if (static_cast<int>(fits.size()) < want_nodes) break;
+        std::stable_sort(fits.begin(), fits.end(), [&](int a, int b) {
+          return free[static_cast<std::size_t>(a)] < free[static_cast<std::size_t>(b)];
+        });
+        std::vector<std::pair<int, int>> placement;
+        for (int k = 0; k < want_nodes; ++k) {
+          placement.push_back({fits[static_cast<std::size_t>(k)], each});
+          free[static_cast<std::size_t>(fits[static_cast<std::size_t>(k)])] -= each;
+        }
+        starts.push_back({w, placement});
+      }
+      for (auto& [job, placement] : starts) {
+        for (auto [n, g] : placement) free[static_cast<std::size_t>(n)] += g;  // re-applied below
       }
     } else {
       // FIFO over GPU ids; for partitions, one FIFO per team over its own nodes.
@@ -330,42 +369,94 @@ int main(int argc, char** argv) {
     Generate(argc > 2 ? std::atoi(argv[2]) : 2000, argc > 3 ? static_cast<unsigned>(std::atoi(argv[3])) : 1);
     return 0;
   }
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: simulator TRACE.csv [nodes] [gpus_per_node] | --generate N SEED\n");
+  SchedulerOptions options{.backfill = true, .preemption = false};
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg != "--starvation-bound") {
+      args.push_back(arg);
+      continue;
+    }
+    std::string value = i + 1 < argc ? argv[++i] : "";
+    char* end = nullptr;
+    double seconds = std::strtod(value.c_str(), &end);
+    if (value == "off") {
+      options.starvation_bound.reset();
+    } else if (!value.empty() && *end == '\0' && seconds >= 0) {
+      options.starvation_bound = Duration(static_cast<std::int64_t>(seconds * 1000));
+    } else {
+      std::fprintf(stderr, "--starvation-bound takes seconds (>= 0) or \"off\", not \"%s\"\n",
+                   value.c_str());
+      return 2;
+    }
+  }
+  if (args.empty()) {
+    std::fprintf(stderr,
+                 "usage: simulator TRACE.csv [nodes] [gpus_per_node] [--starvation-bound SECONDS|off]\n"
+                 "       simulator --generate N SEED\n");
     return 2;
   }
-  auto trace = ReadTrace(argv[1]);
-  int nodes = argc > 2 ? std::atoi(argv[2]) : 16;
-  int per_node = argc > 3 ? std::atoi(argv[3]) : 8;
+  auto trace = ReadTrace(args[0]);
+  int nodes = args.size() > 1 ? std::atoi(args[1].c_str()) : 16;
+  int per_node = args.size() > 2 ? std::atoi(args[2].c_str()) : 8;
+  if (nodes <= 0 || per_node <= 0) {
+    std::fprintf(stderr, "nodes and gpus_per_node must be positive\n");
+    return 2;
+  }
   // Jobs larger than the pool can never run anywhere; drop them for every policy alike.
   std::erase_if(trace, [&](const TraceJob& j) { return j.gpus > nodes * per_node; });
-  std::printf("trace %s: %zu jobs on %d nodes x %d GPUs\n\n", argv[1], trace.size(), nodes, per_node);
+  std::printf("trace %s: %zu jobs on %d nodes x %d GPUs; starvation bound %s\n\n", args[0].c_str(),
+              trace.size(), nodes, per_node,
+              options.starvation_bound
+                  ? (std::to_string(options.starvation_bound->count() / 1000) + " s").c_str()
+                  : "off (fair share only)");
   std::printf("%-24s %9s %9s %9s %9s %9s %9s %7s %9s %12s\n", "policy", "JCT avg h", "JCT p50 h",
               "JCT p99 h", "big JCT h", "wait avg", "wait p99", "util %", "makespan", "stalled GPUh");
   struct Row {
     const char* name;
     Policy policy;
     bool auto_stop;
-  } rows[] = {{"FIFO", Policy::kFifo, false},
-              {"static partitions", Policy::kPartitions, false},
-              {"headway, time limits", Policy::kHeadwayTimeLimits, false},
-              {"headway, progress ETA", Policy::kHeadway, false},
-              {"headway + stall stop", Policy::kHeadway, true}};
+    bool fair_share_only = false;  // the rule before the starvation bound, for comparison
+  };
+  std::vector<Row> rows = {{"FIFO", Policy::kFifo, false},
+                           {"FIFO, whole nodes", Policy::kFifoNodes, false},
+                           {"static partitions", Policy::kPartitions, false},
+                           {"headway, time limits", Policy::kHeadwayTimeLimits, false},
+                           {"headway, progress ETA", Policy::kHeadway, false},
+                           {"headway + stall stop", Policy::kHeadway, true}};
+  if (options.starvation_bound) {
+    rows.push_back({"  fair share only, TL", Policy::kHeadwayTimeLimits, false, true});
+    rows.push_back({"  fair share only, ETA", Policy::kHeadway, false, true});
+    rows.push_back({"  fair share only, +stop", Policy::kHeadway, true, true});
+  }
+  std::vector<Result> results;
   for (const Row& row : rows) {
-    Result r = Simulate(trace, nodes, per_node, row.policy, row.auto_stop);
-    double avg_jct = 0, avg_wait = 0, avg_big = 0;
-    for (double x : r.jct) avg_jct += x;
-    for (double x : r.big_jct) avg_big += x;
-    avg_big /= std::max<std::size_t>(1, r.big_jct.size());
-    for (double x : r.wait) avg_wait += x;
-    avg_jct /= std::max<std::size_t>(1, r.jct.size());
-    avg_wait /= std::max<std::size_t>(1, r.wait.size());
+    SchedulerOptions row_options = options;
+    if (row.fair_share_only) row_options.starvation_bound.reset();
+    Result r = Simulate(trace, nodes, per_node, row.policy, row.auto_stop, row_options);
     double util = r.makespan > 0 ? 100 * r.busy_gpu_s / (r.makespan * nodes * per_node) : 0;
     std::printf("%-24s %9.2f %9.2f %9.2f %9.2f %8.2fh %8.2fh %7.1f %8.1fh %12.1f%s\n", row.name,
-                avg_jct / 3600, Pct(r.jct, 0.5) / 3600, Pct(r.jct, 0.99) / 3600, avg_big / 3600,
-                avg_wait / 3600,
-                Pct(r.wait, 0.99) / 3600, util, r.makespan / 3600, r.stalled_gpu_h,
+                Mean(r.jct) / 3600, Pct(r.jct, 0.5) / 3600, Pct(r.jct, 0.99) / 3600,
+                Mean(r.big_jct) / 3600, Mean(r.wait) / 3600, Pct(r.wait, 0.99) / 3600, util,
+                r.makespan / 3600, r.stalled_gpu_h,
                 r.never_ran ? (" (" + std::to_string(r.never_ran) + " never ran)").c_str() : "");
+    results.push_back(std::move(r));
+  }
+  // Jobs of a whole node or more, side by side. Ratios (< 1: sooner) against
+  // FIFO over GPU ids, which may spread an 8-GPU job over several nodes, and
+  // against FIFO that, like Headway, keeps each node's share of a job on one node.
+  const std::vector<double>& fifo = results[0].big_jct;
+  const std::vector<double>& fifo_nodes = results[1].big_jct;
+  std::printf("\nbig jobs (>= %d GPUs): %zu\n", per_node, fifo.size());
+  std::printf("%-24s %9s %9s %9s %9s %9s %9s %9s %9s\n", "policy", "avg h", "p50 h", "p95 h",
+              "max h", "avg/FIFO", "p95/FIFO", "avg/FIFOn", "p95/FIFOn");
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const std::vector<double>& big = results[i].big_jct;
+    std::printf("%-24s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", rows[i].name,
+                Mean(big) / 3600, Pct(big, 0.5) / 3600, Pct(big, 0.95) / 3600, Pct(big, 1.0) / 3600,
+                ratio(Mean(big), Mean(fifo)), ratio(Pct(big, 0.95), Pct(fifo, 0.95)),
+                ratio(Mean(big), Mean(fifo_nodes)), ratio(Pct(big, 0.95), Pct(fifo_nodes, 0.95)));
   }
   return 0;
 }

@@ -7,9 +7,20 @@
 // summary, where RSS growth per minute after the first 10 s shows whether
 // memory stays flat. No assertions.
 //
+// Hostile peers (--hostile, or --idle-sockets N and --slow-webhooks N): N TCP
+// connections to the server's port that send nothing (reopened whenever the
+// server closes one) and N webhook URLs whose receivers answer only after
+// 4 s (even ones) or never (odd ones). The summary then adds how many of the
+// healthy, reporting jobs the server misjudged (turned Stalled, or out of
+// Running) and how long the server took to exit on SIGTERM.
+//
 //   build/bench/soak_bench [--jobs 50] [--hz 10] [--seconds 60] [--readers 4]
 //                          [--reporter-threads T] [--server path/to/headway]
+//                          [--hostile] [--idle-sockets 60] [--slow-webhooks 10]
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -95,6 +106,158 @@ struct Options {
   int readers = 4;
   int reporter_threads = 0;  // 0: chosen from the number of jobs
   std::string server = HEADWAY_BIN;
+  int idle_sockets = 0;   // connections that send nothing
+  int slow_webhooks = 0;  // webhook URLs with slow or hung receivers
+};
+
+// Requests of the load threads fail after this instead of blocking for ever
+// on a server that stopped answering.
+constexpr auto kRequestTimeout = std::chrono::seconds(10);
+
+// A loopback listener on a free port; -1 on failure.
+int Listen(int& port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(fd, 128) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    return -1;
+  }
+  port = ntohs(addr.sin_port);
+  return fd;
+}
+
+// Webhook receivers that misbehave: the even ones read a request and answer
+// 204 only after `delay`; the odd ones accept and never answer.
+class SlowReceivers {
+ public:
+  SlowReceivers(int n, std::chrono::milliseconds delay) : delay_(delay) {
+    for (int i = 0; i < n; ++i) {
+      int port = 0;
+      int fd = Listen(port);
+      if (fd < 0) continue;
+      urls_.push_back("http://127.0.0.1:" + std::to_string(port) + "/hook-" + std::to_string(i));
+      threads_.emplace_back([this, fd, slow = i % 2 == 0] { Accept(fd, slow); });
+    }
+  }
+  ~SlowReceivers() { Stop(); }
+  void Stop() {
+    stopped_ = true;
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+    std::lock_guard lock(mu_);
+    for (auto& t : handlers_) t.join();
+    handlers_.clear();
+  }
+  const std::vector<std::string>& urls() const { return urls_; }
+  int requests() const { return requests_; }
+  int answered() const { return answered_; }
+
+ private:
+  void Accept(int listener, bool slow) {
+    while (!stopped_) {
+      pollfd p{listener, POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      std::lock_guard lock(mu_);
+      handlers_.emplace_back([this, fd, slow] { Handle(fd, slow); });
+    }
+    close(listener);
+  }
+  void Handle(int fd, bool slow) {
+    std::string request;
+    char buf[4096];
+    while (!stopped_ && request.find("\r\n\r\n") == std::string::npos) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      request.append(buf, static_cast<std::size_t>(n));
+    }
+    if (request.find("\r\n\r\n") != std::string::npos) ++requests_;
+    auto answer_at = Clock::now() + delay_;
+    while (!stopped_ && (!slow || Clock::now() < answer_at)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (slow && !stopped_) {
+      const char response[] = "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n";
+      if (send(fd, response, sizeof response - 1, MSG_NOSIGNAL) > 0) ++answered_;
+    }
+    close(fd);
+  }
+
+  std::chrono::milliseconds delay_;
+  std::vector<std::string> urls_;
+  std::atomic<bool> stopped_{false};
+  std::atomic<int> requests_{0}, answered_{0};
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::vector<std::thread> handlers_;  // guarded by mu_
+};
+
+// Connections to the server that send nothing; one the server closes is
+// opened again at once (checked every 200 ms), as a misbehaving client would.
+class IdleSockets {
+ public:
+  IdleSockets(int port, int n) : port_(port) {
+    for (int i = 0; i < n; ++i) fds_.push_back(Open());
+    if (n > 0) thread_ = std::thread([this] { Keep(); });
+  }
+  ~IdleSockets() { Stop(); }
+  void Stop() {
+    stopped_ = true;
+    if (thread_.joinable()) thread_.join();
+    for (int fd : fds_) {
+      if (fd >= 0) close(fd);
+    }
+    fds_.clear();
+  }
+  int closed_by_server() const { return closed_; }
+  int open_now() const { return open_; }
+
+ private:
+  int Open() {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<std::uint16_t>(port_));
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      close(fd);
+      return -1;
+    }
+    return fd;
+  }
+  void Keep() {
+    while (!stopped_) {
+      int open = 0;
+      for (int& fd : fds_) {
+        char c;
+        if (fd >= 0) {
+          ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+          if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            close(fd);
+            fd = -1;
+            ++closed_;
+          }
+        }
+        if (fd < 0) fd = Open();
+        open += fd >= 0 ? 1 : 0;
+      }
+      open_ = open;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+
+  int port_;
+  std::vector<int> fds_;  // the keeper thread's
+  std::atomic<bool> stopped_{false};
+  std::atomic<int> closed_{0}, open_{0};
+  std::thread thread_;
 };
 
 // Everything the load threads measure; one lock, taken once per request.
@@ -195,7 +358,10 @@ void Report(int port, const std::vector<int>& slice, const std::vector<std::stri
     auto t0 = Clock::now();
     int status = 0;
     try {
-      if (!c) c = std::make_unique<Connection>(port);
+      if (!c) {
+        c = std::make_unique<Connection>(port);
+        c->timeout = kRequestTimeout;
+      }
       status = c->Request(http::verb::post, target, report.dump(), tokens[static_cast<std::size_t>(it->job)]).first;
     } catch (const std::exception& e) {
       stats.Error(std::string("report transport: ") + e.what());
@@ -305,7 +471,10 @@ void Poll(int port, int reader, const Options& opt, Clock::time_point start, Clo
     int status = 0;
     std::string body;
     try {
-      if (!c) c = std::make_unique<Connection>(port);
+      if (!c) {
+        c = std::make_unique<Connection>(port);
+        c->timeout = kRequestTimeout;
+      }
       std::tie(status, body) = c->Request(http::verb::get, target, "");
     } catch (const std::exception& e) {
       stats.Error(what + " transport: " + e.what());
@@ -340,6 +509,11 @@ void Poll(int port, int reader, const Options& opt, Clock::time_point start, Clo
 bool ParseOptions(int argc, char** argv, Options& opt) {
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
+    if (flag == "--hostile") {
+      opt.idle_sockets = 60;
+      opt.slow_webhooks = 10;
+      continue;
+    }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "%s needs a value\n", flag.c_str());
       return false;
@@ -351,12 +525,15 @@ bool ParseOptions(int argc, char** argv, Options& opt) {
     else if (flag == "--readers") opt.readers = std::stoi(value);
     else if (flag == "--reporter-threads") opt.reporter_threads = std::stoi(value);
     else if (flag == "--server") opt.server = value;
+    else if (flag == "--idle-sockets") opt.idle_sockets = std::stoi(value);
+    else if (flag == "--slow-webhooks") opt.slow_webhooks = std::stoi(value);
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return false;
     }
   }
-  if (opt.jobs < 1 || opt.hz <= 0 || opt.seconds <= 0 || opt.readers < 0) {
+  if (opt.jobs < 1 || opt.hz <= 0 || opt.seconds <= 0 || opt.readers < 0 || opt.idle_sockets < 0 ||
+      opt.slow_webhooks < 0) {
     std::fprintf(stderr, "--jobs, --hz and --seconds must be positive, --readers not negative\n");
     return false;
   }
@@ -386,7 +563,13 @@ int main(int argc, char** argv) {
   if (!ParseOptions(argc, argv, opt)) return 2;
   signal(SIGPIPE, SIG_IGN);
 
-  ServerProcess server_process(opt.server, "headway-soak", {"--max-connections", "4096"});
+  SlowReceivers receivers(opt.slow_webhooks, std::chrono::seconds(4));
+  std::vector<std::string> server_args = {"--max-connections", "4096"};
+  for (const std::string& url : receivers.urls()) {
+    server_args.push_back("--webhook");
+    server_args.push_back(url);
+  }
+  ServerProcess server_process(opt.server, "headway-soak", server_args);
   int port = server_process.port();
   pid_t server = server_process.pid();
   if (port == 0) return 1;
@@ -408,6 +591,13 @@ int main(int argc, char** argv) {
               "(%d jobs running after %.1f s; each report is one request with loss, learning_rate, grad_norm)\n\n",
               opt.jobs, opt.hz, opt.jobs * opt.hz, opt.seconds, opt.reporter_threads, opt.readers,
               opt.jobs, Seconds(Clock::now() - setup_start));
+
+  if (opt.idle_sockets > 0 || opt.slow_webhooks > 0) {
+    std::printf("hostile peers: %d idle connections to the server's port; %d webhook URLs, half "
+                "answering after 4 s, half never\n\n",
+                opt.idle_sockets, static_cast<int>(receivers.urls().size()));
+  }
+  IdleSockets idle(port, opt.idle_sockets);
 
   Stats stats;
   std::vector<std::unique_ptr<WatchCounts>> watch_counts;
@@ -522,8 +712,40 @@ int main(int argc, char** argv) {
   for (const auto& [kind, count] : stats.errors) std::printf("  %6d  %s\n", count, kind.c_str());
   std::fflush(stdout);
 
-  {
+  // Healthy jobs the server misjudged: every job reported all along, so any
+  // Stalled (or Unknown after its first report) or leaving Running is wrong.
+  int misjudged = 0, unread = 0;
+  try {
     Connection c(port);
+    c.timeout = kRequestTimeout;
+    for (int i = 0; i < opt.jobs; ++i) {
+      auto [status, body] = c.Request(http::verb::get, "/api/v1/jobs/soak-" + std::to_string(i) + "/events", "");
+      auto events = nlohmann::json::parse(body, nullptr, false);
+      if (status != 200 || !events.is_object()) {
+        ++unread;
+        continue;
+      }
+      bool wrong = false;
+      for (const auto& e : events["events"]) {
+        std::string type = e.value("type", ""), message = e.value("message", "");
+        if (type == "HealthChanged" && (message.find("-> Stalled") != std::string::npos ||
+                                        message.find("Progressing -> Unknown") != std::string::npos)) {
+          wrong = true;
+        }
+        if (type == "StateChanged" && message.rfind("Running -> ", 0) == 0) wrong = true;
+      }
+      misjudged += wrong ? 1 : 0;
+    }
+  } catch (const std::exception& e) {
+    std::printf("job check        failed: %s\n", e.what());
+  }
+  std::printf("misjudged jobs   %d of %d reporting jobs turned Stalled or left Running%s\n", misjudged,
+              opt.jobs, unread > 0 ? (" (" + std::to_string(unread) + " unreadable)").c_str() : "");
+  std::fflush(stdout);
+
+  try {
+    Connection c(port);
+    c.timeout = kRequestTimeout;
     for (int i = 0; i < opt.jobs; ++i) {
       c.Request(http::verb::post, "/api/v1/jobs/soak-" + std::to_string(i) + "/stop", "");
     }
@@ -539,6 +761,22 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     }
+  } catch (const std::exception& e) {
+    std::printf("stopping jobs    failed: %s\n", e.what());
   }
+  // The stops above are fresh webhook events, so slow receivers still hold
+  // deliveries while the server shuts down: it must not wait on them.
+  int idle_open = idle.open_now(), idle_closed = idle.closed_by_server();
+  double shutdown_s = server_process.Terminate();
+  std::printf("shutdown         %.2f s from SIGTERM to exit (%s)\n", shutdown_s,
+              shutdown_s < 5 ? "prompt" : "NOT prompt: over 5 s");
+  if (opt.idle_sockets > 0 || opt.slow_webhooks > 0) {
+    std::printf("hostile peers    %d idle connections, %d open at the end, %d closed by the "
+                "server before its shutdown (each reopened); webhook receivers got %d posts, answered %d\n",
+                opt.idle_sockets, idle_open, idle_closed, receivers.requests(),
+                receivers.answered());
+  }
+  idle.Stop();
+  receivers.Stop();
   return 0;
 }

@@ -76,6 +76,12 @@ int main(int argc, char** argv) {
                    "never preempt running jobs for waiting ones");
   server->add_flag("!--no-backfill", server_config.backfill,
                    "start jobs strictly in order (no backfill)");
+  std::string starvation_bound = "30m";
+  server->add_option("--starvation-bound", starvation_bound,
+                     "a job waiting this long goes ahead of fair share, oldest first, and holds "
+                     "the backfill reservation until it starts (e.g. 30m, 2h; 0 = plain FIFO "
+                     "across teams; off = fair share only)")
+      ->capture_default_str();
   server->add_option("--webhook", server_config.webhooks,
                      "http:// URL to POST every job state and health change to (repeatable)");
   server->add_option("--webhook-secret-file", server_config.webhook_secret_file,
@@ -113,6 +119,29 @@ int main(int argc, char** argv) {
                      "distinct metric names one job may report")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
+  server
+      ->add_option("--max-points-per-job", server_config.max_points_per_job,
+                   "progress points one job may store (one per step reported plus one per "
+                   "metric value): HTTP and Kubeflow reports past it get 413, stdout markers "
+                   "are dropped, and the job gets one Warning event")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  server
+      ->add_option("--max-log-bytes", server_config.max_log_bytes,
+                   "bytes of output kept per rank of a local job: past half of it the rank's "
+                   "log is rotated to rank-N.log.1 (replacing the older one), so the newest "
+                   "output is kept, and the job gets a Warning event (0: unbounded)")
+      ->capture_default_str()
+      ->check([](const std::string& value) -> std::string {
+        std::uint64_t n = 0;
+        try {
+          n = std::stoull(value);
+        } catch (...) {
+          return "--max-log-bytes must be a number of bytes, got '" + value + "'";
+        }
+        if (n != 0 && n < 4096) return "--max-log-bytes must be 0 (unbounded) or at least 4096";
+        return "";
+      });
   bool auth_flag = false;  // the default now; kept so older command lines still start
   server->add_flag("--auth", auth_flag,
                    "(the default) require a user token on every API request: the first start "
@@ -171,6 +200,13 @@ int main(int argc, char** argv) {
       throw CLI::ValidationError("--session-ttl", "must be a positive duration such as 12h");
     }
     server_config.session_ttl = *ttl;
+    if (starvation_bound == "off") {
+      server_config.starvation_bound.reset();
+    } else if (auto bound = headway::ParseDuration(starvation_bound)) {
+      server_config.starvation_bound = *bound;
+    } else {
+      throw CLI::ValidationError("--starvation-bound", "must be a duration such as 30m, or off");
+    }
     if (server_config.tls_cert_file.empty() != server_config.tls_key_file.empty()) {
       throw CLI::ValidationError("--tls-cert/--tls-key", "give both or neither");
     }

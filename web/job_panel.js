@@ -154,7 +154,7 @@ export class JobPanel {
     const name = this.name;
     let text;
     try {
-      text = await request(`${jobPath(name)}/logs`, { signal, text: true });
+      text = await request(`${jobPath(name)}/logs?tail=${LOG_LINES}`, { signal, text: true });
     } catch (error) {
       if (error.status !== 404) throw error;
       text = '';

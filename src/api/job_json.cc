@@ -38,7 +38,7 @@ nlohmann::json ProgressToJson(const ProgressView& p) {
 nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
                          const ProgressView& progress, bool with_spec) {
   nlohmann::json view = {
-      {"health", progress.health},
+      {"health", std::string(HealthName(progress.health))},
       {"health_reason", progress.health_reason},
       {"progress", ProgressToJson(progress)},
       {"name", job.name()},

@@ -2,41 +2,42 @@
 
 namespace headway::api {
 
-LogReader::LogReader(std::vector<LogFile> files, bool prefix_ranks) : prefix_ranks_(prefix_ranks) {
-  for (auto& f : files) sources_.push_back({std::move(f), 0, {}});
+LogReader::Source LogReader::Open(LogFile file, const LogStart& start) {
+  LogCursor cursor = start.tail_lines || start.tail_bytes
+                         ? LogCursor::Tail(file.path, start.tail_lines, start.tail_bytes)
+                         : LogCursor(file.path, /*from_rotated=*/true);
+  return Source{std::move(file), std::move(cursor), {}};
+}
+
+LogReader::LogReader(std::vector<LogFile> files, bool prefix_ranks, LogStart start)
+    : prefix_ranks_(prefix_ranks), start_(start) {
+  for (auto& f : files) sources_.push_back(Open(std::move(f), start_));
 }
 
 void LogReader::AddMissing(const std::vector<LogFile>& files) {
   for (const LogFile& f : files) {
     bool known = false;
     for (const Source& s : sources_) known = known || s.file.path == f.path;
-    if (!known) sources_.push_back({f, 0, {}});
+    if (!known) sources_.push_back(Open(f, start_));
   }
 }
 
 void LogReader::ReadNew(std::string& out, bool flush_partial) {
   constexpr std::size_t kMaxChunk = 1 << 20;  // bounds memory per poll on a huge log
   for (Source& s : sources_) {
-    FILE* f = std::fopen(s.file.path.c_str(), "rb");
-    if (f == nullptr) continue;  // not created yet
-    std::fseek(f, s.offset, SEEK_SET);
-    std::string data(kMaxChunk, '\0');
-    std::size_t n = std::fread(data.data(), 1, data.size(), f);
-    std::fclose(f);
-    data.resize(n);
-    s.offset += static_cast<long>(n);
     if (!prefix_ranks_) {
-      out += data;
+      s.cursor.Read(out, kMaxChunk);
       continue;
     }
-    s.partial += data;
+    // A chunk cut at kMaxChunk is not the end of the file: its last line goes on.
+    bool at_end = s.cursor.Read(s.partial, kMaxChunk) < kMaxChunk;
     std::size_t start = 0;
     for (std::size_t nl; (nl = s.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
       out += "[rank " + std::to_string(s.file.rank) + "] ";
       out.append(s.partial, start, nl - start + 1);
     }
     s.partial.erase(0, start);
-    if (flush_partial && !s.partial.empty()) {
+    if (flush_partial && at_end && !s.partial.empty()) {
       out += "[rank " + std::to_string(s.file.rank) + "] " + s.partial + "\n";
       s.partial.clear();
     }
@@ -44,14 +45,20 @@ void LogReader::ReadNew(std::string& out, bool flush_partial) {
 }
 
 LogFollowStream::LogFollowStream(std::function<FollowView()> view, int attempt,
-                                 std::vector<LogFile> files, bool prefix_ranks, bool pin_attempt)
+                                 std::vector<LogFile> files, bool prefix_ranks, bool pin_attempt,
+                                 LogStart start, std::optional<std::uint64_t> limit_bytes)
     : view_(std::move(view)),
       attempt_(attempt),
-      reader_(std::move(files), prefix_ranks),
+      reader_(std::move(files), prefix_ranks, start),
       prefix_ranks_(prefix_ranks),
-      pin_attempt_(pin_attempt) {}
+      pin_attempt_(pin_attempt),
+      limit_bytes_(limit_bytes) {}
 
-bool LogFollowStream::Next(std::string& out) {
+std::chrono::milliseconds LogFollowStream::interval() const {
+  return busy_ ? std::chrono::milliseconds(0) : std::chrono::milliseconds(200);
+}
+
+bool LogFollowStream::Read(std::string& out) {
   // Look before reading: output written before the job ended or restarted is
   // then certainly read by this pass.
   FollowView view = view_();
@@ -60,14 +67,42 @@ bool LogFollowStream::Next(std::string& out) {
   if (view.attempt == attempt_) reader_.AddMissing(view.files);
   std::size_t before = out.size();
   reader_.ReadNew(out, writer_done);
-  if (out.size() != before) return true;  // a chunk may have been capped: read again first
+  busy_ = out.size() != before;
+  if (busy_) return true;  // a chunk may have been capped: read again first
   if (moved_on) {
     attempt_ = view.attempt;
     reader_ = LogReader(std::move(view.files), prefix_ranks_);
     out += "headway: job restarted, following attempt " + std::to_string(attempt_) + "\n";
+    busy_ = true;
     return true;
   }
   return !writer_done;
+}
+
+bool LogFollowStream::Next(std::string& out) {
+  if (!limit_bytes_) return Read(out);
+  bool more = Read(held_);
+  // Whole lines only, unless the writer is done: then a partial last line is final.
+  std::size_t newline = held_.rfind('\n');
+  std::size_t ready = more ? (newline == std::string::npos ? 0 : newline + 1) : held_.size();
+  const std::uint64_t room = *limit_bytes_ - sent_;
+  if (held_.size() <= room) {
+    out.append(held_, 0, ready);
+    held_.erase(0, ready);
+    sent_ += ready;
+    return more;
+  }
+  // Over the limit: the whole lines that fit, then say so.
+  std::size_t fit = 0;
+  if (room > 0) {
+    std::size_t last = held_.rfind('\n', static_cast<std::size_t>(room) - 1);
+    fit = last == std::string::npos ? 0 : last + 1;
+  }
+  out.append(held_, 0, fit);
+  held_.clear();
+  out += "headway: output cut at limit_bytes=" + std::to_string(*limit_bytes_) + "\n";
+  busy_ = false;
+  return false;
 }
 
 }  // namespace headway::api

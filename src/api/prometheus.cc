@@ -124,7 +124,7 @@ std::string RenderPrometheus(JobService& service, const ApiCounters& counters,
     for (const ActiveJob& a : active) {
       for (const char* h : kHealths) {
         f.Sample({{"job_name", a.job.name()}, {"team", a.job.spec.team}, {"health", h}},
-                 a.progress.health == h ? 1 : 0);
+                 HealthName(a.progress.health) == h ? 1 : 0);
       }
     }
   }

@@ -42,6 +42,13 @@ Result<int> ParseNonNegativeInt(const std::string& name, const std::string& text
   return InvalidArgument("query parameter '" + name + "' must be a non-negative integer");
 }
 
+Result<std::uint64_t> ParseCount(const std::string& name, const std::string& text) {
+  bool digits = !text.empty() && text.size() <= 18 &&
+                text.find_first_not_of("0123456789") == std::string::npos;
+  if (digits) return static_cast<std::uint64_t>(std::stoull(text));
+  return InvalidArgument("query parameter '" + name + "' must be a non-negative integer");
+}
+
 Result<JobFilter> ParseFilter(const HttpRequest& req) {
   JobFilter filter;
   for (const auto& [key, value] : req.query) {
@@ -731,9 +738,29 @@ class Api {
     auto files = service_.LogFiles(name);
     if (!files.ok()) return ErrorResponse(files.status());
     for (const auto& [key, value] : req.query) {
-      if (key != "rank" && key != "attempt" && key != "follow") {
+      if (key != "rank" && key != "attempt" && key != "follow" && key != "tail" &&
+          key != "limit_bytes") {
         return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
       }
+    }
+    // tail=N: each rank's newest N lines; limit_bytes=N: at most N bytes of
+    // whole lines (with tail, the newest that fit). Without them, everything
+    // kept is sent, however long.
+    LogStart start;
+    std::optional<std::uint64_t> limit_bytes;
+    if (req.query.count("tail")) {
+      auto n = ParseCount("tail", req.query.at("tail"));
+      if (!n.ok()) return ErrorResponse(n.status());
+      start.tail_lines = *n;
+    }
+    if (req.query.count("limit_bytes")) {
+      auto n = ParseCount("limit_bytes", req.query.at("limit_bytes"));
+      if (!n.ok()) return ErrorResponse(n.status());
+      if (*n == 0) {
+        return ErrorResponse(InvalidArgument("query parameter 'limit_bytes' must be at least 1")
+                                 .WithField("limit_bytes"));
+      }
+      limit_bytes = *n;
     }
     // Default: the latest attempt, all ranks.
     int attempt = files->empty() ? 0 : files->back().attempt;
@@ -762,6 +789,11 @@ class Api {
     };
     std::vector<LogFile> selected = select(*files, attempt);
     bool prefix = !rank && job->spec.resources.processes() > 1;
+    if (start.tail_lines && limit_bytes) {
+      // The newest lines that fit: each rank's share of the bytes.
+      std::uint64_t ranks = std::max<std::uint64_t>(1, selected.size());
+      start.tail_bytes = *limit_bytes / ranks;
+    }
     HttpResponse resp{200, "text/plain; charset=utf-8", "", {}, nullptr};
     std::string follow = req.Query("follow");
     if (follow == "true" || follow == "1") {
@@ -782,10 +814,19 @@ class Api {
       };
       return Bound(std::move(resp),
                    std::make_shared<LogFollowStream>(view, attempt, std::move(selected), prefix,
-                                                     req.query.count("attempt") > 0));
+                                                     req.query.count("attempt") > 0, start,
+                                                     limit_bytes));
     }
-    LogReader reader(std::move(selected), prefix);
-    reader.ReadNew(resp.body, /*flush_partial=*/true);
+    // What is there now, streamed: a log of any size, never cut silently.
+    auto now = [attempt, files = selected]() {
+      FollowView v;
+      v.finished = true;
+      v.attempt = attempt;
+      v.files = files;
+      return v;
+    };
+    resp.stream = std::make_shared<LogFollowStream>(now, attempt, std::move(selected), prefix,
+                                                    /*pin_attempt=*/true, start, limit_bytes);
     return resp;
   }
 

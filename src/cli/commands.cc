@@ -49,6 +49,8 @@ struct Options {
   bool follow = false;
   int rank = -1;
   int attempt = -1;
+  std::int64_t tail = -1;        // logs: each rank's newest N lines (-1: all)
+  std::int64_t limit_bytes = 0;  // logs: at most N bytes of whole lines (0: no bound)
   // stop
   std::vector<std::string> names;
   bool force = false;
@@ -603,6 +605,8 @@ int Logs(const Options& o) {
   if (o.rank >= 0) query += "&rank=" + std::to_string(o.rank);
   if (o.attempt >= 0) query += "&attempt=" + std::to_string(o.attempt);
   if (o.follow) query += "&follow=true";
+  if (o.tail >= 0) query += "&tail=" + std::to_string(o.tail);
+  if (o.limit_bytes > 0) query += "&limit_bytes=" + std::to_string(o.limit_bytes);
   if (!query.empty()) target += "?" + query.substr(1);
   std::string error_body;
   auto status = client.http().Stream(
@@ -859,6 +863,13 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   logs->add_option("--rank", o.rank, "only this rank")->check(CLI::NonNegativeNumber);
   logs->add_option("--attempt", o.attempt, "an earlier attempt (0 = first run)")
       ->check(CLI::NonNegativeNumber);
+  logs->add_option("--tail", o.tail,
+                   "only the newest N lines of each rank (default: all; with -f, then follow)")
+      ->check(CLI::NonNegativeNumber);
+  logs->add_option("--limit-bytes", o.limit_bytes,
+                   "at most N bytes of whole lines; a cut output ends with a line saying so "
+                   "(with --tail: the newest lines that fit)")
+      ->check(CLI::PositiveNumber);
   logs->callback([&exit_code, &o] { exit_code = Logs(o); });
 
   auto* stop = app.add_subcommand("stop", "Stop jobs (SIGTERM, then SIGKILL after the grace)");

@@ -40,6 +40,28 @@ std::optional<JobState> ParseJobState(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view StopReasonName(StopReason reason) {
+  switch (reason) {
+    case StopReason::kNone: return "";
+    case StopReason::kUser: return "Stopped";
+    case StopReason::kPreempted: return "Preempted";
+    case StopReason::kTimeLimit: return "TimeLimitExceeded";
+    case StopReason::kStalled: return "Stalled";
+    case StopReason::kDiverging: return "Diverging";
+    case StopReason::kPlateaued: return "Plateaued";
+  }
+  return "";
+}
+
+std::optional<StopReason> ParseStopReason(std::string_view name) {
+  for (StopReason r : {StopReason::kNone, StopReason::kUser, StopReason::kPreempted,
+                       StopReason::kTimeLimit, StopReason::kStalled, StopReason::kDiverging,
+                       StopReason::kPlateaued}) {
+    if (StopReasonName(r) == name) return r;
+  }
+  return std::nullopt;
+}
+
 bool IsTerminal(JobState state) {
   return state == JobState::kSucceeded || state == JobState::kFailed ||
          state == JobState::kStopped;

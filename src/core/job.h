@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/health.h"
 #include "core/time.h"
 
 namespace headway {
@@ -59,6 +60,21 @@ struct JobSpec {
   std::vector<std::string> Argv() const;
 };
 
+// Why the platform or a user asked a running attempt to stop. Persisted by
+// name; the name of a policy stop is the health that triggered it.
+enum class StopReason {
+  kNone,
+  kUser,       // "Stopped": `headway stop`, an experiment, the API
+  kPreempted,  // "Preempted": the scheduler needs its GPUs; the job is requeued
+  kTimeLimit,  // "TimeLimitExceeded": it ran past spec.time_limit; the job fails
+  kStalled,    // "Stalled", "Diverging", "Plateaued": a health policy (on_* : stop)
+  kDiverging,
+  kPlateaued,
+};
+std::string_view StopReasonName(StopReason reason);
+// The inverse of StopReasonName; nullopt for other text ("" is kNone).
+std::optional<StopReason> ParseStopReason(std::string_view name);
+
 enum class JobState { kQueued, kStarting, kRunning, kSucceeded, kFailed, kStopped, kPreempted };
 
 std::string_view JobStateName(JobState state);
@@ -89,7 +105,10 @@ struct Job {
   std::optional<Time> started_at;
   std::optional<Time> finished_at;
   std::optional<Time> stop_requested_at;  // set by stop; cleared on restart
-  std::string stop_reason;                // why the platform or user asked it to stop
+  StopReason stop_reason = StopReason::kNone;  // why the platform or user asked it to stop
+  // The health last announced (HealthChanged) for the running attempt;
+  // Unknown while queued. Kept so a restart does not announce it again.
+  Health health = Health::kUnknown;
   // Set when the scheduler chose to preempt the running attempt: the job got
   // its checkpoint warning then, and SIGTERM follows after the grace.
   std::optional<Time> preempt_requested_at;

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/health.h"
 #include "core/status.h"
 #include "core/time.h"
 
@@ -51,7 +52,7 @@ struct ProgressView {
   std::optional<double> samples_per_second;
   std::optional<Time> last_report_at;
   std::map<std::string, double> metrics;  // latest value of each
-  std::string health = "Unknown";         // Progressing, Stalled, Diverging, Plateaued, Unknown
+  Health health = Health::kUnknown;
   std::string health_reason;
 };
 

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/exec_status.h"
 #include "core/job.h"
 #include "core/time.h"
 #include "core/status.h"
@@ -55,15 +56,6 @@ struct Launched {
   std::vector<std::string> warnings;  // e.g. a limit the machine cannot enforce
 };
 
-struct ExecStatus {
-  enum class Phase { kPending, kRunning, kExited, kLost };
-  Phase phase = Phase::kRunning;
-  int exit_code = 0;    // kExited: 0 on success, the first failing rank's code otherwise,
-                        // 128+N when killed by signal N
-  std::string message;  // kPending: why; kExited with failure or kLost: what happened
-  std::string reason;   // kExited: a CamelCase cause when the executor knows one
-                        // ("TimeLimitExceeded", "Cancelled", "NodeFail", "Preempted")
-};
 
 class Executor {
  public:
@@ -103,6 +95,10 @@ struct ExecutorOptions {
   // Variables of the server's environment passed on to jobs besides the
   // basics (PATH, LANG, LC_*, TZ); nothing else of it reaches them.
   std::vector<std::string> job_env;
+  // Bound on each rank's log where the executor writes logs itself (local):
+  // past half of it the log is rotated to PATH.1, replacing the older one,
+  // so a rank keeps at most this many bytes, the newest. 0: unbounded.
+  std::uint64_t max_log_bytes = 0;
   // Start-up notes (what isolation and limits this machine supports).
   std::function<void(const std::string&)> log;
 };

@@ -45,16 +45,15 @@
 #include <string>
 #include <string_view>
 
+#include "core/health.h"
 #include "progress/eta.h"
 
 namespace headway::progress {
 
-enum class Health { kUnknown, kProgressing, kStalled, kDiverging, kPlateaued };
-
-// "Unknown", "Progressing", "Stalled", "Diverging", "Plateaued".
-std::string_view HealthName(Health health);
-// The inverse of HealthName, ASCII case-insensitive; nullopt for other text.
-std::optional<Health> ParseHealth(std::string_view name);
+// The verdicts are a domain type (core/health.h): jobs carry the last one announced.
+using ::headway::Health;
+using ::headway::HealthName;
+using ::headway::ParseHealth;
 
 enum class Goal { kMinimize, kMaximize };
 

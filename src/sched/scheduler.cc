@@ -79,13 +79,20 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       return a->priority != b->priority ? a->priority > b->priority : QueuedBefore(*a, *b);
     });
   }
+  // A job that has waited past the bound goes ahead of fair share, oldest
+  // first, so the first of them that cannot start holds the reservation.
+  auto starving = [&](const WaitingJob& w) {
+    return options.starvation_bound && state.now - w.queued_at >= *options.starvation_bound;
+  };
   std::map<std::string, std::size_t> next;
   std::set<std::string> blocked_queues;
   std::optional<Reservation> reservation;
   std::set<std::string> preempted;
 
   for (;;) {
-    // The next job: highest head priority, then the lowest weighted share, then FIFO.
+    // The next job: highest head priority, then heads that have waited past
+    // the starvation bound (oldest first), then the lowest weighted share,
+    // then FIFO.
     const WaitingJob* job = nullptr;
     for (auto& [name, jobs] : queues) {
       std::size_t i = next[name];
@@ -97,7 +104,10 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       }
       double share = usage[name] / std::max(1e-9, quota(name).weight);
       double best = usage[job->queue] / std::max(1e-9, quota(job->queue).weight);
+      bool head_starving = starving(*head), job_starving = starving(*job);
       if (head->priority != job->priority ? head->priority > job->priority
+          : head_starving != job_starving ? head_starving
+          : head_starving                 ? QueuedBefore(*head, *job)
           : share != best                 ? share < best
                                           : QueuedBefore(*head, *job)) {
         job = head;

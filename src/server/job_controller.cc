@@ -56,8 +56,8 @@ Status JobController::ReportProgress(std::string_view name, std::string_view tok
   if (expected.empty() || !api::SameHash(api::HashToken(token), expected)) {
     return PermissionDenied("this token may not report for job '" + std::string(name) + "'");
   }
-  HEADWAY_RETURN_IF_ERROR(
-      tracker_.AdmitSeries(std::string(name), reports, options_.max_series_per_job));
+  HEADWAY_RETURN_IF_ERROR(tracker_.Admit(
+      std::string(name), reports, {options_.max_series_per_job, options_.max_points_per_job}));
   return writer_.Write({std::string(name), std::move(reports), clock_.Now()});
 }
 
@@ -91,82 +91,141 @@ Result<std::vector<std::string>> JobController::MetricNames(std::string_view nam
   return store_.MetricNames(name);
 }
 
-void JobController::ScanMarkers(const Job& job, std::vector<JobEvent>& events) {
+lifecycle::Step JobController::ScanMarkers(const Job& job) {
+  lifecycle::Step step;
   auto files = store_.ListLogFiles(job.name());
-  if (!files.ok()) return;
+  if (!files.ok()) return step;
   std::vector<LogFile> current;
   for (const LogFile& f : *files) {
     if (f.attempt == job.attempt()) current.push_back(f);
   }
   int malformed = 0;
-  std::vector<ProgressReport> reports = markers_.Scan(current, malformed);
+  std::vector<LogFile> rotated;
+  std::vector<ProgressReport> reports = markers_.Scan(current, malformed, &rotated);
   if (malformed > 0 && !warned_malformed_[job.name()]) {
     warned_malformed_[job.name()] = true;
-    events.push_back(Event(job, "Warning",
-                           "ignored a malformed HEADWAY progress line in the job's output"));
+    step.events.push_back(Event(job, "Warning",
+                                "ignored a malformed HEADWAY progress line in the job's output"));
   }
-  // The same series limit as HTTP reports; a job's output cannot be refused,
-  // so what is over it is dropped, and the job's events say so once.
-  std::set<std::string> dropped =
-      tracker_.DropSeriesOverLimit(job.name(), reports, options_.max_series_per_job);
-  if (!dropped.empty() && !warned_series_.count(job.name())) {
-    warned_series_.insert(job.name());
-    events.push_back(Event(job, "Warning",
-                           "dropped HEADWAY output lines' values of " +
-                               std::to_string(dropped.size()) + " metric series beyond the limit of " +
-                               std::to_string(options_.max_series_per_job) + " per job (first: '" +
-                               *dropped.begin() + "')"));
+  for (const LogFile& f : rotated) {
+    step.events.push_back(Event(job, "Warning",
+                           "rank " + std::to_string(f.rank) +
+                               "'s output passed half of its log limit of " +
+                               std::to_string(options_.max_log_bytes) +
+                               " bytes (--max-log-bytes): older output moved to " +
+                               std::filesystem::path(f.path).filename().string() +
+                               ".1, and output older than that is dropped; the newest is kept"));
+  }
+  // The same limits as HTTP reports; a job's output cannot be refused, so
+  // what is over them is dropped, and the job's events say so once per limit.
+  const IngestLimits limits{options_.max_series_per_job, options_.max_points_per_job};
+  tracker_.DropOverLimits(job.name(), reports, limits);
+  for (std::string& warning : tracker_.TakeLimitWarnings(job.name(), limits)) {
+    step.events.push_back(Event(job, "Warning", std::move(warning)));
   }
   if (!reports.empty()) writer_.WriteAsync({job.name(), std::move(reports), clock_.Now()});
-}
-
-void JobController::WatchHealth(Job& job, std::vector<JobEvent>& events) {
-  ProgressView view = tracker_.View(job, clock_.Now());
-  std::string& last = health_[job.name()];
-  if (view.health == last) return;
-  std::string previous = last.empty() ? "Unknown" : last;
-  last = view.health;
-  if (previous == view.health) return;
-  std::string text = previous + " -> " + view.health;
-  if (!view.health_reason.empty()) text += ": " + view.health_reason;
-  events.push_back(Event(job, "HealthChanged", text));
-  HealthAction action = HealthAction::kNotify;
-  if (view.health == "Stalled") action = job.spec.policies.on_stall;
-  if (view.health == "Diverging") action = job.spec.policies.on_diverge;
-  if (view.health == "Plateaued") action = job.spec.policies.on_plateau;
-  if (action == HealthAction::kStop && !job.stop_requested_at) {
-    RequestStop(job, view.health, "stopped by policy: " + view.health_reason, events);
-  }
+  return step;
 }
 
 JobEvent JobController::Event(const Job& job, std::string type, std::string message) const {
   return {0, job.name(), clock_.Now(), std::move(type), std::move(message)};
 }
 
-void JobController::SetState(Job& job, JobState state, std::string reason, std::string message,
-                             std::vector<JobEvent>& events) {
-  std::string text = std::string(JobStateName(job.state)) + " -> " +
-                     std::string(JobStateName(state));
-  if (!message.empty()) text += ": " + message;
-  job.state = state;
-  job.reason = std::move(reason);
-  job.message = std::move(message);
-  if (IsTerminal(state)) job.finished_at = clock_.Now();
-  events.push_back(Event(job, "StateChanged", text));
-}
-
-void JobController::Save(const Job& job, const std::vector<JobEvent>& events) {
+Status JobController::Save(const Job& job, const std::vector<JobEvent>& events) {
   Status s = store_.SaveJob(job, events);
-  if (s.ok() && options_.on_change) {
+  if (!s.ok()) {
+    // Nothing is acted on: the next tick re-reads the store and decides
+    // again from the stored state.
+    std::fprintf(stderr, "headway: cannot save job %s: %s\n", job.name().c_str(),
+                 s.ToString().c_str());
+    return s;
+  }
+  if (options_.on_change) {
     for (const JobEvent& e : events) {
       if (e.type == "StateChanged" || e.type == "HealthChanged") options_.on_change(job, e);
     }
   }
-  if (!s.ok()) {
-    // The next tick re-reads the store and retries from the persisted state.
-    std::fprintf(stderr, "headway: cannot save job %s: %s\n", job.name().c_str(),
-                 s.ToString().c_str());
+  return s;
+}
+
+namespace {
+
+// Fault injection for the crash-recovery tests: with HEADWAY_TEST_CRASH_AT
+// naming this point, the server dies here as if killed (-9).
+void CrashPointForTests(const std::string& point) {
+  static const char* const wanted = std::getenv("HEADWAY_TEST_CRASH_AT");
+  if (wanted != nullptr && point == wanted) {
+    std::fprintf(stderr, "headway: crash point %s reached\n", point.c_str());
+    std::fflush(stderr);
+    ::raise(SIGKILL);
   }
+}
+
+const char* SignalName(int signal) {
+  switch (signal) {
+    case SIGTERM: return "SIGTERM";
+    case SIGKILL: return "SIGKILL";
+    case SIGUSR1: return "SIGUSR1";
+    default: return "signal";
+  }
+}
+
+}  // namespace
+
+Status JobController::Apply(Job& job, lifecycle::Step step, Work& work,
+                            const std::string& token) {
+  if (step.empty()) return Status::Ok();
+  if (step.changed || !step.events.empty()) {
+    HEADWAY_RETURN_IF_ERROR(Save(job, step.events));
+  }
+  for (const lifecycle::Action& action : step.actions) {
+    if (action.kind == lifecycle::Action::Kind::kLaunch) {
+      {
+        std::lock_guard lock(tokens_mu_);
+        token_hashes_[job.name()] = job.token_hash;
+      }
+      work.launches.push_back({job.name(), token});
+    } else {
+      work.signals.push_back({job.name(), job.executor_handle, &ExecutorFor(job), action.signal});
+    }
+  }
+  if (IsTerminal(job.state) || job.state == JobState::kQueued ||
+      job.state == JobState::kPreempted) {
+    memos_.erase(job.name());
+    last_polled_.erase(job.name());
+  }
+  return Status::Ok();
+}
+
+void JobController::AddEvents(const std::string& name, std::vector<JobEvent> events) {
+  std::lock_guard lock(mu_);
+  auto job = store_.GetJob(name);
+  if (job.ok()) (void)Save(*job, events);
+}
+
+void JobController::Carry(Work& work) {
+  for (const PendingSignal& s : work.signals) {
+    CrashPointForTests(std::string("signal:") + (SignalName(s.signal) + 3));
+    Status sent = s.executor->Signal(s.handle, s.signal);
+    if (sent.ok()) continue;
+    if (s.signal == SIGKILL) {
+      // Sent again at the next tick.
+      std::lock_guard lock(mu_);
+      auto memo = memos_.find(s.job);
+      if (memo != memos_.end()) memo->second.killed = false;
+    }
+    auto job = Get(s.job);
+    if (job.ok()) {
+      AddEvents(s.job, {Event(*job, "Warning",
+                              std::string(SignalName(s.signal)) + " failed: " + sent.message())});
+    }
+  }
+  work.signals.clear();
+  std::vector<PendingLaunch> launches = std::move(work.launches);
+  work.launches.clear();
+  for (const PendingLaunch& launch : launches) Launch(launch, work);
+  // A stop that came while an attempt was being launched.
+  if (!work.signals.empty() || !work.launches.empty()) Carry(work);
 }
 
 Result<Job> JobController::Submit(JobSpec spec, std::string created_by) {
@@ -192,6 +251,7 @@ Result<Job> JobController::Submit(JobSpec spec, std::string created_by) {
   job.created_by = std::move(created_by);
   std::lock_guard lock(mu_);
   HEADWAY_RETURN_IF_ERROR(store_.CreateJob(job, Event(job, "Submitted", "job submitted")));
+  generation_ += 1;
   woken_ = true;
   wake_.notify_all();
   return job;
@@ -243,296 +303,98 @@ Result<Job> JobController::StoppableJob(std::string_view name) {
 }
 
 Result<Job> JobController::Stop(std::string_view name, std::string why) {
-  std::lock_guard lock(mu_);
-  auto job = StoppableJob(name);
-  if (!job.ok()) return job.status();
-  std::vector<JobEvent> events;
-  if (job->stop_requested_at) {
-    if (job->stop_reason != "Preempted") return job;  // already stopping; stopping is idempotent
-    // SIGTERM went out for a preemption: end the job instead of requeueing it.
-    job->stop_reason = "Stopped";
-    job->message = why;
-    events.push_back(Event(*job, "Stopping", why + " (it was already being preempted)"));
-    Save(*job, events);
-    return job;
+  Work work;
+  Result<Job> job = NotFound("");
+  {
+    std::lock_guard lock(mu_);
+    job = StoppableJob(name);
+    if (!job.ok()) return job.status();
+    HEADWAY_RETURN_IF_ERROR(
+        Apply(*job, lifecycle::RequestStop(*job, StopReason::kUser, why, clock_.Now()), work));
+    generation_ += 1;
+    woken_ = true;
+    wake_.notify_all();
   }
-  RequestStop(*job, "Stopped", why, events);
-  Save(*job, events);
-  woken_ = true;
-  wake_.notify_all();
+  Carry(work);
   return job;
 }
 
 Result<Job> JobController::ForceStop(std::string_view name, std::string why) {
-  std::lock_guard lock(mu_);
-  auto job = StoppableJob(name);
-  if (!job.ok()) return job.status();
-  std::vector<JobEvent> events;
-  job->stop_reason = "Stopped";
-  if (job->state == JobState::kQueued || job->state == JobState::kPreempted ||
-      job->executor_handle.empty()) {
-    SetState(*job, JobState::kStopped, "Stopped", why + " (forced)", events);
-  } else {
-    // Whatever it was waiting for (a stop's or a preemption's grace), the
-    // attempt ends as Stopped, not requeued.
-    if (!job->stop_requested_at) job->stop_requested_at = clock_.Now();
-    job->message = why;
-    Status s = ExecutorFor(*job).Signal(job->executor_handle, SIGKILL);
-    events.push_back(Event(*job, "Killed",
-                           s.ok() ? why + ": force stop, SIGKILL sent without waiting for the grace"
-                                  : why + ": force stop, SIGKILL failed: " + s.message()));
-    if (s.ok()) killed_.insert(job->name());
+  Work work;
+  Result<Job> job = NotFound("");
+  {
+    std::lock_guard lock(mu_);
+    job = StoppableJob(name);
+    if (!job.ok()) return job.status();
+    HEADWAY_RETURN_IF_ERROR(
+        Apply(*job, lifecycle::ForceStop(*job, memos_[job->name()], why, clock_.Now()), work));
+    generation_ += 1;
+    woken_ = true;
+    wake_.notify_all();
   }
-  Save(*job, events);
-  woken_ = true;
-  wake_.notify_all();
+  Carry(work);
   return job;
 }
 
-void JobController::RequestStop(Job& job, const std::string& reason, const std::string& why,
-                                std::vector<JobEvent>& events) {
-  job.stop_reason = reason;
-  if (job.state == JobState::kQueued || job.state == JobState::kPreempted ||
-      job.executor_handle.empty()) {
-    SetState(job, JobState::kStopped, reason, why, events);
-    return;
-  }
-  job.stop_requested_at = clock_.Now();
-  events.push_back(Event(job, "Stopping",
-                         why + "; SIGTERM sent, SIGKILL after " +
-                             FormatDuration(job.spec.termination_grace)));
-  Status s = ExecutorFor(job).Signal(job.executor_handle, SIGTERM);
-  if (!s.ok()) events.push_back(Event(job, "Warning", "SIGTERM failed: " + s.message()));
-  job.message = why;
+bool JobController::Completed(const Job& job) {
+  ProgressView view = tracker_.View(job, clock_.Now());
+  return view.percent && *view.percent >= 100.0;
 }
 
-void JobController::FinishAttempt(Job& job, const ExecStatus& status,
-                                  std::vector<JobEvent>& events) {
-  killed_.erase(job.name());
-  warned_.erase(job.name());
-  last_polled_.erase(job.name());
-  job.exit_code = status.phase == ExecStatus::Phase::kExited
-                      ? std::optional<int>(status.exit_code)
-                      : std::nullopt;
-  job.executor_handle.clear();
-  job.gpu_ids.clear();
-  if (job.preempt_requested_at && (!job.stop_requested_at || job.stop_reason == "Preempted")) {
-    // Whatever way it left after the warning, the work is resumable: requeue
-    // it, unless it exited cleanly having reported all its steps.
-    ProgressView view = tracker_.View(job, clock_.Now());
-    bool finished = status.phase == ExecStatus::Phase::kExited && status.exit_code == 0 &&
-                    view.percent && *view.percent >= 100.0;
-    if (!finished) {
-      Requeue(job, events);
-      return;
-    }
-    job.stop_requested_at.reset();
-  }
-  job.preempt_requested_at.reset();
-  job.preempt_message.clear();
-  if (status.reason == "TimeLimitExceeded" && !job.stop_requested_at) {
-    SetState(job, JobState::kFailed, "TimeLimitExceeded", status.message, events);
-    return;
-  }
-  if (status.reason == "Cancelled" && !job.stop_requested_at) {
-    SetState(job, JobState::kStopped, "Cancelled", "cancelled outside Headway: " + status.message,
-             events);
-    return;
-  }
-  if (job.stop_requested_at) {
-    // Time limits fail a job (as Slurm's TIMEOUT does); other stops are Stopped.
-    bool timed_out = job.stop_reason == "TimeLimitExceeded";
-    SetState(job, timed_out ? JobState::kFailed : JobState::kStopped, job.stop_reason,
-             job.message, events);
-    return;
-  }
-  if (status.phase == ExecStatus::Phase::kLost) {
-    SetState(job, JobState::kFailed, "Lost", status.message, events);
-    return;
-  }
-  if (status.exit_code == 0) {
-    SetState(job, JobState::kSucceeded, "Completed", "", events);
-    return;
-  }
-  if (!status.reason.empty()) {
-    // The backend ended it (node failure, preemption, out of memory).
-    SetState(job, JobState::kFailed, status.reason, status.message, events);
-    return;
-  }
-  std::string what = status.message.empty()
-                         ? "exited with code " + std::to_string(status.exit_code)
-                         : status.message;
-  if (job.restarts < job.spec.max_restarts) {
-    job.restarts += 1;
-    SetState(job, JobState::kQueued, "Restarting",
-             what + "; restart " + std::to_string(job.restarts) + " of " +
-                 std::to_string(job.spec.max_restarts),
-             events);
-    job.started_at.reset();
-    return;
-  }
-  SetState(job, JobState::kFailed, "ExitCode", what, events);
-}
-
-void JobController::Requeue(Job& job, std::vector<JobEvent>& events) {
-  std::string why = job.preempt_message.empty() ? "preempted" : job.preempt_message;
-  job.preemptions += 1;
-  job.preempt_requested_at.reset();
-  job.preempt_message.clear();
-  job.stop_requested_at.reset();
-  job.stop_reason.clear();
-  job.started_at.reset();
-  job.requeued_at = clock_.Now();
-  health_.erase(job.name());
-  SetState(job, JobState::kPreempted, "Preempted",
-           why + "; requeued, attempt " + std::to_string(job.attempt()) +
-               " resumes from the job's checkpoint",
-           events);
-}
-
-Duration JobController::PreemptionGrace(const Job& job) const {
-  return job.spec.checkpoint_warning.value_or(options_.preemption_grace);
-}
-
-void JobController::Preempt(Job& job, const sched::Preemption& preemption) {
-  if (job.preempt_requested_at || job.stop_requested_at || job.executor_handle.empty()) return;
-  std::vector<JobEvent> events;
-  job.preempt_requested_at = clock_.Now();
-  job.preempt_message = preemption.reason;
-  Status s = ExecutorFor(job).Signal(job.executor_handle, SIGUSR1);
-  events.push_back(Event(job, "Preempting",
-                         preemption.reason + " (for " + preemption.for_job + "); " +
-                             (s.ok() ? "SIGUSR1 sent to checkpoint, SIGTERM in " +
-                                           FormatDuration(PreemptionGrace(job))
-                                     : "SIGUSR1 failed: " + s.message())));
-  Save(job, events);
-}
-
-void JobController::PollAttempt(Job& job, std::vector<JobEvent>& events) {
-  Executor& executor = ExecutorFor(job);
-  Time now = clock_.Now();
-  if (executor.PollInterval().count() > 0) {
-    auto last = last_polled_.find(job.name());
-    if (last != last_polled_.end() && now - last->second < executor.PollInterval()) return;
-    last_polled_[job.name()] = now;
-  }
-  ExecStatus status = executor.Poll(job.executor_handle);
-  if (status.phase == ExecStatus::Phase::kPending) {
-    if (job.state == JobState::kStarting && job.message != status.message) {
-      job.message = status.message;
-      events.push_back(Event(job, "Pending", status.message));
-    }
-    return;
-  }
-  if (status.phase == ExecStatus::Phase::kRunning) {
-    if (job.state == JobState::kStarting) {
-      job.started_at = clock_.Now();
-      std::string where = job.gpu_ids.empty() ? "" : " on GPUs ";
-      for (std::size_t i = 0; i < job.gpu_ids.size(); ++i) {
-        if (i > 0) where += ',';
-        where += std::to_string(job.gpu_ids[i]);
-      }
-      SetState(job, JobState::kRunning, "Started",
-               std::to_string(job.spec.resources.processes()) + " process(es)" + where + " (" +
-                   job.executor + ")",
-               events);
-    }
-    return;
-  }
-  FinishAttempt(job, status, events);
-}
-
-void JobController::EnforceDeadlines(Job& job, std::vector<JobEvent>& events) {
-  Time now = clock_.Now();
-  if (job.preempt_requested_at && !job.stop_requested_at &&
-      now - *job.preempt_requested_at >= PreemptionGrace(job)) {
-    RequestStop(job, "Preempted", job.preempt_message, events);
-    return;
-  }
-  if (ExecutorFor(job).EnforcesTimeLimit() && !job.stop_requested_at) return;
-  if (job.spec.time_limit && job.spec.checkpoint_warning && job.started_at &&
-      !job.stop_requested_at && !warned_.count(job.name()) &&
-      now - *job.started_at >= *job.spec.time_limit - *job.spec.checkpoint_warning) {
-    warned_.insert(job.name());
-    Status s = ExecutorFor(job).Signal(job.executor_handle, SIGUSR1);
-    events.push_back(Event(job, "CheckpointWarning",
-                           s.ok() ? "SIGUSR1 sent: the time limit is " +
-                                        FormatDuration(*job.spec.checkpoint_warning) + " away"
-                                  : "SIGUSR1 failed: " + s.message()));
-  }
-  if (!job.stop_requested_at && job.spec.time_limit && job.started_at &&
-      now - *job.started_at >= *job.spec.time_limit) {
-    RequestStop(job, "TimeLimitExceeded",
-                "ran past its time limit of " + FormatDuration(*job.spec.time_limit), events);
-    return;
-  }
-  if (job.stop_requested_at && !killed_.count(job.name()) &&
-      now - *job.stop_requested_at >= job.spec.termination_grace) {
-    Status s = ExecutorFor(job).Signal(job.executor_handle, SIGKILL);
-    events.push_back(Event(job, "Killed",
-                           s.ok() ? "still running after its termination grace; SIGKILL sent"
-                                  : "SIGKILL failed: " + s.message()));
-    killed_.insert(job.name());
-  }
+lifecycle::DeadlineOptions JobController::Deadlines(const Job& job) {
+  return {options_.preemption_grace, ExecutorFor(job).EnforcesTimeLimit()};
 }
 
 Status JobController::Reconcile() {
-  std::lock_guard lock(mu_);
-  JobFilter filter;
-  filter.active_only = true;
-  auto jobs = store_.ListJobs(filter);
-  if (!jobs.ok()) return jobs.status();
-  for (Job& job : *jobs) {
-    std::vector<JobEvent> events;
-    // The health last announced survives a restart, so a job already flagged
-    // is not announced again ("Unknown -> Stalled") to webhooks and events.
-    // Only running jobs have a health (a requeued job starts afresh), so
-    // queued ones cost no read at start-up.
-    bool running = job.state == JobState::kStarting || job.state == JobState::kRunning;
-    if (auto past = running ? store_.ListEvents(job.name(), 0)
-                            : Result<std::vector<JobEvent>>(std::vector<JobEvent>{});
-        past.ok()) {
-      for (const JobEvent& e : *past) {
-        auto arrow = e.message.find(" -> ");
-        if (e.type != "HealthChanged" || arrow == std::string::npos) continue;
-        std::string to = e.message.substr(arrow + 4);
-        health_[job.name()] = to.substr(0, to.find(':'));
+  Work work;
+  {
+    std::lock_guard lock(mu_);
+    JobFilter filter;
+    filter.active_only = true;
+    auto jobs = store_.ListJobs(filter);
+    if (!jobs.ok()) return jobs.status();
+    const Time now = clock_.Now();
+    for (Job& job : *jobs) {
+      if (job.state != JobState::kStarting && job.state != JobState::kRunning) continue;
+      lifecycle::AttemptMemo& memo = memos_[job.name()];
+      {
+        std::lock_guard token_lock(tokens_mu_);
+        token_hashes_[job.name()] = job.token_hash;
       }
-    }
-    if (running && job.executor_handle.empty()) {
-      // The server stopped while launching: adopt what the launch started,
-      // or launch it again if it started nothing, never both.
-      if (auto launched = ExecutorFor(job).FindLaunched(AttemptRequest(job))) {
-        job.executor_handle = launched->handle;
-        IndexLogs(job, *launched, events);
-        events.push_back(Event(job, "Readopted",
-                               "the server stopped while launching the attempt, which had "
-                               "started: " + launched->description));
-        {
-          std::lock_guard token_lock(tokens_mu_);
-          token_hashes_[job.name()] = job.token_hash;
+      lifecycle::Step step;
+      if (job.executor_handle.empty()) {
+        // The server stopped while launching: adopt what the launch started,
+        // or launch it again if it started nothing, never both.
+        std::optional<Launched> launched = ExecutorFor(job).FindLaunched(AttemptRequest(job));
+        std::optional<lifecycle::FoundAttempt> found;
+        if (launched) found = lifecycle::FoundAttempt{launched->handle, launched->description};
+        step = lifecycle::RecoverLaunch(job, memo, found, now);
+        if (launched) {
+          IndexLogs(job, *launched, step.events);
+          bool ended = job.stop_requested_at.has_value();
+          ExecStatus status = ExecutorFor(job).Poll(job.executor_handle);
+          step.Then(lifecycle::Observe(job, memo, status, !ended && Completed(job), now));
         }
-        PollAttempt(job, events);
       } else {
-        job.gpu_ids.clear();
-        SetState(job, JobState::kQueued, "Requeued", "the server restarted before launch", events);
+        ExecStatus status = ExecutorFor(job).Poll(job.executor_handle);
+        step = lifecycle::Readopt(job, memo, status, Completed(job), now);
       }
-    } else if (running) {
-      ExecStatus status = ExecutorFor(job).Poll(job.executor_handle);
-      if (status.phase == ExecStatus::Phase::kRunning || status.phase == ExecStatus::Phase::kPending) {
-        events.push_back(Event(job, "Readopted", "server restarted; the job kept running"));
-      } else {
-        events.push_back(Event(job, "Reconciled", "the attempt ended while the server was down"));
-        FinishAttempt(job, status, events);
-      }
+      Status s = Apply(job, std::move(step), work);
+      if (!s.ok()) return s;
     }
-    if (!events.empty()) Save(job, events);
   }
+  Carry(work);
   return Status::Ok();
 }
 
 void JobController::Tick() {
-  std::lock_guard lock(mu_);
+  // Poll the launched attempts first, outside mu_: a cluster engine's
+  // squeue can take seconds, and submits and stops must not wait for it.
+  std::uint64_t generation;
+  {
+    std::lock_guard lock(mu_);
+    generation = generation_;
+  }
   JobFilter filter;
   filter.active_only = true;
   auto jobs = store_.ListJobs(filter);
@@ -540,23 +402,65 @@ void JobController::Tick() {
     std::fprintf(stderr, "headway: cannot list jobs: %s\n", jobs.status().ToString().c_str());
     return;
   }
-  for (Job& job : *jobs) {
-    bool launched = !job.executor_handle.empty() &&
-                    (job.state == JobState::kRunning || job.state == JobState::kStarting);
-    if (!launched) continue;
-    std::vector<JobEvent> events;
-    ScanMarkers(job, events);
-    PollAttempt(job, events);
-    if (job.state == JobState::kRunning) {
-      EnforceDeadlines(job, events);
-      WatchHealth(job, events);
-    } else {
-      health_.erase(job.name());
+  const Time now = clock_.Now();
+  std::vector<const Job*> due;
+  {
+    std::lock_guard lock(mu_);
+    for (const Job& job : *jobs) {
+      bool launched = !job.executor_handle.empty() &&
+                      (job.state == JobState::kRunning || job.state == JobState::kStarting);
+      if (!launched) continue;
+      Duration interval = ExecutorFor(job).PollInterval();
+      if (interval.count() > 0) {
+        auto last = last_polled_.find(job.name());
+        if (last != last_polled_.end() && now - last->second < interval) continue;
+        last_polled_[job.name()] = now;
+      }
+      due.push_back(&job);
     }
-    if (!events.empty()) Save(job, events);
   }
-  Schedule(*jobs);
-  if (options_.on_tick) options_.on_tick(*jobs);
+  std::map<std::string, Polled> polled;
+  for (const Job* job : due) {
+    polled[job->name()] = {job->executor_handle, ExecutorFor(*job).Poll(job->executor_handle)};
+  }
+
+  Work work;
+  {
+    std::lock_guard lock(mu_);
+    if (generation != generation_) {
+      // A stop or submit changed some job meanwhile: decide on what is stored now.
+      auto again = store_.ListJobs(filter);
+      if (!again.ok()) return;
+      jobs = std::move(again);
+    }
+    for (Job& job : *jobs) {
+      bool launched = !job.executor_handle.empty() &&
+                      (job.state == JobState::kRunning || job.state == JobState::kStarting);
+      if (!launched) continue;
+      lifecycle::AttemptMemo& memo = memos_[job.name()];
+      lifecycle::Step step = ScanMarkers(job);
+      auto poll = polled.find(job.name());
+      if (poll != polled.end() && poll->second.handle == job.executor_handle) {
+        const ExecStatus& status = poll->second.status;
+        bool ended = status.phase == ExecStatus::Phase::kExited ||
+                     status.phase == ExecStatus::Phase::kLost;
+        if (ended) CrashPointForTests("exit:observed");
+        step.Then(lifecycle::Observe(job, memo, status,
+                                     ended && job.preempt_requested_at && Completed(job), now));
+      }
+      if (job.state == JobState::kRunning) {
+        step.Then(lifecycle::EnforceDeadlines(job, memo, Deadlines(job), now));
+        ProgressView view = tracker_.View(job, now);
+        step.Then(lifecycle::HealthSeen(job, view.health, view.health_reason, now));
+      }
+      bool ended = IsTerminal(job.state) || job.state == JobState::kQueued ||
+                   job.state == JobState::kPreempted;
+      if (Apply(job, std::move(step), work).ok() && ended) CrashPointForTests("exit:stored");
+    }
+    Schedule(*jobs, work);
+    if (options_.on_tick) options_.on_tick(*jobs);
+  }
+  Carry(work);
 }
 
 namespace {
@@ -579,13 +483,6 @@ bool HoldsResources(const Job& job) {
   return job.state == JobState::kRunning || job.state == JobState::kStarting;
 }
 
-HealthAction PolicyFor(const HealthPolicies& policies, const std::string& health) {
-  if (health == "Stalled") return policies.on_stall;
-  if (health == "Diverging") return policies.on_diverge;
-  if (health == "Plateaued") return policies.on_plateau;
-  return HealthAction::kNotify;
-}
-
 std::string NodeName() {
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "local";
@@ -594,7 +491,7 @@ std::string NodeName() {
 
 }  // namespace
 
-void JobController::Schedule(std::vector<Job>& active) {
+void JobController::Schedule(std::vector<Job>& active, Work& work) {
   static const std::string kNode = NodeName();
   const Time now = clock_.Now();
   sched::ClusterState state;
@@ -606,7 +503,10 @@ void JobController::Schedule(std::vector<Job>& active) {
   for (Job& job : active) {
     if (!RunsLocally(job)) {
       // A cluster engine schedules its own queue: hand the job over at once.
-      if (job.state == JobState::kQueued) StartJob(job, {});
+      if (job.state == JobState::kQueued) {
+        std::string token = api::NewJobToken();
+        (void)Apply(job, lifecycle::Schedule(job, {}, api::HashToken(token), "", now), work, token);
+      }
       continue;
     }
     by_name[job.name()] = &job;
@@ -631,16 +531,15 @@ void JobController::Schedule(std::vector<Job>& active) {
           if (!r.expected_end || eta_end < *r.expected_end) r.expected_end = eta_end;
         }
       }
-      auto health = health_.find(job.name());
-      r.reclaimable = health != health_.end() &&
-                      PolicyFor(job.spec.policies, health->second) == HealthAction::kReclaim;
+      r.reclaimable = lifecycle::PolicyFor(job.spec.policies, job.health) == HealthAction::kReclaim;
       if (job.stop_requested_at) {
         r.leaving = true;
         r.expected_end = *job.stop_requested_at + job.spec.termination_grace;
       } else if (job.preempt_requested_at) {
         r.leaving = true;
-        r.expected_end =
-            *job.preempt_requested_at + PreemptionGrace(job) + job.spec.termination_grace;
+        r.expected_end = *job.preempt_requested_at +
+                         lifecycle::PreemptionGrace(job, Deadlines(job)) +
+                         job.spec.termination_grace;
       }
       state.running.push_back(std::move(r));
     } else if (job.state == JobState::kQueued || job.state == JobState::kPreempted) {
@@ -659,7 +558,9 @@ void JobController::Schedule(std::vector<Job>& active) {
   sched::Decision decision = sched::Schedule(state, options_.scheduling);
   for (const sched::Preemption& p : decision.preemptions) {
     auto victim = by_name.find(p.job);
-    if (victim != by_name.end()) Preempt(*victim->second, p);
+    if (victim == by_name.end()) continue;
+    Job& job = *victim->second;
+    (void)Apply(job, lifecycle::Preempt(job, p.reason, p.for_job, Deadlines(job), now), work);
   }
   for (const sched::Start& start : decision.starts) {
     auto job = by_name.find(start.job);
@@ -673,8 +574,14 @@ void JobController::Schedule(std::vector<Job>& active) {
         ids.push_back(id);
       }
     }
-    StartJob(*job->second, std::move(ids),
-             start.backfilled ? "backfilled: it cannot delay the job first in line" : "");
+    std::string token = api::NewJobToken();
+    (void)Apply(*job->second,
+                lifecycle::Schedule(*job->second, std::move(ids), api::HashToken(token),
+                                    start.backfilled
+                                        ? "backfilled: it cannot delay the job first in line"
+                                        : "",
+                                    now),
+                work, token);
   }
   PublishPool(state, active, decision);
 }
@@ -749,20 +656,6 @@ void JobController::PublishPool(const sched::ClusterState& state, const std::vec
   nodes_ = {std::move(node)};
 }
 
-namespace {
-
-// Fault injection for the crash-recovery tests: with HEADWAY_TEST_CRASH_AT
-// naming this point, the server dies here as if killed (-9).
-void CrashPointForTests(const char* point) {
-  static const char* const wanted = std::getenv("HEADWAY_TEST_CRASH_AT");
-  if (wanted != nullptr && std::strcmp(wanted, point) == 0) {
-    std::fprintf(stderr, "headway: crash point %s reached\n", point);
-    std::fflush(stderr);
-    ::raise(SIGKILL);
-  }
-}
-
-}  // namespace
 
 LaunchRequest JobController::AttemptRequest(const Job& job) const {
   LaunchRequest request;
@@ -783,84 +676,87 @@ void JobController::IndexLogs(const Job& job, const Launched& launched,
   }
 }
 
-void JobController::StartJob(Job& job, std::vector<int> gpu_ids, std::string why) {
-  std::vector<JobEvent> events;
-  job.gpu_ids = std::move(gpu_ids);
-  job.stop_requested_at.reset();
-  job.stop_reason.clear();
-  job.exit_code.reset();
-  // The launch intent, token included, is durable before anything starts:
-  // an attempt adopted after a crash mid-launch reports with this token.
-  std::string token = api::NewJobToken();
-  job.token_hash = api::HashToken(token);
+void JobController::Launch(const PendingLaunch& pending, Work& work) {
+  Job job;
   {
-    std::lock_guard lock(tokens_mu_);
-    token_hashes_[job.name()] = job.token_hash;
+    std::lock_guard lock(mu_);
+    auto stored = store_.GetJob(pending.job);
+    // Launched once per stored intent: a job no longer waiting for this
+    // launch (or with another attempt's token) is left alone.
+    if (!stored.ok() || stored->state != JobState::kStarting ||
+        !stored->executor_handle.empty() ||
+        !api::SameHash(api::HashToken(pending.token), stored->token_hash)) {
+      return;
+    }
+    job = std::move(*stored);
   }
-  SetState(job, JobState::kStarting, "Scheduled", std::move(why), events);
-  Save(job, events);
-  events.clear();
-
   LaunchRequest request = AttemptRequest(job);
   // Kubeflow Trainer v2 compatibility: its SDK reads the token from a file.
   std::string token_file = request.run_dir + "/kubeflow-token";
   std::error_code ec;
   std::filesystem::create_directories(request.run_dir, ec);
-  const std::filesystem::path job_dir = std::filesystem::path(options_.data_dir) / "jobs" / job.name();
+  const std::filesystem::path job_dir =
+      std::filesystem::path(options_.data_dir) / "jobs" / job.name();
   std::string checkpoint_dir = (job_dir / "checkpoints").string();
   std::string home_dir = (job_dir / "home").string();
   std::filesystem::create_directories(checkpoint_dir, ec);
   std::filesystem::create_directories(home_dir, ec);
-  Status written = WritePrivateFile(token_file, token);
-  if (!written.ok()) {
-    SetState(job, JobState::kFailed, "LaunchFailed", written.message(), events);
-    job.gpu_ids.clear();
-    Save(job, events);
-    return;
+  Status written = WritePrivateFile(token_file, pending.token);
+  Result<Launched> launched = written;
+  if (written.ok()) {
+    // The executor makes these the job's (its Unix account's) and, for local
+    // jobs, the only part of the data directory their sandbox shows.
+    request.run_as = RunAsAccount(options_.run_as, job.spec.team);
+    request.job_dirs = {checkpoint_dir, home_dir};
+    request.job_files = {token_file};
+    request.job_home = home_dir;
+    request.private_dirs = {options_.data_dir};
+    request.platform_env = {
+        {"HEADWAY_URL", options_.advertise_url},
+        {"HEADWAY_JOB", job.name()},
+        {"HEADWAY_TOKEN", pending.token},
+        {"KUBEFLOW_TRAINER_SERVER_URL",
+         options_.advertise_url +
+             "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/" + job.name() +
+             "/status"},
+        {"KUBEFLOW_TRAINER_SERVER_TOKEN", token_file},
+        // Kept across attempts, so a restarted or preempted job resumes from it.
+        {"HEADWAY_CHECKPOINT_DIR", checkpoint_dir}};
+    if (!options_.ca_file.empty()) {
+      request.platform_env["HEADWAY_CA_FILE"] = options_.ca_file;
+      request.shared_files.push_back(options_.ca_file);
+    }
+    request.queue_options = QueueOf(job.spec).options;
+    CrashPointForTests("launch:before");
+    launched = ExecutorFor(job).Launch(request);
   }
-  // The executor makes these the job's (its Unix account's) and, for local
-  // jobs, the only part of the data directory their sandbox shows.
-  request.run_as = RunAsAccount(options_.run_as, job.spec.team);
-  request.job_dirs = {checkpoint_dir, home_dir};
-  request.job_files = {token_file};
-  request.job_home = home_dir;
-  request.private_dirs = {options_.data_dir};
-  request.platform_env = {
-      {"HEADWAY_URL", options_.advertise_url},
-      {"HEADWAY_JOB", job.name()},
-      {"HEADWAY_TOKEN", token},
-      {"KUBEFLOW_TRAINER_SERVER_URL",
-       options_.advertise_url + "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/" +
-           job.name() + "/status"},
-      {"KUBEFLOW_TRAINER_SERVER_TOKEN", token_file},
-      // Kept across attempts, so a restarted or preempted job resumes from it.
-      {"HEADWAY_CHECKPOINT_DIR", checkpoint_dir}};
-  if (!options_.ca_file.empty()) {
-    request.platform_env["HEADWAY_CA_FILE"] = options_.ca_file;
-    request.shared_files.push_back(options_.ca_file);
+  // Local attempts run at once; a cluster's may wait in its queue.
+  std::optional<ExecStatus> status;
+  if (launched.ok()) {
+    CrashPointForTests("launch:after");
+    status = ExecutorFor(job).Poll(launched->handle);
   }
-  request.queue_options = QueueOf(job.spec).options;
-  Executor& executor = ExecutorFor(job);
-  CrashPointForTests("launch:before");
-  auto launched = executor.Launch(request);
+
+  std::lock_guard lock(mu_);
+  auto stored = store_.GetJob(pending.job);
+  if (stored.ok()) job = std::move(*stored);
+  generation_ += 1;
+  lifecycle::AttemptMemo& memo = memos_[job.name()];
   if (!launched.ok()) {
-    job.gpu_ids.clear();
-    SetState(job, JobState::kFailed, "LaunchFailed", launched.status().message(), events);
-    Save(job, events);
+    (void)Apply(job, lifecycle::LaunchFailed(job, launched.status().message(), clock_.Now()),
+                work);
     return;
   }
-  for (const std::string& warning : launched->warnings) {
-    events.push_back(Event(job, "Warning", warning));
+  lifecycle::Step step = lifecycle::Launched(job, memo, launched->handle, launched->description,
+                                             launched->warnings, clock_.Now());
+  if (step.empty()) {
+    // Nothing stored waits for this attempt any more: end it, not orphan it.
+    work.signals.push_back({job.name(), launched->handle, &ExecutorFor(job), SIGKILL});
+    return;
   }
-  IndexLogs(job, *launched, events);
-  CrashPointForTests("launch:after");
-  job.executor_handle = launched->handle;
-  job.message = "launched";
-  events.push_back(Event(job, "Launched", "attempt " + std::to_string(job.attempt()) + " handed to " +
-                                              job.executor + ": " + launched->description));
-  // Local attempts are running at once; a cluster's may wait in its queue.
-  PollAttempt(job, events);
-  Save(job, events);
+  IndexLogs(job, *launched, step.events);
+  step.Then(lifecycle::Observe(job, memo, *status, false, clock_.Now()));
+  (void)Apply(job, std::move(step), work);
 }
 
 void JobController::RunLoop(Duration period) {

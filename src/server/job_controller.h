@@ -2,13 +2,17 @@
 // launches through the executor, watches attempts to their end, applies
 // restart policy, stop requests, grace periods and time limits.
 //
-// Every transition is written to the Store (with an event) before it is acted
-// on, so after a crash Reconcile() finds each job where it left it: running
-// attempts are re-adopted through their executor handle, attempts that ended
-// meanwhile are finalised, launches that never happened are queued again.
+// The decisions are the attempt lifecycle's (lifecycle/attempt.h); this class
+// feeds it what it observes, stores each decision with its events, and only
+// then acts on it (launches, signals), outside its lock. So after a crash
+// Reconcile() finds each job where it left it: running attempts are
+// re-adopted through their executor handle, attempts that ended meanwhile
+// are finalised, an attempt whose launch was under way is adopted if it
+// started and launched again only if it did not.
 //
 // Thread safety: all public methods are thread-safe. Tick() is called by one
-// background loop; Submit/Stop wake it.
+// background loop; Submit/Stop wake it. No executor call is made holding
+// the lock that API calls take.
 #pragma once
 
 #include <condition_variable>
@@ -24,6 +28,7 @@
 #include "core/run_as.h"
 #include "core/time.h"
 #include "exec/executor.h"
+#include "lifecycle/attempt.h"
 #include "progress/health.h"
 #include "sched/scheduler.h"
 #include "server/ingest_writer.h"
@@ -56,6 +61,12 @@ struct ControllerOptions {
   double plateau_window = 0.25;  // fraction of total_steps; see ProgressTracker
   // Distinct metric names one job may report; more are refused (400).
   std::size_t max_series_per_job = 1000;
+  // Progress points (ProgressTracker's IngestLimits) one job may store; more
+  // are refused (413) or, from stdout markers, dropped.
+  std::uint64_t max_points_per_job = 1000000;
+  // The local supervisor's bound on each rank's log, named in the event that
+  // says a rank's output was rotated (0: not bounded).
+  std::uint64_t max_log_bytes = 0;
   // Which Unix account each team's jobs run as.
   RunAsPolicy run_as;
   // Called (on the control loop's thread, holding no store lock) for every
@@ -104,31 +115,56 @@ class JobController final : public api::JobService {
   Result<std::vector<std::string>> MetricNames(std::string_view name) override;
 
  private:
+  // What the control loop does once a decision is stored, outside mu_:
+  // executors are slow (a cluster engine's CLI) and must not hold up the API.
+  struct PendingLaunch {
+    std::string job;
+    std::string token;  // the new attempt's report token (its hash is stored)
+  };
+  struct PendingSignal {
+    std::string job;
+    std::string handle;
+    Executor* executor = nullptr;
+    int signal = 0;
+  };
+  struct Work {
+    std::vector<PendingLaunch> launches;
+    std::vector<PendingSignal> signals;
+  };
+  // A poll of a launched attempt, made outside mu_.
+  struct Polled {
+    std::string handle;
+    ExecStatus status;
+  };
+
+  // Stores the job with the step's events when the step changed anything,
+  // then queues the step's actions in `work`. Nothing is queued when the
+  // store refused: no action is taken that the record does not show.
+  // Callers hold mu_.
+  Status Apply(Job& job, lifecycle::Step step, Work& work, const std::string& token = {});
+  // Carries out `work` without holding mu_.
+  void Carry(Work& work);
+  void Launch(const PendingLaunch& pending, Work& work);
+  // Stores `events` with the job's current record; takes mu_.
+  void AddEvents(const std::string& name, std::vector<JobEvent> events);
+
   // What launching the job's current attempt asks of its executor (the
-  // platform's part is added by StartJob).
+  // platform's part is added by Launch).
   LaunchRequest AttemptRequest(const Job& job) const;
   void IndexLogs(const Job& job, const Launched& launched, std::vector<JobEvent>& events);
   // The job, or Conflict when it already ended; callers hold mu_.
   Result<Job> StoppableJob(std::string_view name);
-  // Each returns events to persist with the job; callers hold mu_.
-  void PollAttempt(Job& job, std::vector<JobEvent>& events);
-  void FinishAttempt(Job& job, const ExecStatus& status, std::vector<JobEvent>& events);
-  void EnforceDeadlines(Job& job, std::vector<JobEvent>& events);
-  void ScanMarkers(const Job& job, std::vector<JobEvent>& events);
-  void WatchHealth(Job& job, std::vector<JobEvent>& events);
-  void Schedule(std::vector<Job>& active);
-  void StartJob(Job& job, std::vector<int> gpu_ids, std::string why = {});
-  void Preempt(Job& job, const sched::Preemption& preemption);
-  void Requeue(Job& job, std::vector<JobEvent>& events);
-  Duration PreemptionGrace(const Job& job) const;
+  // Whether the job has reported all its steps (a preempted job that exits
+  // having finished is not requeued).
+  bool Completed(const Job& job);
+  lifecycle::DeadlineOptions Deadlines(const Job& job);
+  // Callers hold mu_.
+  lifecycle::Step ScanMarkers(const Job& job);
+  void Schedule(std::vector<Job>& active, Work& work);
   void PublishPool(const sched::ClusterState& state, const std::vector<Job>& active,
                    const sched::Decision& decision);
-  void RequestStop(Job& job, const std::string& reason, const std::string& why,
-                   std::vector<JobEvent>& events);
-  void SetState(Job& job, JobState state, std::string reason, std::string message,
-                std::vector<JobEvent>& events);
   JobEvent Event(const Job& job, std::string type, std::string message) const;
-  void Save(const Job& job, const std::vector<JobEvent>& events);
+  Status Save(const Job& job, const std::vector<JobEvent>& events);
 
   Store& store_;
   Executor& ExecutorFor(const Job& job);
@@ -140,17 +176,17 @@ class JobController final : public api::JobService {
 
   std::mutex mu_;  // serialises every job mutation
   std::condition_variable wake_;
-  bool shutdown_ = false;                          // guarded by mu_
-  bool woken_ = false;                             // guarded by mu_
-  std::set<std::string> killed_;                   // guarded by mu_: SIGKILL already sent
-  std::set<std::string> warned_;                   // guarded by mu_: checkpoint warning sent
-  std::map<std::string, Time> last_polled_;        // guarded by mu_
+  bool shutdown_ = false;  // guarded by mu_
+  bool woken_ = false;     // guarded by mu_
+  // Bumped by every change to a job outside the control loop, so a tick
+  // that listed the jobs before taking mu_ knows to list them again.
+  std::uint64_t generation_ = 0;                          // guarded by mu_
+  std::map<std::string, lifecycle::AttemptMemo> memos_;  // guarded by mu_
+  std::map<std::string, Time> last_polled_;              // guarded by mu_
   ProgressTracker tracker_;
   IngestWriter writer_;  // after tracker_: it feeds it
   MarkerScanner markers_;                          // guarded by mu_
-  std::map<std::string, std::string> health_;      // guarded by mu_: last health seen per job
   std::map<std::string, bool> warned_malformed_;   // guarded by mu_
-  std::set<std::string> warned_series_;            // guarded by mu_: told of dropped series
   std::mutex tokens_mu_;
   // Report-token hash per job, so a report costs no job read and parse.
   std::map<std::string, std::string> token_hashes_;  // guarded by tokens_mu_

@@ -1,26 +1,30 @@
 #include "server/marker_scanner.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 
 namespace headway {
 
-std::vector<ProgressReport> MarkerScanner::Scan(const std::vector<LogFile>& files,
-                                                int& malformed) {
+std::vector<ProgressReport> MarkerScanner::Scan(const std::vector<LogFile>& files, int& malformed,
+                                                std::vector<LogFile>* rotated) {
   constexpr std::size_t kMaxRead = 1 << 20;  // per file per scan
   constexpr std::size_t kMaxLine = 1 << 16;  // longer lines are not markers
   constexpr std::string_view kMarker = "HEADWAY ";
   std::vector<ProgressReport> reports;
+  const auto now = std::chrono::steady_clock::now();
+  Sweep(now);
   for (const LogFile& file : files) {
-    Cursor& c = cursors_[file.path];
-    FILE* f = std::fopen(file.path.c_str(), "rb");
-    if (f == nullptr) continue;
-    std::fseek(f, c.offset, SEEK_SET);
-    std::string data(kMaxRead, '\0');
-    std::size_t n = std::fread(data.data(), 1, data.size(), f);
-    std::fclose(f);
-    data.resize(n);
-    c.offset += static_cast<long>(n);
-    c.partial += data;
+    Cursor& c = cursors_.try_emplace(file.path, file.path).first->second;
+    c.last_scan = now;
+    c.file.Read(c.partial, kMaxRead);
+    if (!c.rotated && rotated != nullptr) {
+      struct stat st {};
+      if (c.file.rotations() > 0 || ::stat((file.path + ".1").c_str(), &st) == 0) {
+        c.rotated = true;
+        rotated->push_back(file);
+      }
+    }
     std::size_t start = 0;
     for (std::size_t nl; (nl = c.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
       std::string_view line(c.partial.data() + start, nl - start);
@@ -37,6 +41,13 @@ std::vector<ProgressReport> MarkerScanner::Scan(const std::vector<LogFile>& file
     if (c.partial.size() > kMaxLine) c.partial.clear();
   }
   return reports;
+}
+
+void MarkerScanner::Sweep(std::chrono::steady_clock::time_point now) {
+  constexpr auto kIdle = std::chrono::minutes(1);
+  if (now - last_sweep_ < kIdle / 4) return;
+  last_sweep_ = now;
+  std::erase_if(cursors_, [&](const auto& entry) { return now - entry.second.last_scan > kIdle; });
 }
 
 void MarkerScanner::Forget(const std::vector<LogFile>& files) {

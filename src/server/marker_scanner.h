@@ -1,16 +1,22 @@
 // The zero-code fallback of the progress protocol: lines of the form
 // `HEADWAY {"step": ...}` in a job's output are reports. The scanner keeps a
 // read offset per log file and returns the reports found since the last
-// scan. Rescanning from the start after a restart is harmless: reports are
+// scan, following each file across rotations (api/log_cursor.h).
+// Rescanning from the start after a restart is harmless: reports are
 // idempotent on (job, step).
+//
+// It holds each file it follows open; one not scanned for a minute is
+// closed (its job ended or restarted).
 //
 // Thread safety: not thread-safe; one control loop owns it.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "api/log_cursor.h"
 #include "core/job.h"
 #include "core/progress_report.h"
 
@@ -19,15 +25,23 @@ namespace headway {
 class MarkerScanner {
  public:
   // Reports in the complete lines appended to `files` since the last call.
-  // Malformed marker lines are counted in `malformed` and skipped.
-  std::vector<ProgressReport> Scan(const std::vector<LogFile>& files, int& malformed);
+  // Malformed marker lines are counted in `malformed` and skipped. Files
+  // seen rotated (PATH.1 exists) for the first time are added to `rotated`.
+  std::vector<ProgressReport> Scan(const std::vector<LogFile>& files, int& malformed,
+                                   std::vector<LogFile>* rotated = nullptr);
   void Forget(const std::vector<LogFile>& files);
 
  private:
   struct Cursor {
-    long offset = 0;
+    explicit Cursor(const std::string& path) : file(path) {}
+    LogCursor file;
     std::string partial;
+    bool rotated = false;  // reported in `rotated` already
+    std::chrono::steady_clock::time_point last_scan;
   };
+  // Files not scanned for a minute (their job ended) are closed.
+  void Sweep(std::chrono::steady_clock::time_point now);
+  std::chrono::steady_clock::time_point last_sweep_;
   std::map<std::string, Cursor> cursors_;  // by path
 };
 

@@ -120,17 +120,18 @@ Status ProgressTracker::AdmitSeries(const std::string& job,
   return Status::Ok();
 }
 
-std::set<std::string> ProgressTracker::DropSeriesOverLimit(const std::string& job,
-                                                           std::vector<ProgressReport>& reports,
-                                                           std::size_t max_series) {
-  std::lock_guard lock(mu_);
-  State& s = Load(job);
+namespace {
+
+// Drops the values of series that would take a job holding `known` series
+// past `max_series`, keeping the first new ones that fit.
+std::set<std::string> DropSeries(const std::map<std::string, MetricPoint>& known_series,
+                                 std::vector<ProgressReport>& reports, std::size_t max_series) {
   std::set<std::string> admitted, dropped;
   for (ProgressReport& r : reports) {
     for (auto it = r.metrics.begin(); it != r.metrics.end();) {
       const std::string& name = it->first;
-      bool known = s.latest.count(name) || admitted.count(name);
-      if (!known && s.latest.size() + admitted.size() < max_series) {
+      bool known = known_series.count(name) || admitted.count(name);
+      if (!known && known_series.size() + admitted.size() < max_series) {
         admitted.insert(name);
         known = true;
       }
@@ -143,6 +144,150 @@ std::set<std::string> ProgressTracker::DropSeriesOverLimit(const std::string& jo
     }
   }
   return dropped;
+}
+
+}  // namespace
+
+std::set<std::string> ProgressTracker::DropSeriesOverLimit(const std::string& job,
+                                                           std::vector<ProgressReport>& reports,
+                                                           std::size_t max_series) {
+  std::lock_guard lock(mu_);
+  return DropSeries(Load(job).latest, reports, max_series);
+}
+
+std::vector<std::uint64_t> ProgressTracker::Costs(const std::string& job, const State& s,
+                                                  const std::vector<ProgressReport>& reports) {
+  std::vector<std::uint64_t> costs(reports.size());
+  std::vector<std::int64_t> unsure;  // older than the newest step, not in the tail
+  auto in_tail = [&](std::int64_t step) {
+    auto it = std::lower_bound(s.steps.begin(), s.steps.end(), step,
+                               [](const StepPoint& p, std::int64_t k) { return p.step < k; });
+    return it != s.steps.end() && it->step == step;
+  };
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    const ProgressReport& r = reports[i];
+    if (in_tail(r.step)) continue;  // stored: reporting it again replaces it
+    costs[i] = 1 + r.metrics.size();
+    if (!s.steps.empty() && r.step < s.steps.back().step) unsure.push_back(r.step);
+  }
+  // Old steps (a log rescanned after a restart, a late backfill) are looked up.
+  if (!unsure.empty()) {
+    auto stored = store_.StoredSteps(job, unsure);
+    if (stored.ok() && !stored->empty()) {
+      for (std::size_t i = 0; i < reports.size(); ++i) {
+        if (stored->count(reports[i].step)) costs[i] = 0;
+      }
+    }
+  }
+  return costs;
+}
+
+std::uint64_t& ProgressTracker::Points(const std::string& job, State& s) {
+  if (!s.points) {
+    auto n = store_.CountProgressPoints(job);
+    // Unreadable: count from here on rather than refuse every report.
+    s.points = n.ok() ? *n : 0;
+  }
+  return *s.points;
+}
+
+Status ProgressTracker::Admit(const std::string& job, const std::vector<ProgressReport>& reports,
+                              const IngestLimits& limits) {
+  std::lock_guard lock(mu_);
+  State& s = Load(job);
+  std::set<std::string> fresh;
+  for (const ProgressReport& r : reports) {
+    for (const auto& [name, value] : r.metrics) {
+      if (!s.latest.count(name)) fresh.insert(name);
+    }
+  }
+  if (s.latest.size() + fresh.size() > limits.max_series) {
+    ++s.refused_series_requests;
+    return Status(InvalidArgument("job '" + job + "' would have " +
+                                  std::to_string(s.latest.size() + fresh.size()) +
+                                  " metric series; the limit is " +
+                                  std::to_string(limits.max_series))
+                      .WithField("metrics"));
+  }
+  std::uint64_t& points = Points(job, s);
+  std::uint64_t adding = 0;
+  for (std::uint64_t cost : Costs(job, s, reports)) adding += cost;
+  if (points + adding > limits.max_points) {
+    s.refused_points += adding;
+    return Status(StatusCode::kPayloadTooLarge,
+                  "job '" + job + "' would store " + std::to_string(points + adding) +
+                      " progress points; the limit is " + std::to_string(limits.max_points) +
+                      " per job (--max-points-per-job); nothing of this request was stored");
+  }
+  points += adding;
+  return Status::Ok();
+}
+
+void ProgressTracker::DropOverLimits(const std::string& job, std::vector<ProgressReport>& reports,
+                                     const IngestLimits& limits) {
+  std::lock_guard lock(mu_);
+  State& s = Load(job);
+  for (const std::string& name : DropSeries(s.latest, reports, limits.max_series)) {
+    if (s.dropped_series.size() < 1000) s.dropped_series.insert(name);
+  }
+  if (reports.empty()) return;
+  std::uint64_t& points = Points(job, s);
+  const std::vector<std::uint64_t> costs = Costs(job, s, reports);
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    ProgressReport& r = reports[i];
+    std::uint64_t cost = costs[i];
+    if (points + cost > limits.max_points) {
+      ++s.dropped_reports;
+      s.dropped_points += cost;
+      continue;
+    }
+    points += cost;
+    if (&reports[kept] != &r) reports[kept] = std::move(r);
+    ++kept;
+  }
+  reports.resize(kept);
+}
+
+std::vector<std::string> ProgressTracker::TakeLimitWarnings(const std::string& job,
+                                                            const IngestLimits& limits) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return {};
+  State& s = it->second;
+  std::vector<std::string> out;
+  if (!s.said_series && (!s.dropped_series.empty() || s.refused_series_requests > 0)) {
+    s.said_series = true;
+    std::string text = "metric series beyond the limit of " + std::to_string(limits.max_series) +
+                       " per job are not stored:";
+    if (!s.dropped_series.empty()) {
+      text = "dropped HEADWAY output lines' values of " + std::to_string(s.dropped_series.size()) +
+             " metric series beyond the limit of " + std::to_string(limits.max_series) +
+             " per job (first: '" + *s.dropped_series.begin() + "')";
+      if (s.refused_series_requests > 0) text += ";";
+    }
+    if (s.refused_series_requests > 0) {
+      text += " refused " + std::to_string(s.refused_series_requests) +
+              " progress request(s) (400) that would pass it";
+    }
+    out.push_back(std::move(text));
+  }
+  if (!s.said_points && (s.dropped_points > 0 || s.refused_points > 0)) {
+    s.said_points = true;
+    std::string text = "progress beyond the limit of " + std::to_string(limits.max_points) +
+                       " points per job (--max-points-per-job) is not stored:";
+    if (s.dropped_reports > 0) {
+      text += " dropped " + std::to_string(s.dropped_reports) + " HEADWAY output line report(s) (" +
+              std::to_string(s.dropped_points) + " points)";
+      if (s.refused_points > 0) text += ";";
+    }
+    if (s.refused_points > 0) {
+      text += " refused reports of " + std::to_string(s.refused_points) + " points (413)";
+    }
+    text += "; later reports over it are dropped without another event";
+    out.push_back(std::move(text));
+  }
+  return out;
 }
 
 void ProgressTracker::Apply(const ProgressBatch& batch) {
@@ -221,10 +366,10 @@ ProgressView ProgressTracker::View(const Job& job, Time now) {
           1, static_cast<std::int64_t>(plateau_window_ * static_cast<double>(*v.total_steps)));
     }
     progress::HealthVerdict verdict = progress::ClassifyHealth(in, options);
-    v.health = std::string(progress::HealthName(verdict.health));
+    v.health = verdict.health;
     v.health_reason = verdict.reason;
   } else if (!s.steps.empty() || IsTerminal(job.state)) {
-    v.health = "Unknown";
+    v.health = Health::kUnknown;
     v.health_reason = IsTerminal(job.state) ? "" : "not running";
   }
   if (IsTerminal(job.state) && s.steps.size() > 1) {

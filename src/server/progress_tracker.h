@@ -7,8 +7,10 @@
 // Thread safety: all methods are thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +23,16 @@
 
 namespace headway {
 
+// What one job may store, the same for every way of reporting (HTTP,
+// Kubeflow, stdout markers).
+struct IngestLimits {
+  std::size_t max_series = 1000;  // distinct metric names
+  // Stored rows: one per step reported plus one per metric value. A report
+  // of a step already stored (a retry, a log rescanned after a restart)
+  // replaces the earlier one and costs nothing.
+  std::uint64_t max_points = 1000000;
+};
+
 class ProgressTracker {
  public:
   // `plateau_window`: a job with total_steps is Plateaued when its objective
@@ -29,6 +41,7 @@ class ProgressTracker {
                   double plateau_window = 0.25);
 
   void Apply(const ProgressBatch& batch);
+  // The series limit alone (Admit and DropOverLimits check every limit).
   // For reports nobody can be told "no" (stdout markers): removes the values
   // of series that would take `job` past `max_series`, keeping the first new
   // ones that fit. Returns the names of the series dropped.
@@ -39,6 +52,19 @@ class ProgressTracker {
   // metric series. Checked before writing, so a refused request stores nothing.
   Status AdmitSeries(const std::string& job, const std::vector<ProgressReport>& reports,
                      std::size_t max_series);
+  // HTTP and Kubeflow reports, all or nothing: InvalidArgument (400) past
+  // the series limit, PayloadTooLarge (413) past the points limit, before
+  // anything is written. Admitted points are counted against the job at once.
+  Status Admit(const std::string& job, const std::vector<ProgressReport>& reports,
+               const IngestLimits& limits);
+  // Stdout markers, which nobody can be told "no": drops the values of series
+  // beyond the series limit, then whole reports beyond the points limit (the
+  // first ones that fit are kept). Counts what it keeps against the job.
+  void DropOverLimits(const std::string& job, std::vector<ProgressReport>& reports,
+                      const IngestLimits& limits);
+  // The Warning events `job` is owed: at most one per limit per job (series,
+  // points), saying what was refused or dropped and the limit.
+  std::vector<std::string> TakeLimitWarnings(const std::string& job, const IngestLimits& limits);
   ProgressView View(const Job& job, Time now);
 
  private:
@@ -52,6 +78,12 @@ class ProgressTracker {
     std::optional<double> epoch, total_epochs;
     std::optional<double> first_loss, min_loss;
     std::optional<Time> last_report_at;
+    // Admission bookkeeping for IngestLimits.
+    std::optional<std::uint64_t> points;  // stored or admitted; counted on first use
+    std::uint64_t refused_points = 0, dropped_points = 0, dropped_reports = 0;
+    std::set<std::string> dropped_series;
+    std::size_t refused_series_requests = 0;
+    bool said_points = false, said_series = false;
   };
   // The ETA estimator reads up to 4096 steps: periodic eval pauses and noisy
   // throughput are estimated markedly better than from 512 (bench/eta_bench).
@@ -62,6 +94,10 @@ class ProgressTracker {
 
   State& Load(const std::string& job);  // requires mu_
   static void AddStep(State& s, const StepPoint& p);
+  // Rows each report would add (see IngestLimits::max_points); requires mu_.
+  std::vector<std::uint64_t> Costs(const std::string& job, const State& s,
+                                   const std::vector<ProgressReport>& reports);
+  std::uint64_t& Points(const std::string& job, State& s);  // requires mu_
   static void AddMetric(State& s, const std::string& name, const MetricPoint& p);
 
   Store& store_;

@@ -341,6 +341,7 @@ int RunServer(const ServerConfig& config) {
     executor_options.isolate = config.isolate_jobs;
     executor_options.allow_root_jobs = config.allow_root_jobs;
     executor_options.job_env = config.job_env;
+    executor_options.max_log_bytes = config.max_log_bytes;
     executor_options.log = [](const std::string& line) { spdlog::info("{}", line); };
     auto executor = MakeExecutor(name, executor_options);
     if (!executor.ok()) {
@@ -393,9 +394,12 @@ int RunServer(const ServerConfig& config) {
   options.health.unknown_grace_s = config.no_report_grace_s;
   options.plateau_window = config.plateau_window;
   options.max_series_per_job = config.max_series_per_job;
+  options.max_points_per_job = config.max_points_per_job;
+  options.max_log_bytes = config.max_log_bytes;
   options.team_quotas = *quotas;
   options.scheduling.preemption = config.preemption;
   options.scheduling.backfill = config.backfill;
+  options.scheduling.starvation_bound = config.starvation_bound;
   options.preemption_grace =
       std::chrono::milliseconds(static_cast<std::int64_t>(config.preemption_grace_s * 1000));
   WebhookOptions webhook_options;
@@ -408,25 +412,18 @@ int RunServer(const ServerConfig& config) {
     }
     webhook_options.secret = *secret;
   }
-  WebhookNotifier webhooks(webhook_options);
+  // Delivery follows the store's event log (see webhook_notifier.h); the
+  // controller's changes only wake the workers.
+  WebhookNotifier webhooks(**store, webhook_options);
   // The watch cache, once it exists (it needs the controller it is fed by).
   std::atomic<api::WatchCache*> watch_feed{nullptr};
   options.on_tick = [&watch_feed](const std::vector<Job>& active) {
     if (api::WatchCache* cache = watch_feed.load()) cache->OnTick(active);
   };
-  options.on_change = [&webhooks, &watch_feed](const Job& job, const JobEvent& event) {
+  const bool notify = webhooks.enabled();
+  options.on_change = [&webhooks, &watch_feed, notify](const Job& job, const JobEvent&) {
     if (api::WatchCache* cache = watch_feed.load()) cache->OnChange(job);
-    webhooks.Notify({{"type", event.type},
-                     {"job", job.name()},
-                     {"team", job.spec.team},
-                     {"state", JobStateName(job.state)},
-                     {"reason", job.reason},
-                     {"exit_code", job.exit_code ? nlohmann::json(*job.exit_code) : nlohmann::json()},
-                     {"time", FormatRfc3339(event.time)},
-                     {"message", event.message},
-                     // What chat incoming webhooks (Slack, Mattermost) show.
-                     {"text", "headway: job " + job.name() + " (team " + job.spec.team + "): " +
-                                  event.message}});
+    if (notify) webhooks.Notify();
   };
 
   // Bind first, so the URL handed to jobs names the real port; requests that

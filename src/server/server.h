@@ -30,6 +30,8 @@ struct ServerConfig {
   double preemption_grace_s = 30;  // checkpoint warning → SIGTERM for preempted jobs
   bool preemption = true;
   bool backfill = true;
+  // See sched::SchedulerOptions::starvation_bound; nullopt: fair share only.
+  std::optional<Duration> starvation_bound = sched::SchedulerOptions::kDefaultStarvationBound;
   std::string self_executable;   // this binary, for the local executor's supervisor
   // Request handlers may wait for a group commit, so there are more threads than cores.
   int http_threads = 16;
@@ -41,6 +43,8 @@ struct ServerConfig {
   int max_streams_per_token = 32;   // open event/log streams per user token (and its sessions)
   int request_timeout_s = 30;       // a request must arrive whole within this (slow clients)
   std::size_t max_series_per_job = 1000;
+  std::uint64_t max_points_per_job = 1000000;  // progress rows (steps + metric values) per job
+  std::uint64_t max_log_bytes = 1ull << 30;    // per rank of a local job, rotated at half; 0: off
   double stall_floor_s = 60;        // never call a job Stalled sooner than this
   double no_report_grace_s = 300;   // say "no progress reported" after this long
   std::vector<std::string> webhooks;  // http:// URLs that get every state/health change

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,24 @@ class Store {
   virtual Result<std::vector<JobEvent>> ListEvents(std::string_view job,
                                                    std::int64_t after_id = 0) = 0;
 
+  // Events of every job with id > after_id whose type is one of `types` (any
+  // type when empty), oldest first, at most `limit` of them. Ids only grow
+  // and are never reused, and an event is visible only once every event with
+  // a smaller id is, so a consumer that remembers the last id it handled
+  // reads each event once: the webhook outbox does.
+  virtual Result<std::vector<JobEvent>> ListEventsAfter(std::int64_t after_id,
+                                                        const std::vector<std::string>& types,
+                                                        std::size_t limit) = 0;
+  // The id of the newest event; 0 when there is none.
+  virtual Result<std::int64_t> LastEventId() = 0;
+
+  // Webhook delivery cursors: per endpoint key, the id of the last event
+  // delivered to it (or given up on). nullopt for a key never set.
+  virtual Result<std::optional<std::int64_t>> GetWebhookCursor(std::string_view endpoint) = 0;
+  // Durable when this returns Ok.
+  virtual Status SetWebhookCursor(std::string_view endpoint, std::int64_t event_id,
+                                  Time updated_at) = 0;
+
   // Stores every report of every batch in one transaction: durable when this
   // returns Ok. Idempotent on (job, step) and (job, metric, step): a repeated
   // step replaces the earlier values.
@@ -66,6 +85,11 @@ class Store {
   virtual Status ScanMetric(std::string_view job, std::string_view metric,
                             const std::function<void(const MetricPoint&)>& visit) = 0;
   virtual Result<std::vector<std::string>> MetricNames(std::string_view job) = 0;
+  // The rows a job's progress takes: its stored steps plus its metric values.
+  virtual Result<std::uint64_t> CountProgressPoints(std::string_view job) = 0;
+  // Which of `steps` the job has stored.
+  virtual Result<std::set<std::int64_t>> StoredSteps(std::string_view job,
+                                                     const std::vector<std::int64_t>& steps) = 0;
 
   // Experiments and their trials. Creating a trial twice (same experiment
   // and index) is Conflict, so a resumed controller never doubles one.

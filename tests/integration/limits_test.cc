@@ -1,14 +1,19 @@
-// Connection-level limits of the real server: a cap on open connections and
+// Limits of the real server. Connection-level: a cap on open connections and
 // a deadline for each request, so that idle or slow clients (slowloris)
-// cannot starve everyone else.
+// cannot starve everyone else. Per job: progress points, the same for HTTP,
+// Kubeflow and stdout markers, and bytes of output per rank, so one job
+// cannot fill the database or the disk; and logs read in explicit amounts.
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "api/http_client.h"
@@ -17,6 +22,7 @@
 namespace headway::testing {
 namespace {
 
+using nlohmann::json;
 using ::testing::HasSubstr;
 
 int Health(const TestServer& server) {
@@ -137,6 +143,225 @@ TEST(Limits, ReservedConnectionsServeOnlyProgressReports) {
                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
   std::string answer = report.Receive(std::chrono::seconds(5));
   EXPECT_THAT(answer, HasSubstr("HTTP/1.1 403")) << "served (and refused for its token), not 503";
+}
+
+// ---- Per-job limits ----
+
+// A job that prints its report token and then idles until stopped.
+std::string IdleJobToken(const TestServer& server, const std::string& name) {
+  server.Submit("name: " + name +
+                "\ncommand: \"echo $HEADWAY_TOKEN; while true; do sleep 0.2; done\"\n"
+                "termination_grace: 1s\n");
+  std::string token;
+  EXPECT_TRUE(WaitFor([&] {
+    token = server.Cli({"logs", name}).out;
+    return token.size() > 10;
+  }));
+  while (!token.empty() && token.back() == '\n') token.pop_back();
+  return token;
+}
+
+int Post(const TestServer& server, const std::string& path, const std::string& token,
+         const std::string& body, std::string* response = nullptr) {
+  api::HttpClient http(server.url(), token);
+  auto resp = http.Request("POST", path, body);
+  if (!resp.ok()) return -1;
+  if (response) *response = resp->body;
+  return resp->status;
+}
+
+// `count` reports of steps first.., each with one metric: 2 points each.
+std::string Batch(int first, int count) {
+  std::string body = R"({"reports": [)";
+  for (int i = 0; i < count; ++i) {
+    body += (i ? "," : "") + std::string(R"({"step": )") + std::to_string(first + i) +
+            R"(, "metrics": {"loss": 1.5}})";
+  }
+  return body + "]}";
+}
+
+int CountEvents(const TestServer& server, const std::string& name, const std::string& text) {
+  int n = 0;
+  for (const auto& e : server.Events(name)) {
+    if (e["message"].get<std::string>().find(text) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+TEST(Limits, HttpAndKubeflowReportsPastThePointsLimitAreRefusedWholeAndSaidOnce) {
+  TestServer server(1, {"--max-points-per-job", "100", "--max-series-per-job", "2"});
+  std::string token = IdleJobToken(server, "capped");
+  const std::string path = "/api/v1/jobs/capped/progress";
+  std::string response;
+  ASSERT_EQ(Post(server, path, token, Batch(1, 40), &response), 202) << response;  // 80 points
+  // 40 more reports (80 points) would pass 100: refused whole, naming the limit.
+  EXPECT_EQ(Post(server, path, token, Batch(41, 40), &response), 413);
+  EXPECT_THAT(response, HasSubstr("PayloadTooLarge"));
+  EXPECT_THAT(response, HasSubstr("the limit is 100 per job"));
+  EXPECT_EQ(server.Job("capped")["progress"]["step"], 40) << "a refused batch stores nothing";
+  // A retried batch replaces its steps and costs nothing.
+  EXPECT_EQ(Post(server, path, token, Batch(31, 10), &response), 202) << response;
+  // The Kubeflow endpoint counts against the same limit.
+  const std::string kubeflow =
+      "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/capped/status";
+  std::string report =
+      R"({"trainerStatus": {"progressPercentage": 50, "metrics": [{"name": "loss", "value": "0.4"}]}})";
+  int accepted = 0;
+  int status = 0;
+  for (int i = 0; i < 20 && (status = Post(server, kubeflow, token, report, &response)) == 200;
+       ++i) {
+    report = R"({"trainerStatus": {"progressPercentage": )" + std::to_string(51 + i) +
+             R"(, "metrics": [{"name": "loss", "value": "0.4"}]}})";
+    ++accepted;
+  }
+  EXPECT_EQ(accepted, 10) << "(100 - 80) / 2 points";
+  EXPECT_EQ(status, 413) << response;
+  EXPECT_THAT(response, HasSubstr("points"));
+  // One event says what was refused and the limit, however many refusals.
+  EXPECT_EQ(Post(server, path, token, Batch(100, 1)), 413);
+  ASSERT_TRUE(
+      WaitFor([&] { return server.HasEvent("capped", "Warning", "limit of 100 points per job"); }));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(CountEvents(server, "capped", "points per job"), 1);
+  // The series limit is said too.
+  EXPECT_EQ(Post(server, path, token, R"({"step": 300, "metrics": {"a": 1, "b": 1}})", &response),
+            400);
+  EXPECT_THAT(response, HasSubstr("the limit is 2"));
+  ASSERT_TRUE(WaitFor(
+      [&] { return server.HasEvent("capped", "Warning", "metric series beyond the limit of 2"); }));
+  server.Cli({"stop", "capped"});
+}
+
+TEST(Limits, StdoutMarkersPastThePointsLimitAreDroppedAndSaidOnce) {
+  TestServer server(1, {"--max-points-per-job", "1000"});
+  // 20,000 markers of 2 points each: only the first 500 fit.
+  WriteFile(server.work_dir() + "/markers.sh",
+            "awk 'BEGIN { for (i = 1; i <= 20000; i++) "
+            "printf \"HEADWAY {\\\"step\\\": %d, \\\"metrics\\\": {\\\"loss\\\": 1}}\\n\", i }'\n");
+  server.Submit("name: markers\ncommand: [/bin/sh, " + server.work_dir() + "/markers.sh]\n");
+  ASSERT_TRUE(server.WaitForState("markers", "Succeeded"));
+  ASSERT_TRUE(WaitFor([&] {
+    return server.HasEvent("markers", "Warning", "limit of 1000 points per job");
+  })) << server.Events("markers").size();
+  EXPECT_TRUE(server.HasEvent("markers", "Warning", "dropped 19500 HEADWAY output line report(s)"));
+  EXPECT_EQ(server.Job("markers")["progress"]["step"], 500);
+  EXPECT_EQ(CountEvents(server, "markers", "points per job"), 1);
+}
+
+// A server that restarts rescans the job's output from the start: what it
+// stored already is not counted again.
+TEST(Limits, MarkersRescannedAfterARestartDoNotCountTwice) {
+  TestServer server(1, {"--max-points-per-job", "11000"});
+  const std::string go = server.work_dir() + "/go";
+  WriteFile(
+      server.work_dir() + "/phases.sh",
+      "awk 'BEGIN { for (i = 1; i <= 5000; i++) "
+      "printf \"HEADWAY {\\\"step\\\": %d, \\\"metrics\\\": {\\\"loss\\\": 1}}\\n\", i }'\n"
+      "while [ ! -e " +
+          go +
+          " ]; do sleep 0.1; done\n"
+          "awk 'BEGIN { for (i = 5001; i <= 5400; i++) "
+          "printf \"HEADWAY {\\\"step\\\": %d, \\\"metrics\\\": {\\\"loss\\\": 1}}\\n\", i }'\n");
+  server.Submit("name: phases\ncommand: [/bin/sh, " + server.work_dir() + "/phases.sh]\n");
+  ASSERT_TRUE(WaitFor([&] { return server.Job("phases")["progress"]["step"] == 5000; }));
+  server.Kill();  // 10,000 points stored; the rescan would add 10,000 more
+  server.Restart();
+  WriteFile(go, "");
+  ASSERT_TRUE(server.WaitForState("phases", "Succeeded"));
+  ASSERT_TRUE(WaitFor([&] { return server.Job("phases")["progress"]["step"] == 5400; }))
+      << server.Job("phases")["progress"].dump();
+  EXPECT_EQ(CountEvents(server, "phases", "points per job"), 0);
+}
+
+std::uint64_t FileSize(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
+std::string Lines(int first, int last) {
+  std::string out;
+  for (int i = first; i <= last; ++i) out += std::to_string(i) + "\n";
+  return out;
+}
+
+TEST(Limits, ARankLogIsRotatedSoAFastWriterCannotFillTheDisk) {
+  TestServer server(1, {"--max-log-bytes", "65536"});
+  // About 6.9 MB of numbered lines, as fast as the machine writes them.
+  server.Submit("name: flood\ncommand: [seq, '1', '1000000']\n");
+  ASSERT_TRUE(server.WaitForState("flood", "Succeeded"));
+  std::string run_dir = server.data_dir() + "/jobs/flood/attempt-0";
+  std::uint64_t kept = FileSize(run_dir + "/rank-0.log") + FileSize(run_dir + "/rank-0.log.1");
+  EXPECT_LE(kept, 65536u);
+  EXPECT_GE(kept, 32768u - 16);
+  EXPECT_FALSE(std::filesystem::exists(run_dir + "/rank-0.log.2"));
+  // The newest output is kept, in whole lines, in order.
+  CommandResult all = server.Cli({"logs", "flood"});
+  ASSERT_FALSE(all.out.empty());
+  std::istringstream lines(all.out);
+  std::string line;
+  int expected = -1, count = 0;
+  while (std::getline(lines, line)) {
+    int n = std::stoi(line);
+    if (expected >= 0) {
+      EXPECT_EQ(n, expected) << "line " << count;
+    }
+    expected = n + 1;
+    ++count;
+  }
+  EXPECT_EQ(expected, 1000001) << "ends with the last line written";
+  EXPECT_EQ(all.out.size(), kept);
+  EXPECT_EQ(server.Cli({"logs", "flood", "--tail", "2"}).out, "999999\n1000000\n");
+  ASSERT_TRUE(WaitFor([&] { return server.HasEvent("flood", "Warning", "--max-log-bytes"); }));
+  EXPECT_TRUE(server.HasEvent("flood", "Warning", "rank-0.log.1"));
+}
+
+TEST(Limits, LogsAreWholeByDefaultAndCutOnlyAtLinesWhenAsked) {
+  TestServer server(1);
+  // 2.7 MB: more than the 1 MiB the logs API used to return, silently cut.
+  server.Submit("name: long\ncommand: [seq, '1', '400000']\n");
+  ASSERT_TRUE(server.WaitForState("long", "Succeeded"));
+  EXPECT_EQ(server.Cli({"logs", "long"}).out, Lines(1, 400000));
+  EXPECT_EQ(server.Cli({"logs", "long", "--tail", "3"}).out, Lines(399998, 400000));
+  EXPECT_EQ(server.Cli({"logs", "long", "--tail", "0"}).out, "");
+  // From the start, whole lines only, and the cut is said.
+  EXPECT_EQ(server.Cli({"logs", "long", "--limit-bytes", "10"}).out,
+            Lines(1, 5) + "headway: output cut at limit_bytes=10\n");
+  // With a tail: the newest lines that fit.
+  EXPECT_EQ(server.Cli({"logs", "long", "--tail", "3", "--limit-bytes", "15"}).out,
+            Lines(399999, 400000));
+  api::HttpClient http = server.Http();
+  auto bad = http.Request("GET", "/api/v1/jobs/long/logs?tail=-1");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_THAT(bad->body, HasSubstr("tail"));
+  bad = http.Request("GET", "/api/v1/jobs/long/logs?limit_bytes=0");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->status, 400);
+  // Several ranks: each rank's tail, prefixed.
+  server.Submit("name: pair\ncommand: [seq, '1', '50']\nresources: {processes_per_node: 2}\n");
+  ASSERT_TRUE(server.WaitForState("pair", "Succeeded"));
+  std::string pair = server.Cli({"logs", "pair", "--tail", "1"}).out;
+  EXPECT_THAT(pair, HasSubstr("[rank 0] 50\n"));
+  EXPECT_THAT(pair, HasSubstr("[rank 1] 50\n"));
+  EXPECT_EQ(pair.size(), std::string("[rank 0] 50\n[rank 1] 50\n").size());
+  // Several ranks with more than a chunk each: merged whole lines only.
+  server.Submit("name: wide\ncommand: [seq, '1', '300000']\nresources: {processes_per_node: 2}\n");
+  ASSERT_TRUE(server.WaitForState("wide", "Succeeded"));
+  std::string wide = server.Cli({"logs", "wide"}).out;
+  std::istringstream merged(wide);
+  std::string line;
+  int next[2] = {1, 1};
+  while (std::getline(merged, line)) {
+    ASSERT_EQ(line.rfind("[rank ", 0), 0u) << line;
+    int rank = line[6] - '0';
+    ASSERT_TRUE(rank == 0 || rank == 1) << line;
+    ASSERT_EQ(line.substr(9), std::to_string(next[rank])) << "a line cut at a chunk boundary";
+    ++next[rank];
+  }
+  EXPECT_EQ(next[0], 300001);
+  EXPECT_EQ(next[1], 300001);
+  // Following from the tail.
+  EXPECT_EQ(server.Cli({"logs", "long", "-f", "--tail", "1"}).out, "400000\n");
 }
 
 }  // namespace

@@ -236,6 +236,11 @@ void TestServer::Start() {
 
 void TestServer::Restart() { Start(); }
 
+void TestServer::Restart(std::vector<std::string> extra_args) {
+  extra_args_ = std::move(extra_args);
+  Start();
+}
+
 void TestServer::Kill() {
   ::kill(pid_, SIGKILL);
   ::waitpid(pid_, nullptr, 0);

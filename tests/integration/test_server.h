@@ -102,6 +102,8 @@ class TestServer {
 
   // Starts again on the same data directory and port after Kill()/Terminate().
   void Restart();
+  // The same, with `extra_args` in place of the ones it was made with.
+  void Restart(std::vector<std::string> extra_args);
   void Kill();       // SIGKILL, as a crash would
   void Terminate();  // SIGTERM, a clean shutdown
 

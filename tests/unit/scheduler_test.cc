@@ -1,5 +1,7 @@
 #include "sched/scheduler.h"
 
+#include <algorithm>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -29,6 +31,7 @@ WaitingJob Waiting(std::string name, std::string queue, int gpus, std::int64_t s
   w.nodes = nodes;
   w.submit_seq = seq;
   w.priority = priority;
+  w.queued_at = T(0);
   return w;
 }
 
@@ -240,6 +243,94 @@ TEST(Scheduler, FairShareFavoursTheTeamUsingLessOfItsWeight) {
   Decision d = Schedule(s, {.backfill = false, .preemption = false});
   ASSERT_GE(d.starts.size(), 1u);
   EXPECT_EQ(d.starts[0].job, "b-next");  // b uses 0, a uses 6: b goes first despite a's earlier submit
+}
+
+TEST(Scheduler, AnOldWholeNodeJobKeepsItsReservationAgainstAStreamOfSmallJobs) {
+  // One 8-GPU node. Team train runs 4 GPUs until +3h and has waited for the
+  // whole node since T(0). Team eval, under its share (weight 2), runs four
+  // 1-GPU jobs ending at +1h..+4h and submits a 1-GPU, 10-hour job every
+  // 30 minutes. Once train's job has waited past the starvation bound it
+  // holds the reservation for good: none of eval's 10-hour jobs may take
+  // the GPUs it waits for, and it starts when the jobs already running end.
+  ClusterState s;
+  s.nodes = {{"n1", 8}};
+  s.queues = {{"train", {4, 8, 1.0}}, {"eval", {4, 4, 2.0}}};
+  s.running = {Running("train-run", "train", {{"n1", 4}}, T(180))};
+  for (int i = 1; i <= 4; ++i) {
+    s.running.push_back(Running("eval-run-" + std::to_string(i), "eval", {{"n1", 1}}, T(60 * i)));
+  }
+  WaitingJob big = Waiting("big", "train", 8, 0);
+  big.queued_at = T(0);
+  big.time_limit = hours(10);
+  s.waiting = {big};
+  std::optional<int> big_started;
+  std::vector<std::string> started_while_big_waited;
+  for (int t = 0; t <= 15 * 60 && !big_started; t += 10) {
+    s.now = T(t);
+    std::erase_if(s.running, [&](const RunningJob& r) { return *r.expected_end <= s.now; });
+    if (t % 30 == 0) {
+      WaitingJob small = Waiting("eval-" + std::to_string(t), "eval", 1, 1 + t);
+      small.queued_at = s.now;
+      small.time_limit = hours(10);
+      s.waiting.push_back(small);
+    }
+    Decision d = Schedule(s, {.backfill = true, .preemption = false});
+    for (const Start& start : d.starts) {
+      auto it = std::find_if(s.waiting.begin(), s.waiting.end(),
+                             [&](const WaitingJob& w) { return w.name == start.job; });
+      ASSERT_NE(it, s.waiting.end());
+      RunningJob r = Running(it->name, it->queue, start.placement, s.now + *it->time_limit);
+      r.started_at = s.now;
+      s.running.push_back(r);
+      if (it->name == "big") {
+        big_started = t;
+      } else if (t >= 30) {
+        started_while_big_waited.push_back(it->name + " at +" + std::to_string(t) + "m");
+      }
+      s.waiting.erase(it);
+    }
+    // Whenever a GPU is free, eval's oldest job is told it would delay train's.
+    if (!big_started && t >= 30 && d.pending_reasons.count("eval-0") &&
+        d.pending_reasons.at("eval-0").find("(0 of 8 free)") == std::string::npos) {
+      EXPECT_THAT(d.pending_reasons.at("eval-0"), HasSubstr("would delay the next job of queue train"))
+          << "at +" << t << "m";
+    }
+  }
+  EXPECT_THAT(started_while_big_waited, testing::IsEmpty());
+  ASSERT_TRUE(big_started.has_value()) << "the whole-node job never started";
+  // The last job running when it passed the bound (eval-run-4) ends at +4h.
+  EXPECT_EQ(*big_started, 4 * 60);
+}
+
+TEST(Scheduler, TheOldestJobPastTheStarvationBoundHoldsTheReservationWhateverTheShares) {
+  ClusterState s = TwoNodes();
+  s.now = T(120);
+  // Team a uses 12 GPUs, team b 2: fair share puts b first. n2 empties at +160m.
+  s.running = {Running("a-run", "a", {{"n1", 8}}, T(600)), Running("a-run2", "a", {{"n2", 4}}, T(150)),
+               Running("b-run", "b", {{"n2", 2}}, T(160))};
+  WaitingJob old_big = Waiting("a-big", "a", 8, 1);
+  old_big.queued_at = T(0);  // waited 2 h
+  WaitingJob b_mid = Waiting("b-mid", "b", 4, 2);
+  b_mid.queued_at = T(110);  // waited 10 min: not past the bound
+  WaitingJob b_small = Waiting("b-small", "b", 2, 3);
+  b_small.queued_at = T(115);
+  b_small.time_limit = hours(10);
+  s.waiting = {old_big, b_mid, b_small};
+  Decision d = Schedule(s, {.backfill = true, .preemption = false});
+  // a-big holds the reservation (all of n2): b's 10-hour job may not take n2's free GPUs.
+  EXPECT_TRUE(d.starts.empty());
+  EXPECT_THAT(d.pending_reasons.at("b-small"), HasSubstr("would delay the next job of queue a"));
+
+  // Fair share alone: b-mid holds the reservation, which leaves n2's 2 free GPUs to b-small.
+  SchedulerOptions fair_share_only{.backfill = true, .preemption = false};
+  fair_share_only.starvation_bound.reset();
+  d = Schedule(s, fair_share_only);
+  EXPECT_NE(Started(d, "b-small"), nullptr);
+
+  // A higher priority still goes first, starving or not.
+  s.waiting[1].priority = 1;
+  d = Schedule(s, {.backfill = true, .preemption = false});
+  EXPECT_NE(Started(d, "b-small"), nullptr);
 }
 
 TEST(Scheduler, ExplainsEveryJobLeftWaiting) {

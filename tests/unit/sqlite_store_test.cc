@@ -181,6 +181,7 @@ TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
                           "ALTER TABLE jobs DROP COLUMN requeued_at",
                           "ALTER TABLE jobs DROP COLUMN created_by", "DROP TABLE trials",
                           "DROP TABLE experiments", "DROP TABLE user_tokens",
+                          "DROP TABLE webhook_cursors", "ALTER TABLE jobs DROP COLUMN health",
                           "PRAGMA user_version=2"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
@@ -239,7 +240,9 @@ TEST_F(SqliteStoreTest, UpgradeCreditsAnExperimentOnlyWithItsOwnTrialJobs) {
   // Back to v6, as the release before owners left it.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  for (const char* sql : {"ALTER TABLE jobs DROP COLUMN created_by", "PRAGMA user_version=6"}) {
+  for (const char* sql : {"ALTER TABLE jobs DROP COLUMN created_by", "DROP TABLE webhook_cursors",
+                          "ALTER TABLE jobs DROP COLUMN health",
+                          "PRAGMA user_version=6"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -368,6 +371,82 @@ TEST_F(SqliteStoreTest, MetricAfterReturnsOnlyLaterPointsInOrder) {
   EXPECT_EQ((*after)[0].step, 5);
   EXPECT_EQ((*after)[1].step, 7);
   EXPECT_TRUE(store->MetricAfter("a", "loss", 9, 10)->empty());
+}
+
+TEST_F(SqliteStoreTest, ListsEventsOfEveryJobAfterAnIdByTypeWithALimit) {
+  auto store = Open();
+  EXPECT_EQ(*store->LastEventId(), 0);
+  Job a = MakeJob("a"), b = MakeJob("b");
+  ASSERT_TRUE(store->CreateJob(a, Submitted("a")).ok());
+  ASSERT_TRUE(store->CreateJob(b, Submitted("b")).ok());
+  auto event = [](const std::string& job, const std::string& type, const std::string& message) {
+    return JobEvent{0, job, FromUnixMillis(2000), type, message};
+  };
+  ASSERT_TRUE(store->SaveJob(a, {event("a", "StateChanged", "Queued -> Starting"),
+                                 event("a", "Launched", "pid 1")}).ok());
+  ASSERT_TRUE(store->SaveJob(b, {event("b", "HealthChanged", "Unknown -> Progressing")}).ok());
+  ASSERT_TRUE(store->SaveJob(a, {event("a", "StateChanged", "Starting -> Running")}).ok());
+  auto last = store->LastEventId();
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(*last, 6);  // 2 submitted + 4 above
+
+  const std::vector<std::string> changes = {"StateChanged", "HealthChanged"};
+  auto all = store->ListEventsAfter(0, changes, 100);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 3u);  // neither Submitted nor Launched
+  EXPECT_EQ((*all)[0].job, "a");
+  EXPECT_EQ((*all)[0].message, "Queued -> Starting");
+  EXPECT_EQ((*all)[1].job, "b");
+  EXPECT_EQ((*all)[1].type, "HealthChanged");
+  EXPECT_EQ((*all)[2].message, "Starting -> Running");
+  EXPECT_LT((*all)[0].id, (*all)[1].id);
+  EXPECT_LT((*all)[1].id, (*all)[2].id);
+  EXPECT_EQ((*all)[2].time, FromUnixMillis(2000));
+
+  // After an id, and at most `limit`.
+  auto after = store->ListEventsAfter((*all)[0].id, changes, 1);
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->size(), 1u);
+  EXPECT_EQ((*after)[0].id, (*all)[1].id);
+  EXPECT_TRUE(store->ListEventsAfter(*last, changes, 100)->empty());
+  // No types: every type.
+  EXPECT_EQ(store->ListEventsAfter(0, {}, 100)->size(), 6u);
+  EXPECT_EQ(store->ListEventsAfter(0, {"Launched"}, 100)->size(), 1u);
+}
+
+TEST_F(SqliteStoreTest, UpgradesAVersion7DatabaseWithWebhookCursors) {
+  {
+    auto store = Open();
+    Job old = MakeJob("old");
+    ASSERT_TRUE(store->CreateJob(old, Submitted("old")).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  for (const char* sql : {"DROP TABLE webhook_cursors", "ALTER TABLE jobs DROP COLUMN health",
+                          "PRAGMA user_version=7"}) {
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+  }
+  sqlite3_close(db);
+  auto store = Open();
+  EXPECT_FALSE(store->GetWebhookCursor("sha256:aa")->has_value());
+  ASSERT_TRUE(store->SetWebhookCursor("sha256:aa", *store->LastEventId(), FromUnixMillis(1)).ok());
+  EXPECT_EQ(store->GetWebhookCursor("sha256:aa")->value_or(-1), 1);
+}
+
+TEST_F(SqliteStoreTest, WebhookCursorsSurviveReopening) {
+  {
+    auto store = Open();
+    auto unset = store->GetWebhookCursor("sha256:aa");
+    ASSERT_TRUE(unset.ok());
+    EXPECT_FALSE(unset->has_value());
+    ASSERT_TRUE(store->SetWebhookCursor("sha256:aa", 5, FromUnixMillis(1000)).ok());
+    ASSERT_TRUE(store->SetWebhookCursor("sha256:aa", 9, FromUnixMillis(2000)).ok());
+    ASSERT_TRUE(store->SetWebhookCursor("sha256:bb", 1, FromUnixMillis(2000)).ok());
+  }
+  auto store = Open();
+  EXPECT_EQ(store->GetWebhookCursor("sha256:aa")->value_or(-1), 9);
+  EXPECT_EQ(store->GetWebhookCursor("sha256:bb")->value_or(-1), 1);
+  EXPECT_FALSE(store->GetWebhookCursor("sha256:cc")->has_value());
 }
 
 }  // namespace

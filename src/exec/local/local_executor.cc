@@ -168,6 +168,7 @@ class LocalExecutor final : public Executor {
         isolate_(options.isolate),
         allow_root_(options.allow_root_jobs),
         job_env_(options.job_env),
+        max_log_bytes_(options.max_log_bytes),
         cgroups_(internal::CgroupManager::Detect()) {
     if (options.log) {
       options.log("local jobs: " + cgroups_.Describe());
@@ -262,6 +263,7 @@ class LocalExecutor final : public Executor {
     }
     json launch = {{"ranks", ranks},
                    {"failure_grace_ms", spec.termination_grace.count()},
+                   {"max_log_bytes", max_log_bytes_},
                    {"cgroup", cgroup->ToJson()}};
     // Only a root supervisor switches accounts; otherwise the job is us.
     if (::geteuid() == 0 && account->uid != 0) launch["account"] = account->ToJson();
@@ -455,6 +457,7 @@ class LocalExecutor final : public Executor {
   const bool isolate_;
   const bool allow_root_;
   const std::vector<std::string> job_env_;
+  const std::uint64_t max_log_bytes_;
   const internal::CgroupManager cgroups_;
   std::mutex mu_;
   std::set<pid_t> children_;  // guarded by mu_: supervisors this process forked and must reap

@@ -2,7 +2,11 @@
 // supervisor process (`headway shim RUN_DIR`) that leads its own session and
 // process group. The supervisor starts one process per rank with torchrun-style
 // environment, writes each rank's output to RUN_DIR/rank-N.log, and records
-// the exit status in RUN_DIR/result.json before it exits. Because the ranks
+// the exit status in RUN_DIR/result.json before it exits. With
+// ExecutorOptions::max_log_bytes, the ranks write into pipes that the
+// supervisor copies into their logs, rotating each at half the limit to
+// rank-N.log.1 (on a line boundary where one fits), so a rank keeps at most
+// max_log_bytes of output, the newest. Because the ranks
 // never write through the server, a server crash or restart does not disturb
 // them; the server re-adopts the supervisor by pid and start time.
 //

@@ -3,8 +3,9 @@
 // launch.json, runs the ranks, and leaves result.json behind.
 
 #include <fcntl.h>
-#include <sys/stat.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,8 +17,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <optional>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,6 +42,80 @@ void OnTerminate(int) { g_terminating = 1; }
 // supervisor did not exist (SIG_IGN would be inherited instead).
 void OnCheckpointWarning(int) {}
 
+// A rank's log bounded to `limit` bytes: past half of it the file is
+// renamed to NAME.1 (replacing the older one) and a new NAME started, on a
+// line boundary where one fits, so the newest output is always kept. Written
+// through descriptors opened before the sandbox hides the run directory.
+class BoundedLog {
+ public:
+  BoundedLog(int dir_fd, std::string name, int fd, std::uint64_t limit)
+      : dir_fd_(dir_fd),
+        name_(std::move(name)),
+        fd_(fd),
+        half_(std::max<std::uint64_t>(limit / 2, 1)) {
+    struct stat st {};
+    if (::fstat(fd_, &st) == 0) size_ = static_cast<std::uint64_t>(st.st_size);
+  }
+
+  void Write(const char* data, std::size_t n) {
+    while (n > 0) {
+      if (size_ + n <= half_) {
+        Append(data, n);
+        return;
+      }
+      // What still fits, up to its last complete line.
+      std::size_t room = size_ < half_ ? static_cast<std::size_t>(half_ - size_) : 0;
+      std::size_t take = 0;
+      for (std::size_t i = std::min(room, n); i > 0; --i) {
+        if (data[i - 1] == '\n') {
+          take = i;
+          break;
+        }
+      }
+      // A line longer than the whole file is cut.
+      if (take == 0 && size_ == 0) take = std::min<std::size_t>(n, static_cast<std::size_t>(half_));
+      Append(data, take);
+      data += take;
+      n -= take;
+      if (n > 0) Rotate();
+    }
+  }
+
+ private:
+  void Append(const char* data, std::size_t n) {
+    while (n > 0) {
+      ssize_t w = ::write(fd_, data, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return;  // disk full or gone: output is lost, the job goes on
+      data += w;
+      n -= static_cast<std::size_t>(w);
+      size_ += static_cast<std::uint64_t>(w);
+    }
+  }
+
+  void Rotate() {
+    std::string old = name_ + ".1";
+    int fresh = -1;
+    if (::renameat(dir_fd_, name_.c_str(), dir_fd_, old.c_str()) == 0) {
+      fresh = ::openat(dir_fd_, name_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
+                       0600);
+    }
+    if (fresh >= 0) {
+      ::close(fd_);
+      fd_ = fresh;
+    } else if (::ftruncate(fd_, 0) != 0) {
+      return;  // cannot bound it: keep appending rather than lose the newest output
+    }
+    size_ = 0;
+  }
+
+  int dir_fd_;
+  std::string name_;
+  int fd_;
+  std::uint64_t half_;
+  std::uint64_t size_ = 0;
+};
+
 struct Rank {
   int rank = 0;
   std::vector<std::string> argv;
@@ -47,10 +123,56 @@ struct Rank {
   std::string cwd;
   std::string log;
   int log_fd = -1;  // opened before the sandbox hides the run directory
+  // With a log limit the rank writes into a pipe that the supervisor copies
+  // into `bounded`; without one, straight into log_fd.
+  int pipe_write = -1;
+  int pipe_read = -1;
+  std::unique_ptr<BoundedLog> bounded;
   pid_t pid = -1;
   bool done = false;
   int exit_code = 0;
 };
+
+// Copies what the ranks wrote into their logs; with `until_eof`, also what
+// is still buffered once they are gone. Returns whether anything was read.
+bool PumpLogs(std::vector<Rank>& ranks, bool until_eof) {
+  static char buf[1 << 16];
+  bool any = false;
+  for (Rank& r : ranks) {
+    if (r.pipe_read < 0) continue;
+    // A bounded share per pass, so one chatty rank cannot starve the others;
+    // at the end, what the pipe holds (a daemon left writing cannot hold us).
+    const int passes = until_eof ? 64 : 16;
+    for (int i = 0; i < passes; ++i) {
+      ssize_t n = ::read(r.pipe_read, buf, sizeof buf);
+      if (n > 0) {
+        r.bounded->Write(buf, static_cast<std::size_t>(n));
+        any = true;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0) {  // every writer is gone
+        ::close(r.pipe_read);
+        r.pipe_read = -1;
+      }
+      break;  // EAGAIN: nothing more for now
+    }
+  }
+  return any;
+}
+
+// Waits up to `timeout` for output from any rank.
+void WaitForOutput(const std::vector<Rank>& ranks, std::chrono::milliseconds timeout) {
+  std::vector<pollfd> fds;
+  for (const Rank& r : ranks) {
+    if (r.pipe_read >= 0) fds.push_back({r.pipe_read, POLLIN, 0});
+  }
+  if (fds.empty()) {
+    std::this_thread::sleep_for(timeout);
+    return;
+  }
+  ::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
+}
 
 int ExitCodeOf(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -82,9 +204,10 @@ pid_t StartRank(Rank& r, const RankSetup& setup) {
   // Child (single-threaded process: ordinary calls are fine here).
   ::signal(SIGTERM, SIG_DFL);
   ::signal(SIGINT, SIG_DFL);
-  if (r.log_fd >= 0) {
-    ::dup2(r.log_fd, 1);
-    ::dup2(r.log_fd, 2);
+  int out_fd = r.pipe_write >= 0 ? r.pipe_write : r.log_fd;
+  if (out_fd >= 0) {
+    ::dup2(out_fd, 1);
+    ::dup2(out_fd, 2);
   }
   int null_fd = ::open("/dev/null", O_RDONLY);
   if (null_fd >= 0) ::dup2(null_fd, 0);
@@ -177,12 +300,25 @@ int RunLocalShim(const std::string& run_dir) {
 
   std::vector<Rank> ranks;
   for (const auto& r : launch["ranks"]) {
-    ranks.push_back({r["rank"].get<int>(), r["argv"].get<std::vector<std::string>>(),
-                     r["env"].get<std::vector<std::string>>(), r["cwd"].get<std::string>(),
-                     r["log"].get<std::string>()});
+    Rank rank;
+    rank.rank = r["rank"].get<int>();
+    rank.argv = r["argv"].get<std::vector<std::string>>();
+    rank.env = r["env"].get<std::vector<std::string>>();
+    rank.cwd = r["cwd"].get<std::string>();
+    rank.log = r["log"].get<std::string>();
+    ranks.push_back(std::move(rank));
   }
+  const std::uint64_t max_log_bytes = launch.value("max_log_bytes", std::uint64_t{0});
+  std::vector<int> log_dir_fds;
   for (Rank& r : ranks) {
     r.log_fd = ::open(r.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (max_log_bytes == 0 || r.log_fd < 0) continue;
+    fs::path log_path(r.log);
+    int log_dir = ::open(log_path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (log_dir < 0) continue;  // cannot rotate: unbounded as before
+    log_dir_fds.push_back(log_dir);
+    r.bounded = std::make_unique<BoundedLog>(log_dir, log_path.filename().string(), r.log_fd,
+                                             max_log_bytes);
   }
   const auto cgroup = internal::AttemptCgroup::FromJson(launch.value("cgroup", json::object()));
   std::optional<internal::UnixAccount> account;
@@ -225,7 +361,24 @@ int RunLocalShim(const std::string& run_dir) {
   }
   const auto failure_grace = std::chrono::milliseconds(launch.value("failure_grace_ms", 10000));
   RankSetup setup{cgroup.empty() ? nullptr : &cgroup, account ? &*account : nullptr};
-  for (Rank& r : ranks) r.pid = StartRank(r, setup);
+  for (Rank& r : ranks) {
+    int fds[2];
+    if (r.bounded && ::pipe2(fds, O_CLOEXEC) == 0) {
+      r.pipe_read = fds[0];
+      r.pipe_write = fds[1];
+      ::fcntl(r.pipe_read, F_SETFL, O_NONBLOCK);
+      (void)::fcntl(r.pipe_read, F_SETPIPE_SZ, 1 << 20);  // fewer stalls of a chatty rank
+    } else {
+      r.bounded.reset();
+    }
+  }
+  for (Rank& r : ranks) {
+    r.pid = StartRank(r, setup);
+    if (r.pipe_write >= 0) {
+      ::close(r.pipe_write);
+      r.pipe_write = -1;
+    }
+  }
 
   // torchrun semantics: when one rank fails, the others are torn down
   // (SIGTERM, then SIGKILL after the grace period) and the job fails with
@@ -268,11 +421,13 @@ int RunLocalShim(const std::string& run_dir) {
       }
       killed = true;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!PumpLogs(ranks, false)) WaitForOutput(ranks, std::chrono::milliseconds(20));
   }
   // Daemons a rank left behind (setsid, double fork) would otherwise keep
   // GPUs busy after the job is recorded as finished.
   EndEverything(reaper, cgroup);
+  // The ranks' last words, before the result says they are done.
+  PumpLogs(ranks, true);
 
   json rank_results = json::array();
   for (const Rank& r : ranks) rank_results.push_back({{"rank", r.rank}, {"exit_code", r.exit_code}});

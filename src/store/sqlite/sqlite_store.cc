@@ -142,6 +142,20 @@ const char* const kMigrations[] = {
           AND json_extract(jobs.spec, '$.labels.trial') = CAST(t.idx AS TEXT)
           AND json_extract(e.spec, '$.trial_template.team') = jobs.team);
     )sql",
+    // v8: webhook outbox: per endpoint (a hash of its URL), the id of the
+    // last event delivered to it or given up on.
+    R"sql(
+    CREATE TABLE webhook_cursors (
+      endpoint TEXT PRIMARY KEY,
+      last_event_id INTEGER NOT NULL,
+      updated_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    )sql",
+    // v9: the health last announced for a job's running attempt, so a
+    // restart neither announces it again nor reads the events to find it.
+    R"sql(
+    ALTER TABLE jobs ADD COLUMN health TEXT NOT NULL DEFAULT 'Unknown';
+    )sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -282,6 +296,63 @@ class SqliteStore final : public Store {
     return events;
   }
 
+  Result<std::vector<JobEvent>> ListEventsAfter(std::int64_t after_id,
+                                                const std::vector<std::string>& types,
+                                                std::size_t limit) override {
+    std::lock_guard lock(mu_);
+    std::string sql = "SELECT id, job, time, type, message FROM job_events WHERE id > ?1";
+    if (!types.empty()) {
+      sql += " AND type IN (";
+      for (std::size_t i = 0; i < types.size(); ++i) {
+        sql += (i == 0 ? "?" : ", ?") + std::to_string(i + 3);
+      }
+      sql += ")";
+    }
+    sql += " ORDER BY id LIMIT ?2";
+    Statement q(db_, sql);
+    q.Bind(1, after_id);
+    q.Bind(2, static_cast<std::int64_t>(std::min<std::size_t>(
+                  limit, static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max()))));
+    for (std::size_t i = 0; i < types.size(); ++i) q.Bind(static_cast<int>(i + 3), types[i]);
+    std::vector<JobEvent> events;
+    while (q.Step()) {
+      events.push_back({q.ColumnInt64(0), q.ColumnText(1), FromUnixMillis(q.ColumnInt64(2)),
+                        q.ColumnText(3), q.ColumnText(4)});
+    }
+    if (q.failed()) return Unavailable("list events: " + LastError());
+    return events;
+  }
+
+  Result<std::int64_t> LastEventId() override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "SELECT COALESCE(MAX(id), 0) FROM job_events");
+    if (!q.Step()) return Unavailable("last event id: " + LastError());
+    return q.ColumnInt64(0);
+  }
+
+  Result<std::optional<std::int64_t>> GetWebhookCursor(std::string_view endpoint) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "SELECT last_event_id FROM webhook_cursors WHERE endpoint = ?");
+    q.Bind(1, std::string(endpoint));
+    if (q.Step()) return std::optional<std::int64_t>(q.ColumnInt64(0));
+    if (q.failed()) return Unavailable("read webhook cursor: " + LastError());
+    return std::optional<std::int64_t>();
+  }
+
+  Status SetWebhookCursor(std::string_view endpoint, std::int64_t event_id,
+                          Time updated_at) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_,
+                "INSERT INTO webhook_cursors (endpoint, last_event_id, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT(endpoint) DO UPDATE SET last_event_id = excluded.last_event_id, "
+                "updated_at = excluded.updated_at");
+    q.Bind(1, std::string(endpoint));
+    q.Bind(2, event_id);
+    q.Bind(3, ToUnixMillis(updated_at));
+    if (!q.Run()) return Unavailable("write webhook cursor: " + LastError());
+    return Status::Ok();
+  }
+
   Status AppendProgress(const std::vector<ProgressBatch>& batches) override {
     std::lock_guard lock(mu_);
     HEADWAY_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
@@ -396,6 +467,34 @@ class SqliteStore final : public Store {
     while (q.Step()) names.push_back(q.ColumnText(0));
     if (q.failed()) return Unavailable("metric names: " + LastError());
     return names;
+  }
+
+  Result<std::uint64_t> CountProgressPoints(std::string_view job) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_,
+                "SELECT (SELECT COUNT(*) FROM progress_steps WHERE job = ?1) + "
+                "(SELECT COUNT(*) FROM metric_points WHERE job = ?1)");
+    q.Bind(1, std::string(job));
+    std::uint64_t n = 0;
+    if (q.Step()) n = static_cast<std::uint64_t>(q.ColumnInt64(0));
+    if (q.failed()) return Unavailable("count progress points: " + LastError());
+    return n;
+  }
+
+  Result<std::set<std::int64_t>> StoredSteps(std::string_view job,
+                                             const std::vector<std::int64_t>& steps) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "SELECT 1 FROM progress_steps WHERE job = ? AND step = ?");
+    std::set<std::int64_t> stored;
+    const std::string name(job);
+    for (std::int64_t step : steps) {
+      q.Bind(1, name);
+      q.Bind(2, step);
+      if (q.Step()) stored.insert(step);
+      if (q.failed()) return Unavailable("read steps: " + LastError());
+      q.Reset();
+    }
+    return stored;
   }
 
   Status CreateUserToken(const UserToken& t) override {
@@ -597,8 +696,8 @@ class SqliteStore final : public Store {
   static constexpr const char* kSelectJob =
       "SELECT seq, spec, state, reason, message, exit_code, restarts, gpu_ids, executor, "
       "executor_handle, token_hash, created_at, started_at, finished_at, stop_requested_at, "
-      "stop_reason, preemptions, preempt_requested_at, preempt_message, requeued_at, created_by "
-      "FROM jobs";
+      "stop_reason, preemptions, preempt_requested_at, preempt_message, requeued_at, created_by, "
+      "health FROM jobs";
 
   static constexpr const char* kSelectExperiment =
       "SELECT name, spec, state, message, created_at, finished_at FROM experiments";
@@ -661,12 +760,15 @@ class SqliteStore final : public Store {
     if (!q.IsNull(12)) job.started_at = FromUnixMillis(q.ColumnInt64(12));
     if (!q.IsNull(13)) job.finished_at = FromUnixMillis(q.ColumnInt64(13));
     if (!q.IsNull(14)) job.stop_requested_at = FromUnixMillis(q.ColumnInt64(14));
-    job.stop_reason = q.ColumnText(15);
+    auto stop_reason = ParseStopReason(q.ColumnText(15));
+    if (!stop_reason) return Internal("stored stop reason is unknown: " + q.ColumnText(15));
+    job.stop_reason = *stop_reason;
     job.preemptions = q.ColumnInt(16);
     if (!q.IsNull(17)) job.preempt_requested_at = FromUnixMillis(q.ColumnInt64(17));
     job.preempt_message = q.ColumnText(18);
     if (!q.IsNull(19)) job.requeued_at = FromUnixMillis(q.ColumnInt64(19));
     job.created_by = q.ColumnText(20);
+    job.health = ParseHealth(q.ColumnText(21)).value_or(Health::kUnknown);
     return job;
   }
 
@@ -675,7 +777,7 @@ class SqliteStore final : public Store {
                 "UPDATE jobs SET team=?, spec=?, state=?, reason=?, message=?, exit_code=?, "
                 "restarts=?, gpu_ids=?, executor=?, executor_handle=?, token_hash=?, "
                 "started_at=?, finished_at=?, stop_requested_at=?, stop_reason=?, preemptions=?, "
-                "preempt_requested_at=?, preempt_message=?, requeued_at=? WHERE name=?");
+                "preempt_requested_at=?, preempt_message=?, requeued_at=?, health=? WHERE name=?");
     q.Bind(1, job.spec.team);
     q.Bind(2, StoredSpec(job.spec));
     q.Bind(3, std::string(JobStateName(job.state)));
@@ -690,12 +792,13 @@ class SqliteStore final : public Store {
     q.BindOptional(12, Millis(job.started_at));
     q.BindOptional(13, Millis(job.finished_at));
     q.BindOptional(14, Millis(job.stop_requested_at));
-    q.Bind(15, job.stop_reason);
+    q.Bind(15, std::string(StopReasonName(job.stop_reason)));
     q.Bind(16, job.preemptions);
     q.BindOptional(17, Millis(job.preempt_requested_at));
     q.Bind(18, job.preempt_message);
     q.BindOptional(19, Millis(job.requeued_at));
-    q.Bind(20, job.name());
+    q.Bind(20, std::string(HealthName(job.health)));
+    q.Bind(21, job.name());
     if (!q.Run()) return Unavailable("write job: " + LastError());
     return Status::Ok();
   }

@@ -1,0 +1,112 @@
+// The per-job ingest limits of ProgressTracker (series and points), the same
+// for every way of reporting: all-or-nothing admission for HTTP and Kubeflow
+// reports, dropping for stdout markers, and one warning per limit.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "server/progress_tracker.h"
+
+namespace headway {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+std::vector<ProgressReport> Reports(std::int64_t first, int count, int metrics = 1) {
+  std::vector<ProgressReport> out;
+  for (int i = 0; i < count; ++i) {
+    ProgressReport r;
+    r.step = first + i;
+    for (int m = 0; m < metrics; ++m) r.metrics["m" + std::to_string(m)] = 1.0;
+    out.push_back(r);
+  }
+  return out;
+}
+
+class IngestLimitsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ingest_limits_test.XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    store_ = std::move(OpenSqliteStore(dir_ + "/db").value());
+    tracker_ = std::make_unique<ProgressTracker>(*store_);
+  }
+  void TearDown() override {
+    tracker_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  // What IngestWriter does with an admitted batch.
+  void Store(std::vector<ProgressReport> reports) {
+    ProgressBatch batch{"job", std::move(reports), FromUnixMillis(1000)};
+    ASSERT_TRUE(store_->AppendProgress({batch}).ok());
+    tracker_->Apply(batch);
+  }
+
+  std::string dir_;
+  std::unique_ptr<headway::Store> store_;
+  std::unique_ptr<ProgressTracker> tracker_;
+};
+
+TEST_F(IngestLimitsTest, ARequestPastThePointsLimitIsRefusedWhole) {
+  const IngestLimits limits{1000, 10};
+  EXPECT_TRUE(tracker_->Admit("job", Reports(1, 3), limits).ok());  // 6 points
+  Status refused = tracker_->Admit("job", Reports(4, 3), limits);   // 12 > 10
+  EXPECT_EQ(refused.code(), StatusCode::kPayloadTooLarge);
+  EXPECT_THAT(refused.message(), HasSubstr("the limit is 10 per job"));
+  EXPECT_TRUE(tracker_->Admit("job", Reports(4, 2), limits).ok());  // exactly 10
+  EXPECT_FALSE(tracker_->Admit("job", Reports(6, 1, 0), limits).ok());
+  auto warnings = tracker_->TakeLimitWarnings("job", limits);
+  ASSERT_THAT(warnings, SizeIs(1));
+  EXPECT_THAT(warnings[0], HasSubstr("limit of 10 points per job"));
+  EXPECT_THAT(warnings[0], HasSubstr("refused reports of 7 points (413)"));
+  EXPECT_FALSE(tracker_->Admit("job", Reports(6, 1), limits).ok());
+  EXPECT_THAT(tracker_->TakeLimitWarnings("job", limits), SizeIs(0)) << "said once";
+}
+
+TEST_F(IngestLimitsTest, StoredStepsCostNothingWhenReportedAgain) {
+  const IngestLimits limits{1000, 10};
+  ASSERT_TRUE(tracker_->Admit("job", Reports(1, 5), limits).ok());  // 10 points
+  Store(Reports(1, 5));
+  EXPECT_TRUE(tracker_->Admit("job", Reports(1, 5), limits).ok()) << "a retry replaces";
+  EXPECT_FALSE(tracker_->Admit("job", Reports(6, 1, 0), limits).ok());
+}
+
+TEST_F(IngestLimitsTest, MarkersPastTheLimitsAreDroppedKeepingTheFirstThatFit) {
+  const IngestLimits limits{2, 10};
+  std::vector<ProgressReport> reports = Reports(1, 8);  // 2 points each
+  reports[0].metrics["extra"] = 1;                      // a second series: fits
+  reports[1].metrics["third"] = 1;                      // a third: dropped
+  tracker_->DropOverLimits("job", reports, limits);
+  ASSERT_THAT(reports, SizeIs(4));  // 3 + 2 + 2 + 2 points; the next would pass 10
+  EXPECT_EQ(reports[0].step, 1);
+  EXPECT_EQ(reports[3].step, 4);
+  EXPECT_EQ(reports[1].metrics.count("third"), 0u);
+  auto warnings = tracker_->TakeLimitWarnings("job", limits);
+  ASSERT_THAT(warnings, SizeIs(2));
+  EXPECT_THAT(warnings[0], HasSubstr("1 metric series beyond the limit of 2 per job (first: 'third')"));
+  EXPECT_THAT(warnings[1], HasSubstr("dropped 4 HEADWAY output line report(s) (8 points)"));
+  std::vector<ProgressReport> more = Reports(9, 1);
+  tracker_->DropOverLimits("job", more, limits);
+  EXPECT_THAT(more, SizeIs(0));
+  EXPECT_THAT(tracker_->TakeLimitWarnings("job", limits), SizeIs(0));
+}
+
+TEST_F(IngestLimitsTest, AfterARestartStoredPointsCountAndOldStepsAreNotCountedTwice) {
+  // More steps than the tracker keeps in memory.
+  std::vector<ProgressReport> history = Reports(1, 6000);
+  Store(history);  // 12,000 points
+  tracker_ = std::make_unique<ProgressTracker>(*store_);  // a restarted server
+  const IngestLimits limits{1000, 12010};
+  std::vector<ProgressReport> rescanned = Reports(1, 6000);
+  tracker_->DropOverLimits("job", rescanned, limits);
+  EXPECT_THAT(rescanned, SizeIs(6000)) << "stored already: no cost";
+  EXPECT_TRUE(tracker_->Admit("job", Reports(6001, 5), limits).ok());
+  EXPECT_EQ(tracker_->Admit("job", Reports(6006, 1), limits).code(),
+            StatusCode::kPayloadTooLarge);
+}
+
+}  // namespace
+}  // namespace headway

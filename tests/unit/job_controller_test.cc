@@ -1,0 +1,351 @@
+// The job controller driven tick by tick with a ManualClock, a fake executor
+// (it records launches and signals and exits attempts when told) and a real
+// SQLite store in a temporary directory: preemption, deadlines, restarts,
+// stops and recovery without a process or a sleep. What needs a real
+// process stays in tests/integration.
+#include "server/job_controller.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <future>
+#include <mutex>
+#include <thread>
+
+namespace headway {
+namespace {
+
+using std::chrono::seconds;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+
+const Time kT0 = FromUnixMillis(1'800'000'000'000);
+
+ExecStatus Running() { return ExecStatus{ExecStatus::Phase::kRunning, 0, "", ""}; }
+
+class FakeExecutor final : public Executor {
+ public:
+  std::string_view Name() const override { return "local"; }
+  Status Admit(const JobSpec&) const override { return Status::Ok(); }
+
+  Result<Launched> Launch(const LaunchRequest& request) override {
+    std::unique_lock lock(mu_);
+    if (hold_launches_) {
+      launch_waiting_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return !hold_launches_; });
+    }
+    std::string handle = "fake-" + std::to_string(++next_);
+    launches_.push_back(request.run_dir);
+    gpus_[handle] = request.gpu_ids;
+    by_run_dir_[request.run_dir] = handle;
+    status_[handle] = Running();
+    return Launched{handle, "fake attempt " + handle, {}, {}};
+  }
+  std::optional<Launched> FindLaunched(const LaunchRequest& request) override {
+    std::lock_guard lock(mu_);
+    auto it = by_run_dir_.find(request.run_dir);
+    if (it == by_run_dir_.end()) return std::nullopt;
+    return Launched{it->second, "fake attempt " + it->second, {}, {}};
+  }
+  ExecStatus Poll(const std::string& handle) override {
+    std::lock_guard lock(mu_);
+    auto it = status_.find(handle);
+    if (it == status_.end()) return ExecStatus{ExecStatus::Phase::kLost, 0, "unknown handle", ""};
+    return it->second;
+  }
+  Status Signal(const std::string& handle, int signal) override {
+    std::lock_guard lock(mu_);
+    signals_.emplace_back(handle, signal);
+    return Status::Ok();
+  }
+
+  void Exit(const std::string& handle, int code) {
+    std::lock_guard lock(mu_);
+    status_[handle] = ExecStatus{ExecStatus::Phase::kExited, code, "", ""};
+  }
+  // Forgets the attempt `run_dir` started, as if its launch never happened.
+  void Forget(const std::string& handle) {
+    std::lock_guard lock(mu_);
+    for (auto it = by_run_dir_.begin(); it != by_run_dir_.end();) {
+      it = it->second == handle ? by_run_dir_.erase(it) : std::next(it);
+    }
+    status_.erase(handle);
+  }
+  void HoldLaunches(bool hold) {
+    std::lock_guard lock(mu_);
+    hold_launches_ = hold;
+    cv_.notify_all();
+  }
+  void WaitForHeldLaunch() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return launch_waiting_; });
+  }
+  std::vector<std::string> launches() {
+    std::lock_guard lock(mu_);
+    return launches_;
+  }
+  std::vector<std::pair<std::string, int>> signals() {
+    std::lock_guard lock(mu_);
+    return signals_;
+  }
+  std::vector<int> gpus(const std::string& handle) {
+    std::lock_guard lock(mu_);
+    return gpus_[handle];
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool hold_launches_ = false;
+  bool launch_waiting_ = false;
+  int next_ = 0;
+  std::vector<std::string> launches_;
+  std::vector<std::pair<std::string, int>> signals_;
+  std::map<std::string, std::string> by_run_dir_;
+  std::map<std::string, ExecStatus> status_;
+  std::map<std::string, std::vector<int>> gpus_;
+};
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/headway-controller-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    auto store = OpenSqliteStore(dir_ + "/headway.db");
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(*store);
+    options_.total_gpus = 1;
+    options_.data_dir = dir_;
+    options_.advertise_url = "http://127.0.0.1:1";
+    options_.preemption_grace = seconds(20);
+    options_.scheduling.preemption = true;
+    Start();
+  }
+  void TearDown() override {
+    controller_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  // A new controller over the same store and executor: a server restart.
+  void Start() {
+    controller_ = std::make_unique<JobController>(
+        *store_, std::map<std::string, Executor*>{{"local", &executor_}}, clock_, options_);
+    ASSERT_TRUE(controller_->Reconcile().ok());
+  }
+
+  void Submit(const std::string& name, int gpus, int priority = 0,
+              std::function<void(JobSpec&)> more = {}) {
+    JobSpec spec;
+    spec.name = name;
+    spec.command = {"train"};
+    spec.priority = priority;
+    spec.resources.gpus_per_process = gpus;
+    spec.termination_grace = seconds(30);
+    if (more) more(spec);
+    ASSERT_TRUE(controller_->Submit(spec, "user/test").ok());
+  }
+  Job Get(const std::string& name) {
+    auto job = controller_->Get(name);
+    EXPECT_TRUE(job.ok());
+    return job.ok() ? *job : Job{};
+  }
+  std::vector<int> SignalsTo(const std::string& handle) {
+    std::vector<int> out;
+    for (const auto& [h, signal] : executor_.signals()) {
+      if (h == handle) out.push_back(signal);
+    }
+    return out;
+  }
+  void Tick(Duration advance = Duration(0)) {
+    clock_.Advance(advance);
+    controller_->Tick();
+  }
+
+  std::string dir_;
+  std::unique_ptr<Store> store_;
+  ManualClock clock_{kT0};
+  FakeExecutor executor_;
+  ControllerOptions options_;
+  std::unique_ptr<JobController> controller_;
+};
+
+TEST_F(ControllerTest, AJobIsLaunchedOnceOnItsGpusAndSucceeds) {
+  Submit("train", 1);
+  Tick();
+  Job job = Get("train");
+  EXPECT_EQ(job.state, JobState::kRunning);
+  ASSERT_EQ(executor_.launches().size(), 1u);
+  EXPECT_EQ(executor_.gpus(job.executor_handle), std::vector<int>{0});
+  Tick(seconds(1));
+  EXPECT_EQ(executor_.launches().size(), 1u);
+  executor_.Exit(job.executor_handle, 0);
+  Tick(seconds(1));
+  EXPECT_EQ(Get("train").state, JobState::kSucceeded);
+  EXPECT_THAT(Get("train").gpu_ids, IsEmpty());
+}
+
+TEST_F(ControllerTest, PreemptionWarnsTerminatesAfterTheGraceAndRequeues) {
+  Submit("small", 1, /*priority=*/0);
+  Tick();
+  const std::string small = Get("small").executor_handle;
+  Submit("urgent", 1, /*priority=*/10);
+  Tick(seconds(1));
+  EXPECT_THAT(SignalsTo(small), ElementsAre(SIGUSR1));
+  EXPECT_EQ(Get("urgent").state, JobState::kQueued);  // the GPU is not free yet
+  Tick(seconds(19));
+  EXPECT_THAT(SignalsTo(small), ElementsAre(SIGUSR1));
+  Tick(seconds(1));  // the preemption grace (20 s) is over
+  EXPECT_THAT(SignalsTo(small), ElementsAre(SIGUSR1, SIGTERM));
+  executor_.Exit(small, 143);
+  Tick(seconds(1));
+  EXPECT_EQ(Get("small").state, JobState::kPreempted);
+  EXPECT_EQ(Get("small").attempt(), 1);
+  EXPECT_EQ(Get("urgent").state, JobState::kRunning);
+  // When the urgent job ends, the preempted one resumes as attempt 1.
+  executor_.Exit(Get("urgent").executor_handle, 0);
+  Tick(seconds(1));
+  Tick(seconds(1));
+  EXPECT_EQ(Get("small").state, JobState::kRunning);
+  EXPECT_EQ(executor_.launches().back(), dir_ + "/jobs/small/attempt-1");
+}
+
+TEST_F(ControllerTest, TheTimeLimitWarnsThenStopsAndFailsTheJob) {
+  Submit("bounded", 1, 0, [](JobSpec& spec) {
+    spec.time_limit = std::chrono::minutes(10);
+    spec.checkpoint_warning = std::chrono::minutes(1);
+  });
+  Tick();
+  const std::string handle = Get("bounded").executor_handle;
+  Tick(std::chrono::minutes(9));
+  EXPECT_THAT(SignalsTo(handle), ElementsAre(SIGUSR1));
+  Tick(std::chrono::minutes(1));
+  EXPECT_THAT(SignalsTo(handle), ElementsAre(SIGUSR1, SIGTERM));
+  Tick(seconds(30));  // the termination grace
+  EXPECT_THAT(SignalsTo(handle), ElementsAre(SIGUSR1, SIGTERM, SIGKILL));
+  executor_.Exit(handle, 137);
+  Tick(seconds(1));
+  EXPECT_EQ(Get("bounded").state, JobState::kFailed);
+  EXPECT_EQ(Get("bounded").reason, "TimeLimitExceeded");
+}
+
+TEST_F(ControllerTest, AFailedAttemptRestartsAsANewAttempt) {
+  Submit("flaky", 1, 0, [](JobSpec& spec) { spec.max_restarts = 1; });
+  Tick();
+  executor_.Exit(Get("flaky").executor_handle, 1);
+  Tick(seconds(1));  // ends attempt 0, queues attempt 1 and launches it
+  EXPECT_EQ(Get("flaky").state, JobState::kRunning);
+  EXPECT_EQ(Get("flaky").restarts, 1);
+  ASSERT_EQ(executor_.launches().size(), 2u);
+  EXPECT_EQ(executor_.launches()[1], dir_ + "/jobs/flaky/attempt-1");
+  executor_.Exit(Get("flaky").executor_handle, 1);
+  Tick(seconds(1));
+  EXPECT_EQ(Get("flaky").state, JobState::kFailed);
+  EXPECT_EQ(executor_.launches().size(), 2u);
+}
+
+TEST_F(ControllerTest, AStopDoesNotWaitForALaunchUnderWayAndReachesTheAttemptOnceStarted) {
+  Submit("slow", 1);
+  executor_.HoldLaunches(true);  // a cluster engine that takes its time
+  std::thread loop([&] { controller_->Tick(); });
+  executor_.WaitForHeldLaunch();
+  auto stop = std::async(std::launch::async, [&] { return controller_->Stop("slow", "by alice"); });
+  // Answered while the executor is still launching: the executor is never
+  // called holding the lock that API calls take.
+  ASSERT_EQ(stop.wait_for(seconds(10)), std::future_status::ready);
+  ASSERT_TRUE(stop.get().ok());
+  EXPECT_EQ(Get("slow").state, JobState::kStarting);
+  executor_.HoldLaunches(false);
+  loop.join();
+  const std::string handle = Get("slow").executor_handle;
+  ASSERT_FALSE(handle.empty());
+  EXPECT_THAT(SignalsTo(handle), ElementsAre(SIGTERM));
+  executor_.Exit(handle, 143);
+  Tick(seconds(1));
+  EXPECT_EQ(Get("slow").state, JobState::kStopped);
+}
+
+TEST_F(ControllerTest, ARestartAdoptsAnAttemptWhoseLaunchWasNotRecorded) {
+  Submit("once", 1);
+  Tick();
+  // As if the server died after the executor started the attempt but
+  // before its handle was stored: the record holds only the intent.
+  Job job = Get("once");
+  const std::string handle = job.executor_handle;
+  job.state = JobState::kStarting;
+  job.executor_handle.clear();
+  ASSERT_TRUE(store_->SaveJob(job, {}).ok());
+  Start();
+  EXPECT_EQ(Get("once").executor_handle, handle);
+  EXPECT_EQ(Get("once").state, JobState::kRunning);
+  Tick(seconds(1));
+  EXPECT_EQ(executor_.launches().size(), 1u);
+}
+
+TEST_F(ControllerTest, ARestartLaunchesAnAttemptThatNeverStartedExactlyOnce) {
+  Submit("once", 1);
+  Tick();
+  Job job = Get("once");
+  executor_.Forget(job.executor_handle);  // the launch never happened
+  job.state = JobState::kStarting;
+  job.executor_handle.clear();
+  ASSERT_TRUE(store_->SaveJob(job, {}).ok());
+  Start();
+  EXPECT_EQ(Get("once").state, JobState::kQueued);
+  Tick(seconds(1));
+  EXPECT_EQ(Get("once").state, JobState::kRunning);
+  EXPECT_EQ(executor_.launches().size(), 2u);  // the forgotten one, then one more
+  EXPECT_EQ(Get("once").attempt(), 0);
+}
+
+TEST_F(ControllerTest, ARestartRepeatsTheSigtermOfAStopItMayNotHaveSent) {
+  Submit("stopping", 1);
+  Tick();
+  const std::string handle = Get("stopping").executor_handle;
+  ASSERT_TRUE(controller_->Stop("stopping", "by alice").ok());
+  Start();
+  EXPECT_THAT(SignalsTo(handle), ElementsAre(SIGTERM, SIGTERM));
+  Tick(seconds(30));
+  EXPECT_THAT(SignalsTo(handle), ElementsAre(SIGTERM, SIGTERM, SIGKILL));
+}
+
+TEST_F(ControllerTest, AStopThatCannotBeStoredIsRefusedAndSignalsNothing) {
+  Submit("kept", 1);
+  Tick();
+  const std::string handle = Get("kept").executor_handle;
+  // Another connection holds the database's write lock past the store's
+  // busy timeout: the stop cannot be stored.
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ + "/headway.db").c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  auto stopped = controller_->Stop("kept", "by alice");
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  EXPECT_FALSE(stopped.ok());
+  EXPECT_THAT(SignalsTo(handle), IsEmpty());
+  EXPECT_FALSE(Get("kept").stop_requested_at);
+  // Once the store takes writes again, the stop goes through.
+  ASSERT_TRUE(controller_->Stop("kept", "by alice").ok());
+  EXPECT_THAT(SignalsTo(handle), ElementsAre(SIGTERM));
+}
+
+TEST_F(ControllerTest, TheAnnouncedHealthSurvivesARestart) {
+  Submit("quiet", 1);
+  Tick();
+  Job job = Get("quiet");
+  job.health = Health::kStalled;
+  ASSERT_TRUE(store_->SaveJob(job, {}).ok());
+  Start();
+  EXPECT_EQ(Get("quiet").health, Health::kStalled);
+}
+
+}  // namespace
+}  // namespace headway

@@ -1,0 +1,338 @@
+// The attempt lifecycle as a pure state machine: every transition driven by
+// hand-picked times, no processes, no clock.
+#include "lifecycle/attempt.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+namespace headway::lifecycle {
+namespace {
+
+using std::chrono::seconds;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+const Time kT0 = FromUnixMillis(1'800'000'000'000);
+
+ExecStatus Running() { return ExecStatus{ExecStatus::Phase::kRunning, 0, "", ""}; }
+
+Action Sig(int signal) { return {Action::Kind::kSignal, signal}; }
+const Action kLaunch{Action::Kind::kLaunch, 0};
+
+Job Queued(std::string name = "train") {
+  Job job;
+  job.spec.name = std::move(name);
+  job.spec.termination_grace = seconds(30);
+  job.executor = "local";
+  job.state = JobState::kQueued;
+  return job;
+}
+
+// A job whose attempt is launched and running since kT0.
+Job RunningJob(AttemptMemo& memo) {
+  Job job = Queued();
+  Schedule(job, {0}, "hash", "", kT0);
+  Launched(job, memo, "h-1", "pid 1", {}, kT0);
+  Observe(job, memo, Running(), false, kT0);
+  return job;
+}
+
+ExecStatus Exited(int code, std::string reason = {}) {
+  ExecStatus s;
+  s.phase = ExecStatus::Phase::kExited;
+  s.exit_code = code;
+  s.reason = std::move(reason);
+  return s;
+}
+
+TEST(Lifecycle, ScheduleStoresTheIntentBeforeAskingForTheLaunch) {
+  Job job = Queued();
+  Step step = Schedule(job, {2, 3}, "hash", "", kT0);
+  EXPECT_TRUE(step.changed);
+  EXPECT_EQ(job.state, JobState::kStarting);
+  EXPECT_EQ(job.gpu_ids, (std::vector<int>{2, 3}));
+  EXPECT_EQ(job.token_hash, "hash");
+  EXPECT_TRUE(job.executor_handle.empty());
+  EXPECT_THAT(step.actions, ElementsAre(kLaunch));
+  // Scheduling a job that is not waiting does nothing.
+  EXPECT_TRUE(Schedule(job, {1}, "other", "", kT0).empty());
+  EXPECT_EQ(job.token_hash, "hash");
+}
+
+TEST(Lifecycle, ALaunchedAttemptRunsAndSucceeds) {
+  AttemptMemo memo;
+  Job job = RunningJob(memo);
+  EXPECT_EQ(job.state, JobState::kRunning);
+  EXPECT_EQ(job.started_at, kT0);
+  Step step = Observe(job, memo, Exited(0), false, kT0 + seconds(5));
+  EXPECT_EQ(job.state, JobState::kSucceeded);
+  EXPECT_EQ(job.reason, "Completed");
+  EXPECT_TRUE(job.gpu_ids.empty());
+  EXPECT_TRUE(job.executor_handle.empty());
+  EXPECT_EQ(job.finished_at, kT0 + seconds(5));
+  EXPECT_TRUE(step.actions.empty());
+}
+
+TEST(Lifecycle, AFailingAttemptRestartsUpToMaxRestartsThenFails) {
+  AttemptMemo memo;
+  Job job = Queued();
+  job.spec.max_restarts = 1;
+  Schedule(job, {0}, "h", "", kT0);
+  Launched(job, memo, "h-1", "", {}, kT0);
+  Observe(job, memo, Exited(3), false, kT0);
+  EXPECT_EQ(job.state, JobState::kQueued);
+  EXPECT_EQ(job.reason, "Restarting");
+  EXPECT_EQ(job.attempt(), 1);
+  Schedule(job, {0}, "h2", "", kT0);
+  Launched(job, memo, "h-2", "", {}, kT0);
+  Observe(job, memo, Exited(3), false, kT0);
+  EXPECT_EQ(job.state, JobState::kFailed);
+  EXPECT_EQ(job.reason, "ExitCode");
+  EXPECT_EQ(job.exit_code, 3);
+}
+
+TEST(Lifecycle, StoppingAQueuedJobEndsItAtOnce) {
+  Job job = Queued();
+  Step step = RequestStop(job, StopReason::kUser, "by alice", kT0);
+  EXPECT_EQ(job.state, JobState::kStopped);
+  EXPECT_EQ(job.reason, "Stopped");
+  EXPECT_TRUE(step.actions.empty());
+}
+
+TEST(Lifecycle, AStopSendsSigtermThenSigkillAfterTheGraceAndEndsStopped) {
+  AttemptMemo memo;
+  Job job = RunningJob(memo);
+  Step stop = RequestStop(job, StopReason::kUser, "by alice", kT0 + seconds(10));
+  EXPECT_THAT(stop.actions, ElementsAre(Sig(SIGTERM)));
+  EXPECT_EQ(job.stop_requested_at, kT0 + seconds(10));
+  // Stopping again is a no-op.
+  EXPECT_TRUE(RequestStop(job, StopReason::kUser, "again", kT0 + seconds(11)).empty());
+  EXPECT_TRUE(EnforceDeadlines(job, memo, {}, kT0 + seconds(39)).actions.empty());
+  EXPECT_THAT(EnforceDeadlines(job, memo, {}, kT0 + seconds(40)).actions,
+              ElementsAre(Sig(SIGKILL)));
+  // SIGKILL goes out once.
+  EXPECT_TRUE(EnforceDeadlines(job, memo, {}, kT0 + seconds(41)).actions.empty());
+  Observe(job, memo, Exited(137), false, kT0 + seconds(41));
+  EXPECT_EQ(job.state, JobState::kStopped);
+  EXPECT_EQ(job.message, "by alice");
+}
+
+TEST(Lifecycle, AStopWhileLaunchingIsDeliveredOnceTheAttemptStarted) {
+  AttemptMemo memo;
+  Job job = Queued();
+  Schedule(job, {0}, "h", "", kT0);
+  Step stop = RequestStop(job, StopReason::kUser, "by alice", kT0);
+  EXPECT_TRUE(stop.actions.empty());  // nothing to signal yet
+  EXPECT_EQ(job.state, JobState::kStarting);
+  Step launched = Launched(job, memo, "h-1", "pid 1", {}, kT0 + seconds(2));
+  EXPECT_THAT(launched.actions, ElementsAre(Sig(SIGTERM)));
+  EXPECT_EQ(job.stop_requested_at, kT0 + seconds(2));  // the grace runs from the SIGTERM
+}
+
+TEST(Lifecycle, AStopWhileLaunchingEndsStoppedIfTheLaunchFails) {
+  Job job = Queued();
+  Schedule(job, {0}, "h", "", kT0);
+  RequestStop(job, StopReason::kUser, "by alice", kT0);
+  LaunchFailed(job, "no such file", kT0);
+  EXPECT_EQ(job.state, JobState::kStopped);
+  EXPECT_TRUE(job.gpu_ids.empty());
+}
+
+TEST(Lifecycle, AForcedStopKillsAtOnceOrAsSoonAsLaunched) {
+  AttemptMemo memo;
+  Job job = RunningJob(memo);
+  EXPECT_THAT(ForceStop(job, memo, "now", kT0).actions, ElementsAre(Sig(SIGKILL)));
+  EXPECT_TRUE(memo.killed);
+
+  AttemptMemo launching_memo;
+  Job launching = Queued();
+  Schedule(launching, {0}, "h", "", kT0);
+  EXPECT_TRUE(ForceStop(launching, launching_memo, "now", kT0).actions.empty());
+  EXPECT_THAT(Launched(launching, launching_memo, "h-1", "", {}, kT0).actions,
+              ElementsAre(Sig(SIGKILL)));
+}
+
+TEST(Lifecycle, APreemptionWarnsThenTerminatesAfterTheGraceThenRequeues) {
+  AttemptMemo memo;
+  Job job = RunningJob(memo);
+  DeadlineOptions options;
+  options.preemption_grace = seconds(20);
+  Step preempt = Preempt(job, "preempted by big-run", "big-run", options, kT0);
+  EXPECT_THAT(preempt.actions, ElementsAre(Sig(SIGUSR1)));
+  EXPECT_TRUE(Preempt(job, "again", "big-run", options, kT0).empty());
+  EXPECT_TRUE(EnforceDeadlines(job, memo, options, kT0 + seconds(19)).actions.empty());
+  Step term = EnforceDeadlines(job, memo, options, kT0 + seconds(20));
+  EXPECT_THAT(term.actions, ElementsAre(Sig(SIGTERM)));
+  EXPECT_EQ(job.stop_reason, StopReason::kPreempted);
+  Observe(job, memo, Exited(143), false, kT0 + seconds(21));
+  EXPECT_EQ(job.state, JobState::kPreempted);
+  EXPECT_EQ(job.preemptions, 1);
+  EXPECT_EQ(job.attempt(), 1);
+  EXPECT_EQ(job.requeued_at, kT0 + seconds(21));
+  EXPECT_EQ(job.stop_reason, StopReason::kNone);
+  EXPECT_FALSE(job.stop_requested_at);
+}
+
+TEST(Lifecycle, APreemptedJobThatFinishedItsStepsSucceedsInsteadOfRequeueing) {
+  AttemptMemo memo;
+  Job job = RunningJob(memo);
+  Preempt(job, "preempted", "big", {}, kT0);
+  Observe(job, memo, Exited(0), /*completed=*/true, kT0 + seconds(1));
+  EXPECT_EQ(job.state, JobState::kSucceeded);
+}
+
+TEST(Lifecycle, AUserStopDuringAPreemptionEndsTheJobInsteadOfRequeueingIt) {
+  AttemptMemo memo;
+  Job job = RunningJob(memo);
+  Preempt(job, "preempted", "big", {}, kT0);
+  EnforceDeadlines(job, memo, {}, kT0 + seconds(30));  // SIGTERM for the preemption
+  Step stop = RequestStop(job, StopReason::kUser, "by alice", kT0 + seconds(31));
+  EXPECT_TRUE(stop.changed);
+  EXPECT_TRUE(stop.actions.empty());  // SIGTERM already went out
+  Observe(job, memo, Exited(143), false, kT0 + seconds(32));
+  EXPECT_EQ(job.state, JobState::kStopped);
+}
+
+TEST(Lifecycle, TheTimeLimitWarnsBeforeAndFailsTheJobAtTheLimit) {
+  AttemptMemo memo;
+  Job job = RunningJob(memo);
+  job.spec.time_limit = seconds(600);
+  job.spec.checkpoint_warning = seconds(60);
+  EXPECT_TRUE(EnforceDeadlines(job, memo, {}, kT0 + seconds(539)).empty());
+  Step warn = EnforceDeadlines(job, memo, {}, kT0 + seconds(540));
+  EXPECT_THAT(warn.actions, ElementsAre(Sig(SIGUSR1)));
+  EXPECT_TRUE(EnforceDeadlines(job, memo, {}, kT0 + seconds(541)).empty());  // warned once
+  Step limit = EnforceDeadlines(job, memo, {}, kT0 + seconds(600));
+  EXPECT_THAT(limit.actions, ElementsAre(Sig(SIGTERM)));
+  Observe(job, memo, Exited(143), false, kT0 + seconds(601));
+  EXPECT_EQ(job.state, JobState::kFailed);
+  EXPECT_EQ(job.reason, "TimeLimitExceeded");
+}
+
+TEST(Lifecycle, AnExecutorThatEnforcesTheTimeLimitGetsNoDeadlineSignals) {
+  AttemptMemo memo;
+  Job job = RunningJob(memo);
+  job.spec.time_limit = seconds(600);
+  job.spec.checkpoint_warning = seconds(60);
+  DeadlineOptions slurm;
+  slurm.executor_enforces_time_limit = true;
+  EXPECT_TRUE(EnforceDeadlines(job, memo, slurm, kT0 + seconds(700)).empty());
+  Observe(job, memo, Exited(0, std::string(kExitTimeLimit)), false, kT0 + seconds(700));
+  EXPECT_EQ(job.state, JobState::kFailed);
+  EXPECT_EQ(job.reason, "TimeLimitExceeded");
+}
+
+TEST(Lifecycle, EndingsTheExecutorReportsKeepTheirCause) {
+  AttemptMemo memo;
+  Job cancelled = RunningJob(memo);
+  Observe(cancelled, memo, Exited(0, std::string(kExitCancelled)), false, kT0);
+  EXPECT_EQ(cancelled.state, JobState::kStopped);
+  EXPECT_EQ(cancelled.reason, "Cancelled");
+
+  Job lost = RunningJob(memo);
+  ExecStatus gone;
+  gone.phase = ExecStatus::Phase::kLost;
+  gone.message = "supervisor gone";
+  Observe(lost, memo, gone, false, kT0);
+  EXPECT_EQ(lost.state, JobState::kFailed);
+  EXPECT_EQ(lost.reason, "Lost");
+
+  Job oom = RunningJob(memo);
+  oom.spec.max_restarts = 3;  // a backend's cause is not retried
+  Observe(oom, memo, Exited(137, "OOMKilled"), false, kT0);
+  EXPECT_EQ(oom.state, JobState::kFailed);
+  EXPECT_EQ(oom.reason, "OOMKilled");
+}
+
+TEST(Lifecycle, HealthIsAnnouncedOncePerChangeAndItsPolicyApplied) {
+  AttemptMemo memo;
+  Job job = RunningJob(memo);
+  job.spec.policies.on_stall = HealthAction::kStop;
+  Step progressing = HealthSeen(job, Health::kProgressing, "", kT0);
+  ASSERT_EQ(progressing.events.size(), 1u);
+  EXPECT_EQ(progressing.events[0].message, "Unknown -> Progressing");
+  EXPECT_TRUE(HealthSeen(job, Health::kProgressing, "", kT0).empty());
+  Step stalled = HealthSeen(job, Health::kStalled, "no new step for 12m", kT0);
+  EXPECT_EQ(job.health, Health::kStalled);
+  EXPECT_EQ(stalled.events[0].message, "Progressing -> Stalled: no new step for 12m");
+  EXPECT_THAT(stalled.actions, ElementsAre(Sig(SIGTERM)));
+  EXPECT_EQ(job.stop_reason, StopReason::kStalled);
+  Observe(job, memo, Exited(143), false, kT0 + seconds(1));
+  EXPECT_EQ(job.state, JobState::kStopped);
+  EXPECT_EQ(job.reason, "Stalled");
+  EXPECT_EQ(job.health, Health::kUnknown);
+}
+
+TEST(Lifecycle, ReclaimAndNotifyPoliciesDoNotStop) {
+  AttemptMemo memo;
+  Job job = RunningJob(memo);
+  job.spec.policies.on_diverge = HealthAction::kReclaim;
+  EXPECT_TRUE(HealthSeen(job, Health::kDiverging, "loss is NaN", kT0).actions.empty());
+  EXPECT_FALSE(job.stop_requested_at);
+  EXPECT_EQ(PolicyFor(job.spec.policies, job.health), HealthAction::kReclaim);
+}
+
+TEST(Lifecycle, RecoveryAdoptsTheAttemptALaunchStartedOrQueuesTheJobAgain) {
+  AttemptMemo memo;
+  Job started = Queued();
+  Schedule(started, {0}, "h", "", kT0);
+  Step adopted = RecoverLaunch(started, memo, FoundAttempt{"h-1", "pid 9"}, kT0);
+  EXPECT_EQ(started.executor_handle, "h-1");
+  EXPECT_TRUE(adopted.actions.empty());
+  EXPECT_THAT(adopted.events[0].message, HasSubstr("pid 9"));
+
+  Job never = Queued();
+  Schedule(never, {0}, "h", "", kT0);
+  RecoverLaunch(never, memo, std::nullopt, kT0);
+  EXPECT_EQ(never.state, JobState::kQueued);
+  EXPECT_EQ(never.reason, "Requeued");
+  EXPECT_TRUE(never.gpu_ids.empty());
+  EXPECT_EQ(never.attempt(), 0);  // the same attempt, launched once later
+
+  Job stopping = Queued();
+  Schedule(stopping, {0}, "h", "", kT0);
+  RequestStop(stopping, StopReason::kUser, "by alice", kT0);
+  EXPECT_THAT(RecoverLaunch(stopping, memo, FoundAttempt{"h-1", ""}, kT0).actions,
+              ElementsAre(Sig(SIGTERM)));
+  Job stopped = Queued();
+  Schedule(stopped, {0}, "h", "", kT0);
+  RequestStop(stopped, StopReason::kUser, "by alice", kT0);
+  RecoverLaunch(stopped, memo, std::nullopt, kT0);
+  EXPECT_EQ(stopped.state, JobState::kStopped);
+}
+
+TEST(Lifecycle, ReadoptionRepeatsASignalTheServerMayHaveDiedBeforeSending) {
+  AttemptMemo memo;
+  Job stopping = RunningJob(memo);
+  RequestStop(stopping, StopReason::kUser, "by alice", kT0);
+  AttemptMemo after_restart;
+  EXPECT_THAT(Readopt(stopping, after_restart, Running(), false, kT0).actions,
+              ElementsAre(Sig(SIGTERM)));
+
+  Job preempting = RunningJob(memo);
+  Preempt(preempting, "preempted", "big", {}, kT0);
+  EXPECT_THAT(
+      Readopt(preempting, after_restart, Running(), false, kT0).actions,
+      ElementsAre(Sig(SIGUSR1)));
+
+  Job quiet = RunningJob(memo);
+  EXPECT_TRUE(Readopt(quiet, after_restart, Running(), false, kT0)
+                  .actions.empty());
+
+  Job ended = RunningJob(memo);
+  Readopt(ended, after_restart, Exited(0), false, kT0);
+  EXPECT_EQ(ended.state, JobState::kSucceeded);
+}
+
+TEST(Lifecycle, StopReasonsRoundTripThroughTheirStoredNames) {
+  for (StopReason r : {StopReason::kNone, StopReason::kUser, StopReason::kPreempted,
+                       StopReason::kTimeLimit, StopReason::kStalled, StopReason::kDiverging,
+                       StopReason::kPlateaued}) {
+    EXPECT_EQ(ParseStopReason(StopReasonName(r)), r);
+  }
+  EXPECT_FALSE(ParseStopReason("Bogus"));
+}
+
+}  // namespace
+}  // namespace headway::lifecycle
