@@ -141,9 +141,6 @@ class Server final : public HttpServer {
     co_await Session(stream);
   }
 
-  // One connection: requests in turn until the client closes, a stream
-  // response ends it, or it idles past the read timeout. `Stream` is a
-  // beast::tcp_stream or a TLS stream over one.
   enum class Slot { kNone, kGeneral, kReserved };
 
   // Holds a connection's slot (see Admission in the header) until it closes.
@@ -182,6 +179,9 @@ class Server final : public HttpServer {
     Slot slot_ = Slot::kNone;
   };
 
+  // One connection: requests in turn until the client closes, a stream
+  // response ends it, or it idles past the read timeout. `Stream` is a
+  // beast::tcp_stream or a TLS stream over one.
   template <class Stream>
   awaitable<void> Session(std::shared_ptr<Stream> stream) {
     auto& tcp_layer = beast::get_lowest_layer(*stream);
