@@ -73,19 +73,19 @@ inline double Percentile(std::vector<double> v, double p) {
   return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))];
 }
 
-// `headway server --listen 127.0.0.1:0 --data-dir <temp> --gpus 0 --no-auth
+// `headway server --listen 127.0.0.1:0 --data-dir <temp> --gpus GPUS --no-auth
 // EXTRA...`, stopped (SIGTERM) and its directory removed on destruction.
 // Without authentication (allowed on loopback only): the benchmarks measure
 // the same thing they always have, and their user requests carry no token.
 class ServerProcess {
  public:
   ServerProcess(const std::string& bin, const std::string& name,
-                const std::vector<std::string>& extra = {})
+                const std::vector<std::string>& extra = {}, int gpus = 0)
       : dir_(std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()))) {
     std::filesystem::create_directories(dir_);
     std::string log = dir_ + "/server.log";
     std::vector<std::string> args = {bin,  "server", "--listen", "127.0.0.1:0", "--data-dir",
-                                     dir_, "--gpus", "0",        "--no-auth"};
+                                     dir_, "--gpus", std::to_string(gpus), "--no-auth"};
     args.insert(args.end(), extra.begin(), extra.end());
     pid_ = fork();
     if (pid_ == 0) {

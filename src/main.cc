@@ -91,6 +91,26 @@ int main(int argc, char** argv) {
                      "open connections beyond which new ones are refused with 503")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
+  server->add_option("--max-connections-per-client", server_config.max_connections_per_client,
+                     "connections one client address (loopback too) may hold of --max-connections; "
+                     "its further ones may only send progress reports")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  server->add_option("--report-connections", server_config.reserved_connections,
+                     "connections kept beyond --max-connections for the jobs' progress reports, so "
+                     "a flood of other clients cannot make a healthy job look stalled")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  server->add_option("--header-timeout", server_config.header_timeout_s,
+                     "seconds a new connection has to send its first request's headers (idle "
+                     "sockets are closed after this)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  server->add_option("--max-streams-per-token", server_config.max_streams_per_token,
+                     "event and log streams one user token (with its dashboard sessions) may hold "
+                     "open at once; more get 429")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
   server->add_option("--request-timeout", server_config.request_timeout_s,
                      "seconds a client has to send a whole request (slow clients are cut off)")
       ->capture_default_str()

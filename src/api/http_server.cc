@@ -5,6 +5,8 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
 #include <boost/beast/ssl.hpp>
+#include <map>
+#include <mutex>
 #include <thread>
 
 namespace headway::api {
@@ -129,7 +131,9 @@ class Server final : public HttpServer {
   awaitable<void> TlsSession(tcp::socket socket) {
     using TlsStream = beast::ssl_stream<beast::tcp_stream>;
     auto stream = std::make_shared<TlsStream>(beast::tcp_stream(std::move(socket)), *tls_);
-    beast::get_lowest_layer(*stream).expires_after(options_.read_timeout);
+    // The handshake comes before any header: the same short deadline.
+    beast::get_lowest_layer(*stream).expires_after(
+        std::min(options_.header_timeout, options_.read_timeout));
     beast::error_code ec;
     co_await stream->async_handshake(net::ssl::stream_base::server,
                                      net::redirect_error(use_awaitable, ec));
@@ -137,29 +141,75 @@ class Server final : public HttpServer {
     co_await Session(stream);
   }
 
+  enum class Slot { kNone, kGeneral, kReserved };
+
+  // Holds a connection's slot (see Admission in the header) until it closes.
+  class Admission {
+   public:
+    Admission(Server& server, std::string client) : server_(server), client_(std::move(client)) {
+      std::lock_guard lock(server_.admission_mu_);
+      int& mine = server_.per_client_[client_];
+      int cap = std::min(server_.options_.max_connections_per_client, server_.options_.max_connections);
+      if (server_.general_ < server_.options_.max_connections && mine < cap) {
+        ++server_.general_;
+        ++mine;
+        slot_ = Slot::kGeneral;
+      } else if (server_.reserved_ < server_.options_.reserved_connections &&
+                 server_.options_.reserved_for) {
+        ++server_.reserved_;
+        slot_ = Slot::kReserved;
+      }
+      if (mine == 0) server_.per_client_.erase(client_);
+    }
+    ~Admission() {
+      std::lock_guard lock(server_.admission_mu_);
+      if (slot_ == Slot::kGeneral) {
+        --server_.general_;
+        auto it = server_.per_client_.find(client_);
+        if (it != server_.per_client_.end() && --it->second <= 0) server_.per_client_.erase(it);
+      } else if (slot_ == Slot::kReserved) {
+        --server_.reserved_;
+      }
+    }
+    Slot slot() const { return slot_; }
+
+   private:
+    Server& server_;
+    std::string client_;
+    Slot slot_ = Slot::kNone;
+  };
+
   // One connection: requests in turn until the client closes, a stream
   // response ends it, or it idles past the read timeout. `Stream` is a
   // beast::tcp_stream or a TLS stream over one.
   template <class Stream>
   awaitable<void> Session(std::shared_ptr<Stream> stream) {
     auto& tcp_layer = beast::get_lowest_layer(*stream);
-    struct Counter {
-      std::atomic<int>& n;
-      explicit Counter(std::atomic<int>& c) : n(c) { ++n; }
-      ~Counter() { --n; }
-    } counter(connections_);
+    beast::error_code peer_ec;
+    auto peer = tcp_layer.socket().remote_endpoint(peer_ec);
+    Admission admission(*this, peer_ec ? std::string() : peer.address().to_string());
     beast::flat_buffer buffer;
-    if (connections_.load() > options_.max_connections) {
+    if (admission.slot() == Slot::kNone) {
       co_await WriteSimple(*stream, 503, ErrorJson("Unavailable", "too many connections"), false);
       co_return;
     }
+    bool first = true;
     for (;;) {
       http::request_parser<http::string_body> parser;
       parser.body_limit(options_.max_body_bytes);
       parser.header_limit(16 * 1024);
-      tcp_layer.expires_after(options_.read_timeout);
       beast::error_code ec;
-      co_await http::async_read(*stream, buffer, parser, net::redirect_error(use_awaitable, ec));
+      if (first) {
+        // Headers first, on a short deadline: an idle socket gives its slot back soon.
+        tcp_layer.expires_after(std::min(options_.header_timeout, options_.read_timeout));
+        co_await http::async_read_header(*stream, buffer, parser,
+                                         net::redirect_error(use_awaitable, ec));
+        first = false;
+      }
+      if (!ec) {
+        tcp_layer.expires_after(options_.read_timeout);
+        co_await http::async_read(*stream, buffer, parser, net::redirect_error(use_awaitable, ec));
+      }
       if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
           ec == net::error::operation_aborted || ec == net::error::connection_reset ||
           ec == net::error::eof || ec == net::ssl::error::stream_truncated) {
@@ -187,6 +237,10 @@ class Server final : public HttpServer {
       http::request<http::string_body> raw = parser.release();
       bool keep_alive = raw.keep_alive();
       HttpRequest req = ToHttpRequest(raw);
+      if (admission.slot() == Slot::kReserved && !options_.reserved_for(req.method, req.path)) {
+        co_await WriteSimple(*stream, 503, ErrorJson("Unavailable", "too many connections"), false);
+        break;
+      }
 
       HttpResponse resp;
       try {
@@ -313,7 +367,10 @@ class Server final : public HttpServer {
   net::io_context io_;
   tcp::acceptor acceptor_;
   std::vector<std::thread> threads_;
-  std::atomic<int> connections_{0};
+  std::mutex admission_mu_;
+  int general_ = 0;                    // guarded by admission_mu_
+  int reserved_ = 0;                   // guarded by admission_mu_
+  std::map<std::string, int> per_client_;  // guarded by admission_mu_: general slots by address
   std::atomic<bool> stopped_{false};
   int port_ = 0;
 };

@@ -1,6 +1,15 @@
 // A small HTTP/1.1 server on Boost.Beast: keep-alive, a body size limit,
 // read timeouts, and chunked streaming responses (log follow, event streams).
 //
+// Admission: a connection takes a general slot while fewer than
+// `max_connections` are open and its client address holds fewer than
+// `max_connections_per_client` of them. Otherwise it takes one of
+// `reserved_connections` extra slots, where only requests `reserved_for`
+// accepts are served (the jobs' progress reports): others get 503. Beyond
+// both, a new connection gets 503 at once. A connection must send its first
+// request's headers within `header_timeout`, so idle sockets do not hold
+// slots for long.
+//
 // Thread safety: the handler is called concurrently from `threads` I/O
 // threads and must be thread-safe. A handler may block (it runs on its
 // connection's thread), but a streaming response's Next() must not: it is
@@ -12,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -61,7 +71,17 @@ struct HttpServerOptions {
   int threads = 4;
   std::size_t max_body_bytes = 1 << 20;  // larger bodies get 413
   std::chrono::seconds read_timeout{30};
-  int max_connections = 1024;            // beyond this new connections get 503
+  int max_connections = 1024;            // general slots; see Admission above
+  // General slots one client address may hold (loopback included); its
+  // further connections go to the reserve.
+  int max_connections_per_client = 64;
+  // Slots beyond max_connections for requests `reserved_for` accepts.
+  int reserved_connections = 64;
+  // Which requests (method, decoded path) may use a reserved slot; none when unset.
+  std::function<bool(std::string_view method, std::string_view path)> reserved_for = {};
+  // A new connection's first request line and headers must arrive within
+  // this (and within read_timeout); later requests on it have read_timeout.
+  std::chrono::seconds header_timeout{10};
   // Both set: HTTPS only (TLS 1.2+), with this PEM certificate chain and key.
   std::string tls_cert_file = {};
   std::string tls_key_file = {};

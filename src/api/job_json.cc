@@ -36,8 +36,8 @@ nlohmann::json ProgressToJson(const ProgressView& p) {
 }
 
 nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
-                         const ProgressView& progress) {
-  return {
+                         const ProgressView& progress, bool with_spec) {
+  nlohmann::json view = {
       {"health", std::string(HealthName(progress.health))},
       {"health_reason", progress.health_reason},
       {"progress", ProgressToJson(progress)},
@@ -62,12 +62,13 @@ nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
       {"started_at", OptionalTime(job.started_at)},
       {"finished_at", OptionalTime(job.finished_at)},
       {"stop_requested_at", OptionalTime(job.stop_requested_at)},
-      {"spec", JobSpecToJson(job.spec)},
   };
+  if (with_spec) view["spec"] = JobSpecToJson(job.spec);
+  return view;
 }
 
-nlohmann::json JobView(JobService& service, const Job& job) {
-  return JobToJson(job, service.PendingReason(job.name()), service.Progress(job));
+nlohmann::json JobView(JobService& service, const Job& job, bool with_spec) {
+  return JobToJson(job, service.PendingReason(job.name()), service.Progress(job), with_spec);
 }
 
 nlohmann::json QueueToJson(const QueueStatus& q) {

@@ -13,10 +13,11 @@
 
 namespace headway::api {
 
+// Without `with_spec`, the view has no "spec" (what the jobs stream sends).
 nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
-                         const ProgressView& progress);
+                         const ProgressView& progress, bool with_spec = true);
 // JobToJson with the job's pending reason and progress as `service` has them now.
-nlohmann::json JobView(JobService& service, const Job& job);
+nlohmann::json JobView(JobService& service, const Job& job, bool with_spec = true);
 nlohmann::json ProgressToJson(const ProgressView& progress);
 // JSON has no NaN or infinity: non-finite values become "NaN", "Infinity", "-Infinity".
 nlohmann::json NumberToJson(double value);

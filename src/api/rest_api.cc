@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 
 #include "api/auth.h"
@@ -83,6 +85,65 @@ Result<JobFilter> ParseFilter(const HttpRequest& req) {
 // end on one thread); unset when authentication is off. Route handlers read
 // it instead of every one of them taking the caller as a parameter.
 thread_local const UserToken* t_caller = nullptr;
+// The secret the caller sent (set with t_caller): streams re-check it.
+thread_local const std::string* t_secret = nullptr;
+
+// How often an open stream checks that its token still works.
+constexpr auto kStreamTokenCheck = std::chrono::seconds(2);
+
+// Counts the open streams of each token owner (a session counts as the token
+// it was made from).
+class StreamCounter {
+ public:
+  explicit StreamCounter(int limit) : limit_(limit) {}
+  // A held slot, or null when `owner` is at the limit.
+  std::shared_ptr<void> Take(const std::string& owner) {
+    std::lock_guard lock(mu_);
+    int& n = open_[owner];
+    if (n >= limit_) return nullptr;
+    ++n;
+    // Not null (the caller tests it); the deleter gives the slot back.
+    return std::shared_ptr<void>(static_cast<void*>(this), [this, owner](void*) {
+      std::lock_guard lock(mu_);
+      if (--open_[owner] <= 0) open_.erase(owner);
+    });
+  }
+  int limit() const { return limit_; }
+
+ private:
+  const int limit_;
+  std::mutex mu_;
+  std::map<std::string, int> open_;  // guarded by mu_
+};
+
+// A stream that ends once the token that opened it is revoked or expired,
+// and holds its owner's stream slot while open.
+class TokenBoundStream final : public ResponseStream {
+ public:
+  TokenBoundStream(std::shared_ptr<ResponseStream> inner, TokenService* tokens, std::string secret,
+                   std::shared_ptr<void> slot)
+      : inner_(std::move(inner)),
+        tokens_(tokens),
+        secret_(std::move(secret)),
+        slot_(std::move(slot)),
+        next_check_(std::chrono::steady_clock::now() + kStreamTokenCheck) {}
+
+  bool Next(std::string& out) override {
+    if (tokens_ != nullptr && std::chrono::steady_clock::now() >= next_check_) {
+      next_check_ = std::chrono::steady_clock::now() + kStreamTokenCheck;
+      if (!tokens_->Authenticate(secret_).ok()) return false;
+    }
+    return inner_->Next(out);
+  }
+  std::chrono::milliseconds interval() const override { return inner_->interval(); }
+
+ private:
+  std::shared_ptr<ResponseStream> inner_;
+  TokenService* tokens_;
+  const std::string secret_;
+  std::shared_ptr<void> slot_;
+  std::chrono::steady_clock::time_point next_check_;
+};
 
 // A viewer token with this team sees every team (for monitoring).
 constexpr const char* kEveryTeam = "*";
@@ -95,7 +156,10 @@ class Api {
         tokens_(options.tokens),
         hosts_(options.hosts),
         team_policy_(options.team_policy),
-        dashboard_(options.web_dir) {
+        dashboard_(options.web_dir),
+        own_cache_(options.watch_cache ? nullptr : std::make_unique<WatchCache>(service)),
+        cache_(options.watch_cache ? *options.watch_cache : *own_cache_),
+        streams_(options.max_streams_per_token) {
     router_.Add("GET", "/healthz", [](const HttpRequest&, const PathParams&) {
       return JsonResponse(200, {{"status", "ok"}});
     });
@@ -104,7 +168,7 @@ class Api {
                           RenderPrometheus(service_, counters_, VisibleTeam()), {}, nullptr};
     });
     router_.Add("GET", "/api/v1/watch/jobs",
-                [this](auto&, auto&) { return EventStream(WatchJobs(service_, VisibleTeam())); });
+                [this](auto&, auto&) { return EventStream(WatchJobs(cache_, service_, VisibleTeam())); });
     router_.Add("GET", "/api/v1/jobs/{name}/watch",
                 [this](auto& r, auto& p) { return WatchOne(r, p.at("name")); });
     router_.Add("GET", "/api/v1/whoami", [](auto&, auto&) {
@@ -218,11 +282,12 @@ class Api {
     UserToken caller;
     // Cleared however the handler leaves, a thrown exception included.
     struct CallerScope {
-      CallerScope() { t_caller = nullptr; }
-      ~CallerScope() { t_caller = nullptr; }
+      CallerScope() { t_caller = nullptr; t_secret = nullptr; }
+      ~CallerScope() { t_caller = nullptr; t_secret = nullptr; }
     } scope;
+    std::string secret;  // outlives the handler, like `caller`
     if (tokens_ && NeedsUserToken(req)) {
-      std::string secret = BearerToken(req.Header("authorization"));
+      secret = BearerToken(req.Header("authorization"));
       if (secret.empty()) {
         return ErrorResponse(Unauthenticated(
             "this server requires a user token: send \"Authorization: Bearer <token>\""));
@@ -236,6 +301,7 @@ class Api {
         return ErrorResponse(PermissionDenied("token '" + caller.name + "' is a viewer: it may only read"));
       }
       t_caller = &caller;
+      t_secret = &secret;
     }
     return router_.Dispatch(req);
   }
@@ -243,12 +309,7 @@ class Api {
   // The jobs' own progress reports carry job tokens, checked by the service.
   static bool NeedsUserToken(const HttpRequest& req) {
     if (req.path == "/healthz") return false;
-    std::vector<std::string> parts = SplitPath(req.path);
-    bool native_report = parts.size() == 5 && parts[0] == "api" && parts[2] == "jobs" &&
-                         parts[4] == "progress";
-    bool kubeflow_report = parts.size() >= 2 && parts[0] == "apis" &&
-                           parts[1] == "trainer.kubeflow.org" && parts.back() == "status";
-    return !(req.method == "POST" && (native_report || kubeflow_report));
+    return !IsJobReport(req.method, req.path);
   }
 
   // Whether the caller may see what belongs to `team`: admins and viewers of
@@ -325,9 +386,29 @@ class Api {
   }
 
   HttpResponse EventStream(std::shared_ptr<ResponseStream> stream) {
-    HttpResponse r{200, "text/event-stream", "", {}, std::move(stream)};
+    HttpResponse r{200, "text/event-stream", "", {}, nullptr};
     r.headers.emplace_back("X-Accel-Buffering", "no");
-    return r;
+    return Bound(std::move(r), std::move(stream));
+  }
+
+  // Puts `stream` in `response`, bound to the caller's token (see
+  // TokenBoundStream), or answers 429 when the token has too many open.
+  HttpResponse Bound(HttpResponse response, std::shared_ptr<ResponseStream> stream) {
+    if (!t_caller || !t_secret) {
+      response.stream = std::move(stream);
+      return response;
+    }
+    std::string owner = t_caller->parent.empty() ? t_caller->name : t_caller->parent;
+    auto slot = streams_.Take(owner);
+    if (!slot) {
+      return ErrorResponse(Status(
+          StatusCode::kResourceExhausted,
+          "token '" + owner + "' (with its sessions) has " + std::to_string(streams_.limit()) +
+          " streams open, the limit (--max-streams-per-token); close one first"));
+    }
+    response.stream =
+        std::make_shared<TokenBoundStream>(std::move(stream), tokens_, *t_secret, std::move(slot));
+    return response;
   }
 
   HttpResponse WatchOne(const HttpRequest& req, const std::string& name) {
@@ -342,7 +423,7 @@ class Api {
       buckets = static_cast<std::size_t>(*n);
     }
     if (Status s = CheckVisible(name); !s.ok()) return ErrorResponse(s);
-    auto stream = WatchJob(service_, name, buckets);
+    auto stream = WatchJob(cache_, service_, name, buckets);
     if (!stream.ok()) return ErrorResponse(stream.status());
     return EventStream(std::move(stream.value()));
   }
@@ -448,6 +529,7 @@ class Api {
     ApplySubmitDir(*spec, req.Header("x-headway-submit-dir"));
     auto job = service_.Submit(std::move(spec.value()), Creator());
     if (!job.ok()) return ErrorResponse(job.status());
+    cache_.OnSubmitted(*job);
     return JsonResponse(201, View(*job));
   }
 
@@ -730,10 +812,10 @@ class Api {
         v.files = select(*all, v.attempt);
         return v;
       };
-      resp.stream =
-          std::make_shared<LogFollowStream>(view, attempt, std::move(selected), prefix,
-                                            req.query.count("attempt") > 0, start, limit_bytes);
-      return resp;
+      return Bound(std::move(resp),
+                   std::make_shared<LogFollowStream>(view, attempt, std::move(selected), prefix,
+                                                     req.query.count("attempt") > 0, start,
+                                                     limit_bytes));
     }
     // What is there now, streamed: a log of any size, never cut silently.
     auto now = [attempt, files = selected]() {
@@ -854,10 +936,23 @@ class Api {
   const TeamPolicy team_policy_;
   Dashboard dashboard_;
   ApiCounters counters_;
+  std::unique_ptr<WatchCache> own_cache_;  // only without options.watch_cache
+  WatchCache& cache_;
+  StreamCounter streams_;
   Router router_;
 };
 
 }  // namespace
+
+bool IsJobReport(std::string_view method, std::string_view path) {
+  if (method != "POST") return false;
+  std::vector<std::string> parts = SplitPath(std::string(path));
+  bool native_report =
+      parts.size() == 5 && parts[0] == "api" && parts[2] == "jobs" && parts[4] == "progress";
+  bool kubeflow_report = parts.size() >= 2 && parts[0] == "apis" &&
+                         parts[1] == "trainer.kubeflow.org" && parts.back() == "status";
+  return native_report || kubeflow_report;
+}
 
 HttpHandler MakeRestApi(JobService& service, const RestApiOptions& options) {
   auto api = std::make_shared<Api>(service, options);

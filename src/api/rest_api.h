@@ -5,12 +5,14 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "api/experiment_service.h"
 #include "api/http_server.h"
 #include "api/job_service.h"
 #include "api/request_guard.h"
 #include "api/token_service.h"
+#include "api/watch_cache.h"
 #include "core/team_policy.h"
 
 namespace headway::api {
@@ -33,7 +35,19 @@ struct RestApiOptions {
   // a spec above them is refused with 400. Only with `tokens`: without
   // authentication every caller acts as the admin, who is not bounded.
   TeamPolicy team_policy;
+  // What the jobs streams read (api/watch_cache.h). Without one the API
+  // makes its own, which then lists the active jobs once a second.
+  WatchCache* watch_cache = nullptr;
+  // Event and log streams one user token may hold open at once, its
+  // dashboard sessions included (they count as their owner); more get 429.
+  // Open streams re-check their token every few seconds and end once it is
+  // revoked or expired. Only with `tokens`.
+  int max_streams_per_token = 32;
 };
+
+// Whether a request is a job's own progress report (the native and the
+// Kubeflow endpoint): what the HTTP server's reserved connections serve.
+bool IsJobReport(std::string_view method, std::string_view path);
 
 // The services must outlive the handler.
 HttpHandler MakeRestApi(JobService& service, const RestApiOptions& options = {});

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "api/job_json.h"
 
@@ -45,51 +46,28 @@ class KeepAlive {
 
 class JobsStream final : public ResponseStream {
  public:
-  JobsStream(JobService& service, std::string team) : service_(service), team_(std::move(team)) {}
+  JobsStream(WatchCache& cache, JobService& service, std::string team)
+      : cache_(cache), service_(service), team_(std::move(team)) {}
 
   bool Next(std::string& out) override {
     if (!started_) {
       started_ = true;
-      JobFilter all;
-      all.team = team_;
-      auto jobs = service_.List(all);
-      json views = json::array();
-      if (jobs.ok()) {
-        for (const Job& job : *jobs) views.push_back(Remember(job));
-      }
-      AppendEvent(out, "snapshot", {{"jobs", std::move(views)}});
+      Snapshot(out);
       keep_alive_.Sent();
       return true;
     }
-    // Only jobs that can still change: the active ones, the ones submitted
-    // since the last look, and those that were active then (they may have ended).
-    std::map<std::string, Job> candidates;
-    auto take = [&](const JobFilter& filter) {
-      auto jobs = service_.List(filter);
-      if (!jobs.ok()) return;
-      for (Job& job : *jobs) candidates.emplace(job.name(), std::move(job));
-    };
-    JobFilter active;
-    active.team = team_;
-    active.active_only = true;
-    take(active);
-    JobFilter fresh;
-    fresh.team = team_;
-    fresh.submitted_after = max_seq_;
-    take(fresh);
-    for (const std::string& name : active_) {
-      if (candidates.count(name)) continue;
-      auto job = service_.Get(name);
-      if (job.ok()) candidates.emplace(name, std::move(job.value()));
+    std::vector<std::shared_ptr<const WatchCache::Entry>> changed;
+    seen_ = cache_.ChangesSince(seen_, team_, changed);
+    std::string views;
+    for (const auto& entry : changed) {
+      auto sent = in_snapshot_.find(entry->name);
+      if (sent != in_snapshot_.end() && sent->second == entry->version) continue;
+      if (!views.empty()) views += ',';
+      views += entry->view;
     }
-    active_.clear();
-    json changed = json::array();
-    for (auto& [name, job] : candidates) {
-      std::string before = last_[name];
-      json view = Remember(job);
-      if (last_[name] != before) changed.push_back(std::move(view));
-    }
-    if (!changed.empty()) AppendEvent(out, "update", {{"jobs", std::move(changed)}});
+    // Every version the snapshot used is behind `seen_` now.
+    in_snapshot_.clear();
+    if (!views.empty()) AppendRaw(out, "update", "{\"jobs\":[" + views + "]}");
     keep_alive_.MaybePing(out);
     return true;
   }
@@ -97,23 +75,42 @@ class JobsStream final : public ResponseStream {
   std::chrono::milliseconds interval() const override { return std::chrono::milliseconds(1000); }
 
  private:
-  json Remember(const Job& job) {
-    json view = JobView(service_, job);
-    // The list has no use for the spec, the bulk of a view: 10k jobs stream in
-    // a fraction of the bytes. The job's own stream carries it.
-    view.erase("spec");
-    last_[job.name()] = JsonText(view);
-    if (!IsTerminal(job.state)) active_.insert(job.name());
-    max_seq_ = std::max(max_seq_, job.submit_seq);
-    return view;
+  // Every job (ended ones too) once from the store; the cache's view where it
+  // has one, so later updates go on from there.
+  void Snapshot(std::string& out) {
+    seen_ = cache_.version();
+    JobFilter all;
+    all.team = team_;
+    auto jobs = service_.List(all);
+    std::string views;
+    if (jobs.ok()) {
+      for (const Job& job : *jobs) {
+        if (!views.empty()) views += ',';
+        if (auto entry = cache_.Find(job.name())) {
+          views += entry->view;
+          in_snapshot_[job.name()] = entry->version;
+        } else {
+          views += JsonText(JobView(service_, job, /*with_spec=*/false));
+        }
+      }
+    }
+    AppendRaw(out, "snapshot", "{\"jobs\":[" + views + "]}");
   }
 
+  static void AppendRaw(std::string& out, std::string_view type, const std::string& data) {
+    out += "event: ";
+    out += type;
+    out += "\ndata: ";
+    out += data;
+    out += "\n\n";
+  }
+
+  WatchCache& cache_;
   JobService& service_;
   const std::string team_;
   bool started_ = false;
-  std::int64_t max_seq_ = 0;
-  std::set<std::string> active_;
-  std::map<std::string, std::string> last_;  // name -> serialised view
+  std::uint64_t seen_ = 0;  // the cache version sent so far
+  std::map<std::string, std::uint64_t> in_snapshot_;  // cache versions the snapshot sent
   KeepAlive keep_alive_;
 };
 
@@ -121,10 +118,21 @@ json FiniteOrNull(double v) { return std::isfinite(v) ? json(v) : json(nullptr);
 
 class JobStream final : public ResponseStream {
  public:
-  JobStream(JobService& service, std::string name, std::size_t buckets)
-      : service_(service), name_(std::move(name)), buckets_(buckets) {}
+  JobStream(WatchCache& cache, JobService& service, std::string name, std::size_t buckets)
+      : cache_(cache), service_(service), name_(std::move(name)), buckets_(buckets) {}
 
   bool Next(std::string& out) override {
+    // The store only when the job's view changed, or now and then for events
+    // that change no view.
+    auto entry = cache_.Find(name_);
+    std::uint64_t version = entry ? entry->version : 0;
+    auto now = SteadyClock::now();
+    if (started_ && version == seen_version_ && now - last_look_ < kLookAnyway) {
+      keep_alive_.MaybePing(out);
+      return true;
+    }
+    seen_version_ = version;
+    last_look_ = now;
     auto job = service_.Get(name_);
     if (!job.ok()) return false;  // deleted: end the stream
     json view = JobView(service_, *job);
@@ -205,9 +213,14 @@ class JobStream final : public ResponseStream {
     metrics[metric] = {{"steps", std::move(steps)}, {"values", std::move(values)}};
   }
 
+  static constexpr auto kLookAnyway = std::chrono::seconds(5);
+
+  WatchCache& cache_;
   JobService& service_;
   const std::string name_;
   const std::size_t buckets_;
+  std::uint64_t seen_version_ = 0;
+  SteadyClock::time_point last_look_{};
   bool started_ = false;
   std::string last_view_;
   std::int64_t last_event_ = 0;
@@ -217,15 +230,17 @@ class JobStream final : public ResponseStream {
 
 }  // namespace
 
-std::shared_ptr<ResponseStream> WatchJobs(JobService& service, std::string team) {
-  return std::make_shared<JobsStream>(service, std::move(team));
+std::shared_ptr<ResponseStream> WatchJobs(WatchCache& cache, JobService& service,
+                                          std::string team) {
+  return std::make_shared<JobsStream>(cache, service, std::move(team));
 }
 
-Result<std::shared_ptr<ResponseStream>> WatchJob(JobService& service, const std::string& name,
-                                                 std::size_t buckets) {
+Result<std::shared_ptr<ResponseStream>> WatchJob(WatchCache& cache, JobService& service,
+                                                 const std::string& name, std::size_t buckets) {
   auto job = service.Get(name);
   if (!job.ok()) return job.status();
-  return std::shared_ptr<ResponseStream>(std::make_shared<JobStream>(service, name, buckets));
+  return std::shared_ptr<ResponseStream>(
+      std::make_shared<JobStream>(cache, service, name, buckets));
 }
 
 }  // namespace headway::api

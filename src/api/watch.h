@@ -10,8 +10,11 @@
 //           only the new points; "events" {"events": [...]}: new events.
 //
 // A view is the object GET /api/v1/jobs/{name} returns (without "spec" in the
-// jobs stream). Streams read through
-// JobService on the HTTP I/O thread and end when the client goes away.
+// jobs stream). The jobs stream reads the job store once, for its snapshot,
+// then only the watch cache (api/watch_cache.h): no database reads, no view
+// rendering. The job stream reads the store again only when the job's cache
+// entry changed, and otherwise every few seconds (for events that change no
+// view). Streams end when the client goes away.
 #pragma once
 
 #include <cstddef>
@@ -20,14 +23,16 @@
 
 #include "api/http_server.h"
 #include "api/job_service.h"
+#include "api/watch_cache.h"
 
 namespace headway::api {
 
 // Only the jobs of `team` when it is not empty.
-std::shared_ptr<ResponseStream> WatchJobs(JobService& service, std::string team = {});
+std::shared_ptr<ResponseStream> WatchJobs(WatchCache& cache, JobService& service,
+                                          std::string team = {});
 
 // NotFound for an unknown job. `buckets` >= 2.
-Result<std::shared_ptr<ResponseStream>> WatchJob(JobService& service, const std::string& name,
-                                                 std::size_t buckets);
+Result<std::shared_ptr<ResponseStream>> WatchJob(WatchCache& cache, JobService& service,
+                                                 const std::string& name, std::size_t buckets);
 
 }  // namespace headway::api

@@ -458,6 +458,7 @@ void JobController::Tick() {
       if (Apply(job, std::move(step), work).ok() && ended) CrashPointForTests("exit:stored");
     }
     Schedule(*jobs, work);
+    if (options_.on_tick) options_.on_tick(*jobs);
   }
   Carry(work);
 }

@@ -72,6 +72,10 @@ struct ControllerOptions {
   // Called (on the control loop's thread, holding no store lock) for every
   // persisted StateChanged or HealthChanged event; must not block.
   std::function<void(const Job&, const JobEvent&)> on_change;
+  // Called at the end of every Tick (on the control loop's thread, holding
+  // the controller's lock) with the jobs that were active at its start, as
+  // the pass left them (some may have ended in it); must not block.
+  std::function<void(const std::vector<Job>& active)> on_tick;
 };
 
 class JobController final : public api::JobService {

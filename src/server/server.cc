@@ -23,6 +23,7 @@
 #include "api/request_guard.h"
 #include "core/run_as.h"
 #include "api/rest_api.h"
+#include "api/watch_cache.h"
 #include "core/team_policy.h"
 #include "exec/command_runner.h"
 #include "exec/executor.h"
@@ -414,20 +415,39 @@ int RunServer(const ServerConfig& config) {
   // Delivery follows the store's event log (see webhook_notifier.h); the
   // controller's changes only wake the workers.
   WebhookNotifier webhooks(**store, webhook_options);
-  if (webhooks.enabled()) {
-    options.on_change = [&webhooks](const Job&, const JobEvent&) { webhooks.Notify(); };
-  }
+  // The watch cache, once it exists (it needs the controller it is fed by).
+  std::atomic<api::WatchCache*> watch_feed{nullptr};
+  options.on_tick = [&watch_feed](const std::vector<Job>& active) {
+    if (api::WatchCache* cache = watch_feed.load()) cache->OnTick(active);
+  };
+  const bool notify = webhooks.enabled();
+  options.on_change = [&webhooks, &watch_feed, notify](const Job& job, const JobEvent&) {
+    if (api::WatchCache* cache = watch_feed.load()) cache->OnChange(job);
+    if (notify) webhooks.Notify();
+  };
 
   // Bind first, so the URL handed to jobs names the real port; requests that
   // arrive before the controller exists get 503.
   std::unique_ptr<JobController> controller;
+  std::unique_ptr<api::WatchCache> watch_cache;  // gone before the controller it reads
   std::unique_ptr<ExperimentController> experiments;
   api::HttpHandler api_handler;
   std::atomic<const api::HttpHandler*> ready{nullptr};
+  api::HttpServerOptions http_options;
+  http_options.address = config.listen_address;
+  http_options.port = config.port;
+  http_options.threads = config.http_threads;
+  http_options.max_body_bytes = config.max_body_bytes;
+  http_options.read_timeout = std::chrono::seconds(config.request_timeout_s);
+  http_options.header_timeout = std::chrono::seconds(config.header_timeout_s);
+  http_options.max_connections = config.max_connections;
+  http_options.max_connections_per_client = config.max_connections_per_client;
+  http_options.reserved_connections = config.reserved_connections;
+  http_options.reserved_for = api::IsJobReport;
+  http_options.tls_cert_file = config.tls_cert_file;
+  http_options.tls_key_file = config.tls_key_file;
   auto server = api::HttpServer::Start(
-      {config.listen_address, config.port, config.http_threads, config.max_body_bytes,
-       std::chrono::seconds(config.request_timeout_s), config.max_connections,
-       config.tls_cert_file, config.tls_key_file},
+      http_options,
       [&ready](const api::HttpRequest& req) {
         const api::HttpHandler* handler = ready.load();
         if (handler == nullptr) {
@@ -465,8 +485,12 @@ int RunServer(const ServerConfig& config) {
                                          : " unless their team is mapped with --run-as");
   }
   controller = std::make_unique<JobController>(**store, executors, clock, options);
+  watch_cache = std::make_unique<api::WatchCache>(*controller);
+  watch_feed.store(watch_cache.get());
   experiments = std::make_unique<ExperimentController>(**store, *controller, clock);
   api::RestApiOptions api_options;
+  api_options.watch_cache = watch_cache.get();
+  api_options.max_streams_per_token = config.max_streams_per_token;
   api_options.experiments = experiments.get();
   api_options.tokens = config.auth ? &user_tokens : nullptr;
   api_options.web_dir = config.web_dir;
@@ -502,6 +526,7 @@ int RunServer(const ServerConfig& config) {
   experiments->Shutdown();
   loop.join();
   experiment_loop.join();
+  watch_feed.store(nullptr);
   return 0;
 }
 

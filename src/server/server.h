@@ -37,6 +37,10 @@ struct ServerConfig {
   int http_threads = 16;
   std::size_t max_body_bytes = 1 << 20;
   int max_connections = 1024;       // beyond this, new connections get 503
+  int max_connections_per_client = 64;  // of max_connections, per client address
+  int reserved_connections = 64;    // beyond max_connections, for progress reports only
+  int header_timeout_s = 10;        // a new connection's first request headers must arrive within this
+  int max_streams_per_token = 32;   // open event/log streams per user token (and its sessions)
   int request_timeout_s = 30;       // a request must arrive whole within this (slow clients)
   std::size_t max_series_per_job = 1000;
   std::uint64_t max_points_per_job = 1000000;  // progress rows (steps + metric values) per job

@@ -25,49 +25,6 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-// A plain TCP connection to the server, for clients that misbehave.
-class RawConnection {
- public:
-  explicit RawConnection(const TestServer& server) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<std::uint16_t>(std::stoi(server.url().substr(server.url().rfind(':') + 1))));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  }
-  ~RawConnection() { Close(); }
-  void Close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  bool connected() const { return connected_; }
-  bool Send(const std::string& bytes) {
-    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
-  }
-  // What the server sent within `timeout`, until it closed the connection.
-  std::string Receive(std::chrono::milliseconds timeout, bool* closed = nullptr) {
-    std::string out;
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 50) <= 0) continue;
-      char buf[4096];
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) {
-        if (closed) *closed = true;
-        break;
-      }
-      out.append(buf, static_cast<std::size_t>(n));
-    }
-    return out;
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-};
-
 int Health(const TestServer& server) {
   api::HttpClient http(server.url());
   auto r = http.Request("GET", "/healthz");
@@ -112,6 +69,80 @@ TEST(Limits, ASlowClientIsCutOffWithoutHoldingUpOthers) {
   EXPECT_TRUE(closed) << "the server closed the slow connection";
   EXPECT_GE(served, 3) << "other clients were served meanwhile";
   EXPECT_EQ(Health(server), 200);
+}
+
+// A flood of idle sockets as large as --max-connections, all from one
+// address (as a local user or a stuck client makes): it once left every
+// request with 503, the jobs' progress reports too, so a healthy job with
+// `on_stall: stop` turned Stalled and was stopped.
+TEST(Limits, IdleSocketsLeaveRoomForReportsAndOtherClients) {
+  TestServer server(1, {"--max-connections", "20", "--max-connections-per-client", "8",
+                        "--report-connections", "16", "--header-timeout", "3"});
+  server.Submit("name: healthy\ncommand: \"echo $HEADWAY_TOKEN; while true; do sleep 0.2; done\"\n"
+                "termination_grace: 1s\npolicies: {on_stall: stop}\n");
+  std::string token;
+  ASSERT_TRUE(WaitFor([&] {
+    token = server.Cli({"logs", "healthy"}).out;
+    return token.size() > 10;
+  }));
+  while (!token.empty() && token.back() == '\n') token.pop_back();
+
+  std::vector<std::unique_ptr<RawConnection>> idle;
+  for (int i = 0; i < 20; ++i) {
+    idle.push_back(std::make_unique<RawConnection>(server));
+    ASSERT_TRUE(idle.back()->connected());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the server accept them
+  auto start = std::chrono::steady_clock::now();
+
+  // (a) The job's progress report gets through, from the flood's own address.
+  api::HttpClient job(server.url(), token);
+  auto report = job.Request("POST", "/api/v1/jobs/healthy/progress",
+                            R"({"step": 1, "total_steps": 100})");
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->status, 202) << report->body;
+
+  // (b) An authenticated request from another client is served.
+  RawConnection other(server, "127.0.0.2");
+  ASSERT_TRUE(other.connected());
+  std::string host = server.url().substr(server.url().find("//") + 2);
+  ASSERT_TRUE(other.Send("GET /api/v1/queues HTTP/1.1\r\nHost: " + host +
+                         "\r\nAuthorization: Bearer " + server.admin_token() +
+                         "\r\nConnection: close\r\n\r\n"));
+  std::string answer = other.Receive(std::chrono::seconds(5));
+  EXPECT_THAT(answer, HasSubstr("HTTP/1.1 200")) << answer.substr(0, 200);
+
+  // (c) The idle sockets are closed after the header deadline.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        for (auto& c : idle) {
+          if (!c->ClosedByServer()) return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(8)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
+  EXPECT_EQ(server.State("healthy"), "Running");
+  EXPECT_EQ(Health(server), 200);
+  server.Cli({"stop", "healthy"});
+}
+
+// Beyond the general slots, reserved ones serve progress reports only.
+TEST(Limits, ReservedConnectionsServeOnlyProgressReports) {
+  TestServer server(1, {"--max-connections", "2", "--report-connections", "2"});
+  std::vector<std::unique_ptr<RawConnection>> idle;
+  for (int i = 0; i < 2; ++i) idle.push_back(std::make_unique<RawConnection>(server));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  RawConnection reserved(server);
+  ASSERT_TRUE(reserved.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_THAT(reserved.Receive(std::chrono::seconds(5)), HasSubstr("too many connections"));
+  RawConnection report(server);
+  std::string body = R"({"step": 1})";
+  ASSERT_TRUE(report.Send("POST /api/v1/jobs/nope/progress HTTP/1.1\r\nHost: x\r\n"
+                          "Authorization: Bearer hwj_x\r\nContent-Type: application/json\r\n"
+                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
+  std::string answer = report.Receive(std::chrono::seconds(5));
+  EXPECT_THAT(answer, HasSubstr("HTTP/1.1 403")) << "served (and refused for its token), not 503";
 }
 
 // ---- Per-job limits ----

@@ -48,6 +48,32 @@ std::string ReadFile(const std::string& path);
 
 class TestServer;
 
+// A plain TCP connection to a server, for clients that misbehave (idle,
+// slow) or must come from another loopback address than 127.0.0.1.
+class RawConnection {
+ public:
+  // `source`: the local address to connect from, e.g. "127.0.0.2".
+  explicit RawConnection(const TestServer& server, const std::string& source = {});
+  ~RawConnection() { Close(); }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+  void Close();
+  bool connected() const { return connected_; }
+  bool Send(const std::string& bytes);
+  // What the server sent within `timeout`, until it closed the connection.
+  std::string Receive(std::chrono::milliseconds timeout, bool* closed = nullptr);
+  // Reads until `text` has arrived (true) or `timeout` passes or the server closes.
+  bool ReceiveUntil(const std::string& text, std::chrono::milliseconds timeout);
+  // Whether the server has closed its end (reads what is pending, without waiting).
+  bool ClosedByServer();
+  const std::string& received() const { return received_; }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+  std::string received_;  // what ReceiveUntil and ClosedByServer read
+};
+
 // One API call's answer; status -1 when no response came back.
 struct Answer {
   int status = -1;

@@ -3,7 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <thread>
 #include <map>
 #include <optional>
 
@@ -199,6 +202,96 @@ TEST(Watch, StreamsNeedAUserTokenWhenAuthIsOn) {
                        admin),
             200);
   EXPECT_TRUE(snapshot);
+}
+
+// The status line of a stream request sent over `conn` with `token`.
+std::string OpenStream(RawConnection& conn, const TestServer& server, const std::string& token,
+                       const std::string& path = "/api/v1/watch/jobs") {
+  std::string host = server.url().substr(server.url().find("//") + 2);
+  conn.Send("GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: Bearer " + token +
+            "\r\n\r\n");
+  conn.ReceiveUntil("\r\n", std::chrono::seconds(10));
+  return conn.received().substr(0, conn.received().find("\r\n"));
+}
+
+// An open stream once kept delivering after its token was revoked.
+TEST(Watch, AStreamEndsSoonAfterItsTokenIsRevoked) {
+  TestServer server;
+  std::string watcher = CreateToken(server, "watcher", "default", "viewer");
+  ASSERT_FALSE(watcher.empty());
+  RawConnection stream(server);
+  ASSERT_THAT(OpenStream(stream, server, watcher), HasSubstr("200"));
+  ASSERT_TRUE(stream.ReceiveUntil("event: snapshot", std::chrono::seconds(10)));
+  EXPECT_EQ(Call(server, server.admin_token(), "DELETE", "/api/v1/tokens/watcher").status, 200);
+  auto revoked = std::chrono::steady_clock::now();
+  bool closed = false;
+  stream.Receive(std::chrono::seconds(8), &closed);
+  EXPECT_TRUE(closed) << "the server ended the stream";
+  EXPECT_LT(std::chrono::steady_clock::now() - revoked, std::chrono::seconds(6));
+  // A new stream with it is refused.
+  EXPECT_EQ(Call(server, watcher, "GET", "/api/v1/watch/jobs").status, 401);
+}
+
+TEST(Watch, ATokenHoldsOnlySoManyStreams) {
+  TestServer server(1, {"--max-streams-per-token", "2"});
+  std::string member = CreateToken(server, "dash", "default", "member");
+  RawConnection a(server), b(server), c(server);
+  EXPECT_THAT(OpenStream(a, server, member), HasSubstr("200"));
+  // A session counts as the token it was made from.
+  Answer session = Call(server, member, "POST", "/api/v1/sessions");
+  ASSERT_EQ(session.status, 201);
+  EXPECT_THAT(OpenStream(b, server, session.body["token"]), HasSubstr("200"));
+  Answer third = Call(server, member, "GET", "/api/v1/jobs/x/logs?follow=true");
+  EXPECT_EQ(third.status, 404) << "a refused route does not count";
+  EXPECT_THAT(OpenStream(c, server, member), HasSubstr("429"));
+  // Other tokens are not held back.
+  RawConnection d(server);
+  EXPECT_THAT(OpenStream(d, server, server.admin_token()), HasSubstr("200"));
+  a.Close();
+  EXPECT_TRUE(WaitFor([&] {
+    RawConnection e(server);
+    return OpenStream(e, server, member).find("200") != std::string::npos;
+  }, std::chrono::seconds(10)));
+}
+
+// Every jobs stream once polled the store on the HTTP threads: with 2,000
+// active jobs, 60 streams pushed an unrelated /api/v1/queues call to 16 s.
+TEST(Watch, ManyStreamsOverManyJobsLeaveOtherRequestsFast) {
+  TestServer server(1, {"--max-streams-per-token", "100", "--max-connections-per-client", "200"});
+  server.Submit("name: holder\ncommand: \"sleep 600\"\nresources: {gpus_per_process: 1}\n");
+  ASSERT_TRUE(server.WaitForState("holder", "Running"));
+  constexpr int kJobs = 2000, kStreams = 60;
+  std::vector<std::thread> submitters;
+  std::atomic<int> refused{0};
+  for (int t = 0; t < 8; ++t) {
+    submitters.emplace_back([&, t] {
+      for (int i = t; i < kJobs; i += 8) {
+        std::string spec = R"({"name": "q)" + std::to_string(i) +
+                           R"(", "command": "true", "resources": {"gpus_per_process": 1}})";
+        if (Call(server, server.admin_token(), "POST", "/api/v1/jobs", spec).status != 201) ++refused;
+      }
+    });
+  }
+  for (auto& t : submitters) t.join();
+  ASSERT_EQ(refused.load(), 0);
+  std::vector<std::unique_ptr<RawConnection>> streams;
+  for (int i = 0; i < kStreams; ++i) {
+    streams.push_back(std::make_unique<RawConnection>(server));
+    ASSERT_THAT(OpenStream(*streams.back(), server, server.admin_token()), HasSubstr("200"));
+  }
+  for (auto& s : streams) ASSERT_TRUE(s->ReceiveUntil("event: snapshot", std::chrono::seconds(60)));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  std::vector<double> seconds;
+  for (int i = 0; i < 5; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(Call(server, server.admin_token(), "GET", "/api/v1/queues").status, 200);
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  std::sort(seconds.begin(), seconds.end());
+  EXPECT_LT(seconds[2], 1.0) << "median /api/v1/queues latency, s";
+  EXPECT_LT(seconds.back(), 3.0) << "slowest /api/v1/queues latency, s";
+  server.Cli({"stop", "holder"});
 }
 
 TEST(Dashboard, IsServedFromTheBinaryAndKeepsToItsFolder) {
