@@ -100,26 +100,6 @@ ProgressTracker::State& ProgressTracker::Load(const std::string& job) {
   return s;
 }
 
-Status ProgressTracker::AdmitSeries(const std::string& job,
-                                    const std::vector<ProgressReport>& reports,
-                                    std::size_t max_series) {
-  std::lock_guard lock(mu_);
-  State& s = Load(job);
-  std::set<std::string> fresh;
-  for (const ProgressReport& r : reports) {
-    for (const auto& [name, value] : r.metrics) {
-      if (!s.latest.count(name)) fresh.insert(name);
-    }
-  }
-  if (s.latest.size() + fresh.size() > max_series) {
-    return Status(InvalidArgument("job '" + job + "' would have " +
-                                  std::to_string(s.latest.size() + fresh.size()) +
-                                  " metric series; the limit is " + std::to_string(max_series))
-                      .WithField("metrics"));
-  }
-  return Status::Ok();
-}
-
 namespace {
 
 // Drops the values of series that would take a job holding `known` series
@@ -147,13 +127,6 @@ std::set<std::string> DropSeries(const std::map<std::string, MetricPoint>& known
 }
 
 }  // namespace
-
-std::set<std::string> ProgressTracker::DropSeriesOverLimit(const std::string& job,
-                                                           std::vector<ProgressReport>& reports,
-                                                           std::size_t max_series) {
-  std::lock_guard lock(mu_);
-  return DropSeries(Load(job).latest, reports, max_series);
-}
 
 std::vector<std::uint64_t> ProgressTracker::Costs(const std::string& job, const State& s,
                                                   const std::vector<ProgressReport>& reports) {

@@ -41,17 +41,6 @@ class ProgressTracker {
                   double plateau_window = 0.25);
 
   void Apply(const ProgressBatch& batch);
-  // The series limit alone (Admit and DropOverLimits check every limit).
-  // For reports nobody can be told "no" (stdout markers): removes the values
-  // of series that would take `job` past `max_series`, keeping the first new
-  // ones that fit. Returns the names of the series dropped.
-  std::set<std::string> DropSeriesOverLimit(const std::string& job,
-                                            std::vector<ProgressReport>& reports,
-                                            std::size_t max_series);
-  // InvalidArgument when `reports` would give `job` more than `max_series`
-  // metric series. Checked before writing, so a refused request stores nothing.
-  Status AdmitSeries(const std::string& job, const std::vector<ProgressReport>& reports,
-                     std::size_t max_series);
   // HTTP and Kubeflow reports, all or nothing: InvalidArgument (400) past
   // the series limit, PayloadTooLarge (413) past the points limit, before
   // anything is written. Admitted points are counted against the job at once.
