@@ -140,7 +140,9 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
         std::optional<Time> end;
         if (job->time_limit) end = state.now + *job->time_limit;
         bool ends_first = reservation->shadow && end && *end <= *reservation->shadow;
-        if (!ends_first) {
+        if (!options.backfill) {
+          allowed = false;  // strict order: nothing passes the job first in line
+        } else if (!ends_first) {
           for (const auto& [node, gpus] : *placement) allowed = allowed && gpus <= reservation->spare[node];
         }
         backfilled = true;

@@ -157,6 +157,22 @@ TEST(Scheduler, BackfillMayUseGpusTheReservationDoesNotNeed) {
   EXPECT_EQ(Started(d, "on-n3")->placement[0].node, "n3");
 }
 
+TEST(Scheduler, WithoutBackfillNothingPassesTheJobFirstInLine) {
+  ClusterState s;
+  s.now = T(0);
+  s.nodes = {{"n1", 8}, {"n2", 8}, {"n3", 8}, {"n4", 8}};
+  s.running = {Running("a", "q", {{"n1", 8}}, T(60)), Running("b", "q", {{"n2", 8}}, T(90)),
+               Running("c", "q", {{"n3", 4}})};
+  WaitingJob head = Waiting("head", "q", 8, 1, 0, /*nodes=*/2);
+  WaitingJob small = Waiting("small", "q", 4, 2);  // fits n3 without delaying head
+  small.time_limit = hours(10);
+  s.waiting = {head, small};
+  EXPECT_NE(Started(Schedule(s, {.backfill = true, .preemption = false}), "small"), nullptr);
+  Decision strict = Schedule(s, {.backfill = false, .preemption = false});
+  EXPECT_EQ(Started(strict, "small"), nullptr);
+  EXPECT_THAT(strict.pending_reasons.at("small"), HasSubstr("head"));
+}
+
 TEST(Scheduler, HigherPriorityPreemptsTheLowestPriorityNewestJobFirst) {
   ClusterState s = TwoNodes();
   RunningJob old_low = Running("old-low", "q", {{"n1", 8}}, std::nullopt, 0);
