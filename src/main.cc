@@ -102,8 +102,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
   server->add_option("--header-timeout", server_config.header_timeout_s,
-                     "seconds a new connection has to send its first request's headers (idle "
-                     "sockets are closed after this)")
+                     "seconds a connection has to send a request's headers, after connecting or "
+                     "after its previous answer (idle sockets are closed after this)")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
   server->add_option("--max-streams-per-token", server_config.max_streams_per_token,

@@ -193,19 +193,17 @@ class Server final : public HttpServer {
       co_await WriteSimple(*stream, 503, ErrorJson("Unavailable", "too many connections"), false);
       co_return;
     }
-    bool first = true;
     for (;;) {
       http::request_parser<http::string_body> parser;
       parser.body_limit(options_.max_body_bytes);
       parser.header_limit(16 * 1024);
       beast::error_code ec;
-      if (first) {
-        // Headers first, on a short deadline: an idle socket gives its slot back soon.
-        tcp_layer.expires_after(std::min(options_.header_timeout, options_.read_timeout));
-        co_await http::async_read_header(*stream, buffer, parser,
-                                         net::redirect_error(use_awaitable, ec));
-        first = false;
-      }
+      // Headers first, on a short deadline, for every request: a new socket
+      // that sends nothing and a kept-alive one left idle both give their
+      // slot back soon (clients reconnect, as after Apache's KeepAliveTimeout).
+      tcp_layer.expires_after(std::min(options_.header_timeout, options_.read_timeout));
+      co_await http::async_read_header(*stream, buffer, parser,
+                                       net::redirect_error(use_awaitable, ec));
       if (!ec) {
         tcp_layer.expires_after(options_.read_timeout);
         co_await http::async_read(*stream, buffer, parser, net::redirect_error(use_awaitable, ec));

@@ -6,9 +6,9 @@
 // `max_connections_per_client` of them. Otherwise it takes one of
 // `reserved_connections` extra slots, where only requests `reserved_for`
 // accepts are served (the jobs' progress reports): others get 503. Beyond
-// both, a new connection gets 503 at once. A connection must send its first
-// request's headers within `header_timeout`, so idle sockets do not hold
-// slots for long.
+// both, a new connection gets 503 at once. A connection must send each
+// request's headers within `header_timeout` (of connecting, or of its
+// previous answer), so idle sockets do not hold slots for long.
 //
 // Thread safety: the handler is called concurrently from `threads` I/O
 // threads and must be thread-safe. A handler may block (it runs on its

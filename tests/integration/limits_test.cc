@@ -127,6 +127,19 @@ TEST(Limits, IdleSocketsLeaveRoomForReportsAndOtherClients) {
   server.Cli({"stop", "healthy"});
 }
 
+// A kept-alive connection idle between requests gives its slot back on the
+// same deadline as a new one that sends nothing.
+TEST(Limits, AnIdleKeptAliveConnectionIsClosedAfterTheHeaderDeadline) {
+  TestServer server(1, {"--header-timeout", "1"});
+  RawConnection client(server);
+  ASSERT_TRUE(client.connected());
+  ASSERT_TRUE(client.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(client.ReceiveUntil("HTTP/1.1 200", std::chrono::seconds(5)));
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(WaitFor([&] { return client.ClosedByServer(); }, std::chrono::seconds(8)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
 // Beyond the general slots, reserved ones serve progress reports only.
 TEST(Limits, ReservedConnectionsServeOnlyProgressReports) {
   TestServer server(1, {"--max-connections", "2", "--report-connections", "2"});
