@@ -1,11 +1,13 @@
 #include "api/rest_api.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "api/auth.h"
@@ -799,7 +801,22 @@ class Api {
     if (follow == "true" || follow == "1") {
       std::string job_name = name;
       JobService& service = service_;
-      auto view = [&service, job_name, select]() {
+      WatchCache& cache = cache_;
+      // The stream looks every 200 ms; the store is read only when the
+      // job's cached view changed (its state, attempt, progress) or 2 s have
+      // passed, so followers cost the database next to nothing.
+      struct Seen {
+        std::uint64_t version = 0;
+        std::chrono::steady_clock::time_point read_at;
+        std::optional<FollowView> view;
+      };
+      auto view = [&service, &cache, job_name, select, seen = std::make_shared<Seen>()]() {
+        auto entry = cache.Find(job_name);
+        const auto now = std::chrono::steady_clock::now();
+        if (seen->view && entry && entry->version == seen->version &&
+            now - seen->read_at < std::chrono::seconds(2)) {
+          return *seen->view;
+        }
         FollowView v;
         auto j = service.Get(job_name);
         auto all = service.LogFiles(job_name);
@@ -810,6 +827,9 @@ class Api {
         v.finished = IsTerminal(j->state);
         v.attempt = all->empty() ? 0 : all->back().attempt;
         v.files = select(*all, v.attempt);
+        seen->version = entry ? entry->version : 0;
+        seen->read_at = now;
+        seen->view = v;
         return v;
       };
       return Bound(std::move(resp),
