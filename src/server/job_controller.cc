@@ -197,10 +197,10 @@ Status JobController::Apply(Job& job, lifecycle::Step step, Work& work,
   return Status::Ok();
 }
 
-void JobController::AddEvents(const std::string& name, std::vector<JobEvent> events) {
+void JobController::AddWarning(const std::string& name, const std::string& message) {
   std::lock_guard lock(mu_);
   auto job = store_.GetJob(name);
-  if (job.ok()) (void)Save(*job, events);
+  if (job.ok()) (void)Save(*job, {Event(*job, "Warning", message)});
 }
 
 void JobController::Carry(Work& work) {
@@ -214,11 +214,7 @@ void JobController::Carry(Work& work) {
       auto memo = memos_.find(s.job);
       if (memo != memos_.end()) memo->second.killed = false;
     }
-    auto job = Get(s.job);
-    if (job.ok()) {
-      AddEvents(s.job, {Event(*job, "Warning",
-                              std::string(SignalName(s.signal)) + " failed: " + sent.message())});
-    }
+    AddWarning(s.job, std::string(SignalName(s.signal)) + " failed: " + sent.message());
   }
   work.signals.clear();
   std::vector<PendingLaunch> launches = std::move(work.launches);
@@ -371,13 +367,13 @@ Status JobController::Reconcile() {
         step = lifecycle::RecoverLaunch(job, memo, found, now);
         if (launched) {
           IndexLogs(job, *launched, step.events);
-          bool ended = job.stop_requested_at.has_value();
           ExecStatus status = ExecutorFor(job).Poll(job.executor_handle);
-          step.Then(lifecycle::Observe(job, memo, status, !ended && Completed(job), now));
+          step.Then(lifecycle::Observe(job, memo, status, false, now));
         }
       } else {
         ExecStatus status = ExecutorFor(job).Poll(job.executor_handle);
-        step = lifecycle::Readopt(job, memo, status, Completed(job), now);
+        step = lifecycle::Readopt(job, memo, status,
+                                  job.preempt_requested_at && Completed(job), now);
       }
       Status s = Apply(job, std::move(step), work);
       if (!s.ok()) return s;

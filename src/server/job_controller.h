@@ -145,8 +145,8 @@ class JobController final : public api::JobService {
   // Carries out `work` without holding mu_.
   void Carry(Work& work);
   void Launch(const PendingLaunch& pending, Work& work);
-  // Stores `events` with the job's current record; takes mu_.
-  void AddEvents(const std::string& name, std::vector<JobEvent> events);
+  // Stores a Warning event with the job's current record; takes mu_.
+  void AddWarning(const std::string& name, const std::string& message);
 
   // What launching the job's current attempt asks of its executor (the
   // platform's part is added by Launch).
