@@ -360,3 +360,27 @@ TEST(Isolation, ASingleUserServerHidesItsFilesFromItsOwnJobs) {
 
 }  // namespace
 }  // namespace headway::testing
+
+namespace headway::testing {
+namespace {
+
+// Two servers on one machine (two users, two data directories) may each run
+// a job of the same name: each attempt's cgroup is its own, so one server
+// ending its job never kills the other's.
+TEST(Isolation, TwoServersJobsOfTheSameNameDoNotShareACgroup) {
+  TestServer first;
+  TestServer second;
+  for (TestServer* server : {&first, &second}) {
+    server->Submit("name: twin\ncommand: \"sleep 60\"\ntermination_grace: 1s\n");
+  }
+  ASSERT_TRUE(first.WaitForState("twin", "Running"));
+  ASSERT_TRUE(second.WaitForState("twin", "Running"));
+  ASSERT_EQ(first.Cli({"stop", "twin"}).exit_code, 0);
+  ASSERT_TRUE(first.WaitForState("twin", "Stopped"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a tick or more
+  EXPECT_EQ(second.State("twin"), "Running");
+  EXPECT_EQ(second.Cli({"stop", "twin"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace headway::testing

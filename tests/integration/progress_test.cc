@@ -493,7 +493,13 @@ TEST(Webhooks, StateAndHealthChangesArePosted) {
     return false;
   };
   EXPECT_TRUE(WaitFor([&] { return seen("StateChanged", "Starting -> Running"); }));
-  EXPECT_TRUE(WaitFor([&] { return seen("HealthChanged", "Diverging"); }));
+  EXPECT_TRUE(WaitFor([&] { return seen("HealthChanged", "Diverging"); })) << [&] {
+    std::string all;
+    for (const json& e : server.Events("hooked")) all += e.dump() + "\n";
+    std::lock_guard lock(mu);
+    for (const json& e : received) all += "received: " + e.dump() + "\n";
+    return all + server.ServerLog();
+  }();
   // Stopped only now: a job stopped at once may end before a tick sees its health.
   ASSERT_EQ(server.Cli({"stop", "hooked"}).exit_code, 0);
   EXPECT_TRUE(WaitFor([&] { return seen("StateChanged", "Running -> Stopped"); }));

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <functional>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -226,7 +228,14 @@ class LocalExecutor final : public Executor {
     std::string cwd = spec.working_dir.empty() ? home : spec.working_dir;
 
     std::vector<std::string> warnings;
-    auto cgroup = cgroups_.Create(spec.name + ".attempt-" + std::to_string(request.attempt),
+    // Named for the attempt and, by its run directory, for this server's
+    // data directory: two servers on one machine may each run a job of the
+    // same name, and one's cgroup.kill must never reach the other's.
+    char run_dir_hash[17];
+    std::snprintf(run_dir_hash, sizeof run_dir_hash, "%016zx",
+                  std::hash<std::string>{}(request.run_dir));
+    auto cgroup = cgroups_.Create(spec.name + ".attempt-" + std::to_string(request.attempt) + "." +
+                                      run_dir_hash,
                                   {spec.resources.memory_bytes, spec.resources.cpus}, warnings);
     if (!cgroup.ok()) return cgroup.status();
 
