@@ -362,15 +362,18 @@ class Server final : public HttpServer {
   HttpServerOptions options_;
   HttpHandler handler_;
   std::unique_ptr<net::ssl::context> tls_;  // set: the listener speaks TLS only
-  net::io_context io_;
-  tcp::acceptor acceptor_;
-  std::vector<std::thread> threads_;
+  // Everything a session touches is declared before io_: sessions still
+  // pending when the server goes are destroyed with io_, and their
+  // Admission gives its slot back here.
   std::mutex admission_mu_;
   int general_ = 0;                    // guarded by admission_mu_
   int reserved_ = 0;                   // guarded by admission_mu_
   std::map<std::string, int> per_client_;  // guarded by admission_mu_: general slots by address
   std::atomic<bool> stopped_{false};
   int port_ = 0;
+  net::io_context io_;
+  tcp::acceptor acceptor_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace

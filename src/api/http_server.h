@@ -79,8 +79,8 @@ struct HttpServerOptions {
   int reserved_connections = 64;
   // Which requests (method, decoded path) may use a reserved slot; none when unset.
   std::function<bool(std::string_view method, std::string_view path)> reserved_for = {};
-  // A new connection's first request line and headers must arrive within
-  // this (and within read_timeout); later requests on it have read_timeout.
+  // Each request's line and headers must arrive within this (and within
+  // read_timeout) of connecting or of the previous answer.
   std::chrono::seconds header_timeout{10};
   // Both set: HTTPS only (TLS 1.2+), with this PEM certificate chain and key.
   std::string tls_cert_file = {};
