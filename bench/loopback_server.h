@@ -38,12 +38,16 @@ struct Connection {
   // instead of blocking the caller forever.
   std::chrono::milliseconds timeout{0};
 
-  explicit Connection(int port) {
-    net::ip::tcp::resolver resolver(io);
-    stream.connect(resolver.resolve(host, std::to_string(port)));
-  }
+  explicit Connection(int port) : port_(port) { Connect(); }
   std::pair<int, std::string> Request(http::verb verb, const std::string& target,
                                       const std::string& body, const std::string& token = "") {
+    // The server ends the connection after a streamed answer (logs) or an
+    // error, and says so (Connection: close): the next request reconnects.
+    if (closed_) {
+      beast::error_code ignored;
+      stream.socket().close(ignored);
+      Connect();
+    }
     http::request<http::string_body> req{verb, target, 11};
     req.set(http::field::host, host);
     req.keep_alive(true);
@@ -58,8 +62,18 @@ struct Connection {
     parser.body_limit(64 * 1024 * 1024);
     http::read(stream, buffer, parser);
     if (timeout.count() > 0) stream.expires_never();
+    closed_ = !parser.get().keep_alive();
     return {parser.get().result_int(), parser.get().body()};
   }
+
+ private:
+  void Connect() {
+    net::ip::tcp::resolver resolver(io);
+    stream.connect(resolver.resolve(host, std::to_string(port_)));
+    closed_ = false;
+  }
+  int port_;
+  bool closed_ = false;
 };
 
 inline std::string ReadAll(const std::string& path) {

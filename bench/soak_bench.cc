@@ -199,8 +199,9 @@ class SlowReceivers {
   std::vector<std::thread> handlers_;  // guarded by mu_
 };
 
-// Connections to the server that send nothing; one the server closes is
-// opened again at once (checked every 200 ms), as a misbehaving client would.
+// Connections to the server that send nothing, from 127.0.0.2; one the
+// server closes is opened again at once (checked every 200 ms), as a
+// misbehaving client would.
 class IdleSockets {
  public:
   IdleSockets(int port, int n) : port_(port) {
@@ -222,6 +223,12 @@ class IdleSockets {
  private:
   int Open() {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    // From another client address than the bench's own clients, as a
+    // misbehaving client elsewhere on the network would be.
+    sockaddr_in source{};
+    source.sin_family = AF_INET;
+    source.sin_addr.s_addr = htonl(0x7f000002);  // 127.0.0.2
+    (void)bind(fd, reinterpret_cast<sockaddr*>(&source), sizeof source);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
