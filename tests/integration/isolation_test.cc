@@ -270,7 +270,8 @@ TEST(Isolation, ACpuLimitIsWrittenToTheJobsCgroup) {
   ASSERT_TRUE(WaitFor([&] {
     for (const auto& entry : fs::recursive_directory_iterator(
              "/sys/fs/cgroup", fs::directory_options::skip_permission_denied)) {
-      if (entry.path().filename() != "capped.attempt-0") continue;
+      // "capped.attempt-0.<hash of its run directory>"
+      if (entry.path().filename().string().rfind("capped.attempt-0.", 0) != 0) continue;
       if (fs::exists(entry.path() / "cpu.max")) quota = ReadFile(entry.path() / "cpu.max");
       if (fs::exists(entry.path() / "cpu.cfs_quota_us")) {
         quota = ReadFile(entry.path() / "cpu.cfs_quota_us");
