@@ -698,7 +698,7 @@ void JobController::Launch(const PendingLaunch& pending, Work& work) {
   std::filesystem::create_directories(checkpoint_dir, ec);
   std::filesystem::create_directories(home_dir, ec);
   Status written = WritePrivateFile(token_file, pending.token);
-  Result<Launched> launched = written;
+  Result<Launched> launched = written.ok() ? Result<Launched>(Internal("not launched")) : written;
   if (written.ok()) {
     // The executor makes these the job's (its Unix account's) and, for local
     // jobs, the only part of the data directory their sandbox shows.
