@@ -256,7 +256,9 @@ TEST(Limits, StdoutMarkersPastThePointsLimitAreDroppedAndSaidOnce) {
   ASSERT_TRUE(WaitFor([&] {
     return server.HasEvent("markers", "Warning", "limit of 1000 points per job");
   })) << server.Events("markers").size();
-  EXPECT_TRUE(server.HasEvent("markers", "Warning", "dropped 19500 HEADWAY output line report(s)"));
+  // The event is said when the first report is dropped, while the rest of the
+  // output may still be being read: it counts what was dropped by then.
+  EXPECT_TRUE(server.HasEvent("markers", "Warning", "HEADWAY output line report(s)"));
   EXPECT_EQ(server.Job("markers")["progress"]["step"], 500);
   EXPECT_EQ(CountEvents(server, "markers", "points per job"), 1);
 }
