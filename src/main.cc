@@ -76,6 +76,11 @@ int main(int argc, char** argv) {
                    "never preempt running jobs for waiting ones");
   server->add_flag("!--no-backfill", server_config.backfill,
                    "start jobs strictly in order (no backfill)");
+  std::string finished_job_ttl = "off";
+  server->add_option("--finished-job-ttl", finished_job_ttl,
+                     "delete ended jobs (with their progress, events, logs and files) this long "
+                     "after they ended, unless their spec sets ttl_after_finished; e.g. 7d, or off")
+      ->capture_default_str();
   std::string starvation_bound = "30m";
   server->add_option("--starvation-bound", starvation_bound,
                      "a job waiting this long goes ahead of fair share, oldest first, and holds "
@@ -200,6 +205,13 @@ int main(int argc, char** argv) {
       throw CLI::ValidationError("--session-ttl", "must be a positive duration such as 12h");
     }
     server_config.session_ttl = *ttl;
+    if (finished_job_ttl == "off") {
+      server_config.finished_job_ttl.reset();
+    } else if (auto keep = headway::ParseDuration(finished_job_ttl); keep && keep->count() >= 0) {
+      server_config.finished_job_ttl = *keep;
+    } else {
+      throw CLI::ValidationError("--finished-job-ttl", "must be a duration such as 7d, or off");
+    }
     if (starvation_bound == "off") {
       server_config.starvation_bound.reset();
     } else if (auto bound = headway::ParseDuration(starvation_bound)) {

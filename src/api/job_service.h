@@ -56,6 +56,15 @@ class JobService {
   // with no grace (also when a stop or preemption is already waiting out its
   // grace); recorded as a "Killed" event. Conflict if it already ended.
   virtual Result<Job> ForceStop(std::string_view name, std::string why) = 0;
+  // Deletes an ended job with its progress, events, logs and run directory;
+  // its name is free again. A job that has not ended is Conflict, unless
+  // `when_ended`: then it is asked to stop (as Stop) and deleted once it has
+  // ended. Returns the job as it was (still listed when it has not ended).
+  virtual Result<Job> Delete(std::string_view name, bool when_ended) {
+    (void)name;
+    (void)when_ended;
+    return Unavailable("this server cannot delete jobs");
+  }
   virtual Result<std::vector<JobEvent>> Events(std::string_view name, std::int64_t after_id) = 0;
   virtual Result<std::vector<LogFile>> LogFiles(std::string_view name) = 0;
   // Stores reports sent by the job itself, authorised by its report token;

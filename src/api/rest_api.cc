@@ -189,6 +189,10 @@ class Api {
                 [this](auto&, auto& p) { return Get(p.at("name")); });
     router_.Add("POST", "/api/v1/jobs/{name}/stop",
                 [this](auto& r, auto& p) { return Stop(r, p.at("name")); });
+    router_.Add("DELETE", "/api/v1/jobs/{name}",
+                [this](auto& r, auto& p) { return Delete(r, p.at("name")); });
+    router_.Add("POST", "/api/v1/jobs/{name}/rerun",
+                [this](auto&, auto& p) { return Rerun(p.at("name")); });
     router_.Add("GET", "/api/v1/jobs/{name}/events",
                 [this](auto& r, auto& p) { return Events(r, p.at("name")); });
     router_.Add("POST", "/api/v1/jobs/{name}/progress",
@@ -525,8 +529,20 @@ class Api {
   json View(const Job& job) { return JobView(service_, job); }
 
   HttpResponse Submit(const HttpRequest& req) {
-    auto spec = ParseJobSpec(req.body);
+    // ?name=NAME names the job whatever its spec says (headway submit --name).
+    std::string name;
+    for (const auto& [key, value] : req.query) {
+      if (key != "name") return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
+      if (!IsValidJobName(value)) {
+        return ErrorResponse(InvalidArgument("must be 1-63 lowercase letters, digits or '-', "
+                                             "starting and ending with a letter or digit")
+                                 .WithField("name"));
+      }
+      name = value;
+    }
+    auto spec = ParseJobSpec(req.body, /*name_required=*/name.empty());
     if (!spec.ok()) return ErrorResponse(spec.status());
+    if (!name.empty()) spec->name = name;
     if (Status s = Admit(*spec); !s.ok()) return ErrorResponse(s);
     ApplySubmitDir(*spec, req.Header("x-headway-submit-dir"));
     auto job = service_.Submit(std::move(spec.value()), Creator());
@@ -595,6 +611,56 @@ class Api {
     auto job = service_.Stop(name, why);
     if (!job.ok()) return ErrorResponse(job.status());
     return JsonResponse(200, View(*job));
+  }
+
+  // DELETE /api/v1/jobs/NAME[?force=true]: 200 once deleted; 202 when the
+  // job had not ended and force asked for it to be stopped and deleted then.
+  HttpResponse Delete(const HttpRequest& req, const std::string& name) {
+    bool force = false;
+    for (const auto& [key, value] : req.query) {
+      if (key != "force") return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
+      if (value != "true" && value != "false" && value != "1" && value != "0") {
+        return ErrorResponse(InvalidArgument("must be true or false").WithField("force"));
+      }
+      force = value == "true" || value == "1";
+    }
+    auto current = Visible(name);
+    if (!current.ok()) return ErrorResponse(current.status());
+    if (Status s = MayChange(current->spec.team); !s.ok()) return ErrorResponse(s);
+    auto job = service_.Delete(name, force);
+    if (!job.ok()) return ErrorResponse(job.status());
+    bool deleted = IsTerminal(job->state);
+    return JsonResponse(deleted ? 200 : 202,
+                        {{"name", name},
+                         {"deleted", deleted},
+                         {"state", JobStateName(job->state)},
+                         {"message", deleted ? "deleted with its progress, events, logs and files"
+                                             : "stopping; deleted once it has ended"}});
+  }
+
+  // POST /api/v1/jobs/NAME/rerun: a new job with NAME's spec, named NAME-2
+  // (or the first of NAME-3, NAME-4, ... that is free).
+  HttpResponse Rerun(const std::string& name) {
+    auto job = Visible(name);
+    if (!job.ok()) return ErrorResponse(job.status());
+    JobSpec spec = job->spec;
+    if (Status s = Admit(spec); !s.ok()) return ErrorResponse(s);
+    for (int n = 2; n < 10000; ++n) {
+      std::string suffix = "-" + std::to_string(n);
+      std::string base = job->name().substr(0, 63 - suffix.size());
+      while (!base.empty() && base.back() == '-') base.pop_back();
+      spec.name = base + suffix;
+      if (service_.Get(spec.name).ok()) continue;
+      auto created = service_.Submit(spec, Creator());
+      if (created.ok()) {
+        cache_.OnSubmitted(*created);
+        json view = View(*created);
+        view["rerun_of"] = job->name();
+        return JsonResponse(201, view);
+      }
+      if (created.status().code() != StatusCode::kConflict) return ErrorResponse(created.status());
+    }
+    return ErrorResponse(Conflict("no free name of the form " + name + "-N"));
   }
 
   HttpResponse Report(const HttpRequest& req, const std::string& name) {

@@ -39,6 +39,7 @@ struct Options {
   std::string output;  // "", "wide", "json", "yaml", "name"
   // submit
   std::string file;
+  std::string submit_name;  // --name: overrides the spec's name
   // get
   std::string resource;
   std::string name;
@@ -202,8 +203,9 @@ int Submit(const Options& o) {
   Client client(o);
   std::error_code ec;
   std::string cwd = std::filesystem::current_path(ec).string();
-  auto job = client.Call("POST", "/api/v1/jobs", text, "application/yaml",
-                         {{"X-Headway-Submit-Dir", cwd}});
+  std::string target = "/api/v1/jobs";
+  if (!o.submit_name.empty()) target += "?name=" + UrlEncode(o.submit_name);
+  auto job = client.Call("POST", target, text, "application/yaml", {{"X-Headway-Submit-Dir", cwd}});
   if (!job) return client.exit_code;
   if (!PrintStructured(o, *job)) {
     if (o.output == "name") {
@@ -259,13 +261,17 @@ std::vector<std::string> JobRow(const json& job, bool wide, Time now) {
   if (progress.is_object() && progress["metrics"].is_object() && progress["metrics"].contains("loss")) {
     loss = FormatNumber(progress["metrics"]["loss"]);
   }
-  std::string health = state == "Running" ? Or(job, "health") : "-";
+  // Running jobs' live health; ended ones keep the verdict the run ended with.
+  bool ended = state == "Succeeded" || state == "Failed" || state == "Stopped";
+  std::string health = state == "Running" || (ended && Or(job, "health") != "Unknown")
+                           ? Or(job, "health")
+                           : "-";
   std::vector<std::string> row = {job["name"].get<std::string>(),
                                   state,
                                   health,
                                   ProgressBar(progress),
                                   step,
-                                  FormatEta(progress, state),
+                                  health == "Stalled" ? "stalled" : FormatEta(progress, state),
                                   loss,
                                   std::to_string(job["gpus"].get<int>()),
                                   Age(job["created_at"].get<std::string>(), now)};
@@ -309,6 +315,7 @@ int GetJobs(const Options& o) {
   };
   if (!o.state.empty()) add("state", o.state);
   if (!o.team.empty()) add("team", o.team);
+  if (o.active) add("active", "true");
   if (!o.labels.empty()) {
     std::string joined;
     for (const auto& l : o.labels) joined += (joined.empty() ? "" : ",") + l;
@@ -516,6 +523,20 @@ int ExpStop(const Options& o) {
   return kExitOk;
 }
 
+// "Succeeded, diverged: loss is NaN at step 40" for an ended job whose run
+// was not healthy; empty otherwise.
+std::string FinalVerdict(const json& j) {
+  std::string state = Or(j, "state"), health = Or(j, "health");
+  if (state != "Succeeded" && state != "Failed" && state != "Stopped") return {};
+  std::string what = health == "Diverging"   ? "diverged"
+                     : health == "Stalled"   ? "stalled"
+                     : health == "Plateaued" ? "plateaued"
+                                             : "";
+  if (what.empty()) return {};
+  std::string reason = Or(j, "health_reason", "");
+  return state + ", " + what + (reason.empty() ? "" : ": " + reason);
+}
+
 int Describe(const Options& o) {
   Client client(o);
   auto job = client.Call("GET", "/api/v1/jobs/" + UrlEncode(o.name));
@@ -565,6 +586,7 @@ int Describe(const Options& o) {
   line("Labels", labels.empty() ? "-" : labels);
   const json& p = j["progress"];
   line("Health", Or(j, "health") + (Or(j, "health_reason", "").empty() ? "" : " (" + Or(j, "health_reason") + ")"));
+  if (std::string verdict = FinalVerdict(j); !verdict.empty()) line("Verdict", verdict);
   line("Progress", ProgressBar(p));
   std::string step = p["step"].is_number() ? std::to_string(p["step"].get<std::int64_t>()) : "-";
   if (p["total_steps"].is_number()) step += " / " + std::to_string(p["total_steps"].get<std::int64_t>());
@@ -573,7 +595,7 @@ int Describe(const Options& o) {
     line("Epoch", FormatNumber(p["epoch"]) +
                       (p["total_epochs"].is_number() ? " / " + FormatNumber(p["total_epochs"]) : ""));
   }
-  line("ETA", FormatEta(p, Or(j, "state")));
+  line("ETA", Or(j, "health") == "Stalled" ? "stalled" : FormatEta(p, Or(j, "state")));
   if (p["steps_per_second"].is_number()) line("Steps/s", FormatNumber(p["steps_per_second"]));
   if (p["samples_per_second"].is_number()) line("Samples/s", FormatNumber(p["samples_per_second"]));
   line("Last report", Or(p, "last_report_at"));
@@ -595,6 +617,36 @@ int Describe(const Options& o) {
   }
   out << FormatTable({"  TIME", "TYPE", "MESSAGE"}, rows);
   std::cout << out.str();
+  return kExitOk;
+}
+
+int DeleteJobs(const Options& o) {
+  Client client(o);
+  int result = kExitOk;
+  for (const auto& name : o.names) {
+    auto answer = client.Call("DELETE", "/api/v1/jobs/" + UrlEncode(name) + (o.force ? "?force=true" : ""));
+    if (!answer) {
+      result = client.exit_code;
+      continue;
+    }
+    bool deleted = answer->value("deleted", false);
+    std::cout << "job/" << Safe(name) << (deleted ? " deleted" : " stopping; deleted once it has ended")
+              << "\n";
+  }
+  return result;
+}
+
+int Rerun(const Options& o) {
+  Client client(o);
+  auto job = client.Call("POST", "/api/v1/jobs/" + UrlEncode(o.name) + "/rerun");
+  if (!job) return client.exit_code;
+  if (PrintStructured(o, *job)) return kExitOk;
+  if (o.output == "name") {
+    std::cout << Safe((*job)["name"].get<std::string>()) << "\n";
+  } else {
+    std::cout << "job/" << Safe((*job)["name"].get<std::string>()) << " submitted (rerun of "
+              << Safe(o.name) << ")\n";
+  }
   return kExitOk;
 }
 
@@ -818,6 +870,8 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
 
   auto* submit = app.add_subcommand("submit", "Submit a job from a YAML or JSON spec");
   submit->add_option("-f,--file", o.file, "job spec file, or - for standard input")->required();
+  submit->add_option("--name", o.submit_name,
+                     "name the job this, whatever the spec's name or generateName says");
   AddOutputFlag(submit, o, {"name", "json", "yaml"});
   submit->callback([&exit_code, &o] { exit_code = Submit(o); });
 
@@ -829,6 +883,7 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   get->add_option("--state", o.state, "only jobs in this state (Queued, Running, ...)");
   get->add_option("--team", o.team, "only this team's jobs");
   get->add_option("-l,--selector", o.labels, "label filter key=value (repeatable)");
+  get->add_flag("--active", o.active, "only jobs that have not ended");
   AddOutputFlag(get, o, {"wide", "json", "yaml", "name"});
   get->callback([&exit_code, &o] { exit_code = Get(o); });
 
@@ -877,6 +932,17 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   stop->add_flag("--force", o.force,
                  "kill at once with SIGKILL, without the job's grace (admin tokens only)");
   stop->callback([&exit_code, &o] { exit_code = Stop(o); });
+  auto* del = app.add_subcommand("delete", "Delete ended jobs with their progress, events, logs and files");
+  del->add_option("resource", o.resource, "job")->required()->check(CLI::IsMember({"job", "jobs"}));
+  del->add_option("names", o.names, "job names")->required();
+  del->add_flag("--force", o.force,
+                "a job that has not ended is stopped (SIGTERM, SIGKILL after its grace) and "
+                "deleted once it has ended");
+  del->callback([&exit_code, &o] { exit_code = DeleteJobs(o); });
+  auto* rerun = app.add_subcommand("rerun", "Submit a new job with an existing job's spec, named NAME-2, NAME-3, ...");
+  rerun->add_option("name", o.name, "the job to run again")->required();
+  AddOutputFlag(rerun, o, {"name", "json", "yaml"});
+  rerun->callback([&exit_code, &o] { exit_code = Rerun(o); });
   auto* top = app.add_subcommand("top", "Live view of jobs with progress, refreshed");
   top->add_option("-n,--interval", o.interval_s, "seconds between refreshes")->check(CLI::Range(0.1, 3600.0));
   top->add_option("--iterations", o.iterations, "stop after this many refreshes (0: never)")

@@ -40,6 +40,9 @@ struct HealthPolicies {
 
 struct JobSpec {
   std::string name;
+  // Like Kubernetes' metadata.generateName: with no name, the server names
+  // the job this prefix plus 5 random characters. Not stored with the job.
+  std::string generate_name;
   std::string team = "default";
   std::string queue;  // empty: the team's default queue
   int priority = 0;
@@ -56,6 +59,10 @@ struct JobSpec {
   std::optional<Duration> checkpoint_warning;
   std::map<std::string, std::string> labels;
   HealthPolicies policies;
+  // Like Kubernetes' ttlSecondsAfterFinished: the job (record, progress,
+  // events, logs, run directory) is deleted this long after it ended.
+  // Unset: the server's --finished-job-ttl (off by default).
+  std::optional<Duration> ttl_after_finished;
 
   std::vector<std::string> Argv() const;
 };
@@ -108,7 +115,15 @@ struct Job {
   StopReason stop_reason = StopReason::kNone;  // why the platform or user asked it to stop
   // The health last announced (HealthChanged) for the running attempt;
   // Unknown while queued. Kept so a restart does not announce it again.
+  // Once the job has ended it is the final verdict (FinalHealth), so a run
+  // that diverged and still exited 0 says so.
   Health health = Health::kUnknown;
+  // Why: the classifier's reason for `health` ("loss is NaN at step 40"), or
+  // the NoReports text while a running job has not reported.
+  std::string health_reason;
+  // Set by a delete of a job that had not ended (force): it is stopped and
+  // deleted once it has ended.
+  std::optional<Time> delete_requested_at;
   // Set when the scheduler chose to preempt the running attempt: the job got
   // its checkpoint warning then, and SIGTERM follows after the grace.
   std::optional<Time> preempt_requested_at;

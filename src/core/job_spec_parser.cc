@@ -74,6 +74,8 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
          return Status::Ok();
        }},
       {"name", Assign(spec.name, AsString)},
+      {"generateName", Assign(spec.generate_name, AsString)},
+      {"generate_name", Assign(spec.generate_name, AsString)},
       {"team", Assign(spec.team, AsString)},
       {"queue", Assign(spec.queue, AsString)},
       {"priority", AssignInt(spec.priority, -1000000, 1000000)},
@@ -111,10 +113,38 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
        }},
       {"termination_grace", Assign(spec.termination_grace, AsDuration)},
       {"checkpoint_warning", Assign(spec.checkpoint_warning, AsDuration)},
+      {"ttl_after_finished",
+       [&](const std::string& f, const YAML::Node& v) -> Status {
+         auto d = AsDuration(f, v);
+         if (!d.ok()) return d.status();
+         if (d->count() < 0) return FieldError(f, v, "must not be negative");
+         spec.ttl_after_finished = *d;
+         return Status::Ok();
+       }},
   };
   HEADWAY_RETURN_IF_ERROR(ForEachField(prefix, root, top));
 
-  if (!root["name"] && name_required) return InvalidArgument("is required").WithField(path("name"));
+  const bool generated = root["generateName"] || root["generate_name"];
+  if (root["generateName"] && root["generate_name"]) {
+    return FieldError(path("generate_name"), root["generate_name"],
+                      "give generateName or generate_name, not both");
+  }
+  if (generated) {
+    const YAML::Node node = root["generateName"] ? root["generateName"] : root["generate_name"];
+    // The prefix plus 5 random characters must be a valid name.
+    if (spec.generate_name.size() > kMaxGenerateNamePrefix ||
+        !IsValidJobName(spec.generate_name + "x")) {
+      return FieldError(path("generateName"), node,
+                        "must be 1-" + std::to_string(kMaxGenerateNamePrefix) +
+                            " lowercase letters, digits or '-', starting with a letter or "
+                            "digit (5 random characters are appended), got '" +
+                            spec.generate_name + "'");
+    }
+  }
+  if (!root["name"] && !generated && name_required) {
+    return InvalidArgument("is required (or generateName, a prefix the server completes)")
+        .WithField(path("name"));
+  }
   if (root["name"] && !IsValidJobName(spec.name)) {
     return FieldError(path("name"), root["name"],
                       "must be 1-63 lowercase letters, digits or '-', starting and ending with a "
@@ -138,7 +168,7 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
 
 }  // namespace yaml_fields
 
-Result<JobSpec> ParseJobSpec(std::string_view document) {
+Result<JobSpec> ParseJobSpec(std::string_view document, bool name_required) {
   auto root = yaml_fields::Load(document);
   if (!root.ok()) return root.status();
   if (!root->IsMap()) {
@@ -147,7 +177,7 @@ Result<JobSpec> ParseJobSpec(std::string_view document) {
     return s.WithField("spec");
   }
   return yaml_fields::CatchYamlErrors<JobSpec>(
-      [&] { return yaml_fields::ParseJobSpecNode(*root, "", /*name_required=*/true); });
+      [&] { return yaml_fields::ParseJobSpecNode(*root, "", name_required); });
 }
 
 }  // namespace headway

@@ -1,6 +1,7 @@
 // Parses a job spec document (YAML, or JSON, which is read as YAML flow style).
 //
-//   name: mnist                    # required, lowercase DNS label
+//   name: mnist                    # required, lowercase DNS label...
+//   generateName: mnist-           # ...or a prefix: the server appends 5 random characters
 //   team: vision                   # default "default"
 //   queue: ""                      # default: the team's queue
 //   priority: 0                    # higher runs first
@@ -14,6 +15,7 @@
 //   termination_grace: 30s         # SIGTERM, then SIGKILL after this
 //   labels: {project: demo}
 //   policies: {on_stall: notify, on_diverge: stop, on_plateau: notify}
+//   ttl_after_finished: 24h        # deleted this long after it ended (0: at once)
 //
 // Every error names the field and its 1-based line; unknown fields and wrong
 // types are rejected rather than ignored, so a typo never silently changes a job.
@@ -26,6 +28,10 @@
 
 namespace headway {
 
-Result<JobSpec> ParseJobSpec(std::string_view document);
+// The longest generateName prefix: with 5 random characters it stays within 63.
+inline constexpr std::size_t kMaxGenerateNamePrefix = 58;
+
+// `name_required`: false when the caller names the job itself (submit --name).
+Result<JobSpec> ParseJobSpec(std::string_view document, bool name_required = true);
 
 }  // namespace headway

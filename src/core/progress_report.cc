@@ -26,7 +26,7 @@ Result<double> MetricValue(const std::string& field, const json& v) {
 }
 
 Result<ProgressReport> DecodeOne(const json& j, const std::string& prefix,
-                                 const ProgressLimits& limits) {
+                                 const ProgressLimits& limits, bool top_level_metrics) {
   if (!j.is_object()) return FieldError(prefix.empty() ? "report" : prefix, "must be an object");
   auto field = [&](const char* name) { return prefix.empty() ? std::string(name) : prefix + "." + name; };
   ProgressReport r;
@@ -78,9 +78,40 @@ Result<ProgressReport> DecodeOne(const json& j, const std::string& prefix,
         if (!value.ok()) return value.status();
         r.metrics[m.key()] = *value;
       }
+    } else if (top_level_metrics) {
+      continue;  // a metric: read after the reserved fields, below
     } else {
       return FieldError(field(key.substr(0, 64).c_str()),
                         "unknown field (known: step, total_steps, epoch, total_epochs, metrics, time)");
+    }
+  }
+  if (top_level_metrics) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string& key = it.key();
+      if (key == "step" || key == "total_steps" || key == "epoch" || key == "total_epochs" ||
+          key == "time" || key == "metrics") {
+        continue;
+      }
+      std::string name = field(key.substr(0, 64).c_str());
+      if (key == "reports") return FieldError(name, "a batch has only the field 'reports'");
+      if (!IsValidMetricName(key, limits.max_metric_name)) {
+        return FieldError(name, "is not a metric name (1-" +
+                                    std::to_string(limits.max_metric_name) +
+                                    " characters of letters, digits, '_', '.', '/', '-')");
+      }
+      if (!it.value().is_number() && !it.value().is_string()) {
+        return FieldError(name, "a top-level field other than step, total_steps, epoch, "
+                                "total_epochs, time and metrics is a metric and must be a number, got " +
+                                    it.value().dump().substr(0, 40));
+      }
+      auto value = MetricValue(name, it.value());
+      if (!value.ok()) return value.status();
+      if (r.metrics.count(key)) return FieldError(name, "is given both at the top level and in metrics");
+      if (r.metrics.size() >= limits.max_metrics_per_report) {
+        return FieldError(name, "more than " + std::to_string(limits.max_metrics_per_report) +
+                                    " metrics in one report");
+      }
+      r.metrics[key] = *value;
     }
   }
   if (!has_step) return FieldError(field("step"), "is required");
@@ -99,8 +130,10 @@ bool IsValidMetricName(std::string_view name, std::size_t max_length) {
   return true;
 }
 
-Result<std::vector<ProgressReport>> DecodeProgressReports(std::string_view text,
-                                                          const ProgressLimits& limits) {
+namespace {
+
+Result<std::vector<ProgressReport>> Decode(std::string_view text, const ProgressLimits& limits,
+                                           bool top_level_metrics) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument("body is not valid JSON");
   if (!j.is_object()) return InvalidArgument("body must be a JSON object");
@@ -117,16 +150,28 @@ Result<std::vector<ProgressReport>> DecodeProgressReports(std::string_view text,
     }
     reports.reserve(list.size());
     for (std::size_t i = 0; i < list.size(); ++i) {
-      auto r = DecodeOne(list[i], "reports[" + std::to_string(i) + "]", limits);
+      auto r = DecodeOne(list[i], "reports[" + std::to_string(i) + "]", limits, top_level_metrics);
       if (!r.ok()) return r.status();
       reports.push_back(std::move(r.value()));
     }
     return reports;
   }
-  auto r = DecodeOne(j, "", limits);
+  auto r = DecodeOne(j, "", limits, top_level_metrics);
   if (!r.ok()) return r.status();
   reports.push_back(std::move(r.value()));
   return reports;
+}
+
+}  // namespace
+
+Result<std::vector<ProgressReport>> DecodeProgressReports(std::string_view text,
+                                                          const ProgressLimits& limits) {
+  return Decode(text, limits, /*top_level_metrics=*/false);
+}
+
+Result<std::vector<ProgressReport>> DecodeMarkerReports(std::string_view text,
+                                                        const ProgressLimits& limits) {
+  return Decode(text, limits, /*top_level_metrics=*/true);
 }
 
 }  // namespace headway

@@ -69,6 +69,15 @@ struct ProgressLimits {
 Result<std::vector<ProgressReport>> DecodeProgressReports(std::string_view json,
                                                           const ProgressLimits& limits = {});
 
+// The stdout form (`HEADWAY {...}` lines): as DecodeProgressReports, and
+// any other top-level field whose value is a number (or "NaN", "Infinity",
+// "-Infinity") is a metric, so `{"step": 1, "loss": 1.47}` works as
+// `{"step": 1, "metrics": {"loss": 1.47}}`. Reserved, never metrics: step,
+// total_steps, epoch, total_epochs, time, metrics, reports. A name given
+// both ways is InvalidArgument.
+Result<std::vector<ProgressReport>> DecodeMarkerReports(std::string_view json,
+                                                        const ProgressLimits& limits = {});
+
 // Valid metric names: 1..max_metric_name characters of [A-Za-z0-9_./-].
 bool IsValidMetricName(std::string_view name, std::size_t max_length = 128);
 

@@ -51,6 +51,9 @@ void Requeue(Job& job, Step& step, Time now) {
            now);
 }
 
+// What the job becomes when its attempt is over (Finish's second half).
+Step FinishState(Job& job, const ExecStatus& status, bool completed, Time now);
+
 // The attempt is over, whichever way; what the job becomes.
 Step Finish(Job& job, AttemptMemo& memo, const ExecStatus& status, bool completed, Time now) {
   Step step;
@@ -61,7 +64,19 @@ Step Finish(Job& job, AttemptMemo& memo, const ExecStatus& status, bool complete
                       : std::nullopt;
   job.executor_handle.clear();
   job.gpu_ids.clear();
-  job.health = Health::kUnknown;
+  // The health stays with a job that ended (FinalHealth settles it); one
+  // that goes back to the queue starts its next attempt Unknown.
+  step.Then(FinishState(job, status, completed, now));
+  if (!IsTerminal(job.state)) {
+    job.health = Health::kUnknown;
+    job.health_reason.clear();
+  }
+  return step;
+}
+
+Step FinishState(Job& job, const ExecStatus& status, bool completed, Time now) {
+  Step step;
+  step.changed = true;
   if (job.preempt_requested_at &&
       (!job.stop_requested_at || job.stop_reason == StopReason::kPreempted)) {
     // Whatever way it left after the warning, the work is resumable: requeue
@@ -174,6 +189,7 @@ Step Schedule(Job& job, std::vector<int> gpu_ids, std::string token_hash, std::s
   job.exit_code.reset();
   job.executor_handle.clear();
   job.health = Health::kUnknown;
+  job.health_reason.clear();
   // The token's hash is stored before anything starts: an attempt adopted
   // after a crash mid-launch reports with the token it was given.
   job.token_hash = std::move(token_hash);
@@ -375,11 +391,50 @@ Step HealthSeen(Job& job, Health health, const std::string& reason, Time now) {
       std::string(HealthName(job.health)) + " -> " + std::string(HealthName(health));
   if (!reason.empty()) text += ": " + reason;
   job.health = health;
+  job.health_reason = reason;
   step.changed = true;
   step.events.push_back(Event(job, now, "HealthChanged", std::move(text)));
   if (PolicyFor(job.spec.policies, health) == HealthAction::kStop && !job.stop_requested_at) {
     step.Then(RequestStop(job, StopReasonFor(health), "stopped by policy: " + reason, now));
   }
+  return step;
+}
+
+Step NoReportsSeen(Job& job, bool overdue, const std::string& reason, Time now) {
+  Step step;
+  if (job.state != JobState::kRunning || !overdue || job.health != Health::kUnknown ||
+      !job.health_reason.empty()) {
+    return step;
+  }
+  job.health_reason = reason.empty() ? std::string("no progress reported since start") : reason;
+  step.changed = true;
+  step.events.push_back(Event(job, now, "NoReports",
+                              job.health_reason +
+                                  ": the job has not sent a progress report (SDK, HTTP, or a "
+                                  "HEADWAY {\"step\": N} output line)"));
+  return step;
+}
+
+Step FinalHealth(Job& job, Health verdict, const std::string& reason, Time now) {
+  Step step;
+  if (!IsTerminal(job.state)) return step;
+  Health final = job.health;
+  std::string why = job.health_reason;
+  bool series_says = verdict == Health::kDiverging || verdict == Health::kPlateaued;
+  if (series_says || (job.health != Health::kStalled && verdict != Health::kUnknown)) {
+    final = verdict;
+    why = reason;
+  }
+  if (final == job.health && why == job.health_reason) return step;
+  step.changed = true;
+  if (final != job.health) {
+    std::string text = std::string(HealthName(job.health)) + " -> " +
+                       std::string(HealthName(final)) + (why.empty() ? "" : ": " + why) +
+                       " (final verdict of the run)";
+    step.events.push_back(Event(job, now, "HealthChanged", std::move(text)));
+  }
+  job.health = final;
+  job.health_reason = why;
   return step;
 }
 

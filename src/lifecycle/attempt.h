@@ -112,6 +112,18 @@ Step EnforceDeadlines(Job& job, AttemptMemo& memo, const DeadlineOptions& option
 // The classifier's verdict for a running job: announced once per change,
 // and the spec's policy applied (on_stall: stop, ...).
 Step HealthSeen(Job& job, Health health, const std::string& reason, Time now);
+// A running job that has not reported once `overdue` (the no-report grace
+// since it started has passed): one NoReports event per attempt, and
+// `reason` kept as its health_reason while its health stays Unknown.
+Step NoReportsSeen(Job& job, bool overdue, const std::string& reason, Time now);
+// The verdict a job keeps once it ended (Succeeded, Failed, Stopped), so a
+// run that diverged and still exited 0 says so. `verdict` is the
+// classifier's over the whole series as of the last report (an end is not
+// a stall). What the series shows (Diverging, Plateaued) wins; otherwise a
+// job that was Stalled when it ended stays Stalled; otherwise the verdict,
+// unless it is Unknown (no report), which keeps what was announced. A
+// change is announced as a HealthChanged event. No-op for other states.
+Step FinalHealth(Job& job, Health verdict, const std::string& reason, Time now);
 
 // After a restart, for a job the store says was being launched (Starting,
 // no handle): `found` is the attempt the executor finds it had started

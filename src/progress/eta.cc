@@ -432,9 +432,7 @@ EtaEstimate EstimateEtaEma(std::span<const StepSample> samples, std::int64_t tot
 std::optional<double> PercentComplete(std::optional<std::int64_t> step,
                                       std::optional<std::int64_t> total_steps,
                                       std::optional<double> epoch,
-                                      std::optional<double> total_epochs,
-                                      std::optional<double> elapsed_s,
-                                      std::optional<double> time_limit_s) {
+                                      std::optional<double> total_epochs) {
   auto set = [](const std::optional<double>& v) { return v && std::isfinite(*v); };
   auto clamp = [](double v) { return std::clamp(v, 0.0, 100.0); };
   if (step && total_steps && *total_steps > 0) {
@@ -442,9 +440,6 @@ std::optional<double> PercentComplete(std::optional<std::int64_t> step,
   }
   if (set(epoch) && set(total_epochs) && *total_epochs > 0) {
     return clamp(100.0 * *epoch / *total_epochs);
-  }
-  if (set(elapsed_s) && set(time_limit_s) && *time_limit_s > 0) {
-    return clamp(100.0 * *elapsed_s / *time_limit_s);
   }
   return std::nullopt;
 }

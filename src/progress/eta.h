@@ -133,16 +133,15 @@ EtaEstimate EstimateEtaEma(std::span<const StepSample> samples, std::int64_t tot
 // last sample - time since the last sample), except that EstimateEta caps
 // the credited time (point 6 above).
 
-// Percent complete in [0, 100], from the first source that is usable:
+// Percent complete in [0, 100], from what the job reported, the first
+// source that is usable:
 //   1. 100 x step / total_steps        if step and total_steps > 0 are set,
 //   2. 100 x epoch / total_epochs      if epoch and total_epochs > 0 are set,
-//   3. 100 x elapsed_s / time_limit_s  if elapsed_s and time_limit_s > 0 are set,
-// else nullopt. Non-finite values count as not set. The result is clamped.
+// else nullopt. Never from elapsed time over a time limit: that is a
+// deadline, not progress. Non-finite values count as not set. Clamped.
 std::optional<double> PercentComplete(std::optional<std::int64_t> step,
                                       std::optional<std::int64_t> total_steps,
                                       std::optional<double> epoch,
-                                      std::optional<double> total_epochs,
-                                      std::optional<double> elapsed_s,
-                                      std::optional<double> time_limit_s);
+                                      std::optional<double> total_epochs);
 
 }  // namespace headway::progress

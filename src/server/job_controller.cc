@@ -8,9 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <tuple>
 
 #include "api/auth.h"
+#include "lifecycle/retention.h"
 
 namespace headway {
 
@@ -91,7 +93,7 @@ Result<std::vector<std::string>> JobController::MetricNames(std::string_view nam
   return store_.MetricNames(name);
 }
 
-lifecycle::Step JobController::ScanMarkers(const Job& job) {
+lifecycle::Step JobController::ScanMarkers(const Job& job, bool final) {
   lifecycle::Step step;
   auto files = store_.ListLogFiles(job.name());
   if (!files.ok()) return step;
@@ -101,11 +103,15 @@ lifecycle::Step JobController::ScanMarkers(const Job& job) {
   }
   int malformed = 0;
   std::vector<LogFile> rotated;
-  std::vector<ProgressReport> reports = markers_.Scan(current, malformed, &rotated);
+  std::string why;
+  std::vector<ProgressReport> reports = markers_.Scan(current, malformed, &rotated, &why);
   if (malformed > 0 && !warned_malformed_[job.name()]) {
     warned_malformed_[job.name()] = true;
     step.events.push_back(Event(job, "Warning",
-                                "ignored a malformed HEADWAY progress line in the job's output"));
+                                "ignored a malformed HEADWAY progress line in the job's output: " +
+                                    why +
+                                    " (the form is HEADWAY {\"step\": 1, \"loss\": 0.5}; later "
+                                    "malformed lines are ignored without another event)"));
   }
   for (const LogFile& f : rotated) {
     step.events.push_back(Event(job, "Warning",
@@ -123,9 +129,30 @@ lifecycle::Step JobController::ScanMarkers(const Job& job) {
   for (std::string& warning : tracker_.TakeLimitWarnings(job.name(), limits)) {
     step.events.push_back(Event(job, "Warning", std::move(warning)));
   }
-  if (!reports.empty()) writer_.WriteAsync({job.name(), std::move(reports), clock_.Now()});
+  if (!reports.empty()) {
+    if (final) {
+      // The attempt ended: its last reports must count in its final verdict.
+      Status s = writer_.Write({job.name(), std::move(reports), clock_.Now()});
+      if (!s.ok()) step.events.push_back(Event(job, "Warning", "progress lines: " + s.message()));
+    } else {
+      writer_.WriteAsync({job.name(), std::move(reports), clock_.Now()});
+    }
+  }
   return step;
 }
+
+namespace {
+
+std::string RandomSuffix() {
+  static constexpr char kChars[] = "bcdfghjklmnpqrstvwxz2456789";  // as Kubernetes: no vowels
+  static thread_local std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<std::size_t> pick(0, sizeof kChars - 2);
+  std::string out;
+  for (int i = 0; i < 5; ++i) out += kChars[pick(rng)];
+  return out;
+}
+
+}  // namespace
 
 JobEvent JobController::Event(const Job& job, std::string type, std::string message) const {
   return {0, job.name(), clock_.Now(), std::move(type), std::move(message)};
@@ -142,7 +169,9 @@ Status JobController::Save(const Job& job, const std::vector<JobEvent>& events) 
   }
   if (options_.on_change) {
     for (const JobEvent& e : events) {
-      if (e.type == "StateChanged" || e.type == "HealthChanged") options_.on_change(job, e);
+      if (e.type == "StateChanged" || e.type == "HealthChanged" || e.type == "NoReports") {
+        options_.on_change(job, e);
+      }
     }
   }
   return s;
@@ -246,7 +275,21 @@ Result<Job> JobController::Submit(JobSpec spec, std::string created_by) {
   job.executor = queue.executor;
   job.created_by = std::move(created_by);
   std::lock_guard lock(mu_);
-  HEADWAY_RETURN_IF_ERROR(store_.CreateJob(job, Event(job, "Submitted", "job submitted")));
+  if (job.spec.name.empty()) {
+    if (job.spec.generate_name.empty()) {
+      return InvalidArgument("is required (or generateName)").WithField("name");
+    }
+    // Like Kubernetes' generateName: the prefix and 5 random characters,
+    // drawn again if taken.
+    Status created = Conflict("");
+    for (int tries = 0; tries < 8 && created.code() == StatusCode::kConflict; ++tries) {
+      job.spec.name = job.spec.generate_name + RandomSuffix();
+      created = store_.CreateJob(job, Event(job, "Submitted", "job submitted"));
+    }
+    HEADWAY_RETURN_IF_ERROR(created);
+  } else {
+    HEADWAY_RETURN_IF_ERROR(store_.CreateJob(job, Event(job, "Submitted", "job submitted")));
+  }
   generation_ += 1;
   woken_ = true;
   wake_.notify_all();
@@ -332,6 +375,112 @@ Result<Job> JobController::ForceStop(std::string_view name, std::string why) {
   return job;
 }
 
+Result<Job> JobController::Delete(std::string_view name, bool when_ended) {
+  Work work;
+  Job job;
+  std::string moved;
+  {
+    std::lock_guard lock(mu_);
+    auto stored = store_.GetJob(name);
+    if (!stored.ok()) return stored.status();
+    job = std::move(stored.value());
+    const Time now = clock_.Now();
+    if (!IsTerminal(job.state)) {
+      if (!when_ended) {
+        return Conflict("job '" + job.name() + "' is " + std::string(JobStateName(job.state)) +
+                        ": stop it first (headway stop " + job.name() +
+                        "), or delete it with force (headway delete job " + job.name() +
+                        " --force), which stops it and deletes it once it has ended");
+      }
+      if (!job.delete_requested_at) {
+        lifecycle::Step step;
+        job.delete_requested_at = now;
+        step.changed = true;
+        step.events.push_back(
+            Event(job, "Deleting", "delete requested: it is deleted once it has ended"));
+        if (!job.stop_requested_at) {
+          step.Then(lifecycle::RequestStop(job, StopReason::kUser, "stopped to be deleted", now));
+        }
+        HEADWAY_RETURN_IF_ERROR(Apply(job, std::move(step), work));
+      }
+      generation_ += 1;
+      woken_ = true;
+      wake_.notify_all();
+    }
+    if (IsTerminal(job.state)) {
+      // Ended (a queued job stops at once): gone now.
+      auto dir = Remove(job);
+      if (!dir.ok()) return dir.status();
+      moved = std::move(dir.value());
+    }
+  }
+  Carry(work);
+  RemoveDir(moved);
+  return job;
+}
+
+Result<std::string> JobController::Remove(const Job& job) {
+  auto logs = store_.ListLogFiles(job.name());
+  HEADWAY_RETURN_IF_ERROR(store_.DeleteJob(job.name()));
+  if (logs.ok()) markers_.Forget(*logs);
+  memos_.erase(job.name());
+  last_polled_.erase(job.name());
+  warned_malformed_.erase(job.name());
+  tracker_.Forget(job.name());
+  {
+    std::lock_guard token_lock(tokens_mu_);
+    token_hashes_.erase(job.name());
+  }
+  // Moved aside at once (under mu_, so a new job of the same name never
+  // finds it); the caller removes it without holding mu_, as checkpoints
+  // may be large.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(options_.data_dir) / "jobs" / job.name();
+  std::error_code ec;
+  if (options_.data_dir.empty() || !fs::exists(fs::symlink_status(dir, ec))) return std::string();
+  const fs::path trash = fs::path(options_.data_dir) / "jobs" /
+                         (".deleted-" + job.name() + "-" + RandomSuffix() + RandomSuffix());
+  fs::rename(dir, trash, ec);
+  if (ec) {
+    std::fprintf(stderr, "headway: cannot remove %s: %s\n", dir.c_str(), ec.message().c_str());
+    return std::string();
+  }
+  return trash.string();
+}
+
+void JobController::RemoveDir(const std::string& dir) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);  // never follows symbolic links
+  if (ec) std::fprintf(stderr, "headway: cannot remove %s: %s\n", dir.c_str(), ec.message().c_str());
+}
+
+void JobController::CollectFinished(Time now) {
+  {
+    std::lock_guard lock(mu_);
+    if (last_collected_ && now - *last_collected_ < options_.retention_interval) return;
+    last_collected_ = now;
+  }
+  auto jobs = store_.ListJobs({});
+  if (!jobs.ok()) return;
+  for (const Job& listed : *jobs) {
+    auto due = lifecycle::DeleteDueAt(listed, options_.finished_job_ttl);
+    if (!due || *due > now) continue;
+    std::string moved;
+    {
+      std::lock_guard lock(mu_);
+      auto job = store_.GetJob(listed.name());  // as stored now
+      if (!job.ok()) continue;
+      due = lifecycle::DeleteDueAt(*job, options_.finished_job_ttl);
+      if (!due || *due > now) continue;
+      auto dir = Remove(*job);
+      if (!dir.ok()) continue;
+      moved = std::move(dir.value());
+    }
+    RemoveDir(moved);
+  }
+}
+
 bool JobController::Completed(const Job& job) {
   ProgressView view = tracker_.View(job, clock_.Now());
   return view.percent && *view.percent >= 100.0;
@@ -374,6 +523,10 @@ Status JobController::Reconcile() {
         ExecStatus status = ExecutorFor(job).Poll(job.executor_handle);
         step = lifecycle::Readopt(job, memo, status,
                                   job.preempt_requested_at && Completed(job), now);
+      }
+      if (IsTerminal(job.state)) {
+        progress::HealthVerdict verdict = tracker_.FinalVerdict(job, now);
+        step.Then(lifecycle::FinalHealth(job, verdict.health, verdict.reason, now));
       }
       Status s = Apply(job, std::move(step), work);
       if (!s.ok()) return s;
@@ -421,6 +574,7 @@ void JobController::Tick() {
   }
 
   Work work;
+  std::vector<std::string> removed;  // run directories of deleted jobs
   {
     std::lock_guard lock(mu_);
     if (generation != generation_) {
@@ -434,29 +588,46 @@ void JobController::Tick() {
                       (job.state == JobState::kRunning || job.state == JobState::kStarting);
       if (!launched) continue;
       lifecycle::AttemptMemo& memo = memos_[job.name()];
-      lifecycle::Step step = ScanMarkers(job);
       auto poll = polled.find(job.name());
-      if (poll != polled.end() && poll->second.handle == job.executor_handle) {
+      const bool observed = poll != polled.end() && poll->second.handle == job.executor_handle;
+      const bool exited = observed && (poll->second.status.phase == ExecStatus::Phase::kExited ||
+                                       poll->second.status.phase == ExecStatus::Phase::kLost);
+      lifecycle::Step step = ScanMarkers(job, exited);
+      if (observed) {
         const ExecStatus& status = poll->second.status;
-        bool ended = status.phase == ExecStatus::Phase::kExited ||
-                     status.phase == ExecStatus::Phase::kLost;
-        if (ended) CrashPointForTests("exit:observed");
+        if (exited) CrashPointForTests("exit:observed");
         step.Then(lifecycle::Observe(job, memo, status,
-                                     ended && job.preempt_requested_at && Completed(job), now));
+                                     exited && job.preempt_requested_at && Completed(job), now));
       }
       if (job.state == JobState::kRunning) {
         step.Then(lifecycle::EnforceDeadlines(job, memo, Deadlines(job), now));
         ProgressView view = tracker_.View(job, now);
         step.Then(lifecycle::HealthSeen(job, view.health, view.health_reason, now));
+        const bool overdue =
+            !view.last_report_at && job.started_at &&
+            ToUnixSeconds(now) - ToUnixSeconds(*job.started_at) >= options_.health.unknown_grace_s;
+        step.Then(lifecycle::NoReportsSeen(job, overdue, view.health_reason, now));
+      }
+      if (IsTerminal(job.state)) {
+        progress::HealthVerdict verdict = tracker_.FinalVerdict(job, now);
+        step.Then(lifecycle::FinalHealth(job, verdict.health, verdict.reason, now));
       }
       bool ended = IsTerminal(job.state) || job.state == JobState::kQueued ||
                    job.state == JobState::kPreempted;
-      if (Apply(job, std::move(step), work).ok() && ended) CrashPointForTests("exit:stored");
+      if (Apply(job, std::move(step), work).ok() && ended) {
+        CrashPointForTests("exit:stored");
+        if (IsTerminal(job.state) && job.delete_requested_at) {
+          auto dir = Remove(job);
+          if (dir.ok() && !dir->empty()) removed.push_back(std::move(dir.value()));
+        }
+      }
     }
     Schedule(*jobs, work);
     if (options_.on_tick) options_.on_tick(*jobs);
   }
   Carry(work);
+  for (const std::string& dir : removed) RemoveDir(dir);
+  CollectFinished(now);
 }
 
 namespace {

@@ -69,8 +69,13 @@ struct ControllerOptions {
   std::uint64_t max_log_bytes = 0;
   // Which Unix account each team's jobs run as.
   RunAsPolicy run_as;
+  // How long a job is kept after it ended when its spec sets no
+  // ttl_after_finished (--finished-job-ttl); nullopt: until deleted.
+  std::optional<Duration> finished_job_ttl;
+  // How often the control loop looks for ended jobs due to be deleted.
+  Duration retention_interval = std::chrono::seconds(30);
   // Called (on the control loop's thread, holding no store lock) for every
-  // persisted StateChanged or HealthChanged event; must not block.
+  // persisted StateChanged, HealthChanged or NoReports event; must not block.
   std::function<void(const Job&, const JobEvent&)> on_change;
   // Called at the end of every Tick (on the control loop's thread, holding
   // the controller's lock) with the jobs that were active at its start, as
@@ -98,6 +103,7 @@ class JobController final : public api::JobService {
   Result<std::vector<Job>> List(const JobFilter& filter) override;
   Result<Job> Stop(std::string_view name, std::string why) override;
   Result<Job> ForceStop(std::string_view name, std::string why) override;
+  Result<Job> Delete(std::string_view name, bool when_ended) override;
   Result<std::vector<JobEvent>> Events(std::string_view name, std::int64_t after_id) override;
   Result<std::vector<LogFile>> LogFiles(std::string_view name) override;
   std::string PendingReason(std::string_view name) override;
@@ -158,8 +164,18 @@ class JobController final : public api::JobService {
   // having finished is not requeued).
   bool Completed(const Job& job);
   lifecycle::DeadlineOptions Deadlines(const Job& job);
-  // Callers hold mu_.
-  lifecycle::Step ScanMarkers(const Job& job);
+  // Callers hold mu_. `final`: the attempt ended, so what it wrote last is
+  // stored (and seen by the tracker) before this returns.
+  lifecycle::Step ScanMarkers(const Job& job, bool final = false);
+  // Deletes an ended job: its record and everything stored with it, and
+  // what the controller keeps of it; its run directory is moved aside and
+  // returned, for the caller to remove outside mu_. Callers hold mu_.
+  Result<std::string> Remove(const Job& job);
+  // Removes a directory Remove moved aside; takes no lock.
+  static void RemoveDir(const std::string& dir);
+  // Deletes the ended jobs that are due (lifecycle::DeleteDueAt), at most
+  // once per retention_interval. Takes mu_ per job.
+  void CollectFinished(Time now);
   void Schedule(std::vector<Job>& active, Work& work);
   void PublishPool(const sched::ClusterState& state, const std::vector<Job>& active,
                    const sched::Decision& decision);
@@ -187,6 +203,7 @@ class JobController final : public api::JobService {
   IngestWriter writer_;  // after tracker_: it feeds it
   MarkerScanner markers_;                          // guarded by mu_
   std::map<std::string, bool> warned_malformed_;   // guarded by mu_
+  std::optional<Time> last_collected_;             // guarded by mu_
   std::mutex tokens_mu_;
   // Report-token hash per job, so a report costs no job read and parse.
   std::map<std::string, std::string> token_hashes_;  // guarded by tokens_mu_

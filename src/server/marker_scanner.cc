@@ -7,7 +7,7 @@
 namespace headway {
 
 std::vector<ProgressReport> MarkerScanner::Scan(const std::vector<LogFile>& files, int& malformed,
-                                                std::vector<LogFile>* rotated) {
+                                                std::vector<LogFile>* rotated, std::string* why) {
   constexpr std::size_t kMaxRead = 1 << 20;  // per file per scan
   constexpr std::size_t kMaxLine = 1 << 16;  // longer lines are not markers
   constexpr std::string_view kMarker = "HEADWAY ";
@@ -30,9 +30,14 @@ std::vector<ProgressReport> MarkerScanner::Scan(const std::vector<LogFile>& file
       std::string_view line(c.partial.data() + start, nl - start);
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       if (line.substr(0, kMarker.size()) != kMarker) continue;
-      auto decoded = DecodeProgressReports(line.substr(kMarker.size()));
+      auto decoded = DecodeMarkerReports(line.substr(kMarker.size()));
       if (!decoded.ok()) {
         ++malformed;
+        if (why != nullptr && why->empty()) {
+          const Status& e = decoded.status();
+          *why = "rank " + std::to_string(file.rank) + ": " +
+                 (e.field().empty() ? "" : e.field() + ": ") + e.message();
+        }
         continue;
       }
       for (auto& r : *decoded) reports.push_back(std::move(r));

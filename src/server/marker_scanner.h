@@ -24,11 +24,14 @@ namespace headway {
 
 class MarkerScanner {
  public:
-  // Reports in the complete lines appended to `files` since the last call.
-  // Malformed marker lines are counted in `malformed` and skipped. Files
-  // seen rotated (PATH.1 exists) for the first time are added to `rotated`.
+  // Reports in the complete lines appended to `files` since the last call
+  // (DecodeMarkerReports: top-level numbers are metrics). Malformed marker
+  // lines are counted in `malformed` and skipped; `why` (if given and still
+  // empty) gets what was wrong with the first, and where. Files seen rotated
+  // (PATH.1 exists) for the first time are added to `rotated`.
   std::vector<ProgressReport> Scan(const std::vector<LogFile>& files, int& malformed,
-                                   std::vector<LogFile>* rotated = nullptr);
+                                   std::vector<LogFile>* rotated = nullptr,
+                                   std::string* why = nullptr);
   void Forget(const std::vector<LogFile>& files);
 
  private:

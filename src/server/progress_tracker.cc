@@ -273,16 +273,7 @@ void ProgressTracker::Apply(const ProgressBatch& batch) {
   s.last_report_at = batch.received;
 }
 
-ProgressView ProgressTracker::View(const Job& job, Time now) {
-  std::lock_guard lock(mu_);
-  State& s = Load(job.name());
-  ProgressView v;
-  double now_s = ToUnixSeconds(now);
-  std::optional<double> elapsed;
-  if (job.started_at) elapsed = ToUnixSeconds(job.finished_at.value_or(now)) - ToUnixSeconds(*job.started_at);
-  std::optional<double> limit;
-  if (job.spec.time_limit) limit = static_cast<double>(job.spec.time_limit->count()) / 1000.0;
-
+std::vector<progress::StepSample> ProgressTracker::Samples(const Job& job, const State& s) {
   // Rates, ETA and stalls are of the current attempt: a job requeued after a
   // preemption or restart gets a fresh stall clock, and the gap while it
   // waited in the queue does not count as slow training.
@@ -299,6 +290,48 @@ ProgressView ProgressTracker::View(const Job& job, Time now) {
     double t = ToUnixSeconds(p.time);
     if (t >= attempt_start_s) samples.push_back({p.step, t});
   }
+  return samples;
+}
+
+progress::HealthVerdict ProgressTracker::Classify(const Job& job, State& s, double now_s) {
+  std::vector<progress::StepSample> samples = Samples(job, s);
+  progress::HealthInput in;
+  in.now_s = now_s;
+  in.started_at_s = job.started_at ? ToUnixSeconds(*job.started_at) : now_s;
+  in.steps = samples;
+  in.loss = s.loss;
+  in.objective = s.objective;
+  in.first_loss = s.first_loss;
+  in.min_loss = s.min_loss;
+  in.objective_name = s.objective_is_eval ? "eval_loss" : "loss";
+  progress::HealthOptions options = health_options_;
+  if (plateau_window_ > 0 && s.total_steps) {
+    options.plateau_window_steps = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(plateau_window_ * static_cast<double>(*s.total_steps)));
+  }
+  return progress::ClassifyHealth(in, options);
+}
+
+progress::HealthVerdict ProgressTracker::FinalVerdict(const Job& job, Time now) {
+  std::lock_guard lock(mu_);
+  State& s = Load(job.name());
+  std::vector<progress::StepSample> samples = Samples(job, s);
+  // As of the last report: the end of a run is not a stall.
+  double as_of = samples.empty() ? ToUnixSeconds(now) : samples.back().time_s;
+  return Classify(job, s, as_of);
+}
+
+void ProgressTracker::Forget(const std::string& job) {
+  std::lock_guard lock(mu_);
+  jobs_.erase(job);
+}
+
+ProgressView ProgressTracker::View(const Job& job, Time now) {
+  std::lock_guard lock(mu_);
+  State& s = Load(job.name());
+  ProgressView v;
+  double now_s = ToUnixSeconds(now);
+  std::vector<progress::StepSample> samples = Samples(job, s);
 
   if (!s.steps.empty()) {
     v.step = s.steps.back().step;
@@ -307,7 +340,8 @@ ProgressView ProgressTracker::View(const Job& job, Time now) {
     v.total_epochs = s.total_epochs;
     v.last_report_at = s.last_report_at;
   }
-  v.percent = progress::PercentComplete(v.step, v.total_steps, v.epoch, v.total_epochs, elapsed, limit);
+  // From reports only: elapsed time over a time limit is not progress.
+  v.percent = progress::PercentComplete(v.step, v.total_steps, v.epoch, v.total_epochs);
   if (job.state == JobState::kSucceeded) v.percent = 100.0;
   for (const auto& [name, point] : s.latest) v.metrics[name] = point.value;
   if (auto it = s.latest.find("samples_per_second"); it != s.latest.end()) {
@@ -324,26 +358,18 @@ ProgressView ProgressTracker::View(const Job& job, Time now) {
     if (dt > 0) v.steps_per_second = static_cast<double>(samples.back().step - samples.front().step) / dt;
   }
   if (running) {
-    progress::HealthInput in;
-    in.now_s = now_s;
-    in.started_at_s = job.started_at ? ToUnixSeconds(*job.started_at) : now_s;
-    in.steps = samples;
-    in.loss = s.loss;
-    in.objective = s.objective;
-    in.first_loss = s.first_loss;
-    in.min_loss = s.min_loss;
-    in.objective_name = s.objective_is_eval ? "eval_loss" : "loss";
-    progress::HealthOptions options = health_options_;
-    if (plateau_window_ > 0 && v.total_steps) {
-      options.plateau_window_steps = std::max<std::int64_t>(
-          1, static_cast<std::int64_t>(plateau_window_ * static_cast<double>(*v.total_steps)));
-    }
-    progress::HealthVerdict verdict = progress::ClassifyHealth(in, options);
+    progress::HealthVerdict verdict = Classify(job, s, now_s);
     v.health = verdict.health;
     v.health_reason = verdict.reason;
-  } else if (!s.steps.empty() || IsTerminal(job.state)) {
+    // A stalled job has no credible ETA: the last rate no longer holds.
+    if (v.health == Health::kStalled) v.eta_seconds.reset();
+  } else if (IsTerminal(job.state)) {
+    // The verdict the run ended with (lifecycle::FinalHealth).
+    v.health = job.health;
+    v.health_reason = job.health_reason;
+  } else if (!s.steps.empty()) {
     v.health = Health::kUnknown;
-    v.health_reason = IsTerminal(job.state) ? "" : "not running";
+    v.health_reason = "not running";
   }
   if (IsTerminal(job.state) && s.steps.size() > 1) {
     // Tails only serve ETA and health, which a finished job no longer has.

@@ -54,7 +54,17 @@ class ProgressTracker {
   // The Warning events `job` is owed: at most one per limit per job (series,
   // points), saying what was refused or dropped and the limit.
   std::vector<std::string> TakeLimitWarnings(const std::string& job, const IngestLimits& limits);
+  // Percent comes from reports only (steps or epochs), never from the time
+  // limit. A running job's health is classified as of `now`, and a Stalled
+  // one has no ETA; an ended job shows the verdict it kept (Job::health).
   ProgressView View(const Job& job, Time now);
+  // The classifier's verdict over the job's series as of its last report (or
+  // as of `now` when it never reported), for the verdict an ended job keeps
+  // (lifecycle::FinalHealth). Call before View sees the job ended: View
+  // trims an ended job's tails.
+  progress::HealthVerdict FinalVerdict(const Job& job, Time now);
+  // Drops what is kept of a deleted job, so a new job of the same name starts afresh.
+  void Forget(const std::string& job);
 
  private:
   struct State {
@@ -82,6 +92,10 @@ class ProgressTracker {
   static constexpr std::size_t kLossTail = 512;
 
   State& Load(const std::string& job);  // requires mu_
+  // The classifier's verdict over `s` as of `now_s`; requires mu_.
+  progress::HealthVerdict Classify(const Job& job, State& s, double now_s);
+  // The current attempt's step samples; requires mu_.
+  static std::vector<progress::StepSample> Samples(const Job& job, const State& s);
   static void AddStep(State& s, const StepPoint& p);
   // Rows each report would add (see IngestLimits::max_points); requires mu_.
   std::vector<std::uint64_t> Costs(const std::string& job, const State& s,

@@ -392,6 +392,7 @@ int RunServer(const ServerConfig& config) {
   options.data_dir = config.data_dir;
   options.health.stall_floor_s = config.stall_floor_s;
   options.health.unknown_grace_s = config.no_report_grace_s;
+  options.finished_job_ttl = config.finished_job_ttl;
   options.plateau_window = config.plateau_window;
   options.max_series_per_job = config.max_series_per_job;
   options.max_points_per_job = config.max_points_per_job;

@@ -47,6 +47,9 @@ struct ServerConfig {
   std::uint64_t max_log_bytes = 1ull << 30;    // per rank of a local job, rotated at half; 0: off
   double stall_floor_s = 60;        // never call a job Stalled sooner than this
   double no_report_grace_s = 300;   // say "no progress reported" after this long
+  // Ended jobs without a spec ttl_after_finished are deleted this long after
+  // they ended; nullopt (the default): kept until deleted.
+  std::optional<Duration> finished_job_ttl;
   std::vector<std::string> webhooks;  // http:// URLs that get every state/health change
   std::string webhook_secret_file;    // HMAC key for their signatures; default DATA_DIR/webhook-secret
   double plateau_window = 0.25;     // fraction of total_steps the objective must improve over; 0: off

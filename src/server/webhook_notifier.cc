@@ -39,7 +39,7 @@ struct WebhookNotifier::Endpoint {
 
 namespace {
 
-const std::vector<std::string> kDeliveredTypes = {"StateChanged", "HealthChanged"};
+const std::vector<std::string> kDeliveredTypes = {"StateChanged", "HealthChanged", "NoReports"};
 constexpr std::size_t kBatch = 100;
 constexpr auto kMaxBackoff = std::chrono::seconds(30);
 

@@ -42,6 +42,9 @@ class Store {
   // Replaces the job's row and appends events, in one transaction.
   virtual Status SaveJob(const Job& job, const std::vector<JobEvent>& events) = 0;
   virtual Result<Job> GetJob(std::string_view name) = 0;
+  // Removes the job with everything kept of it (events, log index, progress
+  // series) in one transaction; its name is free again. NotFound if unknown.
+  virtual Status DeleteJob(std::string_view name) = 0;
   // Ordered by submission.
   virtual Result<std::vector<Job>> ListJobs(const JobFilter& filter) = 0;
   // Events of one job with id > after_id, oldest first.

@@ -251,30 +251,22 @@ TEST(EstimateEtaEma, WeighsRecentIntervalsLikeTqdm) {
   EXPECT_NEAR(avg.steps_per_second, 110.0 / 120.0, 1e-9);
 }
 
-TEST(PercentComplete, StepsThenEpochsThenTimeLimit) {
-  EXPECT_DOUBLE_EQ(*PercentComplete(250, 1000, 3.0, 4.0, 10, 100), 25);
+TEST(PercentComplete, StepsThenEpochs) {
+  EXPECT_DOUBLE_EQ(*PercentComplete(250, 1000, 3.0, 4.0), 25);
   // No total steps (or 0): epochs.
-  EXPECT_DOUBLE_EQ(*PercentComplete(250, std::nullopt, 3.0, 4.0, 10, 100), 75);
-  EXPECT_DOUBLE_EQ(*PercentComplete(250, 0, 3.0, 4.0, 10, 100), 75);
-  // No epochs either: elapsed over the time limit.
-  EXPECT_DOUBLE_EQ(*PercentComplete(250, std::nullopt, 3.0, std::nullopt, 10, 100), 10);
-  EXPECT_DOUBLE_EQ(*PercentComplete(std::nullopt, std::nullopt, std::nullopt, 0.0, 10, 100), 10);
+  EXPECT_DOUBLE_EQ(*PercentComplete(250, std::nullopt, 3.0, 4.0), 75);
+  EXPECT_DOUBLE_EQ(*PercentComplete(250, 0, 3.0, 4.0), 75);
   // Nothing usable.
-  EXPECT_FALSE(PercentComplete(250, std::nullopt, std::nullopt, std::nullopt, 10, std::nullopt));
-  EXPECT_FALSE(PercentComplete(250, std::nullopt, std::nullopt, std::nullopt, 10, 0.0));
-  EXPECT_FALSE(
-      PercentComplete(std::nullopt, 1000, std::nullopt, std::nullopt, std::nullopt, std::nullopt));
+  EXPECT_FALSE(PercentComplete(250, std::nullopt, 3.0, std::nullopt));
+  EXPECT_FALSE(PercentComplete(std::nullopt, std::nullopt, std::nullopt, 0.0));
+  EXPECT_FALSE(PercentComplete(std::nullopt, 1000, std::nullopt, std::nullopt));
 }
 
 TEST(PercentComplete, ClampedAndNonFiniteIgnored) {
-  EXPECT_DOUBLE_EQ(
-      *PercentComplete(1200, 1000, std::nullopt, std::nullopt, std::nullopt, std::nullopt), 100);
-  EXPECT_DOUBLE_EQ(
-      *PercentComplete(-5, 1000, std::nullopt, std::nullopt, std::nullopt, std::nullopt), 0);
-  EXPECT_DOUBLE_EQ(
-      *PercentComplete(std::nullopt, std::nullopt, std::nullopt, std::nullopt, 500, 100), 100);
+  EXPECT_DOUBLE_EQ(*PercentComplete(1200, 1000, std::nullopt, std::nullopt), 100);
+  EXPECT_DOUBLE_EQ(*PercentComplete(-5, 1000, std::nullopt, std::nullopt), 0);
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_DOUBLE_EQ(*PercentComplete(std::nullopt, std::nullopt, nan, 4.0, 10, 100), 10);
+  EXPECT_FALSE(PercentComplete(std::nullopt, std::nullopt, nan, 4.0));
 }
 
 }  // namespace

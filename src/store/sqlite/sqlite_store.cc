@@ -156,6 +156,12 @@ const char* const kMigrations[] = {
     R"sql(
     ALTER TABLE jobs ADD COLUMN health TEXT NOT NULL DEFAULT 'Unknown';
     )sql",
+    // v10: why the job has its health (kept as the final verdict once it
+    // ended), and deletes that wait for a job to end.
+    R"sql(
+    ALTER TABLE jobs ADD COLUMN health_reason TEXT NOT NULL DEFAULT '';
+    ALTER TABLE jobs ADD COLUMN delete_requested_at INTEGER;
+    )sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -237,6 +243,25 @@ class SqliteStore final : public Store {
     if (!s.ok()) {
       (void)Exec("ROLLBACK");
       return s;
+    }
+    return Commit();
+  }
+
+  Status DeleteJob(std::string_view name) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    const std::string job(name);
+    Statement del(db_, "DELETE FROM jobs WHERE name = ?");
+    del.Bind(1, job);
+    if (!del.Run()) return Rollback("delete job");
+    if (sqlite3_changes(db_) == 0) {
+      (void)Exec("ROLLBACK");
+      return NotFound("job '" + job + "' not found");
+    }
+    for (const char* table : {"job_events", "job_logs", "progress_steps", "metric_points"}) {
+      Statement q(db_, std::string("DELETE FROM ") + table + " WHERE job = ?");
+      q.Bind(1, job);
+      if (!q.Run()) return Rollback(std::string("delete from ") + table);
     }
     return Commit();
   }
@@ -697,7 +722,7 @@ class SqliteStore final : public Store {
       "SELECT seq, spec, state, reason, message, exit_code, restarts, gpu_ids, executor, "
       "executor_handle, token_hash, created_at, started_at, finished_at, stop_requested_at, "
       "stop_reason, preemptions, preempt_requested_at, preempt_message, requeued_at, created_by, "
-      "health FROM jobs";
+      "health, health_reason, delete_requested_at FROM jobs";
 
   static constexpr const char* kSelectExperiment =
       "SELECT name, spec, state, message, created_at, finished_at FROM experiments";
@@ -769,6 +794,8 @@ class SqliteStore final : public Store {
     if (!q.IsNull(19)) job.requeued_at = FromUnixMillis(q.ColumnInt64(19));
     job.created_by = q.ColumnText(20);
     job.health = ParseHealth(q.ColumnText(21)).value_or(Health::kUnknown);
+    job.health_reason = q.ColumnText(22);
+    if (!q.IsNull(23)) job.delete_requested_at = FromUnixMillis(q.ColumnInt64(23));
     return job;
   }
 
@@ -777,7 +804,8 @@ class SqliteStore final : public Store {
                 "UPDATE jobs SET team=?, spec=?, state=?, reason=?, message=?, exit_code=?, "
                 "restarts=?, gpu_ids=?, executor=?, executor_handle=?, token_hash=?, "
                 "started_at=?, finished_at=?, stop_requested_at=?, stop_reason=?, preemptions=?, "
-                "preempt_requested_at=?, preempt_message=?, requeued_at=?, health=? WHERE name=?");
+                "preempt_requested_at=?, preempt_message=?, requeued_at=?, health=?, health_reason=?, "
+                "delete_requested_at=? WHERE name=?");
     q.Bind(1, job.spec.team);
     q.Bind(2, StoredSpec(job.spec));
     q.Bind(3, std::string(JobStateName(job.state)));
@@ -798,7 +826,9 @@ class SqliteStore final : public Store {
     q.Bind(18, job.preempt_message);
     q.BindOptional(19, Millis(job.requeued_at));
     q.Bind(20, std::string(HealthName(job.health)));
-    q.Bind(21, job.name());
+    q.Bind(21, job.health_reason);
+    q.BindOptional(22, Millis(job.delete_requested_at));
+    q.Bind(23, job.name());
     if (!q.Run()) return Unavailable("write job: " + LastError());
     return Status::Ok();
   }
