@@ -347,5 +347,117 @@ TEST_F(ControllerTest, TheAnnouncedHealthSurvivesARestart) {
   EXPECT_EQ(Get("quiet").health, Health::kStalled);
 }
 
+TEST_F(ControllerTest, AnEndedJobIsDeletedWithItsRecordAndFilesAndItsNameIsFreeAgain) {
+  Submit("train", 1);
+  Tick();
+  Job job = Get("train");
+  const std::string run_dir = executor_.launches().at(0);
+  ASSERT_TRUE(std::filesystem::exists(run_dir));
+  // Not ended: refused, and nothing is touched.
+  auto refused = controller_->Delete("train", /*when_ended=*/false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kConflict);
+  EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("--force"));
+  executor_.Exit(job.executor_handle, 0);
+  Tick(seconds(1));
+  ASSERT_EQ(Get("train").state, JobState::kSucceeded);
+  ASSERT_TRUE(controller_->Delete("train", false).ok());
+  EXPECT_EQ(controller_->Get("train").status().code(), StatusCode::kNotFound);
+  auto logs = store_->ListLogFiles("train");
+  ASSERT_TRUE(logs.ok());
+  EXPECT_THAT(logs.value(), IsEmpty());
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(dir_) / "jobs" / "train"));
+  EXPECT_EQ(controller_->Delete("train", false).status().code(), StatusCode::kNotFound);
+  // The same name runs again, as a new job.
+  Submit("train", 1);
+  Tick();
+  EXPECT_EQ(Get("train").state, JobState::kRunning);
+  EXPECT_EQ(Get("train").attempt(), 0);
+}
+
+TEST_F(ControllerTest, AForcedDeleteStopsARunningJobAndDeletesItOnceItEnded) {
+  Submit("train", 1);
+  Tick();
+  const std::string handle = Get("train").executor_handle;
+  auto deleting = controller_->Delete("train", /*when_ended=*/true);
+  ASSERT_TRUE(deleting.ok()) << deleting.status().ToString();
+  EXPECT_EQ(deleting->state, JobState::kRunning);
+  EXPECT_THAT(SignalsTo(handle), ElementsAre(SIGTERM));
+  Tick(seconds(1));
+  EXPECT_TRUE(Get("train").delete_requested_at.has_value());
+  executor_.Exit(handle, 143);
+  Tick(seconds(1));
+  EXPECT_EQ(controller_->Get("train").status().code(), StatusCode::kNotFound);
+  // A queued job stops at once, so it goes at once.
+  Submit("waiting", 1);
+  Submit("queued", 1);
+  Tick();
+  ASSERT_EQ(Get("queued").state, JobState::kQueued);
+  ASSERT_TRUE(controller_->Delete("queued", true).ok());
+  EXPECT_EQ(controller_->Get("queued").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(ControllerTest, EndedJobsAreDeletedAfterTheirTtlOnTheControlLoop) {
+  options_.finished_job_ttl = std::chrono::hours(1);
+  options_.retention_interval = seconds(30);
+  Start();
+  Submit("short", 0, 0, [](JobSpec& spec) { spec.ttl_after_finished = seconds(60); });
+  Submit("default", 0);
+  Submit("running", 0);
+  Tick();
+  executor_.Exit(Get("short").executor_handle, 0);
+  executor_.Exit(Get("default").executor_handle, 1);
+  Tick(seconds(1));
+  ASSERT_EQ(Get("short").state, JobState::kSucceeded);
+  ASSERT_EQ(Get("default").state, JobState::kFailed);
+  Tick(seconds(59));
+  EXPECT_TRUE(controller_->Get("short").ok());  // 59 s after it ended
+  Tick(seconds(31));
+  EXPECT_EQ(controller_->Get("short").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(controller_->Get("default").ok());
+  Tick(std::chrono::minutes(59));
+  EXPECT_EQ(controller_->Get("default").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(Get("running").state, JobState::kRunning);  // never before it ended
+}
+
+TEST_F(ControllerTest, ASilentJobGetsOneNoReportsEventAfterTheGrace) {
+  options_.health.unknown_grace_s = 300;
+  std::vector<std::string> changes;
+  options_.on_change = [&](const Job&, const JobEvent& e) { changes.push_back(e.type); };
+  Start();
+  Submit("silent", 1);
+  Tick();
+  Tick(seconds(299));
+  auto count = [&] {
+    auto events = store_->ListEvents("silent");
+    EXPECT_TRUE(events.ok());
+    if (!events.ok()) return -1;
+    std::vector<JobEvent> list = std::move(events.value());
+    return static_cast<int>(
+        std::count_if(list.begin(), list.end(), [](const JobEvent& e) { return e.type == "NoReports"; }));
+  };
+  EXPECT_EQ(count(), 0);
+  Tick(seconds(2));
+  EXPECT_EQ(count(), 1);
+  EXPECT_THAT(changes, Contains("NoReports"));  // the path webhooks follow
+  EXPECT_THAT(Get("silent").health_reason, ::testing::HasSubstr("no progress reported"));
+  Tick(seconds(60));
+  Start();  // not said again after a restart
+  Tick(seconds(60));
+  EXPECT_EQ(count(), 1);
+}
+
+TEST_F(ControllerTest, AGeneratedNameIsThePrefixAndFiveCharacters) {
+  JobSpec spec;
+  spec.generate_name = "sweep-";
+  spec.command = {"train"};
+  auto a = controller_->Submit(spec, "user/test");
+  auto b = controller_->Submit(spec, "user/test");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_THAT(a->name(), ::testing::MatchesRegex("sweep-[a-z0-9]{5}"));
+  EXPECT_NE(a->name(), b->name());
+  EXPECT_TRUE(controller_->Get(a->name()).ok());
+}
+
 }  // namespace
 }  // namespace headway

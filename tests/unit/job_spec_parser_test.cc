@@ -168,5 +168,27 @@ TEST(JobSpecParser, AMapKeyThatIsNotAStringIsAFieldError) {
   EXPECT_THAT(spec.status().message(), HasSubstr("keys must be strings"));
 }
 
+TEST(JobSpecParser, GenerateNameAndTtlAfterFinished) {
+  auto spec = ParseJobSpec("generateName: sweep-\ncommand: [x]\nttl_after_finished: 1h\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->name, "");
+  EXPECT_EQ(spec->generate_name, "sweep-");
+  EXPECT_EQ(spec->ttl_after_finished, std::chrono::hours(1));
+  auto snake = ParseJobSpec("generate_name: a\ncommand: [x]\nttl_after_finished: 0\n");
+  ASSERT_TRUE(snake.ok()) << snake.status().ToString();
+  EXPECT_EQ(snake->ttl_after_finished, std::chrono::seconds(0));
+  auto bad = ParseJobSpec("generateName: Sweep_\ncommand: [x]\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().field(), "generateName");
+  auto nothing = ParseJobSpec("command: [x]\n");
+  ASSERT_FALSE(nothing.ok());
+  EXPECT_EQ(nothing.status().field(), "name");
+  EXPECT_THAT(nothing.status().message(), ::testing::HasSubstr("generateName"));
+  // Named by the caller (submit --name): no name needed in the document.
+  EXPECT_TRUE(ParseJobSpec("command: [x]\n", /*name_required=*/false).ok());
+  auto negative = ParseJobSpec("name: a\ncommand: [x]\nttl_after_finished: -5\n");
+  EXPECT_FALSE(negative.ok());
+}
+
 }  // namespace
 }  // namespace headway

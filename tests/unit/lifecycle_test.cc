@@ -1,6 +1,7 @@
 // The attempt lifecycle as a pure state machine: every transition driven by
 // hand-picked times, no processes, no clock.
 #include "lifecycle/attempt.h"
+#include "lifecycle/retention.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -261,7 +262,92 @@ TEST(Lifecycle, HealthIsAnnouncedOncePerChangeAndItsPolicyApplied) {
   Observe(job, memo, Exited(143), false, kT0 + seconds(1));
   EXPECT_EQ(job.state, JobState::kStopped);
   EXPECT_EQ(job.reason, "Stalled");
-  EXPECT_EQ(job.health, Health::kUnknown);
+  // The verdict stays with the ended job.
+  EXPECT_EQ(job.health, Health::kStalled);
+  EXPECT_EQ(job.health_reason, "no new step for 12m");
+}
+
+TEST(Lifecycle, AnEndedRunKeepsTheVerdictItsSeriesShows) {
+  AttemptMemo memo;
+  Job job = RunningJob(memo);
+  HealthSeen(job, Health::kProgressing, "", kT0);
+  Observe(job, memo, Exited(0), false, kT0 + seconds(5));
+  ASSERT_EQ(job.state, JobState::kSucceeded);
+  EXPECT_EQ(job.health, Health::kProgressing);
+  // Its last reports (read as it exited) were NaN: Succeeded, but diverged.
+  Step final = FinalHealth(job, Health::kDiverging, "loss is NaN at step 40", kT0 + seconds(5));
+  EXPECT_EQ(job.health, Health::kDiverging);
+  EXPECT_EQ(job.health_reason, "loss is NaN at step 40");
+  ASSERT_EQ(final.events.size(), 1u);
+  EXPECT_EQ(final.events[0].type, "HealthChanged");
+  EXPECT_THAT(final.events[0].message, HasSubstr("Progressing -> Diverging: loss is NaN at step 40"));
+  EXPECT_TRUE(FinalHealth(job, Health::kDiverging, "loss is NaN at step 40", kT0).empty());
+}
+
+TEST(Lifecycle, TheFinalVerdictKeepsAStallAndWhatWasAnnouncedWithoutReports) {
+  AttemptMemo memo;
+  Job stalled = RunningJob(memo);
+  HealthSeen(stalled, Health::kStalled, "no new step for 12m", kT0);
+  Observe(stalled, memo, Exited(0), false, kT0);
+  EXPECT_TRUE(FinalHealth(stalled, Health::kProgressing, "", kT0).empty());
+  EXPECT_EQ(stalled.health, Health::kStalled);
+
+  AttemptMemo other;
+  Job silent = RunningJob(other);
+  Observe(silent, other, Exited(0), false, kT0);
+  EXPECT_TRUE(FinalHealth(silent, Health::kUnknown, "waiting for first report", kT0).empty());
+  EXPECT_EQ(silent.health, Health::kUnknown);
+
+  // A job that is only requeued keeps no verdict: its next attempt starts afresh.
+  AttemptMemo third;
+  Job restarting = RunningJob(third);
+  restarting.spec.max_restarts = 1;
+  HealthSeen(restarting, Health::kDiverging, "loss is NaN at step 3", kT0);
+  Observe(restarting, third, Exited(1), false, kT0);
+  EXPECT_EQ(restarting.state, JobState::kQueued);
+  EXPECT_EQ(restarting.health, Health::kUnknown);
+  EXPECT_TRUE(FinalHealth(restarting, Health::kDiverging, "x", kT0).empty());
+}
+
+TEST(Lifecycle, NoReportsIsSaidOncePerAttempt) {
+  AttemptMemo memo;
+  Job job = RunningJob(memo);
+  EXPECT_TRUE(NoReportsSeen(job, /*overdue=*/false, "waiting for first report", kT0).empty());
+  Step said = NoReportsSeen(job, true, "no progress reported for 5m since start", kT0);
+  ASSERT_EQ(said.events.size(), 1u);
+  EXPECT_EQ(said.events[0].type, "NoReports");
+  EXPECT_THAT(said.events[0].message, HasSubstr("no progress reported for 5m since start"));
+  EXPECT_TRUE(said.changed);
+  EXPECT_EQ(job.health_reason, "no progress reported for 5m since start");
+  EXPECT_TRUE(NoReportsSeen(job, true, "no progress reported for 6m since start", kT0).empty());
+  // A job that reported once has a health: nothing to say.
+  AttemptMemo other;
+  Job reporting = RunningJob(other);
+  HealthSeen(reporting, Health::kProgressing, "", kT0);
+  EXPECT_TRUE(NoReportsSeen(reporting, true, "x", kT0).empty());
+  // The next attempt may say it again.
+  job.spec.max_restarts = 1;
+  Observe(job, memo, Exited(1), false, kT0);
+  Schedule(job, {0}, "hash2", "", kT0);
+  Launched(job, memo, "h-2", "pid 2", {}, kT0);
+  Observe(job, memo, Running(), false, kT0);
+  EXPECT_EQ(NoReportsSeen(job, true, "no progress reported for 5m since start", kT0).events.size(), 1u);
+}
+
+TEST(Retention, AnEndedJobIsDueAfterItsTtlOrTheServersOrWhenItsDeleteWaited) {
+  Job job = Queued();
+  EXPECT_FALSE(DeleteDueAt(job, seconds(60)));  // not ended
+  job.state = JobState::kSucceeded;
+  job.finished_at = kT0;
+  EXPECT_FALSE(DeleteDueAt(job, std::nullopt));  // kept until deleted
+  EXPECT_EQ(DeleteDueAt(job, seconds(60)), kT0 + seconds(60));
+  job.spec.ttl_after_finished = seconds(5);  // the spec's wins
+  EXPECT_EQ(DeleteDueAt(job, seconds(60)), kT0 + seconds(5));
+  job.spec.ttl_after_finished = seconds(0);
+  EXPECT_EQ(DeleteDueAt(job, std::nullopt), kT0);
+  job.spec.ttl_after_finished.reset();
+  job.delete_requested_at = kT0 - seconds(10);
+  EXPECT_EQ(DeleteDueAt(job, std::nullopt), kT0);
 }
 
 TEST(Lifecycle, ReclaimAndNotifyPoliciesDoNotStop) {

@@ -68,6 +68,38 @@ TEST(ProgressReportDecoder, EnforcesLimits) {
   EXPECT_FALSE(IsValidMetricName("loss value"));
 }
 
+TEST(MarkerReportDecoder, TopLevelNumbersAreMetrics) {
+  auto r = DecodeMarkerReports(R"({"step": 1, "loss": 1.47, "lr": "NaN", "total_steps": 10,
+                                   "metrics": {"acc": 0.5}})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 1u);
+  const ProgressReport& report = r->at(0);
+  EXPECT_EQ(report.step, 1);
+  EXPECT_EQ(report.total_steps, 10);
+  EXPECT_DOUBLE_EQ(report.metrics.at("loss"), 1.47);
+  EXPECT_TRUE(std::isnan(report.metrics.at("lr")));
+  EXPECT_DOUBLE_EQ(report.metrics.at("acc"), 0.5);
+  auto batch = DecodeMarkerReports(R"({"reports": [{"step": 2, "loss": 0.5}]})");
+  ASSERT_TRUE(batch.ok());
+  EXPECT_DOUBLE_EQ(batch->at(0).metrics.at("loss"), 0.5);
+  // The HTTP API stays strict: an unknown field may be a typo.
+  EXPECT_FALSE(DecodeProgressReports(R"({"step": 1, "loss": 1.47})").ok());
+}
+
+TEST(MarkerReportDecoder, SaysWhatIsWrongWithTheFieldNamed) {
+  auto expect_error = [](const char* text, const std::string& field, const std::string& words) {
+    auto r = DecodeMarkerReports(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().field(), field) << text;
+    EXPECT_THAT(r.status().message(), HasSubstr(words)) << text;
+  };
+  expect_error(R"({"loss": 1.0})", "step", "is required");
+  expect_error(R"({"step": 1, "note": "warmup"})", "note", "must be a number");
+  expect_error(R"({"step": 1, "phase": {"a": 1}})", "phase", "must be a number");
+  expect_error(R"({"step": 1, "loss": 1, "metrics": {"loss": 2}})", "loss", "both");
+  expect_error(R"({"step": 1, "bad name": 1})", "bad name", "not a metric name");
+}
+
 TEST(Downsample, KeepsSpikesAndTheLastPoint) {
   std::vector<MetricPoint> points;
   for (int i = 1; i <= 1000; ++i) points.push_back({i, i == 500 ? 100.0 : 1.0});

@@ -182,6 +182,8 @@ TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
                           "ALTER TABLE jobs DROP COLUMN created_by", "DROP TABLE trials",
                           "DROP TABLE experiments", "DROP TABLE user_tokens",
                           "DROP TABLE webhook_cursors", "ALTER TABLE jobs DROP COLUMN health",
+                          "ALTER TABLE jobs DROP COLUMN health_reason",
+                          "ALTER TABLE jobs DROP COLUMN delete_requested_at",
                           "PRAGMA user_version=2"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
@@ -242,6 +244,8 @@ TEST_F(SqliteStoreTest, UpgradeCreditsAnExperimentOnlyWithItsOwnTrialJobs) {
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   for (const char* sql : {"ALTER TABLE jobs DROP COLUMN created_by", "DROP TABLE webhook_cursors",
                           "ALTER TABLE jobs DROP COLUMN health",
+                          "ALTER TABLE jobs DROP COLUMN health_reason",
+                          "ALTER TABLE jobs DROP COLUMN delete_requested_at",
                           "PRAGMA user_version=6"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
@@ -423,6 +427,8 @@ TEST_F(SqliteStoreTest, UpgradesAVersion7DatabaseWithWebhookCursors) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   for (const char* sql : {"DROP TABLE webhook_cursors", "ALTER TABLE jobs DROP COLUMN health",
+                          "ALTER TABLE jobs DROP COLUMN health_reason",
+                          "ALTER TABLE jobs DROP COLUMN delete_requested_at",
                           "PRAGMA user_version=7"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
@@ -431,6 +437,60 @@ TEST_F(SqliteStoreTest, UpgradesAVersion7DatabaseWithWebhookCursors) {
   EXPECT_FALSE(store->GetWebhookCursor("sha256:aa")->has_value());
   ASSERT_TRUE(store->SetWebhookCursor("sha256:aa", *store->LastEventId(), FromUnixMillis(1)).ok());
   EXPECT_EQ(store->GetWebhookCursor("sha256:aa")->value_or(-1), 1);
+}
+
+TEST_F(SqliteStoreTest, UpgradesAVersion9DatabaseKeepingJobsAndTheirHealth) {
+  {
+    auto store = Open();
+    Job old = MakeJob("old");
+    ASSERT_TRUE(store->CreateJob(old, Submitted("old")).ok());
+    old.health = Health::kDiverging;
+    ASSERT_TRUE(store->SaveJob(old, {}).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  for (const char* sql : {"ALTER TABLE jobs DROP COLUMN health_reason",
+                          "ALTER TABLE jobs DROP COLUMN delete_requested_at",
+                          "PRAGMA user_version=9"}) {
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+  }
+  sqlite3_close(db);
+  auto store = Open();
+  auto job = store->GetJob("old");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->health, Health::kDiverging);
+  EXPECT_EQ(job->health_reason, "");
+  EXPECT_FALSE(job->delete_requested_at);
+  job->health_reason = "loss is NaN at step 40";
+  job->delete_requested_at = FromUnixMillis(7000);
+  ASSERT_TRUE(store->SaveJob(*job, {}).ok());
+  EXPECT_EQ(store->GetJob("old")->health_reason, "loss is NaN at step 40");
+  EXPECT_EQ(store->GetJob("old")->delete_requested_at, FromUnixMillis(7000));
+}
+
+TEST_F(SqliteStoreTest, DeletingAJobRemovesEverythingKeptOfItAndFreesItsName) {
+  auto store = Open();
+  for (const char* name : {"gone", "kept"}) {
+    Job job = MakeJob(name);
+    ASSERT_TRUE(store->CreateJob(job, Submitted(name)).ok());
+    ASSERT_TRUE(store->AddLogFile({name, 0, 0, std::string("/x/") + name}).ok());
+    ProgressReport r;
+    r.step = 1;
+    r.metrics["loss"] = 0.5;
+    ASSERT_TRUE(store->AppendProgress({{name, {r}, FromUnixMillis(1000)}}).ok());
+  }
+  ASSERT_TRUE(store->DeleteJob("gone").ok());
+  EXPECT_EQ(store->GetJob("gone").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(store->ListEvents("gone")->empty());
+  EXPECT_TRUE(store->ListLogFiles("gone")->empty());
+  EXPECT_TRUE(store->MetricNames("gone")->empty());
+  EXPECT_TRUE(store->RecentSteps("gone", 10)->empty());
+  EXPECT_EQ(store->DeleteJob("gone").code(), StatusCode::kNotFound);
+  // The other job is untouched, and the name can be taken again.
+  EXPECT_EQ(store->ListEvents("kept")->size(), 1u);
+  EXPECT_EQ(store->MetricNames("kept")->size(), 1u);
+  Job again = MakeJob("gone");
+  EXPECT_TRUE(store->CreateJob(again, Submitted("gone")).ok());
 }
 
 TEST_F(SqliteStoreTest, WebhookCursorsSurviveReopening) {
