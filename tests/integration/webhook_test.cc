@@ -67,6 +67,14 @@ class Receiver {
     }
     return false;
   }
+  // Whether an event of `type` about `job` came.
+  bool SawType(const std::string& job, const std::string& type) {
+    std::lock_guard lock(mu_);
+    for (const json& b : bodies_) {
+      if (b.is_object() && b["type"] == type && b["job"] == job) return true;
+    }
+    return false;
+  }
   int Refused() {
     std::lock_guard lock(mu_);
     return refused_;
@@ -215,6 +223,17 @@ TEST(WebhookOutbox, ANewUrlStartsFromTheCurrentEnd) {
   EXPECT_FALSE(new_receiver.Saw("before", "Queued -> Starting"));
   ExpectEachOnce(old_receiver);
   ExpectEachOnce(new_receiver);
+}
+
+// A job that never reports is called out once the no-report grace is over,
+// as an event and a webhook, not only as health Unknown.
+TEST(WebhookOutbox, ASilentJobIsReportedAsNoReports) {
+  Receiver receiver;
+  TestServer server(4, {"--webhook", receiver.url(), "--no-report-grace", "1"});
+  server.Submit("name: silent\ncommand: \"sleep 30\"\ntermination_grace: 1s\n");
+  ASSERT_TRUE(WaitFor([&] { return server.HasEvent("silent", "NoReports", "no progress reported"); }));
+  EXPECT_TRUE(WaitFor([&] { return receiver.SawType("silent", "NoReports"); }));
+  server.Cli({"stop", "silent"});
 }
 
 }  // namespace
