@@ -92,6 +92,8 @@ class Client {
   static std::string ApiToken(const Options& o) {
     if (!o.token.empty()) return o.token;
     if (const char* env = std::getenv("HEADWAY_API_TOKEN"); env && *env) return env;
+    // The Python SDK's name for it, accepted too.
+    if (const char* env = std::getenv("HEADWAY_USER_TOKEN"); env && *env) return env;
     std::ifstream file(o.admin_token_file);
     std::string line;
     if (file && std::getline(file, line)) return line;
@@ -846,8 +848,8 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
                  "PEM file of the CA (or self-signed certificate) an https:// server's "
                  "certificate chains to (default: $HEADWAY_CA_FILE, and the system's CAs)");
   app.add_option("--token", o.token,
-                 "user token (default: $HEADWAY_API_TOKEN, or the admin token a local server "
-                 "wrote to DATA_DIR/admin-token)");
+                 "user token (default: $HEADWAY_API_TOKEN, or $HEADWAY_USER_TOKEN, or the admin "
+                 "token a local server wrote to DATA_DIR/admin-token)");
 
   auto* token = app.add_subcommand("token", "User tokens of the server");
   token->require_subcommand(1);

@@ -128,6 +128,25 @@ TEST(JobCommands, GetJobsActiveHidesEndedJobs) {
   server.Cli({"stop", "busy"});
 }
 
+// The CLI and the Python SDK read the same variables: HEADWAY_API_TOKEN, and
+// HEADWAY_USER_TOKEN as well.
+TEST(JobCommands, TheCliTakesTheTokenFromEitherVariable) {
+  TestServer server;
+  const std::string empty = MakeTempDir("headway-cli");
+  for (std::string variable : {"HEADWAY_API_TOKEN", "HEADWAY_USER_TOKEN"}) {
+    CommandResult r = RunCommand({"/usr/bin/env", "-u", "HEADWAY_API_TOKEN", "-u",
+                                  "HEADWAY_USER_TOKEN", "HEADWAY_DATA_DIR=" + empty,
+                                  variable + "=" + server.admin_token(), HEADWAY_BIN, "--server",
+                                  server.url(), "get", "jobs"});
+    EXPECT_EQ(r.exit_code, 0) << variable << ": " << r.err;
+  }
+  CommandResult none = RunCommand({"/usr/bin/env", "-u", "HEADWAY_API_TOKEN", "-u",
+                                   "HEADWAY_USER_TOKEN", "HEADWAY_DATA_DIR=" + empty, HEADWAY_BIN,
+                                   "--server", server.url(), "get", "jobs"});
+  EXPECT_NE(none.exit_code, 0);
+  std::filesystem::remove_all(empty);
+}
+
 // A run that diverged (NaN loss) and still exited 0 keeps its verdict.
 TEST(JobVerdicts, ADivergedRunThatExitsZeroStaysDiverging) {
   TestServer server;

@@ -11,11 +11,14 @@ Contract
 --------
 * Server URL: the `url` argument, else HEADWAY_SERVER, else HEADWAY_URL, else
   http://127.0.0.1:8080. A path prefix in the URL (http://host/headway) is kept.
-* Auth: the `token` argument, else HEADWAY_USER_TOKEN; sent as `Authorization: Bearer`.
+* Auth: the `token` argument, else HEADWAY_API_TOKEN (the name the CLI reads too),
+  else HEADWAY_USER_TOKEN (accepted as well); sent as `Authorization: Bearer`.
   Without one no Authorization header is sent.
 * Results are the decoded JSON documents (dicts and lists), unwrapped where the server
   wraps a list: list_jobs() -> [job, ...], get_metric() -> [{"step", "value"}, ...],
-  get_events() -> [event, ...].
+  get_events() -> [event, ...]. When get_metric(buckets=N) is given more points than N
+  the server downsamples: each bucket comes back as {"step": its last step, "value": its
+  last value, "min", "max", "first_step", "count", "non_finite"}.
 * Errors: every failure raises HeadwayError(status, code, message, field). `status` is
   the HTTP status, or None when no response came (connection refused, timeout); then code
   is "Unavailable". A non-2xx response's {"error": {"code", "message", "field"}} body
@@ -66,7 +69,8 @@ class Client:
         env = os.environ if env is None else env
         self.url = (url or env.get("HEADWAY_SERVER") or env.get("HEADWAY_URL")
                     or DEFAULT_SERVER).strip()
-        token = token if token is not None else env.get("HEADWAY_USER_TOKEN", "")
+        if token is None:
+            token = env.get("HEADWAY_API_TOKEN") or env.get("HEADWAY_USER_TOKEN") or ""
         self._headers = {}
         if token:
             self._headers["Authorization"] = "Bearer " + token.strip()
@@ -126,7 +130,11 @@ class Client:
         path = "/api/v1/jobs/%s/metrics/%s" % (_seg(name), _seg(metric))
         if buckets is not None:
             path += "?" + urlencode({"buckets": int(buckets)})
-        return self._call("GET", path).get("points", [])
+        answer = self._call("GET", path)
+        if "buckets" in answer:
+            return [dict(b, step=b.get("last_step"), value=b.get("last"))
+                    for b in answer["buckets"]]
+        return answer.get("points", [])
 
     def get_events(self, name: str, *, after: Optional[int] = None) -> List[Dict[str, Any]]:
         """GET /api/v1/jobs/{name}/events -> events, oldest first (after: only ids > it)."""

@@ -86,6 +86,18 @@ def test_get_metric_and_events(server, client):
     assert server.requests[-1].query == {"after": ["7"]}
 
 
+def test_get_metric_returns_the_buckets_of_a_downsampled_series(server, client):
+    buckets = [{"first_step": 1, "last_step": 10, "min": 0.4, "max": 2.0, "last": 0.5,
+                "count": 10, "non_finite": False},
+               {"first_step": 11, "last_step": 20, "min": 0.3, "max": 0.5, "last": "NaN",
+                "count": 10, "non_finite": True}]
+    server.route("GET", "/api/v1/jobs/mnist/metrics/loss", 200,
+                 {"metric": "loss", "count": 20, "buckets": buckets})
+    got = client.get_metric("mnist", "loss", buckets=2)
+    assert [(p["step"], p["value"]) for p in got] == [(10, 0.5), (20, "NaN")]
+    assert got[0]["min"] == 0.4 and got[0]["max"] == 2.0 and got[1]["non_finite"] is True
+
+
 def test_4xx_raises_headway_error_without_retry(server, client):
     server.route("GET", "/api/v1/jobs/nope", 404,
                  {"error": {"code": "NotFound", "message": "job nope not found"}})
@@ -162,3 +174,12 @@ def test_url_and_token_resolution(server):
     c2.list_jobs()
     c2.close()
     assert "authorization" not in server.requests[1].headers
+    # HEADWAY_API_TOKEN, the CLI's name, works too, and wins over HEADWAY_USER_TOKEN.
+    c3 = Client(server.url, env={"HEADWAY_API_TOKEN": "api", "HEADWAY_USER_TOKEN": "user"})
+    c3.list_jobs()
+    c3.close()
+    assert server.requests[2].headers["authorization"] == "Bearer api"
+    c4 = Client(server.url, env={"HEADWAY_API_TOKEN": "cli-name"})
+    c4.list_jobs()
+    c4.close()
+    assert server.requests[3].headers["authorization"] == "Bearer cli-name"
