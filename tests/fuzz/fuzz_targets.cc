@@ -102,15 +102,21 @@ void FuzzExperimentSpec(const std::uint8_t* data, std::size_t size) {
 
 void FuzzProgressReport(const std::uint8_t* data, std::size_t size) {
   ProgressLimits limits;
+  // The HTTP form and the stdout form (top-level numbers are metrics) keep
+  // the same invariants; whatever the HTTP form takes, the stdout form does.
   auto reports = DecodeProgressReports(Text(data, size), limits);
-  if (!reports.ok()) return;
-  FUZZ_CHECK(!reports->empty() && reports->size() <= limits.max_reports);
-  for (const auto& r : *reports) {
-    FUZZ_CHECK(r.step >= 0);
-    FUZZ_CHECK(r.metrics.size() <= limits.max_metrics_per_report);
-    for (const auto& [name, value] : r.metrics) {
-      FUZZ_CHECK(IsValidMetricName(name) && name.size() <= limits.max_metric_name);
-      (void)value;
+  auto markers = DecodeMarkerReports(Text(data, size), limits);
+  if (reports.ok()) FUZZ_CHECK(markers.ok());
+  for (const auto* decoded : {&reports, &markers}) {
+    if (!decoded->ok()) continue;
+    FUZZ_CHECK(!(*decoded)->empty() && (*decoded)->size() <= limits.max_reports);
+    for (const auto& r : **decoded) {
+      FUZZ_CHECK(r.step >= 0);
+      FUZZ_CHECK(r.metrics.size() <= limits.max_metrics_per_report);
+      for (const auto& [name, value] : r.metrics) {
+        FUZZ_CHECK(IsValidMetricName(name) && name.size() <= limits.max_metric_name);
+        (void)value;
+      }
     }
   }
 }
