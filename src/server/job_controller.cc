@@ -491,6 +491,16 @@ lifecycle::DeadlineOptions JobController::Deadlines(const Job& job) {
 }
 
 Status JobController::Reconcile() {
+  // Run directories of deleted jobs that a crash left moved aside (Remove).
+  if (!options_.data_dir.empty()) {
+    std::error_code ec;
+    std::vector<std::string> left;  // job names never start with '.'
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::filesystem::path(options_.data_dir) / "jobs", ec)) {
+      if (entry.path().filename().string().rfind(".deleted-", 0) == 0) left.push_back(entry.path());
+    }
+    for (const std::string& dir : left) RemoveDir(dir);
+  }
   Work work;
   {
     std::lock_guard lock(mu_);

@@ -13,6 +13,7 @@
 
 #include <condition_variable>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -27,6 +28,8 @@ using ::testing::IsEmpty;
 using ::testing::Pair;
 
 const Time kT0 = FromUnixMillis(1'800'000'000'000);
+
+void WriteFileForTest(const std::string& path) { std::ofstream(path) << "x"; }
 
 ExecStatus Running() { return ExecStatus{ExecStatus::Phase::kRunning, 0, "", ""}; }
 
@@ -373,6 +376,16 @@ TEST_F(ControllerTest, AnEndedJobIsDeletedWithItsRecordAndFilesAndItsNameIsFreeA
   Tick();
   EXPECT_EQ(Get("train").state, JobState::kRunning);
   EXPECT_EQ(Get("train").attempt(), 0);
+}
+
+TEST_F(ControllerTest, ARestartRemovesRunDirectoriesADeleteLeftMovedAside) {
+  const auto left = std::filesystem::path(dir_) / "jobs" / ".deleted-train-abcdefghij";
+  std::filesystem::create_directories(left / "checkpoints");
+  WriteFileForTest((left / "checkpoints" / "model.pt").string());
+  std::filesystem::create_directories(std::filesystem::path(dir_) / "jobs" / "kept");
+  Start();
+  EXPECT_FALSE(std::filesystem::exists(left));
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir_) / "jobs" / "kept"));
 }
 
 TEST_F(ControllerTest, AForcedDeleteStopsARunningJobAndDeletesItOnceItEnded) {
