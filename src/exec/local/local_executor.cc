@@ -253,6 +253,11 @@ class LocalExecutor final : public Executor {
     base["MASTER_PORT"] = master_port;
     base["NODE_RANK"] = "0";
     base["GROUP_RANK"] = "0";
+    // torchrun's defaults (PET_*), as Kubeflow's torch runtime sets them, so
+    // a one-process-per-node job running `torchrun` needs no rendezvous flags.
+    base.emplace("PET_NODE_RANK", "0");
+    base.emplace("PET_MASTER_ADDR", "127.0.0.1");
+    base.emplace("PET_MASTER_PORT", master_port);
 
     json ranks = json::array();
     Launched launched;

@@ -97,13 +97,17 @@ class SlurmExecutor final : public Executor {
         "export MASTER_ADDR=${addr:-$first}\n"
         "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))\n"
         "export WORLD_SIZE=$SLURM_NTASKS\n"
+        // torchrun's defaults, as Kubeflow's torch runtime sets them.
+        "export PET_MASTER_ADDR=${PET_MASTER_ADDR:-$MASTER_ADDR} "
+        "PET_MASTER_PORT=${PET_MASTER_PORT:-$MASTER_PORT}\n"
         "export LOCAL_WORLD_SIZE=" + std::to_string(r.processes_per_node) + "\n";
     std::string argv;
     for (const auto& a : spec.Argv()) argv += " " + Quote(a);
     // Each task derives its rank from SLURM_* and execs the job's command.
     script += "srun --kill-on-bad-exit=1 --output=" + Quote(request.run_dir + "/rank-%t.log") +
               " /bin/bash -c 'export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID "
-              "NODE_RANK=$SLURM_NODEID GROUP_RANK=$SLURM_NODEID; exec \"$@\"' headway-rank" +
+              "NODE_RANK=$SLURM_NODEID GROUP_RANK=$SLURM_NODEID "
+              "PET_NODE_RANK=${PET_NODE_RANK:-$SLURM_NODEID}; exec \"$@\"' headway-rank" +
               argv + "\n";
     script += "rc=$?\n";
     script += "printf '{\"exit_code\": %d}' \"$rc\" > " + Quote(request.run_dir + "/result.json.tmp") +
