@@ -17,6 +17,17 @@ for step in range(1, 11):
     time.sleep(0.1)
 `;
 
+// Loss falls, turns NaN at steps 25-27, then explodes: the job turns
+// Diverging and stays so (the default policy only notifies).
+const DIVERGE_PY = `
+import json, time
+for step in range(1, 41):
+    loss = 1.0 / step if step < 25 else ("NaN" if step < 28 else 100.0 * step)
+    print("HEADWAY " + json.dumps({"step": step, "total_steps": 100, "metrics": {"loss": loss}}), flush=True)
+    time.sleep(0.05)
+time.sleep(600)
+`;
+
 let server;
 let browser;
 let page;
@@ -41,6 +52,12 @@ function step(name, body) {
   });
 }
 
+// The jobs list's rows in the order shown: [name, ...].
+const listedJobs = () => page.$$eval('.jobs-table [data-job]:not([hidden])',
+  (rows) => rows.map((r) => [Number(r.dataset.index), r.dataset.job]).sort((a, b) => a[0] - b[0]).map((r) => r[1]));
+// Resolves after the page drew two more frames (views render in the next one).
+const settle = () => page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+const chart = (metric) => page.locator(`#job-panel [data-metric="${metric}"]`);
 const pct = async (name) => Number.parseFloat(await page.locator(`[data-job="${name}"] .pct`).textContent());
 const points = async (metric) => Number(await page.locator(`#job-panel [data-metric="${metric}"]`).getAttribute('data-points'));
 
@@ -53,6 +70,9 @@ before(async () => {
   await submit(trainJob('train', { steps: 400, delay: 0.25 }));
   // Holds one of the two GPUs for the queues and nodes views.
   await submit(trainJob('gpu-holder', { steps: 300, delay: 0.3, team: 'nlp', gpus: 1 }));
+  await submit({ name: 'diverge', team: 'vision', command: ['/usr/bin/python3', '-u', '-c', DIVERGE_PY], termination_grace: '2s' });
+  // Needs both GPUs while gpu-holder has one: it stays Queued, with a reason.
+  await submit({ name: 'waiting', team: 'speech', command: ['/bin/true'], resources: { gpus_per_process: 2 } });
   const experiment = {
     name: 'tiny',
     objective: { metric: 'loss', direction: 'minimize' },
@@ -142,6 +162,47 @@ step('the side panel charts the loss live', async () => {
   await shot('04-job-panel-later');
 });
 
+step('the charts name their axes, follow the cursor, switch to log and smooth', async () => {
+  const loss = chart('loss');
+  assert.equal(await loss.getAttribute('data-x-label'), 'step');
+  assert.equal(await loss.getAttribute('data-y-label'), 'loss');
+  // Away from the chart the legend shows the latest values...
+  const legend = loss.locator('.chart-legend');
+  assert.equal(await legend.getAttribute('data-hover'), 'false');
+  assert.match(await legend.textContent(), /latest step \d+.*loss \d/);
+  // ...and under the cursor, the values at the cursor's step.
+  const plot = loss.locator('.u-over');
+  const box = await plot.boundingBox();
+  await page.mouse.move(box.x + box.width * 0.2, box.y + box.height / 2);
+  await page.waitForFunction(() => document.querySelector('#job-panel [data-metric="loss"] .chart-legend').dataset.hover === 'true');
+  const hovered = Number(await legend.getAttribute('data-step'));
+  const latest = Number(await loss.getAttribute('data-points'));
+  assert.ok(hovered >= 1 && hovered < latest, `legend step ${hovered} of ${latest}`);
+  assert.match(await legend.textContent(), new RegExp(`^step ${hovered}(?!\\d).*loss \\d`));
+  // The cursor is shared: the other charts' legends follow it.
+  assert.equal(await chart('grad_norm').locator('.chart-legend').getAttribute('data-hover'), 'true');
+  await shot('04b-chart-cursor');
+  await page.mouse.move(5, 5);
+
+  // Log scale for y, per chart.
+  assert.equal(await loss.getAttribute('data-scale'), 'linear');
+  await loss.getByRole('button', { name: 'log y' }).click();
+  await page.waitForFunction(() => document.querySelector('#job-panel [data-metric="loss"]').dataset.scale === 'log');
+  assert.equal(await loss.getByRole('button', { name: 'log y' }).getAttribute('aria-pressed'), 'true');
+  assert.equal(await chart('grad_norm').getAttribute('data-scale'), 'linear');
+
+  // EMA smoothing, for every chart; the legend then gives both values.
+  await page.locator('#job-panel input.smoothing').fill('0.8');
+  await page.waitForFunction(() => [...document.querySelectorAll('#job-panel .chart')].every((c) => c.dataset.smoothing === '0.8'));
+  assert.match(await legend.textContent(), /loss \d\S* \(raw \d/);
+  assert.equal(await page.locator('#job-panel .smoothing-value').textContent(), '0.80');
+  await shot('04c-chart-log-smoothed');
+  await loss.getByRole('button', { name: 'log y' }).click();
+  await page.locator('#job-panel input.smoothing').fill('0');
+  await page.waitForFunction(() => document.querySelector('#job-panel [data-metric="loss"]').dataset.scale === 'linear'
+    && document.querySelector('#job-panel [data-metric="loss"]').dataset.smoothing === '0');
+});
+
 step('the Stop button stops the job', async () => {
   const stop = page.locator('#stop-button');
   assert.equal(await stop.isEnabled(), true);
@@ -153,6 +214,74 @@ step('the Stop button stops the job', async () => {
   await shot('05-stopped');
   await page.locator('#job-panel .close').click();
   await page.locator('#job-panel').waitFor({ state: 'hidden' });
+});
+
+step('a diverging job: NaN points and the health change marked, its bar red', async () => {
+  await page.goto(`${server.url}/ui/#/jobs/diverge`);
+  const loss = chart('loss');
+  await loss.waitFor();
+  await page.waitForFunction(() => Number(document.querySelector('#job-panel [data-metric="loss"]')?.dataset.nonFinite) === 3,
+    null, { timeout: 15000 });
+  await page.waitForFunction(() => /Diverging@\d+/.test(document.querySelector('#job-panel [data-metric="loss"]')?.dataset.markers || ''),
+    null, { timeout: 15000 });
+  const markers = await loss.getAttribute('data-markers');
+  const at = Number(/Diverging@(\d+)/.exec(markers)[1]);
+  assert.ok(at >= 25 && at <= 40, markers);
+  const { body: events } = await server.api('GET', '/api/v1/jobs/diverge/events');
+  const change = events.events.find((e) => e.type === 'HealthChanged' && e.message.includes('-> Diverging'));
+  assert.match(change.message, new RegExp(`\\(at step ${at}\\)$`));
+  await page.locator('#job-panel .badge.health-diverging').waitFor();
+  const bar = page.locator('#job-panel .progress-line .bar-fill');
+  assert.match(await bar.getAttribute('class'), /tone-diverging/);
+  assert.equal(await bar.evaluate((e) => getComputedStyle(e).backgroundColor), 'rgb(220, 38, 38)');
+  await shot('05b-diverging-job');
+  // In the list too.
+  const rowBar = page.locator('[data-job="diverge"] .bar-fill');
+  assert.match(await rowBar.getAttribute('class'), /tone-diverging/);
+  assert.notEqual(await page.locator('[data-job="gpu-holder"] .bar-fill').evaluate((e) => getComputedStyle(e).backgroundColor),
+    'rgb(220, 38, 38)');
+  await page.locator('#job-panel .close').click();
+  await page.locator('#job-panel').waitFor({ state: 'hidden' });
+});
+
+step('the jobs table sorts by a clicked column and says why queued jobs wait', async () => {
+  await page.goto(`${server.url}/ui/#/jobs`);
+  await page.locator('[data-job="waiting"]').waitFor();
+  assert.equal(await page.locator('[data-job="waiting"] .state').textContent(), 'Queued');
+  await page.locator('[data-job="waiting"] .cell.pending').filter({ hasText: /\w/ }).waitFor();
+  const { body: waiting } = await server.api('GET', '/api/v1/jobs/waiting');
+  assert.ok(waiting.pending_reason, JSON.stringify(waiting));
+  assert.equal(await page.locator('[data-job="waiting"] .cell.pending').textContent(), waiting.pending_reason);
+  assert.equal(await page.locator('[data-job="train"] .cell.pending').textContent(), '');
+
+  const header = (name) => page.locator(`.jobs-table .head [data-sort="${name}"]`);
+  assert.equal(await header('age').getAttribute('aria-sort'), 'ascending');  // newest first
+  const all = await listedJobs();
+  const names = [...all].sort();
+  await header('name').click();
+  assert.equal(await header('name').getAttribute('aria-sort'), 'ascending');
+  assert.equal(await header('age').getAttribute('aria-sort'), 'none');
+  await page.waitForFunction((first) => document.querySelector('.jobs-table [data-index="0"]')?.dataset.job === first, names[0]);
+  assert.deepEqual(await listedJobs(), names);
+  await shot('05c-sorted-by-name');
+  await header('name').click();
+  assert.equal(await header('name').getAttribute('aria-sort'), 'descending');
+  await page.waitForFunction((first) => document.querySelector('.jobs-table [data-index="0"]')?.dataset.job === first, names[names.length - 1]);
+  assert.deepEqual(await listedJobs(), [...names].reverse());
+  // By step: jobs without a step (the queued one) last, both ways.
+  await header('step').click();
+  await settle();
+  let order = await listedJobs();
+  assert.equal(order[order.length - 1], 'waiting', order.join(','));
+  await header('step').click();
+  await settle();
+  order = await listedJobs();
+  assert.equal(order[order.length - 1], 'waiting', order.join(','));
+  // Keyboard: Enter on a focused header sorts too.
+  await header('age').focus();
+  await page.keyboard.press('Enter');
+  assert.equal(await header('age').getAttribute('aria-sort'), 'ascending');
+  await page.waitForFunction((first) => document.querySelector('.jobs-table [data-index="0"]')?.dataset.job === first, all[0]);
 });
 
 step('a wrong token is refused, the right one signs in', async () => {
@@ -244,7 +373,22 @@ step('an experiment shows its trials as a table and as parallel coordinates', as
   for (const column of ['Objective', 'lr', 'opt']) assert.ok(header.includes(column), header);
   assert.equal(await page.locator('svg.parcoords path.pc-line').count(), 2);
   assert.equal(await page.locator('svg.parcoords .pc-title').count(), 3);  // lr, opt, the objective
+  // The trials' learning curves on one chart, one line per trial.
+  const curves = page.locator('[data-metric="trials"]');
+  await page.waitForFunction(() => document.querySelectorAll('[data-metric="trials"] .legend-item').length === 2
+    && Number(document.querySelector('[data-metric="trials"]').dataset.points) === 10, null, { timeout: 15000 });
+  assert.equal(await curves.getAttribute('data-y-label'), 'loss');
+  assert.equal(await curves.getAttribute('data-scale'), 'linear');
+  assert.match(await curves.locator('.chart-legend').textContent(), /#0 \d.*#1 \d/);
   await shot('12-experiment');
+  // A log scale for the objective: the curves and the objective axis.
+  await page.getByLabel('Log scale for the objective').check();
+  await page.waitForFunction(() => document.querySelector('[data-metric="trials"]').dataset.scale === 'log'
+    && document.querySelector('svg.parcoords').dataset.objectiveScale === 'log');
+  assert.match(await page.locator('svg.parcoords .pc-title').last().textContent(), /\(min, log\)/);
+  await shot('12b-experiment-log');
+  await page.getByLabel('Log scale for the objective').uncheck();
+  await page.waitForFunction(() => document.querySelector('[data-metric="trials"]').dataset.scale === 'linear');
   const { body } = await server.api('GET', '/api/v1/experiments/tiny');
   const shown = await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelector('td:nth-child(2)').textContent));
   assert.deepEqual(shown.sort(), body.trials.map((t) => t.job).sort());
