@@ -22,7 +22,7 @@
 // each group's scale are kept for the page's lifetime, so they survive
 // closing and opening panels.
 
-import { el, metric as formatMetric, step as formatStep } from './format.js';
+import { el, metric as formatMetric, number as formatNumber, step as formatStep } from './format.js';
 
 const MAX_CHARTS = 12;
 export const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#4b5563'];
@@ -64,14 +64,15 @@ export function smooth(values, weight) {
 // The health changes of a job's events at the step they happened:
 // [{step, label, color, title}]. HealthChanged messages read
 // "Progressing -> Diverging: reason (at step 120)"; events that name no step
-// (from servers that did not write it) are left out.
+// (from servers that did not write it) are left out, and so is the first
+// "Unknown -> Progressing" of an attempt, which every healthy job has.
 export function healthMarkers(events) {
   const out = [];
   for (const e of events || []) {
     if (e.type !== 'HealthChanged') continue;
-    const m = /^\w+ -> (\w+)\b.*\(at step (\d+)\)$/.exec(e.message || '');
-    if (!m) continue;
-    out.push({ step: Number(m[2]), label: m[1], color: HEALTH_COLORS[m[1]] || HEALTH_COLORS.Unknown, title: e.message });
+    const m = /^(\w+) -> (\w+)\b.*\(at step (\d+)\)$/.exec(e.message || '');
+    if (!m || (m[1] === 'Unknown' && m[2] === 'Progressing')) continue;
+    out.push({ step: Number(m[3]), label: m[2], color: HEALTH_COLORS[m[2]] || HEALTH_COLORS.Unknown, title: e.message });
   }
   return out.sort((a, b) => a.step - b.step);
 }
@@ -388,7 +389,7 @@ export class MetricCharts {
   }
 
   showSmoothing() {
-    this.smoothingValue.textContent = settings.smoothing > 0 ? settings.smoothing.toFixed(2) : 'off';
+    this.smoothingValue.textContent = settings.smoothing > 0 ? formatNumber(settings.smoothing, 2) : 'off';
   }
 
   destroy() {

@@ -227,6 +227,7 @@ step('a diverging job: NaN points and the health change marked, its bar red', as
   const markers = await loss.getAttribute('data-markers');
   const at = Number(/Diverging@(\d+)/.exec(markers)[1]);
   assert.ok(at >= 25 && at <= 40, markers);
+  assert.doesNotMatch(markers, /Progressing@/);  // a job's first Unknown -> Progressing is not marked
   const { body: events } = await server.api('GET', '/api/v1/jobs/diverge/events');
   const change = events.events.find((e) => e.type === 'HealthChanged' && e.message.includes('-> Diverging'));
   assert.match(change.message, new RegExp(`\\(at step ${at}\\)$`));
