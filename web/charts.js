@@ -34,6 +34,7 @@ export const HEALTH_COLORS = {
 };
 const NON_FINITE_COLOR = '#dc2626';
 const FONT = '11px system-ui, sans-serif';
+const MAX_LEGEND = 10;  // more series than this: the legend lists the best MAX_LEGEND
 export const MAX_SMOOTHING = 0.99;
 
 // Settings shared by every job's charts while the page lives.
@@ -82,8 +83,10 @@ export class LineChart {
   // (metric name and unit); xLabel: the x axis title; series: [{label, color}];
   // log, smoothing: initial y scale and EMA weight; onLog(log): the user
   // switched the scale; syncKey: charts with the same key share the cursor;
-  // height: the plot's height in pixels.
-  constructor({ key, title, yLabel, xLabel = 'step', series, log = false, smoothing = 0, onLog = () => {}, syncKey = '', height = 150 }) {
+  // height: the plot's height in pixels; better: 'lower' or 'higher', which
+  // values the legend lists first when it cannot list every series.
+  constructor({ key, title, yLabel, xLabel = 'step', series, log = false, smoothing = 0, onLog = () => {}, syncKey = '', height = 150, better = 'lower' }) {
+    this.better = better;
     this.key = key;
     this.xLabel = xLabel;
     this.yLabel = yLabel;
@@ -211,6 +214,7 @@ export class LineChart {
       height: this.height,
       legend: { show: false },
       cursor: {
+        y: false,  // a vertical line only: a shared cursor means the same step, not the same value
         drag: { x: true, y: false, setScale: true },
         ...(this.syncKey ? { sync: { key: this.syncKey } } : {}),
       },
@@ -241,20 +245,33 @@ export class LineChart {
     const step = hovering ? steps[idx] : steps[steps.length - 1];
     const items = [el('span', { class: 'legend-step' }, `${hovering ? '' : 'latest '}${this.xLabel} ${step == null ? '-' : step}`)];
     const smoothed = this.smoothing > 0 ? this.plot?.data : null;
-    columns.forEach((column, i) => {
-      const { label, color } = this.seriesInfo[i];
+    let entries = columns.map((column, i) => {
       const raw = at(column);
-      const value = raw === undefined ? '-' : raw === null ? 'NaN/inf' : formatMetric(raw);
-      let text = value;
+      let shown = raw;
       if (smoothed && raw != null) {
         const s = smoothed[2 + 2 * i];
         const sv = hovering ? s[idx] : s[lastDefined(s)];
-        if (sv != null) text = `${formatMetric(sv)} (raw ${value})`;
+        if (sv != null) shown = sv;
       }
+      return { i, raw, shown };
+    });
+    let more = 0;
+    if (entries.length > MAX_LEGEND) {
+      const sign = this.better === 'higher' ? -1 : 1;
+      const rank = (e) => (typeof e.shown === 'number' ? sign * e.shown : Infinity);
+      entries = entries.sort((a, b) => rank(a) - rank(b) || a.i - b.i);
+      more = entries.length - MAX_LEGEND;
+      entries = entries.slice(0, MAX_LEGEND);
+    }
+    for (const { i, raw, shown } of entries) {
+      const { label, color } = this.seriesInfo[i];
+      const value = raw === undefined ? '-' : raw === null ? 'NaN/inf' : formatMetric(raw);
+      const text = smoothed && raw != null && shown !== raw ? `${formatMetric(shown)} (raw ${value})` : value;
       items.push(el('span', { class: 'legend-item' },
         el('span', { class: 'legend-swatch', style: `background:${color}` }), `${label} `,
         el('b', { class: raw === null ? 'non-finite' : null }, text)));
-    });
+    }
+    if (more) items.push(el('span', { class: 'muted' }, `+${more} more`));
     this.legend.dataset.step = step == null ? '' : String(step);
     this.legend.dataset.hover = String(hovering);
     this.legend.replaceChildren(...items);

@@ -237,6 +237,7 @@ class TrialCurves {
         onLog: this.onLog,
         syncKey: `experiment:${this.experiment}`,
         height: 220,
+        better: e.objective?.direction === 'maximize' ? 'higher' : 'lower',
       });
       this.chart.width = this.width();
       this.box.replaceChildren(this.chart.element);

@@ -141,6 +141,51 @@ step('the jobs list shows progress moving without a reload', async () => {
   await shot('02-jobs-list-later');
 });
 
+step('smoothing, health marks, sorting and formats compute what they should', async () => {
+  // The pure functions behind the views, run in the page as the dashboard loads them.
+  const result = await page.evaluate(async () => {
+    const charts = await import('/ui/charts.js');
+    const { sortJobs } = await import('/ui/jobs.js');
+    const format = await import('/ui/format.js');
+    const job = (name, created_at, step) => ({ name, created_at, progress: { step } });
+    const jobs = [job('a', '2026-01-01', 5), job('b', '2026-01-03', null), job('c', '2026-01-02', 5), job('d', '2026-01-04', 1)];
+    const names = (list) => list.map((j) => j.name).join('');
+    return {
+      constant: charts.smooth([2, 2, 2, 2], 0.9),
+      off: charts.smooth([1, 5, 3], 0),
+      gaps: charts.smooth([1, null, undefined, 3], 0.5),
+      markers: charts.healthMarkers([
+        { type: 'HealthChanged', message: 'Unknown -> Progressing (at step 3)' },
+        { type: 'HealthChanged', message: 'Progressing -> Stalled: no new step for 5m (median interval 2s) (at step 40)' },
+        { type: 'HealthChanged', message: 'Stalled -> Diverging: loss is NaN at step 7' },
+        { type: 'StateChanged', message: 'Running -> Stopped (at step 9)' },
+        { type: 'HealthChanged', message: 'Stalled -> Progressing (at step 41)' },
+      ]).map((m) => `${m.label}@${m.step}`),
+      stepAsc: names(sortJobs(jobs, { key: 'step', descending: false })),
+      stepDesc: names(sortJobs(jobs, { key: 'step', descending: true })),
+      ageAsc: names(sortJobs(jobs, { key: 'age', descending: false })),
+      ageDesc: names(sortJobs(jobs, { key: 'age', descending: true })),
+      aligned: charts.aligned([{ steps: [1, 3], values: [1, null] }, { steps: [2, 3], values: [5, 6] }]),
+      formats: [format.step(950), format.step(12500), format.step(1250000), format.stepOf({ step: 3, total_steps: 10 }), format.count(10000)],
+    };
+  });
+  assert.deepEqual(result.constant.map((v) => +v.toFixed(9)), [2, 2, 2, 2]);  // debiased: no pull toward 0
+  assert.deepEqual(result.off, [1, 5, 3]);
+  assert.equal(result.gaps[0], 1);
+  assert.equal(result.gaps[1], null);
+  assert.equal(result.gaps[2], undefined);
+  assert.ok(Math.abs(result.gaps[3] - (0.5 * 0.5 * 1 + 0.5 * 3) / (1 - 0.25)) < 1e-9, String(result.gaps[3]));
+  assert.deepEqual(result.markers, ['Stalled@40', 'Progressing@41']);
+  // Equal keys keep the default order (newest first); no value: last, both ways.
+  assert.equal(result.stepAsc, 'dcab');
+  assert.equal(result.stepDesc, 'cadb');
+  assert.equal(result.ageAsc, 'dbca');
+  assert.equal(result.ageDesc, 'acbd');
+  // undefined: no point at that step; null: a non-finite value.
+  assert.deepEqual(result.aligned, [[1, 2, 3], [1, undefined, null], [undefined, 5, 6]]);
+  assert.deepEqual(result.formats, ['950', '12.5k', '1.25M', '3/10', '10,000']);
+});
+
 step('the side panel charts the loss live', async () => {
   await page.locator('[data-job="train"]').click();
   await page.locator('#job-panel').waitFor({ state: 'visible' });
