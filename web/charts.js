@@ -138,6 +138,14 @@ export class LineChart {
     this.plot?.redraw(false, false);
   }
 
+  // New colours for the same series ([{color}], in order), without a rebuild.
+  setColors(colors) {
+    if (colors.every((c, k) => c === this.seriesInfo[k]?.color)) return;
+    this.seriesInfo = this.seriesInfo.map((info, k) => ({ ...info, color: colors[k] ?? info.color }));
+    this.plot?.redraw(false, false);
+    this.updateLegend();
+  }
+
   setLog(log) {
     if (log === this.log) return;
     this.log = log;
@@ -205,8 +213,10 @@ export class LineChart {
     };
     const smoothed = this.smoothing > 0;
     const series = [{ label: this.xLabel }];
-    this.seriesInfo.forEach(({ label, color, width = 1.5 }) => {
-      if (smoothed) series.push({ label: `${label} (raw)`, stroke: `${color}40`, width: 1, spanGaps: true, points: { show: false } });
+    // Colours are read at each draw, so setStyles() can change them in place.
+    this.seriesInfo.forEach(({ label, width = 1.5 }, k) => {
+      const color = () => this.seriesInfo[k].color;
+      if (smoothed) series.push({ label: `${label} (raw)`, stroke: () => faint(color()), width: 1, spanGaps: true, points: { show: false } });
       series.push({ label, stroke: color, width, spanGaps: true, points: { show: false } });
     });
     return {
@@ -223,10 +233,15 @@ export class LineChart {
         setCursor: [() => this.updateLegend()],
         draw: [(u) => this.drawMarks(u)],
       },
-      scales: { x: { time: false }, y: log ? { distr: 3, log: 10 } : {} },
+      // Log: the data's own range (uPlot's snaps out to whole powers of ten,
+      // which flattens a loss that moves within one decade).
+      scales: { x: { time: false }, y: log ? { distr: 3, log: 10, range: (u, min, max) => logRange(min, max) } : {} },
       axes: [
         { ...axis, label: this.xLabel, labelSize: 16, size: 26, incrs: STEP_INCREMENTS, values: (u, ticks) => ticks.map(formatStep) },
-        { ...axis, label: this.yLabel, labelSize: 16, size: 54, values: (u, ticks) => ticks.map(formatMetric) },
+        {
+          ...axis, label: this.yLabel, labelSize: 16, size: 54, values: (u, ticks) => ticks.map(formatMetric),
+          ...(log ? { splits: (u, i, min, max) => logTicks(min, max) } : {}),
+        },
       ],
       series,
     };
@@ -321,6 +336,47 @@ export class LineChart {
     }
     ctx.restore();
   }
+}
+
+// A log axis' range around [min, max] (both > 0), padded by 5% of its span.
+export function logRange(min, max) {
+  if (!(min > 0) || !(max > 0)) return [0.1, 10];
+  if (min === max) return [min / 1.5, max * 1.5];
+  const pad = 10 ** (Math.max(Math.log10(max / min), 0.2) * 0.05);
+  return [min / pad, max * pad];
+}
+
+// Ticks of a log axis from min to max: within a decade, evenly spaced round
+// numbers (1, 2 or 5 times a power of ten apart); over a few decades 1, 2
+// and 5 times each power of ten; over more, the powers of ten.
+export function logTicks(min, max) {
+  if (!(min > 0) || !(max > min)) return [];
+  const decades = Math.log10(max / min);
+  const out = [];
+  if (decades < 1) {
+    const rough = (max - min) / 5;
+    const mag = 10 ** Math.floor(Math.log10(rough));
+    const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= rough);
+    for (let k = Math.ceil(min / step); k * step <= max; k++) out.push(Number((k * step).toPrecision(12)));
+    return out;
+  }
+  const multiples = decades <= 3 ? [1, 2, 5] : [1];
+  const every = Math.max(1, Math.ceil(decades / 8));
+  for (let e = Math.floor(Math.log10(min)); e <= Math.ceil(Math.log10(max)); e++) {
+    if (e % every) continue;
+    for (const m of multiples) {
+      const v = Number((m * 10 ** e).toPrecision(12));
+      if (v >= min && v <= max) out.push(v);
+    }
+  }
+  return out;
+}
+
+// A colour at a quarter of its opacity: "#rrggbb" or "rgb(r,g,b)".
+function faint(color) {
+  if (/^#[0-9a-f]{6}$/i.test(color)) return `${color}40`;
+  const m = /^rgb\((.*)\)$/.exec(color);
+  return m ? `rgba(${m[1]},0.25)` : color;
 }
 
 function lastDefined(column) {

@@ -224,8 +224,11 @@ class TrialCurves {
       color: qualityColor(quality(t.objective)),
       width: t.index === e.best_trial?.index ? 3 : 1.5,
     }));
-    const signature = JSON.stringify([metricName, series]);
-    if (signature !== this.signature) {
+    // Colours follow the objectives in place; other changes build a new chart.
+    const signature = JSON.stringify([metricName, series.map((s) => [s.label, s.width])]);
+    if (signature === this.signature) {
+      this.chart.setColors(series.map((s) => s.color));
+    } else {
       this.signature = signature;
       this.chart?.destroy();
       this.chart = new LineChart({

@@ -166,6 +166,9 @@ step('smoothing, health marks, sorting and formats compute what they should', as
       ageAsc: names(sortJobs(jobs, { key: 'age', descending: false })),
       ageDesc: names(sortJobs(jobs, { key: 'age', descending: true })),
       aligned: charts.aligned([{ steps: [1, 3], values: [1, null] }, { steps: [2, 3], values: [5, 6] }]),
+      ticksNarrow: charts.logTicks(1.2, 2.1),
+      ticksWide: charts.logTicks(0.04, 2.1),
+      ticksHuge: charts.logTicks(1e-9, 1e3),
       formats: [format.step(950), format.step(12500), format.step(1250000), format.stepOf({ step: 3, total_steps: 10 }), format.count(10000)],
     };
   });
@@ -183,6 +186,10 @@ step('smoothing, health marks, sorting and formats compute what they should', as
   assert.equal(result.ageDesc, 'acbd');
   // undefined: no point at that step; null: a non-finite value.
   assert.deepEqual(result.aligned, [[1, 2, 3], [1, undefined, null], [undefined, 5, 6]]);
+  // Log axes: round ticks within a decade, 1-2-5 over a few, powers of ten over many.
+  assert.deepEqual(result.ticksNarrow, [1.2, 1.4, 1.6, 1.8, 2]);
+  assert.deepEqual(result.ticksWide, [0.05, 0.1, 0.2, 0.5, 1, 2]);
+  assert.deepEqual(result.ticksHuge, [1e-8, 1e-6, 1e-4, 0.01, 1, 100]);
   assert.deepEqual(result.formats, ['950', '12.5k', '1.25M', '3/10', '10,000']);
 });
 
