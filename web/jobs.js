@@ -226,6 +226,7 @@ export function createJobsView(container, { setStatus }) {
       shown.delete(index);
       row.element.hidden = true;
       delete row.element.dataset.job;  // a hidden row must not answer for a job
+      delete row.element.dataset.index;
       row.cache.job = null;
       spare.push(row);
     }

@@ -314,12 +314,12 @@ step('the jobs table sorts by a clicked column and says why queued jobs wait', a
   await header('name').click();
   assert.equal(await header('name').getAttribute('aria-sort'), 'ascending');
   assert.equal(await header('age').getAttribute('aria-sort'), 'none');
-  await page.waitForFunction((first) => document.querySelector('.jobs-table [data-index="0"]')?.dataset.job === first, names[0]);
+  await page.waitForFunction((first) => document.querySelector('.jobs-table [data-index="0"]:not([hidden])')?.dataset.job === first, names[0]);
   assert.deepEqual(await listedJobs(), names);
   await shot('05c-sorted-by-name');
   await header('name').click();
   assert.equal(await header('name').getAttribute('aria-sort'), 'descending');
-  await page.waitForFunction((first) => document.querySelector('.jobs-table [data-index="0"]')?.dataset.job === first, names[names.length - 1]);
+  await page.waitForFunction((first) => document.querySelector('.jobs-table [data-index="0"]:not([hidden])')?.dataset.job === first, names[names.length - 1]);
   assert.deepEqual(await listedJobs(), [...names].reverse());
   // By step: jobs without a step (the queued one) last, both ways.
   await header('step').click();
@@ -334,7 +334,7 @@ step('the jobs table sorts by a clicked column and says why queued jobs wait', a
   await header('age').focus();
   await page.keyboard.press('Enter');
   assert.equal(await header('age').getAttribute('aria-sort'), 'ascending');
-  await page.waitForFunction((first) => document.querySelector('.jobs-table [data-index="0"]')?.dataset.job === first, all[0]);
+  await page.waitForFunction((first) => document.querySelector('.jobs-table [data-index="0"]:not([hidden])')?.dataset.job === first, all[0]);
 });
 
 step('a wrong token is refused, the right one signs in', async () => {
