@@ -368,12 +368,14 @@ Step EnforceDeadlines(Job& job, AttemptMemo& memo, const DeadlineOptions& option
   return step;
 }
 
-Step HealthSeen(Job& job, Health health, const std::string& reason, Time now) {
+Step HealthSeen(Job& job, Health health, const std::string& reason, Time now,
+                std::optional<std::int64_t> at_step) {
   Step step;
   if (job.state != JobState::kRunning || health == job.health) return step;
   std::string text =
       std::string(HealthName(job.health)) + " -> " + std::string(HealthName(health));
   if (!reason.empty()) text += ": " + reason;
+  if (at_step) text += " (at step " + std::to_string(*at_step) + ")";
   job.health = health;
   step.changed = true;
   step.events.push_back(Event(job, now, "HealthChanged", std::move(text)));

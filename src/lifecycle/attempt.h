@@ -110,8 +110,11 @@ Step Preempt(Job& job, const std::string& reason, const std::string& for_job,
 // checkpoint warning before the time limit, the time limit, the termination grace.
 Step EnforceDeadlines(Job& job, AttemptMemo& memo, const DeadlineOptions& options, Time now);
 // The classifier's verdict for a running job: announced once per change,
-// and the spec's policy applied (on_stall: stop, ...).
-Step HealthSeen(Job& job, Health health, const std::string& reason, Time now);
+// and the spec's policy applied (on_stall: stop, ...). `step`, the job's
+// latest reported step, ends the event's text: "A -> B: reason (at step N)"
+// (the dashboard marks the change on its charts there).
+Step HealthSeen(Job& job, Health health, const std::string& reason, Time now,
+                std::optional<std::int64_t> step = std::nullopt);
 
 // After a restart, for a job the store says was being launched (Starting,
 // no handle): `found` is the attempt the executor finds it had started

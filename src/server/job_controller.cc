@@ -489,7 +489,7 @@ void JobController::Tick() {
       if (job.state == JobState::kRunning) {
         step.Then(lifecycle::EnforceDeadlines(job, memo, Deadlines(job), now));
         ProgressView view = tracker_.View(job, now);
-        step.Then(lifecycle::HealthSeen(job, view.health, view.health_reason, now));
+        step.Then(lifecycle::HealthSeen(job, view.health, view.health_reason, now, view.step));
       }
       bool ended = IsTerminal(job.state) || job.state == JobState::kQueued ||
                    job.state == JobState::kPreempted;

@@ -245,6 +245,18 @@ TEST(Lifecycle, EndingsTheExecutorReportsKeepTheirCause) {
   EXPECT_EQ(oom.reason, "OOMKilled");
 }
 
+TEST(Lifecycle, HealthChangeNamesTheStepItWasSeenAt) {
+  AttemptMemo memo;
+  Job job = RunningJob(memo);
+  ASSERT_EQ(HealthSeen(job, Health::kProgressing, "", kT0, 3).events[0].message,
+            "Unknown -> Progressing (at step 3)");
+  Step diverging = HealthSeen(job, Health::kDiverging, "loss is NaN at step 120", kT0, 120);
+  ASSERT_EQ(diverging.events.size(), 1u);
+  EXPECT_EQ(diverging.events[0].message,
+            "Progressing -> Diverging: loss is NaN at step 120 (at step 120)");
+  EXPECT_TRUE(diverging.actions.empty());  // default policy: notify only
+}
+
 TEST(Lifecycle, HealthIsAnnouncedOncePerChangeAndItsPolicyApplied) {
   AttemptMemo memo;
   Job job = RunningJob(memo);
