@@ -1,12 +1,20 @@
 // Experiments (#/experiments) and one experiment (#/experiments/NAME): its
-// trials as a table and as parallel coordinates. Refreshed every 2 s.
+// trials' learning curves (the objective metric per trial, on one chart), the
+// trials as parallel coordinates and as a table. Refreshed every 2 s; a
+// trial's curve is fetched again only when its step moved.
 
-import { request } from './api.js';
+import { jobPath, request } from './api.js';
+import { LineChart, aligned } from './charts.js';
 import { age, badge, dateTime, el, metric } from './format.js';
-import { poll } from './live.js';
-import { parallelCoordinates } from './parcoords.js';
+import { poll, seriesFromRest } from './live.js';
+import { objectiveQuality, parallelCoordinates, qualityColor } from './parcoords.js';
 
 const REFRESH_MS = 2000;
+const CURVE_BUCKETS = 200;
+const MAX_CURVES = 100;     // the first trials by index; more would be noise
+const FETCH_PARALLEL = 6;
+// Kept for the page's lifetime: the objective axes' scale.
+const settings = { logObjective: false };
 
 const expPath = (name) => `/api/v1/experiments/${encodeURIComponent(name)}`;
 const jobLink = (name) => el('a', { href: `#/jobs/${encodeURIComponent(name)}` }, name);
@@ -73,11 +81,20 @@ function detail(container, name) {
   const plot = el('div', { class: 'parcoords-box' });
   const table = el('table', { class: 'grid trials' });
   const error = el('p', { class: 'panel-error', hidden: true });
+  const logBox = el('input', {
+    type: 'checkbox', class: 'log-objective', checked: settings.logObjective,
+    onchange: () => setLogObjective(logBox.checked),
+  });
+  const curves = new TrialCurves(name, (log) => setLogObjective(log));
   container.replaceChildren(el('section', { class: 'view' },
     el('div', { class: 'toolbar' },
       el('a', { href: '#/experiments', class: 'back' }, '\u2190 Experiments'),
       el('h2', {}, name)),
     error, header,
+    el('h3', {}, 'Learning curves'),
+    el('div', { class: 'exp-controls' }, el('label', {}, logBox, ' Log scale for the objective')),
+    curves.box,
+    el('p', { class: 'muted caption' }, 'The objective metric of each trial by step, coloured as below; the best trial is drawn thicker.'),
     el('h3', {}, 'Trials'), plot,
     el('p', { class: 'muted caption' }, 'One line per trial, coloured by its objective: darker is better, amber is worst, dashed grey has none yet.'),
     table));
@@ -88,14 +105,24 @@ function detail(container, name) {
     if (!latest) return;
     const width = plot.clientWidth - 12;
     const { parameters, objective, trials } = latest;
-    const key = JSON.stringify([width, parameters, objective, trials.map((t) => [t.index, t.params, t.objective])]);
+    const logObjective = settings.logObjective;
+    const key = JSON.stringify([width, logObjective, parameters, objective, trials.map((t) => [t.index, t.params, t.objective])]);
     if (key === lastPlotKey) return;
     lastPlotKey = key;
     plot.replaceChildren(trials.length
-      ? parallelCoordinates({ parameters, objective, trials, width })
+      ? parallelCoordinates({ parameters, objective, trials, width, logObjective })
       : el('p', { class: 'muted' }, 'No trials yet.'));
   };
-  const resize = new ResizeObserver(drawPlot);
+  function setLogObjective(log) {
+    settings.logObjective = log;
+    logBox.checked = log;
+    curves.setLog(log);
+    drawPlot();
+  }
+  const resize = new ResizeObserver(() => {
+    drawPlot();
+    curves.resize();
+  });
   resize.observe(plot);
   const render = async (signal) => {
     let e;
@@ -122,6 +149,7 @@ function detail(container, name) {
     // Redraw the plot only when something it shows changed.
     latest = { parameters, objective: e.objective || {}, trials };
     drawPlot();
+    const curvesDone = curves.update(e, signal);
 
     const paramNames = parameters.length ? parameters.map((p) => p.name)
       : [...new Set(trials.flatMap((t) => Object.keys(t.params || {})))];
@@ -140,9 +168,85 @@ function detail(container, name) {
         el('td', { class: 'num' }, t.objective == null ? '-' : metric(t.objective)),
         el('td', { class: 'num' }, t.latest == null ? '-' : metric(t.latest)),
         paramNames.map((p) => el('td', { class: typeof t.params?.[p] === 'number' ? 'num' : null }, formatParam(t.params?.[p])))))));
+    await curvesDone;
   };
-  render.dispose = () => resize.disconnect();
+  render.dispose = () => {
+    resize.disconnect();
+    curves.destroy();
+  };
   return render;
+}
+
+// The learning curves of an experiment's trials: the objective metric of
+// each trial's job, downsampled, on one LineChart (data-metric="trials").
+class TrialCurves {
+  constructor(experiment, onLog) {
+    this.experiment = experiment;
+    this.onLog = onLog;
+    this.box = el('div', { class: 'curves-box' }, el('p', { class: 'muted' }, 'No curves yet.'));
+    this.cache = new Map();  // job -> {step, series}
+    this.chart = null;
+    this.signature = '';
+  }
+
+  setLog(log) { this.chart?.setLog(log); }
+
+  resize() { this.chart?.setWidth(this.width()); }
+
+  width() { return Math.max(320, this.box.clientWidth - 10); }
+
+  destroy() { this.chart?.destroy(); }
+
+  // Fetches the curves whose trial moved since the last look, then redraws.
+  async update(e, signal) {
+    const metricName = e.objective?.metric;
+    if (!metricName) return;
+    const trials = (e.trials || []).slice().sort((a, b) => a.index - b.index).slice(0, MAX_CURVES);
+    const stale = trials.filter((t) => t.step != null && this.cache.get(t.job)?.step !== t.step);
+    for (let i = 0; i < stale.length; i += FETCH_PARALLEL) {
+      await Promise.all(stale.slice(i, i + FETCH_PARALLEL).map(async (t) => {
+        let series = { steps: [], values: [] };
+        try {
+          series = seriesFromRest(await request(`${jobPath(t.job)}/metrics/${encodeURIComponent(metricName)}?buckets=${CURVE_BUCKETS}`, { signal }));
+        } catch (error) {
+          if (error.status !== 404) throw error;  // 404: not reported yet
+        }
+        this.cache.set(t.job, { step: t.step, series });
+      }));
+    }
+    if (signal.aborted) return;
+    const shown = trials.filter((t) => this.cache.get(t.job)?.series.steps.length);
+    if (!shown.length) return;
+    const scores = trials.map((t) => t.objective).filter((v) => typeof v === 'number' && Number.isFinite(v));
+    const quality = objectiveQuality(e.objective, scores);
+    const series = shown.map((t) => ({
+      label: `#${t.index}`,
+      color: qualityColor(quality(t.objective)),
+      width: t.index === e.best_trial?.index ? 3 : 1.5,
+    }));
+    // Colours follow the objectives in place; other changes build a new chart.
+    const signature = JSON.stringify([metricName, series.map((s) => [s.label, s.width])]);
+    if (signature === this.signature) {
+      this.chart.setColors(series.map((s) => s.color));
+    } else {
+      this.signature = signature;
+      this.chart?.destroy();
+      this.chart = new LineChart({
+        key: 'trials',
+        title: `${metricName} per trial`,
+        yLabel: metricName,
+        series,
+        log: settings.logObjective,
+        onLog: this.onLog,
+        syncKey: `experiment:${this.experiment}`,
+        height: 220,
+        better: e.objective?.direction === 'maximize' ? 'higher' : 'lower',
+      });
+      this.chart.width = this.width();
+      this.box.replaceChildren(this.chart.element);
+    }
+    this.chart.setData(aligned(shown.map((t) => this.cache.get(t.job).series)));
+  }
 }
 
 function numericParam(parameters, name) {

@@ -1,5 +1,7 @@
-// Formatting functions shared by the views. Pure functions, no DOM access
-// except el(), which builds elements without going through innerHTML.
+// Formatting functions shared by the views: every number, time and
+// duration the dashboard shows goes through one of these. Pure functions, no
+// DOM access except el(), bar() and badge(), which build elements without
+// going through innerHTML.
 
 export const ENDED_STATES = new Set(['Succeeded', 'Failed', 'Stopped']);
 export const JOB_STATES = ['Queued', 'Starting', 'Running', 'Succeeded', 'Failed', 'Stopped', 'Preempted'];
@@ -34,6 +36,27 @@ export function metric(value) {
   return String(Number(value.toPrecision(4)));
 }
 
+// A training step, compact for axis ticks: 950, 12.5k, 1.25M.
+export function step(n) {
+  if (n == null || !Number.isFinite(n)) return '';
+  const a = Math.abs(n);
+  if (a >= 1e6) return `${+(n / 1e6).toFixed(2)}M`;
+  if (a >= 1e4) return `${+(n / 1e3).toFixed(1)}k`;
+  return String(n);
+}
+
+// "step/total" or "step", as the jobs list and the panel write progress.
+export function stepOf(progress) {
+  const p = progress || {};
+  if (p.step == null) return '';
+  return p.total_steps ? `${p.step}/${p.total_steps}` : String(p.step);
+}
+
+// A count with thousands separators: 10,000.
+export function count(n) {
+  return n == null || !Number.isFinite(n) ? '' : n.toLocaleString();
+}
+
 export function number(value, digits = 1) {
   if (value == null || !Number.isFinite(value)) return '';
   return Number.isInteger(value) ? String(value) : value.toFixed(digits);
@@ -49,6 +72,14 @@ export function dateTime(timestamp) {
   const d = new Date(timestamp);
   if (Number.isNaN(d.getTime())) return timestamp;
   return d.toLocaleString(undefined, { hour12: false });
+}
+
+// Time of day of an RFC 3339 timestamp, 24-hour: "14:05:09".
+export function clock(timestamp) {
+  if (!timestamp) return '';
+  const d = new Date(timestamp);
+  if (Number.isNaN(d.getTime())) return timestamp;
+  return d.toLocaleTimeString(undefined, { hour12: false });
 }
 
 // el('td', {class: 'x', dataset: {job: 'a'}, onclick: f}, 'text', child...)
@@ -76,10 +107,26 @@ export function badge(kind, value) {
   return el('span', { class: `badge ${kind}-${String(value || 'none').toLowerCase()}` }, value || '-');
 }
 
-// A horizontal bar: fraction in [0, 1].
-export function bar(fraction, label) {
-  const f = Math.max(0, Math.min(1, Number.isFinite(fraction) ? fraction : 0));
+// A horizontal bar: fraction in [0, 1]; tone, if given, a class for its
+// colour (barTone()).
+export function bar(fraction, label, tone) {
   return el('span', { class: 'bar-cell' },
-    el('span', { class: 'bar' }, el('span', { class: 'bar-fill', style: `width:${(f * 100).toFixed(1)}%` })),
+    el('span', { class: 'bar' }, el('span', { class: `bar-fill${tone ? ` ${tone}` : ''}`, style: `width:${barWidth(fraction * 100)}` })),
     label == null ? null : el('span', { class: 'bar-label' }, label));
+}
+
+// The CSS width of a progress bar at `pct` percent.
+export function barWidth(pct) {
+  return pct == null || !Number.isFinite(pct) ? '0%' : `${Math.max(0, Math.min(100, pct)).toFixed(1)}%`;
+}
+
+// The colour class of a job's progress bar: by outcome once it ended
+// (succeeded green, failed red, stopped grey), else by health (diverging
+// red, stalled amber, plateaued purple; progressing or unknown blue).
+export function barTone(job) {
+  if (job.state === 'Succeeded' || job.state === 'Failed' || job.state === 'Stopped') {
+    return `tone-${job.state.toLowerCase()}`;
+  }
+  const health = String(job.health || '').toLowerCase();
+  return health === 'diverging' || health === 'stalled' || health === 'plateaued' ? `tone-${health}` : 'tone-normal';
 }

@@ -6,7 +6,7 @@ import { request, jobPath } from './api.js';
 import { MetricCharts } from './charts.js';
 import { watchJob, poll } from './live.js';
 import {
-  ENDED_STATES, age, badge, bar, dateTime, duration, el, metric, number, percent,
+  ENDED_STATES, age, badge, bar, barTone, clock, dateTime, duration, el, metric, number, percent, stepOf,
 } from './format.js';
 
 const BUCKETS = 300;
@@ -58,7 +58,7 @@ export class JobPanel {
     );
     this.root.hidden = false;
     this.root.scrollTop = 0;
-    this.charts = new MetricCharts(chartBox, 2 * BUCKETS);
+    this.charts = new MetricCharts(chartBox, 2 * BUCKETS, `job:${name}`);
     if (known) this.showJob(known);
 
     this.watch = watchJob(name, BUCKETS, {
@@ -109,8 +109,8 @@ export class JobPanel {
         healthBadge,
         view.health_reason ? el('span', { class: 'health-reason' }, view.health_reason) : null),
       el('div', { class: 'progress-line' },
-        bar((p.percent ?? 0) / 100, percent(p.percent) || '-'),
-        el('span', {}, p.step != null ? `step ${p.step}${p.total_steps ? `/${p.total_steps}` : ''}` : 'no progress reported'),
+        bar((p.percent ?? 0) / 100, percent(p.percent) || '-', barTone(view)),
+        el('span', {}, p.step != null ? `step ${stepOf(p)}` : 'no progress reported'),
         p.eta_seconds != null && !ended ? el('span', {}, `ETA ${duration(p.eta_seconds)}`) : null),
     ];
     if (view.pending_reason) lines.push(el('div', { class: 'note' }, view.pending_reason));
@@ -142,9 +142,11 @@ export class JobPanel {
 
   addEvents(events) {
     for (const event of events) this.events.set(event.id, event);
-    const newest = [...this.events.values()].sort((a, b) => b.id - a.id).slice(0, MAX_EVENTS);
+    const all = [...this.events.values()].sort((a, b) => b.id - a.id);
+    this.charts?.setEvents(all);
+    const newest = all.slice(0, MAX_EVENTS);
     this.eventList.replaceChildren(...newest.map((e) => el('li', {},
-      el('time', { datetime: e.time, title: dateTime(e.time) }, new Date(e.time).toLocaleTimeString(undefined, { hour12: false })),
+      el('time', { datetime: e.time, title: dateTime(e.time) }, clock(e.time)),
       el('span', { class: 'event-type' }, e.type),
       el('span', {}, e.message))));
     if (!newest.length) this.eventList.replaceChildren(el('li', { class: 'muted' }, 'No events.'));

@@ -4,8 +4,14 @@
 // updates patch; filtering and sorting run at most once per animation frame,
 // and only the rows in view (plus a few) exist in the DOM, positioned over a
 // spacer as tall as the whole list. Rows are recycled, cells patched in place.
+//
+// Sorting: a click on a column header sorts by it (again: the other way);
+// jobs that compare equal keep the default order (newest first, then by
+// name), and jobs without a value (no step yet, no ETA) go last either way.
 
-import { ENDED_STATES, HEALTHS, JOB_STATES, age, duration, el, metric, percent } from './format.js';
+import {
+  ENDED_STATES, HEALTHS, JOB_STATES, age, barTone, barWidth, count as formatCount, duration, el, metric, percent, stepOf,
+} from './format.js';
 import { JobPanel } from './job_panel.js';
 import { watchJobs } from './live.js';
 
@@ -15,8 +21,50 @@ const OVERSCAN = 6;
 const COLUMNS = [
   ['name', 'Name'], ['team', 'Team'], ['state', 'State'], ['health', 'Health'],
   ['progress', 'Progress'], ['step', 'Step'], ['eta', 'ETA'], ['loss', 'Loss'],
-  ['gpus', 'GPUs'], ['age', 'Age'],
+  ['gpus', 'GPUs'], ['age', 'Age'], ['pending', 'Pending reason'],
 ];
+
+const finite = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+const stateRank = new Map(JOB_STATES.map((s, i) => [s, i]));
+const healthRank = new Map(HEALTHS.map((h, i) => [h, i]));
+// Each column's sort key (null: no value, sorted last); `age` sorts by
+// creation time, newest first when ascending, as the column reads.
+const SORT_KEYS = {
+  name: (j) => j.name,
+  team: (j) => j.team || null,
+  state: (j) => stateRank.get(j.state) ?? null,
+  health: (j) => healthRank.get(j.health) ?? null,
+  progress: (j) => finite(j.progress?.percent),
+  step: (j) => finite(j.progress?.step),
+  eta: (j) => (ENDED_STATES.has(j.state) ? null : finite(j.progress?.eta_seconds)),
+  loss: (j) => finite(j.progress?.metrics?.loss),
+  gpus: (j) => j.gpus ?? 0,
+  age: (j) => j.created_at || null,
+  pending: (j) => j.pending_reason || null,
+};
+const DEFAULT_SORT = { key: 'age', descending: false };
+
+// Newest first, then by name: the order of equal keys.
+function defaultOrder(a, b) {
+  if (a.created_at !== b.created_at) return a.created_at < b.created_at ? 1 : -1;
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+export function sortJobs(list, { key, descending }) {
+  const keyOf = SORT_KEYS[key] || SORT_KEYS.age;
+  // age ascending means newest first: the reverse of creation time.
+  const flip = (key === 'age') !== descending ? -1 : 1;
+  const decorated = list.map((job) => ({ job, k: keyOf(job) }));
+  decorated.sort((a, b) => {
+    if (a.k !== b.k) {
+      if (a.k === null) return 1;
+      if (b.k === null) return -1;
+      return (a.k < b.k ? -1 : 1) * flip;
+    }
+    return defaultOrder(a.job, b.job);
+  });
+  return decorated.map((d) => d.job);
+}
 
 export function createJobsView(container, { setStatus }) {
   const jobs = new Map();
@@ -25,6 +73,7 @@ export function createJobsView(container, { setStatus }) {
   let dataChanged = true;
   let frame = 0;
   let selected = null;
+  let sort = { ...DEFAULT_SORT };
 
   const search = el('input', { type: 'search', class: 'search', placeholder: 'Search by name', 'aria-label': 'Search by name' });
   const stateFilter = select('state', 'All states', [['active', 'Active'], ...JOB_STATES.map((s) => [s, s])]);
@@ -35,7 +84,32 @@ export function createJobsView(container, { setStatus }) {
   const empty = el('div', { class: 'empty muted', hidden: true });
   // The header row sits inside the scroller (sticky), so it shares the rows' width.
   const head = el('div', { class: 'row head', role: 'row' },
-    COLUMNS.map(([key, title]) => el('div', { class: `cell ${key}`, role: 'columnheader' }, title)));
+    COLUMNS.map(([key, title]) => el('div', {
+      class: `cell ${key} sortable`, role: 'columnheader', tabindex: '0', dataset: { sort: key },
+      title: `Sort by ${title.toLowerCase()}`,
+    }, title)));
+  const showSort = () => {
+    for (const cell of head.children) {
+      cell.setAttribute('aria-sort', cell.dataset.sort === sort.key ? (sort.descending ? 'descending' : 'ascending') : 'none');
+    }
+  };
+  showSort();
+  const sortBy = (key) => {
+    sort = sort.key === key ? { key, descending: !sort.descending } : { key, descending: false };
+    showSort();
+    refilter();
+  };
+  head.addEventListener('click', (event) => {
+    const cell = event.target.closest('[data-sort]');
+    if (cell) sortBy(cell.dataset.sort);
+  });
+  head.addEventListener('keydown', (event) => {
+    const cell = event.target.closest('[data-sort]');
+    if (cell && (event.key === 'Enter' || event.key === ' ')) {
+      event.preventDefault();
+      sortBy(cell.dataset.sort);
+    }
+  });
   const scroller = el('div', { class: 'vscroll', tabindex: '0' }, head, spacer, empty);
   const shown = new Map();  // index in `rows` -> the row element showing it
   const spare = [];         // row elements not in use
@@ -128,16 +202,15 @@ export function createJobsView(container, { setStatus }) {
       if (text && !job.name.toLowerCase().includes(text)) continue;
       out.push(job);
     }
-    // Newest first.
-    out.sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : a.name < b.name ? -1 : 1));
-    return out;
+    if (sort.key === DEFAULT_SORT.key && sort.descending === DEFAULT_SORT.descending) return out.sort(defaultOrder);
+    return sortJobs(out, sort);
   }
 
   function summary() {
     const byState = new Map();
     for (const job of jobs.values()) byState.set(job.state, (byState.get(job.state) || 0) + 1);
-    const parts = JOB_STATES.filter((s) => byState.get(s)).map((s) => `${byState.get(s).toLocaleString()} ${s.toLowerCase()}`);
-    const shown = rows.length === jobs.size ? `${jobs.size.toLocaleString()} jobs` : `${rows.length.toLocaleString()} of ${jobs.size.toLocaleString()} jobs`;
+    const parts = JOB_STATES.filter((s) => byState.get(s)).map((s) => `${formatCount(byState.get(s))} ${s.toLowerCase()}`);
+    const shown = rows.length === jobs.size ? `${formatCount(jobs.size)} jobs` : `${formatCount(rows.length)} of ${formatCount(jobs.size)} jobs`;
     return parts.length ? `${shown} \u00b7 ${parts.join(', ')}` : shown;
   }
 
@@ -153,6 +226,7 @@ export function createJobsView(container, { setStatus }) {
       shown.delete(index);
       row.element.hidden = true;
       delete row.element.dataset.job;  // a hidden row must not answer for a job
+      delete row.element.dataset.index;
       row.cache.job = null;
       spare.push(row);
     }
@@ -167,6 +241,7 @@ export function createJobsView(container, { setStatus }) {
         }
         row.element.hidden = false;
         row.element.style.transform = `translateY(${index * ROW_HEIGHT}px)`;
+        row.element.dataset.index = String(index);
         shown.set(index, row);
       }
       fillRow(row, rows[index], now, selected);
@@ -210,7 +285,7 @@ function makeRow() {
   const element = el('div', { class: 'row', role: 'row', tabindex: '-1' },
     cell('name'), cell('team'), cell('state', c.stateBadge), cell('health', c.healthBadge),
     cell('progress', el('span', { class: 'bar' }, c.fill), c.pct),
-    cell('step'), cell('eta'), cell('loss'), cell('gpus'), cell('age'));
+    cell('step'), cell('eta'), cell('loss'), cell('gpus'), cell('age'), cell('pending'));
   return { element, c, cache: {} };
 }
 
@@ -247,15 +322,25 @@ function fillRow(row, job, now, selected) {
     c.health.title = job.health_reason || '';
   }
   const pct = p.percent;
-  const width = pct == null ? '0%' : `${Math.max(0, Math.min(100, pct)).toFixed(1)}%`;
+  const width = barWidth(pct);
   if (cache.width !== width) {
     cache.width = width;
     c.fill.style.width = width;
   }
+  const tone = barTone(job);
+  if (cache.tone !== tone) {
+    cache.tone = tone;
+    c.fill.className = `bar-fill ${tone}`;
+  }
   set('pct', c.pct, percent(pct));
-  set('step', c.step, p.step == null ? '' : p.total_steps ? `${p.step}/${p.total_steps}` : String(p.step));
+  set('step', c.step, stepOf(p));
   set('eta', c.eta, ENDED_STATES.has(job.state) ? '' : duration(p.eta_seconds));
   set('loss', c.loss, metric(p.metrics?.loss));
   set('gpus', c.gpus, String(job.gpus ?? 0));
   set('age', c.age, age(job.created_at, now));
+  set('pendingText', c.pending, job.pending_reason || '');
+  if (cache.pendingTitle !== job.pending_reason) {
+    cache.pendingTitle = job.pending_reason;
+    c.pending.title = job.pending_reason || '';
+  }
 }

@@ -88,7 +88,7 @@ export function watchJob(name, buckets, handlers) {
 
 // GET .../metrics/NAME answers points, or buckets when downsampled; charts want
 // {steps, values} with null for non-finite values, as the stream sends them.
-function seriesFromRest(series) {
+export function seriesFromRest(series) {
   const finite = (v) => (typeof v === 'number' ? v : null);
   if (Array.isArray(series.buckets)) {
     return { steps: series.buckets.map((b) => b.last_step), values: series.buckets.map((b) => finite(b.last)) };

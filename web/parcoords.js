@@ -6,7 +6,8 @@
 //
 // Axes follow the experiment spec (spec.parameters): double and int span
 // [min, max], on a log scale when `log: true`; discrete and categorical
-// values are evenly spaced ticks in spec order.
+// values are evenly spaced ticks in spec order. The objective axis is
+// linear, or logarithmic with `logObjective` when every objective is positive.
 
 import { metric } from './format.js';
 
@@ -20,13 +21,14 @@ const RAMP = ['#f59e0b', '#65a30d', '#0d9488', '#2563eb', '#4c1d95'];
 // Returns an <svg> element; `parameters` is spec.parameters, `objective`
 // {metric, direction}, `trials` the experiment's trials, `width` the pixels
 // it will be shown at (so that text keeps its size).
-export function parallelCoordinates({ parameters = [], objective = {}, trials = [], width = 900 }) {
+export function parallelCoordinates({ parameters = [], objective = {}, trials = [], width = 900, logObjective = false }) {
   const WIDTH = Math.max(360, Math.round(width));
   const axes = parameters.map(paramAxis);
   const scores = trials.map((t) => t.objective).filter((v) => typeof v === 'number' && Number.isFinite(v));
-  axes.push(objectiveAxis(objective, scores));
+  axes.push(objectiveAxis(objective, scores, logObjective));
 
   const svg = node('svg', { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, class: 'parcoords', role: 'img',
+    'data-objective-scale': axes[axes.length - 1].log ? 'log' : 'linear',
     'aria-label': `Trials by parameter and ${objective.metric || 'objective'}` });
   const plotHeight = HEIGHT - MARGIN.top - MARGIN.bottom;
   const xOf = (i) => (axes.length === 1 ? WIDTH / 2 : MARGIN.left + (i * (WIDTH - MARGIN.left - MARGIN.right)) / (axes.length - 1));
@@ -34,13 +36,7 @@ export function parallelCoordinates({ parameters = [], objective = {}, trials = 
 
   // Lines first, so axes and labels stay readable on top. Worst first, best last.
   const lines = node('g', { class: 'pc-lines' });
-  const lo = Math.min(...scores);
-  const hi = Math.max(...scores);
-  const quality = (v) => {
-    if (typeof v !== 'number' || !Number.isFinite(v)) return null;
-    const t = hi > lo ? (v - lo) / (hi - lo) : 1;
-    return objective.direction === 'maximize' ? t : 1 - t;
-  };
+  const quality = objectiveQuality(objective, scores);
   const ordered = trials.map((trial) => ({ trial, q: quality(trial.objective) }))
     .sort((a, b) => (a.q ?? -1) - (b.q ?? -1));
   for (const { trial, q } of ordered) {
@@ -57,7 +53,7 @@ export function parallelCoordinates({ parameters = [], objective = {}, trials = 
       pen = 'L';
     });
     if (!d) continue;
-    const path = node('path', { d, class: q == null ? 'pc-line pending' : 'pc-line', stroke: q == null ? '#9ca3af' : ramp(q) });
+    const path = node('path', { d, class: q == null ? 'pc-line pending' : 'pc-line', stroke: qualityColor(q) });
     const params = parameters.map((p) => `${p.name}=${formatValue(trial.params?.[p.name])}`).join(', ');
     const title = node('title');
     title.textContent = `trial ${trial.index} (${trial.job}): ${params}; ${objective.metric || 'objective'} ${trial.objective == null ? 'not reported yet' : metric(trial.objective)}`;
@@ -85,6 +81,24 @@ export function parallelCoordinates({ parameters = [], objective = {}, trials = 
   return svg;
 }
 
+// quality(v) -> [0, 1], 1 the best of `scores` for the objective's
+// direction; null for a trial with no objective yet.
+export function objectiveQuality(objective, scores) {
+  const lo = Math.min(...scores);
+  const hi = Math.max(...scores);
+  return (v) => {
+    if (typeof v !== 'number' || !Number.isFinite(v)) return null;
+    const t = hi > lo ? (v - lo) / (hi - lo) : 1;
+    return objective.direction === 'maximize' ? t : 1 - t;
+  };
+}
+
+// The colour of a trial of quality q (objectiveQuality): amber for the worst
+// through dark purple for the best; grey without a quality.
+export function qualityColor(q) {
+  return q == null ? '#9ca3af' : ramp(q);
+}
+
 function paramAxis(p) {
   const title = p.log ? `${p.name} (log)` : p.name;
   if (p.type === 'discrete' || p.type === 'categorical') {
@@ -103,17 +117,24 @@ function paramAxis(p) {
   return { name: p.name, ...numericAxis(p.min, p.max, Boolean(p.log), p.type === 'int'), title };
 }
 
-function objectiveAxis(objective, scores) {
+function objectiveAxis(objective, scores, logRequested) {
   let lo = scores.length ? Math.min(...scores) : 0;
   let hi = scores.length ? Math.max(...scores) : 1;
+  const log = logRequested && lo > 0;
   if (lo === hi) {
-    const pad = Math.abs(lo) * 0.1 || 1;
-    lo -= pad;
-    hi += pad;
+    if (log) {
+      lo /= 2;
+      hi *= 2;
+    } else {
+      const pad = Math.abs(lo) * 0.1 || 1;
+      lo -= pad;
+      hi += pad;
+    }
   }
-  const axis = numericAxis(lo, hi, false, false);
-  const direction = objective.direction ? ` (${objective.direction === 'maximize' ? 'max' : 'min'})` : '';
-  return { ...axis, name: '', title: `${objective.metric || 'objective'}${direction}` };
+  const axis = numericAxis(lo, hi, log, false);
+  const direction = objective.direction ? (objective.direction === 'maximize' ? 'max' : 'min') : '';
+  const notes = [direction, log ? 'log' : ''].filter(Boolean).join(', ');
+  return { ...axis, name: '', log, title: `${objective.metric || 'objective'}${notes ? ` (${notes})` : ''}` };
 }
 
 // position(v) -> [0, 1] or null; ticks [{t, label}].

@@ -1,5 +1,6 @@
 #include "core/job_spec_parser.h"
 
+#include "core/kubeflow_manifest.h"
 #include "core/yaml_fields.h"
 
 namespace headway {
@@ -176,8 +177,19 @@ Result<JobSpec> ParseJobSpec(std::string_view document, bool name_required) {
                                yaml_fields::TypeName(*root));
     return s.WithField("spec");
   }
-  return yaml_fields::CatchYamlErrors<JobSpec>(
-      [&] { return yaml_fields::ParseJobSpecNode(*root, "", name_required); });
+  return yaml_fields::CatchYamlErrors<JobSpec>([&]() -> Result<JobSpec> {
+    // A Kubeflow TrainJob manifest is submitted as it is (core/kubeflow_manifest.h).
+    if (yaml_fields::IsManifestOf(*root, "trainer.kubeflow.org/", "TrainJob")) {
+      return ParseTrainJobManifest(document);
+    }
+    if (yaml_fields::IsManifestOf(*root, "kubeflow.org/", "Experiment")) {
+      return InvalidArgument(
+                 "is a Katib Experiment, not a job: create it with `headway exp create -f` "
+                 "(POST /api/v1/experiments); `headway submit -f` does that for you")
+          .WithField("kind");
+    }
+    return yaml_fields::ParseJobSpecNode(*root, "", name_required);
+  });
 }
 
 }  // namespace headway

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/job.h"
@@ -76,5 +77,19 @@ Result<YAML::Node> Load(std::string_view document);
 // `name_required` a missing name is allowed (left empty).
 Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& prefix,
                                  bool name_required);
+
+// Whether `root` is a Kubernetes manifest whose apiVersion starts with
+// `group` (e.g. "trainer.kubeflow.org/") and whose kind is `kind`.
+bool IsManifestOf(const YAML::Node& root, std::string_view group, std::string_view kind);
+
+// A Kubernetes container (name, image, command, args, workingDir, env,
+// resources) applied to `spec`; other container fields are refused by name.
+Status ApplyKubernetesContainer(const YAML::Node& container, const std::string& field,
+                                JobSpec& spec);
+
+// A Kubeflow TrainJob manifest as a job spec (core/kubeflow_manifest.h).
+// Without `name_required` the metadata may be absent (a trial template).
+Result<JobSpec> ParseTrainJobNode(const YAML::Node& root, const std::string& prefix,
+                                  bool name_required);
 
 }  // namespace headway::yaml_fields

@@ -68,10 +68,12 @@ class Executor {
   // The attempt `request` already started, if Launch got that far for it
   // before the server stopped without saving the handle (a crash mid-launch):
   // recovery adopts it instead of launching the attempt a second time.
-  // nullopt: nothing of it started, or the executor cannot tell.
-  virtual std::optional<Launched> FindLaunched(const LaunchRequest& request) {
+  // nullopt: nothing of it started. An error: the executor cannot tell now
+  // (e.g. slurmctld does not answer); the caller must ask again later and
+  // neither adopt nor relaunch meanwhile.
+  virtual Result<std::optional<Launched>> FindLaunched(const LaunchRequest& request) {
     (void)request;
-    return std::nullopt;
+    return std::optional<Launched>();
   }
   virtual ExecStatus Poll(const std::string& handle) = 0;
   // Delivers `signal` to every process of the attempt. Ok if it already ended.

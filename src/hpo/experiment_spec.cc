@@ -7,6 +7,7 @@
 #include "core/job_spec_json.h"
 #include "core/progress_report.h"
 #include "core/yaml_fields.h"
+#include "hpo/internal/katib.h"
 #include "hpo/internal/shell_script.h"
 
 namespace headway::hpo {
@@ -205,6 +206,11 @@ namespace {
 Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document) {
   auto root = Load(document);
   if (!root.ok()) return root.status();
+  // A Katib Experiment manifest is read as the native document it maps to.
+  if (internal::IsKatibExperiment(*root)) {
+    root = internal::KatibToNative(*root);
+    if (!root.ok()) return root.status();
+  }
   if (!root->IsMap()) {
     return InvalidArgument("an experiment spec must be a map of fields, got " + TypeName(*root))
         .WithField("spec");

@@ -384,12 +384,14 @@ Step EnforceDeadlines(Job& job, AttemptMemo& memo, const DeadlineOptions& option
   return step;
 }
 
-Step HealthSeen(Job& job, Health health, const std::string& reason, Time now) {
+Step HealthSeen(Job& job, Health health, const std::string& reason, Time now,
+                std::optional<std::int64_t> at_step) {
   Step step;
   if (job.state != JobState::kRunning || health == job.health) return step;
   std::string text =
       std::string(HealthName(job.health)) + " -> " + std::string(HealthName(health));
   if (!reason.empty()) text += ": " + reason;
+  if (at_step) text += " (at step " + std::to_string(*at_step) + ")";
   job.health = health;
   job.health_reason = reason;
   step.changed = true;
@@ -415,7 +417,8 @@ Step NoReportsSeen(Job& job, bool overdue, const std::string& reason, Time now) 
   return step;
 }
 
-Step FinalHealth(Job& job, Health verdict, const std::string& reason, Time now) {
+Step FinalHealth(Job& job, Health verdict, const std::string& reason, Time now,
+                 std::optional<std::int64_t> at_step) {
   Step step;
   if (!IsTerminal(job.state)) return step;
   Health final = job.health;
@@ -429,8 +432,9 @@ Step FinalHealth(Job& job, Health verdict, const std::string& reason, Time now) 
   step.changed = true;
   if (final != job.health) {
     std::string text = std::string(HealthName(job.health)) + " -> " +
-                       std::string(HealthName(final)) + (why.empty() ? "" : ": " + why) +
-                       " (final verdict of the run)";
+                       std::string(HealthName(final)) + ": " +
+                       (why.empty() ? "" : why + "; ") + "the run's final verdict";
+    if (at_step) text += " (at step " + std::to_string(*at_step) + ")";
     step.events.push_back(Event(job, now, "HealthChanged", std::move(text)));
   }
   job.health = final;

@@ -110,8 +110,11 @@ Step Preempt(Job& job, const std::string& reason, const std::string& for_job,
 // checkpoint warning before the time limit, the time limit, the termination grace.
 Step EnforceDeadlines(Job& job, AttemptMemo& memo, const DeadlineOptions& options, Time now);
 // The classifier's verdict for a running job: announced once per change,
-// and the spec's policy applied (on_stall: stop, ...).
-Step HealthSeen(Job& job, Health health, const std::string& reason, Time now);
+// and the spec's policy applied (on_stall: stop, ...). `step`, the job's
+// latest reported step, ends the event's text: "A -> B: reason (at step N)"
+// (the dashboard marks the change on its charts there).
+Step HealthSeen(Job& job, Health health, const std::string& reason, Time now,
+                std::optional<std::int64_t> step = std::nullopt);
 // A running job that has not reported once `overdue` (the no-report grace
 // since it started has passed): one NoReports event per attempt, and
 // `reason` kept as its health_reason while its health stays Unknown.
@@ -122,8 +125,10 @@ Step NoReportsSeen(Job& job, bool overdue, const std::string& reason, Time now);
 // a stall). What the series shows (Diverging, Plateaued) wins; otherwise a
 // job that was Stalled when it ended stays Stalled; otherwise the verdict,
 // unless it is Unknown (no report), which keeps what was announced. A
-// change is announced as a HealthChanged event. No-op for other states.
-Step FinalHealth(Job& job, Health verdict, const std::string& reason, Time now);
+// change is announced as a HealthChanged event, worded as HealthSeen's
+// ("A -> B: reason; the run's final verdict (at step N)"). No-op for other states.
+Step FinalHealth(Job& job, Health verdict, const std::string& reason, Time now,
+                 std::optional<std::int64_t> step = std::nullopt);
 
 // After a restart, for a job the store says was being launched (Starting,
 // no handle): `found` is the attempt the executor finds it had started

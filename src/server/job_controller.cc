@@ -490,6 +490,34 @@ lifecycle::DeadlineOptions JobController::Deadlines(const Job& job) {
   return {options_.preemption_grace, ExecutorFor(job).EnforcesTimeLimit()};
 }
 
+lifecycle::Step JobController::RecoverLaunch(Job& job, lifecycle::AttemptMemo& memo,
+                                             const Result<std::optional<Launched>>& launched,
+                                             Time now) {
+  lifecycle::Step step;
+  if (!launched.ok()) {
+    // Neither adopt nor launch again until the executor can tell: the job
+    // keeps its GPUs and its intent, and the control loop asks again.
+    if (unresolved_launches_.insert(job.name()).second) {
+      step.changed = true;
+      step.events.push_back(Event(job, "LaunchUnresolved",
+                                  "cannot tell yet whether the attempt started before the server "
+                                  "stopped (" + launched.status().message() +
+                                      "); asking again before launching anything"));
+    }
+    return step;
+  }
+  unresolved_launches_.erase(job.name());
+  std::optional<lifecycle::FoundAttempt> found;
+  if (*launched) found = lifecycle::FoundAttempt{(*launched)->handle, (*launched)->description};
+  step = lifecycle::RecoverLaunch(job, memo, found, now);
+  if (*launched) {
+    IndexLogs(job, **launched, step.events);
+    ExecStatus status = ExecutorFor(job).Poll(job.executor_handle);
+    step.Then(lifecycle::Observe(job, memo, status, false, now));
+  }
+  return step;
+}
+
 Status JobController::Reconcile() {
   // Run directories of deleted jobs that a crash left moved aside (Remove).
   if (!options_.data_dir.empty()) {
@@ -520,23 +548,16 @@ Status JobController::Reconcile() {
       if (job.executor_handle.empty()) {
         // The server stopped while launching: adopt what the launch started,
         // or launch it again if it started nothing, never both.
-        std::optional<Launched> launched = ExecutorFor(job).FindLaunched(AttemptRequest(job));
-        std::optional<lifecycle::FoundAttempt> found;
-        if (launched) found = lifecycle::FoundAttempt{launched->handle, launched->description};
-        step = lifecycle::RecoverLaunch(job, memo, found, now);
-        if (launched) {
-          IndexLogs(job, *launched, step.events);
-          ExecStatus status = ExecutorFor(job).Poll(job.executor_handle);
-          step.Then(lifecycle::Observe(job, memo, status, false, now));
-        }
+        step = RecoverLaunch(job, memo, ExecutorFor(job).FindLaunched(AttemptRequest(job)), now);
       } else {
         ExecStatus status = ExecutorFor(job).Poll(job.executor_handle);
         step = lifecycle::Readopt(job, memo, status,
                                   job.preempt_requested_at && Completed(job), now);
       }
       if (IsTerminal(job.state)) {
-        progress::HealthVerdict verdict = tracker_.FinalVerdict(job, now);
-        step.Then(lifecycle::FinalHealth(job, verdict.health, verdict.reason, now));
+        std::optional<std::int64_t> last_step;
+        progress::HealthVerdict verdict = tracker_.FinalVerdict(job, now, &last_step);
+        step.Then(lifecycle::FinalHealth(job, verdict.health, verdict.reason, now, last_step));
       }
       Status s = Apply(job, std::move(step), work);
       if (!s.ok()) return s;
@@ -563,6 +584,7 @@ void JobController::Tick() {
   }
   const Time now = clock_.Now();
   std::vector<const Job*> due;
+  std::vector<const Job*> unresolved;  // launches a restart could not resolve yet
   {
     std::lock_guard lock(mu_);
     for (const Job& job : *jobs) {
@@ -577,10 +599,25 @@ void JobController::Tick() {
       }
       due.push_back(&job);
     }
+    for (const Job& job : *jobs) {
+      if (!unresolved_launches_.count(job.name()) || job.state != JobState::kStarting ||
+          !job.executor_handle.empty()) {
+        continue;
+      }
+      Duration interval = std::max(ExecutorFor(job).PollInterval(), Duration(std::chrono::seconds(1)));
+      auto last = last_polled_.find(job.name());
+      if (last != last_polled_.end() && now - last->second < interval) continue;
+      last_polled_[job.name()] = now;
+      unresolved.push_back(&job);
+    }
   }
   std::map<std::string, Polled> polled;
   for (const Job* job : due) {
     polled[job->name()] = {job->executor_handle, ExecutorFor(*job).Poll(job->executor_handle)};
+  }
+  std::map<std::string, Result<std::optional<Launched>>> found;
+  for (const Job* job : unresolved) {
+    found.emplace(job->name(), ExecutorFor(*job).FindLaunched(AttemptRequest(*job)));
   }
 
   Work work;
@@ -594,6 +631,12 @@ void JobController::Tick() {
       jobs = std::move(again);
     }
     for (Job& job : *jobs) {
+      auto asked = found.find(job.name());
+      if (asked != found.end() && unresolved_launches_.count(job.name()) &&
+          job.state == JobState::kStarting && job.executor_handle.empty()) {
+        (void)Apply(job, RecoverLaunch(job, memos_[job.name()], asked->second, now), work);
+        continue;
+      }
       bool launched = !job.executor_handle.empty() &&
                       (job.state == JobState::kRunning || job.state == JobState::kStarting);
       if (!launched) continue;
@@ -612,15 +655,16 @@ void JobController::Tick() {
       if (job.state == JobState::kRunning) {
         step.Then(lifecycle::EnforceDeadlines(job, memo, Deadlines(job), now));
         ProgressView view = tracker_.View(job, now);
-        step.Then(lifecycle::HealthSeen(job, view.health, view.health_reason, now));
+        step.Then(lifecycle::HealthSeen(job, view.health, view.health_reason, now, view.step));
         const bool overdue =
             !view.last_report_at && job.started_at &&
             ToUnixSeconds(now) - ToUnixSeconds(*job.started_at) >= options_.health.unknown_grace_s;
         step.Then(lifecycle::NoReportsSeen(job, overdue, view.health_reason, now));
       }
       if (IsTerminal(job.state)) {
-        progress::HealthVerdict verdict = tracker_.FinalVerdict(job, now);
-        step.Then(lifecycle::FinalHealth(job, verdict.health, verdict.reason, now));
+        std::optional<std::int64_t> last_step;
+        progress::HealthVerdict verdict = tracker_.FinalVerdict(job, now, &last_step);
+        step.Then(lifecycle::FinalHealth(job, verdict.health, verdict.reason, now, last_step));
       }
       bool ended = IsTerminal(job.state) || job.state == JobState::kQueued ||
                    job.state == JobState::kPreempted;

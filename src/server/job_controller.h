@@ -164,6 +164,10 @@ class JobController final : public api::JobService {
   // having finished is not requeued).
   bool Completed(const Job& job);
   lifecycle::DeadlineOptions Deadlines(const Job& job);
+  // Adopts what an interrupted launch started, requeues it if it started
+  // nothing, or (the executor cannot tell) waits; callers hold mu_.
+  lifecycle::Step RecoverLaunch(Job& job, lifecycle::AttemptMemo& memo,
+                                const Result<std::optional<Launched>>& launched, Time now);
   // Callers hold mu_. `final`: the attempt ended, so what it wrote last is
   // stored (and seen by the tracker) before this returns.
   lifecycle::Step ScanMarkers(const Job& job, bool final = false);
@@ -199,6 +203,10 @@ class JobController final : public api::JobService {
   std::uint64_t generation_ = 0;                          // guarded by mu_
   std::map<std::string, lifecycle::AttemptMemo> memos_;  // guarded by mu_
   std::map<std::string, Time> last_polled_;              // guarded by mu_
+  // Jobs whose launch a restart interrupted and whose executor could not
+  // tell yet whether it started: asked again each tick, never relaunched
+  // until it answers.
+  std::set<std::string> unresolved_launches_;  // guarded by mu_
   ProgressTracker tracker_;
   IngestWriter writer_;  // after tracker_: it feeds it
   MarkerScanner markers_;                          // guarded by mu_

@@ -312,9 +312,11 @@ progress::HealthVerdict ProgressTracker::Classify(const Job& job, State& s, doub
   return progress::ClassifyHealth(in, options);
 }
 
-progress::HealthVerdict ProgressTracker::FinalVerdict(const Job& job, Time now) {
+progress::HealthVerdict ProgressTracker::FinalVerdict(const Job& job, Time now,
+                                                      std::optional<std::int64_t>* last_step) {
   std::lock_guard lock(mu_);
   State& s = Load(job.name());
+  if (last_step != nullptr && !s.steps.empty()) *last_step = s.steps.back().step;
   std::vector<progress::StepSample> samples = Samples(job, s);
   // As of the last report: the end of a run is not a stall.
   double as_of = samples.empty() ? ToUnixSeconds(now) : samples.back().time_s;

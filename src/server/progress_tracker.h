@@ -62,7 +62,9 @@ class ProgressTracker {
   // as of `now` when it never reported), for the verdict an ended job keeps
   // (lifecycle::FinalHealth). Call before View sees the job ended: View
   // trims an ended job's tails.
-  progress::HealthVerdict FinalVerdict(const Job& job, Time now);
+  // `last_step`: the job's latest reported step, if any.
+  progress::HealthVerdict FinalVerdict(const Job& job, Time now,
+                                       std::optional<std::int64_t>* last_step = nullptr);
   // Drops what is kept of a deleted job, so a new job of the same name starts afresh.
   void Forget(const std::string& job);
 

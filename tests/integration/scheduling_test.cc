@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "test_server.h"
@@ -166,10 +167,14 @@ TEST(Preemption, AHealthyJobOfEqualPriorityIsNotPreempted) {
 
 TEST(Backfill, AShortJobRunsAheadWhenTheProgressEtaShowsItCannotDelayTheHeadJob) {
   TestServer server(2);
-  // "running" holds 1 GPU with no time limit; only its progress says when it ends.
+  // "running" holds 1 GPU with no time limit; only its progress says when it
+  // ends. Half way it waits for the test, so it cannot end before the test
+  // has looked, however slow the machine.
+  const std::string go_on = server.work_dir() + "/go-on";
   server.Submit(R"(
 name: running
-command: "for i in $(seq 1 60); do echo \"HEADWAY {\\\"step\\\": $i, \\\"total_steps\\\": 60}\"; sleep 0.1; done"
+command: "for i in $(seq 1 60); do echo \"HEADWAY {\\\"step\\\": $i, \\\"total_steps\\\": 60}\"; sleep 0.1; if [ $i = 30 ]; then while [ ! -e )" +
+                go_on + R"( ]; do sleep 0.05; done; fi; done"
 resources: {gpus_per_process: 1}
 )");
   ASSERT_TRUE(WaitFor([&] { return server.Job("running")["progress"]["eta_seconds"].is_number(); }));
@@ -181,6 +186,7 @@ resources: {gpus_per_process: 1}
   // Without a time limit it could hold the GPU past the ETA: it waits its turn.
   EXPECT_EQ(server.State("big"), "Queued");
   EXPECT_EQ(server.State("endless"), "Queued");
+  std::ofstream(go_on).put('\n');
   ASSERT_TRUE(server.WaitForState("big", "Succeeded", std::chrono::seconds(30)));
   ASSERT_TRUE(server.WaitForState("endless", "Succeeded"));
 }

@@ -229,30 +229,48 @@ TEST(Scheduling, JobsWaitInOrderForFreeGpus) {
 
 TEST(Scheduling, HigherPriorityRunsFirst) {
   TestServer server(/*gpus=*/1);
-  server.Submit("name: blocker\ncommand: \"sleep 1\"\nresources: {gpus_per_process: 1}\n");
+  // Each job holds the GPU until the test releases it: what is observed does
+  // not depend on how fast the machine is.
+  auto until = [&](const std::string& file) {
+    return "command: \"while [ ! -e " + server.work_dir() + "/" + file +
+           " ]; do sleep 0.05; done\"\nresources: {gpus_per_process: 1}\n";
+  };
+  server.Submit("name: blocker\n" + until("blocker"));
   ASSERT_TRUE(server.WaitForState("blocker", "Running"));
-  server.Submit("name: low\ncommand: \"sleep 1\"\nresources: {gpus_per_process: 1}\n");
-  server.Submit("name: urgent\npriority: 10\ncommand: \"sleep 1\"\nresources: {gpus_per_process: 1}\n");
+  server.Submit("name: low\n" + until("low"));
+  server.Submit("name: urgent\npriority: 10\n" + until("urgent"));
+  std::ofstream(server.work_dir() + "/blocker").put('\n');
   ASSERT_TRUE(server.WaitForState("urgent", "Running"));
   EXPECT_EQ(server.State("low"), "Queued");
+  std::ofstream(server.work_dir() + "/urgent").put('\n');
+  ASSERT_TRUE(server.WaitForState("low", "Running"));
+  std::ofstream(server.work_dir() + "/low").put('\n');
   ASSERT_TRUE(server.WaitForState("low", "Succeeded"));
 }
 
 TEST(Recovery, ServerKilledMidJobReadoptsItAndLosesNothing) {
   TestServer server(/*gpus=*/1);
-  server.Submit("name: survivor\ncommand: \"echo start; sleep 3; echo end\"\nresources: {gpus_per_process: 1}\n");
-  server.Submit("name: quick\ncommand: \"sleep 0.5; exit 4\"\n");
+  // The jobs end when the test says so, not after a fixed sleep, so a slow
+  // machine cannot make them finish before they are seen running.
+  const std::string end_survivor = server.work_dir() + "/end-survivor";
+  const std::string end_quick = server.work_dir() + "/end-quick";
+  server.Submit("name: survivor\ncommand: \"echo start; while [ ! -e " + end_survivor +
+                " ]; do sleep 0.05; done; echo end\"\nresources: {gpus_per_process: 1}\n");
+  server.Submit("name: quick\ncommand: \"while [ ! -e " + end_quick +
+                " ]; do sleep 0.05; done; exit 4\"\n");
   server.Submit("name: queued\ncommand: \"echo queued ran\"\nresources: {gpus_per_process: 1}\n");
   ASSERT_TRUE(server.WaitForState("survivor", "Running"));
   ASSERT_TRUE(server.WaitForState("quick", "Running"));
   server.Kill();
-  std::this_thread::sleep_for(std::chrono::seconds(1));  // "quick" ends while the server is down
+  std::ofstream(end_quick).put('\n');  // "quick" ends while the server is down
+  std::this_thread::sleep_for(std::chrono::seconds(1));
   server.Restart();
   EXPECT_EQ(server.State("survivor"), "Running");
   EXPECT_TRUE(server.HasEvent("survivor", "Readopted"));
   ASSERT_TRUE(server.WaitForState("quick", "Failed"));
   EXPECT_EQ(server.Job("quick")["exit_code"], 4);
   EXPECT_TRUE(server.HasEvent("quick", "Reconciled"));
+  std::ofstream(end_survivor).put('\n');
   ASSERT_TRUE(server.WaitForState("survivor", "Succeeded"));
   EXPECT_EQ(server.Cli({"logs", "survivor"}).out, "start\nend\n");
   ASSERT_TRUE(server.WaitForState("queued", "Succeeded"));

@@ -52,11 +52,22 @@ class FakeExecutor final : public Executor {
     status_[handle] = Running();
     return Launched{handle, "fake attempt " + handle, {}, {}};
   }
-  std::optional<Launched> FindLaunched(const LaunchRequest& request) override {
+  Result<std::optional<Launched>> FindLaunched(const LaunchRequest& request) override {
     std::lock_guard lock(mu_);
+    ++find_calls_;
+    if (unreachable_) return Unavailable("squeue: Unable to contact slurm controller");
     auto it = by_run_dir_.find(request.run_dir);
-    if (it == by_run_dir_.end()) return std::nullopt;
-    return Launched{it->second, "fake attempt " + it->second, {}, {}};
+    if (it == by_run_dir_.end()) return std::optional<Launched>();
+    return std::optional<Launched>(Launched{it->second, "fake attempt " + it->second, {}, {}});
+  }
+  // While set, FindLaunched cannot tell (a cluster engine that does not answer).
+  void SetUnreachable(bool unreachable) {
+    std::lock_guard lock(mu_);
+    unreachable_ = unreachable;
+  }
+  int find_calls() {
+    std::lock_guard lock(mu_);
+    return find_calls_;
   }
   ExecStatus Poll(const std::string& handle) override {
     std::lock_guard lock(mu_);
@@ -109,6 +120,8 @@ class FakeExecutor final : public Executor {
   std::condition_variable cv_;
   bool hold_launches_ = false;
   bool launch_waiting_ = false;
+  bool unreachable_ = false;
+  int find_calls_ = 0;
   int next_ = 0;
   std::vector<std::string> launches_;
   std::vector<std::pair<std::string, int>> signals_;
@@ -307,6 +320,57 @@ TEST_F(ControllerTest, ARestartLaunchesAnAttemptThatNeverStartedExactlyOnce) {
   EXPECT_EQ(Get("once").state, JobState::kRunning);
   EXPECT_EQ(executor_.launches().size(), 2u);  // the forgotten one, then one more
   EXPECT_EQ(Get("once").attempt(), 0);
+}
+
+// A restart while the executor cannot say whether the interrupted launch
+// reached it (slurmctld down): the job neither runs twice nor is given up;
+// it waits, holding its intent, until the executor answers.
+TEST_F(ControllerTest, ARestartThatCannotTellWhetherALaunchStartedAsksAgainInsteadOfRelaunching) {
+  Submit("once", 1);
+  Tick();
+  Job job = Get("once");
+  const std::string handle = job.executor_handle;
+  job.state = JobState::kStarting;
+  job.executor_handle.clear();
+  ASSERT_TRUE(store_->SaveJob(job, {}).ok());
+  executor_.SetUnreachable(true);
+  Start();
+  EXPECT_EQ(Get("once").state, JobState::kStarting);
+  for (int i = 0; i < 5; ++i) Tick(seconds(2));
+  EXPECT_EQ(Get("once").state, JobState::kStarting);
+  EXPECT_EQ(executor_.launches().size(), 1u);
+  EXPECT_GE(executor_.find_calls(), 5);
+  auto events = store_->ListEvents("once");
+  ASSERT_TRUE(events.ok());
+  int unresolved = 0;
+  for (const JobEvent& e : *events) unresolved += e.type == "LaunchUnresolved";
+  EXPECT_EQ(unresolved, 1) << "said once, not every tick";
+  executor_.SetUnreachable(false);
+  Tick(seconds(2));
+  EXPECT_EQ(Get("once").executor_handle, handle);
+  EXPECT_EQ(Get("once").state, JobState::kRunning);
+  Tick(seconds(2));
+  EXPECT_EQ(executor_.launches().size(), 1u);
+}
+
+TEST_F(ControllerTest, AStopOfALaunchNobodyCanResolveYetEndsItOnceTheExecutorAnswers) {
+  Submit("once", 1);
+  Tick();
+  Job job = Get("once");
+  executor_.Forget(job.executor_handle);  // the launch never reached the executor
+  job.state = JobState::kStarting;
+  job.executor_handle.clear();
+  ASSERT_TRUE(store_->SaveJob(job, {}).ok());
+  executor_.SetUnreachable(true);
+  Start();
+  ASSERT_TRUE(controller_->Stop("once", "by alice").ok());
+  Tick(seconds(2));
+  EXPECT_EQ(Get("once").state, JobState::kStarting);
+  executor_.SetUnreachable(false);
+  Tick(seconds(2));
+  EXPECT_EQ(Get("once").state, JobState::kStopped);
+  Tick(seconds(2));
+  EXPECT_EQ(executor_.launches().size(), 1u) << "never launched again";
 }
 
 TEST_F(ControllerTest, ARestartRepeatsTheSigtermOfAStopItMayNotHaveSent) {

@@ -246,6 +246,18 @@ TEST(Lifecycle, EndingsTheExecutorReportsKeepTheirCause) {
   EXPECT_EQ(oom.reason, "OOMKilled");
 }
 
+TEST(Lifecycle, HealthChangeNamesTheStepItWasSeenAt) {
+  AttemptMemo memo;
+  Job job = RunningJob(memo);
+  ASSERT_EQ(HealthSeen(job, Health::kProgressing, "", kT0, 3).events[0].message,
+            "Unknown -> Progressing (at step 3)");
+  Step diverging = HealthSeen(job, Health::kDiverging, "loss is NaN at step 120", kT0, 120);
+  ASSERT_EQ(diverging.events.size(), 1u);
+  EXPECT_EQ(diverging.events[0].message,
+            "Progressing -> Diverging: loss is NaN at step 120 (at step 120)");
+  EXPECT_TRUE(diverging.actions.empty());  // default policy: notify only
+}
+
 TEST(Lifecycle, HealthIsAnnouncedOncePerChangeAndItsPolicyApplied) {
   AttemptMemo memo;
   Job job = RunningJob(memo);
@@ -275,12 +287,14 @@ TEST(Lifecycle, AnEndedRunKeepsTheVerdictItsSeriesShows) {
   ASSERT_EQ(job.state, JobState::kSucceeded);
   EXPECT_EQ(job.health, Health::kProgressing);
   // Its last reports (read as it exited) were NaN: Succeeded, but diverged.
-  Step final = FinalHealth(job, Health::kDiverging, "loss is NaN at step 40", kT0 + seconds(5));
+  Step final =
+      FinalHealth(job, Health::kDiverging, "loss is NaN at step 40", kT0 + seconds(5), 40);
   EXPECT_EQ(job.health, Health::kDiverging);
   EXPECT_EQ(job.health_reason, "loss is NaN at step 40");
   ASSERT_EQ(final.events.size(), 1u);
   EXPECT_EQ(final.events[0].type, "HealthChanged");
-  EXPECT_THAT(final.events[0].message, HasSubstr("Progressing -> Diverging: loss is NaN at step 40"));
+  EXPECT_EQ(final.events[0].message,
+            "Progressing -> Diverging: loss is NaN at step 40; the run's final verdict (at step 40)");
   EXPECT_TRUE(FinalHealth(job, Health::kDiverging, "loss is NaN at step 40", kT0).empty());
 }
 

@@ -253,6 +253,11 @@ class LocalExecutor final : public Executor {
     base["MASTER_PORT"] = master_port;
     base["NODE_RANK"] = "0";
     base["GROUP_RANK"] = "0";
+    // torchrun's defaults (PET_*), as Kubeflow's torch runtime sets them, so
+    // a one-process-per-node job running `torchrun` needs no rendezvous flags.
+    base.emplace("PET_NODE_RANK", "0");
+    base.emplace("PET_MASTER_ADDR", "127.0.0.1");
+    base.emplace("PET_MASTER_PORT", master_port);
 
     json ranks = json::array();
     Launched launched;
@@ -363,19 +368,23 @@ class LocalExecutor final : public Executor {
     return launched;
   }
 
-  std::optional<Launched> FindLaunched(const LaunchRequest& request) override {
+  Result<std::optional<Launched>> FindLaunched(const LaunchRequest& request) override {
     // The supervisor holds supervisor.lock from before it exists until it
     // ends, and records itself in supervisor.json before it starts any rank.
     // Unlocked with no record: no rank of this attempt ever ran. Locked: a
     // supervisor lives, perhaps still starting; wait for its record.
     std::string lock_path = fs::path(request.run_dir) / "supervisor.lock";
     int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CLOEXEC);
-    if (lock_fd < 0) return std::nullopt;  // the launch never got to fork
+    if (lock_fd < 0) return std::optional<Launched>();  // the launch never got to fork
     bool alive = ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0;
     ::close(lock_fd);
     fs::path record_path = fs::path(request.run_dir) / "supervisor.json";
     for (int i = 0; alive && !fs::exists(record_path) && i < 600; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (alive && !fs::exists(record_path)) {
+      return Unavailable("a supervisor of " + request.run_dir +
+                         " holds its lock but has not recorded itself yet");
     }
     std::ifstream record(record_path);
     auto supervisor = json::parse(record, nullptr, /*allow_exceptions=*/false);
@@ -383,7 +392,7 @@ class LocalExecutor final : public Executor {
     auto launch = json::parse(launch_file, nullptr, /*allow_exceptions=*/false);
     if (!supervisor.is_object() || !launch.is_object() || !supervisor.contains("pid") ||
         !supervisor.contains("start_time") || !launch.contains("ranks")) {
-      return std::nullopt;
+      return std::optional<Launched>();
     }
     Handle handle{supervisor["pid"].get<pid_t>(), supervisor["start_time"].get<std::uint64_t>(),
                   request.run_dir,
@@ -392,7 +401,7 @@ class LocalExecutor final : public Executor {
     launched.handle = handle.Encode();
     launched.description = "supervisor pid " + std::to_string(handle.pid);
     for (const auto& r : launch["ranks"]) launched.logs.push_back({r["rank"], r["log"]});
-    return launched;
+    return std::optional<Launched>(std::move(launched));
   }
 
   ExecStatus Poll(const std::string& handle_text) override {

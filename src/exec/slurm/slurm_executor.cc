@@ -97,13 +97,17 @@ class SlurmExecutor final : public Executor {
         "export MASTER_ADDR=${addr:-$first}\n"
         "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))\n"
         "export WORLD_SIZE=$SLURM_NTASKS\n"
+        // torchrun's defaults, as Kubeflow's torch runtime sets them.
+        "export PET_MASTER_ADDR=${PET_MASTER_ADDR:-$MASTER_ADDR} "
+        "PET_MASTER_PORT=${PET_MASTER_PORT:-$MASTER_PORT}\n"
         "export LOCAL_WORLD_SIZE=" + std::to_string(r.processes_per_node) + "\n";
     std::string argv;
     for (const auto& a : spec.Argv()) argv += " " + Quote(a);
     // Each task derives its rank from SLURM_* and execs the job's command.
     script += "srun --kill-on-bad-exit=1 --output=" + Quote(request.run_dir + "/rank-%t.log") +
               " /bin/bash -c 'export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID "
-              "NODE_RANK=$SLURM_NODEID GROUP_RANK=$SLURM_NODEID; exec \"$@\"' headway-rank" +
+              "NODE_RANK=$SLURM_NODEID GROUP_RANK=$SLURM_NODEID "
+              "PET_NODE_RANK=${PET_NODE_RANK:-$SLURM_NODEID}; exec \"$@\"' headway-rank" +
               argv + "\n";
     script += "rc=$?\n";
     script += "printf '{\"exit_code\": %d}' \"$rc\" > " + Quote(request.run_dir + "/result.json.tmp") +
@@ -134,26 +138,31 @@ class SlurmExecutor final : public Executor {
   // Slurm knows the job, squeue shows this attempt's own batch script
   // (run_dir/job.sbatch, unique per attempt) as its command; once it ran,
   // the script left its id in the run directory. Without either, sbatch
-  // never took it. If slurmctld cannot be asked, nothing is claimed.
-  std::optional<Launched> FindLaunched(const LaunchRequest& request) override {
+  // never took it. If slurmctld cannot be asked, that is an error: the
+  // caller asks again later rather than submit the attempt a second time.
+  Result<std::optional<Launched>> FindLaunched(const LaunchRequest& request) override {
     std::string id;
     std::ifstream recorded(request.run_dir + "/slurm-job-id");
-    if (recorded >> id && IsJobId(id)) return LaunchedAs(id, request);
+    if (recorded >> id && IsJobId(id)) return std::optional<Launched>(LaunchedAs(id, request));
     const std::string script = request.run_dir + "/job.sbatch";
-    if (!fs::exists(script)) return std::nullopt;
+    if (!fs::exists(script)) return std::optional<Launched>();
     CommandOutput listed = runner_.Run({"squeue", "--noheader", "--name=headway-" + request.spec.name,
                                         "--format=%i %o"},
                                        kCommandTimeout);
-    if (listed.exit_code != 0) return std::nullopt;
+    if (listed.exit_code != 0) {
+      return Unavailable("cannot ask Slurm whether it took " + script + ": squeue: " +
+                         (listed.err.empty() ? "exit code " + std::to_string(listed.exit_code)
+                                             : listed.err));
+    }
     std::istringstream lines(listed.out);
     for (std::string line; std::getline(lines, line);) {
       std::istringstream fields(line);
       std::string command;
       if (fields >> id >> command && IsJobId(id) && command == script) {
-        return LaunchedAs(id, request);
+        return std::optional<Launched>(LaunchedAs(id, request));
       }
     }
-    return std::nullopt;
+    return std::optional<Launched>();
   }
 
   static bool IsJobId(const std::string& id) {

@@ -8,6 +8,7 @@
 // the dashboard opens in headless Chromium and we measure, in the page:
 //   - time from navigation to the first render of the full list,
 //   - time to apply a filter (search text, state, team), until the rows are laid out,
+//   - time to sort by a clicked column header (name, step, team) and back,
 //   - scrolling: the interval between frames and the main-thread work per frame,
 //   - the JS heap after a forced GC, and how many DOM nodes the page holds.
 // Environment as for the tests (harness.mjs).
@@ -87,6 +88,24 @@ try {
     console.log(`filter ${label}: ${ms(median(applied))} to apply, ${ms(median(cleared))} to clear `
       + `(median of 5, until the next frame is laid out); main-thread work ${ms(busy)} per change`);
   }
+
+  // Sorting: from the header click to the rows laid out, each column twice
+  // (ascending, descending), then back to the default order.
+  const timeSort = (key) => page.evaluate(async (column) => {
+    const header = document.querySelector(`.jobs-table .head [data-sort="${column}"]`);
+    if (!header) return NaN;  // a dashboard without sortable columns
+    const start = performance.now();
+    header.click();
+    await new Promise((resolve) => requestAnimationFrame(resolve));
+    void document.querySelector('.jobs-view .vscroll').offsetHeight;
+    return performance.now() - start;
+  }, key);
+  for (const column of ['name', 'step', 'team']) {
+    const times = [];
+    for (let i = 0; i < 4; i++) times.push(await timeSort(column));
+    console.log(`sort by ${column}: ${ms(median(times))} per click (median of 4, until the next frame is laid out)`);
+  }
+  await timeSort('age');
 
   // Scrolling, 240 frames each: a wheel-like 120 px a frame, then a fling of
   // 600 px a frame with jumps to the bottom and back. Frame intervals come from

@@ -17,6 +17,17 @@ for step in range(1, 11):
     time.sleep(0.1)
 `;
 
+// Loss falls, turns NaN at steps 25-27, then explodes: the job turns
+// Diverging and stays so (the default policy only notifies).
+const DIVERGE_PY = `
+import json, time
+for step in range(1, 41):
+    loss = 1.0 / step if step < 25 else ("NaN" if step < 28 else 100.0 * step)
+    print("HEADWAY " + json.dumps({"step": step, "total_steps": 100, "metrics": {"loss": loss}}), flush=True)
+    time.sleep(0.05)
+time.sleep(600)
+`;
+
 let server;
 let browser;
 let page;
@@ -41,6 +52,12 @@ function step(name, body) {
   });
 }
 
+// The jobs list's rows in the order shown: [name, ...].
+const listedJobs = () => page.$$eval('.jobs-table [data-job]:not([hidden])',
+  (rows) => rows.map((r) => [Number(r.dataset.index), r.dataset.job]).sort((a, b) => a[0] - b[0]).map((r) => r[1]));
+// Resolves after the page drew two more frames (views render in the next one).
+const settle = () => page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+const chart = (metric) => page.locator(`#job-panel [data-metric="${metric}"]`);
 const pct = async (name) => Number.parseFloat(await page.locator(`[data-job="${name}"] .pct`).textContent());
 const points = async (metric) => Number(await page.locator(`#job-panel [data-metric="${metric}"]`).getAttribute('data-points'));
 
@@ -53,6 +70,9 @@ before(async () => {
   await submit(trainJob('train', { steps: 400, delay: 0.25 }));
   // Holds one of the two GPUs for the queues and nodes views.
   await submit(trainJob('gpu-holder', { steps: 300, delay: 0.3, team: 'nlp', gpus: 1 }));
+  await submit({ name: 'diverge', team: 'vision', command: ['/usr/bin/python3', '-u', '-c', DIVERGE_PY], termination_grace: '2s' });
+  // Needs both GPUs while gpu-holder has one: it stays Queued, with a reason.
+  await submit({ name: 'waiting', team: 'speech', command: ['/bin/true'], resources: { gpus_per_process: 2 } });
   const experiment = {
     name: 'tiny',
     objective: { metric: 'loss', direction: 'minimize' },
@@ -121,6 +141,58 @@ step('the jobs list shows progress moving without a reload', async () => {
   await shot('02-jobs-list-later');
 });
 
+step('smoothing, health marks, sorting and formats compute what they should', async () => {
+  // The pure functions behind the views, run in the page as the dashboard loads them.
+  const result = await page.evaluate(async () => {
+    const charts = await import('/ui/charts.js');
+    const { sortJobs } = await import('/ui/jobs.js');
+    const format = await import('/ui/format.js');
+    const job = (name, created_at, step) => ({ name, created_at, progress: { step } });
+    const jobs = [job('a', '2026-01-01', 5), job('b', '2026-01-03', null), job('c', '2026-01-02', 5), job('d', '2026-01-04', 1)];
+    const names = (list) => list.map((j) => j.name).join('');
+    return {
+      constant: charts.smooth([2, 2, 2, 2], 0.9),
+      off: charts.smooth([1, 5, 3], 0),
+      gaps: charts.smooth([1, null, undefined, 3], 0.5),
+      markers: charts.healthMarkers([
+        { type: 'HealthChanged', message: 'Unknown -> Progressing (at step 3)' },
+        { type: 'HealthChanged', message: 'Progressing -> Stalled: no new step for 5m (median interval 2s) (at step 40)' },
+        { type: 'HealthChanged', message: 'Stalled -> Diverging: loss is NaN at step 7' },
+        { type: 'StateChanged', message: 'Running -> Stopped (at step 9)' },
+        { type: 'HealthChanged', message: 'Stalled -> Progressing (at step 41)' },
+      ]).map((m) => `${m.label}@${m.step}`),
+      stepAsc: names(sortJobs(jobs, { key: 'step', descending: false })),
+      stepDesc: names(sortJobs(jobs, { key: 'step', descending: true })),
+      ageAsc: names(sortJobs(jobs, { key: 'age', descending: false })),
+      ageDesc: names(sortJobs(jobs, { key: 'age', descending: true })),
+      aligned: charts.aligned([{ steps: [1, 3], values: [1, null] }, { steps: [2, 3], values: [5, 6] }]),
+      ticksNarrow: charts.logTicks(1.2, 2.1),
+      ticksWide: charts.logTicks(0.04, 2.1),
+      ticksHuge: charts.logTicks(1e-9, 1e3),
+      formats: [format.step(950), format.step(12500), format.step(1250000), format.stepOf({ step: 3, total_steps: 10 }), format.count(10000)],
+    };
+  });
+  assert.deepEqual(result.constant.map((v) => +v.toFixed(9)), [2, 2, 2, 2]);  // debiased: no pull toward 0
+  assert.deepEqual(result.off, [1, 5, 3]);
+  assert.equal(result.gaps[0], 1);
+  assert.equal(result.gaps[1], null);
+  assert.equal(result.gaps[2], undefined);
+  assert.ok(Math.abs(result.gaps[3] - (0.5 * 0.5 * 1 + 0.5 * 3) / (1 - 0.25)) < 1e-9, String(result.gaps[3]));
+  assert.deepEqual(result.markers, ['Stalled@40', 'Progressing@41']);
+  // Equal keys keep the default order (newest first); no value: last, both ways.
+  assert.equal(result.stepAsc, 'dcab');
+  assert.equal(result.stepDesc, 'cadb');
+  assert.equal(result.ageAsc, 'dbca');
+  assert.equal(result.ageDesc, 'acbd');
+  // undefined: no point at that step; null: a non-finite value.
+  assert.deepEqual(result.aligned, [[1, 2, 3], [1, undefined, null], [undefined, 5, 6]]);
+  // Log axes: round ticks within a decade, 1-2-5 over a few, powers of ten over many.
+  assert.deepEqual(result.ticksNarrow, [1.2, 1.4, 1.6, 1.8, 2]);
+  assert.deepEqual(result.ticksWide, [0.05, 0.1, 0.2, 0.5, 1, 2]);
+  assert.deepEqual(result.ticksHuge, [1e-8, 1e-6, 1e-4, 0.01, 1, 100]);
+  assert.deepEqual(result.formats, ['950', '12.5k', '1.25M', '3/10', '10,000']);
+});
+
 step('the side panel charts the loss live', async () => {
   await page.locator('[data-job="train"]').click();
   await page.locator('#job-panel').waitFor({ state: 'visible' });
@@ -142,6 +214,47 @@ step('the side panel charts the loss live', async () => {
   await shot('04-job-panel-later');
 });
 
+step('the charts name their axes, follow the cursor, switch to log and smooth', async () => {
+  const loss = chart('loss');
+  assert.equal(await loss.getAttribute('data-x-label'), 'step');
+  assert.equal(await loss.getAttribute('data-y-label'), 'loss');
+  // Away from the chart the legend shows the latest values...
+  const legend = loss.locator('.chart-legend');
+  assert.equal(await legend.getAttribute('data-hover'), 'false');
+  assert.match(await legend.textContent(), /latest step \d+.*loss \d/);
+  // ...and under the cursor, the values at the cursor's step.
+  const plot = loss.locator('.u-over');
+  const box = await plot.boundingBox();
+  await page.mouse.move(box.x + box.width * 0.2, box.y + box.height / 2);
+  await page.waitForFunction(() => document.querySelector('#job-panel [data-metric="loss"] .chart-legend').dataset.hover === 'true');
+  const hovered = Number(await legend.getAttribute('data-step'));
+  const latest = Number(await loss.getAttribute('data-points'));
+  assert.ok(hovered >= 1 && hovered < latest, `legend step ${hovered} of ${latest}`);
+  assert.match(await legend.textContent(), new RegExp(`^step ${hovered}(?!\\d).*loss \\d`));
+  // The cursor is shared: the other charts' legends follow it.
+  assert.equal(await chart('grad_norm').locator('.chart-legend').getAttribute('data-hover'), 'true');
+  await shot('04b-chart-cursor');
+  await page.mouse.move(5, 5);
+
+  // Log scale for y, per chart.
+  assert.equal(await loss.getAttribute('data-scale'), 'linear');
+  await loss.getByRole('button', { name: 'log y' }).click();
+  await page.waitForFunction(() => document.querySelector('#job-panel [data-metric="loss"]').dataset.scale === 'log');
+  assert.equal(await loss.getByRole('button', { name: 'log y' }).getAttribute('aria-pressed'), 'true');
+  assert.equal(await chart('grad_norm').getAttribute('data-scale'), 'linear');
+
+  // EMA smoothing, for every chart; the legend then gives both values.
+  await page.locator('#job-panel input.smoothing').fill('0.8');
+  await page.waitForFunction(() => [...document.querySelectorAll('#job-panel .chart')].every((c) => c.dataset.smoothing === '0.8'));
+  assert.match(await legend.textContent(), /loss \d\S* \(raw \d/);
+  assert.equal(await page.locator('#job-panel .smoothing-value').textContent(), '0.80');
+  await shot('04c-chart-log-smoothed');
+  await loss.getByRole('button', { name: 'log y' }).click();
+  await page.locator('#job-panel input.smoothing').fill('0');
+  await page.waitForFunction(() => document.querySelector('#job-panel [data-metric="loss"]').dataset.scale === 'linear'
+    && document.querySelector('#job-panel [data-metric="loss"]').dataset.smoothing === '0');
+});
+
 step('the Stop button stops the job', async () => {
   const stop = page.locator('#stop-button');
   assert.equal(await stop.isEnabled(), true);
@@ -153,6 +266,75 @@ step('the Stop button stops the job', async () => {
   await shot('05-stopped');
   await page.locator('#job-panel .close').click();
   await page.locator('#job-panel').waitFor({ state: 'hidden' });
+});
+
+step('a diverging job: NaN points and the health change marked, its bar red', async () => {
+  await page.goto(`${server.url}/ui/#/jobs/diverge`);
+  const loss = chart('loss');
+  await loss.waitFor();
+  await page.waitForFunction(() => Number(document.querySelector('#job-panel [data-metric="loss"]')?.dataset.nonFinite) === 3,
+    null, { timeout: 15000 });
+  await page.waitForFunction(() => /Diverging@\d+/.test(document.querySelector('#job-panel [data-metric="loss"]')?.dataset.markers || ''),
+    null, { timeout: 15000 });
+  const markers = await loss.getAttribute('data-markers');
+  const at = Number(/Diverging@(\d+)/.exec(markers)[1]);
+  assert.ok(at >= 25 && at <= 40, markers);
+  assert.doesNotMatch(markers, /Progressing@/);  // a job's first Unknown -> Progressing is not marked
+  const { body: events } = await server.api('GET', '/api/v1/jobs/diverge/events');
+  const change = events.events.find((e) => e.type === 'HealthChanged' && e.message.includes('-> Diverging'));
+  assert.match(change.message, new RegExp(`\\(at step ${at}\\)$`));
+  await page.locator('#job-panel .badge.health-diverging').waitFor();
+  const bar = page.locator('#job-panel .progress-line .bar-fill');
+  assert.match(await bar.getAttribute('class'), /tone-diverging/);
+  assert.equal(await bar.evaluate((e) => getComputedStyle(e).backgroundColor), 'rgb(220, 38, 38)');
+  await shot('05b-diverging-job');
+  // In the list too.
+  const rowBar = page.locator('[data-job="diverge"] .bar-fill');
+  assert.match(await rowBar.getAttribute('class'), /tone-diverging/);
+  assert.notEqual(await page.locator('[data-job="gpu-holder"] .bar-fill').evaluate((e) => getComputedStyle(e).backgroundColor),
+    'rgb(220, 38, 38)');
+  await page.locator('#job-panel .close').click();
+  await page.locator('#job-panel').waitFor({ state: 'hidden' });
+});
+
+step('the jobs table sorts by a clicked column and says why queued jobs wait', async () => {
+  await page.goto(`${server.url}/ui/#/jobs`);
+  await page.locator('[data-job="waiting"]').waitFor();
+  assert.equal(await page.locator('[data-job="waiting"] .state').textContent(), 'Queued');
+  await page.locator('[data-job="waiting"] .cell.pending').filter({ hasText: /\w/ }).waitFor();
+  const { body: waiting } = await server.api('GET', '/api/v1/jobs/waiting');
+  assert.ok(waiting.pending_reason, JSON.stringify(waiting));
+  assert.equal(await page.locator('[data-job="waiting"] .cell.pending').textContent(), waiting.pending_reason);
+  assert.equal(await page.locator('[data-job="train"] .cell.pending').textContent(), '');
+
+  const header = (name) => page.locator(`.jobs-table .head [data-sort="${name}"]`);
+  assert.equal(await header('age').getAttribute('aria-sort'), 'ascending');  // newest first
+  const all = await listedJobs();
+  const names = [...all].sort();
+  await header('name').click();
+  assert.equal(await header('name').getAttribute('aria-sort'), 'ascending');
+  assert.equal(await header('age').getAttribute('aria-sort'), 'none');
+  await page.waitForFunction((first) => document.querySelector('.jobs-table [data-index="0"]:not([hidden])')?.dataset.job === first, names[0]);
+  assert.deepEqual(await listedJobs(), names);
+  await shot('05c-sorted-by-name');
+  await header('name').click();
+  assert.equal(await header('name').getAttribute('aria-sort'), 'descending');
+  await page.waitForFunction((first) => document.querySelector('.jobs-table [data-index="0"]:not([hidden])')?.dataset.job === first, names[names.length - 1]);
+  assert.deepEqual(await listedJobs(), [...names].reverse());
+  // By step: jobs without a step (the queued one) last, both ways.
+  await header('step').click();
+  await settle();
+  let order = await listedJobs();
+  assert.equal(order[order.length - 1], 'waiting', order.join(','));
+  await header('step').click();
+  await settle();
+  order = await listedJobs();
+  assert.equal(order[order.length - 1], 'waiting', order.join(','));
+  // Keyboard: Enter on a focused header sorts too.
+  await header('age').focus();
+  await page.keyboard.press('Enter');
+  assert.equal(await header('age').getAttribute('aria-sort'), 'ascending');
+  await page.waitForFunction((first) => document.querySelector('.jobs-table [data-index="0"]:not([hidden])')?.dataset.job === first, all[0]);
 });
 
 step('a wrong token is refused, the right one signs in', async () => {
@@ -244,7 +426,22 @@ step('an experiment shows its trials as a table and as parallel coordinates', as
   for (const column of ['Objective', 'lr', 'opt']) assert.ok(header.includes(column), header);
   assert.equal(await page.locator('svg.parcoords path.pc-line').count(), 2);
   assert.equal(await page.locator('svg.parcoords .pc-title').count(), 3);  // lr, opt, the objective
+  // The trials' learning curves on one chart, one line per trial.
+  const curves = page.locator('[data-metric="trials"]');
+  await page.waitForFunction(() => document.querySelectorAll('[data-metric="trials"] .legend-item').length === 2
+    && Number(document.querySelector('[data-metric="trials"]').dataset.points) === 10, null, { timeout: 15000 });
+  assert.equal(await curves.getAttribute('data-y-label'), 'loss');
+  assert.equal(await curves.getAttribute('data-scale'), 'linear');
+  assert.match(await curves.locator('.chart-legend').textContent(), /#0 \d.*#1 \d/);
   await shot('12-experiment');
+  // A log scale for the objective: the curves and the objective axis.
+  await page.getByLabel('Log scale for the objective').check();
+  await page.waitForFunction(() => document.querySelector('[data-metric="trials"]').dataset.scale === 'log'
+    && document.querySelector('svg.parcoords').dataset.objectiveScale === 'log');
+  assert.match(await page.locator('svg.parcoords .pc-title').last().textContent(), /\(min, log\)/);
+  await shot('12b-experiment-log');
+  await page.getByLabel('Log scale for the objective').uncheck();
+  await page.waitForFunction(() => document.querySelector('[data-metric="trials"]').dataset.scale === 'linear');
   const { body } = await server.api('GET', '/api/v1/experiments/tiny');
   const shown = await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelector('td:nth-child(2)').textContent));
   assert.deepEqual(shown.sort(), body.trials.map((t) => t.job).sort());
