@@ -386,6 +386,12 @@ Result<Job> JobController::Delete(std::string_view name, bool when_ended) {
     job = std::move(stored.value());
     const Time now = clock_.Now();
     if (!IsTerminal(job.state)) {
+      if (job.created_by.rfind("experiment/", 0) == 0) {
+        // Its experiment would submit the trial again: it is stopped there.
+        return Conflict("job '" + job.name() + "' is a running trial of " + job.created_by +
+                        ": stop it (headway stop " + job.name() +
+                        ") or its experiment first, then delete it");
+      }
       if (!when_ended) {
         return Conflict("job '" + job.name() + "' is " + std::string(JobStateName(job.state)) +
                         ": stop it first (headway stop " + job.name() +

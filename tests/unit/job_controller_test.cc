@@ -465,6 +465,19 @@ TEST_F(ControllerTest, AForcedDeleteStopsARunningJobAndDeletesItOnceItEnded) {
   executor_.Exit(handle, 143);
   Tick(seconds(1));
   EXPECT_EQ(controller_->Get("train").status().code(), StatusCode::kNotFound);
+  // A running trial would be submitted again by its experiment: not even with force.
+  JobSpec trial;
+  trial.name = "sweep-1";
+  trial.command = {"train"};
+  ASSERT_TRUE(controller_->Submit(trial, "experiment/sweep").ok());
+  Tick();
+  auto refused = controller_->Delete("sweep-1", true);
+  EXPECT_EQ(refused.status().code(), StatusCode::kConflict);
+  EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("experiment/sweep"));
+  ASSERT_TRUE(controller_->Stop("sweep-1", "test").ok());
+  executor_.Exit(Get("sweep-1").executor_handle, 143);
+  Tick(seconds(1));
+  ASSERT_TRUE(controller_->Delete("sweep-1", false).ok());
   // A queued job stops at once, so it goes at once.
   Submit("waiting", 1);
   Submit("queued", 1);
