@@ -37,7 +37,7 @@ TEST(JobCommands, AnEndedJobIsDeletedAndItsNameCanBeSubmittedAgain) {
   ASSERT_TRUE(server.WaitForState("once", "Succeeded"));
   int submitted = 0;
   for (const json& e : server.Events("once")) submitted += e["type"] == "Submitted";
-  EXPECT_EQ(submitted, 1);  // the deleted job's events went with it
+  EXPECT_EQ(submitted, 1);                                 // the deleted job's events went with it
   EXPECT_EQ(server.Cli({"logs", "once"}).out, "hello\n");  // this run's output only
 }
 
@@ -134,10 +134,10 @@ TEST(JobCommands, TheCliTakesTheTokenFromEitherVariable) {
   TestServer server;
   const std::string empty = MakeTempDir("headway-cli");
   for (std::string variable : {"HEADWAY_API_TOKEN", "HEADWAY_USER_TOKEN"}) {
-    CommandResult r = RunCommand({"/usr/bin/env", "-u", "HEADWAY_API_TOKEN", "-u",
-                                  "HEADWAY_USER_TOKEN", "HEADWAY_DATA_DIR=" + empty,
-                                  variable + "=" + server.admin_token(), HEADWAY_BIN, "--server",
-                                  server.url(), "get", "jobs"});
+    CommandResult r =
+        RunCommand({"/usr/bin/env", "-u", "HEADWAY_API_TOKEN", "-u", "HEADWAY_USER_TOKEN",
+                    "HEADWAY_DATA_DIR=" + empty, variable + "=" + server.admin_token(), HEADWAY_BIN,
+                    "--server", server.url(), "get", "jobs"});
     EXPECT_EQ(r.exit_code, 0) << variable << ": " << r.err;
   }
   CommandResult none = RunCommand({"/usr/bin/env", "-u", "HEADWAY_API_TOKEN", "-u",
@@ -157,7 +157,8 @@ command: "for i in $(seq 1 39); do echo \"HEADWAY {\\\"step\\\": $i, \\\"total_s
   ASSERT_TRUE(server.WaitForState("nan-run", "Succeeded"));
   json job = server.Job("nan-run");
   EXPECT_EQ(job["health"], "Diverging") << job.dump();
-  EXPECT_NE(job["health_reason"].get<std::string>().find("step 40"), std::string::npos) << job.dump();
+  EXPECT_NE(job["health_reason"].get<std::string>().find("step 40"), std::string::npos)
+      << job.dump();
   EXPECT_EQ(job["progress"]["step"], 40);
   std::string table = server.Cli({"get", "jobs"}).out;
   EXPECT_NE(table.find("Diverging"), std::string::npos) << table;
