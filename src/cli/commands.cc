@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <yaml-cpp/yaml.h>
 
 #include "api/http_client.h"
 #include "cli/output.h"
@@ -195,10 +196,26 @@ std::string ReadSpecFile(const std::string& file, bool& ok) {
   return text;
 }
 
+int ExpCreate(const Options& o, const std::string& text);
+
+// Whether a spec file is a Katib Experiment manifest, which `submit` creates
+// as an experiment.
+bool IsKatibExperiment(const std::string& text) {
+  try {
+    YAML::Node root = YAML::Load(text);
+    return root.IsMap() && root["apiVersion"] && root["kind"] && root["apiVersion"].IsScalar() &&
+           root["kind"].IsScalar() && root["apiVersion"].Scalar().rfind("kubeflow.org/", 0) == 0 &&
+           root["kind"].Scalar() == "Experiment";
+  } catch (const YAML::Exception&) {
+    return false;  // the server says what is wrong with it
+  }
+}
+
 int Submit(const Options& o) {
   bool ok = true;
   std::string text = ReadSpecFile(o.file, ok);
   if (!ok) return kExitUsage;
+  if (IsKatibExperiment(text)) return ExpCreate(o, text);
   Client client(o);
   std::error_code ec;
   std::string cwd = std::filesystem::current_path(ec).string();
@@ -431,10 +448,7 @@ std::string BestText(const json& e) {
   return Or(best, "job") + " " + FormatNumber(best["objective"]);
 }
 
-int ExpCreate(const Options& o) {
-  bool ok = true;
-  std::string text = ReadSpecFile(o.file, ok);
-  if (!ok) return kExitUsage;
+int ExpCreate(const Options& o, const std::string& text) {
   Client client(o);
   std::error_code ec;
   std::string cwd = std::filesystem::current_path(ec).string();
@@ -444,6 +458,13 @@ int ExpCreate(const Options& o) {
   if (PrintStructured(o, *e)) return kExitOk;
   std::cout << "experiment/" << Safe((*e)["name"].get<std::string>()) << " created\n";
   return kExitOk;
+}
+
+int ExpCreate(const Options& o) {
+  bool ok = true;
+  std::string text = ReadSpecFile(o.file, ok);
+  if (!ok) return kExitUsage;
+  return ExpCreate(o, text);
 }
 
 int ExpGet(const Options& o) {

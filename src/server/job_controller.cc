@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "api/auth.h"
+#include "core/stdout_metrics.h"
 
 namespace headway {
 
@@ -101,7 +102,9 @@ lifecycle::Step JobController::ScanMarkers(const Job& job) {
   }
   int malformed = 0;
   std::vector<LogFile> rotated;
-  std::vector<ProgressReport> reports = markers_.Scan(current, malformed, &rotated);
+  const std::set<std::string> stdout_metrics = StdoutMetricNames(job.spec);
+  std::vector<ProgressReport> reports = markers_.Scan(
+      current, malformed, &rotated, stdout_metrics.empty() ? nullptr : &stdout_metrics);
   if (malformed > 0 && !warned_malformed_[job.name()]) {
     warned_malformed_[job.name()] = true;
     step.events.push_back(Event(job, "Warning",
