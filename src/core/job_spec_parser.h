@@ -14,6 +14,7 @@
 //   termination_grace: 30s         # SIGTERM, then SIGKILL after this
 //   labels: {project: demo}
 //   policies: {on_stall: notify, on_diverge: stop, on_plateau: notify}
+//   progress_endpoint: {port: 28080, path: /metrics, interval: 30s}   # pull mode (see job.h)
 //
 // Every error names the field and its 1-based line; unknown fields and wrong
 // types are rejected rather than ignored, so a typo never silently changes a job.

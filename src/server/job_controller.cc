@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "api/auth.h"
+#include "api/http_client.h"
 #include "core/stdout_metrics.h"
 
 namespace headway {
@@ -480,6 +481,12 @@ void JobController::Tick() {
       if (!launched) continue;
       lifecycle::AttemptMemo& memo = memos_[job.name()];
       lifecycle::Step step = ScanMarkers(job);
+      if (job.spec.progress_endpoint) {
+        std::lock_guard pull_lock(pull_mu_);
+        if (auto warning = pull_warnings_.extract(job.name())) {
+          step.events.push_back(Event(job, "Warning", std::move(warning.mapped())));
+        }
+      }
       auto poll = polled.find(job.name());
       if (poll != polled.end() && poll->second.handle == job.executor_handle) {
         const ExecStatus& status = poll->second.status;
@@ -500,6 +507,15 @@ void JobController::Tick() {
     }
     Schedule(*jobs, work);
     if (options_.on_tick) options_.on_tick(*jobs);
+    std::vector<Job> pulled;
+    for (const Job& job : *jobs) {
+      if (job.spec.progress_endpoint && job.state == JobState::kRunning &&
+          !job.executor_handle.empty()) {
+        pulled.push_back(job);
+      }
+    }
+    std::lock_guard pull_lock(pull_mu_);
+    pull_jobs_ = std::move(pulled);
   }
   Carry(work);
 }
@@ -808,6 +824,82 @@ void JobController::RunLoop(Duration period) {
     lock.lock();
     wake_.wait_for(lock, period, [this] { return shutdown_ || woken_; });
     woken_ = false;
+  }
+}
+
+void JobController::PullProgress() {
+  std::vector<Job> jobs;
+  {
+    std::lock_guard lock(pull_mu_);
+    jobs = pull_jobs_;
+  }
+  const Time now = clock_.Now();
+  std::erase_if(pull_memos_, [&](const auto& entry) {
+    return std::none_of(jobs.begin(), jobs.end(), [&](const Job& j) { return j.name() == entry.first; });
+  });
+  for (const Job& job : jobs) {
+    const ProgressEndpoint& endpoint = *job.spec.progress_endpoint;
+    PullMemo& memo = pull_memos_[job.name()];
+    if (memo.handle != job.executor_handle) {
+      memo = PullMemo{};
+      memo.handle = job.executor_handle;
+    }
+    if (now < memo.next) continue;
+    memo.next = now + endpoint.interval;
+    std::string problem;
+    if (memo.host.empty()) {
+      auto host = ExecutorFor(job).PrimaryHost(job.executor_handle);
+      if (host.ok()) {
+        memo.host = *host;
+      } else {
+        problem = host.status().message();
+      }
+    }
+    const std::string url = "http://" + (memo.host.find(':') != std::string::npos ? "[" + memo.host + "]" : memo.host) +
+                            ":" + std::to_string(endpoint.port);
+    if (problem.empty()) {
+      api::HttpClient http(url);
+      http.set_timeout(std::chrono::seconds(2));
+      auto response = http.Request("GET", endpoint.path);
+      if (!response.ok()) {
+        problem = response.status().message();
+      } else if (response->status != 200) {
+        problem = "it answered HTTP " + std::to_string(response->status);
+      } else if (response->body.size() > (1u << 20)) {
+        problem = "its answer is over 1 MiB";
+      } else {
+        auto report = ParsePulledProgress(response->body, memo.last);
+        if (!report.ok()) {
+          problem = report.status().message();
+        } else if (*report) {
+          std::vector<ProgressReport> reports{std::move(**report)};
+          tracker_.DropOverLimits(job.name(), reports,
+                                  {options_.max_series_per_job, options_.max_points_per_job});
+          if (!reports.empty()) writer_.WriteAsync({job.name(), std::move(reports), now});
+        }
+      }
+    }
+    if (problem.empty()) {
+      memo.failures = 0;
+      continue;
+    }
+    memo.host.clear();  // ask again: a Slurm job may not have its node yet
+    if (++memo.failures >= 3 && !memo.warned) {
+      memo.warned = true;
+      std::lock_guard lock(pull_mu_);
+      pull_warnings_[job.name()] = "cannot read the job's progress from " + url + endpoint.path +
+                                   " (progress_endpoint): " + problem;
+    }
+  }
+}
+
+void JobController::RunPullLoop(Duration period) {
+  std::unique_lock lock(mu_);
+  while (!shutdown_) {
+    lock.unlock();
+    PullProgress();
+    lock.lock();
+    wake_.wait_for(lock, period, [this] { return shutdown_; });
   }
 }
 

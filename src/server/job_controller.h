@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "api/job_service.h"
+#include "core/pulled_progress.h"
 #include "core/run_as.h"
 #include "core/time.h"
 #include "exec/executor.h"
@@ -92,6 +93,13 @@ class JobController final : public api::JobService {
   // Runs Tick until Shutdown(), every `period` or sooner when woken.
   void RunLoop(Duration period);
   void Shutdown();
+  // Pull mode (JobSpec::progress_endpoint): GETs the endpoint of each
+  // running job that has one when its interval is due, outside every lock
+  // the API takes, and ingests what changed. A job whose endpoint does not
+  // answer three times in a row gets one Warning event per attempt.
+  void PullProgress();
+  // Runs PullProgress until Shutdown(), every `period`.
+  void RunPullLoop(Duration period);
 
   Result<Job> Submit(JobSpec spec, std::string created_by) override;
   Result<Job> Get(std::string_view name) override;
@@ -191,6 +199,20 @@ class JobController final : public api::JobService {
   // tell yet whether it started: asked again each tick, never relaunched
   // until it answers.
   std::set<std::string> unresolved_launches_;  // guarded by mu_
+  // Pull mode: the running jobs with an endpoint as of the last tick, and
+  // warnings for the tick to store as events.
+  std::mutex pull_mu_;
+  std::vector<Job> pull_jobs_;                         // guarded by pull_mu_
+  std::map<std::string, std::string> pull_warnings_;   // guarded by pull_mu_
+  struct PullMemo {
+    std::string handle;  // the attempt it is about; a new one starts afresh
+    std::string host;
+    Time next{};
+    PulledState last;
+    int failures = 0;
+    bool warned = false;
+  };
+  std::map<std::string, PullMemo> pull_memos_;  // only PullProgress touches it
   ProgressTracker tracker_;
   IngestWriter writer_;  // after tracker_: it feeds it
   MarkerScanner markers_;                          // guarded by mu_

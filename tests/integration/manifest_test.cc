@@ -4,7 +4,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <fstream>
+#include <thread>
 
 #include "api/http_client.h"
 #include "test_server.h"
@@ -119,6 +125,85 @@ spec:
   // The additional metric was stored too, one observation per line.
   std::string trial = e["trials"][0]["job"].get<std::string>();
   EXPECT_EQ(server.Job(trial)["progress"]["step"], 2);
+}
+
+int UnusedPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// What OpenShift AI's KubeflowProgressCallback serves, from the standard
+// library alone: the step, the loss of each step, and an evaluation served
+// again with every answer, as the callback keeps serving its last one.
+constexpr const char* kServe = R"(import http.server, json, sys, threading, time
+port, steps = int(sys.argv[1]), int(sys.argv[2])
+state = {"currentStep": 0, "totalSteps": steps, "progressPercentage": 0,
+         "currentEpoch": 0.0, "totalEpochs": 1, "trainMetrics": {}, "evalMetrics": {}}
+lock = threading.Lock()
+class Handler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args): pass
+    def do_GET(self):
+        with lock: body = json.dumps(state).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+server = http.server.HTTPServer(("127.0.0.1", port), Handler)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+for step in range(1, steps + 1):
+    time.sleep(0.25)
+    with lock:
+        state.update(currentStep=step, progressPercentage=int(100 * step / steps),
+                     currentEpoch=step / steps)
+        state["trainMetrics"]["loss"] = 1.0 / step
+        if step == 2: state["evalMetrics"]["eval_loss"] = 0.5
+time.sleep(2.5)  # the server polls the final state once more
+)";
+
+TEST(Manifests, PullModeReadsWhatTheJobServesAndTakesAReServedEvaluationOnce) {
+  TestServer server(1);
+  WriteText(server.work_dir() + "/serve.py", kServe);
+  const int port = UnusedPort();
+  server.Submit("name: pulled\ncommand: [/usr/bin/python3, " + server.work_dir() + "/serve.py, \"" +
+                std::to_string(port) + "\", \"12\"]\nprogress_endpoint: {port: " +
+                std::to_string(port) + ", interval: 1s}\n");
+  ASSERT_TRUE(server.WaitForState("pulled", "Succeeded", std::chrono::seconds(60)));
+  ASSERT_TRUE(WaitFor([&] { return server.Job("pulled")["progress"]["step"] == 12; }))
+      << server.Job("pulled")["progress"].dump();
+  EXPECT_EQ(server.Job("pulled")["progress"]["total_steps"], 12);
+  api::HttpClient http = server.Http();
+  auto eval = http.Request("GET", "/api/v1/jobs/pulled/metrics/eval_loss");
+  ASSERT_TRUE(eval.ok());
+  json points = json::parse(eval->body)["points"];
+  EXPECT_EQ(points.size(), 1u) << points.dump();  // served a dozen times, one point
+  auto loss = http.Request("GET", "/api/v1/jobs/pulled/metrics/loss");
+  ASSERT_TRUE(loss.ok());
+  EXPECT_GE(json::parse(loss->body)["points"].size(), 3u);
+}
+
+TEST(Manifests, AnEndpointThatNeverAnswersIsSaidOnce) {
+  TestServer server(1);
+  const int port = UnusedPort();
+  server.Submit("name: silent\ncommand: \"sleep 30\"\ntermination_grace: 1s\n"
+                "progress_endpoint: {port: " + std::to_string(port) + ", interval: 1s}\n");
+  ASSERT_TRUE(WaitFor([&] {
+    return server.HasEvent("silent", "Warning", "cannot read the job's progress from http://127.0.0.1:" +
+                                                    std::to_string(port) + "/metrics");
+  }, std::chrono::seconds(20)));
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  int warnings = 0;
+  for (const json& e : server.Events("silent")) {
+    warnings += e["message"].get<std::string>().find("progress_endpoint") != std::string::npos;
+  }
+  EXPECT_EQ(warnings, 1);
+  server.Cli({"stop", "silent"});
 }
 
 }  // namespace
