@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iterator>
 
 #include "core/terminal_text.h"
@@ -60,42 +63,115 @@ std::string ToJson(const nlohmann::json& value) {
   return EscapeRawControls(value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
-std::string FormatTable(const std::vector<std::string>& raw_header,
-                        const std::vector<std::vector<std::string>>& raw_rows) {
-  std::vector<std::string> header = SafeRow(raw_header);
-  std::vector<std::vector<std::string>> rows;
-  rows.reserve(raw_rows.size());
-  for (const auto& row : raw_rows) rows.push_back(SafeRow(row));
+std::vector<std::size_t> TableWidths(const std::vector<std::string>& header,
+                                     const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> width(header.size(), 0);
   auto measure = [&](const std::vector<std::string>& row) {
     for (std::size_t i = 0; i < row.size() && i < width.size(); ++i) {
-      width[i] = std::max(width[i], row[i].size());
+      width[i] = std::max(width[i], DisplayWidth(Safe(row[i])));
     }
   };
   measure(header);
   for (const auto& row : rows) measure(row);
+  return width;
+}
+
+std::string FormatTableRow(const std::vector<std::string>& raw_row,
+                           const std::vector<std::size_t>& width) {
+  std::vector<std::string> row = SafeRow(raw_row);
+  std::string line;
+  for (std::size_t i = 0; i < row.size() && i < width.size(); ++i) {
+    line += row[i];
+    std::size_t shown = DisplayWidth(row[i]);
+    if (i + 1 < row.size()) line += std::string(width[i] > shown ? width[i] - shown + 3 : 3, ' ');
+  }
+  return line + "\n";
+}
+
+std::string FormatTable(const std::vector<std::string>& header,
+                        const std::vector<std::vector<std::string>>& rows, bool with_header) {
+  std::vector<std::size_t> width = TableWidths(header, rows);
   std::string out;
-  auto emit = [&](const std::vector<std::string>& row) {
-    std::string line;
-    for (std::size_t i = 0; i < row.size() && i < width.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 3, ' ');
-    }
-    out += line + "\n";
-  };
-  emit(header);
-  for (const auto& row : rows) emit(row);
+  if (with_header) out += FormatTableRow(header, width);
+  for (const auto& row : rows) out += FormatTableRow(row, width);
   return out;
+}
+
+std::string FormatSeconds(double seconds) {
+  if (!std::isfinite(seconds)) return "-";
+  auto s = static_cast<std::int64_t>(std::llround(std::max(0.0, seconds)));
+  char text[48];
+  if (s < 60) {
+    std::snprintf(text, sizeof text, "%llds", static_cast<long long>(s));
+  } else if (s < 3600) {
+    std::snprintf(text, sizeof text, "%lldm%02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  } else if (s < 86400) {
+    std::snprintf(text, sizeof text, "%lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>((s % 3600) / 60));
+  } else {
+    std::snprintf(text, sizeof text, "%lldd%02lldh", static_cast<long long>(s / 86400),
+                  static_cast<long long>((s % 86400) / 3600));
+  }
+  return text;
 }
 
 std::string Age(const std::string& rfc3339, Time now) {
   auto t = ParseRfc3339(rfc3339);
-  if (!t) return "<unknown>";
-  std::int64_t s = std::max<std::int64_t>(0, (now - *t).count() / 1000);
-  if (s < 120) return std::to_string(s) + "s";
-  if (s < 2 * 3600) return std::to_string(s / 60) + "m";
-  if (s < 2 * 86400) return std::to_string(s / 3600) + "h";
-  return std::to_string(s / 86400) + "d";
+  if (!t) return "-";
+  return FormatSeconds(static_cast<double>((now - *t).count()) / 1000.0);
+}
+
+namespace {
+
+// JavaScript's toExponential(2): "1.23e+5", the exponent without padding.
+std::string Exponential(double value) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.2e", value);
+  std::string s = text;
+  auto e = s.find('e');
+  if (e == std::string::npos || e + 2 >= s.size()) return s;
+  std::string digits = s.substr(e + 2);
+  digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
+  return s.substr(0, e + 2) + digits;
+}
+
+}  // namespace
+
+std::string FormatMetric(const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();  // NaN, Infinity
+  if (!value.is_number()) return "-";
+  double v = value.get<double>();
+  if (v == 0) return "0";
+  if (!std::isfinite(v)) return v != v ? "NaN" : v > 0 ? "Infinity" : "-Infinity";
+  double a = std::fabs(v);
+  if (a >= 1e5 || a < 1e-3) return Exponential(v);
+  // Number(v.toPrecision(4)), printed as JavaScript prints a number: the
+  // shortest text that reads back the same.
+  char text[48];
+  std::snprintf(text, sizeof text, "%.3e", v);
+  double rounded = std::strtod(text, nullptr);
+  char out[64];
+  auto result = std::to_chars(out, out + sizeof out, rounded, std::chars_format::fixed);
+  return std::string(out, result.ptr);
+}
+
+std::string FormatFixed(const nlohmann::json& value, int digits) {
+  if (!value.is_number()) return "-";
+  if (value.is_number_integer()) return value.dump();
+  double v = value.get<double>();
+  if (!std::isfinite(v)) return "-";
+  if (v == std::trunc(v) && std::fabs(v) < 1e15) {
+    return std::to_string(static_cast<long long>(v));
+  }
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, v);
+  return text;
+}
+
+std::string FormatPercent(double percent) {
+  if (!std::isfinite(percent)) return "-";
+  return std::to_string(static_cast<long long>(std::floor(percent))) + "%";
 }
 
 namespace {
