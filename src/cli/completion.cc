@@ -51,8 +51,8 @@ void Collect(const CLI::App* app, const std::string& path,
 }
 
 // Paths after which a job name is expected.
-const char* const kJobNamePaths[] = {"headway logs", "headway describe job", "headway stop",
-                                     "headway wait", "headway get job", "headway get jobs"};
+const char* const kJobNamePaths[] = {"headway logs", "headway describe", "headway stop",
+                                     "headway wait", "headway get"};
 
 std::string Bash(const std::vector<std::pair<std::string, std::string>>& table) {
   std::string s =

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 
 #include "core/terminal_text.h"
@@ -124,16 +125,53 @@ std::string Age(const std::string& rfc3339, Time now) {
 
 namespace {
 
+// |value| rounded to `k` significant decimal digits the way JavaScript's
+// toExponential, toPrecision and toFixed round: on the exact decimal value
+// of the double, a tie going away from zero (C's printf rounds ties to
+// even). Returns the digits; `exp10` is the power of ten of the first.
+// With k <= 0 the result is "0" or, when it rounds up, "1" one place higher.
+std::string RoundDigits(double value, int k, int& exp10) {
+  char text[128];
+  std::snprintf(text, sizeof text, "%.80e", std::fabs(value));
+  std::string mantissa;
+  const char* e = std::strchr(text, 'e');
+  for (const char* c = text; c < e; ++c) {
+    if (*c != '.') mantissa += *c;
+  }
+  exp10 = std::atoi(e + 1);
+  if (k <= 0) {
+    bool up = k == 0 && mantissa[0] >= '5';
+    if (up) exp10 += 1;
+    return up ? "1" : "0";
+  }
+  bool up = static_cast<std::size_t>(k) < mantissa.size() && mantissa[k] >= '5';
+  std::string digits = mantissa.substr(0, static_cast<std::size_t>(k));
+  if (up) {
+    int i = k - 1;
+    while (i >= 0 && digits[i] == '9') digits[i--] = '0';
+    if (i < 0) {
+      digits = "1" + digits.substr(0, digits.size() - 1);
+      exp10 += 1;
+    } else {
+      ++digits[i];
+    }
+  }
+  return digits;
+}
+
+// The double the digits stand for.
+double FromDigits(bool negative, const std::string& digits, int exp10) {
+  std::string text = std::string(negative ? "-" : "") + digits.substr(0, 1) + "." +
+                     (digits.size() > 1 ? digits.substr(1) : "0") + "e" + std::to_string(exp10);
+  return std::strtod(text.c_str(), nullptr);
+}
+
 // JavaScript's toExponential(2): "1.23e+5", the exponent without padding.
 std::string Exponential(double value) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.2e", value);
-  std::string s = text;
-  auto e = s.find('e');
-  if (e == std::string::npos || e + 2 >= s.size()) return s;
-  std::string digits = s.substr(e + 2);
-  digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
-  return s.substr(0, e + 2) + digits;
+  int exp10 = 0;
+  std::string digits = RoundDigits(value, 3, exp10);
+  return std::string(value < 0 ? "-" : "") + digits.substr(0, 1) + "." + digits.substr(1) + "e" +
+         (exp10 < 0 ? "-" : "+") + std::to_string(std::abs(exp10));
 }
 
 }  // namespace
@@ -148,9 +186,9 @@ std::string FormatMetric(const nlohmann::json& value) {
   if (a >= 1e5 || a < 1e-3) return Exponential(v);
   // Number(v.toPrecision(4)), printed as JavaScript prints a number: the
   // shortest text that reads back the same.
-  char text[48];
-  std::snprintf(text, sizeof text, "%.3e", v);
-  double rounded = std::strtod(text, nullptr);
+  int exp10 = 0;
+  std::string digits = RoundDigits(v, 4, exp10);
+  double rounded = FromDigits(v < 0, digits, exp10);
   char out[64];
   auto result = std::to_chars(out, out + sizeof out, rounded, std::chars_format::fixed);
   return std::string(out, result.ptr);
@@ -164,8 +202,13 @@ std::string FormatFixed(const nlohmann::json& value, int digits) {
   if (v == std::trunc(v) && std::fabs(v) < 1e15) {
     return std::to_string(static_cast<long long>(v));
   }
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, v);
+  // toFixed(digits): rounded on the decimal value, ties away from zero.
+  char text[128];
+  std::snprintf(text, sizeof text, "%.80e", std::fabs(v));
+  int exp10 = std::atoi(std::strchr(text, 'e') + 1);
+  std::string rounded = RoundDigits(v, exp10 + 1 + digits, exp10);
+  double r = FromDigits(v < 0, rounded, exp10);
+  std::snprintf(text, sizeof text, "%.*f", digits, r);
   return text;
 }
 

@@ -34,9 +34,9 @@ std::string RenderTop(std::vector<json> jobs, const TopView& view, Time now) {
   std::string out;
   auto line = [&](const std::string& text) { out += TruncateToWidth(text, width) + "\n"; };
   if (!SortJobs(jobs, view.sort_key, view.descending).ok()) (void)SortJobs(jobs, "name");
-  line("headway top   " + Safe(view.server) + "   " + FormatRfc3339(now).substr(0, 19) +
-       "   " + std::to_string(jobs.size()) + " jobs   sort: " + view.sort_key +
-       (view.descending ? " (desc)" : " (asc)") + "   q quit  s sort  r reverse");
+  line("headway top   " + std::to_string(jobs.size()) + " jobs   sort: " + view.sort_key +
+       (view.descending ? " (desc)" : " (asc)") + "   " + Safe(view.server) + "   " +
+       FormatRfc3339(now).substr(0, 19) + "   q quit  s sort  r reverse");
   line(Safe(view.notice));
   if (jobs.empty()) {
     line("No jobs.");
