@@ -4,7 +4,14 @@
 // version and completion.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <future>
@@ -216,6 +223,128 @@ TEST(Cli, TopWithoutATerminalPrintsOnePlainTable) {
   EXPECT_EQ(top.out.find('\x1b'), std::string::npos);
   EXPECT_EQ(top.out.find("headway top"), top.out.rfind("headway top"));  // one table
   server.Cli({"stop", "topped"});
+}
+
+// `headway top` on a pseudo-terminal of 8 rows and 50 columns.
+class TopOnATerminal {
+ public:
+  TopOnATerminal(const TestServer& server) {
+    winsize size{};
+    size.ws_row = 8;
+    size.ws_col = 50;
+    std::string token = "HEADWAY_API_TOKEN=" + server.token();
+    std::string config = "XDG_CONFIG_HOME=" + server.base_dir() + "/cli-config";
+    std::string url = server.url();
+    pid_ = ::forkpty(&fd_, nullptr, nullptr, &size);
+    if (pid_ == 0) {
+      ::putenv(token.data());
+      ::putenv(config.data());
+      ::execl(HEADWAY_BIN, "headway", "top", "-n", "0.3", "--server", url.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  ~TopOnATerminal() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (fd_ >= 0) ::close(fd_);
+  }
+  // Reads what it drew for `ms` milliseconds.
+  void Read(int ms) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < end) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      char buf[4096];
+      ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n <= 0) return;
+      screen_.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  void Key(char c) { ASSERT_EQ(::write(fd_, &c, 1), 1); }
+  // Its exit code once it ended within 5 s; -1 if it did not.
+  int Exit() {
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < end) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      Read(50);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
+  pid_t pid() const { return pid_; }
+  const std::string& screen() const { return screen_; }
+
+ private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string screen_;
+};
+
+TEST(Cli, TopOnATerminalFitsItSortsOnKeysAndQuitsOnQ) {
+  TestServer server;
+  for (int i = 0; i < 9; ++i) {
+    server.Submit("name: job-" + std::to_string(i) + "\ncommand: \"sleep 30\"\n");
+  }
+  ASSERT_TRUE(server.WaitForState("job-8", "Running"));
+  TopOnATerminal top(server);
+  top.Read(1500);
+  // Before: no alternate screen, every row printed (the header scrolled off),
+  // lines wrapped at 100 columns, and q did nothing.
+  EXPECT_THAT(top.screen(), HasSubstr("\x1b[?1049h"));
+  EXPECT_THAT(top.screen(), HasSubstr("NAME"));
+  EXPECT_THAT(top.screen(), HasSubstr("more (a taller terminal"));
+  std::size_t last_frame = top.screen().rfind("\x1b[H");
+  ASSERT_NE(last_frame, std::string::npos);
+  std::string frame = top.screen().substr(last_frame + 3);
+  int lines = 1;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t end = frame.find('\n', start);
+    std::string line = frame.substr(start, end == std::string::npos ? end : end - start);
+    // Escapes and "\r" take no columns; everything else here is ASCII but "…".
+    std::string shown;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      if (line[i] == '\x1b') {
+        while (i < line.size() && !std::isalpha(static_cast<unsigned char>(line[i]))) ++i;
+        continue;
+      }
+      if (line[i] != '\r') shown += line[i];
+    }
+    std::size_t columns = 0;
+    for (unsigned char c : shown) columns += (c & 0xC0) != 0x80;
+    EXPECT_LE(columns, 50u) << shown;
+    if (end == std::string::npos) break;
+    ++lines;
+    start = end + 1;
+  }
+  EXPECT_LE(lines, 8);
+  top.Key('n');
+  top.Read(500);
+  EXPECT_THAT(top.screen(), HasSubstr("sort: name (asc)"));
+  top.Key('r');
+  top.Read(500);
+  EXPECT_THAT(top.screen(), HasSubstr("sort: name (desc)"));
+  top.Key('q');
+  EXPECT_EQ(top.Exit(), 0);
+  // The terminal is given back: the cursor shown, the normal screen.
+  EXPECT_THAT(top.screen().substr(top.screen().rfind("\x1b[J")), HasSubstr("\x1b[?25h\x1b[?1049l"));
+}
+
+TEST(Cli, TopGivesTheTerminalBackOnSigterm) {
+  TestServer server;
+  TopOnATerminal top(server);
+  top.Read(800);
+  ASSERT_THAT(top.screen(), HasSubstr("\x1b[?1049h"));
+  ::kill(top.pid(), SIGTERM);
+  EXPECT_EQ(top.Exit(), 0);
+  EXPECT_THAT(top.screen(), HasSubstr("\x1b[?1049l"));
 }
 
 TEST(Cli, TheConfigFileSuppliesServerAndTokenBelowEnvironmentAndFlags) {
