@@ -103,7 +103,8 @@ class CleanFormatter final : public CLI::Formatter {
   std::string make_option_desc(const CLI::Option* opt) const override {
     std::string desc = opt->get_description();
     const std::string& def = opt->get_default_str();
-    if (!def.empty() && !opt->get_type_name().empty() && desc.find("default") == std::string::npos) {
+    if (!def.empty() && !opt->get_type_name().empty() &&
+        desc.find("default") == std::string::npos) {
       desc += " (default " + def + ")";
     }
     return desc;
@@ -113,8 +114,9 @@ class CleanFormatter final : public CLI::Formatter {
     std::string footer = CLI::Formatter::make_footer(app);
     if (app->get_parent() != nullptr && app->get_name() != "server") {
       footer += (footer.empty() ? "" : "\n") +
-                std::string("Global flags (anywhere on the line): --server URL, --token TOKEN, "
-                            "--cacert FILE, --config FILE; see headway --help.\n");
+                std::string(
+                    "Global flags (anywhere on the line): --server URL, --token TOKEN, "
+                    "--cacert FILE, --config FILE; see headway --help.\n");
     }
     return footer;
   }
@@ -123,9 +125,8 @@ class CleanFormatter final : public CLI::Formatter {
 // The subcommand names of `app` that a user may type.
 std::vector<std::string> CommandNames(const CLI::App* app) {
   std::vector<std::string> names;
-  for (const CLI::App* sub : app->get_subcommands([](const CLI::App* s) {
-         return !s->get_name().empty() && !s->get_group().empty();
-       })) {
+  for (const CLI::App* sub : app->get_subcommands(
+           [](const CLI::App* s) { return !s->get_name().empty() && !s->get_group().empty(); })) {
     names.push_back(sub->get_name());
   }
   return names;

@@ -467,6 +467,11 @@ int GetNodes(const Options& o) {
 }
 
 int Get(const Options& o) {
+  bool jobs = o.resource == "jobs" || o.resource == "job";
+  if (!jobs && (o.watch || !o.sort_by.empty())) {
+    std::cerr << "error: --watch and --sort-by apply to jobs only\n";
+    return kExitUsage;
+  }
   if (o.resource == "queues" || o.resource == "queue") return GetQueues(o);
   if (o.resource == "nodes" || o.resource == "node") return GetNodes(o);
   return GetJobs(o);

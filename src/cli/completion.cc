@@ -16,9 +16,8 @@ void Collect(const CLI::App* app, const std::string& path,
              std::vector<std::pair<std::string, std::string>>& out) {
   std::string words;
   auto add = [&](const std::string& w) { words += (words.empty() ? "" : " ") + w; };
-  for (const CLI::App* sub : app->get_subcommands([](const CLI::App* s) {
-         return !s->get_name().empty() && !s->get_group().empty();
-       })) {
+  for (const CLI::App* sub : app->get_subcommands(
+           [](const CLI::App* s) { return !s->get_name().empty() && !s->get_group().empty(); })) {
     add(sub->get_name());
   }
   for (const CLI::Option* opt : app->get_options()) {
@@ -43,9 +42,8 @@ void Collect(const CLI::App* app, const std::string& path,
     }
   }
   out.emplace_back(path, words);
-  for (const CLI::App* sub : app->get_subcommands([](const CLI::App* s) {
-         return !s->get_name().empty() && !s->get_group().empty();
-       })) {
+  for (const CLI::App* sub : app->get_subcommands(
+           [](const CLI::App* s) { return !s->get_name().empty() && !s->get_group().empty(); })) {
     Collect(sub, path + " " + sub->get_name(), out);
   }
 }
@@ -80,7 +78,8 @@ std::string Bash(const std::vector<std::pair<std::string, std::string>>& table) 
   }
   s += "  esac\n  case \"$cur\" in\n    -*) ;;\n    *) case \"$hw_path\" in\n         ";
   std::string job_paths;
-  for (const char* p : kJobNamePaths) job_paths += (job_paths.empty() ? "" : "|") + std::string("\"") + p + "\"";
+  for (const char* p : kJobNamePaths)
+    job_paths += (job_paths.empty() ? "" : "|") + std::string("\"") + p + "\"";
   s += job_paths +
        ")\n           words=\"$words $(headway get jobs -o name 2>/dev/null)\" ;;\n"
        "       esac ;;\n  esac\n"
@@ -118,7 +117,8 @@ std::string Zsh(const std::vector<std::pair<std::string, std::string>>& table) {
   }
   s += "  esac\n  if [[ \"${words[CURRENT]}\" != -* ]]; then\n    case \"$hw_path\" in\n      ";
   std::string job_paths;
-  for (const char* p : kJobNamePaths) job_paths += (job_paths.empty() ? "" : "|") + std::string("\"") + p + "\"";
+  for (const char* p : kJobNamePaths)
+    job_paths += (job_paths.empty() ? "" : "|") + std::string("\"") + p + "\"";
   s += job_paths +
        ")\n        choices+=(${(f)\"$(headway get jobs -o name 2>/dev/null)\"}) ;;\n"
        "    esac\n  fi\n"

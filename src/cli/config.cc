@@ -4,8 +4,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -27,8 +27,8 @@ std::string ConfigPath(const std::string& explicit_path) {
 
 Result<ClientConfig> LoadClientConfig(const std::string& explicit_path) {
   ClientConfig config;
-  bool named = !explicit_path.empty() ||
-               (std::getenv("HEADWAY_CONFIG") && *std::getenv("HEADWAY_CONFIG"));
+  bool named =
+      !explicit_path.empty() || (std::getenv("HEADWAY_CONFIG") && *std::getenv("HEADWAY_CONFIG"));
   std::string path = ConfigPath(explicit_path);
   if (path.empty()) return config;
   struct stat st {};
@@ -74,8 +74,8 @@ Result<ClientConfig> LoadClientConfig(const std::string& explicit_path) {
   if ((st.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    std::string why = "config file " + path + " is mode " + mode +
-                      ": others may read it; run chmod 600 " + path;
+    std::string why =
+        "config file " + path + " is mode " + mode + ": others may read it; run chmod 600 " + path;
     if (!config.token.empty()) {
       return PermissionDenied(why + " (it holds a token, so it is not used)");
     }

@@ -28,7 +28,7 @@ struct ClientConfig {
   std::string path;    // the file read ("" when none was found)
   std::string server;  // base URL
   std::string token;
-  std::string cacert;  // a path; relative ones are taken from the file's folder
+  std::string cacert;                 // a path; relative ones are taken from the file's folder
   std::vector<std::string> warnings;  // to print on stderr, e.g. a loose mode
 };
 

@@ -99,9 +99,9 @@ std::string JobsTable(const std::vector<json>& jobs, bool wide, Time now, bool w
 }
 
 const std::vector<std::string>& JobSortKeys() {
-  static const std::vector<std::string> kKeys = {"name", "state",    "health",  "progress",
-                                                 "step", "eta",      "loss",    "gpus",
-                                                 "age",  "team",     "restarts", "priority"};
+  static const std::vector<std::string> kKeys = {"name", "state", "health",   "progress",
+                                                 "step", "eta",   "loss",     "gpus",
+                                                 "age",  "team",  "restarts", "priority"};
   return kKeys;
 }
 

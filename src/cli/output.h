@@ -24,8 +24,7 @@ std::string Safe(std::string_view text);
 // (DisplayWidth), not bytes: "\u2588" or a CJK name lines up like ASCII.
 // Without `with_header` the header only counts towards the widths.
 std::string FormatTable(const std::vector<std::string>& header,
-                        const std::vector<std::vector<std::string>>& rows,
-                        bool with_header = true);
+                        const std::vector<std::vector<std::string>>& rows, bool with_header = true);
 // The column widths FormatTable would use, and one row laid out with them
 // (for rows printed later under a header already shown, as `get -w` does).
 std::vector<std::size_t> TableWidths(const std::vector<std::string>& header,

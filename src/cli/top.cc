@@ -169,8 +169,7 @@ bool HandleKey(char key, TopView& view) {
   return true;
 }
 
-int PlainTop(const TopOptions& o,
-             const std::function<Result<std::vector<json>>()>& fetch) {
+int PlainTop(const TopOptions& o, const std::function<Result<std::vector<json>>()>& fetch) {
   int iterations = o.iterations_set ? o.iterations : 1;
   for (int i = 0; iterations == 0 || i < iterations; ++i) {
     auto jobs = fetch();
@@ -231,7 +230,8 @@ int RunTop(const TopOptions& o, const std::function<Result<std::vector<json>>()>
     }
     if (o.iterations > 0 && fetched >= o.iterations) break;
     pollfd in{STDIN_FILENO, POLLIN, 0};
-    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_fetch - std::chrono::steady_clock::now());
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+        next_fetch - std::chrono::steady_clock::now());
     int timeout = static_cast<int>(std::clamp<std::int64_t>(wait.count(), 0, 200));
     if (::poll(&in, 1, timeout) > 0 && (in.revents & POLLIN)) {
       char keys[16];

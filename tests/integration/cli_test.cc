@@ -23,9 +23,9 @@
 namespace headway::testing {
 namespace {
 
+using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using nlohmann::json;
 
 // `headway ARGS...` with exactly the environment given (the harness's Cli
 // always puts --server first and sets a token).
@@ -41,8 +41,8 @@ CommandResult Headway(const std::vector<std::string>& env, const std::vector<std
 // The environment the harness gives its CLI, without the server's URL.
 std::vector<std::string> Env(const TestServer& server, const std::string& token) {
   return {"HEADWAY_DATA_DIR=" + server.base_dir() + "/cli",
-          "XDG_CONFIG_HOME=" + server.base_dir() + "/cli-config",
-          "HOME=" + server.base_dir(), "HEADWAY_API_TOKEN=" + token};
+          "XDG_CONFIG_HOME=" + server.base_dir() + "/cli-config", "HOME=" + server.base_dir(),
+          "HEADWAY_API_TOKEN=" + token};
 }
 
 TEST(Cli, GlobalFlagsWorkAfterTheSubcommandToo) {
@@ -84,7 +84,8 @@ TEST(Cli, WaitRefusesAStateNoJobCanReachAndListsTheValidOnes) {
   CommandResult bogus = server.Cli({"wait", "w", "--until", "Bogus"});
   EXPECT_EQ(bogus.exit_code, 2);
   EXPECT_THAT(bogus.err, HasSubstr("not a job state"));
-  EXPECT_THAT(bogus.err, HasSubstr("Queued, Starting, Running, Succeeded, Failed, Stopped, Preempted"));
+  EXPECT_THAT(bogus.err,
+              HasSubstr("Queued, Starting, Running, Succeeded, Failed, Stopped, Preempted"));
   CommandResult health = server.Cli({"wait", "w", "--until", "health=Sick"});
   EXPECT_EQ(health.exit_code, 2);
   EXPECT_THAT(health.err, HasSubstr("Progressing"));
@@ -99,7 +100,8 @@ TEST(Cli, WaitRidesOutAServerRestart) {
   std::vector<std::string> env = Env(server, server.token());
   std::string url = server.url();
   auto waiting = std::async(std::launch::async, [env, url] {
-    return Headway(env, {"--server", url, "wait", "slow", "--until", "Succeeded", "--timeout", "60s"});
+    return Headway(env,
+                   {"--server", url, "wait", "slow", "--until", "Succeeded", "--timeout", "60s"});
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   server.Kill();
@@ -114,7 +116,8 @@ TEST(Cli, WaitRidesOutAServerRestart) {
 
 TEST(Cli, LogsFollowResumesAcrossAServerRestartWithoutRepeatsOrGaps) {
   TestServer server(/*gpus=*/1);
-  server.Submit("name: talker\ncommand: \"for i in $(seq 1 16); do echo line $i; sleep 0.4; done\"\n");
+  server.Submit(
+      "name: talker\ncommand: \"for i in $(seq 1 16); do echo line $i; sleep 0.4; done\"\n");
   ASSERT_TRUE(server.WaitForState("talker", "Running"));
   std::vector<std::string> env = Env(server, server.token());
   std::string url = server.url();
@@ -378,9 +381,9 @@ TEST(Cli, TheConfigFileSuppliesServerAndTokenBelowEnvironmentAndFlags) {
   std::string other = server.base_dir() + "/other-config";
   WriteFile(other, "server: " + server.url() + "\n");
   ::chmod(other.c_str(), 0600);
-  CommandResult named = Headway({"HOME=" + server.base_dir()},
-                                {"get", "jobs", "-o", "name", "--config", other, "--token",
-                                 server.admin_token()});
+  CommandResult named =
+      Headway({"HOME=" + server.base_dir()},
+              {"get", "jobs", "-o", "name", "--config", other, "--token", server.admin_token()});
   EXPECT_EQ(named.exit_code, 0) << named.err;
   EXPECT_EQ(named.out, "configured\n");
 }
@@ -410,8 +413,9 @@ TEST(Cli, CompletionScriptsLoadAndCompleteCommands) {
   WriteFile(script, bash.out);
   CommandResult completed = RunCommand(
       {"/bin/bash", "-c",
-       "source " + script + "; COMP_WORDS=(headway lo); COMP_CWORD=1; _headway; echo \"${COMPREPLY[@]}\"; "
-       "COMP_WORDS=(headway get --sort); COMP_CWORD=2; _headway; echo \"${COMPREPLY[@]}\""});
+       "source " + script +
+           "; COMP_WORDS=(headway lo); COMP_CWORD=1; _headway; echo \"${COMPREPLY[@]}\"; "
+           "COMP_WORDS=(headway get --sort); COMP_CWORD=2; _headway; echo \"${COMPREPLY[@]}\""});
   EXPECT_EQ(completed.exit_code, 0) << completed.err;
   EXPECT_EQ(completed.out, "logs\n--sort-by\n");
   CommandResult zsh = Headway({}, {"completion", "zsh"});

@@ -46,10 +46,11 @@ std::size_t ColumnOf(const std::string& line, const std::string& needle) {
 TEST(CliTable, ColumnsLineUpByDisplayWidthNotBytes) {
   // Before: a bar of 8 three-byte cells made its column 16 bytes wider than
   // it shows, so every row without a bar was pushed 16 columns right.
-  std::string table = FormatTable({"NAME", "PROGRESS", "STEP"},
-                                  {{"a", " 42% \u2588\u2588\u2588\u2591\u2591\u2591\u2591\u2591", "420"},
-                                   {"b", "-", "7"},
-                                   {"\xe6\x97\xa5\xe6\x9c\xac", "-", "9"}});
+  std::string table =
+      FormatTable({"NAME", "PROGRESS", "STEP"},
+                  {{"a", " 42% \u2588\u2588\u2588\u2591\u2591\u2591\u2591\u2591", "420"},
+                   {"b", "-", "7"},
+                   {"\xe6\x97\xa5\xe6\x9c\xac", "-", "9"}});
   auto lines = Lines(table);
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(ColumnOf(lines[0], "STEP"), ColumnOf(lines[1], "420"));
@@ -68,12 +69,21 @@ TEST(CliTable, NoHeadersKeepsTheColumnsTheHeaderWouldHaveSet) {
 // Expected values printed by web/format.js itself (node), so the CLI and the
 // dashboard show the same text.
 TEST(CliFormat, MetricsLikeTheDashboard) {
-  const std::pair<double, const char*> cases[] = {
-      {0.0909090909, "0.09091"}, {1.0 / 11, "0.09091"}, {12345.6, "12350"},
-      {123456, "1.23e+5"},       {0.0004, "4.00e-4"},   {-0.5, "-0.5"},
-      {1234.5, "1235"},          {99999.4, "100000"},   {0.001, "0.001"},
-      {1e-7, "1.00e-7"},         {2.5e10, "2.50e+10"},  {0.1 + 0.2, "0.3"},
-      {3, "3"},                  {1.23456789, "1.235"}, {0, "0"}};
+  const std::pair<double, const char*> cases[] = {{0.0909090909, "0.09091"},
+                                                  {1.0 / 11, "0.09091"},
+                                                  {12345.6, "12350"},
+                                                  {123456, "1.23e+5"},
+                                                  {0.0004, "4.00e-4"},
+                                                  {-0.5, "-0.5"},
+                                                  {1234.5, "1235"},
+                                                  {99999.4, "100000"},
+                                                  {0.001, "0.001"},
+                                                  {1e-7, "1.00e-7"},
+                                                  {2.5e10, "2.50e+10"},
+                                                  {0.1 + 0.2, "0.3"},
+                                                  {3, "3"},
+                                                  {1.23456789, "1.235"},
+                                                  {0, "0"}};
   for (const auto& [value, shown] : cases) EXPECT_EQ(FormatMetric(json(value)), shown) << value;
   EXPECT_EQ(FormatMetric(json("NaN")), "NaN");
   EXPECT_EQ(FormatMetric(json()), "-");
@@ -81,10 +91,11 @@ TEST(CliFormat, MetricsLikeTheDashboard) {
 
 TEST(CliFormat, DurationsAgesPercentsAndFixedLikeTheDashboard) {
   const std::pair<double, const char*> durations[] = {
-      {0, "0s"},          {0.4, "0s"},         {42, "42s"},       {59.6, "1m00s"},
-      {252, "4m12s"},     {3599, "59m59s"},    {3600, "1h00m"},   {7500, "2h05m"},
-      {86399, "23h59m"},  {86400, "1d00h"},    {273600, "3d04h"}, {-5, "0s"}};
-  for (const auto& [seconds, shown] : durations) EXPECT_EQ(FormatSeconds(seconds), shown) << seconds;
+      {0, "0s"},         {0.4, "0s"},      {42, "42s"},       {59.6, "1m00s"},
+      {252, "4m12s"},    {3599, "59m59s"}, {3600, "1h00m"},   {7500, "2h05m"},
+      {86399, "23h59m"}, {86400, "1d00h"}, {273600, "3d04h"}, {-5, "0s"}};
+  for (const auto& [seconds, shown] : durations)
+    EXPECT_EQ(FormatSeconds(seconds), shown) << seconds;
   Time now = *ParseRfc3339("2026-12-03T10:00:00Z");
   EXPECT_EQ(Age("2026-12-03T09:55:48Z", now), "4m12s");
   EXPECT_EQ(Age("yesterday", now), "-");
@@ -102,9 +113,9 @@ json Job(const std::string& name, std::optional<double> percent, int gpus,
   json progress = json::object();
   if (percent) progress["percent"] = *percent;
   if (eta) progress["eta_seconds"] = *eta;
-  return {{"name", name}, {"state", "Running"}, {"health", "Progressing"},
-          {"progress", progress}, {"gpus", gpus}, {"created_at", created},
-          {"team", "t"}, {"restarts", 0}};
+  return {{"name", name},         {"state", "Running"}, {"health", "Progressing"},
+          {"progress", progress}, {"gpus", gpus},       {"created_at", created},
+          {"team", "t"},          {"restarts", 0}};
 }
 
 std::vector<std::string> Names(const std::vector<json>& jobs) {
@@ -151,8 +162,9 @@ TEST(CliArgs, GlobalFlagsAreTakenFromAnywhere) {
 }
 
 TEST(CliArgs, SuggestsTheNearestCommand) {
-  std::vector<std::string> commands = {"server", "token", "submit", "get", "exp", "describe",
-                                       "logs", "stop", "top", "wait", "version", "completion"};
+  std::vector<std::string> commands = {"server", "token",    "submit",  "get",
+                                       "exp",    "describe", "logs",    "stop",
+                                       "top",    "wait",     "version", "completion"};
   EXPECT_EQ(ClosestMatch("lgos", commands), "logs");
   EXPECT_EQ(ClosestMatch("log", commands), "logs");
   EXPECT_EQ(ClosestMatch("sumbit", commands), "submit");
@@ -186,7 +198,8 @@ TEST(CliArgs, HelpShowsPlaceholdersNotParserTypes) {
 TEST(CliTop, FitsTheTerminalAndSorts) {
   std::vector<json> jobs;
   for (int i = 0; i < 30; ++i) {
-    jobs.push_back(Job("job-" + std::to_string(100 + i), i * 3, 1, "2026-12-03T09:00:00Z", 100 - i));
+    jobs.push_back(
+        Job("job-" + std::to_string(100 + i), i * 3, 1, "2026-12-03T09:00:00Z", 100 - i));
   }
   TopView view;
   view.rows = 10;
@@ -198,7 +211,7 @@ TEST(CliTop, FitsTheTerminalAndSorts) {
   auto lines = Lines(RenderTop(jobs, view, now));
   ASSERT_EQ(lines.size(), 10u);  // never more than the terminal holds
   for (const auto& line : lines) EXPECT_LE(DisplayWidth(line), 60u) << line;
-  EXPECT_THAT(lines[2], HasSubstr("NAME"));  // the header stays on screen
+  EXPECT_THAT(lines[2], HasSubstr("NAME"));     // the header stays on screen
   EXPECT_THAT(lines[3], HasSubstr("job-129"));  // most progress first
   EXPECT_THAT(lines[9], HasSubstr("24 more"));
   view.sort_key = "name";
@@ -240,7 +253,8 @@ class CliConfig : public ::testing::Test {
 };
 
 TEST_F(CliConfig, ReadsServerTokenAndCaFromTheXdgPath) {
-  std::string path = Write("server: https://hw.example:8443\ntoken: hw_secret\ncacert: ca.pem\n", 0600);
+  std::string path =
+      Write("server: https://hw.example:8443\ntoken: hw_secret\ncacert: ca.pem\n", 0600);
   EXPECT_EQ(ConfigPath(""), path);
   auto config = LoadClientConfig("");
   ASSERT_TRUE(config.ok()) << config.status().message();
