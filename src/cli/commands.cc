@@ -648,7 +648,11 @@ int Describe(const Options& o) {
   line("ETA", FormatEta(p, Or(j, "state")));
   if (p["steps_per_second"].is_number()) line("Steps/s", FormatFixed(p["steps_per_second"], 2));
   if (p["samples_per_second"].is_number()) line("Samples/s", FormatFixed(p["samples_per_second"], 1));
-  line("Last report", Or(p, "last_report_at"));
+  // As the dashboard says it: "4m12s ago".
+  line("Last report", Or(p, "last_report_at", "").empty()
+                          ? "-"
+                          : Age(Or(p, "last_report_at"), SystemClock().Now()) + " ago (" +
+                                Or(p, "last_report_at") + ")");
   if (p["metrics"].is_object() && !p["metrics"].empty()) {
     out << "Metrics:\n";
     for (auto it = p["metrics"].begin(); it != p["metrics"].end(); ++it) {
