@@ -136,6 +136,39 @@ TEST(Cli, LogsFollowResumesAcrossAServerRestartWithoutRepeatsOrGaps) {
   EXPECT_THAT(followed.err, HasSubstr("reconnect"));
 }
 
+TEST(Cli, LogsFollowOfManyRanksResumesEachRankWhereItWasCut) {
+  TestServer server(/*gpus=*/1);
+  server.Submit(
+      "name: pair\nresources: {processes_per_node: 2}\n"
+      "command: \"for i in $(seq 1 12); do echo line $i; sleep 0.4; done\"\n");
+  ASSERT_TRUE(server.WaitForState("pair", "Running"));
+  std::vector<std::string> env = Env(server, server.token());
+  std::string url = server.url();
+  auto following = std::async(std::launch::async, [env, url] {
+    return Headway(env, {"--server", url, "logs", "-f", "pair"});
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  server.Kill();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  server.Restart();
+  CommandResult followed = following.get();
+  EXPECT_EQ(followed.exit_code, 0) << followed.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::string prefix = "[rank " + std::to_string(rank) + "] ";
+    std::string mine;
+    std::size_t start = 0;
+    while (start < followed.out.size()) {
+      std::size_t end = followed.out.find('\n', start);
+      std::string line = followed.out.substr(start, end - start);
+      if (line.rfind(prefix, 0) == 0) mine += line.substr(prefix.size()) + "\n";
+      start = end + 1;
+    }
+    std::string expected;
+    for (int i = 1; i <= 12; ++i) expected += "line " + std::to_string(i) + "\n";
+    EXPECT_EQ(mine, expected) << "rank " << rank << ":\n" << followed.out;
+  }
+}
+
 TEST(Cli, GetSortsWatchesAndLeavesOutTheHeader) {
   TestServer server(/*gpus=*/4);
   server.Submit("name: bravo\ncommand: \"sleep 30\"\nresources: {gpus_per_process: 1}\n");
