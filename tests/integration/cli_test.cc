@@ -307,6 +307,7 @@ class TopOnATerminal {
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
+        Read(200);  // what it wrote just before it ended
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       }
       Read(50);
