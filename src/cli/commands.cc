@@ -702,13 +702,14 @@ class LogResume {
         out += Unseen(key, piece, false);
         continue;
       }
-      if (line_.rfind("headway: job restarted, following attempt ", 0) == 0) {
+      static constexpr std::string_view kMarker = "headway: job restarted, following attempt ";
+      if (line_.rfind(kMarker, 0) == 0) {
         lines_.clear();
         skip_.clear();
         partial_.clear();
         skip_partial_.clear();
         out += line_;
-        ++attempt_;
+        attempt_ = std::atoi(line_.c_str() + kMarker.size());
       } else {
         out += Unseen(key, merged_ ? std::string_view(line_) : piece, true);
       }
@@ -723,7 +724,8 @@ class LogResume {
     skip_partial_ = partial_;
     line_.clear();
   }
-  int attempt_changes() const { return attempt_; }
+  // The attempt the last "job restarted" line moved to; -1 before any.
+  int followed_attempt() const { return attempt_; }
 
  private:
   static std::string RankOf(const std::string& line) {
@@ -752,7 +754,7 @@ class LogResume {
 
   bool merged_;
   std::string line_;  // the line being read
-  int attempt_ = 0;
+  int attempt_ = -1;
   std::map<std::string, std::uint64_t> lines_;          // whole lines printed, per rank
   std::map<std::string, std::size_t> partial_;          // bytes of a partial last line printed
   std::map<std::string, std::uint64_t> skip_;           // to drop after a rewind
@@ -808,12 +810,11 @@ int Logs(const Options& o) {
   bool timed_out = false;
   for (;;) {
     error_body.clear();
-    int changes = resume.attempt_changes();
     std::string url = target(first, first && o.attempt < 0 ? -1 : attempt);
     if (!first && tailed) url += "&tail=0";
     auto status = client.http().Stream(url, [&](std::string_view data) { resume.Feed(data); },
                                        error_body);
-    attempt += resume.attempt_changes() - changes;
+    if (resume.followed_attempt() >= 0) attempt = resume.followed_attempt();
     first = false;
     bool away = !status.ok() || *status == 502 || *status == 503 || *status == 504;
     if (!away && *status >= 400) {
