@@ -1212,7 +1212,8 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   stop->add_flag("--force", o.force,
                  "kill at once with SIGKILL, without the job's grace (admin tokens only)");
   stop->callback([&exit_code, &o] { exit_code = Stop(o); });
-  auto* top = app.add_subcommand("top", "Live view of jobs with progress, refreshed");
+  auto* top = app.add_subcommand(
+      "top", "Live, sorted view of jobs that fits the terminal (q quits, s sorts, r reverses)");
   top->add_option("-n,--interval", o.interval_s, "seconds between refreshes (default 2)")->check(CLI::Range(0.1, 3600.0));
   auto* iterations = top->add_option("--iterations", o.iterations,
                                      "stop after this many refreshes (0: never; without a "
