@@ -20,6 +20,7 @@
 #include "api/watch.h"
 #include "core/job_spec_parser.h"
 #include "core/progress_report.h"
+#include "core/version.h"
 
 namespace headway::api {
 namespace {
@@ -173,6 +174,9 @@ class Api {
                 [this](auto&, auto&) { return EventStream(WatchJobs(cache_, service_, VisibleTeam())); });
     router_.Add("GET", "/api/v1/jobs/{name}/watch",
                 [this](auto& r, auto& p) { return WatchOne(r, p.at("name")); });
+    router_.Add("GET", "/api/v1/version", [](auto&, auto&) {
+      return JsonResponse(200, {{"version", Version()}});
+    });
     router_.Add("GET", "/api/v1/whoami", [](auto&, auto&) {
       if (!t_caller) return JsonResponse(200, {{"authentication", false}});
       return JsonResponse(200, {{"authentication", true}, {"name", t_caller->name},
