@@ -52,6 +52,9 @@ class NoJobs final : public api::JobService {
   Status ReportProgress(std::string_view name, std::string_view, std::vector<ProgressReport>) override {
     return Missing(name).status();
   }
+  Status MayReport(std::string_view name, std::string_view) override {
+    return Missing(name).status();
+  }
   ProgressView Progress(const Job&) override { return {}; }
   Result<std::vector<MetricPoint>> MetricSeries(std::string_view name, std::string_view) override {
     return Missing(name).status();
