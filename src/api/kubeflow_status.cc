@@ -75,7 +75,8 @@ std::optional<KubeStatus> ReadInt32(const json& status, std::string_view key,
   } else {
     n = v->get<std::int64_t>();
   }
-  if (n < std::numeric_limits<std::int32_t>::min() || n > std::numeric_limits<std::int32_t>::max()) {
+  if (n < std::numeric_limits<std::int32_t>::min() ||
+      n > std::numeric_limits<std::int32_t>::max()) {
     return InvalidPayload(field + " " + v->dump() + " is out of the int32 range");
   }
   out = n;
@@ -102,7 +103,8 @@ std::optional<std::int64_t> AsCount(const std::map<std::string, double>& numbers
     auto it = numbers.find(std::string(name));
     if (it == numbers.end()) continue;
     double v = it->second;
-    if (std::isfinite(v) && v >= (positive ? 1 : 0) && v <= 9007199254740992.0 && v == std::floor(v)) {
+    if (std::isfinite(v) && v >= (positive ? 1 : 0) && v <= 9007199254740992.0 &&
+        v == std::floor(v)) {
       return static_cast<std::int64_t>(v);
     }
   }
@@ -133,8 +135,8 @@ std::string KubeTime(Time t) {
 }  // namespace
 
 json KubeStatus::ToJson() const {
-  return {{"kind", "Status"},      {"apiVersion", "v1"}, {"metadata", json::object()},
-          {"status", "Failure"},   {"message", message}, {"reason", reason},
+  return {{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", json::object()},
+          {"status", "Failure"}, {"message", message}, {"reason", reason},
           {"code", code}};
 }
 
@@ -143,13 +145,20 @@ KubeStatus KubeStatusFor(const Status& status) {
     case StatusCode::kUnauthenticated:
     case StatusCode::kPermissionDenied:
       return {403, "Forbidden", "Forbidden: " + status.message()};
-    case StatusCode::kInvalidArgument: return Invalid(status.message());
-    case StatusCode::kNotFound: return {404, "NotFound", status.message()};
-    case StatusCode::kConflict: return {409, "Conflict", status.message()};
-    case StatusCode::kPayloadTooLarge: return {413, "RequestEntityTooLarge", status.message()};
-    case StatusCode::kResourceExhausted: return {429, "TooManyRequests", status.message()};
-    case StatusCode::kUnavailable: return {503, "ServiceUnavailable", status.message()};
-    default: return {500, "InternalError", "Internal error"};
+    case StatusCode::kInvalidArgument:
+      return Invalid(status.message());
+    case StatusCode::kNotFound:
+      return {404, "NotFound", status.message()};
+    case StatusCode::kConflict:
+      return {409, "Conflict", status.message()};
+    case StatusCode::kPayloadTooLarge:
+      return {413, "RequestEntityTooLarge", status.message()};
+    case StatusCode::kResourceExhausted:
+      return {429, "TooManyRequests", status.message()};
+    case StatusCode::kUnavailable:
+      return {503, "ServiceUnavailable", status.message()};
+    default:
+      return {500, "InternalError", "Internal error"};
   }
 }
 
@@ -200,16 +209,17 @@ KubeflowParse ParseKubeflowStatus(std::string_view body, std::string_view job,
         metrics.emplace_back();
         continue;
       }
-      if (!item.is_object()) return fail(InvalidPayload(at + " must be {\"name\": ..., \"value\": ...}"));
+      if (!item.is_object())
+        return fail(InvalidPayload(at + " must be {\"name\": ..., \"value\": ...}"));
       std::string text[2];
       const char* keys[2] = {"name", "value"};
       for (int k = 0; k < 2; ++k) {
         const json* v = Field(item, keys[k]);
         if (v == nullptr || v->is_null()) continue;
         if (!v->is_string()) {
-          return fail(InvalidPayload(at + "." + keys[k] + " must be a string, got " +
-                                     v->dump().substr(0, 64) +
-                                     (k == 1 ? " (Kubeflow metric values are strings, e.g. \"0.41\")" : "")));
+          return fail(InvalidPayload(
+              at + "." + keys[k] + " must be a string, got " + v->dump().substr(0, 64) +
+              (k == 1 ? " (Kubeflow metric values are strings, e.g. \"0.41\")" : "")));
         }
         text[k] = v->get<std::string>();
       }
@@ -254,15 +264,16 @@ KubeflowParse ParseKubeflowStatus(std::string_view body, std::string_view job,
     }
   }
   if (!updated) {
-    problems.push_back(base + ": Invalid value: \"object\": lastUpdatedTime is required when "
-                              "trainerStatus is present");
+    problems.push_back(base +
+                       ": Invalid value: \"object\": lastUpdatedTime is required when "
+                       "trainerStatus is present");
   }
   if (!problems.empty()) {
     std::string list;
     for (std::size_t i = 0; i < problems.size(); ++i) list += (i ? ", " : "") + problems[i];
     if (problems.size() > 1) list = "[" + list + "]";
-    return fail(Invalid("TrainJob.trainer.kubeflow.org \"" + std::string(job) +
-                        "\" is invalid: " + list));
+    return fail(
+        Invalid("TrainJob.trainer.kubeflow.org \"" + std::string(job) + "\" is invalid: " + list));
   }
 
   // The answer: the update as understood, as Kubeflow's server echoes it.
@@ -337,7 +348,8 @@ KubeflowAnswer HandleKubeflowStatus(JobService& service, std::string_view ns, st
   const KubeStatus forbidden{403, "Forbidden",
                              "Forbidden: this token may not report for this job (or there is no "
                              "such job)"};
-  if (body.size() > kKubeflowMaxBody) return refuse({413, "RequestEntityTooLarge", "Payload too large"});
+  if (body.size() > kKubeflowMaxBody)
+    return refuse({413, "RequestEntityTooLarge", "Payload too large"});
   if (ns != kKubeflowNamespace) {
     return refuse({403, "Forbidden",
                    "Forbidden: Headway jobs are in namespace '" + std::string(kKubeflowNamespace) +
@@ -348,9 +360,12 @@ KubeflowAnswer HandleKubeflowStatus(JobService& service, std::string_view ns, st
     switch (may.code()) {
       case StatusCode::kUnauthenticated:
       case StatusCode::kPermissionDenied:
-      case StatusCode::kNotFound: return refuse(forbidden);
-      case StatusCode::kConflict: return refuse({403, "Forbidden", "Forbidden: " + may.message()});
-      default: return refuse(KubeStatusFor(may));
+      case StatusCode::kNotFound:
+        return refuse(forbidden);
+      case StatusCode::kConflict:
+        return refuse({403, "Forbidden", "Forbidden: " + may.message()});
+      default:
+        return refuse(KubeStatusFor(may));
     }
   }
   KubeflowJobContext known;

@@ -613,8 +613,10 @@ class Api {
   }
 
   // Kubeflow Trainer v2's status endpoint (api/kubeflow_status.h).
-  HttpResponse KubeflowStatus(const HttpRequest& req, const std::string& ns, const std::string& name) {
-    KubeflowAnswer a = HandleKubeflowStatus(service_, ns, name, BearerToken(req.Header("authorization")), req.body);
+  HttpResponse KubeflowStatus(const HttpRequest& req, const std::string& ns,
+                              const std::string& name) {
+    KubeflowAnswer a = HandleKubeflowStatus(service_, ns, name,
+                                            BearerToken(req.Header("authorization")), req.body);
     CountReport(a.code == 200 ? Status::Ok() : Internal("refused"), a.stored_points);
     return JsonResponse(a.code, a.body);
   }

@@ -729,10 +729,8 @@ void JobController::Launch(const PendingLaunch& pending, Work& work) {
         {"HEADWAY_JOB", job.name()},
         {"HEADWAY_TOKEN", pending.token},
         {"KUBEFLOW_TRAINER_SERVER_URL",
-         options_.advertise_url +
-             "/apis/trainer.kubeflow.org/v1alpha1/namespaces/" +
-             std::string(api::kKubeflowNamespace) + "/trainjobs/" + job.name() +
-             "/status"},
+         options_.advertise_url + "/apis/trainer.kubeflow.org/v1alpha1/namespaces/" +
+             std::string(api::kKubeflowNamespace) + "/trainjobs/" + job.name() + "/status"},
         {"KUBEFLOW_TRAINER_SERVER_TOKEN", token_file},
         // Kept across attempts, so a restarted or preempted job resumes from it.
         {"HEADWAY_CHECKPOINT_DIR", checkpoint_dir}};

@@ -13,8 +13,8 @@
 namespace headway::testing {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 std::string StatusPath(const std::string& job, const std::string& ns = "default") {
   return "/apis/trainer.kubeflow.org/v1alpha1/namespaces/" + ns + "/trainjobs/" + job + "/status";
@@ -77,7 +77,8 @@ TEST(Kubeflow, AcceptsWhatKubeflowAccepts) {
   ASSERT_EQ(a.status, 200) << a.raw;
   EXPECT_EQ(a.body["trainerStatus"]["metrics"].size(), 5u) << "echoed as sent";
   // Metrics only.
-  a = Call(server, token, "POST", path, Update(R"("metrics": [{"name": "eval_loss", "value": "0.7"}])"));
+  a = Call(server, token, "POST", path,
+           Update(R"("metrics": [{"name": "eval_loss", "value": "0.7"}])"));
   ASSERT_EQ(a.status, 200) << a.raw;
   // ...and later updates still count (a refused name used to fail every one).
   ASSERT_EQ(Call(server, token, "POST", path, Update(R"("progressPercentage": 46)")).status, 200);
@@ -90,7 +91,8 @@ TEST(Kubeflow, AcceptsWhatKubeflowAccepts) {
   EXPECT_EQ(metrics["eval_loss"], 0.7);
   EXPECT_FALSE(metrics.contains("na"));
   EXPECT_FALSE(metrics.contains("flag"));
-  Answer series = Call(server, server.admin_token(), "GET", "/api/v1/jobs/kf/metrics/eval_f1%20(macro)");
+  Answer series =
+      Call(server, server.admin_token(), "GET", "/api/v1/jobs/kf/metrics/eval_f1%20(macro)");
   EXPECT_EQ(series.status, 200) << series.raw;
   EXPECT_EQ(series.body["count"], 1);
   server.Cli({"stop", "kf"});
@@ -103,7 +105,8 @@ TEST(Kubeflow, RefusesWhatKubeflowRefusesWithAKubernetesStatus) {
   ASSERT_EQ(Call(server, token, "POST", path, Update(R"("progressPercentage": 30)")).status, 200);
   std::string many;
   for (int i = 0; i < 257; ++i) {
-    many += (i ? "," : "") + std::string(R"({"name": "m)") + std::to_string(i) + R"(", "value": "1"})";
+    many +=
+        (i ? "," : "") + std::string(R"({"name": "m)") + std::to_string(i) + R"(", "value": "1"})";
   }
   const std::string long65(65, 'x');
   struct Case {
@@ -113,13 +116,16 @@ TEST(Kubeflow, RefusesWhatKubeflowRefusesWithAKubernetesStatus) {
       {"99.5 percent", Update(R"("progressPercentage": 99.5)"), "must be an integer"},
       {"101 percent", Update(R"("progressPercentage": 101)"), "from 0 to 100"},
       {"257 metrics", Update(R"("metrics": [)" + many + "]"), "at most 256"},
-      {"long name", Update(R"("metrics": [{"name": ")" + long65 + R"(", "value": "1"}])"), "Too long"},
-      {"long value", Update(R"("metrics": [{"name": "loss", "value": ")" + long65 + R"("}])"), "Too long"},
+      {"long name", Update(R"("metrics": [{"name": ")" + long65 + R"(", "value": "1"}])"),
+       "Too long"},
+      {"long value", Update(R"("metrics": [{"name": "loss", "value": ")" + long65 + R"("}])"),
+       "Too long"},
       {"negative ETA", Update(R"("estimatedRemainingSeconds": -1)"), "greater than or equal to 0"},
       {"fractional ETA", Update(R"("estimatedRemainingSeconds": 2.5)"), "must be an integer"},
       {"no lastUpdatedTime", R"({"trainerStatus": {"progressPercentage": 90}})",
        "lastUpdatedTime is required"},
-      {"numeric value", Update(R"("metrics": [{"name": "loss", "value": 0.5}])"), "must be a string"},
+      {"numeric value", Update(R"("metrics": [{"name": "loss", "value": 0.5}])"),
+       "must be a string"},
       {"not JSON", "{", "Invalid payload"},
   };
   for (const Case& c : cases) {
@@ -145,8 +151,8 @@ TEST(Kubeflow, ATokenWritesOnlyItsOwnRunningJobInItsNamespace) {
                    "no token");
   ExpectKubeStatus(Call(server, a, "POST", StatusPath("a", "team-x"), body), 403, "Forbidden",
                    "namespace", "another namespace");
-  ExpectKubeStatus(Call(server, a, "POST", StatusPath("ghost"), body), 403, "Forbidden", "Forbidden",
-                   "no such job");
+  ExpectKubeStatus(Call(server, a, "POST", StatusPath("ghost"), body), 403, "Forbidden",
+                   "Forbidden", "no such job");
   EXPECT_EQ(Call(server, a, "POST", StatusPath("a"), body).status, 200);
   ASSERT_EQ(server.Cli({"stop", "a"}).exit_code, 0);
   ASSERT_TRUE(server.WaitForState("a", "Stopped"));
@@ -163,21 +169,27 @@ TEST(Kubeflow, TheCallbacksUpdatesAreStepsMetricsAndEta) {
   TestServer server(1);
   std::string token = IdleJobToken(server, "hf");
   const std::string path = StatusPath("hf");
-  ASSERT_EQ(Call(server, token, "POST", path,
-                 Update(R"("progressPercentage": 0, "metrics": [{"name": "total_steps", "value": "200"}])"))
-                .status,
-            200);
+  ASSERT_EQ(
+      Call(server, token, "POST", path,
+           Update(
+               R"("progressPercentage": 0, "metrics": [{"name": "total_steps", "value": "200"}])"))
+          .status,
+      200);
   EXPECT_EQ(server.Job("hf")["progress"]["total_steps"], 200);
   EXPECT_EQ(server.Job("hf")["progress"]["step"], 0);
   for (int i = 1; i <= 6; ++i) {
     int step = 10 * i;
-    std::string metrics = R"({"name": "loss", "value": ")" + std::to_string(1.0 / i) +
-                          R"("}, {"name": "learning_rate", "value": "5e-05"}, {"name": "epoch", "value": ")" +
-                          std::to_string(step / 100.0) + R"("})";
-    if (i >= 2) metrics += R"J(, {"name": "eval_loss", "value": "0.5"}, {"name": "eval_acc (top-1)", "value": "0.8"})J";
-    metrics += R"(, {"name": "current_step", "value": ")" + std::to_string(step) +
-               R"("}, {"name": "total_steps", "value": "200"}, {"name": "current_epoch", "value": ")" +
-               std::to_string(step / 100.0) + R"("})";
+    std::string metrics =
+        R"({"name": "loss", "value": ")" + std::to_string(1.0 / i) +
+        R"("}, {"name": "learning_rate", "value": "5e-05"}, {"name": "epoch", "value": ")" +
+        std::to_string(step / 100.0) + R"("})";
+    if (i >= 2)
+      metrics +=
+          R"J(, {"name": "eval_loss", "value": "0.5"}, {"name": "eval_acc (top-1)", "value": "0.8"})J";
+    metrics +=
+        R"(, {"name": "current_step", "value": ")" + std::to_string(step) +
+        R"("}, {"name": "total_steps", "value": "200"}, {"name": "current_epoch", "value": ")" +
+        std::to_string(step / 100.0) + R"("})";
     Answer a = Call(server, token, "POST", path,
                     Update(R"("progressPercentage": )" + std::to_string(step * 100 / 200) +
                            R"(, "estimatedRemainingSeconds": 900, "metrics": [)" + metrics + "]"));
@@ -192,13 +204,15 @@ TEST(Kubeflow, TheCallbacksUpdatesAreStepsMetricsAndEta) {
   EXPECT_GT(progress["eta_seconds"].get<double>(), 880) << "the job's own 900 s, few reports yet";
   EXPECT_LE(progress["eta_seconds"].get<double>(), 900);
   auto count = [&](const std::string& metric) {
-    return Call(server, server.admin_token(), "GET", "/api/v1/jobs/hf/metrics/" + metric).body["count"];
+    return Call(server, server.admin_token(), "GET", "/api/v1/jobs/hf/metrics/" + metric)
+        .body["count"];
   };
   EXPECT_EQ(count("loss"), 6);
   EXPECT_EQ(count("eval_loss"), 1) << "re-sent values are not new points";
   EXPECT_EQ(count("learning_rate"), 1);
   EXPECT_EQ(count("eval_acc%20(top-1)"), 1);
-  EXPECT_EQ(Call(server, server.admin_token(), "GET", "/api/v1/jobs/hf/metrics/current_step").status, 404)
+  EXPECT_EQ(
+      Call(server, server.admin_token(), "GET", "/api/v1/jobs/hf/metrics/current_step").status, 404)
       << "progress, not a series";
   EXPECT_NE(server.Job("hf")["health"], "Plateaued");
   // on_train_end: 100% and the final logs, no step: the known total.
@@ -218,9 +232,9 @@ TEST(Kubeflow, TheCallbacksUpdatesAreStepsMetricsAndEta) {
 TEST(Kubeflow, AnHttpsServerGivesJobsItsCertificateToVerifyWith) {
   std::string dir = MakeTempDir("headway-kf-tls");
   std::string cert = dir + "/cert.pem", key = dir + "/key.pem";
-  ASSERT_EQ(RunCommand({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
-                        key, "-out", cert, "-days", "1", "-subj", "/CN=headway-test", "-addext",
-                        "subjectAltName=IP:127.0.0.1"})
+  ASSERT_EQ(RunCommand({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                        "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=headway-test",
+                        "-addext", "subjectAltName=IP:127.0.0.1"})
                 .exit_code,
             0);
   TestServer server(1, {"--tls-cert", cert, "--tls-key", key});
@@ -229,15 +243,19 @@ TEST(Kubeflow, AnHttpsServerGivesJobsItsCertificateToVerifyWith) {
       "import json, os, ssl, urllib.request\n"
       "ctx = ssl.create_default_context(cafile=os.environ['KUBEFLOW_TRAINER_SERVER_CA_CERT'])\n"
       "token = open(os.environ['KUBEFLOW_TRAINER_SERVER_TOKEN']).read().strip()\n"
-      "body = {'trainerStatus': {'progressPercentage': 64, 'lastUpdatedTime': '2026-12-02T10:00:00+00:00',\n"
+      "body = {'trainerStatus': {'progressPercentage': 64, 'lastUpdatedTime': "
+      "'2026-12-02T10:00:00+00:00',\n"
       "        'metrics': [{'name': 'eval_f1 (macro)', 'value': '0.5'}]}}\n"
-      "req = urllib.request.Request(os.environ['KUBEFLOW_TRAINER_SERVER_URL'], data=json.dumps(body).encode(),\n"
-      "    headers={'Authorization': 'Bearer ' + token, 'Content-Type': 'application/json'}, method='POST')\n"
+      "req = urllib.request.Request(os.environ['KUBEFLOW_TRAINER_SERVER_URL'], "
+      "data=json.dumps(body).encode(),\n"
+      "    headers={'Authorization': 'Bearer ' + token, 'Content-Type': 'application/json'}, "
+      "method='POST')\n"
       "with urllib.request.urlopen(req, timeout=10, context=ctx) as resp:\n"
       "    print('STATUS', resp.status)\n";
   WriteFile(server.work_dir() + "/kf.py", script);
-  ASSERT_EQ(server.Cli({"--cacert", cert, "submit", "-f", "-"},
-                       "name: kftls\ncommand: [/usr/bin/python3, " + server.work_dir() + "/kf.py]\n")
+  ASSERT_EQ(server
+                .Cli({"--cacert", cert, "submit", "-f", "-"},
+                     "name: kftls\ncommand: [/usr/bin/python3, " + server.work_dir() + "/kf.py]\n")
                 .exit_code,
             0);
   ASSERT_TRUE(server.WaitForState("kftls", "Succeeded"))

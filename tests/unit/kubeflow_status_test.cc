@@ -11,13 +11,14 @@
 namespace headway::api {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 constexpr const char* kTime = R"("lastUpdatedTime": "2026-12-02T10:00:00Z")";
 
 std::string Status(const std::string& fields) {
-  return std::string(R"({"trainerStatus": {)") + fields + (fields.empty() ? "" : ", ") + kTime + "}}";
+  return std::string(R"({"trainerStatus": {)") + fields + (fields.empty() ? "" : ", ") + kTime +
+         "}}";
 }
 
 std::string Metrics(const std::string& list) { return Status(R"("metrics": [)" + list + "]"); }
@@ -36,7 +37,8 @@ TEST(KubeflowStatus, RefusesWhatKubeflowRefusesWithAKubernetesStatus) {
   const std::string long64 = std::string(64, 'x');
   std::string many;
   for (int i = 0; i < 257; ++i) {
-    many += (i ? "," : "") + std::string(R"({"name": "m)") + std::to_string(i) + R"(", "value": "1"})";
+    many +=
+        (i ? "," : "") + std::string(R"({"name": "m)") + std::to_string(i) + R"(", "value": "1"})";
   }
   const Refused cases[] = {
       {"not json", "invalid payload", 422, "Invalid payload"},
@@ -52,7 +54,8 @@ TEST(KubeflowStatus, RefusesWhatKubeflowRefusesWithAKubernetesStatus) {
       {"percent over 100", Status(R"("progressPercentage": 101)"), 422, "from 0 to 100"},
       {"negative percent", Status(R"("progressPercentage": -1)"), 422, "from 0 to 100"},
       {"percent past int32", Status(R"("progressPercentage": 4294967296)"), 422, "int32"},
-      {"negative ETA", Status(R"("estimatedRemainingSeconds": -5)"), 422, "greater than or equal to 0"},
+      {"negative ETA", Status(R"("estimatedRemainingSeconds": -5)"), 422,
+       "greater than or equal to 0"},
       {"fractional ETA", Status(R"("estimatedRemainingSeconds": 1.5)"), 422, "must be an integer"},
       {"ETA past int32", Status(R"("estimatedRemainingSeconds": 3000000000)"), 422, "int32"},
       {"257 metrics", Metrics(many), 422, "must have at most 256 items"},
@@ -89,7 +92,8 @@ TEST(KubeflowStatus, RefusesWhatKubeflowRefusesWithAKubernetesStatus) {
 }
 
 TEST(KubeflowStatus, EveryViolationIsNamedAtOnce) {
-  KubeflowParse p = Parse(R"({"trainerStatus": {"progressPercentage": 101, "estimatedRemainingSeconds": -1}})");
+  KubeflowParse p =
+      Parse(R"({"trainerStatus": {"progressPercentage": 101, "estimatedRemainingSeconds": -1}})");
   ASSERT_FALSE(p.ok());
   EXPECT_THAT(p.error->message, HasSubstr(R"(TrainJob.trainer.kubeflow.org "job" is invalid: [)"));
   EXPECT_THAT(p.error->message, HasSubstr("progressPercentage"));
@@ -114,7 +118,8 @@ TEST(KubeflowStatus, AcceptsWhatKubeflowAccepts) {
       "metrics": [{"name": "eval_f1 (macro)", "value": "0.5"}, {"name": "a:b", "value": "1e-05"},
                   {"name": "flag", "value": "True"}, {"name": "n/a", "value": "N/A"},
                   {"name": "t", "value": "tensor(0.1234)"},
-                  {"name": ")J" + std::string(64, 'n') + R"J(", "value": ")J" + std::string(63, '1') + R"J(2"}],
+                  {"name": ")J" +
+                     std::string(64, 'n') + R"J(", "value": ")J" + std::string(63, '1') + R"J(2"}],
       "lastUpdatedTime": "2026-12-02T10:00:00.123456+00:00"}, "unknownTop": true})J";
   KubeflowParse p = Parse(body);
   ASSERT_TRUE(p.ok()) << p.error->message;
@@ -152,7 +157,8 @@ TEST(KubeflowStatus, MetricValuesReadAsNumbersTheWayPythonWritesThem) {
 
 TEST(KubeflowStatus, TheClientsStepMetricsAreTheStepNotSeries) {
   // What HF's KubeflowCallback sends from on_step_end.
-  KubeflowParse p = Parse(Metrics(R"({"name": "loss", "value": "0.9"}, {"name": "epoch", "value": "0.5"},
+  KubeflowParse p =
+      Parse(Metrics(R"({"name": "loss", "value": "0.9"}, {"name": "epoch", "value": "0.5"},
       {"name": "current_step", "value": "46"}, {"name": "total_steps", "value": "100"},
       {"name": "current_epoch", "value": "0.46"})"));
   ASSERT_TRUE(p.ok()) << p.error->message;
@@ -176,7 +182,8 @@ TEST(KubeflowStatus, APercentIsPlacedOnTheKnownTotalRoundedDown) {
       << "99% of 7 steps must not read as 100%";
   EXPECT_EQ(Parse(Status(R"("progressPercentage": 100)"), known).update.report->step, 7);
   // The first update of HF's callback: 0% and the total as a metric.
-  p = Parse(Status(R"("progressPercentage": 0, "metrics": [{"name": "total_steps", "value": "300"}])"));
+  p = Parse(
+      Status(R"("progressPercentage": 0, "metrics": [{"name": "total_steps", "value": "300"}])"));
   EXPECT_EQ(p.update.report->step, 0);
   EXPECT_EQ(p.update.report->total_steps, 300);
   EXPECT_TRUE(p.update.report->metrics.empty());
@@ -202,8 +209,10 @@ TEST(KubeflowStatus, ReSentValuesAreNotNewEvidence) {
   known.step = 50;
   known.total_steps = 100;
   known.latest_metrics = {{"eval_loss", 0.3}, {"loss", 0.5}, {"grad", NAN}};
-  KubeflowParse p = Parse(Metrics(R"({"name": "eval_loss", "value": "0.3"}, {"name": "loss", "value": "0.45"},
-      {"name": "grad", "value": "nan"}, {"name": "current_step", "value": "55"})"), known);
+  KubeflowParse p =
+      Parse(Metrics(R"({"name": "eval_loss", "value": "0.3"}, {"name": "loss", "value": "0.45"},
+      {"name": "grad", "value": "nan"}, {"name": "current_step", "value": "55"})"),
+            known);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p.update.report->step, 55);
   EXPECT_EQ(p.update.report->metrics, (std::map<std::string, double>{{"loss", 0.45}}));
@@ -217,7 +226,8 @@ TEST(KubeflowStatus, HeadwayErrorsBecomeKubernetesStatuses) {
   EXPECT_EQ(KubeStatusFor(Unauthenticated("no token")).code, 403);
   EXPECT_EQ(KubeStatusFor(PermissionDenied("no")).reason, "Forbidden");
   EXPECT_EQ(KubeStatusFor(InvalidArgument("bad")).code, 422);
-  KubeStatus big = KubeStatusFor(::headway::Status(StatusCode::kPayloadTooLarge, "past the limit of 100 points"));
+  KubeStatus big = KubeStatusFor(
+      ::headway::Status(StatusCode::kPayloadTooLarge, "past the limit of 100 points"));
   EXPECT_EQ(big.code, 413);
   EXPECT_EQ(big.reason, "RequestEntityTooLarge");
   EXPECT_EQ(KubeStatusFor(Internal("secret detail")).message, "Internal error");
