@@ -12,6 +12,7 @@
 
 #include "api/auth.h"
 #include "api/http_client.h"
+#include "api/kubeflow_status.h"
 #include "core/stdout_metrics.h"
 
 namespace headway {
@@ -37,8 +38,7 @@ Executor& JobController::ExecutorFor(const Job& job) {
   return *it->second;
 }
 
-Status JobController::ReportProgress(std::string_view name, std::string_view token,
-                                     std::vector<ProgressReport> reports) {
+Status JobController::CheckReportToken(std::string_view name, std::string_view token) {
   if (token.empty()) {
     return Unauthenticated("a report needs 'Authorization: Bearer <HEADWAY_TOKEN>'");
   }
@@ -58,6 +58,23 @@ Status JobController::ReportProgress(std::string_view name, std::string_view tok
   if (expected.empty() || !api::SameHash(api::HashToken(token), expected)) {
     return PermissionDenied("this token may not report for job '" + std::string(name) + "'");
   }
+  return Status::Ok();
+}
+
+Status JobController::MayReport(std::string_view name, std::string_view token) {
+  HEADWAY_RETURN_IF_ERROR(CheckReportToken(name, token));
+  auto job = store_.GetJob(name);
+  if (!job.ok()) return job.status();
+  if (IsTerminal(job->state)) {
+    return Conflict("job '" + std::string(name) + "' has ended (" +
+                    std::string(JobStateName(job->state)) + "): its token no longer reports");
+  }
+  return Status::Ok();
+}
+
+Status JobController::ReportProgress(std::string_view name, std::string_view token,
+                                     std::vector<ProgressReport> reports) {
+  HEADWAY_RETURN_IF_ERROR(CheckReportToken(name, token));
   HEADWAY_RETURN_IF_ERROR(tracker_.Admit(
       std::string(name), reports, {options_.max_series_per_job, options_.max_points_per_job}));
   return writer_.Write({std::string(name), std::move(reports), clock_.Now()});
@@ -773,14 +790,15 @@ void JobController::Launch(const PendingLaunch& pending, Work& work) {
         {"HEADWAY_JOB", job.name()},
         {"HEADWAY_TOKEN", pending.token},
         {"KUBEFLOW_TRAINER_SERVER_URL",
-         options_.advertise_url +
-             "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/" + job.name() +
-             "/status"},
+         options_.advertise_url + "/apis/trainer.kubeflow.org/v1alpha1/namespaces/" +
+             std::string(api::kKubeflowNamespace) + "/trainjobs/" + job.name() + "/status"},
         {"KUBEFLOW_TRAINER_SERVER_TOKEN", token_file},
         // Kept across attempts, so a restarted or preempted job resumes from it.
         {"HEADWAY_CHECKPOINT_DIR", checkpoint_dir}};
     if (!options_.ca_file.empty()) {
       request.platform_env["HEADWAY_CA_FILE"] = options_.ca_file;
+      // Kubeflow's clients verify the server with it (the certificate, not a secret).
+      request.platform_env["KUBEFLOW_TRAINER_SERVER_CA_CERT"] = options_.ca_file;
       request.shared_files.push_back(options_.ca_file);
     }
     request.queue_options = QueueOf(job.spec).options;

@@ -113,6 +113,7 @@ class JobController final : public api::JobService {
   std::vector<api::NodeStatus> Nodes() override;
   Status ReportProgress(std::string_view name, std::string_view token,
                         std::vector<ProgressReport> reports) override;
+  Status MayReport(std::string_view name, std::string_view token) override;
   ProgressView Progress(const Job& job) override;
   Result<std::vector<MetricPoint>> MetricSeries(std::string_view name,
                                                 std::string_view metric) override;
@@ -125,6 +126,8 @@ class JobController final : public api::JobService {
  private:
   // What the control loop does once a decision is stored, outside mu_:
   // executors are slow (a cluster engine's CLI) and must not hold up the API.
+  // The token checks of ReportProgress and MayReport.
+  Status CheckReportToken(std::string_view name, std::string_view token);
   struct PendingLaunch {
     std::string job;
     std::string token;  // the new attempt's report token (its hash is stored)
