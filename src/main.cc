@@ -6,7 +6,9 @@
 #include <cstring>
 #include <iostream>
 
+#include "cli/args.h"
 #include "cli/commands.h"
+#include "core/version.h"
 #include "exec/local/local_executor.h"
 #include "server/server.h"
 
@@ -27,7 +29,8 @@ int main(int argc, char** argv) {
 
   CLI::App app{"Headway: run training jobs on a shared GPU pool and see whether they make headway"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "headway 0.1.0");
+  app.set_version_flag("--version", std::string("headway ") + headway::Version());
+  app.formatter(headway::cli::CleanHelpFormatter());
   int exit_code = 0;
 
   headway::ServerConfig server_config;
@@ -228,11 +231,6 @@ int main(int argc, char** argv) {
 
   auto client_state = headway::cli::AddClientCommands(
       app, exit_code, headway::AdminTokenPath(headway::DefaultDataDir()));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
-  return exit_code;
+  int code = headway::cli::ParseAndRun(app, argc, argv);
+  return code >= 0 ? code : exit_code;
 }

@@ -72,6 +72,10 @@ class JobService {
   // PermissionDenied with a token that is not this job's.
   virtual Status ReportProgress(std::string_view name, std::string_view token,
                                 std::vector<ProgressReport> reports) = 0;
+  // Whether `token` may report for job `name` now: the checks of
+  // ReportProgress (Unauthenticated, PermissionDenied, NotFound), and
+  // Conflict once the job has ended. Stores nothing.
+  virtual Status MayReport(std::string_view name, std::string_view token) = 0;
   // Progress, ETA and health of `job` as of now (all unset before the first report).
   virtual ProgressView Progress(const Job& job) = 0;
   // Every point of one metric, ascending by step. NotFound for an unknown job.

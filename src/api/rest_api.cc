@@ -13,6 +13,7 @@
 #include "api/auth.h"
 #include "api/dashboard.h"
 #include "api/job_json.h"
+#include "api/kubeflow_status.h"
 #include "api/log_stream.h"
 #include "api/prometheus.h"
 #include "api/request_guard.h"
@@ -20,6 +21,7 @@
 #include "api/watch.h"
 #include "core/job_spec_parser.h"
 #include "core/progress_report.h"
+#include "core/version.h"
 
 namespace headway::api {
 namespace {
@@ -173,6 +175,9 @@ class Api {
                 [this](auto&, auto&) { return EventStream(WatchJobs(cache_, service_, VisibleTeam())); });
     router_.Add("GET", "/api/v1/jobs/{name}/watch",
                 [this](auto& r, auto& p) { return WatchOne(r, p.at("name")); });
+    router_.Add("GET", "/api/v1/version", [](auto&, auto&) {
+      return JsonResponse(200, {{"version", Version()}});
+    });
     router_.Add("GET", "/api/v1/whoami", [](auto&, auto&) {
       if (!t_caller) return JsonResponse(200, {{"authentication", false}});
       return JsonResponse(200, {{"authentication", true}, {"name", t_caller->name},
@@ -202,7 +207,7 @@ class Api {
     router_.Add("GET", "/api/v1/jobs/{name}/metrics/{metric}",
                 [this](auto& r, auto& p) { return Metric(r, p.at("name"), p.at("metric")); });
     router_.Add("POST", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainjobs/{name}/status",
-                [this](auto& r, auto& p) { return KubeflowStatus(r, p.at("name")); });
+                [this](auto& r, auto& p) { return KubeflowStatus(r, p.at("ns"), p.at("name")); });
     router_.Add("GET", "/api/v1/queues", [this](auto&, auto&) { return Queues(VisibleTeam()); });
     router_.Add("GET", "/api/v1/nodes", [this](auto&, auto&) { return Nodes(VisibleTeam()); });
     router_.Add("GET", "/api/v1/jobs/{name}/logs",
@@ -677,76 +682,13 @@ class Api {
     return JsonResponse(202, {{"accepted", n}});
   }
 
-  // Kubeflow Trainer v2's progress status, so code written for it reports
-  // unchanged. Percent maps onto steps in basis points (total 10000).
-  HttpResponse KubeflowStatus(const HttpRequest& req, const std::string& name) {
-    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-    if (!body.is_object() || !body.contains("trainerStatus") || !body["trainerStatus"].is_object()) {
-      return ErrorResponse(InvalidArgument("body must be {\"trainerStatus\": {...}}"));
-    }
-    const json& status = body["trainerStatus"];
-    ProgressReport report;
-    for (auto it = status.begin(); it != status.end(); ++it) {
-      const std::string& key = it.key();
-      const json& v = it.value();
-      std::string field = "trainerStatus." + key.substr(0, 64);
-      if (key == "progressPercentage") {
-        if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 100) {
-          return ErrorResponse(InvalidArgument("must be a number from 0 to 100").WithField(field));
-        }
-        report.step = static_cast<std::int64_t>(std::llround(v.get<double>() * 100));
-        report.total_steps = 10000;
-      } else if (key == "estimatedRemainingSeconds") {
-        if (!v.is_null() && !v.is_number()) {
-          return ErrorResponse(InvalidArgument("must be a number").WithField(field));
-        }
-      } else if (key == "lastUpdatedTime") {
-        if (v.is_null()) continue;
-        auto t = v.is_string() ? ParseRfc3339(v.get<std::string>()) : std::nullopt;
-        if (!t) return ErrorResponse(InvalidArgument("must be an RFC 3339 time").WithField(field));
-        report.time = t;
-      } else if (key == "metrics") {
-        if (!v.is_array()) return ErrorResponse(InvalidArgument("must be a list").WithField(field));
-        for (const json& m : v) {
-          if (!m.is_object() || !m.contains("name") || !m["name"].is_string() ||
-              !m.contains("value")) {
-            return ErrorResponse(
-                InvalidArgument("each metric is {\"name\": ..., \"value\": ...}").WithField(field));
-          }
-          std::string metric = m["name"].get<std::string>();
-          if (!IsValidMetricName(metric)) {
-            return ErrorResponse(InvalidArgument("invalid metric name").WithField(field));
-          }
-          // Kubeflow sends values as strings.
-          const json& value = m["value"];
-          double number = 0;
-          if (value.is_number()) {
-            number = value.get<double>();
-          } else if (value.is_string()) {
-            const std::string& text = value.get_ref<const std::string&>();
-            char* end = nullptr;
-            number = std::strtod(text.c_str(), &end);
-            if (text.empty() || end != text.c_str() + text.size()) {
-              return ErrorResponse(InvalidArgument("metric '" + metric + "' is not a number")
-                                       .WithField(field));
-            }
-          } else {
-            return ErrorResponse(InvalidArgument("metric '" + metric + "' is not a number").WithField(field));
-          }
-          report.metrics[metric] = number;
-        }
-      } else {
-        return ErrorResponse(InvalidArgument("unknown field").WithField(field));
-      }
-    }
-    if (!status.contains("progressPercentage")) {
-      return ErrorResponse(InvalidArgument("is required").WithField("trainerStatus.progressPercentage"));
-    }
-    Status s = SameForMissingJobs(
-        service_.ReportProgress(name, BearerToken(req.Header("authorization")), {report}));
-    CountReport(s, 1);
-    if (!s.ok()) return ErrorResponse(s);
-    return JsonResponse(200, {{"trainerStatus", status}});
+  // Kubeflow Trainer v2's status endpoint (api/kubeflow_status.h).
+  HttpResponse KubeflowStatus(const HttpRequest& req, const std::string& ns,
+                              const std::string& name) {
+    KubeflowAnswer a = HandleKubeflowStatus(service_, ns, name,
+                                            BearerToken(req.Header("authorization")), req.body);
+    CountReport(a.code == 200 ? Status::Ok() : Internal("refused"), a.stored_points);
+    return JsonResponse(a.code, a.body);
   }
 
   HttpResponse MetricNames(const std::string& name) {

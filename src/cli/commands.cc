@@ -8,13 +8,22 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <yaml-cpp/yaml.h>
 
 #include "api/http_client.h"
+#include "cli/completion.h"
+#include "cli/config.h"
+#include "cli/job_table.h"
 #include "cli/output.h"
+#include "cli/top.h"
+#include "core/health.h"
+#include "core/job.h"
 #include "core/time.h"
+#include "core/version.h"
 
 namespace headway::cli {
 
@@ -33,6 +42,8 @@ struct Options {
   std::string token;
   std::string ca_file;
   std::string admin_token_file;
+  std::string config_path;  // --config
+  ClientConfig config;      // what the config file said (read after parsing)
   // token create
   std::string role = "member";
   std::string ttl;     // "": never expires
@@ -46,6 +57,9 @@ struct Options {
   std::string state;
   std::string team;
   std::vector<std::string> labels;
+  bool watch = false;       // get -w
+  std::string sort_by;      // get --sort-by, top --sort-by
+  bool no_headers = false;  // get --no-headers
   // logs
   bool follow = false;
   int rank = -1;
@@ -59,6 +73,9 @@ struct Options {
   double interval_s = 2;
   int iterations = 0;  // 0: until interrupted
   bool active = false;
+  bool reverse = false;  // top: sort the other way
+  // version
+  bool client_only = false;
   // wait
   std::string until = "ended";
   std::string timeout = "0";
@@ -83,10 +100,11 @@ class Client {
  public:
   explicit Client(const Options& o) : options_(o), http_(ServerUrl(o), ApiToken(o), CaFile(o)) {}
 
+  // Each setting: flag, else environment, else config file, else default.
   static std::string CaFile(const Options& o) {
     if (!o.ca_file.empty()) return o.ca_file;
     if (const char* env = std::getenv("HEADWAY_CA_FILE"); env && *env) return env;
-    return {};
+    return o.config.cacert;
   }
 
   static std::string ApiToken(const Options& o) {
@@ -94,6 +112,7 @@ class Client {
     if (const char* env = std::getenv("HEADWAY_API_TOKEN"); env && *env) return env;
     // The Python SDK's name for it, accepted too.
     if (const char* env = std::getenv("HEADWAY_USER_TOKEN"); env && *env) return env;
+    if (!o.config.token.empty()) return o.config.token;
     std::ifstream file(o.admin_token_file);
     std::string line;
     if (file && std::getline(file, line)) return line;
@@ -103,6 +122,7 @@ class Client {
   static std::string ServerUrl(const Options& o) {
     if (!o.server.empty()) return o.server;
     if (const char* env = std::getenv("HEADWAY_SERVER"); env && *env) return env;
+    if (!o.config.server.empty()) return o.config.server;
     return "http://127.0.0.1:8080";
   }
 
@@ -130,6 +150,42 @@ class Client {
       return std::nullopt;
     }
     return parsed;
+  }
+
+  // Like Call, but rides out a server that is away (not listening, or
+  // answering 502/503/504 while it restarts): it retries with backoff from
+  // 250 ms up to 5 s, saying so once on stderr, until `deadline` (if any)
+  // passes, when it returns nullopt with `timed_out` set.
+  std::optional<json> CallRetrying(const std::string& target,
+                                   std::optional<std::chrono::steady_clock::time_point> deadline,
+                                   bool& timed_out) {
+    timed_out = false;
+    auto backoff = std::chrono::milliseconds(250);
+    bool lost = false;
+    for (;;) {
+      auto resp = http_.Request("GET", target);
+      bool away = !resp.ok() ? resp.status().code() != StatusCode::kInvalidArgument
+                             : resp->status == 502 || resp->status == 503 || resp->status == 504;
+      if (!away) {
+        if (lost) std::cerr << "headway: reconnected to " << Safe(http_.base_url()) << "\n";
+        return Call("GET", target);
+      }
+      if (!lost) {
+        std::cerr << "headway: lost " << Safe(http_.base_url()) << " ("
+                  << Safe(resp.ok() ? "HTTP " + std::to_string(resp->status)
+                                    : resp.status().message())
+                  << "); reconnecting\n";
+        lost = true;
+      }
+      auto now = std::chrono::steady_clock::now();
+      if (deadline && now + backoff > *deadline) {
+        if (now < *deadline) std::this_thread::sleep_until(*deadline);
+        timed_out = true;
+        return std::nullopt;
+      }
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    }
   }
 
   static void PrintError(int status, const json& parsed, const std::string& raw) {
@@ -198,10 +254,26 @@ std::string ReadSpecFile(const std::string& file, bool& ok) {
   return text;
 }
 
+int ExpCreate(const Options& o, const std::string& text);
+
+// Whether a spec file is a Katib Experiment manifest, which `submit` creates
+// as an experiment.
+bool IsKatibExperiment(const std::string& text) {
+  try {
+    YAML::Node root = YAML::Load(text);
+    return root.IsMap() && root["apiVersion"] && root["kind"] && root["apiVersion"].IsScalar() &&
+           root["kind"].IsScalar() && root["apiVersion"].Scalar().rfind("kubeflow.org/", 0) == 0 &&
+           root["kind"].Scalar() == "Experiment";
+  } catch (const YAML::Exception&) {
+    return false;  // the server says what is wrong with it
+  }
+}
+
 int Submit(const Options& o) {
   bool ok = true;
   std::string text = ReadSpecFile(o.file, ok);
   if (!ok) return kExitUsage;
+  if (IsKatibExperiment(text)) return ExpCreate(o, text);
   Client client(o);
   std::error_code ec;
   std::string cwd = std::filesystem::current_path(ec).string();
@@ -219,123 +291,128 @@ int Submit(const Options& o) {
   return kExitOk;
 }
 
-std::string ProgressBar(const json& progress) {
-  if (!progress.is_object() || !progress["percent"].is_number()) return "-";
-  double pct = progress["percent"].get<double>();
-  int filled = static_cast<int>(pct / 12.5 + 0.5);
-  std::string bar;
-  for (int i = 0; i < 8; ++i) bar += i < filled ? "\u2588" : "\u2591";
-  char text[16];
-  std::snprintf(text, sizeof text, "%3.0f%% ", pct);
-  return text + bar;
-}
+// Metric values as the dashboard writes them.
+std::string FormatNumber(const json& v) { return FormatMetric(v); }
 
-std::string FormatNumber(const json& v) {
-  if (v.is_string()) return v.get<std::string>();  // NaN, Infinity
-  if (!v.is_number()) return "-";
-  char text[32];
-  std::snprintf(text, sizeof text, "%.4g", v.get<double>());
-  return text;
-}
-
-std::string FormatEta(const json& progress, const std::string& state) {
-  if (state != "Running") return "-";
-  if (!progress.is_object() || !progress["eta_seconds"].is_number()) return "?";
-  auto seconds = static_cast<std::int64_t>(progress["eta_seconds"].get<double>());
-  return FormatDuration(std::chrono::seconds(seconds));
-}
-
-const std::vector<std::string> kJobColumns = {"NAME",  "STATE", "HEALTH", "PROGRESS", "STEP",
-                                              "ETA",   "LOSS",  "GPUS",   "AGE"};
-const std::vector<std::string> kWideColumns = {"TEAM", "RESTARTS", "REASON"};
-
-std::vector<std::string> JobRow(const json& job, bool wide, Time now) {
-  std::string state = job["state"].get<std::string>();
-  const json& progress = job.contains("progress") ? job["progress"] : json();
-  std::string step = "-";
-  if (progress.is_object() && progress["step"].is_number()) {
-    step = std::to_string(progress["step"].get<std::int64_t>());
-    if (progress["total_steps"].is_number()) {
-      step += "/" + std::to_string(progress["total_steps"].get<std::int64_t>());
+// The jobs `get jobs` lists, sorted by --sort-by; a job's name lists that one.
+std::optional<std::vector<json>> ListJobs(const Options& o, Client& client,
+                                          std::optional<json>* whole = nullptr,
+                                          bool retry = false) {
+  std::string target;
+  if (!o.name.empty()) {
+    target = "/api/v1/jobs/" + UrlEncode(o.name);
+  } else {
+    std::string query;
+    auto add = [&](const std::string& k, const std::string& v) {
+      query += (query.empty() ? "?" : "&") + k + "=" + UrlEncode(v);
+    };
+    if (!o.state.empty()) add("state", o.state);
+    if (!o.team.empty()) add("team", o.team);
+    if (o.active) add("active", "true");
+    if (!o.labels.empty()) {
+      std::string joined;
+      for (const auto& l : o.labels) joined += (joined.empty() ? "" : ",") + l;
+      add("label", joined);
+    }
+    target = "/api/v1/jobs" + query;
+  }
+  bool timed_out = false;
+  auto answer = retry ? client.CallRetrying(target, std::nullopt, timed_out)
+                      : client.Call("GET", target);
+  if (!answer) return std::nullopt;
+  if (whole) *whole = *answer;
+  std::vector<json> jobs;
+  if (!o.name.empty()) {
+    jobs.push_back(*answer);
+  } else {
+    for (auto& job : (*answer)["jobs"]) jobs.push_back(std::move(job));
+  }
+  if (!o.sort_by.empty()) {
+    if (Status s = SortJobs(jobs, o.sort_by); !s.ok()) {
+      std::cerr << "error: " << Safe(s.message()) << "\n";
+      client.exit_code = kExitUsage;
+      return std::nullopt;
     }
   }
-  std::string loss = "-";
-  if (progress.is_object() && progress["metrics"].is_object() && progress["metrics"].contains("loss")) {
-    loss = FormatNumber(progress["metrics"]["loss"]);
-  }
-  // Running jobs' live health; ended ones keep the verdict the run ended with.
-  bool ended = state == "Succeeded" || state == "Failed" || state == "Stopped";
-  std::string health = state == "Running" || (ended && Or(job, "health") != "Unknown")
-                           ? Or(job, "health")
-                           : "-";
-  std::vector<std::string> row = {job["name"].get<std::string>(),
-                                  state,
-                                  health,
-                                  ProgressBar(progress),
-                                  step,
-                                  health == "Stalled" ? "stalled" : FormatEta(progress, state),
-                                  loss,
-                                  std::to_string(job["gpus"].get<int>()),
-                                  Age(job["created_at"].get<std::string>(), now)};
-  if (wide) {
-    row.push_back(Or(job, "team"));
-    row.push_back(std::to_string(job["restarts"].get<int>()));
-    std::string reason = Or(job, "pending_reason", "");
-    if (reason.empty() && state == "Running") reason = Or(job, "health_reason", "");
-    if (reason.empty()) reason = Or(job, "message", "");
-    row.push_back(reason.empty() ? "-" : reason);
-  }
-  return row;
+  return jobs;
 }
 
-std::vector<std::string> JobHeader(bool wide) {
-  std::vector<std::string> header = kJobColumns;
-  if (wide) header.insert(header.end(), kWideColumns.begin(), kWideColumns.end());
-  return header;
+// What a job's row shows that is worth a new line under -w: all but AGE and ETA.
+std::string WatchKey(const std::vector<std::string>& row) {
+  std::string key;
+  for (std::size_t i = 0; i < row.size(); ++i) {
+    if (i == 5 || i == 8) continue;  // ETA, AGE
+    key += row[i] + '\x1f';
+  }
+  return key;
 }
 
-std::string JobsTable(const json& jobs, bool wide) {
-  std::vector<std::vector<std::string>> rows;
+// `get jobs -w`: the table, then a row for every job that changed, under the
+// same columns, until interrupted; rides out server restarts.
+int WatchJobs(const Options& o, Client& client, std::vector<json> jobs) {
+  bool wide = o.output == "wide";
+  bool table = o.output.empty() || wide;
+  std::map<std::string, std::string> last;
+  std::vector<std::size_t> widths;
+  auto print = [&](const json& job, const std::vector<std::string>& row) {
+    if (o.output == "json") {
+      std::cout << job.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+    } else if (o.output == "yaml") {
+      std::cout << "---\n" << ToYaml(job);
+    } else if (o.output == "name") {
+      std::cout << Safe(job.value("name", "")) << "\n";
+    } else {
+      std::cout << FormatTableRow(row, widths);
+    }
+  };
   Time now = SystemClock().Now();
+  std::vector<std::vector<std::string>> rows;
   for (const auto& job : jobs) rows.push_back(JobRow(job, wide, now));
-  return FormatTable(JobHeader(wide), rows);
+  widths = TableWidths(JobHeader(wide), rows);
+  if (table && !o.no_headers) std::cout << FormatTableRow(JobHeader(wide), widths);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    last[jobs[i].value("name", "")] = WatchKey(rows[i]);
+    print(jobs[i], rows[i]);
+  }
+  std::cout << std::flush;
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    auto next = ListJobs(o, client, nullptr, /*retry=*/true);
+    if (!next) return client.exit_code;
+    now = SystemClock().Now();
+    for (const auto& job : *next) {
+      std::vector<std::string> row = JobRow(job, wide, now);
+      std::string key = WatchKey(row);
+      std::string& seen = last[job.value("name", "")];
+      if (seen == key) continue;
+      seen = key;
+      print(job, row);
+    }
+    std::cout << std::flush;
+  }
 }
 
 int GetJobs(const Options& o) {
   Client client(o);
-  if (!o.name.empty()) {
-    auto job = client.Call("GET", "/api/v1/jobs/" + UrlEncode(o.name));
-    if (!job) return client.exit_code;
-    if (PrintStructured(o, *job)) return kExitOk;
-    bool wide = o.output == "wide";
-    std::cout << FormatTable(JobHeader(wide), {JobRow(*job, wide, SystemClock().Now())});
+  std::optional<json> whole;
+  auto jobs = ListJobs(o, client, &whole);
+  if (!jobs) return client.exit_code;
+  if (o.watch) return WatchJobs(o, client, std::move(*jobs));
+  if (o.output == "json" || o.output == "yaml") {
+    json value = *whole;
+    if (o.name.empty() && !o.sort_by.empty()) value["jobs"] = *jobs;
+    PrintStructured(o, value);
     return kExitOk;
   }
-  std::string query;
-  auto add = [&](const std::string& k, const std::string& v) {
-    query += (query.empty() ? "?" : "&") + k + "=" + UrlEncode(v);
-  };
-  if (!o.state.empty()) add("state", o.state);
-  if (!o.team.empty()) add("team", o.team);
-  if (o.active) add("active", "true");
-  if (!o.labels.empty()) {
-    std::string joined;
-    for (const auto& l : o.labels) joined += (joined.empty() ? "" : ",") + l;
-    add("label", joined);
-  }
-  auto list = client.Call("GET", "/api/v1/jobs" + query);
-  if (!list) return client.exit_code;
-  if (PrintStructured(o, *list)) return kExitOk;
-  const json& jobs = (*list)["jobs"];
   if (o.output == "name") {
-    for (const auto& job : jobs) std::cout << Safe(job["name"].get<std::string>()) << "\n";
+    for (const auto& job : *jobs) std::cout << Safe(job["name"].get<std::string>()) << "\n";
     return kExitOk;
   }
-  if (jobs.empty()) {
+  if (jobs->empty()) {
     std::cerr << "No jobs found.\n";
     return kExitOk;
   }
-  std::cout << JobsTable(jobs, o.output == "wide");
+  std::cout << JobsTable(*jobs, o.output == "wide", SystemClock().Now(), !o.no_headers);
   return kExitOk;
 }
 
@@ -381,7 +458,7 @@ int GetQueues(const Options& o) {
     header.push_back("MAX-PRIORITY");
     header.push_back("MAX-GRACE");
   }
-  std::cout << FormatTable(header, rows);
+  std::cout << FormatTable(header, rows, !o.no_headers);
   return kExitOk;
 }
 
@@ -407,11 +484,16 @@ int GetNodes(const Options& o) {
     rows.push_back({Or(n, "name"), Or(n, "executor"), std::to_string(gpus),
                     std::to_string(used), std::to_string(gpus - used), jobs.empty() ? "-" : jobs});
   }
-  std::cout << FormatTable({"NAME", "EXECUTOR", "GPUS", "IN-USE", "FREE", "JOBS"}, rows);
+  std::cout << FormatTable({"NAME", "EXECUTOR", "GPUS", "IN-USE", "FREE", "JOBS"}, rows, !o.no_headers);
   return kExitOk;
 }
 
 int Get(const Options& o) {
+  bool jobs = o.resource == "jobs" || o.resource == "job";
+  if (!jobs && (o.watch || !o.sort_by.empty())) {
+    std::cerr << "error: --watch and --sort-by apply to jobs only\n";
+    return kExitUsage;
+  }
   if (o.resource == "queues" || o.resource == "queue") return GetQueues(o);
   if (o.resource == "nodes" || o.resource == "node") return GetNodes(o);
   return GetJobs(o);
@@ -440,10 +522,7 @@ std::string BestText(const json& e) {
   return Or(best, "job") + " " + FormatNumber(best["objective"]);
 }
 
-int ExpCreate(const Options& o) {
-  bool ok = true;
-  std::string text = ReadSpecFile(o.file, ok);
-  if (!ok) return kExitUsage;
+int ExpCreate(const Options& o, const std::string& text) {
   Client client(o);
   std::error_code ec;
   std::string cwd = std::filesystem::current_path(ec).string();
@@ -453,6 +532,13 @@ int ExpCreate(const Options& o) {
   if (PrintStructured(o, *e)) return kExitOk;
   std::cout << "experiment/" << Safe((*e)["name"].get<std::string>()) << " created\n";
   return kExitOk;
+}
+
+int ExpCreate(const Options& o) {
+  bool ok = true;
+  std::string text = ReadSpecFile(o.file, ok);
+  if (!ok) return kExitUsage;
+  return ExpCreate(o, text);
 }
 
 int ExpGet(const Options& o) {
@@ -506,7 +592,10 @@ int ExpDescribe(const Options& o) {
   std::cout << "\n\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& t : j["trials"]) {
+    // A trial that ran to its end is "Completed" in the API; shown as its job
+    // would be, "Succeeded", so one word means one thing on the command line.
     std::string state = Or(t, "state");
+    if (state == "Completed") state = "Succeeded";
     if (state == "Running" && Or(t, "job_state", "") != "Running") state += " (" + Or(t, "job_state") + ")";
     rows.push_back({Or(t, "job"), state, t["step"].is_number() ? Or(t, "step") : "-",
                     FormatNumber(t["objective"].is_null() ? t["latest"] : t["objective"]),
@@ -594,13 +683,17 @@ int Describe(const Options& o) {
   if (p["total_steps"].is_number()) step += " / " + std::to_string(p["total_steps"].get<std::int64_t>());
   line("Step", step);
   if (p["epoch"].is_number()) {
-    line("Epoch", FormatNumber(p["epoch"]) +
-                      (p["total_epochs"].is_number() ? " / " + FormatNumber(p["total_epochs"]) : ""));
+    line("Epoch", FormatFixed(p["epoch"], 2) +
+                      (p["total_epochs"].is_number() ? " / " + FormatFixed(p["total_epochs"], 2) : ""));
   }
   line("ETA", Or(j, "health") == "Stalled" ? "stalled" : FormatEta(p, Or(j, "state")));
-  if (p["steps_per_second"].is_number()) line("Steps/s", FormatNumber(p["steps_per_second"]));
-  if (p["samples_per_second"].is_number()) line("Samples/s", FormatNumber(p["samples_per_second"]));
-  line("Last report", Or(p, "last_report_at"));
+  if (p["steps_per_second"].is_number()) line("Steps/s", FormatFixed(p["steps_per_second"], 2));
+  if (p["samples_per_second"].is_number()) line("Samples/s", FormatFixed(p["samples_per_second"], 1));
+  // As the dashboard says it: "4m12s ago".
+  line("Last report", Or(p, "last_report_at", "").empty()
+                          ? "-"
+                          : Age(Or(p, "last_report_at"), SystemClock().Now()) + " ago (" +
+                                Or(p, "last_report_at") + ")");
   if (p["metrics"].is_object() && !p["metrics"].empty()) {
     out << "Metrics:\n";
     for (auto it = p["metrics"].begin(); it != p["metrics"].end(); ++it) {
@@ -620,6 +713,185 @@ int Describe(const Options& o) {
   out << FormatTable({"  TIME", "TYPE", "MESSAGE"}, rows);
   std::cout << out.str();
   return kExitOk;
+}
+
+// Output already printed by `logs -f`, counted per rank, so that after a
+// reconnect (the server restarted) the stream, read again from the start of
+// the attempt, is printed only from where it was cut.
+class LogResume {
+ public:
+  explicit LogResume(bool merged) : merged_(merged) {}
+
+  // Prints what of `data` was not printed before the reconnect.
+  void Feed(std::string_view data) {
+    std::string out;
+    while (!data.empty()) {
+      std::size_t nl = data.find('\n');
+      std::string_view piece = data.substr(0, nl == std::string_view::npos ? data.size() : nl + 1);
+      data.remove_prefix(piece.size());
+      // A raw stream's line is kept only as far as needed to tell the marker.
+      if (merged_) {
+        line_ += piece;
+      } else if (line_.size() < 64) {
+        line_ += piece.substr(0, 64 - line_.size());
+      }
+      bool whole = piece.back() == '\n';
+      if (merged_ && !whole) continue;  // the server sends merged output in whole lines
+      std::string key = merged_ ? RankOf(line_) : std::string();
+      if (!whole) {
+        // A raw stream's partial line: print it now, as it comes.
+        out += Unseen(key, piece, false);
+        continue;
+      }
+      static constexpr std::string_view kMarker = "headway: job restarted, following attempt ";
+      if (line_.rfind(kMarker, 0) == 0) {
+        lines_.clear();
+        skip_.clear();
+        partial_.clear();
+        skip_partial_.clear();
+        out += line_;
+        attempt_ = std::atoi(line_.c_str() + kMarker.size());
+      } else {
+        out += Unseen(key, merged_ ? std::string_view(line_) : piece, true);
+      }
+      line_.clear();
+    }
+    if (!out.empty()) std::cout.write(out.data(), static_cast<std::streamsize>(out.size())).flush();
+  }
+
+  // Before reading the stream again from the start of the attempt.
+  void Rewind() {
+    skip_ = lines_;
+    skip_partial_ = partial_;
+    line_.clear();
+  }
+  // The attempt the last "job restarted" line moved to; -1 before any.
+  int followed_attempt() const { return attempt_; }
+
+ private:
+  static std::string RankOf(const std::string& line) {
+    if (line.rfind("[rank ", 0) != 0) return {};
+    return line.substr(0, line.find(']') + 1);
+  }
+
+  std::string Unseen(const std::string& key, std::string_view piece, bool ends_line) {
+    std::string shown;
+    if (skip_[key] > 0) {
+      if (ends_line) --skip_[key];
+    } else {
+      std::size_t& drop = skip_partial_[key];
+      std::size_t n = std::min(drop, piece.size());
+      drop -= n;
+      shown = std::string(piece.substr(n));
+    }
+    if (ends_line) {
+      ++lines_[key];
+      partial_[key] = 0;
+    } else {
+      partial_[key] += piece.size();
+    }
+    return shown;
+  }
+
+  bool merged_;
+  std::string line_;  // the line being read
+  int attempt_ = -1;
+  std::map<std::string, std::uint64_t> lines_;          // whole lines printed, per rank
+  std::map<std::string, std::size_t> partial_;          // bytes of a partial last line printed
+  std::map<std::string, std::uint64_t> skip_;           // to drop after a rewind
+  std::map<std::string, std::size_t> skip_partial_;
+};
+
+bool Ended(const std::string& state) {
+  return state == "Succeeded" || state == "Failed" || state == "Stopped";
+}
+
+int Logs(const Options& o) {
+  Client client(o);
+  std::string base = "/api/v1/jobs/" + UrlEncode(o.name) + "/logs";
+  auto target = [&](bool with_tail, int attempt) {
+    std::string query;
+    if (o.rank >= 0) query += "&rank=" + std::to_string(o.rank);
+    if (attempt >= 0) query += "&attempt=" + std::to_string(attempt);
+    if (o.follow) query += "&follow=true";
+    if (with_tail && o.tail >= 0) query += "&tail=" + std::to_string(o.tail);
+    if (o.limit_bytes > 0) query += "&limit_bytes=" + std::to_string(o.limit_bytes);
+    return query.empty() ? base : base + "?" + query.substr(1);
+  };
+  std::string error_body;
+  if (!o.follow) {
+    auto status = client.http().Stream(
+        target(true, o.attempt),
+        [](std::string_view data) { std::cout.write(data.data(), static_cast<std::streamsize>(data.size())).flush(); },
+        error_body);
+    if (!status.ok()) {
+      std::cerr << "error: " << Safe(status.status().message()) << "\n";
+      return kExitUnreachable;
+    }
+    if (*status >= 400) {
+      Client::PrintError(*status, json::parse(error_body, nullptr, false), error_body);
+      return kExitFailed;
+    }
+    return kExitOk;
+  }
+  // Following: across a server restart, reconnect and go on where it was cut.
+  auto job = client.Call("GET", "/api/v1/jobs/" + UrlEncode(o.name));
+  if (!job) return client.exit_code;
+  int processes = 1;
+  if (job->contains("spec") && (*job)["spec"].contains("resources")) {
+    const json& r = (*job)["spec"]["resources"];
+    processes = r.value("nodes", 1) * r.value("processes_per_node", 1);
+  }
+  int attempt = o.attempt >= 0 ? o.attempt : job->value("attempt", 0);
+  LogResume resume(o.rank < 0 && processes > 1);
+  // With --tail the lines before the first one shown are not counted, so a
+  // reconnect cannot skip exactly what was printed: it asks for new output only.
+  bool tailed = o.tail >= 0;
+  bool first = true;
+  bool timed_out = false;
+  for (;;) {
+    error_body.clear();
+    std::string url = target(first, first && o.attempt < 0 ? -1 : attempt);
+    if (!first && tailed) url += "&tail=0";
+    auto status = client.http().Stream(url, [&](std::string_view data) { resume.Feed(data); },
+                                       error_body);
+    if (resume.followed_attempt() >= 0) attempt = resume.followed_attempt();
+    first = false;
+    bool away = !status.ok() || *status == 502 || *status == 503 || *status == 504;
+    if (!away && *status >= 400) {
+      Client::PrintError(*status, json::parse(error_body, nullptr, false), error_body);
+      return kExitFailed;
+    }
+    // The stream ended: the job ended, or the server went away (a restart
+    // may end a stream cleanly, too). Ask which.
+    auto now = client.CallRetrying("/api/v1/jobs/" + UrlEncode(o.name), std::nullopt, timed_out);
+    if (!now) return client.exit_code;
+    int latest = now->value("attempt", 0);
+    if (!away && Ended((*now)["state"].get<std::string>()) &&
+        (o.attempt >= 0 || latest == attempt)) {
+      return kExitOk;
+    }
+    if (tailed) {
+      std::cerr << "headway: reconnected; output written while the server was away is not "
+                   "shown (it is with `logs -f` without --tail)\n";
+      resume = LogResume(o.rank < 0 && processes > 1);
+      attempt = o.attempt >= 0 ? o.attempt : latest;
+      continue;
+    }
+    resume.Rewind();
+    if (o.attempt < 0 && latest != attempt) {
+      // The job restarted while the server was away: finish the attempt that
+      // was being read (a pinned follow ends with it), then move on as the
+      // server would have.
+      error_body.clear();
+      auto rest = client.http().Stream(target(false, attempt),
+                                       [&](std::string_view data) { resume.Feed(data); },
+                                       error_body);
+      (void)rest;
+      attempt = latest;
+      resume.Feed("headway: job restarted, following attempt " + std::to_string(attempt) + "\n");
+    }
+  }
 }
 
 int DeleteJobs(const Options& o) {
@@ -648,31 +920,6 @@ int Rerun(const Options& o) {
   } else {
     std::cout << "job/" << Safe((*job)["name"].get<std::string>()) << " submitted (rerun of "
               << Safe(o.name) << ")\n";
-  }
-  return kExitOk;
-}
-
-int Logs(const Options& o) {
-  Client client(o);
-  std::string target = "/api/v1/jobs/" + UrlEncode(o.name) + "/logs";
-  std::string query;
-  if (o.rank >= 0) query += "&rank=" + std::to_string(o.rank);
-  if (o.attempt >= 0) query += "&attempt=" + std::to_string(o.attempt);
-  if (o.follow) query += "&follow=true";
-  if (o.tail >= 0) query += "&tail=" + std::to_string(o.tail);
-  if (o.limit_bytes > 0) query += "&limit_bytes=" + std::to_string(o.limit_bytes);
-  if (!query.empty()) target += "?" + query.substr(1);
-  std::string error_body;
-  auto status = client.http().Stream(
-      target, [](std::string_view data) { std::cout.write(data.data(), static_cast<std::streamsize>(data.size())).flush(); },
-      error_body);
-  if (!status.ok()) {
-    std::cerr << "error: " << Safe(status.status().message()) << "\n";
-    return kExitUnreachable;
-  }
-  if (*status >= 400) {
-    Client::PrintError(*status, json::parse(error_body, nullptr, false), error_body);
-    return kExitFailed;
   }
   return kExitOk;
 }
@@ -749,20 +996,44 @@ int TokenRevoke(const Options& o) {
   return kExitOk;
 }
 
-int Top(const Options& o) {
+int Top(const Options& o, bool iterations_set) {
   Client client(o);
-  for (int i = 0; o.iterations == 0 || i < o.iterations; ++i) {
-    auto list = client.Call("GET", std::string("/api/v1/jobs") + (o.active ? "?active=true" : ""));
-    if (!list) return client.exit_code;
-    std::string screen = "\033[H\033[2J";
-    screen += "headway top   " + Safe(client.http().base_url()) + "   " +
-              FormatRfc3339(SystemClock().Now()).substr(0, 19) + "   (Ctrl-C to quit)\n\n";
-    screen += (*list)["jobs"].empty() ? "No jobs.\n" : JobsTable((*list)["jobs"], o.output == "wide");
-    std::cout << screen << std::flush;
-    if (o.iterations != 0 && i + 1 == o.iterations) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(o.interval_s * 1000)));
+  TopOptions top;
+  top.interval_s = o.interval_s;
+  top.iterations = o.iterations;
+  top.iterations_set = iterations_set;
+  top.view.wide = o.output == "wide";
+  top.view.server = client.http().base_url();
+  if (!o.sort_by.empty()) {
+    top.view.sort_key = o.sort_by;
+    top.view.descending = false;
+    for (const auto& [key, descending] : TopSortKeys()) {
+      if (key == o.sort_by) top.view.descending = descending;
+    }
+    std::vector<json> none;
+    if (Status s = SortJobs(none, o.sort_by); !s.ok()) {
+      std::cerr << "error: " << Safe(s.message()) << "\n";
+      return kExitUsage;
+    }
   }
-  return kExitOk;
+  if (o.reverse) top.view.descending = !top.view.descending;
+  std::string target = std::string("/api/v1/jobs") + (o.active ? "?active=true" : "");
+  return RunTop(top, [&]() -> Result<std::vector<json>> {
+    auto resp = client.http().Request("GET", target);
+    if (!resp.ok()) return resp.status();
+    if (resp->status == 502 || resp->status == 503 || resp->status == 504) {
+      return Unavailable("HTTP " + std::to_string(resp->status));
+    }
+    auto parsed = json::parse(resp->body, nullptr, false);
+    if (resp->status >= 400 || !parsed.is_object() || !parsed["jobs"].is_array()) {
+      std::string message = parsed.is_object() && parsed["error"].is_object()
+                                ? parsed["error"].value("message", resp->body)
+                                : resp->body;
+      return Status(StatusCode::kInternal, "server answered " + std::to_string(resp->status) +
+                                               ": " + message);
+    }
+    return parsed["jobs"].get<std::vector<json>>();
+  });
 }
 
 constexpr int kExitTimeout = 4;
@@ -795,6 +1066,35 @@ int Wait(const Options& o) {
       return kExitUsage;
     }
   }
+  // A state or health that no job can be in would make `wait` block forever.
+  if (kind == "state") {
+    auto state = ParseJobState(want);
+    if (!state) {
+      std::string states;
+      for (JobState s : {JobState::kQueued, JobState::kStarting, JobState::kRunning,
+                         JobState::kSucceeded, JobState::kFailed, JobState::kStopped,
+                         JobState::kPreempted}) {
+        states += std::string(states.empty() ? "" : ", ") + std::string(JobStateName(s));
+      }
+      std::cerr << "error: --until " << Safe(until) << ": not a job state; expected ended, one of "
+                << states << ", health=HEALTH, step>=N or percent>=N\n";
+      return kExitUsage;
+    }
+    want = std::string(JobStateName(*state));
+  } else if (kind == "health") {
+    auto health = ParseHealth(want);
+    if (!health) {
+      std::string healths;
+      for (Health h : {Health::kProgressing, Health::kStalled, Health::kDiverging,
+                       Health::kPlateaued, Health::kUnknown}) {
+        healths += std::string(healths.empty() ? "" : ", ") + std::string(HealthName(h));
+      }
+      std::cerr << "error: --until " << Safe(until) << ": not a health; expected one of "
+                << healths << "\n";
+      return kExitUsage;
+    }
+    want = std::string(HealthName(*health));
+  }
   auto timeout = ParseDuration(o.timeout);
   if (!timeout) {
     std::cerr << "error: --timeout must be a duration like 90s or 10m\n";
@@ -803,7 +1103,16 @@ int Wait(const Options& o) {
   auto deadline = std::chrono::steady_clock::now() + *timeout;
   Client client(o);
   for (;;) {
-    auto job = client.Call("GET", "/api/v1/jobs/" + UrlEncode(o.name));
+    // A server that restarts while we wait is waited for, too.
+    bool timed_out = false;
+    auto job = client.CallRetrying(
+        "/api/v1/jobs/" + UrlEncode(o.name),
+        timeout->count() > 0 ? std::optional(deadline) : std::nullopt, timed_out);
+    if (timed_out) {
+      std::cerr << "error: timed out waiting for job/" << Safe(o.name) << " --until " << Safe(until)
+                << " (the server did not answer)\n";
+      return kExitTimeout;
+    }
     if (!job) return client.exit_code;
     std::string state = (*job)["state"].get<std::string>();
     bool ended = state == "Succeeded" || state == "Failed" || state == "Stopped";
@@ -831,6 +1140,29 @@ int Wait(const Options& o) {
   }
 }
 
+// `headway version`: this client's version and, unless --client, the server's.
+int PrintVersion(const Options& o) {
+  json out = {{"client", {{"version", headway::Version()}}}};
+  int result = kExitOk;
+  if (!o.client_only) {
+    Client client(o);
+    auto v = client.Call("GET", "/api/v1/version");
+    if (v) {
+      out["server"] = *v;
+      out["server"]["url"] = client.http().base_url();
+    } else {
+      result = client.exit_code;
+    }
+  }
+  if (PrintStructured(o, out)) return result;
+  std::cout << "Client Version: " << headway::Version() << "\n";
+  if (out.contains("server")) {
+    std::cout << "Server Version: " << Safe(out["server"].value("version", "?")) << " ("
+              << Safe(out["server"]["url"].get<std::string>()) << ")\n";
+  }
+  return result;
+}
+
 void AddOutputFlag(CLI::App* cmd, Options& o, std::vector<std::string> allowed) {
   cmd->add_option("-o,--output", o.output, "output format")->check(CLI::IsMember(allowed));
 }
@@ -848,8 +1180,21 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
                  "PEM file of the CA (or self-signed certificate) an https:// server's "
                  "certificate chains to (default: $HEADWAY_CA_FILE, and the system's CAs)");
   app.add_option("--token", o.token,
-                 "user token (default: $HEADWAY_API_TOKEN, or $HEADWAY_USER_TOKEN, or the admin "
-                 "token a local server wrote to DATA_DIR/admin-token)");
+                 "user token (default: $HEADWAY_API_TOKEN or $HEADWAY_USER_TOKEN, the config "
+                 "file's, or the admin token a local server wrote to DATA_DIR/admin-token)");
+  app.add_option("--config", o.config_path,
+                 "client config file with server, token and cacert (default: $HEADWAY_CONFIG, "
+                 "else $XDG_CONFIG_HOME/headway/config or ~/.config/headway/config; must be "
+                 "mode 0600). Flags win over environment variables, which win over it");
+  // The config file is read once the command line is parsed, before the
+  // command runs; the server and `completion` do not read it.
+  app.parse_complete_callback([&app, &o] {
+    if (app.got_subcommand("server") || app.got_subcommand("completion")) return;
+    auto config = LoadClientConfig(o.config_path);
+    if (!config.ok()) throw CLI::ValidationError("--config", config.status().message());
+    for (const auto& warning : config->warnings) std::cerr << "warning: " << warning << "\n";
+    o.config = std::move(*config);
+  });
 
   auto* token = app.add_subcommand("token", "User tokens of the server");
   token->require_subcommand(1);
@@ -886,6 +1231,13 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   get->add_option("--team", o.team, "only this team's jobs");
   get->add_option("-l,--selector", o.labels, "label filter key=value (repeatable)");
   get->add_flag("--active", o.active, "only jobs that have not ended");
+  get->add_flag("-w,--watch", o.watch,
+                "after the list, print a row for each job that changes, until interrupted "
+                "(reconnects across server restarts)");
+  get->add_option("--sort-by", o.sort_by,
+                  "jobs: sort by a column (name, state, health, progress, step, eta, loss, gpus, "
+                  "age, team, restarts, priority) or a field path such as .progress.percent");
+  get->add_flag("--no-headers", o.no_headers, "print the table without its header line");
   AddOutputFlag(get, o, {"wide", "json", "yaml", "name"});
   get->callback([&exit_code, &o] { exit_code = Get(o); });
 
@@ -945,13 +1297,21 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   rerun->add_option("name", o.name, "the job to run again")->required();
   AddOutputFlag(rerun, o, {"name", "json", "yaml"});
   rerun->callback([&exit_code, &o] { exit_code = Rerun(o); });
-  auto* top = app.add_subcommand("top", "Live view of jobs with progress, refreshed");
-  top->add_option("-n,--interval", o.interval_s, "seconds between refreshes")->check(CLI::Range(0.1, 3600.0));
-  top->add_option("--iterations", o.iterations, "stop after this many refreshes (0: never)")
-      ->check(CLI::NonNegativeNumber);
+  auto* top = app.add_subcommand(
+      "top", "Live, sorted view of jobs that fits the terminal (q quits, s sorts, r reverses)");
+  top->add_option("-n,--interval", o.interval_s, "seconds between refreshes (default 2)")->check(CLI::Range(0.1, 3600.0));
+  auto* iterations = top->add_option("--iterations", o.iterations,
+                                     "stop after this many refreshes (0: never; without a "
+                                     "terminal the default is 1)")
+                         ->check(CLI::NonNegativeNumber);
   top->add_flag("--active", o.active, "only jobs that have not ended");
+  top->add_option("--sort-by", o.sort_by,
+                  "first sort column: progress, eta, name, gpus, age, state (keys s, <, > and r "
+                  "change it while running)")
+      ->check(CLI::IsMember({"progress", "eta", "name", "gpus", "age", "state"}));
+  top->add_flag("--reverse", o.reverse, "sort the other way");
   AddOutputFlag(top, o, {"wide"});
-  top->callback([&exit_code, &o] { exit_code = Top(o); });
+  top->callback([&exit_code, &o, iterations] { exit_code = Top(o, iterations->count() > 0); });
 
   auto* wait = app.add_subcommand(
       "wait", "Block until a job reaches a condition (exit 0), ends without it (1), or times out (4)");
@@ -961,6 +1321,13 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
       ->capture_default_str();
   wait->add_option("--timeout", o.timeout, "give up after this long (0: never)")->capture_default_str();
   wait->callback([&exit_code, &o] { exit_code = Wait(o); });
+
+  auto* version = app.add_subcommand("version", "Print the client's version and the server's");
+  version->add_flag("--client", o.client_only, "only the client's (no request)");
+  AddOutputFlag(version, o, {"json", "yaml"});
+  version->callback([&exit_code, &o] { exit_code = PrintVersion(o); });
+
+  AddCompletionCommand(app, exit_code);
   return options;
 }
 

@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iterator>
 
 #include "core/terminal_text.h"
@@ -60,42 +64,157 @@ std::string ToJson(const nlohmann::json& value) {
   return EscapeRawControls(value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
-std::string FormatTable(const std::vector<std::string>& raw_header,
-                        const std::vector<std::vector<std::string>>& raw_rows) {
-  std::vector<std::string> header = SafeRow(raw_header);
-  std::vector<std::vector<std::string>> rows;
-  rows.reserve(raw_rows.size());
-  for (const auto& row : raw_rows) rows.push_back(SafeRow(row));
+std::vector<std::size_t> TableWidths(const std::vector<std::string>& header,
+                                     const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> width(header.size(), 0);
   auto measure = [&](const std::vector<std::string>& row) {
     for (std::size_t i = 0; i < row.size() && i < width.size(); ++i) {
-      width[i] = std::max(width[i], row[i].size());
+      width[i] = std::max(width[i], DisplayWidth(Safe(row[i])));
     }
   };
   measure(header);
   for (const auto& row : rows) measure(row);
+  return width;
+}
+
+std::string FormatTableRow(const std::vector<std::string>& raw_row,
+                           const std::vector<std::size_t>& width) {
+  std::vector<std::string> row = SafeRow(raw_row);
+  std::string line;
+  for (std::size_t i = 0; i < row.size() && i < width.size(); ++i) {
+    line += row[i];
+    std::size_t shown = DisplayWidth(row[i]);
+    if (i + 1 < row.size()) line += std::string(width[i] > shown ? width[i] - shown + 3 : 3, ' ');
+  }
+  return line + "\n";
+}
+
+std::string FormatTable(const std::vector<std::string>& header,
+                        const std::vector<std::vector<std::string>>& rows, bool with_header) {
+  std::vector<std::size_t> width = TableWidths(header, rows);
   std::string out;
-  auto emit = [&](const std::vector<std::string>& row) {
-    std::string line;
-    for (std::size_t i = 0; i < row.size() && i < width.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 3, ' ');
-    }
-    out += line + "\n";
-  };
-  emit(header);
-  for (const auto& row : rows) emit(row);
+  if (with_header) out += FormatTableRow(header, width);
+  for (const auto& row : rows) out += FormatTableRow(row, width);
   return out;
+}
+
+std::string FormatSeconds(double seconds) {
+  if (!std::isfinite(seconds)) return "-";
+  auto s = static_cast<std::int64_t>(std::llround(std::max(0.0, seconds)));
+  char text[48];
+  if (s < 60) {
+    std::snprintf(text, sizeof text, "%llds", static_cast<long long>(s));
+  } else if (s < 3600) {
+    std::snprintf(text, sizeof text, "%lldm%02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  } else if (s < 86400) {
+    std::snprintf(text, sizeof text, "%lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>((s % 3600) / 60));
+  } else {
+    std::snprintf(text, sizeof text, "%lldd%02lldh", static_cast<long long>(s / 86400),
+                  static_cast<long long>((s % 86400) / 3600));
+  }
+  return text;
 }
 
 std::string Age(const std::string& rfc3339, Time now) {
   auto t = ParseRfc3339(rfc3339);
-  if (!t) return "<unknown>";
-  std::int64_t s = std::max<std::int64_t>(0, (now - *t).count() / 1000);
-  if (s < 120) return std::to_string(s) + "s";
-  if (s < 2 * 3600) return std::to_string(s / 60) + "m";
-  if (s < 2 * 86400) return std::to_string(s / 3600) + "h";
-  return std::to_string(s / 86400) + "d";
+  if (!t) return "-";
+  return FormatSeconds(static_cast<double>((now - *t).count()) / 1000.0);
+}
+
+namespace {
+
+// |value| rounded to `k` significant decimal digits the way JavaScript's
+// toExponential, toPrecision and toFixed round: on the exact decimal value
+// of the double, a tie going away from zero (C's printf rounds ties to
+// even). Returns the digits; `exp10` is the power of ten of the first.
+// With k <= 0 the result is "0" or, when it rounds up, "1" one place higher.
+std::string RoundDigits(double value, int k, int& exp10) {
+  char text[128];
+  std::snprintf(text, sizeof text, "%.80e", std::fabs(value));
+  std::string mantissa;
+  const char* e = std::strchr(text, 'e');
+  for (const char* c = text; c < e; ++c) {
+    if (*c != '.') mantissa += *c;
+  }
+  exp10 = std::atoi(e + 1);
+  if (k <= 0) {
+    bool up = k == 0 && mantissa[0] >= '5';
+    if (up) exp10 += 1;
+    return up ? "1" : "0";
+  }
+  bool up = static_cast<std::size_t>(k) < mantissa.size() && mantissa[k] >= '5';
+  std::string digits = mantissa.substr(0, static_cast<std::size_t>(k));
+  if (up) {
+    int i = k - 1;
+    while (i >= 0 && digits[i] == '9') digits[i--] = '0';
+    if (i < 0) {
+      digits = "1" + digits.substr(0, digits.size() - 1);
+      exp10 += 1;
+    } else {
+      ++digits[i];
+    }
+  }
+  return digits;
+}
+
+// The double the digits stand for.
+double FromDigits(bool negative, const std::string& digits, int exp10) {
+  std::string text = std::string(negative ? "-" : "") + digits.substr(0, 1) + "." +
+                     (digits.size() > 1 ? digits.substr(1) : "0") + "e" + std::to_string(exp10);
+  return std::strtod(text.c_str(), nullptr);
+}
+
+// JavaScript's toExponential(2): "1.23e+5", the exponent without padding.
+std::string Exponential(double value) {
+  int exp10 = 0;
+  std::string digits = RoundDigits(value, 3, exp10);
+  return std::string(value < 0 ? "-" : "") + digits.substr(0, 1) + "." + digits.substr(1) + "e" +
+         (exp10 < 0 ? "-" : "+") + std::to_string(std::abs(exp10));
+}
+
+}  // namespace
+
+std::string FormatMetric(const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();  // NaN, Infinity
+  if (!value.is_number()) return "-";
+  double v = value.get<double>();
+  if (v == 0) return "0";
+  if (!std::isfinite(v)) return v != v ? "NaN" : v > 0 ? "Infinity" : "-Infinity";
+  double a = std::fabs(v);
+  if (a >= 1e5 || a < 1e-3) return Exponential(v);
+  // Number(v.toPrecision(4)), printed as JavaScript prints a number: the
+  // shortest text that reads back the same.
+  int exp10 = 0;
+  std::string digits = RoundDigits(v, 4, exp10);
+  double rounded = FromDigits(v < 0, digits, exp10);
+  char out[64];
+  auto result = std::to_chars(out, out + sizeof out, rounded, std::chars_format::fixed);
+  return std::string(out, result.ptr);
+}
+
+std::string FormatFixed(const nlohmann::json& value, int digits) {
+  if (!value.is_number()) return "-";
+  if (value.is_number_integer()) return value.dump();
+  double v = value.get<double>();
+  if (!std::isfinite(v)) return "-";
+  if (v == std::trunc(v) && std::fabs(v) < 1e15) {
+    return std::to_string(static_cast<long long>(v));
+  }
+  // toFixed(digits): rounded on the decimal value, ties away from zero.
+  char text[128];
+  std::snprintf(text, sizeof text, "%.80e", std::fabs(v));
+  int exp10 = std::atoi(std::strchr(text, 'e') + 1);
+  std::string rounded = RoundDigits(v, exp10 + 1 + digits, exp10);
+  double r = FromDigits(v < 0, rounded, exp10);
+  std::snprintf(text, sizeof text, "%.*f", digits, r);
+  return text;
+}
+
+std::string FormatPercent(double percent) {
+  if (!std::isfinite(percent)) return "-";
+  return std::to_string(static_cast<long long>(std::floor(percent))) + "%";
 }
 
 namespace {

@@ -38,6 +38,17 @@ struct HealthPolicies {
   HealthAction on_plateau = HealthAction::kNotify;
 };
 
+// Pull mode: the job serves its progress as JSON over HTTP on `port` of the
+// host its rank 0 runs on, in the format of OpenShift AI's
+// KubeflowProgressCallback (progressPercentage, currentStep, totalSteps,
+// currentEpoch, totalEpochs, trainMetrics, evalMetrics,
+// estimatedRemainingSeconds), and the server GETs `path` every `interval`.
+struct ProgressEndpoint {
+  int port = 28080;
+  std::string path = "/metrics";
+  Duration interval = std::chrono::seconds(30);
+};
+
 struct JobSpec {
   std::string name;
   // Like Kubernetes' metadata.generateName: with no name, the server names
@@ -59,6 +70,7 @@ struct JobSpec {
   std::optional<Duration> checkpoint_warning;
   std::map<std::string, std::string> labels;
   HealthPolicies policies;
+  std::optional<ProgressEndpoint> progress_endpoint;
   // Like Kubernetes' ttlSecondsAfterFinished: the job (record, progress,
   // events, logs, run directory) is deleted this long after it ended.
   // Unset: the server's --finished-job-ttl (off by default).

@@ -50,6 +50,11 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
   if (spec.resources.cpus > 0) j["resources"]["cpus"] = spec.resources.cpus;
   if (spec.time_limit) j["time_limit"] = DurationText(*spec.time_limit);
   if (spec.checkpoint_warning) j["checkpoint_warning"] = DurationText(*spec.checkpoint_warning);
+  if (spec.progress_endpoint) {
+    j["progress_endpoint"] = {{"port", spec.progress_endpoint->port},
+                              {"path", spec.progress_endpoint->path},
+                              {"interval", DurationText(spec.progress_endpoint->interval)}};
+  }
   if (spec.ttl_after_finished) j["ttl_after_finished"] = DurationText(*spec.ttl_after_finished);
   return j;
 }

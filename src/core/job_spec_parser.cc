@@ -1,5 +1,7 @@
 #include "core/job_spec_parser.h"
 
+#include <algorithm>
+
 #include "core/kubeflow_manifest.h"
 #include "core/yaml_fields.h"
 
@@ -33,6 +35,37 @@ Result<std::int64_t> AsMemory(const std::string& field, const YAML::Node& node) 
 }  // namespace
 
 namespace yaml_fields {
+
+Result<ProgressEndpoint> AsProgressEndpoint(const std::string& field, const YAML::Node& node) {
+  if (!node.IsMap()) return FieldError(field, node, "must be a map with port, path and interval");
+  ProgressEndpoint endpoint;
+  HEADWAY_RETURN_IF_ERROR(ForEachField(
+      field, node,
+      {{"port", AssignInt(endpoint.port, 1024, 65535)},
+       {"path",
+        [&](const std::string& f, const YAML::Node& v) -> Status {
+          auto path = AsString(f, v);
+          if (!path.ok()) return path.status();
+          bool printable = std::all_of(path->begin(), path->end(), [](char c) {
+            return c > ' ' && c != 0x7f;
+          });
+          if (path->empty() || path->front() != '/' || path->size() > 256 || !printable) {
+            return FieldError(f, v, "must be a URL path such as /metrics");
+          }
+          endpoint.path = *path;
+          return Status::Ok();
+        }},
+       {"interval", [&](const std::string& f, const YAML::Node& v) -> Status {
+          auto d = AsDuration(f, v);
+          if (!d.ok()) return d.status();
+          if (*d < std::chrono::seconds(1) || *d > std::chrono::seconds(300)) {
+            return FieldError(f, v, "must be between 1s and 300s");
+          }
+          endpoint.interval = *d;
+          return Status::Ok();
+        }}}));
+  return endpoint;
+}
 
 Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& prefix,
                                  bool name_required) {
@@ -96,6 +129,13 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
       {"working_dir", Assign(spec.working_dir, AsString)},
       {"env", Assign(spec.env, AsStringMap)},
       {"labels", Assign(spec.labels, AsStringMap)},
+      {"progress_endpoint",
+       [&](const std::string& f, const YAML::Node& v) -> Status {
+         auto endpoint = AsProgressEndpoint(f, v);
+         if (!endpoint.ok()) return endpoint.status();
+         spec.progress_endpoint = *endpoint;
+         return Status::Ok();
+       }},
       {"resources",
        [&](const std::string& f, const YAML::Node& v) { return ForEachField(f, v, resources); }},
       {"restart_policy",

@@ -15,6 +15,7 @@
 //   termination_grace: 30s         # SIGTERM, then SIGKILL after this
 //   labels: {project: demo}
 //   policies: {on_stall: notify, on_diverge: stop, on_plateau: notify}
+//   progress_endpoint: {port: 28080, path: /metrics, interval: 30s}   # pull mode (see job.h)
 //   ttl_after_finished: 24h        # deleted this long after it ended (0: at once)
 //
 // Every error names the field and its 1-based line; unknown fields and wrong

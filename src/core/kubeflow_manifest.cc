@@ -1,6 +1,9 @@
 #include "core/kubeflow_manifest.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 #include <set>
 
 #include "core/yaml_fields.h"
@@ -161,6 +164,44 @@ Status ParseTrainer(const std::string& field, const YAML::Node& node, JobSpec& s
         [&](const std::string& f, const YAML::Node& v) { return ApplyResources(f, v, spec); }}});
 }
 
+// OpenShift AI's annotations for polled progress: progression-tracking
+// "true", metrics-port (default 28080), metrics-poll-interval ("30s", "1m"
+// or seconds; kept within 5-300 s as OpenShift AI does).
+Status ApplyProgressionAnnotations(const std::string& field, const YAML::Node& node,
+                                   const std::map<std::string, std::string>& annotations,
+                                   JobSpec& spec) {
+  const std::string kPrefix = "trainer.opendatahub.io/";
+  auto get = [&](const std::string& key) -> std::optional<std::string> {
+    auto it = annotations.find(kPrefix + key);
+    if (it == annotations.end()) return std::nullopt;
+    return it->second;
+  };
+  auto tracking = get("progression-tracking");
+  if (!tracking || (*tracking != "true" && *tracking != "enabled")) return Status::Ok();
+  ProgressEndpoint endpoint;
+  if (auto port = get("metrics-port")) {
+    char* end = nullptr;
+    long value = std::strtol(port->c_str(), &end, 10);
+    if (port->empty() || *end != '\0' || value < 1024 || value > 65535) {
+      return FieldError(field + "." + kPrefix + "metrics-port", node,
+                        "must be a port from 1024 to 65535, got '" + *port + "'");
+    }
+    endpoint.port = static_cast<int>(value);
+  }
+  if (auto interval = get("metrics-poll-interval")) {
+    std::string text = *interval;
+    if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) text += "s";
+    auto d = ParseDuration(text);
+    if (!d) {
+      return FieldError(field + "." + kPrefix + "metrics-poll-interval", node,
+                        "must be a duration such as 30s or 1m, got '" + *interval + "'");
+    }
+    endpoint.interval = std::clamp<Duration>(*d, std::chrono::seconds(5), std::chrono::seconds(300));
+  }
+  spec.progress_endpoint = endpoint;
+  return Status::Ok();
+}
+
 Status ParseMetadata(const YAML::Node& node, bool name_required, JobSpec& spec) {
   if (!node || !node.IsMap()) {
     if (name_required) return InvalidArgument("is required (a map with name)").WithField("metadata");
@@ -177,8 +218,14 @@ Status ParseMetadata(const YAML::Node& node, bool name_required, JobSpec& spec) 
           for (auto& [k, value] : *labels) spec.labels[k] = std::move(value);
           return Status::Ok();
         }},
-       // Free-form notes for other tools; nothing in them changes the job.
-       {"annotations", Ignore()},
+       // Notes for other tools; only OpenShift AI's progression tracking
+       // (pull mode) changes the job.
+       {"annotations",
+        [&](const std::string& f, const YAML::Node& v) -> Status {
+          auto annotations = AsStringMap(f, v);
+          if (!annotations.ok()) return annotations.status();
+          return ApplyProgressionAnnotations(f, v, *annotations, spec);
+        }},
        // Written by a Kubernetes API server; harmless in an exported manifest.
        {"uid", Ignore()},
        {"resourceVersion", Ignore()},

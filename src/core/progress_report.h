@@ -23,6 +23,9 @@ struct ProgressReport {
   std::optional<double> total_epochs;
   std::map<std::string, double> metrics;  // values may be NaN or ±inf
   std::optional<Time> time;               // when the job measured it; default: arrival
+  // The job's own estimate of its remaining seconds (Kubeflow's
+  // estimatedRemainingSeconds), as of arrival. Kept in memory only, not stored.
+  std::optional<double> remaining_seconds;
 };
 
 // One stored point of the step series.

@@ -19,4 +19,14 @@ namespace headway {
 // `keep_newlines`, "\n" stays a line break (for multi-line text).
 std::string EscapeForTerminal(std::string_view text, bool keep_newlines = false);
 
+// Columns `text` takes on a terminal: UTF-8 aware, East Asian wide and
+// fullwidth characters (CJK, Hangul, most emoji) count 2, combining marks
+// and zero-width characters 0, everything else 1. Meant for text already
+// made safe by EscapeForTerminal; a byte that is not UTF-8 counts 1.
+std::size_t DisplayWidth(std::string_view text);
+// The longest prefix of `text` that fits in `width` columns, never cutting a
+// character in two; when it had to cut and `ellipsis` is set, the last
+// column holds "…" instead.
+std::string TruncateToWidth(std::string_view text, std::size_t width, bool ellipsis = false);
+
 }  // namespace headway

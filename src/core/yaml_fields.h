@@ -78,6 +78,9 @@ Result<YAML::Node> Load(std::string_view document);
 Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& prefix,
                                  bool name_required);
 
+// A job's pull-mode progress endpoint: {port, path, interval}.
+Result<ProgressEndpoint> AsProgressEndpoint(const std::string& field, const YAML::Node& node);
+
 // Whether `root` is a Kubernetes manifest whose apiVersion starts with
 // `group` (e.g. "trainer.kubeflow.org/") and whose kind is `kind`.
 bool IsManifestOf(const YAML::Node& root, std::string_view group, std::string_view kind);

@@ -76,6 +76,12 @@ class Executor {
     return std::optional<Launched>();
   }
   virtual ExecStatus Poll(const std::string& handle) = 0;
+  // The address of the host rank 0 of a running attempt is on, for the
+  // server to reach a port the job serves (pull-mode progress).
+  virtual Result<std::string> PrimaryHost(const std::string& handle) {
+    (void)handle;
+    return std::string("127.0.0.1");
+  }
   // Delivers `signal` to every process of the attempt. Ok if it already ended.
   virtual Status Signal(const std::string& handle, int signal) = 0;
   // True when the backend itself ends attempts at spec.time_limit (and sends

@@ -444,4 +444,14 @@ std::optional<double> PercentComplete(std::optional<std::int64_t> step,
   return std::nullopt;
 }
 
+std::optional<double> ChooseEta(std::optional<double> own, std::size_t own_samples,
+                                std::optional<double> reported_s, double reported_at_s,
+                                double now_s, std::size_t min_samples) {
+  if (own && own_samples >= min_samples) return own;
+  if (reported_s && std::isfinite(*reported_s) && std::isfinite(reported_at_s)) {
+    return std::max(0.0, *reported_s - std::max(0.0, now_s - reported_at_s));
+  }
+  return own;
+}
+
 }  // namespace headway::progress

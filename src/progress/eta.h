@@ -133,6 +133,17 @@ EtaEstimate EstimateEtaEma(std::span<const StepSample> samples, std::int64_t tot
 // last sample - time since the last sample), except that EstimateEta caps
 // the credited time (point 6 above).
 
+// The ETA to show, given Headway's own estimate (`own`, from `own_samples`
+// reports of the current attempt) and the job's own (`reported_s` seconds
+// remaining as of `reported_at_s`, e.g. Kubeflow's estimatedRemainingSeconds):
+// Headway's once it rests on at least `min_samples` reports, before that the
+// job's, counted down since it arrived (never below 0); whichever exists
+// when only one does.
+inline constexpr std::size_t kMinOwnEtaSamples = 10;
+std::optional<double> ChooseEta(std::optional<double> own, std::size_t own_samples,
+                                std::optional<double> reported_s, double reported_at_s,
+                                double now_s, std::size_t min_samples = kMinOwnEtaSamples);
+
 // Percent complete in [0, 100], from what the job reported, the first
 // source that is usable:
 //   1. 100 x step / total_steps        if step and total_steps > 0 are set,

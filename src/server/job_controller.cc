@@ -12,6 +12,9 @@
 #include <tuple>
 
 #include "api/auth.h"
+#include "api/http_client.h"
+#include "api/kubeflow_status.h"
+#include "core/stdout_metrics.h"
 #include "lifecycle/retention.h"
 
 namespace headway {
@@ -37,8 +40,7 @@ Executor& JobController::ExecutorFor(const Job& job) {
   return *it->second;
 }
 
-Status JobController::ReportProgress(std::string_view name, std::string_view token,
-                                     std::vector<ProgressReport> reports) {
+Status JobController::CheckReportToken(std::string_view name, std::string_view token) {
   if (token.empty()) {
     return Unauthenticated("a report needs 'Authorization: Bearer <HEADWAY_TOKEN>'");
   }
@@ -58,6 +60,23 @@ Status JobController::ReportProgress(std::string_view name, std::string_view tok
   if (expected.empty() || !api::SameHash(api::HashToken(token), expected)) {
     return PermissionDenied("this token may not report for job '" + std::string(name) + "'");
   }
+  return Status::Ok();
+}
+
+Status JobController::MayReport(std::string_view name, std::string_view token) {
+  HEADWAY_RETURN_IF_ERROR(CheckReportToken(name, token));
+  auto job = store_.GetJob(name);
+  if (!job.ok()) return job.status();
+  if (IsTerminal(job->state)) {
+    return Conflict("job '" + std::string(name) + "' has ended (" +
+                    std::string(JobStateName(job->state)) + "): its token no longer reports");
+  }
+  return Status::Ok();
+}
+
+Status JobController::ReportProgress(std::string_view name, std::string_view token,
+                                     std::vector<ProgressReport> reports) {
+  HEADWAY_RETURN_IF_ERROR(CheckReportToken(name, token));
   HEADWAY_RETURN_IF_ERROR(tracker_.Admit(
       std::string(name), reports, {options_.max_series_per_job, options_.max_points_per_job}));
   return writer_.Write({std::string(name), std::move(reports), clock_.Now()});
@@ -104,7 +123,10 @@ lifecycle::Step JobController::ScanMarkers(const Job& job, bool final) {
   int malformed = 0;
   std::vector<LogFile> rotated;
   std::string why;
-  std::vector<ProgressReport> reports = markers_.Scan(current, malformed, &rotated, &why);
+  const std::set<std::string> stdout_metrics = StdoutMetricNames(job.spec);
+  std::vector<ProgressReport> reports =
+      markers_.Scan(current, malformed, &rotated,
+                    stdout_metrics.empty() ? nullptr : &stdout_metrics, &why);
   if (malformed > 0 && !warned_malformed_[job.name()]) {
     warned_malformed_[job.name()] = true;
     step.events.push_back(Event(job, "Warning",
@@ -652,6 +674,12 @@ void JobController::Tick() {
       const bool exited = observed && (poll->second.status.phase == ExecStatus::Phase::kExited ||
                                        poll->second.status.phase == ExecStatus::Phase::kLost);
       lifecycle::Step step = ScanMarkers(job, exited);
+      if (job.spec.progress_endpoint) {
+        std::lock_guard pull_lock(pull_mu_);
+        if (auto warning = pull_warnings_.extract(job.name())) {
+          step.events.push_back(Event(job, "Warning", std::move(warning.mapped())));
+        }
+      }
       if (observed) {
         const ExecStatus& status = poll->second.status;
         if (exited) CrashPointForTests("exit:observed");
@@ -684,6 +712,15 @@ void JobController::Tick() {
     }
     Schedule(*jobs, work);
     if (options_.on_tick) options_.on_tick(*jobs);
+    std::vector<Job> pulled;
+    for (const Job& job : *jobs) {
+      if (job.spec.progress_endpoint && job.state == JobState::kRunning &&
+          !job.executor_handle.empty()) {
+        pulled.push_back(job);
+      }
+    }
+    std::lock_guard pull_lock(pull_mu_);
+    pull_jobs_ = std::move(pulled);
   }
   Carry(work);
   for (const std::string& dir : removed) RemoveDir(dir);
@@ -943,14 +980,15 @@ void JobController::Launch(const PendingLaunch& pending, Work& work) {
         {"HEADWAY_JOB", job.name()},
         {"HEADWAY_TOKEN", pending.token},
         {"KUBEFLOW_TRAINER_SERVER_URL",
-         options_.advertise_url +
-             "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/" + job.name() +
-             "/status"},
+         options_.advertise_url + "/apis/trainer.kubeflow.org/v1alpha1/namespaces/" +
+             std::string(api::kKubeflowNamespace) + "/trainjobs/" + job.name() + "/status"},
         {"KUBEFLOW_TRAINER_SERVER_TOKEN", token_file},
         // Kept across attempts, so a restarted or preempted job resumes from it.
         {"HEADWAY_CHECKPOINT_DIR", checkpoint_dir}};
     if (!options_.ca_file.empty()) {
       request.platform_env["HEADWAY_CA_FILE"] = options_.ca_file;
+      // Kubeflow's clients verify the server with it (the certificate, not a secret).
+      request.platform_env["KUBEFLOW_TRAINER_SERVER_CA_CERT"] = options_.ca_file;
       request.shared_files.push_back(options_.ca_file);
     }
     request.queue_options = QueueOf(job.spec).options;
@@ -994,6 +1032,82 @@ void JobController::RunLoop(Duration period) {
     lock.lock();
     wake_.wait_for(lock, period, [this] { return shutdown_ || woken_; });
     woken_ = false;
+  }
+}
+
+void JobController::PullProgress() {
+  std::vector<Job> jobs;
+  {
+    std::lock_guard lock(pull_mu_);
+    jobs = pull_jobs_;
+  }
+  const Time now = clock_.Now();
+  std::erase_if(pull_memos_, [&](const auto& entry) {
+    return std::none_of(jobs.begin(), jobs.end(), [&](const Job& j) { return j.name() == entry.first; });
+  });
+  for (const Job& job : jobs) {
+    const ProgressEndpoint& endpoint = *job.spec.progress_endpoint;
+    PullMemo& memo = pull_memos_[job.name()];
+    if (memo.handle != job.executor_handle) {
+      memo = PullMemo{};
+      memo.handle = job.executor_handle;
+    }
+    if (now < memo.next) continue;
+    memo.next = now + endpoint.interval;
+    std::string problem;
+    if (memo.host.empty()) {
+      auto host = ExecutorFor(job).PrimaryHost(job.executor_handle);
+      if (host.ok()) {
+        memo.host = *host;
+      } else {
+        problem = host.status().message();
+      }
+    }
+    const std::string url = "http://" + (memo.host.find(':') != std::string::npos ? "[" + memo.host + "]" : memo.host) +
+                            ":" + std::to_string(endpoint.port);
+    if (problem.empty()) {
+      api::HttpClient http(url);
+      http.set_timeout(std::chrono::seconds(2));
+      auto response = http.Request("GET", endpoint.path);
+      if (!response.ok()) {
+        problem = response.status().message();
+      } else if (response->status != 200) {
+        problem = "it answered HTTP " + std::to_string(response->status);
+      } else if (response->body.size() > (1u << 20)) {
+        problem = "its answer is over 1 MiB";
+      } else {
+        auto report = ParsePulledProgress(response->body, memo.last);
+        if (!report.ok()) {
+          problem = report.status().message();
+        } else if (*report) {
+          std::vector<ProgressReport> reports{std::move(**report)};
+          tracker_.DropOverLimits(job.name(), reports,
+                                  {options_.max_series_per_job, options_.max_points_per_job});
+          if (!reports.empty()) writer_.WriteAsync({job.name(), std::move(reports), now});
+        }
+      }
+    }
+    if (problem.empty()) {
+      memo.failures = 0;
+      continue;
+    }
+    memo.host.clear();  // ask again: a Slurm job may not have its node yet
+    if (++memo.failures >= 3 && !memo.warned) {
+      memo.warned = true;
+      std::lock_guard lock(pull_mu_);
+      pull_warnings_[job.name()] = "cannot read the job's progress from " + url + endpoint.path +
+                                   " (progress_endpoint): " + problem;
+    }
+  }
+}
+
+void JobController::RunPullLoop(Duration period) {
+  std::unique_lock lock(mu_);
+  while (!shutdown_) {
+    lock.unlock();
+    PullProgress();
+    lock.lock();
+    wake_.wait_for(lock, period, [this] { return shutdown_; });
   }
 }
 

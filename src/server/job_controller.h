@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "api/job_service.h"
+#include "core/pulled_progress.h"
 #include "core/run_as.h"
 #include "core/time.h"
 #include "exec/executor.h"
@@ -97,6 +98,13 @@ class JobController final : public api::JobService {
   // Runs Tick until Shutdown(), every `period` or sooner when woken.
   void RunLoop(Duration period);
   void Shutdown();
+  // Pull mode (JobSpec::progress_endpoint): GETs the endpoint of each
+  // running job that has one when its interval is due, outside every lock
+  // the API takes, and ingests what changed. A job whose endpoint does not
+  // answer three times in a row gets one Warning event per attempt.
+  void PullProgress();
+  // Runs PullProgress until Shutdown(), every `period`.
+  void RunPullLoop(Duration period);
 
   Result<Job> Submit(JobSpec spec, std::string created_by) override;
   Result<Job> Get(std::string_view name) override;
@@ -111,6 +119,7 @@ class JobController final : public api::JobService {
   std::vector<api::NodeStatus> Nodes() override;
   Status ReportProgress(std::string_view name, std::string_view token,
                         std::vector<ProgressReport> reports) override;
+  Status MayReport(std::string_view name, std::string_view token) override;
   ProgressView Progress(const Job& job) override;
   Result<std::vector<MetricPoint>> MetricSeries(std::string_view name,
                                                 std::string_view metric) override;
@@ -123,6 +132,8 @@ class JobController final : public api::JobService {
  private:
   // What the control loop does once a decision is stored, outside mu_:
   // executors are slow (a cluster engine's CLI) and must not hold up the API.
+  // The token checks of ReportProgress and MayReport.
+  Status CheckReportToken(std::string_view name, std::string_view token);
   struct PendingLaunch {
     std::string job;
     std::string token;  // the new attempt's report token (its hash is stored)
@@ -207,6 +218,20 @@ class JobController final : public api::JobService {
   // tell yet whether it started: asked again each tick, never relaunched
   // until it answers.
   std::set<std::string> unresolved_launches_;  // guarded by mu_
+  // Pull mode: the running jobs with an endpoint as of the last tick, and
+  // warnings for the tick to store as events.
+  std::mutex pull_mu_;
+  std::vector<Job> pull_jobs_;                         // guarded by pull_mu_
+  std::map<std::string, std::string> pull_warnings_;   // guarded by pull_mu_
+  struct PullMemo {
+    std::string handle;  // the attempt it is about; a new one starts afresh
+    std::string host;
+    Time next{};
+    PulledState last;
+    int failures = 0;
+    bool warned = false;
+  };
+  std::map<std::string, PullMemo> pull_memos_;  // only PullProgress touches it
   ProgressTracker tracker_;
   IngestWriter writer_;  // after tracker_: it feeds it
   MarkerScanner markers_;                          // guarded by mu_

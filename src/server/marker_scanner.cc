@@ -4,10 +4,14 @@
 
 #include <cstdio>
 
+#include "core/stdout_metrics.h"
+
 namespace headway {
 
 std::vector<ProgressReport> MarkerScanner::Scan(const std::vector<LogFile>& files, int& malformed,
-                                                std::vector<LogFile>* rotated, std::string* why) {
+                                                std::vector<LogFile>* rotated,
+                                                const std::set<std::string>* stdout_metrics,
+                                                std::string* why) {
   constexpr std::size_t kMaxRead = 1 << 20;  // per file per scan
   constexpr std::size_t kMaxLine = 1 << 16;  // longer lines are not markers
   constexpr std::string_view kMarker = "HEADWAY ";
@@ -29,7 +33,18 @@ std::vector<ProgressReport> MarkerScanner::Scan(const std::vector<LogFile>& file
     for (std::size_t nl; (nl = c.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
       std::string_view line(c.partial.data() + start, nl - start);
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      if (line.substr(0, kMarker.size()) != kMarker) continue;
+      if (line.substr(0, kMarker.size()) != kMarker) {
+        if (stdout_metrics != nullptr && file.rank == 0) {
+          auto metrics = ParseStdoutMetrics(line, *stdout_metrics);
+          if (!metrics.empty()) {
+            ProgressReport r;
+            r.step = ++c.stdout_observations;
+            r.metrics = std::move(metrics);
+            reports.push_back(std::move(r));
+          }
+        }
+        continue;
+      }
       auto decoded = DecodeMarkerReports(line.substr(kMarker.size()));
       if (!decoded.ok()) {
         ++malformed;

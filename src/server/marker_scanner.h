@@ -12,7 +12,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,8 +31,12 @@ class MarkerScanner {
   // lines are counted in `malformed` and skipped; `why` (if given and still
   // empty) gets what was wrong with the first, and where. Files seen rotated
   // (PATH.1 exists) for the first time are added to `rotated`.
+  // With `stdout_metrics`, rank 0's other lines are also read for those
+  // metrics as `name=value` pairs (core/stdout_metrics.h); each line that
+  // holds some is the next step (1, 2, ...), as it is the next observation.
   std::vector<ProgressReport> Scan(const std::vector<LogFile>& files, int& malformed,
                                    std::vector<LogFile>* rotated = nullptr,
+                                   const std::set<std::string>* stdout_metrics = nullptr,
                                    std::string* why = nullptr);
   void Forget(const std::vector<LogFile>& files);
 
@@ -40,6 +46,7 @@ class MarkerScanner {
     LogCursor file;
     std::string partial;
     bool rotated = false;  // reported in `rotated` already
+    std::int64_t stdout_observations = 0;  // lines read for stdout metrics so far
     std::chrono::steady_clock::time_point last_scan;
   };
   // Files not scanned for a minute (their job ended) are closed.

@@ -269,6 +269,10 @@ void ProgressTracker::Apply(const ProgressBatch& batch) {
   for (const ProgressReport& r : batch.reports) {
     AddStep(s, {r.step, r.time.value_or(batch.received), r.total_steps, r.epoch, r.total_epochs});
     for (const auto& [name, value] : r.metrics) AddMetric(s, name, {r.step, value});
+    if (r.remaining_seconds) {
+      s.reported_eta = r.remaining_seconds;
+      s.reported_eta_at = batch.received;
+    }
   }
   s.last_report_at = batch.received;
 }
@@ -334,6 +338,9 @@ ProgressView ProgressTracker::View(const Job& job, Time now) {
   ProgressView v;
   double now_s = ToUnixSeconds(now);
   std::vector<progress::StepSample> samples = Samples(job, s);
+  // As in Samples: only a requeued attempt starts a fresh series.
+  const double attempt_start_s =
+      job.attempt() > 0 && job.started_at ? ToUnixSeconds(*job.started_at) : -1e300;
 
   if (!s.steps.empty()) {
     v.step = s.steps.back().step;
@@ -354,6 +361,10 @@ ProgressView ProgressTracker::View(const Job& job, Time now) {
     progress::EtaEstimate eta = progress::EstimateEta(samples, *v.total_steps, now_s);
     v.eta_seconds = eta.eta_seconds;
     if (eta.steps_per_second > 0) v.steps_per_second = eta.steps_per_second;
+  }
+  if (running && s.reported_eta && ToUnixSeconds(s.reported_eta_at) >= attempt_start_s) {
+    v.eta_seconds = progress::ChooseEta(v.eta_seconds, samples.size(), s.reported_eta,
+                                        ToUnixSeconds(s.reported_eta_at), now_s);
   }
   if (!v.steps_per_second && samples.size() >= 2) {
     double dt = samples.back().time_s - samples.front().time_s;

@@ -79,6 +79,9 @@ class ProgressTracker {
     std::optional<double> epoch, total_epochs;
     std::optional<double> first_loss, min_loss;
     std::optional<Time> last_report_at;
+    // The job's own latest ETA (ProgressReport::remaining_seconds) and when it came.
+    std::optional<double> reported_eta;
+    Time reported_eta_at{};
     // Admission bookkeeping for IngestLimits.
     std::optional<std::uint64_t> points;  // stored or admitted; counted on first use
     std::uint64_t refused_points = 0, dropped_points = 0, dropped_reports = 0;

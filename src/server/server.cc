@@ -508,6 +508,8 @@ int RunServer(const ServerConfig& config) {
   }
   std::thread loop([&] { controller->RunLoop(std::chrono::milliseconds(200)); });
   std::thread experiment_loop([&] { experiments->RunLoop(std::chrono::milliseconds(500)); });
+  // Its own thread: a job's endpoint may take its 2 s timeout to answer.
+  std::thread pull_loop([&] { controller->RunPullLoop(std::chrono::milliseconds(500)); });
   for (const auto& [name, queue] : options.queues) {
     spdlog::info("queue {} runs on {}", name, queue.executor);
   }
@@ -527,6 +529,7 @@ int RunServer(const ServerConfig& config) {
   experiments->Shutdown();
   loop.join();
   experiment_loop.join();
+  pull_loop.join();
   watch_feed.store(nullptr);
   return 0;
 }

@@ -32,6 +32,7 @@ int Replay(const std::string& target, void (*body)(const std::uint8_t*, std::siz
 TEST(FuzzCorpus, JobSpec) { EXPECT_GT(Replay("job_spec", &FuzzJobSpec), 0); }
 TEST(FuzzCorpus, ExperimentSpec) { EXPECT_GT(Replay("experiment_spec", &FuzzExperimentSpec), 0); }
 TEST(FuzzCorpus, ProgressReport) { EXPECT_GT(Replay("progress_report", &FuzzProgressReport), 0); }
+TEST(FuzzCorpus, KubeflowStatus) { EXPECT_GT(Replay("kubeflow_status", &FuzzKubeflowStatus), 0); }
 TEST(FuzzCorpus, HttpRequest) { EXPECT_GT(Replay("http_request", &FuzzHttpRequest), 0); }
 
 }  // namespace

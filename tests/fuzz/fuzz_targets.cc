@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "api/http_server.h"
+#include "api/kubeflow_status.h"
 #include "api/rest_api.h"
 #include "core/job_spec_json.h"
 #include "core/job_spec_parser.h"
@@ -50,6 +51,9 @@ class NoJobs final : public api::JobService {
     return Missing(name).status();
   }
   Status ReportProgress(std::string_view name, std::string_view, std::vector<ProgressReport>) override {
+    return Missing(name).status();
+  }
+  Status MayReport(std::string_view name, std::string_view) override {
     return Missing(name).status();
   }
   ProgressView Progress(const Job&) override { return {}; }
@@ -119,6 +123,26 @@ void FuzzProgressReport(const std::uint8_t* data, std::size_t size) {
       }
     }
   }
+}
+
+void FuzzKubeflowStatus(const std::uint8_t* data, std::size_t size) {
+  api::KubeflowJobContext known;
+  known.step = 5;
+  known.total_steps = 7;
+  known.latest_metrics = {{"loss", 0.5}};
+  api::KubeflowParse parsed = api::ParseKubeflowStatus(Text(data, size), "job", known);
+  if (!parsed.ok()) {
+    FUZZ_CHECK(parsed.error->code == 422 || parsed.error->code == 413);
+    FUZZ_CHECK(!parsed.update.report);
+    return;
+  }
+  FUZZ_CHECK(parsed.update.echo.is_object());
+  if (!parsed.update.report) return;
+  const ProgressReport& r = *parsed.update.report;
+  FUZZ_CHECK(r.step >= 0 && r.time.has_value());
+  FUZZ_CHECK(!r.total_steps || *r.total_steps > 0);
+  FUZZ_CHECK(r.metrics.size() <= 256);
+  FUZZ_CHECK(!r.remaining_seconds || *r.remaining_seconds >= 0);
 }
 
 void FuzzHttpRequest(const std::uint8_t* data, std::size_t size) {

@@ -17,6 +17,8 @@ namespace headway::fuzz {
 void FuzzJobSpec(const std::uint8_t* data, std::size_t size);
 void FuzzExperimentSpec(const std::uint8_t* data, std::size_t size);
 void FuzzProgressReport(const std::uint8_t* data, std::size_t size);
+// A Kubeflow Trainer status update body (api/kubeflow_status.h).
+void FuzzKubeflowStatus(const std::uint8_t* data, std::size_t size);
 // A raw HTTP/1.1 request as it arrives on the socket: Beast's parser, then
 // Headway's target decoding and routing through the REST API.
 void FuzzHttpRequest(const std::uint8_t* data, std::size_t size);

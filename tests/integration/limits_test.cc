@@ -217,14 +217,18 @@ TEST(Limits, HttpAndKubeflowReportsPastThePointsLimitAreRefusedWholeAndSaidOnce)
   // The Kubeflow endpoint counts against the same limit.
   const std::string kubeflow =
       "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/capped/status";
-  std::string report =
-      R"({"trainerStatus": {"progressPercentage": 50, "metrics": [{"name": "loss", "value": "0.4"}]}})";
+  // (Each with a new loss: a value re-sent unchanged is not stored again.)
+  auto update = [](int percent) {
+    return R"({"trainerStatus": {"progressPercentage": )" + std::to_string(percent) +
+           R"(, "metrics": [{"name": "loss", "value": "0.)" + std::to_string(percent) +
+           R"("}], "lastUpdatedTime": "2026-12-02T10:00:00Z"}})";
+  };
+  std::string report = update(50);
   int accepted = 0;
   int status = 0;
   for (int i = 0; i < 20 && (status = Post(server, kubeflow, token, report, &response)) == 200;
        ++i) {
-    report = R"({"trainerStatus": {"progressPercentage": )" + std::to_string(51 + i) +
-             R"(, "metrics": [{"name": "loss", "value": "0.4"}]}})";
+    report = update(51 + i);
     ++accepted;
   }
   EXPECT_EQ(accepted, 10) << "(100 - 80) / 2 points";

@@ -281,9 +281,9 @@ TEST(ProgressApi, KubeflowTrainerStatusIsAccepted) {
   EXPECT_EQ(job["progress"]["percent"], 42.0);
   EXPECT_EQ(job["progress"]["metrics"]["loss"], 0.41);
   EXPECT_EQ(Post(server, "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/kf/status",
-                 "", R"({"trainerStatus": {"progressPercentage": 50}})"), 401);
+                 "", R"({"trainerStatus": {"progressPercentage": 50}})"), 403);
   EXPECT_EQ(Post(server, "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/kf/status",
-                 token, R"({"trainerStatus": {"progressPercentage": 500}})"), 400);
+                 token, R"({"trainerStatus": {"progressPercentage": 500}})"), 422);
   // The executor tells jobs where this endpoint is, and where their token file is.
   server.Submit(R"(
 name: kfenv

@@ -257,6 +257,7 @@ CommandResult TestServer::Cli(std::vector<std::string> args, const std::string& 
   std::vector<std::string> argv = {"/usr/bin/env",
                                    "HEADWAY_DATA_DIR=" + base_dir_ + "/cli",
                                    "HEADWAY_API_TOKEN=" + token_,
+                                   "XDG_CONFIG_HOME=" + base_dir_ + "/cli-config",
                                    HEADWAY_BIN,
                                    "--server",
                                    url_};

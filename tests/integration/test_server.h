@@ -126,8 +126,9 @@ class TestServer {
   api::HttpClient Http() const { return api::HttpClient(url_, token_, ca_file_); }
 
   // `headway --server URL args...` with $HEADWAY_API_TOKEN set to token()
-  // and $HEADWAY_DATA_DIR to an empty folder, so the CLI finds no admin
-  // token of its own; a --token in `args` takes precedence.
+  // and $HEADWAY_DATA_DIR and $XDG_CONFIG_HOME to empty folders, so the CLI
+  // finds no admin token or config file of its own; a --token in `args`
+  // takes precedence.
   CommandResult Cli(std::vector<std::string> args, const std::string& input = {}) const;
   // Submits a YAML spec through the CLI; fails the test if it is refused.
   void Submit(const std::string& yaml) const;

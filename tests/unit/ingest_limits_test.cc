@@ -108,5 +108,40 @@ TEST_F(IngestLimitsTest, AfterARestartStoredPointsCountAndOldStepsAreNotCountedT
             StatusCode::kPayloadTooLarge);
 }
 
+// The job's own ETA (Kubeflow's estimatedRemainingSeconds) is shown while
+// Headway has too few reports for its own, counted down since it came.
+using ProgressTrackerEta = IngestLimitsTest;
+
+TEST_F(ProgressTrackerEta, TheJobsOwnEtaIsShownUntilHeadwayHasEnoughReports) {
+  auto report = [&](std::int64_t step, double t_s, std::optional<double> remaining) {
+    ProgressReport r;
+    r.step = step;
+    r.total_steps = 1000;
+    r.time = FromUnixMillis(static_cast<std::int64_t>(t_s * 1000));
+    r.remaining_seconds = remaining;
+    ProgressBatch batch{"job", {r}, *r.time};
+    ASSERT_TRUE(store_->AppendProgress({batch}).ok());
+    tracker_->Apply(batch);
+  };
+  Job job;
+  job.spec.name = "job";
+  job.state = JobState::kRunning;
+  job.started_at = FromUnixMillis(0);
+  // 3 reports at 1 step/s: Headway alone would say about 970 s.
+  report(10, 10, std::nullopt);
+  report(20, 20, std::nullopt);
+  report(30, 30, 500.0);
+  ProgressView v = tracker_->View(job, FromUnixMillis(35000));
+  ASSERT_TRUE(v.eta_seconds);
+  EXPECT_DOUBLE_EQ(*v.eta_seconds, 495.0) << "the job's 500 s, 5 s later";
+  EXPECT_DOUBLE_EQ(*tracker_->View(job, FromUnixMillis(30000 + 600000)).eta_seconds, 0.0)
+      << "never below 0";
+  // With enough reports Headway's own estimate wins.
+  for (int i = 4; i <= 12; ++i) report(10 * i, 10.0 * i, std::nullopt);
+  v = tracker_->View(job, FromUnixMillis(120000));
+  ASSERT_TRUE(v.eta_seconds);
+  EXPECT_NEAR(*v.eta_seconds, 880.0, 20.0);
+}
+
 }  // namespace
 }  // namespace headway

@@ -77,6 +77,45 @@ spec:
   EXPECT_FALSE(spec->time_limit.has_value());
 }
 
+TEST(TrainJobManifest, OpenShiftAiProgressionAnnotationsTurnOnPullMode) {
+  auto spec = ParseTrainJobManifest(R"(apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: hf
+  annotations:
+    trainer.opendatahub.io/progression-tracking: "true"
+    trainer.opendatahub.io/metrics-port: "28090"
+    trainer.opendatahub.io/metrics-poll-interval: "2"
+spec:
+  runtimeRef: {name: torch-distributed}
+  trainer: {command: [python3, train.py]}
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_TRUE(spec->progress_endpoint.has_value());
+  EXPECT_EQ(spec->progress_endpoint->port, 28090);
+  EXPECT_EQ(spec->progress_endpoint->path, "/metrics");
+  // Kept within OpenShift AI's bounds (5-300 s).
+  EXPECT_EQ(spec->progress_endpoint->interval, std::chrono::seconds(5));
+  auto off = ParseTrainJobManifest(
+      "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: hf}\n"
+      "spec: {runtimeRef: {name: t}, trainer: {command: [x]}}\n");
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->progress_endpoint.has_value());
+}
+
+TEST(ProgressEndpoint, IsReadAndCheckedInANativeSpec) {
+  auto spec = ParseJobSpec("name: p\ncommand: [x]\nprogress_endpoint: {port: 28080, path: /progress, interval: 10s}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->progress_endpoint->path, "/progress");
+  EXPECT_EQ(spec->progress_endpoint->interval, std::chrono::seconds(10));
+  for (const std::string bad : {"{port: 80}", "{port: 28080, path: metrics}", "{port: 28080, interval: 0s}",
+                                "{port: 28080, path: \"/a b\"}", "{host: x}"}) {
+    auto refused = ParseJobSpec("name: p\ncommand: [x]\nprogress_endpoint: " + bad + "\n");
+    EXPECT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.status().line(), 3) << bad;
+  }
+}
+
 struct Refused {
   std::string patch;  // replaces the trainer block
   std::string field;

@@ -269,5 +269,15 @@ TEST(PercentComplete, ClampedAndNonFiniteIgnored) {
   EXPECT_FALSE(PercentComplete(std::nullopt, std::nullopt, nan, 4.0));
 }
 
+TEST(ChooseEta, PrefersHeadwaysEstimateOnlyOnceItHasEnoughReports) {
+  EXPECT_EQ(ChooseEta(100.0, 3, 500.0, 10.0, 15.0), 495.0);
+  EXPECT_EQ(ChooseEta(100.0, kMinOwnEtaSamples, 500.0, 10.0, 15.0), 100.0);
+  EXPECT_EQ(ChooseEta(std::nullopt, 50, 500.0, 10.0, 10.0), 500.0);
+  EXPECT_EQ(ChooseEta(100.0, 1, std::nullopt, 0.0, 10.0), 100.0);
+  EXPECT_EQ(ChooseEta(std::nullopt, 0, std::nullopt, 0.0, 10.0), std::nullopt);
+  EXPECT_EQ(ChooseEta(std::nullopt, 0, 5.0, 0.0, 100.0), 0.0);
+  EXPECT_EQ(ChooseEta(std::nullopt, 0, 5.0, 10.0, 5.0), 5.0) << "a clock behind counts nothing";
+}
+
 }  // namespace
 }  // namespace headway::progress

@@ -43,5 +43,31 @@ TEST(EscapeForTerminal, KeepsLineBreaksWhenAsked) {
   EXPECT_EQ(EscapeForTerminal("a\nb", /*keep_newlines=*/false), "a\\nb");
 }
 
+TEST(DisplayWidth, CountsColumnsNotBytes) {
+  EXPECT_EQ(DisplayWidth(""), 0u);
+  EXPECT_EQ(DisplayWidth("loss"), 4u);
+  // The progress bar's cells are 3 bytes each and one column each.
+  EXPECT_EQ(std::string("\u2588\u2588\u2591").size(), 9u);
+  EXPECT_EQ(DisplayWidth("\u2588\u2588\u2591"), 3u);
+  EXPECT_EQ(DisplayWidth("caf\xc3\xa9"), 4u);               // é: 2 bytes, 1 column
+  EXPECT_EQ(DisplayWidth("e\xcc\x81"), 1u);                 // e + combining acute
+  EXPECT_EQ(DisplayWidth("\xe6\x97\xa5\xe6\x9c\xac"), 4u);    // 日本: wide
+  EXPECT_EQ(DisplayWidth("\xea\xb0\x80"), 2u);             // Hangul syllable
+  EXPECT_EQ(DisplayWidth("\xf0\x9f\x9a\x80"), 2u);         // rocket emoji
+  EXPECT_EQ(DisplayWidth("\xef\xbc\xa1"), 2u);             // fullwidth A
+  EXPECT_EQ(DisplayWidth("a\xe2\x80\x8b" "b"), 2u);           // zero-width space
+  EXPECT_EQ(DisplayWidth("\xff"), 1u);                      // not UTF-8: one column per byte
+}
+
+TEST(DisplayWidth, TruncationNeverSplitsACharacter) {
+  EXPECT_EQ(TruncateToWidth("abcdef", 4), "abcd");
+  EXPECT_EQ(TruncateToWidth("abc", 4), "abc");
+  EXPECT_EQ(TruncateToWidth("abcdef", 4, /*ellipsis=*/true), "abc\u2026");
+  // 日本語 is 6 columns; 5 columns hold two characters, not two and a half.
+  EXPECT_EQ(TruncateToWidth("\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e", 5), "\xe6\x97\xa5\xe6\x9c\xac");
+  EXPECT_EQ(TruncateToWidth("\u2588\u2588\u2588", 2), "\u2588\u2588");
+  EXPECT_EQ(TruncateToWidth("abc", 0), "");
+}
+
 }  // namespace
 }  // namespace headway

@@ -50,6 +50,7 @@ class FakeJobs final : public JobService {
   Status ReportProgress(std::string_view, std::string_view, std::vector<ProgressReport>) override {
     return Status::Ok();
   }
+  Status MayReport(std::string_view, std::string_view) override { return Status::Ok(); }
   ProgressView Progress(const Job& job) override {
     std::lock_guard lock(mu_);
     ++progress_calls_;

@@ -179,6 +179,26 @@ class SlurmExecutor final : public Executor {
     return launched;
   }
 
+  // The batch host's address (NodeAddr), where the job's rank 0 runs.
+  Result<std::string> PrimaryHost(const std::string& handle_text) override {
+    auto handle = json::parse(handle_text, nullptr, false);
+    if (!handle.is_object() || !handle.contains("slurm_job_id")) {
+      return InvalidArgument("unreadable executor handle");
+    }
+    std::string id = handle["slurm_job_id"].get<std::string>();
+    CommandOutput shown = runner_.Run({"scontrol", "show", "job", id, "-o"}, kCommandTimeout);
+    auto info = shown.exit_code == 0 ? ParseScontrolJob(shown.out) : std::nullopt;
+    if (!info || info->batch_host.empty()) {
+      return Unavailable("Slurm job " + id + " has no batch host yet");
+    }
+    CommandOutput node = runner_.Run({"scontrol", "show", "node", info->batch_host, "-o"},
+                                     kCommandTimeout);
+    static const std::regex addr(R"((?:^|\s)NodeAddr=(\S+))");
+    std::smatch m;
+    if (node.exit_code == 0 && std::regex_search(node.out, m, addr)) return std::string(m[1]);
+    return info->batch_host;
+  }
+
   ExecStatus Poll(const std::string& handle_text) override {
     auto handle = json::parse(handle_text, nullptr, false);
     if (!handle.is_object() || !handle.contains("slurm_job_id")) {
@@ -233,11 +253,13 @@ std::optional<SlurmJobInfo> ParseScontrolJob(const std::string& text) {
   static const std::regex state(R"((?:^|\s)JobState=(\S+))");
   static const std::regex reason(R"((?:^|\s)Reason=(\S+))");
   static const std::regex exit_code(R"((?:^|\s)ExitCode=(\d+):(\d+))");
+  static const std::regex batch_host(R"((?:^|\s)BatchHost=(\S+))");
   std::smatch m;
   SlurmJobInfo info;
   if (!std::regex_search(text, m, state)) return std::nullopt;
   info.state = m[1];
   if (std::regex_search(text, m, reason)) info.reason = m[1];
+  if (std::regex_search(text, m, batch_host) && m[1] != "(null)") info.batch_host = m[1];
   if (std::regex_search(text, m, exit_code)) {
     info.exit_code = std::stoi(m[1]);
     info.exit_signal = std::stoi(m[2]);

@@ -26,6 +26,7 @@ struct SlurmJobInfo {
   std::string reason;  // Slurm's pending/failure reason
   int exit_code = 0;
   int exit_signal = 0;
+  std::string batch_host;  // the node rank 0 (the batch script) runs on; "" until it starts
 };
 std::optional<SlurmJobInfo> ParseScontrolJob(const std::string& text);
 // Maps a Slurm job to Headway's view of an attempt.
