@@ -126,11 +126,16 @@ class SlurmExecutor final : public Executor {
       }
       // The paths reach the task's shell as variables: no quoting inside quoting.
       script += "export HEADWAY_RUN_DIR=" + Quote(request.run_dir) + "\n";
+      // Slurm signals every process of the step (--signal, scancel, the
+      // time limit): the command gets them as it would alone; this shell
+      // outlives them to pass on its status, and awk ignores them so that
+      // the command's last output is still written.
       script += "srun --kill-on-bad-exit=1 --output=/dev/null /bin/bash -c '" + env +
                 "log=\"$HEADWAY_RUN_DIR/rank-$SLURM_PROCID.log\"; : > \"$log\"; "
-                "\"$@\" 2>&1 | LC_ALL=C awk -v f=\"$log\" -v half=" +
+                "trap : USR1 USR2 TERM INT HUP; "
+                "\"$@\" 2>&1 | (trap \"\" USR1 USR2 TERM INT HUP; LC_ALL=C exec awk -v f=\"$log\" -v half=" +
                 std::to_string(std::max<std::uint64_t>(1, max_log_bytes_ / 2)) +
-                " -f \"$HEADWAY_RUN_DIR/rotate-log.awk\"; exit ${PIPESTATUS[0]}' headway-rank" +
+                " -f \"$HEADWAY_RUN_DIR/rotate-log.awk\"); exit ${PIPESTATUS[0]}' headway-rank" +
                 argv + "\n";
     }
     script += "rc=$?\n";
@@ -324,7 +329,7 @@ ExecStatus MapSlurmState(const SlurmJobInfo& info) {
 }
 
 std::unique_ptr<Executor> MakeSlurmExecutor(CommandRunner& runner, std::uint64_t max_log_bytes) {
-  return std::make_unique<SlurmExecutor>(runner);
+  return std::make_unique<SlurmExecutor>(runner, max_log_bytes);
 }
 
 }  // namespace headway
