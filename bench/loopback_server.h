@@ -18,6 +18,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -79,6 +80,20 @@ struct Connection {
 inline std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A process's user + system CPU seconds, from /proc/PID/stat.
+inline double CpuSeconds(pid_t pid) {
+  std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
+  std::size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::vector<std::string> f;
+  for (std::string s; fields >> s && f.size() < 13;) f.push_back(s);
+  if (f.size() < 13) return 0;
+  // Fields 14 and 15 of proc(5) (utime, stime), counted from field 3 (state).
+  return static_cast<double>(std::stoll(f[11]) + std::stoll(f[12])) /
+         static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 inline double Percentile(std::vector<double> v, double p) {

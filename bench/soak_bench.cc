@@ -61,6 +61,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 using headway::bench::Connection;
+using headway::bench::CpuSeconds;
 using headway::bench::Percentile;
 using headway::bench::ReadAll;
 using headway::bench::ServerProcess;
@@ -69,7 +70,7 @@ using headway::bench::StartIdleJobs;
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// The server's resident set (VmRSS) in MiB and its user+system CPU seconds.
+// The server's resident set (VmRSS) in MiB.
 double RssMiB(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
@@ -77,19 +78,6 @@ double RssMiB(pid_t pid) {
     if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
   }
   return 0;
-}
-
-double CpuSeconds(pid_t pid) {
-  std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
-  std::size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(stat.substr(close + 2));
-  std::vector<std::string> f;
-  for (std::string s; fields >> s && f.size() < 13;) f.push_back(s);
-  if (f.size() < 13) return 0;
-  // Fields 14 and 15 of proc(5) (utime, stime), counted from field 3 (state).
-  return static_cast<double>(std::stoll(f[11]) + std::stoll(f[12])) /
-         static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 double SelfCpuSeconds() {

@@ -26,24 +26,12 @@
 namespace {
 
 using headway::bench::Connection;
+using headway::bench::CpuSeconds;
 using headway::bench::Percentile;
 using headway::bench::ReadAll;
 using headway::bench::ServerProcess;
 namespace http = boost::beast::http;
 using Clock = std::chrono::steady_clock;
-
-double CpuSeconds(pid_t pid) {
-  std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
-  std::size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(stat.substr(close + 2));
-  std::vector<std::string> f;
-  for (std::string s; fields >> s && f.size() < 13;) f.push_back(s);
-  if (f.size() < 13) return 0;
-  // Fields 14 and 15 of proc(5) (utime, stime), counted from field 3 (state).
-  return static_cast<double>(std::stoll(f[11]) + std::stoll(f[12])) /
-         static_cast<double>(sysconf(_SC_CLK_TCK));
-}
 
 // One open event stream, drained by its own thread until Close().
 class Stream {

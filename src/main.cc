@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
   server
       ->add_option("--max-log-bytes", server_config.max_log_bytes,
-                   "bytes of output kept per rank of a local job: past half of it the rank's "
+                   "bytes of output kept per rank of a job: past half of it the rank's "
                    "log is rotated to rank-N.log.1 (replacing the older one), so the newest "
                    "output is kept, and the job gets a Warning event (0: unbounded)")
       ->capture_default_str()

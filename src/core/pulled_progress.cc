@@ -1,5 +1,6 @@
 #include "core/pulled_progress.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -59,6 +60,15 @@ std::optional<double> Number(const json& v) {
   return std::nullopt;
 }
 
+// Names as the Kubeflow endpoint takes them: 1-64 printable characters
+// ("eval_f1 (macro)" included).
+bool IsPrintableName(const std::string& name) {
+  return !name.empty() && name.size() <= 64 &&
+         std::all_of(name.begin(), name.end(), [](char c) {
+           return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
+         });
+}
+
 bool Same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
 }  // namespace
@@ -88,12 +98,14 @@ Result<std::optional<ProgressReport>> ParsePulledProgress(std::string_view body,
     return InvalidArgument("the progress endpoint's answer has neither currentStep nor progressPercentage");
   }
   report.epoch = real("currentEpoch");
+  // The job's own ETA, shown until Headway has enough reports of its own.
+  report.remaining_seconds = real("estimatedRemainingSeconds");
   if (auto total = real("totalEpochs"); total && *total > 0) report.total_epochs = total;
   for (const char* group : {"trainMetrics", "evalMetrics"}) {
     if (!doc.contains(group) || !doc[group].is_object()) continue;
     for (const auto& [name, value] : doc[group].items()) {
       auto v = Number(value);
-      if (!v || !IsValidMetricName(name)) continue;
+      if (!v || !IsPrintableName(name)) continue;
       auto seen = last.metrics.find(name);
       if (seen != last.metrics.end() && Same(seen->second, *v)) continue;  // served again
       report.metrics[name] = *v;

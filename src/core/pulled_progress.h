@@ -8,7 +8,8 @@
 //    "evalMetrics": {"eval_loss": 0.52}}
 //
 // Python's bare NaN and Infinity are read as such (a diverging loss stays
-// visible). The callback keeps serving its last metrics until new ones
+// visible). Metric names are taken as the Kubeflow endpoint takes them.
+// The callback keeps serving its last metrics until new ones
 // replace them, so a metric is taken only when its value changed since the
 // previous poll: a re-served evaluation is never a second point (which
 // would fake a plateau).

@@ -44,7 +44,7 @@ struct ServerConfig {
   int request_timeout_s = 30;       // a request must arrive whole within this (slow clients)
   std::size_t max_series_per_job = 1000;
   std::uint64_t max_points_per_job = 1000000;  // progress rows (steps + metric values) per job
-  std::uint64_t max_log_bytes = 1ull << 30;    // per rank of a local job, rotated at half; 0: off
+  std::uint64_t max_log_bytes = 1ull << 30;    // per rank (local and Slurm), rotated at half; 0: off
   double stall_floor_s = 60;        // never call a job Stalled sooner than this
   double no_report_grace_s = 300;   // say "no progress reported" after this long
   // Ended jobs without a spec ttl_after_finished are deleted this long after

@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <thread>
 
@@ -143,6 +145,51 @@ TEST_F(SlurmTest, ACrashAroundSbatchSubmitsTheAttemptToSlurmExactlyOnce) {
     }
     EXPECT_EQ(server->Cli({"logs", name}).out, "finished\n");
   }
+}
+
+// As for local jobs, a rank's output cannot fill the shared disk: each rank
+// log is moved aside at half of --max-log-bytes, keeping the newest output.
+TEST_F(SlurmTest, RankLogsAreRotatedAtTheLogLimit) {
+  auto server = std::make_unique<TestServer>(
+      0, std::vector<std::string>{"--queue", "cluster=slurm:partition=debug", "--allow-root-jobs",
+                                  "--max-log-bytes", "65536"});
+  server->Submit("name: sl-flood\nqueue: cluster\ncommand: [seq, '1', '200000']\n");
+  ASSERT_TRUE(server->WaitForState("sl-flood", "Succeeded", std::chrono::seconds(60)));
+  const std::string run_dir = server->data_dir() + "/jobs/sl-flood/attempt-0";
+  std::error_code ec;
+  std::uint64_t kept = std::filesystem::file_size(run_dir + "/rank-0.log", ec) +
+                       std::filesystem::file_size(run_dir + "/rank-0.log.1", ec);
+  EXPECT_LE(kept, 65536u);
+  EXPECT_GE(kept, 32768u - 16);
+  EXPECT_FALSE(std::filesystem::exists(run_dir + "/rank-0.log.2"));
+  EXPECT_EQ(server->Cli({"logs", "sl-flood", "--tail", "2"}).out, "199999\n200000\n");
+  // The command's own exit status still decides the job's.
+  server->Submit("name: sl-fail-rotated\nqueue: cluster\ncommand: \"seq 1 10; exit 7\"\n");
+  ASSERT_TRUE(server->WaitForState("sl-fail-rotated", "Failed", std::chrono::seconds(60)));
+  EXPECT_EQ(server->Job("sl-fail-rotated")["exit_code"], 7);
+}
+
+// Pull mode on a cluster: the server reads the endpoint on the batch host.
+TEST_F(SlurmTest, PullModeReadsTheEndpointOnTheBatchHost) {
+  auto server = Server();
+  const std::string script = server->work_dir() + "/serve.py";
+  std::ofstream(script) << "import http.server, json, threading, time\n"
+                           "state = {'currentStep': 0, 'totalSteps': 5}\n"
+                           "class H(http.server.BaseHTTPRequestHandler):\n"
+                           "    def log_message(self, *a): pass\n"
+                           "    def do_GET(self):\n"
+                           "        self.send_response(200); self.end_headers()\n"
+                           "        self.wfile.write(json.dumps(state).encode())\n"
+                           "s = http.server.HTTPServer(('0.0.0.0', 28123), H)\n"
+                           "threading.Thread(target=s.serve_forever, daemon=True).start()\n"
+                           "for i in range(1, 6):\n"
+                           "    time.sleep(0.4); state['currentStep'] = i\n"
+                           "time.sleep(2.5)\n";
+  server->Submit("name: sl-pulled\nqueue: cluster\ncommand: [/usr/bin/python3, " + script +
+                 "]\nprogress_endpoint: {port: 28123, interval: 1s}\n");
+  ASSERT_TRUE(server->WaitForState("sl-pulled", "Succeeded", std::chrono::seconds(60)));
+  ASSERT_TRUE(WaitFor([&] { return server->Job("sl-pulled")["progress"]["step"] == 5; }))
+      << server->Job("sl-pulled")["progress"].dump() << nlohmann::json(server->Events("sl-pulled")).dump();
 }
 
 }  // namespace

@@ -27,9 +27,10 @@ TEST(PulledProgress, ReadsTheCallbacksFields) {
   EXPECT_EQ(p.total_steps, 200);
   EXPECT_EQ(p.epoch, 1.8);
   EXPECT_EQ(p.total_epochs, 4);
-  // Numbers under valid names; text and names Headway cannot store are left out.
-  EXPECT_THAT(p.metrics, ElementsAre(Pair("eval_loss", 0.52), Pair("learning_rate", 0.0001),
-                                     Pair("loss", 0.41)));
+  EXPECT_EQ(p.remaining_seconds, 120);
+  // Numbers, under any name the Kubeflow endpoint takes too; text is left out.
+  EXPECT_THAT(p.metrics, ElementsAre(Pair("eval_f1 (macro)", 0.7), Pair("eval_loss", 0.52),
+                                     Pair("learning_rate", 0.0001), Pair("loss", 0.41)));
 }
 
 TEST(PulledProgress, AReServedEvaluationIsNotASecondPoint) {

@@ -44,7 +44,8 @@ std::string SignalName(int sig) {
 
 class SlurmExecutor final : public Executor {
  public:
-  explicit SlurmExecutor(CommandRunner& runner) : runner_(runner) {}
+  SlurmExecutor(CommandRunner& runner, std::uint64_t max_log_bytes)
+      : runner_(runner), max_log_bytes_(max_log_bytes) {}
 
   std::string_view Name() const override { return "slurm"; }
 
@@ -104,11 +105,39 @@ class SlurmExecutor final : public Executor {
     std::string argv;
     for (const auto& a : spec.Argv()) argv += " " + Quote(a);
     // Each task derives its rank from SLURM_* and execs the job's command.
-    script += "srun --kill-on-bad-exit=1 --output=" + Quote(request.run_dir + "/rank-%t.log") +
-              " /bin/bash -c 'export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID "
-              "NODE_RANK=$SLURM_NODEID GROUP_RANK=$SLURM_NODEID "
-              "PET_NODE_RANK=${PET_NODE_RANK:-$SLURM_NODEID}; exec \"$@\"' headway-rank" +
-              argv + "\n";
+    const std::string env =
+        "export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID NODE_RANK=$SLURM_NODEID "
+        "GROUP_RANK=$SLURM_NODEID PET_NODE_RANK=${PET_NODE_RANK:-$SLURM_NODEID}; ";
+    if (max_log_bytes_ == 0) {
+      script += "srun --kill-on-bad-exit=1 --output=" + Quote(request.run_dir + "/rank-%t.log") +
+                " /bin/bash -c '" + env + "exec \"$@\"' headway-rank" + argv + "\n";
+    } else {
+      // With a log limit each rank's output goes through awk, which moves
+      // rank-N.log to rank-N.log.1 each time it passes half the limit, as
+      // the local executor's supervisor does: the newest output is kept and
+      // no rank can fill the shared disk. The command's exit status is kept.
+      const std::string rotate = request.run_dir + "/rotate-log.awk";
+      {
+        std::ofstream out(rotate, std::ios::trunc);
+        out << "# Appends each line to f, moving f to f.1 once it holds `half` bytes.\n"
+               "{ print > f; fflush(f); n += length($0) + 1;\n"
+               "  if (n >= half) { close(f); system(\"mv -f '\" f \"' '\" f \".1'\"); n = 0 } }\n";
+        if (!out) return Unavailable("cannot write " + rotate);
+      }
+      // The paths reach the task's shell as variables: no quoting inside quoting.
+      script += "export HEADWAY_RUN_DIR=" + Quote(request.run_dir) + "\n";
+      // Slurm signals every process of the step (--signal, scancel, the
+      // time limit): the command gets them as it would alone; this shell
+      // outlives them to pass on its status, and awk ignores them so that
+      // the command's last output is still written.
+      script += "srun --kill-on-bad-exit=1 --output=/dev/null /bin/bash -c '" + env +
+                "log=\"$HEADWAY_RUN_DIR/rank-$SLURM_PROCID.log\"; : > \"$log\"; "
+                "trap : USR1 USR2 TERM INT HUP; "
+                "\"$@\" 2>&1 | (trap \"\" USR1 USR2 TERM INT HUP; LC_ALL=C exec awk -v f=\"$log\" -v half=" +
+                std::to_string(std::max<std::uint64_t>(1, max_log_bytes_ / 2)) +
+                " -f \"$HEADWAY_RUN_DIR/rotate-log.awk\"); exit ${PIPESTATUS[0]}' headway-rank" +
+                argv + "\n";
+    }
     script += "rc=$?\n";
     script += "printf '{\"exit_code\": %d}' \"$rc\" > " + Quote(request.run_dir + "/result.json.tmp") +
               " && mv " + Quote(request.run_dir + "/result.json.tmp") + " " +
@@ -245,6 +274,7 @@ class SlurmExecutor final : public Executor {
 
  private:
   CommandRunner& runner_;
+  const std::uint64_t max_log_bytes_;  // 0: no limit
 };
 
 }  // namespace
@@ -298,8 +328,8 @@ ExecStatus MapSlurmState(const SlurmJobInfo& info) {
   return {Phase::kExited, code == 0 ? 1 : code, "Slurm: " + s, s};
 }
 
-std::unique_ptr<Executor> MakeSlurmExecutor(CommandRunner& runner) {
-  return std::make_unique<SlurmExecutor>(runner);
+std::unique_ptr<Executor> MakeSlurmExecutor(CommandRunner& runner, std::uint64_t max_log_bytes) {
+  return std::make_unique<SlurmExecutor>(runner, max_log_bytes);
 }
 
 }  // namespace headway

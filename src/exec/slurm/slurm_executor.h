@@ -18,7 +18,9 @@
 
 namespace headway {
 
-std::unique_ptr<Executor> MakeSlurmExecutor(CommandRunner& runner);
+// `max_log_bytes` bounds each rank's log (rank-N.log plus rank-N.log.1), as
+// --max-log-bytes does for local jobs; 0: no limit.
+std::unique_ptr<Executor> MakeSlurmExecutor(CommandRunner& runner, std::uint64_t max_log_bytes = 0);
 
 // Parsed `scontrol show job -o` fields that the executor needs.
 struct SlurmJobInfo {
