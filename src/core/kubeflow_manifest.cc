@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "core/job_spec_parser.h"
 #include "core/yaml_fields.h"
 
 namespace headway {
@@ -18,10 +19,6 @@ constexpr std::string_view kTrainerGroup = "trainer.kubeflow.org/";
 // The torchrun variables Kubeflow's torch runtime sets; a TrainJob may not.
 const std::set<std::string> kTorchReserved = {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK",
                                               "PET_MASTER_ADDR", "PET_MASTER_PORT"};
-
-Status Unsupported(const std::string& field, const YAML::Node& node, const std::string& why) {
-  return FieldError(field, node, "is not supported by Headway: " + why);
-}
 
 // Kubernetes CPU quantities: "2", "1.5", "500m".
 Result<double> AsCpuQuantity(const std::string& field, const YAML::Node& node) {
@@ -72,7 +69,7 @@ Status ApplyResources(const std::string& field, const YAML::Node& node, JobSpec&
         }
         if (limits || spec.resources.memory_bytes == 0) spec.resources.memory_bytes = *bytes;
       } else {
-        return Unsupported(path, kv.first,
+        return UnsupportedField(path, kv.first,
                            "Headway allocates nvidia.com/gpu, cpu and memory per node only");
       }
     }
@@ -84,7 +81,7 @@ Status ApplyResources(const std::string& field, const YAML::Node& node, JobSpec&
   for (const auto& kv : node) {
     std::string key = kv.first.Scalar();
     if (key != "limits" && key != "requests") {
-      return Unsupported(field + "." + key, kv.first, "only limits and requests are read");
+      return UnsupportedField(field + "." + key, kv.first, "only limits and requests are read");
     }
   }
   return Status::Ok();
@@ -107,7 +104,7 @@ Result<std::map<std::string, std::string>> AsEnvList(const std::string& field,
         {{"name", Assign(name, AsString)},
          {"value", Assign(value, AsString)},
          {"valueFrom", [](const std::string& f, const YAML::Node& v) -> Status {
-            return Unsupported(f, v,
+            return UnsupportedField(f, v,
                                "there are no Kubernetes secrets or fields to read; set the value, "
                                "or pass a server variable with `headway server --job-env NAME`");
           }}}));
@@ -207,9 +204,8 @@ Status ParseMetadata(const YAML::Node& node, bool name_required, JobSpec& spec) 
     if (name_required) return InvalidArgument("is required (a map with name)").WithField("metadata");
     return Status::Ok();
   }
-  HEADWAY_RETURN_IF_ERROR(ForEachField(
-      "metadata", node,
-      {{"name", Assign(spec.name, AsString)},
+  std::map<std::string, FieldHandler> fields = {
+      {"name", Assign(spec.name, AsString)},
        {"namespace", Assign(spec.team, AsString)},
        {"labels",
         [&](const std::string& f, const YAML::Node& v) -> Status {
@@ -226,17 +222,19 @@ Status ParseMetadata(const YAML::Node& node, bool name_required, JobSpec& spec) 
           if (!annotations.ok()) return annotations.status();
           return ApplyProgressionAnnotations(f, v, *annotations, spec);
         }},
-       // Written by a Kubernetes API server; harmless in an exported manifest.
-       {"uid", Ignore()},
-       {"resourceVersion", Ignore()},
-       {"generation", Ignore()},
-       {"creationTimestamp", Ignore()},
-       {"managedFields", Ignore()},
-       {"generateName",
-        [](const std::string& f, const YAML::Node& v) -> Status {
-          return Unsupported(f, v, "give metadata.name");
-        }}}));
-  if (name_required && spec.name.empty()) return InvalidArgument("is required").WithField("metadata.name");
+       {"generateName", Assign(spec.generate_name, AsString)}};
+  IgnoreServerWrittenMetadata(fields);
+  HEADWAY_RETURN_IF_ERROR(ForEachField("metadata", node, fields));
+  if (node["generateName"] && (spec.generate_name.size() > kMaxGenerateNamePrefix ||
+                               !IsValidJobName(spec.generate_name + "x"))) {
+    return FieldError("metadata.generateName", node["generateName"],
+                      "must be 1-" + std::to_string(kMaxGenerateNamePrefix) +
+                          " lowercase letters, digits or '-', starting with a letter or digit (5 "
+                          "random characters are appended), got '" + spec.generate_name + "'");
+  }
+  if (name_required && spec.name.empty() && spec.generate_name.empty()) {
+    return InvalidArgument("is required (or metadata.generateName)").WithField("metadata.name");
+  }
   if (auto queue = spec.labels.find("kueue.x-k8s.io/queue-name"); queue != spec.labels.end()) {
     spec.queue = queue->second;
   }
@@ -246,6 +244,16 @@ Status ParseMetadata(const YAML::Node& node, bool name_required, JobSpec& spec) 
 }  // namespace
 
 namespace yaml_fields {
+
+Status UnsupportedField(const std::string& field, const YAML::Node& node, const std::string& why) {
+  return FieldError(field, node, "is not supported by Headway: " + why);
+}
+
+void IgnoreServerWrittenMetadata(std::map<std::string, FieldHandler>& handlers) {
+  for (const char* key : {"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"}) {
+    handlers.emplace(key, Ignore());
+  }
+}
 
 Status ApplyKubernetesContainer(const YAML::Node& container, const std::string& field,
                                 JobSpec& spec) {
@@ -331,7 +339,7 @@ Result<JobSpec> ParseTrainJobNode(const YAML::Node& root, const std::string& pre
         [&](const std::string& f, const YAML::Node& v) -> Status {
           auto suspend = AsBool(f, v);
           if (!suspend.ok()) return suspend.status();
-          if (*suspend) return Unsupported(f, v, "submit the job when it should run");
+          if (*suspend) return UnsupportedField(f, v, "submit the job when it should run");
           return Status::Ok();
         }},
        {"managedBy",
@@ -339,22 +347,22 @@ Result<JobSpec> ParseTrainJobNode(const YAML::Node& root, const std::string& pre
           auto by = AsString(f, v);
           if (!by.ok()) return by.status();
           if (*by != "trainer.kubeflow.org/trainjob-controller") {
-            return Unsupported(f, v, "Headway runs the job itself");
+            return UnsupportedField(f, v, "Headway runs the job itself");
           }
           return Status::Ok();
         }},
        {"initializer",
         [](const std::string& f, const YAML::Node& v) -> Status {
-          return Unsupported(f, v,
+          return UnsupportedField(f, v,
                              "fetch datasets and models in the trainer's command (or a step "
                              "before it)");
         }},
        {"runtimePatches",
         [](const std::string& f, const YAML::Node& v) -> Status {
-          return Unsupported(f, v, "there are no pods to patch");
+          return UnsupportedField(f, v, "there are no pods to patch");
         }},
        {"podSpecOverrides", [](const std::string& f, const YAML::Node& v) -> Status {
-          return Unsupported(f, v, "there are no pods to override");
+          return UnsupportedField(f, v, "there are no pods to override");
         }}}));
   if (!has_trainer || spec.command.empty()) {
     return InvalidArgument(

@@ -1,7 +1,7 @@
 // Kubeflow Trainer `TrainJob` manifests (trainer.kubeflow.org/v1alpha1) run
 // as Headway jobs, so a manifest written for Kubeflow is submitted unchanged:
 //
-//   metadata.name                    -> name
+//   metadata.name (or generateName)  -> name (or generate_name)
 //   metadata.namespace               -> team (default "default")
 //   metadata.labels                  -> labels; kueue.x-k8s.io/queue-name also sets the queue
 //   spec.runtimeRef.name             -> label trainer.kubeflow.org/runtime

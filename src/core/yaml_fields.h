@@ -78,6 +78,15 @@ Result<YAML::Node> Load(std::string_view document);
 Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& prefix,
                                  bool name_required);
 
+// A field a manifest may carry that Headway cannot honour: an error naming
+// it, its line, and why.
+Status UnsupportedField(const std::string& field, const YAML::Node& node, const std::string& why);
+
+// Adds handlers that ignore the metadata a Kubernetes API server writes
+// (uid, resourceVersion, generation, creationTimestamp, managedFields):
+// harmless in an exported manifest.
+void IgnoreServerWrittenMetadata(std::map<std::string, FieldHandler>& handlers);
+
 // A job's pull-mode progress endpoint: {port, path, interval}.
 Result<ProgressEndpoint> AsProgressEndpoint(const std::string& field, const YAML::Node& node);
 

@@ -28,10 +28,6 @@ namespace {
 
 using namespace yaml_fields;  // NOLINT: the translation is written in terms of these helpers
 
-Status Unsupported(const std::string& field, const YAML::Node& node, const std::string& why) {
-  return FieldError(field, node, "is not supported by Headway: " + why);
-}
-
 // Katib writes numbers as strings ("0.01"); the native document wants numbers.
 Result<double> KatibNumber(const std::string& field, const YAML::Node& node) {
   if (!node.IsScalar()) return FieldError(field, node, "must be a number");
@@ -128,7 +124,7 @@ Result<YAML::Node> Parameter(const std::string& field, const YAML::Node& item) {
           auto d = KatibNumber(f, v);
           if (!d.ok()) return d.status();
           if (type == "int" && *d == 1) return Status::Ok();  // every integer: what int means here
-          return Unsupported(f, v,
+          return UnsupportedField(f, v,
                              "a search over steps of a range; list the values with "
                              "parameterType discrete");
         }},
@@ -136,7 +132,7 @@ Result<YAML::Node> Parameter(const std::string& field, const YAML::Node& item) {
   if (distribution == "logUniform") {
     out["log"] = true;
   } else if (distribution != "uniform") {
-    return Unsupported(sf + ".distribution", space["distribution"],
+    return UnsupportedField(sf + ".distribution", space["distribution"],
                        "distributions are uniform or logUniform");
   }
   if ((type == "categorical" || type == "discrete") != has_list) {
@@ -186,7 +182,7 @@ Result<YAML::Node> TrialTemplate(const std::string& field, const YAML::Node& nod
        {"retain", Ignore()},
        {"primaryPodLabels", Ignore()},
        {"configMap", [](const std::string& f, const YAML::Node& v) -> Status {
-          return Unsupported(f, v, "put the trial's spec in trialSpec");
+          return UnsupportedField(f, v, "put the trial's spec in trialSpec");
         }}}));
   const std::string sf = field + ".trialSpec";
   if (!trial_spec || !trial_spec.IsMap()) return InvalidArgument("is required (a map)").WithField(sf);
@@ -216,7 +212,7 @@ Result<YAML::Node> TrialTemplate(const std::string& field, const YAML::Node& nod
     for (const auto& kv : pod) {
       const std::string key = kv.first.Scalar();
       if (key != "containers" && key != "restartPolicy") {
-        return Unsupported(pf + "." + key, kv.first, "a trial runs as processes, not as a pod");
+        return UnsupportedField(pf + "." + key, kv.first, "a trial runs as processes, not as a pod");
       }
     }
     job.team = "default";
@@ -227,7 +223,7 @@ Result<YAML::Node> TrialTemplate(const std::string& field, const YAML::Node& nod
           .WithField(pf + ".containers[" + std::to_string(chosen) + "].command");
     }
   } else {
-    return Unsupported(sf + ".kind", trial_spec["kind"] ? trial_spec["kind"] : trial_spec,
+    return UnsupportedField(sf + ".kind", trial_spec["kind"] ? trial_spec["kind"] : trial_spec,
                        "trials are a batch/v1 Job or a trainer.kubeflow.org TrainJob");
   }
   job.name.clear();
@@ -255,7 +251,7 @@ Result<YAML::Node> TrialTemplate(const std::string& field, const YAML::Node& nod
     at += replacement.size();
   }
   if (text.find("${trialSpec.") != std::string::npos) {
-    return Unsupported(sf, trial_spec, "${trialSpec.*} metadata placeholders");
+    return UnsupportedField(sf, trial_spec, "${trialSpec.*} metadata placeholders");
   }
   return YAML::Load(text);
 }
@@ -275,9 +271,8 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
   }
   const YAML::Node metadata = root["metadata"];
   if (!metadata || !metadata.IsMap()) return InvalidArgument("is required (a map with name)").WithField("metadata");
-  HEADWAY_RETURN_IF_ERROR(ForEachField(
-      "metadata", metadata,
-      {{"name",
+  std::map<std::string, FieldHandler> metadata_fields = {
+      {"name",
         [&](const std::string& f, const YAML::Node& v) -> Status {
           auto name = AsString(f, v);
           if (!name.ok()) return name.status();
@@ -286,12 +281,9 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
         }},
        {"namespace", Assign(team, AsString)},
        {"labels", Ignore()},
-       {"annotations", Ignore()},
-       {"uid", Ignore()},
-       {"resourceVersion", Ignore()},
-       {"generation", Ignore()},
-       {"creationTimestamp", Ignore()},
-       {"managedFields", Ignore()}}));
+       {"annotations", Ignore()}};
+  IgnoreServerWrittenMetadata(metadata_fields);
+  HEADWAY_RETURN_IF_ERROR(ForEachField("metadata", metadata, metadata_fields));
   if (!out["name"]) return InvalidArgument("is required").WithField("metadata.name");
 
   const YAML::Node spec = root["spec"];
@@ -355,7 +347,7 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
         [&](const std::string& f, const YAML::Node& v) -> Status {
           const YAML::Node kind = v["collector"]["kind"];
           if (v.IsMap() && v["source"]) {
-            return Unsupported(f + ".source", v["source"],
+            return UnsupportedField(f + ".source", v["source"],
                                "metrics are read from `name=value` output lines as Katib's default "
                                "StdOut collector reads them");
           }
@@ -364,13 +356,13 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
             stdout_metrics = false;  // the trial reports through Headway's own protocol
             return Status::Ok();
           }
-          return Unsupported(f + ".collector.kind", kind,
+          return UnsupportedField(f + ".collector.kind", kind,
                              "collectors are StdOut (name=value output lines) or None (the trial "
                              "reports with Headway's SDK or the Kubeflow progress API)");
         }},
        {"resumePolicy", Ignore()},
        {"nasConfig", [](const std::string& f, const YAML::Node& v) -> Status {
-          return Unsupported(f, v, "neural architecture search");
+          return UnsupportedField(f, v, "neural architecture search");
         }}}));
 
   // Objective.
@@ -414,7 +406,7 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
               }
               std::string best = type == "maximize" ? "max" : "min";
               if (o["metric"] && name.Scalar() == o["metric"].Scalar() && value.Scalar() != best) {
-                return Unsupported(f + "[" + std::to_string(i) + "].value", value,
+                return UnsupportedField(f + "[" + std::to_string(i) + "].value", value,
                                    "a trial's objective is its best value (" + best + ")");
               }
             }
@@ -445,7 +437,7 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
         {"random", "random"}, {"grid", "grid"}, {"tpe", "tpe"}, {"bayesianoptimization", "gp"}};
     auto known = kAlgorithms.find(name);
     if (known == kAlgorithms.end()) {
-      return Unsupported("spec.algorithm.algorithmName",
+      return UnsupportedField("spec.algorithm.algorithmName",
                          algorithm["algorithmName"] ? algorithm["algorithmName"] : algorithm,
                          "'" + name + "'; algorithms are random, grid, tpe and bayesianoptimization");
     }
@@ -464,7 +456,7 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
         if (!d.ok()) return d.status();
         a["startup_trials"] = static_cast<std::int64_t>(*d);
       } else {
-        return Unsupported(f, value, "Headway's " + known->second + " sampler has no such setting");
+        return UnsupportedField(f, value, "Headway's " + known->second + " sampler has no such setting");
       }
     }
     out["algorithm"] = a;
@@ -482,7 +474,7 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
                                              return Status::Ok();
                                            }}}));
     if (name != "medianstop") {
-      return Unsupported("spec.earlyStopping.algorithmName",
+      return UnsupportedField("spec.earlyStopping.algorithmName",
                          early["algorithmName"] ? early["algorithmName"] : early,
                          "'" + name + "'; early stopping is medianstop");
     }
@@ -498,7 +490,7 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
       } else if (key == "start_step") {
         e["start_step"] = static_cast<std::int64_t>(*d);
       } else {
-        return Unsupported(f, value, "medianstop takes min_trials_required and start_step");
+        return UnsupportedField(f, value, "medianstop takes min_trials_required and start_step");
       }
     }
     out["early_stopping"] = e;

@@ -116,6 +116,24 @@ TEST(ProgressEndpoint, IsReadAndCheckedInANativeSpec) {
   }
 }
 
+TEST(TrainJobManifest, GenerateNameLeavesTheNameToTheServer) {
+  auto spec = ParseJobSpec(R"(apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {generateName: sweep-}
+spec:
+  runtimeRef: {name: torch-distributed}
+  trainer: {command: [x]}
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->name, "");
+  EXPECT_EQ(spec->generate_name, "sweep-");
+  auto bad = ParseJobSpec(
+      "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {generateName: Bad_}\n"
+      "spec: {runtimeRef: {name: t}, trainer: {command: [x]}}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().field(), "metadata.generateName");
+}
+
 struct Refused {
   std::string patch;  // replaces the trainer block
   std::string field;
