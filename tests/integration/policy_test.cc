@@ -107,10 +107,12 @@ TEST(Policy, ForceStopKillsAtOnceAndOnlyAdminsMayForce) {
   std::string alice = CreateTokenAs(server, admin, "alice", "vision", "member");
   // Ignores SIGTERM and asks for a long grace (an admin set it; members could not).
   json stubborn = {{"name", "stubborn"}, {"team", "vision"},
-                   {"command", "trap '' TERM; while true; do sleep 0.2; done"},
+                   {"command", "trap '' TERM; touch " + server.work_dir() +
+                                   "/ready; while true; do sleep 0.2; done"},
                    {"termination_grace", "10m"}};
   ASSERT_EQ(Call(server, admin, "POST", "/api/v1/jobs", stubborn.dump()).status, 201);
-  ASSERT_TRUE(server.WaitForState("stubborn", "Running"));
+  // Its trap is set: a SIGTERM before that would end it by default.
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(server.work_dir() + "/ready"); }));
 
   Answer refused = Call(server, alice, "POST", "/api/v1/jobs/stubborn/stop", R"({"force": true})");
   EXPECT_EQ(refused.status, 403);

@@ -109,12 +109,17 @@ TEST(Preemption, AHigherPriorityJobPreemptsWithACheckpointWarningAndTheVictimRes
 
 TEST(Preemption, AVictimThatIgnoresTheWarningGetsSigtermAfterTheGraceAndIsRequeued) {
   TestServer server(1, {"--preemption-grace", "1"});
-  server.Submit("name: deaf\ncommand: \"trap '' USR1; sleep 60\"\ntermination_grace: 1s\n"
-                "resources: {gpus_per_process: 1}\n");
-  ASSERT_TRUE(server.WaitForState("deaf", "Running"));
+  // It says when its trap is set: a warning sent before that would end it
+  // (the default action), which is not what the test is about.
+  const std::string ready = server.work_dir() + "/deaf-ready";
+  server.Submit("name: deaf\ncommand: \"trap '' USR1; touch " + ready +
+                "; sleep 60\"\ntermination_grace: 1s\nresources: {gpus_per_process: 1}\n");
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(ready); }));
   server.Submit("name: vip\npriority: 5\ncommand: \"true\"\nresources: {gpus_per_process: 1}\n");
   ASSERT_TRUE(server.WaitForState("vip", "Succeeded", std::chrono::seconds(30)));
-  EXPECT_TRUE(server.HasEvent("deaf", "Stopping", "preempted by higher-priority vip"));
+  EXPECT_TRUE(server.HasEvent("deaf", "Stopping", "preempted by higher-priority vip"))
+      << nlohmann::json(server.Events("deaf")).dump() << "\n"
+      << nlohmann::json(server.Events("vip")).dump();
   // Requeued, not failed: it runs again once the GPU is free.
   ASSERT_TRUE(WaitFor([&] { return server.Job("deaf")["attempt"] == 1 && server.State("deaf") == "Running"; }));
   // A user's stop ends it for good, even if it is preempted again later.
@@ -125,12 +130,15 @@ TEST(Preemption, AVictimThatIgnoresTheWarningGetsSigtermAfterTheGraceAndIsRequeu
 TEST(Preemption, StoppingAJobWhileItIsBeingPreemptedStopsIt) {
   TestServer server(1, {"--preemption-grace", "1"});
   // Ignores the warning and SIGTERM, so it is still leaving when the user stops it.
-  server.Submit("name: victim\ncommand: \"trap '' USR1 TERM; while true; do sleep 0.2; done\"\n"
-                "termination_grace: 5s\n"
+  const std::string ready = server.work_dir() + "/victim-ready";
+  server.Submit("name: victim\ncommand: \"trap '' USR1 TERM; touch " + ready +
+                "; while true; do sleep 0.2; done\"\ntermination_grace: 5s\n"
                 "resources: {gpus_per_process: 1}\n");
-  ASSERT_TRUE(server.WaitForState("victim", "Running"));
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(ready); }));
   server.Submit("name: boss\npriority: 5\ncommand: \"sleep 1\"\nresources: {gpus_per_process: 1}\n");
-  ASSERT_TRUE(WaitFor([&] { return server.HasEvent("victim", "Stopping", "preempted"); }));
+  ASSERT_TRUE(WaitFor([&] { return server.HasEvent("victim", "Stopping", "preempted"); }))
+      << nlohmann::json(server.Events("victim")).dump() << "\n"
+      << nlohmann::json(server.Events("boss")).dump() << "\n" << server.Job("boss").dump();
   server.Cli({"stop", "victim"});
   ASSERT_TRUE(server.WaitForState("victim", "Stopped", std::chrono::seconds(20)));
   EXPECT_EQ(server.Job("victim")["preemptions"], 0);

@@ -100,13 +100,11 @@ TEST(JobLifecycle, StopEndsAJobWithNoSignalHandlerAtOnce) {
 
 TEST(JobLifecycle, StopKillsAJobThatIgnoresSigtermAfterTheGrace) {
   TestServer server;
-  server.Submit(R"(
-name: stubborn
-command: "trap '' TERM; while true; do sleep 0.1; done"
-termination_grace: 1s
-)");
-  ASSERT_TRUE(server.WaitForState("stubborn", "Running"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // It says when its trap is set: a SIGTERM before that would end it by default.
+  const std::string ready = server.work_dir() + "/ready";
+  server.Submit("name: stubborn\ncommand: \"trap '' TERM; touch " + ready +
+                "; while true; do sleep 0.1; done\"\ntermination_grace: 1s\n");
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(ready); }));
   ASSERT_EQ(server.Cli({"stop", "stubborn"}).exit_code, 0);
   ASSERT_TRUE(server.WaitForState("stubborn", "Stopped", std::chrono::seconds(10)));
   EXPECT_TRUE(server.HasEvent("stubborn", "Killed"));

@@ -115,10 +115,18 @@ bool RawConnection::ClosedByServer() {
 
 std::vector<pid_t> ProcessesWith(const std::string& marker) {
   std::vector<pid_t> pids;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     std::string name = entry.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string cmdline = ReadFile(entry.path() / "cmdline");
+    // A process may end between the listing and the read (ESRCH): read
+    // with read(2), which reports that as an error instead of throwing.
+    std::string cmdline;
+    int fd = ::open((entry.path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) cmdline.append(buf, static_cast<std::size_t>(n));
+    ::close(fd);
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     if (cmdline.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
   }
