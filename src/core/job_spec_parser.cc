@@ -36,6 +36,18 @@ Result<std::int64_t> AsMemory(const std::string& field, const YAML::Node& node) 
 
 namespace yaml_fields {
 
+Status CheckGenerateName(const std::string& field, const YAML::Node& node,
+                         const std::string& prefix) {
+  // The prefix plus 5 random characters must be a valid name.
+  if (prefix.size() > kMaxGenerateNamePrefix || !IsValidJobName(prefix + "x")) {
+    return FieldError(field, node,
+                      "must be 1-" + std::to_string(kMaxGenerateNamePrefix) +
+                          " lowercase letters, digits or '-', starting with a letter or "
+                          "digit (5 random characters are appended), got '" + prefix + "'");
+  }
+  return Status::Ok();
+}
+
 Result<ProgressEndpoint> AsProgressEndpoint(const std::string& field, const YAML::Node& node) {
   if (!node.IsMap()) return FieldError(field, node, "must be a map with port, path and interval");
   ProgressEndpoint endpoint;
@@ -172,15 +184,7 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
   }
   if (generated) {
     const YAML::Node node = root["generateName"] ? root["generateName"] : root["generate_name"];
-    // The prefix plus 5 random characters must be a valid name.
-    if (spec.generate_name.size() > kMaxGenerateNamePrefix ||
-        !IsValidJobName(spec.generate_name + "x")) {
-      return FieldError(path("generateName"), node,
-                        "must be 1-" + std::to_string(kMaxGenerateNamePrefix) +
-                            " lowercase letters, digits or '-', starting with a letter or "
-                            "digit (5 random characters are appended), got '" +
-                            spec.generate_name + "'");
-    }
+    HEADWAY_RETURN_IF_ERROR(CheckGenerateName(path("generateName"), node, spec.generate_name));
   }
   if (!root["name"] && !generated && name_required) {
     return InvalidArgument("is required (or generateName, a prefix the server completes)")

@@ -6,7 +6,6 @@
 #include <optional>
 #include <set>
 
-#include "core/job_spec_parser.h"
 #include "core/yaml_fields.h"
 
 namespace headway {
@@ -118,6 +117,16 @@ Result<std::map<std::string, std::string>> AsEnvList(const std::string& field,
   return env;
 }
 
+// The handler of a Kubernetes `env` list: its variables join the spec's.
+FieldHandler MergeEnvList(JobSpec& spec) {
+  return [&spec](const std::string& f, const YAML::Node& v) -> Status {
+    auto env = AsEnvList(f, v);
+    if (!env.ok()) return env.status();
+    for (auto& [k, value] : *env) spec.env[k] = std::move(value);
+    return Status::Ok();
+  };
+}
+
 Status ParseTrainer(const std::string& field, const YAML::Node& node, JobSpec& spec,
                     std::string& procs_per_node) {
   if (!node.IsMap()) return FieldError(field, node, "must be a map, got " + TypeName(node));
@@ -132,13 +141,7 @@ Status ParseTrainer(const std::string& field, const YAML::Node& node, JobSpec& s
         }},
        {"command", Assign(spec.command, AsStringList)},
        {"args", Assign(spec.args, AsStringList)},
-       {"env",
-        [&](const std::string& f, const YAML::Node& v) -> Status {
-          auto env = AsEnvList(f, v);
-          if (!env.ok()) return env.status();
-          for (auto& [k, value] : *env) spec.env[k] = std::move(value);
-          return Status::Ok();
-        }},
+       {"env", MergeEnvList(spec)},
        {"numNodes", AssignInt(spec.resources.nodes, 1, 4096)},
        {"numProcPerNode",
         [&](const std::string& f, const YAML::Node& v) -> Status {
@@ -225,12 +228,9 @@ Status ParseMetadata(const YAML::Node& node, bool name_required, JobSpec& spec) 
        {"generateName", Assign(spec.generate_name, AsString)}};
   IgnoreServerWrittenMetadata(fields);
   HEADWAY_RETURN_IF_ERROR(ForEachField("metadata", node, fields));
-  if (node["generateName"] && (spec.generate_name.size() > kMaxGenerateNamePrefix ||
-                               !IsValidJobName(spec.generate_name + "x"))) {
-    return FieldError("metadata.generateName", node["generateName"],
-                      "must be 1-" + std::to_string(kMaxGenerateNamePrefix) +
-                          " lowercase letters, digits or '-', starting with a letter or digit (5 "
-                          "random characters are appended), got '" + spec.generate_name + "'");
+  if (node["generateName"]) {
+    HEADWAY_RETURN_IF_ERROR(
+        CheckGenerateName("metadata.generateName", node["generateName"], spec.generate_name));
   }
   if (name_required && spec.name.empty() && spec.generate_name.empty()) {
     return InvalidArgument("is required (or metadata.generateName)").WithField("metadata.name");
@@ -272,13 +272,7 @@ Status ApplyKubernetesContainer(const YAML::Node& container, const std::string& 
        {"command", Assign(spec.command, AsStringList)},
        {"args", Assign(spec.args, AsStringList)},
        {"workingDir", Assign(spec.working_dir, AsString)},
-       {"env",
-        [&](const std::string& f, const YAML::Node& v) -> Status {
-          auto env = AsEnvList(f, v);
-          if (!env.ok()) return env.status();
-          for (auto& [k, value] : *env) spec.env[k] = std::move(value);
-          return Status::Ok();
-        }},
+       {"env", MergeEnvList(spec)},
        {"resources",
         [&](const std::string& f, const YAML::Node& v) { return ApplyResources(f, v, spec); }}});
 }

@@ -87,6 +87,10 @@ Status UnsupportedField(const std::string& field, const YAML::Node& node, const 
 // harmless in an exported manifest.
 void IgnoreServerWrittenMetadata(std::map<std::string, FieldHandler>& handlers);
 
+// A generateName prefix: with 5 random characters appended it must be a job name.
+Status CheckGenerateName(const std::string& field, const YAML::Node& node,
+                         const std::string& prefix);
+
 // A job's pull-mode progress endpoint: {port, path, interval}.
 Result<ProgressEndpoint> AsProgressEndpoint(const std::string& field, const YAML::Node& node);
 

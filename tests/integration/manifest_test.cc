@@ -4,10 +4,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <thread>
@@ -127,18 +123,6 @@ spec:
   EXPECT_EQ(server.Job(trial)["progress"]["step"], 2);
 }
 
-int UnusedPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // What OpenShift AI's KubeflowProgressCallback serves, from the standard
 // library alone: the step, the loss of each step, and an evaluation served
 // again with every answer, as the callback keeps serving its last one.
@@ -170,7 +154,7 @@ time.sleep(2.5)  # the server polls the final state once more
 TEST(Manifests, PullModeReadsWhatTheJobServesAndTakesAReServedEvaluationOnce) {
   TestServer server(1);
   WriteText(server.work_dir() + "/serve.py", kServe);
-  const int port = UnusedPort();
+  const int port = UnusedLoopbackPort();
   server.Submit("name: pulled\ncommand: [/usr/bin/python3, " + server.work_dir() + "/serve.py, \"" +
                 std::to_string(port) + "\", \"12\"]\nprogress_endpoint: {port: " +
                 std::to_string(port) + ", interval: 1s}\n");
@@ -190,7 +174,7 @@ TEST(Manifests, PullModeReadsWhatTheJobServesAndTakesAReServedEvaluationOnce) {
 
 TEST(Manifests, AnEndpointThatNeverAnswersIsSaidOnce) {
   TestServer server(1);
-  const int port = UnusedPort();
+  const int port = UnusedLoopbackPort();
   server.Submit("name: silent\ncommand: \"sleep 30\"\ntermination_grace: 1s\n"
                 "progress_endpoint: {port: " + std::to_string(port) + ", interval: 1s}\n");
   ASSERT_TRUE(WaitFor([&] {

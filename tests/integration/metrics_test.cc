@@ -42,18 +42,6 @@ void SubmitReporter(const TestServer& server, const std::string& name, const std
                 "termination_grace: 1s\nresources: {gpus_per_process: 1}\n");
 }
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 TEST(Metrics, TheExpositionPassesPromtool) {
   if (!Installed("/usr/bin/promtool")) GTEST_SKIP() << "promtool not installed (scripts/setup installs prometheus)";
   TestServer server(2, {"--quota", "vision=1:borrow=1"});
@@ -91,7 +79,7 @@ TEST(Metrics, TheExpositionPassesPromtool) {
 class Prometheus {
  public:
   Prometheus(const std::string& target, const std::string& credentials_file)
-      : dir_(MakeTempDir("headway-prometheus")), port_(FreePort()) {
+      : dir_(MakeTempDir("headway-prometheus")), port_(UnusedLoopbackPort()) {
     std::string config =
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
         "scrape_configs:\n"

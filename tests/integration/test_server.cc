@@ -113,6 +113,18 @@ bool RawConnection::ClosedByServer() {
   }
 }
 
+int UnusedLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
 std::vector<pid_t> ProcessesWith(const std::string& marker) {
   std::vector<pid_t> pids;
   std::error_code ec;

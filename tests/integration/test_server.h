@@ -38,6 +38,8 @@ bool WaitFor(const std::function<bool()>& condition,
              std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 std::string MakeTempDir(const std::string& prefix);
+// A TCP port on 127.0.0.1 that nothing listens on at the time of the call.
+int UnusedLoopbackPort();
 // A loopback listener that takes connections into its backlog and never
 // reads them (a hung peer); returns its descriptor and sets `port`.
 int SilentListener(int& port);
