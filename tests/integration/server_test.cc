@@ -81,6 +81,21 @@ termination_grace: 20s
   EXPECT_THAT(again.err, HasSubstr("already ended"));
 }
 
+TEST(JobLifecycle, AStopSentBeforeTheRanksStartStillReachesThem) {
+  // The supervisor waits a second before starting its ranks, as on a loaded
+  // machine; a stop that lands in that second once only marked the supervisor
+  // and the ranks ran on until the grace ran out and they were killed.
+  ::setenv("HEADWAY_TEST_SLOW_SUPERVISOR", "1", 1);
+  TestServer server;
+  ::unsetenv("HEADWAY_TEST_SLOW_SUPERVISOR");
+  server.Submit("name: early\nresources: {processes_per_node: 2}\ncommand: [\"sleep\", \"60.4711\"]\ntermination_grace: 60s\n");
+  ASSERT_TRUE(server.WaitForState("early", "Running"));
+  ASSERT_EQ(server.Cli({"stop", "early"}).exit_code, 0);
+  ASSERT_TRUE(server.WaitForState("early", "Stopped", std::chrono::seconds(20)));
+  EXPECT_FALSE(server.HasEvent("early", "Killed"));
+  EXPECT_TRUE(ProcessesWith("sleep 60.4711").empty());
+}
+
 TEST(JobLifecycle, StopEndsAJobWithNoSignalHandlerAtOnce) {
   // No trap: SIGTERM's default action ends it. (The server's own blocked
   // SIGTERM once leaked into jobs, so this waited for the grace and SIGKILL.)

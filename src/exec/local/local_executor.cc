@@ -325,10 +325,16 @@ class LocalExecutor final : public Executor {
       // Child: only async-signal-safe calls until exec.
       // The server blocks SIGINT/SIGTERM in its threads (to take them with
       // sigwait) and ignores SIGPIPE; a signal mask and ignored signals
-      // survive exec, so without this no job could be asked to stop.
-      sigset_t none;
-      sigemptyset(&none);
-      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      // survive exec. The supervisor starts with exactly the signals a stop
+      // or a checkpoint warning sends blocked: one that arrives before it is
+      // ready waits for it instead of killing it, and it passes it on to the
+      // ranks (see RunLocalShim), which start with nothing blocked.
+      sigset_t stop_signals;
+      sigemptyset(&stop_signals);
+      sigaddset(&stop_signals, SIGTERM);
+      sigaddset(&stop_signals, SIGINT);
+      sigaddset(&stop_signals, SIGUSR1);
+      ::sigprocmask(SIG_SETMASK, &stop_signals, nullptr);
       ::signal(SIGPIPE, SIG_DFL);
       ::setsid();
       int null_fd = ::open("/dev/null", O_RDONLY);

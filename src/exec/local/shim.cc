@@ -35,6 +35,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// What the server sends an attempt: a stop (SIGTERM; SIGINT from a
+// terminal) and the checkpoint warning (SIGUSR1).
+constexpr int kStopSignals[] = {SIGTERM, SIGINT, SIGUSR1};
+
 volatile sig_atomic_t g_terminating = 0;
 void OnTerminate(int) { g_terminating = 1; }
 // The checkpoint warning (SIGUSR1) is for the ranks. A caught signal is reset
@@ -202,8 +206,13 @@ pid_t StartRank(Rank& r, const RankSetup& setup) {
   pid_t pid = ::fork();
   if (pid != 0) return pid;
   // Child (single-threaded process: ordinary calls are fine here).
+  // A stop sent to the process group from here on is pending in this child
+  // and acts once the mask is cleared.
   ::signal(SIGTERM, SIG_DFL);
   ::signal(SIGINT, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   int out_fd = r.pipe_write >= 0 ? r.pipe_write : r.log_fd;
   if (out_fd >= 0) {
     ::dup2(out_fd, 1);
@@ -290,6 +299,13 @@ int RunLocalShim(const std::string& run_dir) {
   }
   // The server stops a job by signalling the whole process group; the ranks
   // act on it, the supervisor outlives them to record how they ended.
+  // Until every rank is started these signals stay blocked here (the
+  // executor starts this process with them blocked already): one that comes
+  // earlier is passed on to the ranks it could not reach.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  for (int sig : kStopSignals) sigaddset(&stop_signals, sig);
+  ::sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
   struct sigaction sa {};
   sa.sa_handler = OnTerminate;
   ::sigaction(SIGTERM, &sa, nullptr);
@@ -372,13 +388,27 @@ int RunLocalShim(const std::string& run_dir) {
       r.bounded.reset();
     }
   }
-  for (Rank& r : ranks) {
+  // A signal pending before a rank is forked never reached that rank (nor
+  // any later one): each such rank gets it from here.
+  std::map<int, std::size_t> first_rank_not_reached;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    sigset_t pending;
+    sigemptyset(&pending);
+    ::sigpending(&pending);
+    for (int sig : kStopSignals) {
+      if (sigismember(&pending, sig) == 1) first_rank_not_reached.try_emplace(sig, i);
+    }
+    Rank& r = ranks[i];
     r.pid = StartRank(r, setup);
     if (r.pipe_write >= 0) {
       ::close(r.pipe_write);
       r.pipe_write = -1;
     }
   }
+  for (const auto& [sig, first] : first_rank_not_reached) {
+    for (std::size_t i = first; i < ranks.size(); ++i) ::kill(ranks[i].pid, sig);
+  }
+  ::sigprocmask(SIG_UNBLOCK, &stop_signals, nullptr);  // runs the handlers of those pending
 
   // torchrun semantics: when one rank fails, the others are torn down
   // (SIGTERM, then SIGKILL after the grace period) and the job fails with
