@@ -159,6 +159,10 @@ export function createJobsView(container, { setStatus }) {
       noteTeams(list);
       refilter();
     },
+    onDeleted(names) {
+      for (const name of names) jobs.delete(name);
+      refilter();
+    },
     onStatus: setStatus,
   });
 

@@ -25,14 +25,15 @@ export function poll(fn, ms = POLL_MS) {
 }
 
 // handlers: onSnapshot(jobs) replaces every job, onUpdate(jobs) changes some,
-// onStatus('live' | 'reconnecting' | 'polling').
-export function watchJobs({ onSnapshot, onUpdate, onStatus }) {
+// onDeleted(names) removes some, onStatus('live' | 'reconnecting' | 'polling').
+export function watchJobs({ onSnapshot, onUpdate, onDeleted, onStatus }) {
   let fallback = null;
   const stream = openEventStream('/api/v1/watch/jobs', {
     onStatus,
     onMessage(type, data) {
       if (type === 'snapshot') onSnapshot(data.jobs || []);
       else if (type === 'update') onUpdate(data.jobs || []);
+      else if (type === 'deleted') onDeleted(data.names || []);
     },
     onUnsupported() {
       onStatus('polling');

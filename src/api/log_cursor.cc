@@ -21,9 +21,7 @@ LogCursor::LogCursor(std::string path, bool from_rotated) : path_(std::move(path
   int fd = ::open(Rotated(path_).c_str(), O_RDONLY | O_CLOEXEC);
   struct stat st {};
   if (fd >= 0 && ::fstat(fd, &st) == 0) {
-    fd_ = fd;
-    dev_ = st.st_dev;
-    ino_ = st.st_ino;
+    Adopt(fd, st, Rotated(path_), 0);
   } else if (fd >= 0) {
     ::close(fd);
   }
@@ -34,6 +32,9 @@ LogCursor::LogCursor(LogCursor&& other) noexcept
       fd_(std::exchange(other.fd_, -1)),
       dev_(other.dev_),
       ino_(other.ino_),
+      opened_as_(std::move(other.opened_as_)),
+      offset_(other.offset_),
+      times_(std::exchange(other.times_, Times{})),
       rotations_(other.rotations_) {}
 
 LogCursor& LogCursor::operator=(LogCursor&& other) noexcept {
@@ -43,6 +44,9 @@ LogCursor& LogCursor::operator=(LogCursor&& other) noexcept {
     fd_ = std::exchange(other.fd_, -1);
     dev_ = other.dev_;
     ino_ = other.ino_;
+    opened_as_ = std::move(other.opened_as_);
+    offset_ = other.offset_;
+    times_ = std::exchange(other.times_, Times{});
     rotations_ = other.rotations_;
   }
   return *this;
@@ -53,6 +57,17 @@ LogCursor::~LogCursor() { Close(); }
 void LogCursor::Close() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+  if (times_.fd >= 0) ::close(times_.fd);
+  times_ = Times{};
+}
+
+void LogCursor::Adopt(int fd, const struct stat& st, std::string name, std::uint64_t offset) {
+  Close();
+  fd_ = fd;
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
+  opened_as_ = std::move(name);
+  offset_ = offset;
 }
 
 bool LogCursor::OpenCurrent() {
@@ -63,13 +78,69 @@ bool LogCursor::OpenCurrent() {
     ::close(fd);
     return false;
   }
-  fd_ = fd;
-  dev_ = st.st_dev;
-  ino_ = st.st_ino;
+  Adopt(fd, st, path_, 0);
   return true;
 }
 
-std::size_t LogCursor::Read(std::string& out, std::size_t max) {
+void LogCursor::OpenTimes() {
+  times_.opened = true;
+  // The writer renames the log and then its times file: a reader in
+  // between finds the old times file under the new name. The header says
+  // which log a times file describes; the Slurm task's has none (its
+  // rotation is the same two renames, far apart from any reader's open).
+  for (const std::string& name : {opened_as_, Rotated(path_)}) {
+    int fd = ::open(LogTimesPath(name).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[64];
+    ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+    std::string_view first(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+    std::size_t nl = first.find('\n');
+    auto entry = nl == std::string_view::npos ? std::nullopt : ParseLogTimesLine(first.substr(0, nl));
+    if (entry && entry->inode && *entry->inode != static_cast<std::uint64_t>(ino_)) {
+      ::close(fd);
+      continue;
+    }
+    times_.fd = fd;
+    return;
+  }
+}
+
+void LogCursor::LoadTimesUntil(std::uint64_t end) {
+  if (!times_.opened) OpenTimes();
+  if (times_.fd < 0) return;
+  char buf[4096];
+  while (times_.ahead.empty() || times_.ahead.back().offset < end) {
+    ssize_t n = ::read(times_.fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the rest is not written yet
+    times_.pending.append(buf, static_cast<std::size_t>(n));
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = times_.pending.find('\n', start)) != std::string::npos;
+         start = nl + 1) {
+      auto entry = ParseLogTimesLine(std::string_view(times_.pending).substr(start, nl - start));
+      if (entry && entry->mark) times_.ahead.push_back(*entry->mark);
+    }
+    times_.pending.erase(0, start);
+  }
+}
+
+void LogCursor::MarkTimes(std::uint64_t from, std::uint64_t to, std::size_t out_pos,
+                          std::vector<LogTimeAt>& marks) {
+  LoadTimesUntil(to);
+  while (!times_.ahead.empty() && times_.ahead.front().offset <= from) {
+    times_.in_effect = times_.ahead.front();
+    times_.ahead.pop_front();
+  }
+  if (times_.in_effect) marks.push_back({out_pos, times_.in_effect->unix_ms});
+  while (!times_.ahead.empty() && times_.ahead.front().offset < to) {
+    times_.in_effect = times_.ahead.front();
+    times_.ahead.pop_front();
+    marks.push_back({out_pos + static_cast<std::size_t>(times_.in_effect->offset - from),
+                     times_.in_effect->unix_ms});
+  }
+}
+
+std::size_t LogCursor::Read(std::string& out, std::size_t max, std::vector<LogTimeAt>* times) {
   std::size_t total = 0;
   bool saw_rotation = false;
   while (total < max) {
@@ -82,6 +153,10 @@ std::size_t LogCursor::Read(std::string& out, std::size_t max) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) break;
     if (n > 0) {
+      if (times != nullptr) {
+        MarkTimes(offset_, offset_ + static_cast<std::uint64_t>(n), at, *times);
+      }
+      offset_ += static_cast<std::uint64_t>(n);
       total += static_cast<std::size_t>(n);
       saw_rotation = false;
       continue;
@@ -106,9 +181,7 @@ std::size_t LogCursor::Read(std::string& out, std::size_t max) {
       int fd = ::open(Rotated(path_).c_str(), O_RDONLY | O_CLOEXEC);
       struct stat st {};
       if (fd >= 0 && ::fstat(fd, &st) == 0) {
-        fd_ = fd;
-        dev_ = st.st_dev;
-        ino_ = st.st_ino;
+        Adopt(fd, st, Rotated(path_), 0);
       } else if (fd >= 0) {
         ::close(fd);
       }
@@ -184,9 +257,7 @@ LogCursor LogCursor::Tail(std::string path, std::optional<std::uint64_t> lines,
   if (parts[keep].fd >= 0) {
     std::uint64_t off = keep == 0 ? start : start - parts[0].size;
     ::lseek(parts[keep].fd, static_cast<off_t>(off), SEEK_SET);
-    cursor.fd_ = std::exchange(parts[keep].fd, -1);
-    cursor.dev_ = parts[keep].st.st_dev;
-    cursor.ino_ = parts[keep].st.st_ino;
+    cursor.Adopt(std::exchange(parts[keep].fd, -1), parts[keep].st, names[keep], off);
   }
   for (Part& p : parts) {
     if (p.fd >= 0) ::close(p.fd);

@@ -6,7 +6,7 @@ LogReader::Source LogReader::Open(LogFile file, const LogStart& start) {
   LogCursor cursor = start.tail_lines || start.tail_bytes
                          ? LogCursor::Tail(file.path, start.tail_lines, start.tail_bytes)
                          : LogCursor(file.path, /*from_rotated=*/true);
-  return Source{std::move(file), std::move(cursor), {}};
+  return Source{std::move(file), std::move(cursor), {}, {}, -1};
 }
 
 LogReader::LogReader(std::vector<LogFile> files, bool prefix_ranks, LogStart start)
@@ -25,23 +25,50 @@ void LogReader::AddMissing(const std::vector<LogFile>& files) {
 void LogReader::ReadNew(std::string& out, bool flush_partial) {
   constexpr std::size_t kMaxChunk = 1 << 20;  // bounds memory per poll on a huge log
   for (Source& s : sources_) {
-    if (!prefix_ranks_) {
+    if (!prefix_ranks_ && !start_.needs_times()) {
       s.cursor.Read(out, kMaxChunk);
       continue;
     }
     // A chunk cut at kMaxChunk is not the end of the file: its last line goes on.
-    bool at_end = s.cursor.Read(s.partial, kMaxChunk) < kMaxChunk;
-    std::size_t start = 0;
-    for (std::size_t nl; (nl = s.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
-      out += "[rank " + std::to_string(s.file.rank) + "] ";
-      out.append(s.partial, start, nl - start + 1);
-    }
-    s.partial.erase(0, start);
-    if (flush_partial && at_end && !s.partial.empty()) {
-      out += "[rank " + std::to_string(s.file.rank) + "] " + s.partial + "\n";
-      s.partial.clear();
-    }
+    bool at_end = s.cursor.Read(s.partial, kMaxChunk,
+                                start_.needs_times() ? &s.times : nullptr) < kMaxChunk;
+    TakeLines(s, out, flush_partial, at_end);
   }
+}
+
+void LogReader::TakeLines(Source& s, std::string& out, bool flush_partial, bool at_end) {
+  std::size_t next_time = 0;             // the first mark not applied yet
+  std::int64_t in_effect = s.partial_ms;  // the time of the byte looked at
+  auto time_at = [&](std::size_t pos) {
+    while (next_time < s.times.size() && s.times[next_time].pos <= pos) {
+      in_effect = s.times[next_time++].unix_ms;
+    }
+    return in_effect;
+  };
+  auto emit = [&](std::size_t from, std::size_t length, bool add_newline) {
+    std::int64_t written = time_at(from);
+    if (start_.since && written >= 0 && written < ToUnixMillis(*start_.since)) return;
+    if (prefix_ranks_) out += "[rank " + std::to_string(s.file.rank) + "] ";
+    if (start_.timestamps && written >= 0) out += FormatRfc3339(FromUnixMillis(written)) + " ";
+    out.append(s.partial, from, length);
+    if (add_newline) out += '\n';
+  };
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = s.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+    emit(start, nl - start + 1, false);
+  }
+  if (flush_partial && at_end && start < s.partial.size()) {
+    emit(start, s.partial.size() - start, true);
+    start = s.partial.size();
+  }
+  // What is left starts at `start`: keep its time and the marks within it.
+  s.partial_ms = time_at(start);
+  s.partial.erase(0, start);
+  std::vector<LogTimeAt> left;
+  for (std::size_t i = next_time; i < s.times.size(); ++i) {
+    left.push_back({s.times[i].pos - start, s.times[i].unix_ms});
+  }
+  s.times = std::move(left);
 }
 
 LogFollowStream::LogFollowStream(std::function<FollowView()> view, int attempt,
@@ -50,6 +77,7 @@ LogFollowStream::LogFollowStream(std::function<FollowView()> view, int attempt,
     : view_(std::move(view)),
       attempt_(attempt),
       reader_(std::move(files), prefix_ranks, start),
+      next_attempt_start_{.tail_lines = {}, .tail_bytes = {}, .since = start.since, .timestamps = start.timestamps},
       prefix_ranks_(prefix_ranks),
       pin_attempt_(pin_attempt),
       limit_bytes_(limit_bytes) {}
@@ -71,7 +99,7 @@ bool LogFollowStream::Read(std::string& out) {
   if (busy_) return true;  // a chunk may have been capped: read again first
   if (moved_on) {
     attempt_ = view.attempt;
-    reader_ = LogReader(std::move(view.files), prefix_ranks_);
+    reader_ = LogReader(std::move(view.files), prefix_ranks_, next_attempt_start_);
     out += "headway: job restarted, following attempt " + std::to_string(attempt_) + "\n";
     busy_ = true;
     return true;

@@ -13,15 +13,22 @@
 #include "api/http_server.h"
 #include "api/log_cursor.h"
 #include "core/job.h"
+#include "core/time.h"
 
 namespace headway::api {
 
 // Where a reader starts in each rank's log: the oldest output kept (the
 // rotated file first), or the newest `tail_lines` lines and/or
-// `tail_bytes` bytes of it, on a line boundary.
+// `tail_bytes` bytes of it, on a line boundary. With `since`, lines written
+// before it are left out; with `timestamps`, each line starts with when it
+// was written (RFC 3339, as kubectl logs --timestamps). A line whose time
+// is unknown (a log from before times were kept) is always sent, unstamped.
 struct LogStart {
   std::optional<std::uint64_t> tail_lines;
   std::optional<std::uint64_t> tail_bytes;
+  std::optional<Time> since;
+  bool timestamps = false;
+  bool needs_times() const { return since.has_value() || timestamps; }
 };
 
 class LogReader {
@@ -40,8 +47,12 @@ class LogReader {
     LogFile file;
     LogCursor cursor;
     std::string partial;  // bytes after the last newline, held back while merging
+    std::vector<LogTimeAt> times;       // when the bytes of `partial` were written
+    std::int64_t partial_ms = -1;       // when its first byte was (-1: unknown)
   };
   static Source Open(LogFile file, const LogStart& start);
+  // Moves the complete lines of s.partial to `out`, prefixed and filtered as asked.
+  void TakeLines(Source& s, std::string& out, bool flush_partial, bool at_end);
   std::vector<Source> sources_;
   bool prefix_ranks_;
   LogStart start_;  // for files that appear later
@@ -76,6 +87,7 @@ class LogFollowStream final : public ResponseStream {
   std::function<FollowView()> view_;
   int attempt_;
   LogReader reader_;
+  LogStart next_attempt_start_;  // a new attempt's logs: all of them, filtered as asked
   bool prefix_ranks_;
   bool pin_attempt_;
   std::optional<std::uint64_t> limit_bytes_;

@@ -749,7 +749,7 @@ class Api {
     if (!files.ok()) return ErrorResponse(files.status());
     for (const auto& [key, value] : req.query) {
       if (key != "rank" && key != "attempt" && key != "follow" && key != "tail" &&
-          key != "limit_bytes") {
+          key != "limit_bytes" && key != "since" && key != "since_time" && key != "timestamps") {
         return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
       }
     }
@@ -762,6 +762,38 @@ class Api {
       auto n = ParseCount("tail", req.query.at("tail"));
       if (!n.ok()) return ErrorResponse(n.status());
       start.tail_lines = *n;
+    }
+    // since=DURATION ("90s", "5m") or since_time=RFC3339: only lines written
+    // from then on; timestamps=true: each line starts with when it was.
+    if (req.query.count("since") && req.query.count("since_time")) {
+      return ErrorResponse(InvalidArgument("give 'since' or 'since_time', not both"));
+    }
+    if (req.query.count("since")) {
+      auto d = ParseDuration(req.query.at("since"));
+      if (!d) {
+        return ErrorResponse(InvalidArgument("query parameter 'since' must be a duration such as "
+                                             "90s, 5m or 2h, got '" + req.query.at("since") + "'")
+                                 .WithField("since"));
+      }
+      start.since = SystemClock().Now() - *d;
+    }
+    if (req.query.count("since_time")) {
+      auto t = ParseRfc3339(req.query.at("since_time"));
+      if (!t) {
+        return ErrorResponse(InvalidArgument("query parameter 'since_time' must be an RFC 3339 "
+                                             "time such as 2026-12-03T10:00:00Z, got '" +
+                                             req.query.at("since_time") + "'")
+                                 .WithField("since_time"));
+      }
+      start.since = *t;
+    }
+    if (req.query.count("timestamps")) {
+      const std::string& v = req.query.at("timestamps");
+      if (v != "true" && v != "false" && v != "1" && v != "0") {
+        return ErrorResponse(InvalidArgument("query parameter 'timestamps' must be true or false")
+                                 .WithField("timestamps"));
+      }
+      start.timestamps = v == "true" || v == "1";
     }
     if (req.query.count("limit_bytes")) {
       auto n = ParseCount("limit_bytes", req.query.at("limit_bytes"));

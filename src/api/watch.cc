@@ -59,15 +59,21 @@ class JobsStream final : public ResponseStream {
     std::vector<std::shared_ptr<const WatchCache::Entry>> changed;
     seen_ = cache_.ChangesSince(seen_, team_, changed);
     std::string views;
+    json deleted = json::array();
     for (const auto& entry : changed) {
       auto sent = in_snapshot_.find(entry->name);
       if (sent != in_snapshot_.end() && sent->second == entry->version) continue;
+      if (entry->deleted) {
+        deleted.push_back(entry->name);
+        continue;
+      }
       if (!views.empty()) views += ',';
       views += entry->view;
     }
     // Every version the snapshot used is behind `seen_` now.
     in_snapshot_.clear();
     if (!views.empty()) AppendRaw(out, "update", "{\"jobs\":[" + views + "]}");
+    if (!deleted.empty()) AppendEvent(out, "deleted", {{"names", deleted}});
     keep_alive_.MaybePing(out);
     return true;
   }

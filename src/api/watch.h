@@ -3,7 +3,8 @@
 // that start with ':' are keep-alives.
 //
 // Jobs:     "snapshot" {"jobs": [view...]} once, then "update" {"jobs": [view...]}
-//           with the jobs whose view changed, at most once a second.
+//           with the jobs whose view changed and "deleted" {"names": [...]}
+//           with the jobs deleted, at most once a second.
 // One job:  "job" view (first and on every change); "series" {"reset": bool,
 //           "metrics": {NAME: {"steps": [...], "values": [...]}}}: first every
 //           metric downsampled to at most `buckets` points (reset: true), then

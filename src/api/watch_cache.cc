@@ -86,6 +86,15 @@ void WatchCache::OnSubmitted(const Job& job) {
   work_cv_.notify_one();
 }
 
+void WatchCache::OnRemoved(const Job& job) {
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back({Work::Kind::kRemoved, {job}});
+    ++fed_;
+  }
+  work_cv_.notify_one();
+}
+
 std::uint64_t WatchCache::version() const {
   std::lock_guard lock(mu_);
   return version_;
@@ -105,7 +114,7 @@ std::uint64_t WatchCache::ChangesSince(std::uint64_t after, const std::string& t
 std::shared_ptr<const WatchCache::Entry> WatchCache::Find(std::string_view name) const {
   std::lock_guard lock(mu_);
   auto it = entries_.find(name);
-  return it == entries_.end() ? nullptr : it->second;
+  return it == entries_.end() || it->second->deleted ? nullptr : it->second;
 }
 
 void WatchCache::Flush() {
@@ -157,6 +166,9 @@ void WatchCache::Process(Work& work) {
       break;
     case Work::Kind::kSubmitted:
       for (const Job& job : work.jobs) Apply(job, /*only_if_new=*/true);
+      break;
+    case Work::Kind::kRemoved:
+      for (const Job& job : work.jobs) Remove(job);
       break;
   }
 }
@@ -219,7 +231,9 @@ void WatchCache::Apply(const Job& job, bool only_if_new) {
   inputs_[job.name()] = std::move(inputs);
   std::lock_guard lock(mu_);
   auto it = entries_.find(job.name());
-  if (it != entries_.end() && (only_if_new || it->second->view == view)) return;
+  if (it != entries_.end() && ((only_if_new && !it->second->deleted) || it->second->view == view)) {
+    return;
+  }
   auto entry = std::make_shared<Entry>();
   entry->name = job.name();
   entry->team = job.spec.team;
@@ -233,6 +247,22 @@ void WatchCache::Apply(const Job& job, bool only_if_new) {
   } else {
     ended_at_.erase(entry->name);
   }
+  entries_[entry->name] = std::move(entry);
+}
+
+void WatchCache::Remove(const Job& job) {
+  inputs_.erase(job.name());
+  std::lock_guard lock(mu_);
+  auto entry = std::make_shared<Entry>();
+  entry->name = job.name();
+  entry->team = job.spec.team;
+  entry->version = ++version_;
+  entry->ended = true;
+  entry->deleted = true;
+  auto it = entries_.find(job.name());
+  if (it != entries_.end()) by_version_.erase(it->second->version);
+  by_version_[entry->version] = entry->name;
+  ended_at_[entry->name] = SteadyClock::now();
   entries_[entry->name] = std::move(entry);
 }
 

@@ -10,7 +10,9 @@
 // Fed by the job controller: OnTick() with every active job at the end of
 // each pass (rendered at most once per `refresh`: progress and ETA move with
 // time), OnChange() for every persisted state or health change (ended jobs
-// included, rendered at once), and OnSubmitted() for jobs the API created.
+// included, rendered at once), OnSubmitted() for jobs the API created and
+// OnRemoved() for deleted jobs (kept as a "deleted" entry for keep_ended, so
+// that readers learn the job is gone).
 // When no OnTick() has come for two refresh periods (a service without a
 // control loop) the cache lists the active jobs itself, once per refresh.
 //
@@ -55,6 +57,7 @@ class WatchCache {
     std::string view;          // JsonText of the view without "spec"
     std::uint64_t version = 0;  // cache version at which it last changed
     bool ended = false;
+    bool deleted = false;  // the job was deleted; `view` is empty
   };
 
   // `service` must outlive the cache. Starts the cache's thread.
@@ -68,15 +71,18 @@ class WatchCache {
   void OnChange(const Job& job);
   // A new job; ignored if the cache already has it (a later view may be there).
   void OnSubmitted(const Job& job);
+  // A job deleted from the store.
+  void OnRemoved(const Job& job);
 
   // The current version: every change so far has a version <= this.
   std::uint64_t version() const;
   // The entries that changed after version `after` (of `team` only, unless
-  // empty), oldest change first. Returns the version they bring the reader to.
+  // empty), oldest change first, deleted jobs included. Returns the version
+  // they bring the reader to.
   std::uint64_t ChangesSince(std::uint64_t after, const std::string& team,
                              std::vector<std::shared_ptr<const Entry>>& out) const;
   // The entry of one job; null when the cache does not hold it (not seen yet,
-  // or ended longer than keep_ended ago).
+  // ended longer than keep_ended ago, or deleted).
   std::shared_ptr<const Entry> Find(std::string_view name) const;
 
   // Blocks until everything fed before the call has been rendered. For tests.
@@ -84,7 +90,7 @@ class WatchCache {
 
  private:
   struct Work {
-    enum class Kind { kActive, kChanged, kSubmitted } kind;
+    enum class Kind { kActive, kChanged, kSubmitted, kRemoved } kind;
     std::vector<Job> jobs;
   };
   void Run();
@@ -93,6 +99,7 @@ class WatchCache {
   // Renders `job` and stores it if its view changed (or, with `only_if_new`,
   // if the cache does not hold it yet).
   void Apply(const Job& job, bool only_if_new = false);
+  void Remove(const Job& job);
   void PruneEnded();
 
   JobService& service_;

@@ -66,6 +66,9 @@ struct Options {
   int attempt = -1;
   std::int64_t tail = -1;        // logs: each rank's newest N lines (-1: all)
   std::int64_t limit_bytes = 0;  // logs: at most N bytes of whole lines (0: no bound)
+  std::string since;             // logs: only lines written in the last DURATION
+  std::string since_time;        // logs: only lines written from this RFC 3339 time on
+  bool timestamps = false;       // logs: each line starts with when it was written
   // stop
   std::vector<std::string> names;
   bool force = false;
@@ -807,10 +810,27 @@ bool Ended(const std::string& state) {
 }
 
 int Logs(const Options& o) {
+  // A relative --since is fixed once, here: a reconnect asks for the same lines.
+  std::string since_time = o.since_time;
+  if (!o.since.empty()) {
+    auto d = ParseDuration(o.since);
+    if (!d) {
+      std::cerr << "error: --since must be a duration such as 90s, 5m or 2h, got '"
+                << Safe(o.since) << "'\n";
+      return kExitUsage;
+    }
+    since_time = FormatRfc3339(SystemClock().Now() - *d);
+  } else if (!since_time.empty() && !ParseRfc3339(since_time)) {
+    std::cerr << "error: --since-time must be an RFC 3339 time such as 2026-12-03T10:00:00Z, got '"
+              << Safe(since_time) << "'\n";
+    return kExitUsage;
+  }
   Client client(o);
   std::string base = "/api/v1/jobs/" + UrlEncode(o.name) + "/logs";
   auto target = [&](bool with_tail, int attempt) {
     std::string query;
+    if (!since_time.empty()) query += "&since_time=" + UrlEncode(since_time);
+    if (o.timestamps) query += "&timestamps=true";
     if (o.rank >= 0) query += "&rank=" + std::to_string(o.rank);
     if (attempt >= 0) query += "&attempt=" + std::to_string(attempt);
     if (o.follow) query += "&follow=true";
@@ -1279,6 +1299,13 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
                    "at most N bytes of whole lines; a cut output ends with a line saying so "
                    "(with --tail: the newest lines that fit)")
       ->check(CLI::PositiveNumber);
+  auto* since = logs->add_option("--since", o.since,
+                                 "only lines written in the last DURATION (90s, 5m, 2h)");
+  logs->add_option("--since-time", o.since_time,
+                   "only lines written from this RFC 3339 time on (2026-12-03T10:00:00Z)")
+      ->excludes(since);
+  logs->add_flag("--timestamps", o.timestamps,
+                 "start each line with when it was written (RFC 3339, UTC)");
   logs->callback([&exit_code, &o] { exit_code = Logs(o); });
 
   auto* stop = app.add_subcommand("stop", "Stop jobs (SIGTERM, then SIGKILL after the grace)");

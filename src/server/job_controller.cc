@@ -450,6 +450,7 @@ Result<Job> JobController::Delete(std::string_view name, bool when_ended) {
 Result<std::string> JobController::Remove(const Job& job) {
   auto logs = store_.ListLogFiles(job.name());
   HEADWAY_RETURN_IF_ERROR(store_.DeleteJob(job.name()));
+  if (options_.on_removed) options_.on_removed(job);
   if (logs.ok()) markers_.Forget(*logs);
   memos_.erase(job.name());
   last_polled_.erase(job.name());

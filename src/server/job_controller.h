@@ -82,6 +82,9 @@ struct ControllerOptions {
   // the controller's lock) with the jobs that were active at its start, as
   // the pass left them (some may have ended in it); must not block.
   std::function<void(const std::vector<Job>& active)> on_tick;
+  // Called (holding the controller's lock) for every job deleted from the
+  // store, by a user or its TTL; must not block.
+  std::function<void(const Job&)> on_removed;
 };
 
 class JobController final : public api::JobService {

@@ -421,6 +421,9 @@ int RunServer(const ServerConfig& config) {
   options.on_tick = [&watch_feed](const std::vector<Job>& active) {
     if (api::WatchCache* cache = watch_feed.load()) cache->OnTick(active);
   };
+  options.on_removed = [&watch_feed](const Job& job) {
+    if (api::WatchCache* cache = watch_feed.load()) cache->OnRemoved(job);
+  };
   const bool notify = webhooks.enabled();
   options.on_change = [&webhooks, &watch_feed, notify](const Job& job, const JobEvent&) {
     if (api::WatchCache* cache = watch_feed.load()) cache->OnChange(job);

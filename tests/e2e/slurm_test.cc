@@ -2,9 +2,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "../integration/test_server.h"
@@ -61,6 +63,19 @@ resources: {processes_per_node: 2, gpus_per_process: 1}
   EXPECT_THAT(server->Cli({"logs", "sl-two", "--rank", "0"}).out,
               HasSubstr("rank=0 local=0 world=2 master=127.0.0.1:"));
   EXPECT_THAT(server->Cli({"logs", "sl-two", "--rank", "1"}).out, HasSubstr("rank=1 local=1 world=2"));
+  // Each line with when it was written, to the second (what the task's awk can tell).
+  std::istringstream stamped(server->Cli({"logs", "sl-two", "--rank", "0", "--timestamps"}).out);
+  std::vector<std::string> times;
+  for (std::string line; std::getline(stamped, line);) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, std::regex(R"((\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.000Z .+)")))
+        << line;
+    times.push_back(m[1].str());
+  }
+  ASSERT_EQ(times.size(), 4u);
+  EXPECT_TRUE(std::is_sorted(times.begin(), times.end()));
+  // The steps were a second apart, and each line reached the log as it was written.
+  EXPECT_LT(times.front(), times.back());
   ASSERT_TRUE(WaitFor([&] { return server->Job("sl-two")["progress"]["step"] == 3; }));
   EXPECT_EQ(server->Job("sl-two")["executor"], "slurm");
 }
@@ -163,6 +178,8 @@ TEST_F(SlurmTest, RankLogsAreRotatedAtTheLogLimit) {
   EXPECT_GE(kept, 32768u - 16);
   EXPECT_FALSE(std::filesystem::exists(run_dir + "/rank-0.log.2"));
   EXPECT_EQ(server->Cli({"logs", "sl-flood", "--tail", "2"}).out, "199999\n200000\n");
+  EXPECT_TRUE(std::regex_match(server->Cli({"logs", "sl-flood", "--tail", "1", "--timestamps"}).out,
+                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z 200000\n)")));
   // The command's own exit status still decides the job's.
   server->Submit("name: sl-fail-rotated\nqueue: cluster\ncommand: \"seq 1 10; exit 7\"\n");
   ASSERT_TRUE(server->WaitForState("sl-fail-rotated", "Failed", std::chrono::seconds(60)));

@@ -13,10 +13,13 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
 #include "api/http_client.h"
+#include "core/time.h"
 #include "test_server.h"
 
 namespace headway::testing {
@@ -330,6 +333,9 @@ TEST(Limits, ARankLogIsRotatedSoAFastWriterCannotFillTheDisk) {
   EXPECT_EQ(expected, 1000001) << "ends with the last line written";
   EXPECT_EQ(all.out.size(), kept);
   EXPECT_EQ(server.Cli({"logs", "flood", "--tail", "2"}).out, "999999\n1000000\n");
+  // The times moved with the rotated log: every line kept still has one.
+  std::string stamped = server.Cli({"logs", "flood", "--timestamps"}).out;
+  EXPECT_EQ(stamped.size(), kept + static_cast<std::uint64_t>(count) * 25);  // "YYYY-MM-DDTHH:MM:SS.mmmZ "
   ASSERT_TRUE(WaitFor([&] { return server.HasEvent("flood", "Warning", "--max-log-bytes"); }));
   EXPECT_TRUE(server.HasEvent("flood", "Warning", "rank-0.log.1"));
 }
@@ -381,6 +387,56 @@ TEST(Limits, LogsAreWholeByDefaultAndCutOnlyAtLinesWhenAsked) {
   EXPECT_EQ(next[1], 300001);
   // Following from the tail.
   EXPECT_EQ(server.Cli({"logs", "long", "-f", "--tail", "1"}).out, "400000\n");
+}
+
+TEST(Logs, SinceAndTimestampsSayWhenEachLineWasWritten) {
+  TestServer server(1);
+  const std::string release = server.work_dir() + "/release";
+  server.Submit("name: timed\nresources: {processes_per_node: 2}\n"
+                "command: \"echo early; while [ ! -e " + release + " ]; do sleep 0.05; done; "
+                "echo late\"\n");
+  ASSERT_TRUE(WaitFor([&] {
+    std::string out = server.Cli({"logs", "timed"}).out;
+    return out.find("[rank 0] early") != std::string::npos &&
+           out.find("[rank 1] early") != std::string::npos;
+  }));
+  // Every line so far was written before `cut`; what comes after the
+  // release is written after it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const std::string cut = FormatRfc3339(SystemClock().Now());
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::ofstream(release).flush();
+  ASSERT_TRUE(server.WaitForState("timed", "Succeeded"));
+  EXPECT_EQ(server.Cli({"logs", "timed", "--since-time", cut}).out,
+            "[rank 0] late\n[rank 1] late\n");
+  EXPECT_EQ(server.Cli({"logs", "timed", "--since", "1h", "--rank", "1"}).out, "early\nlate\n");
+  // kubectl's format: the rank prefix, then the time, then the line.
+  const std::regex stamped(R"(\[rank [01]\] (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) (early|late))");
+  std::istringstream lines(server.Cli({"logs", "timed", "--timestamps"}).out);
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, stamped)) << line;
+    EXPECT_EQ(m[1].str() < cut, m[2].str() == "early") << line << " vs " << cut;
+    ++count;
+  }
+  EXPECT_EQ(count, 4);
+  // The API refuses what it cannot read, naming the parameter.
+  api::HttpClient http = server.Http();
+  for (auto [query, named] : std::vector<std::pair<std::string, std::string>>{
+           {"since=yesterday", "'since'"},
+           {"since_time=noon", "'since_time'"},
+           {"timestamps=maybe", "'timestamps'"},
+           {"since=5m&since_time=2026-01-01T00:00:00Z", "not both"}}) {
+    auto bad = http.Request("GET", "/api/v1/jobs/timed/logs?" + query);
+    ASSERT_TRUE(bad.ok());
+    EXPECT_EQ(bad->status, 400) << query;
+    EXPECT_THAT(bad->body, HasSubstr(named)) << query;
+  }
+  CommandResult typo = server.Cli({"logs", "timed", "--since", "ages"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_THAT(typo.err, HasSubstr("--since must be a duration"));
 }
 
 }  // namespace

@@ -108,6 +108,28 @@ TEST(Watch, TheJobsStreamSendsASnapshotThenOnlyWhatChanged) {
   EXPECT_LT(runner_steps.front(), runner_steps.back()) << "progress moves in the stream";
 }
 
+TEST(Watch, ADeletedJobLeavesTheJobsStream) {
+  TestServer server;
+  server.Submit("name: gone\ncommand: \"true\"\n");
+  ASSERT_TRUE(server.WaitForState("gone", "Succeeded"));
+  std::vector<std::string> types;
+  bool deleted = false;
+  int status = ReadEvents(server, "/api/v1/watch/jobs", [&](const SseEvent& e) {
+    types.push_back(e.type);
+    if (e.type == "snapshot") {
+      EXPECT_EQ(e.data["jobs"].size(), 1u);
+      EXPECT_EQ(server.Cli({"delete", "job", "gone"}).exit_code, 0);
+    }
+    if (e.type == "deleted") {
+      EXPECT_EQ(e.data["names"], json::array({"gone"}));
+      deleted = true;
+    }
+    return !deleted;
+  });
+  EXPECT_EQ(status, 200);
+  EXPECT_TRUE(deleted) << ::testing::PrintToString(types);
+}
+
 TEST(Watch, AJobStreamSendsItsSeriesDownsampledThenNewPoints) {
   TestServer server;
   server.Submit(ReportingJob("curve", 60));

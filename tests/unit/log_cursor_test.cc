@@ -1,11 +1,15 @@
 #include "api/log_cursor.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <vector>
+
+#include "core/log_times.h"
 
 namespace headway {
 namespace {
@@ -120,6 +124,99 @@ TEST_F(LogCursorTest, TailOfLongLogsReadsBackwardsAcrossBlocks) {
   EXPECT_EQ(ReadAll(c), "49998\n49999\n");
   LogCursor all = LogCursor::Tail(path_, 50000, std::nullopt);
   EXPECT_EQ(ReadAll(all), text);
+}
+
+// What the local supervisor writes: the log, and its times file with a
+// header naming the log's inode and a mark wherever the time moved on.
+class TimedLog {
+ public:
+  explicit TimedLog(std::string path) : path_(std::move(path)) { Start(); }
+  void Write(const std::string& text, std::int64_t unix_ms) {
+    std::ofstream(LogTimesPath(path_), std::ios::app) << LogTimesLine({size_, unix_ms});
+    std::ofstream(path_, std::ios::app) << text;
+    size_ += text.size();
+  }
+  void Rotate() {
+    fs::rename(path_, path_ + ".1");
+    fs::rename(LogTimesPath(path_), LogTimesPath(path_ + ".1"));
+    Start();
+  }
+
+ private:
+  void Start() {
+    std::ofstream(path_, std::ios::trunc).flush();
+    struct stat st {};
+    ::stat(path_.c_str(), &st);
+    std::ofstream(LogTimesPath(path_), std::ios::trunc) << LogTimesHeader(st.st_ino);
+    size_ = 0;
+  }
+  std::string path_;
+  std::uint64_t size_ = 0;
+};
+
+// Reads everything new, in small pieces, with the time of each byte range.
+std::string ReadTimed(LogCursor& c, std::vector<LogTimeAt>& times) {
+  std::string out;
+  while (c.Read(out, 3, &times) > 0) {
+  }
+  return out;
+}
+
+// The time in effect at `pos` of what ReadTimed returned.
+std::int64_t TimeAt(const std::vector<LogTimeAt>& times, std::size_t pos) {
+  std::int64_t t = -1;
+  for (const LogTimeAt& m : times) {
+    if (m.pos <= pos) t = m.unix_ms;
+  }
+  return t;
+}
+
+TEST_F(LogCursorTest, SaysWhenEachPartWasWrittenAcrossRotations) {
+  TimedLog log(path_);
+  log.Write("first\nsec", 1000);
+  log.Write("ond\n", 2000);
+  LogCursor c(path_);
+  std::vector<LogTimeAt> times;
+  std::string text = ReadTimed(c, times);
+  ASSERT_EQ(text, "first\nsecond\n");
+  EXPECT_EQ(TimeAt(times, 0), 1000);
+  EXPECT_EQ(TimeAt(times, 6), 1000);   // "second" began arriving at 1000
+  EXPECT_EQ(TimeAt(times, 9), 2000);   // its end at 2000
+  // The reader is behind when the log rotates: the times move with it.
+  log.Write("third\n", 3000);
+  log.Rotate();
+  log.Write("fourth\n", 4000);
+  times.clear();
+  text = ReadTimed(c, times);
+  ASSERT_EQ(text, "third\nfourth\n");
+  EXPECT_EQ(TimeAt(times, 0), 3000);
+  EXPECT_EQ(TimeAt(times, 6), 4000);
+  // A tail starts in the middle of a file and still knows.
+  LogCursor tail = LogCursor::Tail(path_, 1, std::nullopt);
+  times.clear();
+  EXPECT_EQ(ReadTimed(tail, times), "fourth\n");
+  EXPECT_EQ(TimeAt(times, 0), 4000);
+}
+
+TEST_F(LogCursorTest, ATimesFileOfAnotherLogIsNotBelieved) {
+  // As a reader sees it between the writer's two renames: PATH.1 is the old
+  // log already, PATH.times still describes it.
+  TimedLog log(path_);
+  log.Write("old\n", 1000);
+  fs::rename(path_, path_ + ".1");
+  std::ofstream(path_) << "new\n";
+  LogCursor c(path_);
+  std::vector<LogTimeAt> times;
+  EXPECT_EQ(ReadTimed(c, times), "new\n");
+  EXPECT_TRUE(times.empty());
+  // A log without a times file reads as before, without marks.
+  fs::remove_all(dir_);
+  fs::create_directory(dir_);
+  std::ofstream(path_) << "plain\n";
+  LogCursor plain(path_);
+  times.clear();
+  EXPECT_EQ(ReadTimed(plain, times), "plain\n");
+  EXPECT_TRUE(times.empty());
 }
 
 }  // namespace

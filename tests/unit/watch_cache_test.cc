@@ -168,6 +168,28 @@ TEST(WatchCache, ASubmittedJobDoesNotHideALaterView) {
   EXPECT_EQ(nlohmann::json::parse(cache.Find("a")->view)["state"], "Running");
 }
 
+TEST(WatchCache, ADeletedJobReachesReadersAsDeletedAndANewOneOfItsNameIsShown) {
+  FakeJobs jobs;
+  WatchCache cache(jobs, EveryTick());
+  Job a = MakeJob("a", "t", JobState::kSucceeded);
+  cache.OnChange(a);
+  cache.Flush();
+  const std::uint64_t seen = cache.version();
+  cache.OnRemoved(a);
+  cache.Flush();
+  EXPECT_EQ(cache.Find("a"), nullptr);
+  std::vector<std::shared_ptr<const WatchCache::Entry>> changed;
+  cache.ChangesSince(seen, "", changed);
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_TRUE(changed[0]->deleted);
+  EXPECT_EQ(changed[0]->name, "a");
+  // Submitted again under the same name: a job like any other.
+  cache.OnSubmitted(MakeJob("a", "t", JobState::kQueued));
+  cache.Flush();
+  ASSERT_NE(cache.Find("a"), nullptr);
+  EXPECT_EQ(nlohmann::json::parse(cache.Find("a")->view)["state"], "Queued");
+}
+
 TEST(WatchCache, UnchangedJobsAreNotRenderedAgainButTheirProgressIsAsked) {
   FakeJobs jobs;
   WatchCache cache(jobs, EveryTick());

@@ -186,13 +186,24 @@ CgroupManager CgroupManager::Detect() {
     if (MakeDir(base, problem)) {
       m.unified_base_ = base;
       std::string available = ReadKernelFile(own + "/cgroup.controllers");
+      bool moved_to_leaf = false;
       for (const char* controller : {"memory", "cpu"}) {
         if (!HasWord(available, controller)) continue;
-        // Our own cgroup must delegate the controller to "headway" first; that
-        // fails when it holds processes and is not the root (no internal
-        // processes in v2), and then the limits fall back to v1.
-        WriteKernelFile(own + "/cgroup.subtree_control", std::string("+") + controller);
-        WriteKernelFile(base + "/cgroup.subtree_control", std::string("+") + controller);
+        // Our own cgroup must delegate the controller to "headway" first. In
+        // v2 a cgroup other than the root that holds processes cannot (no
+        // internal processes): under systemd with Delegate=yes the server is
+        // in its service's cgroup, so it moves itself into a leaf of it,
+        // "server", as systemd's delegation rules ask, and tries again. If
+        // that fails too, the limits fall back to v1.
+        const std::string enable = std::string("+") + controller;
+        if (!WriteKernelFile(own + "/cgroup.subtree_control", enable) && !moved_to_leaf &&
+            own_unified != "/") {
+          std::string leaf = own + "/server";
+          std::string ignored;
+          moved_to_leaf = MakeDir(leaf, ignored) && WriteKernelFile(leaf + "/cgroup.procs", "0");
+          if (moved_to_leaf) WriteKernelFile(own + "/cgroup.subtree_control", enable);
+        }
+        WriteKernelFile(base + "/cgroup.subtree_control", enable);
       }
       std::string enabled = ReadKernelFile(base + "/cgroup.subtree_control");
       m.unified_memory_ = HasWord(enabled, "memory");

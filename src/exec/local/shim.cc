@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/log_times.h"
 #include "exec/local/cgroup.h"
 #include "exec/local/local_executor.h"
 #include "exec/local/process_identity.h"
@@ -46,24 +47,33 @@ void OnTerminate(int) { g_terminating = 1; }
 // supervisor did not exist (SIG_IGN would be inherited instead).
 void OnCheckpointWarning(int) {}
 
-// A rank's log bounded to `limit` bytes: past half of it the file is
-// renamed to NAME.1 (replacing the older one) and a new NAME started, on a
-// line boundary where one fits, so the newest output is always kept. Written
-// through descriptors opened before the sandbox hides the run directory.
-class BoundedLog {
+// A rank's log, with the times file that says when each part of it was
+// written (core/log_times.h). With a `limit`, bounded to that many bytes:
+// past half of it the file is renamed to NAME.1 (replacing the older one,
+// its times file with it) and a new NAME started, on a line boundary where
+// one fits, so the newest output is always kept. Written through
+// descriptors opened before the sandbox hides the run directory.
+class RankLogWriter {
  public:
-  BoundedLog(int dir_fd, std::string name, int fd, std::uint64_t limit)
+  // `limit` 0: unbounded.
+  RankLogWriter(int dir_fd, std::string name, int fd, std::uint64_t limit)
       : dir_fd_(dir_fd),
         name_(std::move(name)),
         fd_(fd),
-        half_(std::max<std::uint64_t>(limit / 2, 1)) {
+        half_(limit == 0 ? 0 : std::max<std::uint64_t>(limit / 2, 1)) {
     struct stat st {};
     if (::fstat(fd_, &st) == 0) size_ = static_cast<std::uint64_t>(st.st_size);
+    OpenTimes();
   }
+  ~RankLogWriter() {
+    if (times_fd_ >= 0) ::close(times_fd_);
+  }
+  RankLogWriter(const RankLogWriter&) = delete;
+  RankLogWriter& operator=(const RankLogWriter&) = delete;
 
   void Write(const char* data, std::size_t n) {
     while (n > 0) {
-      if (size_ + n <= half_) {
+      if (half_ == 0 || size_ + n <= half_) {
         Append(data, n);
         return;
       }
@@ -86,7 +96,40 @@ class BoundedLog {
   }
 
  private:
+  std::string TimesName() const { return LogTimesPath(name_); }
+
+  void OpenTimes() {
+    times_fd_ = ::openat(dir_fd_, TimesName().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+                         0600);
+    struct stat log {}, times {};
+    if (times_fd_ < 0 || ::fstat(fd_, &log) != 0 || ::fstat(times_fd_, &times) != 0) return;
+    if (times.st_size == 0) WriteAll(times_fd_, LogTimesHeader(log.st_ino));
+    last_ms_ = -1;
+  }
+
+  static void WriteAll(int fd, const std::string& text) {
+    const char* p = text.data();
+    std::size_t n = text.size();
+    while (n > 0) {
+      ssize_t w = ::write(fd, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return;
+      p += w;
+      n -= static_cast<std::size_t>(w);
+    }
+  }
+
   void Append(const char* data, std::size_t n) {
+    if (n == 0) return;
+    if (times_fd_ >= 0) {
+      const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count();
+      if (now_ms != last_ms_) {
+        WriteAll(times_fd_, LogTimesLine({size_, now_ms}));
+        last_ms_ = now_ms;
+      }
+    }
     while (n > 0) {
       ssize_t w = ::write(fd_, data, n);
       if (w < 0 && errno == EINTR) continue;
@@ -101,6 +144,7 @@ class BoundedLog {
     std::string old = name_ + ".1";
     int fresh = -1;
     if (::renameat(dir_fd_, name_.c_str(), dir_fd_, old.c_str()) == 0) {
+      (void)::renameat(dir_fd_, TimesName().c_str(), dir_fd_, LogTimesPath(old).c_str());
       fresh = ::openat(dir_fd_, name_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
                        0600);
     }
@@ -109,15 +153,21 @@ class BoundedLog {
       fd_ = fresh;
     } else if (::ftruncate(fd_, 0) != 0) {
       return;  // cannot bound it: keep appending rather than lose the newest output
+    } else {
+      (void)::unlinkat(dir_fd_, TimesName().c_str(), 0);  // it described the bytes just dropped
     }
+    if (times_fd_ >= 0) ::close(times_fd_);
+    OpenTimes();
     size_ = 0;
   }
 
   int dir_fd_;
   std::string name_;
   int fd_;
-  std::uint64_t half_;
+  std::uint64_t half_;  // 0: never rotated
   std::uint64_t size_ = 0;
+  int times_fd_ = -1;
+  std::int64_t last_ms_ = -1;  // the time of the last line of the times file
 };
 
 struct Rank {
@@ -127,11 +177,11 @@ struct Rank {
   std::string cwd;
   std::string log;
   int log_fd = -1;  // opened before the sandbox hides the run directory
-  // With a log limit the rank writes into a pipe that the supervisor copies
-  // into `bounded`; without one, straight into log_fd.
+  // The rank writes into a pipe that the supervisor copies into `log_writer`
+  // (straight into log_fd when the pipe or the writer could not be set up).
   int pipe_write = -1;
   int pipe_read = -1;
-  std::unique_ptr<BoundedLog> bounded;
+  std::unique_ptr<RankLogWriter> log_writer;
   pid_t pid = -1;
   bool done = false;
   int exit_code = 0;
@@ -150,7 +200,7 @@ bool PumpLogs(std::vector<Rank>& ranks, bool until_eof) {
     for (int i = 0; i < passes; ++i) {
       ssize_t n = ::read(r.pipe_read, buf, sizeof buf);
       if (n > 0) {
-        r.bounded->Write(buf, static_cast<std::size_t>(n));
+        r.log_writer->Write(buf, static_cast<std::size_t>(n));
         any = true;
         continue;
       }
@@ -328,12 +378,12 @@ int RunLocalShim(const std::string& run_dir) {
   std::vector<int> log_dir_fds;
   for (Rank& r : ranks) {
     r.log_fd = ::open(r.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (max_log_bytes == 0 || r.log_fd < 0) continue;
+    if (r.log_fd < 0) continue;
     fs::path log_path(r.log);
     int log_dir = ::open(log_path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (log_dir < 0) continue;  // cannot rotate: unbounded as before
+    if (log_dir < 0) continue;  // cannot rotate: unbounded, without times
     log_dir_fds.push_back(log_dir);
-    r.bounded = std::make_unique<BoundedLog>(log_dir, log_path.filename().string(), r.log_fd,
+    r.log_writer = std::make_unique<RankLogWriter>(log_dir, log_path.filename().string(), r.log_fd,
                                              max_log_bytes);
   }
   const auto cgroup = internal::AttemptCgroup::FromJson(launch.value("cgroup", json::object()));
@@ -379,13 +429,13 @@ int RunLocalShim(const std::string& run_dir) {
   RankSetup setup{cgroup.empty() ? nullptr : &cgroup, account ? &*account : nullptr};
   for (Rank& r : ranks) {
     int fds[2];
-    if (r.bounded && ::pipe2(fds, O_CLOEXEC) == 0) {
+    if (r.log_writer && ::pipe2(fds, O_CLOEXEC) == 0) {
       r.pipe_read = fds[0];
       r.pipe_write = fds[1];
       ::fcntl(r.pipe_read, F_SETFL, O_NONBLOCK);
       (void)::fcntl(r.pipe_read, F_SETPIPE_SZ, 1 << 20);  // fewer stalls of a chatty rank
     } else {
-      r.bounded.reset();
+      r.log_writer.reset();
     }
   }
   // A signal pending before a rank is forked never reached that rank (nor

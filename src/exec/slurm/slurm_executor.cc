@@ -108,36 +108,42 @@ class SlurmExecutor final : public Executor {
     const std::string env =
         "export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID NODE_RANK=$SLURM_NODEID "
         "GROUP_RANK=$SLURM_NODEID PET_NODE_RANK=${PET_NODE_RANK:-$SLURM_NODEID}; ";
-    if (max_log_bytes_ == 0) {
-      script += "srun --kill-on-bad-exit=1 --output=" + Quote(request.run_dir + "/rank-%t.log") +
-                " /bin/bash -c '" + env + "exec \"$@\"' headway-rank" + argv + "\n";
-    } else {
-      // With a log limit each rank's output goes through awk, which moves
-      // rank-N.log to rank-N.log.1 each time it passes half the limit, as
-      // the local executor's supervisor does: the newest output is kept and
-      // no rank can fill the shared disk. The command's exit status is kept.
-      const std::string rotate = request.run_dir + "/rotate-log.awk";
-      {
-        std::ofstream out(rotate, std::ios::trunc);
-        out << "# Appends each line to f, moving f to f.1 once it holds `half` bytes.\n"
-               "{ print > f; fflush(f); n += length($0) + 1;\n"
-               "  if (n >= half) { close(f); system(\"mv -f '\" f \"' '\" f \".1'\"); n = 0 } }\n";
-        if (!out) return Unavailable("cannot write " + rotate);
-      }
-      // The paths reach the task's shell as variables: no quoting inside quoting.
-      script += "export HEADWAY_RUN_DIR=" + Quote(request.run_dir) + "\n";
-      // Slurm signals every process of the step (--signal, scancel, the
-      // time limit): the command gets them as it would alone; this shell
-      // outlives them to pass on its status, and awk ignores them so that
-      // the command's last output is still written.
-      script += "srun --kill-on-bad-exit=1 --output=/dev/null /bin/bash -c '" + env +
-                "log=\"$HEADWAY_RUN_DIR/rank-$SLURM_PROCID.log\"; : > \"$log\"; "
-                "trap : USR1 USR2 TERM INT HUP; "
-                "\"$@\" 2>&1 | (trap \"\" USR1 USR2 TERM INT HUP; LC_ALL=C exec awk -v f=\"$log\" -v half=" +
-                std::to_string(std::max<std::uint64_t>(1, max_log_bytes_ / 2)) +
-                " -f \"$HEADWAY_RUN_DIR/rotate-log.awk\"); exit ${PIPESTATUS[0]}' headway-rank" +
-                argv + "\n";
+    // Each rank's output goes through awk, which writes rank-N.log and its
+    // times file (core/log_times.h; whole seconds: what mawk's clock
+    // gives) and, with a log limit, moves both to rank-N.log.1 each time
+    // the log passes half the limit, as the local executor's supervisor
+    // does: the newest output is kept and no rank can fill the shared disk.
+    // The command's exit status is kept.
+    const std::string rotate = request.run_dir + "/rank-log.awk";
+    {
+      std::ofstream out(rotate, std::ios::trunc);
+      out << "# Appends each line to f, noting in f.times when the time moved on, and\n"
+             "# moves f (and f.times) to f.1 once it holds `half` bytes (0: never).\n"
+             "{ t = systime();\n"
+             "  if (t != last) { printf \"%d %d000\\n\", n, t > (f \".times\"); "
+             "fflush(f \".times\"); last = t }\n"
+             "  print > f; fflush(f); n += length($0) + 1;\n"
+             "  if (half > 0 && n >= half) { close(f); close(f \".times\");\n"
+             "    system(\"mv -f '\" f \"' '\" f \".1' && mv -f '\" f \".times' '\" f \".1.times'\");\n"
+             "    n = 0; last = -1 } }\n";
+      if (!out) return Unavailable("cannot write " + rotate);
     }
+    const std::uint64_t half = max_log_bytes_ == 0 ? 0 : std::max<std::uint64_t>(1, max_log_bytes_ / 2);
+    // The paths reach the task's shell as variables: no quoting inside quoting.
+    script += "export HEADWAY_RUN_DIR=" + Quote(request.run_dir) + "\n";
+    // Slurm signals every process of the step (--signal, scancel, the
+    // time limit): the command gets them as it would alone; this shell
+    // outlives them to pass on its status, and awk ignores them so that
+    // the command's last output is still written. mawk (Debian's awk) reads
+    // a pipe in blocks unless told -W interactive: without it a line would
+    // reach the log (and `logs -f`) only once 4 KiB more had come.
+    script += "srun --kill-on-bad-exit=1 --output=/dev/null /bin/bash -c '" + env +
+              "log=\"$HEADWAY_RUN_DIR/rank-$SLURM_PROCID.log\"; : > \"$log\"; : > \"$log.times\"; "
+              "lines=; case \"$(awk -W version 2>&1)\" in mawk*) lines=\"-W interactive\";; esac; "
+              "trap : USR1 USR2 TERM INT HUP; "
+              "\"$@\" 2>&1 | (trap \"\" USR1 USR2 TERM INT HUP; LC_ALL=C exec awk $lines -v f=\"$log\" -v half=" +
+              std::to_string(half) + " -f \"$HEADWAY_RUN_DIR/rank-log.awk\"); exit ${PIPESTATUS[0]}' headway-rank" +
+              argv + "\n";
     script += "rc=$?\n";
     script += "printf '{\"exit_code\": %d}' \"$rc\" > " + Quote(request.run_dir + "/result.json.tmp") +
               " && mv " + Quote(request.run_dir + "/result.json.tmp") + " " +
