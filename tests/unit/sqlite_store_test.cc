@@ -186,7 +186,8 @@ TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
                           "DROP TABLE webhook_cursors", "ALTER TABLE jobs DROP COLUMN health",
                           "ALTER TABLE jobs DROP COLUMN health_reason",
                           "ALTER TABLE jobs DROP COLUMN delete_requested_at",
-                          "PRAGMA user_version=2"}) {
+                          "DROP TABLE artifact_names", "DROP TABLE artifacts",
+                          "DROP TABLE artifact_uses", "PRAGMA user_version=2"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -248,7 +249,8 @@ TEST_F(SqliteStoreTest, UpgradeCreditsAnExperimentOnlyWithItsOwnTrialJobs) {
                           "ALTER TABLE jobs DROP COLUMN health",
                           "ALTER TABLE jobs DROP COLUMN health_reason",
                           "ALTER TABLE jobs DROP COLUMN delete_requested_at",
-                          "PRAGMA user_version=6"}) {
+                          "DROP TABLE artifact_names", "DROP TABLE artifacts",
+                          "DROP TABLE artifact_uses", "PRAGMA user_version=6"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -431,7 +433,8 @@ TEST_F(SqliteStoreTest, UpgradesAVersion7DatabaseWithWebhookCursors) {
   for (const char* sql : {"DROP TABLE webhook_cursors", "ALTER TABLE jobs DROP COLUMN health",
                           "ALTER TABLE jobs DROP COLUMN health_reason",
                           "ALTER TABLE jobs DROP COLUMN delete_requested_at",
-                          "PRAGMA user_version=7"}) {
+                          "DROP TABLE artifact_names", "DROP TABLE artifacts",
+                          "DROP TABLE artifact_uses", "PRAGMA user_version=7"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -453,7 +456,8 @@ TEST_F(SqliteStoreTest, UpgradesAVersion9DatabaseKeepingJobsAndTheirHealth) {
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   for (const char* sql : {"ALTER TABLE jobs DROP COLUMN health_reason",
                           "ALTER TABLE jobs DROP COLUMN delete_requested_at",
-                          "PRAGMA user_version=9"}) {
+                          "DROP TABLE artifact_names", "DROP TABLE artifacts",
+                          "DROP TABLE artifact_uses", "PRAGMA user_version=9"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
