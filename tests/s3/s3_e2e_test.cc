@@ -103,7 +103,14 @@ class S3Smoke : public ::testing::Test {
     delete server_;
     server_ = nullptr;
   }
-  void SetUp() override { ASSERT_TRUE(server_->ok()) << server_->error(); }
+  void SetUp() override {
+    for (const char* client : {"/usr/bin/aws", "/usr/bin/s3cmd", "/usr/bin/curl"}) {
+      ASSERT_EQ(::access(client, X_OK), 0)
+          << client << " is missing: apt-get install awscli python3-botocore s3cmd curl "
+          << "(scripts/setup --test installs them)";
+    }
+    ASSERT_TRUE(server_->ok()) << server_->error();
+  }
 
   static CommandResult Aws(std::vector<std::string> args) {
     std::vector<std::string> argv = {"/usr/bin/aws", "--endpoint-url", server_->endpoint()};

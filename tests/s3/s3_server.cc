@@ -65,7 +65,14 @@ bool WaitExit(pid_t pid, std::chrono::milliseconds timeout) {
 }  // namespace
 
 S3TestServer::S3TestServer() {
-  error_ = Start();
+  // A port found free can be taken by another test before Swift binds it: try anew.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    error_ = Start();
+    if (error_.find("Could not bind") == std::string::npos) break;
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+    dir_.clear();
+  }
   if (!error_.empty()) error_ = "S3 test server (OpenStack Swift + s3api) did not start: " + error_;
 }
 
