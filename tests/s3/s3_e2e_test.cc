@@ -73,22 +73,20 @@ class S3Smoke : public ::testing::Test {
               << server_->endpoint() << "\n";
     const std::string& dir = server_->dir();
     // The clients read only these files: never ~/.aws, never the environment's keys.
-    WriteFile(dir + "/aws-config",
-              "[default]\nregion = " + server_->region() +
-                  "\ns3 =\n  signature_version = s3v4\n"
-                  "[profile wrong]\nregion = " + server_->region() +
-                  "\ns3 =\n  signature_version = s3v4\n");
+    WriteFile(dir + "/aws-config", "[default]\nregion = " + server_->region() +
+                                       "\ns3 =\n  signature_version = s3v4\n"
+                                       "[profile wrong]\nregion = " +
+                                       server_->region() + "\ns3 =\n  signature_version = s3v4\n");
     WriteFile(dir + "/aws-credentials",
               "[default]\naws_access_key_id = " + server_->access_key() +
                   "\naws_secret_access_key = " + server_->secret_key() +
                   "\n[wrong]\naws_access_key_id = " + server_->access_key() +
                   "\naws_secret_access_key = not-" + server_->secret_key() + "\n");
     std::string host = server_->endpoint().substr(server_->endpoint().find("://") + 3);
-    WriteFile(dir + "/s3cfg", "[default]\naccess_key = " + server_->access_key() +
-                                  "\nsecret_key = " + server_->secret_key() +
-                                  "\nhost_base = " + host + "\nhost_bucket = " + host +
-                                  "\nuse_https = False\nbucket_location = " + server_->region() +
-                                  "\n");
+    WriteFile(dir + "/s3cfg",
+              "[default]\naccess_key = " + server_->access_key() + "\nsecret_key = " +
+                  server_->secret_key() + "\nhost_base = " + host + "\nhost_bucket = " + host +
+                  "\nuse_https = False\nbucket_location = " + server_->region() + "\n");
     setenv("AWS_CONFIG_FILE", (dir + "/aws-config").c_str(), 1);
     setenv("AWS_SHARED_CREDENTIALS_FILE", (dir + "/aws-credentials").c_str(), 1);
     setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
@@ -153,8 +151,7 @@ TEST_F(S3Smoke, MultipartUploadAndDownloadAreByteEqualAndListed) {
   WriteFile(up, data);
   CommandResult put = Aws({"s3", "cp", up, "s3://" + bucket + "/ckpt/model.bin"});
   ASSERT_EQ(put.exit_code, 0) << Show(put);
-  CommandResult head =
-      Aws({"s3api", "head-object", "--bucket", bucket, "--key", "ckpt/model.bin"});
+  CommandResult head = Aws({"s3api", "head-object", "--bucket", bucket, "--key", "ckpt/model.bin"});
   ASSERT_EQ(head.exit_code, 0) << Show(head);
   EXPECT_NE(head.out.find("-2\\\""), std::string::npos) << "not a two-part upload: " << head.out;
   EXPECT_NE(head.out.find("12582912"), std::string::npos) << head.out;

@@ -105,8 +105,8 @@ std::string S3TestServer::Start() {
     ::dup2(out[1], 1);
     ::dup2(err, 2);
     std::string port_arg = std::to_string(port);
-    const char* argv[] = {launcher.c_str(), "--base-dir", base.c_str(), "--port", port_arg.c_str(),
-                          "--timeout", "80", nullptr};
+    const char* argv[] = {launcher.c_str(), "--base-dir", base.c_str(), "--port",
+                          port_arg.c_str(), "--timeout",  "80",         nullptr};
     ::execv(argv[0], const_cast<char* const*>(argv));
     ::_exit(127);
   }

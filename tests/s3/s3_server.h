@@ -37,8 +37,8 @@ class S3TestServer {
   // Why it did not start, with the tail of the launcher's log.
   const std::string& error() const { return error_; }
 
-  const std::string& endpoint() const { return endpoint_; }  // "http://127.0.0.1:PORT"
-  const std::string& region() const { return region_; }      // "us-east-1"
+  const std::string& endpoint() const { return endpoint_; }      // "http://127.0.0.1:PORT"
+  const std::string& region() const { return region_; }          // "us-east-1"
   const std::string& access_key() const { return access_key_; }  // "test:tester"
   const std::string& secret_key() const { return secret_key_; }
   // A bucket name nobody has created yet, for a test to create.
