@@ -4,6 +4,9 @@
 // Signature V4 as S3 does (SignatureDoesNotMatch, expired and tampered
 // presigned URLs, clock skew), so a client that passes against it signs
 // correctly. Path-style addressing only (http://127.0.0.1:PORT/BUCKET/KEY).
+// Sign for region() (another region gets 400 AuthorizationHeaderMalformed);
+// awscli needs `s3 = signature_version = s3v4` in its config, or its
+// presigned URLs for us-east-1 are Signature V2 (which Swift also accepts).
 //
 // What Swift 2.30's s3api does not do, so a client must not depend on it:
 // aws-chunked uploads (STREAMING-AWS4-HMAC-SHA256-PAYLOAD and trailer
