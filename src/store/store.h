@@ -19,6 +19,7 @@
 #include <functional>
 
 #include "core/access.h"
+#include "core/artifact.h"
 #include "core/experiment.h"
 #include "core/job.h"
 #include "core/progress_report.h"
@@ -115,6 +116,33 @@ class Store {
   // Deletes the sessions (tokens with a parent) that expired at or before
   // `now`; other tokens, expired or revoked, stay listed.
   virtual Status DeleteExpiredSessions(Time now) = 0;
+
+  // Artifacts (core/artifact.h). CreateArtifact assigns the next version of
+  // its name (versions are never reused, deleted ones included); a name
+  // belongs to the team of its first version, and another team's version of
+  // it is Conflict.
+  virtual Status CreateArtifact(Artifact& artifact) = 0;
+  // Replaces a version's state, size, ready time, metrics and labels; NotFound if unknown.
+  virtual Status SaveArtifact(const Artifact& artifact) = 0;
+  // `version` nullopt: the newest Ready version.
+  virtual Result<Artifact> GetArtifact(std::string_view name,
+                                       std::optional<std::int64_t> version) = 0;
+  // Ordered by name, then version.
+  virtual Result<std::vector<Artifact>> ListArtifacts(const ArtifactFilter& filter) = 0;
+  // Removes a version and the record of its uses. NotFound if unknown.
+  virtual Status DeleteArtifact(std::string_view name, std::int64_t version) = 0;
+  // How many versions (of any name) hold the bytes with `digest`.
+  virtual Result<std::uint64_t> CountArtifactsWithDigest(std::string_view digest) = 0;
+  // The bytes a team's versions hold, Pending ones included (an upload in
+  // flight has its room reserved).
+  virtual Result<std::uint64_t> TeamArtifactBytes(std::string_view team) = 0;
+  // Idempotent on (name, version, job, attempt).
+  virtual Status AddArtifactUse(const ArtifactUse& use) = 0;
+  // The jobs that used `name` (every version when `version` is nullopt), oldest first.
+  virtual Result<std::vector<ArtifactUse>> ListArtifactUses(std::string_view name,
+                                                            std::optional<std::int64_t> version) = 0;
+  // What `job` used, oldest first.
+  virtual Result<std::vector<ArtifactUse>> ListJobArtifactUses(std::string_view job) = 0;
 
   virtual Status AddLogFile(const LogFile& log) = 0;
   // Ordered by attempt, then rank.

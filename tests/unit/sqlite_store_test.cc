@@ -3,7 +3,9 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "store/store.h"
 
@@ -184,7 +186,8 @@ TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
                           "DROP TABLE webhook_cursors", "ALTER TABLE jobs DROP COLUMN health",
                           "ALTER TABLE jobs DROP COLUMN health_reason",
                           "ALTER TABLE jobs DROP COLUMN delete_requested_at",
-                          "PRAGMA user_version=2"}) {
+                          "DROP TABLE artifact_names", "DROP TABLE artifacts",
+                          "DROP TABLE artifact_uses", "PRAGMA user_version=2"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -246,7 +249,8 @@ TEST_F(SqliteStoreTest, UpgradeCreditsAnExperimentOnlyWithItsOwnTrialJobs) {
                           "ALTER TABLE jobs DROP COLUMN health",
                           "ALTER TABLE jobs DROP COLUMN health_reason",
                           "ALTER TABLE jobs DROP COLUMN delete_requested_at",
-                          "PRAGMA user_version=6"}) {
+                          "DROP TABLE artifact_names", "DROP TABLE artifacts",
+                          "DROP TABLE artifact_uses", "PRAGMA user_version=6"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -429,7 +433,8 @@ TEST_F(SqliteStoreTest, UpgradesAVersion7DatabaseWithWebhookCursors) {
   for (const char* sql : {"DROP TABLE webhook_cursors", "ALTER TABLE jobs DROP COLUMN health",
                           "ALTER TABLE jobs DROP COLUMN health_reason",
                           "ALTER TABLE jobs DROP COLUMN delete_requested_at",
-                          "PRAGMA user_version=7"}) {
+                          "DROP TABLE artifact_names", "DROP TABLE artifacts",
+                          "DROP TABLE artifact_uses", "PRAGMA user_version=7"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -451,7 +456,8 @@ TEST_F(SqliteStoreTest, UpgradesAVersion9DatabaseKeepingJobsAndTheirHealth) {
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   for (const char* sql : {"ALTER TABLE jobs DROP COLUMN health_reason",
                           "ALTER TABLE jobs DROP COLUMN delete_requested_at",
-                          "PRAGMA user_version=9"}) {
+                          "DROP TABLE artifact_names", "DROP TABLE artifacts",
+                          "DROP TABLE artifact_uses", "PRAGMA user_version=9"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -507,6 +513,95 @@ TEST_F(SqliteStoreTest, WebhookCursorsSurviveReopening) {
   EXPECT_EQ(store->GetWebhookCursor("sha256:aa")->value_or(-1), 9);
   EXPECT_EQ(store->GetWebhookCursor("sha256:bb")->value_or(-1), 1);
   EXPECT_FALSE(store->GetWebhookCursor("sha256:cc")->has_value());
+}
+
+Artifact MakeArtifact(const std::string& name, const std::string& team, char digest_char) {
+  Artifact a;
+  a.name = name;
+  a.team = team;
+  a.kind = ArtifactKind::kCheckpoint;
+  a.created_by = "job/train";
+  a.size = 100;
+  a.digest = "sha256:" + std::string(64, digest_char);
+  a.producer = {"train", 0, 40, ""};
+  a.metrics = {{"eval_loss", 0.5}, {"loss", std::numeric_limits<double>::quiet_NaN()}};
+  a.labels = {{"framework", "jax"}};
+  a.created_at = FromUnixMillis(5000);
+  return a;
+}
+
+TEST_F(SqliteStoreTest, ArtifactVersionsCountUpAndAreNeverReused) {
+  auto store = Open();
+  Artifact a = MakeArtifact("ckpt", "vision", 'a');
+  ASSERT_TRUE(store->CreateArtifact(a).ok());
+  EXPECT_EQ(a.version, 1);
+  Artifact b = MakeArtifact("ckpt", "vision", 'b');
+  ASSERT_TRUE(store->CreateArtifact(b).ok());
+  EXPECT_EQ(b.version, 2);
+  // No ready version yet: "latest" finds none.
+  EXPECT_EQ(store->GetArtifact("ckpt", std::nullopt).status().code(), StatusCode::kNotFound);
+  a.state = ArtifactState::kReady;
+  a.ready_at = FromUnixMillis(6000);
+  ASSERT_TRUE(store->SaveArtifact(a).ok());
+  auto latest = store->GetArtifact("ckpt", std::nullopt);
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(latest->version, 1);
+  EXPECT_EQ(latest->producer.step, 40);
+  EXPECT_EQ(latest->producer.attempt, 0);
+  EXPECT_EQ(latest->metrics.at("eval_loss"), 0.5);
+  EXPECT_TRUE(std::isnan(latest->metrics.at("loss"))) << "a diverged checkpoint says so";
+  EXPECT_EQ(latest->labels.at("framework"), "jax");
+  // Deleting the newest does not give its number out again.
+  ASSERT_TRUE(store->DeleteArtifact("ckpt", 2).ok());
+  Artifact c = MakeArtifact("ckpt", "vision", 'c');
+  ASSERT_TRUE(store->CreateArtifact(c).ok());
+  EXPECT_EQ(c.version, 3);
+  EXPECT_EQ(store->DeleteArtifact("ckpt", 2).code(), StatusCode::kNotFound);
+  // A name is its first team's.
+  Artifact theirs = MakeArtifact("ckpt", "nlp", 'd');
+  EXPECT_EQ(store->CreateArtifact(theirs).code(), StatusCode::kConflict);
+}
+
+TEST_F(SqliteStoreTest, ArtifactsAreListedCountedAndTheirUsesRecorded) {
+  {
+    auto store = Open();
+    Artifact a = MakeArtifact("data/mnist", "vision", 'a');
+    Artifact b = MakeArtifact("model", "vision", 'a');  // the same bytes
+    b.kind = ArtifactKind::kModel;
+    b.producer = {"other", 1, std::nullopt, "train-node"};
+    Artifact c = MakeArtifact("nlp-model", "nlp", 'c');
+    for (Artifact* x : {&a, &b, &c}) ASSERT_TRUE(store->CreateArtifact(*x).ok());
+    ArtifactUse use{"data/mnist", 1, "train", 0, FromUnixMillis(7000)};
+    ASSERT_TRUE(store->AddArtifactUse(use).ok());
+    ASSERT_TRUE(store->AddArtifactUse(use).ok());  // idempotent
+    ASSERT_TRUE(store->AddArtifactUse({"data/mnist", 1, "eval", std::nullopt, FromUnixMillis(8000)}).ok());
+  }
+  auto store = Open();  // all of it survives reopening
+  EXPECT_EQ(*store->CountArtifactsWithDigest("sha256:" + std::string(64, 'a')), 2u);
+  EXPECT_EQ(*store->TeamArtifactBytes("vision"), 200u);
+  EXPECT_EQ(*store->TeamArtifactBytes("nobody"), 0u);
+  ArtifactFilter vision;
+  vision.team = "vision";
+  auto listed = store->ListArtifacts(vision);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].name, "data/mnist");
+  EXPECT_EQ((*listed)[1].producer.pipeline_node, "train-node");
+  ArtifactFilter models;
+  models.kind = ArtifactKind::kModel;
+  EXPECT_EQ(store->ListArtifacts(models)->size(), 1u);
+  ArtifactFilter by_job;
+  by_job.job = "train";
+  EXPECT_EQ(store->ListArtifacts(by_job)->size(), 2u);
+  auto uses = store->ListArtifactUses("data/mnist", std::nullopt);
+  ASSERT_TRUE(uses.ok());
+  ASSERT_EQ(uses->size(), 2u);
+  EXPECT_EQ((*uses)[0].job, "train");
+  EXPECT_EQ((*uses)[0].attempt, 0);
+  EXPECT_FALSE((*uses)[1].attempt);
+  EXPECT_EQ(store->ListJobArtifactUses("eval")->size(), 1u);
+  ASSERT_TRUE(store->DeleteArtifact("data/mnist", 1).ok());
+  EXPECT_TRUE(store->ListArtifactUses("data/mnist", 1)->empty());
 }
 
 }  // namespace

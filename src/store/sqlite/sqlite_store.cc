@@ -162,6 +162,46 @@ const char* const kMigrations[] = {
     ALTER TABLE jobs ADD COLUMN health_reason TEXT NOT NULL DEFAULT '';
     ALTER TABLE jobs ADD COLUMN delete_requested_at INTEGER;
     )sql",
+    // v11: artifacts, their names (owner team, last version given out, so a
+    // version is never reused) and which jobs used them.
+    R"sql(
+    CREATE TABLE artifact_names (
+      name TEXT PRIMARY KEY,
+      team TEXT NOT NULL,
+      last_version INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE artifacts (
+      name TEXT NOT NULL,
+      version INTEGER NOT NULL,
+      kind TEXT NOT NULL,
+      state TEXT NOT NULL,
+      team TEXT NOT NULL,
+      created_by TEXT NOT NULL,
+      size INTEGER NOT NULL,
+      digest TEXT NOT NULL,
+      producer_job TEXT NOT NULL DEFAULT '',
+      producer_attempt INTEGER,
+      producer_step INTEGER,
+      producer_node TEXT NOT NULL DEFAULT '',
+      metrics TEXT NOT NULL DEFAULT '{}',
+      labels TEXT NOT NULL DEFAULT '{}',
+      created_at INTEGER NOT NULL,
+      ready_at INTEGER,
+      PRIMARY KEY (name, version)
+    ) WITHOUT ROWID;
+    CREATE INDEX artifacts_by_digest ON artifacts(digest);
+    CREATE INDEX artifacts_by_producer ON artifacts(producer_job);
+    CREATE INDEX artifacts_by_team ON artifacts(team);
+    CREATE TABLE artifact_uses (
+      name TEXT NOT NULL,
+      version INTEGER NOT NULL,
+      job TEXT NOT NULL,
+      attempt INTEGER NOT NULL,
+      used_at INTEGER NOT NULL,
+      PRIMARY KEY (name, version, job, attempt)
+    ) WITHOUT ROWID;
+    CREATE INDEX artifact_uses_by_job ON artifact_uses(job);
+    )sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -691,6 +731,177 @@ class SqliteStore final : public Store {
     return out;
   }
 
+  Status CreateArtifact(Artifact& a) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    Statement owner(db_, "SELECT team, last_version FROM artifact_names WHERE name = ?");
+    owner.Bind(1, a.name);
+    std::int64_t version = 1;
+    if (owner.Step()) {
+      if (owner.ColumnText(0) != a.team) {
+        (void)Exec("ROLLBACK");
+        return Conflict("artifact '" + a.name + "' belongs to team '" + owner.ColumnText(0) +
+                        "': choose another name");
+      }
+      version = owner.ColumnInt64(1) + 1;
+    } else if (owner.failed()) {
+      return Rollback("read artifact name");
+    }
+    Statement name(db_,
+                   "INSERT INTO artifact_names (name, team, last_version) VALUES (?, ?, ?) "
+                   "ON CONFLICT(name) DO UPDATE SET last_version = excluded.last_version");
+    name.Bind(1, a.name);
+    name.Bind(2, a.team);
+    name.Bind(3, version);
+    if (!name.Run()) return Rollback("record artifact name");
+    a.version = version;
+    Statement insert(db_,
+                     "INSERT INTO artifacts (name, version, kind, state, team, created_by, size, "
+                     "digest, producer_job, producer_attempt, producer_step, producer_node, "
+                     "metrics, labels, created_at, ready_at) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    insert.Bind(1, a.name);
+    insert.Bind(2, a.version);
+    insert.Bind(3, std::string(ArtifactKindName(a.kind)));
+    insert.Bind(4, std::string(ArtifactStateName(a.state)));
+    insert.Bind(5, a.team);
+    insert.Bind(6, a.created_by);
+    insert.Bind(7, static_cast<std::int64_t>(a.size));
+    insert.Bind(8, a.digest);
+    insert.Bind(9, a.producer.job);
+    insert.BindOptional(10, a.producer.attempt ? std::optional<std::int64_t>(*a.producer.attempt)
+                                               : std::nullopt);
+    insert.BindOptional(11, a.producer.step);
+    insert.Bind(12, a.producer.pipeline_node);
+    insert.Bind(13, MetricsJson(a.metrics));
+    insert.Bind(14, nlohmann::json(a.labels).dump());
+    insert.Bind(15, ToUnixMillis(a.created_at));
+    insert.BindOptional(16, Millis(a.ready_at));
+    if (!insert.Run()) return Rollback("insert artifact");
+    return Commit();
+  }
+
+  Status SaveArtifact(const Artifact& a) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "UPDATE artifacts SET state = ?, size = ?, ready_at = ?, metrics = ?, "
+                     "labels = ? WHERE name = ? AND version = ?");
+    q.Bind(1, std::string(ArtifactStateName(a.state)));
+    q.Bind(2, static_cast<std::int64_t>(a.size));
+    q.BindOptional(3, Millis(a.ready_at));
+    q.Bind(4, MetricsJson(a.metrics));
+    q.Bind(5, nlohmann::json(a.labels).dump());
+    q.Bind(6, a.name);
+    q.Bind(7, a.version);
+    if (!q.Run()) return Unavailable("save artifact: " + LastError());
+    if (sqlite3_changes(db_) == 0) return NotFound("artifact '" + a.Ref() + "' not found");
+    return Status::Ok();
+  }
+
+  Result<Artifact> GetArtifact(std::string_view name,
+                               std::optional<std::int64_t> version) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, std::string(kSelectArtifact) +
+                         (version ? " WHERE name = ? AND version = ?"
+                                  : " WHERE name = ? AND state = 'Ready' ORDER BY version DESC "
+                                    "LIMIT 1"));
+    q.Bind(1, std::string(name));
+    if (version) q.Bind(2, *version);
+    if (!q.Step()) {
+      if (q.failed()) return Unavailable("read artifact: " + LastError());
+      return NotFound(version ? "artifact '" + std::string(name) + ":" +
+                                    std::to_string(*version) + "' not found"
+                              : "artifact '" + std::string(name) + "' has no ready version");
+    }
+    return ReadArtifact(q);
+  }
+
+  Result<std::vector<Artifact>> ListArtifacts(const ArtifactFilter& filter) override {
+    std::lock_guard lock(mu_);
+    std::string sql = std::string(kSelectArtifact) + " WHERE 1";
+    if (!filter.team.empty()) sql += " AND team = ?1";
+    if (!filter.name.empty()) sql += " AND name = ?2";
+    if (!filter.job.empty()) sql += " AND producer_job = ?3";
+    if (filter.kind) sql += " AND kind = ?4";
+    if (filter.ready_only) sql += " AND state = 'Ready'";
+    sql += " ORDER BY name, version";
+    Statement q(db_, sql);
+    if (!filter.team.empty()) q.Bind(1, filter.team);
+    if (!filter.name.empty()) q.Bind(2, filter.name);
+    if (!filter.job.empty()) q.Bind(3, filter.job);
+    if (filter.kind) q.Bind(4, std::string(ArtifactKindName(*filter.kind)));
+    std::vector<Artifact> out;
+    while (q.Step()) {
+      auto a = ReadArtifact(q);
+      if (!a.ok()) return a.status();
+      out.push_back(std::move(a.value()));
+    }
+    if (q.failed()) return Unavailable("list artifacts: " + LastError());
+    return out;
+  }
+
+  Status DeleteArtifact(std::string_view name, std::int64_t version) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    for (const char* table : {"artifacts", "artifact_uses"}) {
+      Statement q(db_, std::string("DELETE FROM ") + table + " WHERE name = ? AND version = ?");
+      q.Bind(1, std::string(name));
+      q.Bind(2, version);
+      if (!q.Run()) return Rollback(std::string("delete from ") + table);
+      if (std::string_view(table) == "artifacts" && sqlite3_changes(db_) == 0) {
+        (void)Exec("ROLLBACK");
+        return NotFound("artifact '" + std::string(name) + ":" + std::to_string(version) +
+                        "' not found");
+      }
+    }
+    return Commit();
+  }
+
+  Result<std::uint64_t> CountArtifactsWithDigest(std::string_view digest) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "SELECT COUNT(*) FROM artifacts WHERE digest = ?");
+    q.Bind(1, std::string(digest));
+    if (!q.Step()) return Unavailable("count artifacts: " + LastError());
+    return static_cast<std::uint64_t>(q.ColumnInt64(0));
+  }
+
+  Result<std::uint64_t> TeamArtifactBytes(std::string_view team) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "SELECT COALESCE(SUM(size), 0) FROM artifacts WHERE team = ?");
+    q.Bind(1, std::string(team));
+    if (!q.Step()) return Unavailable("sum artifact bytes: " + LastError());
+    return static_cast<std::uint64_t>(q.ColumnInt64(0));
+  }
+
+  Status AddArtifactUse(const ArtifactUse& u) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "INSERT OR IGNORE INTO artifact_uses (name, version, job, attempt, used_at) "
+                     "VALUES (?, ?, ?, ?, ?)");
+    q.Bind(1, u.name);
+    q.Bind(2, u.version);
+    q.Bind(3, u.job);
+    q.Bind(4, static_cast<std::int64_t>(u.attempt.value_or(-1)));
+    q.Bind(5, ToUnixMillis(u.used_at));
+    if (!q.Run()) return Unavailable("record artifact use: " + LastError());
+    return Status::Ok();
+  }
+
+  Result<std::vector<ArtifactUse>> ListArtifactUses(std::string_view name,
+                                                    std::optional<std::int64_t> version) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, std::string(kSelectUse) + " WHERE name = ?" +
+                         (version ? " AND version = ?" : "") + " ORDER BY used_at, job");
+    q.Bind(1, std::string(name));
+    if (version) q.Bind(2, *version);
+    return ReadUses(q);
+  }
+
+  Result<std::vector<ArtifactUse>> ListJobArtifactUses(std::string_view job) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, std::string(kSelectUse) + " WHERE job = ? ORDER BY used_at, name, version");
+    q.Bind(1, std::string(job));
+    return ReadUses(q);
+  }
+
   Status AddLogFile(const LogFile& log) override {
     std::lock_guard lock(mu_);
     Statement q(db_,
@@ -723,6 +934,83 @@ class SqliteStore final : public Store {
       "executor_handle, token_hash, created_at, started_at, finished_at, stop_requested_at, "
       "stop_reason, preemptions, preempt_requested_at, preempt_message, requeued_at, created_by, "
       "health, health_reason, delete_requested_at FROM jobs";
+
+  static constexpr const char* kSelectArtifact =
+      "SELECT name, version, kind, state, team, created_by, size, digest, producer_job, "
+      "producer_attempt, producer_step, producer_node, metrics, labels, created_at, ready_at "
+      "FROM artifacts";
+  static constexpr const char* kSelectUse =
+      "SELECT name, version, job, attempt, used_at FROM artifact_uses";
+
+  // Metric values as JSON, non-finite ones as the strings "NaN", "Infinity"
+  // and "-Infinity" (JSON has no numbers for them).
+  static std::string MetricsJson(const std::map<std::string, double>& metrics) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [name, value] : metrics) {
+      if (std::isfinite(value)) {
+        out[name] = value;
+      } else {
+        out[name] = std::isnan(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
+      }
+    }
+    return out.dump();
+  }
+
+  static Result<Artifact> ReadArtifact(const Statement& q) {
+    Artifact a;
+    a.name = q.ColumnText(0);
+    a.version = q.ColumnInt64(1);
+    auto kind = ParseArtifactKind(q.ColumnText(2));
+    auto state = ParseArtifactState(q.ColumnText(3));
+    if (!kind || !state) return Internal("stored artifact " + a.Ref() + " has an unknown kind or state");
+    a.kind = *kind;
+    a.state = *state;
+    a.team = q.ColumnText(4);
+    a.created_by = q.ColumnText(5);
+    a.size = static_cast<std::uint64_t>(q.ColumnInt64(6));
+    a.digest = q.ColumnText(7);
+    a.producer.job = q.ColumnText(8);
+    if (!q.IsNull(9)) a.producer.attempt = q.ColumnInt(9);
+    if (!q.IsNull(10)) a.producer.step = q.ColumnInt64(10);
+    a.producer.pipeline_node = q.ColumnText(11);
+    auto metrics = nlohmann::json::parse(q.ColumnText(12), nullptr, false);
+    if (metrics.is_object()) {
+      for (const auto& [name, value] : metrics.items()) {
+        if (value.is_number()) {
+          a.metrics[name] = value.get<double>();
+        } else if (value.is_string()) {
+          const std::string text = value.get<std::string>();
+          a.metrics[name] = text == "Infinity"    ? std::numeric_limits<double>::infinity()
+                            : text == "-Infinity" ? -std::numeric_limits<double>::infinity()
+                                                  : std::numeric_limits<double>::quiet_NaN();
+        }
+      }
+    }
+    auto labels = nlohmann::json::parse(q.ColumnText(13), nullptr, false);
+    if (labels.is_object()) {
+      for (const auto& [key, value] : labels.items()) {
+        if (value.is_string()) a.labels[key] = value.get<std::string>();
+      }
+    }
+    a.created_at = FromUnixMillis(q.ColumnInt64(14));
+    if (!q.IsNull(15)) a.ready_at = FromUnixMillis(q.ColumnInt64(15));
+    return a;
+  }
+
+  Result<std::vector<ArtifactUse>> ReadUses(Statement& q) {
+    std::vector<ArtifactUse> out;
+    while (q.Step()) {
+      ArtifactUse u;
+      u.name = q.ColumnText(0);
+      u.version = q.ColumnInt64(1);
+      u.job = q.ColumnText(2);
+      if (q.ColumnInt64(3) >= 0) u.attempt = q.ColumnInt(3);
+      u.used_at = FromUnixMillis(q.ColumnInt64(4));
+      out.push_back(std::move(u));
+    }
+    if (q.failed()) return Unavailable("list artifact uses: " + LastError());
+    return out;
+  }
 
   static constexpr const char* kSelectExperiment =
       "SELECT name, spec, state, message, created_at, finished_at FROM experiments";

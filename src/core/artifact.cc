@@ -1,0 +1,156 @@
+#include "core/artifact.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace headway {
+namespace {
+
+constexpr std::string_view kKindNames[] = {"checkpoint", "model", "dataset", "output"};
+constexpr std::string_view kStateNames[] = {"Pending", "Ready"};
+
+constexpr std::size_t kMaxNameLength = 200;
+constexpr std::size_t kMaxLabels = 64;
+constexpr std::size_t kMaxLabelKey = 63;
+constexpr std::size_t kMaxLabelValue = 256;
+constexpr std::size_t kMaxMetrics = 256;
+constexpr std::size_t kMaxMetricName = 128;
+
+bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+bool IsLabelKey(std::string_view key) {
+  if (key.empty() || key.size() > kMaxLabelKey) return false;
+  for (char c : key) {
+    if (!IsLowerAlnum(c) && !(c >= 'A' && c <= 'Z') && c != '-' && c != '_' && c != '.' &&
+        c != '/') {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool IsPrintable(std::string_view text) {
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string_view ArtifactKindName(ArtifactKind kind) { return kKindNames[static_cast<int>(kind)]; }
+
+std::optional<ArtifactKind> ParseArtifactKind(std::string_view name) {
+  for (int i = 0; i < 4; ++i) {
+    if (kKindNames[i] == name) return static_cast<ArtifactKind>(i);
+  }
+  return std::nullopt;
+}
+
+std::string_view ArtifactStateName(ArtifactState state) {
+  return kStateNames[static_cast<int>(state)];
+}
+
+std::optional<ArtifactState> ParseArtifactState(std::string_view name) {
+  for (int i = 0; i < 2; ++i) {
+    if (kStateNames[i] == name) return static_cast<ArtifactState>(i);
+  }
+  return std::nullopt;
+}
+
+bool IsValidArtifactName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxNameLength) return false;
+  if (!IsLowerAlnum(name.front()) || !IsLowerAlnum(name.back())) return false;
+  char previous = 0;
+  for (char c : name) {
+    bool separator = c == '-' || c == '_' || c == '.' || c == '/';
+    if (!IsLowerAlnum(c) && !separator) return false;
+    // No "..", "//" or "/." : a name never reads as a path that climbs or hides.
+    if (separator && (previous == '/' || previous == '.') && (c == '/' || c == '.')) return false;
+    previous = c;
+  }
+  return true;
+}
+
+bool IsValidDigest(std::string_view digest) {
+  constexpr std::string_view kPrefix = "sha256:";
+  if (digest.size() != kPrefix.size() + 64 || digest.substr(0, kPrefix.size()) != kPrefix) {
+    return false;
+  }
+  for (char c : digest.substr(kPrefix.size())) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+std::string ContentKey(std::string_view digest) {
+  std::string_view hex = digest.substr(digest.find(':') + 1);
+  return "sha256/" + std::string(hex.substr(0, 2)) + "/" + std::string(hex);
+}
+
+Result<ArtifactRef> ParseArtifactRef(std::string_view text) {
+  ArtifactRef ref;
+  std::size_t colon = text.rfind(':');
+  std::string_view name = colon == std::string_view::npos ? text : text.substr(0, colon);
+  if (!IsValidArtifactName(name)) {
+    return InvalidArgument("'" + std::string(text) +
+                           "' is not an artifact reference: NAME or NAME:VERSION, where NAME is "
+                           "lowercase letters, digits and - _ . / (at most 200)");
+  }
+  ref.name = std::string(name);
+  if (colon == std::string_view::npos) return ref;
+  std::string_view version = text.substr(colon + 1);
+  if (version == "latest") return ref;
+  std::int64_t v = 0;
+  auto [end, ec] = std::from_chars(version.data(), version.data() + version.size(), v);
+  if (ec != std::errc() || end != version.data() + version.size() || v < 1) {
+    return InvalidArgument("'" + std::string(text) +
+                           "': the version after ':' must be a number from 1 or 'latest'");
+  }
+  ref.version = v;
+  return ref;
+}
+
+Status ValidateNewArtifact(const Artifact& a) {
+  if (!IsValidArtifactName(a.name)) {
+    return InvalidArgument("must be lowercase letters, digits and - _ . / (at most 200), "
+                           "starting and ending with a letter or digit, got '" +
+                           a.name + "'")
+        .WithField("name");
+  }
+  if (!IsValidDigest(a.digest)) {
+    return InvalidArgument("must be sha256: and 64 lowercase hex digits").WithField("digest");
+  }
+  if (a.labels.size() > kMaxLabels) {
+    return InvalidArgument("at most " + std::to_string(kMaxLabels) + " labels").WithField("labels");
+  }
+  for (const auto& [key, value] : a.labels) {
+    if (!IsLabelKey(key)) {
+      return InvalidArgument("label '" + key + "': keys are 1-63 letters, digits and - _ . /")
+          .WithField("labels");
+    }
+    if (value.size() > kMaxLabelValue || !IsPrintable(value)) {
+      return InvalidArgument("label '" + key + "': values are at most 256 printable characters")
+          .WithField("labels");
+    }
+  }
+  if (a.metrics.size() > kMaxMetrics) {
+    return InvalidArgument("at most " + std::to_string(kMaxMetrics) + " metrics")
+        .WithField("metrics");
+  }
+  for (const auto& [name, value] : a.metrics) {
+    if (name.empty() || name.size() > kMaxMetricName || !IsPrintable(name)) {
+      return InvalidArgument("metric names are 1-128 printable characters").WithField("metrics");
+    }
+    (void)value;  // NaN and infinities are kept as such: a diverged checkpoint says so
+  }
+  if (a.producer.step && *a.producer.step < 0) {
+    return InvalidArgument("must be >= 0").WithField("producer.step");
+  }
+  if (a.producer.attempt && *a.producer.attempt < 0) {
+    return InvalidArgument("must be >= 0").WithField("producer.attempt");
+  }
+  return Status::Ok();
+}
+
+}  // namespace headway

@@ -1,0 +1,96 @@
+// Artifacts: checkpoints, models, datasets and step outputs, kept as records
+// that say what they are, who made them and who used them (lineage), over
+// bytes held by content in an object store (artifact/). Plain values and
+// validation, no I/O.
+//
+// A record is NAME:VERSION. Versions of a name count up from 1; a new
+// version is Pending until its bytes are in the store and checked, then
+// Ready. Bytes are addressed by their SHA-256, so two versions with the same
+// content share one object, and an object is removed only when no record
+// points to it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/time.h"
+
+namespace headway {
+
+enum class ArtifactKind { kCheckpoint, kModel, kDataset, kOutput };
+std::string_view ArtifactKindName(ArtifactKind kind);  // "checkpoint", ...
+std::optional<ArtifactKind> ParseArtifactKind(std::string_view name);
+
+enum class ArtifactState { kPending, kReady };
+std::string_view ArtifactStateName(ArtifactState state);
+std::optional<ArtifactState> ParseArtifactState(std::string_view name);
+
+// What made an artifact: a job's attempt at a step, or a pipeline node; or a
+// user who put it by hand (job empty).
+struct ArtifactProducer {
+  std::string job;
+  std::optional<int> attempt;
+  std::optional<std::int64_t> step;
+  std::string pipeline_node;
+};
+
+struct Artifact {
+  std::string name;
+  std::int64_t version = 0;  // assigned by the store
+  ArtifactKind kind = ArtifactKind::kOutput;
+  ArtifactState state = ArtifactState::kPending;
+  std::string team;
+  std::string created_by;  // user or "job/NAME"
+  std::uint64_t size = 0;  // bytes
+  std::string digest;      // "sha256:" + 64 lowercase hex digits
+  ArtifactProducer producer;
+  std::map<std::string, double> metrics;  // at the time, e.g. the checkpoint's eval_loss
+  std::map<std::string, std::string> labels;
+  Time created_at{};
+  std::optional<Time> ready_at;
+
+  std::string Ref() const { return name + ":" + std::to_string(version); }
+};
+
+// A job that read an artifact.
+struct ArtifactUse {
+  std::string name;
+  std::int64_t version = 0;
+  std::string job;
+  std::optional<int> attempt;
+  Time used_at{};
+};
+
+struct ArtifactFilter {
+  std::string team;       // empty: any
+  std::string name;       // empty: any
+  std::string job;        // producer job; empty: any
+  std::optional<ArtifactKind> kind;
+  bool ready_only = false;
+};
+
+// Artifact names: like job names, with '/', '.' and '_' inside ("mnist/resnet-18.v2").
+bool IsValidArtifactName(std::string_view name);
+// "sha256:<64 lowercase hex>".
+bool IsValidDigest(std::string_view digest);
+// The object key of the bytes with `digest` (valid) in a content-addressed
+// store: "sha256/ab/abcdef...", so no directory holds more than 256 entries.
+std::string ContentKey(std::string_view digest);
+
+// "NAME" (latest), "NAME:7" or "NAME:latest".
+struct ArtifactRef {
+  std::string name;
+  std::optional<std::int64_t> version;  // nullopt: the latest ready one
+};
+Result<ArtifactRef> ParseArtifactRef(std::string_view text);
+
+// Checks a record a client asks to create: name, kind, digest, size, labels
+// and metrics within bounds. The field that is wrong is named in the error.
+Status ValidateNewArtifact(const Artifact& artifact);
+
+}  // namespace headway
