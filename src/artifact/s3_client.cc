@@ -255,13 +255,26 @@ Status S3ErrorStatus(std::string_view operation, long http_status, std::string_v
   S3ErrorBody e = ParseS3Error(body);
   if (e.code.empty()) {
     switch (http_status) {
-      case 400: e.code = "BadRequest"; break;
-      case 403: e.code = "Forbidden"; break;
-      case 404: e.code = "NotFound"; break;
-      case 409: e.code = "Conflict"; break;
-      case 412: e.code = "PreconditionFailed"; break;
-      case 416: e.code = "InvalidRange"; break;
-      default: e.code = "HTTP" + std::to_string(http_status);
+      case 400:
+        e.code = "BadRequest";
+        break;
+      case 403:
+        e.code = "Forbidden";
+        break;
+      case 404:
+        e.code = "NotFound";
+        break;
+      case 409:
+        e.code = "Conflict";
+        break;
+      case 412:
+        e.code = "PreconditionFailed";
+        break;
+      case 416:
+        e.code = "InvalidRange";
+        break;
+      default:
+        e.code = "HTTP" + std::to_string(http_status);
     }
   }
   std::string message = std::string(operation) + ": " + e.code;
@@ -336,7 +349,9 @@ Status Perform(const S3ClientOptions& o, S3Client::Impl& impl, Time now, const C
   if (!curl) return Internal(call.operation + ": curl_easy_init failed");
   CURL* h = curl.get();
   std::unique_ptr<curl_slist, void (*)(curl_slist*)> list(nullptr, curl_slist_free_all);
-  auto add = [&](const std::string& line) { list.reset(curl_slist_append(list.release(), line.c_str())); };
+  auto add = [&](const std::string& line) {
+    list.reset(curl_slist_append(list.release(), line.c_str()));
+  };
   bool has_content_type = false;
   for (const auto& [k, v] : call.headers) {
     add(k + ": " + v);
@@ -473,9 +488,12 @@ Status S3Client::CreateBucket(const std::string& bucket) {
   if (!url.ok()) return url.status();
   std::string body;
   if (options_.region != "us-east-1") {
-    body = "<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
-           "<LocationConstraint>" + options_.region + "</LocationConstraint>"
-           "</CreateBucketConfiguration>";
+    body =
+        "<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+        "<LocationConstraint>" +
+        options_.region +
+        "</LocationConstraint>"
+        "</CreateBucketConfiguration>";
   }
   Call c;
   c.operation = "CreateBucket " + bucket;
@@ -593,8 +611,8 @@ Status S3Client::DeleteObject(const std::string& bucket, const std::string& key)
 
 Result<ListObjectsPage> S3Client::ListObjectsV2(const std::string& bucket,
                                                 const std::string& prefix,
-                                                const std::string& continuation_token,
-                                                int max_keys, const std::string& delimiter) {
+                                                const std::string& continuation_token, int max_keys,
+                                                const std::string& delimiter) {
   if (max_keys < 1 || max_keys > 1000) return InvalidArgument("max_keys: must be 1..1000");
   HttpFields q{{"list-type", "2"}, {"max-keys", std::to_string(max_keys)}};
   if (!prefix.empty()) q.emplace_back("prefix", prefix);

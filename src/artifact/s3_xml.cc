@@ -76,11 +76,20 @@ std::string XmlEscape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;
@@ -106,7 +115,7 @@ Result<XmlElement> ParseXml(std::string_view body) {
   if (body.size() > kMaxXmlBytes) return InvalidArgument("XML: document over 64 MiB");
   TreeBuilder b;
   std::unique_ptr<XML_ParserStruct, void (*)(XML_Parser)> parser(XML_ParserCreate("UTF-8"),
-                                                                  XML_ParserFree);
+                                                                 XML_ParserFree);
   if (!parser) return Internal("XML: cannot create a parser");
   b.parser = parser.get();
   XML_SetUserData(b.parser, &b);

@@ -1,0 +1,254 @@
+// The S3 client against a real S3 server (OpenStack Swift with s3api, see
+// s3_server.h): objects with awkward keys up and down, ranges, listings in
+// pages, multipart uploads resumed after an interruption, S3's errors, and a
+// presigned URL fetched by curl. Prints the throughput it measured.
+#include "artifact/s3_client.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "artifact/multipart.h"
+#include "s3_server.h"
+
+namespace headway {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::S3TestServer;
+
+std::string RandomBytes(std::size_t n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; i += 8) {
+    std::uint64_t v = rng();
+    for (std::size_t j = 0; j < 8 && i + j < n; ++j) s[i + j] = static_cast<char>(v >> (8 * j));
+  }
+  return s;
+}
+
+void WriteFile(const std::string& path, const std::string& data) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+class S3ClientTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new S3TestServer(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+
+  void SetUp() override {
+    ASSERT_TRUE(server_->ok()) << server_->error();
+    dir_ = server_->dir();
+    client_ = MakeClient(server_->secret_key());
+    bucket_ = "hw-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++);
+    ASSERT_TRUE(client_->CreateBucket(bucket_).ok());
+  }
+
+  std::unique_ptr<S3Client> MakeClient(const std::string& secret,
+                                       std::uint64_t threshold = 64ull << 20,
+                                       std::uint64_t part_size = 16ull << 20) {
+    S3ClientOptions o;
+    o.endpoint = server_->endpoint();
+    o.region = server_->region();
+    o.credentials = {server_->access_key(), secret, ""};
+    o.multipart_threshold = threshold;
+    o.part_size = part_size;
+    auto c = S3Client::Create(o, clock_);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+
+  static S3TestServer* server_;
+  static int counter_;
+  SystemClock clock_;
+  std::string dir_;
+  std::string bucket_;
+  std::unique_ptr<S3Client> client_;
+};
+S3TestServer* S3ClientTest::server_ = nullptr;
+int S3ClientTest::counter_ = 0;
+
+TEST_F(S3ClientTest, ObjectRoundTripWithAwkwardKeyRangeListAndDelete) {
+  const std::string key = "ck/données/a b+c=d~e&f%20.bin";
+  const std::string data = RandomBytes((1 << 20) + 17, 1);
+  WriteFile(dir_ + "/up.bin", data);
+  auto put = client_->PutObject(bucket_, key, dir_ + "/up.bin", "application/octet-stream");
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+
+  auto head = client_->HeadObject(bucket_, key);
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  EXPECT_EQ(head->size, data.size());
+  EXPECT_EQ(head->etag, put->etag);
+
+  auto got = client_->GetObject(bucket_, key, dir_ + "/down.bin");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->size, data.size());
+  EXPECT_TRUE(ReadFile(dir_ + "/down.bin") == data);
+  EXPECT_FALSE(Exists(dir_ + "/down.bin.partial"));
+
+  auto range = client_->GetObject(bucket_, key, dir_ + "/range.bin", ByteRange{100, 1099});
+  ASSERT_TRUE(range.ok()) << range.status().ToString();
+  EXPECT_TRUE(ReadFile(dir_ + "/range.bin") == data.substr(100, 1000));
+  auto tail = client_->GetObject(bucket_, key, dir_ + "/tail.bin", ByteRange{data.size() - 5, {}});
+  ASSERT_TRUE(tail.ok()) << tail.status().ToString();
+  EXPECT_TRUE(ReadFile(dir_ + "/tail.bin") == data.substr(data.size() - 5));
+
+  auto listed = client_->ListAllObjects(bucket_, "ck/");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].key, key);
+  EXPECT_EQ((*listed)[0].size, data.size());
+
+  ASSERT_TRUE(client_->DeleteObject(bucket_, key).ok());
+  EXPECT_EQ(client_->HeadObject(bucket_, key).status().code(), StatusCode::kNotFound);
+  auto missing = client_->GetObject(bucket_, key, dir_ + "/missing.bin");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("NoSuchKey"));
+  EXPECT_FALSE(Exists(dir_ + "/missing.bin"));
+  EXPECT_FALSE(Exists(dir_ + "/missing.bin.partial"));
+  EXPECT_TRUE(client_->DeleteObject(bucket_, key).ok());  // deleting twice is fine
+}
+
+TEST_F(S3ClientTest, ListsInPagesWithContinuationTokens) {
+  WriteFile(dir_ + "/small.txt", "x");
+  for (const char* k : {"p/1", "p/2", "p/3 three", "p/4", "p/5", "q/other"})
+    ASSERT_TRUE(client_->PutObject(bucket_, k, dir_ + "/small.txt").ok()) << k;
+  auto first = client_->ListObjectsV2(bucket_, "p/", "", 2);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->objects.size(), 2u);
+  EXPECT_TRUE(first->truncated);
+  EXPECT_FALSE(first->next_continuation_token.empty());
+  auto second = client_->ListObjectsV2(bucket_, "p/", first->next_continuation_token, 2);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_FALSE(second->objects.empty());
+  EXPECT_EQ(second->objects[0].key, "p/3 three");
+  auto all = client_->ListAllObjects(bucket_, "p/");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 5u);
+  auto dirs = client_->ListObjectsV2(bucket_, "", "", 1000, "/");
+  ASSERT_TRUE(dirs.ok()) << dirs.status().ToString();
+  EXPECT_EQ(dirs->common_prefixes, (std::vector<std::string>{"p/", "q/"}));
+}
+
+TEST_F(S3ClientTest, WrongSecretIsSignatureDoesNotMatchWithoutTheSecret) {
+  auto bad = MakeClient("not-the-secret-0123456789");
+  auto head = bad->ListObjectsV2(bucket_, "");
+  ASSERT_FALSE(head.ok());
+  EXPECT_EQ(head.status().code(), StatusCode::kUnauthenticated) << head.status().ToString();
+  EXPECT_THAT(head.status().message(), HasSubstr("SignatureDoesNotMatch"));
+  EXPECT_THAT(head.status().message(), Not(HasSubstr("not-the-secret")));
+  EXPECT_THAT(head.status().message(), Not(HasSubstr(server_->secret_key())));
+  auto nobucket = client_->ListObjectsV2("no-such-bucket-here", "");
+  EXPECT_EQ(nobucket.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(nobucket.status().message(), HasSubstr("NoSuchBucket"));
+}
+
+TEST_F(S3ClientTest, MultipartUploadResumesWithoutResendingFinishedParts) {
+  auto client = MakeClient(server_->secret_key(), 5 * kMiB, 5 * kMiB);
+  const std::string data = RandomBytes(12 * kMiB + 123, 2);  // parts of 5, 5 and 2 MiB
+  const std::string path = dir_ + "/big.bin";
+  WriteFile(path, data);
+  const std::string key = "models/run 1/weights.bin";
+
+  // An upload interrupted after its first part.
+  auto id = client->CreateMultipartUpload(bucket_, key);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  auto part1 = client->UploadPart(bucket_, key, *id, 1, path, 0, 5 * kMiB);
+  ASSERT_TRUE(part1.ok()) << part1.status().ToString();
+  auto listed = client->ListParts(bucket_, key, *id);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].etag, part1->etag);
+  EXPECT_EQ((*listed)[0].size, 5 * kMiB);
+
+  std::string upload_id = *id;
+  auto done = client->Upload(path, bucket_, key, &upload_id);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_TRUE(done->multipart);
+  EXPECT_EQ(done->parts_reused, 1);
+  EXPECT_EQ(done->parts_sent, 2);
+  EXPECT_THAT(done->etag, ::testing::EndsWith("-3"));
+
+  auto got = client->GetObject(bucket_, key, dir_ + "/big.down");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(ReadFile(dir_ + "/big.down") == data);
+
+  // A fresh upload of the same file: picks multipart itself.
+  std::string fresh_id;
+  auto fresh = client->Upload(path, bucket_, key + ".2", &fresh_id);
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  EXPECT_FALSE(fresh_id.empty());
+  EXPECT_EQ(fresh->parts_sent, 3);
+  EXPECT_EQ(fresh->etag, done->etag);
+}
+
+TEST_F(S3ClientTest, AbortedUploadIsGone) {
+  const std::string data = RandomBytes(5 * kMiB, 3);
+  WriteFile(dir_ + "/part.bin", data);
+  auto id = client_->CreateMultipartUpload(bucket_, "k");
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  ASSERT_TRUE(client_->UploadPart(bucket_, "k", *id, 1, dir_ + "/part.bin", 0, data.size()).ok());
+  ASSERT_TRUE(client_->AbortMultipartUpload(bucket_, "k", *id).ok());
+  auto parts = client_->ListParts(bucket_, "k", *id);
+  EXPECT_EQ(parts.status().code(), StatusCode::kNotFound) << parts.status().ToString();
+  EXPECT_THAT(parts.status().message(), HasSubstr("NoSuchUpload"));
+}
+
+TEST_F(S3ClientTest, PresignedUrlWorksWithCurl) {
+  WriteFile(dir_ + "/hello.txt", "hello, presigned");
+  ASSERT_TRUE(client_->PutObject(bucket_, "shared/hello world.txt", dir_ + "/hello.txt").ok());
+  auto url = S3ObjectUrl(client_->options(), bucket_, "shared/hello world.txt");
+  ASSERT_TRUE(url.ok());
+  auto presigned =
+      Presign("GET", *url, client_->options().credentials, server_->region(), clock_.Now(), 300);
+  ASSERT_TRUE(presigned.ok());
+  const std::string out = dir_ + "/presigned.txt";
+  const std::string cmd = "curl -sf -o " + out + " '" + *presigned + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(ReadFile(out), "hello, presigned");
+}
+
+TEST_F(S3ClientTest, MeasuresThroughput) {
+  const std::uint64_t size = 64 * kMiB;
+  WriteFile(dir_ + "/t.bin", RandomBytes(size, 4));
+  auto client = MakeClient(server_->secret_key(), 16 * kMiB, 16 * kMiB);
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(client->PutObject(bucket_, "single", dir_ + "/t.bin").ok());
+  auto t1 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(client->Upload(dir_ + "/t.bin", bucket_, "multi").ok());
+  auto t2 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(client->GetObject(bucket_, "single", dir_ + "/t.down").ok());
+  auto t3 = std::chrono::steady_clock::now();
+  auto mibs = [&](auto a, auto b) {
+    return static_cast<double>(size) / kMiB / std::chrono::duration<double>(b - a).count();
+  };
+  std::printf(
+      "S3 client on loopback Swift, 64 MiB: PutObject %.0f MiB/s, "
+      "multipart (4 x 16 MiB) %.0f MiB/s, GetObject %.0f MiB/s; server start %.1f s\n",
+      mibs(t0, t1), mibs(t1, t2), mibs(t2, t3), server_->startup_seconds());
+}
+
+}  // namespace
+}  // namespace headway
