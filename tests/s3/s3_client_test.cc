@@ -6,6 +6,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -89,6 +91,37 @@ class S3ClientTest : public ::testing::Test {
 };
 S3TestServer* S3ClientTest::server_ = nullptr;
 int S3ClientTest::counter_ = 0;
+
+// Needs no S3 server: a socket that accepts connections (the kernel does, into
+// the backlog) and never answers, and a port nobody listens on.
+TEST(S3ClientTimeouts, ASilentServerTimesOutAndARefusedConnectionFails) {
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 8), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  SystemClock clock;
+  S3ClientOptions o;
+  o.endpoint = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  o.credentials = {"AKID", "a-secret-that-must-not-show", ""};
+  o.request_timeout = std::chrono::milliseconds(300);
+  auto client = S3Client::Create(o, clock);
+  ASSERT_TRUE(client.ok());
+  auto t0 = std::chrono::steady_clock::now();
+  auto head = (*client)->HeadObject("bucket", "k");
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(head.status().code(), StatusCode::kUnavailable) << head.status().ToString();
+  EXPECT_THAT(head.status().message(), HasSubstr("HeadObject bucket/k"));
+  EXPECT_THAT(head.status().message(), Not(HasSubstr("a-secret")));
+  EXPECT_LT(waited, 5.0);
+  ::close(listener);  // now nothing listens there
+  auto refused = (*client)->HeadObject("bucket", "k");
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable) << refused.status().ToString();
+}
 
 TEST_F(S3ClientTest, ObjectRoundTripWithAwkwardKeyRangeListAndDelete) {
   const std::string key = "ck/données/a b+c=d~e&f%20.bin";
