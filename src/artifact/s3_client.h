@@ -145,6 +145,8 @@ class S3Client {
   // resume, whose finished parts (same number, size and MD5) are not sent
   // again; out, the id of the multipart upload this call used, kept when it
   // fails so that a later call resumes it (or AbortMultipartUpload drops it).
+  // Resuming an upload that is gone (completed or aborted) is NotFound
+  // (NoSuchUpload). Parts go up one after the other.
   [[nodiscard]] Result<UploadResult> Upload(const std::string& path, const std::string& bucket,
                                             const std::string& key,
                                             std::string* upload_id = nullptr);

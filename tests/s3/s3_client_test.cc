@@ -17,6 +17,8 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "artifact/multipart.h"
 #include "s3_server.h"
@@ -261,6 +263,33 @@ TEST_F(S3ClientTest, PresignedUrlWorksWithCurl) {
   const std::string cmd = "curl -sf -o " + out + " '" + *presigned + "'";
   EXPECT_EQ(std::system(cmd.c_str()), 0);
   EXPECT_EQ(ReadFile(out), "hello, presigned");
+}
+
+TEST_F(S3ClientTest, OneClientServesSeveralThreadsAtOnce) {
+  constexpr int kThreads = 4;
+  std::vector<std::string> data;
+  for (int i = 0; i < kThreads; ++i) {
+    data.push_back(RandomBytes(3 * kMiB + i, 10 + i));
+    WriteFile(dir_ + "/c" + std::to_string(i), data.back());
+  }
+  std::vector<Status> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      const std::string n = std::to_string(i);
+      for (int round = 0; round < 3 && results[i].ok(); ++round) {
+        auto put = client_->PutObject(bucket_, "c/" + n, dir_ + "/c" + n);
+        if (!put.ok()) results[i] = put.status();
+        auto got = client_->GetObject(bucket_, "c/" + n, dir_ + "/c" + n + ".down");
+        if (!got.ok()) results[i] = got.status();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kThreads; ++i) {
+    EXPECT_TRUE(results[i].ok()) << results[i].ToString();
+    EXPECT_TRUE(ReadFile(dir_ + "/c" + std::to_string(i) + ".down") == data[i]);
+  }
 }
 
 TEST_F(S3ClientTest, MeasuresThroughput) {
