@@ -1,5 +1,8 @@
 #include "api/http_server.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
@@ -7,6 +10,7 @@
 #include <boost/beast/ssl.hpp>
 #include <map>
 #include <mutex>
+#include <random>
 #include <thread>
 
 namespace headway::api {
@@ -40,6 +44,16 @@ void ParseTarget(std::string_view target, HttpRequest& req) {
     if (amp == std::string_view::npos) break;
     query.remove_prefix(amp + 1);
   }
+}
+
+// A name no other upload in flight has.
+std::string RandomName() {
+  static std::atomic<std::uint64_t> counter{0};
+  std::random_device random;
+  char text[40];
+  std::snprintf(text, sizeof text, "%08x%08x-%llu", random(), random(),
+                static_cast<unsigned long long>(counter.fetch_add(1)));
+  return text;
 }
 
 HttpRequest ToHttpRequest(http::request<http::string_body>& raw) {
@@ -204,6 +218,11 @@ class Server final : public HttpServer {
       tcp_layer.expires_after(std::min(options_.header_timeout, options_.read_timeout));
       co_await http::async_read_header(*stream, buffer, parser,
                                        net::redirect_error(use_awaitable, ec));
+      if (!ec && options_.body_to_file && WantsFileBody(parser.get())) {
+        bool keep_going = co_await ServeFileBody(stream, buffer, std::move(parser), admission);
+        if (keep_going) continue;
+        break;
+      }
       if (!ec) {
         tcp_layer.expires_after(options_.read_timeout);
         co_await http::async_read(*stream, buffer, parser, net::redirect_error(use_awaitable, ec));
@@ -240,29 +259,108 @@ class Server final : public HttpServer {
         break;
       }
 
-      HttpResponse resp;
-      try {
-        resp = handler_(req);
-      } catch (const std::exception& e) {
-        resp = {500, "application/json", ErrorJson("Internal", "internal error"), {}, nullptr};
-      }
-      if (resp.stream) {
-        co_await WriteStream(stream, raw.version(), resp);
-        break;
-      }
-      http::response<http::string_body> out{static_cast<http::status>(resp.status),
-                                            raw.version()};
-      out.set(http::field::server, "headway");
-      out.set(http::field::content_type, resp.content_type);
-      for (const auto& [k, v] : resp.headers) out.set(k, v);
-      out.body() = std::move(resp.body);
-      out.keep_alive(keep_alive);
-      out.prepare_payload();
-      co_await http::async_write(*stream, out, net::redirect_error(use_awaitable, ec));
-      if (ec || !keep_alive) break;
+      if (!co_await Answer(stream, req, raw.version(), keep_alive)) break;
     }
     beast::error_code ignored;
     tcp_layer.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  // Calls the handler and writes its answer. Returns whether the connection
+  // may serve another request.
+  template <class Stream>
+  awaitable<bool> Answer(std::shared_ptr<Stream> stream, const HttpRequest& req, unsigned version,
+                         bool keep_alive) {
+    HttpResponse resp;
+    try {
+      resp = handler_(req);
+    } catch (const std::exception& e) {
+      resp = {500, "application/json", ErrorJson("Internal", "internal error"), {}, nullptr};
+    }
+    if (resp.stream) {
+      co_await WriteStream(stream, version, resp);
+      co_return false;
+    }
+    http::response<http::string_body> out{static_cast<http::status>(resp.status), version};
+    out.set(http::field::server, "headway");
+    out.set(http::field::content_type, resp.content_type);
+    for (const auto& [k, v] : resp.headers) out.set(k, v);
+    out.body() = std::move(resp.body);
+    out.keep_alive(keep_alive);
+    out.prepare_payload();
+    beast::error_code ec;
+    co_await http::async_write(*stream, out, net::redirect_error(use_awaitable, ec));
+    co_return !ec && keep_alive;
+  }
+
+  bool WantsFileBody(const http::request<http::string_body>& head) const {
+    HttpRequest probe;
+    ParseTarget(std::string_view(head.target().data(), head.target().size()), probe);
+    return options_.body_to_file(std::string(head.method_string()), probe.path);
+  }
+
+  // Reads the body of a request whose headers are read into a file, then
+  // answers it. Returns whether the connection may serve another request.
+  template <class Stream>
+  awaitable<bool> ServeFileBody(std::shared_ptr<Stream> stream, beast::flat_buffer& buffer,
+                                http::request_parser<http::string_body>&& head_parser,
+                                const Admission& admission) {
+    auto& tcp_layer = beast::get_lowest_layer(*stream);
+    http::request_parser<http::file_body> parser{std::move(head_parser)};
+    parser.body_limit(options_.max_file_body_bytes);
+    std::string path = options_.file_body_dir + "/upload-" + RandomName();
+    beast::error_code ec;
+    {
+      // 0600 from the start: the file is made before beast opens it.
+      int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd < 0) {
+        co_await WriteSimple(*stream, 503, ErrorJson("Unavailable", "cannot take an upload now"),
+                             false);
+        co_return false;
+      }
+      ::close(fd);
+    }
+    struct RemoveAfter {
+      std::string path;
+      ~RemoveAfter() { ::unlink(path.c_str()); }
+    } remove_after{path};
+    parser.get().body().open(path.c_str(), beast::file_mode::write_existing, ec);
+    if (ec) {
+      co_await WriteSimple(*stream, 503, ErrorJson("Unavailable", "cannot take an upload now"),
+                           false);
+      co_return false;
+    }
+    // Each read must bring something within the read timeout; the whole body
+    // may take as long as it needs.
+    while (!ec && !parser.is_done()) {
+      tcp_layer.expires_after(options_.read_timeout);
+      co_await http::async_read_some(*stream, buffer, parser, net::redirect_error(use_awaitable, ec));
+    }
+    if (ec == http::error::body_limit) {
+      co_await WriteSimple(*stream, 413,
+                           ErrorJson("PayloadTooLarge", "upload exceeds " +
+                                                            std::to_string(options_.max_file_body_bytes) +
+                                                            " bytes"),
+                           false);
+      co_await LingeringClose(*stream);
+      co_return false;
+    }
+    if (ec) co_return false;  // the client went away or stalled: nothing was stored
+    parser.get().body().close();
+    auto& raw = parser.get();
+    HttpRequest req;
+    req.method = std::string(raw.method_string());
+    ParseTarget(std::string_view(raw.target().data(), raw.target().size()), req);
+    for (const auto& field : raw) {
+      std::string name(field.name_string());
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      req.headers[name] = std::string(field.value());
+    }
+    req.body_file = path;
+    if (admission.slot() == Slot::kReserved && !options_.reserved_for(req.method, req.path)) {
+      co_await WriteSimple(*stream, 503, ErrorJson("Unavailable", "too many connections"), false);
+      co_return false;
+    }
+    co_return co_await Answer(stream, req, raw.version(), raw.keep_alive());
   }
 
   // After refusing a request whose body is still arriving, read and drop what

@@ -35,6 +35,10 @@ struct HttpRequest {
   std::map<std::string, std::string> query;    // decoded; a repeated key keeps the last value
   std::map<std::string, std::string> headers;  // keys lowercased
   std::string body;
+  // For a request whose body was written to a file (see
+  // HttpServerOptions::body_to_file): that file, which the server removes
+  // once the handler returns (a handler that keeps it moves it away).
+  std::string body_file;
 
   std::string Header(const std::string& lowercase_name) const {
     auto it = headers.find(lowercase_name);
@@ -82,6 +86,13 @@ struct HttpServerOptions {
   // Each request's line and headers must arrive within this (and within
   // read_timeout) of connecting or of the previous answer.
   std::chrono::seconds header_timeout{10};
+  // Requests (method, decoded path) whose body goes to a file instead of
+  // memory: uploads of any size up to max_file_body_bytes. The file is made
+  // (0600) in `file_body_dir`, which must exist; the body may take as long
+  // as it needs while each read brings something within read_timeout.
+  std::function<bool(std::string_view method, std::string_view path)> body_to_file = {};
+  std::string file_body_dir = {};
+  std::uint64_t max_file_body_bytes = 5ull << 30;
   // Both set: HTTPS only (TLS 1.2+), with this PEM certificate chain and key.
   std::string tls_cert_file = {};
   std::string tls_key_file = {};

@@ -1,5 +1,8 @@
 #include "api/rest_api.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -17,6 +20,7 @@
 #include "api/log_stream.h"
 #include "api/prometheus.h"
 #include "api/request_guard.h"
+#include "api/artifact_json.h"
 #include "api/router.h"
 #include "api/watch.h"
 #include "core/job_spec_parser.h"
@@ -91,6 +95,33 @@ Result<JobFilter> ParseFilter(const HttpRequest& req) {
 thread_local const UserToken* t_caller = nullptr;
 // The secret the caller sent (set with t_caller): streams re-check it.
 thread_local const std::string* t_secret = nullptr;
+// The job a request comes from, for the routes a job may call with its own
+// token ("X-Headway-Job: NAME", "Authorization: Bearer $HEADWAY_TOKEN"):
+// the artifact routes. Unset for users.
+thread_local const Job* t_job = nullptr;
+
+// A file sent as a response body, 1 MiB per turn.
+class FileStream final : public ResponseStream {
+ public:
+  static std::shared_ptr<FileStream> Open(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return nullptr;
+    return std::shared_ptr<FileStream>(new FileStream(fd));
+  }
+  ~FileStream() override { ::close(fd_); }
+  bool Next(std::string& out) override {
+    std::size_t at = out.size();
+    out.resize(at + (1 << 20));
+    ssize_t n = ::read(fd_, out.data() + at, 1 << 20);
+    out.resize(at + (n > 0 ? static_cast<std::size_t>(n) : 0));
+    return n > 0;
+  }
+  std::chrono::milliseconds interval() const override { return std::chrono::milliseconds(0); }
+
+ private:
+  explicit FileStream(int fd) : fd_(fd) {}
+  int fd_;
+};
 
 // How often an open stream checks that its token still works.
 constexpr auto kStreamTokenCheck = std::chrono::seconds(2);
@@ -157,6 +188,7 @@ class Api {
   Api(JobService& service, const RestApiOptions& options)
       : service_(service),
         experiments_(options.experiments),
+        artifacts_(options.artifacts),
         tokens_(options.tokens),
         hosts_(options.hosts),
         team_policy_(options.team_policy),
@@ -212,6 +244,22 @@ class Api {
     router_.Add("GET", "/api/v1/nodes", [this](auto&, auto&) { return Nodes(VisibleTeam()); });
     router_.Add("GET", "/api/v1/jobs/{name}/logs",
                 [this](auto& r, auto& p) { return Logs(r, p.at("name")); });
+    router_.Add("POST", "/api/v1/artifacts", [this](auto& r, auto&) { return CreateArtifact(r); });
+    router_.Add("GET", "/api/v1/artifacts", [this](auto& r, auto&) { return ListArtifacts(r); });
+    router_.Add("GET", "/api/v1/artifacts/{name}",
+                [this](auto&, auto& p) { return ArtifactVersions(p.at("name")); });
+    router_.Add("GET", "/api/v1/artifacts/{name}/versions/{version}",
+                [this](auto&, auto& p) { return DescribeArtifact(p.at("name"), p.at("version")); });
+    router_.Add("PUT", "/api/v1/artifacts/{name}/versions/{version}/content",
+                [this](auto& r, auto& p) { return UploadArtifact(r, p.at("name"), p.at("version")); });
+    router_.Add("POST", "/api/v1/artifacts/{name}/versions/{version}/commit",
+                [this](auto&, auto& p) { return CommitArtifact(p.at("name"), p.at("version")); });
+    router_.Add("GET", "/api/v1/artifacts/{name}/versions/{version}/content",
+                [this](auto&, auto& p) { return DownloadArtifact(p.at("name"), p.at("version")); });
+    router_.Add("DELETE", "/api/v1/artifacts/{name}/versions/{version}",
+                [this](auto&, auto& p) { return DeleteArtifact(p.at("name"), p.at("version")); });
+    router_.Add("GET", "/api/v1/jobs/{name}/artifacts",
+                [this](auto&, auto& p) { return JobArtifacts(p.at("name")); });
     router_.Add("POST", "/api/v1/experiments", [this](auto& r, auto&) {
       if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
       auto e = experiments_->CreateExperiment(r.body, r.Header("x-headway-submit-dir"),
@@ -297,6 +345,22 @@ class Api {
       ~CallerScope() { t_caller = nullptr; t_secret = nullptr; }
     } scope;
     std::string secret;  // outlives the handler, like `caller`
+    Job job;             // likewise, for t_job
+    struct JobScope {
+      JobScope() { t_job = nullptr; }
+      ~JobScope() { t_job = nullptr; }
+    } job_scope;
+    if (!req.Header("x-headway-job").empty() && IsArtifactPath(req.path)) {
+      // A job's own token, for its checkpoints and the inputs it reads.
+      const std::string name = req.Header("x-headway-job");
+      secret = BearerToken(req.Header("authorization"));
+      if (Status s = service_.MayReport(name, secret); !s.ok()) return ErrorResponse(s);
+      auto found = service_.Get(name);
+      if (!found.ok()) return ErrorResponse(found.status());
+      job = std::move(found.value());
+      t_job = &job;
+      return router_.Dispatch(req);
+    }
     if (tokens_ && NeedsUserToken(req)) {
       secret = BearerToken(req.Header("authorization"));
       if (secret.empty()) {
@@ -727,6 +791,249 @@ class Api {
     return JsonResponse(200, out);
   }
 
+  // --- Artifacts ---------------------------------------------------------
+
+  static bool IsArtifactPath(const std::string& path) {
+    return path == "/api/v1/artifacts" || path.rfind("/api/v1/artifacts/", 0) == 0;
+  }
+
+  // Who may see and change an artifact: its team's users, or a job of its team.
+  static Status MaySeeArtifact(const Artifact& a) {
+    if (t_job) {
+      if (t_job->spec.team == a.team) return Status::Ok();
+      return PermissionDenied("job '" + t_job->name() + "' of team '" + t_job->spec.team +
+                              "' may not read artifacts of team '" + a.team + "'");
+    }
+    return MaySee(a.team);
+  }
+  static Status MayChangeArtifact(const Artifact& a) {
+    if (t_job) return MaySeeArtifact(a);
+    return MayChange(a.team);
+  }
+
+  Result<std::optional<std::int64_t>> ParseVersion(const std::string& text) {
+    if (text == "latest") return std::optional<std::int64_t>();
+    auto ref = ParseArtifactRef("x:" + text);
+    if (!ref.ok() || !ref->version) {
+      return InvalidArgument("version must be a number from 1 or 'latest', got '" + text + "'");
+    }
+    return std::optional<std::int64_t>(ref->version);
+  }
+
+  // The version named in a path, visible to the caller.
+  Result<Artifact> VisibleArtifact(const std::string& name, const std::string& version) {
+    auto v = ParseVersion(version);
+    if (!v.ok()) return v.status();
+    auto a = artifacts_->Get(name, *v);
+    if (!a.ok()) return a.status();
+    HEADWAY_RETURN_IF_ERROR(MaySeeArtifact(*a));
+    return a;
+  }
+
+  HttpResponse CreateArtifact(const HttpRequest& req) {
+    if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
+    auto draft = ParseNewArtifact(req.body);
+    if (!draft.ok()) return ErrorResponse(draft.status());
+    if (t_job) {
+      // A job's artifacts are its team's, and it is their producer.
+      if (!draft->team.empty() && draft->team != t_job->spec.team) {
+        return ErrorResponse(PermissionDenied("job '" + t_job->name() + "' may create artifacts "
+                                              "of its team '" + t_job->spec.team + "' only")
+                                 .WithField("team"));
+      }
+      draft->team = t_job->spec.team;
+      draft->producer.job = t_job->name();
+      if (!draft->producer.attempt) draft->producer.attempt = t_job->attempt();
+      draft->created_by = "job/" + t_job->name();
+    } else {
+      if (draft->team.empty()) {
+        draft->team = t_caller && t_caller->team != kEveryTeam && !t_caller->team.empty()
+                          ? t_caller->team
+                          : JobSpec().team;
+      }
+      if (Status s = MayChange(draft->team); !s.ok()) return ErrorResponse(s);
+      if (!draft->producer.job.empty()) {
+        // Lineage names only jobs the caller may see.
+        if (Status s = Visible(draft->producer.job).status(); !s.ok()) return ErrorResponse(s);
+      }
+      draft->created_by = Creator();
+    }
+    auto created = artifacts_->Create(std::move(draft.value()));
+    if (!created.ok()) return ErrorResponse(created.status());
+    json upload = nullptr;
+    if (created->presigned) {
+      json headers = json::object();
+      for (const auto& [k, v] : created->presigned->headers) headers[k] = v;
+      upload = json::object();
+      upload["method"] = created->presigned->method;
+      upload["url"] = created->presigned->url;
+      upload["headers"] = headers;
+    } else if (created->upload_through_server) {
+      upload = json::object();
+      upload["method"] = "PUT";
+      upload["url"] = "/api/v1/artifacts/" + created->artifact.name + "/versions/" +
+                      std::to_string(created->artifact.version) + "/content";
+      upload["headers"] = json::object();
+    }
+    return JsonResponse(201, {{"artifact", ArtifactToJson(created->artifact)}, {"upload", upload}});
+  }
+
+  HttpResponse ListArtifacts(const HttpRequest& req) {
+    if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
+    ArtifactFilter filter;
+    for (const auto& [key, value] : req.query) {
+      if (key == "team") {
+        filter.team = value;
+      } else if (key == "name") {
+        filter.name = value;
+      } else if (key == "job") {
+        filter.job = value;
+      } else if (key == "kind") {
+        filter.kind = ParseArtifactKind(value);
+        if (!filter.kind) {
+          return ErrorResponse(InvalidArgument("kind must be checkpoint, model, dataset or output")
+                                   .WithField("kind"));
+        }
+      } else if (key == "ready") {
+        filter.ready_only = value == "true" || value == "1";
+      } else {
+        return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
+      }
+    }
+    // Confined callers see their own team's only.
+    const std::string confined = t_job ? t_job->spec.team : VisibleTeam();
+    if (!confined.empty()) {
+      if (!filter.team.empty() && filter.team != confined) {
+        return ErrorResponse(MaySee(filter.team));
+      }
+      filter.team = confined;
+    }
+    auto all = artifacts_->List(filter);
+    if (!all.ok()) return ErrorResponse(all.status());
+    json items = json::array();
+    for (const Artifact& a : *all) items.push_back(ArtifactToJson(a));
+    return JsonResponse(200, {{"artifacts", items}});
+  }
+
+  HttpResponse ArtifactVersions(const std::string& name) {
+    if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
+    ArtifactFilter filter;
+    filter.name = name;
+    auto all = artifacts_->List(filter);
+    if (!all.ok()) return ErrorResponse(all.status());
+    if (all->empty()) return ErrorResponse(NotFound("artifact '" + name + "' not found"));
+    if (Status s = MaySeeArtifact(all->front()); !s.ok()) return ErrorResponse(s);
+    json items = json::array();
+    for (const Artifact& a : *all) items.push_back(ArtifactToJson(a));
+    return JsonResponse(200, {{"name", name}, {"team", all->front().team}, {"versions", items}});
+  }
+
+  // A version with its lineage: the job that made it (what it ran with and
+  // what it read) and the jobs that used it.
+  HttpResponse DescribeArtifact(const std::string& name, const std::string& version) {
+    if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
+    auto a = VisibleArtifact(name, version);
+    if (!a.ok()) return ErrorResponse(a.status());
+    json out = ArtifactToJson(*a);
+    json lineage = {{"producer", nullptr}, {"inputs", json::array()}, {"used_by", json::array()}};
+    if (!a->producer.job.empty()) {
+      auto producer = service_.Get(a->producer.job);
+      if (producer.ok() && MaySee(producer->spec.team).ok()) {
+        lineage["producer"] = {{"job", producer->name()},
+                               {"state", JobStateName(producer->state)},
+                               {"labels", producer->spec.labels},
+                               {"command", producer->spec.command},
+                               {"env", producer->spec.env}};
+      } else {
+        lineage["producer"] = {{"job", a->producer.job}, {"state", nullptr}};  // deleted since
+      }
+      auto inputs = artifacts_->UsesByJob(a->producer.job);
+      if (inputs.ok()) {
+        for (const ArtifactUse& u : *inputs) lineage["inputs"].push_back(ArtifactUseToJson(u));
+      }
+    }
+    auto uses = artifacts_->Uses(a->name, a->version);
+    if (uses.ok()) {
+      for (const ArtifactUse& u : *uses) lineage["used_by"].push_back(ArtifactUseToJson(u));
+    }
+    out["lineage"] = lineage;
+    return JsonResponse(200, out);
+  }
+
+  HttpResponse UploadArtifact(const HttpRequest& req, const std::string& name,
+                              const std::string& version) {
+    if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
+    if (req.body_file.empty()) {
+      return ErrorResponse(InvalidArgument("send the artifact's bytes as the request body"));
+    }
+    auto a = VisibleArtifact(name, version);
+    if (!a.ok()) return ErrorResponse(a.status());
+    if (Status s = MayChangeArtifact(*a); !s.ok()) return ErrorResponse(s);
+    auto stored = artifacts_->Receive(a->name, a->version, req.body_file);
+    if (!stored.ok()) return ErrorResponse(stored.status());
+    return JsonResponse(200, ArtifactToJson(*stored));
+  }
+
+  HttpResponse CommitArtifact(const std::string& name, const std::string& version) {
+    if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
+    auto a = VisibleArtifact(name, version);
+    if (!a.ok()) return ErrorResponse(a.status());
+    if (Status s = MayChangeArtifact(*a); !s.ok()) return ErrorResponse(s);
+    auto ready = artifacts_->Commit(a->name, a->version);
+    if (!ready.ok()) return ErrorResponse(ready.status());
+    return JsonResponse(200, ArtifactToJson(*ready));
+  }
+
+  HttpResponse DownloadArtifact(const std::string& name, const std::string& version) {
+    if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
+    auto a = VisibleArtifact(name, version);
+    if (!a.ok()) return ErrorResponse(a.status());
+    std::optional<ArtifactUse> use;
+    if (t_job) use = ArtifactUse{a->name, a->version, t_job->name(), t_job->attempt(), {}};
+    auto download = artifacts_->Open(a->name, a->version, use);
+    if (!download.ok()) return ErrorResponse(download.status());
+    if (download->presigned) {
+      HttpResponse r{307, "application/json",
+                     JsonText({{"url", download->presigned->url}}), {}, nullptr};
+      r.headers.emplace_back("Location", download->presigned->url);
+      return r;
+    }
+    if (!download->local_path) return ErrorResponse(Unavailable("the artifact store cannot serve it"));
+    auto file = FileStream::Open(*download->local_path);
+    if (!file) return ErrorResponse(Unavailable("cannot read the bytes of " + a->Ref()));
+    HttpResponse r{200, "application/octet-stream", "", {}, nullptr};
+    r.headers.emplace_back("X-Headway-Digest", a->digest);
+    r.headers.emplace_back("X-Headway-Size", std::to_string(a->size));
+    return Bound(std::move(r), std::move(file));
+  }
+
+  HttpResponse DeleteArtifact(const std::string& name, const std::string& version) {
+    if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
+    if (version == "latest") {
+      return ErrorResponse(InvalidArgument("name the version to delete (NAME:N), not 'latest'"));
+    }
+    auto a = VisibleArtifact(name, version);
+    if (!a.ok()) return ErrorResponse(a.status());
+    if (Status s = MayChangeArtifact(*a); !s.ok()) return ErrorResponse(s);
+    if (Status s = artifacts_->Delete(a->name, a->version); !s.ok()) return ErrorResponse(s);
+    return JsonResponse(200, {{"deleted", a->Ref()}});
+  }
+
+  HttpResponse JobArtifacts(const std::string& job_name) {
+    if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
+    if (Status s = CheckVisible(job_name); !s.ok()) return ErrorResponse(s);
+    ArtifactFilter produced;
+    produced.job = job_name;
+    auto made = artifacts_->List(produced);
+    if (!made.ok()) return ErrorResponse(made.status());
+    auto used = artifacts_->UsesByJob(job_name);
+    if (!used.ok()) return ErrorResponse(used.status());
+    json out = {{"job", job_name}, {"produced", json::array()}, {"used", json::array()}};
+    for (const Artifact& a : *made) out["produced"].push_back(ArtifactToJson(a));
+    for (const ArtifactUse& u : *used) out["used"].push_back(ArtifactUseToJson(u));
+    return JsonResponse(200, out);
+  }
+
   HttpResponse Events(const HttpRequest& req, const std::string& name) {
     std::int64_t after = 0;
     if (req.query.count("after")) {
@@ -991,6 +1298,7 @@ class Api {
 
   JobService& service_;
   ExperimentService* experiments_;
+  ArtifactService* artifacts_;
   TokenService* tokens_;
   HostPolicy hosts_;
   const TeamPolicy team_policy_;
@@ -1003,6 +1311,13 @@ class Api {
 };
 
 }  // namespace
+
+bool IsArtifactUpload(std::string_view method, std::string_view path) {
+  if (method != "PUT") return false;
+  std::vector<std::string> parts = SplitPath(std::string(path));
+  return parts.size() == 7 && parts[0] == "api" && parts[2] == "artifacts" &&
+         parts[4] == "versions" && parts[6] == "content";
+}
 
 bool IsJobReport(std::string_view method, std::string_view path) {
   if (method != "POST") return false;

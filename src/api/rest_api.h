@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/artifact_service.h"
 #include "api/experiment_service.h"
 #include "api/http_server.h"
 #include "api/job_service.h"
@@ -20,6 +21,8 @@ namespace headway::api {
 struct RestApiOptions {
   // Without it the experiment routes answer 503.
   ExperimentService* experiments = nullptr;
+  // Without it the artifact routes answer 503.
+  ArtifactService* artifacts = nullptr;
   // With it, authentication is on: every route except GET /healthz, the
   // dashboard's files and the jobs' own progress reports needs
   // "Authorization: Bearer <user token>" (401 without a valid one, or an
@@ -44,6 +47,10 @@ struct RestApiOptions {
   // revoked or expired. Only with `tokens`.
   int max_streams_per_token = 32;
 };
+
+// Whether a request uploads an artifact's bytes: what the HTTP server
+// writes to a file instead of memory (HttpServerOptions::body_to_file).
+bool IsArtifactUpload(std::string_view method, std::string_view path);
 
 // Whether a request is a job's own progress report (the native and the
 // Kubeflow endpoint): what the HTTP server's reserved connections serve.

@@ -443,8 +443,8 @@ std::uint64_t ParseSize(const std::string& s) {
   return v;
 }
 
-ObjectInfo InfoFrom(const Response& r) {
-  ObjectInfo info;
+S3ObjectInfo InfoFrom(const Response& r) {
+  S3ObjectInfo info;
   info.size = ParseSize(r.Header("content-length"));
   info.etag = UnquoteEtag(r.Header("etag"));
   info.content_type = r.Header("content-type");
@@ -505,7 +505,7 @@ Status S3Client::CreateBucket(const std::string& bucket) {
   return Perform(options_, *impl_, clock_.Now(), c, r);
 }
 
-Result<ObjectInfo> S3Client::PutObject(const std::string& bucket, const std::string& key,
+Result<S3ObjectInfo> S3Client::PutObject(const std::string& bucket, const std::string& key,
                                        const std::string& path, const std::string& content_type) {
   if (key.empty()) return InvalidArgument("key: empty");
   auto url = S3ObjectUrl(options_, bucket, key);
@@ -531,7 +531,7 @@ Result<ObjectInfo> S3Client::PutObject(const std::string& bucket, const std::str
   c.long_transfer = true;
   Response r;
   HEADWAY_RETURN_IF_ERROR(Perform(options_, *impl_, clock_.Now(), c, r));
-  ObjectInfo info = InfoFrom(r);
+  S3ObjectInfo info = InfoFrom(r);
   info.size = size;
   if (options_.verify_etag && info.etag != digests->md5_hex)
     return Unavailable(c.operation + ": the server's ETag " + info.etag +
@@ -539,7 +539,7 @@ Result<ObjectInfo> S3Client::PutObject(const std::string& bucket, const std::str
   return info;
 }
 
-Result<ObjectInfo> S3Client::GetObject(const std::string& bucket, const std::string& key,
+Result<S3ObjectInfo> S3Client::GetObject(const std::string& bucket, const std::string& key,
                                        const std::string& path, std::optional<ByteRange> range) {
   if (key.empty()) return InvalidArgument("key: empty");
   auto url = S3ObjectUrl(options_, bucket, key);
@@ -561,7 +561,7 @@ Result<ObjectInfo> S3Client::GetObject(const std::string& bucket, const std::str
   c.long_transfer = true;
   Response r;
   Status s = Perform(options_, *impl_, clock_.Now(), c, r, /*want_md5=*/!range.has_value());
-  ObjectInfo info = InfoFrom(r);
+  S3ObjectInfo info = InfoFrom(r);
   info.size = r.sunk;
   if (s.ok() && !range && options_.verify_etag && IsMd5Hex(info.etag) &&
       info.etag != r.sink_md5_hex) {
@@ -579,7 +579,7 @@ Result<ObjectInfo> S3Client::GetObject(const std::string& bucket, const std::str
   return info;
 }
 
-Result<ObjectInfo> S3Client::HeadObject(const std::string& bucket, const std::string& key) {
+Result<S3ObjectInfo> S3Client::HeadObject(const std::string& bucket, const std::string& key) {
   if (key.empty()) return InvalidArgument("key: empty");
   auto url = S3ObjectUrl(options_, bucket, key);
   if (!url.ok()) return url.status();

@@ -65,7 +65,7 @@ struct S3ClientOptions {
   bool verify_tls = true;
 };
 
-struct ObjectInfo {
+struct S3ObjectInfo {
   std::uint64_t size = 0;  // of the object (HEAD) or of what was written (GET)
   std::string etag;        // quotes removed
   std::string content_type;
@@ -96,15 +96,15 @@ class S3Client {
   [[nodiscard]] Status CreateBucket(const std::string& bucket);
 
   // Streams the file up in one request (any size up to 5 GiB).
-  [[nodiscard]] Result<ObjectInfo> PutObject(const std::string& bucket, const std::string& key,
+  [[nodiscard]] Result<S3ObjectInfo> PutObject(const std::string& bucket, const std::string& key,
                                              const std::string& path,
                                              const std::string& content_type = "");
   // Streams the object (or range) into path, through "path.partial" renamed
   // on success; an existing file at path is replaced only then.
-  [[nodiscard]] Result<ObjectInfo> GetObject(const std::string& bucket, const std::string& key,
+  [[nodiscard]] Result<S3ObjectInfo> GetObject(const std::string& bucket, const std::string& key,
                                              const std::string& path,
                                              std::optional<ByteRange> range = std::nullopt);
-  [[nodiscard]] Result<ObjectInfo> HeadObject(const std::string& bucket, const std::string& key);
+  [[nodiscard]] Result<S3ObjectInfo> HeadObject(const std::string& bucket, const std::string& key);
   // Succeeds when the key does not exist, as S3 does.
   [[nodiscard]] Status DeleteObject(const std::string& bucket, const std::string& key);
 

@@ -63,10 +63,9 @@ bool IsValidArtifactName(std::string_view name) {
   if (!IsLowerAlnum(name.front()) || !IsLowerAlnum(name.back())) return false;
   char previous = 0;
   for (char c : name) {
-    bool separator = c == '-' || c == '_' || c == '.' || c == '/';
+    bool separator = c == '-' || c == '_' || c == '.';
     if (!IsLowerAlnum(c) && !separator) return false;
-    // No "..", "//" or "/." : a name never reads as a path that climbs or hides.
-    if (separator && (previous == '/' || previous == '.') && (c == '/' || c == '.')) return false;
+    if (c == '.' && previous == '.') return false;  // never reads as a path that climbs
     previous = c;
   }
   return true;
@@ -95,7 +94,7 @@ Result<ArtifactRef> ParseArtifactRef(std::string_view text) {
   if (!IsValidArtifactName(name)) {
     return InvalidArgument("'" + std::string(text) +
                            "' is not an artifact reference: NAME or NAME:VERSION, where NAME is "
-                           "lowercase letters, digits and - _ . / (at most 200)");
+                           "lowercase letters, digits and - _ . (at most 200)");
   }
   ref.name = std::string(name);
   if (colon == std::string_view::npos) return ref;
@@ -113,7 +112,7 @@ Result<ArtifactRef> ParseArtifactRef(std::string_view text) {
 
 Status ValidateNewArtifact(const Artifact& a) {
   if (!IsValidArtifactName(a.name)) {
-    return InvalidArgument("must be lowercase letters, digits and - _ . / (at most 200), "
+    return InvalidArgument("must be lowercase letters, digits and - _ . (at most 200), "
                            "starting and ending with a letter or digit, got '" +
                            a.name + "'")
         .WithField("name");

@@ -74,7 +74,8 @@ struct ArtifactFilter {
   bool ready_only = false;
 };
 
-// Artifact names: like job names, with '/', '.' and '_' inside ("mnist/resnet-18.v2").
+// Artifact names: like job names, with '.' and '_' inside ("mnist-resnet18.v2"); one
+// URL path segment, one file name.
 bool IsValidArtifactName(std::string_view name);
 // "sha256:<64 lowercase hex>".
 bool IsValidDigest(std::string_view digest);

@@ -565,16 +565,16 @@ TEST_F(SqliteStoreTest, ArtifactVersionsCountUpAndAreNeverReused) {
 TEST_F(SqliteStoreTest, ArtifactsAreListedCountedAndTheirUsesRecorded) {
   {
     auto store = Open();
-    Artifact a = MakeArtifact("data/mnist", "vision", 'a');
+    Artifact a = MakeArtifact("data-mnist", "vision", 'a');
     Artifact b = MakeArtifact("model", "vision", 'a');  // the same bytes
     b.kind = ArtifactKind::kModel;
     b.producer = {"other", 1, std::nullopt, "train-node"};
     Artifact c = MakeArtifact("nlp-model", "nlp", 'c');
     for (Artifact* x : {&a, &b, &c}) ASSERT_TRUE(store->CreateArtifact(*x).ok());
-    ArtifactUse use{"data/mnist", 1, "train", 0, FromUnixMillis(7000)};
+    ArtifactUse use{"data-mnist", 1, "train", 0, FromUnixMillis(7000)};
     ASSERT_TRUE(store->AddArtifactUse(use).ok());
     ASSERT_TRUE(store->AddArtifactUse(use).ok());  // idempotent
-    ASSERT_TRUE(store->AddArtifactUse({"data/mnist", 1, "eval", std::nullopt, FromUnixMillis(8000)}).ok());
+    ASSERT_TRUE(store->AddArtifactUse({"data-mnist", 1, "eval", std::nullopt, FromUnixMillis(8000)}).ok());
   }
   auto store = Open();  // all of it survives reopening
   EXPECT_EQ(*store->CountArtifactsWithDigest("sha256:" + std::string(64, 'a')), 2u);
@@ -585,7 +585,7 @@ TEST_F(SqliteStoreTest, ArtifactsAreListedCountedAndTheirUsesRecorded) {
   auto listed = store->ListArtifacts(vision);
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->size(), 2u);
-  EXPECT_EQ((*listed)[0].name, "data/mnist");
+  EXPECT_EQ((*listed)[0].name, "data-mnist");
   EXPECT_EQ((*listed)[1].producer.pipeline_node, "train-node");
   ArtifactFilter models;
   models.kind = ArtifactKind::kModel;
@@ -593,15 +593,15 @@ TEST_F(SqliteStoreTest, ArtifactsAreListedCountedAndTheirUsesRecorded) {
   ArtifactFilter by_job;
   by_job.job = "train";
   EXPECT_EQ(store->ListArtifacts(by_job)->size(), 2u);
-  auto uses = store->ListArtifactUses("data/mnist", std::nullopt);
+  auto uses = store->ListArtifactUses("data-mnist", std::nullopt);
   ASSERT_TRUE(uses.ok());
   ASSERT_EQ(uses->size(), 2u);
   EXPECT_EQ((*uses)[0].job, "train");
   EXPECT_EQ((*uses)[0].attempt, 0);
   EXPECT_FALSE((*uses)[1].attempt);
   EXPECT_EQ(store->ListJobArtifactUses("eval")->size(), 1u);
-  ASSERT_TRUE(store->DeleteArtifact("data/mnist", 1).ok());
-  EXPECT_TRUE(store->ListArtifactUses("data/mnist", 1)->empty());
+  ASSERT_TRUE(store->DeleteArtifact("data-mnist", 1).ok());
+  EXPECT_TRUE(store->ListArtifactUses("data-mnist", 1)->empty());
 }
 
 }  // namespace

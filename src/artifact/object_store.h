@@ -1,0 +1,55 @@
+// Where artifact bytes live: objects under keys, written whole and read
+// back, in a local directory or an S3-compatible bucket. Keys are what
+// core/artifact.h's ContentKey() gives, so an object's key names its content.
+//
+// Thread safety: implementations allow concurrent calls.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace headway {
+
+struct ObjectInfo {
+  std::uint64_t size = 0;
+};
+
+// A URL a client uses directly, without the bytes passing the server.
+struct PresignedRequest {
+  std::string method;  // "PUT" or "GET"
+  std::string url;
+  std::vector<std::pair<std::string, std::string>> headers;  // to send with it
+};
+
+class ObjectStore {
+ public:
+  virtual ~ObjectStore() = default;
+  // For logs and `headway version`: "local /var/lib/headway/artifacts", "s3 http://host/bucket".
+  virtual std::string Describe() const = 0;
+  // nullopt when there is no object under `key`.
+  virtual Result<std::optional<ObjectInfo>> Head(const std::string& key) = 0;
+  // Stores the file at `path` under `key` (replacing any object there). The
+  // file may be moved rather than copied when it is on the store's disk.
+  virtual Status PutFile(const std::string& key, const std::string& path) = 0;
+  // A local path the object can be read from, when the store is on this
+  // machine; nullopt for a remote store (use PresignGet).
+  virtual std::optional<std::string> LocalPath(const std::string& key) const = 0;
+  virtual Status Delete(const std::string& key) = 0;
+  // For a remote store: a request that uploads `key` whose body must have
+  // this SHA-256 (hex) and size, valid for `ttl`; and one that downloads it.
+  // nullopt: the store has none (bytes go through the server).
+  virtual std::optional<PresignedRequest> PresignPut(const std::string& key,
+                                                     const std::string& sha256_hex,
+                                                     std::uint64_t size,
+                                                     std::chrono::seconds ttl) = 0;
+  virtual std::optional<PresignedRequest> PresignGet(const std::string& key,
+                                                     std::chrono::seconds ttl) = 0;
+};
+
+}  // namespace headway

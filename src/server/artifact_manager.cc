@@ -1,0 +1,196 @@
+#include "server/artifact_manager.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace headway {
+
+Result<FileDigest> DigestFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Unavailable("cannot read " + path + ": " + std::strerror(errno));
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  std::vector<unsigned char> buf(1 << 20);
+  FileDigest out;
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return Unavailable("cannot read " + path + ": " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<std::size_t>(n));
+    out.size += static_cast<std::uint64_t>(n);
+  }
+  ::close(fd);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), md, &len);
+  static const char* kHex = "0123456789abcdef";
+  out.digest = "sha256:";
+  for (unsigned int i = 0; i < len; ++i) {
+    out.digest += kHex[md[i] >> 4];
+    out.digest += kHex[md[i] & 15];
+  }
+  return out;
+}
+
+ArtifactManager::ArtifactManager(Store& store, ObjectStore& objects, const Clock& clock,
+                                 ArtifactManagerOptions options)
+    : store_(store), objects_(objects), clock_(clock), options_(std::move(options)) {}
+
+std::uint64_t ArtifactManager::QuotaOf(const std::string& team) const {
+  auto it = options_.quota_bytes.find(team);
+  return it != options_.quota_bytes.end() ? it->second : options_.default_quota_bytes;
+}
+
+Result<api::NewArtifact> ArtifactManager::Create(Artifact draft) {
+  HEADWAY_RETURN_IF_ERROR(ValidateNewArtifact(draft));
+  draft.version = 0;
+  draft.state = ArtifactState::kPending;
+  draft.created_at = clock_.Now();
+  draft.ready_at.reset();
+  const std::string key = ContentKey(draft.digest);
+  auto existing = objects_.Head(key);
+  if (!existing.ok()) return existing.status();
+  // Objects are written only with their digest checked (Receive, or a
+  // presigned PUT that signs the payload's SHA-256), so an object under the
+  // key holds these bytes.
+  const bool stored_already = existing->has_value() && (*existing)->size == draft.size;
+  {
+    std::lock_guard lock(mu_);
+    if (std::uint64_t quota = QuotaOf(draft.team); quota > 0) {
+      auto used = store_.TeamArtifactBytes(draft.team);
+      if (!used.ok()) return used.status();
+      if (*used + draft.size > quota) {
+        return PermissionDenied("team '" + draft.team + "' would hold " +
+                                std::to_string(*used + draft.size) + " bytes of artifacts, over "
+                                "its quota of " + std::to_string(quota) + " (it holds " +
+                                std::to_string(*used) + "): delete old versions first");
+      }
+    }
+    HEADWAY_RETURN_IF_ERROR(store_.CreateArtifact(draft));
+  }
+  api::NewArtifact out;
+  if (stored_already) {
+    // The same bytes under another version: nothing to upload.
+    auto ready = MarkReady(draft);
+    if (!ready.ok()) return ready.status();
+    out.artifact = std::move(ready.value());
+    return out;
+  }
+  out.artifact = draft;
+  out.presigned = objects_.PresignPut(key, draft.digest.substr(7), draft.size, options_.presign_ttl);
+  out.upload_through_server = !out.presigned.has_value();
+  return out;
+}
+
+Result<Artifact> ArtifactManager::MarkReady(Artifact artifact) {
+  artifact.state = ArtifactState::kReady;
+  artifact.ready_at = clock_.Now();
+  HEADWAY_RETURN_IF_ERROR(store_.SaveArtifact(artifact));
+  return artifact;
+}
+
+Result<Artifact> ArtifactManager::Receive(std::string_view name, std::int64_t version,
+                                          const std::string& path) {
+  auto artifact = store_.GetArtifact(name, version);
+  if (!artifact.ok()) return artifact.status();
+  if (artifact->state == ArtifactState::kReady) {
+    return Conflict("artifact '" + artifact->Ref() + "' is uploaded already");
+  }
+  auto got = DigestFile(path);
+  if (!got.ok()) return got.status();
+  if (got->size != artifact->size) {
+    return InvalidArgument("the upload has " + std::to_string(got->size) + " bytes; the record of " +
+                           artifact->Ref() + " says " + std::to_string(artifact->size) +
+                           ": nothing was stored");
+  }
+  if (got->digest != artifact->digest) {
+    return InvalidArgument("the upload's digest is " + got->digest + "; the record of " +
+                           artifact->Ref() + " says " + artifact->digest +
+                           ": nothing was stored");
+  }
+  HEADWAY_RETURN_IF_ERROR(objects_.PutFile(ContentKey(artifact->digest), path));
+  return MarkReady(std::move(artifact.value()));
+}
+
+Result<Artifact> ArtifactManager::Commit(std::string_view name, std::int64_t version) {
+  auto artifact = store_.GetArtifact(name, version);
+  if (!artifact.ok()) return artifact.status();
+  if (artifact->state == ArtifactState::kReady) return artifact;
+  auto info = objects_.Head(ContentKey(artifact->digest));
+  if (!info.ok()) return info.status();
+  if (!info->has_value()) {
+    return Conflict("artifact '" + artifact->Ref() + "' has no uploaded bytes yet");
+  }
+  if ((*info)->size != artifact->size) {
+    return Conflict("the stored object of " + artifact->Ref() + " has " +
+                    std::to_string((*info)->size) + " bytes; the record says " +
+                    std::to_string(artifact->size));
+  }
+  return MarkReady(std::move(artifact.value()));
+}
+
+Result<Artifact> ArtifactManager::Get(std::string_view name, std::optional<std::int64_t> version) {
+  return store_.GetArtifact(name, version);
+}
+
+Result<std::vector<Artifact>> ArtifactManager::List(const ArtifactFilter& filter) {
+  return store_.ListArtifacts(filter);
+}
+
+Result<api::ArtifactDownload> ArtifactManager::Open(std::string_view name,
+                                                    std::optional<std::int64_t> version,
+                                                    const std::optional<ArtifactUse>& use) {
+  auto artifact = store_.GetArtifact(name, version);
+  if (!artifact.ok()) return artifact.status();
+  if (artifact->state != ArtifactState::kReady) {
+    return Conflict("artifact '" + artifact->Ref() + "' is still being uploaded");
+  }
+  if (use) {
+    ArtifactUse record = *use;
+    record.name = artifact->name;
+    record.version = artifact->version;
+    record.used_at = clock_.Now();
+    HEADWAY_RETURN_IF_ERROR(store_.AddArtifactUse(record));
+  }
+  api::ArtifactDownload out;
+  const std::string key = ContentKey(artifact->digest);
+  out.local_path = objects_.LocalPath(key);
+  if (!out.local_path) out.presigned = objects_.PresignGet(key, options_.presign_ttl);
+  out.artifact = std::move(artifact.value());
+  return out;
+}
+
+Status ArtifactManager::Delete(std::string_view name, std::int64_t version) {
+  std::lock_guard lock(mu_);
+  auto artifact = store_.GetArtifact(name, version);
+  if (!artifact.ok()) return artifact.status();
+  HEADWAY_RETURN_IF_ERROR(store_.DeleteArtifact(name, version));
+  auto holders = store_.CountArtifactsWithDigest(artifact->digest);
+  if (holders.ok() && *holders == 0) {
+    // The record is gone either way; bytes left behind by a failure here
+    // are found again by their digest when the same content comes back.
+    (void)objects_.Delete(ContentKey(artifact->digest));
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<ArtifactUse>> ArtifactManager::Uses(std::string_view name,
+                                                       std::optional<std::int64_t> version) {
+  return store_.ListArtifactUses(name, version);
+}
+
+Result<std::vector<ArtifactUse>> ArtifactManager::UsesByJob(std::string_view job) {
+  return store_.ListJobArtifactUses(job);
+}
+
+}  // namespace headway

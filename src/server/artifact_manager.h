@@ -1,0 +1,69 @@
+// The artifact manager: artifact records in the Store, their bytes in an
+// ObjectStore, addressed by content (core/artifact.h), with per-team quotas
+// on the bytes stored.
+//
+// Thread safety: every method may be called concurrently.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "api/artifact_service.h"
+#include "artifact/object_store.h"
+#include "core/time.h"
+#include "store/store.h"
+
+namespace headway {
+
+struct ArtifactManagerOptions {
+  // Bytes a team's versions may hold (Pending ones included); a team not
+  // listed gets `default_quota_bytes`; 0: no limit.
+  std::map<std::string, std::uint64_t> quota_bytes;
+  std::uint64_t default_quota_bytes = 0;
+  // How long a presigned URL it hands out stays valid.
+  std::chrono::seconds presign_ttl{3600};
+};
+
+class ArtifactManager final : public api::ArtifactService {
+ public:
+  // `store`, `objects` and `clock` must outlive the manager.
+  ArtifactManager(Store& store, ObjectStore& objects, const Clock& clock,
+                  ArtifactManagerOptions options = {});
+
+  Result<api::NewArtifact> Create(Artifact draft) override;
+  Result<Artifact> Receive(std::string_view name, std::int64_t version,
+                           const std::string& path) override;
+  Result<Artifact> Commit(std::string_view name, std::int64_t version) override;
+  Result<Artifact> Get(std::string_view name, std::optional<std::int64_t> version) override;
+  Result<std::vector<Artifact>> List(const ArtifactFilter& filter) override;
+  Result<api::ArtifactDownload> Open(std::string_view name, std::optional<std::int64_t> version,
+                                     const std::optional<ArtifactUse>& use) override;
+  Status Delete(std::string_view name, std::int64_t version) override;
+  Result<std::vector<ArtifactUse>> Uses(std::string_view name,
+                                        std::optional<std::int64_t> version) override;
+  Result<std::vector<ArtifactUse>> UsesByJob(std::string_view job) override;
+
+ private:
+  Result<Artifact> MarkReady(Artifact artifact);
+  std::uint64_t QuotaOf(const std::string& team) const;
+
+  Store& store_;
+  ObjectStore& objects_;
+  const Clock& clock_;
+  const ArtifactManagerOptions options_;
+  // Serialises quota checks with the creations they admit, and deletions
+  // with the checks of whether bytes are still referenced.
+  std::mutex mu_;
+};
+
+// The SHA-256 of the file at `path` as "sha256:<hex>", and its size.
+struct FileDigest {
+  std::string digest;
+  std::uint64_t size = 0;
+};
+Result<FileDigest> DigestFile(const std::string& path);
+
+}  // namespace headway
