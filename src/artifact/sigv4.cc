@@ -168,6 +168,41 @@ std::string StringToSign(const Stamp& stamp, const std::string& scope,
   return "AWS4-HMAC-SHA256\n" + stamp.datetime + "\n" + scope + "\n" + Sha256Hex(canonical_request);
 }
 
+// Validates the caller's headers and returns them lower-cased with canonical
+// values. x-amz-content-sha256 is the caller's only when presigning.
+Result<std::vector<std::pair<std::string, std::string>>> CallerHeaders(const HttpFields& headers,
+                                                                       bool presign) {
+  std::vector<std::pair<std::string, std::string>> fields;
+  for (const auto& [name, value] : headers) {
+    if (!IsToken(name)) return InvalidArgument("headers: invalid header name '" + name + "'");
+    if (value.find_first_of("\r\n") != std::string::npos || value.find('\0') != std::string::npos)
+      return InvalidArgument("headers." + name + ": line break in value");
+    std::string lower = Lower(name);
+    if (lower == "host" || lower == "authorization" || lower == "x-amz-date" ||
+        (lower == "x-amz-content-sha256" && !presign) || lower == "x-amz-security-token")
+      return InvalidArgument("headers." + name + ": set by the signer, not the caller");
+    fields.emplace_back(std::move(lower), CanonicalValue(value));
+  }
+  return fields;
+}
+
+// Sorts by name; repeated names are joined with ','. Fills the canonical
+// header block ("name:value\n"...) and the SignedHeaders list.
+void CanonicalHeaders(std::vector<std::pair<std::string, std::string>> fields,
+                      std::string& canonical, std::string& signed_names) {
+  std::stable_sort(fields.begin(), fields.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i > 0 && fields[i].first == fields[i - 1].first) {
+      canonical.back() = ',';
+      canonical += fields[i].second + "\n";
+      continue;
+    }
+    if (!signed_names.empty()) signed_names.push_back(';');
+    signed_names += fields[i].first;
+    canonical += fields[i].first + ":" + fields[i].second + "\n";
+  }
+}
 }  // namespace
 }  // namespace internal
 
@@ -302,40 +337,18 @@ Result<SigV4Signed> SignRequest(const SigV4Request& request, const AwsCredential
     return InvalidArgument("payload_sha256: must be 64 lower-case hex digits or UNSIGNED-PAYLOAD");
 
   const Stamp stamp = StampFor(now);
-  // name -> values, in the order given; sorted by name below.
-  std::vector<std::pair<std::string, std::string>> fields;
-  for (const auto& [name, value] : request.headers) {
-    if (!IsToken(name)) return InvalidArgument("headers: invalid header name '" + name + "'");
-    if (value.find_first_of("\r\n") != std::string::npos || value.find('\0') != std::string::npos)
-      return InvalidArgument("headers." + name + ": line break in value");
-    std::string lower = Lower(name);
-    if (lower == "host" || lower == "authorization" || lower == "x-amz-date" ||
-        lower == "x-amz-content-sha256" || lower == "x-amz-security-token")
-      return InvalidArgument("headers." + name + ": set by the signer, not the caller");
-    fields.emplace_back(std::move(lower), CanonicalValue(value));
-  }
+  auto fields = CallerHeaders(request.headers, /*presign=*/false);
+  if (!fields.ok()) return fields.status();
   SigV4Signed out;
   out.headers.emplace_back("x-amz-date", stamp.datetime);
   out.headers.emplace_back("x-amz-content-sha256", request.payload_sha256);
   if (!credentials.session_token.empty())
     out.headers.emplace_back("x-amz-security-token", credentials.session_token);
-  fields.emplace_back("host", HostHeaderValue(request.url));
-  for (const auto& [name, value] : out.headers) fields.emplace_back(name, value);
-  std::stable_sort(fields.begin(), fields.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-
+  fields->emplace_back("host", HostHeaderValue(request.url));
+  for (const auto& [name, value] : out.headers) fields->emplace_back(name, value);
   std::string canonical_headers;
   std::string signed_headers;
-  for (size_t i = 0; i < fields.size(); ++i) {
-    if (i > 0 && fields[i].first == fields[i - 1].first) {
-      canonical_headers.back() = ',';  // repeated header: values joined with ','
-      canonical_headers += fields[i].second + "\n";
-      continue;
-    }
-    if (!signed_headers.empty()) signed_headers.push_back(';');
-    signed_headers += fields[i].first;
-    canonical_headers += fields[i].first + ":" + fields[i].second + "\n";
-  }
+  CanonicalHeaders(std::move(*fields), canonical_headers, signed_headers);
 
   out.canonical_request = request.method + "\n" + CanonicalPath(request.url) + "\n" +
                           CanonicalQuery(request.url.query) + "\n" + canonical_headers + "\n" +
@@ -351,7 +364,8 @@ Result<SigV4Signed> SignRequest(const SigV4Request& request, const AwsCredential
 
 Result<std::string> Presign(std::string_view method, const HttpUrl& url,
                             const AwsCredentials& credentials, std::string_view region, Time now,
-                            std::int64_t expires_seconds, std::string_view service) {
+                            std::int64_t expires_seconds, const HttpFields& headers,
+                            std::string_view service) {
   HEADWAY_RETURN_IF_ERROR(CheckCommon(method, url, credentials, region, service));
   if (expires_seconds < 1 || expires_seconds > 604800)
     return InvalidArgument("expires: must be 1..604800 seconds (7 days)");
@@ -364,6 +378,17 @@ Result<std::string> Presign(std::string_view method, const HttpUrl& url,
         return InvalidArgument("url.query." + k + ": set by the signer, not the caller");
     }
   }
+  auto fields = CallerHeaders(headers, /*presign=*/true);
+  if (!fields.ok()) return fields.status();
+  for (const auto& [name, value] : *fields) {
+    if (name == "x-amz-content-sha256" && value != kUnsignedPayload && !IsSha256Hex(value))
+      return InvalidArgument("headers.x-amz-content-sha256: must be 64 lower-case hex digits");
+  }
+  fields->emplace_back("host", HostHeaderValue(url));
+  std::string canonical_headers;
+  std::string signed_headers;
+  CanonicalHeaders(std::move(*fields), canonical_headers, signed_headers);
+
   const Stamp stamp = StampFor(now);
   const std::string scope = Scope(stamp, region, service);
   HttpUrl signed_url = url;
@@ -373,10 +398,10 @@ Result<std::string> Presign(std::string_view method, const HttpUrl& url,
   signed_url.query.emplace_back("X-Amz-Expires", std::to_string(expires_seconds));
   if (!credentials.session_token.empty())
     signed_url.query.emplace_back("X-Amz-Security-Token", credentials.session_token);
-  signed_url.query.emplace_back("X-Amz-SignedHeaders", "host");
+  signed_url.query.emplace_back("X-Amz-SignedHeaders", signed_headers);
   const std::string canonical_request = std::string(method) + "\n" + CanonicalPath(signed_url) +
-                                        "\n" + CanonicalQuery(signed_url.query) +
-                                        "\nhost:" + HostHeaderValue(signed_url) + "\n\nhost\n" +
+                                        "\n" + CanonicalQuery(signed_url.query) + "\n" +
+                                        canonical_headers + "\n" + signed_headers + "\n" +
                                         std::string(kUnsignedPayload);
   const std::string signature = SigningSignature(credentials, stamp, region, service,
                                                  StringToSign(stamp, scope, canonical_request));

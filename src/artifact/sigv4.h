@@ -6,8 +6,8 @@
 //   SignRequest: the headers to add to a request (Authorization, x-amz-date,
 //     x-amz-content-sha256 and, with a session token, x-amz-security-token).
 //   Presign: a URL that carries its own authorisation in the query string,
-//     valid for 1 s .. 7 days, signing only the Host header and an unsigned
-//     payload (the holder of the URL chooses the body of a PUT).
+//     valid for 1 s .. 7 days, signing the Host header (and any headers the
+//     caller names) and an unsigned payload unless the caller binds one.
 //
 // S3's canonical form, which differs from other AWS services: the path is
 // URI-encoded exactly once (each byte outside RFC 3986's unreserved set
@@ -108,10 +108,18 @@ struct SigV4Signed {
 
 // A presigned URL for method on url, valid for expires_seconds (1..604800)
 // from now. The url's own query (e.g. partNumber, uploadId) is signed too.
+// headers: ones the URL's holder must send unchanged, signed besides Host
+// (SignedHeaders lists them). To bind a PUT to its bytes, sign Content-MD5
+// (always checked against the body) and Content-Length: a signed
+// x-amz-content-sha256 binds only the header, Swift's s3api does not check
+// the body against it on presigned requests. The canonical request's payload
+// line stays UNSIGNED-PAYLOAD, as AWS documents and s3api computes (botocore
+// differs: it puts a signed x-amz-content-sha256 value there).
 [[nodiscard]] Result<std::string> Presign(std::string_view method, const HttpUrl& url,
                                           const AwsCredentials& credentials,
                                           std::string_view region, Time now,
                                           std::int64_t expires_seconds,
+                                          const HttpFields& headers = {},
                                           std::string_view service = "s3");
 
 }  // namespace headway

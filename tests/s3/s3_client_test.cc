@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -263,6 +264,41 @@ TEST_F(S3ClientTest, PresignedUrlWorksWithCurl) {
   const std::string cmd = "curl -sf -o " + out + " '" + *presigned + "'";
   EXPECT_EQ(std::system(cmd.c_str()), 0);
   EXPECT_EQ(ReadFile(out), "hello, presigned");
+}
+
+// Swift's s3api, like S3, always checks a Content-MD5 header against the body,
+// but checks x-amz-content-sha256 only on header-signed requests: a presigned
+// PUT binds its body by signing Content-MD5 (and its size by Content-Length).
+TEST_F(S3ClientTest, PresignedPutBoundToABodyRefusesAnother) {
+  auto url = S3ObjectUrl(client_->options(), bucket_, "incoming/model.bin");
+  ASSERT_TRUE(url.ok());
+  const std::string body = "the bytes that were announced";
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int md_len = 0;
+  EVP_Digest(body.data(), body.size(), md, &md_len, EVP_md5(), nullptr);
+  std::string md5_b64(32, '\0');
+  md5_b64.resize(static_cast<std::size_t>(
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(md5_b64.data()), md, md_len)));
+  auto presigned =
+      Presign("PUT", *url, client_->options().credentials, server_->region(), clock_.Now(), 300,
+              {{"Content-MD5", md5_b64}, {"Content-Length", std::to_string(body.size())}});
+  ASSERT_TRUE(presigned.ok()) << presigned.status().ToString();
+  WriteFile(dir_ + "/announced.bin", body);
+  WriteFile(dir_ + "/other.bin", "the bytes that were NOT announced");
+  WriteFile(dir_ + "/same-size.bin", "THE bytes that were announced");
+  auto put = [&](const std::string& file) {
+    const std::string cmd = "curl -sf -o /dev/null -X PUT -H 'Content-MD5: " + md5_b64 +
+                            "' --data-binary @" + file + " '" + *presigned + "'";
+    return std::system(cmd.c_str());
+  };
+  EXPECT_NE(put(dir_ + "/other.bin"), 0);      // another size: the signature fails
+  EXPECT_NE(put(dir_ + "/same-size.bin"), 0);  // same size, other bytes: BadDigest
+  EXPECT_EQ(client_->HeadObject(bucket_, "incoming/model.bin").status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(put(dir_ + "/announced.bin"), 0);
+  auto head = client_->HeadObject(bucket_, "incoming/model.bin");
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  EXPECT_EQ(head->size, body.size());
 }
 
 TEST_F(S3ClientTest, OneClientServesSeveralThreadsAtOnce) {

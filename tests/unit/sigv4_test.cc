@@ -155,6 +155,20 @@ TEST(SigV4, SessionTokenIsSentAndSigned) {
   EXPECT_THAT(*url, HasSubstr("&X-Amz-Security-Token=tok%2Fen%2B%3D&"));
 }
 
+TEST(SigV4, PresignSignsTheHeadersItIsGivenAndCanBindTheBody) {
+  auto url = Presign(
+      "PUT", ExampleUrl("/k"), kExampleCredentials, "us-east-1", kExampleTime, 60,
+      {{"X-Amz-Content-SHA256", std::string(kEmptyPayloadSha256)}, {"Content-Type", "text/plain"}});
+  ASSERT_TRUE(url.ok()) << url.status().ToString();
+  EXPECT_THAT(*url, HasSubstr("&X-Amz-SignedHeaders=content-type%3Bhost%3Bx-amz-content-sha256&"));
+  auto bad = Presign("PUT", ExampleUrl("/k"), kExampleCredentials, "us-east-1", kExampleTime, 60,
+                     {{"x-amz-content-sha256", "nothex"}});
+  EXPECT_FALSE(bad.ok());
+  EXPECT_FALSE(Presign("GET", ExampleUrl("/k"), kExampleCredentials, "us-east-1", kExampleTime, 60,
+                       {{"Host", "other"}})
+                   .ok());
+}
+
 TEST(SigV4, RejectsBadInputWithoutEchoingTheSecret) {
   SigV4Request r;
   r.url = ExampleUrl("/k");
@@ -274,6 +288,13 @@ std::vector<Case> AwkwardCases() {
        .creds = {"ASIAEXAMPLE", "s", "session/token+="},
        .region = "eu-central-1",
        .expires = 1});
+  add({.kind = "presign",
+       .method = "PUT",
+       .url = Url("http", "127.0.0.1", 9000, "/b/up load"),
+       .headers = {{"Content-Type", "text/plain"}, {"Content-Length", "5"}}});
+  add({.kind = "presign",
+       .url = Url("https", "s3.example.com", 0, "/b/k"),
+       .headers = {{"Range", "bytes=0-9"}}});
   return cases;
 }
 
@@ -339,7 +360,7 @@ TEST(SigV4, MatchesBotocoreOnAwkwardRequests) {
       EXPECT_EQ(Header(*s, "x-amz-content-sha256"),
                 answers[i]["x-amz-content-sha256"].get<std::string>());
     } else {
-      auto url = Presign(c.method, c.url, c.creds, c.region, c.time, c.expires);
+      auto url = Presign(c.method, c.url, c.creds, c.region, c.time, c.expires, c.headers);
       ASSERT_TRUE(url.ok()) << url.status().ToString();
       // botocore orders the query differently; the same parameters and the
       // same signature are what matter.
