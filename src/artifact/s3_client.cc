@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "artifact/multipart.h"
 
@@ -339,8 +340,11 @@ struct S3Client::Impl {
 
 namespace {
 
-Status Perform(const S3ClientOptions& o, S3Client::Impl& impl, Time now, const Call& call,
-               Response& response, bool want_md5 = false) {
+// One attempt. *transport_error: the exchange failed below HTTP (connect,
+// timeout, reset), not on our side (a local write).
+Status PerformOnce(const S3ClientOptions& o, S3Client::Impl& impl, Time now, const Call& call,
+                   Response& response, bool want_md5, bool* transport_error) {
+  *transport_error = false;
   SigV4Request request{call.method, call.url, call.headers, call.payload_sha256};
   auto signed_request = SignRequest(request, o.credentials, o.region, now);
   if (!signed_request.ok()) return signed_request.status();
@@ -418,6 +422,7 @@ Status Perform(const S3ClientOptions& o, S3Client::Impl& impl, Time now, const C
     return Unavailable(call.operation + ": writing the download: " + std::strerror(t.sink_errno));
   if (t.body_too_large) return Unavailable(call.operation + ": response body over 16 MiB");
   if (rc != CURLE_OK) {
+    *transport_error = true;
     std::string detail = errbuf[0] != '\0' ? errbuf : curl_easy_strerror(rc);
     return Unavailable(Redact(call.operation + ": " + detail, o.credentials));
   }
@@ -432,6 +437,33 @@ Status Perform(const S3ClientOptions& o, S3Client::Impl& impl, Time now, const C
     return Status(s.code(), Redact(s.message(), o.credentials));
   }
   return Status::Ok();
+}
+
+bool Retryable(const Call& call, const Response& r, bool transport_error) {
+  if (call.method == "POST") return false;  // creating or completing an upload is not idempotent
+  if (transport_error) return true;
+  if (r.status == 500 || r.status == 502 || r.status == 503 || r.status == 504) return true;
+  const std::string code = ParseS3Error(r.body).code;
+  return code == "SlowDown" || code == "RequestTimeout" || code == "InternalError";
+}
+
+// Up to options.max_attempts attempts, each signed afresh, with
+// retry_base_delay doubling between them. A download's file starts over.
+Status Perform(const S3ClientOptions& o, S3Client::Impl& impl, const Clock& clock, const Call& call,
+               Response& response, bool want_md5 = false) {
+  auto delay = o.retry_base_delay;
+  for (int attempt = 1;; ++attempt) {
+    response = Response();
+    bool transport_error = false;
+    Status s = PerformOnce(o, impl, clock.Now(), call, response, want_md5, &transport_error);
+    if (s.ok() || attempt >= o.max_attempts || !Retryable(call, response, transport_error))
+      return s;
+    if (call.sink_fd >= 0 &&
+        (::ftruncate(call.sink_fd, 0) != 0 || ::lseek(call.sink_fd, 0, SEEK_SET) != 0))
+      return s;
+    std::this_thread::sleep_for(delay);
+    delay *= 2;
+  }
 }
 
 std::uint64_t ParseSize(const std::string& s) {
@@ -478,6 +510,8 @@ Result<std::unique_ptr<S3Client>> S3Client::Create(S3ClientOptions options, cons
   if (options.part_size > kS3MaxPartSize) return InvalidArgument("part_size: over 5 GiB");
   if (options.multipart_threshold > kS3MaxPartSize)
     return InvalidArgument("multipart_threshold: over 5 GiB, the largest single PutObject");
+  if (options.max_attempts < 1) return InvalidArgument("max_attempts: must be >= 1");
+  if (options.retry_base_delay.count() < 0) return InvalidArgument("retry_base_delay: negative");
   if (options.connect_timeout.count() <= 0 || options.request_timeout.count() <= 0)
     return InvalidArgument("timeouts: must be positive");
   return std::unique_ptr<S3Client>(new S3Client(std::move(options), clock));
@@ -502,11 +536,11 @@ Status S3Client::CreateBucket(const std::string& bucket) {
   c.body_text = &body;
   c.payload_sha256 = Sha256Hex(body);
   Response r;
-  return Perform(options_, *impl_, clock_.Now(), c, r);
+  return Perform(options_, *impl_, clock_, c, r);
 }
 
 Result<S3ObjectInfo> S3Client::PutObject(const std::string& bucket, const std::string& key,
-                                       const std::string& path, const std::string& content_type) {
+                                         const std::string& path, const std::string& content_type) {
   if (key.empty()) return InvalidArgument("key: empty");
   auto url = S3ObjectUrl(options_, bucket, key);
   if (!url.ok()) return url.status();
@@ -530,7 +564,7 @@ Result<S3ObjectInfo> S3Client::PutObject(const std::string& bucket, const std::s
   c.body_length = size;
   c.long_transfer = true;
   Response r;
-  HEADWAY_RETURN_IF_ERROR(Perform(options_, *impl_, clock_.Now(), c, r));
+  HEADWAY_RETURN_IF_ERROR(Perform(options_, *impl_, clock_, c, r));
   S3ObjectInfo info = InfoFrom(r);
   info.size = size;
   if (options_.verify_etag && info.etag != digests->md5_hex)
@@ -540,7 +574,7 @@ Result<S3ObjectInfo> S3Client::PutObject(const std::string& bucket, const std::s
 }
 
 Result<S3ObjectInfo> S3Client::GetObject(const std::string& bucket, const std::string& key,
-                                       const std::string& path, std::optional<ByteRange> range) {
+                                         const std::string& path, std::optional<ByteRange> range) {
   if (key.empty()) return InvalidArgument("key: empty");
   auto url = S3ObjectUrl(options_, bucket, key);
   if (!url.ok()) return url.status();
@@ -560,7 +594,7 @@ Result<S3ObjectInfo> S3Client::GetObject(const std::string& bucket, const std::s
   c.sink_fd = fd.get();
   c.long_transfer = true;
   Response r;
-  Status s = Perform(options_, *impl_, clock_.Now(), c, r, /*want_md5=*/!range.has_value());
+  Status s = Perform(options_, *impl_, clock_, c, r, /*want_md5=*/!range.has_value());
   S3ObjectInfo info = InfoFrom(r);
   info.size = r.sunk;
   if (s.ok() && !range && options_.verify_etag && IsMd5Hex(info.etag) &&
@@ -588,7 +622,7 @@ Result<S3ObjectInfo> S3Client::HeadObject(const std::string& bucket, const std::
   c.method = "HEAD";
   c.url = std::move(*url);
   Response r;
-  Status s = Perform(options_, *impl_, clock_.Now(), c, r);
+  Status s = Perform(options_, *impl_, clock_, c, r);
   if (!s.ok() && r.status == 404)
     return NotFound(c.operation + ": NoSuchKey (HTTP 404)");  // HEAD answers carry no body
   HEADWAY_RETURN_IF_ERROR(s);
@@ -604,7 +638,7 @@ Status S3Client::DeleteObject(const std::string& bucket, const std::string& key)
   c.method = "DELETE";
   c.url = std::move(*url);
   Response r;
-  Status s = Perform(options_, *impl_, clock_.Now(), c, r);
+  Status s = Perform(options_, *impl_, clock_, c, r);
   if (!s.ok() && r.status == 404 && ParseS3Error(r.body).code == "NoSuchKey") return Status::Ok();
   return s;
 }
@@ -625,7 +659,7 @@ Result<ListObjectsPage> S3Client::ListObjectsV2(const std::string& bucket,
   c.method = "GET";
   c.url = std::move(*url);
   Response r;
-  HEADWAY_RETURN_IF_ERROR(Perform(options_, *impl_, clock_.Now(), c, r));
+  HEADWAY_RETURN_IF_ERROR(Perform(options_, *impl_, clock_, c, r));
   auto page = ParseListObjectsV2(r.body);
   if (!page.ok()) return Unavailable(c.operation + ": " + page.status().message());
   return page;
@@ -660,7 +694,7 @@ Result<std::string> S3Client::CreateMultipartUpload(const std::string& bucket,
   const std::string empty;
   c.body_text = &empty;
   Response r;
-  HEADWAY_RETURN_IF_ERROR(Perform(options_, *impl_, clock_.Now(), c, r));
+  HEADWAY_RETURN_IF_ERROR(Perform(options_, *impl_, clock_, c, r));
   auto id = ParseInitiateMultipartUpload(r.body);
   if (!id.ok()) return Unavailable(c.operation + ": " + id.status().message());
   return id;
@@ -693,7 +727,7 @@ Result<S3Part> S3Client::UploadPart(const std::string& bucket, const std::string
   c.body_length = length;
   c.long_transfer = true;
   Response r;
-  HEADWAY_RETURN_IF_ERROR(Perform(options_, *impl_, clock_.Now(), c, r));
+  HEADWAY_RETURN_IF_ERROR(Perform(options_, *impl_, clock_, c, r));
   S3Part part{part_number, length, UnquoteEtag(r.Header("etag"))};
   if (part.etag.empty()) return Unavailable(c.operation + ": no ETag in the response");
   if (options_.verify_etag && part.etag != digests->md5_hex)
@@ -718,7 +752,7 @@ Result<std::vector<S3Part>> S3Client::ListParts(const std::string& bucket, const
     c.method = "GET";
     c.url = std::move(*url);
     Response r;
-    HEADWAY_RETURN_IF_ERROR(Perform(options_, *impl_, clock_.Now(), c, r));
+    HEADWAY_RETURN_IF_ERROR(Perform(options_, *impl_, clock_, c, r));
     auto page = ParseListParts(r.body);
     if (!page.ok()) return Unavailable(c.operation + ": " + page.status().message());
     for (S3Part& p : page->parts) all.push_back(std::move(p));
@@ -754,7 +788,7 @@ Result<std::string> S3Client::CompleteMultipartUpload(const std::string& bucket,
   c.payload_sha256 = Sha256Hex(body);
   c.long_transfer = true;  // the server may take long to assemble a large object
   Response r;
-  HEADWAY_RETURN_IF_ERROR(Perform(options_, *impl_, clock_.Now(), c, r));
+  HEADWAY_RETURN_IF_ERROR(Perform(options_, *impl_, clock_, c, r));
   // A 200 whose body is an <Error>: the upload failed after all.
   S3ErrorBody e = ParseS3Error(r.body);
   if (!e.code.empty()) {
@@ -777,7 +811,7 @@ Status S3Client::AbortMultipartUpload(const std::string& bucket, const std::stri
   c.method = "DELETE";
   c.url = std::move(*url);
   Response r;
-  return Perform(options_, *impl_, clock_.Now(), c, r);
+  return Perform(options_, *impl_, clock_, c, r);
 }
 
 Result<UploadResult> S3Client::Upload(const std::string& path, const std::string& bucket,

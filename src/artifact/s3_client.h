@@ -55,6 +55,12 @@ struct S3ClientOptions {
   // than low_speed_bytes_per_second for low_speed_time.
   long low_speed_bytes_per_second = 1024;
   std::chrono::seconds low_speed_time{60};
+  // Attempts per request, for idempotent ones (GET, HEAD, PUT, DELETE) that
+  // fail in transit or with 500/502/503/504, SlowDown, RequestTimeout or
+  // InternalError; the wait doubles from retry_base_delay. POSTs (creating
+  // and completing multipart uploads) are tried once.
+  int max_attempts = 3;
+  std::chrono::milliseconds retry_base_delay{200};
   // Objects up to this size go up in one PutObject; larger ones in parts.
   std::uint64_t multipart_threshold = 64ull << 20;
   std::uint64_t part_size = 16ull << 20;  // raised as PlanParts needs
@@ -97,13 +103,13 @@ class S3Client {
 
   // Streams the file up in one request (any size up to 5 GiB).
   [[nodiscard]] Result<S3ObjectInfo> PutObject(const std::string& bucket, const std::string& key,
-                                             const std::string& path,
-                                             const std::string& content_type = "");
+                                               const std::string& path,
+                                               const std::string& content_type = "");
   // Streams the object (or range) into path, through "path.partial" renamed
   // on success; an existing file at path is replaced only then.
   [[nodiscard]] Result<S3ObjectInfo> GetObject(const std::string& bucket, const std::string& key,
-                                             const std::string& path,
-                                             std::optional<ByteRange> range = std::nullopt);
+                                               const std::string& path,
+                                               std::optional<ByteRange> range = std::nullopt);
   [[nodiscard]] Result<S3ObjectInfo> HeadObject(const std::string& bucket, const std::string& key);
   // Succeeds when the key does not exist, as S3 does.
   [[nodiscard]] Status DeleteObject(const std::string& bucket, const std::string& key);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -112,6 +113,7 @@ TEST(S3ClientTimeouts, ASilentServerTimesOutAndARefusedConnectionFails) {
   o.endpoint = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
   o.credentials = {"AKID", "a-secret-that-must-not-show", ""};
   o.request_timeout = std::chrono::milliseconds(300);
+  o.max_attempts = 1;
   auto client = S3Client::Create(o, clock);
   ASSERT_TRUE(client.ok());
   auto t0 = std::chrono::steady_clock::now();
@@ -124,6 +126,82 @@ TEST(S3ClientTimeouts, ASilentServerTimesOutAndARefusedConnectionFails) {
   ::close(listener);  // now nothing listens there
   auto refused = (*client)->HeadObject("bucket", "k");
   EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable) << refused.status().ToString();
+}
+
+// A server that answers every request with 503 SlowDown and counts them.
+class SlowDownServer {
+ public:
+  SlowDownServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(::listen(fd_, 16), 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] {
+      for (;;) {
+        int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        std::string request;
+        char buf[4096];
+        while (request.find("\r\n\r\n") == std::string::npos) {
+          ssize_t n = ::recv(c, buf, sizeof buf, 0);
+          if (n <= 0) break;
+          request.append(buf, static_cast<std::size_t>(n));
+        }
+        ++requests_;
+        const std::string body =
+            "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message>"
+            "</Error>";
+        const std::string answer =
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Length: " + std::to_string(body.size()) +
+            "\r\nConnection: close\r\n\r\n" + body;
+        (void)!::send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
+        ::close(c);
+      }
+    });
+  }
+  ~SlowDownServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  int port() const { return port_; }
+  int requests() const { return requests_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<int> requests_{0};
+  std::thread thread_;
+};
+
+TEST(S3ClientRetries, IdempotentRequestsAreRetriedPostsAreNot) {
+  SlowDownServer server;
+  SystemClock clock;
+  S3ClientOptions o;
+  o.endpoint = "http://127.0.0.1:" + std::to_string(server.port());
+  o.credentials = {"AKID", "secret", ""};
+  o.max_attempts = 3;
+  o.retry_base_delay = std::chrono::milliseconds(5);
+  auto client = S3Client::Create(o, clock);
+  ASSERT_TRUE(client.ok());
+  char dir[] = "/tmp/s3-retry-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/out.bin";
+  auto got = (*client)->GetObject("bucket", "k", path);
+  EXPECT_EQ(got.status().code(), StatusCode::kUnavailable);
+  EXPECT_THAT(got.status().message(), HasSubstr("SlowDown"));
+  EXPECT_EQ(server.requests(), 3);
+  EXPECT_FALSE(Exists(path));
+  EXPECT_FALSE(Exists(path + ".partial"));
+  auto created = (*client)->CreateMultipartUpload("bucket", "k");
+  EXPECT_EQ(created.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(server.requests(), 4);  // one more: a POST is tried once
+  ::rmdir(dir);
 }
 
 TEST_F(S3ClientTest, ObjectRoundTripWithAwkwardKeyRangeListAndDelete) {
