@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -511,6 +512,8 @@ Result<std::unique_ptr<S3Client>> S3Client::Create(S3ClientOptions options, cons
   if (options.multipart_threshold > kS3MaxPartSize)
     return InvalidArgument("multipart_threshold: over 5 GiB, the largest single PutObject");
   if (options.max_attempts < 1) return InvalidArgument("max_attempts: must be >= 1");
+  if (options.upload_concurrency < 1 || options.upload_concurrency > 64)
+    return InvalidArgument("upload_concurrency: must be 1..64");
   if (options.retry_base_delay.count() < 0) return InvalidArgument("retry_base_delay: negative");
   if (options.connect_timeout.count() <= 0 || options.request_timeout.count() <= 0)
     return InvalidArgument("timeouts: must be positive");
@@ -849,27 +852,49 @@ Result<UploadResult> S3Client::Upload(const std::string& path, const std::string
 
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return ErrnoStatus("opening " + path, errno);
-  std::vector<S3Part> parts;
-  std::vector<std::string> md5s;
-  for (int n = 1; n <= plan->part_count; ++n) {
-    const std::uint64_t offset = plan->Offset(n), length = plan->Length(n);
-    auto found = uploaded.find(n);
-    if (found != uploaded.end() && found->second.size == length) {
-      auto digests = HashRange(fd.get(), path, offset, length);
-      if (!digests.ok()) return digests.status();
-      if (found->second.etag == digests->md5_hex) {
-        parts.push_back(S3Part{n, length, found->second.etag});
-        md5s.push_back(digests->md5_hex);
-        ++result.parts_reused;
-        continue;
+  // Workers take part numbers in order; the first error stops them all.
+  const int count = plan->part_count;
+  std::vector<S3Part> parts(static_cast<std::size_t>(count));
+  std::vector<std::string> md5s(static_cast<std::size_t>(count));
+  std::atomic<int> next{1}, sent{0}, reused{0};
+  std::atomic<bool> failed{false};
+  std::mutex error_mu;
+  Status first_error;
+  auto fail = [&](Status s) {
+    std::lock_guard<std::mutex> lock(error_mu);
+    if (first_error.ok()) first_error = std::move(s);
+    failed = true;
+  };
+  auto work = [&] {
+    for (int n; !failed && (n = next++) <= count;) {
+      const std::uint64_t offset = plan->Offset(n), length = plan->Length(n);
+      const auto i = static_cast<std::size_t>(n - 1);
+      auto found = uploaded.find(n);
+      if (found != uploaded.end() && found->second.size == length) {
+        auto digests = HashRange(fd.get(), path, offset, length);
+        if (!digests.ok()) return fail(digests.status());
+        if (found->second.etag == digests->md5_hex) {
+          parts[i] = S3Part{n, length, found->second.etag};
+          md5s[i] = digests->md5_hex;
+          ++reused;
+          continue;
+        }
       }
+      auto part = UploadPart(bucket, key, id, n, path, offset, length);
+      if (!part.ok()) return fail(part.status());
+      md5s[i] = part->etag;
+      parts[i] = std::move(*part);
+      ++sent;
     }
-    auto part = UploadPart(bucket, key, id, n, path, offset, length);
-    if (!part.ok()) return part.status();
-    md5s.push_back(part->etag);
-    parts.push_back(std::move(*part));
-    ++result.parts_sent;
-  }
+  };
+  std::vector<std::thread> workers;
+  const int concurrency = std::min(options_.upload_concurrency, count);
+  for (int w = 1; w < concurrency; ++w) workers.emplace_back(work);
+  work();
+  for (std::thread& t : workers) t.join();
+  result.parts_sent = sent;
+  result.parts_reused = reused;
+  if (!first_error.ok()) return first_error;
   auto etag = CompleteMultipartUpload(bucket, key, id, parts);
   if (!etag.ok()) return etag.status();
   const std::string expected = MultipartEtag(md5s);

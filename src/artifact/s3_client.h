@@ -64,6 +64,9 @@ struct S3ClientOptions {
   // Objects up to this size go up in one PutObject; larger ones in parts.
   std::uint64_t multipart_threshold = 64ull << 20;
   std::uint64_t part_size = 16ull << 20;  // raised as PlanParts needs
+  // Parts of one Upload in flight at once (1..64); each holds a connection
+  // and a 1 MiB read buffer.
+  int upload_concurrency = 4;
   // Compare returned ETags with the MD5s of what was sent or received. Turn
   // off for buckets with SSE-KMS or SSE-C, whose ETags are not MD5s.
   bool verify_etag = true;
@@ -152,7 +155,7 @@ class S3Client {
   // again; out, the id of the multipart upload this call used, kept when it
   // fails so that a later call resumes it (or AbortMultipartUpload drops it).
   // Resuming an upload that is gone (completed or aborted) is NotFound
-  // (NoSuchUpload). Parts go up one after the other.
+  // (NoSuchUpload). Parts go up options.upload_concurrency at a time.
   [[nodiscard]] Result<UploadResult> Upload(const std::string& path, const std::string& bucket,
                                             const std::string& key,
                                             std::string* upload_id = nullptr);
