@@ -192,7 +192,34 @@ int main(int argc, char** argv) {
                      "jobs otherwise get only PATH, LANG, LC_* and TZ of it)");
   server->add_option("--web-dir", server_config.web_dir,
                      "serve the dashboard from this folder instead of the built-in copy");
+  std::vector<std::string> artifact_quotas;
+  server->add_option("--artifact-quota", artifact_quotas,
+                     "TEAM=BYTES: the bytes of artifacts a team may keep, e.g. vision=500Gi "
+                     "(repeatable; *=BYTES for every team not named; default: no limit)");
+  std::string max_upload = "5Gi";
+  server->add_option("--max-upload-bytes", max_upload,
+                     "the largest artifact uploaded through the server (local artifact store)")
+      ->capture_default_str();
   server->callback([&] {
+    for (const std::string& entry : artifact_quotas) {
+      auto eq = entry.find('=');
+      auto bytes = eq == std::string::npos ? std::nullopt
+                                           : headway::ParseMemoryQuantity(entry.substr(eq + 1));
+      if (!bytes || *bytes < 0 || eq == 0) {
+        throw CLI::ValidationError("--artifact-quota",
+                                   "must be TEAM=BYTES such as vision=500Gi, got '" + entry + "'");
+      }
+      if (entry.substr(0, eq) == "*") {
+        server_config.default_artifact_quota_bytes = static_cast<std::uint64_t>(*bytes);
+      } else {
+        server_config.artifact_quota_bytes[entry.substr(0, eq)] = static_cast<std::uint64_t>(*bytes);
+      }
+    }
+    if (auto bytes = headway::ParseMemoryQuantity(max_upload); bytes && *bytes > 0) {
+      server_config.max_upload_bytes = static_cast<std::uint64_t>(*bytes);
+    } else {
+      throw CLI::ValidationError("--max-upload-bytes", "must be a size such as 5Gi, got '" + max_upload + "'");
+    }
     auto colon = listen.rfind(':');
     if (colon == std::string::npos) throw CLI::ValidationError("--listen", "must be address:port");
     server_config.listen_address = listen.substr(0, colon);

@@ -150,6 +150,44 @@ Result<ClientResponse> HttpClient::Request(std::string_view method, std::string_
   });
 }
 
+Result<ClientResponse> HttpClient::SendFile(
+    std::string_view method, std::string_view target, const std::string& path,
+    const std::vector<std::pair<std::string, std::string>>& headers) {
+  std::string host, port;
+  bool tls = false;
+  HEADWAY_RETURN_IF_ERROR(ParseUrl(host, port, tls));
+  http::request<http::file_body> req{
+      http::string_to_verb(beast::string_view(method.data(), method.size())), std::string(target), 11};
+  req.set(http::field::host, HostHeader(host, port, tls));
+  req.set(http::field::user_agent, "headway-cli");
+  req.set(http::field::content_type, "application/octet-stream");
+  if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
+  for (const auto& [name, value] : headers) req.set(name, value);
+  beast::error_code open_ec;
+  req.body().open(path.c_str(), beast::file_mode::scan, open_ec);
+  if (open_ec) return Unavailable("cannot read " + path + ": " + open_ec.message());
+  req.prepare_payload();
+  return OverConnection(host, port, base_url_, tls, ca_file_,
+                        [&](auto& stream) -> Result<ClientResponse> {
+    beast::error_code ec;
+    beast::get_lowest_layer(stream).expires_never();
+    http::write(stream, req, ec);
+    if (ec) return Unavailable("sending " + path + ": " + ec.message());
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(16 * 1024 * 1024);
+    http::read(stream, buffer, parser, ec);
+    if (ec) return Unavailable("reading response: " + ec.message());
+    ClientResponse response{static_cast<int>(parser.get().result_int()), parser.get().body(), {}};
+    for (const auto& field : parser.get()) {
+      std::string name(field.name_string());
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      response.headers.emplace(std::move(name), std::string(field.value()));
+    }
+    return response;
+  });
+}
+
 Result<int> HttpClient::Stream(std::string_view target,
                                const std::function<void(std::string_view)>& on_data,
                                std::string& error_body) {

@@ -40,6 +40,11 @@ class HttpClient {
                                  std::string body = {},
                                  std::string_view content_type = "application/json",
                                  const std::vector<std::pair<std::string, std::string>>& headers = {});
+  // Sends the file at `path` as the body (streamed from disk, with its
+  // Content-Length); for uploads of any size.
+  Result<ClientResponse> SendFile(std::string_view method, std::string_view target,
+                                  const std::string& path,
+                                  const std::vector<std::pair<std::string, std::string>>& headers = {});
   // GETs `target` and hands each piece of the body to `on_data` as it arrives.
   // Returns the status once the body ends; a non-2xx body goes to `error_body`.
   Result<int> Stream(std::string_view target, const std::function<void(std::string_view)>& on_data,

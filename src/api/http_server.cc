@@ -8,6 +8,7 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
 #include <boost/beast/ssl.hpp>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <random>
@@ -209,7 +210,9 @@ class Server final : public HttpServer {
     }
     for (;;) {
       http::request_parser<http::string_body> parser;
-      parser.body_limit(options_.max_body_bytes);
+      // The body's limit depends on where it goes (memory or a file): set
+      // once the headers say which.
+      parser.body_limit(std::numeric_limits<std::uint64_t>::max());
       parser.header_limit(16 * 1024);
       beast::error_code ec;
       // Headers first, on a short deadline, for every request: a new socket
@@ -224,8 +227,13 @@ class Server final : public HttpServer {
         break;
       }
       if (!ec) {
-        tcp_layer.expires_after(options_.read_timeout);
-        co_await http::async_read(*stream, buffer, parser, net::redirect_error(use_awaitable, ec));
+        if (parser.content_length() && *parser.content_length() > options_.max_body_bytes) {
+          ec = http::error::body_limit;
+        } else {
+          parser.body_limit(options_.max_body_bytes);
+          tcp_layer.expires_after(options_.read_timeout);
+          co_await http::async_read(*stream, buffer, parser, net::redirect_error(use_awaitable, ec));
+        }
       }
       if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
           ec == net::error::operation_aborted || ec == net::error::connection_reset ||

@@ -22,6 +22,8 @@
 #include "cli/top.h"
 #include "core/health.h"
 #include "core/job.h"
+#include "artifact/file_digest.h"
+#include "core/artifact.h"
 #include "core/time.h"
 #include "core/version.h"
 
@@ -82,6 +84,12 @@ struct Options {
   // wait
   std::string until = "ended";
   std::string timeout = "0";
+  // artifacts
+  std::string kind;                  // put: checkpoint|model|dataset|output; ls: filter
+  std::string job;                   // put: the producer; ls: filter
+  std::int64_t step = -1;            // put: the producer's step
+  std::vector<std::string> metrics;  // put: NAME=VALUE
+  std::string destination;           // get: where to write (default: the name)
 };
 
 std::string UrlEncode(const std::string& s) {
@@ -543,6 +551,248 @@ int ExpCreate(const Options& o) {
   if (!ok) return kExitUsage;
   return ExpCreate(o, text);
 }
+
+// --- artifacts ---------------------------------------------------------------
+
+std::string Bytes(std::uint64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return text;
+}
+
+// "NAME[:VERSION]" as the API path of that version ("latest" when none).
+std::optional<std::string> ArtifactPath(const std::string& ref_text) {
+  auto ref = ParseArtifactRef(ref_text);
+  if (!ref.ok()) {
+    std::cerr << "error: " << Safe(ref.status().message()) << "\n";
+    return std::nullopt;
+  }
+  return "/api/v1/artifacts/" + UrlEncode(ref->name) + "/versions/" +
+         (ref->version ? std::to_string(*ref->version) : std::string("latest"));
+}
+
+std::string ProducerText(const json& a) {
+  const json& p = a.value("producer", json::object());
+  if (!p.contains("job")) return p.contains("pipeline_node") ? Or(p, "pipeline_node") : "-";
+  std::string text = "job/" + p["job"].get<std::string>();
+  if (p.contains("step")) text += "@" + p["step"].dump();
+  return text;
+}
+
+int ArtifactsList(const Options& o) {
+  Client client(o);
+  std::string query;
+  if (!o.kind.empty()) query += "&kind=" + UrlEncode(o.kind);
+  if (!o.job.empty()) query += "&job=" + UrlEncode(o.job);
+  if (!o.team.empty()) query += "&team=" + UrlEncode(o.team);
+  if (!o.name.empty()) query += "&name=" + UrlEncode(o.name);
+  auto list = client.Call("GET", "/api/v1/artifacts" + (query.empty() ? "" : "?" + query.substr(1)));
+  if (!list) return client.exit_code;
+  if (PrintStructured(o, *list)) return kExitOk;
+  const json& items = (*list)["artifacts"];
+  if (o.output == "name") {
+    for (const auto& a : items) std::cout << Safe(a["ref"].get<std::string>()) << "\n";
+    return kExitOk;
+  }
+  if (items.empty()) {
+    std::cerr << "No artifacts found.\n";
+    return kExitOk;
+  }
+  Time now = SystemClock().Now();
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& a : items) {
+    rows.push_back({Safe(a["ref"].get<std::string>()), Or(a, "kind"), Or(a, "state"),
+                    Bytes(a["size"].get<std::uint64_t>()), Safe(ProducerText(a)), Or(a, "team"),
+                    Age(a["created_at"].get<std::string>(), now)});
+  }
+  std::cout << FormatTable({"ARTIFACT", "KIND", "STATE", "SIZE", "PRODUCER", "TEAM", "AGE"}, rows);
+  return kExitOk;
+}
+
+int ArtifactsPut(const Options& o) {
+  auto digest = DigestFile(o.file);
+  if (!digest.ok()) {
+    std::cerr << "error: " << Safe(digest.status().message()) << "\n";
+    return kExitUsage;
+  }
+  json body = {{"name", o.name}, {"kind", o.kind.empty() ? "output" : o.kind},
+               {"size", digest->size}, {"digest", digest->digest}};
+  if (!o.team.empty()) body["team"] = o.team;
+  if (!o.job.empty() || o.step >= 0) {
+    json producer = json::object();
+    if (!o.job.empty()) producer["job"] = o.job;
+    if (o.step >= 0) producer["step"] = o.step;
+    body["producer"] = producer;
+  }
+  for (const std::string& label : o.labels) {
+    auto eq = label.find('=');
+    if (eq == std::string::npos) {
+      std::cerr << "error: --label must be KEY=VALUE, got '" << Safe(label) << "'\n";
+      return kExitUsage;
+    }
+    body["labels"][label.substr(0, eq)] = label.substr(eq + 1);
+  }
+  for (const std::string& metric : o.metrics) {
+    auto eq = metric.find('=');
+    double value = 0;
+    try {
+      if (eq == std::string::npos) throw std::invalid_argument("no =");
+      std::size_t used = 0;
+      value = std::stod(metric.substr(eq + 1), &used);
+      if (used != metric.size() - eq - 1) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      std::cerr << "error: --metric must be NAME=NUMBER, got '" << Safe(metric) << "'\n";
+      return kExitUsage;
+    }
+    body["metrics"][metric.substr(0, eq)] = value;
+  }
+  Client client(o);
+  auto created = client.Call("POST", "/api/v1/artifacts", body.dump());
+  if (!created) return client.exit_code;
+  json artifact = (*created)["artifact"];
+  const json& upload = (*created)["upload"];
+  if (upload.is_object()) {
+    const std::string url = upload["url"].get<std::string>();
+    if (url.empty() || url.front() != '/') {
+      std::cerr << "error: this client uploads through the server only; the server asked for a "
+                   "direct upload to "
+                << Safe(url.substr(0, url.find('?'))) << "\n";
+      return kExitFailed;
+    }
+    auto sent = client.http().SendFile("PUT", url, o.file);
+    if (!sent.ok()) {
+      std::cerr << "error: " << Safe(sent.status().message()) << "\n";
+      return kExitUnreachable;
+    }
+    auto parsed = json::parse(sent->body, nullptr, false);
+    if (sent->status >= 400) {
+      Client::PrintError(sent->status, parsed, sent->body);
+      return kExitFailed;
+    }
+    artifact = parsed;
+  }
+  if (PrintStructured(o, artifact)) return kExitOk;
+  std::cout << "artifact/" << Safe(artifact["ref"].get<std::string>())
+            << (upload.is_object() ? " uploaded" : " stored (its bytes were there already)") << " ("
+            << Bytes(artifact["size"].get<std::uint64_t>()) << ", " << Safe(artifact["digest"].get<std::string>())
+            << ")\n";
+  return kExitOk;
+}
+
+int ArtifactsGet(const Options& o) {
+  auto path = ArtifactPath(o.name);
+  if (!path) return kExitUsage;
+  Client client(o);
+  auto described = client.Call("GET", *path);
+  if (!described) return client.exit_code;
+  const std::string ref = (*described)["ref"].get<std::string>();
+  std::string destination = o.destination.empty() ? (*described)["name"].get<std::string>()
+                                                  : o.destination;
+  if (std::filesystem::is_directory(destination)) {
+    destination += "/" + (*described)["name"].get<std::string>();
+  }
+  // Written beside the destination and moved into place once its digest checks.
+  const std::string partial = destination + ".partial";
+  std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    std::cerr << "error: cannot write " << Safe(partial) << "\n";
+    return kExitFailed;
+  }
+  std::string error_body;
+  auto status = client.http().Stream(
+      "/api/v1/artifacts/" + UrlEncode((*described)["name"].get<std::string>()) + "/versions/" +
+          (*described)["version"].dump() + "/content",
+      [&out](std::string_view data) { out.write(data.data(), static_cast<std::streamsize>(data.size())); },
+      error_body);
+  out.close();
+  if (!status.ok() || *status >= 300) {
+    std::filesystem::remove(partial);
+    if (!status.ok()) {
+      std::cerr << "error: " << Safe(status.status().message()) << "\n";
+      return kExitUnreachable;
+    }
+    Client::PrintError(*status, json::parse(error_body, nullptr, false), error_body);
+    return kExitFailed;
+  }
+  auto got = DigestFile(partial);
+  if (!got.ok() || got->digest != (*described)["digest"].get<std::string>()) {
+    std::filesystem::remove(partial);
+    std::cerr << "error: the bytes received for " << Safe(ref)
+              << " do not match its digest; nothing was written\n";
+    return kExitFailed;
+  }
+  std::filesystem::rename(partial, destination);
+  std::cout << Safe(ref) << " -> " << Safe(destination) << " (" << Bytes(got->size) << ")\n";
+  return kExitOk;
+}
+
+int ArtifactsDescribe(const Options& o, bool lineage_only) {
+  auto path = ArtifactPath(o.name);
+  if (!path) return kExitUsage;
+  Client client(o);
+  auto a = client.Call("GET", *path);
+  if (!a) return client.exit_code;
+  if (PrintStructured(o, *a)) return kExitOk;
+  const json& j = *a;
+  const json& lineage = j["lineage"];
+  if (!lineage_only) {
+    std::cout << "Artifact:  " << Safe(j["ref"].get<std::string>()) << "\n"
+              << "Kind:      " << Or(j, "kind") << "\n"
+              << "State:     " << Or(j, "state") << "\n"
+              << "Team:      " << Or(j, "team") << "\n"
+              << "Size:      " << Bytes(j["size"].get<std::uint64_t>()) << "\n"
+              << "Digest:    " << Or(j, "digest") << "\n"
+              << "Created:   " << Or(j, "created_at") << " by " << Or(j, "created_by") << "\n";
+    if (!j["metrics"].empty()) {
+      std::cout << "Metrics:  ";
+      for (const auto& [k, v] : j["metrics"].items()) std::cout << " " << Safe(k) << "=" << Safe(v.dump());
+      std::cout << "\n";
+    }
+    if (!j["labels"].empty()) {
+      std::cout << "Labels:   ";
+      for (const auto& [k, v] : j["labels"].items()) {
+        std::cout << " " << Safe(k) << "=" << Safe(v.get<std::string>());
+      }
+      std::cout << "\n";
+    }
+  }
+  std::cout << "Produced by: " << Safe(ProducerText(j));
+  if (lineage["producer"].is_object() && lineage["producer"]["state"].is_string()) {
+    std::cout << " (" << Safe(lineage["producer"]["state"].get<std::string>()) << ")";
+  }
+  std::cout << "\n";
+  if (!lineage["inputs"].empty()) {
+    std::cout << "  which read:\n";
+    for (const auto& u : lineage["inputs"]) std::cout << "    " << Safe(u["artifact"].get<std::string>()) << "\n";
+  }
+  std::cout << "Used by:" << (lineage["used_by"].empty() ? " none\n" : "\n");
+  for (const auto& u : lineage["used_by"]) {
+    std::cout << "  job/" << Safe(u["job"].get<std::string>()) << " at " << Safe(u["used_at"].get<std::string>()) << "\n";
+  }
+  return kExitOk;
+}
+
+int ArtifactsRemove(const Options& o) {
+  auto ref = ParseArtifactRef(o.name);
+  if (!ref.ok() || !ref->version) {
+    std::cerr << "error: name the version to delete, as NAME:VERSION\n";
+    return kExitUsage;
+  }
+  Client client(o);
+  auto deleted = client.Call("DELETE", "/api/v1/artifacts/" + UrlEncode(ref->name) + "/versions/" +
+                                           std::to_string(*ref->version));
+  if (!deleted) return client.exit_code;
+  std::cout << "artifact/" << Safe((*deleted)["deleted"].get<std::string>()) << " deleted\n";
+  return kExitOk;
+}
+
 
 int ExpGet(const Options& o) {
   Client client(o);
@@ -1279,6 +1529,44 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   exp_stop->add_option("name", o.name, "experiment name")->required();
   AddOutputFlag(exp_stop, o, {"json", "yaml"});
   exp_stop->callback([&exit_code, &o] { exit_code = ExpStop(o); });
+
+  auto* artifacts = app.add_subcommand("artifacts", "Checkpoints, models, datasets and outputs, with lineage");
+  artifacts->require_subcommand(1);
+  auto* artifacts_ls = artifacts->add_subcommand("ls", "List artifact versions");
+  artifacts_ls->add_option("name", o.name, "only this artifact's versions");
+  artifacts_ls->add_option("--kind", o.kind, "only checkpoints, models, datasets or outputs")
+      ->check(CLI::IsMember({"checkpoint", "model", "dataset", "output"}));
+  artifacts_ls->add_option("--job", o.job, "only those this job produced");
+  artifacts_ls->add_option("--team", o.team, "only this team's");
+  AddOutputFlag(artifacts_ls, o, {"json", "yaml", "name"});
+  artifacts_ls->callback([&exit_code, &o] { exit_code = ArtifactsList(o); });
+  auto* artifacts_put = artifacts->add_subcommand("put", "Store a file as a new version of an artifact");
+  artifacts_put->add_option("file", o.file, "the file to store")->required();
+  artifacts_put->add_option("--name", o.name, "artifact name (lowercase letters, digits, - _ .)")->required();
+  artifacts_put->add_option("--kind", o.kind, "checkpoint, model, dataset or output (default)")
+      ->check(CLI::IsMember({"checkpoint", "model", "dataset", "output"}));
+  artifacts_put->add_option("--team", o.team, "the team it belongs to (default: your token's)");
+  artifacts_put->add_option("--job", o.job, "the job that produced it");
+  artifacts_put->add_option("--step", o.step, "the step it was produced at")->check(CLI::NonNegativeNumber);
+  artifacts_put->add_option("--label", o.labels, "KEY=VALUE (repeatable)");
+  artifacts_put->add_option("--metric", o.metrics, "NAME=NUMBER at the time, e.g. eval_loss=0.41 (repeatable)");
+  AddOutputFlag(artifacts_put, o, {"json", "yaml"});
+  artifacts_put->callback([&exit_code, &o] { exit_code = ArtifactsPut(o); });
+  auto* artifacts_get = artifacts->add_subcommand("get", "Download a version (its digest checked)");
+  artifacts_get->add_option("ref", o.name, "NAME (latest ready version) or NAME:VERSION")->required();
+  artifacts_get->add_option("destination", o.destination, "file or directory (default: ./NAME)");
+  artifacts_get->callback([&exit_code, &o] { exit_code = ArtifactsGet(o); });
+  auto* artifacts_describe = artifacts->add_subcommand("describe", "A version in detail, with its lineage");
+  artifacts_describe->add_option("ref", o.name, "NAME or NAME:VERSION")->required();
+  AddOutputFlag(artifacts_describe, o, {"json", "yaml"});
+  artifacts_describe->callback([&exit_code, &o] { exit_code = ArtifactsDescribe(o, false); });
+  auto* artifacts_lineage = artifacts->add_subcommand("lineage", "Which job made a version, what it read, who used it");
+  artifacts_lineage->add_option("ref", o.name, "NAME or NAME:VERSION")->required();
+  AddOutputFlag(artifacts_lineage, o, {"json", "yaml"});
+  artifacts_lineage->callback([&exit_code, &o] { exit_code = ArtifactsDescribe(o, true); });
+  auto* artifacts_rm = artifacts->add_subcommand("rm", "Delete a version (its bytes go once no version holds them)");
+  artifacts_rm->add_option("ref", o.name, "NAME:VERSION")->required();
+  artifacts_rm->callback([&exit_code, &o] { exit_code = ArtifactsRemove(o); });
 
   auto* describe = app.add_subcommand("describe", "Show a job in detail, with its events");
   describe->add_option("resource", o.resource, "job")->required()->check(CLI::IsMember({"job"}));

@@ -59,11 +59,4 @@ class ArtifactManager final : public api::ArtifactService {
   std::mutex mu_;
 };
 
-// The SHA-256 of the file at `path` as "sha256:<hex>", and its size.
-struct FileDigest {
-  std::string digest;
-  std::uint64_t size = 0;
-};
-Result<FileDigest> DigestFile(const std::string& path);
-
 }  // namespace headway

@@ -29,6 +29,8 @@
 #include "exec/executor.h"
 #include "exec/local/gpu_inventory.h"
 #include "exec/local/local_executor.h"
+#include "artifact/local/local_object_store.h"
+#include "server/artifact_manager.h"
 #include "server/experiment_controller.h"
 #include "server/job_controller.h"
 #include "server/user_tokens.h"
@@ -435,6 +437,29 @@ int RunServer(const ServerConfig& config) {
   std::unique_ptr<JobController> controller;
   std::unique_ptr<api::WatchCache> watch_cache;  // gone before the controller it reads
   std::unique_ptr<ExperimentController> experiments;
+  // Artifact bytes: content-addressed under the data directory. Uploads
+  // through the server are written to files in uploads/ (never memory),
+  // checked, then moved into the store; leftovers of a crash are removed.
+  namespace fs = std::filesystem;
+  const std::string upload_dir = (fs::path(config.data_dir) / "uploads").string();
+  {
+    std::error_code ec;
+    fs::remove_all(upload_dir, ec);
+    fs::create_directories(upload_dir, ec);
+    if (ec || ::chmod(upload_dir.c_str(), 0700) != 0) {
+      spdlog::error("cannot create {}: {}", upload_dir, ec ? ec.message() : std::strerror(errno));
+      return 1;
+    }
+  }
+  auto objects = OpenLocalObjectStore((fs::path(config.data_dir) / "artifacts").string());
+  if (!objects.ok()) {
+    spdlog::error("{}", objects.status().ToString());
+    return 1;
+  }
+  ArtifactManagerOptions artifact_options;
+  artifact_options.quota_bytes = config.artifact_quota_bytes;
+  artifact_options.default_quota_bytes = config.default_artifact_quota_bytes;
+  ArtifactManager artifacts(**store, **objects, clock, artifact_options);
   api::HttpHandler api_handler;
   std::atomic<const api::HttpHandler*> ready{nullptr};
   api::HttpServerOptions http_options;
@@ -448,6 +473,9 @@ int RunServer(const ServerConfig& config) {
   http_options.max_connections_per_client = config.max_connections_per_client;
   http_options.reserved_connections = config.reserved_connections;
   http_options.reserved_for = api::IsJobReport;
+  http_options.body_to_file = api::IsArtifactUpload;
+  http_options.file_body_dir = upload_dir;
+  http_options.max_file_body_bytes = config.max_upload_bytes;
   http_options.tls_cert_file = config.tls_cert_file;
   http_options.tls_key_file = config.tls_key_file;
   auto server = api::HttpServer::Start(
@@ -496,6 +524,7 @@ int RunServer(const ServerConfig& config) {
   api_options.watch_cache = watch_cache.get();
   api_options.max_streams_per_token = config.max_streams_per_token;
   api_options.experiments = experiments.get();
+  api_options.artifacts = &artifacts;
   api_options.tokens = config.auth ? &user_tokens : nullptr;
   api_options.web_dir = config.web_dir;
   api_options.hosts.listen_address = config.listen_address;

@@ -45,6 +45,10 @@ struct ServerConfig {
   std::size_t max_series_per_job = 1000;
   std::uint64_t max_points_per_job = 1000000;  // progress rows (steps + metric values) per job
   std::uint64_t max_log_bytes = 1ull << 30;    // per rank (local and Slurm), rotated at half; 0: off
+  std::uint64_t max_upload_bytes = 5ull << 30;  // one artifact uploaded through the server
+  // Bytes of artifacts a team may hold (--artifact-quota TEAM=BYTES); 0: no limit.
+  std::map<std::string, std::uint64_t> artifact_quota_bytes;
+  std::uint64_t default_artifact_quota_bytes = 0;
   double stall_floor_s = 60;        // never call a job Stalled sooner than this
   double no_report_grace_s = 300;   // say "no progress reported" after this long
   // Ended jobs without a spec ttl_after_finished are deleted this long after

@@ -1,0 +1,45 @@
+#include "artifact/file_digest.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace headway {
+
+Result<FileDigest> DigestFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Unavailable("cannot read " + path + ": " + std::strerror(errno));
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  std::vector<unsigned char> buf(1 << 20);
+  FileDigest out;
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return Unavailable("cannot read " + path + ": " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<std::size_t>(n));
+    out.size += static_cast<std::uint64_t>(n);
+  }
+  ::close(fd);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), md, &len);
+  static const char* kHex = "0123456789abcdef";
+  out.digest = "sha256:";
+  for (unsigned int i = 0; i < len; ++i) {
+    out.digest += kHex[md[i] >> 4];
+    out.digest += kHex[md[i] & 15];
+  }
+  return out;
+}
+
+}  // namespace headway
