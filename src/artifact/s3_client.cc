@@ -144,7 +144,9 @@ struct Response {
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;                            // memory bodies, and error documents
   std::uint64_t sunk = 0;                      // bytes written to sink_fd
-  std::string sink_md5_hex;
+  // With want_md5: the MD5 of the body received (2xx GET) or sent (upload);
+  // empty when an upload was not read front to back once.
+  std::string md5_hex;
   std::string Header(const std::string& name) const {
     auto it = headers.find(name);
     return it == headers.end() ? "" : it->second;
@@ -159,6 +161,7 @@ struct Transfer {
   int sink_errno = 0;
   bool body_too_large = false;
   EVP_MD_CTX* md5 = nullptr;
+  std::uint64_t md5_upto = 0;  // bytes of an upload hashed so far
 };
 
 size_t OnHeader(char* p, size_t size, size_t n, void* ud) {
@@ -226,7 +229,11 @@ size_t OnRead(char* buf, size_t size, size_t n, void* ud) {
   for (;;) {
     ssize_t r = ::pread(c.body_fd, buf, want, static_cast<off_t>(c.body_offset + t->sent));
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return CURL_READFUNC_ABORT;  // a read error, or the file shrank
+    if (r <= 0) return CURL_READFUNC_ABORT;             // a read error, or the file shrank
+    if (t->md5 != nullptr && t->sent == t->md5_upto) {  // not bytes resent after a rewind
+      EVP_DigestUpdate(t->md5, buf, static_cast<size_t>(r));
+      t->md5_upto += static_cast<std::uint64_t>(r);
+    }
     t->sent += static_cast<std::uint64_t>(r);
     return static_cast<size_t>(r);
   }
@@ -431,7 +438,8 @@ Status PerformOnce(const S3ClientOptions& o, S3Client::Impl& impl, Time now, con
     unsigned char d[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     EVP_DigestFinal_ex(md5.get(), d, &len);
-    response.sink_md5_hex = Hex(d, len);
+    response.md5_hex = Hex(d, len);
+    if (call.body_fd >= 0 && t.md5_upto != call.body_length) response.md5_hex.clear();
   }
   if (response.status < 200 || response.status >= 300) {
     Status s = S3ErrorStatus(call.operation, response.status, response.body);
@@ -465,6 +473,32 @@ Status Perform(const S3ClientOptions& o, S3Client::Impl& impl, const Clock& cloc
     std::this_thread::sleep_for(delay);
     delay *= 2;
   }
+}
+
+// Sends bytes [offset, offset+length) of fd as the call's body and returns
+// their MD5 (hex). Signed payload: a first read for SHA-256 and MD5, then the
+// request with x-amz-content-sha256 and Content-MD5, which the server checks.
+// Unsigned (options.sign_payload off): one read, UNSIGNED-PAYLOAD, the MD5
+// taken on the way for the caller to compare with the ETag.
+Result<std::string> SendFileRange(const S3ClientOptions& o, S3Client::Impl& impl,
+                                  const Clock& clock, Call& c, int fd, const std::string& path,
+                                  std::uint64_t offset, std::uint64_t length, Response& r) {
+  c.body_fd = fd;
+  c.body_offset = offset;
+  c.body_length = length;
+  c.long_transfer = true;
+  if (!o.sign_payload) {
+    c.payload_sha256 = std::string(kUnsignedPayload);
+    HEADWAY_RETURN_IF_ERROR(Perform(o, impl, clock, c, r, /*want_md5=*/true));
+    if (r.md5_hex.empty()) return Unavailable(c.operation + ": the body was not read in one pass");
+    return r.md5_hex;
+  }
+  auto digests = HashRange(fd, path, offset, length);
+  if (!digests.ok()) return digests.status();
+  c.headers.emplace_back("Content-MD5", digests->md5_base64);
+  c.payload_sha256 = digests->sha256_hex;
+  HEADWAY_RETURN_IF_ERROR(Perform(o, impl, clock, c, r));
+  return digests->md5_hex;
 }
 
 std::uint64_t ParseSize(const std::string& s) {
@@ -554,25 +588,19 @@ Result<S3ObjectInfo> S3Client::PutObject(const std::string& bucket, const std::s
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (size > kS3MaxPartSize)
     return InvalidArgument(path + ": over 5 GiB, too large for one PutObject; use Upload");
-  auto digests = HashRange(fd.get(), path, 0, size);
-  if (!digests.ok()) return digests.status();
   Call c;
   c.operation = "PutObject " + bucket + "/" + key;
   c.method = "PUT";
   c.url = std::move(*url);
-  c.headers.emplace_back("Content-MD5", digests->md5_base64);
   if (!content_type.empty()) c.headers.emplace_back("Content-Type", content_type);
-  c.payload_sha256 = digests->sha256_hex;
-  c.body_fd = fd.get();
-  c.body_length = size;
-  c.long_transfer = true;
   Response r;
-  HEADWAY_RETURN_IF_ERROR(Perform(options_, *impl_, clock_, c, r));
+  auto md5 = SendFileRange(options_, *impl_, clock_, c, fd.get(), path, 0, size, r);
+  if (!md5.ok()) return md5.status();
   S3ObjectInfo info = InfoFrom(r);
   info.size = size;
-  if (options_.verify_etag && info.etag != digests->md5_hex)
+  if (options_.verify_etag && info.etag != *md5)
     return Unavailable(c.operation + ": the server's ETag " + info.etag +
-                       " is not the MD5 of what was sent (" + digests->md5_hex + ")");
+                       " is not the MD5 of what was sent (" + *md5 + ")");
   return info;
 }
 
@@ -600,9 +628,8 @@ Result<S3ObjectInfo> S3Client::GetObject(const std::string& bucket, const std::s
   Status s = Perform(options_, *impl_, clock_, c, r, /*want_md5=*/!range.has_value());
   S3ObjectInfo info = InfoFrom(r);
   info.size = r.sunk;
-  if (s.ok() && !range && options_.verify_etag && IsMd5Hex(info.etag) &&
-      info.etag != r.sink_md5_hex) {
-    s = Unavailable(c.operation + ": the received bytes' MD5 " + r.sink_md5_hex +
+  if (s.ok() && !range && options_.verify_etag && IsMd5Hex(info.etag) && info.etag != r.md5_hex) {
+    s = Unavailable(c.operation + ": the received bytes' MD5 " + r.md5_hex +
                     " is not the object's ETag " + info.etag);
   }
   if (s.ok() && ::fsync(fd.get()) != 0) s = ErrnoStatus("writing " + partial, errno);
@@ -717,25 +744,18 @@ Result<S3Part> S3Client::UploadPart(const std::string& bucket, const std::string
   if (!url.ok()) return url.status();
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return ErrnoStatus("opening " + path, errno);
-  auto digests = HashRange(fd.get(), path, offset, length);
-  if (!digests.ok()) return digests.status();
   Call c;
   c.operation = "UploadPart " + bucket + "/" + key + " part " + std::to_string(part_number);
   c.method = "PUT";
   c.url = std::move(*url);
-  c.headers.emplace_back("Content-MD5", digests->md5_base64);
-  c.payload_sha256 = digests->sha256_hex;
-  c.body_fd = fd.get();
-  c.body_offset = offset;
-  c.body_length = length;
-  c.long_transfer = true;
   Response r;
-  HEADWAY_RETURN_IF_ERROR(Perform(options_, *impl_, clock_, c, r));
+  auto md5 = SendFileRange(options_, *impl_, clock_, c, fd.get(), path, offset, length, r);
+  if (!md5.ok()) return md5.status();
   S3Part part{part_number, length, UnquoteEtag(r.Header("etag"))};
   if (part.etag.empty()) return Unavailable(c.operation + ": no ETag in the response");
-  if (options_.verify_etag && part.etag != digests->md5_hex)
+  if (options_.verify_etag && part.etag != *md5)
     return Unavailable(c.operation + ": the server's ETag " + part.etag +
-                       " is not the MD5 of what was sent (" + digests->md5_hex + ")");
+                       " is not the MD5 of what was sent (" + *md5 + ")");
   return part;
 }
 

@@ -3,12 +3,15 @@
 // (artifact/sigv4.h).
 //
 // Bodies stream between files and the network: nothing holds a whole object
-// in memory. Every upload's payload is signed: the file range is read once to
-// compute its SHA-256 and MD5, then sent with x-amz-content-sha256 and
-// Content-MD5, so the server rejects bytes that changed on disk or on the way
-// (BadDigest, XAmzContentSHA256Mismatch), over plain HTTP too. The extra
-// pass hashes at about 390 MiB/s (SHA-256 with SHA-NI plus MD5, one core):
-// below a 10 Gb/s link's speed, above a 1 Gb/s one's.
+// in memory. By default every upload's payload is signed: the file range is
+// read once to compute its SHA-256 and MD5, then sent with
+// x-amz-content-sha256 and Content-MD5, so the server rejects bytes that
+// changed on disk or on the way (BadDigest, XAmzContentSHA256Mismatch), over
+// plain HTTP too. SigV4 puts the hash in the headers, before the body, and
+// the streaming (aws-chunked) form that would avoid the first read is not
+// implemented by Swift's s3api (501); the first read hashes at about
+// 390 MiB/s on one core (SHA-256 with SHA-NI, plus MD5). Over https,
+// options.sign_payload = false sends in one read instead.
 // Each part's and each multipart object's ETag is compared with the MD5s
 // computed here (options.verify_etag), and a full-object download is
 // compared with its ETag when that is a plain MD5.
@@ -67,6 +70,13 @@ struct S3ClientOptions {
   // Parts of one Upload in flight at once (1..64); each holds a connection
   // and a 1 MiB read buffer.
   int upload_concurrency = 4;
+  // Signed payloads (the default): each upload's bytes are read twice, first
+  // for SHA-256 and MD5, and the server refuses a body that does not match
+  // (XAmzContentSHA256Mismatch, BadDigest). Off: UNSIGNED-PAYLOAD without
+  // Content-MD5, one read, the MD5 taken while sending and compared with the
+  // ETag afterwards, so damage is reported but the damaged object was
+  // stored; meant for https endpoints, where TLS guards the bytes in transit.
+  bool sign_payload = true;
   // Compare returned ETags with the MD5s of what was sent or received. Turn
   // off for buckets with SSE-KMS or SSE-C, whose ETags are not MD5s.
   bool verify_etag = true;

@@ -266,6 +266,25 @@ TEST_F(S3ClientTest, ListsInPagesWithContinuationTokens) {
   EXPECT_EQ(dirs->common_prefixes, (std::vector<std::string>{"p/", "q/"}));
 }
 
+TEST_F(S3ClientTest, UnsignedPayloadUploadsInOneReadAndStillChecksTheEtag) {
+  S3ClientOptions o = MakeClient(server_->secret_key(), 5 * kMiB, 5 * kMiB)->options();
+  o.sign_payload = false;
+  auto client = S3Client::Create(o, clock_);
+  ASSERT_TRUE(client.ok());
+  const std::string data = RandomBytes(11 * kMiB + 5, 7);
+  WriteFile(dir_ + "/u.bin", data);
+  auto put = (*client)->PutObject(bucket_, "u/single", dir_ + "/u.bin");
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  auto multi = (*client)->Upload(dir_ + "/u.bin", bucket_, "u/multi");
+  ASSERT_TRUE(multi.ok()) << multi.status().ToString();
+  EXPECT_EQ(multi->parts_sent, 3);
+  for (const char* key : {"u/single", "u/multi"}) {
+    auto got = (*client)->GetObject(bucket_, key, dir_ + "/u.down");
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_TRUE(ReadFile(dir_ + "/u.down") == data) << key;
+  }
+}
+
 TEST_F(S3ClientTest, WrongSecretIsSignatureDoesNotMatchWithoutTheSecret) {
   auto bad = MakeClient("not-the-secret-0123456789");
   auto head = bad->ListObjectsV2(bucket_, "");
@@ -417,6 +436,10 @@ TEST_F(S3ClientTest, MeasuresThroughput) {
   one_at_a_time.upload_concurrency = 1;
   auto sequential = S3Client::Create(one_at_a_time, clock_);
   ASSERT_TRUE(sequential.ok());
+  S3ClientOptions unsigned_options = client->options();
+  unsigned_options.sign_payload = false;
+  auto one_read = S3Client::Create(unsigned_options, clock_);
+  ASSERT_TRUE(one_read.ok());
   using Clock = std::chrono::steady_clock;
   std::vector<Clock::time_point> t{Clock::now()};
   ASSERT_TRUE(client->PutObject(bucket_, "single", dir_ + "/t.bin").ok());
@@ -427,15 +450,19 @@ TEST_F(S3ClientTest, MeasuresThroughput) {
   t.push_back(Clock::now());
   ASSERT_TRUE(client->GetObject(bucket_, "single", dir_ + "/t.down").ok());
   t.push_back(Clock::now());
+  ASSERT_TRUE((*one_read)->PutObject(bucket_, "unsigned", dir_ + "/t.bin").ok());
+  t.push_back(Clock::now());
   auto mibs = [&](int i) {
     return static_cast<double>(size) / kMiB /
            std::chrono::duration<double>(t[i + 1] - t[i]).count();
   };
   std::printf(
-      "S3 client on loopback Swift, 64 MiB: PutObject %.0f MiB/s; multipart 4 x 16 MiB one part "
+      "S3 client on loopback Swift, 64 MiB: PutObject %.0f MiB/s signed, %.0f MiB/s "
+      "UNSIGNED-PAYLOAD (x%.2f); multipart 4 x 16 MiB one part "
       "at a time %.0f MiB/s, four at a time %.0f MiB/s (x%.2f); GetObject %.0f MiB/s; server "
       "start %.1f s\n",
-      mibs(0), mibs(1), mibs(2), mibs(2) / mibs(1), mibs(3), server_->startup_seconds());
+      mibs(0), mibs(4), mibs(4) / mibs(0), mibs(1), mibs(2), mibs(2) / mibs(1), mibs(3),
+      server_->startup_seconds());
 }
 
 }  // namespace
