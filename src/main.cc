@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
     for (const std::string& entry : artifact_quotas) {
       auto eq = entry.find('=');
       auto bytes = eq == std::string::npos ? std::nullopt
-                                           : headway::ParseMemoryQuantity(entry.substr(eq + 1));
+                                           : headway::ParseByteQuantity(entry.substr(eq + 1));
       if (!bytes || *bytes < 0 || eq == 0) {
         throw CLI::ValidationError("--artifact-quota",
                                    "must be TEAM=BYTES such as vision=500Gi, got '" + entry + "'");
@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
         server_config.artifact_quota_bytes[entry.substr(0, eq)] = static_cast<std::uint64_t>(*bytes);
       }
     }
-    if (auto bytes = headway::ParseMemoryQuantity(max_upload); bytes && *bytes > 0) {
+    if (auto bytes = headway::ParseByteQuantity(max_upload); bytes && *bytes > 0) {
       server_config.max_upload_bytes = static_cast<std::uint64_t>(*bytes);
     } else {
       throw CLI::ValidationError("--max-upload-bytes", "must be a size such as 5Gi, got '" + max_upload + "'");

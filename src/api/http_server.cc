@@ -313,6 +313,17 @@ class Server final : public HttpServer {
                                 http::request_parser<http::string_body>&& head_parser,
                                 const Admission& admission) {
     auto& tcp_layer = beast::get_lowest_layer(*stream);
+    // A declared length over the limit is refused before anything is read;
+    // an undeclared one (chunked) as soon as it passes the limit.
+    if (head_parser.content_length() && *head_parser.content_length() > options_.max_file_body_bytes) {
+      co_await WriteSimple(*stream, 413,
+                           ErrorJson("PayloadTooLarge", "upload exceeds " +
+                                                            std::to_string(options_.max_file_body_bytes) +
+                                                            " bytes"),
+                           false);
+      co_await LingeringClose(*stream);
+      co_return false;
+    }
     http::request_parser<http::file_body> parser{std::move(head_parser)};
     parser.body_limit(options_.max_file_body_bytes);
     std::string path = options_.file_body_dir + "/upload-" + RandomName();

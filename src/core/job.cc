@@ -77,7 +77,7 @@ bool IsValidJobName(std::string_view name) {
   return true;
 }
 
-std::optional<std::int64_t> ParseMemoryQuantity(std::string_view text) {
+std::optional<std::int64_t> ParseByteQuantity(std::string_view text) {
   std::size_t digits = 0;
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
   if (digits == 0 || digits > 15) return std::nullopt;
@@ -90,11 +90,15 @@ std::optional<std::int64_t> ParseMemoryQuantity(std::string_view text) {
   for (const auto& [unit, scale] : kUnits) {
     if (suffix != unit) continue;
     if (value > (std::int64_t{1} << 62) / scale) return std::nullopt;
-    std::int64_t bytes = value * scale;
-    if (bytes < (std::int64_t{4} << 20)) return std::nullopt;
-    return bytes;
+    return value * scale;
   }
   return std::nullopt;
+}
+
+std::optional<std::int64_t> ParseMemoryQuantity(std::string_view text) {
+  auto bytes = ParseByteQuantity(text);
+  if (!bytes || *bytes < (std::int64_t{4} << 20)) return std::nullopt;
+  return bytes;
 }
 
 std::string FormatMemoryQuantity(std::int64_t bytes) {

@@ -181,6 +181,8 @@ bool IsValidJobName(std::string_view name);
 // Memory sizes as Kubernetes writes them: "512Mi", "16Gi", "2G", "1500000"
 // (bytes). nullopt for anything else, or below 4 MiB (no job starts in less).
 std::optional<std::int64_t> ParseMemoryQuantity(std::string_view text);
+// The same units without a minimum ("0", "512", "1Mi", "500Gi"); nullopt when malformed.
+std::optional<std::int64_t> ParseByteQuantity(std::string_view text);
 // The shortest exact form: "16Gi", "1536Mi", or plain bytes.
 std::string FormatMemoryQuantity(std::int64_t bytes);
 

@@ -1,0 +1,184 @@
+"""Artifacts from inside a job: save a checkpoint or model, load one back.
+
+    import headway
+    headway.save_artifact("ckpt.pt", name="mnist-ckpt", kind="checkpoint",
+                          step=step, metrics={"eval_loss": 0.41})
+    headway.load_artifact("mnist-data:3", "data.tar")      # records that this job used it
+
+Both authenticate as the job (HEADWAY_URL, HEADWAY_JOB, HEADWAY_TOKEN), so the artifact
+belongs to the job's team, names the job (and its attempt) as its producer, and a load is
+recorded as a use: `headway artifacts lineage NAME` shows both. Bytes are streamed from
+and to disk, never held in memory; a download is checked against the artifact's SHA-256
+before it is moved into place. Unlike report(), these raise HeadwayError on failure:
+a checkpoint that was not saved must not pass silently. Standard library only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import ssl
+from typing import Any, Dict, Mapping, Optional, Tuple
+from urllib.parse import quote, urlsplit
+
+from .client import HeadwayError
+
+_CHUNK = 1 << 20
+
+
+def _job_env() -> Tuple[str, str, str]:
+    url = os.environ.get("HEADWAY_URL", "")
+    job = os.environ.get("HEADWAY_JOB", "")
+    token = os.environ.get("HEADWAY_TOKEN", "")
+    if not (url and job and token):
+        raise HeadwayError(None, "FailedPrecondition",
+                           "not running as a Headway job (HEADWAY_URL, HEADWAY_JOB and "
+                           "HEADWAY_TOKEN are needed)")
+    return url.rstrip("/"), job, token
+
+
+def _connection(url: str, timeout: float) -> Tuple[http.client.HTTPConnection, str]:
+    parts = urlsplit(url)
+    if parts.scheme == "https":
+        context = ssl.create_default_context(cafile=os.environ.get("HEADWAY_CA_FILE") or None)
+        conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+            parts.hostname, parts.port, timeout=timeout, context=context)
+    elif parts.scheme == "http":
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    else:
+        raise HeadwayError(None, "InvalidArgument", "not an http(s) URL: %r" % (url,))
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    return conn, target
+
+
+def _send(url: str, method: str, headers: Mapping[str, str], body: Any = None,
+          timeout: float = 600.0) -> Tuple[int, Dict[str, str], bytes]:
+    conn, target = _connection(url, timeout)
+    try:
+        conn.request(method, target, body=body, headers=dict(headers))
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+def _check(status: int, raw: bytes) -> Dict[str, Any]:
+    try:
+        parsed = json.loads(raw.decode("utf-8")) if raw else {}
+    except ValueError:
+        parsed = {}
+    if status >= 400:
+        error = parsed.get("error", {}) if isinstance(parsed, dict) else {}
+        message = error.get("message") or raw.decode("utf-8", "replace")[:200]
+        if error.get("field"):
+            message = "%s: %s" % (error["field"], message)
+        raise HeadwayError(status, error.get("code", "Unknown"), message)
+    return parsed
+
+
+def _digest(path: str) -> Tuple[str, int]:
+    sha, size = hashlib.sha256(), 0
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(_CHUNK)
+            if not block:
+                break
+            sha.update(block)
+            size += len(block)
+    return "sha256:" + sha.hexdigest(), size
+
+
+def save_artifact(path: str, name: str, *, kind: str = "checkpoint",
+                  step: Optional[int] = None, metrics: Optional[Mapping[str, float]] = None,
+                  labels: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+    """Stores the file at `path` as a new version of artifact `name`; returns its record
+    (with "ref", e.g. "mnist-ckpt:4"). A file whose bytes are stored already is not sent
+    again."""
+    url, job, token = _job_env()
+    auth = {"Authorization": "Bearer " + token, "X-Headway-Job": job}
+    digest, size = _digest(path)
+    record: Dict[str, Any] = {"name": name, "kind": kind, "size": size, "digest": digest}
+    if step is not None:
+        record["producer"] = {"step": int(step)}
+    if metrics:
+        record["metrics"] = {k: (v if v == v and abs(v) != float("inf") else
+                                 ("NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")))
+                             for k, v in ((k, float(v)) for k, v in metrics.items())}
+    if labels:
+        record["labels"] = dict(labels)
+    status, _, raw = _send(url + "/api/v1/artifacts", "POST",
+                           dict(auth, **{"Content-Type": "application/json"}),
+                           json.dumps(record).encode("utf-8"))
+    created = _check(status, raw)
+    upload = created.get("upload")
+    if not upload:
+        return created["artifact"]
+    headers = {"Content-Length": str(size), "Content-Type": "application/octet-stream"}
+    headers.update(upload.get("headers") or {})
+    target = upload["url"]
+    through_server = target.startswith("/")
+    if through_server:
+        headers.update(auth)
+        target = url + target
+    with open(path, "rb") as body:
+        status, _, raw = _send(target, upload.get("method", "PUT"), headers, body)
+    if through_server:
+        return _check(status, raw)
+    if status >= 300:
+        raise HeadwayError(status, "UploadFailed", raw.decode("utf-8", "replace")[:300])
+    a = created["artifact"]
+    status, _, raw = _send("%s/api/v1/artifacts/%s/versions/%d/commit" % (url, quote(a["name"], safe=""),
+                                                                          a["version"]),
+                           "POST", auth)
+    return _check(status, raw)
+
+
+def load_artifact(ref: str, destination: str) -> Dict[str, Any]:
+    """Downloads artifact `ref` ("NAME" for its newest ready version, or "NAME:VERSION")
+    to `destination` (a file path, or a directory to put it in under its name), checks its
+    SHA-256, and returns its record. The server records that this job used it."""
+    url, job, token = _job_env()
+    auth = {"Authorization": "Bearer " + token, "X-Headway-Job": job}
+    name, _, version = ref.partition(":")
+    base = "%s/api/v1/artifacts/%s/versions/%s" % (url, quote(name, safe=""), version or "latest")
+    status, _, raw = _send(base, "GET", auth)
+    record = _check(status, raw)
+    if os.path.isdir(destination):
+        destination = os.path.join(destination, record["name"])
+    content = "%s/api/v1/artifacts/%s/versions/%d/content" % (url, quote(record["name"], safe=""),
+                                                                record["version"])
+    partial = destination + ".partial"
+    target, headers = content, auth
+    for _ in range(2):  # the server may redirect to the object store
+        conn, path = _connection(target, 600.0)
+        try:
+            conn.request("GET", path, headers=headers)
+            resp = conn.getresponse()
+            if resp.status in (301, 302, 303, 307, 308) and resp.getheader("Location"):
+                resp.read()
+                target, headers = resp.getheader("Location"), {}
+                continue
+            if resp.status >= 300:
+                _check(resp.status, resp.read())
+                raise HeadwayError(resp.status, "Unknown", "download failed")
+            sha = hashlib.sha256()
+            with open(partial, "wb") as out:
+                while True:
+                    block = resp.read(_CHUNK)
+                    if not block:
+                        break
+                    sha.update(block)
+                    out.write(block)
+            break
+        finally:
+            conn.close()
+    if "sha256:" + sha.hexdigest() != record["digest"]:
+        os.unlink(partial)
+        raise HeadwayError(None, "DataLoss", "the bytes received for %s do not match its digest"
+                           % record["ref"])
+    os.replace(partial, destination)
+    return record
