@@ -18,10 +18,13 @@
 //
 // Errors come back as Status: the S3 error document's Code and Message
 // ("NoSuchKey: The specified key does not exist.") with the operation and
-// HTTP status, mapped onto StatusCode (404 -> kNotFound, 403 ->
-// kPermissionDenied, 409/412 -> kConflict, 400/416 -> kInvalidArgument,
-// 429/503/5xx and network failures -> kUnavailable). No message contains the
-// secret key or the session token; the client writes no log lines.
+// HTTP status, mapped onto StatusCode (SignatureDoesNotMatch,
+// InvalidAccessKeyId and bad tokens -> kUnauthenticated, other 403 ->
+// kPermissionDenied, 404 -> kNotFound, 409/412 -> kConflict, 429 ->
+// kResourceExhausted, 5xx, SlowDown and network failures -> kUnavailable,
+// other 4xx -> kInvalidArgument). Idempotent requests are retried first
+// (options.max_attempts). No message contains the secret key or the session
+// token; the client writes no log lines.
 //
 // Thread safety: an S3Client may be used from several threads at once; calls
 // share connections (and DNS and TLS sessions) through one curl share handle.
