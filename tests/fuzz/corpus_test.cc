@@ -34,6 +34,7 @@ TEST(FuzzCorpus, ExperimentSpec) { EXPECT_GT(Replay("experiment_spec", &FuzzExpe
 TEST(FuzzCorpus, ProgressReport) { EXPECT_GT(Replay("progress_report", &FuzzProgressReport), 0); }
 TEST(FuzzCorpus, KubeflowStatus) { EXPECT_GT(Replay("kubeflow_status", &FuzzKubeflowStatus), 0); }
 TEST(FuzzCorpus, HttpRequest) { EXPECT_GT(Replay("http_request", &FuzzHttpRequest), 0); }
+TEST(FuzzCorpus, S3Xml) { EXPECT_GT(Replay("s3_xml", &FuzzS3Xml), 0); }
 
 }  // namespace
 }  // namespace headway::fuzz

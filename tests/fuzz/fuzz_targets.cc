@@ -8,6 +8,7 @@
 #include "api/http_server.h"
 #include "api/kubeflow_status.h"
 #include "api/rest_api.h"
+#include "artifact/s3_xml.h"
 #include "core/job_spec_json.h"
 #include "core/job_spec_parser.h"
 #include "core/progress_report.h"
@@ -163,6 +164,21 @@ void FuzzHttpRequest(const std::uint8_t* data, std::size_t size) {
   if (response.status >= 400 && !response.stream) {
     FUZZ_CHECK(response.body.find("\"code\"") != std::string::npos);
   }
+}
+
+void FuzzS3Xml(const std::uint8_t* data, std::size_t size) {
+  const std::string_view body = Text(data, size);
+  if (auto page = ParseListObjectsV2(body); page.ok()) {
+    FUZZ_CHECK(!page->truncated || !page->next_continuation_token.empty());
+    for (const S3Object& o : page->objects) FUZZ_CHECK(!o.key.empty());
+  }
+  if (auto parts = ParseListParts(body); parts.ok()) {
+    for (const S3Part& p : parts->parts) FUZZ_CHECK(p.number >= 1 && p.number <= 10000);
+    FUZZ_CHECK(parts->next_part_number_marker >= 0 && parts->next_part_number_marker <= 10000);
+  }
+  if (auto id = ParseInitiateMultipartUpload(body); id.ok()) FUZZ_CHECK(!id->empty());
+  (void)ParseCompleteMultipartUpload(body);
+  (void)ParseS3Error(body);
 }
 
 }  // namespace headway::fuzz
