@@ -196,6 +196,22 @@ int main(int argc, char** argv) {
   server->add_option("--artifact-quota", artifact_quotas,
                      "TEAM=BYTES: the bytes of artifacts a team may keep, e.g. vision=500Gi "
                      "(repeatable; *=BYTES for every team not named; default: no limit)");
+  server->add_option("--artifact-store", server_config.artifact_store,
+                     "where artifact bytes are kept: local (DATA_DIR/artifacts) or s3 (an "
+                     "S3-compatible bucket; credentials from AWS_ACCESS_KEY_ID and "
+                     "AWS_SECRET_ACCESS_KEY in the environment)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"local", "s3"}));
+  server->add_option("--s3-endpoint", server_config.s3_endpoint,
+                     "the S3 endpoint, e.g. https://s3.eu-west-3.amazonaws.com or http://minio:9000");
+  server->add_option("--s3-bucket", server_config.s3_bucket, "the bucket (created if missing)");
+  server->add_option("--s3-region", server_config.s3_region, "the region it signs for")
+      ->capture_default_str();
+  server->add_option("--s3-prefix", server_config.s3_prefix, "a prefix for every object key");
+  server->add_option("--s3-public-endpoint", server_config.s3_public_endpoint,
+                     "the endpoint clients and jobs reach the store at, when not --s3-endpoint");
+  server->add_option("--s3-ca-file", server_config.s3_ca_file,
+                     "PEM CA certificates to verify the endpoint with (default: the system's)");
   std::string max_upload = "5Gi";
   server->add_option("--max-upload-bytes", max_upload,
                      "the largest artifact uploaded through the server (local artifact store)")

@@ -62,9 +62,10 @@ Result<Artifact> ParseNewArtifact(std::string_view body) {
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     const std::string& key = it.key();
     const json& v = it.value();
-    if (key == "name" || key == "digest" || key == "team") {
+    if (key == "name" || key == "digest" || key == "team" || key == "content_md5") {
       if (!v.is_string()) return WrongType(key, "a string");
-      (key == "name" ? a.name : key == "digest" ? a.digest : a.team) = v.get<std::string>();
+      (key == "name" ? a.name : key == "digest" ? a.digest : key == "team" ? a.team : a.content_md5) =
+          v.get<std::string>();
     } else if (key == "kind") {
       if (!v.is_string()) return WrongType(key, "a string");
       auto kind = ParseArtifactKind(v.get<std::string>());
@@ -119,8 +120,8 @@ Result<Artifact> ParseNewArtifact(std::string_view body) {
         a.labels[l.key()] = l.value().get<std::string>();
       }
     } else {
-      return InvalidArgument("unknown field (known: name, kind, size, digest, team, producer, "
-                             "metrics, labels)")
+      return InvalidArgument("unknown field (known: name, kind, size, digest, content_md5, team, "
+                             "producer, metrics, labels)")
           .WithField(key);
     }
   }

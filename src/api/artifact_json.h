@@ -14,7 +14,7 @@ nlohmann::json ArtifactToJson(const Artifact& artifact);
 nlohmann::json ArtifactUseToJson(const ArtifactUse& use);
 
 // The body of POST /api/v1/artifacts: {"name", "kind", "size", "digest",
-// "team"?, "producer"?: {"job", "attempt", "step", "pipeline_node"},
+// "content_md5"?, "team"?, "producer"?: {"job", "attempt", "step", "pipeline_node"},
 // "metrics"?: {NAME: number | "NaN" | "Infinity" | "-Infinity"}, "labels"?:
 // {KEY: string}}. Unknown fields and wrong types are refused by name; the
 // values are checked by ValidateNewArtifact.

@@ -41,12 +41,12 @@ class ObjectStore {
   // machine; nullopt for a remote store (use PresignGet).
   virtual std::optional<std::string> LocalPath(const std::string& key) const = 0;
   virtual Status Delete(const std::string& key) = 0;
-  // For a remote store: a request that uploads `key` whose body must have
-  // this SHA-256 (hex) and size, valid for `ttl`; and one that downloads it.
-  // nullopt: the store has none (bytes go through the server).
-  virtual std::optional<PresignedRequest> PresignPut(const std::string& key,
-                                                     const std::string& sha256_hex,
-                                                     std::uint64_t size,
+  // For a remote store: a request that uploads `key` with a body of `size`
+  // bytes (bound to them by `content_md5`, base64, when given), valid for
+  // `ttl`; and one that downloads it. nullopt: the store has none (bytes go
+  // through the server).
+  virtual std::optional<PresignedRequest> PresignPut(const std::string& key, std::uint64_t size,
+                                                     const std::string& content_md5,
                                                      std::chrono::seconds ttl) = 0;
   virtual std::optional<PresignedRequest> PresignGet(const std::string& key,
                                                      std::chrono::seconds ttl) = 0;

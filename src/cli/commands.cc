@@ -567,6 +567,14 @@ std::string Bytes(std::uint64_t n) {
   return text;
 }
 
+// "http://host:port/path?query" as ("http://host:port", "/path?query").
+std::pair<std::string, std::string> SplitUrl(const std::string& url) {
+  std::size_t scheme = url.find("://");
+  std::size_t path = scheme == std::string::npos ? std::string::npos : url.find('/', scheme + 3);
+  if (path == std::string::npos) return {url, "/"};
+  return {url.substr(0, path), url.substr(path)};
+}
+
 // "NAME[:VERSION]" as the API path of that version ("latest" when none).
 std::optional<std::string> ArtifactPath(const std::string& ref_text) {
   auto ref = ParseArtifactRef(ref_text);
@@ -623,7 +631,8 @@ int ArtifactsPut(const Options& o) {
     return kExitUsage;
   }
   json body = {{"name", o.name}, {"kind", o.kind.empty() ? "output" : o.kind},
-               {"size", digest->size}, {"digest", digest->digest}};
+               {"size", digest->size}, {"digest", digest->digest},
+               {"content_md5", digest->content_md5}};
   if (!o.team.empty()) body["team"] = o.team;
   if (!o.job.empty() || o.step >= 0) {
     json producer = json::object();
@@ -660,23 +669,43 @@ int ArtifactsPut(const Options& o) {
   const json& upload = (*created)["upload"];
   if (upload.is_object()) {
     const std::string url = upload["url"].get<std::string>();
-    if (url.empty() || url.front() != '/') {
-      std::cerr << "error: this client uploads through the server only; the server asked for a "
-                   "direct upload to "
-                << Safe(url.substr(0, url.find('?'))) << "\n";
-      return kExitFailed;
+    if (!url.empty() && url.front() == '/') {
+      // Through the server (its local store).
+      auto sent = client.http().SendFile("PUT", url, o.file);
+      if (!sent.ok()) {
+        std::cerr << "error: " << Safe(sent.status().message()) << "\n";
+        return kExitUnreachable;
+      }
+      auto parsed = json::parse(sent->body, nullptr, false);
+      if (sent->status >= 400) {
+        Client::PrintError(sent->status, parsed, sent->body);
+        return kExitFailed;
+      }
+      artifact = parsed;
+    } else {
+      // Straight to the object store, with the presigned URL; then the server checks it.
+      auto [origin, target] = SplitUrl(url);
+      std::vector<std::pair<std::string, std::string>> headers;
+      const json upload_headers = upload.value("headers", json::object());
+      for (const auto& [k, v] : upload_headers.items()) {
+        if (k != "Content-Length") headers.emplace_back(k, v.get<std::string>());
+      }
+      HttpClient store(origin, "", Client::CaFile(o));
+      auto sent = store.SendFile(upload.value("method", "PUT"), target, o.file, headers);
+      if (!sent.ok()) {
+        std::cerr << "error: uploading to the object store: " << Safe(sent.status().message()) << "\n";
+        return kExitUnreachable;
+      }
+      if (sent->status >= 300) {
+        std::cerr << "error: the object store answered " << sent->status << ": "
+                  << Safe(sent->body.substr(0, 300)) << "\n";
+        return kExitFailed;
+      }
+      auto committed = client.Call("POST", "/api/v1/artifacts/" + UrlEncode(artifact["name"].get<std::string>()) +
+                                               "/versions/" + artifact["version"].dump() + "/commit");
+      if (!committed) return client.exit_code;
+      artifact = *committed;
     }
-    auto sent = client.http().SendFile("PUT", url, o.file);
-    if (!sent.ok()) {
-      std::cerr << "error: " << Safe(sent.status().message()) << "\n";
-      return kExitUnreachable;
-    }
-    auto parsed = json::parse(sent->body, nullptr, false);
-    if (sent->status >= 400) {
-      Client::PrintError(sent->status, parsed, sent->body);
-      return kExitFailed;
-    }
-    artifact = parsed;
   }
   if (PrintStructured(o, artifact)) return kExitOk;
   std::cout << "artifact/" << Safe(artifact["ref"].get<std::string>())
@@ -706,11 +735,22 @@ int ArtifactsGet(const Options& o) {
     return kExitFailed;
   }
   std::string error_body;
+  auto write = [&out](std::string_view data) {
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  };
   auto status = client.http().Stream(
       "/api/v1/artifacts/" + UrlEncode((*described)["name"].get<std::string>()) + "/versions/" +
           (*described)["version"].dump() + "/content",
-      [&out](std::string_view data) { out.write(data.data(), static_cast<std::streamsize>(data.size())); },
-      error_body);
+      write, error_body);
+  if (status.ok() && *status == 307) {
+    // The bytes are in an object store: read them from there.
+    json redirect = json::parse(error_body, nullptr, false);
+    std::string url = redirect.is_object() ? redirect.value("url", "") : "";
+    auto [origin, target] = SplitUrl(url);
+    HttpClient store(origin, "", Client::CaFile(o));
+    error_body.clear();
+    status = store.Stream(target, write, error_body);
+  }
   out.close();
   if (!status.ok() || *status >= 300) {
     std::filesystem::remove(partial);

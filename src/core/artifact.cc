@@ -1,5 +1,6 @@
 #include "core/artifact.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -87,6 +88,19 @@ std::string ContentKey(std::string_view digest) {
   return "sha256/" + std::string(hex.substr(0, 2)) + "/" + std::string(hex);
 }
 
+std::string ObjectKey(const Artifact& artifact) {
+  return artifact.team + "/" + ContentKey(artifact.digest);
+}
+
+bool IsValidContentMd5(std::string_view text) {
+  // 16 bytes: 22 base64 characters and "==".
+  if (text.size() != 24 || text.substr(22) != "==") return false;
+  for (char c : text.substr(0, 22)) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '/') return false;
+  }
+  return true;
+}
+
 Result<ArtifactRef> ParseArtifactRef(std::string_view text) {
   ArtifactRef ref;
   std::size_t colon = text.rfind(':');
@@ -142,6 +156,9 @@ Status ValidateNewArtifact(const Artifact& a) {
       return InvalidArgument("metric names are 1-128 printable characters").WithField("metrics");
     }
     (void)value;  // NaN and infinities are kept as such: a diverged checkpoint says so
+  }
+  if (!a.content_md5.empty() && !IsValidContentMd5(a.content_md5)) {
+    return InvalidArgument("must be the base64 of 16 bytes (as Content-MD5)").WithField("content_md5");
   }
   if (a.producer.step && *a.producer.step < 0) {
     return InvalidArgument("must be >= 0").WithField("producer.step");

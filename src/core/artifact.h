@@ -53,6 +53,9 @@ struct Artifact {
   std::map<std::string, std::string> labels;
   Time created_at{};
   std::optional<Time> ready_at;
+  // Only in a request to create a version, never stored: the bytes' MD5
+  // (base64, as HTTP's Content-MD5), which binds a presigned upload to them.
+  std::string content_md5;
 
   std::string Ref() const { return name + ":" + std::to_string(version); }
 };
@@ -82,6 +85,13 @@ bool IsValidDigest(std::string_view digest);
 // The object key of the bytes with `digest` (valid) in a content-addressed
 // store: "sha256/ab/abcdef...", so no directory holds more than 256 entries.
 std::string ContentKey(std::string_view digest);
+// Where a team's copy of those bytes is kept: "TEAM/sha256/ab/abcdef...".
+// Bytes are shared within a team, never across: an upload a store cannot
+// check against its SHA-256 (a presigned one) can then mislead only its own
+// team, and readers check the digest anyway.
+std::string ObjectKey(const Artifact& artifact);
+// A Content-MD5 value: base64 of 16 bytes.
+bool IsValidContentMd5(std::string_view text);
 
 // "NAME" (latest), "NAME:7" or "NAME:latest".
 struct ArtifactRef {

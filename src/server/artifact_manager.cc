@@ -19,12 +19,13 @@ Result<api::NewArtifact> ArtifactManager::Create(Artifact draft) {
   draft.state = ArtifactState::kPending;
   draft.created_at = clock_.Now();
   draft.ready_at.reset();
-  const std::string key = ContentKey(draft.digest);
+  const std::string key = ObjectKey(draft);
   auto existing = objects_.Head(key);
   if (!existing.ok()) return existing.status();
-  // Objects are written only with their digest checked (Receive, or a
-  // presigned PUT that signs the payload's SHA-256), so an object under the
-  // key holds these bytes.
+  // An object under the team's key for this digest holds these bytes: the
+  // local store checks them (Receive); a presigned upload is bound to its
+  // MD5 and size, and readers check the SHA-256 (ObjectKey says why that is
+  // enough).
   const bool stored_already = existing->has_value() && (*existing)->size == draft.size;
   {
     std::lock_guard lock(mu_);
@@ -49,7 +50,7 @@ Result<api::NewArtifact> ArtifactManager::Create(Artifact draft) {
     return out;
   }
   out.artifact = draft;
-  out.presigned = objects_.PresignPut(key, draft.digest.substr(7), draft.size, options_.presign_ttl);
+  out.presigned = objects_.PresignPut(key, draft.size, draft.content_md5, options_.presign_ttl);
   out.upload_through_server = !out.presigned.has_value();
   return out;
 }
@@ -80,7 +81,7 @@ Result<Artifact> ArtifactManager::Receive(std::string_view name, std::int64_t ve
                            artifact->Ref() + " says " + artifact->digest +
                            ": nothing was stored");
   }
-  HEADWAY_RETURN_IF_ERROR(objects_.PutFile(ContentKey(artifact->digest), path));
+  HEADWAY_RETURN_IF_ERROR(objects_.PutFile(ObjectKey(*artifact), path));
   return MarkReady(std::move(artifact.value()));
 }
 
@@ -88,7 +89,7 @@ Result<Artifact> ArtifactManager::Commit(std::string_view name, std::int64_t ver
   auto artifact = store_.GetArtifact(name, version);
   if (!artifact.ok()) return artifact.status();
   if (artifact->state == ArtifactState::kReady) return artifact;
-  auto info = objects_.Head(ContentKey(artifact->digest));
+  auto info = objects_.Head(ObjectKey(*artifact));
   if (!info.ok()) return info.status();
   if (!info->has_value()) {
     return Conflict("artifact '" + artifact->Ref() + "' has no uploaded bytes yet");
@@ -125,7 +126,7 @@ Result<api::ArtifactDownload> ArtifactManager::Open(std::string_view name,
     HEADWAY_RETURN_IF_ERROR(store_.AddArtifactUse(record));
   }
   api::ArtifactDownload out;
-  const std::string key = ContentKey(artifact->digest);
+  const std::string key = ObjectKey(*artifact);
   out.local_path = objects_.LocalPath(key);
   if (!out.local_path) out.presigned = objects_.PresignGet(key, options_.presign_ttl);
   out.artifact = std::move(artifact.value());
@@ -137,11 +138,11 @@ Status ArtifactManager::Delete(std::string_view name, std::int64_t version) {
   auto artifact = store_.GetArtifact(name, version);
   if (!artifact.ok()) return artifact.status();
   HEADWAY_RETURN_IF_ERROR(store_.DeleteArtifact(name, version));
-  auto holders = store_.CountArtifactsWithDigest(artifact->digest);
+  auto holders = store_.CountArtifactsWithDigest(artifact->team, artifact->digest);
   if (holders.ok() && *holders == 0) {
     // The record is gone either way; bytes left behind by a failure here
     // are found again by their digest when the same content comes back.
-    (void)objects_.Delete(ContentKey(artifact->digest));
+    (void)objects_.Delete(ObjectKey(*artifact));
   }
   return Status::Ok();
 }

@@ -30,6 +30,7 @@
 #include "exec/local/gpu_inventory.h"
 #include "exec/local/local_executor.h"
 #include "artifact/local/local_object_store.h"
+#include "artifact/s3_object_store.h"
 #include "server/artifact_manager.h"
 #include "server/experiment_controller.h"
 #include "server/job_controller.h"
@@ -451,11 +452,35 @@ int RunServer(const ServerConfig& config) {
       return 1;
     }
   }
-  auto objects = OpenLocalObjectStore((fs::path(config.data_dir) / "artifacts").string());
+  Result<std::unique_ptr<ObjectStore>> objects = Internal("no artifact store");
+  if (config.artifact_store == "s3") {
+    // Credentials as every S3 tool takes them: from the environment (a
+    // systemd EnvironmentFile readable by root only), never from a flag.
+    S3ObjectStoreOptions s3;
+    s3.client.endpoint = config.s3_endpoint;
+    s3.client.region = config.s3_region;
+    s3.client.ca_file = config.s3_ca_file;
+    const char* key_id = std::getenv("AWS_ACCESS_KEY_ID");
+    const char* secret = std::getenv("AWS_SECRET_ACCESS_KEY");
+    const char* session = std::getenv("AWS_SESSION_TOKEN");
+    if (key_id == nullptr || secret == nullptr || !*key_id || !*secret) {
+      spdlog::error("--artifact-store s3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in "
+                    "the server's environment");
+      return 1;
+    }
+    s3.client.credentials = {key_id, secret, session ? session : ""};
+    s3.bucket = config.s3_bucket;
+    s3.prefix = config.s3_prefix;
+    s3.public_endpoint = config.s3_public_endpoint;
+    objects = OpenS3ObjectStore(std::move(s3), clock);
+  } else {
+    objects = OpenLocalObjectStore((fs::path(config.data_dir) / "artifacts").string());
+  }
   if (!objects.ok()) {
-    spdlog::error("{}", objects.status().ToString());
+    spdlog::error("artifact store: {}", objects.status().ToString());
     return 1;
   }
+  spdlog::info("artifacts are kept in {}", (*objects)->Describe());
   ArtifactManagerOptions artifact_options;
   artifact_options.quota_bytes = config.artifact_quota_bytes;
   artifact_options.default_quota_bytes = config.default_artifact_quota_bytes;

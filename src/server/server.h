@@ -49,6 +49,14 @@ struct ServerConfig {
   // Bytes of artifacts a team may hold (--artifact-quota TEAM=BYTES); 0: no limit.
   std::map<std::string, std::uint64_t> artifact_quota_bytes;
   std::uint64_t default_artifact_quota_bytes = 0;
+  // Where artifact bytes are kept: "local" (DATA_DIR/artifacts) or "s3".
+  std::string artifact_store = "local";
+  std::string s3_endpoint;         // e.g. https://s3.eu-west-3.amazonaws.com, http://minio:9000
+  std::string s3_bucket;
+  std::string s3_region = "us-east-1";
+  std::string s3_prefix;           // before every key
+  std::string s3_public_endpoint;  // in presigned URLs, when clients reach the store elsewhere
+  std::string s3_ca_file;
   double stall_floor_s = 60;        // never call a job Stalled sooner than this
   double no_report_grace_s = 300;   // say "no progress reported" after this long
   // Ended jobs without a spec ttl_after_finished are deleted this long after

@@ -131,8 +131,9 @@ class Store {
   virtual Result<std::vector<Artifact>> ListArtifacts(const ArtifactFilter& filter) = 0;
   // Removes a version and the record of its uses. NotFound if unknown.
   virtual Status DeleteArtifact(std::string_view name, std::int64_t version) = 0;
-  // How many versions (of any name) hold the bytes with `digest`.
-  virtual Result<std::uint64_t> CountArtifactsWithDigest(std::string_view digest) = 0;
+  // How many of `team`'s versions (of any name) hold the bytes with `digest`.
+  virtual Result<std::uint64_t> CountArtifactsWithDigest(std::string_view team,
+                                                         std::string_view digest) = 0;
   // The bytes a team's versions hold, Pending ones included (an upload in
   // flight has its room reserved).
   virtual Result<std::uint64_t> TeamArtifactBytes(std::string_view team) = 0;

@@ -577,7 +577,8 @@ TEST_F(SqliteStoreTest, ArtifactsAreListedCountedAndTheirUsesRecorded) {
     ASSERT_TRUE(store->AddArtifactUse({"data-mnist", 1, "eval", std::nullopt, FromUnixMillis(8000)}).ok());
   }
   auto store = Open();  // all of it survives reopening
-  EXPECT_EQ(*store->CountArtifactsWithDigest("sha256:" + std::string(64, 'a')), 2u);
+  EXPECT_EQ(*store->CountArtifactsWithDigest("vision", "sha256:" + std::string(64, 'a')), 2u);
+  EXPECT_EQ(*store->CountArtifactsWithDigest("nlp", "sha256:" + std::string(64, 'a')), 0u);
   EXPECT_EQ(*store->TeamArtifactBytes("vision"), 200u);
   EXPECT_EQ(*store->TeamArtifactBytes("nobody"), 0u);
   ArtifactFilter vision;

@@ -15,6 +15,7 @@ a checkpoint that was not saved must not pass silently. Standard library only.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.client
 import json
@@ -80,16 +81,18 @@ def _check(status: int, raw: bytes) -> Dict[str, Any]:
     return parsed
 
 
-def _digest(path: str) -> Tuple[str, int]:
-    sha, size = hashlib.sha256(), 0
+def _digest(path: str) -> Tuple[str, str, int]:
+    """SHA-256 (the artifact's address), base64 MD5 (binds a presigned upload), size."""
+    sha, md5, size = hashlib.sha256(), hashlib.md5(usedforsecurity=False), 0
     with open(path, "rb") as f:
         while True:
             block = f.read(_CHUNK)
             if not block:
                 break
             sha.update(block)
+            md5.update(block)
             size += len(block)
-    return "sha256:" + sha.hexdigest(), size
+    return "sha256:" + sha.hexdigest(), base64.b64encode(md5.digest()).decode("ascii"), size
 
 
 def save_artifact(path: str, name: str, *, kind: str = "checkpoint",
@@ -100,8 +103,9 @@ def save_artifact(path: str, name: str, *, kind: str = "checkpoint",
     again."""
     url, job, token = _job_env()
     auth = {"Authorization": "Bearer " + token, "X-Headway-Job": job}
-    digest, size = _digest(path)
-    record: Dict[str, Any] = {"name": name, "kind": kind, "size": size, "digest": digest}
+    digest, content_md5, size = _digest(path)
+    record: Dict[str, Any] = {"name": name, "kind": kind, "size": size, "digest": digest,
+                              "content_md5": content_md5}
     if step is not None:
         record["producer"] = {"step": int(step)}
     if metrics:

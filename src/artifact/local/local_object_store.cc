@@ -88,7 +88,7 @@ class LocalObjectStore final : public ObjectStore {
     return Status::Ok();
   }
 
-  std::optional<PresignedRequest> PresignPut(const std::string&, const std::string&, std::uint64_t,
+  std::optional<PresignedRequest> PresignPut(const std::string&, std::uint64_t, const std::string&,
                                              std::chrono::seconds) override {
     return std::nullopt;
   }

@@ -856,10 +856,12 @@ class SqliteStore final : public Store {
     return Commit();
   }
 
-  Result<std::uint64_t> CountArtifactsWithDigest(std::string_view digest) override {
+  Result<std::uint64_t> CountArtifactsWithDigest(std::string_view team,
+                                                 std::string_view digest) override {
     std::lock_guard lock(mu_);
-    Statement q(db_, "SELECT COUNT(*) FROM artifacts WHERE digest = ?");
+    Statement q(db_, "SELECT COUNT(*) FROM artifacts WHERE digest = ? AND team = ?");
     q.Bind(1, std::string(digest));
+    q.Bind(2, std::string(team));
     if (!q.Step()) return Unavailable("count artifacts: " + LastError());
     return static_cast<std::uint64_t>(q.ColumnInt64(0));
   }
