@@ -35,6 +35,7 @@ TEST(FuzzCorpus, ProgressReport) { EXPECT_GT(Replay("progress_report", &FuzzProg
 TEST(FuzzCorpus, KubeflowStatus) { EXPECT_GT(Replay("kubeflow_status", &FuzzKubeflowStatus), 0); }
 TEST(FuzzCorpus, HttpRequest) { EXPECT_GT(Replay("http_request", &FuzzHttpRequest), 0); }
 TEST(FuzzCorpus, S3Xml) { EXPECT_GT(Replay("s3_xml", &FuzzS3Xml), 0); }
+TEST(FuzzCorpus, ArtifactRecord) { EXPECT_GT(Replay("artifact_record", &FuzzArtifactRecord), 0); }
 
 }  // namespace
 }  // namespace headway::fuzz

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "api/artifact_json.h"
 #include "api/http_server.h"
 #include "api/kubeflow_status.h"
 #include "api/rest_api.h"
@@ -164,6 +165,19 @@ void FuzzHttpRequest(const std::uint8_t* data, std::size_t size) {
   if (response.status >= 400 && !response.stream) {
     FUZZ_CHECK(response.body.find("\"code\"") != std::string::npos);
   }
+}
+
+void FuzzArtifactRecord(const std::uint8_t* data, std::size_t size) {
+  auto artifact = api::ParseNewArtifact(Text(data, size));
+  if (!artifact.ok()) {
+    FUZZ_CHECK(!artifact.status().message().empty());
+    return;
+  }
+  // What is accepted is a safe name, a real digest, and serialises.
+  FUZZ_CHECK(IsValidArtifactName(artifact->name));
+  FUZZ_CHECK(IsValidDigest(artifact->digest));
+  FUZZ_CHECK(ObjectKey(*artifact).find("..") == std::string::npos);
+  (void)api::ArtifactToJson(*artifact).dump();
 }
 
 void FuzzS3Xml(const std::uint8_t* data, std::size_t size) {

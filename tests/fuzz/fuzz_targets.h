@@ -22,6 +22,8 @@ void FuzzKubeflowStatus(const std::uint8_t* data, std::size_t size);
 // A raw HTTP/1.1 request as it arrives on the socket: Beast's parser, then
 // Headway's target decoding and routing through the REST API.
 void FuzzHttpRequest(const std::uint8_t* data, std::size_t size);
+// The body of POST /api/v1/artifacts (api/artifact_json.h).
+void FuzzArtifactRecord(const std::uint8_t* data, std::size_t size);
 // An S3 server's XML answer (artifact/s3_xml.h): listings, multipart, errors.
 void FuzzS3Xml(const std::uint8_t* data, std::size_t size);
 
