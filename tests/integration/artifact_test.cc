@@ -38,6 +38,20 @@ std::size_t StoredObjects(const TestServer& server) {
   return n;
 }
 
+// A job saves a checkpoint, fails, and its next attempt (which finds its
+// checkpoint directory empty, as on another node) resumes from the store.
+const char* kResumingJob =
+    "restart_policy: {max_restarts: 1}\n"
+    "command: [/usr/bin/python3, -c, \"import headway, os, sys\\n"
+    "d = os.environ['HEADWAY_CHECKPOINT_DIR']\\n"
+    "step = headway.restore_checkpoint()\\n"
+    "if step is None:\\n"
+    "  open(os.path.join(d, 'model.pt'), 'w').write('weights at 5')\\n"
+    "  headway.save_checkpoint(step=5, metrics={'loss': 0.5})\\n"
+    "  [os.remove(os.path.join(d, f)) for f in os.listdir(d)]\\n"
+    "  sys.exit(1)\\n"
+    "print('resumed at', step, open(os.path.join(d, 'model.pt')).read())\\n\"]\n";
+
 TEST(Artifacts, PutGetListDescribeAndRemoveThroughTheCli) {
   TestServer server(0);
   const std::string file = server.work_dir() + "/model.bin";
@@ -183,6 +197,19 @@ TEST(Artifacts, TeamsSeeTheirOwnAndStayWithinTheirQuota) {
   CommandResult too_big = server.Cli({"artifacts", "put", big, "--name", "nlp-big"});
   EXPECT_EQ(too_big.exit_code, 1);
   EXPECT_THAT(too_big.err, HasSubstr("exceeds 2097152 bytes"));
+}
+
+TEST(Artifacts, ARestartedJobGetsItsCheckpointBackFromTheStore) {
+  TestServer server(0);
+  server.Submit("name: resumer\nenv: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\"}\n" +
+                std::string(kResumingJob));
+  ASSERT_TRUE(server.WaitForState("resumer", "Succeeded")) << server.Cli({"logs", "resumer", "--attempt", "0"}).out;
+  EXPECT_EQ(server.Job("resumer")["restarts"], 1);
+  EXPECT_EQ(server.Cli({"logs", "resumer"}).out, "resumed at 5 weights at 5\n");
+  json a = json::parse(server.Cli({"artifacts", "describe", "resumer.checkpoint", "-o", "json"}).out);
+  EXPECT_EQ(a["kind"], "checkpoint");
+  EXPECT_EQ(a["producer"]["attempt"], 0);
+  EXPECT_EQ(a["lineage"]["used_by"][0]["attempt"], 1);
 }
 
 }  // namespace

@@ -166,5 +166,25 @@ TEST_F(ArtifactsOnS3, AJobSavesAndAnotherLoadsThroughTheStore) {
   EXPECT_EQ(a["lineage"]["used_by"][0]["job"], "loader");
 }
 
+TEST_F(ArtifactsOnS3, ARestartedJobResumesFromItsCheckpointInTheBucket) {
+  auto server = Server("headway-resume");
+  server->Submit("name: resumer\nenv: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\"}\n"
+                 "restart_policy: {max_restarts: 1}\n"
+                 "command: [/usr/bin/python3, -c, \"import headway, os, sys\\n"
+                 "d = os.environ['HEADWAY_CHECKPOINT_DIR']\\n"
+                 "step = headway.restore_checkpoint()\\n"
+                 "if step is None:\\n"
+                 "  open(os.path.join(d, 'model.pt'), 'w').write('weights at 5')\\n"
+                 "  headway.save_checkpoint(step=5)\\n"
+                 "  [os.remove(os.path.join(d, f)) for f in os.listdir(d)]\\n"
+                 "  sys.exit(1)\\n"
+                 "print('resumed at', step, open(os.path.join(d, 'model.pt')).read())\\n\"]\n");
+  ASSERT_TRUE(server->WaitForState("resumer", "Succeeded"))
+      << server->Cli({"logs", "resumer", "--attempt", "0"}).out;
+  EXPECT_EQ(server->Cli({"logs", "resumer"}).out, "resumed at 5 weights at 5\n");
+  CommandResult listed = Aws({"s3", "ls", "--recursive", "s3://headway-resume/"});
+  EXPECT_THAT(listed.out, HasSubstr("default/sha256/")) << listed.err;
+}
+
 }  // namespace
 }  // namespace headway::testing

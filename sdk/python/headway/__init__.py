@@ -12,14 +12,15 @@ Outside Headway (no HEADWAY_URL / HEADWAY_JOB) report() is a no-op, so the same 
 runs anywhere. Framework adapters live in headway.callbacks (imported on demand).
 """
 
-from .artifacts import load_artifact, save_artifact
+from .artifacts import load_artifact, restore_checkpoint, save_artifact, save_checkpoint
 from .checkpoint import install_on_import as _install_on_import
 from .checkpoint import should_checkpoint
 from .client import Client, HeadwayError
 from .reporter import Reporter, flush, init, report
 
 __all__ = ["report", "flush", "should_checkpoint", "init", "Reporter", "Client",
-           "HeadwayError", "save_artifact", "load_artifact"]
+           "HeadwayError", "save_artifact", "load_artifact", "save_checkpoint",
+           "restore_checkpoint"]
 __version__ = "0.1.0"
 
 _install_on_import()

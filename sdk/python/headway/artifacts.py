@@ -21,6 +21,8 @@ import http.client
 import json
 import os
 import ssl
+import tarfile
+import tempfile
 from typing import Any, Dict, Mapping, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
@@ -186,3 +188,67 @@ def load_artifact(ref: str, destination: str) -> Dict[str, Any]:
                            % record["ref"])
     os.replace(partial, destination)
     return record
+
+
+def _checkpoint_name(job: str) -> str:
+    return job + ".checkpoint"
+
+
+def save_checkpoint(path: Optional[str] = None, *, step: int,
+                    metrics: Optional[Mapping[str, float]] = None) -> Dict[str, Any]:
+    """Stores a checkpoint of this job in the artifact store, so that a later attempt
+    (after a preemption, a restart, or on another node) gets it back with
+    restore_checkpoint(). `path` is a file or a directory (default: HEADWAY_CHECKPOINT_DIR),
+    kept as artifact "<job>.checkpoint", kind checkpoint, with the step and metrics."""
+    _, job, _ = _job_env()
+    path = path or os.environ.get("HEADWAY_CHECKPOINT_DIR", "")
+    if not path or not os.path.exists(path):
+        raise HeadwayError(None, "InvalidArgument", "no checkpoint at %r" % (path,))
+    with tempfile.TemporaryDirectory() as tmp:
+        packed = os.path.join(tmp, "checkpoint.tar")
+        with tarfile.open(packed, "w") as tar:
+            # A fixed order and no owner or time: the same files give the same bytes,
+            # which the store keeps once.
+            def clean(info: tarfile.TarInfo) -> tarfile.TarInfo:
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                info.mtime = 0
+                return info
+            if os.path.isdir(path):
+                for root, dirs, files in os.walk(path):
+                    dirs.sort()
+                    for name in sorted(files):
+                        full = os.path.join(root, name)
+                        tar.add(full, arcname=os.path.relpath(full, path), filter=clean)
+            else:
+                tar.add(path, arcname=os.path.basename(path), filter=clean)
+        return save_artifact(packed, _checkpoint_name(job), kind="checkpoint", step=step,
+                             metrics=metrics, labels={"headway.dev/checkpoint-of": job})
+
+
+def restore_checkpoint(destination: Optional[str] = None) -> Optional[int]:
+    """Unpacks this job's newest checkpoint (saved by save_checkpoint, by any attempt)
+    into `destination` (default: HEADWAY_CHECKPOINT_DIR) and returns its step; None when
+    the job has none yet."""
+    _, job, _ = _job_env()
+    destination = destination or os.environ.get("HEADWAY_CHECKPOINT_DIR", "")
+    if not destination:
+        raise HeadwayError(None, "InvalidArgument", "no destination (HEADWAY_CHECKPOINT_DIR is unset)")
+    os.makedirs(destination, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        packed = os.path.join(tmp, "checkpoint.tar")
+        try:
+            record = load_artifact(_checkpoint_name(job), packed)
+        except HeadwayError as e:
+            if e.status == 404:
+                return None
+            raise
+        with tarfile.open(packed, "r") as tar:
+            root = os.path.realpath(destination)
+            for member in tar.getmembers():
+                target = os.path.realpath(os.path.join(destination, member.name))
+                if not (member.isfile() or member.isdir()) or \
+                        os.path.commonpath([root, target]) != root:
+                    raise HeadwayError(None, "DataLoss", "unsafe entry in checkpoint: %r" % member.name)
+            tar.extractall(destination)
+    return record.get("producer", {}).get("step")
