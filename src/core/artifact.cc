@@ -1,5 +1,6 @@
 #include "core/artifact.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -124,6 +125,84 @@ Result<ArtifactRef> ParseArtifactRef(std::string_view text) {
   return ref;
 }
 
+Result<std::optional<RetentionPolicy>> RetentionFromLabels(
+    const std::map<std::string, std::string>& labels) {
+  RetentionPolicy policy;
+  bool any = false;
+  auto count = [&](std::string_view key, std::optional<int>& out) -> Status {
+    auto it = labels.find(std::string(key));
+    if (it == labels.end()) return Status::Ok();
+    int n = 0;
+    auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), n);
+    if (ec != std::errc() || end != it->second.data() + it->second.size() || n < 1 || n > 10000) {
+      return InvalidArgument("label " + std::string(key) + " must be a number from 1 to 10000, got '" +
+                             it->second + "'")
+          .WithField("labels");
+    }
+    out = n;
+    any = true;
+    return Status::Ok();
+  };
+  HEADWAY_RETURN_IF_ERROR(count(kKeepLatestLabel, policy.keep_latest));
+  HEADWAY_RETURN_IF_ERROR(count(kKeepBestLabel, policy.keep_best));
+  if (auto it = labels.find(std::string(kBestMetricLabel)); it != labels.end()) policy.metric = it->second;
+  if (auto it = labels.find(std::string(kBestModeLabel)); it != labels.end()) {
+    if (it->second != "min" && it->second != "max") {
+      return InvalidArgument("label " + std::string(kBestModeLabel) + " must be min or max")
+          .WithField("labels");
+    }
+    policy.minimize = it->second == "min";
+  }
+  if (policy.keep_best && policy.metric.empty()) {
+    return InvalidArgument("label " + std::string(kKeepBestLabel) + " needs " +
+                           std::string(kBestMetricLabel))
+        .WithField("labels");
+  }
+  if (!any) return std::optional<RetentionPolicy>();
+  return std::optional<RetentionPolicy>(policy);
+}
+
+std::vector<std::int64_t> VersionsToRelease(const std::vector<Artifact>& versions,
+                                            const RetentionPolicy& policy,
+                                            const std::set<std::int64_t>& protected_versions) {
+  std::vector<const Artifact*> ready;
+  for (const Artifact& a : versions) {
+    if (a.state == ArtifactState::kReady) ready.push_back(&a);
+  }
+  std::set<std::int64_t> keep(protected_versions);
+  if (!policy.keep_latest && !policy.keep_best) return {};
+  std::sort(ready.begin(), ready.end(),
+            [](const Artifact* x, const Artifact* y) { return x->version > y->version; });
+  if (policy.keep_latest) {
+    for (std::size_t i = 0; i < ready.size() && i < static_cast<std::size_t>(*policy.keep_latest); ++i) {
+      keep.insert(ready[i]->version);
+    }
+  }
+  if (policy.keep_best) {
+    // Worst last: missing or NaN values; ties go to the newer version.
+    auto score = [&](const Artifact* a) -> std::optional<double> {
+      auto it = a->metrics.find(policy.metric);
+      if (it == a->metrics.end() || std::isnan(it->second)) return std::nullopt;
+      return policy.minimize ? it->second : -it->second;
+    };
+    std::vector<const Artifact*> ranked = ready;
+    std::stable_sort(ranked.begin(), ranked.end(), [&](const Artifact* x, const Artifact* y) {
+      auto sx = score(x), sy = score(y);
+      if (!sx || !sy) return sx.has_value() && !sy.has_value();
+      return *sx < *sy;
+    });
+    for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(*policy.keep_best); ++i) {
+      keep.insert(ranked[i]->version);
+    }
+  }
+  std::vector<std::int64_t> release;
+  for (const Artifact* a : ready) {
+    if (!keep.count(a->version)) release.push_back(a->version);
+  }
+  std::sort(release.begin(), release.end());
+  return release;
+}
+
 Status ValidateNewArtifact(const Artifact& a) {
   if (!IsValidArtifactName(a.name)) {
     return InvalidArgument("must be lowercase letters, digits and - _ . (at most 200), "
@@ -147,6 +226,7 @@ Status ValidateNewArtifact(const Artifact& a) {
           .WithField("labels");
     }
   }
+  HEADWAY_RETURN_IF_ERROR(RetentionFromLabels(a.labels).status());
   if (a.metrics.size() > kMaxMetrics) {
     return InvalidArgument("at most " + std::to_string(kMaxMetrics) + " metrics")
         .WithField("metrics");

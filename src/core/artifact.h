@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,6 +77,33 @@ struct ArtifactFilter {
   std::optional<ArtifactKind> kind;
   bool ready_only = false;
 };
+
+// Which versions of a name to keep, set by labels on its versions (the
+// newest version's labels decide): "headway.dev/keep-latest": N keeps the N
+// newest Ready versions; "headway.dev/keep-best": N with
+// "headway.dev/best-metric": NAME and "headway.dev/best-mode": min|max (min
+// by default) keeps the N best by that metric (a version without it, or with
+// NaN, is the worst). A version is kept if either rule keeps it.
+struct RetentionPolicy {
+  std::optional<int> keep_latest;
+  std::optional<int> keep_best;
+  std::string metric;
+  bool minimize = true;
+};
+inline constexpr std::string_view kKeepLatestLabel = "headway.dev/keep-latest";
+inline constexpr std::string_view kKeepBestLabel = "headway.dev/keep-best";
+inline constexpr std::string_view kBestMetricLabel = "headway.dev/best-metric";
+inline constexpr std::string_view kBestModeLabel = "headway.dev/best-mode";
+// nullopt when the labels set no rule; InvalidArgument naming the label
+// when one is malformed.
+Result<std::optional<RetentionPolicy>> RetentionFromLabels(
+    const std::map<std::string, std::string>& labels);
+// The Ready versions of one name (`versions`, any order) that the policy
+// lets go, oldest first. Never one in `protected_versions` (read by a job
+// still running), never a Pending one.
+std::vector<std::int64_t> VersionsToRelease(const std::vector<Artifact>& versions,
+                                            const RetentionPolicy& policy,
+                                            const std::set<std::int64_t>& protected_versions);
 
 // Artifact names: like job names, with '.' and '_' inside ("mnist-resnet18.v2"); one
 // URL path segment, one file name.

@@ -59,7 +59,29 @@ Result<Artifact> ArtifactManager::MarkReady(Artifact artifact) {
   artifact.state = ArtifactState::kReady;
   artifact.ready_at = clock_.Now();
   HEADWAY_RETURN_IF_ERROR(store_.SaveArtifact(artifact));
+  ApplyRetention(artifact);
   return artifact;
+}
+
+void ArtifactManager::ApplyRetention(const Artifact& newest) {
+  auto policy = RetentionFromLabels(newest.labels);
+  if (!policy.ok() || !policy->has_value()) return;
+  ArtifactFilter filter;
+  filter.name = newest.name;
+  auto versions = store_.ListArtifacts(filter);
+  if (!versions.ok()) return;
+  // What a running job read stays until it ends (a later version's arrival
+  // releases it then).
+  std::set<std::int64_t> in_use;
+  auto uses = store_.ListArtifactUses(newest.name, std::nullopt);
+  if (!uses.ok()) return;  // cannot tell what is in use: release nothing
+  for (const ArtifactUse& use : *uses) {
+    auto job = store_.GetJob(use.job);
+    if (job.ok() && !IsTerminal(job->state)) in_use.insert(use.version);
+  }
+  for (std::int64_t version : VersionsToRelease(*versions, **policy, in_use)) {
+    (void)Delete(newest.name, version);
+  }
 }
 
 Result<Artifact> ArtifactManager::Receive(std::string_view name, std::int64_t version,

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "api/artifact_service.h"
@@ -47,7 +48,10 @@ class ArtifactManager final : public api::ArtifactService {
   Result<std::vector<ArtifactUse>> UsesByJob(std::string_view job) override;
 
  private:
+  // Marks a version Ready, then lets go of the versions its name's
+  // retention policy does not keep (core/artifact.h).
   Result<Artifact> MarkReady(Artifact artifact);
+  void ApplyRetention(const Artifact& newest);
   std::uint64_t QuotaOf(const std::string& team) const;
 
   Store& store_;

@@ -212,5 +212,21 @@ TEST(Artifacts, ARestartedJobGetsItsCheckpointBackFromTheStore) {
   EXPECT_EQ(a["lineage"]["used_by"][0]["attempt"], 1);
 }
 
+TEST(Artifacts, RetentionKeepsTheNewestAndTheBestCheckpointsAndDropsTheRest) {
+  TestServer server(0);
+  // Five checkpoints with these eval losses; keep the 2 newest and the best.
+  server.Submit("name: keeper\nenv: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\"}\n"
+                "command: [/usr/bin/python3, -c, \"import headway, os\\n"
+                "d = os.environ['HEADWAY_CHECKPOINT_DIR']\\n"
+                "for step, loss in enumerate([0.9, 0.3, 0.8, 0.7, 0.6]):\\n"
+                "  open(os.path.join(d, 'w'), 'w').write(str(step))\\n"
+                "  headway.save_checkpoint(step=step, metrics={'eval_loss': loss}, keep_latest=2,\\n"
+                "                          keep_best=1, best_metric='eval_loss')\\n\"]\n");
+  ASSERT_TRUE(server.WaitForState("keeper", "Succeeded")) << server.Cli({"logs", "keeper"}).out;
+  EXPECT_EQ(server.Cli({"artifacts", "ls", "keeper.checkpoint", "-o", "name"}).out,
+            "keeper.checkpoint:2\nkeeper.checkpoint:4\nkeeper.checkpoint:5\n");
+  EXPECT_EQ(StoredObjects(server), 3u) << "the bytes of released versions are gone too";
+}
+
 }  // namespace
 }  // namespace headway::testing

@@ -1,4 +1,7 @@
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <limits>
 
 #include "core/artifact.h"
 
@@ -68,6 +71,58 @@ TEST(ArtifactRecord, ANewRecordIsCheckedFieldByField) {
   EXPECT_EQ(ValidateNewArtifact(a).field(), "metrics");
   EXPECT_EQ(ParseArtifactKind("checkpoint"), ArtifactKind::kCheckpoint);
   EXPECT_FALSE(ParseArtifactKind("weights"));
+}
+
+Artifact Version(std::int64_t v, std::optional<double> loss, ArtifactState state = ArtifactState::kReady) {
+  Artifact a;
+  a.name = "ckpt";
+  a.version = v;
+  a.state = state;
+  if (loss) a.metrics["eval_loss"] = *loss;
+  return a;
+}
+
+TEST(ArtifactRetention, KeepsTheNewestAndTheBestAndWhatRunningJobsRead) {
+  std::vector<Artifact> versions = {Version(1, 0.9), Version(2, 0.3), Version(3, 0.8),
+                                    Version(4, std::numeric_limits<double>::quiet_NaN()),
+                                    Version(5, std::nullopt), Version(6, 0.6),
+                                    Version(7, 0.1, ArtifactState::kPending)};
+  RetentionPolicy latest;
+  latest.keep_latest = 2;
+  EXPECT_EQ(VersionsToRelease(versions, latest, {}), (std::vector<std::int64_t>{1, 2, 3, 4}));
+  RetentionPolicy best;
+  best.keep_best = 2;
+  best.metric = "eval_loss";
+  // NaN and missing values are the worst; a Pending version is never released.
+  EXPECT_EQ(VersionsToRelease(versions, best, {}), (std::vector<std::int64_t>{1, 3, 4, 5}));
+  best.minimize = false;
+  EXPECT_EQ(VersionsToRelease(versions, best, {}), (std::vector<std::int64_t>{2, 4, 5, 6}));
+  RetentionPolicy both;
+  both.keep_latest = 1;
+  both.keep_best = 1;
+  both.metric = "eval_loss";
+  EXPECT_EQ(VersionsToRelease(versions, both, {3}), (std::vector<std::int64_t>{1, 4, 5}));
+  EXPECT_TRUE(VersionsToRelease(versions, RetentionPolicy{}, {}).empty());
+}
+
+TEST(ArtifactRetention, ComesFromLabelsCheckedWhenAVersionIsCreated) {
+  auto none = RetentionFromLabels({{"fw", "jax"}});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  auto policy = RetentionFromLabels({{"headway.dev/keep-latest", "3"},
+                                     {"headway.dev/keep-best", "1"},
+                                     {"headway.dev/best-metric", "acc"},
+                                     {"headway.dev/best-mode", "max"}});
+  ASSERT_TRUE(policy.ok() && policy->has_value());
+  EXPECT_EQ((*policy)->keep_latest, 3);
+  EXPECT_FALSE((*policy)->minimize);
+  Artifact a = Valid();
+  a.labels = {{"headway.dev/keep-latest", "0"}};
+  EXPECT_EQ(ValidateNewArtifact(a).field(), "labels");
+  a.labels = {{"headway.dev/keep-best", "2"}};
+  EXPECT_THAT(ValidateNewArtifact(a).message(), ::testing::HasSubstr("best-metric"));
+  a.labels = {{"headway.dev/keep-latest", "2"}, {"headway.dev/best-mode", "median"}};
+  EXPECT_EQ(ValidateNewArtifact(a).field(), "labels");
 }
 
 }  // namespace

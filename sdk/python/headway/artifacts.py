@@ -195,11 +195,17 @@ def _checkpoint_name(job: str) -> str:
 
 
 def save_checkpoint(path: Optional[str] = None, *, step: int,
-                    metrics: Optional[Mapping[str, float]] = None) -> Dict[str, Any]:
+                    metrics: Optional[Mapping[str, float]] = None,
+                    keep_latest: Optional[int] = None, keep_best: Optional[int] = None,
+                    best_metric: Optional[str] = None, best_mode: str = "min") -> Dict[str, Any]:
     """Stores a checkpoint of this job in the artifact store, so that a later attempt
     (after a preemption, a restart, or on another node) gets it back with
     restore_checkpoint(). `path` is a file or a directory (default: HEADWAY_CHECKPOINT_DIR),
-    kept as artifact "<job>.checkpoint", kind checkpoint, with the step and metrics."""
+    kept as artifact "<job>.checkpoint", kind checkpoint, with the step and metrics.
+
+    Retention: keep_latest=N keeps the N newest checkpoints, keep_best=N the N best by
+    `best_metric` (`best_mode` "min" or "max"); the store lets go of the others (never one
+    a running job is reading)."""
     _, job, _ = _job_env()
     path = path or os.environ.get("HEADWAY_CHECKPOINT_DIR", "")
     if not path or not os.path.exists(path):
@@ -222,8 +228,15 @@ def save_checkpoint(path: Optional[str] = None, *, step: int,
                         tar.add(full, arcname=os.path.relpath(full, path), filter=clean)
             else:
                 tar.add(path, arcname=os.path.basename(path), filter=clean)
+        labels = {"headway.dev/checkpoint-of": job}
+        if keep_latest is not None:
+            labels["headway.dev/keep-latest"] = str(int(keep_latest))
+        if keep_best is not None:
+            labels["headway.dev/keep-best"] = str(int(keep_best))
+            labels["headway.dev/best-metric"] = best_metric or ""
+            labels["headway.dev/best-mode"] = best_mode
         return save_artifact(packed, _checkpoint_name(job), kind="checkpoint", step=step,
-                             metrics=metrics, labels={"headway.dev/checkpoint-of": job})
+                             metrics=metrics, labels=labels)
 
 
 def restore_checkpoint(destination: Optional[str] = None) -> Optional[int]:
