@@ -209,5 +209,30 @@ TEST_F(SlurmTest, PullModeReadsTheEndpointOnTheBatchHost) {
       << server->Job("sl-pulled")["progress"].dump() << nlohmann::json(server->Events("sl-pulled")).dump();
 }
 
+// As on a cluster where the next attempt may land on another node: the
+// checkpoint comes back from the artifact store, not from the first
+// attempt's files (they are deleted before it fails).
+TEST_F(SlurmTest, ARestartedJobResumesFromItsStoredCheckpoint) {
+  auto server = Server();
+  server->Submit("name: sl-resume\nqueue: cluster\n"
+                 "env: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\"}\n"
+                 "restart_policy: {max_restarts: 1}\n"
+                 "command: [/usr/bin/python3, -c, \"import headway, os, sys\\n"
+                 "d = os.environ['HEADWAY_CHECKPOINT_DIR']\\n"
+                 "step = headway.restore_checkpoint()\\n"
+                 "if step is None:\\n"
+                 "  open(os.path.join(d, 'model.pt'), 'w').write('weights at 9')\\n"
+                 "  headway.save_checkpoint(step=9)\\n"
+                 "  [os.remove(os.path.join(d, f)) for f in os.listdir(d)]\\n"
+                 "  sys.exit(1)\\n"
+                 "print('resumed at', step, open(os.path.join(d, 'model.pt')).read())\\n\"]\n");
+  ASSERT_TRUE(server->WaitForState("sl-resume", "Succeeded", std::chrono::seconds(90)))
+      << server->Cli({"logs", "sl-resume", "--attempt", "0"}).out;
+  EXPECT_EQ(server->Job("sl-resume")["restarts"], 1);
+  EXPECT_EQ(server->Cli({"logs", "sl-resume"}).out, "resumed at 9 weights at 9\n");
+  EXPECT_THAT(server->Cli({"artifacts", "lineage", "sl-resume.checkpoint"}).out,
+              HasSubstr("job/sl-resume"));
+}
+
 }  // namespace
 }  // namespace headway::testing
