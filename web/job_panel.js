@@ -1,6 +1,6 @@
 // The side panel for one job (#job-panel): state, health, progress, live
-// metric charts, events, a tail of the logs and a Stop button. It follows
-// GET /api/v1/jobs/{name}/watch while open.
+// metric charts, events, the artifacts it produced and read, a tail of the
+// logs and a Stop button. It follows GET /api/v1/jobs/{name}/watch while open.
 
 import { request, jobPath } from './api.js';
 import { MetricCharts } from './charts.js';
@@ -40,6 +40,8 @@ export class JobPanel {
     this.details = el('dl', { class: 'details' });
     const chartBox = el('div', { class: 'charts' });
     this.eventList = el('ol', { class: 'events' });
+    this.artifacts = el('table', { class: 'artifacts' });
+    this.artifactText = null;
     this.logs = el('pre', { class: 'logs' }, '');
     this.root.replaceChildren(
       el('div', { class: 'panel-top' },
@@ -53,6 +55,8 @@ export class JobPanel {
       chartBox,
       el('h3', {}, 'Events'),
       this.eventList,
+      el('h3', {}, 'Artifacts'),
+      this.artifacts,
       el('h3', {}, 'Logs ', el('span', { class: 'muted' }, `(last ${LOG_LINES} lines)`)),
       this.logs,
     );
@@ -152,7 +156,36 @@ export class JobPanel {
     if (!newest.length) this.eventList.replaceChildren(el('li', { class: 'muted' }, 'No events.'));
   }
 
+  // What the job produced (checkpoints, models, with their step and metrics)
+  // and the versions it read.
+  async refreshArtifacts(signal) {
+    const name = this.name;
+    let listed;
+    try {
+      listed = await request(`${jobPath(name)}/artifacts`, { signal });
+    } catch (error) {
+      if (error.status === 404 || error.status === 503) return;
+      throw error;
+    }
+    if (name !== this.name) return;
+    const text = JSON.stringify(listed);
+    if (text === this.artifactText) return;
+    this.artifactText = text;
+    const rows = [
+      ...(listed.produced || []).map((a) => el('tr', { 'data-artifact': a.ref },
+        el('td', {}, 'made'), el('td', {}, a.ref), el('td', {}, a.kind), el('td', {}, a.state),
+        el('td', {}, a.producer?.step != null ? `step ${a.producer.step}` : ''),
+        el('td', {}, Object.entries(a.metrics || {}).map(([k, v]) => `${k} ${metric(v)}`).join(', ')))),
+      ...(listed.used || []).map((u) => el('tr', { 'data-artifact': u.artifact },
+        el('td', {}, 'read'), el('td', {}, u.artifact), el('td', {}), el('td', {}),
+        el('td', {}, u.attempt != null ? `attempt ${u.attempt}` : ''), el('td', {}))),
+    ];
+    this.artifacts.replaceChildren(...(rows.length ? rows
+      : [el('tr', {}, el('td', { class: 'muted' }, 'None.'))]));
+  }
+
   async refreshLogs(signal) {
+    await this.refreshArtifacts(signal);
     const name = this.name;
     let text;
     try {

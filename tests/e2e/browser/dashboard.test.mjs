@@ -211,6 +211,14 @@ step('the side panel charts the loss live', async () => {
     assert.ok(await points(metric) > 0, `no ${metric} chart`);
   }
   await page.locator('#job-panel .logs').filter({ hasText: /step \d+ loss/ }).waitFor();
+  // A checkpoint recorded for the job shows in its panel with its step and metrics.
+  const digest = `sha256:${'ab'.repeat(32)}`;
+  const { status, body } = await server.api('POST', '/api/v1/artifacts', {
+    name: 'train-ckpt', kind: 'checkpoint', size: 10, digest, team: 'vision',
+    producer: { job: 'train', step: 40 }, metrics: { eval_loss: 0.41 } });
+  assert.equal(status, 201, JSON.stringify(body));
+  await page.locator('#job-panel .artifacts [data-artifact="train-ckpt:1"]')
+    .filter({ hasText: /step 40.*eval_loss 0\.41/ }).waitFor({ timeout: 10000 });
   await shot('04-job-panel-later');
 });
 
