@@ -178,4 +178,34 @@ Result<std::vector<ArtifactUse>> ArtifactManager::UsesByJob(std::string_view job
   return store_.ListJobArtifactUses(job);
 }
 
+std::size_t ArtifactManager::ReleaseStalePending() {
+  auto all = store_.ListArtifacts(ArtifactFilter{});
+  if (!all.ok()) return 0;
+  const Time cutoff = clock_.Now() - options_.pending_ttl;
+  std::size_t released = 0;
+  for (const Artifact& a : *all) {
+    if (a.state != ArtifactState::kPending || a.created_at > cutoff) continue;
+    if (Delete(a.name, a.version).ok()) ++released;
+  }
+  return released;
+}
+
+void ArtifactManager::RunLoop(Duration period) {
+  std::unique_lock lock(loop_mu_);
+  while (!stopping_) {
+    lock.unlock();
+    ReleaseStalePending();
+    lock.lock();
+    loop_cv_.wait_for(lock, period, [this] { return stopping_; });
+  }
+}
+
+void ArtifactManager::Shutdown() {
+  {
+    std::lock_guard lock(loop_mu_);
+    stopping_ = true;
+  }
+  loop_cv_.notify_all();
+}
+
 }  // namespace headway

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -26,6 +27,9 @@ struct ArtifactManagerOptions {
   std::uint64_t default_quota_bytes = 0;
   // How long a presigned URL it hands out stays valid.
   std::chrono::seconds presign_ttl{3600};
+  // A version still Pending this long after it was created (its upload never
+  // came, or never finished) is removed, and its room in the quota freed.
+  Duration pending_ttl = std::chrono::hours(24);
 };
 
 class ArtifactManager final : public api::ArtifactService {
@@ -47,6 +51,13 @@ class ArtifactManager final : public api::ArtifactService {
                                         std::optional<std::int64_t> version) override;
   Result<std::vector<ArtifactUse>> UsesByJob(std::string_view job) override;
 
+  // Removes the versions Pending for longer than options.pending_ttl;
+  // returns how many.
+  std::size_t ReleaseStalePending();
+  // Calls ReleaseStalePending every `period` until Shutdown().
+  void RunLoop(Duration period);
+  void Shutdown();
+
  private:
   // Marks a version Ready, then lets go of the versions its name's
   // retention policy does not keep (core/artifact.h).
@@ -61,6 +72,9 @@ class ArtifactManager final : public api::ArtifactService {
   // Serialises quota checks with the creations they admit, and deletions
   // with the checks of whether bytes are still referenced.
   std::mutex mu_;
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool stopping_ = false;  // guarded by loop_mu_
 };
 
 }  // namespace headway

@@ -567,6 +567,7 @@ int RunServer(const ServerConfig& config) {
   std::thread experiment_loop([&] { experiments->RunLoop(std::chrono::milliseconds(500)); });
   // Its own thread: a job's endpoint may take its 2 s timeout to answer.
   std::thread pull_loop([&] { controller->RunPullLoop(std::chrono::milliseconds(500)); });
+  std::thread artifact_loop([&] { artifacts.RunLoop(std::chrono::minutes(10)); });
   for (const auto& [name, queue] : options.queues) {
     spdlog::info("queue {} runs on {}", name, queue.executor);
   }
@@ -584,9 +585,11 @@ int RunServer(const ServerConfig& config) {
   (*server)->Stop();
   controller->Shutdown();
   experiments->Shutdown();
+  artifacts.Shutdown();
   loop.join();
   experiment_loop.join();
   pull_loop.join();
+  artifact_loop.join();
   watch_feed.store(nullptr);
   return 0;
 }
