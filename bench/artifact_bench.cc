@@ -16,6 +16,7 @@
 //   build/bench/artifact_bench [--mib 512] [--runs 1] [--server path/to/headway]
 //                              [--aws aws] [--keep]
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -77,6 +78,8 @@ Ran Run(const std::vector<std::string>& argv, const std::vector<std::string>& en
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execvp(args[0], args.data());
+    std::string why = "cannot run " + argv[0] + ": " + std::strerror(errno) + "\n";
+    (void)!write(2, why.data(), why.size());
     _exit(127);
   }
   int status = 0;
@@ -228,6 +231,16 @@ int main(int argc, char** argv) {
 
   std::string work = (fs::temp_directory_path() / ("artifact-bench-" + std::to_string(getpid()))).string();
   fs::create_directories(work);
+  // Removed on every way out, unless --keep.
+  struct RemoveAfter {
+    std::string dir;
+    bool keep;
+    ~RemoveAfter() {
+      std::error_code ec;
+      if (keep) std::printf("kept %s\n", dir.c_str());
+      else fs::remove_all(dir, ec);
+    }
+  } remove_after{work, opt.keep};
   const std::string src = work + "/payload.bin", log = work + "/commands.log";
   auto t0 = Clock::now();
   WriteRandomFile(src, opt.mib);
@@ -352,10 +365,5 @@ int main(int argc, char** argv) {
               ratio(c.down, a.down));
   std::printf("bytes round-trip: %s\n", ok ? "identical in every case" : "FAILED (see above)");
 
-  if (opt.keep) {
-    std::printf("kept %s\n", work.c_str());
-  } else {
-    fs::remove_all(work);
-  }
   return ok ? 0 : 1;
 }
