@@ -3,17 +3,13 @@
 #include <cmath>
 #include <limits>
 
+#include "core/progress_report.h"
 #include "core/time.h"
 
 namespace headway::api {
 namespace {
 
 using nlohmann::json;
-
-json Number(double v) {
-  if (std::isfinite(v)) return v;
-  return std::isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity";
-}
 
 Status WrongType(const std::string& field, const char* want) {
   return InvalidArgument(std::string("must be ") + want).WithField(field);
@@ -28,7 +24,7 @@ json ArtifactToJson(const Artifact& a) {
   if (a.producer.step) producer["step"] = *a.producer.step;
   if (!a.producer.pipeline_node.empty()) producer["pipeline_node"] = a.producer.pipeline_node;
   json metrics = json::object();
-  for (const auto& [name, value] : a.metrics) metrics[name] = Number(value);
+  for (const auto& [name, value] : a.metrics) metrics[name] = MetricValueToJson(value);
   return {{"name", a.name},
           {"version", a.version},
           {"ref", a.Ref()},
@@ -102,16 +98,9 @@ Result<Artifact> ParseNewArtifact(std::string_view body) {
     } else if (key == "metrics") {
       if (!v.is_object()) return WrongType(key, "an object of numbers");
       for (auto m = v.begin(); m != v.end(); ++m) {
-        const json& value = m.value();
-        if (value.is_number()) {
-          a.metrics[m.key()] = value.get<double>();
-        } else if (value == "NaN") {
-          a.metrics[m.key()] = std::numeric_limits<double>::quiet_NaN();
-        } else if (value == "Infinity" || value == "-Infinity") {
-          a.metrics[m.key()] = (value == "Infinity" ? 1 : -1) * std::numeric_limits<double>::infinity();
-        } else {
-          return WrongType("metrics." + m.key(), "a number, \"NaN\", \"Infinity\" or \"-Infinity\"");
-        }
+        auto value = ParseMetricValue("metrics." + m.key(), m.value());
+        if (!value.ok()) return value.status();
+        a.metrics[m.key()] = *value;
       }
     } else if (key == "labels") {
       if (!v.is_object()) return WrongType(key, "an object of strings");

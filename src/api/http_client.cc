@@ -26,6 +26,24 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 
+// Reads one response with a body of at most `body_limit` bytes; header names lowercased.
+template <class Stream>
+Result<ClientResponse> ReadResponse(Stream& stream, std::uint64_t body_limit) {
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(body_limit);
+  beast::error_code ec;
+  http::read(stream, buffer, parser, ec);
+  if (ec) return Unavailable("reading response: " + ec.message());
+  ClientResponse response{static_cast<int>(parser.get().result_int()), parser.get().body(), {}};
+  for (const auto& field : parser.get()) {
+    std::string name(field.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    response.headers.emplace(std::move(name), std::string(field.value()));
+  }
+  return response;
+}
+
 }  // namespace
 
 HttpClient::HttpClient(std::string base_url, std::string bearer_token, std::string ca_file)
@@ -139,19 +157,9 @@ Result<ClientResponse> HttpClient::Request(std::string_view method, std::string_
     }
     http::write(stream, req, ec);
     if (ec) return Unavailable("sending request: " + ec.message());
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(256 * 1024 * 1024);
-    http::read(stream, buffer, parser, ec);
-    if (ec) return Unavailable("reading response: " + ec.message());
+    auto response = ReadResponse(stream, 256 * 1024 * 1024);
     beast::error_code ignored;
     beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_both, ignored);
-    ClientResponse response{static_cast<int>(parser.get().result_int()), parser.get().body(), {}};
-    for (const auto& field : parser.get()) {
-      std::string name(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      response.headers.emplace(std::move(name), std::string(field.value()));
-    }
     return response;
   });
 }
@@ -212,18 +220,7 @@ Result<ClientResponse> HttpClient::SendFile(
       if (ec == http::error::need_buffer) ec = {};
       if (ec) return Unavailable("sending " + path + ": " + ec.message());
     }
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(16 * 1024 * 1024);
-    http::read(stream, buffer, parser, ec);
-    if (ec) return Unavailable("reading response: " + ec.message());
-    ClientResponse response{static_cast<int>(parser.get().result_int()), parser.get().body(), {}};
-    for (const auto& field : parser.get()) {
-      std::string name(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      response.headers.emplace(std::move(name), std::string(field.value()));
-    }
-    return response;
+    return ReadResponse(stream, 16 * 1024 * 1024);
   });
 }
 

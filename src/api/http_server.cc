@@ -57,7 +57,10 @@ std::string RandomName() {
   return text;
 }
 
-HttpRequest ToHttpRequest(http::request<http::string_body>& raw) {
+// The method, target and headers (names lowercased) of any request; the body
+// is the caller's.
+template <class Body>
+HttpRequest RequestHead(const http::request<Body>& raw) {
   HttpRequest req;
   req.method = std::string(raw.method_string());
   ParseTarget(std::string_view(raw.target().data(), raw.target().size()), req);
@@ -66,6 +69,11 @@ HttpRequest ToHttpRequest(http::request<http::string_body>& raw) {
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     req.headers[name] = std::string(field.value());
   }
+  return req;
+}
+
+HttpRequest ToHttpRequest(http::request<http::string_body>& raw) {
+  HttpRequest req = RequestHead(raw);
   req.body = std::move(raw.body());
   return req;
 }
@@ -301,9 +309,8 @@ class Server final : public HttpServer {
   }
 
   bool WantsFileBody(const http::request<http::string_body>& head) const {
-    HttpRequest probe;
-    ParseTarget(std::string_view(head.target().data(), head.target().size()), probe);
-    return options_.body_to_file(std::string(head.method_string()), probe.path);
+    HttpRequest probe = RequestHead(head);
+    return options_.body_to_file(probe.method, probe.path);
   }
 
   // Reads the body of a request whose headers are read into a file, then
@@ -370,14 +377,7 @@ class Server final : public HttpServer {
     buffer.shrink_to_fit();  // a kept-alive connection does not keep the 1 MiB
     parser.get().body().close();
     auto& raw = parser.get();
-    HttpRequest req;
-    req.method = std::string(raw.method_string());
-    ParseTarget(std::string_view(raw.target().data(), raw.target().size()), req);
-    for (const auto& field : raw) {
-      std::string name(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      req.headers[name] = std::string(field.value());
-    }
+    HttpRequest req = RequestHead(raw);
     req.body_file = path;
     if (admission.slot() == Slot::kReserved && !options_.reserved_for(req.method, req.path)) {
       co_await WriteSimple(*stream, 503, ErrorJson("Unavailable", "too many connections"), false);

@@ -13,11 +13,7 @@ nlohmann::json OptionalTime(const std::optional<Time>& t) {
 
 }  // namespace
 
-nlohmann::json NumberToJson(double value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
-  return value;
-}
+nlohmann::json NumberToJson(double value) { return MetricValueToJson(value); }
 
 nlohmann::json ProgressToJson(const ProgressView& p) {
   auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };

@@ -13,18 +13,6 @@ Status FieldError(const std::string& field, std::string message) {
   return InvalidArgument(std::move(message)).WithField(field);
 }
 
-Result<double> MetricValue(const std::string& field, const json& v) {
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) {
-    const auto& s = v.get_ref<const std::string&>();
-    if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
-    if (s == "Infinity" || s == "inf") return std::numeric_limits<double>::infinity();
-    if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
-  }
-  return FieldError(field, "must be a number (or \"NaN\", \"Infinity\", \"-Infinity\"), got " +
-                               v.dump().substr(0, 40));
-}
-
 Result<ProgressReport> DecodeOne(const json& j, const std::string& prefix,
                                  const ProgressLimits& limits, bool top_level_metrics) {
   if (!j.is_object()) return FieldError(prefix.empty() ? "report" : prefix, "must be an object");
@@ -74,7 +62,7 @@ Result<ProgressReport> DecodeOne(const json& j, const std::string& prefix,
           return FieldError(name, "metric names are 1-" + std::to_string(limits.max_metric_name) +
                                       " characters of letters, digits, '_', '.', '/', '-'");
         }
-        auto value = MetricValue(name, m.value());
+        auto value = ParseMetricValue(name, m.value());
         if (!value.ok()) return value.status();
         r.metrics[m.key()] = *value;
       }
@@ -104,7 +92,7 @@ Result<ProgressReport> DecodeOne(const json& j, const std::string& prefix,
                                 "total_epochs, time and metrics is a metric and must be a number, got " +
                                     it.value().dump().substr(0, 40));
       }
-      auto value = MetricValue(name, it.value());
+      auto value = ParseMetricValue(name, it.value());
       if (!value.ok()) return value.status();
       if (r.metrics.count(key)) return FieldError(name, "is given both at the top level and in metrics");
       if (r.metrics.size() >= limits.max_metrics_per_report) {
@@ -205,6 +193,25 @@ std::vector<MetricBucket> Downsample(const std::vector<MetricPoint>& points, std
     out.push_back(bucket);
   }
   return out;
+}
+
+Result<double> ParseMetricValue(const std::string& field, const json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const auto& s = v.get_ref<const std::string&>();
+    if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "Infinity" || s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
+  }
+  return InvalidArgument("must be a number (or \"NaN\", \"Infinity\", \"-Infinity\"), got " +
+                         v.dump().substr(0, 40))
+      .WithField(field);
+}
+
+json MetricValueToJson(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
+  return value;
 }
 
 }  // namespace headway

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -83,6 +84,12 @@ Result<std::vector<ProgressReport>> DecodeMarkerReports(std::string_view json,
 
 // Valid metric names: 1..max_metric_name characters of [A-Za-z0-9_./-].
 bool IsValidMetricName(std::string_view name, std::size_t max_length = 128);
+
+// A metric value as JSON carries it: a number, or "NaN", "Infinity",
+// "-Infinity" (also "nan", "inf", "-inf"). InvalidArgument naming `field` otherwise.
+Result<double> ParseMetricValue(const std::string& field, const nlohmann::json& value);
+// The inverse: a number, or one of those strings for a non-finite value.
+nlohmann::json MetricValueToJson(double value);
 
 }  // namespace headway
 

@@ -944,17 +944,9 @@ class SqliteStore final : public Store {
   static constexpr const char* kSelectUse =
       "SELECT name, version, job, attempt, used_at FROM artifact_uses";
 
-  // Metric values as JSON, non-finite ones as the strings "NaN", "Infinity"
-  // and "-Infinity" (JSON has no numbers for them).
   static std::string MetricsJson(const std::map<std::string, double>& metrics) {
     nlohmann::json out = nlohmann::json::object();
-    for (const auto& [name, value] : metrics) {
-      if (std::isfinite(value)) {
-        out[name] = value;
-      } else {
-        out[name] = std::isnan(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
-      }
-    }
+    for (const auto& [name, value] : metrics) out[name] = MetricValueToJson(value);
     return out.dump();
   }
 
@@ -978,14 +970,7 @@ class SqliteStore final : public Store {
     auto metrics = nlohmann::json::parse(q.ColumnText(12), nullptr, false);
     if (metrics.is_object()) {
       for (const auto& [name, value] : metrics.items()) {
-        if (value.is_number()) {
-          a.metrics[name] = value.get<double>();
-        } else if (value.is_string()) {
-          const std::string text = value.get<std::string>();
-          a.metrics[name] = text == "Infinity"    ? std::numeric_limits<double>::infinity()
-                            : text == "-Infinity" ? -std::numeric_limits<double>::infinity()
-                                                  : std::numeric_limits<double>::quiet_NaN();
-        }
+        if (auto number = ParseMetricValue(name, value); number.ok()) a.metrics[name] = *number;
       }
     }
     auto labels = nlohmann::json::parse(q.ColumnText(13), nullptr, false);
