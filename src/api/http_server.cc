@@ -249,12 +249,7 @@ class Server final : public HttpServer {
         break;
       }
       if (ec == http::error::body_limit) {
-        co_await WriteSimple(*stream, 413,
-                             ErrorJson("PayloadTooLarge",
-                                       "request body exceeds " +
-                                           std::to_string(options_.max_body_bytes) + " bytes"),
-                             false);
-        co_await LingeringClose(*stream);
+        co_await RefuseTooLarge(*stream, "request body", options_.max_body_bytes);
         co_return;
       }
       if (ec == http::error::header_limit) {
@@ -323,34 +318,22 @@ class Server final : public HttpServer {
     // A declared length over the limit is refused before anything is read;
     // an undeclared one (chunked) as soon as it passes the limit.
     if (head_parser.content_length() && *head_parser.content_length() > options_.max_file_body_bytes) {
-      co_await WriteSimple(*stream, 413,
-                           ErrorJson("PayloadTooLarge", "upload exceeds " +
-                                                            std::to_string(options_.max_file_body_bytes) +
-                                                            " bytes"),
-                           false);
-      co_await LingeringClose(*stream);
+      co_await RefuseTooLarge(*stream, "upload", options_.max_file_body_bytes);
       co_return false;
     }
     http::request_parser<http::file_body> parser{std::move(head_parser)};
     parser.body_limit(options_.max_file_body_bytes);
     std::string path = options_.file_body_dir + "/upload-" + RandomName();
-    beast::error_code ec;
-    {
-      // 0600 from the start: the file is made before beast opens it.
-      int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-      if (fd < 0) {
-        co_await WriteSimple(*stream, 503, ErrorJson("Unavailable", "cannot take an upload now"),
-                             false);
-        co_return false;
-      }
-      ::close(fd);
-    }
+    // 0600 from the start: the file is made before beast opens it.
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) ::close(fd);
     struct RemoveAfter {
       std::string path;
       ~RemoveAfter() { ::unlink(path.c_str()); }
     } remove_after{path};
-    parser.get().body().open(path.c_str(), beast::file_mode::write_existing, ec);
-    if (ec) {
+    beast::error_code ec;
+    if (fd >= 0) parser.get().body().open(path.c_str(), beast::file_mode::write_existing, ec);
+    if (fd < 0 || ec) {
       co_await WriteSimple(*stream, 503, ErrorJson("Unavailable", "cannot take an upload now"),
                            false);
       co_return false;
@@ -365,12 +348,7 @@ class Server final : public HttpServer {
       co_await http::async_read_some(*stream, buffer, parser, net::redirect_error(use_awaitable, ec));
     }
     if (ec == http::error::body_limit) {
-      co_await WriteSimple(*stream, 413,
-                           ErrorJson("PayloadTooLarge", "upload exceeds " +
-                                                            std::to_string(options_.max_file_body_bytes) +
-                                                            " bytes"),
-                           false);
-      co_await LingeringClose(*stream);
+      co_await RefuseTooLarge(*stream, "upload", options_.max_file_body_bytes);
       co_return false;
     }
     if (ec) co_return false;  // the client went away or stalled: nothing was stored
@@ -384,6 +362,17 @@ class Server final : public HttpServer {
       co_return false;
     }
     co_return co_await Answer(stream, req, raw.version(), raw.keep_alive());
+  }
+
+  // 413 for a body over `limit` bytes ("request body exceeds N bytes"), then
+  // a lingering close: the rest of the body is still arriving.
+  template <class Stream>
+  awaitable<void> RefuseTooLarge(Stream& stream, std::string what, std::uint64_t limit) {
+    co_await WriteSimple(stream, 413,
+                         ErrorJson("PayloadTooLarge",
+                                   what + " exceeds " + std::to_string(limit) + " bytes"),
+                         false);
+    co_await LingeringClose(stream);
   }
 
   // After refusing a request whose body is still arriving, read and drop what
