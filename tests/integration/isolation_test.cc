@@ -268,13 +268,18 @@ TEST(Isolation, ACpuLimitIsWrittenToTheJobsCgroup) {
   ASSERT_TRUE(server.WaitForState("capped", "Running"));
   std::string quota;
   ASSERT_TRUE(WaitFor([&] {
-    for (const auto& entry : fs::recursive_directory_iterator(
-             "/sys/fs/cgroup", fs::directory_options::skip_permission_denied)) {
+    // Other tests' cgroups come and go while this walks the tree: a
+    // directory that vanishes under the iterator is skipped, not an error.
+    std::error_code error;
+    fs::recursive_directory_iterator it("/sys/fs/cgroup",
+                                        fs::directory_options::skip_permission_denied, error);
+    for (; !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
+      const fs::path& path = it->path();
       // "capped.attempt-0.<hash of its run directory>"
-      if (entry.path().filename().string().rfind("capped.attempt-0.", 0) != 0) continue;
-      if (fs::exists(entry.path() / "cpu.max")) quota = ReadFile(entry.path() / "cpu.max");
-      if (fs::exists(entry.path() / "cpu.cfs_quota_us")) {
-        quota = ReadFile(entry.path() / "cpu.cfs_quota_us");
+      if (path.filename().string().rfind("capped.attempt-0.", 0) != 0) continue;
+      if (fs::exists(path / "cpu.max", error)) quota = ReadFile(path / "cpu.max");
+      if (fs::exists(path / "cpu.cfs_quota_us", error)) {
+        quota = ReadFile(path / "cpu.cfs_quota_us");
       }
     }
     return !quota.empty();
