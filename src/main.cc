@@ -212,6 +212,11 @@ int main(int argc, char** argv) {
                      "the endpoint clients and jobs reach the store at, when not --s3-endpoint");
   server->add_option("--s3-ca-file", server_config.s3_ca_file,
                      "PEM CA certificates to verify the endpoint with (default: the system's)");
+  std::string s3_part_size = "64Mi";
+  server->add_option("--s3-part-size", s3_part_size,
+                     "artifacts this large and over go up to the S3 store in parts of this size "
+                     "(5Mi..5Gi), several at once, and resume where an interrupted upload stopped")
+      ->capture_default_str();
   std::string max_upload = "5Gi";
   server->add_option("--max-upload-bytes", max_upload,
                      "the largest artifact uploaded through the server (local artifact store)")
@@ -230,6 +235,13 @@ int main(int argc, char** argv) {
       } else {
         server_config.artifact_quota_bytes[entry.substr(0, eq)] = static_cast<std::uint64_t>(*bytes);
       }
+    }
+    if (auto bytes = headway::ParseByteQuantity(s3_part_size);
+        bytes && *bytes >= (5ll << 20) && *bytes <= (5ll << 30)) {
+      server_config.s3_part_size = static_cast<std::uint64_t>(*bytes);
+    } else {
+      throw CLI::ValidationError("--s3-part-size",
+                                 "must be a size from 5Mi to 5Gi, got '" + s3_part_size + "'");
     }
     if (auto bytes = headway::ParseByteQuantity(max_upload); bytes && *bytes > 0) {
       server_config.max_upload_bytes = static_cast<std::uint64_t>(*bytes);

@@ -50,7 +50,7 @@ json ArtifactUseToJson(const ArtifactUse& u) {
           {"used_at", FormatRfc3339(u.used_at)}};
 }
 
-Result<Artifact> ParseNewArtifact(std::string_view body) {
+Result<Artifact> ParseNewArtifact(std::string_view body, bool* multipart) {
   json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object()) return InvalidArgument("body must be a JSON object");
   Artifact a;
@@ -108,9 +108,12 @@ Result<Artifact> ParseNewArtifact(std::string_view body) {
         if (!l.value().is_string()) return WrongType("labels." + l.key(), "a string");
         a.labels[l.key()] = l.value().get<std::string>();
       }
+    } else if (key == "multipart") {
+      if (!v.is_boolean()) return WrongType(key, "true or false");
+      if (multipart != nullptr) *multipart = v.get<bool>();
     } else {
       return InvalidArgument("unknown field (known: name, kind, size, digest, content_md5, team, "
-                             "producer, metrics, labels)")
+                             "producer, metrics, labels, multipart)")
           .WithField(key);
     }
   }

@@ -16,13 +16,32 @@
 
 namespace headway::api {
 
+// A multipart upload the client drives: it asks which parts the store has
+// (UploadedParts), sends the others with presigned requests (PresignParts),
+// then commits with the upload's id. Resumable: a later Create of the same
+// bytes gets the same unfinished upload back.
+struct MultipartPlan {
+  std::string upload_id;
+  std::uint64_t part_size = 0;  // every part but the last
+  int part_count = 0;
+};
+
 // A new version and how its bytes get to the store: none needed (the store
 // holds these bytes already: the version is Ready), a presigned request to
-// the object store, or an upload through the server (local store).
+// the object store, a multipart upload of presigned parts, or an upload
+// through the server (local store).
 struct NewArtifact {
   Artifact artifact;
   std::optional<PresignedRequest> presigned;
+  std::optional<MultipartPlan> multipart;
   bool upload_through_server = false;
+};
+
+// A part the client is about to send: its number and its MD5 (base64),
+// which the presigned request is bound to.
+struct PartToSend {
+  int number = 0;
+  std::string content_md5;
 };
 
 // Where to read a version's bytes: a local file, or a presigned request.
@@ -37,15 +56,26 @@ class ArtifactService {
   virtual ~ArtifactService() = default;
   // `draft` is checked (ValidateNewArtifact), counted against its team's
   // quota (ResourceExhausted beyond it) and stored as a new Pending version
-  // (Ready at once when its bytes are stored already).
-  virtual Result<NewArtifact> Create(Artifact draft) = 0;
+  // (Ready at once when its bytes are stored already). `client_multipart`:
+  // the client can drive a multipart upload, which large versions then get.
+  virtual Result<NewArtifact> Create(Artifact draft, bool client_multipart) = 0;
   // The bytes of a Pending version, uploaded through the server into the
   // file `path`: checked against the record's size and digest, then stored.
   virtual Result<Artifact> Receive(std::string_view name, std::int64_t version,
                                    const std::string& path) = 0;
-  // After a presigned upload: checks that the object is there with the
-  // record's size, then marks the version Ready.
-  virtual Result<Artifact> Commit(std::string_view name, std::int64_t version) = 0;
+  // For a multipart upload of a Pending version: the parts the store has,
+  // and requests that send the given ones.
+  virtual Result<std::vector<UploadedPart>> UploadedParts(std::string_view name,
+                                                          std::int64_t version,
+                                                          const std::string& upload_id) = 0;
+  virtual Result<std::vector<PresignedRequest>> PresignParts(
+      std::string_view name, std::int64_t version, const std::string& upload_id,
+      const std::vector<PartToSend>& parts) = 0;
+  // After a presigned upload: assembles the parts of `upload_id` when given
+  // (each must be there, with the size the plan gives it), checks that the
+  // object is there with the record's size, then marks the version Ready.
+  virtual Result<Artifact> Commit(std::string_view name, std::int64_t version,
+                                  const std::optional<std::string>& upload_id) = 0;
   virtual Result<Artifact> Get(std::string_view name, std::optional<std::int64_t> version) = 0;
   virtual Result<std::vector<Artifact>> List(const ArtifactFilter& filter) = 0;
   // A Ready version's bytes. Records `use` first when it is set.

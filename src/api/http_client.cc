@@ -164,8 +164,26 @@ Result<ClientResponse> HttpClient::Request(std::string_view method, std::string_
   });
 }
 
+std::pair<std::string, std::string> SplitUrl(const std::string& url) {
+  std::size_t scheme = url.find("://");
+  std::size_t path = scheme == std::string::npos ? std::string::npos : url.find('/', scheme + 3);
+  if (path == std::string::npos) return {url, "/"};
+  return {url.substr(0, path), url.substr(path)};
+}
+
 Result<ClientResponse> HttpClient::SendFile(
     std::string_view method, std::string_view target, const std::string& path,
+    const std::vector<std::pair<std::string, std::string>>& headers) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Unavailable("cannot read " + path + ": " + std::strerror(errno));
+  }
+  return SendFileRange(method, target, path, 0, static_cast<std::uint64_t>(st.st_size), headers);
+}
+
+Result<ClientResponse> HttpClient::SendFileRange(
+    std::string_view method, std::string_view target, const std::string& path,
+    std::uint64_t offset, std::uint64_t length,
     const std::vector<std::pair<std::string, std::string>>& headers) {
   std::string host, port;
   bool tls = false;
@@ -176,8 +194,6 @@ Result<ClientResponse> HttpClient::SendFile(
     int fd;
     ~FdCloser() { ::close(fd); }
   } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return Unavailable("cannot read " + path + ": " + std::strerror(errno));
   // The body goes in 1 MiB writes: Beast's file_body reads and sends 4 KiB
   // at a time, which costs both ends a system call (and the server a timer
   // reset) per 4 KiB.
@@ -188,7 +204,7 @@ Result<ClientResponse> HttpClient::SendFile(
   req.set(http::field::content_type, "application/octet-stream");
   if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
   for (const auto& [name, value] : headers) req.set(name, value);
-  req.content_length(static_cast<std::uint64_t>(st.st_size));
+  req.content_length(length);
   return OverConnection(host, port, base_url_, tls, ca_file_,
                         [&](auto& stream) -> Result<ClientResponse> {
     beast::error_code ec;
@@ -199,15 +215,16 @@ Result<ClientResponse> HttpClient::SendFile(
     http::write_header(stream, serializer, ec);
     if (ec) return Unavailable("sending " + path + ": " + ec.message());
     std::vector<char> chunk(1 << 20);
-    std::uint64_t left = static_cast<std::uint64_t>(st.st_size);
-    while (left > 0) {
-      ssize_t n = ::read(fd, chunk.data(), std::min<std::uint64_t>(chunk.size(), left));
+    std::uint64_t sent = 0;
+    while (sent < length) {
+      ssize_t n = ::pread(fd, chunk.data(), std::min<std::uint64_t>(chunk.size(), length - sent),
+                          static_cast<off_t>(offset + sent));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return Unavailable("reading " + path + ": it changed while being sent");
-      left -= static_cast<std::uint64_t>(n);
+      sent += static_cast<std::uint64_t>(n);
       req.body().data = chunk.data();
       req.body().size = static_cast<std::size_t>(n);
-      req.body().more = left > 0;
+      req.body().more = sent < length;
       http::write(stream, serializer, ec);
       if (ec == http::error::need_buffer) ec = {};
       if (ec) return Unavailable("sending " + path + ": " + ec.message());

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -26,6 +27,11 @@ struct ClientResponse {
   }
 };
 
+// "http://host:port/path?query" as ("http://host:port", "/path?query"): the
+// base URL an HttpClient takes and the target of a request, as for a
+// presigned URL.
+std::pair<std::string, std::string> SplitUrl(const std::string& url);
+
 class HttpClient {
  public:
   // `base_url`: "http://host:port" or "https://host:port"; InvalidArgument
@@ -45,6 +51,12 @@ class HttpClient {
   Result<ClientResponse> SendFile(std::string_view method, std::string_view target,
                                   const std::string& path,
                                   const std::vector<std::pair<std::string, std::string>>& headers = {});
+  // Sends bytes [offset, offset + length) of the file at `path` as the body
+  // (a part of a multipart upload).
+  Result<ClientResponse> SendFileRange(std::string_view method, std::string_view target,
+                                       const std::string& path, std::uint64_t offset,
+                                       std::uint64_t length,
+                                       const std::vector<std::pair<std::string, std::string>>& headers = {});
   // GETs `target` and hands each piece of the body to `on_data` as it arrives.
   // Returns the status once the body ends; a non-2xx body goes to `error_body`.
   Result<int> Stream(std::string_view target, const std::function<void(std::string_view)>& on_data,

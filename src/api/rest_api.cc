@@ -253,7 +253,11 @@ class Api {
     router_.Add("PUT", "/api/v1/artifacts/{name}/versions/{version}/content",
                 [this](auto& r, auto& p) { return UploadArtifact(r, p.at("name"), p.at("version")); });
     router_.Add("POST", "/api/v1/artifacts/{name}/versions/{version}/commit",
-                [this](auto&, auto& p) { return CommitArtifact(p.at("name"), p.at("version")); });
+                [this](auto& r, auto& p) { return CommitArtifact(r, p.at("name"), p.at("version")); });
+    router_.Add("GET", "/api/v1/artifacts/{name}/versions/{version}/parts",
+                [this](auto& r, auto& p) { return UploadedParts(r, p.at("name"), p.at("version")); });
+    router_.Add("POST", "/api/v1/artifacts/{name}/versions/{version}/parts",
+                [this](auto& r, auto& p) { return PresignParts(r, p.at("name"), p.at("version")); });
     router_.Add("GET", "/api/v1/artifacts/{name}/versions/{version}/content",
                 [this](auto&, auto& p) { return DownloadArtifact(p.at("name"), p.at("version")); });
     router_.Add("DELETE", "/api/v1/artifacts/{name}/versions/{version}",
@@ -832,7 +836,8 @@ class Api {
 
   HttpResponse CreateArtifact(const HttpRequest& req) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
-    auto draft = ParseNewArtifact(req.body);
+    bool multipart = false;
+    auto draft = ParseNewArtifact(req.body, &multipart);
     if (!draft.ok()) return ErrorResponse(draft.status());
     if (t_job) {
       // A job's artifacts are its team's, and it is their producer.
@@ -858,10 +863,15 @@ class Api {
       }
       draft->created_by = Creator();
     }
-    auto created = artifacts_->Create(std::move(draft.value()));
+    auto created = artifacts_->Create(std::move(draft.value()), multipart);
     if (!created.ok()) return ErrorResponse(created.status());
     json upload = nullptr;
-    if (created->presigned) {
+    if (created->multipart) {
+      upload = {{"multipart",
+                 {{"upload_id", created->multipart->upload_id},
+                  {"part_size", created->multipart->part_size},
+                  {"part_count", created->multipart->part_count}}}};
+    } else if (created->presigned) {
       json headers = json::object();
       for (const auto& [k, v] : created->presigned->headers) headers[k] = v;
       upload = json::object();
@@ -974,14 +984,128 @@ class Api {
     return JsonResponse(200, ArtifactToJson(*stored));
   }
 
-  HttpResponse CommitArtifact(const std::string& name, const std::string& version) {
-    if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
+  // The Pending version a multipart request names, which the caller may change.
+  Result<Artifact> ChangeableArtifact(const std::string& name, const std::string& version) {
     auto a = VisibleArtifact(name, version);
+    if (!a.ok()) return a.status();
+    HEADWAY_RETURN_IF_ERROR(MayChangeArtifact(*a));
+    return a;
+  }
+
+  static Result<std::string> UploadIdField(const json& body) {
+    if (!body.contains("upload_id")) return InvalidArgument("is required").WithField("upload_id");
+    const json& id = body["upload_id"];
+    if (!id.is_string() || id.get<std::string>().empty() || id.get<std::string>().size() > 1024) {
+      return InvalidArgument("must be the upload_id the artifact's creation gave").WithField("upload_id");
+    }
+    return id.get<std::string>();
+  }
+
+  HttpResponse CommitArtifact(const HttpRequest& req, const std::string& name,
+                              const std::string& version) {
+    if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
+    std::optional<std::string> upload_id;
+    if (!req.body.empty()) {
+      json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+      if (!body.is_object()) return ErrorResponse(InvalidArgument("body must be a JSON object"));
+      for (const auto& [key, value] : body.items()) {
+        if (key != "upload_id") {
+          return ErrorResponse(InvalidArgument("unknown field (known: upload_id)").WithField(key));
+        }
+      }
+      if (body.contains("upload_id")) {
+        auto id = UploadIdField(body);
+        if (!id.ok()) return ErrorResponse(id.status());
+        upload_id = *id;
+      }
+    }
+    auto a = ChangeableArtifact(name, version);
     if (!a.ok()) return ErrorResponse(a.status());
-    if (Status s = MayChangeArtifact(*a); !s.ok()) return ErrorResponse(s);
-    auto ready = artifacts_->Commit(a->name, a->version);
+    auto ready = artifacts_->Commit(a->name, a->version, upload_id);
     if (!ready.ok()) return ErrorResponse(ready.status());
     return JsonResponse(200, ArtifactToJson(*ready));
+  }
+
+  // GET .../parts?upload_id=ID: the parts of a multipart upload the store
+  // holds, so that a client resuming it sends only the others.
+  HttpResponse UploadedParts(const HttpRequest& req, const std::string& name,
+                             const std::string& version) {
+    if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
+    std::string upload_id;
+    for (const auto& [key, value] : req.query) {
+      if (key != "upload_id") {
+        return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
+      }
+      upload_id = value;
+    }
+    auto id = UploadIdField(json{{"upload_id", upload_id}});
+    if (!id.ok()) return ErrorResponse(id.status());
+    auto a = ChangeableArtifact(name, version);
+    if (!a.ok()) return ErrorResponse(a.status());
+    auto parts = artifacts_->UploadedParts(a->name, a->version, *id);
+    if (!parts.ok()) return ErrorResponse(parts.status());
+    json items = json::array();
+    for (const UploadedPart& p : *parts) {
+      items.push_back({{"number", p.number}, {"size", p.size}, {"etag", p.etag}});
+    }
+    return JsonResponse(200, {{"upload_id", *id}, {"parts", items}});
+  }
+
+  // POST .../parts {"upload_id", "parts": [{"number", "content_md5"}]}:
+  // a presigned request for each part, bound to its size and MD5.
+  HttpResponse PresignParts(const HttpRequest& req, const std::string& name,
+                            const std::string& version) {
+    if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
+    constexpr std::size_t kMaxPartsPerRequest = 1000;
+    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (!body.is_object()) return ErrorResponse(InvalidArgument("body must be a JSON object"));
+    for (const auto& [key, value] : body.items()) {
+      if (key != "upload_id" && key != "parts") {
+        return ErrorResponse(InvalidArgument("unknown field (known: upload_id, parts)").WithField(key));
+      }
+    }
+    auto id = UploadIdField(body);
+    if (!id.ok()) return ErrorResponse(id.status());
+    const json& items = body.contains("parts") ? body["parts"] : json();
+    if (!items.is_array() || items.empty() || items.size() > kMaxPartsPerRequest) {
+      return ErrorResponse(InvalidArgument("must be a list of 1 to " +
+                                           std::to_string(kMaxPartsPerRequest) + " parts")
+                               .WithField("parts"));
+    }
+    std::vector<PartToSend> parts;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const json& item = items[i];
+      const std::string field = "parts[" + std::to_string(i) + "]";
+      if (!item.is_object() || !item.contains("number") || !item["number"].is_number_integer() ||
+          !item.contains("content_md5") || !item["content_md5"].is_string() || item.size() != 2) {
+        return ErrorResponse(InvalidArgument("must be {\"number\": N, \"content_md5\": BASE64}")
+                                 .WithField(field));
+      }
+      const std::int64_t number = item["number"].get<std::int64_t>();
+      const std::string md5 = item["content_md5"].get<std::string>();
+      if (!IsValidContentMd5(md5)) {
+        return ErrorResponse(InvalidArgument("must be a base64 MD5 (24 characters)")
+                                 .WithField(field + ".content_md5"));
+      }
+      if (number < 1 || number > 10000) {
+        return ErrorResponse(InvalidArgument("must be 1..10000").WithField(field + ".number"));
+      }
+      parts.push_back({static_cast<int>(number), md5});
+    }
+    auto a = ChangeableArtifact(name, version);
+    if (!a.ok()) return ErrorResponse(a.status());
+    auto requests = artifacts_->PresignParts(a->name, a->version, *id, parts);
+    if (!requests.ok()) return ErrorResponse(requests.status());
+    json out = json::array();
+    for (std::size_t i = 0; i < requests->size(); ++i) {
+      json headers = json::object();
+      for (const auto& [k, v] : (*requests)[i].headers) headers[k] = v;
+      out.push_back({{"number", parts[i].number},
+                     {"method", (*requests)[i].method},
+                     {"url", (*requests)[i].url},
+                     {"headers", headers}});
+    }
+    return JsonResponse(200, {{"parts", out}});
   }
 
   HttpResponse DownloadArtifact(const std::string& name, const std::string& version) {

@@ -4,50 +4,83 @@
 #include <openssl/evp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 namespace headway {
+namespace {
+
+std::string Hex(const unsigned char* bytes, unsigned int len) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  out.reserve(len * 2);
+  for (unsigned int i = 0; i < len; ++i) {
+    out += kHex[bytes[i] >> 4];
+    out += kHex[bytes[i] & 15];
+  }
+  return out;
+}
+
+std::string Base64(const unsigned char* bytes, unsigned int len) {
+  std::string out(4 * ((len + 2) / 3) + 1, '\0');
+  int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), bytes,
+                                static_cast<int>(len));
+  out.resize(static_cast<std::size_t>(written));
+  return out;
+}
+
+}  // namespace
+
+Result<RangeDigest> DigestRange(int fd, const std::string& path, std::uint64_t offset,
+                                std::optional<std::uint64_t> length) {
+  using Ctx = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
+  Ctx sha(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  Ctx md5(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(sha.get(), EVP_sha256(), nullptr);
+  EVP_DigestInit_ex(md5.get(), EVP_md5(), nullptr);
+  std::vector<unsigned char> buf(1 << 20);
+  RangeDigest out;
+  while (!length || out.size < *length) {
+    std::size_t want = length ? static_cast<std::size_t>(std::min<std::uint64_t>(
+                                    buf.size(), *length - out.size))
+                              : buf.size();
+    ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(offset + out.size));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      std::string m = "cannot read " + path + ": " + std::strerror(errno);
+      return errno == ENOENT ? NotFound(m) : Unavailable(m);
+    }
+    if (n == 0) {
+      if (!length) break;
+      return Conflict("reading " + path + ": the file shrank while being read");
+    }
+    EVP_DigestUpdate(sha.get(), buf.data(), static_cast<std::size_t>(n));
+    EVP_DigestUpdate(md5.get(), buf.data(), static_cast<std::size_t>(n));
+    out.size += static_cast<std::uint64_t>(n);
+  }
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(sha.get(), d, &len);
+  out.sha256_hex = Hex(d, len);
+  EVP_DigestFinal_ex(md5.get(), d, &len);
+  out.md5_hex = Hex(d, len);
+  out.md5_base64 = Base64(d, len);
+  return out;
+}
 
 Result<FileDigest> DigestFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Unavailable("cannot read " + path + ": " + std::strerror(errno));
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> md5(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
-  EVP_DigestInit_ex(md5.get(), EVP_md5(), nullptr);
-  std::vector<unsigned char> buf(1 << 20);
-  FileDigest out;
-  for (;;) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      ::close(fd);
-      return Unavailable("cannot read " + path + ": " + std::strerror(errno));
-    }
-    if (n == 0) break;
-    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<std::size_t>(n));
-    EVP_DigestUpdate(md5.get(), buf.data(), static_cast<std::size_t>(n));
-    out.size += static_cast<std::uint64_t>(n);
-  }
+  auto range = DigestRange(fd, path, 0, std::nullopt);
   ::close(fd);
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), md, &len);
-  static const char* kHex = "0123456789abcdef";
-  out.digest = "sha256:";
-  for (unsigned int i = 0; i < len; ++i) {
-    out.digest += kHex[md[i] >> 4];
-    out.digest += kHex[md[i] & 15];
-  }
-  unsigned char md5_bytes[EVP_MAX_MD_SIZE];
-  unsigned int md5_len = 0;
-  EVP_DigestFinal_ex(md5.get(), md5_bytes, &md5_len);
-  unsigned char base64[32];
-  int written = EVP_EncodeBlock(base64, md5_bytes, static_cast<int>(md5_len));
-  out.content_md5.assign(reinterpret_cast<const char*>(base64), static_cast<std::size_t>(written));
+  if (!range.ok()) return range.status();
+  FileDigest out;
+  out.digest = "sha256:" + range->sha256_hex;
+  out.content_md5 = std::move(range->md5_base64);
+  out.size = range->size;
   return out;
 }
 

@@ -27,6 +27,13 @@ struct PresignedRequest {
   std::vector<std::pair<std::string, std::string>> headers;  // to send with it
 };
 
+// A part of an unfinished multipart upload, as the store holds it.
+struct UploadedPart {
+  int number = 0;  // 1..10000
+  std::uint64_t size = 0;
+  std::string etag;  // the part's MD5, hex, as S3 gives it
+};
+
 class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
@@ -50,6 +57,38 @@ class ObjectStore {
                                                      std::chrono::seconds ttl) = 0;
   virtual std::optional<PresignedRequest> PresignGet(const std::string& key,
                                                      std::chrono::seconds ttl) = 0;
+
+  // Multipart uploads a client drives itself, one presigned request per
+  // part, and can resume: for stores that have them (S3). The defaults are
+  // a store without (the local one).
+  //
+  // The id of an unfinished upload to `key` (the newest, when several), or
+  // of a new one; nullopt: the store has no multipart uploads.
+  virtual Result<std::optional<std::string>> OpenMultipart(const std::string& /*key*/) {
+    return std::optional<std::string>();
+  }
+  // A request that sends part `number` of `upload_id` with a body of `size`
+  // bytes, bound to them by `content_md5` (base64).
+  virtual std::optional<PresignedRequest> PresignPart(const std::string& /*key*/,
+                                                      const std::string& /*upload_id*/,
+                                                      int /*number*/, std::uint64_t /*size*/,
+                                                      const std::string& /*content_md5*/,
+                                                      std::chrono::seconds /*ttl*/) {
+    return std::nullopt;
+  }
+  // The parts of `upload_id` the store holds; NotFound when the upload is gone.
+  virtual Result<std::vector<UploadedPart>> ListParts(const std::string& /*key*/,
+                                                      const std::string& /*upload_id*/) {
+    return InvalidArgument("this object store has no multipart uploads");
+  }
+  // Assembles the object under `key` from `parts` (ascending); returns its ETag.
+  virtual Result<std::string> CompleteMultipart(const std::string& /*key*/,
+                                                const std::string& /*upload_id*/,
+                                                const std::vector<UploadedPart>& /*parts*/) {
+    return InvalidArgument("this object store has no multipart uploads");
+  }
+  // Drops every unfinished upload to `key`, and the parts they hold.
+  virtual Status AbortMultiparts(const std::string& /*key*/) { return Status::Ok(); }
 };
 
 }  // namespace headway

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "artifact/file_digest.h"
 #include "artifact/multipart.h"
 
 namespace headway {
@@ -34,24 +35,11 @@ std::string Hex(const unsigned char* d, unsigned int n) {
   return out;
 }
 
-std::string Base64(const unsigned char* d, unsigned int n) {
-  std::string out(4 * ((n + 2) / 3) + 1, '\0');
-  int len = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), d, static_cast<int>(n));
-  out.resize(static_cast<std::size_t>(len));
-  return out;
-}
-
 bool IsMd5Hex(std::string_view s) {
   return s.size() == 32 && std::all_of(s.begin(), s.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
          });
 }
-
-struct Digests {
-  std::string sha256_hex;
-  std::string md5_hex;
-  std::string md5_base64;
-};
 
 class Fd {
  public:
@@ -75,38 +63,6 @@ class Fd {
 Status ErrnoStatus(const std::string& what, int err) {
   std::string m = what + ": " + std::strerror(err);
   return err == ENOENT ? NotFound(m) : Unavailable(m);
-}
-
-// One read of [offset, offset+length): SHA-256 and MD5 together.
-Result<Digests> HashRange(int fd, const std::string& path, std::uint64_t offset,
-                          std::uint64_t length) {
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> sha(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> md5(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(sha.get(), EVP_sha256(), nullptr);
-  EVP_DigestInit_ex(md5.get(), EVP_md5(), nullptr);
-  std::vector<char> buf(1 << 20);
-  std::uint64_t done = 0;
-  while (done < length) {
-    std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), length - done));
-    ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus("reading " + path, errno);
-    }
-    if (n == 0) return Conflict("reading " + path + ": the file shrank while being uploaded");
-    EVP_DigestUpdate(sha.get(), buf.data(), static_cast<std::size_t>(n));
-    EVP_DigestUpdate(md5.get(), buf.data(), static_cast<std::size_t>(n));
-    done += static_cast<std::uint64_t>(n);
-  }
-  unsigned char d[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  Digests out;
-  EVP_DigestFinal_ex(sha.get(), d, &len);
-  out.sha256_hex = Hex(d, len);
-  EVP_DigestFinal_ex(md5.get(), d, &len);
-  out.md5_hex = Hex(d, len);
-  out.md5_base64 = Base64(d, len);
-  return out;
 }
 
 bool ValidBucket(const std::string& b) {
@@ -493,7 +449,7 @@ Result<std::string> SendFileRange(const S3ClientOptions& o, S3Client::Impl& impl
     if (r.md5_hex.empty()) return Unavailable(c.operation + ": the body was not read in one pass");
     return r.md5_hex;
   }
-  auto digests = HashRange(fd, path, offset, length);
+  auto digests = DigestRange(fd, path, offset, length);
   if (!digests.ok()) return digests.status();
   c.headers.emplace_back("Content-MD5", digests->md5_base64);
   c.payload_sha256 = digests->sha256_hex;
@@ -837,6 +793,35 @@ Status S3Client::AbortMultipartUpload(const std::string& bucket, const std::stri
   return Perform(options_, *impl_, clock_, c, r);
 }
 
+Result<std::vector<S3Upload>> S3Client::ListMultipartUploads(const std::string& bucket,
+                                                             const std::string& prefix) {
+  std::vector<S3Upload> all;
+  std::string key_marker, upload_id_marker;
+  for (;;) {
+    HttpFields q{{"uploads", ""}};
+    if (!prefix.empty()) q.emplace_back("prefix", prefix);
+    if (!key_marker.empty()) q.emplace_back("key-marker", key_marker);
+    if (!upload_id_marker.empty()) q.emplace_back("upload-id-marker", upload_id_marker);
+    auto url = S3ObjectUrl(options_, bucket, "", std::move(q));
+    if (!url.ok()) return url.status();
+    Call c;
+    c.operation = "ListMultipartUploads " + bucket + "/" + prefix;
+    c.method = "GET";
+    c.url = std::move(*url);
+    Response r;
+    HEADWAY_RETURN_IF_ERROR(Perform(options_, *impl_, clock_, c, r));
+    auto page = ParseListMultipartUploads(r.body);
+    if (!page.ok()) return Unavailable(c.operation + ": " + page.status().message());
+    for (S3Upload& u : page->uploads) all.push_back(std::move(u));
+    if (!page->truncated) break;
+    if (page->next_key_marker == key_marker && page->next_upload_id_marker == upload_id_marker)
+      return Unavailable(c.operation + ": the key marker does not advance");
+    key_marker = page->next_key_marker;
+    upload_id_marker = page->next_upload_id_marker;
+  }
+  return all;
+}
+
 Result<UploadResult> S3Client::Upload(const std::string& path, const std::string& bucket,
                                       const std::string& key, std::string* upload_id) {
   struct stat st {};
@@ -891,7 +876,7 @@ Result<UploadResult> S3Client::Upload(const std::string& path, const std::string
       const auto i = static_cast<std::size_t>(n - 1);
       auto found = uploaded.find(n);
       if (found != uploaded.end() && found->second.size == length) {
-        auto digests = HashRange(fd.get(), path, offset, length);
+        auto digests = DigestRange(fd.get(), path, offset, length);
         if (!digests.ok()) return fail(digests.status());
         if (found->second.etag == digests->md5_hex) {
           parts[i] = S3Part{n, length, found->second.etag};

@@ -161,6 +161,10 @@ class S3Client {
                                                             const std::vector<S3Part>& parts);
   [[nodiscard]] Status AbortMultipartUpload(const std::string& bucket, const std::string& key,
                                             const std::string& upload_id);
+  // The unfinished multipart uploads of keys starting with `prefix` (all
+  // pages), in key order and, for one key, in the order they were started.
+  [[nodiscard]] Result<std::vector<S3Upload>> ListMultipartUploads(const std::string& bucket,
+                                                                   const std::string& prefix);
 
   // Uploads a file: one PutObject up to options.multipart_threshold, parts
   // above. *upload_id (may be null) is in/out: in, a multipart upload to

@@ -51,11 +51,64 @@ class S3ObjectStore final : public ObjectStore {
     return Presigned("GET", key, ttl, {});
   }
 
+  Result<std::optional<std::string>> OpenMultipart(const std::string& key) override {
+    auto uploads = client_->ListMultipartUploads(options_.bucket, Key(key));
+    if (!uploads.ok()) return uploads.status();
+    for (auto it = uploads->rbegin(); it != uploads->rend(); ++it) {
+      if (it->key == Key(key)) return std::optional<std::string>(it->upload_id);
+    }
+    auto created = client_->CreateMultipartUpload(options_.bucket, Key(key));
+    if (!created.ok()) return created.status();
+    return std::optional<std::string>(std::move(created.value()));
+  }
+
+  std::optional<PresignedRequest> PresignPart(const std::string& key, const std::string& upload_id,
+                                              int number, std::uint64_t size,
+                                              const std::string& content_md5,
+                                              std::chrono::seconds ttl) override {
+    if (size > kMaxSinglePut || content_md5.empty()) return std::nullopt;
+    HttpFields headers = {{"Content-Length", std::to_string(size)},
+                          {"Content-MD5", content_md5}};
+    return Presigned("PUT", key, ttl, headers,
+                     {{"partNumber", std::to_string(number)}, {"uploadId", upload_id}});
+  }
+
+  Result<std::vector<UploadedPart>> ListParts(const std::string& key,
+                                              const std::string& upload_id) override {
+    auto parts = client_->ListParts(options_.bucket, Key(key), upload_id);
+    if (!parts.ok()) return parts.status();
+    std::vector<UploadedPart> out;
+    out.reserve(parts->size());
+    for (S3Part& p : *parts) out.push_back({p.number, p.size, std::move(p.etag)});
+    return out;
+  }
+
+  Result<std::string> CompleteMultipart(const std::string& key, const std::string& upload_id,
+                                        const std::vector<UploadedPart>& parts) override {
+    std::vector<S3Part> s3_parts;
+    s3_parts.reserve(parts.size());
+    for (const UploadedPart& p : parts) s3_parts.push_back({p.number, p.size, p.etag});
+    return client_->CompleteMultipartUpload(options_.bucket, Key(key), upload_id, s3_parts);
+  }
+
+  Status AbortMultiparts(const std::string& key) override {
+    auto uploads = client_->ListMultipartUploads(options_.bucket, Key(key));
+    if (!uploads.ok()) return uploads.status();
+    Status first = Status::Ok();
+    for (const S3Upload& u : *uploads) {
+      if (u.key != Key(key)) continue;
+      Status s = client_->AbortMultipartUpload(options_.bucket, u.key, u.upload_id);
+      if (!s.ok() && s.code() != StatusCode::kNotFound && first.ok()) first = s;
+    }
+    return first;
+  }
+
  private:
   std::string Key(const std::string& key) const { return options_.prefix + key; }
 
   std::optional<PresignedRequest> Presigned(const std::string& method, const std::string& key,
-                                            std::chrono::seconds ttl, const HttpFields& headers) {
+                                            std::chrono::seconds ttl, const HttpFields& headers,
+                                            HttpFields query = {}) {
     const std::string& endpoint =
         options_.public_endpoint.empty() ? options_.client.endpoint : options_.public_endpoint;
     auto url = ParseHttpUrl(endpoint);
@@ -66,6 +119,7 @@ class S3ObjectStore final : public ObjectStore {
     } else {
       url->path = "/" + options_.bucket + "/" + Key(key);
     }
+    url->query = std::move(query);
     auto signed_url = Presign(method, *url, options_.client.credentials, options_.client.region,
                               clock_.Now(), ttl.count(), headers);
     if (!signed_url.ok()) return std::nullopt;

@@ -2,7 +2,8 @@
 // RGW, OpenStack Swift's s3api), through the S3 client (artifact/s3_client.h).
 // Clients move the bytes themselves with presigned URLs: a PUT bound to its
 // bytes by Content-MD5 and Content-Length (up to 5 GiB, S3's limit for one
-// PUT; larger uploads go through the server, which sends them in parts), and
+// PUT), the parts of a multipart upload bound the same way (any size, and
+// resumable: OpenMultipart finds an unfinished upload of the same key), and
 // a GET.
 #pragma once
 

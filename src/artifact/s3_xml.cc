@@ -200,6 +200,31 @@ Result<ListPartsPage> ParseListParts(std::string_view body) {
   return page;
 }
 
+Result<ListUploadsPage> ParseListMultipartUploads(std::string_view body) {
+  auto root = ParseXml(body);
+  if (!root.ok()) return root.status();
+  HEADWAY_RETURN_IF_ERROR(Expect(*root, "ListMultipartUploadsResult"));
+  ListUploadsPage page;
+  page.truncated = root->ChildText("IsTruncated") == "true";
+  if (page.truncated) {
+    page.next_key_marker = root->ChildText("NextKeyMarker");
+    page.next_upload_id_marker = root->ChildText("NextUploadIdMarker");
+    if (page.next_key_marker.empty())
+      return InvalidArgument("ListMultipartUploads: truncated without a NextKeyMarker");
+  }
+  for (const XmlElement& c : root->children) {
+    if (c.name != "Upload") continue;
+    S3Upload u;
+    u.key = c.ChildText("Key");
+    u.upload_id = c.ChildText("UploadId");
+    u.initiated = c.ChildText("Initiated");
+    if (u.key.empty() || u.upload_id.empty())
+      return InvalidArgument("ListMultipartUploads: an Upload without a Key or UploadId");
+    page.uploads.push_back(std::move(u));
+  }
+  return page;
+}
+
 Result<std::string> ParseInitiateMultipartUpload(std::string_view body) {
   auto root = ParseXml(body);
   if (!root.ok()) return root.status();

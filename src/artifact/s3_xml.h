@@ -63,6 +63,20 @@ struct ListPartsPage {
 };
 [[nodiscard]] Result<ListPartsPage> ParseListParts(std::string_view body);
 
+// An unfinished multipart upload, as ListMultipartUploads names it.
+struct S3Upload {
+  std::string key;
+  std::string upload_id;
+  std::string initiated;  // as sent: ISO 8601
+};
+struct ListUploadsPage {
+  std::vector<S3Upload> uploads;
+  bool truncated = false;
+  std::string next_key_marker;        // set when truncated
+  std::string next_upload_id_marker;  // set when truncated
+};
+[[nodiscard]] Result<ListUploadsPage> ParseListMultipartUploads(std::string_view body);
+
 // The UploadId of an InitiateMultipartUploadResult.
 [[nodiscard]] Result<std::string> ParseInitiateMultipartUpload(std::string_view body);
 // The ETag of a CompleteMultipartUploadResult (quotes removed). S3 may answer

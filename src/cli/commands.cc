@@ -15,6 +15,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "api/http_client.h"
+#include "cli/artifact_upload.h"
 #include "cli/completion.h"
 #include "cli/config.h"
 #include "cli/job_table.h"
@@ -567,14 +568,6 @@ std::string Bytes(std::uint64_t n) {
   return text;
 }
 
-// "http://host:port/path?query" as ("http://host:port", "/path?query").
-std::pair<std::string, std::string> SplitUrl(const std::string& url) {
-  std::size_t scheme = url.find("://");
-  std::size_t path = scheme == std::string::npos ? std::string::npos : url.find('/', scheme + 3);
-  if (path == std::string::npos) return {url, "/"};
-  return {url.substr(0, path), url.substr(path)};
-}
-
 // "NAME[:VERSION]" as the API path of that version ("latest" when none).
 std::optional<std::string> ArtifactPath(const std::string& ref_text) {
   auto ref = ParseArtifactRef(ref_text);
@@ -632,7 +625,7 @@ int ArtifactsPut(const Options& o) {
   }
   json body = {{"name", o.name}, {"kind", o.kind.empty() ? "output" : o.kind},
                {"size", digest->size}, {"digest", digest->digest},
-               {"content_md5", digest->content_md5}};
+               {"content_md5", digest->content_md5}, {"multipart", true}};
   if (!o.team.empty()) body["team"] = o.team;
   if (!o.job.empty() || o.step >= 0) {
     json producer = json::object();
@@ -667,7 +660,24 @@ int ArtifactsPut(const Options& o) {
   if (!created) return client.exit_code;
   json artifact = (*created)["artifact"];
   const json& upload = (*created)["upload"];
-  if (upload.is_object()) {
+  std::optional<PartsUploaded> parts;
+  if (upload.is_object() && upload.contains("multipart")) {
+    // In parts, straight to the object store; resumes what an earlier try left.
+    const std::string version_path = "/api/v1/artifacts/" + UrlEncode(artifact["name"].get<std::string>()) +
+                                     "/versions/" + artifact["version"].dump();
+    auto sent = UploadParts(client.http(), version_path, o.file, digest->size, upload["multipart"],
+                            Client::CaFile(o));
+    if (!sent.ok()) {
+      std::cerr << "error: " << Safe(sent.status().message())
+                << "\nRun the same command again to resume: parts already stored are not sent again.\n";
+      return kExitUnreachable;
+    }
+    parts = *sent;
+    json commit = {{"upload_id", upload["multipart"]["upload_id"]}};
+    auto committed = client.Call("POST", version_path + "/commit", commit.dump());
+    if (!committed) return client.exit_code;
+    artifact = *committed;
+  } else if (upload.is_object()) {
     const std::string url = upload["url"].get<std::string>();
     if (!url.empty() && url.front() == '/') {
       // Through the server (its local store).
@@ -684,7 +694,7 @@ int ArtifactsPut(const Options& o) {
       artifact = parsed;
     } else {
       // Straight to the object store, with the presigned URL; then the server checks it.
-      auto [origin, target] = SplitUrl(url);
+      auto [origin, target] = api::SplitUrl(url);
       std::vector<std::pair<std::string, std::string>> headers;
       const json upload_headers = upload.value("headers", json::object());
       for (const auto& [k, v] : upload_headers.items()) {
@@ -711,7 +721,12 @@ int ArtifactsPut(const Options& o) {
   std::cout << "artifact/" << Safe(artifact["ref"].get<std::string>())
             << (upload.is_object() ? " uploaded" : " stored (its bytes were there already)") << " ("
             << Bytes(artifact["size"].get<std::uint64_t>()) << ", " << Safe(artifact["digest"].get<std::string>())
-            << ")\n";
+            << ")";
+  if (parts) {
+    std::cout << " in " << parts->parts << " parts";
+    if (parts->reused > 0) std::cout << ", " << parts->reused << " of them stored already";
+  }
+  std::cout << "\n";
   return kExitOk;
 }
 
@@ -746,7 +761,7 @@ int ArtifactsGet(const Options& o) {
     // The bytes are in an object store: read them from there.
     json redirect = json::parse(error_body, nullptr, false);
     std::string url = redirect.is_object() ? redirect.value("url", "") : "";
-    auto [origin, target] = SplitUrl(url);
+    auto [origin, target] = api::SplitUrl(url);
     HttpClient store(origin, "", Client::CaFile(o));
     error_body.clear();
     status = store.Stream(target, write, error_body);

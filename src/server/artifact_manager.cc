@@ -13,7 +13,7 @@ std::uint64_t ArtifactManager::QuotaOf(const std::string& team) const {
   return it != options_.quota_bytes.end() ? it->second : options_.default_quota_bytes;
 }
 
-Result<api::NewArtifact> ArtifactManager::Create(Artifact draft) {
+Result<api::NewArtifact> ArtifactManager::Create(Artifact draft, bool client_multipart) {
   HEADWAY_RETURN_IF_ERROR(ValidateNewArtifact(draft));
   draft.version = 0;
   draft.state = ArtifactState::kPending;
@@ -50,6 +50,16 @@ Result<api::NewArtifact> ArtifactManager::Create(Artifact draft) {
     return out;
   }
   out.artifact = draft;
+  if (client_multipart && draft.size >= options_.multipart_threshold) {
+    auto upload_id = objects_.OpenMultipart(key);
+    if (!upload_id.ok()) return upload_id.status();
+    if (upload_id->has_value()) {
+      auto plan = PlanParts(draft.size, options_.part_size);
+      if (!plan.ok()) return plan.status();
+      out.multipart = api::MultipartPlan{std::move(**upload_id), plan->part_size, plan->part_count};
+      return out;
+    }
+  }
   out.presigned = objects_.PresignPut(key, draft.size, draft.content_md5, options_.presign_ttl);
   out.upload_through_server = !out.presigned.has_value();
   return out;
@@ -107,10 +117,95 @@ Result<Artifact> ArtifactManager::Receive(std::string_view name, std::int64_t ve
   return MarkReady(std::move(artifact.value()));
 }
 
-Result<Artifact> ArtifactManager::Commit(std::string_view name, std::int64_t version) {
+Result<std::pair<Artifact, PartPlan>> ArtifactManager::PendingMultipart(std::string_view name,
+                                                                        std::int64_t version) {
+  auto artifact = store_.GetArtifact(name, version);
+  if (!artifact.ok()) return artifact.status();
+  if (artifact->state == ArtifactState::kReady) {
+    return Conflict("artifact '" + artifact->Ref() + "' is uploaded already");
+  }
+  auto plan = PlanParts(artifact->size, options_.part_size);
+  if (!plan.ok()) return plan.status();
+  return std::pair<Artifact, PartPlan>(std::move(artifact.value()), *plan);
+}
+
+Result<std::vector<UploadedPart>> ArtifactManager::UploadedParts(std::string_view name,
+                                                                 std::int64_t version,
+                                                                 const std::string& upload_id) {
+  auto pending = PendingMultipart(name, version);
+  if (!pending.ok()) return pending.status();
+  return objects_.ListParts(ObjectKey(pending->first), upload_id);
+}
+
+Result<std::vector<PresignedRequest>> ArtifactManager::PresignParts(
+    std::string_view name, std::int64_t version, const std::string& upload_id,
+    const std::vector<api::PartToSend>& parts) {
+  auto pending = PendingMultipart(name, version);
+  if (!pending.ok()) return pending.status();
+  const auto& [artifact, plan] = *pending;
+  std::vector<PresignedRequest> out;
+  out.reserve(parts.size());
+  for (const api::PartToSend& part : parts) {
+    if (part.number < 1 || part.number > plan.part_count) {
+      return InvalidArgument("part " + std::to_string(part.number) + " is not one of the " +
+                             std::to_string(plan.part_count) + " parts of " + artifact.Ref());
+    }
+    auto request = objects_.PresignPart(ObjectKey(artifact), upload_id, part.number,
+                                        plan.Length(part.number), part.content_md5,
+                                        options_.presign_ttl);
+    if (!request) return InvalidArgument("this object store takes no multipart uploads");
+    out.push_back(std::move(*request));
+  }
+  return out;
+}
+
+Status ArtifactManager::CompleteMultipart(const Artifact& artifact, const std::string& upload_id) {
+  auto plan = PlanParts(artifact.size, options_.part_size);
+  if (!plan.ok()) return plan.status();
+  const std::string key = ObjectKey(artifact);
+  auto listed = objects_.ListParts(key, upload_id);
+  if (!listed.ok()) return listed.status();
+  std::map<int, UploadedPart> by_number;
+  for (UploadedPart& p : *listed) by_number[p.number] = std::move(p);
+  std::vector<UploadedPart> parts;
+  std::vector<std::string> md5s;
+  for (int n = 1; n <= plan->part_count; ++n) {
+    auto it = by_number.find(n);
+    if (it == by_number.end()) {
+      return Conflict("part " + std::to_string(n) + " of " + std::to_string(plan->part_count) +
+                      " of " + artifact.Ref() + " has not been uploaded");
+    }
+    if (it->second.size != plan->Length(n)) {
+      return Conflict("part " + std::to_string(n) + " of " + artifact.Ref() + " has " +
+                      std::to_string(it->second.size) + " bytes; it should have " +
+                      std::to_string(plan->Length(n)));
+    }
+    md5s.push_back(it->second.etag);
+    parts.push_back(it->second);
+  }
+  auto etag = objects_.CompleteMultipart(key, upload_id, parts);
+  if (!etag.ok()) return etag.status();
+  // Each part was bound to its MD5; the whole is the parts S3 listed.
+  if (const std::string expected = MultipartEtag(md5s); !expected.empty() && *etag != expected) {
+    return Unavailable("the object store assembled " + artifact.Ref() + " with ETag " + *etag +
+                       ", not the " + expected + " its parts give");
+  }
+  return Status::Ok();
+}
+
+Result<Artifact> ArtifactManager::Commit(std::string_view name, std::int64_t version,
+                                         const std::optional<std::string>& upload_id) {
   auto artifact = store_.GetArtifact(name, version);
   if (!artifact.ok()) return artifact.status();
   if (artifact->state == ArtifactState::kReady) return artifact;
+  if (upload_id) {
+    auto there = objects_.Head(ObjectKey(*artifact));
+    if (!there.ok()) return there.status();
+    // Another version of the same bytes may have completed it already.
+    if (!there->has_value() || (*there)->size != artifact->size) {
+      HEADWAY_RETURN_IF_ERROR(CompleteMultipart(*artifact, *upload_id));
+    }
+  }
   auto info = objects_.Head(ObjectKey(*artifact));
   if (!info.ok()) return info.status();
   if (!info->has_value()) {
@@ -165,6 +260,8 @@ Status ArtifactManager::Delete(std::string_view name, std::int64_t version) {
     // The record is gone either way; bytes left behind by a failure here
     // are found again by their digest when the same content comes back.
     (void)objects_.Delete(ObjectKey(*artifact));
+    // And the parts of an upload that never finished.
+    if (artifact->state == ArtifactState::kPending) (void)objects_.AbortMultiparts(ObjectKey(*artifact));
   }
   return Status::Ok();
 }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "api/artifact_service.h"
+#include "artifact/multipart.h"
 #include "artifact/object_store.h"
 #include "core/time.h"
 #include "store/store.h"
@@ -30,6 +31,10 @@ struct ArtifactManagerOptions {
   // A version still Pending this long after it was created (its upload never
   // came, or never finished) is removed, and its room in the quota freed.
   Duration pending_ttl = std::chrono::hours(24);
+  // Versions at least this large go up in parts of part_size (raised as
+  // S3's 10,000-part limit needs), when the client and the store can.
+  std::uint64_t multipart_threshold = 64ull << 20;
+  std::uint64_t part_size = 64ull << 20;
 };
 
 class ArtifactManager final : public api::ArtifactService {
@@ -38,10 +43,16 @@ class ArtifactManager final : public api::ArtifactService {
   ArtifactManager(Store& store, ObjectStore& objects, const Clock& clock,
                   ArtifactManagerOptions options = {});
 
-  Result<api::NewArtifact> Create(Artifact draft) override;
+  Result<api::NewArtifact> Create(Artifact draft, bool client_multipart) override;
   Result<Artifact> Receive(std::string_view name, std::int64_t version,
                            const std::string& path) override;
-  Result<Artifact> Commit(std::string_view name, std::int64_t version) override;
+  Result<std::vector<UploadedPart>> UploadedParts(std::string_view name, std::int64_t version,
+                                                  const std::string& upload_id) override;
+  Result<std::vector<PresignedRequest>> PresignParts(
+      std::string_view name, std::int64_t version, const std::string& upload_id,
+      const std::vector<api::PartToSend>& parts) override;
+  Result<Artifact> Commit(std::string_view name, std::int64_t version,
+                          const std::optional<std::string>& upload_id) override;
   Result<Artifact> Get(std::string_view name, std::optional<std::int64_t> version) override;
   Result<std::vector<Artifact>> List(const ArtifactFilter& filter) override;
   Result<api::ArtifactDownload> Open(std::string_view name, std::optional<std::int64_t> version,
@@ -64,6 +75,10 @@ class ArtifactManager final : public api::ArtifactService {
   Result<Artifact> MarkReady(Artifact artifact);
   void ApplyRetention(const Artifact& newest);
   std::uint64_t QuotaOf(const std::string& team) const;
+  // A Pending version and the plan of its multipart upload.
+  Result<std::pair<Artifact, PartPlan>> PendingMultipart(std::string_view name,
+                                                         std::int64_t version);
+  Status CompleteMultipart(const Artifact& artifact, const std::string& upload_id);
 
   Store& store_;
   ObjectStore& objects_;

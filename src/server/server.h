@@ -55,6 +55,7 @@ struct ServerConfig {
   std::string s3_bucket;
   std::string s3_region = "us-east-1";
   std::string s3_prefix;           // before every key
+  std::uint64_t s3_part_size = 64ull << 20;  // and the size from which uploads go in parts
   std::string s3_public_endpoint;  // in presigned URLs, when clients reach the store elsewhere
   std::string s3_ca_file;
   double stall_floor_s = 60;        // never call a job Stalled sooner than this

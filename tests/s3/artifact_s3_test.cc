@@ -2,9 +2,14 @@
 // which checks signatures): the CLI and jobs move the bytes with presigned
 // URLs, the server never holds them, and what Headway writes the reference
 // S3 client (awscli) reads.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -12,6 +17,8 @@
 #include <random>
 
 #include "../integration/test_server.h"
+#include "artifact/file_digest.h"
+#include "artifact/multipart.h"
 #include "s3_server.h"
 
 namespace headway::testing {
@@ -43,13 +50,15 @@ class ArtifactsOnS3 : public ::testing::Test {
 
   // A Headway server keeping artifacts in `bucket`; its S3 credentials come
   // from its environment, as in production.
-  std::unique_ptr<TestServer> Server(const std::string& bucket) {
+  std::unique_ptr<TestServer> Server(const std::string& bucket,
+                                     const std::vector<std::string>& more = {}) {
     ::setenv("AWS_ACCESS_KEY_ID", s3_->access_key().c_str(), 1);
     ::setenv("AWS_SECRET_ACCESS_KEY", s3_->secret_key().c_str(), 1);
-    auto server = std::make_unique<TestServer>(
-        0, std::vector<std::string>{"--artifact-store", "s3", "--s3-endpoint", s3_->endpoint(),
-                                    "--s3-bucket", bucket, "--s3-region", s3_->region(),
-                                    "--max-upload-bytes", "1Mi"});
+    std::vector<std::string> flags = {"--artifact-store", "s3", "--s3-endpoint", s3_->endpoint(),
+                                      "--s3-bucket", bucket, "--s3-region", s3_->region(),
+                                      "--max-upload-bytes", "1Mi"};
+    flags.insert(flags.end(), more.begin(), more.end());
+    auto server = std::make_unique<TestServer>(0, flags);
     ::unsetenv("AWS_ACCESS_KEY_ID");
     ::unsetenv("AWS_SECRET_ACCESS_KEY");
     return server;
@@ -75,6 +84,48 @@ class ArtifactsOnS3 : public ::testing::Test {
 };
 
 S3TestServer* ArtifactsOnS3::s3_ = nullptr;
+
+// The ETag S3 gives `path` uploaded in parts of `part_size`.
+std::string ExpectedMultipartEtag(const std::string& path, std::uint64_t size,
+                                  std::uint64_t part_size) {
+  auto plan = PlanParts(size, part_size);
+  if (!plan.ok()) return plan.status().ToString();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  std::vector<std::string> md5s;
+  for (int n = 1; n <= plan->part_count; ++n) {
+    auto d = DigestRange(fd, path, plan->Offset(n), plan->Length(n));
+    md5s.push_back(d.ok() ? d->md5_hex : d.status().ToString());
+  }
+  ::close(fd);
+  return MultipartEtag(md5s);
+}
+
+// `headway ARGS...` in the background, its output to `log`.
+pid_t StartCli(const TestServer& server, const std::vector<std::string>& args,
+               const std::string& log) {
+  std::vector<std::string> argv = {"/usr/bin/env", "HEADWAY_API_TOKEN=" + server.admin_token(),
+                                   HEADWAY_BIN, "--server", server.url()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> c_argv;
+  for (std::string& a : argv) c_argv.push_back(a.data());
+  c_argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, c_argv[0], &actions, nullptr, c_argv.data(), environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+// The hex and base64 MD5 of bytes [offset, offset + length) of `path`.
+RangeDigest PartDigest(const std::string& path, std::uint64_t offset, std::uint64_t length) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  auto d = DigestRange(fd, path, offset, length);
+  ::close(fd);
+  return d.ok() ? *d : RangeDigest{};
+}
 
 TEST_F(ArtifactsOnS3, TheCliMovesBytesWithPresignedUrlsAndAwsReadsThem) {
   auto server = Server("headway-cli");
@@ -184,6 +235,150 @@ TEST_F(ArtifactsOnS3, ARestartedJobResumesFromItsCheckpointInTheBucket) {
   EXPECT_EQ(server->Cli({"logs", "resumer"}).out, "resumed at 5 weights at 5\n");
   CommandResult listed = Aws({"s3", "ls", "--recursive", "s3://headway-resume/"});
   EXPECT_THAT(listed.out, HasSubstr("default/sha256/")) << listed.err;
+}
+
+TEST_F(ArtifactsOnS3, ALargeUploadGoesUpInPresignedPartsAndResumesWhereItStopped) {
+  auto server = Server("headway-parts", {"--s3-part-size", "5Mi"});
+  const std::string file = server->work_dir() + "/big.bin";
+  const std::uint64_t size = (12 << 20) + 1234;  // parts of 5, 5 and 2 MiB
+  std::ofstream(file, std::ios::binary) << RandomBytes(size, 11);
+  auto whole = DigestFile(file);
+  ASSERT_TRUE(whole.ok());
+  const std::string admin = server->admin_token();
+  Answer created = Call(*server, admin, "POST", "/api/v1/artifacts",
+                        json{{"name", "big"}, {"kind", "checkpoint"}, {"size", size},
+                             {"digest", whole->digest}, {"content_md5", whole->content_md5},
+                             {"multipart", true}}.dump());
+  ASSERT_EQ(created.status, 201) << created.raw;
+  const json plan = created.body["upload"]["multipart"];
+  ASSERT_TRUE(plan.is_object()) << created.raw;
+  EXPECT_EQ(plan["part_size"], 5 << 20);
+  EXPECT_EQ(plan["part_count"], 3);
+  const std::string id = plan["upload_id"];
+  const std::string parts_path = "/api/v1/artifacts/big/versions/1/parts";
+
+  // Parts the plan does not have, or without a real MD5, are refused by name.
+  RangeDigest part2 = PartDigest(file, 5 << 20, 5 << 20);
+  Answer beyond = Call(*server, admin, "POST", parts_path,
+                       json{{"upload_id", id},
+                            {"parts", {{{"number", 4}, {"content_md5", part2.md5_base64}}}}}.dump());
+  EXPECT_EQ(beyond.status, 400) << beyond.raw;
+  EXPECT_THAT(beyond.raw, HasSubstr("not one of the 3 parts"));
+  Answer no_md5 = Call(*server, admin, "POST", parts_path,
+                       json{{"upload_id", id}, {"parts", {{{"number", 2}, {"content_md5", "x"}}}}}.dump());
+  EXPECT_EQ(no_md5.status, 400) << no_md5.raw;
+  EXPECT_THAT(no_md5.raw, HasSubstr("parts[0].content_md5"));
+
+  // Part 2 goes up by hand, with the request the server presigned for it;
+  // other bytes of the same size are refused by the store.
+  Answer presigned = Call(*server, admin, "POST", parts_path,
+                          json{{"upload_id", id},
+                               {"parts", {{{"number", 2}, {"content_md5", part2.md5_base64}}}}}.dump());
+  ASSERT_EQ(presigned.status, 200) << presigned.raw;
+  const std::string url = presigned.body["parts"][0]["url"];
+  ASSERT_EQ(url.rfind(s3_->endpoint(), 0), 0u) << url;
+  api::HttpClient store(s3_->endpoint());
+  const std::vector<std::pair<std::string, std::string>> headers = {
+      {"Content-MD5", part2.md5_base64}};
+  auto wrong = store.SendFileRange("PUT", url.substr(s3_->endpoint().size()), file, 0, 5 << 20,
+                                   headers);
+  ASSERT_TRUE(wrong.ok());
+  EXPECT_EQ(wrong->status, 400) << wrong->body;
+  auto sent = store.SendFileRange("PUT", url.substr(s3_->endpoint().size()), file, 5 << 20,
+                                  5 << 20, headers);
+  ASSERT_TRUE(sent.ok());
+  ASSERT_EQ(sent->status, 200) << sent->body;
+
+  // Committed now, it would miss parts 1 and 3: refused, saying which.
+  Answer early = Call(*server, admin, "POST", "/api/v1/artifacts/big/versions/1/commit",
+                      json{{"upload_id", id}}.dump());
+  EXPECT_EQ(early.status, 409) << early.raw;
+  EXPECT_THAT(early.raw, HasSubstr("part 1 of 3"));
+  Answer listed = Call(*server, admin, "GET", parts_path + "?upload_id=" + id);
+  ASSERT_EQ(listed.status, 200) << listed.raw;
+  ASSERT_EQ(listed.body["parts"].size(), 1u) << listed.raw;
+  EXPECT_EQ(listed.body["parts"][0]["number"], 2);
+  EXPECT_EQ(listed.body["parts"][0]["etag"], part2.md5_hex);
+
+  // `put` of the same file picks that upload up and sends parts 1 and 3 only.
+  CommandResult put = server->Cli({"artifacts", "put", file, "--name", "big", "--kind", "checkpoint"});
+  ASSERT_EQ(put.exit_code, 0) << put.err << server->ServerLog();
+  EXPECT_THAT(put.out, HasSubstr("artifact/big:2 uploaded"));
+  EXPECT_THAT(put.out, HasSubstr("in 3 parts, 1 of them stored already"));
+  // The first version holds the same bytes: its commit finds them there.
+  Answer late = Call(*server, admin, "POST", "/api/v1/artifacts/big/versions/1/commit",
+                     json{{"upload_id", id}}.dump());
+  EXPECT_EQ(late.status, 200) << late.raw;
+  EXPECT_EQ(late.body["state"], "Ready");
+
+  // awscli sees one object assembled from the three parts, with the bytes sent.
+  const std::string digest = whole->digest.substr(7);
+  const std::string key = "default/sha256/" + digest.substr(0, 2) + "/" + digest;
+  CommandResult head = Aws({"s3api", "head-object", "--bucket", "headway-parts", "--key", key});
+  ASSERT_EQ(head.exit_code, 0) << head.err;
+  EXPECT_THAT(head.out, HasSubstr(ExpectedMultipartEtag(file, size, 5 << 20)));
+  CommandResult fetched = Aws({"s3", "cp", "s3://headway-parts/" + key, server->work_dir() + "/aws.bin"});
+  ASSERT_EQ(fetched.exit_code, 0) << fetched.err;
+  EXPECT_TRUE(ReadFile(server->work_dir() + "/aws.bin") == ReadFile(file));
+  CommandResult uploads = Aws({"s3api", "list-multipart-uploads", "--bucket", "headway-parts"});
+  ASSERT_EQ(uploads.exit_code, 0) << uploads.err;
+  EXPECT_THAT(uploads.out, ::testing::Not(HasSubstr("UploadId"))) << uploads.out;
+}
+
+// A 2 GiB upload killed halfway: the next try sends only the parts the
+// store does not hold.
+TEST_F(ArtifactsOnS3, ATwoGibUploadKilledHalfwayResumesWithoutResendingFinishedParts) {
+  auto server = Server("headway-2gib");  // parts of 64 MiB: 32 of them
+  const std::string file = server->work_dir() + "/2gib.bin";
+  const std::uint64_t size = 2ull << 30;
+  {
+    std::string block = RandomBytes(1 << 20, 12);
+    std::ofstream out(file, std::ios::binary);
+    for (std::uint64_t i = 0; i < (size >> 20); ++i) {
+      std::memcpy(block.data(), &i, sizeof i);  // every MiB differs
+      out.write(block.data(), static_cast<std::streamsize>(block.size()));
+    }
+  }
+  const std::string log = server->work_dir() + "/first-try.log";
+  pid_t first = StartCli(*server, {"artifacts", "put", file, "--name", "two-gib"}, log);
+  ASSERT_GT(first, 0);
+  // The upload's id, as the reference client lists it.
+  std::string id;
+  ASSERT_TRUE(WaitFor([&] {
+    CommandResult u = Aws({"s3api", "list-multipart-uploads", "--bucket", "headway-2gib"});
+    json listed = json::parse(u.out, nullptr, false);
+    if (!listed.is_object() || !listed.contains("Uploads") || listed["Uploads"].empty()) return false;
+    id = listed["Uploads"][0]["UploadId"];
+    return true;
+  }, std::chrono::seconds(120))) << ReadFile(log);
+  const std::string parts_path = "/api/v1/artifacts/two-gib/versions/1/parts?upload_id=" + id;
+  auto stored_parts = [&] {
+    Answer a = Call(*server, server->admin_token(), "GET", parts_path);
+    return a.status == 200 ? a.body["parts"].size() : 0u;
+  };
+  ASSERT_TRUE(WaitFor([&] { return stored_parts() >= 16; }, std::chrono::seconds(300)))
+      << ReadFile(log);
+  ::kill(first, SIGKILL);
+  int status = 0;
+  ::waitpid(first, &status, 0);
+  const std::size_t before = stored_parts();
+  ASSERT_LT(before, 32u) << "the first try finished before it was killed";
+
+  CommandResult put = server->Cli({"artifacts", "put", file, "--name", "two-gib"});
+  ASSERT_EQ(put.exit_code, 0) << put.err << server->ServerLog();
+  EXPECT_THAT(put.out, HasSubstr("artifact/two-gib:2 uploaded (2.0 GiB"));
+  EXPECT_THAT(put.out, HasSubstr("in 32 parts, " + std::to_string(before) + " of them stored already"));
+  json a = json::parse(server->Cli({"artifacts", "describe", "two-gib:2", "-o", "json"}).out);
+  EXPECT_EQ(a["state"], "Ready");
+  // The store's ETag is the MD5 of the parts' MD5s: every byte arrived intact.
+  const std::string digest = a["digest"].get<std::string>().substr(7);
+  CommandResult head = Aws({"s3api", "head-object", "--bucket", "headway-2gib", "--key",
+                            "default/sha256/" + digest.substr(0, 2) + "/" + digest});
+  ASSERT_EQ(head.exit_code, 0) << head.err;
+  EXPECT_THAT(head.out, HasSubstr(ExpectedMultipartEtag(file, size, 64 << 20)));
+  EXPECT_THAT(head.out, HasSubstr("2147483648"));
+  std::filesystem::remove(file);
+  EXPECT_EQ(server->Cli({"artifacts", "rm", "two-gib:2"}).exit_code, 0);
 }
 
 }  // namespace
