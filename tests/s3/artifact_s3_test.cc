@@ -325,6 +325,40 @@ TEST_F(ArtifactsOnS3, ALargeUploadGoesUpInPresignedPartsAndResumesWhereItStopped
   EXPECT_THAT(uploads.out, ::testing::Not(HasSubstr("UploadId"))) << uploads.out;
 }
 
+// The reverse of the tests above: what awscli wrote (in two parts, as it
+// sends 12 MiB) under a version's key is what Headway serves for it; bytes
+// that are not the version's are refused by the reader.
+TEST_F(ArtifactsOnS3, BytesAwscliWroteAreServedAndOnesThatDoNotMatchAreRefused) {
+  auto server = Server("headway-aws-wrote");
+  const std::string file = server->work_dir() + "/dataset.bin";
+  std::ofstream(file, std::ios::binary) << RandomBytes(12 << 20, 13);
+  auto whole = DigestFile(file);
+  ASSERT_TRUE(whole.ok());
+  const std::string digest = whole->digest.substr(7);
+  const std::string key = "default/sha256/" + digest.substr(0, 2) + "/" + digest;
+  CommandResult copied = Aws({"s3", "cp", file, "s3://headway-aws-wrote/" + key});
+  ASSERT_EQ(copied.exit_code, 0) << copied.err;
+  CommandResult head = Aws({"s3api", "head-object", "--bucket", "headway-aws-wrote", "--key", key});
+  EXPECT_THAT(head.out, HasSubstr("-2\\\"")) << "awscli did not send it in two parts: " << head.out;
+
+  CommandResult put = server->Cli({"artifacts", "put", file, "--name", "seeded", "--kind", "dataset"});
+  ASSERT_EQ(put.exit_code, 0) << put.err;
+  EXPECT_THAT(put.out, HasSubstr("artifact/seeded:1 stored (its bytes were there already)"));
+  CommandResult got = server->Cli({"artifacts", "get", "seeded", server->work_dir() + "/back.bin"});
+  ASSERT_EQ(got.exit_code, 0) << got.err;
+  EXPECT_TRUE(ReadFile(server->work_dir() + "/back.bin") == ReadFile(file));
+
+  // Other bytes of the same size put there by hand: the download checks the
+  // SHA-256 and writes nothing.
+  const std::string other = server->work_dir() + "/other.bin";
+  std::ofstream(other, std::ios::binary) << RandomBytes(12 << 20, 14);
+  ASSERT_EQ(Aws({"s3", "cp", other, "s3://headway-aws-wrote/" + key}).exit_code, 0);
+  CommandResult refused = server->Cli({"artifacts", "get", "seeded", server->work_dir() + "/bad.bin"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, HasSubstr("do not match its digest"));
+  EXPECT_FALSE(std::filesystem::exists(server->work_dir() + "/bad.bin"));
+}
+
 // A 2 GiB upload killed halfway: the next try sends only the parts the
 // store does not hold.
 TEST_F(ArtifactsOnS3, ATwoGibUploadKilledHalfwayResumesWithoutResendingFinishedParts) {
