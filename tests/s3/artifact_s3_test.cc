@@ -1,7 +1,8 @@
 // Artifacts kept in a real S3-compatible store (OpenStack Swift with s3api,
-// which checks signatures): the CLI and jobs move the bytes with presigned
-// URLs, the server never holds them, and what Headway writes the reference
-// S3 client (awscli) reads.
+// which checks signatures): the shared suite (artifact_suite.h), and what
+// only this store does: the CLI and jobs move the bytes with presigned URLs,
+// in parts when large, the server never holds them, and what Headway writes
+// the reference S3 client (awscli) reads, and the reverse.
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,8 +17,10 @@
 #include <memory>
 #include <random>
 
+#include "../integration/artifact_suite.h"
 #include "../integration/test_server.h"
 #include "artifact/file_digest.h"
+#include "artifact/s3_client.h"
 #include "artifact/multipart.h"
 #include "s3_server.h"
 
@@ -34,34 +37,76 @@ std::string RandomBytes(std::size_t size, unsigned seed) {
   return bytes;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+// One Swift for every test of this file, started by the first that needs
+// it and stopped when the tests end.
+S3TestServer& SharedS3() {
+  static S3TestServer* s3 = nullptr;
+  if (s3 == nullptr) {
+    s3 = new S3TestServer();
+    struct StopAtEnd : ::testing::Environment {
+      explicit StopAtEnd(S3TestServer* server) : server(server) {}
+      void TearDown() override { delete server; }
+      S3TestServer* server;
+    };
+    ::testing::AddGlobalTestEnvironment(new StopAtEnd(s3));
+  }
+  return *s3;
 }
+
+// A Headway server keeping artifacts in `bucket`; its S3 credentials come
+// from its environment, as in production.
+std::unique_ptr<TestServer> StartWithBucket(const std::string& bucket, int gpus,
+                                            const std::vector<std::string>& more) {
+  S3TestServer& s3 = SharedS3();
+  ::setenv("AWS_ACCESS_KEY_ID", s3.access_key().c_str(), 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", s3.secret_key().c_str(), 1);
+  std::vector<std::string> flags = {"--artifact-store", "s3", "--s3-endpoint", s3.endpoint(),
+                                    "--s3-bucket", bucket, "--s3-region", s3.region(),
+                                    "--max-upload-bytes", "1Mi"};
+  flags.insert(flags.end(), more.begin(), more.end());
+  auto server = std::make_unique<TestServer>(gpus, flags);
+  ::unsetenv("AWS_ACCESS_KEY_ID");
+  ::unsetenv("AWS_SECRET_ACCESS_KEY");
+  return server;
+}
+
+// The objects in `bucket`, as S3 lists them.
+std::size_t ObjectsIn(const std::string& bucket) {
+  S3TestServer& s3 = SharedS3();
+  S3ClientOptions options;
+  options.endpoint = s3.endpoint();
+  options.region = s3.region();
+  options.credentials = {s3.access_key(), s3.secret_key(), ""};
+  static SystemClock clock;
+  auto client = S3Client::Create(options, clock);
+  if (!client.ok()) return 999999;
+  auto listed = (*client)->ListAllObjects(bucket, "");
+  return listed.ok() ? listed->size() : 999999;
+}
+
+ArtifactStoreKind S3Store() {
+  return {"S3", [](int gpus, const std::vector<std::string>& flags) {
+            static int buckets = 0;
+            const std::string bucket = "headway-suite-" + std::to_string(++buckets);
+            ServerWithStore s;
+            EXPECT_TRUE(SharedS3().ok()) << SharedS3().error();
+            s.server = StartWithBucket(bucket, gpus, flags);
+            s.stored_objects = [bucket] { return ObjectsIn(bucket); };
+            return s;
+          }};
+}
+
+INSTANTIATE_TEST_SUITE_P(S3, ArtifactStoreTest, ::testing::Values(S3Store()),
+                         [](const auto& info) { return info.param.name; });
 
 class ArtifactsOnS3 : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { s3_ = new S3TestServer(); }
-  static void TearDownTestSuite() {
-    delete s3_;
-    s3_ = nullptr;
-  }
+  static void SetUpTestSuite() { s3_ = &SharedS3(); }
   void SetUp() override { ASSERT_TRUE(s3_->ok()) << s3_->error(); }
 
-  // A Headway server keeping artifacts in `bucket`; its S3 credentials come
-  // from its environment, as in production.
   std::unique_ptr<TestServer> Server(const std::string& bucket,
                                      const std::vector<std::string>& more = {}) {
-    ::setenv("AWS_ACCESS_KEY_ID", s3_->access_key().c_str(), 1);
-    ::setenv("AWS_SECRET_ACCESS_KEY", s3_->secret_key().c_str(), 1);
-    std::vector<std::string> flags = {"--artifact-store", "s3", "--s3-endpoint", s3_->endpoint(),
-                                      "--s3-bucket", bucket, "--s3-region", s3_->region(),
-                                      "--max-upload-bytes", "1Mi"};
-    flags.insert(flags.end(), more.begin(), more.end());
-    auto server = std::make_unique<TestServer>(0, flags);
-    ::unsetenv("AWS_ACCESS_KEY_ID");
-    ::unsetenv("AWS_SECRET_ACCESS_KEY");
-    return server;
+    return StartWithBucket(bucket, 0, more);
   }
 
   // `aws s3api ARGS...` against the test server, as a user of the bucket would run it.
@@ -193,48 +238,6 @@ TEST_F(ArtifactsOnS3, APresignedUploadTakesOnlyTheBytesItWasMadeFor) {
   commit = Call(*server, server->admin_token(), "POST", "/api/v1/artifacts/data/versions/1/commit");
   EXPECT_EQ(commit.status, 200) << commit.raw;
   EXPECT_EQ(commit.body["state"], "Ready");
-}
-
-TEST_F(ArtifactsOnS3, AJobSavesAndAnotherLoadsThroughTheStore) {
-  auto server = Server("headway-jobs");
-  const std::string dir = server->work_dir();
-  const std::string sdk = "env: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\"}\n";
-  server->Submit("name: saver\n" + sdk +
-                 "command: [/usr/bin/python3, -c, \"import headway, os; open('c.pt','wb').write(os.urandom(2000000)); "
-                 "print(headway.save_artifact('c.pt', name='ckpt', step=7)['state'])\"]\n"
-                 "working_dir: " + dir + "\n");
-  ASSERT_TRUE(server->WaitForState("saver", "Succeeded")) << server->Cli({"logs", "saver"}).out;
-  EXPECT_EQ(server->Cli({"logs", "saver"}).out, "Ready\n");
-  server->Submit("name: loader\n" + sdk +
-                 "command: [/usr/bin/python3, -c, \"import headway; print(headway.load_artifact('ckpt', 'l.pt')['ref'])\"]\n"
-                 "working_dir: " + dir + "\n");
-  ASSERT_TRUE(server->WaitForState("loader", "Succeeded")) << server->Cli({"logs", "loader"}).out;
-  EXPECT_EQ(server->Cli({"logs", "loader"}).out, "ckpt:1\n");
-  EXPECT_EQ(ReadFile(dir + "/l.pt"), ReadFile(dir + "/c.pt"));
-  json a = json::parse(server->Cli({"artifacts", "describe", "ckpt:1", "-o", "json"}).out);
-  EXPECT_EQ(a["producer"]["job"], "saver");
-  ASSERT_EQ(a["lineage"]["used_by"].size(), 1u);
-  EXPECT_EQ(a["lineage"]["used_by"][0]["job"], "loader");
-}
-
-TEST_F(ArtifactsOnS3, ARestartedJobResumesFromItsCheckpointInTheBucket) {
-  auto server = Server("headway-resume");
-  server->Submit("name: resumer\nenv: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\"}\n"
-                 "restart_policy: {max_restarts: 1}\n"
-                 "command: [/usr/bin/python3, -c, \"import headway, os, sys\\n"
-                 "d = os.environ['HEADWAY_CHECKPOINT_DIR']\\n"
-                 "step = headway.restore_checkpoint()\\n"
-                 "if step is None:\\n"
-                 "  open(os.path.join(d, 'model.pt'), 'w').write('weights at 5')\\n"
-                 "  headway.save_checkpoint(step=5)\\n"
-                 "  [os.remove(os.path.join(d, f)) for f in os.listdir(d)]\\n"
-                 "  sys.exit(1)\\n"
-                 "print('resumed at', step, open(os.path.join(d, 'model.pt')).read())\\n\"]\n");
-  ASSERT_TRUE(server->WaitForState("resumer", "Succeeded"))
-      << server->Cli({"logs", "resumer", "--attempt", "0"}).out;
-  EXPECT_EQ(server->Cli({"logs", "resumer"}).out, "resumed at 5 weights at 5\n");
-  CommandResult listed = Aws({"s3", "ls", "--recursive", "s3://headway-resume/"});
-  EXPECT_THAT(listed.out, HasSubstr("default/sha256/")) << listed.err;
 }
 
 TEST_F(ArtifactsOnS3, ALargeUploadGoesUpInPresignedPartsAndResumesWhereItStopped) {
