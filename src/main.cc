@@ -212,6 +212,11 @@ int main(int argc, char** argv) {
                      "the endpoint clients and jobs reach the store at, when not --s3-endpoint");
   server->add_option("--s3-ca-file", server_config.s3_ca_file,
                      "PEM CA certificates to verify the endpoint with (default: the system's)");
+  std::string orphan_age = "24h";
+  server->add_option("--artifact-orphan-age", orphan_age,
+                     "objects in the artifact store that no version holds are deleted once this "
+                     "old (looked for at start and daily)")
+      ->capture_default_str();
   std::string s3_part_size = "64Mi";
   server->add_option("--s3-part-size", s3_part_size,
                      "artifacts this large and over go up to the S3 store in parts of this size "
@@ -235,6 +240,12 @@ int main(int argc, char** argv) {
       } else {
         server_config.artifact_quota_bytes[entry.substr(0, eq)] = static_cast<std::uint64_t>(*bytes);
       }
+    }
+    if (auto age = headway::ParseDuration(orphan_age); age && age->count() >= 0) {
+      server_config.artifact_orphan_age = *age;
+    } else {
+      throw CLI::ValidationError("--artifact-orphan-age",
+                                 "must be a duration such as 24h, got '" + orphan_age + "'");
     }
     if (auto bytes = headway::ParseByteQuantity(s3_part_size);
         bytes && *bytes >= (5ll << 20) && *bytes <= (5ll << 30)) {

@@ -13,11 +13,19 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/time.h"
 
 namespace headway {
 
 struct ObjectInfo {
   std::uint64_t size = 0;
+};
+
+// An object as a listing gives it.
+struct StoredObject {
+  std::string key;
+  std::uint64_t size = 0;
+  std::optional<Time> modified;  // nullopt when the store did not say
 };
 
 // A URL a client uses directly, without the bytes passing the server.
@@ -48,6 +56,8 @@ class ObjectStore {
   // machine; nullopt for a remote store (use PresignGet).
   virtual std::optional<std::string> LocalPath(const std::string& key) const = 0;
   virtual Status Delete(const std::string& key) = 0;
+  // Every object of the store (under its prefix), keys as Put takes them.
+  virtual Result<std::vector<StoredObject>> List() = 0;
   // For a remote store: a request that uploads `key` with a body of `size`
   // bytes (bound to them by `content_md5`, base64, when given), valid for
   // `ttl`; and one that downloads it. nullopt: the store has none (bytes go

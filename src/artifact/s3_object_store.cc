@@ -37,6 +37,18 @@ class S3ObjectStore final : public ObjectStore {
     return client_->DeleteObject(options_.bucket, Key(key));
   }
 
+  Result<std::vector<StoredObject>> List() override {
+    auto listed = client_->ListAllObjects(options_.bucket, options_.prefix);
+    if (!listed.ok()) return listed.status();
+    std::vector<StoredObject> out;
+    out.reserve(listed->size());
+    for (S3Object& o : *listed) {
+      if (o.key.compare(0, options_.prefix.size(), options_.prefix) != 0) continue;
+      out.push_back({o.key.substr(options_.prefix.size()), o.size, ParseRfc3339(o.last_modified)});
+    }
+    return out;
+  }
+
   std::optional<PresignedRequest> PresignPut(const std::string& key, std::uint64_t size,
                                              const std::string& content_md5,
                                              std::chrono::seconds ttl) override {

@@ -93,6 +93,20 @@ std::string ObjectKey(const Artifact& artifact) {
   return artifact.team + "/" + ContentKey(artifact.digest);
 }
 
+std::optional<ObjectKeyParts> ParseObjectKey(std::string_view key) {
+  // TEAM/sha256/ab/<64 hex>
+  constexpr std::size_t kTail = std::string_view("/sha256/ab/").size() + 64;
+  if (key.size() <= kTail) return std::nullopt;
+  const std::string_view team = key.substr(0, key.size() - kTail);
+  const std::string_view hex = key.substr(key.size() - 64);
+  ObjectKeyParts parts{std::string(team), "sha256:" + std::string(hex)};
+  if (team.find('/') != std::string_view::npos || !IsValidDigest(parts.digest) ||
+      key.substr(team.size()) != "/" + ContentKey(parts.digest)) {
+    return std::nullopt;
+  }
+  return parts;
+}
+
 bool IsValidContentMd5(std::string_view text) {
   // 16 bytes: 22 base64 characters and "==".
   if (text.size() != 24 || text.substr(22) != "==") return false;

@@ -118,6 +118,13 @@ std::string ContentKey(std::string_view digest);
 // check against its SHA-256 (a presigned one) can then mislead only its own
 // team, and readers check the digest anyway.
 std::string ObjectKey(const Artifact& artifact);
+// The team and digest an ObjectKey names; nullopt for any other key (an
+// object some other tool put in a shared bucket).
+struct ObjectKeyParts {
+  std::string team;
+  std::string digest;  // "sha256:..."
+};
+std::optional<ObjectKeyParts> ParseObjectKey(std::string_view key);
 // A Content-MD5 value: base64 of 16 bytes.
 bool IsValidContentMd5(std::string_view text);
 

@@ -20,15 +20,18 @@ Result<api::NewArtifact> ArtifactManager::Create(Artifact draft, bool client_mul
   draft.created_at = clock_.Now();
   draft.ready_at.reset();
   const std::string key = ObjectKey(draft);
-  auto existing = objects_.Head(key);
-  if (!existing.ok()) return existing.status();
-  // An object under the team's key for this digest holds these bytes: the
-  // local store checks them (Receive); a presigned upload is bound to its
-  // MD5 and size, and readers check the SHA-256 (ObjectKey says why that is
-  // enough).
-  const bool stored_already = existing->has_value() && (*existing)->size == draft.size;
+  bool stored_already = false;
   {
+    // Under the lock: the orphan sweep cannot delete the object between
+    // this look and the record that then holds it.
     std::lock_guard lock(mu_);
+    auto existing = objects_.Head(key);
+    if (!existing.ok()) return existing.status();
+    // An object under the team's key for this digest holds these bytes: the
+    // local store checks them (Receive); a presigned upload is bound to its
+    // MD5 and size, and readers check the SHA-256 (ObjectKey says why that
+    // is enough).
+    stored_already = existing->has_value() && (*existing)->size == draft.size;
     if (std::uint64_t quota = QuotaOf(draft.team); quota > 0) {
       auto used = store_.TeamArtifactBytes(draft.team);
       if (!used.ok()) return used.status();
@@ -287,11 +290,31 @@ std::size_t ArtifactManager::ReleaseStalePending() {
   return released;
 }
 
+std::size_t ArtifactManager::SweepOrphans(Duration min_age) {
+  auto objects = objects_.List();
+  if (!objects.ok()) return 0;
+  const Time cutoff = clock_.Now() - min_age;
+  std::size_t removed = 0;
+  for (const StoredObject& object : *objects) {
+    auto parts = ParseObjectKey(object.key);
+    if (!parts || !object.modified || *object.modified > cutoff) continue;
+    std::lock_guard lock(mu_);
+    auto holders = store_.CountArtifactsWithDigest(parts->team, parts->digest);
+    if (!holders.ok() || *holders > 0) continue;
+    if (objects_.Delete(object.key).ok()) ++removed;
+  }
+  return removed;
+}
+
 void ArtifactManager::RunLoop(Duration period) {
   std::unique_lock lock(loop_mu_);
   while (!stopping_) {
     lock.unlock();
     ReleaseStalePending();
+    if (!last_sweep_ || clock_.Now() - *last_sweep_ >= options_.orphan_sweep_period) {
+      last_sweep_ = clock_.Now();
+      SweepOrphans(options_.orphan_min_age);
+    }
     lock.lock();
     loop_cv_.wait_for(lock, period, [this] { return stopping_; });
   }

@@ -35,6 +35,10 @@ struct ArtifactManagerOptions {
   // S3's 10,000-part limit needs), when the client and the store can.
   std::uint64_t multipart_threshold = 64ull << 20;
   std::uint64_t part_size = 64ull << 20;
+  // How often the loop looks for objects no version holds, and how old such
+  // an object must be before it goes.
+  Duration orphan_sweep_period = std::chrono::hours(24);
+  Duration orphan_min_age = std::chrono::hours(24);
 };
 
 class ArtifactManager final : public api::ArtifactService {
@@ -65,7 +69,14 @@ class ArtifactManager final : public api::ArtifactService {
   // Removes the versions Pending for longer than options.pending_ttl;
   // returns how many.
   std::size_t ReleaseStalePending();
-  // Calls ReleaseStalePending every `period` until Shutdown().
+  // Deletes the objects of the store that no version holds (bytes left by
+  // a failure between storing and recording them, or of a version deleted
+  // while the store was away) once older than `min_age`; returns how many.
+  // Objects whose key is not one this server makes (another tool's, in a
+  // shared bucket) are never touched.
+  std::size_t SweepOrphans(Duration min_age);
+  // Calls ReleaseStalePending every `period`, and SweepOrphans every
+  // options.orphan_sweep_period, until Shutdown().
   void RunLoop(Duration period);
   void Shutdown();
 
@@ -90,6 +101,7 @@ class ArtifactManager final : public api::ArtifactService {
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;
   bool stopping_ = false;  // guarded by loop_mu_
+  std::optional<Time> last_sweep_;  // used by RunLoop's thread only
 };
 
 }  // namespace headway

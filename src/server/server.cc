@@ -485,6 +485,7 @@ int RunServer(const ServerConfig& config) {
   artifact_options.quota_bytes = config.artifact_quota_bytes;
   artifact_options.default_quota_bytes = config.default_artifact_quota_bytes;
   artifact_options.part_size = config.s3_part_size;
+  artifact_options.orphan_min_age = config.artifact_orphan_age;
   artifact_options.multipart_threshold = config.s3_part_size;
   ArtifactManager artifacts(**store, **objects, clock, artifact_options);
   api::HttpHandler api_handler;

@@ -362,6 +362,25 @@ TEST_F(ArtifactsOnS3, BytesAwscliWroteAreServedAndOnesThatDoNotMatchAreRefused) 
   EXPECT_FALSE(std::filesystem::exists(server->work_dir() + "/bad.bin"));
 }
 
+// Objects no version holds are swept from the bucket at start (here at
+// once: --artifact-orphan-age 0s); what another tool keeps there is not.
+TEST_F(ArtifactsOnS3, TheSweepDeletesObjectsNoVersionHoldsAndNothingElse) {
+  const std::string bucket = "headway-sweep";
+  ASSERT_EQ(Aws({"s3api", "create-bucket", "--bucket", bucket}).exit_code, 0);
+  const std::string dir = MakeTempDir("headway-sweep");
+  std::ofstream(dir + "/x") << "left behind";
+  const std::string orphan = "default/sha256/ab/ab" + std::string(62, '2');
+  const std::string foreign = "datasets/imagenet/train-0001.tar";
+  ASSERT_EQ(Aws({"s3", "cp", dir + "/x", "s3://" + bucket + "/" + orphan}).exit_code, 0);
+  ASSERT_EQ(Aws({"s3", "cp", dir + "/x", "s3://" + bucket + "/" + foreign}).exit_code, 0);
+  auto server = Server(bucket, {"--artifact-orphan-age", "0s"});
+  EXPECT_TRUE(WaitFor([&] {
+    return Aws({"s3api", "head-object", "--bucket", bucket, "--key", orphan}).exit_code != 0;
+  }, std::chrono::seconds(30))) << server->ServerLog();
+  EXPECT_EQ(Aws({"s3api", "head-object", "--bucket", bucket, "--key", foreign}).exit_code, 0);
+  std::filesystem::remove_all(dir);
+}
+
 // A 2 GiB upload killed halfway: the next try sends only the parts the
 // store does not hold.
 TEST_F(ArtifactsOnS3, ATwoGibUploadKilledHalfwayResumesWithoutResendingFinishedParts) {

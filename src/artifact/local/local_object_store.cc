@@ -88,6 +88,28 @@ class LocalObjectStore final : public ObjectStore {
     return Status::Ok();
   }
 
+  Result<std::vector<StoredObject>> List() override {
+    std::vector<StoredObject> out;
+    std::error_code ec;
+    fs::recursive_directory_iterator it(root_, ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+      std::error_code stat_error;
+      if (!it->is_regular_file(stat_error) || stat_error) continue;
+      const std::string path = it->path().string();
+      if (path.size() >= 8 && path.compare(path.size() - 8, 8, ".partial") == 0) continue;
+      struct stat st {};
+      if (::stat(path.c_str(), &st) != 0) continue;  // gone since
+      StoredObject object;
+      object.key = path.substr(root_.size() + 1);
+      object.size = static_cast<std::uint64_t>(st.st_size);
+      object.modified = Time(std::chrono::duration_cast<Time::duration>(
+          std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+      out.push_back(std::move(object));
+    }
+    if (ec) return Unavailable("cannot list " + root_ + ": " + ec.message());
+    return out;
+  }
+
   std::optional<PresignedRequest> PresignPut(const std::string&, std::uint64_t, const std::string&,
                                              std::chrono::seconds) override {
     return std::nullopt;
