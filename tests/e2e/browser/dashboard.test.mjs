@@ -37,7 +37,7 @@ for i in (1, 2):
     path = os.path.join(d, "data-%d.bin" % i)
     with open(path, "wb") as f:
         f.write(b"row\\n" * (1000 * i))
-    headway.save_artifact(path, "lineage-data", kind="dataset", metrics={"rows": 1000 * i}, labels={"split": "train"})
+    headway.save_artifact(path, "lineage-data", kind="dataset", metrics={"rows": 1000 * i}, labels={"split": "train", "note": "<img src=x onerror=alert(1)>"})
 `;
 const FIT_PY = `
 import os, tempfile, headway
@@ -563,7 +563,13 @@ step('an artifact\u2019s lineage: made by, made from, used by, its versions, eac
   assert.equal(data.lineage.used_by[0].job, 'lineage-fit');
   assert.match(await view.locator('.used-by').textContent(), new RegExp(`^lineage-fitattempt ${data.lineage.used_by[0].attempt}read `));
   assert.match(await view.locator('.made-from').textContent(), /read no artifacts/);
-  assert.match(await view.locator('.facts').textContent(), /rows 1000.*split=train/s);
+  assert.match(await view.locator('.facts').textContent(), /rows 1000.*note=<img src=x onerror=alert\(1\)>.*split=train/s);
+  assert.equal(await view.locator('img').count(), 0);  // labels are text, never markup
+  // The digest's copy button puts all of it on the clipboard.
+  await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+  await view.locator('.digest button.copy').click();
+  await view.locator('.copy-note').filter({ hasText: 'copied' }).waitFor();
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), await view.locator('.digest-value').getAttribute('title'));
   // Its versions, newest first, this one marked.
   assert.deepEqual(await view.locator('.versions .version').allTextContents(), ['v2', 'v1']);
   assert.equal(await view.locator('.versions [aria-current="page"]').textContent(), 'v1');
@@ -592,6 +598,8 @@ step('an artifact\u2019s lineage: made by, made from, used by, its versions, eac
 
   // The list of versions leads to them too.
   await page.goto(`${server.url}/ui/#/artifacts`);
+  await page.locator('.artifact-list [data-artifact="lineage-model:1"]').waitFor();
+  await shot('14b-artifacts-list');
   await page.locator('.artifact-list [data-artifact="lineage-model:1"] a.artifact-link').click();
   await title.filter({ hasText: /^lineage-model:1$/ }).waitFor();
 
