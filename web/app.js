@@ -2,7 +2,8 @@
 // connection indicator.
 //
 // Routes: #/jobs, #/jobs/NAME (the job's side panel), #/queues, #/nodes,
-// #/experiments, #/experiments/NAME. A view is created on entering its route
+// #/experiments, #/experiments/NAME, #/artifacts, #/artifacts/NAME:VERSION
+// (a version with its lineage). A view is created on entering its route
 // and destroyed on leaving it (which closes its streams and timers).
 //
 // Auth: a token from the sign-in form, or "#token=..." in the URL on load
@@ -11,6 +12,7 @@
 // expired session) tears the view down and shows the sign-in form.
 
 import { clearToken, getToken, onUnauthenticated, signIn } from './api.js';
+import { createArtifactsView } from './artifacts.js';
 import { createExperimentsView } from './experiments.js';
 import { createJobsView } from './jobs.js';
 import { createNodesView, createQueuesView } from './pool.js';
@@ -20,6 +22,7 @@ const VIEWS = {
   queues: createQueuesView,
   nodes: createNodesView,
   experiments: createExperimentsView,
+  artifacts: createArtifactsView,
 };
 
 const main = document.getElementById('view');

@@ -57,6 +57,20 @@ export function count(n) {
   return n == null || !Number.isFinite(n) ? '' : n.toLocaleString();
 }
 
+// A size in bytes in binary units: "512 B", "1.5 KiB", "2.00 GiB" (three significant digits).
+export function bytes(n) {
+  if (n == null || !Number.isFinite(n)) return '';
+  if (Math.abs(n) < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];
+  let value = n / 1024;
+  let unit = 0;
+  while (Math.abs(value) >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${Math.abs(value) >= 100 ? value.toFixed(0) : Math.abs(value) >= 10 ? value.toFixed(1) : value.toFixed(2)} ${units[unit]}`;
+}
+
 export function number(value, digits = 1) {
   if (value == null || !Number.isFinite(value)) return '';
   return Number.isInteger(value) ? String(value) : value.toFixed(digits);

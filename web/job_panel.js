@@ -1,8 +1,10 @@
 // The side panel for one job (#job-panel): state, health, progress, live
-// metric charts, events, the artifacts it produced and read, a tail of the
-// logs and a Stop button. It follows GET /api/v1/jobs/{name}/watch while open.
+// metric charts, events, the artifacts it produced and read (each a link to
+// its lineage, #/artifacts/NAME:VERSION), a tail of the logs and a Stop
+// button. It follows GET /api/v1/jobs/{name}/watch while open.
 
 import { request, jobPath } from './api.js';
+import { artifactLink } from './artifacts.js';
 import { MetricCharts } from './charts.js';
 import { watchJob, poll } from './live.js';
 import {
@@ -173,11 +175,11 @@ export class JobPanel {
     this.artifactText = text;
     const rows = [
       ...(listed.produced || []).map((a) => el('tr', { 'data-artifact': a.ref },
-        el('td', {}, 'made'), el('td', {}, a.ref), el('td', {}, a.kind), el('td', {}, a.state),
+        el('td', {}, 'made'), el('td', {}, artifactLink(a.name, a.version, a.ref)), el('td', {}, a.kind), el('td', {}, a.state),
         el('td', {}, a.producer?.step != null ? `step ${a.producer.step}` : ''),
         el('td', {}, Object.entries(a.metrics || {}).map(([k, v]) => `${k} ${metric(v)}`).join(', ')))),
       ...(listed.used || []).map((u) => el('tr', { 'data-artifact': u.artifact },
-        el('td', {}, 'read'), el('td', {}, u.artifact), el('td', {}), el('td', {}),
+        el('td', {}, 'read'), el('td', {}, artifactLink(u.name, u.version, u.artifact)), el('td', {}), el('td', {}),
         el('td', {}, u.attempt != null ? `attempt ${u.attempt}` : ''), el('td', {}))),
     ];
     this.artifacts.replaceChildren(...(rows.length ? rows

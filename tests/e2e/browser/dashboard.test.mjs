@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { artifactsDir, launchBrowser, sleep, startServer, trainJob } from './harness.mjs';
+import { artifactsDir, isEnded, launchBrowser, repoRoot, sleep, startServer, trainJob } from './harness.mjs';
 
 const TRIAL_PY = `
 import json, sys, time
@@ -27,6 +27,31 @@ for step in range(1, 41):
     time.sleep(0.05)
 time.sleep(600)
 `;
+
+// Lineage: lineage-prep saves two versions of a dataset; lineage-fit reads
+// version 1 and saves a model from it (both through the Python SDK).
+const PREP_PY = `
+import os, tempfile, headway
+d = tempfile.mkdtemp()
+for i in (1, 2):
+    path = os.path.join(d, "data-%d.bin" % i)
+    with open(path, "wb") as f:
+        f.write(b"row\\n" * (1000 * i))
+    headway.save_artifact(path, "lineage-data", kind="dataset", metrics={"rows": 1000 * i}, labels={"split": "train", "note": "<img src=x onerror=alert(1)>"})
+`;
+const FIT_PY = `
+import os, tempfile, headway
+d = tempfile.mkdtemp()
+headway.load_artifact("lineage-data:1", os.path.join(d, "data.bin"))
+path = os.path.join(d, "model.bin")
+with open(path, "wb") as f:
+    f.write(b"weights" * 300)
+headway.save_artifact(path, "lineage-model", kind="model", step=7, metrics={"eval_loss": 0.25})
+`;
+const sdkJob = (name, script) => ({
+  name, team: 'vision', command: ['/usr/bin/python3', '-u', '-c', script],
+  env: { PYTHONPATH: path.join(repoRoot, 'sdk/python') },
+});
 
 let server;
 let browser;
@@ -453,6 +478,153 @@ step('an experiment shows its trials as a table and as parallel coordinates', as
   const { body } = await server.api('GET', '/api/v1/experiments/tiny');
   const shown = await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelector('td:nth-child(2)').textContent));
   assert.deepEqual(shown.sort(), body.trials.map((t) => t.job).sort());
+});
+
+// Resolves with the job once it ended; fails the test unless it succeeded.
+async function jobSucceeds(name, timeoutMs = 30000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { body } = await server.api('GET', `/api/v1/jobs/${name}`);
+    if (isEnded(body.state)) {
+      assert.equal(body.state, 'Succeeded', `${name}: ${JSON.stringify(body)}`);
+      return body;
+    }
+    assert.ok(Date.now() < deadline, `${name} still ${body.state}`);
+    await sleep(200);
+  }
+}
+
+step('size, digest, command and ref formats of the artifact view', async () => {
+  const result = await page.evaluate(async () => {
+    const { bytes } = await import('/ui/format.js');
+    const a = await import('/ui/artifacts.js');
+    return {
+      sizes: [0, 1023, 1024, 1536, 10 * 1024 * 1024 + 1, 2 * 1024 ** 3, 5 * 1024 ** 4].map(bytes),
+      digest: a.shortDigest(`sha256:${'0123456789abcdef'.repeat(4)}`),
+      shortOne: a.shortDigest('sha256:abc'),
+      shell: a.shellLine(['python3', '-c', "print('hi there')", '--lr=0.1']),
+      refs: [a.parseRef('data:3'), a.parseRef('data'), a.parseRef('data:latest')],
+      href: a.artifactHref('a.b_c-d', 12),
+    };
+  });
+  assert.deepEqual(result.sizes, ['0 B', '1023 B', '1.00 KiB', '1.50 KiB', '10.0 MiB', '2.00 GiB', '5.00 TiB']);
+  assert.equal(result.digest, 'sha256:0123456789ab\u2026');
+  assert.equal(result.shortOne, 'sha256:abc');
+  assert.equal(result.shell, `python3 -c 'print('\\''hi there'\\'')' --lr=0.1`);
+  assert.deepEqual(result.refs, [{ name: 'data', version: '3' }, { name: 'data', version: 'latest' }, { name: 'data', version: 'latest' }]);
+  assert.equal(result.href, '#/artifacts/a.b_c-d:12');
+});
+
+step('an artifact\u2019s lineage: made by, made from, used by, its versions, each a link', async () => {
+  let { status, body } = await server.api('POST', '/api/v1/jobs', sdkJob('lineage-prep', PREP_PY));
+  assert.equal(status, 201, JSON.stringify(body));
+  await jobSucceeds('lineage-prep');
+  ({ status, body } = await server.api('POST', '/api/v1/jobs', sdkJob('lineage-fit', FIT_PY)));
+  assert.equal(status, 201, JSON.stringify(body));
+  await jobSucceeds('lineage-fit');
+  const { body: model } = await server.api('GET', '/api/v1/artifacts/lineage-model/versions/1');
+  assert.equal(model.state, 'Ready', JSON.stringify(model));
+
+  // From the reading job's panel: what it made and what it read are links.
+  await page.goto(`${server.url}/ui/#/jobs/lineage-fit`);
+  const panelArtifacts = page.locator('#job-panel .artifacts');
+  await panelArtifacts.locator('[data-artifact="lineage-data:1"]').filter({ hasText: /^read/ }).waitFor();
+  await panelArtifacts.locator('[data-artifact="lineage-model:1"] a').click();
+
+  const view = page.locator('.artifact-view');
+  const title = view.locator('.artifact-title');
+  await title.filter({ hasText: /^lineage-model:1$/ }).waitFor();
+  assert.match(page.url(), /#\/artifacts\/lineage-model:1$/);
+  assert.equal(await page.locator('#job-panel').isVisible(), false);
+  assert.equal(await page.locator('#nav a.active').textContent(), 'Artifacts');
+  const facts = await view.locator('.facts .details').textContent();
+  assert.match(facts, /Kindmodel/);
+  assert.match(facts, /Size2\.05 KiB/);  // 2100 bytes
+  assert.match(facts, /eval_loss 0\.25/);
+  const digest = view.locator('.digest-value');
+  assert.equal(await digest.getAttribute('title'), model.digest);
+  assert.equal(await digest.textContent(), `${model.digest.slice(0, 'sha256:'.length + 12)}\u2026`);
+  // Made by the job that read lineage-data:1, at step 7, with its command.
+  const madeBy = view.locator('.made-by');
+  assert.equal(await madeBy.locator('.job-link').textContent(), 'lineage-fit');
+  assert.match(await madeBy.textContent(), /Succeeded.*step 7/);
+  assert.match(await view.locator('.command').textContent(), /^\/usr\/bin\/python3 -u -c '.*load_artifact\("lineage-data:1"/s);
+  assert.deepEqual(await view.locator('.made-from tr').evaluateAll((rows) => rows.map((r) => r.dataset.artifact)), ['lineage-data:1']);
+  assert.match(await view.locator('.used-by').textContent(), /No job has read this version/);
+  await shot('13-artifact-lineage-model');
+
+  // Made from: the dataset, made by lineage-prep and used by lineage-fit.
+  await view.locator('.made-from [data-artifact="lineage-data:1"] a').click();
+  await title.filter({ hasText: /^lineage-data:1$/ }).waitFor();
+  assert.match(page.url(), /#\/artifacts\/lineage-data:1$/);
+  assert.equal(await view.locator('.made-by .job-link').textContent(), 'lineage-prep');
+  assert.deepEqual(await view.locator('.used-by tr').evaluateAll((rows) => rows.map((r) => r.dataset.job)), ['lineage-fit']);
+  const { body: data } = await server.api('GET', '/api/v1/artifacts/lineage-data/versions/1');
+  assert.equal(data.lineage.used_by[0].job, 'lineage-fit');
+  assert.match(await view.locator('.used-by').textContent(), new RegExp(`^lineage-fitattempt ${data.lineage.used_by[0].attempt}read `));
+  assert.match(await view.locator('.made-from').textContent(), /read no artifacts/);
+  assert.match(await view.locator('.facts').textContent(), /rows 1000.*note=<img src=x onerror=alert\(1\)>.*split=train/s);
+  assert.equal(await view.locator('img').count(), 0);  // labels are text, never markup
+  // The digest's copy button puts all of it on the clipboard.
+  await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+  await view.locator('.digest button.copy').click();
+  await view.locator('.copy-note').filter({ hasText: 'copied' }).waitFor();
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), await view.locator('.digest-value').getAttribute('title'));
+  // Its versions, newest first, this one marked.
+  assert.deepEqual(await view.locator('.versions .version').allTextContents(), ['v2', 'v1']);
+  assert.equal(await view.locator('.versions [aria-current="page"]').textContent(), 'v1');
+  await shot('14-artifact-lineage-data');
+
+  // Step to version 2 (nobody read it) and back through the history.
+  await view.locator('.versions a.version[data-version="2"]').click();
+  await title.filter({ hasText: /^lineage-data:2$/ }).waitFor();
+  assert.match(await view.locator('.facts').textContent(), /rows 2000/);
+  assert.match(await view.locator('.used-by').textContent(), /No job has read this version/);
+  assert.equal(await view.locator('.versions [aria-current="page"]').textContent(), 'v2');
+  await page.goBack();
+  await title.filter({ hasText: /^lineage-data:1$/ }).waitFor();
+
+  // Used by: the reader's panel, as the jobs list opens it.
+  await view.locator('.used-by [data-job="lineage-fit"] a').click();
+  await page.locator('#job-panel h2').filter({ hasText: /^lineage-fit$/ }).waitFor();
+  assert.match(page.url(), /#\/jobs\/lineage-fit$/);
+  await page.goBack();
+  // Made by: the producer's panel.
+  await title.filter({ hasText: /^lineage-data:1$/ }).waitFor();
+  await view.locator('.made-by .job-link').click();
+  await page.locator('#job-panel h2').filter({ hasText: /^lineage-prep$/ }).waitFor();
+  assert.match(page.url(), /#\/jobs\/lineage-prep$/);
+  await page.locator('#job-panel .artifacts [data-artifact="lineage-data:2"]').filter({ hasText: /made.*rows 2000/ }).waitFor();
+
+  // The list of versions leads to them too.
+  await page.goto(`${server.url}/ui/#/artifacts`);
+  await page.locator('.artifact-list [data-artifact="lineage-model:1"]').waitFor();
+  await shot('14b-artifacts-list');
+  await page.locator('.artifact-list [data-artifact="lineage-model:1"] a.artifact-link').click();
+  await title.filter({ hasText: /^lineage-model:1$/ }).waitFor();
+
+  // A version that does not exist: said so in the view.
+  await page.goto(`${server.url}/ui/#/artifacts/lineage-data:99`);
+  await view.locator('.artifact-error').filter({ hasText: /not found/ }).waitFor();
+  await shot('15-artifact-not-found');
+});
+
+step('another team\u2019s artifact: the view says it may not be seen', async () => {
+  const { status, body } = await server.api('POST', '/api/v1/tokens', { name: 'speech-viewer', team: 'speech', role: 'viewer' });
+  assert.equal(status, 201, JSON.stringify(body));
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.locator('#token-input').fill(body.token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.locator('#token-input').waitFor({ state: 'hidden' });
+  await page.goto(`${server.url}/ui/#/artifacts/lineage-data:1`);
+  const error = page.locator('.artifact-view .artifact-error');
+  await error.filter({ hasText: /may not see artifact lineage-data:1.*another team/ }).waitFor();
+  assert.equal(await page.locator('.artifact-view .made-by').count(), 0);
+  await shot('16-artifact-forbidden');
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.locator('#token-input').fill(server.token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.locator('#token-input').waitFor({ state: 'hidden' });
 });
 
 step('the dashboard ran within its Content-Security-Policy', async () => {
