@@ -328,6 +328,32 @@ TEST_F(ArtifactsOnS3, ALargeUploadGoesUpInPresignedPartsAndResumesWhereItStopped
   EXPECT_THAT(uploads.out, ::testing::Not(HasSubstr("UploadId"))) << uploads.out;
 }
 
+// The SDK sends a large file in parts too, and reads it back.
+TEST_F(ArtifactsOnS3, AJobSavesALargeFileInPartsThroughTheSdk) {
+  auto server = Server("headway-sdk-parts", {"--s3-part-size", "5Mi"});
+  const std::string dir = server->work_dir();
+  const std::string file = dir + "/weights.bin";
+  std::ofstream(file, std::ios::binary) << RandomBytes((11 << 20) + 77, 15);
+  const std::string sdk = "env: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\"}\n"
+                          "working_dir: " + dir + "\n";
+  server->Submit("name: saver\n" + sdk +
+                 "command: [/usr/bin/python3, -c, \"import headway; "
+                 "print(headway.save_artifact('weights.bin', name='weights', kind='model')['state'])\"]\n");
+  ASSERT_TRUE(server->WaitForState("saver", "Succeeded")) << server->Cli({"logs", "saver"}).out;
+  EXPECT_EQ(server->Cli({"logs", "saver"}).out, "Ready\n");
+  server->Submit("name: loader\n" + sdk +
+                 "command: [/usr/bin/python3, -c, \"import headway; headway.load_artifact('weights', 'back.bin')\"]\n");
+  ASSERT_TRUE(server->WaitForState("loader", "Succeeded")) << server->Cli({"logs", "loader"}).out;
+  EXPECT_TRUE(ReadFile(dir + "/back.bin") == ReadFile(file));
+  auto whole = DigestFile(file);
+  ASSERT_TRUE(whole.ok());
+  const std::string digest = whole->digest.substr(7);
+  CommandResult head = Aws({"s3api", "head-object", "--bucket", "headway-sdk-parts", "--key",
+                            "default/sha256/" + digest.substr(0, 2) + "/" + digest});
+  ASSERT_EQ(head.exit_code, 0) << head.err;
+  EXPECT_THAT(head.out, HasSubstr(ExpectedMultipartEtag(file, (11 << 20) + 77, 5 << 20)));
+}
+
 // The reverse of the tests above: what awscli wrote (in two parts, as it
 // sends 12 MiB) under a version's key is what Headway serves for it; bytes
 // that are not the version's are refused by the reader.
