@@ -1,4 +1,4 @@
-// The S3 client (src/artifact/s3_client.h) against a loopback Swift with
+// The S3 client (src/artifact/s3/s3_client.h) against a loopback Swift with
 // s3api, side by side in one run: a signed PutObject against UNSIGNED-PAYLOAD
 // (one read of the file instead of two), a multipart upload one part at a
 // time against four at a time, and a GetObject. Prints MiB/s and the ratios;
@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "../tests/s3/s3_server.h"
-#include "artifact/multipart.h"
-#include "artifact/s3_client.h"
+#include "artifact/s3/multipart.h"
+#include "artifact/s3/s3_client.h"
 
 using namespace headway;
 using headway::testing::S3TestServer;

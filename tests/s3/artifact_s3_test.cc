@@ -20,8 +20,8 @@
 #include "../integration/artifact_suite.h"
 #include "../integration/test_server.h"
 #include "artifact/file_digest.h"
-#include "artifact/s3_client.h"
-#include "artifact/multipart.h"
+#include "artifact/s3/s3_client.h"
+#include "artifact/s3/multipart.h"
 #include "s3_server.h"
 
 namespace headway::testing {

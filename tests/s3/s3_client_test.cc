@@ -2,7 +2,7 @@
 // s3_server.h): objects with awkward keys up and down, ranges, listings in
 // pages, multipart uploads resumed after an interruption, S3's errors, and a
 // presigned URL fetched by curl. Prints the throughput it measured.
-#include "artifact/s3_client.h"
+#include "artifact/s3/s3_client.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "artifact/multipart.h"
+#include "artifact/s3/multipart.h"
 #include "s3_server.h"
 
 namespace headway {
