@@ -48,7 +48,12 @@ def _job_env() -> Tuple[str, str, str]:
 def _connection(url: str, timeout: float) -> Tuple[http.client.HTTPConnection, str]:
     parts = urlsplit(url)
     if parts.scheme == "https":
-        context = ssl.create_default_context(cafile=os.environ.get("HEADWAY_CA_FILE") or None)
+        # The control plane's CA (HEADWAY_CA_FILE, set by the platform); an object store
+        # reached with a presigned URL may have its own (AWS_CA_BUNDLE, as botocore reads it).
+        cafile = os.environ.get("HEADWAY_CA_FILE") or None
+        if not url.startswith(os.environ.get("HEADWAY_URL", "") or "\0"):
+            cafile = os.environ.get("AWS_CA_BUNDLE") or cafile
+        context = ssl.create_default_context(cafile=cafile)
         conn: http.client.HTTPConnection = http.client.HTTPSConnection(
             parts.hostname, parts.port, timeout=timeout, context=context)
     elif parts.scheme == "http":
