@@ -1,0 +1,65 @@
+// Cron schedules as CronWorkflows write them (Argo uses robfig/cron's
+// standard parser): five fields, minute hour day-of-month month day-of-week,
+// each `*`, a value, a range `a-b`, a step `*/n`, `a-b/n` or `a/n` (a to the
+// field's end), or a comma list of these; month and weekday names (JAN,
+// mon); `?` as `*`; and the descriptors @yearly (@annually), @monthly,
+// @weekly, @daily (@midnight), @hourly and `@every DURATION` (e.g. 90s, 1h30m).
+// As in cron, when both day fields are restricted a day matching either
+// fires; when one is `*`, only the other counts.
+//
+// Times are computed on the wall clock of a time zone (CronWorkflow's
+// spec.timezone; UTC when empty), with Vixie cron's rule for the days clocks
+// change: a schedule at given hours does not fire at a wall time that does
+// not exist (the hour skipped when clocks go forward) and fires once at one
+// that exists twice (when they go back); a schedule of every hour follows
+// real time through both, firing at each matching minute as the clock reads.
+//
+// Pure: the zone is a parameter (its rules are read once, at lookup).
+#pragma once
+
+#include <bitset>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "core/time.h"
+
+namespace date {
+class time_zone;
+}  // namespace date
+
+namespace headway::workflow {
+
+class CronSchedule {
+ public:
+  // InvalidArgument naming the field and the text at fault.
+  static Result<CronSchedule> Parse(std::string_view spec);
+
+  // The first fire time strictly after `after`; nullopt when there is none
+  // within eight years (e.g. "0 0 30 2 *"). `zone` null: UTC.
+  std::optional<Time> NextAfter(Time after, const date::time_zone* zone) const;
+
+  const std::string& spec() const { return spec_; }
+
+ private:
+  // month 1..12, day 1..31, weekday 0 (Sunday)..6.
+  bool DayMatches(unsigned month, unsigned day, unsigned weekday) const;
+  std::optional<Time> NextInRealTime(Time after, const date::time_zone* zone) const;
+
+  std::string spec_;
+  std::optional<Duration> every_;  // @every
+  std::bitset<60> minutes_;
+  std::bitset<24> hours_;
+  std::bitset<32> days_;    // 1..31
+  std::bitset<13> months_;  // 1..12
+  std::bitset<7> weekdays_;  // 0 (Sunday) .. 6
+  bool any_day_ = true;      // day-of-month was `*`
+  bool any_weekday_ = true;  // day-of-week was `*`
+};
+
+// The zone of an IANA name ("Europe/Paris"); "" or "UTC": UTC (null).
+// InvalidArgument for an unknown name.
+Result<const date::time_zone*> LookupTimeZone(std::string_view name);
+
+}  // namespace headway::workflow
