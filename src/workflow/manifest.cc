@@ -144,7 +144,8 @@ Result<json> ToJsonValue(Context& ctx, const std::string& path, const YAML::Node
   if (iec == std::errc() && iend == text.data() + text.size()) return json(integer);
   double real = 0;
   auto [dend, dec] = std::from_chars(text.data(), text.data() + text.size(), real);
-  if (dec == std::errc() && dend == text.data() + text.size() && std::isfinite(real)) return json(real);
+  if (dec == std::errc() && dend == text.data() + text.size() && std::isfinite(real))
+    return json(real);
   return json(text);
 }
 
@@ -260,7 +261,8 @@ Handler OptionalBool(std::optional<bool>& out) {
 Handler IntOrStr(std::optional<IntOrString>& out) {
   return [&out](const std::string& path, const YAML::Node& node) -> Status {
     if (node.IsNull()) return Status::Ok();
-    if (!node.IsScalar()) return FieldError(path, node, "must be an integer or a string, got " + TypeName(node));
+    if (!node.IsScalar())
+      return FieldError(path, node, "must be an integer or a string, got " + TypeName(node));
     const std::string& text = node.Scalar();
     std::int64_t value = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -275,8 +277,8 @@ Handler IntOrStr(std::optional<IntOrString>& out) {
 
 // A list (null counts as empty): each item parsed by `item` into `out`.
 template <typename T, typename ParseItem>
-Status ParseList(Context& ctx, const std::string& path, const YAML::Node& node,
-                 std::vector<T>& out, ParseItem item) {
+Status ParseList(Context& ctx, const std::string& path, const YAML::Node& node, std::vector<T>& out,
+                 ParseItem item) {
   HEADWAY_RETURN_IF_ERROR(ctx.Visit(path, node));
   if (node.IsNull()) return Status::Ok();
   if (!node.IsSequence()) return FieldError(path, node, "must be a list, got " + TypeName(node));
@@ -324,48 +326,48 @@ Handler TextMap(Context& ctx, std::map<std::string, std::string>& out) {
 
 Status ParseValueFrom(Context& ctx, const std::string& path, const YAML::Node& node, ValueFrom& v) {
   FieldRules rules;
-  rules.parse = {
-      {"path", Text(v.path)},
-      {"jsonPath", Text(v.json_path)},
-      {"jqFilter", Text(v.jq_filter)},
-      {"event", Text(v.event)},
-      {"parameter", Text(v.parameter)},
-      {"expression", Text(v.expression)},
-      {"default", OptionalText(v.default_value)},
-      {"supplied", [&](const std::string& p, const YAML::Node& n) -> Status {
-         if (!n.IsNull() && !n.IsMap()) return FieldError(p, n, "must be a map ({})");
-         v.supplied = true;
-         return Status::Ok();
-       }},
-      {"configMapKeyRef", [&](const std::string& p, const YAML::Node& n) -> Status {
-         ConfigMapKeyRef ref;
-         FieldRules r;
-         r.parse = {{"name", Text(ref.name)},
-                    {"key", Text(ref.key)},
-                    {"optional", OptionalBool(ref.optional)}};
-         HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, p, n, r));
-         v.config_map_key_ref = std::move(ref);
-         ctx.warnings.push_back({p, LineOf(n), "ConfigMaps do not exist in Headway: the default is used"});
-         return Status::Ok();
-       }}};
+  rules.parse = {{"path", Text(v.path)},
+                 {"jsonPath", Text(v.json_path)},
+                 {"jqFilter", Text(v.jq_filter)},
+                 {"event", Text(v.event)},
+                 {"parameter", Text(v.parameter)},
+                 {"expression", Text(v.expression)},
+                 {"default", OptionalText(v.default_value)},
+                 {"supplied",
+                  [&](const std::string& p, const YAML::Node& n) -> Status {
+                    if (!n.IsNull() && !n.IsMap()) return FieldError(p, n, "must be a map ({})");
+                    v.supplied = true;
+                    return Status::Ok();
+                  }},
+                 {"configMapKeyRef", [&](const std::string& p, const YAML::Node& n) -> Status {
+                    ConfigMapKeyRef ref;
+                    FieldRules r;
+                    r.parse = {{"name", Text(ref.name)},
+                               {"key", Text(ref.key)},
+                               {"optional", OptionalBool(ref.optional)}};
+                    HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, p, n, r));
+                    v.config_map_key_ref = std::move(ref);
+                    ctx.warnings.push_back(
+                        {p, LineOf(n), "ConfigMaps do not exist in Headway: the default is used"});
+                    return Status::Ok();
+                  }}};
   return WalkFields(ctx, path, node, rules);
 }
 
 Status ParseParameter(Context& ctx, const std::string& path, const YAML::Node& node, Parameter& p) {
   FieldRules rules;
-  rules.parse = {
-      {"name", Text(p.name)},
-      {"value", OptionalText(p.value)},
-      {"default", OptionalText(p.default_value)},
-      {"enum", TextList(ctx, p.enum_values)},
-      {"description", Text(p.description)},
-      {"globalName", Text(p.global_name)},
-      {"valueFrom", [&](const std::string& f, const YAML::Node& n) -> Status {
-         ValueFrom v;
-         HEADWAY_RETURN_IF_ERROR(ParseValueFrom(ctx, f, n, v));
-         p.value_from = std::move(v);
-         return Status::Ok();
-       }}};
+  rules.parse = {{"name", Text(p.name)},
+                 {"value", OptionalText(p.value)},
+                 {"default", OptionalText(p.default_value)},
+                 {"enum", TextList(ctx, p.enum_values)},
+                 {"description", Text(p.description)},
+                 {"globalName", Text(p.global_name)},
+                 {"valueFrom", [&](const std::string& f, const YAML::Node& n) -> Status {
+                    ValueFrom v;
+                    HEADWAY_RETURN_IF_ERROR(ParseValueFrom(ctx, f, n, v));
+                    p.value_from = std::move(v);
+                    return Status::Ok();
+                  }}};
   return WalkFields(ctx, path, node, rules);
 }
 
@@ -377,7 +379,8 @@ Status ParseArchive(Context& ctx, const std::string& path, const YAML::Node& nod
       ++kinds;
       a.archive = k;
       FieldRules inner;
-      if (k == ArchiveKind::kTar) inner.parse = {{"compressionLevel", Integer(a.tar_compression_level, -1, 9)}};
+      if (k == ArchiveKind::kTar)
+        inner.parse = {{"compressionLevel", Integer(a.tar_compression_level, -1, 9)}};
       return WalkFields(ctx, p, n, inner);
     };
   };
@@ -396,9 +399,9 @@ Status ParseS3(Context& ctx, const std::string& path, const YAML::Node& node, S3
                  {"endpoint", Text(s3.endpoint)},
                  {"region", Text(s3.region)}};
   const char* kCredentials = "Headway uses the server's artifact store and its credentials";
-  for (const char* name : {"insecure", "accessKeySecret", "secretKeySecret", "sessionTokenSecret",
-                           "roleARN", "useSDKCreds", "encryptionOptions", "caSecret",
-                           "createBucketIfNotPresent"}) {
+  for (const char* name :
+       {"insecure", "accessKeySecret", "secretKeySecret", "sessionTokenSecret", "roleARN",
+        "useSDKCreds", "encryptionOptions", "caSecret", "createBucketIfNotPresent"}) {
     rules.ignored[name] = kCredentials;
   }
   return WalkFields(ctx, path, node, rules);
@@ -406,61 +409,66 @@ Status ParseS3(Context& ctx, const std::string& path, const YAML::Node& node, S3
 
 Status ParseArtifact(Context& ctx, const std::string& path, const YAML::Node& node, Artifact& a) {
   FieldRules rules;
-  rules.parse = {
-      {"name", Text(a.name)},
-      {"path", Text(a.path)},
-      {"from", Text(a.from)},
-      {"fromExpression", Text(a.from_expression)},
-      {"globalName", Text(a.global_name)},
-      {"subPath", Text(a.sub_path)},
-      {"mode", Integer(a.mode, 0, 07777)},
-      {"optional", Bool(a.optional)},
-      {"archive", [&](const std::string& p, const YAML::Node& n) { return ParseArchive(ctx, p, n, a); }},
-      {"s3", [&](const std::string& p, const YAML::Node& n) -> Status {
-         S3Location s3;
-         HEADWAY_RETURN_IF_ERROR(ParseS3(ctx, p, n, s3));
-         a.s3 = std::move(s3);
-         return Status::Ok();
-       }},
-      {"raw", [&](const std::string& p, const YAML::Node& n) -> Status {
-         std::string data;
-         FieldRules r;
-         r.parse = {{"data", Text(data)}};
-         HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, p, n, r));
-         a.raw_data = std::move(data);
-         return Status::Ok();
-       }},
-      {"http", [&](const std::string& p, const YAML::Node& n) -> Status {
-         FieldRules r;
-         r.parse = {{"url", Text(a.http_url)}};
-         r.refused = {{"headers", "give a URL that needs no headers"},
-                      {"auth", "give a URL that needs no credentials"}};
-         return WalkFields(ctx, p, n, r);
-       }}};
+  rules.parse = {{"name", Text(a.name)},
+                 {"path", Text(a.path)},
+                 {"from", Text(a.from)},
+                 {"fromExpression", Text(a.from_expression)},
+                 {"globalName", Text(a.global_name)},
+                 {"subPath", Text(a.sub_path)},
+                 {"mode", Integer(a.mode, 0, 07777)},
+                 {"optional", Bool(a.optional)},
+                 {"archive", [&](const std::string& p,
+                                 const YAML::Node& n) { return ParseArchive(ctx, p, n, a); }},
+                 {"s3",
+                  [&](const std::string& p, const YAML::Node& n) -> Status {
+                    S3Location s3;
+                    HEADWAY_RETURN_IF_ERROR(ParseS3(ctx, p, n, s3));
+                    a.s3 = std::move(s3);
+                    return Status::Ok();
+                  }},
+                 {"raw",
+                  [&](const std::string& p, const YAML::Node& n) -> Status {
+                    std::string data;
+                    FieldRules r;
+                    r.parse = {{"data", Text(data)}};
+                    HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, p, n, r));
+                    a.raw_data = std::move(data);
+                    return Status::Ok();
+                  }},
+                 {"http", [&](const std::string& p, const YAML::Node& n) -> Status {
+                    FieldRules r;
+                    r.parse = {{"url", Text(a.http_url)}};
+                    r.refused = {{"headers", "give a URL that needs no headers"},
+                                 {"auth", "give a URL that needs no credentials"}};
+                    return WalkFields(ctx, p, n, r);
+                  }}};
   rules.ignored = {{"archiveLogs", "logs are kept by Headway for every job"},
                    {"artifactGC", "artifacts follow the artifact store's retention"},
                    {"deleted", "set by Argo's controller"},
                    {"recurseMode", "directories are always archived whole"}};
-  const char* kSources = "artifacts live in Headway's artifact store (s3, raw and http sources work)";
+  const char* kSources =
+      "artifacts live in Headway's artifact store (s3, raw and http sources work)";
   for (const char* name : {"git", "gcs", "hdfs", "oss", "azure", "artifactory", "plugin"}) {
     rules.refused[name] = kSources;
   }
   return WalkFields(ctx, path, node, rules, &a.recorded);
 }
 
-Status ParseIo(Context& ctx, const std::string& path, const YAML::Node& node, ParametersAndArtifacts& io) {
+Status ParseIo(Context& ctx, const std::string& path, const YAML::Node& node,
+               ParametersAndArtifacts& io) {
   FieldRules rules;
-  rules.parse = {
-      {"parameters", [&](const std::string& p, const YAML::Node& n) {
-         return ParseList(ctx, p, n, io.parameters, [&](const std::string& ip, const YAML::Node& in, Parameter& v) {
-           return ParseParameter(ctx, ip, in, v);
-         });
-       }},
-      {"artifacts", [&](const std::string& p, const YAML::Node& n) {
-         return ParseList(ctx, p, n, io.artifacts, [&](const std::string& ip, const YAML::Node& in, Artifact& v) {
-           return ParseArtifact(ctx, ip, in, v);
-         });
-       }}};
+  rules.parse = {{"parameters",
+                  [&](const std::string& p, const YAML::Node& n) {
+                    return ParseList(ctx, p, n, io.parameters,
+                                     [&](const std::string& ip, const YAML::Node& in,
+                                         Parameter& v) { return ParseParameter(ctx, ip, in, v); });
+                  }},
+                 {"artifacts", [&](const std::string& p, const YAML::Node& n) {
+                    return ParseList(ctx, p, n, io.artifacts,
+                                     [&](const std::string& ip, const YAML::Node& in, Artifact& v) {
+                                       return ParseArtifact(ctx, ip, in, v);
+                                     });
+                  }}};
   // Outputs carry these only in a workflow's status; an exported manifest may have them.
   rules.ignored = {{"result", "set when the node runs"}, {"exitCode", "set when the node runs"}};
   return WalkFields(ctx, path, node, rules);
@@ -475,22 +483,27 @@ Handler Io(Context& ctx, ParametersAndArtifacts& io) {
 Status ParseEnvVar(Context& ctx, const std::string& path, const YAML::Node& node, EnvVar& e) {
   FieldRules rules;
   rules.parse = {{"name", Text(e.name)}, {"value", Text(e.value)}};
-  rules.refused = {{"valueFrom", "Secrets, ConfigMaps and the downward API do not exist in Headway; give a value"}};
+  rules.refused = {
+      {"valueFrom",
+       "Secrets, ConfigMaps and the downward API do not exist in Headway; give a value"}};
   HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, path, node, rules));
   if (e.name.empty()) return FieldError(path, node, "an env entry needs a name");
   return Status::Ok();
 }
 
-Status ParseResources(Context& ctx, const std::string& path, const YAML::Node& node, ResourceRequirements& r) {
+Status ParseResources(Context& ctx, const std::string& path, const YAML::Node& node,
+                      ResourceRequirements& r) {
   FieldRules rules;
   rules.parse = {{"limits", TextMap(ctx, r.limits)}, {"requests", TextMap(ctx, r.requests)}};
   rules.ignored = {{"claims", "dynamic resource claims do not exist in Headway"}};
   HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, path, node, rules));
-  for (const auto& [map, side] : {std::pair{&r.limits, "limits"}, std::pair{&r.requests, "requests"}}) {
+  for (const auto& [map, side] :
+       {std::pair{&r.limits, "limits"}, std::pair{&r.requests, "requests"}}) {
     for (const auto& [name, unused] : *map) {
       if (name == "nvidia.com/gpu" || name == "cpu" || name == "memory") continue;
       std::string field = path + "." + side + "." + name;
-      ctx.warnings.push_back({field, ctx.lines[field], "ignored: Headway allocates nvidia.com/gpu, cpu and memory"});
+      ctx.warnings.push_back(
+          {field, ctx.lines[field], "ignored: Headway allocates nvidia.com/gpu, cpu and memory"});
     }
   }
   return Status::Ok();
@@ -499,23 +512,26 @@ Status ParseResources(Context& ctx, const std::string& path, const YAML::Node& n
 Status ParseContainer(Context& ctx, const std::string& path, const YAML::Node& node, Container& c,
                       bool script) {
   FieldRules rules;
-  rules.parse = {
-      {"name", Text(c.name)},
-      {"image", Text(c.image)},
-      {"command", TextList(ctx, c.command)},
-      {"args", TextList(ctx, c.args)},
-      {"env", [&](const std::string& p, const YAML::Node& n) {
-         return ParseList(ctx, p, n, c.env, [&](const std::string& ip, const YAML::Node& in, EnvVar& e) {
-           return ParseEnvVar(ctx, ip, in, e);
-         });
-       }},
-      {"workingDir", Text(c.working_dir)},
-      {"resources", [&](const std::string& p, const YAML::Node& n) { return ParseResources(ctx, p, n, c.resources); }}};
+  rules.parse = {{"name", Text(c.name)},
+                 {"image", Text(c.image)},
+                 {"command", TextList(ctx, c.command)},
+                 {"args", TextList(ctx, c.args)},
+                 {"env",
+                  [&](const std::string& p, const YAML::Node& n) {
+                    return ParseList(ctx, p, n, c.env,
+                                     [&](const std::string& ip, const YAML::Node& in, EnvVar& e) {
+                                       return ParseEnvVar(ctx, ip, in, e);
+                                     });
+                  }},
+                 {"workingDir", Text(c.working_dir)},
+                 {"resources", [&](const std::string& p, const YAML::Node& n) {
+                    return ParseResources(ctx, p, n, c.resources);
+                  }}};
   if (script) rules.parse["source"] = Text(c.source);
-  for (const char* name : {"imagePullPolicy", "ports", "volumeMounts", "volumeDevices", "securityContext",
-                           "livenessProbe", "readinessProbe", "startupProbe", "lifecycle",
-                           "terminationMessagePath", "terminationMessagePolicy", "stdin", "stdinOnce",
-                           "tty", "resizePolicy", "restartPolicy"}) {
+  for (const char* name :
+       {"imagePullPolicy", "ports", "volumeMounts", "volumeDevices", "securityContext",
+        "livenessProbe", "readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath",
+        "terminationMessagePolicy", "stdin", "stdinOnce", "tty", "resizePolicy", "restartPolicy"}) {
     rules.ignored[name] = "a Kubernetes container setting Headway's executors do not apply";
   }
   rules.refused = {{"envFrom", "Secrets and ConfigMaps do not exist in Headway; list env values"}};
@@ -543,48 +559,52 @@ Status ParseSequence(Context& ctx, const std::string& path, const YAML::Node& no
 Status ParseTask(Context& ctx, const std::string& path, const YAML::Node& node, Task& t, bool dag) {
   HEADWAY_RETURN_IF_ERROR(ctx.CountTemplateOrTask(path, node));
   FieldRules rules;
-  rules.parse = {
-      {"name", Text(t.name)},
-      {"template", Text(t.template_name)},
-      {"templateRef", [&](const std::string& p, const YAML::Node& n) -> Status {
-         TemplateRef ref;
-         FieldRules r;
-         r.parse = {{"name", Text(ref.name)},
-                    {"template", Text(ref.template_name)},
-                    {"clusterScope", Bool(ref.cluster_scope)}};
-         HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, p, n, r));
-         if (ref.name.empty() || ref.template_name.empty()) {
-           return FieldError(p, n, "needs name (a WorkflowTemplate) and template");
-         }
-         t.template_ref = std::move(ref);
-         return Status::Ok();
-       }},
-      {"arguments", Io(ctx, t.arguments)},
-      {"when", NonEmptyText(t.when)},
-      {"withItems", [&](const std::string& p, const YAML::Node& n) -> Status {
-         if (!n.IsSequence()) return FieldError(p, n, "must be a list, got " + TypeName(n));
-         auto items = ToJsonValue(ctx, p, n, 0);
-         if (!items.ok()) return items.status();
-         t.with_items.emplace();
-         for (auto& item : *items) t.with_items->push_back(std::move(item));
-         return Status::Ok();
-       }},
-      {"withParam", NonEmptyText(t.with_param)},
-      {"withSequence", [&](const std::string& p, const YAML::Node& n) -> Status {
-         Sequence s;
-         HEADWAY_RETURN_IF_ERROR(ParseSequence(ctx, p, n, s));
-         t.with_sequence = std::move(s);
-         return Status::Ok();
-       }},
-      {"continueOn", [&](const std::string& p, const YAML::Node& n) -> Status {
-         ContinueOn c;
-         FieldRules r;
-         r.parse = {{"error", Bool(c.error)}, {"failed", Bool(c.failed)}};
-         HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, p, n, r));
-         t.continue_on = c;
-         return Status::Ok();
-       }},
-      {"onExit", Text(t.on_exit)}};
+  rules.parse = {{"name", Text(t.name)},
+                 {"template", Text(t.template_name)},
+                 {"templateRef",
+                  [&](const std::string& p, const YAML::Node& n) -> Status {
+                    TemplateRef ref;
+                    FieldRules r;
+                    r.parse = {{"name", Text(ref.name)},
+                               {"template", Text(ref.template_name)},
+                               {"clusterScope", Bool(ref.cluster_scope)}};
+                    HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, p, n, r));
+                    if (ref.name.empty() || ref.template_name.empty()) {
+                      return FieldError(p, n, "needs name (a WorkflowTemplate) and template");
+                    }
+                    t.template_ref = std::move(ref);
+                    return Status::Ok();
+                  }},
+                 {"arguments", Io(ctx, t.arguments)},
+                 {"when", NonEmptyText(t.when)},
+                 {"withItems",
+                  [&](const std::string& p, const YAML::Node& n) -> Status {
+                    if (!n.IsSequence())
+                      return FieldError(p, n, "must be a list, got " + TypeName(n));
+                    auto items = ToJsonValue(ctx, p, n, 0);
+                    if (!items.ok()) return items.status();
+                    t.with_items.emplace();
+                    for (auto& item : *items) t.with_items->push_back(std::move(item));
+                    return Status::Ok();
+                  }},
+                 {"withParam", NonEmptyText(t.with_param)},
+                 {"withSequence",
+                  [&](const std::string& p, const YAML::Node& n) -> Status {
+                    Sequence s;
+                    HEADWAY_RETURN_IF_ERROR(ParseSequence(ctx, p, n, s));
+                    t.with_sequence = std::move(s);
+                    return Status::Ok();
+                  }},
+                 {"continueOn",
+                  [&](const std::string& p, const YAML::Node& n) -> Status {
+                    ContinueOn c;
+                    FieldRules r;
+                    r.parse = {{"error", Bool(c.error)}, {"failed", Bool(c.failed)}};
+                    HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, p, n, r));
+                    t.continue_on = c;
+                    return Status::Ok();
+                  }},
+                 {"onExit", Text(t.on_exit)}};
   if (dag) {
     rules.parse["dependencies"] = TextList(ctx, t.dependencies);
     rules.parse["depends"] = NonEmptyText(t.depends);
@@ -596,58 +616,71 @@ Status ParseTask(Context& ctx, const std::string& path, const YAML::Node& node, 
   rules.refused["inline"] = "name a template of spec.templates instead";
   HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, path, node, rules, &t.recorded));
   int loops = t.with_items.has_value() + !t.with_param.empty() + t.with_sequence.has_value();
-  if (loops > 1) return FieldError(path, node, "has more than one of withItems, withParam, withSequence");
+  if (loops > 1)
+    return FieldError(path, node, "has more than one of withItems, withParam, withSequence");
   return Status::Ok();
 }
 
 Status ParseDag(Context& ctx, const std::string& path, const YAML::Node& node, Dag& d) {
   FieldRules rules;
-  rules.parse = {
-      {"target", Text(d.target)},
-      {"failFast", OptionalBool(d.fail_fast)},
-      {"tasks", [&](const std::string& p, const YAML::Node& n) {
-         return ParseList(ctx, p, n, d.tasks, [&](const std::string& ip, const YAML::Node& in, Task& t) {
-           return ParseTask(ctx, ip, in, t, /*dag=*/true);
-         });
-       }}};
+  rules.parse = {{"target", Text(d.target)},
+                 {"failFast", OptionalBool(d.fail_fast)},
+                 {"tasks", [&](const std::string& p, const YAML::Node& n) {
+                    return ParseList(ctx, p, n, d.tasks,
+                                     [&](const std::string& ip, const YAML::Node& in, Task& t) {
+                                       return ParseTask(ctx, ip, in, t, /*dag=*/true);
+                                     });
+                  }}};
   HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, path, node, rules));
   if (d.tasks.empty()) return FieldError(path, node, "needs at least one task");
   return Status::Ok();
 }
 
-Status ParseSteps(Context& ctx, const std::string& path, const YAML::Node& node, StepGroups& groups) {
-  HEADWAY_RETURN_IF_ERROR(ParseList(
-      ctx, path, node, groups, [&](const std::string& gp, const YAML::Node& gn, std::vector<Task>& group) {
-        if (!gn.IsSequence()) {
-          return FieldError(gp, gn, "must be a list of steps run in parallel (write `- - name: ...`), got " + TypeName(gn));
-        }
-        return ParseList(ctx, gp, gn, group, [&](const std::string& sp, const YAML::Node& sn, Task& t) {
-          return ParseTask(ctx, sp, sn, t, /*dag=*/false);
-        });
-      }));
+Status ParseSteps(Context& ctx, const std::string& path, const YAML::Node& node,
+                  StepGroups& groups) {
+  HEADWAY_RETURN_IF_ERROR(
+      ParseList(ctx, path, node, groups,
+                [&](const std::string& gp, const YAML::Node& gn, std::vector<Task>& group) {
+                  if (!gn.IsSequence()) {
+                    return FieldError(
+                        gp, gn,
+                        "must be a list of steps run in parallel (write `- - name: ...`), got " +
+                            TypeName(gn));
+                  }
+                  return ParseList(ctx, gp, gn, group,
+                                   [&](const std::string& sp, const YAML::Node& sn, Task& t) {
+                                     return ParseTask(ctx, sp, sn, t, /*dag=*/false);
+                                   });
+                }));
   return Status::Ok();
 }
 
 // ---- templates -----------------------------------------------------------------
 
-Status ParseRetryStrategy(Context& ctx, const std::string& path, const YAML::Node& node, RetryStrategy& r) {
+Status ParseRetryStrategy(Context& ctx, const std::string& path, const YAML::Node& node,
+                          RetryStrategy& r) {
   FieldRules rules;
   rules.parse = {
       {"limit", IntOrStr(r.limit)},
-      {"retryPolicy", [&](const std::string& p, const YAML::Node& n) -> Status {
+      {"retryPolicy",
+       [&](const std::string& p, const YAML::Node& n) -> Status {
          static const std::map<std::string, RetryPolicy> kPolicies = {
-             {"Always", RetryPolicy::kAlways}, {"OnFailure", RetryPolicy::kOnFailure},
-             {"OnError", RetryPolicy::kOnError}, {"OnTransientError", RetryPolicy::kOnTransientError}};
+             {"Always", RetryPolicy::kAlways},
+             {"OnFailure", RetryPolicy::kOnFailure},
+             {"OnError", RetryPolicy::kOnError},
+             {"OnTransientError", RetryPolicy::kOnTransientError}};
          auto text = AsText(p, n);
          if (!text.ok()) return text.status();
          auto it = kPolicies.find(*text);
          if (it == kPolicies.end()) {
-           return FieldError(p, n, "must be Always, OnFailure, OnError or OnTransientError, got '" + *text + "'");
+           return FieldError(
+               p, n, "must be Always, OnFailure, OnError or OnTransientError, got '" + *text + "'");
          }
          r.retry_policy = it->second;
          return Status::Ok();
        }},
-      {"backoff", [&](const std::string& p, const YAML::Node& n) -> Status {
+      {"backoff",
+       [&](const std::string& p, const YAML::Node& n) -> Status {
          Backoff b;
          FieldRules br;
          br.parse = {{"duration", Text(b.duration)},
@@ -669,19 +702,18 @@ Status ParseRetryStrategy(Context& ctx, const std::string& path, const YAML::Nod
 
 Status ParseMemoize(Context& ctx, const std::string& path, const YAML::Node& node, Memoize& m) {
   FieldRules rules;
-  rules.parse = {
-      {"key", Text(m.key)},
-      {"maxAge", Text(m.max_age)},
-      {"cache", [&](const std::string& p, const YAML::Node& n) -> Status {
-         FieldRules cache;
-         cache.parse = {{"configMap", [&](const std::string& cp, const YAML::Node& cn) {
-                           FieldRules cm;
-                           cm.parse = {{"name", Text(m.config_map_name)}};
-                           cm.ignored = {{"key", "Headway keeps its own cache"}};
-                           return WalkFields(ctx, cp, cn, cm);
-                         }}};
-         return WalkFields(ctx, p, n, cache);
-       }}};
+  rules.parse = {{"key", Text(m.key)},
+                 {"maxAge", Text(m.max_age)},
+                 {"cache", [&](const std::string& p, const YAML::Node& n) -> Status {
+                    FieldRules cache;
+                    cache.parse = {{"configMap", [&](const std::string& cp, const YAML::Node& cn) {
+                                      FieldRules cm;
+                                      cm.parse = {{"name", Text(m.config_map_name)}};
+                                      cm.ignored = {{"key", "Headway keeps its own cache"}};
+                                      return WalkFields(ctx, cp, cn, cm);
+                                    }}};
+                    return WalkFields(ctx, p, n, cache);
+                  }}};
   HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, path, node, rules));
   if (m.key.empty()) return FieldError(path, node, "needs a key");
   return Status::Ok();
@@ -727,39 +759,44 @@ Status ParseTemplate(Context& ctx, const std::string& path, const YAML::Node& no
     };
   };
   FieldRules rules;
-  rules.parse = {
-      {"name", Text(t.name)},
-      {"displayName", Text(t.display_name)},
-      {"inputs", Io(ctx, t.inputs)},
-      {"outputs", Io(ctx, t.outputs)},
-      {"metadata", [&](const std::string& p, const YAML::Node& n) { return ParseTemplateMetadata(ctx, p, n, t.metadata); }},
-      {"container", kind(TemplateKind::kContainer, container(false))},
-      {"script", kind(TemplateKind::kScript, container(true))},
-      {"dag", kind(TemplateKind::kDag, Optionally(ctx, t.dag, &ParseDag))},
-      {"steps", kind(TemplateKind::kSteps, Optionally(ctx, t.steps, &ParseSteps))},
-      {"suspend", kind(TemplateKind::kSuspend, [&](const std::string& p, const YAML::Node& n) -> Status {
-         Suspend s;
-         FieldRules r;
-         r.parse = {{"duration", Text(s.duration)}};
-         HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, p, n, r));
-         t.suspend = std::move(s);
-         return Status::Ok();
-       })},
-      {"retryStrategy", Optionally(ctx, t.retry_strategy, &ParseRetryStrategy)},
-      {"activeDeadlineSeconds", IntOrStr(t.active_deadline_seconds)},
-      {"timeout", Text(t.timeout)},
-      {"parallelism", Integer(t.parallelism, 0, 1'000'000)},
-      {"failFast", OptionalBool(t.fail_fast)},
-      {"memoize", Optionally(ctx, t.memoize, &ParseMemoize)},
-      {"nodeSelector", [&](const std::string& p, const YAML::Node& n) -> Status {
-         HEADWAY_RETURN_IF_ERROR(TextMap(ctx, t.node_selector)(p, n));
-         ctx.warnings.push_back({p, LineOf(n), "ignored: Headway places jobs by GPUs, queue and team"});
-         return Status::Ok();
-       }}};
+  rules.parse = {{"name", Text(t.name)},
+                 {"displayName", Text(t.display_name)},
+                 {"inputs", Io(ctx, t.inputs)},
+                 {"outputs", Io(ctx, t.outputs)},
+                 {"metadata",
+                  [&](const std::string& p, const YAML::Node& n) {
+                    return ParseTemplateMetadata(ctx, p, n, t.metadata);
+                  }},
+                 {"container", kind(TemplateKind::kContainer, container(false))},
+                 {"script", kind(TemplateKind::kScript, container(true))},
+                 {"dag", kind(TemplateKind::kDag, Optionally(ctx, t.dag, &ParseDag))},
+                 {"steps", kind(TemplateKind::kSteps, Optionally(ctx, t.steps, &ParseSteps))},
+                 {"suspend", kind(TemplateKind::kSuspend,
+                                  [&](const std::string& p, const YAML::Node& n) -> Status {
+                                    Suspend s;
+                                    FieldRules r;
+                                    r.parse = {{"duration", Text(s.duration)}};
+                                    HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, p, n, r));
+                                    t.suspend = std::move(s);
+                                    return Status::Ok();
+                                  })},
+                 {"retryStrategy", Optionally(ctx, t.retry_strategy, &ParseRetryStrategy)},
+                 {"activeDeadlineSeconds", IntOrStr(t.active_deadline_seconds)},
+                 {"timeout", Text(t.timeout)},
+                 {"parallelism", Integer(t.parallelism, 0, 1'000'000)},
+                 {"failFast", OptionalBool(t.fail_fast)},
+                 {"memoize", Optionally(ctx, t.memoize, &ParseMemoize)},
+                 {"nodeSelector", [&](const std::string& p, const YAML::Node& n) -> Status {
+                    HEADWAY_RETURN_IF_ERROR(TextMap(ctx, t.node_selector)(p, n));
+                    ctx.warnings.push_back(
+                        {p, LineOf(n), "ignored: Headway places jobs by GPUs, queue and team"});
+                    return Status::Ok();
+                  }}};
   const char* kPod = "a Kubernetes pod setting Headway's executors do not apply";
-  for (const char* name : {"affinity", "tolerations", "schedulerName", "priorityClassName", "priority",
-                           "serviceAccountName", "automountServiceAccountToken", "executor",
-                           "hostAliases", "securityContext", "podSpecPatch", "archiveLocation"}) {
+  for (const char* name :
+       {"affinity", "tolerations", "schedulerName", "priorityClassName", "priority",
+        "serviceAccountName", "automountServiceAccountToken", "executor", "hostAliases",
+        "securityContext", "podSpecPatch", "archiveLocation"}) {
     rules.ignored[name] = kPod;
   }
   rules.ignored["volumes"] = "volumes do not exist in Headway; use artifacts";
@@ -776,31 +813,37 @@ Status ParseTemplate(Context& ctx, const std::string& path, const YAML::Node& no
       {"initContainers", "a job runs one container's command; run it as an earlier step"}};
   HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, path, node, rules, &t.recorded));
   if (kinds.empty()) {
-    return FieldError(path, node, "has no template type: give one of container, script, dag, steps or suspend");
+    return FieldError(path, node,
+                      "has no template type: give one of container, script, dag, steps or suspend");
   }
   if (kinds.size() > 1) {
-    return FieldError(path, node, "has more than one template type (" + kinds[0] + ", " + kinds[1] +
-                                      "): a template is of exactly one");
+    return FieldError(path, node,
+                      "has more than one template type (" + kinds[0] + ", " + kinds[1] +
+                          "): a template is of exactly one");
   }
   return Status::Ok();
 }
 
 // ---- specs -----------------------------------------------------------------------
 
-Status ParseWorkflowSpec(Context& ctx, const std::string& path, const YAML::Node& node, WorkflowSpec& s) {
+Status ParseWorkflowSpec(Context& ctx, const std::string& path, const YAML::Node& node,
+                         WorkflowSpec& s) {
   FieldRules rules;
   rules.parse = {
       {"entrypoint", Text(s.entrypoint)},
       {"arguments", Io(ctx, s.arguments)},
-      {"templates", [&](const std::string& p, const YAML::Node& n) {
-         return ParseList(ctx, p, n, s.templates, [&](const std::string& ip, const YAML::Node& in, Template& t) {
-           return ParseTemplate(ctx, ip, in, t);
-         });
+      {"templates",
+       [&](const std::string& p, const YAML::Node& n) {
+         return ParseList(ctx, p, n, s.templates,
+                          [&](const std::string& ip, const YAML::Node& in, Template& t) {
+                            return ParseTemplate(ctx, ip, in, t);
+                          });
        }},
       {"onExit", Text(s.on_exit)},
       {"parallelism", Integer(s.parallelism, 0, 1'000'000)},
       {"activeDeadlineSeconds", Integer(s.active_deadline_seconds, 0, std::int64_t{1} << 40)},
-      {"ttlStrategy", [&](const std::string& p, const YAML::Node& n) -> Status {
+      {"ttlStrategy",
+       [&](const std::string& p, const YAML::Node& n) -> Status {
          TtlStrategy ttl;
          FieldRules r;
          r.parse = {{"secondsAfterCompletion", Integer(ttl.seconds_after_completion, 0, INT32_MAX)},
@@ -810,12 +853,14 @@ Status ParseWorkflowSpec(Context& ctx, const std::string& path, const YAML::Node
          s.ttl_strategy = ttl;
          return Status::Ok();
        }},
-      {"serviceAccountName", [&](const std::string& p, const YAML::Node& n) -> Status {
+      {"serviceAccountName",
+       [&](const std::string& p, const YAML::Node& n) -> Status {
          HEADWAY_RETURN_IF_ERROR(Text(s.service_account_name)(p, n));
          ctx.warnings.push_back({p, LineOf(n), "ignored: jobs run as the submitting user"});
          return Status::Ok();
        }},
-      {"workflowTemplateRef", [&](const std::string& p, const YAML::Node& n) -> Status {
+      {"workflowTemplateRef",
+       [&](const std::string& p, const YAML::Node& n) -> Status {
          WorkflowTemplateRef ref;
          FieldRules r;
          r.parse = {{"name", Text(ref.name)}, {"clusterScope", Bool(ref.cluster_scope)}};
@@ -829,14 +874,16 @@ Status ParseWorkflowSpec(Context& ctx, const std::string& path, const YAML::Node
       {"priority", Integer(s.priority, INT32_MIN, INT32_MAX)},
       {"nodeSelector", [&](const std::string& p, const YAML::Node& n) -> Status {
          HEADWAY_RETURN_IF_ERROR(TextMap(ctx, s.node_selector)(p, n));
-         ctx.warnings.push_back({p, LineOf(n), "ignored: Headway places jobs by GPUs, queue and team"});
+         ctx.warnings.push_back(
+             {p, LineOf(n), "ignored: Headway places jobs by GPUs, queue and team"});
          return Status::Ok();
        }}};
   const char* kPod = "a Kubernetes pod setting Headway's executors do not apply";
-  for (const char* name : {"affinity", "tolerations", "automountServiceAccountToken", "executor",
-                           "hostNetwork", "dnsPolicy", "dnsConfig", "schedulerName", "podPriorityClassName",
-                           "podPriority", "hostAliases", "securityContext", "podSpecPatch",
-                           "podDisruptionBudget", "podMetadata", "imagePullSecrets"}) {
+  for (const char* name :
+       {"affinity", "tolerations", "automountServiceAccountToken", "executor", "hostNetwork",
+        "dnsPolicy", "dnsConfig", "schedulerName", "podPriorityClassName", "podPriority",
+        "hostAliases", "securityContext", "podSpecPatch", "podDisruptionBudget", "podMetadata",
+        "imagePullSecrets"}) {
     rules.ignored[name] = kPod;
   }
   rules.ignored["volumes"] = "volumes do not exist in Headway; use artifacts";
@@ -873,12 +920,14 @@ bool IsCronSchedule(const std::string& text) {
   return fields == 5;
 }
 
-Status ParseCronSpec(Context& ctx, const std::string& path, const YAML::Node& node, CronWorkflowSpec& s) {
+Status ParseCronSpec(Context& ctx, const std::string& path, const YAML::Node& node,
+                     CronWorkflowSpec& s) {
   bool has_schedule = false;
   bool has_spec = false;
   FieldRules rules;
   rules.parse = {
-      {"schedule", [&](const std::string& p, const YAML::Node& n) -> Status {
+      {"schedule",
+       [&](const std::string& p, const YAML::Node& n) -> Status {
          std::string schedule;
          HEADWAY_RETURN_IF_ERROR(Text(schedule)(p, n));
          s.schedules.insert(s.schedules.begin(), schedule);
@@ -886,12 +935,15 @@ Status ParseCronSpec(Context& ctx, const std::string& path, const YAML::Node& no
          has_schedule = true;
          return Status::Ok();
        }},
-      {"schedules", [&](const std::string& p, const YAML::Node& n) -> Status {
+      {"schedules",
+       [&](const std::string& p, const YAML::Node& n) -> Status {
          std::vector<std::string> list;
          HEADWAY_RETURN_IF_ERROR(TextList(ctx, list)(p, n));
          for (std::size_t i = 0; i < list.size(); ++i) {
            if (!IsCronSchedule(list[i])) {
-             return FieldError(Index(p, i), n[i], "must be a cron schedule like '0 * * * *' or '@hourly', got '" + list[i] + "'");
+             return FieldError(
+                 Index(p, i), n[i],
+                 "must be a cron schedule like '0 * * * *' or '@hourly', got '" + list[i] + "'");
            }
          }
          s.schedules.insert(s.schedules.end(), list.begin(), list.end());
@@ -899,13 +951,18 @@ Status ParseCronSpec(Context& ctx, const std::string& path, const YAML::Node& no
          return Status::Ok();
        }},
       {"timezone", Text(s.timezone)},
-      {"concurrencyPolicy", [&](const std::string& p, const YAML::Node& n) -> Status {
+      {"concurrencyPolicy",
+       [&](const std::string& p, const YAML::Node& n) -> Status {
          auto text = AsText(p, n);
          if (!text.ok()) return text.status();
-         if (*text == "Allow") s.concurrency_policy = ConcurrencyPolicy::kAllow;
-         else if (*text == "Forbid") s.concurrency_policy = ConcurrencyPolicy::kForbid;
-         else if (*text == "Replace") s.concurrency_policy = ConcurrencyPolicy::kReplace;
-         else return FieldError(p, n, "must be Allow, Forbid or Replace, got '" + *text + "'");
+         if (*text == "Allow")
+           s.concurrency_policy = ConcurrencyPolicy::kAllow;
+         else if (*text == "Forbid")
+           s.concurrency_policy = ConcurrencyPolicy::kForbid;
+         else if (*text == "Replace")
+           s.concurrency_policy = ConcurrencyPolicy::kReplace;
+         else
+           return FieldError(p, n, "must be Allow, Forbid or Replace, got '" + *text + "'");
          return Status::Ok();
        }},
       {"startingDeadlineSeconds", Integer(s.starting_deadline_seconds, 0, std::int64_t{1} << 40)},
@@ -913,14 +970,16 @@ Status ParseCronSpec(Context& ctx, const std::string& path, const YAML::Node& no
       {"failedJobsHistoryLimit", Integer(s.failed_jobs_history_limit, 0, INT32_MAX)},
       {"suspend", Bool(s.suspend)},
       {"when", NonEmptyText(s.when)},
-      {"workflowSpec", [&](const std::string& p, const YAML::Node& n) {
+      {"workflowSpec",
+       [&](const std::string& p, const YAML::Node& n) {
          has_spec = true;
          return ParseWorkflowSpec(ctx, p, n, s.workflow_spec);
        }},
       {"workflowMetadata", [&](const std::string& p, const YAML::Node& n) -> Status {
          TemplateMetadata m;
          FieldRules r;
-         r.parse = {{"labels", TextMap(ctx, m.labels)}, {"annotations", TextMap(ctx, m.annotations)}};
+         r.parse = {{"labels", TextMap(ctx, m.labels)},
+                    {"annotations", TextMap(ctx, m.annotations)}};
          HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, p, n, r));  // other ObjectMeta fields: lenient
          s.workflow_metadata = std::move(m);
          return Status::Ok();
@@ -932,23 +991,24 @@ Status ParseCronSpec(Context& ctx, const std::string& path, const YAML::Node& no
     return FieldError(path, node, "has both schedule and schedules: give schedules");
   }
   if (s.single_schedule && !IsCronSchedule(s.schedules.front())) {
-    return FieldError(path + ".schedule", node["schedule"],
-                      "must be a cron schedule like '0 * * * *' or '@hourly', got '" + s.schedules.front() + "'");
+    return FieldError(
+        path + ".schedule", node["schedule"],
+        "must be a cron schedule like '0 * * * *' or '@hourly', got '" + s.schedules.front() + "'");
   }
   if (!has_spec) return FieldError(path, node, "needs workflowSpec");
   return Status::Ok();
 }
 
 // metadata is lenient: unknown fields are ignored, as an API server keeps them.
-Status ParseObjectMeta(Context& ctx, const std::string& path, const YAML::Node& node, ObjectMeta& m) {
+Status ParseObjectMeta(Context& ctx, const std::string& path, const YAML::Node& node,
+                       ObjectMeta& m) {
   HEADWAY_RETURN_IF_ERROR(ctx.Visit(path, node));
   if (!node.IsMap()) return FieldError(path, node, "must be a map, got " + TypeName(node));
-  std::map<std::string, Handler> handlers = {
-      {"name", Text(m.name)},
-      {"generateName", Text(m.generate_name)},
-      {"namespace", Text(m.namespace_)},
-      {"labels", TextMap(ctx, m.labels)},
-      {"annotations", TextMap(ctx, m.annotations)}};
+  std::map<std::string, Handler> handlers = {{"name", Text(m.name)},
+                                             {"generateName", Text(m.generate_name)},
+                                             {"namespace", Text(m.namespace_)},
+                                             {"labels", TextMap(ctx, m.labels)},
+                                             {"annotations", TextMap(ctx, m.annotations)}};
   for (const auto& kv : node) {
     if (!kv.first.IsScalar()) continue;
     auto it = handlers.find(kv.first.Scalar());
@@ -971,19 +1031,47 @@ Status CheckObjectName(const std::string& kind, const ObjectMeta& m, const YAML:
   if (!m.name.empty() && !IsValidObjectName(m.name, max)) {
     return FieldError("metadata.name", metadata["name"],
                       "must be at most " + std::to_string(max) +
-                          " lowercase letters, digits, '-' or '.', starting and ending with a letter or digit, got '" +
+                          " lowercase letters, digits, '-' or '.', starting and ending with a "
+                          "letter or digit, got '" +
                           m.name + "'");
   }
   if (!m.generate_name.empty() &&
       !IsValidObjectName(m.generate_name + "x", max - kGenerateNameSuffix + 1)) {
     return FieldError("metadata.generateName", metadata["generateName"],
-                      "must be a name prefix of at most " + std::to_string(max - kGenerateNameSuffix) +
+                      "must be a name prefix of at most " +
+                          std::to_string(max - kGenerateNameSuffix) +
                           " lowercase letters, digits, '-' or '.', got '" + m.generate_name + "'");
   }
   if (m.name.empty() && (name_required || m.generate_name.empty())) {
-    return FieldError("metadata", metadata, name_required ? "needs a name" : "needs a name or a generateName");
+    return FieldError("metadata", metadata,
+                      name_required ? "needs a name" : "needs a name or a generateName");
   }
   return Status::Ok();
+}
+
+// Headway's keys in labels or annotations that must be numbers or names:
+// the field (relative to the metadata) and what is wrong, or nullopt.
+std::optional<std::pair<std::string, std::string>> BadHeadwayKey(
+    const std::map<std::string, std::string>& labels,
+    const std::map<std::string, std::string>& annotations) {
+  for (const auto& [map, side] :
+       {std::pair{&annotations, "annotations"}, std::pair{&labels, "labels"}}) {
+    if (auto it = map->find(std::string(kPriorityKey)); it != map->end()) {
+      int priority = 0;
+      const std::string& text = it->second;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), priority);
+      if (ec != std::errc() || end != text.data() + text.size()) {
+        return std::pair{std::string(side) + "." + it->first,
+                         "must be an integer priority, got '" + text + "'"};
+      }
+    }
+    for (std::string_view key : {kTeamKey, kQueueKey}) {
+      if (auto it = map->find(std::string(key)); it != map->end() && it->second.empty()) {
+        return std::pair{std::string(side) + "." + it->first, "must not be empty"};
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 // ---- validation --------------------------------------------------------------------
@@ -1032,7 +1120,8 @@ class Validator {
       std::string field = Index(prefix + ".templates", i) + ".name";
       const std::string& name = spec_.templates[i].name;
       if (!IsValidTemplateName(name)) return Error(field, BadFieldName("template", name));
-      if (!names.insert(name).second) return Error(field, "template name '" + name + "' is not unique");
+      if (!names.insert(name).second)
+        return Error(field, "template name '" + name + "' is not unique");
     }
     if (spec_.templates.empty() && TemplatesAreHere()) {
       return Error(prefix + ".templates", "needs at least one template");
@@ -1050,14 +1139,17 @@ class Validator {
       return Error(prefix + ".entrypoint", "is required: the name of the template to run first");
     }
     const Template* entry = spec_.FindTemplate(spec_.entrypoint);
-    if (!entry) return Error(prefix + ".entrypoint", "no template named '" + spec_.entrypoint + "'");
-    if (owner_ == SpecOwner::kWorkflowTemplate) return Status::Ok();  // arguments come at submission
+    if (!entry)
+      return Error(prefix + ".entrypoint", "no template named '" + spec_.entrypoint + "'");
+    if (owner_ == SpecOwner::kWorkflowTemplate)
+      return Status::Ok();  // arguments come at submission
     return CheckSupplied(prefix + ".arguments", *entry, spec_.arguments, "spec.arguments");
   }
 
   static std::string BadFieldName(const std::string& what, const std::string& name) {
     return what + " name '" + name +
-           "' is invalid: it must be at most 128 letters, digits or '-', starting with a letter or digit";
+           "' is invalid: it must be at most 128 letters, digits or '-', starting with a letter or "
+           "digit";
   }
 
   Status CheckIo(const std::string& path, const ParametersAndArtifacts& io) const {
@@ -1066,18 +1158,22 @@ class Validator {
       std::string field = Index(path + ".parameters", i) + ".name";
       const std::string& name = io.parameters[i].name;
       if (!IsValidParameterName(name)) {
-        return Error(field, "parameter name '" + name + "' is invalid: use letters, digits, '_' or '-'");
+        return Error(field,
+                     "parameter name '" + name + "' is invalid: use letters, digits, '_' or '-'");
       }
-      if (!names.insert(name).second) return Error(field, "parameter name '" + name + "' is not unique");
+      if (!names.insert(name).second)
+        return Error(field, "parameter name '" + name + "' is not unique");
     }
     names.clear();
     for (std::size_t i = 0; i < io.artifacts.size(); ++i) {
       std::string field = Index(path + ".artifacts", i) + ".name";
       const std::string& name = io.artifacts[i].name;
       if (!IsValidParameterName(name)) {
-        return Error(field, "artifact name '" + name + "' is invalid: use letters, digits, '_' or '-'");
+        return Error(field,
+                     "artifact name '" + name + "' is invalid: use letters, digits, '_' or '-'");
       }
-      if (!names.insert(name).second) return Error(field, "artifact name '" + name + "' is not unique");
+      if (!names.insert(name).second)
+        return Error(field, "artifact name '" + name + "' is not unique");
     }
     return Status::Ok();
   }
@@ -1090,14 +1186,15 @@ class Validator {
       const Parameter* given = args.FindParameter(p.name);
       if (!given || (!given->value && !given->value_from && !given->default_value)) {
         return Error(path, "input parameter '" + p.name + "' of template '" + callee.name +
-                               "' has no value, default or valueFrom and " + caller + " does not supply it");
+                               "' has no value, default or valueFrom and " + caller +
+                               " does not supply it");
       }
     }
     for (const auto& a : callee.inputs.artifacts) {
       if (a.optional || a.HasSource()) continue;
       if (!args.FindArtifact(a.name)) {
-        return Error(path, "input artifact '" + a.name + "' of template '" + callee.name + "' is not supplied by " +
-                               caller);
+        return Error(path, "input artifact '" + a.name + "' of template '" + callee.name +
+                               "' is not supplied by " + caller);
       }
     }
     return Status::Ok();
@@ -1106,9 +1203,14 @@ class Validator {
   Status CheckTemplate(const std::string& path, const Template& t) {
     HEADWAY_RETURN_IF_ERROR(CheckIo(path + ".inputs", t.inputs));
     HEADWAY_RETURN_IF_ERROR(CheckIo(path + ".outputs", t.outputs));
+    if (auto bad = BadHeadwayKey(t.metadata.labels, t.metadata.annotations)) {
+      return Error(path + ".metadata." + bad->first, bad->second);
+    }
     auto resources = NodeResourcesOf(t);
     if (!resources.ok()) {
-      std::string where = resources.status().field().rfind("metadata", 0) == 0 ? path : path + "." + std::string(TemplateKindName(t.kind));
+      std::string where = resources.status().field().rfind("metadata", 0) == 0
+                              ? path
+                              : path + "." + std::string(TemplateKindName(t.kind));
       return Error(where + "." + resources.status().field(), resources.status().message());
     }
     if (t.dag) return CheckDag(path + ".dag", *t.dag);
@@ -1137,7 +1239,8 @@ class Validator {
     for (std::size_t i = 0; i < dag.tasks.size(); ++i) {
       const Task& task = dag.tasks[i];
       std::string field = Index(path + ".tasks", i);
-      if (!IsValidTemplateName(task.name)) return Error(field + ".name", BadFieldName("task", task.name));
+      if (!IsValidTemplateName(task.name))
+        return Error(field + ".name", BadFieldName("task", task.name));
       if (!index.emplace(task.name, i).second) {
         return Error(field + ".name", "task name '" + task.name + "' is not unique in this dag");
       }
@@ -1152,12 +1255,14 @@ class Validator {
       const Task& task = dag.tasks[i];
       std::string field = Index(path + ".tasks", i);
       if (uses_depends && std::isdigit(static_cast<unsigned char>(task.name[0]))) {
-        return Error(field + ".name", "task name '" + task.name + "' cannot begin with a digit when 'depends' is used");
+        return Error(field + ".name", "task name '" + task.name +
+                                          "' cannot begin with a digit when 'depends' is used");
       }
       for (std::size_t d = 0; d < task.dependencies.size(); ++d) {
         const std::string& dep = task.dependencies[d];
         if (!index.count(dep)) {
-          return Error(Index(field + ".dependencies", d), "no task named '" + dep + "' in this dag");
+          return Error(Index(field + ".dependencies", d),
+                       "no task named '" + dep + "' in this dag");
         }
       }
     }
@@ -1165,49 +1270,57 @@ class Validator {
     return CheckAcyclic(path, dag, index);
   }
 
-  Status CheckTarget(const std::string& path, const Dag& dag, const std::map<std::string, std::size_t>& index) const {
+  Status CheckTarget(const std::string& path, const Dag& dag,
+                     const std::map<std::string, std::size_t>& index) const {
     if (dag.target.find("{{") != std::string::npos) return Status::Ok();
     std::size_t start = 0;
     while ((start = dag.target.find_first_not_of(' ', start)) != std::string::npos) {
       std::size_t end = dag.target.find(' ', start);
-      std::string name = dag.target.substr(start, end == std::string::npos ? std::string::npos : end - start);
-      if (!index.count(name)) return Error(path + ".target", "no task named '" + name + "' in this dag");
+      std::string name =
+          dag.target.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      if (!index.count(name))
+        return Error(path + ".target", "no task named '" + name + "' in this dag");
       start = end;
     }
     return Status::Ok();
   }
 
-  // Depth-first search over `dependencies`; a back edge is a cycle, named
-  // in order from the first task of it the search reached.
+  // Depth-first search over `dependencies` (iterative: a chain of 20,000
+  // tasks must not exhaust the stack); an edge back onto the current path is
+  // a cycle, named from the task where it starts.
   Status CheckAcyclic(const std::string& path, const Dag& dag,
                       const std::map<std::string, std::size_t>& index) const {
     enum class Mark { kNew, kOnPath, kDone };
     std::vector<Mark> marks(dag.tasks.size(), Mark::kNew);
-    std::vector<std::size_t> stack;  // the current path
-    std::function<std::optional<std::string>(std::size_t)> visit = [&](std::size_t i) -> std::optional<std::string> {
-      marks[i] = Mark::kOnPath;
-      stack.push_back(i);
-      for (const auto& dep : dag.tasks[i].dependencies) {
-        std::size_t j = index.at(dep);
-        if (marks[j] == Mark::kOnPath) {
-          std::string cycle;
-          auto from = std::find(stack.begin(), stack.end(), j);
-          for (auto it = from; it != stack.end(); ++it) cycle += dag.tasks[*it].name + " -> ";
-          return cycle + dag.tasks[j].name;
-        }
-        if (marks[j] == Mark::kNew) {
-          if (auto cycle = visit(j)) return cycle;
-        }
-      }
-      stack.pop_back();
-      marks[i] = Mark::kDone;
-      return std::nullopt;
+    struct Frame {
+      std::size_t task;
+      std::size_t next_dependency;
     };
-    for (std::size_t i = 0; i < dag.tasks.size(); ++i) {
-      if (marks[i] != Mark::kNew) continue;
-      if (auto cycle = visit(i)) {
-        return Error(Index(path + ".tasks", stack.front()) + ".dependencies",
-                     "dependency cycle: " + *cycle + " (each task depends on the next)");
+    for (std::size_t root = 0; root < dag.tasks.size(); ++root) {
+      if (marks[root] != Mark::kNew) continue;
+      std::vector<Frame> stack = {{root, 0}};
+      marks[root] = Mark::kOnPath;
+      while (!stack.empty()) {
+        Frame& top = stack.back();
+        const auto& deps = dag.tasks[top.task].dependencies;
+        if (top.next_dependency == deps.size()) {
+          marks[top.task] = Mark::kDone;
+          stack.pop_back();
+          continue;
+        }
+        std::size_t next = index.at(deps[top.next_dependency++]);
+        if (marks[next] == Mark::kNew) {
+          marks[next] = Mark::kOnPath;
+          stack.push_back({next, 0});
+        } else if (marks[next] == Mark::kOnPath) {
+          auto from = std::find_if(stack.begin(), stack.end(),
+                                   [&](const Frame& f) { return f.task == next; });
+          std::string cycle;
+          for (auto it = from; it != stack.end(); ++it) cycle += dag.tasks[it->task].name + " -> ";
+          return Error(Index(path + ".tasks", from->task) + ".dependencies",
+                       "dependency cycle: " + cycle + dag.tasks[next].name +
+                           " (each task depends on the next)");
+        }
       }
     }
     return Status::Ok();
@@ -1219,9 +1332,11 @@ class Validator {
       for (std::size_t s = 0; s < groups[g].size(); ++s) {
         const Task& step = groups[g][s];
         std::string field = Index(Index(path, g), s);
-        if (!IsValidTemplateName(step.name)) return Error(field + ".name", BadFieldName("step", step.name));
+        if (!IsValidTemplateName(step.name))
+          return Error(field + ".name", BadFieldName("step", step.name));
         if (!names.insert(step.name).second) {
-          return Error(field + ".name", "step name '" + step.name + "' is not unique in this template");
+          return Error(field + ".name",
+                       "step name '" + step.name + "' is not unique in this template");
         }
         HEADWAY_RETURN_IF_ERROR(CheckCall(field, step));
       }
@@ -1236,6 +1351,19 @@ class Validator {
 
 // ---- documents -----------------------------------------------------------------------
 
+// Whether a line starts with "---" or "...": only then can the text hold
+// more than one YAML document.
+bool HasDocumentMarker(std::string_view text) {
+  for (std::size_t at = 0; at < text.size();) {
+    std::string_view line = text.substr(at, text.find('\n', at) - at);
+    if (line.rfind("---", 0) == 0 || line.rfind("...", 0) == 0) return true;
+    std::size_t newline = text.find('\n', at);
+    if (newline == std::string_view::npos) break;
+    at = newline + 1;
+  }
+  return false;
+}
+
 Result<std::vector<YAML::Node>> LoadDocuments(std::string_view text) {
   if (text.size() > kMaxManifestBytes) {
     return Status(StatusCode::kPayloadTooLarge,
@@ -1244,6 +1372,10 @@ Result<std::vector<YAML::Node>> LoadDocuments(std::string_view text) {
   }
   auto first = yaml_fields::Load(text);  // UTF-8 and syntax errors, with their line
   if (!first.ok()) return first.status();
+  if (!HasDocumentMarker(text)) {
+    if (first->IsNull()) return InvalidArgument("the manifest is empty");
+    return std::vector<YAML::Node>{*first};
+  }
   try {
     std::vector<YAML::Node> documents;
     for (auto& doc : YAML::LoadAll(std::string(text))) {
@@ -1253,7 +1385,8 @@ Result<std::vector<YAML::Node>> LoadDocuments(std::string_view text) {
     return documents;
   } catch (const YAML::Exception& e) {
     Status s = InvalidArgument("not valid YAML or JSON: " + e.msg);
-    return s.WithField("spec", e.mark.line >= 0 ? std::optional<int>(e.mark.line + 1) : std::nullopt);
+    return s.WithField("spec",
+                       e.mark.line >= 0 ? std::optional<int>(e.mark.line + 1) : std::nullopt);
   }
 }
 
@@ -1267,12 +1400,14 @@ Result<Manifest> ParseDocument(const YAML::Node& root) {
   FieldRules rules;
   rules.parse = {{"apiVersion", Text(api_version)},
                  {"kind", Text(kind)},
-                 {"metadata", [&](const std::string&, const YAML::Node& n) {
+                 {"metadata",
+                  [&](const std::string&, const YAML::Node& n) {
                     metadata = n;
                     has_metadata = true;
                     return Status::Ok();
                   }},
-                 {"spec", [&](const std::string&, const YAML::Node& n) {
+                 {"spec",
+                  [&](const std::string&, const YAML::Node& n) {
                     spec = n;
                     has_spec = true;
                     return Status::Ok();
@@ -1290,14 +1425,21 @@ Result<Manifest> ParseDocument(const YAML::Node& root) {
   if (!has_metadata) return FieldError("metadata", root, "is required");
   if (!has_spec) return FieldError("spec", root, "is required");
   HEADWAY_RETURN_IF_ERROR(ParseObjectMeta(ctx, "metadata", metadata, meta));
-  HEADWAY_RETURN_IF_ERROR(CheckObjectName(kind, meta, metadata, /*name_required=*/kind != "Workflow"));
+  HEADWAY_RETURN_IF_ERROR(
+      CheckObjectName(kind, meta, metadata, /*name_required=*/kind != "Workflow"));
+  if (auto bad = BadHeadwayKey(meta.labels, meta.annotations)) {
+    std::string field = "metadata." + bad->first;
+    Status s = InvalidArgument(bad->second);
+    return s.WithField(
+        field, ctx.lines.count(field) ? std::optional<int>(ctx.lines[field]) : std::nullopt);
+  }
 
   Manifest out;
   if (kind == "CronWorkflow") {
     CronWorkflow cron{std::move(meta), {}};
     HEADWAY_RETURN_IF_ERROR(ParseCronSpec(ctx, "spec", spec, cron.spec));
-    HEADWAY_RETURN_IF_ERROR(
-        ValidateWorkflowSpec(cron.spec.workflow_spec, SpecOwner::kWorkflow, "spec.workflowSpec", &ctx.lines));
+    HEADWAY_RETURN_IF_ERROR(ValidateWorkflowSpec(cron.spec.workflow_spec, SpecOwner::kWorkflow,
+                                                 "spec.workflowSpec", &ctx.lines));
     out.resource = std::move(cron);
   } else {
     WorkflowSpec parsed;
@@ -1335,7 +1477,8 @@ bool IsValidTemplateName(std::string_view name) {
 
 bool IsValidParameterName(std::string_view name) {
   if (name.empty() || name.size() > kMaxFieldNameLength) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) { return IsAlnum(c) || c == '_' || c == '-'; });
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return IsAlnum(c) || c == '_' || c == '-'; });
 }
 
 Status ValidateWorkflowSpec(const WorkflowSpec& spec, SpecOwner owner, const std::string& prefix,

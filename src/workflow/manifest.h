@@ -90,7 +90,7 @@ Status ValidateWorkflowSpec(const WorkflowSpec& spec, SpecOwner owner, const std
 
 // Argo's name rules.
 bool IsValidObjectName(std::string_view name, std::size_t max_length);  // DNS-1123 subdomain
-bool IsValidTemplateName(std::string_view name);  // also tasks and steps
-bool IsValidParameterName(std::string_view name);  // also artifacts
+bool IsValidTemplateName(std::string_view name);                        // also tasks and steps
+bool IsValidParameterName(std::string_view name);                       // also artifacts
 
 }  // namespace headway::workflow

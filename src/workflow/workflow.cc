@@ -96,14 +96,17 @@ json ToJson(const Parameter& p) {
 
 json ArchiveJson(const Artifact& a) {
   switch (a.archive) {
-    case ArchiveKind::kNone: return {{"none", json::object()}};
-    case ArchiveKind::kZip: return {{"zip", json::object()}};
+    case ArchiveKind::kNone:
+      return {{"none", json::object()}};
+    case ArchiveKind::kZip:
+      return {{"zip", json::object()}};
     case ArchiveKind::kTar: {
       json tar = json::object();
       PutOptional(tar, "compressionLevel", a.tar_compression_level);
       return {{"tar", tar}};
     }
-    case ArchiveKind::kDefault: break;
+    case ArchiveKind::kDefault:
+      break;
   }
   return nullptr;
 }
@@ -268,7 +271,9 @@ json ToJson(const CronWorkflowSpec& s) {
 }
 
 json Document(std::string_view kind, const ObjectMeta& metadata, json spec) {
-  return {{"apiVersion", kApiVersion}, {"kind", kind}, {"metadata", ToJson(metadata)},
+  return {{"apiVersion", kApiVersion},
+          {"kind", kind},
+          {"metadata", ToJson(metadata)},
           {"spec", std::move(spec)}};
 }
 
@@ -290,7 +295,8 @@ std::optional<double> ParseCpuQuantity(const std::string& text) {
 // A quantity from limits, else requests: nullptr when neither says it.
 const std::string* LimitOrRequest(const ResourceRequirements& r, std::string_view name,
                                   std::string* side) {
-  for (const auto& [map, label] : {std::pair{&r.limits, "limits"}, std::pair{&r.requests, "requests"}}) {
+  for (const auto& [map, label] :
+       {std::pair{&r.limits, "limits"}, std::pair{&r.requests, "requests"}}) {
     auto it = map->find(std::string(name));
     if (it != map->end()) {
       *side = label;
@@ -341,31 +347,44 @@ const Template* WorkflowSpec::FindTemplate(std::string_view name) const {
 
 std::string_view RetryPolicyName(RetryPolicy policy) {
   switch (policy) {
-    case RetryPolicy::kAlways: return "Always";
-    case RetryPolicy::kOnFailure: return "OnFailure";
-    case RetryPolicy::kOnError: return "OnError";
-    case RetryPolicy::kOnTransientError: return "OnTransientError";
-    case RetryPolicy::kDefault: break;
+    case RetryPolicy::kAlways:
+      return "Always";
+    case RetryPolicy::kOnFailure:
+      return "OnFailure";
+    case RetryPolicy::kOnError:
+      return "OnError";
+    case RetryPolicy::kOnTransientError:
+      return "OnTransientError";
+    case RetryPolicy::kDefault:
+      break;
   }
   return "";
 }
 
 std::string_view ConcurrencyPolicyName(ConcurrencyPolicy policy) {
   switch (policy) {
-    case ConcurrencyPolicy::kForbid: return "Forbid";
-    case ConcurrencyPolicy::kReplace: return "Replace";
-    case ConcurrencyPolicy::kAllow: break;
+    case ConcurrencyPolicy::kForbid:
+      return "Forbid";
+    case ConcurrencyPolicy::kReplace:
+      return "Replace";
+    case ConcurrencyPolicy::kAllow:
+      break;
   }
   return "Allow";
 }
 
 std::string_view TemplateKindName(TemplateKind kind) {
   switch (kind) {
-    case TemplateKind::kScript: return "script";
-    case TemplateKind::kDag: return "dag";
-    case TemplateKind::kSteps: return "steps";
-    case TemplateKind::kSuspend: return "suspend";
-    case TemplateKind::kContainer: break;
+    case TemplateKind::kScript:
+      return "script";
+    case TemplateKind::kDag:
+      return "dag";
+    case TemplateKind::kSteps:
+      return "steps";
+    case TemplateKind::kSuspend:
+      return "suspend";
+    case TemplateKind::kContainer:
+      break;
   }
   return "container";
 }
@@ -377,20 +396,23 @@ Result<NodeResources> NodeResourcesOf(const Template& tmpl) {
     const auto& r = tmpl.container->resources;
     if (const std::string* gpus = LimitOrRequest(r, kGpuResource, &side)) {
       auto n = GpuCount(*gpus);
-      if (!n.ok()) return QuantityError(side, kGpuResource, *gpus, "a whole number of GPUs (0-1024)");
+      if (!n.ok())
+        return QuantityError(side, kGpuResource, *gpus, "a whole number of GPUs (0-1024)");
       out.gpus = *n;
     } else if (auto it = tmpl.metadata.annotations.find(std::string(kGpusKey));
                it != tmpl.metadata.annotations.end()) {
       auto n = GpuCount(it->second);
       if (!n.ok()) {
-        Status s = InvalidArgument("must be a whole number of GPUs (0-1024), got '" + it->second + "'");
+        Status s =
+            InvalidArgument("must be a whole number of GPUs (0-1024), got '" + it->second + "'");
         return s.WithField("metadata.annotations." + std::string(kGpusKey));
       }
       out.gpus = *n;
     }
     if (const std::string* cpu = LimitOrRequest(r, "cpu", &side)) {
       auto cpus = ParseCpuQuantity(*cpu);
-      if (!cpus || *cpus > 4096) return QuantityError(side, "cpu", *cpu, "a CPU quantity such as 2, 1.5 or 500m");
+      if (!cpus || *cpus > 4096)
+        return QuantityError(side, "cpu", *cpu, "a CPU quantity such as 2, 1.5 or 500m");
       out.cpus = *cpus;
     }
     if (const std::string* memory = LimitOrRequest(r, "memory", &side)) {
@@ -421,8 +443,10 @@ json ToJson(const Template& t) {
   PutString(j, "displayName", t.display_name);
   PutIo(j, "inputs", t.inputs);
   PutIo(j, "outputs", t.outputs);
-  if (!t.metadata.labels.empty() || !t.metadata.annotations.empty()) j["metadata"] = ToJson(t.metadata);
-  if (t.container) j[t.kind == TemplateKind::kScript ? "script" : "container"] = ToJson(*t.container);
+  if (!t.metadata.labels.empty() || !t.metadata.annotations.empty())
+    j["metadata"] = ToJson(t.metadata);
+  if (t.container)
+    j[t.kind == TemplateKind::kScript ? "script" : "container"] = ToJson(*t.container);
   if (t.dag) j["dag"] = ToJson(*t.dag);
   if (t.steps) j["steps"] = ToJson(*t.steps);
   if (t.suspend) {

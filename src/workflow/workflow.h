@@ -92,14 +92,14 @@ struct ConfigMapKeyRef {
 
 // valueFrom (ValueFrom): where an output (or input) parameter's value comes from.
 struct ValueFrom {
-  std::string path;         // a file in the container, read after it exits
-  std::string json_path;    // jsonPath (resource templates)
-  std::string jq_filter;    // jqFilter (resource templates)
-  std::string event;        // an expression over a suspend's event
-  std::string parameter;    // another parameter, e.g. "{{tasks.a.outputs.parameters.x}}"
-  std::string expression;   // an expr-lang expression: recorded for the evaluator
+  std::string path;        // a file in the container, read after it exits
+  std::string json_path;   // jsonPath (resource templates)
+  std::string jq_filter;   // jqFilter (resource templates)
+  std::string event;       // an expression over a suspend's event
+  std::string parameter;   // another parameter, e.g. "{{tasks.a.outputs.parameters.x}}"
+  std::string expression;  // an expr-lang expression: recorded for the evaluator
   std::optional<std::string> default_value;  // default: used when the source fails
-  bool supplied = false;    // supplied: {}: a person resumes the suspend with it
+  bool supplied = false;                     // supplied: {}: a person resumes the suspend with it
   std::optional<ConfigMapKeyRef> config_map_key_ref;  // configMapKeyRef
   bool operator==(const ValueFrom&) const = default;
 };
@@ -111,7 +111,7 @@ struct Parameter {
   std::optional<std::string> default_value;  // default
   std::vector<std::string> enum_values;      // enum
   std::string description;
-  std::string global_name;  // globalName
+  std::string global_name;              // globalName
   std::optional<ValueFrom> value_from;  // valueFrom
   bool operator==(const Parameter&) const = default;
 };
@@ -146,7 +146,9 @@ struct Artifact {
   bool operator==(const Artifact&) const = default;
 
   // Whether the artifact names where its bytes come from by itself.
-  bool HasSource() const { return !from.empty() || !from_expression.empty() || s3 || raw_data || !http_url.empty(); }
+  bool HasSource() const {
+    return !from.empty() || !from_expression.empty() || s3 || raw_data || !http_url.empty();
+  }
 };
 
 // arguments (Arguments), inputs (Inputs), outputs (Outputs minus result,
@@ -204,7 +206,7 @@ struct Sequence {
 // ClusterWorkflowTemplate with clusterScope), resolved by the controller.
 struct TemplateRef {
   std::string name;
-  std::string template_name;  // template
+  std::string template_name;   // template
   bool cluster_scope = false;  // clusterScope
   bool operator==(const TemplateRef&) const = default;
 };
@@ -220,26 +222,26 @@ struct ContinueOn {
 // dependencies/depends; its order comes from its group.
 struct Task {
   std::string name;
-  std::string template_name;  // template
+  std::string template_name;                // template
   std::optional<TemplateRef> template_ref;  // templateRef
   Arguments arguments;
   std::vector<std::string> dependencies;  // DAG only
-  std::string depends;  // DAG only: an expression over task results
-  std::string when;     // a condition; the node is skipped when false
+  std::string depends;                    // DAG only: an expression over task results
+  std::string when;                       // a condition; the node is skipped when false
   // withItems: any JSON values; an empty list runs the node zero times.
   std::optional<std::vector<nlohmann::json>> with_items;
-  std::string with_param;  // withParam: a JSON list, usually from "{{...}}"
+  std::string with_param;                 // withParam: a JSON list, usually from "{{...}}"
   std::optional<Sequence> with_sequence;  // withSequence
   std::optional<ContinueOn> continue_on;  // continueOn
-  std::string on_exit;  // onExit: a template run after this node
-  RecordedFields recorded;  // hooks, inline
+  std::string on_exit;                    // onExit: a template run after this node
+  RecordedFields recorded;                // hooks, inline
   bool operator==(const Task&) const = default;
 
   bool HasLoop() const { return with_items || !with_param.empty() || with_sequence; }
 };
 
 struct Dag {
-  std::string target;  // target: run only these tasks (and what they need)
+  std::string target;             // target: run only these tasks (and what they need)
   std::optional<bool> fail_fast;  // failFast
   std::vector<Task> tasks;
   bool operator==(const Dag&) const = default;
@@ -269,7 +271,7 @@ struct RetryStrategy {
   std::optional<IntOrString> limit;  // unset: retry without limit
   RetryPolicy retry_policy = RetryPolicy::kDefault;
   std::optional<Backoff> backoff;
-  std::string expression;  // recorded for the evaluator
+  std::string expression;   // recorded for the evaluator
   RecordedFields recorded;  // affinity
   bool operator==(const RetryStrategy&) const = default;
 };
@@ -277,7 +279,7 @@ struct RetryStrategy {
 // memoize (Memoize): reuse a node's outputs for the same key.
 struct Memoize {
   std::string key;
-  std::string max_age;  // maxAge
+  std::string max_age;          // maxAge
   std::string config_map_name;  // cache.configMap.name: recorded
   bool operator==(const Memoize&) const = default;
 };
@@ -295,14 +297,14 @@ struct Template {
   std::optional<Dag> dag;
   std::optional<StepGroups> steps;
   std::optional<Suspend> suspend;
-  std::optional<RetryStrategy> retry_strategy;  // retryStrategy
+  std::optional<RetryStrategy> retry_strategy;         // retryStrategy
   std::optional<IntOrString> active_deadline_seconds;  // activeDeadlineSeconds
   std::string timeout;  // a duration for the whole template, e.g. "10m"
   std::optional<std::int64_t> parallelism;
   std::optional<bool> fail_fast;  // failFast (deprecated here; dag.failFast)
   std::optional<Memoize> memoize;
   std::map<std::string, std::string> node_selector;  // nodeSelector: recorded
-  RecordedFields recorded;  // affinity, tolerations, volumes, metrics, ...
+  RecordedFields recorded;                           // affinity, tolerations, volumes, metrics, ...
   bool operator==(const Template&) const = default;
 };
 
@@ -329,15 +331,15 @@ struct WorkflowSpec {
   std::vector<Template> templates;
   std::string on_exit;  // onExit: a template run when the workflow ends
   std::optional<std::int64_t> parallelism;
-  std::optional<std::int64_t> active_deadline_seconds;  // activeDeadlineSeconds
-  std::optional<TtlStrategy> ttl_strategy;  // ttlStrategy
-  std::string service_account_name;  // serviceAccountName: recorded
+  std::optional<std::int64_t> active_deadline_seconds;       // activeDeadlineSeconds
+  std::optional<TtlStrategy> ttl_strategy;                   // ttlStrategy
+  std::string service_account_name;                          // serviceAccountName: recorded
   std::optional<WorkflowTemplateRef> workflow_template_ref;  // workflowTemplateRef
-  std::optional<RetryStrategy> retry_strategy;  // default for every template
+  std::optional<RetryStrategy> retry_strategy;               // default for every template
   std::optional<bool> suspend;
   std::optional<std::int32_t> priority;
   std::map<std::string, std::string> node_selector;  // nodeSelector: recorded
-  RecordedFields recorded;  // volumes, podGC, imagePullSecrets, hooks, ...
+  RecordedFields recorded;                           // volumes, podGC, imagePullSecrets, hooks, ...
   bool operator==(const WorkflowSpec&) const = default;
 
   const Template* FindTemplate(std::string_view name) const;
@@ -360,14 +362,14 @@ enum class ConcurrencyPolicy { kAllow, kForbid, kReplace };
 // spec (CronWorkflowSpec).
 struct CronWorkflowSpec {
   std::vector<std::string> schedules;  // schedule (one, deprecated) or schedules
-  bool single_schedule = false;  // written as `schedule`; ToJson writes it so again
+  bool single_schedule = false;        // written as `schedule`; ToJson writes it so again
   std::string timezone;
   ConcurrencyPolicy concurrency_policy = ConcurrencyPolicy::kAllow;
   std::optional<std::int64_t> starting_deadline_seconds;
   std::optional<std::int32_t> successful_jobs_history_limit;  // Argo's default: 3
   std::optional<std::int32_t> failed_jobs_history_limit;      // Argo's default: 1
   bool suspend = false;
-  std::string when;  // an expression: recorded for the evaluator
+  std::string when;            // an expression: recorded for the evaluator
   WorkflowSpec workflow_spec;  // workflowSpec
   // workflowMetadata: labels and annotations for the workflows it creates.
   std::optional<TemplateMetadata> workflow_metadata;

@@ -47,8 +47,11 @@ std::string WorkflowWith(const std::string& templates, const std::string& entryp
          "kind: Workflow\n"
          "metadata: {name: wf}\n"
          "spec:\n"
-         "  entrypoint: " + entrypoint + "\n"
-         "  templates:\n" + templates;
+         "  entrypoint: " +
+         entrypoint +
+         "\n"
+         "  templates:\n" +
+         templates;
 }
 
 constexpr const char* kEcho = R"(  - name: echo
@@ -79,7 +82,9 @@ TEST(WorkflowManifest, EveryExampleParsesAndValidates) {
     ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
     bool expect_warnings = file.filename().string().find("expect-warnings") != std::string::npos;
     EXPECT_EQ(!parsed->warnings.empty(), expect_warnings)
-        << (parsed->warnings.empty() ? "" : parsed->warnings.front().field + ": " + parsed->warnings.front().message);
+        << (parsed->warnings.empty()
+                ? ""
+                : parsed->warnings.front().field + ": " + parsed->warnings.front().message);
   }
 }
 
@@ -115,7 +120,8 @@ TEST(WorkflowManifest, DagDiamondHasItsTasksAndDepends) {
   EXPECT_EQ(diamond->dag->tasks[3].depends, "B && C");
   EXPECT_EQ(diamond->dag->tasks[3].arguments.FindParameter("message")->value, "D");
   const Template* echo = wf.spec.FindTemplate("echo");
-  EXPECT_EQ(echo->container->command, (std::vector<std::string>{"echo", "{{inputs.parameters.message}}"}));
+  EXPECT_EQ(echo->container->command,
+            (std::vector<std::string>{"echo", "{{inputs.parameters.message}}"}));
 }
 
 TEST(WorkflowManifest, StepsAreGroupsRunInOrder) {
@@ -212,10 +218,12 @@ TEST(WorkflowManifest, MemoizeSuspendAndOutputs) {
   EXPECT_EQ(suspend.spec.FindTemplate("delay")->suspend->duration, "20");
 
   Workflow out = MustParseWorkflow(Example("output-parameter.yaml"));
-  EXPECT_EQ(out.spec.FindTemplate("hello-world-to-file")->outputs.parameters[0].value_from->default_value,
-            "Foobar");
+  EXPECT_EQ(
+      out.spec.FindTemplate("hello-world-to-file")->outputs.parameters[0].value_from->default_value,
+      "Foobar");
   Workflow cond = MustParseWorkflow(Example("dag-conditional-parameters.yaml"));
-  EXPECT_THAT(cond.spec.templates[0].outputs.parameters[0].value_from->expression, HasSubstr("tasks.flipcoin"));
+  EXPECT_THAT(cond.spec.templates[0].outputs.parameters[0].value_from->expression,
+              HasSubstr("tasks.flipcoin"));
   EXPECT_EQ(cond.spec.templates[1].kind, TemplateKind::kScript);
   EXPECT_THAT(cond.spec.templates[1].container->source, HasSubstr("import random"));
 }
@@ -268,7 +276,8 @@ TEST(WorkflowManifest, ToJsonUsesArgoNamesAndOmitsEmptyFields) {
   EXPECT_EQ(j["apiVersion"], "argoproj.io/v1alpha1");
   EXPECT_EQ(j["kind"], "Workflow");
   EXPECT_EQ(j["metadata"], (nlohmann::json{{"generateName", "hello-world-json-"}}));
-  EXPECT_EQ(j["spec"]["arguments"]["parameters"][0], (nlohmann::json{{"name", "count"}, {"value", "3"}}));
+  EXPECT_EQ(j["spec"]["arguments"]["parameters"][0],
+            (nlohmann::json{{"name", "count"}, {"value", "3"}}));
   const nlohmann::json& t = j["spec"]["templates"][0];
   EXPECT_EQ(t["inputs"]["parameters"][0], (nlohmann::json{{"name", "count"}}));
   EXPECT_EQ(t["retryStrategy"], (nlohmann::json{{"limit", 2}}));
@@ -342,7 +351,8 @@ spec:
   EXPECT_EQ(top.line(), 6);
   EXPECT_THAT(top.message(), HasSubstr("did you mean 'templates'"));
 
-  Status far = ErrorOf(WorkflowWith("  - name: main\n    container: {image: alpine, gpuCount: 2}\n"));
+  Status far =
+      ErrorOf(WorkflowWith("  - name: main\n    container: {image: alpine, gpuCount: 2}\n"));
   EXPECT_EQ(far.field(), "spec.templates[0].container.gpuCount");
   EXPECT_EQ(far.message(), "unknown field");
 }
@@ -398,18 +408,21 @@ TEST(WorkflowManifestErrors, DagRules) {
   EXPECT_EQ(missing.field(), "spec.templates[0].dag.tasks[0].dependencies[0]");
   EXPECT_THAT(missing.message(), HasSubstr("no task named 'z'"));
 
-  Status twice = ErrorOf(dag("      - {name: a, template: work}\n      - {name: a, template: work}\n"));
+  Status twice =
+      ErrorOf(dag("      - {name: a, template: work}\n      - {name: a, template: work}\n"));
   EXPECT_EQ(twice.field(), "spec.templates[0].dag.tasks[1].name");
   EXPECT_EQ(twice.line(), 11);
   EXPECT_THAT(twice.message(), HasSubstr("not unique"));
 
-  Status both = ErrorOf(dag("      - {name: a, template: work}\n"
-                            "      - {name: b, template: work, dependencies: [a]}\n"
-                            "      - {name: c, template: work, depends: a}\n"));
+  Status both =
+      ErrorOf(dag("      - {name: a, template: work}\n"
+                  "      - {name: b, template: work, dependencies: [a]}\n"
+                  "      - {name: c, template: work, depends: a}\n"));
   EXPECT_EQ(both.field(), "spec.templates[0].dag");
   EXPECT_THAT(both.message(), HasSubstr("both 'depends' and 'dependencies'"));
 
-  Status digit = ErrorOf(dag("      - {name: 1a, template: work}\n      - {name: b, template: work, depends: 1a}\n"));
+  Status digit = ErrorOf(
+      dag("      - {name: 1a, template: work}\n      - {name: b, template: work, depends: 1a}\n"));
   EXPECT_THAT(digit.message(), HasSubstr("cannot begin with a digit"));
 
   Status empty_when = ErrorOf(dag("      - {name: a, template: work, when: \"\"}\n"));
@@ -420,26 +433,31 @@ TEST(WorkflowManifestErrors, DagRules) {
   EXPECT_EQ(neither.field(), "spec.templates[0].dag.tasks[0]");
   EXPECT_THAT(neither.message(), HasSubstr("exactly one of template and templateRef"));
 
-  Status loops = ErrorOf(dag("      - {name: a, template: work, withItems: [1], withParam: \"{{x}}\"}\n"));
+  Status loops =
+      ErrorOf(dag("      - {name: a, template: work, withItems: [1], withParam: \"{{x}}\"}\n"));
   EXPECT_THAT(loops.message(), HasSubstr("more than one of withItems, withParam, withSequence"));
 
-  Status seq = ErrorOf(dag("      - {name: a, template: work, withSequence: {count: 2, end: 5}}\n"));
+  Status seq =
+      ErrorOf(dag("      - {name: a, template: work, withSequence: {count: 2, end: 5}}\n"));
   EXPECT_EQ(seq.field(), "spec.templates[0].dag.tasks[0].withSequence");
 
-  Status target = ErrorOf(WorkflowWith("  - name: main\n    dag:\n      target: a x\n      tasks:\n"
-                                       "      - {name: a, template: work}\n"
-                                       "  - name: work\n    container: {image: alpine}\n"));
+  Status target =
+      ErrorOf(WorkflowWith("  - name: main\n    dag:\n      target: a x\n      tasks:\n"
+                           "      - {name: a, template: work}\n"
+                           "  - name: work\n    container: {image: alpine}\n"));
   EXPECT_EQ(target.field(), "spec.templates[0].dag.target");
   EXPECT_THAT(target.message(), HasSubstr("no task named 'x'"));
 
-  Status steps_depends = ErrorOf(WorkflowWith("  - name: main\n    steps:\n    - - {name: a, template: work, depends: b}\n"
-                                              "  - name: work\n    container: {image: alpine}\n"));
+  Status steps_depends = ErrorOf(
+      WorkflowWith("  - name: main\n    steps:\n    - - {name: a, template: work, depends: b}\n"
+                   "  - name: work\n    container: {image: alpine}\n"));
   EXPECT_EQ(steps_depends.field(), "spec.templates[0].steps[0][0].depends");
   EXPECT_THAT(steps_depends.message(), HasSubstr("use a dag template"));
 }
 
 TEST(WorkflowManifestErrors, TemplateIsOfExactlyOneKind) {
-  Status two = ErrorOf(WorkflowWith("  - name: main\n    container: {image: alpine}\n    suspend: {}\n"));
+  Status two =
+      ErrorOf(WorkflowWith("  - name: main\n    container: {image: alpine}\n    suspend: {}\n"));
   EXPECT_EQ(two.field(), "spec.templates[0]");
   EXPECT_EQ(two.line(), 7);
   EXPECT_THAT(two.message(), HasSubstr("more than one template type (container, suspend)"));
@@ -465,7 +483,8 @@ TEST(WorkflowManifestErrors, UnsupportedTemplateTypesAreNamed) {
 )"));
   EXPECT_EQ(secret.field(), "spec.templates[0].container.env[0].valueFrom");
   EXPECT_EQ(secret.line(), 12);
-  Status daemon = ErrorOf(WorkflowWith("  - name: main\n    daemon: true\n    container: {image: alpine}\n"));
+  Status daemon =
+      ErrorOf(WorkflowWith("  - name: main\n    daemon: true\n    container: {image: alpine}\n"));
   EXPECT_EQ(daemon.field(), "spec.templates[0].daemon");
   MustParse(WorkflowWith("  - name: main\n    daemon: false\n    container: {image: alpine}\n"));
 }
@@ -493,34 +512,43 @@ spec:
   EXPECT_EQ(templates.field(), "spec.templates");
   EXPECT_THAT(templates.message(), HasSubstr("must be a list"));
 
-  Status args = ErrorOf(WorkflowWith("  - name: main\n    container: {image: alpine, args: {a: b}}\n"));
+  Status args =
+      ErrorOf(WorkflowWith("  - name: main\n    container: {image: alpine, args: {a: b}}\n"));
   EXPECT_EQ(args.field(), "spec.templates[0].container.args");
 
-  Status value = ErrorOf(WorkflowWith("  - name: main\n    inputs: {parameters: [{name: p, value: [1]}]}\n"
-                                      "    container: {image: alpine}\n"));
+  Status value =
+      ErrorOf(WorkflowWith("  - name: main\n    inputs: {parameters: [{name: p, value: [1]}]}\n"
+                           "    container: {image: alpine}\n"));
   EXPECT_EQ(value.field(), "spec.templates[0].inputs.parameters[0].value");
   EXPECT_THAT(value.message(), HasSubstr("must be a string, number or boolean"));
 
-  Status policy = ErrorOf(WorkflowWith("  - name: main\n    retryStrategy: {retryPolicy: Sometimes}\n"
-                                       "    container: {image: alpine}\n"));
+  Status policy =
+      ErrorOf(WorkflowWith("  - name: main\n    retryStrategy: {retryPolicy: Sometimes}\n"
+                           "    container: {image: alpine}\n"));
   EXPECT_EQ(policy.field(), "spec.templates[0].retryStrategy.retryPolicy");
   EXPECT_THAT(policy.message(), HasSubstr("Always, OnFailure, OnError or OnTransientError"));
 
-  Status twice = ErrorOf(WorkflowWith("  - name: main\n    container: {image: alpine}\n    name: again\n"));
+  Status twice =
+      ErrorOf(WorkflowWith("  - name: main\n    container: {image: alpine}\n    name: again\n"));
   EXPECT_EQ(twice.field(), "spec.templates[0].name");
   EXPECT_THAT(twice.message(), HasSubstr("given twice"));
 }
 
 TEST(WorkflowManifestErrors, IntOrStringAcceptsBothAndKeepsWhichItWas) {
   auto limit = [](const std::string& value) {
-    return WorkflowWith("  - name: main\n    retryStrategy: {limit: " + value + "}\n    container: {image: alpine}\n");
+    return WorkflowWith("  - name: main\n    retryStrategy: {limit: " + value +
+                        "}\n    container: {image: alpine}\n");
   };
-  EXPECT_EQ(MustParseWorkflow(limit("3")).spec.templates[0].retry_strategy->limit, (IntOrString{"3", true}));
-  EXPECT_EQ(MustParseWorkflow(limit("\"3\"")).spec.templates[0].retry_strategy->limit, (IntOrString{"3", false}));
+  EXPECT_EQ(MustParseWorkflow(limit("3")).spec.templates[0].retry_strategy->limit,
+            (IntOrString{"3", true}));
+  EXPECT_EQ(MustParseWorkflow(limit("\"3\"")).spec.templates[0].retry_strategy->limit,
+            (IntOrString{"3", false}));
   Workflow templated = MustParseWorkflow(limit("\"{{workflow.parameters.n}}\""));
   EXPECT_EQ(templated.spec.templates[0].retry_strategy->limit->text, "{{workflow.parameters.n}}");
-  EXPECT_EQ(ToJson(templated.spec.templates[0])["retryStrategy"]["limit"], "{{workflow.parameters.n}}");
-  EXPECT_EQ(ToJson(MustParseWorkflow(limit("\"3\"")).spec.templates[0])["retryStrategy"]["limit"], "3");
+  EXPECT_EQ(ToJson(templated.spec.templates[0])["retryStrategy"]["limit"],
+            "{{workflow.parameters.n}}");
+  EXPECT_EQ(ToJson(MustParseWorkflow(limit("\"3\"")).spec.templates[0])["retryStrategy"]["limit"],
+            "3");
 
   Status bad = ErrorOf(limit("1.5"));
   EXPECT_EQ(bad.field(), "spec.templates[0].retryStrategy.limit");
@@ -528,9 +556,9 @@ TEST(WorkflowManifestErrors, IntOrStringAcceptsBothAndKeepsWhichItWas) {
   Status negative = ErrorOf(limit("-1"));
   EXPECT_THAT(negative.message(), HasSubstr(">= 0"));
 
-  Workflow deadline = MustParseWorkflow(
-      WorkflowWith("  - name: main\n    activeDeadlineSeconds: \"{{inputs.parameters.t}}\"\n"
-                   "    inputs: {parameters: [{name: t, default: '60'}]}\n    container: {image: alpine}\n"));
+  Workflow deadline = MustParseWorkflow(WorkflowWith(
+      "  - name: main\n    activeDeadlineSeconds: \"{{inputs.parameters.t}}\"\n"
+      "    inputs: {parameters: [{name: t, default: '60'}]}\n    container: {image: alpine}\n"));
   EXPECT_EQ(deadline.spec.templates[0].active_deadline_seconds->text, "{{inputs.parameters.t}}");
 }
 
@@ -562,11 +590,13 @@ TEST(WorkflowManifestErrors, InputsMustBeSupplied) {
     container: {image: alpine}
 )"));
   EXPECT_EQ(artifact.field(), "spec.templates[0].dag.tasks[0].arguments");
-  EXPECT_THAT(artifact.message(), HasSubstr("input artifact 'data' of template 'read' is not supplied"));
+  EXPECT_THAT(artifact.message(),
+              HasSubstr("input artifact 'data' of template 'read' is not supplied"));
 
   // A default, or spec.arguments, supplies it; so does a WorkflowTemplate's submitter.
-  MustParse(WorkflowWith("  - name: main\n    inputs: {parameters: [{name: p, default: x}]}\n"
-                         "    container: {image: alpine}\n"));
+  MustParse(
+      WorkflowWith("  - name: main\n    inputs: {parameters: [{name: p, default: x}]}\n"
+                   "    container: {image: alpine}\n"));
   MustParse(R"(apiVersion: argoproj.io/v1alpha1
 kind: WorkflowTemplate
 metadata: {name: needs-args}
@@ -582,7 +612,8 @@ spec:
 TEST(WorkflowManifestErrors, NamesFollowArgosRules) {
   auto named = [](const std::string& name) {
     return "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: " + name +
-           "}\nspec:\n  entrypoint: main\n  templates: [{name: main, container: {image: alpine}}]\n";
+           "}\nspec:\n  entrypoint: main\n  templates: [{name: main, container: {image: "
+           "alpine}}]\n";
   };
   Status upper = ErrorOf(named("Hello_World"));
   EXPECT_EQ(upper.field(), "metadata.name");
@@ -592,29 +623,34 @@ TEST(WorkflowManifestErrors, NamesFollowArgosRules) {
   EXPECT_THAT(too_long.message(), HasSubstr("at most 63"));
   MustParse(named("train.v2-run"));
 
-  Status nameless = ErrorOf("apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {labels: {a: b}}\n"
-                            "spec:\n  entrypoint: main\n  templates: [{name: main, container: {image: alpine}}]\n");
+  Status nameless = ErrorOf(
+      "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {labels: {a: b}}\n"
+      "spec:\n  entrypoint: main\n  templates: [{name: main, container: {image: alpine}}]\n");
   EXPECT_EQ(nameless.field(), "metadata");
   EXPECT_THAT(nameless.message(), HasSubstr("name or a generateName"));
 
-  Status cron = ErrorOf("apiVersion: argoproj.io/v1alpha1\nkind: CronWorkflow\nmetadata: {name: " +
-                        std::string(53, 'c') +
-                        "}\nspec:\n  schedule: '@hourly'\n  workflowSpec: {entrypoint: m, templates: "
-                        "[{name: m, container: {image: a}}]}\n");
+  Status cron =
+      ErrorOf("apiVersion: argoproj.io/v1alpha1\nkind: CronWorkflow\nmetadata: {name: " +
+              std::string(53, 'c') +
+              "}\nspec:\n  schedule: '@hourly'\n  workflowSpec: {entrypoint: m, templates: "
+              "[{name: m, container: {image: a}}]}\n");
   EXPECT_THAT(cron.message(), HasSubstr("at most 52"));
 
-  Status tmpl = ErrorOf(WorkflowWith("  - name: my_template\n    container: {image: alpine}\n", "my_template"));
+  Status tmpl = ErrorOf(
+      WorkflowWith("  - name: my_template\n    container: {image: alpine}\n", "my_template"));
   EXPECT_EQ(tmpl.field(), "spec.templates[0].name");
   EXPECT_EQ(tmpl.line(), 7);
   EXPECT_THAT(tmpl.message(), HasSubstr("template name 'my_template' is invalid"));
 
-  Status param = ErrorOf(WorkflowWith("  - name: main\n    inputs: {parameters: [{name: a.b, value: x}]}\n"
-                                      "    container: {image: alpine}\n"));
+  Status param =
+      ErrorOf(WorkflowWith("  - name: main\n    inputs: {parameters: [{name: a.b, value: x}]}\n"
+                           "    container: {image: alpine}\n"));
   EXPECT_EQ(param.field(), "spec.templates[0].inputs.parameters[0].name");
   EXPECT_THAT(param.message(), HasSubstr("parameter name 'a.b' is invalid"));
 
-  Status dup = ErrorOf(WorkflowWith("  - name: main\n    container: {image: alpine}\n"
-                                    "  - name: main\n    container: {image: busybox}\n"));
+  Status dup =
+      ErrorOf(WorkflowWith("  - name: main\n    container: {image: alpine}\n"
+                           "  - name: main\n    container: {image: busybox}\n"));
   EXPECT_EQ(dup.field(), "spec.templates[1].name");
   EXPECT_EQ(dup.line(), 9);
 
@@ -625,20 +661,25 @@ TEST(WorkflowManifestErrors, NamesFollowArgosRules) {
 }
 
 TEST(WorkflowManifestErrors, ApiVersionAndKind) {
-  Status version = ErrorOf("apiVersion: argoproj.io/v1\nkind: Workflow\nmetadata: {name: a}\nspec: {}\n");
+  Status version =
+      ErrorOf("apiVersion: argoproj.io/v1\nkind: Workflow\nmetadata: {name: a}\nspec: {}\n");
   EXPECT_EQ(version.field(), "apiVersion");
   EXPECT_EQ(version.line(), 1);
-  Status kind = ErrorOf("apiVersion: argoproj.io/v1alpha1\nkind: ClusterWorkflowTemplate\nmetadata: {name: a}\nspec: {}\n");
+  Status kind = ErrorOf(
+      "apiVersion: argoproj.io/v1alpha1\nkind: ClusterWorkflowTemplate\nmetadata: {name: a}\nspec: "
+      "{}\n");
   EXPECT_EQ(kind.field(), "kind");
   EXPECT_EQ(kind.line(), 2);
   EXPECT_THAT(kind.message(), HasSubstr("Workflow, WorkflowTemplate or CronWorkflow"));
-  Status no_spec = ErrorOf("apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: a}\n");
+  Status no_spec =
+      ErrorOf("apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: a}\n");
   EXPECT_EQ(no_spec.field(), "spec");
 }
 
 TEST(WorkflowManifestErrors, CronWorkflowRules) {
   auto cron = [](const std::string& fields) {
-    return "apiVersion: argoproj.io/v1alpha1\nkind: CronWorkflow\nmetadata: {name: c}\nspec:\n" + fields +
+    return "apiVersion: argoproj.io/v1alpha1\nkind: CronWorkflow\nmetadata: {name: c}\nspec:\n" +
+           fields +
            "  workflowSpec: {entrypoint: m, templates: [{name: m, container: {image: a}}]}\n";
   };
   EXPECT_THAT(ErrorOf(cron("")).message(), HasSubstr("needs schedule or schedules"));
@@ -647,9 +688,10 @@ TEST(WorkflowManifestErrors, CronWorkflowRules) {
   EXPECT_EQ(bad.line(), 5);
   Status policy = ErrorOf(cron("  schedule: '@daily'\n  concurrencyPolicy: Sometimes\n"));
   EXPECT_EQ(policy.field(), "spec.concurrencyPolicy");
-  Status entry = ErrorOf("apiVersion: argoproj.io/v1alpha1\nkind: CronWorkflow\nmetadata: {name: c}\nspec:\n"
-                         "  schedule: '@daily'\n  workflowSpec:\n    entrypoint: x\n"
-                         "    templates: [{name: m, container: {image: a}}]\n");
+  Status entry = ErrorOf(
+      "apiVersion: argoproj.io/v1alpha1\nkind: CronWorkflow\nmetadata: {name: c}\nspec:\n"
+      "  schedule: '@daily'\n  workflowSpec:\n    entrypoint: x\n"
+      "    templates: [{name: m, container: {image: a}}]\n");
   EXPECT_EQ(entry.field(), "spec.workflowSpec.entrypoint");
   EXPECT_EQ(entry.line(), 7);
   MustParse(cron("  schedule: 'CRON_TZ=Europe/Paris 30 6 * * 1-5'\n"));
@@ -666,12 +708,14 @@ TEST(WorkflowManifestErrors, ResourceQuantities) {
   EXPECT_EQ(gpus.line(), 11);
   EXPECT_THAT(gpus.message(), HasSubstr("whole number of GPUs"));
 
-  Status memory = ErrorOf(WorkflowWith("  - name: main\n    script:\n      image: a\n      source: x\n"
-                                       "      resources: {requests: {memory: lots}}\n"));
+  Status memory =
+      ErrorOf(WorkflowWith("  - name: main\n    script:\n      image: a\n      source: x\n"
+                           "      resources: {requests: {memory: lots}}\n"));
   EXPECT_EQ(memory.field(), "spec.templates[0].script.resources.requests.memory");
 
-  Status annotation = ErrorOf(WorkflowWith("  - name: main\n    metadata: {annotations: {headway.dev/gpus: many}}\n"
-                                           "    container: {image: alpine}\n"));
+  Status annotation =
+      ErrorOf(WorkflowWith("  - name: main\n    metadata: {annotations: {headway.dev/gpus: many}}\n"
+                           "    container: {image: alpine}\n"));
   EXPECT_EQ(annotation.field(), "spec.templates[0].metadata.annotations.headway.dev/gpus");
   EXPECT_EQ(annotation.line(), 8);
 
@@ -683,8 +727,31 @@ TEST(WorkflowManifestErrors, ResourceQuantities) {
   EXPECT_DOUBLE_EQ(r->cpus, 0.5);
 }
 
+TEST(WorkflowManifestErrors, HeadwayKeysAreChecked) {
+  Status priority = ErrorOf(R"(apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata:
+  name: wf
+  annotations:
+    headway.dev/priority: high
+spec:
+  entrypoint: main
+  templates: [{name: main, container: {image: alpine}}]
+)");
+  EXPECT_EQ(priority.field(), "metadata.annotations.headway.dev/priority");
+  EXPECT_EQ(priority.line(), 6);
+  EXPECT_THAT(priority.message(), HasSubstr("integer priority"));
+
+  Status team =
+      ErrorOf(WorkflowWith("  - name: main\n    metadata: {labels: {headway.dev/team: ''}}\n"
+                           "    container: {image: alpine}\n"));
+  EXPECT_EQ(team.field(), "spec.templates[0].metadata.labels.headway.dev/team");
+  EXPECT_EQ(team.line(), 8);
+}
+
 TEST(WorkflowManifestErrors, MultipleDocuments) {
-  std::string two = Example("workflow-template.yaml") + "---\n" + Example("workflow-template-ref.yaml");
+  std::string two =
+      Example("workflow-template.yaml") + "---\n" + Example("workflow-template-ref.yaml");
   Status single = ErrorOf(two);
   EXPECT_THAT(single.message(), HasSubstr("holds 2 documents"));
   auto both = ParseManifests(two);
@@ -729,9 +796,10 @@ TEST(WorkflowManifestLimits, RefusesTooManyTemplatesAndTasks) {
 }
 
 TEST(WorkflowManifestLimits, RefusesAliasBombs) {
-  std::string bomb = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: wf}\nspec:\n"
-                     "  entrypoint: main\n  templates:\n  - name: main\n    dag:\n      tasks:\n"
-                     "      - name: a\n        template: work\n        withItems:\n";
+  std::string bomb =
+      "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: wf}\nspec:\n"
+      "  entrypoint: main\n  templates:\n  - name: main\n    dag:\n      tasks:\n"
+      "      - name: a\n        template: work\n        withItems:\n";
   std::string level = "[x, x, x, x, x, x, x, x, x, x]";
   bomb += "        - &l0 " + level + "\n";
   for (int i = 1; i < 8; ++i) {
