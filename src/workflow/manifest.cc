@@ -1085,6 +1085,10 @@ class Validator {
 
   Status Run(const std::string& prefix) {
     HEADWAY_RETURN_IF_ERROR(CheckIo(prefix + ".arguments", spec_.arguments));
+    // A WorkflowTemplate's arguments may get their values when it is submitted.
+    if (owner_ == SpecOwner::kWorkflow) {
+      HEADWAY_RETURN_IF_ERROR(CheckArgumentValues(prefix + ".arguments", spec_.arguments));
+    }
     HEADWAY_RETURN_IF_ERROR(CheckTemplateNames(prefix));
     HEADWAY_RETURN_IF_ERROR(CheckEntrypoint(prefix));
     for (std::size_t i = 0; i < spec_.templates.size(); ++i) {
@@ -1125,6 +1129,10 @@ class Validator {
     }
     if (spec_.templates.empty() && TemplatesAreHere()) {
       return Error(prefix + ".templates", "needs at least one template");
+    }
+    if (!spec_.templates.empty() && !TemplatesAreHere()) {
+      return Error(prefix + ".templates",
+                   "must be empty when workflowTemplateRef names the templates to run");
     }
     return Status::Ok();
   }
@@ -1213,8 +1221,124 @@ class Validator {
                               : path + "." + std::string(TemplateKindName(t.kind));
       return Error(where + "." + resources.status().field(), resources.status().message());
     }
+    HEADWAY_RETURN_IF_ERROR(CheckLeafOnlyFields(path, t));
+    HEADWAY_RETURN_IF_ERROR(CheckArtifactPaths(path + ".inputs", t, t.inputs));
+    HEADWAY_RETURN_IF_ERROR(CheckArtifactPaths(path + ".outputs", t, t.outputs));
+    HEADWAY_RETURN_IF_ERROR(CheckOutputParameters(path + ".outputs", t));
     if (t.dag) return CheckDag(path + ".dag", *t.dag);
     if (t.steps) return CheckSteps(path + ".steps", *t.steps);
+    return Status::Ok();
+  }
+
+  // Templates that run a process (Argo's "leaf" templates).
+  static bool IsLeaf(const Template& t) {
+    return t.kind == TemplateKind::kContainer || t.kind == TemplateKind::kScript;
+  }
+  static bool IsParent(const Template& t) {
+    return t.kind == TemplateKind::kDag || t.kind == TemplateKind::kSteps;
+  }
+
+  Status CheckLeafOnlyFields(const std::string& path, const Template& t) const {
+    if (IsParent(t) && t.active_deadline_seconds) {
+      return Error(path + ".activeDeadlineSeconds",
+                   "is only valid for container, script and suspend templates; use timeout on "
+                   "the tasks' templates");
+    }
+    if (!IsParent(t) && t.parallelism) {
+      return Error(path + ".parallelism", "is only valid for steps and dag templates");
+    }
+    if (const auto& d = t.active_deadline_seconds; d && d->is_int && d->text.front() == '-') {
+      return Error(path + ".activeDeadlineSeconds", "must be >= 0");
+    }
+    if (!t.timeout.empty()) {
+      if (!IsLeaf(t)) {
+        return Error(path + ".timeout", "is only valid for container and script templates");
+      }
+      bool whole_number = std::all_of(t.timeout.begin(), t.timeout.end(),
+                                      [](char c) { return c >= '0' && c <= '9'; });
+      if (whole_number) {
+        return Error(path + ".timeout", "must be a duration with a unit, like " + t.timeout +
+                                            "s or 10m, got '" + t.timeout + "'");
+      }
+    }
+    return Status::Ok();
+  }
+
+  // A container or script reads inputs and writes outputs at a path; a dag
+  // or steps template passes them on with `from`.
+  Status CheckArtifactPaths(const std::string& path, const Template& t,
+                            const ParametersAndArtifacts& io) const {
+    bool inputs = path.size() >= 7 && path.compare(path.size() - 7, 7, ".inputs") == 0;
+    for (std::size_t i = 0; i < io.artifacts.size(); ++i) {
+      const Artifact& a = io.artifacts[i];
+      std::string field = Index(path + ".artifacts", i);
+      if (IsLeaf(t) && a.path.empty()) {
+        return Error(field, "artifact '" + a.name + "' needs a path in a " +
+                                std::string(TemplateKindName(t.kind)) + " template");
+      }
+      if (!IsLeaf(t) && !a.path.empty()) {
+        return Error(field + ".path", "is only valid in container and script templates");
+      }
+      if (inputs && (!a.from.empty() || !a.from_expression.empty())) {
+        return Error(field + (a.from.empty() ? ".fromExpression" : ".from"),
+                     "is not valid in inputs: pass the artifact in the caller's arguments");
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status CheckOutputParameters(const std::string& path, const Template& t) const {
+    for (std::size_t i = 0; i < t.outputs.parameters.size(); ++i) {
+      const Parameter& p = t.outputs.parameters[i];
+      std::string field = Index(path + ".parameters", i);
+      if (p.value && p.value_from) return Error(field, "has both value and valueFrom: give one");
+      if (!p.value && !p.value_from) return Error(field, "needs a value or valueFrom");
+      if (!p.value_from) continue;
+      const ValueFrom& v = *p.value_from;
+      int sources = !v.path.empty() + !v.json_path.empty() + !v.jq_filter.empty() +
+                    !v.parameter.empty() + !v.expression.empty() + v.supplied + !v.event.empty() +
+                    v.config_map_key_ref.has_value();
+      if (sources != 1) {
+        return Error(field + ".valueFrom",
+                     sources == 0 ? "needs one of path, parameter, expression or supplied"
+                                  : "has more than one of path, parameter, expression, supplied");
+      }
+      if (IsLeaf(t) && v.path.empty() && v.expression.empty()) {
+        return Error(field + ".valueFrom", "needs a path in a container or script template");
+      }
+      if (IsParent(t) && v.parameter.empty() && v.expression.empty()) {
+        return Error(field + ".valueFrom",
+                     "needs a parameter or expression in a dag or steps template");
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Arguments passed on must say what they are: a value (one of the enum
+  // when there is one), or where an artifact comes from.
+  Status CheckArgumentValues(const std::string& path, const Arguments& args) const {
+    for (std::size_t i = 0; i < args.parameters.size(); ++i) {
+      const Parameter& p = args.parameters[i];
+      std::string field = Index(path + ".parameters", i);
+      if (!p.value && !p.value_from && !p.default_value) {
+        return Error(field, "parameter '" + p.name + "' needs a value");
+      }
+      if (p.value && !p.enum_values.empty() &&
+          std::find(p.enum_values.begin(), p.enum_values.end(), *p.value) == p.enum_values.end()) {
+        return Error(field + ".value", "'" + *p.value + "' is not one of the parameter's enum");
+      }
+    }
+    for (std::size_t i = 0; i < args.artifacts.size(); ++i) {
+      const Artifact& a = args.artifacts[i];
+      std::string field = Index(path + ".artifacts", i);
+      if (!a.HasSource()) {
+        return Error(field,
+                     "artifact '" + a.name + "' needs from, fromExpression, s3, raw or http");
+      }
+      if (!a.from.empty() && !a.from_expression.empty()) {
+        return Error(field, "has both from and fromExpression: give one");
+      }
+    }
     return Status::Ok();
   }
 
@@ -1223,6 +1347,7 @@ class Validator {
       return Error(path, "needs exactly one of template and templateRef");
     }
     HEADWAY_RETURN_IF_ERROR(CheckIo(path + ".arguments", task.arguments));
+    HEADWAY_RETURN_IF_ERROR(CheckArgumentValues(path + ".arguments", task.arguments));
     if (!TemplatesAreHere()) return Status::Ok();
     if (!task.on_exit.empty() && !spec_.FindTemplate(task.on_exit)) {
       return Error(path + ".onExit", "no template named '" + task.on_exit + "'");
@@ -1254,9 +1379,13 @@ class Validator {
     for (std::size_t i = 0; i < dag.tasks.size(); ++i) {
       const Task& task = dag.tasks[i];
       std::string field = Index(path + ".tasks", i);
-      if (uses_depends && std::isdigit(static_cast<unsigned char>(task.name[0]))) {
-        return Error(field + ".name", "task name '" + task.name +
-                                          "' cannot begin with a digit when 'depends' is used");
+      if (std::isdigit(static_cast<unsigned char>(task.name[0]))) {
+        return Error(field + ".name",
+                     "task name '" + task.name + "' cannot begin with a digit in a dag");
+      }
+      if (uses_depends && task.continue_on) {
+        return Error(field + ".continueOn",
+                     "cannot be used with 'depends': write 'task.Failed' or 'task.Errored' in it");
       }
       for (std::size_t d = 0; d < task.dependencies.size(); ++d) {
         const std::string& dep = task.dependencies[d];

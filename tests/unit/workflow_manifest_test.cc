@@ -727,6 +727,103 @@ TEST(WorkflowManifestErrors, ResourceQuantities) {
   EXPECT_DOUBLE_EQ(r->cpus, 0.5);
 }
 
+TEST(WorkflowManifestErrors, ArgumentsNeedValues) {
+  Status missing = ErrorOf(R"(apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: wf}
+spec:
+  entrypoint: main
+  arguments:
+    parameters:
+    - name: size
+  templates: [{name: main, container: {image: alpine}}]
+)");
+  EXPECT_EQ(missing.field(), "spec.arguments.parameters[0]");
+  EXPECT_EQ(missing.line(), 8);
+  EXPECT_THAT(missing.message(), HasSubstr("'size' needs a value"));
+
+  Status outside_enum = ErrorOf(R"(apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: wf}
+spec:
+  entrypoint: main
+  arguments:
+    parameters:
+    - {name: size, value: huge, enum: [small, large]}
+  templates: [{name: main, container: {image: alpine}}]
+)");
+  EXPECT_EQ(outside_enum.field(), "spec.arguments.parameters[0].value");
+  EXPECT_THAT(outside_enum.message(), HasSubstr("not one of the parameter's enum"));
+
+  Status artifact = ErrorOf(WorkflowWith(R"(  - name: main
+    steps:
+    - - name: a
+        template: read
+        arguments: {artifacts: [{name: data}]}
+  - name: read
+    inputs: {artifacts: [{name: data, path: /data}]}
+    container: {image: alpine}
+)"));
+  EXPECT_EQ(artifact.field(), "spec.templates[0].steps[0][0].arguments.artifacts[0]");
+  EXPECT_EQ(artifact.line(), 11);
+  EXPECT_THAT(artifact.message(), HasSubstr("needs from, fromExpression, s3, raw or http"));
+
+  Status with_templates = ErrorOf(R"(apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {generateName: wf-}
+spec:
+  workflowTemplateRef: {name: base}
+  templates: [{name: main, container: {image: alpine}}]
+)");
+  EXPECT_EQ(with_templates.field(), "spec.templates");
+  EXPECT_THAT(with_templates.message(), HasSubstr("must be empty when workflowTemplateRef"));
+}
+
+TEST(WorkflowManifestErrors, FieldsOnlySomeTemplateKindsTake) {
+  auto error_of = [](const std::string& templates) { return ErrorOf(WorkflowWith(templates)); };
+  Status timeout = error_of("  - name: main\n    timeout: '30'\n    container: {image: alpine}\n");
+  EXPECT_EQ(timeout.field(), "spec.templates[0].timeout");
+  EXPECT_THAT(timeout.message(), HasSubstr("duration with a unit"));
+
+  Status parent_deadline = error_of(
+      "  - name: main\n    activeDeadlineSeconds: 10\n    steps: [[{name: a, template: w}]]\n"
+      "  - name: w\n    container: {image: alpine}\n");
+  EXPECT_EQ(parent_deadline.field(), "spec.templates[0].activeDeadlineSeconds");
+  EXPECT_EQ(parent_deadline.line(), 8);
+
+  Status leaf_parallelism =
+      error_of("  - name: main\n    parallelism: 2\n    container: {image: alpine}\n");
+  EXPECT_EQ(leaf_parallelism.field(), "spec.templates[0].parallelism");
+
+  Status no_path = error_of(
+      "  - name: main\n    outputs: {artifacts: [{name: model}]}\n    container: {image: "
+      "alpine}\n");
+  EXPECT_EQ(no_path.field(), "spec.templates[0].outputs.artifacts[0]");
+  EXPECT_THAT(no_path.message(), HasSubstr("needs a path in a container template"));
+
+  Status input_from = error_of(
+      "  - name: main\n    inputs: {artifacts: [{name: m, path: /m, from: '{{x}}'}]}\n"
+      "    container: {image: alpine}\n");
+  EXPECT_EQ(input_from.field(), "spec.templates[0].inputs.artifacts[0].from");
+
+  Status no_source = error_of(
+      "  - name: main\n    outputs: {parameters: [{name: p, valueFrom: {default: x}}]}\n"
+      "    container: {image: alpine}\n");
+  EXPECT_EQ(no_source.field(), "spec.templates[0].outputs.parameters[0].valueFrom");
+  EXPECT_THAT(no_source.message(), HasSubstr("needs one of path"));
+
+  Status dag_output = error_of(
+      "  - name: main\n    outputs: {parameters: [{name: p, valueFrom: {path: /p}}]}\n"
+      "    dag: {tasks: [{name: a, template: w}]}\n  - name: w\n    container: {image: alpine}\n");
+  EXPECT_THAT(dag_output.message(), HasSubstr("needs a parameter or expression"));
+
+  Status continue_on = error_of(
+      "  - name: main\n    dag:\n      tasks:\n      - {name: a, template: w}\n"
+      "      - {name: b, template: w, depends: a, continueOn: {failed: true}}\n"
+      "  - name: w\n    container: {image: alpine}\n");
+  EXPECT_EQ(continue_on.field(), "spec.templates[0].dag.tasks[1].continueOn");
+}
+
 TEST(WorkflowManifestErrors, HeadwayKeysAreChecked) {
   Status priority = ErrorOf(R"(apiVersion: argoproj.io/v1alpha1
 kind: Workflow
