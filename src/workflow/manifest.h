@@ -68,6 +68,8 @@ using LineMap = std::map<std::string, int>;
 struct Manifest {
   std::variant<Workflow, WorkflowTemplate, CronWorkflow> resource;
   std::vector<Warning> warnings;
+  // Where each field was: for errors found later (ValidateWorkflowSpec).
+  // About one entry per field; drop it when no longer needed.
   LineMap lines;
 };
 
