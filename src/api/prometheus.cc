@@ -1,8 +1,9 @@
 #include "api/prometheus.h"
 
-#include <cmath>
 #include <charconv>
+#include <cmath>
 #include <map>
+#include <tuple>
 #include <vector>
 
 namespace headway::api {
@@ -87,7 +88,7 @@ std::string EscapeLabelValue(std::string_view value) {
 }
 
 std::string RenderPrometheus(JobService& service, const ApiCounters& counters,
-                             const std::string& team) {
+                             const std::string& team, ArtifactService* artifacts) {
   std::string out;
   std::map<std::string, int> per_state;
   for (const char* s : kStates) per_state[s] = 0;
@@ -226,6 +227,27 @@ std::string RenderPrometheus(JobService& service, const ApiCounters& counters,
     static const char* kClasses[] = {"", "1xx", "2xx", "3xx", "4xx", "5xx"};
     for (std::size_t c = 1; c <= 5; ++c) {
       f.Sample({{"code", kClasses[c]}}, static_cast<double>(counters.http_responses[c].load()));
+    }
+  }
+  if (artifacts != nullptr) {
+    ArtifactFilter filter;
+    filter.team = team;
+    if (auto all = artifacts->List(filter); all.ok()) {
+      std::map<std::string, double> bytes;
+      std::map<std::tuple<std::string, std::string, std::string>, double> versions;
+      for (const Artifact& a : *all) {
+        bytes[a.team] += static_cast<double>(a.size);
+        versions[{a.team, std::string(ArtifactKindName(a.kind)),
+                  std::string(ArtifactStateName(a.state))}] += 1;
+      }
+      Family b(out, "headway_artifact_bytes", "gauge",
+               "Bytes of each team's artifact versions (Pending ones included), as its quota counts them.");
+      for (const auto& [t, n] : bytes) b.Sample({{"team", t}}, n);
+      Family v(out, "headway_artifact_versions", "gauge", "Artifact versions by team, kind and state.");
+      for (const auto& [key, n] : versions) {
+        const auto& [t, kind, state] = key;
+        v.Sample({{"team", t}, {"kind", kind}, {"state", state}}, n);
+      }
     }
   }
   return out;

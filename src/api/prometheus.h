@@ -1,7 +1,8 @@
 // GET /metrics: the control plane in the Prometheus text exposition format
 // (version 0.0.4), with conventional names: per active job progress, ETA,
 // health and latest metrics; GPUs per node and queue; job counts per state;
-// ingest and HTTP counters. deploy/grafana/headway.json charts them.
+// ingest and HTTP counters; artifact bytes and versions per team.
+// deploy/grafana/headway.json charts them.
 //
 // Jobs are labelled job_name (and team), not job: Prometheus gives every
 // scraped series a `job` label of its own (the scrape job), and ours would be
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <string>
 
+#include "api/artifact_service.h"
 #include "api/job_service.h"
 
 namespace headway::api {
@@ -39,9 +41,10 @@ struct ApiCounters {
 };
 
 // The whole exposition, ending in a newline; with a `team`, the per-job
-// series and job counts of that team's jobs only.
+// series, job counts and artifact series of that team only. `artifacts`
+// may be null (artifacts not enabled).
 std::string RenderPrometheus(JobService& service, const ApiCounters& counters,
-                             const std::string& team = {});
+                             const std::string& team = {}, ArtifactService* artifacts = nullptr);
 
 // Escapes a label value: backslash, double quote and newline.
 std::string EscapeLabelValue(std::string_view value);

@@ -201,7 +201,7 @@ class Api {
     });
     router_.Add("GET", "/metrics", [this](auto&, auto&) {
       return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
-                          RenderPrometheus(service_, counters_, VisibleTeam()), {}, nullptr};
+                          RenderPrometheus(service_, counters_, VisibleTeam(), artifacts_), {}, nullptr};
     });
     router_.Add("GET", "/api/v1/watch/jobs",
                 [this](auto&, auto&) { return EventStream(WatchJobs(cache_, service_, VisibleTeam())); });

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "artifact/file_digest.h"
-#include "artifact/sigv4.h"
+#include "artifact/s3/sigv4.h"
 
 namespace headway::cli {
 namespace {

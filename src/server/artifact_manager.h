@@ -14,7 +14,7 @@
 #include <string>
 
 #include "api/artifact_service.h"
-#include "artifact/multipart.h"
+#include "artifact/s3/multipart.h"
 #include "artifact/object_store.h"
 #include "core/time.h"
 #include "store/store.h"

@@ -30,7 +30,7 @@
 #include "exec/local/gpu_inventory.h"
 #include "exec/local/local_executor.h"
 #include "artifact/local/local_object_store.h"
-#include "artifact/s3_object_store.h"
+#include "artifact/s3/s3_object_store.h"
 #include "server/artifact_manager.h"
 #include "server/experiment_controller.h"
 #include "server/job_controller.h"

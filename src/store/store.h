@@ -24,6 +24,7 @@
 #include "core/job.h"
 #include "core/progress_report.h"
 #include "core/status.h"
+#include "core/workflow_record.h"
 
 namespace headway {
 
@@ -144,6 +145,34 @@ class Store {
                                                             std::optional<std::int64_t> version) = 0;
   // What `job` used, oldest first.
   virtual Result<std::vector<ArtifactUse>> ListJobArtifactUses(std::string_view job) = 0;
+
+  // Workflows (core/workflow_record.h). CreateWorkflow assigns seq and sets
+  // revision to 1; Conflict for a name taken.
+  virtual Status CreateWorkflow(WorkflowRecord& workflow) = 0;
+  // Writes the workflow (its revision must still be the stored one: else
+  // Conflict, nothing written; on success workflow.revision is bumped) and
+  // the given nodes (inserted or replaced), in one transaction.
+  virtual Status SaveWorkflow(WorkflowRecord& workflow,
+                              const std::vector<WorkflowNodeRecord>& nodes) = 0;
+  virtual Result<WorkflowRecord> GetWorkflow(std::string_view name) = 0;
+  // Newest first (by seq).
+  virtual Result<std::vector<WorkflowRecord>> ListWorkflows(const WorkflowFilter& filter) = 0;
+  // Removes the workflow with its nodes and labels; NotFound if unknown.
+  virtual Status DeleteWorkflow(std::string_view name) = 0;
+  // In id order.
+  virtual Result<std::vector<WorkflowNodeRecord>> ListWorkflowNodes(std::string_view workflow) = 0;
+  // The node a job runs; nullopt when no workflow node names the job.
+  virtual Result<std::optional<WorkflowNodeRecord>> WorkflowNodeOfJob(std::string_view job) = 0;
+  // WorkflowTemplates and CronWorkflows: Create (Conflict when taken),
+  // Update (Conflict on a stale revision; bumps it), Get, List (by name,
+  // of one team when `team` is not empty), Delete.
+  virtual Status CreateWorkflowManifest(WorkflowManifestRecord& manifest) = 0;
+  virtual Status UpdateWorkflowManifest(WorkflowManifestRecord& manifest) = 0;
+  virtual Result<WorkflowManifestRecord> GetWorkflowManifest(std::string_view kind,
+                                                             std::string_view name) = 0;
+  virtual Result<std::vector<WorkflowManifestRecord>> ListWorkflowManifests(
+      std::string_view kind, std::string_view team) = 0;
+  virtual Status DeleteWorkflowManifest(std::string_view kind, std::string_view name) = 0;
 
   virtual Status AddLogFile(const LogFile& log) = 0;
   // Ordered by attempt, then rank.

@@ -9,7 +9,7 @@
 #include "api/http_server.h"
 #include "api/kubeflow_status.h"
 #include "api/rest_api.h"
-#include "artifact/s3_xml.h"
+#include "artifact/s3/s3_xml.h"
 #include "core/job_spec_json.h"
 #include "core/job_spec_parser.h"
 #include "core/progress_report.h"

@@ -24,7 +24,7 @@ void FuzzKubeflowStatus(const std::uint8_t* data, std::size_t size);
 void FuzzHttpRequest(const std::uint8_t* data, std::size_t size);
 // The body of POST /api/v1/artifacts (api/artifact_json.h).
 void FuzzArtifactRecord(const std::uint8_t* data, std::size_t size);
-// An S3 server's XML answer (artifact/s3_xml.h): listings, multipart, errors.
+// An S3 server's XML answer (artifact/s3/s3_xml.h): listings, multipart, errors.
 void FuzzS3Xml(const std::uint8_t* data, std::size_t size);
 
 }  // namespace headway::fuzz

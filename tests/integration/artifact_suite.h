@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct ArtifactStoreKind {
   // Starts a server with `gpus` GPUs and `flags`, its artifacts in a fresh store.
   std::function<ServerWithStore(int gpus, const std::vector<std::string>& flags)> start;
 };
+
+// Names the kind in test output (gtest would print the struct's bytes).
+inline void PrintTo(const ArtifactStoreKind& kind, std::ostream* os) { *os << kind.name; }
 
 class ArtifactStoreTest : public ::testing::TestWithParam<ArtifactStoreKind> {
  protected:

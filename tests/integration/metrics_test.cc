@@ -50,6 +50,9 @@ TEST(Metrics, TheExpositionPassesPromtool) {
   server.Submit("name: gamma\nteam: vision\ncommand: \"sleep 60\"\nresources: {gpus_per_process: 1}\n");
   ASSERT_TRUE(WaitFor([&] { return server.Job("alpha")["progress"]["step"] == 50; }));
   ASSERT_TRUE(WaitFor([&] { return server.Job("beta")["progress"]["step"] == 50; }));
+  WriteFile(server.work_dir() + "/model.bin", std::string(1000, 'm'));
+  ASSERT_EQ(server.Cli({"artifacts", "put", server.work_dir() + "/model.bin", "--name", "m",
+                        "--kind", "model", "--team", "vision"}).exit_code, 0);
   std::string text = Scrape(server);
   CommandResult check = RunCommand({"/usr/bin/promtool", "check", "metrics"}, text);
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err << "\n" << text;
@@ -65,6 +68,8 @@ TEST(Metrics, TheExpositionPassesPromtool) {
   EXPECT_THAT(text, HasSubstr("headway_queue_nominal_gpus{queue=\"vision\",executor=\"local\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("headway_jobs{state=\"Running\"} 2\n"));
   EXPECT_THAT(text, HasSubstr("headway_job_eta_seconds{job_name=\"alpha\",team=\"vision\"} "));
+  EXPECT_THAT(text, HasSubstr("headway_artifact_bytes{team=\"vision\"} 1000\n"));
+  EXPECT_THAT(text, HasSubstr("headway_artifact_versions{team=\"vision\",kind=\"model\",state=\"Ready\"} 1\n"));
 
   // Ended jobs leave the per-job series.
   server.Cli({"stop", "alpha"});

@@ -20,8 +20,8 @@
 #include "../integration/artifact_suite.h"
 #include "../integration/test_server.h"
 #include "artifact/file_digest.h"
-#include "artifact/s3_client.h"
-#include "artifact/multipart.h"
+#include "artifact/s3/s3_client.h"
+#include "artifact/s3/multipart.h"
 #include "s3_server.h"
 
 namespace headway::testing {
@@ -328,6 +328,32 @@ TEST_F(ArtifactsOnS3, ALargeUploadGoesUpInPresignedPartsAndResumesWhereItStopped
   EXPECT_THAT(uploads.out, ::testing::Not(HasSubstr("UploadId"))) << uploads.out;
 }
 
+// The SDK sends a large file in parts too, and reads it back.
+TEST_F(ArtifactsOnS3, AJobSavesALargeFileInPartsThroughTheSdk) {
+  auto server = Server("headway-sdk-parts", {"--s3-part-size", "5Mi"});
+  const std::string dir = server->work_dir();
+  const std::string file = dir + "/weights.bin";
+  std::ofstream(file, std::ios::binary) << RandomBytes((11 << 20) + 77, 15);
+  const std::string sdk = "env: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\"}\n"
+                          "working_dir: " + dir + "\n";
+  server->Submit("name: saver\n" + sdk +
+                 "command: [/usr/bin/python3, -c, \"import headway; "
+                 "print(headway.save_artifact('weights.bin', name='weights', kind='model')['state'])\"]\n");
+  ASSERT_TRUE(server->WaitForState("saver", "Succeeded")) << server->Cli({"logs", "saver"}).out;
+  EXPECT_EQ(server->Cli({"logs", "saver"}).out, "Ready\n");
+  server->Submit("name: loader\n" + sdk +
+                 "command: [/usr/bin/python3, -c, \"import headway; headway.load_artifact('weights', 'back.bin')\"]\n");
+  ASSERT_TRUE(server->WaitForState("loader", "Succeeded")) << server->Cli({"logs", "loader"}).out;
+  EXPECT_TRUE(ReadFile(dir + "/back.bin") == ReadFile(file));
+  auto whole = DigestFile(file);
+  ASSERT_TRUE(whole.ok());
+  const std::string digest = whole->digest.substr(7);
+  CommandResult head = Aws({"s3api", "head-object", "--bucket", "headway-sdk-parts", "--key",
+                            "default/sha256/" + digest.substr(0, 2) + "/" + digest});
+  ASSERT_EQ(head.exit_code, 0) << head.err;
+  EXPECT_THAT(head.out, HasSubstr(ExpectedMultipartEtag(file, (11 << 20) + 77, 5 << 20)));
+}
+
 // The reverse of the tests above: what awscli wrote (in two parts, as it
 // sends 12 MiB) under a version's key is what Headway serves for it; bytes
 // that are not the version's are refused by the reader.
@@ -435,6 +461,60 @@ TEST_F(ArtifactsOnS3, ATwoGibUploadKilledHalfwayResumesWithoutResendingFinishedP
   EXPECT_THAT(head.out, HasSubstr("2147483648"));
   std::filesystem::remove(file);
   EXPECT_EQ(server->Cli({"artifacts", "rm", "two-gib:2"}).exit_code, 0);
+}
+
+// An S3 endpoint over HTTPS with a private CA: the server checks the store's
+// certificate against --s3-ca-file, the CLI against --cacert and jobs
+// against AWS_CA_BUNDLE (as botocore); without the CA each refuses the store.
+TEST(ArtifactsOnTlsS3, EveryClientChecksTheStoresCertificate) {
+  S3TestServer s3(/*tls=*/true);
+  ASSERT_TRUE(s3.ok()) << s3.error();
+  ASSERT_EQ(s3.endpoint().rfind("https://", 0), 0u) << s3.endpoint();
+  ::setenv("AWS_ACCESS_KEY_ID", s3.access_key().c_str(), 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", s3.secret_key().c_str(), 1);
+  const std::vector<std::string> store = {"--artifact-store", "s3", "--s3-endpoint", s3.endpoint(),
+                                          "--s3-bucket", "headway-tls", "--s3-region", s3.region()};
+  // Not trusting the store's CA, the server does not start.
+  std::vector<std::string> untrusting = {"/usr/bin/timeout", "30", HEADWAY_BIN, "server",
+                                         "--listen", "127.0.0.1:0", "--data-dir", s3.dir() + "/untrusting"};
+  untrusting.insert(untrusting.end(), store.begin(), store.end());
+  CommandResult refused = RunCommand(untrusting);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.exit_code, 124) << "it started without checking the certificate";
+  EXPECT_THAT(refused.err + refused.out, HasSubstr("certificate"));
+
+  std::vector<std::string> flags = store;
+  for (const char* more : {"--s3-ca-file", "", "--s3-part-size", "5Mi"}) flags.push_back(more);
+  flags[flags.size() - 3] = s3.ca_file();
+  TestServer server(0, flags);
+  ::unsetenv("AWS_ACCESS_KEY_ID");
+  ::unsetenv("AWS_SECRET_ACCESS_KEY");
+  const std::string dir = server.work_dir();
+  const std::string file = dir + "/model.bin";
+  const std::string bytes = RandomBytes((11 << 20) + 5, 16);
+  std::ofstream(file, std::ios::binary) << bytes;
+  CommandResult untrusted = server.Cli({"artifacts", "put", file, "--name", "model"});
+  EXPECT_NE(untrusted.exit_code, 0);
+  EXPECT_THAT(untrusted.err, HasSubstr("certificate")) << untrusted.err;
+  CommandResult put = server.Cli({"--cacert", s3.ca_file(), "artifacts", "put", file, "--name", "model"});
+  ASSERT_EQ(put.exit_code, 0) << put.err << server.ServerLog();
+  EXPECT_THAT(put.out, HasSubstr("in 3 parts"));
+  CommandResult got = server.Cli({"--cacert", s3.ca_file(), "artifacts", "get", "model", dir + "/back.bin"});
+  ASSERT_EQ(got.exit_code, 0) << got.err;
+  EXPECT_TRUE(ReadFile(dir + "/back.bin") == bytes);
+
+  // Jobs run as their team's account: the CA must be where they can read it.
+  std::filesystem::copy_file(s3.ca_file(), dir + "/ca.pem");
+  std::filesystem::permissions(dir + "/ca.pem", std::filesystem::perms::owner_read |
+                                                    std::filesystem::perms::group_read |
+                                                    std::filesystem::perms::others_read);
+  server.Submit("name: tls-job\nworking_dir: " + dir + "\n"
+                "env: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\", AWS_CA_BUNDLE: \"" + dir + "/ca.pem\"}\n"
+                "command: [/usr/bin/python3, -c, \"import headway; headway.load_artifact('model', 'job.bin'); "
+                "print(headway.save_artifact('job.bin', name='copy')['state'])\"]\n");
+  ASSERT_TRUE(server.WaitForState("tls-job", "Succeeded")) << server.Cli({"logs", "tls-job"}).out;
+  EXPECT_EQ(server.Cli({"logs", "tls-job"}).out, "Ready\n");
+  EXPECT_TRUE(ReadFile(dir + "/job.bin") == bytes);
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // s3_server.h): objects with awkward keys up and down, ranges, listings in
 // pages, multipart uploads resumed after an interruption, S3's errors, and a
 // presigned URL fetched by curl. Prints the throughput it measured.
-#include "artifact/s3_client.h"
+#include "artifact/s3/s3_client.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "artifact/multipart.h"
+#include "artifact/s3/multipart.h"
 #include "s3_server.h"
 
 namespace headway {
@@ -428,42 +428,6 @@ TEST_F(S3ClientTest, OneClientServesSeveralThreadsAtOnce) {
   }
 }
 
-TEST_F(S3ClientTest, MeasuresThroughput) {
-  const std::uint64_t size = 64 * kMiB;
-  WriteFile(dir_ + "/t.bin", RandomBytes(size, 4));
-  auto client = MakeClient(server_->secret_key(), 16 * kMiB, 16 * kMiB);
-  S3ClientOptions one_at_a_time = client->options();
-  one_at_a_time.upload_concurrency = 1;
-  auto sequential = S3Client::Create(one_at_a_time, clock_);
-  ASSERT_TRUE(sequential.ok());
-  S3ClientOptions unsigned_options = client->options();
-  unsigned_options.sign_payload = false;
-  auto one_read = S3Client::Create(unsigned_options, clock_);
-  ASSERT_TRUE(one_read.ok());
-  using Clock = std::chrono::steady_clock;
-  std::vector<Clock::time_point> t{Clock::now()};
-  ASSERT_TRUE(client->PutObject(bucket_, "single", dir_ + "/t.bin").ok());
-  t.push_back(Clock::now());
-  ASSERT_TRUE((*sequential)->Upload(dir_ + "/t.bin", bucket_, "multi1").ok());
-  t.push_back(Clock::now());
-  ASSERT_TRUE(client->Upload(dir_ + "/t.bin", bucket_, "multi4").ok());
-  t.push_back(Clock::now());
-  ASSERT_TRUE(client->GetObject(bucket_, "single", dir_ + "/t.down").ok());
-  t.push_back(Clock::now());
-  ASSERT_TRUE((*one_read)->PutObject(bucket_, "unsigned", dir_ + "/t.bin").ok());
-  t.push_back(Clock::now());
-  auto mibs = [&](int i) {
-    return static_cast<double>(size) / kMiB /
-           std::chrono::duration<double>(t[i + 1] - t[i]).count();
-  };
-  std::printf(
-      "S3 client on loopback Swift, 64 MiB: PutObject %.0f MiB/s signed, %.0f MiB/s "
-      "UNSIGNED-PAYLOAD (x%.2f); multipart 4 x 16 MiB one part "
-      "at a time %.0f MiB/s, four at a time %.0f MiB/s (x%.2f); GetObject %.0f MiB/s; server "
-      "start %.1f s\n",
-      mibs(0), mibs(4), mibs(4) / mibs(0), mibs(1), mibs(2), mibs(2) / mibs(1), mibs(3),
-      server_->startup_seconds());
-}
 
 }  // namespace
 }  // namespace headway

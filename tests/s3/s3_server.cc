@@ -64,10 +64,10 @@ bool WaitExit(pid_t pid, std::chrono::milliseconds timeout) {
 
 }  // namespace
 
-S3TestServer::S3TestServer() {
+S3TestServer::S3TestServer(bool tls) {
   // A port found free can be taken by another test before Swift binds it: try anew.
   for (int attempt = 0; attempt < 3; ++attempt) {
-    error_ = Start();
+    error_ = Start(tls);
     if (error_.find("Could not bind") == std::string::npos) break;
     std::error_code ec;
     fs::remove_all(dir_, ec);
@@ -76,7 +76,7 @@ S3TestServer::S3TestServer() {
   if (!error_.empty()) error_ = "S3 test server (OpenStack Swift + s3api) did not start: " + error_;
 }
 
-std::string S3TestServer::Start() {
+std::string S3TestServer::Start(bool tls) {
   const std::string launcher = HEADWAY_S3_LAUNCHER;
   if (::access("/usr/bin/swift-proxy-server", X_OK) != 0 ||
       ::access("/usr/bin/swift-object-server", X_OK) != 0) {
@@ -106,7 +106,8 @@ std::string S3TestServer::Start() {
     ::dup2(err, 2);
     std::string port_arg = std::to_string(port);
     const char* argv[] = {launcher.c_str(), "--base-dir", base.c_str(), "--port",
-                          port_arg.c_str(), "--timeout",  "80",         nullptr};
+                          port_arg.c_str(), "--timeout",  "80",         tls ? "--tls" : nullptr,
+                          nullptr};
     ::execv(argv[0], const_cast<char* const*>(argv));
     ::_exit(127);
   }
@@ -146,6 +147,7 @@ std::string S3TestServer::Start() {
   access_key_ = info.value("access_key", "");
   secret_key_ = info.value("secret_key", "");
   bucket_hint_ = info.value("bucket_hint", "");
+  ca_file_ = info.value("ca_file", "");
   return "";
 }
 

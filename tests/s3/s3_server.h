@@ -28,8 +28,10 @@ namespace headway::testing {
 
 class S3TestServer {
  public:
-  // Starts the server and waits (up to 90 s) until a signed S3 request succeeds.
-  S3TestServer();
+  // Starts the server and waits (up to 90 s) until a signed S3 request
+  // succeeds. `tls`: HTTPS only, with a certificate from a CA made for the
+  // run (ca_file()).
+  explicit S3TestServer(bool tls = false);
   // Stops every daemon it started (SIGTERM, then SIGKILL after 15 s) and
   // removes its directory.
   ~S3TestServer();
@@ -41,6 +43,7 @@ class S3TestServer {
   const std::string& error() const { return error_; }
 
   const std::string& endpoint() const { return endpoint_; }      // "http://127.0.0.1:PORT"
+  const std::string& ca_file() const { return ca_file_; }        // with tls: the CA's PEM
   const std::string& region() const { return region_; }          // "us-east-1"
   const std::string& access_key() const { return access_key_; }  // "test:tester"
   const std::string& secret_key() const { return secret_key_; }
@@ -54,8 +57,8 @@ class S3TestServer {
   std::string Logs() const;
 
  private:
-  std::string Start();
-  std::string dir_, endpoint_, region_, access_key_, secret_key_, bucket_hint_, error_;
+  std::string Start(bool tls);
+  std::string dir_, ca_file_, endpoint_, region_, access_key_, secret_key_, bucket_hint_, error_;
   double startup_seconds_ = 0;
   pid_t pid_ = -1;
 };

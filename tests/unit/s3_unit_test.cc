@@ -3,9 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "artifact/multipart.h"
-#include "artifact/s3_client.h"
-#include "artifact/s3_xml.h"
+#include "artifact/s3/multipart.h"
+#include "artifact/s3/s3_client.h"
+#include "artifact/s3/s3_xml.h"
 
 namespace headway {
 namespace {

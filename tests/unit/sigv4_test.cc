@@ -1,5 +1,5 @@
 // SigV4 against AWS's published S3 examples and against botocore.
-#include "artifact/sigv4.h"
+#include "artifact/s3/sigv4.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

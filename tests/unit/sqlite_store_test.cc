@@ -187,7 +187,9 @@ TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
                           "ALTER TABLE jobs DROP COLUMN health_reason",
                           "ALTER TABLE jobs DROP COLUMN delete_requested_at",
                           "DROP TABLE artifact_names", "DROP TABLE artifacts",
-                          "DROP TABLE artifact_uses", "PRAGMA user_version=2"}) {
+                          "DROP TABLE artifact_uses", "DROP TABLE workflows",
+                          "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
+                          "DROP TABLE workflow_manifests", "PRAGMA user_version=2"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -250,7 +252,9 @@ TEST_F(SqliteStoreTest, UpgradeCreditsAnExperimentOnlyWithItsOwnTrialJobs) {
                           "ALTER TABLE jobs DROP COLUMN health_reason",
                           "ALTER TABLE jobs DROP COLUMN delete_requested_at",
                           "DROP TABLE artifact_names", "DROP TABLE artifacts",
-                          "DROP TABLE artifact_uses", "PRAGMA user_version=6"}) {
+                          "DROP TABLE artifact_uses", "DROP TABLE workflows",
+                          "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
+                          "DROP TABLE workflow_manifests", "PRAGMA user_version=6"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -434,7 +438,9 @@ TEST_F(SqliteStoreTest, UpgradesAVersion7DatabaseWithWebhookCursors) {
                           "ALTER TABLE jobs DROP COLUMN health_reason",
                           "ALTER TABLE jobs DROP COLUMN delete_requested_at",
                           "DROP TABLE artifact_names", "DROP TABLE artifacts",
-                          "DROP TABLE artifact_uses", "PRAGMA user_version=7"}) {
+                          "DROP TABLE artifact_uses", "DROP TABLE workflows",
+                          "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
+                          "DROP TABLE workflow_manifests", "PRAGMA user_version=7"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -457,7 +463,9 @@ TEST_F(SqliteStoreTest, UpgradesAVersion9DatabaseKeepingJobsAndTheirHealth) {
   for (const char* sql : {"ALTER TABLE jobs DROP COLUMN health_reason",
                           "ALTER TABLE jobs DROP COLUMN delete_requested_at",
                           "DROP TABLE artifact_names", "DROP TABLE artifacts",
-                          "DROP TABLE artifact_uses", "PRAGMA user_version=9"}) {
+                          "DROP TABLE artifact_uses", "DROP TABLE workflows",
+                          "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
+                          "DROP TABLE workflow_manifests", "PRAGMA user_version=9"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -603,6 +611,169 @@ TEST_F(SqliteStoreTest, ArtifactsAreListedCountedAndTheirUsesRecorded) {
   EXPECT_EQ(store->ListJobArtifactUses("eval")->size(), 1u);
   ASSERT_TRUE(store->DeleteArtifact("data-mnist", 1).ok());
   EXPECT_TRUE(store->ListArtifactUses("data-mnist", 1)->empty());
+}
+
+}  // namespace
+}  // namespace headway
+
+namespace headway {
+namespace {
+
+WorkflowRecord MakeWorkflow(const std::string& name, const std::string& team, std::int64_t at) {
+  WorkflowRecord w;
+  w.name = name;
+  w.team = team;
+  w.uid = "uid-" + name;
+  w.created_by = "user/ann";
+  w.phase = "Pending";
+  w.manifest = R"({"metadata":{"name":")" + name + R"("},"spec":{"entrypoint":"main"}})";
+  w.status = R"({"phase":"Pending"})";
+  w.created_at = FromUnixMillis(at);
+  return w;
+}
+
+class WorkflowStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (std::filesystem::temp_directory_path() / "headway-wf-XXXXXX").string();
+    dir_ = mkdtemp(pattern.data());
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::unique_ptr<Store> Open() {
+    auto store = OpenSqliteStore(dir_ + "/headway.db");
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return std::move(store.value());
+  }
+  std::string dir_;
+};
+
+TEST_F(WorkflowStoreTest, WorkflowsAreListedNewestFirstByTeamPhaseLabelsAndPage) {
+  auto store = Open();
+  for (int i = 0; i < 5; ++i) {
+    WorkflowRecord w = MakeWorkflow("wf-" + std::to_string(i), i % 2 ? "nlp" : "vision", 1000 + i);
+    w.labels["app"] = i < 3 ? "etl" : "train";
+    ASSERT_TRUE(store->CreateWorkflow(w).ok());
+    EXPECT_EQ(w.revision, 1);
+    EXPECT_GT(w.seq, 0);
+  }
+  WorkflowRecord taken = MakeWorkflow("wf-0", "vision", 1);
+  EXPECT_EQ(store->CreateWorkflow(taken).code(), StatusCode::kConflict);
+
+  auto names = [&](const WorkflowFilter& f) {
+    std::vector<std::string> out;
+    auto listed = store->ListWorkflows(f);
+    EXPECT_TRUE(listed.ok()) << listed.status().ToString();
+    for (const WorkflowRecord& w : *listed) out.push_back(w.name);
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(names({}), (V{"wf-4", "wf-3", "wf-2", "wf-1", "wf-0"}));
+  WorkflowFilter vision;
+  vision.team = "vision";
+  EXPECT_EQ(names(vision), (V{"wf-4", "wf-2", "wf-0"}));
+  WorkflowFilter etl_in_vision = vision;
+  etl_in_vision.labels["app"] = "etl";
+  EXPECT_EQ(names(etl_in_vision), (V{"wf-2", "wf-0"}));
+  WorkflowFilter page;
+  page.limit = 2;
+  auto first = store->ListWorkflows(page);
+  ASSERT_EQ(first->size(), 2u);
+  page.before_seq = first->back().seq;
+  EXPECT_EQ(names(page), (V{"wf-2", "wf-1"}));
+  WorkflowFilter window;
+  window.created_after = FromUnixMillis(1001);
+  window.created_before = FromUnixMillis(1004);
+  EXPECT_EQ(names(window), (V{"wf-3", "wf-2"}));
+  auto got = store->GetWorkflow("wf-3");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->labels.at("app"), "train");
+  EXPECT_EQ(got->manifest, MakeWorkflow("wf-3", "nlp", 0).manifest);
+
+  ASSERT_TRUE(store->DeleteWorkflow("wf-3").ok());
+  EXPECT_EQ(store->GetWorkflow("wf-3").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->DeleteWorkflow("wf-3").code(), StatusCode::kNotFound);
+  WorkflowFilter train;
+  train.labels["app"] = "train";
+  EXPECT_EQ(names(train), (V{"wf-4"})) << "a deleted workflow's labels go with it";
+}
+
+TEST_F(WorkflowStoreTest, ASaveFromAStaleReadIsRefusedAndWritesNothing) {
+  auto store = Open();
+  WorkflowRecord w = MakeWorkflow("diamond", "vision", 1000);
+  ASSERT_TRUE(store->CreateWorkflow(w).ok());
+  WorkflowRecord first = *store->GetWorkflow("diamond");
+  WorkflowRecord second = first;
+
+  first.phase = "Running";
+  first.started_at = FromUnixMillis(2000);
+  ASSERT_TRUE(store->SaveWorkflow(first, {{"diamond", "diamond-1", "Running", "diamond-a", "{}"}}).ok());
+  EXPECT_EQ(first.revision, 2);
+
+  second.phase = "Failed";
+  Status stale = store->SaveWorkflow(second, {{"diamond", "diamond-2", "Failed", "", "{}"}});
+  EXPECT_EQ(stale.code(), StatusCode::kConflict) << stale.ToString();
+  auto now = store->GetWorkflow("diamond");
+  EXPECT_EQ(now->phase, "Running");
+  EXPECT_EQ(now->revision, 2);
+  EXPECT_EQ(store->ListWorkflowNodes("diamond")->size(), 1u) << "the stale save's node is not written";
+
+  WorkflowRecord ghost = MakeWorkflow("ghost", "vision", 1);
+  ghost.revision = 1;
+  EXPECT_EQ(store->SaveWorkflow(ghost, {}).code(), StatusCode::kNotFound);
+}
+
+TEST_F(WorkflowStoreTest, NodesAreReplacedOneByOneAndFoundByTheirJob) {
+  {
+    auto store = Open();
+    WorkflowRecord w = MakeWorkflow("etl", "vision", 1000);
+    ASSERT_TRUE(store->CreateWorkflow(w).ok());
+    ASSERT_TRUE(store->SaveWorkflow(w, {{"etl", "etl", "Running", "", R"({"type":"DAG"})"},
+                                        {"etl", "etl-1", "Running", "etl-extract", "{}"}}).ok());
+    ASSERT_TRUE(store->SaveWorkflow(w, {{"etl", "etl-1", "Succeeded", "etl-extract", R"({"x":1})"}}).ok());
+    WorkflowRecord other = MakeWorkflow("other", "vision", 1001);
+    ASSERT_TRUE(store->CreateWorkflow(other).ok());
+    EXPECT_EQ(store->SaveWorkflow(other, {{"etl", "etl-9", "Running", "", "{}"}}).code(),
+              StatusCode::kInvalidArgument);
+  }
+  auto store = Open();  // as after a restart
+  auto nodes = store->ListWorkflowNodes("etl");
+  ASSERT_TRUE(nodes.ok());
+  ASSERT_EQ(nodes->size(), 2u);
+  EXPECT_EQ((*nodes)[1].phase, "Succeeded");
+  EXPECT_EQ((*nodes)[1].body, R"({"x":1})");
+  auto of_job = store->WorkflowNodeOfJob("etl-extract");
+  ASSERT_TRUE(of_job.ok());
+  ASSERT_TRUE(of_job->has_value());
+  EXPECT_EQ((*of_job)->id, "etl-1");
+  EXPECT_FALSE(store->WorkflowNodeOfJob("not-a-step")->has_value());
+  EXPECT_FALSE(store->WorkflowNodeOfJob("")->has_value());
+  ASSERT_TRUE(store->DeleteWorkflow("etl").ok());
+  EXPECT_TRUE(store->ListWorkflowNodes("etl")->empty());
+  EXPECT_FALSE(store->WorkflowNodeOfJob("etl-extract")->has_value());
+}
+
+TEST_F(WorkflowStoreTest, TemplatesAndCronWorkflowsAreKeptByKindAndName) {
+  auto store = Open();
+  WorkflowManifestRecord t{"WorkflowTemplate", "etl", "vision", "{}", FromUnixMillis(1),
+                           FromUnixMillis(1), 0};
+  ASSERT_TRUE(store->CreateWorkflowManifest(t).ok());
+  EXPECT_EQ(store->CreateWorkflowManifest(t).code(), StatusCode::kConflict);
+  WorkflowManifestRecord cron{"CronWorkflow", "etl", "nlp", "{}", FromUnixMillis(2),
+                              FromUnixMillis(2), 0};
+  ASSERT_TRUE(store->CreateWorkflowManifest(cron).ok()) << "the same name under another kind";
+  WorkflowManifestRecord stale = *store->GetWorkflowManifest("WorkflowTemplate", "etl");
+  t.body = R"({"spec":{}})";
+  t.updated_at = FromUnixMillis(5);
+  ASSERT_TRUE(store->UpdateWorkflowManifest(t).ok());
+  EXPECT_EQ(t.revision, 2);
+  stale.body = "{}";
+  EXPECT_EQ(store->UpdateWorkflowManifest(stale).code(), StatusCode::kConflict);
+  EXPECT_EQ(store->GetWorkflowManifest("WorkflowTemplate", "etl")->body, R"({"spec":{}})");
+  EXPECT_EQ(store->ListWorkflowManifests("WorkflowTemplate", "")->size(), 1u);
+  EXPECT_EQ(store->ListWorkflowManifests("CronWorkflow", "vision")->size(), 0u);
+  ASSERT_TRUE(store->DeleteWorkflowManifest("CronWorkflow", "etl").ok());
+  EXPECT_EQ(store->GetWorkflowManifest("CronWorkflow", "etl").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->DeleteWorkflowManifest("CronWorkflow", "etl").code(), StatusCode::kNotFound);
 }
 
 }  // namespace

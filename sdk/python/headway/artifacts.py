@@ -9,7 +9,8 @@ Both authenticate as the job (HEADWAY_URL, HEADWAY_JOB, HEADWAY_TOKEN), so the a
 belongs to the job's team, names the job (and its attempt) as its producer, and a load is
 recorded as a use: `headway artifacts lineage NAME` shows both. Bytes are streamed from
 and to disk, never held in memory; a download is checked against the artifact's SHA-256
-before it is moved into place. Unlike report(), these raise HeadwayError on failure:
+before it is moved into place. With an S3 store, large files go up in parts, four at a
+time, each bound to its MD5; a save cut off and tried again sends only the missing parts. Unlike report(), these raise HeadwayError on failure:
 a checkpoint that was not saved must not pass silently. Standard library only.
 """
 
@@ -23,6 +24,8 @@ import os
 import ssl
 import tarfile
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, Mapping, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
@@ -45,7 +48,12 @@ def _job_env() -> Tuple[str, str, str]:
 def _connection(url: str, timeout: float) -> Tuple[http.client.HTTPConnection, str]:
     parts = urlsplit(url)
     if parts.scheme == "https":
-        context = ssl.create_default_context(cafile=os.environ.get("HEADWAY_CA_FILE") or None)
+        # The control plane's CA (HEADWAY_CA_FILE, set by the platform); an object store
+        # reached with a presigned URL may have its own (AWS_CA_BUNDLE, as botocore reads it).
+        cafile = os.environ.get("HEADWAY_CA_FILE") or None
+        if not url.startswith(os.environ.get("HEADWAY_URL", "") or "\0"):
+            cafile = os.environ.get("AWS_CA_BUNDLE") or cafile
+        context = ssl.create_default_context(cafile=cafile)
         conn: http.client.HTTPConnection = http.client.HTTPSConnection(
             parts.hostname, parts.port, timeout=timeout, context=context)
     elif parts.scheme == "http":
@@ -97,6 +105,78 @@ def _digest(path: str) -> Tuple[str, str, int]:
     return "sha256:" + sha.hexdigest(), base64.b64encode(md5.digest()).decode("ascii"), size
 
 
+class _FileRange:
+    """`length` bytes of an open file from its current position, as a request body."""
+
+    def __init__(self, f: Any, length: int) -> None:
+        self._f, self._left = f, length
+
+    def read(self, n: int = -1) -> bytes:
+        if self._left <= 0:
+            return b""
+        block = self._f.read(self._left if n is None or n < 0 else min(n, self._left))
+        self._left -= len(block)
+        return block
+
+
+def _part_md5(path: str, offset: int, length: int) -> "hashlib._Hash":
+    md5 = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as f:
+        f.seek(offset)
+        left = length
+        while left > 0:
+            block = f.read(min(_CHUNK, left))
+            if not block:
+                raise HeadwayError(None, "DataLoss", "%s shrank while being uploaded" % path)
+            md5.update(block)
+            left -= len(block)
+    return md5
+
+
+def _upload_parts(version_url: str, auth: Mapping[str, str], path: str, size: int,
+                  plan: Mapping[str, Any], concurrency: int = 4) -> None:
+    """Sends the parts of a multipart upload the store does not hold yet, each with a
+    presigned request the server binds to its MD5."""
+    upload_id, part_size, count = plan["upload_id"], int(plan["part_size"]), int(plan["part_count"])
+    status, _, raw = _send(version_url + "/parts?upload_id=" + quote(upload_id, safe=""), "GET", auth)
+    stored = {p.get("number"): p for p in _check(status, raw).get("parts", [])}
+
+    def send(number: int) -> None:
+        offset = (number - 1) * part_size
+        length = part_size if number < count else size - offset
+        md5 = _part_md5(path, offset, length)
+        have = stored.get(number)
+        if have and have.get("size") == length and have.get("etag") == md5.hexdigest():
+            return
+        ask = {"upload_id": upload_id, "parts": [
+            {"number": number, "content_md5": base64.b64encode(md5.digest()).decode("ascii")}]}
+        status, _, raw = _send(version_url + "/parts", "POST",
+                               dict(auth, **{"Content-Type": "application/json"}),
+                               json.dumps(ask).encode("utf-8"))
+        request = _check(status, raw)["parts"][0]
+        headers = {"Content-Type": "application/octet-stream"}
+        headers.update(request.get("headers") or {})
+        headers["Content-Length"] = str(length)
+        for attempt in range(3):
+            try:
+                with open(path, "rb") as f:
+                    f.seek(offset)
+                    status, _, raw = _send(request["url"], request.get("method", "PUT"), headers,
+                                           _FileRange(f, length))
+            except OSError as e:
+                status, raw = 0, str(e).encode("utf-8")
+            if status < 300 or 400 <= status < 500:
+                break
+            time.sleep(0.25 * (attempt + 1))
+        if status >= 300 or status == 0:
+            raise HeadwayError(status or None, "UploadFailed", "part %d of %d: %s" % (
+                number, count, raw.decode("utf-8", "replace")[:300]))
+
+    with ThreadPoolExecutor(max_workers=max(1, min(concurrency, count))) as pool:
+        for _ in pool.map(send, range(1, count + 1)):
+            pass
+
+
 def save_artifact(path: str, name: str, *, kind: str = "checkpoint",
                   step: Optional[int] = None, metrics: Optional[Mapping[str, float]] = None,
                   labels: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
@@ -107,7 +187,7 @@ def save_artifact(path: str, name: str, *, kind: str = "checkpoint",
     auth = {"Authorization": "Bearer " + token, "X-Headway-Job": job}
     digest, content_md5, size = _digest(path)
     record: Dict[str, Any] = {"name": name, "kind": kind, "size": size, "digest": digest,
-                              "content_md5": content_md5}
+                              "content_md5": content_md5, "multipart": True}
     if step is not None:
         record["producer"] = {"step": int(step)}
     if metrics:
@@ -123,6 +203,14 @@ def save_artifact(path: str, name: str, *, kind: str = "checkpoint",
     upload = created.get("upload")
     if not upload:
         return created["artifact"]
+    a = created["artifact"]
+    version_url = "%s/api/v1/artifacts/%s/versions/%d" % (url, quote(a["name"], safe=""), a["version"])
+    if upload.get("multipart"):
+        _upload_parts(version_url, auth, path, size, upload["multipart"])
+        status, _, raw = _send(version_url + "/commit", "POST",
+                               dict(auth, **{"Content-Type": "application/json"}),
+                               json.dumps({"upload_id": upload["multipart"]["upload_id"]}).encode("utf-8"))
+        return _check(status, raw)
     headers = {"Content-Length": str(size), "Content-Type": "application/octet-stream"}
     headers.update(upload.get("headers") or {})
     target = upload["url"]
@@ -136,10 +224,7 @@ def save_artifact(path: str, name: str, *, kind: str = "checkpoint",
         return _check(status, raw)
     if status >= 300:
         raise HeadwayError(status, "UploadFailed", raw.decode("utf-8", "replace")[:300])
-    a = created["artifact"]
-    status, _, raw = _send("%s/api/v1/artifacts/%s/versions/%d/commit" % (url, quote(a["name"], safe=""),
-                                                                          a["version"]),
-                           "POST", auth)
+    status, _, raw = _send(version_url + "/commit", "POST", auth)
     return _check(status, raw)
 
 

@@ -202,6 +202,54 @@ const char* const kMigrations[] = {
     ) WITHOUT ROWID;
     CREATE INDEX artifact_uses_by_job ON artifact_uses(job);
     )sql",
+    // v12: workflows (manifest and status as JSON, the columns queries need,
+    // and labels for selectors), their nodes one row each, and the
+    // WorkflowTemplates and CronWorkflows.
+    R"sql(
+    CREATE TABLE workflows (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      name TEXT NOT NULL UNIQUE,
+      team TEXT NOT NULL,
+      uid TEXT NOT NULL,
+      created_by TEXT NOT NULL,
+      phase TEXT NOT NULL,
+      manifest TEXT NOT NULL,
+      status TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      started_at INTEGER,
+      finished_at INTEGER,
+      revision INTEGER NOT NULL
+    );
+    CREATE INDEX workflows_by_team ON workflows(team, seq);
+    CREATE INDEX workflows_by_phase ON workflows(phase, seq);
+    CREATE INDEX workflows_by_created ON workflows(created_at);
+    CREATE TABLE workflow_labels (
+      workflow TEXT NOT NULL,
+      key TEXT NOT NULL,
+      value TEXT NOT NULL,
+      PRIMARY KEY (workflow, key)
+    ) WITHOUT ROWID;
+    CREATE INDEX workflow_labels_by_pair ON workflow_labels(key, value);
+    CREATE TABLE workflow_nodes (
+      workflow TEXT NOT NULL,
+      id TEXT NOT NULL,
+      phase TEXT NOT NULL,
+      job TEXT NOT NULL DEFAULT '',
+      body TEXT NOT NULL,
+      PRIMARY KEY (workflow, id)
+    ) WITHOUT ROWID;
+    CREATE INDEX workflow_nodes_by_job ON workflow_nodes(job) WHERE job != '';
+    CREATE TABLE workflow_manifests (
+      kind TEXT NOT NULL,
+      name TEXT NOT NULL,
+      team TEXT NOT NULL,
+      body TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      updated_at INTEGER NOT NULL,
+      revision INTEGER NOT NULL,
+      PRIMARY KEY (kind, name)
+    ) WITHOUT ROWID;
+    )sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -904,6 +952,247 @@ class SqliteStore final : public Store {
     return ReadUses(q);
   }
 
+  Status CreateWorkflow(WorkflowRecord& w) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    Statement exists(db_, "SELECT 1 FROM workflows WHERE name = ?");
+    exists.Bind(1, w.name);
+    if (exists.Step()) {
+      (void)Exec("ROLLBACK");
+      return Conflict("workflow '" + w.name + "' already exists");
+    }
+    Statement insert(db_,
+                     "INSERT INTO workflows (name, team, uid, created_by, phase, manifest, status, "
+                     "created_at, started_at, finished_at, revision) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)");
+    BindWorkflow(insert, w);
+    if (!insert.Run()) return Rollback("insert workflow");
+    w.seq = sqlite3_last_insert_rowid(db_);
+    w.revision = 1;
+    Status s = WriteWorkflowLabels(w);
+    if (!s.ok()) return Rollback(s.message());
+    return Commit();
+  }
+
+  Status SaveWorkflow(WorkflowRecord& w, const std::vector<WorkflowNodeRecord>& nodes) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    Statement update(db_,
+                     "UPDATE workflows SET name = ?1, team = ?2, uid = ?3, created_by = ?4, "
+                     "phase = ?5, manifest = ?6, status = ?7, created_at = ?8, started_at = ?9, "
+                     "finished_at = ?10, revision = revision + 1 WHERE name = ?1 AND revision = ?11");
+    BindWorkflow(update, w);
+    update.Bind(11, w.revision);
+    if (!update.Run()) return Rollback("save workflow");
+    if (sqlite3_changes(db_) == 0) {
+      Statement exists(db_, "SELECT revision FROM workflows WHERE name = ?");
+      exists.Bind(1, w.name);
+      const bool found = exists.Step();
+      (void)Exec("ROLLBACK");
+      if (!found) return NotFound("workflow '" + w.name + "' not found");
+      return Conflict("workflow '" + w.name + "' changed since it was read (revision " +
+                      std::to_string(w.revision) + ", now " +
+                      std::to_string(exists.ColumnInt64(0)) + ")");
+    }
+    Status s = WriteWorkflowLabels(w);
+    Statement node(db_, "INSERT OR REPLACE INTO workflow_nodes (workflow, id, phase, job, body) "
+                        "VALUES (?, ?, ?, ?, ?)");
+    for (const WorkflowNodeRecord& n : nodes) {
+      if (!s.ok()) break;
+      if (n.workflow != w.name) {
+        s = InvalidArgument("node '" + n.id + "' is of workflow '" + n.workflow + "', not '" +
+                            w.name + "'");
+        break;
+      }
+      node.Reset();
+      node.Bind(1, n.workflow);
+      node.Bind(2, n.id);
+      node.Bind(3, n.phase);
+      node.Bind(4, n.job);
+      node.Bind(5, n.body);
+      if (!node.Run()) s = Unavailable("save workflow node: " + LastError());
+    }
+    if (!s.ok()) {
+      (void)Exec("ROLLBACK");
+      return s;
+    }
+    HEADWAY_RETURN_IF_ERROR(Commit());
+    ++w.revision;
+    return Status::Ok();
+  }
+
+  Result<WorkflowRecord> GetWorkflow(std::string_view name) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, std::string(kSelectWorkflow) + " WHERE name = ?");
+    q.Bind(1, std::string(name));
+    if (!q.Step()) {
+      if (q.failed()) return Unavailable("read workflow: " + LastError());
+      return NotFound("workflow '" + std::string(name) + "' not found");
+    }
+    WorkflowRecord w = ReadWorkflow(q);
+    HEADWAY_RETURN_IF_ERROR(ReadWorkflowLabels(w));
+    return w;
+  }
+
+  Result<std::vector<WorkflowRecord>> ListWorkflows(const WorkflowFilter& filter) override {
+    std::lock_guard lock(mu_);
+    std::string sql = std::string(kSelectWorkflow) + " WHERE 1";
+    if (!filter.team.empty()) sql += " AND team = ?1";
+    if (filter.phase) sql += " AND phase = ?2";
+    if (filter.finished_only) sql += " AND finished_at IS NOT NULL";
+    if (filter.active_only) sql += " AND finished_at IS NULL";
+    if (filter.created_after) sql += " AND created_at > ?3";
+    if (filter.created_before) sql += " AND created_at < ?4";
+    if (filter.before_seq > 0) sql += " AND seq < ?5";
+    int next = 6;
+    for (std::size_t i = 0; i < filter.labels.size(); ++i, next += 2) {
+      sql += " AND EXISTS (SELECT 1 FROM workflow_labels l WHERE l.workflow = workflows.name "
+             "AND l.key = ?" + std::to_string(next) + " AND l.value = ?" +
+             std::to_string(next + 1) + ")";
+    }
+    sql += " ORDER BY seq DESC";
+    if (filter.limit > 0) sql += " LIMIT " + std::to_string(filter.limit);
+    Statement q(db_, sql);
+    if (!filter.team.empty()) q.Bind(1, filter.team);
+    if (filter.phase) q.Bind(2, *filter.phase);
+    if (filter.created_after) q.Bind(3, ToUnixMillis(*filter.created_after));
+    if (filter.created_before) q.Bind(4, ToUnixMillis(*filter.created_before));
+    if (filter.before_seq > 0) q.Bind(5, filter.before_seq);
+    next = 6;
+    for (const auto& [key, value] : filter.labels) {
+      q.Bind(next++, key);
+      q.Bind(next++, value);
+    }
+    std::vector<WorkflowRecord> out;
+    while (q.Step()) out.push_back(ReadWorkflow(q));
+    if (q.failed()) return Unavailable("list workflows: " + LastError());
+    for (WorkflowRecord& w : out) HEADWAY_RETURN_IF_ERROR(ReadWorkflowLabels(w));
+    return out;
+  }
+
+  Status DeleteWorkflow(std::string_view name) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    const std::string workflow(name);
+    Statement del(db_, "DELETE FROM workflows WHERE name = ?");
+    del.Bind(1, workflow);
+    if (!del.Run()) return Rollback("delete workflow");
+    if (sqlite3_changes(db_) == 0) {
+      (void)Exec("ROLLBACK");
+      return NotFound("workflow '" + workflow + "' not found");
+    }
+    for (const char* table : {"workflow_labels", "workflow_nodes"}) {
+      Statement q(db_, std::string("DELETE FROM ") + table + " WHERE workflow = ?");
+      q.Bind(1, workflow);
+      if (!q.Run()) return Rollback(std::string("delete from ") + table);
+    }
+    return Commit();
+  }
+
+  Result<std::vector<WorkflowNodeRecord>> ListWorkflowNodes(std::string_view workflow) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "SELECT workflow, id, phase, job, body FROM workflow_nodes "
+                     "WHERE workflow = ? ORDER BY id");
+    q.Bind(1, std::string(workflow));
+    std::vector<WorkflowNodeRecord> out;
+    while (q.Step()) out.push_back(ReadWorkflowNode(q));
+    if (q.failed()) return Unavailable("list workflow nodes: " + LastError());
+    return out;
+  }
+
+  Result<std::optional<WorkflowNodeRecord>> WorkflowNodeOfJob(std::string_view job) override {
+    std::lock_guard lock(mu_);
+    if (job.empty()) return std::optional<WorkflowNodeRecord>();
+    Statement q(db_, "SELECT workflow, id, phase, job, body FROM workflow_nodes WHERE job = ? "
+                     "LIMIT 1");
+    q.Bind(1, std::string(job));
+    if (!q.Step()) {
+      if (q.failed()) return Unavailable("find workflow node: " + LastError());
+      return std::optional<WorkflowNodeRecord>();
+    }
+    return std::optional<WorkflowNodeRecord>(ReadWorkflowNode(q));
+  }
+
+  Status CreateWorkflowManifest(WorkflowManifestRecord& m) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "INSERT INTO workflow_manifests (kind, name, team, body, created_at, "
+                     "updated_at, revision) VALUES (?, ?, ?, ?, ?, ?, 1)");
+    q.Bind(1, m.kind);
+    q.Bind(2, m.name);
+    q.Bind(3, m.team);
+    q.Bind(4, m.body);
+    q.Bind(5, ToUnixMillis(m.created_at));
+    q.Bind(6, ToUnixMillis(m.updated_at));
+    if (!q.Run()) {
+      if (sqlite3_extended_errcode(db_) == SQLITE_CONSTRAINT_PRIMARYKEY) {
+        return Conflict(m.kind + " '" + m.name + "' already exists");
+      }
+      return Unavailable("create " + m.kind + ": " + LastError());
+    }
+    m.revision = 1;
+    return Status::Ok();
+  }
+
+  Status UpdateWorkflowManifest(WorkflowManifestRecord& m) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "UPDATE workflow_manifests SET team = ?, body = ?, updated_at = ?, "
+                     "revision = revision + 1 WHERE kind = ? AND name = ? AND revision = ?");
+    q.Bind(1, m.team);
+    q.Bind(2, m.body);
+    q.Bind(3, ToUnixMillis(m.updated_at));
+    q.Bind(4, m.kind);
+    q.Bind(5, m.name);
+    q.Bind(6, m.revision);
+    if (!q.Run()) return Unavailable("update " + m.kind + ": " + LastError());
+    if (sqlite3_changes(db_) == 0) {
+      Statement exists(db_, "SELECT 1 FROM workflow_manifests WHERE kind = ? AND name = ?");
+      exists.Bind(1, m.kind);
+      exists.Bind(2, m.name);
+      if (!exists.Step()) return NotFound(m.kind + " '" + m.name + "' not found");
+      return Conflict(m.kind + " '" + m.name + "' changed since it was read");
+    }
+    ++m.revision;
+    return Status::Ok();
+  }
+
+  Result<WorkflowManifestRecord> GetWorkflowManifest(std::string_view kind,
+                                                     std::string_view name) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, std::string(kSelectManifest) + " WHERE kind = ? AND name = ?");
+    q.Bind(1, std::string(kind));
+    q.Bind(2, std::string(name));
+    if (!q.Step()) {
+      if (q.failed()) return Unavailable("read " + std::string(kind) + ": " + LastError());
+      return NotFound(std::string(kind) + " '" + std::string(name) + "' not found");
+    }
+    return ReadManifest(q);
+  }
+
+  Result<std::vector<WorkflowManifestRecord>> ListWorkflowManifests(std::string_view kind,
+                                                                    std::string_view team) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, std::string(kSelectManifest) + " WHERE kind = ?1" +
+                         (team.empty() ? "" : " AND team = ?2") + " ORDER BY name");
+    q.Bind(1, std::string(kind));
+    if (!team.empty()) q.Bind(2, std::string(team));
+    std::vector<WorkflowManifestRecord> out;
+    while (q.Step()) out.push_back(ReadManifest(q));
+    if (q.failed()) return Unavailable("list " + std::string(kind) + ": " + LastError());
+    return out;
+  }
+
+  Status DeleteWorkflowManifest(std::string_view kind, std::string_view name) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "DELETE FROM workflow_manifests WHERE kind = ? AND name = ?");
+    q.Bind(1, std::string(kind));
+    q.Bind(2, std::string(name));
+    if (!q.Run()) return Unavailable("delete " + std::string(kind) + ": " + LastError());
+    if (sqlite3_changes(db_) == 0) {
+      return NotFound(std::string(kind) + " '" + std::string(name) + "' not found");
+    }
+    return Status::Ok();
+  }
+
   Status AddLogFile(const LogFile& log) override {
     std::lock_guard lock(mu_);
     Statement q(db_,
@@ -1140,6 +1429,83 @@ class SqliteStore final : public Store {
     } else {
       q.BindNull(i);
     }
+  }
+
+  static constexpr const char* kSelectWorkflow =
+      "SELECT seq, name, team, uid, created_by, phase, manifest, status, created_at, started_at, "
+      "finished_at, revision FROM workflows";
+  static constexpr const char* kSelectManifest =
+      "SELECT kind, name, team, body, created_at, updated_at, revision FROM workflow_manifests";
+
+  // Binds ?1..?10 in kSelectWorkflow's order, without seq and revision.
+  static void BindWorkflow(Statement& q, const WorkflowRecord& w) {
+    q.Bind(1, w.name);
+    q.Bind(2, w.team);
+    q.Bind(3, w.uid);
+    q.Bind(4, w.created_by);
+    q.Bind(5, w.phase);
+    q.Bind(6, w.manifest);
+    q.Bind(7, w.status);
+    q.Bind(8, ToUnixMillis(w.created_at));
+    q.BindOptional(9, Millis(w.started_at));
+    q.BindOptional(10, Millis(w.finished_at));
+  }
+
+  static WorkflowRecord ReadWorkflow(const Statement& q) {
+    WorkflowRecord w;
+    w.seq = q.ColumnInt64(0);
+    w.name = q.ColumnText(1);
+    w.team = q.ColumnText(2);
+    w.uid = q.ColumnText(3);
+    w.created_by = q.ColumnText(4);
+    w.phase = q.ColumnText(5);
+    w.manifest = q.ColumnText(6);
+    w.status = q.ColumnText(7);
+    w.created_at = FromUnixMillis(q.ColumnInt64(8));
+    if (!q.IsNull(9)) w.started_at = FromUnixMillis(q.ColumnInt64(9));
+    if (!q.IsNull(10)) w.finished_at = FromUnixMillis(q.ColumnInt64(10));
+    w.revision = q.ColumnInt64(11);
+    return w;
+  }
+
+  static WorkflowNodeRecord ReadWorkflowNode(const Statement& q) {
+    return {q.ColumnText(0), q.ColumnText(1), q.ColumnText(2), q.ColumnText(3), q.ColumnText(4)};
+  }
+
+  static WorkflowManifestRecord ReadManifest(const Statement& q) {
+    WorkflowManifestRecord m;
+    m.kind = q.ColumnText(0);
+    m.name = q.ColumnText(1);
+    m.team = q.ColumnText(2);
+    m.body = q.ColumnText(3);
+    m.created_at = FromUnixMillis(q.ColumnInt64(4));
+    m.updated_at = FromUnixMillis(q.ColumnInt64(5));
+    m.revision = q.ColumnInt64(6);
+    return m;
+  }
+
+  // Replaces the workflow's labels; inside the caller's transaction.
+  Status WriteWorkflowLabels(const WorkflowRecord& w) {
+    Statement clear(db_, "DELETE FROM workflow_labels WHERE workflow = ?");
+    clear.Bind(1, w.name);
+    if (!clear.Run()) return Unavailable("write workflow labels: " + LastError());
+    Statement insert(db_, "INSERT INTO workflow_labels (workflow, key, value) VALUES (?, ?, ?)");
+    for (const auto& [key, value] : w.labels) {
+      insert.Reset();
+      insert.Bind(1, w.name);
+      insert.Bind(2, key);
+      insert.Bind(3, value);
+      if (!insert.Run()) return Unavailable("write workflow labels: " + LastError());
+    }
+    return Status::Ok();
+  }
+
+  Status ReadWorkflowLabels(WorkflowRecord& w) {
+    Statement q(db_, "SELECT key, value FROM workflow_labels WHERE workflow = ?");
+    q.Bind(1, w.name);
+    while (q.Step()) w.labels[q.ColumnText(0)] = q.ColumnText(1);
+    if (q.failed()) return Unavailable("read workflow labels: " + LastError());
+    return Status::Ok();
   }
 
   static std::optional<std::int64_t> Millis(const std::optional<Time>& t) {

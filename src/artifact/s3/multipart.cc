@@ -1,4 +1,4 @@
-#include "artifact/multipart.h"
+#include "artifact/s3/multipart.h"
 
 #include <openssl/evp.h>
 

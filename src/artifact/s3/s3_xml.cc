@@ -1,4 +1,4 @@
-#include "artifact/s3_xml.h"
+#include "artifact/s3/s3_xml.h"
 
 #include <expat.h>
 

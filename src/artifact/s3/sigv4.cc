@@ -1,4 +1,4 @@
-#include "artifact/sigv4.h"
+#include "artifact/s3/sigv4.h"
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>

@@ -1,6 +1,6 @@
 // A client for S3 and S3-compatible object stores (MinIO, Ceph RGW, OpenStack
 // Swift's s3api), over libcurl, signing every request itself with SigV4
-// (artifact/sigv4.h).
+// (artifact/s3/sigv4.h).
 //
 // Bodies stream between files and the network: nothing holds a whole object
 // in memory. By default every upload's payload is signed: the file range is
@@ -38,8 +38,8 @@
 #include <string>
 #include <vector>
 
-#include "artifact/s3_xml.h"
-#include "artifact/sigv4.h"
+#include "artifact/s3/s3_xml.h"
+#include "artifact/s3/sigv4.h"
 #include "core/status.h"
 #include "core/time.h"
 

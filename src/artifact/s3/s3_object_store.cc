@@ -1,6 +1,6 @@
-#include "artifact/s3_object_store.h"
+#include "artifact/s3/s3_object_store.h"
 
-#include "artifact/sigv4.h"
+#include "artifact/s3/sigv4.h"
 
 namespace headway {
 namespace {

@@ -1,5 +1,5 @@
 // ObjectStore in a bucket of an S3-compatible store (AWS S3, MinIO, Ceph
-// RGW, OpenStack Swift's s3api), through the S3 client (artifact/s3_client.h).
+// RGW, OpenStack Swift's s3api), through the S3 client (artifact/s3/s3_client.h).
 // Clients move the bytes themselves with presigned URLs: a PUT bound to its
 // bytes by Content-MD5 and Content-Length (up to 5 GiB, S3's limit for one
 // PUT), the parts of a multipart upload bound the same way (any size, and
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "artifact/object_store.h"
-#include "artifact/s3_client.h"
+#include "artifact/s3/s3_client.h"
 #include "core/time.h"
 
 namespace headway {

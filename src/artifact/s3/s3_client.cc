@@ -1,4 +1,4 @@
-#include "artifact/s3_client.h"
+#include "artifact/s3/s3_client.h"
 
 #include <curl/curl.h>
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "artifact/file_digest.h"
-#include "artifact/multipart.h"
+#include "artifact/s3/multipart.h"
 
 namespace headway {
 namespace internal {
