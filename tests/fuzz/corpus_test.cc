@@ -36,6 +36,9 @@ TEST(FuzzCorpus, KubeflowStatus) { EXPECT_GT(Replay("kubeflow_status", &FuzzKube
 TEST(FuzzCorpus, HttpRequest) { EXPECT_GT(Replay("http_request", &FuzzHttpRequest), 0); }
 TEST(FuzzCorpus, S3Xml) { EXPECT_GT(Replay("s3_xml", &FuzzS3Xml), 0); }
 TEST(FuzzCorpus, ArtifactRecord) { EXPECT_GT(Replay("artifact_record", &FuzzArtifactRecord), 0); }
+TEST(FuzzCorpus, WorkflowManifest) {
+  EXPECT_GT(Replay("workflow_manifest", &FuzzWorkflowManifest), 0);
+}
 
 }  // namespace
 }  // namespace headway::fuzz

@@ -14,6 +14,7 @@
 #include "core/job_spec_parser.h"
 #include "core/progress_report.h"
 #include "hpo/experiment_spec.h"
+#include "workflow/manifest.h"
 
 #define FUZZ_CHECK(condition)                                                   \
   do {                                                                          \
@@ -178,6 +179,20 @@ void FuzzArtifactRecord(const std::uint8_t* data, std::size_t size) {
   FUZZ_CHECK(IsValidDigest(artifact->digest));
   FUZZ_CHECK(ObjectKey(*artifact).find("..") == std::string::npos);
   (void)api::ArtifactToJson(*artifact).dump();
+}
+
+void FuzzWorkflowManifest(const std::uint8_t* data, std::size_t size) {
+  auto manifest = workflow::ParseManifest(Text(data, size));
+  if (!manifest.ok()) {
+    FUZZ_CHECK(!manifest.status().message().empty());
+    return;
+  }
+  // What is accepted writes back as Argo JSON that reads back the same.
+  if (const auto* w = std::get_if<workflow::Workflow>(&manifest->resource)) {
+    auto again = workflow::ParseManifest(workflow::ToJson(*w).dump());
+    FUZZ_CHECK(again.ok());
+    FUZZ_CHECK(std::get<workflow::Workflow>(again->resource) == *w);
+  }
 }
 
 void FuzzS3Xml(const std::uint8_t* data, std::size_t size) {

@@ -26,5 +26,7 @@ void FuzzHttpRequest(const std::uint8_t* data, std::size_t size);
 void FuzzArtifactRecord(const std::uint8_t* data, std::size_t size);
 // An S3 server's XML answer (artifact/s3/s3_xml.h): listings, multipart, errors.
 void FuzzS3Xml(const std::uint8_t* data, std::size_t size);
+// An Argo manifest (workflow/manifest.h): Workflow, WorkflowTemplate, CronWorkflow.
+void FuzzWorkflowManifest(const std::uint8_t* data, std::size_t size);
 
 }  // namespace headway::fuzz
