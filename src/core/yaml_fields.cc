@@ -1,5 +1,10 @@
 #include "core/yaml_fields.h"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
+#include <sstream>
+
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -191,6 +196,48 @@ std::optional<std::size_t> FirstNonText(std::string_view text) {
 }
 
 }  // namespace
+
+namespace {
+
+// Takes the events of a document and does nothing with them.
+class IgnoreEvents final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+}  // namespace
+
+Result<std::vector<YAML::Node>> LoadAll(std::string_view text, std::size_t max_documents) {
+  auto first = Load(text);  // UTF-8 and syntax errors, with their line
+  if (!first.ok()) return first.status();
+  try {
+    std::istringstream stream{std::string(text)};
+    YAML::Parser parser(stream);
+    IgnoreEvents ignore;
+    std::size_t documents = 0;
+    while (parser.HandleNextDocument(ignore)) {
+      if (++documents > max_documents) {
+        return InvalidArgument("more than " + std::to_string(max_documents) +
+                               " YAML documents (or a stream whose documents do not end)");
+      }
+    }
+    return YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    Status s = InvalidArgument("not valid YAML or JSON: " + e.msg);
+    s.WithField("spec", e.mark.line >= 0 ? std::optional<int>(e.mark.line + 1) : std::nullopt);
+    return s;
+  }
+}
 
 Result<YAML::Node> Load(std::string_view document) {
   // yaml-cpp passes invalid UTF-8 and control bytes through; a spec must be

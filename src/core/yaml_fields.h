@@ -72,6 +72,12 @@ FieldHandler Ignore();
 // Loads a document; InvalidArgument with the line for malformed YAML/JSON.
 Result<YAML::Node> Load(std::string_view document);
 
+// Loads every document of a stream ("---" between them), at most
+// `max_documents`. yaml-cpp 0.7's LoadAll never returns on some malformed
+// streams (its parser keeps yielding empty documents): the documents are
+// counted first, and a stream past the limit is refused, never loaded.
+Result<std::vector<YAML::Node>> LoadAll(std::string_view text, std::size_t max_documents);
+
 // A job spec from a YAML map. Field paths in errors start with `prefix`
 // ("" for a job document, "trial_template" inside an experiment). Without
 // `name_required` a missing name is allowed (left empty).

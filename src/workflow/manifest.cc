@@ -13,6 +13,9 @@
 namespace headway::workflow {
 namespace {
 
+// Documents in one stream (ParseManifests).
+constexpr std::size_t kMaxDocuments = 1000;
+
 using nlohmann::json;
 using yaml_fields::FieldError;
 using yaml_fields::IsQuoted;
@@ -270,7 +273,9 @@ Handler IntOrStr(std::optional<IntOrString>& out) {
     if (!IsQuoted(node) && !is_int && text.find("{{") == std::string::npos) {
       return FieldError(path, node, "must be an integer or a quoted string, got '" + text + "'");
     }
-    out = IntOrString{text, is_int};
+    // A number is kept in its plain decimal form ("09" is 9), as it is
+    // written back.
+    out = IntOrString{is_int ? std::to_string(value) : text, is_int};
     return Status::Ok();
   };
 }
@@ -1505,18 +1510,14 @@ Result<std::vector<YAML::Node>> LoadDocuments(std::string_view text) {
     if (first->IsNull()) return InvalidArgument("the manifest is empty");
     return std::vector<YAML::Node>{*first};
   }
-  try {
-    std::vector<YAML::Node> documents;
-    for (auto& doc : YAML::LoadAll(std::string(text))) {
-      if (!doc.IsNull()) documents.push_back(std::move(doc));
-    }
-    if (documents.empty()) return InvalidArgument("the manifest is empty");
-    return documents;
-  } catch (const YAML::Exception& e) {
-    Status s = InvalidArgument("not valid YAML or JSON: " + e.msg);
-    return s.WithField("spec",
-                       e.mark.line >= 0 ? std::optional<int>(e.mark.line + 1) : std::nullopt);
+  auto all = yaml_fields::LoadAll(text, kMaxDocuments);
+  if (!all.ok()) return all.status();
+  std::vector<YAML::Node> documents;
+  for (auto& doc : *all) {
+    if (!doc.IsNull()) documents.push_back(std::move(doc));
   }
+  if (documents.empty()) return InvalidArgument("the manifest is empty");
+  return documents;
 }
 
 Result<Manifest> ParseDocument(const YAML::Node& root) {

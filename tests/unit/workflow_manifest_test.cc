@@ -892,6 +892,17 @@ TEST(WorkflowManifestLimits, RefusesTooManyTemplatesAndTasks) {
   EXPECT_EQ(s.field(), "spec.templates[0].dag.tasks[19999]");
 }
 
+// yaml-cpp 0.7's LoadAll never returns on this stream (found by fuzzing).
+TEST(WorkflowManifestLimits, AStreamWhoseDocumentsNeverEndIsRefused) {
+  const std::string text =
+      "{\"generateName\": \"hello-world-json-\"},\n  \"spec\"\": \"count\", \"value\": \"3\"}"
+      "argoproj   {\"parameters\": [{kinde\": \"count\"}]},tty     \"retryStrategy\"et.io/v1alpha1\n"
+      "kind: Wor\nkind: Workflow\n---adata:\n  generse";
+  auto parsed = ParseManifests(text);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), HasSubstr("documents"));
+}
+
 TEST(WorkflowManifestLimits, RefusesAliasBombs) {
   std::string bomb =
       "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: wf}\nspec:\n"
