@@ -114,17 +114,7 @@ std::string FormatGoFloat(double value) {
 
 namespace {
 
-enum class TaskResult {
-  kBare,
-  kSucceeded,
-  kFailed,
-  kErrored,
-  kSkipped,
-  kOmitted,
-  kDaemoned,
-  kAnySucceeded,
-  kAllFailed
-};
+using TaskResult = DependsExpr::ResultKind;
 
 std::optional<TaskResult> ParseTaskResult(std::string_view s) {
   static const std::pair<std::string_view, TaskResult> kResults[] = {
@@ -143,14 +133,6 @@ bool IsTaskNameStart(char c) { return IsAsciiAlpha(c) || IsAsciiDigit(c); }
 bool IsTaskNameChar(char c) { return IsTaskNameStart(c) || c == '-' || c == '_'; }
 
 }  // namespace
-
-struct DependsExpr::Node {
-  enum Kind { kOperand, kNot, kAnd, kOr } kind = kOperand;
-  std::string task;
-  TaskResult result = TaskResult::kBare;
-  int left = -1;
-  int right = -1;
-};
 
 namespace {
 

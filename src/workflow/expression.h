@@ -85,7 +85,17 @@ class DependsExpr {
 
   const std::string& text() const { return text_; }
 
-  struct Node;  // defined in expression.cc
+  // The parsed form (an implementation detail, public only so the class
+  // stays copyable without indirection).
+  enum class ResultKind { kBare, kSucceeded, kFailed, kErrored, kSkipped, kOmitted, kDaemoned,
+                      kAnySucceeded, kAllFailed };
+  struct Node {
+    enum Kind { kOperand, kNot, kAnd, kOr } kind = kOperand;
+    std::string task;
+    ResultKind result = ResultKind::kBare;
+    int left = -1;
+    int right = -1;
+  };
 
  private:
   std::string text_;
