@@ -6,13 +6,12 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 #include <set>
 #include <utility>
 #include <variant>
-
-#include <nlohmann/json.hpp>
 
 namespace headway::workflow {
 
@@ -103,8 +102,8 @@ std::string FormatGoFloat(double value) {
   int point = 0;
   ShortestDigits(value, &digits, &point);
   int exp = point - 1;
-  std::string body = (exp < -4 || exp >= 6) ? ExpFromDigits(digits, point, 2)
-                                            : FixedFromDigits(digits, point);
+  std::string body =
+      (exp < -4 || exp >= 6) ? ExpFromDigits(digits, point, 2) : FixedFromDigits(digits, point);
   return value < 0 ? "-" + body : body;
 }
 
@@ -118,9 +117,9 @@ using TaskResult = DependsExpr::ResultKind;
 
 std::optional<TaskResult> ParseTaskResult(std::string_view s) {
   static const std::pair<std::string_view, TaskResult> kResults[] = {
-      {"Succeeded", TaskResult::kSucceeded},   {"Failed", TaskResult::kFailed},
-      {"Errored", TaskResult::kErrored},       {"Skipped", TaskResult::kSkipped},
-      {"Omitted", TaskResult::kOmitted},       {"Daemoned", TaskResult::kDaemoned},
+      {"Succeeded", TaskResult::kSucceeded},       {"Failed", TaskResult::kFailed},
+      {"Errored", TaskResult::kErrored},           {"Skipped", TaskResult::kSkipped},
+      {"Omitted", TaskResult::kOmitted},           {"Daemoned", TaskResult::kDaemoned},
       {"AnySucceeded", TaskResult::kAnySucceeded}, {"AllFailed", TaskResult::kAllFailed},
   };
   for (const auto& [name, r] : kResults) {
@@ -205,8 +204,8 @@ class DependsParser {
     if (!root.ok()) return root.status();
     if (Peek().kind != DependsToken::kEnd) {
       const auto& t = Peek();
-      return Err(t.pos, t.kind == DependsToken::kRParen ? "unbalanced ')'"
-                                                        : "expected '&&' or '||'");
+      return Err(t.pos,
+                 t.kind == DependsToken::kRParen ? "unbalanced ')'" : "expected '&&' or '||'");
     }
     return root;
   }
@@ -494,9 +493,9 @@ struct GToken {
 
 struct GNode {
   enum Kind { kLiteral, kList, kUnary, kBinary } kind = kLiteral;
-  GValue value;         // kLiteral
-  std::string op;       // kUnary, kBinary
-  size_t pos = 0;       // operator position
+  GValue value;    // kLiteral
+  std::string op;  // kUnary, kBinary
+  size_t pos = 0;  // operator position
   std::vector<int> kids;
 };
 
@@ -546,9 +545,8 @@ class WhenParser {
         return Err(start, "unsupported: [escaped] parameter names (quote the text instead)");
       }
       if (IsLetter(c)) {
-        while (i < text_.size() &&
-               (IsLetter(text_[i]) || IsAsciiDigit(text_[i]) || text_[i] == '_' ||
-                text_[i] == '.')) {
+        while (i < text_.size() && (IsLetter(text_[i]) || IsAsciiDigit(text_[i]) ||
+                                    text_[i] == '_' || text_[i] == '.')) {
           ++i;
         }
         std::string w(text_.substr(start, i - start));
@@ -601,17 +599,17 @@ class WhenParser {
         ++i;
       }
       std::string op(text_.substr(start, i - start));
-      static const std::set<std::string> kOps = {"==", "!=", ">",  ">=", "<", "<=", "=~",
-                                                 "!~", "&&", "||", "+",  "-", "*",  "/",
-                                                 "%",  "**", "!"};
-      static const std::set<std::string> kUnsupported = {"&", "|",  "^", "<<", ">>",
-                                                         "~", "?",  ":", "??"};
+      static const std::set<std::string> kOps = {"==", "!=", ">", ">=", "<", "<=", "=~", "!~", "&&",
+                                                 "||", "+",  "-", "*",  "/", "%",  "**", "!"};
+      static const std::set<std::string> kUnsupported = {"&", "|", "^", "<<", ">>",
+                                                         "~", "?", ":", "??"};
       if (kOps.count(op)) {
         tokens_.push_back({GToken::kOp, start, op});
       } else if (kUnsupported.count(op)) {
         return Err(start, "unsupported operator '" + op + "'");
       } else {
-        return Err(start, "invalid token '" + op + "' (hint: try wrapping the affected text in quotes)");
+        return Err(start,
+                   "invalid token '" + op + "' (hint: try wrapping the affected text in quotes)");
       }
     }
     tokens_.push_back({GToken::kEnd, text_.size(), {}});
@@ -872,7 +870,6 @@ Result<bool> EvaluateWhen(std::string_view expression) {
   return v->b;
 }
 
-
 // ===========================================================================
 // {{= ...}} expression tags (expr-lang subset)
 // ===========================================================================
@@ -1062,9 +1059,8 @@ class ExprEvaluator {
         continue;
       }
       if (IsAsciiAlpha(c) || c == '_' || c == '$') {
-        while (i < text_.size() &&
-               (IsAsciiAlpha(text_[i]) || IsAsciiDigit(text_[i]) || text_[i] == '_' ||
-                text_[i] == '$')) {
+        while (i < text_.size() && (IsAsciiAlpha(text_[i]) || IsAsciiDigit(text_[i]) ||
+                                    text_[i] == '_' || text_[i] == '$')) {
           ++i;
         }
         tokens_.push_back({XToken::kIdent, start, std::string(text_.substr(start, i - start))});
@@ -1134,9 +1130,7 @@ class ExprEvaluator {
 
  private:
   const XToken& Peek() const { return tokens_[next_]; }
-  bool IsOp(std::string_view o) const {
-    return Peek().kind == XToken::kOp && Peek().text == o;
-  }
+  bool IsOp(std::string_view o) const { return Peek().kind == XToken::kOp && Peek().text == o; }
   bool IsWord(std::string_view w) const {
     return Peek().kind == XToken::kIdent && Peek().text == w;
   }
@@ -1145,8 +1139,8 @@ class ExprEvaluator {
     return ErrorAt("expression", text_, pos, std::move(message));
   }
   Status Unsupported(size_t pos, std::string what) const {
-    return Err(pos, "unsupported expression: " + what +
-                        " (Headway evaluates a subset of expr-lang)");
+    return Err(pos,
+               "unsupported expression: " + what + " (Headway evaluates a subset of expr-lang)");
   }
   Status Unexpected(const XToken& t) const {
     if (t.kind == XToken::kEnd) return Err(t.pos, "unexpected end of expression");
@@ -1156,8 +1150,8 @@ class ExprEvaluator {
     return Err(t.pos, "unexpected '" + t.text + "'");
   }
   Status Mismatch(size_t pos, std::string_view op, const XValue& a, const XValue& b) const {
-    return Err(pos, "invalid operation: " + std::string(op) + " (mismatched types " +
-                        TypeName(a) + " and " + TypeName(b) + ")");
+    return Err(pos, "invalid operation: " + std::string(op) + " (mismatched types " + TypeName(a) +
+                        " and " + TypeName(b) + ")");
   }
 
   Result<XValue> Ternary(bool skip, int depth) {
@@ -1195,8 +1189,7 @@ class ExprEvaluator {
     if (t.kind == XToken::kIdent) {
       if (o == "or") return 0;
       if (o == "and") return 1;
-      if (o == "in" || o == "contains" || o == "startsWith" || o == "endsWith" ||
-          o == "matches") {
+      if (o == "in" || o == "contains" || o == "startsWith" || o == "endsWith" || o == "matches") {
         return 2;
       }
       return -1;
@@ -1294,9 +1287,12 @@ class ExprEvaluator {
     }
     if (!l.numeric() || !r.numeric()) return Mismatch(pos, op, l, r);
     bool ints = l.type == XValue::kInt && r.type == XValue::kInt;
-    if (op == "+") return ints ? XValue::Int(l.i + r.i) : XValue::Float(l.AsDouble() + r.AsDouble());
-    if (op == "-") return ints ? XValue::Int(l.i - r.i) : XValue::Float(l.AsDouble() - r.AsDouble());
-    if (op == "*") return ints ? XValue::Int(l.i * r.i) : XValue::Float(l.AsDouble() * r.AsDouble());
+    if (op == "+")
+      return ints ? XValue::Int(l.i + r.i) : XValue::Float(l.AsDouble() + r.AsDouble());
+    if (op == "-")
+      return ints ? XValue::Int(l.i - r.i) : XValue::Float(l.AsDouble() - r.AsDouble());
+    if (op == "*")
+      return ints ? XValue::Int(l.i * r.i) : XValue::Float(l.AsDouble() * r.AsDouble());
     if (op == "/") return XValue::Float(l.AsDouble() / r.AsDouble());
     if (op == "%") {
       if (!ints) return Mismatch(pos, op, l, r);
@@ -1311,14 +1307,16 @@ class ExprEvaluator {
     const XToken t = Peek();
     bool neg = t.kind == XToken::kOp && t.text == "-";
     bool plus = t.kind == XToken::kOp && t.text == "+";
-    bool inv = (t.kind == XToken::kOp && t.text == "!") || (t.kind == XToken::kIdent && t.text == "not");
+    bool inv =
+        (t.kind == XToken::kOp && t.text == "!") || (t.kind == XToken::kIdent && t.text == "not");
     if (!neg && !plus && !inv) return Postfix(skip, depth + 1);
     ++next_;
     auto v = Unary(skip, depth + 1);
     if (!v.ok() || skip) return v;
     if (inv) {
       if (v->type != XValue::kBool) {
-        return Err(t.pos, std::string("invalid operation: ! (mismatched type ") + TypeName(*v) + ")");
+        return Err(t.pos,
+                   std::string("invalid operation: ! (mismatched type ") + TypeName(*v) + ")");
       }
       return XValue::Bool(!v->b);
     }
@@ -1417,17 +1415,17 @@ class ExprEvaluator {
     }
     auto it = vars_.find(path);
     if (it == vars_.end()) {
-      return Status(StatusCode::kNotFound,
-                    "expression '" + std::string(text_) + "': variable '" + path +
-                        "' is not defined (at position " + std::to_string(t.pos) + ")");
+      return Status(StatusCode::kNotFound, "expression '" + std::string(text_) + "': variable '" +
+                                               path + "' is not defined (at position " +
+                                               std::to_string(t.pos) + ")");
     }
     if (skip) return XValue();
     return XValue::Str(it->second);
   }
 
   Result<XValue> Call(const XToken& fn, bool skip, int depth) {
-    static const std::set<std::string> kFns = {"asInt", "asFloat", "string", "int",  "float",
-                                               "toJson", "lower",  "upper",  "trim"};
+    static const std::set<std::string> kFns = {"asInt",  "asFloat", "string", "int", "float",
+                                               "toJson", "lower",   "upper",  "trim"};
     if (!kFns.count(fn.text)) return Unsupported(fn.pos, "the function '" + fn.text + "'");
     ++next_;  // (
     std::vector<XValue> args;
@@ -1446,7 +1444,8 @@ class ExprEvaluator {
     if (!IsOp(")")) return Err(Peek().pos, "expected ')'");
     ++next_;
     if (args.size() != 1) {
-      return Err(fn.pos, fn.text + "() takes exactly one argument, got " + std::to_string(args.size()));
+      return Err(fn.pos,
+                 fn.text + "() takes exactly one argument, got " + std::to_string(args.size()));
     }
     if (skip) return XValue();
     const XValue& a = args[0];

@@ -87,8 +87,17 @@ class DependsExpr {
 
   // The parsed form (an implementation detail, public only so the class
   // stays copyable without indirection).
-  enum class ResultKind { kBare, kSucceeded, kFailed, kErrored, kSkipped, kOmitted, kDaemoned,
-                      kAnySucceeded, kAllFailed };
+  enum class ResultKind {
+    kBare,
+    kSucceeded,
+    kFailed,
+    kErrored,
+    kSkipped,
+    kOmitted,
+    kDaemoned,
+    kAnySucceeded,
+    kAllFailed
+  };
   struct Node {
     enum Kind { kOperand, kNot, kAnd, kOr } kind = kOperand;
     std::string task;

@@ -38,8 +38,8 @@ Result<LoopItem> MakeItem(std::string_view field, size_t index, const nlohmann::
     for (auto it = value.begin(); it != value.end(); ++it) {  // sorted keys
       std::string v = ItemString(it.value());
       if (it.value().is_null()) {
-        return InvalidArgument(std::string(field) + "[" + std::to_string(index) + "]." +
-                               it.key() + ": null is not a valid item value");
+        return InvalidArgument(std::string(field) + "[" + std::to_string(index) + "]." + it.key() +
+                               ": null is not a valid item value");
       }
       item.vars["item." + it.key()] = v;
       if (!joined.empty()) joined += ",";
@@ -217,7 +217,8 @@ Result<std::string> FormatSequenceValue(std::string_view format, int64_t value) 
     }
     used = true;
     bool negative = value < 0;
-    uint64_t mag = negative ? static_cast<uint64_t>(-(value + 1)) + 1 : static_cast<uint64_t>(value);
+    uint64_t mag =
+        negative ? static_cast<uint64_t>(-(value + 1)) + 1 : static_cast<uint64_t>(value);
     std::string digits = Digits(mag, base, upper);
     if (precision) {
       if (*precision == 0 && mag == 0) digits.clear();
@@ -282,8 +283,8 @@ Result<std::vector<LoopItem>> ExpandWithSequence(const Sequence& seq) {
     n = span >= kMaxLoopItems ? kMaxLoopItems + 1 : span + 1;
   }
   if (n > kMaxLoopItems) {
-    return InvalidArgument("withSequence: more than the limit of " +
-                           std::to_string(kMaxLoopItems) + " items");
+    return InvalidArgument("withSequence: more than the limit of " + std::to_string(kMaxLoopItems) +
+                           " items");
   }
   std::vector<LoopItem> out;
   out.reserve(n);

@@ -1,7 +1,6 @@
 #include "workflow/substitute.h"
 
 #include <ctime>
-
 #include <nlohmann/json.hpp>
 
 namespace headway::workflow {

@@ -20,12 +20,11 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "core/status.h"
 #include "workflow/expression.h"
@@ -62,7 +61,7 @@ Result<nlohmann::json> SubstituteJson(const nlohmann::json& doc, const Scope& sc
 
 // One `{{...}}` tag as written.
 struct TemplateTag {
-  std::string name;     // trimmed variable name, or the body after '=' of an expression tag
+  std::string name;  // trimmed variable name, or the body after '=' of an expression tag
   bool expression = false;
   size_t position = 0;  // offset of the opening "{{"
 };
@@ -105,15 +104,15 @@ void AddInputVariables(const std::vector<std::pair<std::string, std::string>>& p
 // What a finished node exposes to the steps or tasks after it.
 struct NodeOutputs {
   std::string id;
-  std::string phase;  // "Succeeded", "Failed", ...
+  std::string phase;                     // "Succeeded", "Failed", ...
   std::optional<std::string> result;     // outputs.result (stdout of a script/container)
   std::optional<std::string> exit_code;  // outputs.exitCode
   std::string started_at;                // RFC 3339
   std::string finished_at;
   std::string host_node_name;
-  std::string ip;  // daemon steps
+  std::string ip;                                               // daemon steps
   std::vector<std::pair<std::string, std::string>> parameters;  // outputs.parameters
-  std::map<std::string, std::string> artifact_paths;           // outputs.artifacts.<NAME>.path
+  std::map<std::string, std::string> artifact_paths;            // outputs.artifacts.<NAME>.path
 };
 
 // PREFIX.id, .status, .exitCode, .startedAt, .finishedAt, .hostNodeName, .ip,

@@ -1,11 +1,13 @@
 // depends, when and {{=...}} expressions, checked against Argo's documented
 // behaviour (docs/enhanced-depends-logic.md, docs/walk-through/conditionals.md,
 // docs/variables.md) and govaluate's grammar.
-#include "workflow/expression.h"
-
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
+
+#include "workflow/expression.h"
+#include "workflow/substitute.h"
 
 namespace headway::workflow {
 namespace {
@@ -77,8 +79,10 @@ TEST(WorkflowDepends, EveryResult) {
   struct Case {
     const char* result;
     NodePhase phase;
-  } cases[] = {{"Succeeded", NodePhase::kSucceeded}, {"Failed", NodePhase::kFailed},
-               {"Errored", NodePhase::kError},       {"Skipped", NodePhase::kSkipped},
+  } cases[] = {{"Succeeded", NodePhase::kSucceeded},
+               {"Failed", NodePhase::kFailed},
+               {"Errored", NodePhase::kError},
+               {"Skipped", NodePhase::kSkipped},
                {"Omitted", NodePhase::kOmitted}};
   for (const auto& c : cases) {
     for (const auto& other : cases) {
@@ -320,9 +324,9 @@ TEST(WorkflowWhen, ArithmeticAndConcatenation) {
 TEST(WorkflowWhen, PrecedenceAndAssociativity) {
   EXPECT_TRUE(When("1 + 2 * 3 == 7"));
   EXPECT_TRUE(When("(1 + 2) * 3 == 9"));
-  EXPECT_TRUE(When("10 - 4 - 3 == 3"));   // left to right
-  EXPECT_TRUE(When("16 / 4 / 2 == 2"));   // left to right
-  EXPECT_TRUE(When("2 ** 3 ** 2 == 64"));  // govaluate is left-associative here too
+  EXPECT_TRUE(When("10 - 4 - 3 == 3"));         // left to right
+  EXPECT_TRUE(When("16 / 4 / 2 == 2"));         // left to right
+  EXPECT_TRUE(When("2 ** 3 ** 2 == 64"));       // govaluate is left-associative here too
   EXPECT_TRUE(When("true || false && false"));  // && before ||
   EXPECT_FALSE(When("(true || false) && false"));
   EXPECT_TRUE(When("1 < 2 == true"));  // comparators chain left to right
@@ -386,7 +390,8 @@ TEST(WorkflowWhen, MalformedExpressionsNameThePosition) {
       {"a == a)", "unexpected ')' at position 6"},
       {"a b", "unexpected 'b' at position 2"},
       {"'abc", "unclosed string literal at position 0"},
-      {"a === a", "invalid token '===' (hint: try wrapping the affected text in quotes) at position 2"},
+      {"a === a",
+       "invalid token '===' (hint: try wrapping the affected text in quotes) at position 2"},
       {"a==-1", "invalid token '==-'"},
       {"1.2.3 == 1", "unable to parse numeric value '1.2.3' at position 0"},
       {"a & b", "unsupported operator '&' at position 2"},
@@ -533,6 +538,31 @@ TEST(WorkflowNumbers, GoPercentV) {
   EXPECT_EQ(FormatGoFloat(0.0001), "0.0001");
   EXPECT_EQ(FormatGoFloat(0.00001), "1e-05");
   EXPECT_EQ(FormatGoFloat(-2.5), "-2.5");
+}
+
+// Arbitrary input never crashes a parser: it parses or returns an error.
+TEST(WorkflowExpressions, RandomInputIsHandled) {
+  const std::string alphabet = "AB-_.()!&|=<>~+*/%?:,'\"\\ 019xe[]{}#$@\tin";
+  std::mt19937 rng(20261204);
+  std::uniform_int_distribution<size_t> len(0, 40);
+  std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1);
+  ExprVars vars = {{"A", "1"}, {"B", "x"}};
+  std::map<std::string, TaskOutcome> outcomes = {{"A", Done(NodePhase::kSucceeded)},
+                                                 {"B", Done(NodePhase::kFailed)}};
+  int parsed = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string s;
+    for (size_t n = len(rng); n > 0; --n) s.push_back(alphabet[pick(rng)]);
+    auto d = DependsExpr::Parse(s);
+    if (d.ok()) {
+      ++parsed;
+      (void)d->Evaluate(outcomes);
+    }
+    (void)EvaluateWhen(s);
+    (void)EvaluateExprTag(s, vars);
+    (void)Substitute("{{" + s + "}}", vars, Unresolved::kKeep);
+  }
+  EXPECT_GT(parsed, 0);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // withItems / withParam / withSequence: items, {{item}} variables and the
 // child node names Argo gives them.
-#include "workflow/loops.h"
-
 #include <gtest/gtest.h>
+
+#include "workflow/loops.h"
 
 namespace headway::workflow {
 namespace {
@@ -71,14 +71,16 @@ TEST(WorkflowLoops, BadItems) {
   EXPECT_NE(not_list.status().message().find("withItems: expected a list"), std::string::npos);
   auto null_item = ExpandWithItems(nlohmann::json::parse(R"(["a", null])"));
   ASSERT_FALSE(null_item.ok());
-  EXPECT_NE(null_item.status().message().find("withItems[1]: expected string, number, list, or map"),
-            std::string::npos);
+  EXPECT_NE(
+      null_item.status().message().find("withItems[1]: expected string, number, list, or map"),
+      std::string::npos);
   EXPECT_TRUE(Items("[]").empty());
 }
 
 // docs/walk-through/loops.md: withParam from a previous step's JSON output.
 TEST(WorkflowLoops, WithParam) {
-  auto r = ExpandWithParam(R"([{"image": "debian", "tag": "9.1"}, {"image": "alpine", "tag": "3.6"}])");
+  auto r =
+      ExpandWithParam(R"([{"image": "debian", "tag": "9.1"}, {"image": "alpine", "tag": "3.6"}])");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->size(), 2u);
   EXPECT_EQ((*r)[1].vars.at("item.image"), "alpine");
@@ -180,7 +182,8 @@ TEST(WorkflowLoops, SequenceErrors) {
       {Seq("three", std::nullopt, std::nullopt), "withSequence.count: 'three' is not an integer"},
       {Seq("-1", std::nullopt, std::nullopt), "withSequence.count: must be >= 0"},
       {Seq(std::nullopt, "x", "3"), "withSequence.start: 'x' is not an integer"},
-      {Seq(std::nullopt, "1", "{{inputs.parameters.n}}"), "withSequence.end: '{{inputs.parameters.n}}'"},
+      {Seq(std::nullopt, "1", "{{inputs.parameters.n}}"),
+       "withSequence.end: '{{inputs.parameters.n}}'"},
       {Seq(std::nullopt, "1.5", "3"), "withSequence.start: '1.5' is not an integer"},
   };
   for (const auto& c : cases) {
@@ -197,10 +200,10 @@ TEST(WorkflowLoops, LimitOfTenThousandItems) {
   EXPECT_EQ(ok->size(), kMaxLoopItems);
   EXPECT_EQ(ok->back().node_suffix, "(9999:9999)");
 
-  for (const Sequence& s : {Seq("10001", std::nullopt, std::nullopt),
-                            Seq(std::nullopt, "0", "10000"),
-                            Seq(std::nullopt, "9223372036854775807", "-9223372036854775808"),
-                            Seq("99999999999", std::nullopt, std::nullopt)}) {
+  for (const Sequence& s :
+       {Seq("10001", std::nullopt, std::nullopt), Seq(std::nullopt, "0", "10000"),
+        Seq(std::nullopt, "9223372036854775807", "-9223372036854775808"),
+        Seq("99999999999", std::nullopt, std::nullopt)}) {
     auto r = ExpandWithSequence(s);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.status().message().find("limit of 10000"), std::string::npos)

@@ -1,10 +1,10 @@
 // {{...}} substitution as Argo's util/template does it, and the scope
 // builders for the variables of docs/variables.md.
-#include "workflow/substitute.h"
-
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+
+#include "workflow/substitute.h"
 
 namespace headway::workflow {
 namespace {
@@ -16,9 +16,8 @@ std::string Sub(std::string_view text, const Scope& scope, Unresolved mode = Unr
 }
 
 TEST(WorkflowSubstitute, SimpleTags) {
-  Scope s = {{"inputs.parameters.message", "hello world"},
-             {"workflow.name", "wf-abc"},
-             {"item", "apple"}};
+  Scope s = {
+      {"inputs.parameters.message", "hello world"}, {"workflow.name", "wf-abc"}, {"item", "apple"}};
   EXPECT_EQ(Sub("{{inputs.parameters.message}}", s), "hello world");
   EXPECT_EQ(Sub("echo {{item}} from {{workflow.name}}!", s), "echo apple from wf-abc!");
   EXPECT_EQ(Sub("no tags here", s), "no tags here");
@@ -53,8 +52,8 @@ TEST(WorkflowSubstitute, UnknownVariableStrictIsAnErrorNamingIt) {
 
 TEST(WorkflowSubstitute, UnknownVariableLenientIsKeptForALaterPhase) {
   Scope globals = {{"workflow.name", "wf"}};
-  std::string once = Sub("{{workflow.name}}-{{ item }}-{{tasks.A.outputs.result}}", globals,
-                         Unresolved::kKeep);
+  std::string once =
+      Sub("{{workflow.name}}-{{ item }}-{{tasks.A.outputs.result}}", globals, Unresolved::kKeep);
   EXPECT_EQ(once, "wf-{{ item }}-{{tasks.A.outputs.result}}");
   Scope later = {{"item", "3"}, {"tasks.A.outputs.result", "ok"}};
   EXPECT_EQ(Sub(once, later), "wf-3-ok");
@@ -186,8 +185,7 @@ TEST(WorkflowScope, InputsNodesAndExitHandler) {
   Scope s;
   AddInputVariables({{"x", "1"}, {"y", "two"}}, {{"data", "/tmp/data"}}, &s);
   EXPECT_EQ(s["inputs.parameters.x"], "1");
-  EXPECT_EQ(s["inputs.parameters"],
-            R"([{"name":"x","value":"1"},{"name":"y","value":"two"}])");
+  EXPECT_EQ(s["inputs.parameters"], R"([{"name":"x","value":"1"},{"name":"y","value":"two"}])");
   EXPECT_EQ(s["inputs.artifacts.data.path"], "/tmp/data");
 
   NodeOutputs a;
