@@ -1311,7 +1311,9 @@ class ExprEvaluator {
         (t.kind == XToken::kOp && t.text == "!") || (t.kind == XToken::kIdent && t.text == "not");
     if (!neg && !plus && !inv) return Postfix(skip, depth + 1);
     ++next_;
-    auto v = Unary(skip, depth + 1);
+    // expr-lang's unary precedences: `!`/`not` (50) take * / % ** inside
+    // their operand, `-`/`+` (90) only **: -2 ** 2 is -(2 ** 2).
+    auto v = Binary(inv ? 4 : 5, skip, depth + 1);
     if (!v.ok() || skip) return v;
     if (inv) {
       if (v->type != XValue::kBool) {

@@ -146,6 +146,15 @@ Result<nlohmann::json> SubstituteJson(const nlohmann::json& doc, const Scope& sc
   return out;
 }
 
+Result<bool> ShouldExecute(std::string_view when, const Scope& scope) {
+  if (when.empty()) return true;
+  auto text = Substitute(when, scope, Unresolved::kError);
+  if (!text.ok()) {
+    return InvalidArgument("when '" + std::string(when) + "': " + text.status().message());
+  }
+  return EvaluateWhen(*text);
+}
+
 Result<std::vector<TemplateTag>> FindTags(std::string_view text) {
   std::vector<TemplateTag> tags;
   size_t pos = 0;

@@ -59,6 +59,12 @@ Result<std::string> Substitute(std::string_view text, const Scope& scope, Unreso
 Result<nlohmann::json> SubstituteJson(const nlohmann::json& doc, const Scope& scope,
                                       Unresolved mode);
 
+// A step's or task's `when`, the way Argo decides it: substitute the scope
+// (strictly: an unresolved variable is an error naming it; `{{=...}}` tags
+// are evaluated first, so `{{=inputs.parameters['x'] == 'y'}}` works), then
+// evaluate the text with EvaluateWhen. An empty `when` is true.
+Result<bool> ShouldExecute(std::string_view when, const Scope& scope);
+
 // One `{{...}}` tag as written.
 struct TemplateTag {
   std::string name;  // trimmed variable name, or the body after '=' of an expression tag

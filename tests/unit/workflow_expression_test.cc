@@ -433,6 +433,11 @@ TEST(WorkflowExprTag, LiteralsAndArithmetic) {
   EXPECT_EQ(Expr("7 % 3"), "1");
   EXPECT_EQ(Expr("2 ** 3"), "8");
   EXPECT_EQ(Expr("-3 + 1"), "-2");
+  EXPECT_EQ(Expr("-2 ** 2"), "-4");  // unary minus binds looser than ** in expr-lang
+  EXPECT_EQ(Expr("-2 * 3"), "-6");
+  EXPECT_EQ(Expr("2 ** 3 ** 2"), "512");  // ** is right-associative
+  EXPECT_EQ(Expr("!true && false"), "false");
+  EXPECT_EQ(Expr("not false == true"), "true");
   EXPECT_EQ(Expr("1.5 * 2"), "3");
   EXPECT_EQ(Expr("1e6 + 0"), "1e+06");  // Go's %v of a float64
   EXPECT_EQ(Expr("'a' + \"b\""), "ab");

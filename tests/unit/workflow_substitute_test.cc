@@ -122,6 +122,40 @@ TEST(WorkflowSubstitute, WholeJsonTree) {
   EXPECT_EQ(bad.status().field(), "a[0].b[0]");
 }
 
+// docs/walk-through/conditionals.md and examples/conditionals.yaml, end to end.
+TEST(WorkflowSubstitute, ShouldExecuteArgoConditionals) {
+  Scope s = {{"steps.flip-coin.outputs.result", "heads"},
+             {"steps.flip-again.outputs.result", "tails"},
+             {"workflow.parameters.should-print", "true"},
+             {"inputs.parameters.may-contain-quotes", "it's \"quoted\""}};
+  auto yes = [&](const char* when) {
+    auto r = ShouldExecute(when, s);
+    EXPECT_TRUE(r.ok()) << when << ": " << r.status().ToString();
+    return r.ok() && *r;
+  };
+  EXPECT_TRUE(yes(""));
+  EXPECT_TRUE(yes("{{steps.flip-coin.outputs.result}} == heads"));
+  EXPECT_FALSE(yes("{{steps.flip-coin.outputs.result}} == tails"));
+  EXPECT_TRUE(
+      yes("( {{steps.flip-coin.outputs.result}} == heads &&\n"
+          "  {{steps.flip-again.outputs.result}} == tails\n"
+          ") ||\n"
+          "( {{steps.flip-coin.outputs.result}} == tails &&\n"
+          "  {{steps.flip-again.outputs.result}} == tails )"));
+  EXPECT_FALSE(yes("{{steps.flip-again.outputs.result}} =~ hea"));
+  EXPECT_TRUE(yes("{{steps.flip-again.outputs.result}} =~ tai"));
+  EXPECT_TRUE(yes("{{workflow.parameters.should-print}} == true"));
+  EXPECT_TRUE(yes("{{= workflow.parameters['should-print'] == 'true'}}"));
+  // The documented work-around for values with quotes: an expression tag.
+  EXPECT_FALSE(yes("{{=inputs.parameters['may-contain-quotes'] == 'example'}}"));
+  // ... which the plain form cannot handle.
+  EXPECT_FALSE(ShouldExecute("{{inputs.parameters.may-contain-quotes}} == example", s).ok());
+  auto missing = ShouldExecute("{{steps.nope.outputs.result}} == heads", s);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("failed to resolve {{steps.nope.outputs.result}}"),
+            std::string::npos);
+}
+
 TEST(WorkflowSubstitute, FindTags) {
   auto tags = FindTags("a {{ inputs.parameters.x }} b {{=asInt(item)}} {{item.name}}");
   ASSERT_TRUE(tags.ok());
