@@ -123,12 +123,14 @@ class DependsExpr {
 // and the result must be a boolean.
 //
 // Grammar (govaluate v3, lowest precedence first, all left-associative):
-//   ||   &&   == != < <= > >= =~ !~ in   + -   * / %   ** (right operand a
-//   number)   prefix - and !   primary
+//   ||   &&   == != < <= > >= =~ !~ in   + -   * / %   **   prefix - !
+// A run of operator characters is read as one operator, so `!!x` and `a==-1`
+// are invalid tokens, as in govaluate (write `!(!x)`, `a == -1`).
 // Literals: numbers (`3`, `2.5`, `.5`, `0x1F`; all float64), strings in '...'
 // or "..." (a string ends at the first quote of either kind; a backslash
 // escapes the next character), true, false, bare words ([letter][letter,
-// digit, _]*), `(a, b, c)` lists for `in`.
+// digit, _]*), `(a, b, c)` lists for `in`. A hyphenated bare word is a
+// subtraction (`my-value` fails): quote such values.
 // Types as govaluate: == and != compare type and value (so `1 == "1"` is
 // false); < <= > >= need two numbers or two strings (strings compare
 // byte-wise); + adds numbers or concatenates when either side is a string;
@@ -137,8 +139,9 @@ class DependsExpr {
 // syntax here where Go uses RE2: the common subset is the same).
 // Not supported (InvalidArgument saying so): bitwise operators, ternary
 // `? :` and `??`, `[escaped]` variables, dotted words (govaluate treats `a.b`
-// as a field access on a missing parameter and fails too), and govaluate's
-// reading of quoted date strings as times.
+// as a field access on a missing parameter and fails too). Quoted dates,
+// which govaluate reads as times, compare as strings here (ISO dates order
+// the same way).
 Result<bool> EvaluateWhen(std::string_view expression);
 
 // ---------------------------------------------------------------------------
