@@ -217,14 +217,17 @@ void AddWorkflowVariables(const WorkflowMeta& meta, Scope* scope) {
   std::time_t t = static_cast<std::time_t>(meta.creation_unix_seconds);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  for (char c : std::string_view("aAbBcCdDeFHIjklmMnprRsStTuUVwWxXyYzZ")) {
+  // argoproj/pkg strftime.FormatChars, plus ".s" (Unix seconds).
+  for (char c : std::string_view("BbmAadHIMSYypZzLs")) {
     std::string value;
     if (c == 's') {
-      value = std::to_string(meta.creation_unix_seconds);  // glibc's %s reads the local zone
+      value = std::to_string(meta.creation_unix_seconds);
     } else if (c == 'z') {
       value = "+0000";
     } else if (c == 'Z') {
       value = "UTC";
+    } else if (c == 'L') {
+      value = ".000";  // Kubernetes timestamps have whole seconds
     } else {
       char fmt[3] = {'%', c, 0};
       char buf[64];

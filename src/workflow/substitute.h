@@ -98,8 +98,9 @@ struct WorkflowMeta {
 // array of {"name","value"}), .labels.<NAME>, .labels.json,
 // .annotations.<NAME>, .annotations.json, .creationTimestamp (RFC 3339,
 // "2018-08-23T05:42:49Z"), .creationTimestamp.RFC3339 and
-// .creationTimestamp.<C> for each strftime character C in
-// aAbBcCdDeFHIjklmMnprRsStTuUVwWxXyYzZ (C locale, UTC).
+// .creationTimestamp.<C> for the strftime characters Argo defines
+// (B b m A a d H I M S Y y p Z z L, in UTC: Z is "UTC", z "+0000", L ".000")
+// and .creationTimestamp.s (Unix seconds).
 void AddWorkflowVariables(const WorkflowMeta& meta, Scope* scope);
 
 // inputs.parameters.<NAME>, inputs.parameters (JSON array of

@@ -206,7 +206,12 @@ TEST(WorkflowScope, WorkflowVariables) {
   EXPECT_EQ(s["workflow.creationTimestamp.S"], "49");
   EXPECT_EQ(s["workflow.creationTimestamp.b"], "Aug");
   EXPECT_EQ(s["workflow.creationTimestamp.A"], "Thursday");
-  EXPECT_EQ(s["workflow.creationTimestamp.j"], "235");
+  EXPECT_EQ(s["workflow.creationTimestamp.y"], "18");
+  EXPECT_EQ(s["workflow.creationTimestamp.I"], "05");
+  EXPECT_EQ(s["workflow.creationTimestamp.p"], "AM");
+  EXPECT_EQ(s["workflow.creationTimestamp.L"], ".000");
+  EXPECT_EQ(s["workflow.creationTimestamp.Z"], "UTC");
+  EXPECT_EQ(s.count("workflow.creationTimestamp.j"), 0u);  // not one of Argo's
   EXPECT_EQ(s["workflow.creationTimestamp.s"], "1535002969");
   EXPECT_EQ(s["workflow.creationTimestamp.z"], "+0000");
   EXPECT_EQ(Sub("out/{{workflow.creationTimestamp.Y}}/{{workflow.creationTimestamp.m}}/"
