@@ -26,6 +26,10 @@ bool IsSpace(char c) {
 // taken as part of a letter here.
 bool IsLetter(char c) { return IsAsciiAlpha(c) || static_cast<unsigned char>(c) >= 0x80; }
 
+// Evaluation recurses along chains like `a && b && c`, so the length of an
+// expression is bounded as well as its nesting.
+constexpr size_t kMaxTokens = 4096;
+
 Status ErrorAt(std::string_view what, std::string_view text, size_t pos, std::string message) {
   return InvalidArgument(std::string(what) + " '" + std::string(text) + "': " + message +
                          " at position " + std::to_string(pos));
@@ -194,6 +198,9 @@ class DependsParser {
         continue;
       }
       return Err(i, std::string("unexpected character '") + c + "'");
+    }
+    if (tokens_.size() > kMaxTokens) {
+      return Err(0, "expression too long (more than " + std::to_string(kMaxTokens) + " tokens)");
     }
     tokens_.push_back({DependsToken::kEnd, text_.size(), {}});
     return Status::Ok();
@@ -612,6 +619,9 @@ class WhenParser {
                    "invalid token '" + op + "' (hint: try wrapping the affected text in quotes)");
       }
     }
+    if (tokens_.size() > kMaxTokens) {
+      return Err(0, "expression too long (more than " + std::to_string(kMaxTokens) + " tokens)");
+    }
     tokens_.push_back({GToken::kEnd, text_.size(), {}});
     return Status::Ok();
   }
@@ -624,8 +634,8 @@ class WhenParser {
     return root;
   }
 
+  // Recursion depth is bounded by the token count (kMaxTokens).
   Result<GValue> Eval(int i, int depth) const {
-    if (depth > kMaxNesting) return Err(0, "expression nested too deeply");
     const GNode& n = nodes_[i];
     switch (n.kind) {
       case GNode::kLiteral:
@@ -1116,6 +1126,9 @@ class ExprEvaluator {
         }
       }
       if (!matched) return Err(start, std::string("unexpected character '") + c + "'");
+    }
+    if (tokens_.size() > kMaxTokens) {
+      return Err(0, "expression too long (more than " + std::to_string(kMaxTokens) + " tokens)");
     }
     tokens_.push_back({XToken::kEnd, text_.size(), {}});
     return Status::Ok();

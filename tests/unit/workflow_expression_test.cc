@@ -222,14 +222,22 @@ TEST(WorkflowDepends, ErrorsNameThePosition) {
 }
 
 TEST(WorkflowDepends, DeepNestingIsAnErrorNotACrash) {
-  std::string deep(5000, '(');
+  std::string deep(300, '(');
   deep += "A";
-  deep += std::string(5000, ')');
+  deep += std::string(300, ')');
   auto e = DependsExpr::Parse(deep);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("nested too deeply"), std::string::npos);
   std::string nots(5000, '!');
   EXPECT_FALSE(DependsExpr::Parse(nots + "A").ok());
+  std::string chain = "A";
+  for (int i = 0; i < 3000; ++i) chain += " && A";
+  auto long_chain = DependsExpr::Parse(chain);
+  ASSERT_FALSE(long_chain.ok());
+  EXPECT_NE(long_chain.status().message().find("expression too long"), std::string::npos);
+  std::string ok_chain = "A";
+  for (int i = 0; i < 1000; ++i) ok_chain += " && A";
+  EXPECT_EQ(Decide(ok_chain, {{"A", Done(NodePhase::kSucceeded)}}), kRun);
 }
 
 // ---------------------------------------------------------------------------
@@ -409,11 +417,24 @@ TEST(WorkflowWhen, MalformedExpressionsNameThePosition) {
 }
 
 TEST(WorkflowWhen, DeepNestingIsAnErrorNotACrash) {
-  std::string deep(10000, '(');
+  std::string deep(300, '(');
   deep += "true";
-  deep += std::string(10000, ')');
-  EXPECT_FALSE(EvaluateWhen(deep).ok());
+  deep += std::string(300, ')');
+  EXPECT_NE(EvaluateWhen(deep).status().message().find("nested too deeply"), std::string::npos);
+  std::string deep_expr(300, '(');
+  deep_expr += "1" + std::string(300, ')');
+  EXPECT_NE(EvaluateExprTag(deep_expr, {}).status().message().find("nested too deeply"),
+            std::string::npos);
   EXPECT_FALSE(EvaluateWhen(std::string(10000, '!') + "true").ok());
+  std::string ors = "a == a";
+  for (int i = 0; i < 500; ++i) ors += " || a == x" + std::to_string(i);
+  EXPECT_TRUE(When(ors));  // long but flat: fine
+  std::string chain = "true";
+  for (int i = 0; i < 3000; ++i) chain += " && true";
+  EXPECT_NE(EvaluateWhen(chain).status().message().find("expression too long"), std::string::npos);
+  std::string expr_chain = "1";
+  for (int i = 0; i < 3000; ++i) expr_chain += " + 1";
+  EXPECT_FALSE(EvaluateExprTag(expr_chain, {}).ok());
 }
 
 // ---------------------------------------------------------------------------
