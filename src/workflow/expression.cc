@@ -116,6 +116,28 @@ std::string FormatGoFloat(double value) {
 // ===========================================================================
 
 namespace {
+constexpr std::pair<NodePhase, std::string_view> kPhaseNames[] = {
+    {NodePhase::kPending, "Pending"},     {NodePhase::kRunning, "Running"},
+    {NodePhase::kSucceeded, "Succeeded"}, {NodePhase::kFailed, "Failed"},
+    {NodePhase::kError, "Error"},         {NodePhase::kSkipped, "Skipped"},
+    {NodePhase::kOmitted, "Omitted"}};
+}  // namespace
+
+std::optional<NodePhase> ParseNodePhase(std::string_view name) {
+  for (const auto& [p, n] : kPhaseNames) {
+    if (n == name) return p;
+  }
+  return std::nullopt;
+}
+
+std::string_view NodePhaseName(NodePhase phase) {
+  for (const auto& [p, n] : kPhaseNames) {
+    if (p == phase) return n;
+  }
+  return "Unknown";
+}
+
+namespace {
 
 using TaskResult = DependsExpr::ResultKind;
 

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,11 @@ namespace headway::workflow {
 
 // The phase of a finished (or not yet finished) task node, as Argo names it.
 enum class NodePhase { kPending, kRunning, kSucceeded, kFailed, kError, kSkipped, kOmitted };
+
+// Argo's phase names ("Pending", "Running", "Succeeded", "Failed", "Error",
+// "Skipped", "Omitted"), as stored in node status; nullopt for others.
+std::optional<NodePhase> ParseNodePhase(std::string_view name);
+std::string_view NodePhaseName(NodePhase phase);
 
 // What a `depends` expression can ask of one task. Mirrors Argo's TaskResults
 // (workflow/controller/dag.go evaluateDependsLogic).

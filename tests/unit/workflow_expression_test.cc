@@ -41,6 +41,15 @@ constexpr auto kRun = DependsDecision::kRun;
 constexpr auto kOmit = DependsDecision::kOmit;
 constexpr auto kWait = DependsDecision::kWait;
 
+TEST(WorkflowDepends, PhaseNamesRoundTrip) {
+  for (auto p : {NodePhase::kPending, NodePhase::kRunning, NodePhase::kSucceeded,
+                 NodePhase::kFailed, NodePhase::kError, NodePhase::kSkipped, NodePhase::kOmitted}) {
+    EXPECT_EQ(ParseNodePhase(NodePhaseName(p)), p);
+  }
+  EXPECT_EQ(ParseNodePhase("Errored"), std::nullopt);  // the depends result, not the phase
+  EXPECT_EQ(NodePhaseName(NodePhase::kError), "Error");
+}
+
 TEST(WorkflowDepends, TasksAreTheDependencyEdgesSortedOnce) {
   auto e = DependsExpr::Parse("A && (B.Succeeded || C.Failed) && !D.Skipped || A.Errored");
   ASSERT_TRUE(e.ok()) << e.status().ToString();
