@@ -112,6 +112,11 @@ Result<std::vector<LoopItem>> ExpandWithItems(const nlohmann::json& items) {
   return MakeItems("withItems", items);
 }
 
+Result<std::vector<LoopItem>> ExpandWithItems(const std::vector<nlohmann::json>& items) {
+  if (items.size() > kMaxLoopItems) return TooMany("withItems", items.size());
+  return MakeItems("withItems", nlohmann::json(items));
+}
+
 Result<std::vector<LoopItem>> ExpandWithParam(std::string_view text) {
   auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_array()) {
@@ -246,7 +251,7 @@ Result<std::string> FormatSequenceValue(std::string_view format, int64_t value) 
   return out;
 }
 
-Result<std::vector<LoopItem>> ExpandWithSequence(const Sequence& seq) {
+Result<std::vector<LoopItem>> ExpandWithSequence(const LoopSequence& seq) {
   if (seq.count && seq.end) {
     return InvalidArgument("withSequence: only one of count or end can be defined");
   }

@@ -46,6 +46,7 @@ struct LoopItem {
 // maps or lists. InvalidArgument "withItems[3]: ..." for null items, for a
 // value that is not an array, and for more than kMaxLoopItems items.
 Result<std::vector<LoopItem>> ExpandWithItems(const nlohmann::json& items);
+Result<std::vector<LoopItem>> ExpandWithItems(const std::vector<nlohmann::json>& items);
 
 // withParam: `text` is the parameter after substitution and must be a JSON
 // array (Argo: "withParam value could not be parsed as a JSON list: ...").
@@ -53,9 +54,10 @@ Result<std::vector<LoopItem>> ExpandWithItems(const nlohmann::json& items);
 // empty params").
 Result<std::vector<LoopItem>> ExpandWithParam(std::string_view text);
 
-// withSequence. Numbers are given as strings after substitution (the manifest
-// may hold 5 or "5" or "{{inputs.parameters.n}}").
-struct Sequence {
+// withSequence, with its numbers as strings after substitution (the manifest
+// may hold 5 or "5" or "{{inputs.parameters.n}}"): the `text` of the
+// manifest's IntOrString fields (workflow.h Sequence).
+struct LoopSequence {
   std::optional<std::string> count;
   std::optional<std::string> start;  // default 0
   std::optional<std::string> end;
@@ -69,7 +71,7 @@ struct Sequence {
 // width and precision ("%02d", "%-4d", "%x"), plus %% for a percent sign.
 // InvalidArgument for: both or neither of count and end, a non-integer or
 // negative count, a bad format, more than kMaxLoopItems items.
-Result<std::vector<LoopItem>> ExpandWithSequence(const Sequence& seq);
+Result<std::vector<LoopItem>> ExpandWithSequence(const LoopSequence& seq);
 
 // Go's fmt.Sprintf(format, int64(value)) for the formats ExpandWithSequence
 // accepts.

@@ -58,6 +58,13 @@ TEST(WorkflowLoops, ItemsOfMaps) {
   EXPECT_EQ(items[2].vars.count("item.image"), 1u);
 }
 
+TEST(WorkflowLoops, ItemsFromAManifestList) {
+  std::vector<nlohmann::json> list = {"a", 1, nlohmann::json::parse(R"({"k":"v"})")};
+  auto r = ExpandWithItems(list);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Suffixes(*r), (std::vector<std::string>{"(0:a)", "(1:1)", "(2:k:v)"}));
+}
+
 TEST(WorkflowLoops, ItemsOfLists) {
   auto items = Items(R"([[1, "a"], []])");
   EXPECT_EQ(items[0].vars.at("item"), R"([1,"a"])");
@@ -103,9 +110,9 @@ TEST(WorkflowLoops, WithParam) {
   EXPECT_NE(unresolved.status().message().find("{{tasks.gen.outputs.result}}"), std::string::npos);
 }
 
-Sequence Seq(std::optional<std::string> count, std::optional<std::string> start,
-             std::optional<std::string> end, std::string format = "") {
-  Sequence s;
+LoopSequence Seq(std::optional<std::string> count, std::optional<std::string> start,
+                 std::optional<std::string> end, std::string format = "") {
+  LoopSequence s;
   s.count = std::move(count);
   s.start = std::move(start);
   s.end = std::move(end);
@@ -113,7 +120,7 @@ Sequence Seq(std::optional<std::string> count, std::optional<std::string> start,
   return s;
 }
 
-std::vector<std::string> SeqValues(const Sequence& s) {
+std::vector<std::string> SeqValues(const LoopSequence& s) {
   auto r = ExpandWithSequence(s);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? Values(*r) : std::vector<std::string>{};
@@ -174,7 +181,7 @@ TEST(WorkflowLoops, SequenceFormats) {
 
 TEST(WorkflowLoops, SequenceErrors) {
   struct Case {
-    Sequence seq;
+    LoopSequence seq;
     const char* want;
   } cases[] = {
       {Seq("3", std::nullopt, "5"), "only one of count or end"},
@@ -200,7 +207,7 @@ TEST(WorkflowLoops, LimitOfTenThousandItems) {
   EXPECT_EQ(ok->size(), kMaxLoopItems);
   EXPECT_EQ(ok->back().node_suffix, "(9999:9999)");
 
-  for (const Sequence& s :
+  for (const LoopSequence& s :
        {Seq("10001", std::nullopt, std::nullopt), Seq(std::nullopt, "0", "10000"),
         Seq(std::nullopt, "9223372036854775807", "-9223372036854775808"),
         Seq("99999999999", std::nullopt, std::nullopt)}) {
