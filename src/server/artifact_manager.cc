@@ -204,9 +204,14 @@ Result<Artifact> ArtifactManager::Commit(std::string_view name, std::int64_t ver
   if (upload_id) {
     auto there = objects_.Head(ObjectKey(*artifact));
     if (!there.ok()) return there.status();
-    // Another version of the same bytes may have completed it already.
+    // Another version of the same bytes may have completed it already, or
+    // may complete it while this one tries (the upload is then gone).
     if (!there->has_value() || (*there)->size != artifact->size) {
-      HEADWAY_RETURN_IF_ERROR(CompleteMultipart(*artifact, *upload_id));
+      Status completed = CompleteMultipart(*artifact, *upload_id);
+      if (!completed.ok()) {
+        auto now = objects_.Head(ObjectKey(*artifact));
+        if (!now.ok() || !now->has_value() || (*now)->size != artifact->size) return completed;
+      }
     }
   }
   auto info = objects_.Head(ObjectKey(*artifact));
