@@ -208,7 +208,23 @@ class Api {
     router_.Add("GET", "/api/v1/jobs/{name}/watch",
                 [this](auto& r, auto& p) { return WatchOne(r, p.at("name")); });
     router_.Add("GET", "/api/v1/version", [](auto&, auto&) {
-      return JsonResponse(200, {{"version", Version()}});
+      // Also the shape of Argo Server's answer, whose eight fields Hera's
+      // get_version() requires as strings; Go's fields are empty here.
+#if defined(__x86_64__)
+      const char* platform = "linux/amd64";
+#elif defined(__aarch64__)
+      const char* platform = "linux/arm64";
+#else
+      const char* platform = "linux";
+#endif
+      return JsonResponse(200, {{"version", Version()},
+                                {"gitTag", std::string("v") + Version()},
+                                {"gitCommit", ""},
+                                {"gitTreeState", ""},
+                                {"buildDate", ""},
+                                {"goVersion", ""},
+                                {"compiler", "gcc " __VERSION__},
+                                {"platform", platform}});
     });
     router_.Add("GET", "/api/v1/whoami", [](auto&, auto&) {
       if (!t_caller) return JsonResponse(200, {{"authentication", false}});
