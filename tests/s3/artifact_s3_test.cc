@@ -16,6 +16,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <thread>
 
 #include "../integration/artifact_suite.h"
 #include "../integration/test_server.h"
@@ -443,7 +444,15 @@ TEST_F(ArtifactsOnS3, ATwoGibUploadKilledHalfwayResumesWithoutResendingFinishedP
   ::kill(first, SIGKILL);
   int status = 0;
   ::waitpid(first, &status, 0);
-  const std::size_t before = stored_parts();
+  // A part whose bytes were all sent before the kill may still be committed
+  // by the store: count once the listing has stopped changing.
+  std::size_t before = stored_parts();
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    const std::size_t now = stored_parts();
+    if (now == before) break;
+    before = now;
+  }
   ASSERT_LT(before, 32u) << "the first try finished before it was killed";
 
   CommandResult put = server->Cli({"artifacts", "put", file, "--name", "two-gib"});
