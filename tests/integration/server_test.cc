@@ -398,6 +398,9 @@ TEST(Recovery, ACrashAtAnyStepOfStopPreemptionKillOrRestartNeitherRepeatsNorOrph
     const std::string marker = "sleep 5151." + std::to_string(&c - cases.data());
     // Spelled through a variable so that only the sleep's command line holds the marker.
     const std::string sleep_forever = "s=5151; sleep $s." + std::to_string(&c - cases.data());
+    // Jobs that trap signals record their start once the traps are set, and
+    // the test signals them only then: a signal before the trap would end the
+    // shell at once, and the step under test would never be reached.
     const std::string record = "echo start >> " + starts + "; ";
     if (c.job == "stopped") {
       server.Submit("name: stopped\ntermination_grace: 30s\ncommand: \"" + record +
@@ -405,9 +408,10 @@ TEST(Recovery, ACrashAtAnyStepOfStopPreemptionKillOrRestartNeitherRepeatsNorOrph
       ASSERT_TRUE(server.WaitForState("stopped", "Running"));
       server.Cli({"stop", "stopped"});  // the server may die before it answers
     } else if (c.job == "stubborn") {
-      server.Submit("name: stubborn\ntermination_grace: 1s\ncommand: \"" + record +
-                    "trap '' TERM; " + sleep_forever + " & while :; do wait; done\"\n");
+      server.Submit("name: stubborn\ntermination_grace: 1s\ncommand: \"trap '' TERM; " +
+                    record + sleep_forever + " & while :; do wait; done\"\n");
       ASSERT_TRUE(server.WaitForState("stubborn", "Running"));
+      ASSERT_TRUE(WaitFor([&] { return ReadFile(starts).find("start") != std::string::npos; }));
       ASSERT_EQ(server.Cli({"stop", "stubborn"}).exit_code, 0);
     } else if (c.job == "flaky") {
       server.Submit("name: flaky\nrestart_policy: {max_restarts: 1}\ncommand: \"" + record +
@@ -417,10 +421,12 @@ TEST(Recovery, ACrashAtAnyStepOfStopPreemptionKillOrRestartNeitherRepeatsNorOrph
       // and finishes once that one is done.
       const std::string warned = server.work_dir() + "/warned";
       server.Submit("name: preempted\npriority: 0\ncheckpoint_warning: 1s\n"
-                    "resources: {gpus_per_process: 1}\ncommand: \"" + record +
-                    "if [ -e " + warned + " ]; then exit 0; fi; trap 'touch " + warned +
-                    "' USR1; trap 'exit 143' TERM; " + sleep_forever + " & while :; do wait; done\"\n");
+                    "resources: {gpus_per_process: 1}\ncommand: \"if [ -e " + warned +
+                    " ]; then " + record + "exit 0; fi; trap 'touch " + warned +
+                    "' USR1; trap 'exit 143' TERM; " + record + sleep_forever +
+                    " & while :; do wait; done\"\n");
       ASSERT_TRUE(server.WaitForState("preempted", "Running"));
+      ASSERT_TRUE(WaitFor([&] { return ReadFile(starts).find("start") != std::string::npos; }));
       server.Cli({"submit", "-f", "-"}, "name: urgent\npriority: 10\n"
                                         "resources: {gpus_per_process: 1}\ncommand: \"true\"\n");
     }

@@ -1,0 +1,63 @@
+// What the REST API needs for Argo-compatible workflows. The server's
+// workflow controller implements it; the Argo routes (api/argo_routes.h)
+// and the native CLI call it.
+//
+// Workflows are answered in Argo's JSON shape (a Workflow object with
+// metadata, spec and status), so Hera and argo-style clients read them
+// unchanged; `team` rides beside it for the caller's access checks.
+//
+// Thread safety: implementations must allow concurrent calls.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/workflow_record.h"
+
+namespace headway::api {
+
+struct WorkflowView {
+  std::string team;
+  nlohmann::json body;  // Argo's Workflow
+};
+
+// Decides the team a new workflow runs under and whether the caller may:
+// it may fill in the caller's team for a workflow that names none, and
+// refuses (PermissionDenied) a team the caller may not change.
+using TeamAdmission = std::function<Status(std::string& team)>;
+
+struct WorkflowRetry {
+  bool restart_successful = false;
+  std::string node_field_selector;  // "displayName=x" / "name=x" / "id=x"; empty: all failed
+};
+
+class WorkflowService {
+ public:
+  virtual ~WorkflowService() = default;
+  // A Workflow manifest (YAML or JSON text, or Argo's {"workflow": ...}
+  // request body's object), validated (InvalidArgument naming the field and
+  // line), named (generateName), and queued. With `dry_run`, validated and
+  // answered without being stored. Conflict for a taken name.
+  virtual Result<WorkflowView> CreateWorkflow(std::string_view manifest,
+                                              std::string_view namespace_,
+                                              const TeamAdmission& admit,
+                                              const std::string& created_by, bool dry_run) = 0;
+  virtual Result<WorkflowView> GetWorkflow(std::string_view name) = 0;
+  // Without nodes (Argo's list omits nothing, but a list of 10,000-node
+  // workflows would be huge; `argo list` reads no nodes either).
+  virtual Result<std::vector<WorkflowView>> ListWorkflows(const WorkflowFilter& filter) = 0;
+  // Stops its running steps and removes it; its jobs stay, with their logs.
+  virtual Status DeleteWorkflow(std::string_view name) = 0;
+  virtual Result<WorkflowView> SuspendWorkflow(std::string_view name) = 0;
+  virtual Result<WorkflowView> ResumeWorkflow(std::string_view name) = 0;
+  // Stop runs exit handlers; terminate does not.
+  virtual Result<WorkflowView> StopWorkflow(std::string_view name, bool terminate) = 0;
+  // `argo retry`: the failed nodes run again, with what depends on them.
+  virtual Result<WorkflowView> RetryWorkflow(std::string_view name, const WorkflowRetry& retry) = 0;
+};
+
+}  // namespace headway::api

@@ -1,0 +1,101 @@
+// Runs Argo-compatible workflows: keeps each workflow's state in the store,
+// advances it with the workflow engine (workflow/engine.h) whenever one of
+// its jobs changes or a timer it asked for comes due, and turns the engine's
+// decisions into jobs, stops and memoized results.
+//
+// Every pod node is an ordinary Headway job (queue, quota, GPUs, progress,
+// health policies), created by "workflow/<name>" in the workflow's team,
+// and wrapped by a small shell step (StepCommand) that writes the script
+// source to a file, keeps the first 256 kB of stdout (outputs.result) and
+// copies the files named by outputs.parameters[].valueFrom.path into the
+// job's home (`.headway-step/`), where the controller reads them after the
+// job ends without following links the job may have planted.
+//
+// Crash safety: the engine's state is saved before its jobs are created,
+// and job names are derived from the workflow and node, so a restart
+// re-creates exactly the jobs that were not created yet and never runs a
+// step twice.
+//
+// Thread safety: all public methods are thread-safe; Tick() runs on one
+// background loop.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "api/job_service.h"
+#include "api/workflow_service.h"
+#include "core/time.h"
+#include "store/store.h"
+#include "workflow/engine.h"
+#include "workflow/workflow.h"
+
+namespace headway {
+
+// The command line that runs a pod node's job (see the file comment).
+// Pure: exposed for tests.
+std::vector<std::string> StepCommand(const workflow::JobToCreate& job);
+
+class WorkflowController final : public api::WorkflowService {
+ public:
+  // `data_dir` is the server's (jobs' homes are under it).
+  WorkflowController(Store& store, api::JobService& jobs, const Clock& clock,
+                     std::string data_dir);
+
+  // One pass: every unfinished workflow whose jobs changed or whose timer is due.
+  void Tick();
+  void RunLoop(Duration period);
+  void Shutdown();
+  void Wake();
+
+  Result<api::WorkflowView> CreateWorkflow(std::string_view manifest, std::string_view namespace_,
+                                           const api::TeamAdmission& admit,
+                                           const std::string& created_by, bool dry_run) override;
+  Result<api::WorkflowView> GetWorkflow(std::string_view name) override;
+  Result<std::vector<api::WorkflowView>> ListWorkflows(const WorkflowFilter& filter) override;
+  Status DeleteWorkflow(std::string_view name) override;
+  Result<api::WorkflowView> SuspendWorkflow(std::string_view name) override;
+  Result<api::WorkflowView> ResumeWorkflow(std::string_view name) override;
+  Result<api::WorkflowView> StopWorkflow(std::string_view name, bool terminate) override;
+  Result<api::WorkflowView> RetryWorkflow(std::string_view name,
+                                          const api::WorkflowRetry& retry) override;
+
+ private:
+  // A workflow as the controller holds it between passes.
+  struct Live {
+    WorkflowRecord record;
+    workflow::Workflow manifest;
+    workflow::WorkflowState state;
+    std::map<std::string, std::string> saved_bodies;  // node id -> JSON last saved
+    std::optional<Time> wake_at;
+  };
+
+  // Callers hold mu_.
+  Result<Live*> Load(std::string_view name);
+  void Advance(Live& live);
+  Status Save(Live& live);
+  api::WorkflowView View(const Live& live, bool with_nodes) const;
+  api::WorkflowView ViewOfRecord(const WorkflowRecord& record) const;
+  std::optional<workflow::JobObservation> Observe(const std::string& job);
+  std::optional<workflow::MemoEntry> MemoLookup(const std::string& team, const std::string& cache,
+                                                const std::string& key);
+  void SaveMemo(const std::string& team, const workflow::MemoEntry& entry);
+  template <typename Change>
+  Result<api::WorkflowView> Mutate(std::string_view name, Change change);
+
+  Store& store_;
+  api::JobService& jobs_;
+  const Clock& clock_;
+  const std::string data_dir_;
+  std::mutex mu_;  // serialises workflow mutations
+  std::condition_variable wake_;
+  bool shutdown_ = false;                 // guarded by mu_
+  bool woken_ = false;                    // guarded by mu_
+  std::map<std::string, Live> live_;      // guarded by mu_: unfinished workflows by name
+  bool loaded_ = false;                   // guarded by mu_: live_ read from the store
+};
+
+}  // namespace headway

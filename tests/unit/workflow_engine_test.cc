@@ -1,0 +1,678 @@
+// The workflow engine on a fake pool: jobs are entries in a map whose state
+// the test moves, and time is a number the test advances. Nothing sleeps.
+#include "workflow/engine.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "workflow/manifest.h"
+
+namespace headway::workflow {
+namespace {
+
+using std::chrono::seconds;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
+
+// A workflow, its state, and the jobs the engine asked for.
+class FakePool {
+ public:
+  explicit FakePool(const std::string& yaml) {
+    auto manifest = ParseManifest(yaml);
+    EXPECT_TRUE(manifest.ok()) << manifest.status().ToString();
+    if (!manifest.ok()) return;
+    workflow_ = std::get<Workflow>(manifest->resource);
+    state.name = workflow_.metadata.name;
+    state.uid = "uid-1";
+  }
+
+  // One Operate; creates the jobs it asks for (Queued) and records the rest.
+  Actions Step() {
+    Environment env;
+    env.now = now;
+    env.team = "vision";
+    env.metadata = workflow_.metadata;
+    env.observe = [this](const std::string& job) -> std::optional<JobObservation> {
+      auto it = jobs.find(job);
+      if (it == jobs.end()) return std::nullopt;
+      return it->second;
+    };
+    env.memo_lookup = [this](const std::string& cache,
+                             const std::string& key) -> std::optional<MemoEntry> {
+      auto it = memo.find(cache + "/" + key);
+      if (it == memo.end()) return std::nullopt;
+      return it->second;
+    };
+    Actions actions = Operate(workflow_.spec, state, env);
+    for (const JobToCreate& job : actions.create) {
+      ++creations[job.spec.name];
+      created[job.spec.name] = job;
+      if (!lose_creations) jobs.emplace(job.spec.name, JobObservation{});
+    }
+    for (const std::string& job : actions.stop) {
+      stops.push_back(job);
+      auto it = jobs.find(job);
+      if (it != jobs.end() && it->second.state != JobState::kSucceeded &&
+          it->second.state != JobState::kFailed) {
+        it->second.state = JobState::kStopped;
+        it->second.finished_at = now;
+      }
+    }
+    for (const MemoEntry& e : actions.memoize) memo[e.cache + "/" + e.key] = e;
+    return actions;
+  }
+
+  // Steps until nothing changes.
+  Actions Settle() {
+    Actions last;
+    for (int i = 0; i < 100; ++i) {
+      last = Step();
+      if (!last.changed && last.create.empty()) break;
+    }
+    return last;
+  }
+
+  const Node& NodeNamed(const std::string& name) const {
+    const Node* node = state.FindByName(name);
+    EXPECT_NE(node, nullptr) << name;
+    static Node none;
+    return node != nullptr ? *node : none;
+  }
+  std::string JobOf(const std::string& node_name) const { return NodeNamed(node_name).job; }
+  const JobSpec& SpecOf(const std::string& node_name) { return created.at(JobOf(node_name)).spec; }
+
+  // Ends a node's job.
+  void Succeed(const std::string& node_name, std::map<std::string, std::string> params = {},
+               std::optional<std::string> stdout_text = std::nullopt) {
+    JobObservation& job = jobs.at(JobOf(node_name));
+    job.state = JobState::kSucceeded;
+    job.exit_code = 0;
+    job.started_at = job.started_at.value_or(now);
+    job.finished_at = now;
+    job.parameters = std::move(params);
+    job.stdout_text = std::move(stdout_text);
+  }
+  void Fail(const std::string& node_name, int code = 1) {
+    JobObservation& job = jobs.at(JobOf(node_name));
+    job.state = JobState::kFailed;
+    job.exit_code = code;
+    job.finished_at = now;
+  }
+  void Run(const std::string& node_name) {
+    JobObservation& job = jobs.at(JobOf(node_name));
+    job.state = JobState::kRunning;
+    job.started_at = now;
+  }
+  // The node names whose jobs are not finished.
+  std::vector<std::string> Active() const {
+    std::vector<std::string> out;
+    for (const auto& [id, node] : state.nodes) {
+      if (node.type != NodeType::kPod || node.job.empty()) continue;
+      auto it = jobs.find(node.job);
+      if (it != jobs.end() && (it->second.state == JobState::kQueued ||
+                               it->second.state == JobState::kRunning)) {
+        out.push_back(node.name);
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  WorkflowState state;
+  Time now = FromUnixMillis(1'700'000'000'000);
+  std::map<std::string, JobObservation> jobs;
+  std::map<std::string, JobToCreate> created;
+  std::map<std::string, int> creations;
+  std::vector<std::string> stops;
+  std::map<std::string, MemoEntry> memo;
+  bool lose_creations = false;  // a crash between saving the state and creating the jobs
+
+ private:
+  Workflow workflow_;
+};
+
+constexpr char kDiamond[] = R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: diamond}
+spec:
+  entrypoint: main
+  arguments:
+    parameters: [{name: seed, value: "7"}]
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: A, template: gen, arguments: {parameters: [{name: n, value: "{{workflow.parameters.seed}}"}]}}
+      - {name: B, template: echo, dependencies: [A], arguments: {parameters: [{name: msg, value: "b{{tasks.A.outputs.parameters.out}}"}]}}
+      - {name: C, template: echo, dependencies: [A], arguments: {parameters: [{name: msg, value: "c{{tasks.A.outputs.result}}"}]}}
+      - {name: D, template: echo, dependencies: [B, C], arguments: {parameters: [{name: msg, value: "{{tasks.B.outputs.result}}+{{tasks.C.outputs.result}}"}]}}
+  - name: gen
+    inputs: {parameters: [{name: n}]}
+    outputs: {parameters: [{name: out, valueFrom: {path: /tmp/out}}]}
+    script:
+      image: python:3.12
+      command: [python3]
+      source: print({{inputs.parameters.n}} * 2)
+  - name: echo
+    inputs: {parameters: [{name: msg}]}
+    container:
+      image: alpine
+      command: [echo, "{{inputs.parameters.msg}}"]
+      resources: {limits: {nvidia.com/gpu: 1}}
+)y";
+
+TEST(WorkflowEngine, ADiamondPassesParametersAndResultsAndEndsWhenItsLastTaskDoes) {
+  FakePool pool(kDiamond);
+  pool.Step();
+  EXPECT_EQ(pool.state.phase, NodePhase::kRunning);
+  EXPECT_THAT(pool.Active(), ElementsAre("diamond.A"));
+  const JobToCreate& gen = pool.created.at(pool.JobOf("diamond.A"));
+  EXPECT_THAT(gen.spec.command, ElementsAre("python3"));
+  EXPECT_EQ(gen.script_source, "print(7 * 2)");
+  EXPECT_EQ(gen.output_paths.at("out"), "/tmp/out");
+  EXPECT_EQ(gen.spec.team, "vision");
+  EXPECT_EQ(gen.image, "python:3.12");
+
+  pool.Succeed("diamond.A", {{"out", "x1\n"}}, "14\n");
+  pool.Step();
+  EXPECT_THAT(pool.Active(), ElementsAre("diamond.B", "diamond.C"));
+  EXPECT_THAT(pool.SpecOf("diamond.B").command, ElementsAre("echo", "bx1"));
+  EXPECT_THAT(pool.SpecOf("diamond.C").command, ElementsAre("echo", "c14"));
+  EXPECT_EQ(pool.SpecOf("diamond.B").resources.gpus(), 1);
+
+  pool.Succeed("diamond.B", {}, "bx1");
+  pool.Step();
+  EXPECT_THAT(pool.Active(), ElementsAre("diamond.C"));  // D waits for both
+  pool.Succeed("diamond.C", {}, "c14");
+  pool.Step();
+  EXPECT_THAT(pool.SpecOf("diamond.D").command, ElementsAre("echo", "bx1+c14"));
+  EXPECT_FALSE(pool.state.Finished());
+  pool.Succeed("diamond.D", {}, "bx1+c14");
+  pool.Settle();
+  EXPECT_EQ(pool.state.phase, NodePhase::kSucceeded);
+  EXPECT_TRUE(pool.state.Finished());
+  const Node& root = pool.NodeNamed("diamond");
+  EXPECT_EQ(root.id, "diamond");
+  EXPECT_EQ(root.type, NodeType::kDag);
+  EXPECT_EQ(root.progress, "4/4");
+  EXPECT_EQ(root.children.size(), 4u);
+  EXPECT_EQ(pool.NodeNamed("diamond.A").outputs.at(0).value, "x1");
+  EXPECT_EQ(pool.NodeNamed("diamond.A").result, "14");
+  EXPECT_EQ(pool.NodeNamed("diamond.A").boundary_id, "diamond");
+  // Argo's node ids: the workflow name and the FNV-32a hash of the node name.
+  EXPECT_EQ(pool.NodeNamed("diamond.A").id, NodeIdFor("diamond", "diamond.A"));
+  for (const auto& [job, n] : pool.creations) EXPECT_EQ(n, 1) << job;
+}
+
+TEST(WorkflowEngine, ACrashBeforeTheJobsAreCreatedCreatesThemOnceAfterwards) {
+  FakePool pool(kDiamond);
+  pool.lose_creations = true;  // the state was saved, the jobs never made
+  pool.Step();
+  const std::string job = pool.JobOf("diamond.A");
+  pool.lose_creations = false;
+  pool.Step();  // after the restart: the same job name again
+  EXPECT_EQ(pool.creations.at(job), 2);
+  EXPECT_EQ(pool.jobs.count(job), 1u);
+  pool.Step();  // now it exists: not asked for again
+  EXPECT_EQ(pool.creations.at(job), 2);
+}
+
+TEST(WorkflowEngine, WithItemsFansOutAndTheNextStepReadsTheAggregatedResults) {
+  FakePool pool(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: fan}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - name: sq
+        template: square
+        arguments: {parameters: [{name: x, value: "{{item}}"}]}
+        withItems: [1, 2, 3]
+    - - name: sum
+        template: add
+        arguments: {parameters: [{name: xs, value: "{{steps.sq.outputs.result}}"}]}
+  - name: square
+    inputs: {parameters: [{name: x}]}
+    container: {image: alpine, command: [sh, -c, "echo $(({{inputs.parameters.x}}*{{inputs.parameters.x}}))"]}
+  - name: add
+    inputs: {parameters: [{name: xs}]}
+    container: {image: alpine, command: [echo, "{{inputs.parameters.xs}}"]}
+)y");
+  pool.Step();
+  EXPECT_THAT(pool.Active(), ElementsAre("fan[0].sq(0:1)", "fan[0].sq(1:2)", "fan[0].sq(2:3)"));
+  EXPECT_THAT(pool.SpecOf("fan[0].sq(1:2)").command, ElementsAre("sh", "-c", "echo $((2*2))"));
+  pool.Succeed("fan[0].sq(0:1)", {}, "1");
+  pool.Succeed("fan[0].sq(2:3)", {}, "9");
+  pool.Step();
+  EXPECT_THAT(pool.Active(), ElementsAre("fan[0].sq(1:2)"));
+  pool.Succeed("fan[0].sq(1:2)", {}, "4");
+  pool.Step();
+  EXPECT_THAT(pool.SpecOf("fan[1].sum").command, ElementsAre("echo", "[1,4,9]"));
+  pool.Succeed("fan[1].sum", {}, "14");
+  pool.Settle();
+  EXPECT_EQ(pool.state.phase, NodePhase::kSucceeded);
+  EXPECT_EQ(pool.NodeNamed("fan").type, NodeType::kSteps);
+  EXPECT_EQ(pool.NodeNamed("fan[0]").type, NodeType::kStepGroup);
+  EXPECT_EQ(pool.NodeNamed("fan").progress, "4/4");
+}
+
+constexpr char kRetry[] = R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: flaky}
+spec:
+  entrypoint: try
+  templates:
+  - name: try
+    retryStrategy:
+      limit: 3
+      backoff: {duration: 10s, factor: 2, maxDuration: 5m}
+    container: {image: alpine, command: [sh, -c, "exit {{retries}}"]}
+)y";
+
+TEST(WorkflowEngine, AFailingStepIsRetriedAfterAGrowingBackoffThenSucceeds) {
+  FakePool pool(kRetry);
+  pool.Step();
+  EXPECT_EQ(pool.NodeNamed("flaky").type, NodeType::kRetry);
+  EXPECT_THAT(pool.SpecOf("flaky(0)").command, ElementsAre("sh", "-c", "exit 0"));
+  pool.Fail("flaky(0)", 3);
+  Actions a = pool.Step();
+  // No second attempt before its backoff of 10 s.
+  EXPECT_THAT(pool.Active(), ElementsAre());
+  ASSERT_TRUE(a.wake_at.has_value());
+  EXPECT_EQ(*a.wake_at, pool.now + seconds(10));
+  pool.now += seconds(10);
+  pool.Step();
+  EXPECT_THAT(pool.Active(), ElementsAre("flaky(1)"));
+  EXPECT_THAT(pool.SpecOf("flaky(1)").command, ElementsAre("sh", "-c", "exit 1"));
+  pool.Fail("flaky(1)");
+  a = pool.Step();
+  EXPECT_EQ(*a.wake_at, pool.now + seconds(20));  // 10 s * 2^1
+  pool.now += seconds(20);
+  pool.Step();
+  pool.Succeed("flaky(2)");
+  pool.Settle();
+  EXPECT_EQ(pool.state.phase, NodePhase::kSucceeded);
+  EXPECT_EQ(pool.NodeNamed("flaky").children.size(), 3u);
+  EXPECT_EQ(pool.NodeNamed("flaky(0)").phase, NodePhase::kFailed);
+  EXPECT_EQ(pool.NodeNamed("flaky(0)").message, "Error (exit code 3)");
+}
+
+TEST(WorkflowEngine, RetriesStopAtTheLimit) {
+  FakePool pool(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: flaky}
+spec:
+  entrypoint: try
+  templates:
+  - name: try
+    retryStrategy: {limit: "1"}
+    container: {image: alpine, command: [false]}
+)y");
+  pool.Step();
+  pool.Fail("flaky(0)");
+  pool.Step();
+  pool.Fail("flaky(1)");
+  pool.Settle();
+  EXPECT_EQ(pool.state.phase, NodePhase::kFailed);
+  EXPECT_EQ(pool.NodeNamed("flaky").children.size(), 2u);
+  EXPECT_THAT(pool.state.message, HasSubstr("no more retries left"));
+}
+
+TEST(WorkflowEngine, AFalseWhenSkipsABranchAndWhatDependsOnItStillRuns) {
+  FakePool pool(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: coin}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: flip, template: flip}
+      - {name: heads, template: say, depends: flip, when: "{{tasks.flip.outputs.result}} == heads"}
+      - {name: tails, template: say, depends: flip, when: "{{tasks.flip.outputs.result}} == tails"}
+      - {name: after, template: say, depends: "heads && tails"}
+  - name: flip
+    container: {image: alpine, command: [echo, heads]}
+  - name: say
+    container: {image: alpine, command: [echo, hi]}
+)y");
+  pool.Step();
+  pool.Succeed("coin.flip", {}, "heads");
+  pool.Step();
+  EXPECT_EQ(pool.NodeNamed("coin.tails").phase, NodePhase::kSkipped);
+  EXPECT_THAT(pool.NodeNamed("coin.tails").message, HasSubstr("heads == tails"));
+  EXPECT_THAT(pool.Active(), ElementsAre("coin.heads"));
+  pool.Succeed("coin.heads");
+  pool.Step();
+  // A skipped task satisfies a bare dependency.
+  EXPECT_THAT(pool.Active(), ElementsAre("coin.after"));
+  pool.Succeed("coin.after");
+  pool.Settle();
+  EXPECT_EQ(pool.state.phase, NodePhase::kSucceeded);
+}
+
+constexpr char kExitHandler[] = R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: ex}
+spec:
+  entrypoint: main
+  onExit: notify
+  templates:
+  - name: main
+    container: {image: alpine, command: [sh, -c, "exit 2"]}
+  - name: notify
+    container: {image: alpine, command: [echo, "{{workflow.status}}", "{{workflow.failures}}"]}
+)y";
+
+TEST(WorkflowEngine, TheExitHandlerRunsAfterAFailureAndSeesTheStatus) {
+  FakePool pool(kExitHandler);
+  pool.Step();
+  pool.Fail("ex", 2);
+  pool.Step();
+  EXPECT_FALSE(pool.state.Finished());  // the exit handler runs first
+  const JobSpec& notify = pool.SpecOf("ex.onExit");
+  EXPECT_EQ(notify.command.at(1), "Failed");
+  EXPECT_THAT(notify.command.at(2), HasSubstr("Error (exit code 2)"));
+  pool.Succeed("ex.onExit");
+  pool.Settle();
+  EXPECT_EQ(pool.state.phase, NodePhase::kFailed);
+  EXPECT_TRUE(pool.NodeNamed("ex.onExit").on_exit);
+}
+
+TEST(WorkflowEngine, AStopStopsRunningStepsAndRunsTheExitHandlerButTerminateDoesNot) {
+  for (Shutdown how : {Shutdown::kStop, Shutdown::kTerminate}) {
+    FakePool pool(kExitHandler);
+    pool.Step();
+    pool.Run("ex");
+    pool.Step();
+    std::string error;
+    ASSERT_TRUE(RequestShutdown(pool.state, how, &error));
+    pool.Step();
+    EXPECT_THAT(pool.stops, ElementsAre(pool.JobOf("ex")));
+    pool.Settle();
+    EXPECT_EQ(pool.state.FindByName("ex.onExit") != nullptr, how == Shutdown::kStop);
+    if (how == Shutdown::kStop) {
+      pool.Succeed("ex.onExit");
+      pool.Settle();
+    }
+    EXPECT_TRUE(pool.state.Finished());
+    EXPECT_EQ(pool.state.phase, NodePhase::kFailed);
+    EXPECT_THAT(pool.state.message, HasSubstr(how == Shutdown::kStop ? "'Stop'" : "'Terminate'"));
+    EXPECT_EQ(pool.stops.size(), 1u);  // asked once
+  }
+}
+
+TEST(WorkflowEngine, AMemoizedStepIsServedFromTheCacheTheSecondTime) {
+  constexpr char kMemo[] = R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: memo}
+spec:
+  entrypoint: main
+  arguments: {parameters: [{name: x, value: "5"}]}
+  templates:
+  - name: main
+    inputs: {parameters: [{name: x}]}
+    memoize: {key: "square-{{inputs.parameters.x}}", maxAge: 1h}
+    outputs: {parameters: [{name: y, valueFrom: {path: /tmp/y}}]}
+    container: {image: alpine, command: [sh, -c, "echo 25 > /tmp/y"]}
+)y";
+  FakePool first(kMemo);
+  first.Step();
+  first.Succeed("memo", {{"y", "25"}});
+  first.Settle();
+  ASSERT_EQ(first.memo.size(), 1u);
+  EXPECT_EQ(first.memo.begin()->second.key, "square-5");
+
+  FakePool second(kMemo);
+  second.memo = first.memo;
+  second.now = first.now + std::chrono::minutes(30);
+  second.Settle();
+  EXPECT_TRUE(second.created.empty());
+  EXPECT_EQ(second.state.phase, NodePhase::kSucceeded);
+  EXPECT_EQ(second.NodeNamed("memo").memo_hit, true);
+  EXPECT_EQ(second.NodeNamed("memo").outputs.at(0).value, "25");
+
+  FakePool stale(kMemo);  // past maxAge: runs again
+  stale.memo = first.memo;
+  stale.now = first.now + std::chrono::hours(2);
+  stale.Step();
+  EXPECT_EQ(stale.created.size(), 1u);
+}
+
+TEST(WorkflowEngine, RetryRunsOnlyTheFailedNodeAndWhatDependsOnIt) {
+  FakePool pool(kDiamond);
+  pool.Step();
+  pool.Succeed("diamond.A", {{"out", "1"}}, "14");
+  pool.Step();
+  pool.Succeed("diamond.B", {}, "b");
+  pool.Fail("diamond.C");
+  pool.Settle();
+  ASSERT_EQ(pool.state.phase, NodePhase::kFailed);
+  EXPECT_EQ(pool.state.FindByName("diamond.D")->phase, NodePhase::kOmitted);
+  const std::string a_job = pool.JobOf("diamond.A"), b_job = pool.JobOf("diamond.B");
+
+  std::string error;
+  ASSERT_TRUE(Retry(pool.state, false, "", &error)) << error;
+  pool.Step();
+  EXPECT_EQ(pool.state.phase, NodePhase::kRunning);
+  EXPECT_THAT(pool.Active(), ElementsAre("diamond.C"));
+  EXPECT_EQ(pool.creations.at(a_job), 1);
+  EXPECT_EQ(pool.creations.at(b_job), 1);
+  pool.Succeed("diamond.C", {}, "c");
+  pool.Step();
+  pool.Succeed("diamond.D");
+  pool.Settle();
+  EXPECT_EQ(pool.state.phase, NodePhase::kSucceeded);
+}
+
+TEST(WorkflowEngine, ASuspendStepWaitsForResumeAndASuspendedWorkflowStartsNothingNew) {
+  FakePool pool(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: approve}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: build, template: work}
+    - - {name: gate, template: wait}
+    - - {name: ship, template: work}
+  - name: wait
+    suspend: {}
+  - name: work
+    container: {image: alpine, command: ["true"]}
+)y");
+  pool.Step();
+  pool.Succeed("approve[0].build");
+  pool.Settle();
+  EXPECT_EQ(pool.NodeNamed("approve[1].gate").phase, NodePhase::kRunning);
+  EXPECT_THAT(pool.Active(), ElementsAre());
+  std::string error;
+  ASSERT_TRUE(Resume(pool.state, pool.now, &error)) << error;
+  pool.Step();
+  EXPECT_THAT(pool.Active(), ElementsAre("approve[2].ship"));
+
+  FakePool held(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: two}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: a, template: work}
+    - - {name: b, template: work}
+  - name: work
+    container: {image: alpine, command: ["true"]}
+)y");
+  held.Step();
+  ASSERT_TRUE(Suspend(held.state, &error));
+  held.Succeed("two[0].a");
+  held.Settle();
+  EXPECT_EQ(held.state.FindByName("two[1].b"), nullptr);
+  ASSERT_TRUE(Resume(held.state, held.now, &error));
+  held.Step();
+  EXPECT_THAT(held.Active(), ElementsAre("two[1].b"));
+}
+
+TEST(WorkflowEngine, ParallelismBoundsHowManyStepsRunAtOnce) {
+  FakePool pool(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: par}
+spec:
+  entrypoint: main
+  parallelism: 2
+  templates:
+  - name: main
+    steps:
+    - - {name: w, template: work, withSequence: {count: "5"}}
+  - name: work
+    container: {image: alpine, command: ["true"]}
+)y");
+  pool.Step();
+  EXPECT_THAT(pool.Active(), ElementsAre("par[0].w(0:0)", "par[0].w(1:1)"));
+  pool.Succeed("par[0].w(0:0)");
+  pool.Step();
+  EXPECT_THAT(pool.Active(), ElementsAre("par[0].w(1:1)", "par[0].w(2:2)"));
+}
+
+TEST(WorkflowEngine, TheWorkflowDeadlineStopsItsSteps) {
+  FakePool pool(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: slow}
+spec:
+  entrypoint: main
+  activeDeadlineSeconds: 60
+  templates:
+  - name: main
+    container: {image: alpine, command: [sleep, "600"]}
+)y");
+  Actions a = pool.Step();
+  EXPECT_EQ(*a.wake_at, pool.now + seconds(60));
+  pool.Run("slow");
+  pool.now += seconds(60);
+  pool.Settle();
+  EXPECT_THAT(pool.stops, ElementsAre(pool.JobOf("slow")));
+  EXPECT_EQ(pool.state.phase, NodePhase::kFailed);
+  EXPECT_EQ(pool.state.message, "Max duration limit exceeded");
+}
+
+TEST(WorkflowEngine, AFailedTaskStopsNewTasksButAHandledFailureDoesNotFailTheDag) {
+  FakePool fast(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: ff}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: bad, template: work}
+      - {name: long, template: work}
+      - {name: next, template: work, dependencies: [long]}
+  - name: work
+    container: {image: alpine, command: ["true"]}
+)y");
+  fast.Step();
+  fast.Fail("ff.bad");
+  fast.Step();
+  fast.Succeed("ff.long");
+  fast.Settle();
+  EXPECT_EQ(fast.state.FindByName("ff.next"), nullptr);  // failFast: never started
+  EXPECT_EQ(fast.state.phase, NodePhase::kFailed);
+
+  FakePool handled(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: h}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: try, template: work}
+      - {name: fallback, template: work, depends: "try.Failed"}
+  - name: work
+    container: {image: alpine, command: ["true"]}
+)y");
+  handled.Step();
+  handled.Fail("h.try");
+  handled.Step();
+  handled.Succeed("h.fallback");
+  handled.Settle();
+  EXPECT_EQ(handled.state.phase, NodePhase::kSucceeded);
+}
+
+TEST(WorkflowEngine, AMissingOutputFileIsAnErrorNamingIt) {
+  FakePool pool(kDiamond);
+  pool.Step();
+  pool.Succeed("diamond.A", {}, "14");
+  pool.Settle();
+  EXPECT_EQ(pool.NodeNamed("diamond.A").phase, NodePhase::kError);
+  EXPECT_EQ(pool.NodeNamed("diamond.A").message, "outputs.parameters.out: no file at /tmp/out");
+  EXPECT_EQ(pool.state.phase, NodePhase::kFailed);
+}
+
+TEST(WorkflowEngine, ArtifactsAreRefusedWithAClearErrorUntilTheyAreSupported) {
+  FakePool pool(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: art}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    outputs: {artifacts: [{name: model, path: /tmp/model}]}
+    container: {image: alpine, command: ["true"]}
+)y");
+  pool.Settle();
+  EXPECT_EQ(pool.state.phase, NodePhase::kError);
+  EXPECT_THAT(pool.NodeNamed("art").message, HasSubstr("artifact passing"));
+}
+
+TEST(WorkflowEngine, NodesSurviveAJsonRoundTrip) {
+  FakePool pool(kRetry);
+  pool.Step();
+  pool.Fail("flaky(0)");
+  pool.Step();
+  for (const auto& [id, node] : pool.state.nodes) {
+    auto back = NodeFromJson(ToJson(node));
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(back->id, node.id);
+    EXPECT_EQ(back->phase, node.phase);
+    EXPECT_EQ(back->children, node.children);
+    EXPECT_EQ(back->job, node.job);
+    EXPECT_EQ(back->retry_after, node.retry_after);
+    EXPECT_EQ(back->exit_code, node.exit_code);
+  }
+  EXPECT_FALSE(NodeFromJson(nlohmann::json::array()).ok());
+  EXPECT_FALSE(NodeFromJson({{"id", "x"}, {"name", "x"}, {"type", "Nope"}, {"phase", "Running"}}).ok());
+}
+
+TEST(WorkflowEngine, JobNamesAreValidAndDistinctPerWorkflowRun) {
+  std::string a = JobNameFor("a.very.long.workflow-name-that-goes-on-and-on-and-on-forever", "u1", "x.y");
+  EXPECT_LE(a.size(), 63u);
+  EXPECT_TRUE(IsValidJobName(a)) << a;
+  EXPECT_NE(JobNameFor("wf", "u1", "wf.a"), JobNameFor("wf", "u2", "wf.a"));
+  EXPECT_NE(JobNameFor("wf", "u1", "wf.a"), JobNameFor("wf", "u1", "wf.b"));
+}
+
+}  // namespace
+}  // namespace headway::workflow
