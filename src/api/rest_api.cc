@@ -20,6 +20,7 @@
 #include "api/log_stream.h"
 #include "api/prometheus.h"
 #include "api/request_guard.h"
+#include "api/argo_routes.h"
 #include "api/artifact_json.h"
 #include "api/router.h"
 #include "api/watch.h"
@@ -280,6 +281,20 @@ class Api {
                 [this](auto&, auto& p) { return DeleteArtifact(p.at("name"), p.at("version")); });
     router_.Add("GET", "/api/v1/jobs/{name}/artifacts",
                 [this](auto&, auto& p) { return JobArtifacts(p.at("name")); });
+    ArgoAccess argo;
+    argo.may_see = [](const std::string& team) { return MaySee(team); };
+    argo.may_change = [](const std::string& team) { return MayChange(team); };
+    argo.visible_team = [] { return VisibleTeam(); };
+    argo.creator = [] { return Creator(); };
+    argo.admit = [this](std::string& team) {
+      // As a job's: a member's workflow without a team runs in the member's.
+      JobSpec spec;
+      spec.team = team;
+      HEADWAY_RETURN_IF_ERROR(Admit(spec));
+      team = spec.team;
+      return Status::Ok();
+    };
+    AddArgoRoutes(router_, options.workflows, std::move(argo));
     router_.Add("POST", "/api/v1/experiments", [this](auto& r, auto&) {
       if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
       auto e = experiments_->CreateExperiment(r.body, r.Header("x-headway-submit-dir"),
@@ -319,6 +334,7 @@ class Api {
 
   HttpResponse Handle(const HttpRequest& req) {
     HttpResponse response = Guarded(req);
+    if (IsArgoPath(req.path)) ToArgoError(response);
     AddSecurityHeaders(response);
     counters_.CountResponse(response.status);
     return response;

@@ -13,6 +13,7 @@
 #include "api/job_service.h"
 #include "api/request_guard.h"
 #include "api/token_service.h"
+#include "api/workflow_service.h"
 #include "api/watch_cache.h"
 #include "core/team_policy.h"
 
@@ -23,6 +24,8 @@ struct RestApiOptions {
   ExperimentService* experiments = nullptr;
   // Without it the artifact routes answer 503.
   ArtifactService* artifacts = nullptr;
+  // Without it the Argo workflow routes (api/argo_routes.h) answer 503.
+  WorkflowService* workflows = nullptr;
   // With it, authentication is on: every route except GET /healthz, the
   // dashboard's files and the jobs' own progress reports needs
   // "Authorization: Bearer <user token>" (401 without a valid one, or an

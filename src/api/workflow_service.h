@@ -22,7 +22,8 @@ namespace headway::api {
 
 struct WorkflowView {
   std::string team;
-  nlohmann::json body;  // Argo's Workflow
+  std::int64_t seq = 0;  // the store's order: pages of a list continue below it
+  nlohmann::json body;   // Argo's Workflow
 };
 
 // Decides the team a new workflow runs under and whether the caller may:

@@ -33,6 +33,7 @@
 #include "artifact/s3/s3_object_store.h"
 #include "server/artifact_manager.h"
 #include "server/experiment_controller.h"
+#include "server/workflow_controller.h"
 #include "server/job_controller.h"
 #include "server/user_tokens.h"
 #include "server/webhook_notifier.h"
@@ -438,6 +439,7 @@ int RunServer(const ServerConfig& config) {
   std::unique_ptr<JobController> controller;
   std::unique_ptr<api::WatchCache> watch_cache;  // gone before the controller it reads
   std::unique_ptr<ExperimentController> experiments;
+  std::unique_ptr<WorkflowController> workflows;
   // Artifact bytes: content-addressed under the data directory. Uploads
   // through the server are written to files in uploads/ (never memory),
   // checked, then moved into the store; leftovers of a crash are removed.
@@ -548,10 +550,12 @@ int RunServer(const ServerConfig& config) {
   watch_cache = std::make_unique<api::WatchCache>(*controller);
   watch_feed.store(watch_cache.get());
   experiments = std::make_unique<ExperimentController>(**store, *controller, clock);
+  workflows = std::make_unique<WorkflowController>(**store, *controller, clock, config.data_dir);
   api::RestApiOptions api_options;
   api_options.watch_cache = watch_cache.get();
   api_options.max_streams_per_token = config.max_streams_per_token;
   api_options.experiments = experiments.get();
+  api_options.workflows = workflows.get();
   api_options.artifacts = &artifacts;
   api_options.tokens = config.auth ? &user_tokens : nullptr;
   api_options.web_dir = config.web_dir;
@@ -568,6 +572,7 @@ int RunServer(const ServerConfig& config) {
   }
   std::thread loop([&] { controller->RunLoop(std::chrono::milliseconds(200)); });
   std::thread experiment_loop([&] { experiments->RunLoop(std::chrono::milliseconds(500)); });
+  std::thread workflow_loop([&] { workflows->RunLoop(std::chrono::milliseconds(500)); });
   // Its own thread: a job's endpoint may take its 2 s timeout to answer.
   std::thread pull_loop([&] { controller->RunPullLoop(std::chrono::milliseconds(500)); });
   std::thread artifact_loop([&] { artifacts.RunLoop(std::chrono::minutes(10)); });
@@ -588,9 +593,11 @@ int RunServer(const ServerConfig& config) {
   (*server)->Stop();
   controller->Shutdown();
   experiments->Shutdown();
+  workflows->Shutdown();
   artifacts.Shutdown();
   loop.join();
   experiment_loop.join();
+  workflow_loop.join();
   pull_loop.join();
   artifact_loop.join();
   watch_feed.store(nullptr);

@@ -5,7 +5,7 @@
 //
 // Every pod node is an ordinary Headway job (queue, quota, GPUs, progress,
 // health policies), created by "workflow/<name>" in the workflow's team,
-// and wrapped by a small shell step (StepCommand) that writes the script
+// and wrapped by a small shell step (StepCommand) that writes a script's
 // source to a file, keeps the first 256 kB of stdout (outputs.result) and
 // copies the files named by outputs.parameters[].valueFrom.path into the
 // job's home (`.headway-step/`), where the controller reads them after the
@@ -37,7 +37,8 @@ namespace headway {
 
 // The command line that runs a pod node's job (see the file comment).
 // Pure: exposed for tests.
-std::vector<std::string> StepCommand(const workflow::JobToCreate& job);
+// `step_dir` is where the step leaves its outputs.
+std::vector<std::string> StepCommand(const workflow::JobToCreate& job, const std::string& step_dir);
 
 class WorkflowController final : public api::WorkflowService {
  public:
@@ -71,11 +72,15 @@ class WorkflowController final : public api::WorkflowService {
     workflow::WorkflowState state;
     std::map<std::string, std::string> saved_bodies;  // node id -> JSON last saved
     std::optional<Time> wake_at;
+    bool stale = false;  // a save failed: read it again from the store
   };
 
   // Callers hold mu_.
   Result<Live*> Load(std::string_view name);
+  // Runs the engine and acts on it; a workflow it could not save is marked
+  // stale (to be read again), never erased here.
   void Advance(Live& live);
+  Result<api::WorkflowView> GetWorkflowUnlocked(std::string_view name);
   Status Save(Live& live);
   api::WorkflowView View(const Live& live, bool with_nodes) const;
   api::WorkflowView ViewOfRecord(const WorkflowRecord& record) const;

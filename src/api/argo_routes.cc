@@ -1,0 +1,280 @@
+#include "api/argo_routes.h"
+
+#include <nlohmann/json.hpp>
+
+#include "api/job_json.h"
+
+namespace headway::api {
+namespace {
+
+using nlohmann::json;
+
+// gRPC's codes, as Argo Server's gateway puts them in error bodies.
+int GrpcCode(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return 0;
+    case StatusCode::kInvalidArgument: return 3;
+    case StatusCode::kNotFound: return 5;
+    case StatusCode::kConflict: return 6;
+    case StatusCode::kPermissionDenied: return 7;
+    case StatusCode::kResourceExhausted: return 8;
+    case StatusCode::kPayloadTooLarge: return 3;
+    case StatusCode::kUnauthenticated: return 16;
+    case StatusCode::kUnavailable: return 14;
+    case StatusCode::kInternal: return 13;
+  }
+  return 2;
+}
+
+std::string MessageOf(const Status& status) {
+  if (status.field().empty()) return status.message();
+  std::string where = status.field();
+  if (status.line()) where += " (line " + std::to_string(*status.line()) + ")";
+  return where + ": " + status.message();
+}
+
+HttpResponse Json(int status, const json& body) {
+  return {status, "application/json", JsonText(body), {}, nullptr};
+}
+
+HttpResponse Error(const Status& status) {
+  return Json(HttpStatusFor(status.code()),
+              {{"code", GrpcCode(status.code())}, {"message", MessageOf(status)}});
+}
+
+HttpResponse NotImplemented(const std::string& what) {
+  return Json(501, {{"code", 12}, {"message", what + " is not implemented by this server"}});
+}
+
+// Argo's request bodies: one object, with the resource under `key`.
+Result<json> RequestBody(const HttpRequest& req) {
+  if (req.body.empty()) return json::object();
+  json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded() || !body.is_object()) {
+    return InvalidArgument("the request body must be a JSON object");
+  }
+  return body;
+}
+
+// `labelSelector` equalities: "a=b,c==d". Set-based selectors are refused.
+Result<std::map<std::string, std::string>> LabelSelector(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string term = text.substr(start, end - start);
+    start = end + 1;
+    if (term.empty()) continue;
+    std::size_t eq = term.find('=');
+    if (eq == std::string::npos || term.find("!=") != std::string::npos) {
+      return InvalidArgument("listOptions.labelSelector: only key=value terms are supported, not '" +
+                             term + "'");
+    }
+    std::string value = term.substr(term[eq + 1] == '=' ? eq + 2 : eq + 1);
+    out[term.substr(0, eq)] = value;
+  }
+  return out;
+}
+
+class ArgoRoutes {
+ public:
+  ArgoRoutes(WorkflowService* service, ArgoAccess access)
+      : service_(service), access_(std::move(access)) {}
+
+  HttpResponse Create(const HttpRequest& req, const std::string& ns, bool lint) {
+    auto body = RequestBody(req);
+    if (!body.ok()) return Error(body.status());
+    std::string manifest;
+    if (body->contains("workflow")) {
+      manifest = (*body)["workflow"].dump();
+    } else if (body->contains("apiVersion") || body->contains("kind")) {
+      manifest = req.body;  // a bare Workflow (the native CLI sends one)
+    } else {
+      return Error(InvalidArgument("the request needs a 'workflow'").WithField("workflow"));
+    }
+    bool dry_run = lint || body->value("serverDryRun", false);
+    auto view = service_->CreateWorkflow(manifest, ns, access_.admit, access_.creator(), dry_run);
+    if (!view.ok()) return Error(view.status());
+    return Json(200, view->body);
+  }
+
+  HttpResponse List(const HttpRequest& req) {
+    WorkflowFilter filter;
+    filter.team = access_.visible_team();
+    auto labels = LabelSelector(req.Query("listOptions.labelSelector"));
+    if (!labels.ok()) return Error(labels.status());
+    filter.labels = *labels;
+    std::string limit = req.Query("listOptions.limit");
+    if (!limit.empty()) {
+      if (limit.size() > 6 || limit.find_first_not_of("0123456789") != std::string::npos) {
+        return Error(InvalidArgument("listOptions.limit must be a whole number"));
+      }
+      filter.limit = std::stoul(limit);
+    }
+    std::string cont = req.Query("listOptions.continue");
+    if (!cont.empty()) {
+      if (cont.size() > 18 || cont.find_first_not_of("0123456789") != std::string::npos) {
+        return Error(InvalidArgument("listOptions.continue is not one this server gave"));
+      }
+      filter.before_seq = std::stoll(cont);
+    }
+    std::string phase = req.Query("phase");
+    if (!phase.empty()) filter.phase = phase;
+    auto all = service_->ListWorkflows(filter);
+    if (!all.ok()) return Error(all.status());
+    json items = json::array();
+    const std::string name_filter = req.Query("nameFilter");
+    for (const WorkflowView& w : *all) {
+      if (!access_.may_see(w.team).ok()) continue;
+      if (!name_filter.empty() &&
+          w.body["metadata"].value("name", "").find(name_filter) == std::string::npos) {
+        continue;
+      }
+      items.push_back(w.body);
+    }
+    json meta = json::object();
+    if (filter.limit != 0 && all->size() == filter.limit && !all->empty()) {
+      // Pages run newest first; the next starts below the last one's sequence.
+      meta["continue"] = std::to_string(all->back().seq);
+    }
+    return Json(200, {{"metadata", meta}, {"items", items}});
+  }
+
+  Result<WorkflowView> Visible(const std::string& name) {
+    auto view = service_->GetWorkflow(name);
+    if (!view.ok()) return view.status();
+    HEADWAY_RETURN_IF_ERROR(access_.may_see(view->team));
+    return view;
+  }
+
+  template <typename Act>
+  HttpResponse Change(const std::string& name, Act act) {
+    auto current = Visible(name);
+    if (!current.ok()) return Error(current.status());
+    if (Status s = access_.may_change(current->team); !s.ok()) return Error(s);
+    Result<WorkflowView> view = act();
+    if (!view.ok()) return Error(view.status());
+    return Json(200, view->body);
+  }
+
+  WorkflowService* service_;
+  ArgoAccess access_;
+};
+
+}  // namespace
+
+bool IsArgoPath(std::string_view path) {
+  for (std::string_view prefix :
+       {"/api/v1/workflows/", "/api/v1/workflow-templates", "/api/v1/cron-workflows",
+        "/api/v1/cluster-workflow-templates", "/api/v1/archived-workflows",
+        "/api/v1/workflow-events/", "/api/v1/info", "/api/v1/userinfo"}) {
+    if (path.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
+
+void ToArgoError(HttpResponse& response) {
+  if (response.status < 400 || response.content_type != "application/json") return;
+  json body = json::parse(response.body, nullptr, false);
+  if (!body.is_object() || !body.contains("error") || !body["error"].is_object()) return;
+  const json& e = body["error"];
+  StatusCode code = StatusCode::kInternal;
+  for (StatusCode c : {StatusCode::kInvalidArgument, StatusCode::kUnauthenticated,
+                       StatusCode::kPermissionDenied, StatusCode::kNotFound, StatusCode::kConflict,
+                       StatusCode::kPayloadTooLarge, StatusCode::kResourceExhausted,
+                       StatusCode::kInternal, StatusCode::kUnavailable}) {
+    if (StatusCodeName(c) == e.value("code", "")) code = c;
+  }
+  Status status(code, e.value("message", ""));
+  if (e.contains("field")) {
+    status.WithField(e.value("field", ""),
+                     e.contains("line") ? std::optional<int>(e.value("line", 0)) : std::nullopt);
+  }
+  response.body = JsonText({{"code", GrpcCode(status.code())}, {"message", MessageOf(status)}});
+}
+
+void AddArgoRoutes(Router& router, WorkflowService* service, ArgoAccess access) {
+  auto routes = std::make_shared<ArgoRoutes>(service, std::move(access));
+  auto guarded = [routes](auto handler) {
+    return [routes, handler](const HttpRequest& req, const PathParams& p) {
+      if (routes->service_ == nullptr) {
+        return Error(Unavailable("workflows are not enabled on this server"));
+      }
+      return handler(*routes, req, p);
+    };
+  };
+  const std::string base = "/api/v1/workflows/{ns}";
+  router.Add("POST", base, guarded([](ArgoRoutes& r, auto& req, auto& p) {
+               return r.Create(req, p.at("ns"), false);
+             }));
+  router.Add("POST", base + "/lint", guarded([](ArgoRoutes& r, auto& req, auto& p) {
+               return r.Create(req, p.at("ns"), true);
+             }));
+  router.Add("GET", base, guarded([](ArgoRoutes& r, auto& req, auto&) { return r.List(req); }));
+  router.Add("GET", base + "/{name}", guarded([](ArgoRoutes& r, auto&, auto& p) {
+               auto view = r.Visible(p.at("name"));
+               if (!view.ok()) return Error(view.status());
+               return Json(200, view->body);
+             }));
+  router.Add("DELETE", base + "/{name}", guarded([](ArgoRoutes& r, auto&, auto& p) {
+               auto current = r.Visible(p.at("name"));
+               if (!current.ok()) return Error(current.status());
+               if (Status s = r.access_.may_change(current->team); !s.ok()) return Error(s);
+               if (Status s = r.service_->DeleteWorkflow(p.at("name")); !s.ok()) return Error(s);
+               return Json(200, json::object());
+             }));
+  router.Add("PUT", base + "/{name}/suspend", guarded([](ArgoRoutes& r, auto&, auto& p) {
+               const std::string name = p.at("name");
+               return r.Change(name, [&] { return r.service_->SuspendWorkflow(name); });
+             }));
+  router.Add("PUT", base + "/{name}/resume", guarded([](ArgoRoutes& r, auto&, auto& p) {
+               const std::string name = p.at("name");
+               return r.Change(name, [&] { return r.service_->ResumeWorkflow(name); });
+             }));
+  router.Add("PUT", base + "/{name}/stop", guarded([](ArgoRoutes& r, auto&, auto& p) {
+               const std::string name = p.at("name");
+               return r.Change(name, [&] { return r.service_->StopWorkflow(name, false); });
+             }));
+  router.Add("PUT", base + "/{name}/terminate", guarded([](ArgoRoutes& r, auto&, auto& p) {
+               const std::string name = p.at("name");
+               return r.Change(name, [&] { return r.service_->StopWorkflow(name, true); });
+             }));
+  router.Add("PUT", base + "/{name}/retry", guarded([](ArgoRoutes& r, auto& req, auto& p) {
+               auto body = RequestBody(req);
+               if (!body.ok()) return Error(body.status());
+               WorkflowRetry retry;
+               retry.restart_successful = body->value("restartSuccessful", false);
+               retry.node_field_selector = body->value("nodeFieldSelector", "");
+               const std::string name = p.at("name");
+               return r.Change(name, [&] { return r.service_->RetryWorkflow(name, retry); });
+             }));
+  router.Add("PUT", base + "/{name}/resubmit", [](auto&, auto&) {
+    return NotImplemented("resubmitting a workflow");
+  });
+  router.Add("PUT", base + "/{name}/set", [](auto&, auto&) {
+    return NotImplemented("setting a node's outputs");
+  });
+  router.Add("POST", base + "/submit", [](auto&, auto&) {
+    return NotImplemented("submitting from a WorkflowTemplate");
+  });
+  router.Add("GET", "/api/v1/info", [](auto&, auto&) {
+    return Json(200, {{"modals", json::object()}, {"navColor", ""}});
+  });
+  router.Add("GET", "/api/v1/userinfo", [](auto&, auto&) { return Json(200, json::object()); });
+  for (const char* kind : {"/api/v1/workflow-templates/{ns}", "/api/v1/cron-workflows/{ns}"}) {
+    for (const char* method : {"GET", "POST"}) {
+      router.Add(method, kind, [kind](auto&, auto&) {
+        return NotImplemented(std::string(kind).find("cron") != std::string::npos
+                                  ? "CronWorkflows"
+                                  : "WorkflowTemplates");
+      });
+    }
+  }
+  router.Add("GET", "/api/v1/archived-workflows",
+             [](auto&, auto&) { return NotImplemented("the workflow archive"); });
+  router.Add("GET", "/api/v1/cluster-workflow-templates",
+             [](auto&, auto&) { return NotImplemented("ClusterWorkflowTemplates"); });
+}
+
+}  // namespace headway::api

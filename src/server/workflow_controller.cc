@@ -1,0 +1,614 @@
+#include "server/workflow_controller.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <random>
+
+#include "core/job_spec_json.h"
+#include "core/job_spec_parser.h"
+#include "workflow/manifest.h"
+#include "workflow/substitute.h"
+
+namespace headway {
+namespace {
+
+using nlohmann::json;
+namespace wf = workflow;
+
+// Where a step leaves its outputs, under the job's home.
+constexpr const char* kStepDir = ".headway-step";
+// Argo's limit on outputs.result and parameters, plus one byte to tell a
+// value that is too large.
+constexpr std::size_t kMaxOutputRead = 256 * 1024 + 1;
+// One argument carries a script's source (Linux bounds one at 128 kB).
+constexpr std::size_t kMaxScriptBytes = 120 * 1024;
+
+std::string ShellQuote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string RandomSuffix() {
+  static thread_local std::mt19937 rng(std::random_device{}());
+  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::string out;
+  for (int i = 0; i < 5; ++i) out += kChars[rng() % 36];
+  return out;
+}
+
+std::string RandomUid() {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  char buf[37];
+  std::uint64_t a = rng(), b = rng();
+  std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-%04x-%012llx",
+                static_cast<unsigned>(a >> 32), static_cast<unsigned>((a >> 16) & 0xffff),
+                static_cast<unsigned>(a & 0xfff), static_cast<unsigned>(((b >> 48) & 0x3fff) | 0x8000),
+                static_cast<unsigned long long>(b & 0xffffffffffffull));
+  return buf;
+}
+
+std::string WorkflowCreator(std::string_view name) { return "workflow/" + std::string(name); }
+
+// Reads `dirfd/name` if it is a regular file (never through a link), at
+// most kMaxOutputRead bytes.
+std::optional<std::string> ReadPlainFile(int dirfd, const char* name) {
+  int fd = ::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  std::optional<std::string> out;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    std::string text(kMaxOutputRead, '\0');
+    std::size_t got = 0;
+    while (got < text.size()) {
+      ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    text.resize(got);
+    out = std::move(text);
+  }
+  ::close(fd);
+  return out;
+}
+
+int OpenDirNoFollow(int dirfd, const char* name) {
+  return ::openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+const char* ShutdownName(wf::Shutdown s) {
+  switch (s) {
+    case wf::Shutdown::kStop: return "Stop";
+    case wf::Shutdown::kTerminate: return "Terminate";
+    case wf::Shutdown::kNone: return "";
+  }
+  return "";
+}
+
+// Argo's phase for a workflow: Hera's wait() knows Running, Succeeded,
+// Failed and Error only, so a workflow not yet started reads Running.
+std::string ArgoPhase(wf::NodePhase phase) {
+  if (phase == wf::NodePhase::kPending) return "Running";
+  return std::string(wf::NodePhaseName(phase));
+}
+
+std::string ArgoTime(Time t) { return wf::FormatRfc3339(ToUnixMillis(t) / 1000); }
+
+json StatusJson(const wf::WorkflowState& state, const std::string& namespace_,
+                const std::string& progress) {
+  json s = {{"phase", ArgoPhase(state.phase)}, {"namespace", namespace_}};
+  if (!state.message.empty()) s["message"] = state.message;
+  if (state.started_at) s["startedAt"] = headway::FormatRfc3339(*state.started_at);
+  if (state.finished_at) s["finishedAt"] = headway::FormatRfc3339(*state.finished_at);
+  if (state.suspended) s["suspended"] = true;
+  if (state.shutdown != wf::Shutdown::kNone) s["shutdown"] = ShutdownName(state.shutdown);
+  if (state.generation != 0) s["generation"] = state.generation;
+  if (!progress.empty()) s["progress"] = progress;
+  if (!state.outputs.empty()) {
+    json params = json::array();
+    for (const auto& p : state.outputs) params.push_back({{"name", p.name}, {"value", p.value}});
+    s["outputs"] = params;
+  }
+  return s;
+}
+
+void StateFromStatusJson(const json& s, wf::WorkflowState& state) {
+  if (!s.is_object()) return;
+  auto phase = wf::ParseNodePhase(s.value("phase", "Running"));
+  state.phase = phase.value_or(wf::NodePhase::kRunning);
+  state.message = s.value("message", "");
+  if (s.contains("startedAt")) state.started_at = ParseRfc3339(s.value("startedAt", ""));
+  if (s.contains("finishedAt")) state.finished_at = ParseRfc3339(s.value("finishedAt", ""));
+  state.suspended = s.value("suspended", false);
+  std::string shutdown = s.value("shutdown", "");
+  state.shutdown = shutdown == "Stop"        ? wf::Shutdown::kStop
+                   : shutdown == "Terminate" ? wf::Shutdown::kTerminate
+                                             : wf::Shutdown::kNone;
+  state.generation = s.value("generation", 0);
+  if (s.contains("outputs") && s["outputs"].is_array()) {
+    for (const json& p : s["outputs"]) {
+      if (p.is_object()) state.outputs.push_back({p.value("name", ""), p.value("value", "")});
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> StepCommand(const wf::JobToCreate& job, const std::string& step_dir) {
+  // $1 is the step's folder, made afresh; $2 "script" when $3 is a script's
+  // source, written to a file whose path goes after the command. The step's
+  // stdout goes to the log through tee and, its first 256 kB, to a file
+  // (tee -p goes on writing the log once head has what it needs); then the
+  // output parameters' files are copied in. The step's own exit status is
+  // the job's.
+  std::string script =
+      "d=\"$1\"; kind=\"$2\"; source=\"$3\"; shift 3\n"
+      "rm -rf \"$d\" && mkdir -p \"$d/parameters\" || exit 1\n"
+      "if [ \"$kind\" = script ]; then\n"
+      "  printf '%s' \"$source\" > \"$d/script\" || exit 1\n"
+      "  set -- \"$@\" \"$d/script\"\n"
+      "fi\n"
+      "unset source\n"
+      "mkfifo \"$d/stdout.fifo\" || exit 1\n"
+      "head -c " + std::to_string(kMaxOutputRead) + " < \"$d/stdout.fifo\" > \"$d/stdout\" & h=$!\n"
+      "{ \"$@\"; echo $? > \"$d/exit-code\"; } | tee -p \"$d/stdout.fifo\"\n"
+      "wait $h\n"
+      "rc=$(cat \"$d/exit-code\" 2>/dev/null || echo 1)\n";
+  for (const auto& [name, path] : job.output_paths) {
+    script += "[ -f " + ShellQuote(path) + " ] && cp -- " + ShellQuote(path) +
+              " \"$d/parameters/\"" + ShellQuote(name) + "\n";
+  }
+  script += "exit $rc\n";
+  std::vector<std::string> argv = {"/bin/sh", "-c", script, "headway-step", step_dir,
+                                   job.script_source ? "script" : "container",
+                                   job.script_source.value_or("")};
+  argv.insert(argv.end(), job.spec.command.begin(), job.spec.command.end());
+  argv.insert(argv.end(), job.spec.args.begin(), job.spec.args.end());
+  return argv;
+}
+
+WorkflowController::WorkflowController(Store& store, api::JobService& jobs, const Clock& clock,
+                                       std::string data_dir)
+    : store_(store), jobs_(jobs), clock_(clock), data_dir_(std::move(data_dir)) {}
+
+void WorkflowController::Wake() {
+  {
+    std::lock_guard lock(mu_);
+    woken_ = true;
+  }
+  wake_.notify_all();
+}
+
+void WorkflowController::Shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    shutdown_ = true;
+  }
+  wake_.notify_all();
+}
+
+void WorkflowController::RunLoop(Duration period) {
+  while (true) {
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait_for(lock, period, [&] { return shutdown_ || woken_; });
+      if (shutdown_) return;
+      woken_ = false;
+    }
+    Tick();
+  }
+}
+
+void WorkflowController::Tick() {
+  std::lock_guard lock(mu_);
+  if (!loaded_) {
+    WorkflowFilter active;
+    active.active_only = true;
+    auto records = store_.ListWorkflows(active);
+    if (!records.ok()) return;  // the store is down: try again next pass
+    for (const WorkflowRecord& r : *records) (void)Load(r.name);
+    loaded_ = true;
+  }
+  std::vector<std::string> finished;
+  for (auto& [name, live] : live_) {
+    if (!live.state.Finished()) Advance(live);
+    if (live.stale) loaded_ = false;  // read it again from the store next pass
+    if (live.state.Finished() || live.stale) finished.push_back(name);
+  }
+  for (const std::string& name : finished) live_.erase(name);
+}
+
+Result<WorkflowController::Live*> WorkflowController::Load(std::string_view name) {
+  auto it = live_.find(std::string(name));
+  if (it != live_.end()) return &it->second;
+  auto record = store_.GetWorkflow(name);
+  if (!record.ok()) return record.status();
+  auto manifest = wf::ParseManifest(record->manifest);
+  if (!manifest.ok() || !std::holds_alternative<wf::Workflow>(manifest->resource)) {
+    return Internal("stored workflow '" + std::string(name) + "' is unreadable");
+  }
+  auto nodes = store_.ListWorkflowNodes(name);
+  if (!nodes.ok()) return nodes.status();
+  Live live;
+  live.record = std::move(*record);
+  live.manifest = std::get<wf::Workflow>(std::move(manifest->resource));
+  live.state.name = live.record.name;
+  live.state.uid = live.record.uid;
+  StateFromStatusJson(json::parse(live.record.status, nullptr, false), live.state);
+  for (const WorkflowNodeRecord& n : *nodes) {
+    auto node = wf::NodeFromJson(json::parse(n.body, nullptr, false));
+    if (!node.ok()) return Internal("stored node " + n.id + ": " + node.status().message());
+    live.saved_bodies[n.id] = n.body;
+    live.state.nodes.emplace(node->id, std::move(*node));
+  }
+  return &live_.emplace(live.record.name, std::move(live)).first->second;
+}
+
+std::optional<wf::JobObservation> WorkflowController::Observe(const std::string& job_name) {
+  auto job = jobs_.Get(job_name);
+  if (!job.ok()) return std::nullopt;
+  wf::JobObservation seen;
+  seen.state = job->state;
+  seen.started_at = job->started_at;
+  seen.finished_at = job->finished_at;
+  seen.exit_code = job->exit_code;
+  seen.message = job->message;
+  if (!IsTerminal(job->state)) return seen;
+  // What the step left: read without following links the job may have
+  // planted (it owns its home).
+  const std::string home = data_dir_ + "/jobs/" + job_name + "/home";
+  int home_fd = ::open(home.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (home_fd < 0) return seen;
+  int step_fd = OpenDirNoFollow(home_fd, kStepDir);
+  ::close(home_fd);
+  if (step_fd < 0) return seen;
+  seen.stdout_text = ReadPlainFile(step_fd, "stdout");
+  int params_fd = OpenDirNoFollow(step_fd, "parameters");
+  ::close(step_fd);
+  if (params_fd < 0) return seen;
+  if (DIR* dir = ::fdopendir(params_fd)) {
+    while (dirent* entry = ::readdir(dir)) {
+      std::string name = entry->d_name;
+      if (name == "." || name == ".." || !wf::IsValidParameterName(name)) continue;
+      if (auto value = ReadPlainFile(::dirfd(dir), entry->d_name)) seen.parameters[name] = *value;
+    }
+    ::closedir(dir);
+  } else {
+    ::close(params_fd);
+  }
+  return seen;
+}
+
+std::optional<wf::MemoEntry> WorkflowController::MemoLookup(const std::string& team,
+                                                           const std::string& cache,
+                                                           const std::string& key) {
+  auto found = store_.GetWorkflowManifest("Memo", team + "/" + cache + "/" + key);
+  if (!found.ok()) return std::nullopt;
+  json body = json::parse(found->body, nullptr, false);
+  if (!body.is_object()) return std::nullopt;
+  wf::MemoEntry entry;
+  entry.cache = cache;
+  entry.key = key;
+  entry.saved_at = found->updated_at;
+  for (const json& p : body.value("outputs", json::array())) {
+    if (p.is_object()) entry.outputs.push_back({p.value("name", ""), p.value("value", "")});
+  }
+  if (body.contains("result") && body["result"].is_string()) entry.result = body["result"];
+  return entry;
+}
+
+void WorkflowController::SaveMemo(const std::string& team, const wf::MemoEntry& entry) {
+  json outputs = json::array();
+  for (const auto& p : entry.outputs) outputs.push_back({{"name", p.name}, {"value", p.value}});
+  json body = {{"cache", entry.cache}, {"key", entry.key}, {"outputs", outputs}};
+  if (entry.result) body["result"] = *entry.result;
+  WorkflowManifestRecord record;
+  record.kind = "Memo";
+  record.name = team + "/" + entry.cache + "/" + entry.key;
+  record.team = team;
+  record.body = body.dump();
+  record.created_at = record.updated_at = entry.saved_at;
+  auto existing = store_.GetWorkflowManifest(record.kind, record.name);
+  if (existing.ok()) {
+    record.revision = existing->revision;
+    record.created_at = existing->created_at;
+    (void)store_.UpdateWorkflowManifest(record);
+  } else {
+    (void)store_.CreateWorkflowManifest(record);
+  }
+}
+
+Status WorkflowController::Save(Live& live) {
+  std::vector<WorkflowNodeRecord> changed;
+  for (const auto& [id, node] : live.state.nodes) {
+    std::string body = wf::ToJson(node).dump();
+    auto saved = live.saved_bodies.find(id);
+    if (saved != live.saved_bodies.end() && saved->second == body) continue;
+    changed.push_back({live.record.name, id, std::string(wf::NodePhaseName(node.phase)), node.job,
+                       std::move(body)});
+  }
+  const wf::Node* root = live.state.FindByName(live.state.name);
+  WorkflowRecord record = live.record;
+  record.phase = ArgoPhase(live.state.phase);
+  record.started_at = live.state.started_at;
+  record.finished_at = live.state.finished_at;
+  json previous = json::parse(live.record.status, nullptr, false);
+  std::string namespace_ = previous.is_object() ? previous.value("namespace", "default") : "default";
+  record.status = StatusJson(live.state, namespace_, root ? root->progress : "").dump();
+  HEADWAY_RETURN_IF_ERROR(store_.SaveWorkflow(record, changed));
+  live.record = std::move(record);
+  for (WorkflowNodeRecord& n : changed) live.saved_bodies[n.id] = std::move(n.body);
+  // Nodes a retry removed are dropped from the cache of saved bodies only;
+  // their rows are replaced when the node is made again.
+  return Status::Ok();
+}
+
+void WorkflowController::Advance(Live& live) {
+  wf::Environment env;
+  env.now = clock_.Now();
+  env.team = live.record.team;
+  env.metadata = live.manifest.metadata;
+  env.created_by = WorkflowCreator(live.record.name);
+  const std::string workflow_name = live.record.name;
+  const std::string team = live.record.team;
+  env.observe = [&](const std::string& job) -> std::optional<wf::JobObservation> {
+    auto seen = Observe(job);
+    return seen;
+  };
+  env.memo_lookup = [&](const std::string& cache, const std::string& key) {
+    return MemoLookup(team, cache, key);
+  };
+  if (live.wake_at && env.now < *live.wake_at) {
+    // Nothing timed is due; jobs may still have changed, so run anyway:
+    // the engine is cheap when nothing moved.
+  }
+  wf::Actions actions = wf::Operate(live.manifest.spec, live.state, env);
+  live.wake_at = actions.wake_at;
+  if (actions.changed) {
+    Status saved = Save(live);
+    if (!saved.ok()) {
+      // Someone else wrote it (or the store is down): read it again next pass.
+      live.stale = true;
+      return;
+    }
+  }
+  for (const wf::JobToCreate& create : actions.create) {
+    JobSpec spec = create.spec;
+    if (create.script_source && create.script_source->size() > kMaxScriptBytes) {
+      wf::Node& node = live.state.nodes.at(create.node_id);
+      node.phase = wf::NodePhase::kError;
+      node.message = "script source is larger than 120 kB";
+      node.finished_at = env.now;
+      (void)Save(live);
+      continue;
+    }
+    spec.command = StepCommand(create, data_dir_ + "/jobs/" + spec.name + "/home/" + kStepDir);
+    spec.args.clear();
+    spec.labels["headway.dev/workflow"] = workflow_name;
+    // Only a spec the job store reads back is submitted (env names, ...).
+    Result<Job> submitted = InvalidArgument("not submitted");
+    if (auto readable = ParseJobSpec(JobSpecToJson(spec).dump()); !readable.ok()) {
+      submitted = readable.status();
+    } else {
+      submitted = jobs_.Submit(spec, env.created_by);
+    }
+    if (!submitted.ok() && submitted.status().code() != StatusCode::kConflict) {
+      wf::Node& node = live.state.nodes.at(create.node_id);
+      node.phase = wf::NodePhase::kError;
+      node.message = "could not queue its job: " +
+                     (submitted.status().field().empty() ? "" : submitted.status().field() + ": ") +
+                     submitted.status().message();
+      node.finished_at = env.now;
+      (void)Save(live);
+    }
+  }
+  for (const std::string& job : actions.stop) {
+    (void)jobs_.Stop(job, "workflow " + workflow_name + " is stopping");
+  }
+  for (const wf::MemoEntry& entry : actions.memoize) SaveMemo(team, entry);
+}
+
+api::WorkflowView WorkflowController::View(const Live& live, bool with_nodes) const {
+  api::WorkflowView view = ViewOfRecord(live.record);
+  if (with_nodes) {
+    json nodes = json::object();
+    for (const auto& [id, node] : live.state.nodes) nodes[id] = wf::ToJson(node);
+    view.body["status"]["nodes"] = std::move(nodes);
+  }
+  return view;
+}
+
+api::WorkflowView WorkflowController::ViewOfRecord(const WorkflowRecord& record) const {
+  api::WorkflowView view;
+  view.team = record.team;
+  view.seq = record.seq;
+  json manifest = json::parse(record.manifest, nullptr, false);
+  json status = json::parse(record.status, nullptr, false);
+  if (!status.is_object()) status = json::object();
+  json body = manifest.is_object() ? manifest : json::object();
+  body["apiVersion"] = std::string(wf::kApiVersion);
+  body["kind"] = "Workflow";
+  json& meta = body["metadata"];
+  if (!meta.is_object()) meta = json::object();
+  meta.erase("generateName");
+  meta["name"] = record.name;
+  meta["namespace"] = status.value("namespace", "default");
+  meta["uid"] = record.uid;
+  meta["resourceVersion"] = std::to_string(record.revision);
+  meta["creationTimestamp"] = ArgoTime(record.created_at);
+  json& labels = meta["labels"];
+  if (!labels.is_object()) labels = json::object();
+  labels["workflows.argoproj.io/phase"] = record.phase;
+  labels["workflows.argoproj.io/completed"] = record.finished_at ? "true" : "false";
+  labels[std::string(wf::kTeamKey)] = record.team;
+  if (!body.contains("spec") || !body["spec"].is_object()) body["spec"] = json::object();
+  if (status.value("suspended", false)) body["spec"]["suspend"] = true;
+  if (status.contains("shutdown")) body["spec"]["shutdown"] = status["shutdown"];
+  json out = {{"phase", record.phase}};
+  if (record.started_at) out["startedAt"] = ArgoTime(*record.started_at);
+  out["finishedAt"] = record.finished_at ? json(ArgoTime(*record.finished_at)) : json(nullptr);
+  if (status.contains("message")) out["message"] = status["message"];
+  if (status.contains("progress")) out["progress"] = status["progress"];
+  if (status.contains("outputs")) out["outputs"] = {{"parameters", status["outputs"]}};
+  body["status"] = std::move(out);
+  view.body = std::move(body);
+  return view;
+}
+
+Result<api::WorkflowView> WorkflowController::CreateWorkflow(std::string_view text,
+                                                             std::string_view namespace_,
+                                                             const api::TeamAdmission& admit,
+                                                             const std::string& created_by,
+                                                             bool dry_run) {
+  auto manifest = wf::ParseManifest(text);
+  if (!manifest.ok()) return manifest.status();
+  if (!std::holds_alternative<wf::Workflow>(manifest->resource)) {
+    return InvalidArgument("kind: expected a Workflow").WithField("kind");
+  }
+  wf::Workflow workflow = std::get<wf::Workflow>(std::move(manifest->resource));
+  if (workflow.spec.workflow_template_ref) {
+    return InvalidArgument(
+               "spec.workflowTemplateRef: workflows from WorkflowTemplates are not supported by "
+               "this server yet")
+        .WithField("spec.workflowTemplateRef");
+  }
+  std::string team = wf::HeadwayValue(workflow.metadata, nullptr, wf::kTeamKey)
+                         .value_or(JobSpec().team);
+  if (admit) HEADWAY_RETURN_IF_ERROR(admit(team));
+  WorkflowRecord record;
+  record.name = workflow.metadata.name;
+  if (record.name.empty()) {
+    if (workflow.metadata.generate_name.empty()) {
+      return InvalidArgument("metadata.name or metadata.generateName is required")
+          .WithField("metadata.name");
+    }
+    record.name = workflow.metadata.generate_name.substr(0, 58) + RandomSuffix();
+  }
+  workflow.metadata.name = record.name;
+  workflow.metadata.annotations[std::string(wf::kTeamKey)] = team;
+  std::string ns = namespace_.empty() ? workflow.metadata.namespace_ : std::string(namespace_);
+  if (ns.empty()) ns = "default";
+  workflow.metadata.namespace_ = ns;
+  record.team = team;
+  record.uid = RandomUid();
+  record.created_by = created_by;
+  record.phase = "Running";
+  record.labels = workflow.metadata.labels;
+  record.manifest = wf::ToJson(workflow).dump();
+  record.created_at = clock_.Now();
+  wf::WorkflowState initial;
+  record.status = StatusJson(initial, ns, "").dump();
+  if (dry_run) return ViewOfRecord(record);
+  {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(store_.CreateWorkflow(record));
+    auto live = Load(record.name);
+    if (!live.ok()) return live.status();
+    Advance(**live);
+    auto view = View(**live, true);
+    if ((*live)->state.Finished() || (*live)->stale) live_.erase(record.name);
+    return view;
+  }
+}
+
+Result<api::WorkflowView> WorkflowController::GetWorkflow(std::string_view name) {
+  std::lock_guard lock(mu_);
+  const bool cached = live_.count(std::string(name)) > 0;
+  auto live = Load(name);
+  if (!live.ok()) return live.status();
+  api::WorkflowView view = View(**live, true);
+  if (!cached && (*live)->state.Finished()) live_.erase(std::string(name));
+  return view;
+}
+
+Result<std::vector<api::WorkflowView>> WorkflowController::ListWorkflows(const WorkflowFilter& filter) {
+  auto records = store_.ListWorkflows(filter);
+  if (!records.ok()) return records.status();
+  std::vector<api::WorkflowView> out;
+  out.reserve(records->size());
+  for (const WorkflowRecord& r : *records) out.push_back(ViewOfRecord(r));
+  return out;
+}
+
+Status WorkflowController::DeleteWorkflow(std::string_view name) {
+  std::lock_guard lock(mu_);
+  auto live = Load(name);
+  if (!live.ok()) return live.status();
+  for (const auto& [id, node] : (*live)->state.nodes) {
+    if (node.type == wf::NodeType::kPod && !node.job.empty() && !node.Fulfilled()) {
+      (void)jobs_.Stop(node.job, "workflow " + std::string(name) + " was deleted");
+    }
+  }
+  live_.erase(std::string(name));
+  return store_.DeleteWorkflow(name);
+}
+
+template <typename Change>
+Result<api::WorkflowView> WorkflowController::Mutate(std::string_view name, Change change) {
+  std::lock_guard lock(mu_);
+  auto live = Load(name);
+  if (!live.ok()) return live.status();
+  std::string error;
+  if (!change((*live)->state, error)) {
+    if (!live_.at(std::string(name)).state.Finished()) {
+      // keep it
+    } else {
+      live_.erase(std::string(name));
+    }
+    return Conflict(error);
+  }
+  // Saved before anything acts on it.
+  if (Status s = Save(**live); !s.ok()) {
+    live_.erase(std::string(name));
+    return s;
+  }
+  Advance(**live);
+  auto again = live_.find(std::string(name));
+  if (again == live_.end()) return GetWorkflowUnlocked(name);
+  api::WorkflowView view = View(again->second, true);
+  if (again->second.state.Finished() || again->second.stale) live_.erase(again);
+  return view;
+}
+
+Result<api::WorkflowView> WorkflowController::GetWorkflowUnlocked(std::string_view name) {
+  auto live = Load(name);
+  if (!live.ok()) return live.status();
+  api::WorkflowView view = View(**live, true);
+  if ((*live)->state.Finished()) live_.erase(std::string(name));
+  return view;
+}
+
+Result<api::WorkflowView> WorkflowController::SuspendWorkflow(std::string_view name) {
+  return Mutate(name, [](wf::WorkflowState& s, std::string& e) { return wf::Suspend(s, &e); });
+}
+
+Result<api::WorkflowView> WorkflowController::ResumeWorkflow(std::string_view name) {
+  Time now = clock_.Now();
+  return Mutate(name, [now](wf::WorkflowState& s, std::string& e) { return wf::Resume(s, now, &e); });
+}
+
+Result<api::WorkflowView> WorkflowController::StopWorkflow(std::string_view name, bool terminate) {
+  return Mutate(name, [terminate](wf::WorkflowState& s, std::string& e) {
+    return wf::RequestShutdown(s, terminate ? wf::Shutdown::kTerminate : wf::Shutdown::kStop, &e);
+  });
+}
+
+Result<api::WorkflowView> WorkflowController::RetryWorkflow(std::string_view name,
+                                                            const api::WorkflowRetry& retry) {
+  std::string filter = retry.node_field_selector;
+  if (auto eq = filter.find('='); eq != std::string::npos) filter = filter.substr(eq + 1);
+  return Mutate(name, [&](wf::WorkflowState& s, std::string& e) {
+    return wf::Retry(s, retry.restart_successful, filter, &e);
+  });
+}
+
+}  // namespace headway
