@@ -506,6 +506,7 @@ Result<api::WorkflowView> WorkflowController::CreateWorkflow(std::string_view te
   record.manifest = wf::ToJson(workflow).dump();
   record.created_at = clock_.Now();
   wf::WorkflowState initial;
+  initial.suspended = workflow.spec.suspend.value_or(false);  // Argo: starts suspended
   record.status = StatusJson(initial, ns, "").dump();
   if (dry_run) return ViewOfRecord(record);
   {
