@@ -84,15 +84,19 @@ class ArgoRoutes {
 
   HttpResponse Create(const HttpRequest& req, const std::string& ns, bool lint) {
     auto body = RequestBody(req);
-    if (!body.ok()) return Error(body.status());
     std::string manifest;
-    if (body->contains("workflow")) {
+    if (!body.ok()) {
+      // Not JSON: a YAML manifest, as the native CLI sends one.
+      manifest = req.body;
+      body = json::object();
+    } else if (body->contains("workflow")) {
       manifest = (*body)["workflow"].dump();
     } else if (body->contains("apiVersion") || body->contains("kind")) {
       manifest = req.body;  // a bare Workflow (the native CLI sends one)
     } else {
       return Error(InvalidArgument("the request needs a 'workflow'").WithField("workflow"));
     }
+    if (manifest.empty()) return Error(InvalidArgument("the request has no workflow"));
     bool dry_run = lint || body->value("serverDryRun", false);
     auto view = service_->CreateWorkflow(manifest, ns, access_.admit, access_.creator(), dry_run);
     if (!view.ok()) return Error(view.status());

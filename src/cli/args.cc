@@ -128,6 +128,7 @@ std::vector<std::string> CommandNames(const CLI::App* app) {
   for (const CLI::App* sub : app->get_subcommands(
            [](const CLI::App* s) { return !s->get_name().empty() && !s->get_group().empty(); })) {
     names.push_back(sub->get_name());
+    for (const std::string& alias : sub->get_aliases()) names.push_back(alias);
   }
   return names;
 }

@@ -54,6 +54,10 @@ struct Options {
   // submit
   std::string file;
   std::string submit_name;  // --name: overrides the spec's name
+  // workflow
+  bool wait = false;                // submit --wait
+  bool restart_successful = false;  // retry --restart-successful
+  std::string node_selector;        // retry --node-field-selector
   // get
   std::string resource;
   std::string name;
@@ -215,6 +219,9 @@ class Client {
                                 ? e["message"].get<std::string>()
                                 : raw;
       std::cerr << Safe(message) << "\n";
+    } else if (parsed.is_object() && parsed.contains("message") && parsed["message"].is_string()) {
+      // Argo's shape, on the workflow routes.
+      std::cerr << "error: " << Safe(parsed["message"].get<std::string>()) << "\n";
     } else {
       std::cerr << "error: server answered " << status << ": " << Safe(raw) << "\n";
     }
@@ -227,6 +234,12 @@ class Client {
   const Options& options_;
   HttpClient http_;
 };
+
+// Workflows (below).
+bool IsArgoWorkflow(const std::string& text);
+int WorkflowSubmit(const Options& o, std::string text = {});
+int WorkflowList(const Options& o);
+int WorkflowGet(const Options& o);
 
 bool PrintStructured(const Options& o, const json& value) {
   if (o.output == "json") {
@@ -286,6 +299,7 @@ int Submit(const Options& o) {
   std::string text = ReadSpecFile(o.file, ok);
   if (!ok) return kExitUsage;
   if (IsKatibExperiment(text)) return ExpCreate(o, text);
+  if (IsArgoWorkflow(text)) return WorkflowSubmit(o, text);
   Client client(o);
   std::error_code ec;
   std::string cwd = std::filesystem::current_path(ec).string();
@@ -508,6 +522,9 @@ int Get(const Options& o) {
   }
   if (o.resource == "queues" || o.resource == "queue") return GetQueues(o);
   if (o.resource == "nodes" || o.resource == "node") return GetNodes(o);
+  if (o.resource == "workflows" || o.resource == "workflow" || o.resource == "wf") {
+    return o.name.empty() ? WorkflowList(o) : WorkflowGet(o);
+  }
   return GetJobs(o);
 }
 
@@ -1488,6 +1505,239 @@ int PrintVersion(const Options& o) {
   return result;
 }
 
+// ---------------------------------------------------------------------------
+// Workflows (Argo's REST API, in Headway's one namespace)
+
+const char* const kWorkflows = "/api/v1/workflows/default";
+
+bool IsArgoWorkflow(const std::string& text) {
+  return text.find("argoproj.io/") != std::string::npos &&
+         text.find("Workflow") != std::string::npos &&
+         text.find("CronWorkflow") == std::string::npos &&
+         text.find("WorkflowTemplate") == std::string::npos;
+}
+
+// A duration between two RFC 3339 times ("" for the second: now).
+std::string Between(const json& from, const json& to, Time now) {
+  if (!from.is_string()) return "-";
+  auto start = ParseRfc3339(from.get<std::string>());
+  if (!start) return "-";
+  Time end = now;
+  if (to.is_string()) {
+    auto t = ParseRfc3339(to.get<std::string>());
+    if (t) end = *t;
+  }
+  return FormatDuration(std::chrono::duration_cast<Duration>(end - *start) / 1000 * 1000);
+}
+
+std::string WorkflowPhase(const json& wf) {
+  const json& status = wf["status"];
+  std::string phase = Or(status, "phase");
+  if (wf["spec"].value("suspend", false) && phase == "Running") phase = "Running (Suspended)";
+  return phase;
+}
+
+int WorkflowList(const Options& o) {
+  Client client(o);
+  std::string target = kWorkflows;
+  if (!o.labels.empty()) {
+    std::string selector;
+    for (const std::string& l : o.labels) selector += (selector.empty() ? "" : ",") + l;
+    target += "?listOptions.labelSelector=" + UrlEncode(selector);
+  }
+  auto list = client.Call("GET", target);
+  if (!list) return client.exit_code;
+  if (PrintStructured(o, *list)) return kExitOk;
+  const json& items = (*list)["items"];
+  if (o.output == "name") {
+    for (const auto& w : items) std::cout << Safe(w["metadata"].value("name", "")) << "\n";
+    return kExitOk;
+  }
+  if (items.empty()) {
+    std::cerr << "No workflows found.\n";
+    return kExitOk;
+  }
+  Time now = SystemClock().Now();
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& w : items) {
+    const json& status = w["status"];
+    if (!o.state.empty() && status.value("phase", "") != o.state) continue;
+    rows.push_back({w["metadata"].value("name", ""), WorkflowPhase(w), Or(status, "progress"),
+                    Age(w["metadata"].value("creationTimestamp", ""), now),
+                    Between(status["startedAt"], status["finishedAt"], now),
+                    Or(status, "message", "")});
+  }
+  std::cout << FormatTable({"NAME", "STATUS", "PROGRESS", "AGE", "DURATION", "MESSAGE"}, rows);
+  return kExitOk;
+}
+
+// The node tree of a workflow, as `argo get` prints it.
+void PrintNodeTree(const json& nodes, const std::string& id, const std::string& indent,
+                   Time now, std::vector<std::vector<std::string>>& rows, int depth = 0) {
+  if (!nodes.contains(id) || depth > 64) return;
+  const json& n = nodes[id];
+  std::string type = Or(n, "type");
+  // Step groups are structure only: their children print at their level.
+  if (type != "StepGroup") {
+    std::string job = n.contains("headway") ? n["headway"].value("job", "") : "";
+    rows.push_back({indent + Or(n, "displayName"), Or(n, "templateName", ""), type, Or(n, "phase"),
+                    job.empty() ? "" : job, Between(n["startedAt"], n["finishedAt"], now),
+                    Or(n, "message", "")});
+  }
+  if (!n.contains("children")) return;
+  std::string next = type == "StepGroup" ? indent : indent + "  ";
+  for (const auto& child : n["children"]) {
+    if (child.is_string()) PrintNodeTree(nodes, child.get<std::string>(), next, now, rows, depth + 1);
+  }
+}
+
+int PrintWorkflow(const Options& o, const json& wf) {
+  if (PrintStructured(o, wf)) return kExitOk;
+  const std::string name = wf["metadata"].value("name", "");
+  if (o.output == "name") {
+    std::cout << Safe(name) << "\n";
+    return kExitOk;
+  }
+  Time now = SystemClock().Now();
+  const json& status = wf["status"];
+  std::cout << "Name:         " << Safe(name) << "\n"
+            << "Team:         " << Safe(wf["metadata"]["labels"].value("headway.dev/team", "-")) << "\n"
+            << "Status:       " << Safe(WorkflowPhase(wf)) << "\n";
+  if (status.contains("message")) std::cout << "Message:      " << Safe(Or(status, "message")) << "\n";
+  std::cout << "Created:      " << Safe(Age(wf["metadata"].value("creationTimestamp", ""), now)) << " ago\n"
+            << "Duration:     " << Safe(Between(status["startedAt"], status["finishedAt"], now)) << "\n"
+            << "Progress:     " << Safe(Or(status, "progress")) << "\n";
+  if (status.contains("outputs") && status["outputs"].contains("parameters")) {
+    std::cout << "Outputs:\n";
+    for (const auto& p : status["outputs"]["parameters"]) {
+      std::cout << "  " << Safe(Or(p, "name")) << ": " << Safe(Or(p, "value", "")) << "\n";
+    }
+  }
+  if (status.contains("nodes") && status["nodes"].is_object()) {
+    std::vector<std::vector<std::string>> rows;
+    PrintNodeTree(status["nodes"], name, "", now, rows);
+    if (status["nodes"].contains(name + "-onExit") || true) {
+      // Exit handlers hang off no parent: list them after the tree.
+      for (const auto& [id, n] : status["nodes"].items()) {
+        if (n.value("name", "") == name + ".onExit") PrintNodeTree(status["nodes"], id, "", now, rows);
+      }
+    }
+    std::cout << "\n" << FormatTable({"STEP", "TEMPLATE", "TYPE", "PHASE", "JOB", "DURATION", "MESSAGE"}, rows);
+  }
+  return kExitOk;
+}
+
+bool WorkflowEnded(const json& wf) {
+  std::string phase = wf["status"].value("phase", "");
+  return phase == "Succeeded" || phase == "Failed" || phase == "Error";
+}
+
+int WorkflowWaitFor(const Options& o, Client& client, const std::string& name) {
+  for (;;) {
+    bool timed_out = false;
+    auto wf = client.CallRetrying(std::string(kWorkflows) + "/" + UrlEncode(name), std::nullopt,
+                                  timed_out);
+    if (!wf) return client.exit_code;
+    if (WorkflowEnded(*wf)) {
+      int rc = PrintWorkflow(o, *wf);
+      if (rc != kExitOk) return rc;
+      return (*wf)["status"].value("phase", "") == "Succeeded" ? kExitOk : kExitFailed;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+int WorkflowSubmit(const Options& o, std::string text) {
+  if (text.empty()) {
+    bool ok = true;
+    text = ReadSpecFile(o.file, ok);
+    if (!ok) return kExitUsage;
+  }
+  Client client(o);
+  auto wf = client.Call("POST", kWorkflows, text, "application/yaml");
+  if (!wf) return client.exit_code;
+  const std::string name = (*wf)["metadata"].value("name", "");
+  if (o.wait) return WorkflowWaitFor(o, client, name);
+  if (PrintStructured(o, *wf)) return kExitOk;
+  if (o.output == "name") {
+    std::cout << Safe(name) << "\n";
+  } else {
+    std::cout << "workflow/" << Safe(name) << " submitted\n";
+  }
+  return kExitOk;
+}
+
+int WorkflowGet(const Options& o) {
+  Client client(o);
+  auto wf = client.Call("GET", std::string(kWorkflows) + "/" + UrlEncode(o.name));
+  if (!wf) return client.exit_code;
+  return PrintWorkflow(o, *wf);
+}
+
+// suspend, resume, stop, terminate, retry: PUT .../NAME/ACTION.
+int WorkflowAct(const Options& o, const std::string& action) {
+  Client client(o);
+  json body = json::object();
+  if (action == "retry") {
+    if (o.restart_successful) body["restartSuccessful"] = true;
+    if (!o.node_selector.empty()) body["nodeFieldSelector"] = o.node_selector;
+  }
+  auto wf = client.Call("PUT", std::string(kWorkflows) + "/" + UrlEncode(o.name) + "/" + action,
+                        body.dump());
+  if (!wf) return client.exit_code;
+  if (PrintStructured(o, *wf)) return kExitOk;
+  static const std::map<std::string, std::string> kDone = {
+      {"suspend", "suspended"}, {"resume", "resumed"}, {"stop", "stopping"},
+      {"terminate", "terminating"}, {"retry", "retrying"}};
+  std::cout << "workflow/" << Safe(o.name) << " " << kDone.at(action) << "\n";
+  return kExitOk;
+}
+
+int WorkflowDelete(const Options& o) {
+  Client client(o);
+  auto done = client.Call("DELETE", std::string(kWorkflows) + "/" + UrlEncode(o.name));
+  if (!done) return client.exit_code;
+  std::cout << "workflow/" << Safe(o.name) << " deleted\n";
+  return kExitOk;
+}
+
+// Every step's output, in the order the steps started, each line prefixed
+// with the step's name.
+int WorkflowLogs(const Options& o) {
+  Client client(o);
+  auto wf = client.Call("GET", std::string(kWorkflows) + "/" + UrlEncode(o.name));
+  if (!wf) return client.exit_code;
+  std::vector<std::pair<std::string, json>> pods;
+  const json nodes = (*wf)["status"].value("nodes", json::object());
+  for (const auto& [id, n] : nodes.items()) {
+    if (n.value("type", "") == "Pod" && n.contains("headway") && n["headway"].contains("job")) {
+      pods.emplace_back(n.value("startedAt", ""), n);
+    }
+  }
+  std::sort(pods.begin(), pods.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  int rc = kExitOk;
+  for (const auto& [started, n] : pods) {
+    const std::string job = n["headway"].value("job", "");
+    std::string error_body, pending;
+    const std::string prefix = n.value("displayName", job) + ": ";
+    auto status = client.http().Stream(
+        "/api/v1/jobs/" + UrlEncode(job) + "/logs",
+        [&](std::string_view data) {
+          pending.append(data);
+          std::size_t nl;
+          while ((nl = pending.find('\n')) != std::string::npos) {
+            std::cout << Safe(prefix) << Safe(pending.substr(0, nl)) << "\n";
+            pending.erase(0, nl + 1);
+          }
+        },
+        error_body);
+    if (!pending.empty()) std::cout << Safe(prefix) << Safe(pending) << "\n";
+    if (!status.ok() || *status >= 400) rc = kExitFailed;  // e.g. a job deleted since
+  }
+  std::cout.flush();
+  return rc;
+}
+
 void AddOutputFlag(CLI::App* cmd, Options& o, std::vector<std::string> allowed) {
   cmd->add_option("-o,--output", o.output, "output format")->check(CLI::IsMember(allowed));
 }
@@ -1550,7 +1800,8 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   auto* get = app.add_subcommand("get", "List resources (jobs, queues, nodes)");
   get->add_option("resource", o.resource, "what to list")
       ->required()
-      ->check(CLI::IsMember({"jobs", "job", "queues", "queue", "nodes", "node"}));
+      ->check(CLI::IsMember({"jobs", "job", "queues", "queue", "nodes", "node", "workflows",
+                             "workflow", "wf"}));
   get->add_option("name", o.name, "one job's name");
   get->add_option("--state", o.state, "only jobs in this state (Queued, Running, ...)");
   get->add_option("--team", o.team, "only this team's jobs");
@@ -1584,6 +1835,52 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   exp_stop->add_option("name", o.name, "experiment name")->required();
   AddOutputFlag(exp_stop, o, {"json", "yaml"});
   exp_stop->callback([&exit_code, &o] { exit_code = ExpStop(o); });
+
+  auto* workflow = app.add_subcommand(
+      "workflow", "Argo-compatible workflows: submit, get, list, logs, retry, suspend, resume, stop, delete");
+  workflow->alias("wf");
+  workflow->require_subcommand(1);
+  auto* wf_submit = workflow->add_subcommand("submit", "Submit an Argo Workflow (YAML or JSON)");
+  wf_submit->add_option("file", o.file, "the manifest, or - for standard input")->required();
+  wf_submit->add_flag("--wait", o.wait, "wait until it ends; exit 0 only if it succeeded");
+  AddOutputFlag(wf_submit, o, {"json", "yaml", "name"});
+  wf_submit->callback([&exit_code, &o] { exit_code = WorkflowSubmit(o); });
+  auto* wf_list = workflow->add_subcommand("list", "List workflows, newest first");
+  wf_list->add_option("--status", o.state, "only workflows in this phase (Running, Succeeded, ...)");
+  wf_list->add_option("-l,--selector", o.labels, "label filter key=value (repeatable)");
+  AddOutputFlag(wf_list, o, {"json", "yaml", "name"});
+  wf_list->callback([&exit_code, &o] { exit_code = WorkflowList(o); });
+  for (const char* verb : {"get", "describe"}) {
+    auto* wf_get = workflow->add_subcommand(verb, "A workflow with its steps");
+    wf_get->add_option("name", o.name, "workflow name")->required();
+    AddOutputFlag(wf_get, o, {"json", "yaml", "name"});
+    wf_get->callback([&exit_code, &o] { exit_code = WorkflowGet(o); });
+  }
+  auto* wf_logs = workflow->add_subcommand("logs", "Every step's output, each line with its step's name");
+  wf_logs->add_option("name", o.name, "workflow name")->required();
+  wf_logs->callback([&exit_code, &o] { exit_code = WorkflowLogs(o); });
+  auto* wf_retry = workflow->add_subcommand("retry", "Run the failed steps again, with what depends on them");
+  wf_retry->add_option("name", o.name, "workflow name")->required();
+  wf_retry->add_flag("--restart-successful", o.restart_successful,
+                     "also run again the succeeded steps that --node-field-selector names");
+  wf_retry->add_option("--node-field-selector", o.node_selector,
+                       "only nodes whose name contains this (displayName=NAME)");
+  AddOutputFlag(wf_retry, o, {"json", "yaml"});
+  wf_retry->callback([&exit_code, &o] { exit_code = WorkflowAct(o, "retry"); });
+  for (const auto& [verb, help] : std::vector<std::pair<const char*, const char*>>{
+           {"suspend", "Start no new step until resumed"},
+           {"resume", "Resume a suspended workflow, or its waiting suspend steps"},
+           {"stop", "Stop its running steps, then run its exit handlers"},
+           {"terminate", "Stop its running steps without running exit handlers"}}) {
+    auto* cmd = workflow->add_subcommand(verb, help);
+    cmd->add_option("name", o.name, "workflow name")->required();
+    AddOutputFlag(cmd, o, {"json", "yaml"});
+    std::string action = verb;
+    cmd->callback([&exit_code, &o, action] { exit_code = WorkflowAct(o, action); });
+  }
+  auto* wf_delete = workflow->add_subcommand("delete", "Delete a workflow (its running steps are stopped)");
+  wf_delete->add_option("name", o.name, "workflow name")->required();
+  wf_delete->callback([&exit_code, &o] { exit_code = WorkflowDelete(o); });
 
   auto* artifacts = app.add_subcommand("artifacts", "Checkpoints, models, datasets and outputs, with lineage");
   artifacts->require_subcommand(1);

@@ -454,8 +454,9 @@ api::WorkflowView WorkflowController::ViewOfRecord(const WorkflowRecord& record)
   if (status.value("suspended", false)) body["spec"]["suspend"] = true;
   if (status.contains("shutdown")) body["spec"]["shutdown"] = status["shutdown"];
   json out = {{"phase", record.phase}};
-  if (record.started_at) out["startedAt"] = ArgoTime(*record.started_at);
-  out["finishedAt"] = record.finished_at ? json(ArgoTime(*record.finished_at)) : json(nullptr);
+  if (record.started_at) out["startedAt"] = headway::FormatRfc3339(*record.started_at);
+  out["finishedAt"] =
+      record.finished_at ? json(headway::FormatRfc3339(*record.finished_at)) : json(nullptr);
   if (status.contains("message")) out["message"] = status["message"];
   if (status.contains("progress")) out["progress"] = status["progress"];
   if (status.contains("outputs")) out["outputs"] = {{"parameters", status["outputs"]}};
