@@ -261,6 +261,7 @@ std::optional<wf::JobObservation> WorkflowController::Observe(const std::string&
   seen.started_at = job->started_at;
   seen.finished_at = job->finished_at;
   seen.exit_code = job->exit_code;
+  seen.reason = job->reason;
   seen.message = job->message;
   if (!IsTerminal(job->state)) return seen;
   // What the step left: read without following links the job may have

@@ -768,7 +768,8 @@ void Operator::ExecutePod(Node& node, const Call& call, const Scope& scope) {
       std::string message = seen->message;
       if (Stopping()) {
         message = ShutdownMessage();
-      } else if (seen->exit_code && message.empty()) {
+      } else if (seen->exit_code && (message.empty() || seen->reason == "ExitCode")) {
+        // Argo's words for a step that exited non-zero.
         message = "Error (exit code " + std::to_string(*seen->exit_code) + ")";
       }
       if (seen->stdout_text) node.result = TrimTrailingNewlines(*seen->stdout_text);

@@ -117,6 +117,7 @@ struct JobObservation {
   std::optional<Time> started_at;
   std::optional<Time> finished_at;
   std::optional<int> exit_code;
+  std::string reason;   // Job::reason: "ExitCode", "TimeLimitExceeded", "Stalled", ...
   std::string message;  // why it failed or stopped
   // Read from the job's outputs once it ended: values of outputs.parameters
   // with valueFrom.path (by name), and its stdout for outputs.result. A

@@ -1,0 +1,434 @@
+// Argo-compatible workflows through a real server: every step a real job,
+// outputs read back from the processes, the CLI and Argo's REST shapes as
+// Hera reads them.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/time.h"
+#include "test_server.h"
+
+namespace headway::testing {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+int Lines(const std::string& path) {
+  std::string text = ReadFile(path);
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+}
+
+json Workflow(const TestServer& server, const std::string& name) {
+  Answer a = Call(server, server.admin_token(), "GET", "/api/v1/workflows/default/" + name);
+  return a.status == 200 ? a.body : json();
+}
+
+std::string Phase(const TestServer& server, const std::string& name) {
+  json wf = Workflow(server, name);
+  return wf.is_object() ? wf["status"].value("phase", "") : "";
+}
+
+// The node named `display` (its displayName).
+json NodeOf(const json& wf, const std::string& display) {
+  for (const auto& [id, node] : wf["status"]["nodes"].items()) {
+    if (node.value("displayName", "") == display) return node;
+  }
+  return json();
+}
+
+// Submits through the CLI; returns the workflow's name.
+std::string SubmitWorkflow(const TestServer& server, const std::string& yaml) {
+  CommandResult r = server.Cli({"workflow", "submit", "-", "-o", "name"}, yaml);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::string name = r.out;
+  while (!name.empty() && name.back() == '\n') name.pop_back();
+  return name;
+}
+
+bool WaitForPhase(const TestServer& server, const std::string& name, const std::string& phase,
+                  std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  return WaitFor([&] { return Phase(server, name) == phase; }, timeout);
+}
+
+TEST(Workflows, ADiamondPassesParametersAndResultsBetweenRealJobs) {
+  TestServer server;
+  CommandResult r = server.Cli({"workflow", "submit", "-", "--wait"}, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: diamond, labels: {project: vision}}
+spec:
+  entrypoint: main
+  arguments: {parameters: [{name: seed, value: "7"}]}
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: A, template: gen, arguments: {parameters: [{name: n, value: "{{workflow.parameters.seed}}"}]}}
+      - {name: B, template: echo, depends: A, arguments: {parameters: [{name: msg, value: "b-{{tasks.A.outputs.parameters.word}}"}]}}
+      - {name: C, template: echo, depends: A, arguments: {parameters: [{name: msg, value: "c-{{tasks.A.outputs.result}}"}]}}
+      - {name: D, template: echo, depends: "B && C", arguments: {parameters: [{name: msg, value: "{{tasks.B.outputs.result}}+{{tasks.C.outputs.result}}"}]}}
+  - name: gen
+    inputs: {parameters: [{name: n}]}
+    outputs: {parameters: [{name: word, valueFrom: {path: /tmp/word.txt}}]}
+    script:
+      image: python:3.12
+      command: [/usr/bin/python3]
+      source: |
+        open("/tmp/word.txt", "w").write("bird")
+        print({{inputs.parameters.n}} * 2)
+  - name: echo
+    inputs: {parameters: [{name: msg}]}
+    container: {image: alpine, command: [echo, "{{inputs.parameters.msg}}"]}
+)y");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Succeeded"));
+  json wf = Workflow(server, "diamond");
+  EXPECT_EQ(wf["status"]["progress"], "4/4");
+  EXPECT_EQ(NodeOf(wf, "A")["outputs"]["result"], "14");
+  EXPECT_EQ(NodeOf(wf, "A")["outputs"]["parameters"][0]["value"], "bird");
+  EXPECT_EQ(NodeOf(wf, "D")["outputs"]["result"], "b-bird+c-14");
+  EXPECT_EQ(NodeOf(wf, "D")["inputs"]["parameters"][0]["value"], "b-bird+c-14");
+  // Every step is an ordinary job of the workflow's team, created by it.
+  const std::string job = NodeOf(wf, "D")["headway"]["job"];
+  json j = server.Job(job);
+  EXPECT_EQ(j["state"], "Succeeded");
+  EXPECT_EQ(j["created_by"], "workflow/diamond");
+  EXPECT_EQ(j["spec"]["labels"]["headway.dev/workflow"], "diamond");
+  CommandResult logs = server.Cli({"wf", "logs", "diamond"});
+  EXPECT_THAT(logs.out, HasSubstr("D: b-bird+c-14"));
+  CommandResult list = server.Cli({"get", "workflows"});
+  EXPECT_THAT(list.out, HasSubstr("diamond"));
+  EXPECT_THAT(list.out, HasSubstr("4/4"));
+}
+
+TEST(Workflows, AFanOutSkipsAFalseBranchFansInAndRunsTheExitHandler) {
+  TestServer server;
+  std::string name = SubmitWorkflow(server, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {generateName: fan-}
+spec:
+  entrypoint: main
+  onExit: bye
+  templates:
+  - name: main
+    steps:
+    - - name: sq
+        template: square
+        arguments: {parameters: [{name: x, value: "{{item}}"}]}
+        withItems: [1, 2, 3]
+      - name: never
+        template: square
+        arguments: {parameters: [{name: x, value: "0"}]}
+        when: "2 > 3"
+    - - name: sum
+        template: add
+        arguments: {parameters: [{name: xs, value: "{{steps.sq.outputs.result}}"}]}
+  - name: square
+    inputs: {parameters: [{name: x}]}
+    script: {image: python, command: [/usr/bin/python3], source: "print({{inputs.parameters.x}} ** 2)"}
+  - name: add
+    inputs: {parameters: [{name: xs}]}
+    script:
+      image: python
+      command: [/usr/bin/python3]
+      source: |
+        import json
+        print(sum(json.loads('{{inputs.parameters.xs}}')))
+  - name: bye
+    container: {image: alpine, command: [echo, "{{workflow.status}}"]}
+)y");
+  ASSERT_EQ(name.rfind("fan-", 0), 0u) << name;
+  ASSERT_TRUE(WaitForPhase(server, name, "Succeeded")) << Workflow(server, name).dump(2);
+  json wf = Workflow(server, name);
+  EXPECT_EQ(NodeOf(wf, "sum")["outputs"]["result"], "14");
+  EXPECT_EQ(NodeOf(wf, "never")["phase"], "Skipped");
+  EXPECT_EQ(NodeOf(wf, "sq(2:3)")["outputs"]["result"], "9");
+  EXPECT_EQ(NodeOf(wf, name + ".onExit")["outputs"]["result"], "Succeeded");
+}
+
+TEST(Workflows, AFailingStepIsRetriedAfterItsBackoffThenSucceeds) {
+  TestServer server;
+  const std::string marker = server.work_dir() + "/failed-once";
+  const std::string starts = server.work_dir() + "/starts";
+  std::string name = SubmitWorkflow(server, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: flaky}
+spec:
+  entrypoint: try
+  templates:
+  - name: try
+    retryStrategy: {limit: 2, retryPolicy: OnFailure, backoff: {duration: 1s, factor: 2}}
+    container:
+      image: alpine
+      command: [sh, -c, "echo start >> )y" + starts + R"y(; if [ -e )y" + marker +
+      R"y( ]; then exit 0; fi; touch )y" + marker + R"y(; exit 3"]
+)y");
+  ASSERT_TRUE(WaitForPhase(server, name, "Succeeded")) << Workflow(server, name).dump(2);
+  json wf = Workflow(server, name);
+  EXPECT_EQ(Lines(starts), 2);
+  EXPECT_EQ(NodeOf(wf, "flaky")["type"], "Retry");
+  EXPECT_EQ(NodeOf(wf, "flaky(0)")["phase"], "Failed");
+  EXPECT_EQ(NodeOf(wf, "flaky(0)")["message"], "Error (exit code 3)");
+  EXPECT_EQ(NodeOf(wf, "flaky(1)")["phase"], "Succeeded");
+  // The second attempt waited out the backoff after the first ended.
+  auto first_end = ParseRfc3339(NodeOf(wf, "flaky(0)")["finishedAt"].get<std::string>());
+  auto second_start = ParseRfc3339(NodeOf(wf, "flaky(1)")["startedAt"].get<std::string>());
+  ASSERT_TRUE(first_end && second_start);
+  EXPECT_GE(*second_start - *first_end, std::chrono::milliseconds(1000));
+}
+
+TEST(Workflows, RetryRunsOnlyTheFailedStepAgain) {
+  TestServer server;
+  const std::string a_starts = server.work_dir() + "/a", b_starts = server.work_dir() + "/b";
+  const std::string fixed = server.work_dir() + "/fixed";
+  SubmitWorkflow(server, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: two}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: a, template: a}
+    - - {name: b, template: b}
+  - name: a
+    container: {image: alpine, command: [sh, -c, "echo x >> )y" + a_starts + R"y("]}
+  - name: b
+    container: {image: alpine, command: [sh, -c, "echo x >> )y" + b_starts + R"y(; test -e )y" + fixed + R"y("]}
+)y");
+  ASSERT_TRUE(WaitForPhase(server, "two", "Failed"));
+  EXPECT_THAT(Workflow(server, "two")["status"].value("message", ""), HasSubstr("failed"));
+  WriteFile(fixed, "");
+  CommandResult r = server.Cli({"wf", "retry", "two"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(WaitForPhase(server, "two", "Succeeded")) << Workflow(server, "two").dump(2);
+  EXPECT_EQ(Lines(a_starts), 1);
+  EXPECT_EQ(Lines(b_starts), 2);
+  // A workflow that succeeded has nothing to retry.
+  r = server.Cli({"wf", "retry", "two"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("nothing to retry"));
+}
+
+TEST(Workflows, ASuspendStepWaitsForResume) {
+  TestServer server;
+  SubmitWorkflow(server, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: gate}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: approve, template: wait}
+    - - {name: ship, template: ship}
+  - name: wait
+    suspend: {}
+  - name: ship
+    container: {image: alpine, command: ["true"]}
+)y");
+  ASSERT_TRUE(WaitFor([&] {
+    return NodeOf(Workflow(server, "gate"), "approve").value("phase", "") == "Running";
+  }));
+  EXPECT_TRUE(NodeOf(Workflow(server, "gate"), "ship").is_null());
+  ASSERT_EQ(server.Cli({"wf", "resume", "gate"}).exit_code, 0);
+  ASSERT_TRUE(WaitForPhase(server, "gate", "Succeeded"));
+  // Resuming again is refused: it has ended.
+  CommandResult again = server.Cli({"wf", "resume", "gate"});
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_THAT(again.err, HasSubstr("ended"));
+}
+
+TEST(Workflows, AGpuStepWaitsInTheQueueWhileTheGpusAreTaken) {
+  TestServer server(/*gpus=*/1);
+  const std::string release = server.work_dir() + "/release";
+  server.Submit("name: holder\nresources: {gpus_per_process: 1}\ncommand: \"while [ ! -e " +
+                release + " ]; do sleep 0.1; done\"\n");
+  ASSERT_TRUE(server.WaitForState("holder", "Running"));
+  SubmitWorkflow(server, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: train}
+spec:
+  entrypoint: fit
+  templates:
+  - name: fit
+    container:
+      image: pytorch
+      command: [sh, -c, "echo $CUDA_VISIBLE_DEVICES"]
+      resources: {limits: {nvidia.com/gpu: 1}}
+)y");
+  ASSERT_TRUE(WaitFor([&] { return NodeOf(Workflow(server, "train"), "train").contains("headway"); }));
+  const std::string job = NodeOf(Workflow(server, "train"), "train")["headway"]["job"];
+  ASSERT_TRUE(server.WaitForState(job, "Queued"));
+  EXPECT_EQ(Phase(server, "train"), "Running");  // what Hera's wait() reads while it queues
+  EXPECT_EQ(NodeOf(Workflow(server, "train"), "train")["phase"], "Pending");
+  WriteFile(release, "");
+  ASSERT_TRUE(WaitForPhase(server, "train", "Succeeded"));
+  EXPECT_EQ(NodeOf(Workflow(server, "train"), "train")["outputs"]["result"], "0");
+}
+
+TEST(Workflows, AServerKilledMidRunResumesTheWorkflowWithNoStepRunTwice) {
+  TestServer server;
+  const std::string release = server.work_dir() + "/release";
+  const std::string a_starts = server.work_dir() + "/a", b_starts = server.work_dir() + "/b";
+  SubmitWorkflow(server, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: long}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: a, template: a}
+      - {name: b, template: b, depends: a}
+  - name: a
+    container: {image: alpine, command: [sh, -c, "echo x >> )y" + a_starts + R"y(; while [ ! -e )y" + release + R"y( ]; do sleep 0.1; done; echo done"]}
+  - name: b
+    container: {image: alpine, command: [sh, -c, "echo x >> )y" + b_starts + R"y("]}
+)y");
+  ASSERT_TRUE(WaitFor([&] { return Lines(a_starts) == 1; }));
+  server.Kill();
+  server.Restart();
+  WriteFile(release, "");
+  ASSERT_TRUE(WaitForPhase(server, "long", "Succeeded")) << Workflow(server, "long").dump(2);
+  EXPECT_EQ(Lines(a_starts), 1);
+  EXPECT_EQ(Lines(b_starts), 1);
+  EXPECT_EQ(NodeOf(Workflow(server, "long"), "a")["outputs"]["result"], "done");
+}
+
+TEST(Workflows, StopEndsRunningStepsAndRunsTheExitHandler) {
+  TestServer server;
+  SubmitWorkflow(server, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: halt}
+spec:
+  entrypoint: main
+  onExit: bye
+  templates:
+  - name: main
+    container: {image: alpine, command: [sleep, "300"]}
+  - name: bye
+    container: {image: alpine, command: [echo, "{{workflow.status}}"]}
+)y");
+  ASSERT_TRUE(WaitFor([&] { return NodeOf(Workflow(server, "halt"), "halt").value("phase", "") == "Running"; }));
+  ASSERT_EQ(server.Cli({"wf", "stop", "halt"}).exit_code, 0);
+  ASSERT_TRUE(WaitForPhase(server, "halt", "Failed"));
+  json wf = Workflow(server, "halt");
+  EXPECT_EQ(wf["status"]["message"], "Stopped with strategy 'Stop'");
+  EXPECT_EQ(NodeOf(wf, "halt.onExit")["outputs"]["result"], "Failed");
+}
+
+TEST(Workflows, AMemoizedStepIsServedFromTheCacheByTheNextWorkflow) {
+  TestServer server;
+  const std::string runs = server.work_dir() + "/runs";
+  auto manifest = [&](const std::string& name) {
+    return R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: )y" + name + R"y(}
+spec:
+  entrypoint: sq
+  arguments: {parameters: [{name: x, value: "12"}]}
+  templates:
+  - name: sq
+    inputs: {parameters: [{name: x}]}
+    memoize: {key: "sq-{{inputs.parameters.x}}", maxAge: 1h}
+    script: {image: python, command: [/usr/bin/python3], source: "open(')y" + runs +
+           R"y(', 'a').write('x\\n'); print({{inputs.parameters.x}} ** 2)"}
+)y";
+  };
+  ASSERT_EQ(server.Cli({"wf", "submit", "-", "--wait"}, manifest("first")).exit_code, 0);
+  ASSERT_EQ(server.Cli({"wf", "submit", "-", "--wait"}, manifest("second")).exit_code, 0);
+  EXPECT_EQ(Lines(runs), 1);
+  json second = Workflow(server, "second");
+  EXPECT_EQ(NodeOf(second, "second")["memoizationStatus"]["hit"], true);
+  EXPECT_EQ(NodeOf(second, "second")["outputs"]["result"], "144");
+}
+
+// What check_fixtures.py (Hera's models' constraints) says of a body.
+std::string HeraProblems(const std::string& kind, const json& body) {
+  CommandResult r = RunCommand(
+      {"/usr/bin/python3", "-c",
+       "import json, sys; sys.path.insert(0, '" HEADWAY_SOURCE_DIR "/tests/fixtures/argo'); "
+       "from check_fixtures import check; print('; '.join(check(sys.argv[1], json.load(sys.stdin))))",
+       kind},
+      body.dump());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out == "\n" ? "" : r.out;
+}
+
+TEST(Workflows, HeraRequestsAreAnsweredInTheShapesItsModelsAccept) {
+  TestServer server;
+  const std::string token = server.admin_token();
+  std::string create = ReadFile(HEADWAY_SOURCE_DIR "/tests/fixtures/argo/requests/create_workflow.json");
+  // As Hera sends it: namespace in the path, Bearer token, JSON body.
+  Answer created = Call(server, token, "POST", "/api/v1/workflows/argo", create);
+  ASSERT_EQ(created.status, 200) << created.raw;
+  EXPECT_EQ(HeraProblems("workflow_for_wait", created.body), "");
+  const std::string name = created.body["metadata"]["name"];
+  EXPECT_EQ(name.rfind("dag-diamond-", 0), 0u);
+  EXPECT_EQ(created.body["metadata"]["namespace"], "argo");
+  Answer got = Call(server, token, "GET", "/api/v1/workflows/argo/" + name);
+  EXPECT_EQ(HeraProblems("workflow_for_wait", got.body), "");
+  Answer list = Call(server, token, "GET", "/api/v1/workflows/argo");
+  EXPECT_EQ(HeraProblems("workflow_list", list.body), "");
+  ASSERT_EQ(list.body["items"].size(), 1u);
+  Answer lint = Call(server, token, "POST", "/api/v1/workflows/argo/lint",
+                     ReadFile(HEADWAY_SOURCE_DIR "/tests/fixtures/argo/requests/lint_workflow.json"));
+  EXPECT_EQ(lint.status, 200) << lint.raw;
+  EXPECT_EQ(Call(server, token, "GET", "/api/v1/workflows/argo").body["items"].size(), 1u);
+  // Errors in Argo's shape, which Hera reads `message` from.
+  Answer missing = Call(server, token, "GET", "/api/v1/workflows/argo/nope");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.body["code"], 5);
+  EXPECT_EQ(HeraProblems("error", missing.body), "");
+  Answer bad = Call(server, token, "POST", "/api/v1/workflows/argo",
+                    R"({"workflow": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+                        "metadata": {"name": "x"}, "spec": {"entrypoint": "nope",
+                        "templates": [{"name": "s", "suspend": {}}]}}})");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.body["code"], 3);
+  EXPECT_THAT(bad.body.value("message", ""), HasSubstr("entrypoint"));
+  Answer anonymous = Call(server, "", "GET", "/api/v1/workflows/argo");
+  EXPECT_EQ(anonymous.status, 401);
+  EXPECT_EQ(anonymous.body["code"], 16);
+  Answer deleted = Call(server, token, "DELETE", "/api/v1/workflows/argo/" + name);
+  EXPECT_EQ(deleted.status, 200);
+  EXPECT_EQ(Call(server, token, "GET", "/api/v1/workflows/argo/" + name).status, 404);
+}
+
+TEST(Workflows, ATeamSeesAndChangesOnlyItsOwnWorkflows) {
+  TestServer server;
+  std::string vision = CreateToken(server, "ana", "vision", "member");
+  std::string speech = CreateToken(server, "bo", "speech", "member");
+  const std::string manifest = R"({"workflow": {"apiVersion": "argoproj.io/v1alpha1",
+      "kind": "Workflow", "metadata": {"name": "mine"}, "spec": {"entrypoint": "s",
+      "templates": [{"name": "s", "suspend": {}}]}}})";
+  Answer created = Call(server, vision, "POST", "/api/v1/workflows/default", manifest);
+  ASSERT_EQ(created.status, 200) << created.raw;
+  EXPECT_EQ(created.body["metadata"]["labels"]["headway.dev/team"], "vision");
+  EXPECT_EQ(Call(server, speech, "GET", "/api/v1/workflows/default/mine").status, 403);
+  EXPECT_EQ(Call(server, speech, "GET", "/api/v1/workflows/default").body["items"].size(), 0u);
+  EXPECT_EQ(Call(server, speech, "PUT", "/api/v1/workflows/default/mine/terminate", "{}").status, 403);
+  EXPECT_EQ(Call(server, vision, "GET", "/api/v1/workflows/default").body["items"].size(), 1u);
+  // A member cannot run a workflow as another team.
+  Answer other = Call(server, vision, "POST", "/api/v1/workflows/default",
+                      R"({"workflow": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+                          "metadata": {"name": "theirs", "annotations": {"headway.dev/team": "speech"}},
+                          "spec": {"entrypoint": "s", "templates": [{"name": "s", "suspend": {}}]}}})");
+  EXPECT_EQ(other.status, 403);
+  EXPECT_EQ(Call(server, vision, "PUT", "/api/v1/workflows/default/mine/terminate", "{}").status, 200);
+}
+
+}  // namespace
+}  // namespace headway::testing
