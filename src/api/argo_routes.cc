@@ -56,6 +56,21 @@ Result<json> RequestBody(const HttpRequest& req) {
   return body;
 }
 
+// A boolean field of a request body: false when absent.
+Result<bool> BoolField(const json& body, const char* key) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return false;
+  if (!it->is_boolean()) return InvalidArgument(std::string(key) + " must be true or false");
+  return it->get<bool>();
+}
+
+Result<std::string> StringField(const json& body, const char* key) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::string();
+  if (!it->is_string()) return InvalidArgument(std::string(key) + " must be a string");
+  return it->get<std::string>();
+}
+
 // `labelSelector` equalities: "a=b,c==d". Set-based selectors are refused.
 Result<std::map<std::string, std::string>> LabelSelector(const std::string& text) {
   std::map<std::string, std::string> out;
@@ -97,7 +112,9 @@ class ArgoRoutes {
       return Error(InvalidArgument("the request needs a 'workflow'").WithField("workflow"));
     }
     if (manifest.empty()) return Error(InvalidArgument("the request has no workflow"));
-    bool dry_run = lint || body->value("serverDryRun", false);
+    auto server_dry_run = BoolField(*body, "serverDryRun");
+    if (!server_dry_run.ok()) return Error(server_dry_run.status());
+    bool dry_run = lint || *server_dry_run;
     auto view = service_->CreateWorkflow(manifest, ns, access_.admit, access_.creator(), dry_run);
     if (!view.ok()) return Error(view.status());
     return Json(200, view->body);
@@ -247,15 +264,27 @@ void AddArgoRoutes(Router& router, WorkflowService* service, ArgoAccess access) 
   router.Add("PUT", base + "/{name}/retry", guarded([](ArgoRoutes& r, auto& req, auto& p) {
                auto body = RequestBody(req);
                if (!body.ok()) return Error(body.status());
+               auto restart = BoolField(*body, "restartSuccessful");
+               if (!restart.ok()) return Error(restart.status());
+               auto selector = StringField(*body, "nodeFieldSelector");
+               if (!selector.ok()) return Error(selector.status());
                WorkflowRetry retry;
-               retry.restart_successful = body->value("restartSuccessful", false);
-               retry.node_field_selector = body->value("nodeFieldSelector", "");
+               retry.restart_successful = *restart;
+               retry.node_field_selector = *selector;
                const std::string name = p.at("name");
                return r.Change(name, [&] { return r.service_->RetryWorkflow(name, retry); });
              }));
-  router.Add("PUT", base + "/{name}/resubmit", [](auto&, auto&) {
-    return NotImplemented("resubmitting a workflow");
-  });
+  router.Add("PUT", base + "/{name}/resubmit", guarded([](ArgoRoutes& r, auto& req, auto& p) {
+               auto body = RequestBody(req);
+               if (!body.ok()) return Error(body.status());
+               auto memoized_field = BoolField(*body, "memoized");
+               if (!memoized_field.ok()) return Error(memoized_field.status());
+               const bool memoized = *memoized_field;
+               const std::string name = p.at("name");
+               return r.Change(name, [&] {
+                 return r.service_->ResubmitWorkflow(name, memoized, r.access_.creator());
+               });
+             }));
   router.Add("PUT", base + "/{name}/set", [](auto&, auto&) {
     return NotImplemented("setting a node's outputs");
   });

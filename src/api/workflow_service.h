@@ -59,6 +59,11 @@ class WorkflowService {
   virtual Result<WorkflowView> StopWorkflow(std::string_view name, bool terminate) = 0;
   // `argo retry`: the failed nodes run again, with what depends on them.
   virtual Result<WorkflowView> RetryWorkflow(std::string_view name, const WorkflowRetry& retry) = 0;
+  // `argo resubmit`: a new workflow (named NAME-xxxxx) with the same spec and
+  // team. With `memoized`, the steps that succeeded keep their results and
+  // only the others run.
+  virtual Result<WorkflowView> ResubmitWorkflow(std::string_view name, bool memoized,
+                                                const std::string& created_by) = 0;
 };
 
 }  // namespace headway::api

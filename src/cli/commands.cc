@@ -57,6 +57,7 @@ struct Options {
   // workflow
   bool wait = false;                // submit --wait
   bool restart_successful = false;  // retry --restart-successful
+  bool memoized = false;            // resubmit --memoized
   std::string node_selector;        // retry --node-field-selector
   // get
   std::string resource;
@@ -1693,6 +1694,23 @@ int WorkflowAct(const Options& o, const std::string& action) {
   return kExitOk;
 }
 
+int WorkflowResubmit(const Options& o) {
+  Client client(o);
+  json body = json::object();
+  if (o.memoized) body["memoized"] = true;
+  auto wf = client.Call("PUT", std::string(kWorkflows) + "/" + UrlEncode(o.name) + "/resubmit",
+                        body.dump());
+  if (!wf) return client.exit_code;
+  if (PrintStructured(o, *wf)) return kExitOk;
+  const std::string name = (*wf)["metadata"].value("name", "");
+  if (o.output == "name") {
+    std::cout << Safe(name) << "\n";
+  } else {
+    std::cout << "workflow/" << Safe(name) << " submitted\n";
+  }
+  return kExitOk;
+}
+
 int WorkflowDelete(const Options& o) {
   Client client(o);
   auto done = client.Call("DELETE", std::string(kWorkflows) + "/" + UrlEncode(o.name));
@@ -1859,6 +1877,11 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   auto* wf_logs = workflow->add_subcommand("logs", "Every step's output, each line with its step's name");
   wf_logs->add_option("name", o.name, "workflow name")->required();
   wf_logs->callback([&exit_code, &o] { exit_code = WorkflowLogs(o); });
+  auto* wf_resubmit = workflow->add_subcommand("resubmit", "Run a workflow again as a new one (NAME-xxxxx)");
+  wf_resubmit->add_option("name", o.name, "workflow name")->required();
+  wf_resubmit->add_flag("--memoized", o.memoized, "keep the steps that succeeded; run only the others");
+  AddOutputFlag(wf_resubmit, o, {"json", "yaml", "name"});
+  wf_resubmit->callback([&exit_code, &o] { exit_code = WorkflowResubmit(o); });
   auto* wf_retry = workflow->add_subcommand("retry", "Run the failed steps again, with what depends on them");
   wf_retry->add_option("name", o.name, "workflow name")->required();
   wf_retry->add_flag("--restart-successful", o.restart_successful,

@@ -614,4 +614,88 @@ Result<api::WorkflowView> WorkflowController::RetryWorkflow(std::string_view nam
   });
 }
 
+Result<api::WorkflowView> WorkflowController::ResubmitWorkflow(std::string_view name,
+                                                               bool memoized,
+                                                               const std::string& created_by) {
+  std::lock_guard lock(mu_);
+  auto old = Load(name);
+  if (!old.ok()) return old.status();
+  const Live& from = **old;
+  if (memoized && !from.state.Finished()) {
+    return Conflict("workflow must have ended to be resubmitted with --memoized");
+  }
+  WorkflowRecord record;
+  record.name = std::string(name).substr(0, 57) + "-" + RandomSuffix();
+  wf::Workflow workflow = from.manifest;
+  workflow.metadata.name = record.name;
+  workflow.metadata.generate_name.clear();
+  record.team = from.record.team;
+  record.uid = RandomUid();
+  record.created_by = created_by;
+  record.phase = "Running";
+  record.labels = workflow.metadata.labels;
+  record.labels["workflows.argoproj.io/resubmitted-from-workflow"] = std::string(name);
+  workflow.metadata.labels = record.labels;
+  record.manifest = wf::ToJson(workflow).dump();
+  record.created_at = clock_.Now();
+  json previous = json::parse(from.record.status, nullptr, false);
+  std::string ns = previous.is_object() ? previous.value("namespace", "default") : "default";
+  wf::WorkflowState initial;
+  initial.name = record.name;
+  if (memoized) {
+    // Succeeded steps carry over, renamed into the new workflow (Argo's
+    // FormulateResubmitWorkflow): pods, and retries with their attempts.
+    const std::string old_prefix = std::string(name);
+    auto rename = [&](const std::string& node_name) {
+      return record.name + node_name.substr(old_prefix.size());
+    };
+    for (const auto& [id, node] : from.state.nodes) {
+      if (node.phase != wf::NodePhase::kSucceeded || node.on_exit ||
+          (node.type != wf::NodeType::kPod && node.type != wf::NodeType::kRetry) ||
+          node.name.rfind(old_prefix, 0) != 0) {
+        continue;
+      }
+      wf::Node copy = node;
+      copy.name = rename(node.name);
+      copy.id = wf::NodeIdFor(record.name, copy.name);
+      copy.boundary_id.clear();
+      copy.children.clear();
+      for (const std::string& child : node.children) {
+        auto c = from.state.nodes.find(child);
+        if (c != from.state.nodes.end()) {
+          copy.children.push_back(wf::NodeIdFor(record.name, rename(c->second.name)));
+        }
+      }
+      initial.nodes.emplace(copy.id, std::move(copy));
+    }
+    // An attempt of a carried-over retry carries over too, failed ones included.
+    for (const auto& [id, node] : from.state.nodes) {
+      if (node.type != wf::NodeType::kRetry || node.phase != wf::NodePhase::kSucceeded) continue;
+      for (const std::string& child : node.children) {
+        auto c = from.state.nodes.find(child);
+        if (c == from.state.nodes.end()) continue;
+        wf::Node copy = c->second;
+        copy.name = rename(copy.name);
+        copy.id = wf::NodeIdFor(record.name, copy.name);
+        copy.boundary_id.clear();
+        initial.nodes.emplace(copy.id, std::move(copy));
+      }
+    }
+  }
+  record.status = StatusJson(initial, ns, "").dump();
+  std::vector<WorkflowNodeRecord> carried;
+  for (const auto& [id, node] : initial.nodes) {
+    carried.push_back({record.name, id, std::string(wf::NodePhaseName(node.phase)), node.job,
+                       wf::ToJson(node).dump()});
+  }
+  HEADWAY_RETURN_IF_ERROR(store_.CreateWorkflow(record));
+  if (!carried.empty()) HEADWAY_RETURN_IF_ERROR(store_.SaveWorkflow(record, carried));
+  auto live = Load(record.name);
+  if (!live.ok()) return live.status();
+  Advance(**live);
+  api::WorkflowView view = View(**live, true);
+  if ((*live)->state.Finished() || (*live)->stale) live_.erase(record.name);
+  return view;
+}
+
 }  // namespace headway

@@ -63,6 +63,8 @@ class WorkflowController final : public api::WorkflowService {
   Result<api::WorkflowView> StopWorkflow(std::string_view name, bool terminate) override;
   Result<api::WorkflowView> RetryWorkflow(std::string_view name,
                                           const api::WorkflowRetry& retry) override;
+  Result<api::WorkflowView> ResubmitWorkflow(std::string_view name, bool memoized,
+                                             const std::string& created_by) override;
 
  private:
   // A workflow as the controller holds it between passes.

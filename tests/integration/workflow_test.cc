@@ -215,6 +215,46 @@ spec:
   EXPECT_THAT(r.err, HasSubstr("nothing to retry"));
 }
 
+TEST(Workflows, ResubmitMemoizedKeepsTheSucceededStepsAndRunsTheRest) {
+  TestServer server;
+  const std::string a_starts = server.work_dir() + "/a", b_starts = server.work_dir() + "/b";
+  const std::string fixed = server.work_dir() + "/fixed";
+  SubmitWorkflow(server, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: pipe}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: a, template: a}
+      - {name: b, template: b, depends: a, arguments: {parameters: [{name: v, value: "{{tasks.a.outputs.result}}"}]}}
+  - name: a
+    container: {image: alpine, command: [sh, -c, "echo x >> )y" + a_starts + R"y(; echo 42"]}
+  - name: b
+    inputs: {parameters: [{name: v}]}
+    container: {image: alpine, command: [sh, -c, "echo x >> )y" + b_starts + R"y(; test -e )y" + fixed + R"y( && echo got {{inputs.parameters.v}}"]}
+)y");
+  ASSERT_TRUE(WaitForPhase(server, "pipe", "Failed"));
+  WriteFile(fixed, "");
+  CommandResult r = server.Cli({"wf", "resubmit", "pipe", "--memoized", "-o", "name"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string again = r.out.substr(0, r.out.find('\n'));
+  EXPECT_EQ(again.rfind("pipe-", 0), 0u) << again;
+  ASSERT_TRUE(WaitForPhase(server, again, "Succeeded")) << Workflow(server, again).dump(2);
+  EXPECT_EQ(Lines(a_starts), 1);
+  EXPECT_EQ(Lines(b_starts), 2);
+  EXPECT_EQ(NodeOf(Workflow(server, again), "b")["outputs"]["result"], "got 42");
+  EXPECT_EQ(Phase(server, "pipe"), "Failed");  // the original stays as it was
+  // Without --memoized everything runs again.
+  r = server.Cli({"wf", "resubmit", again, "-o", "name"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(WaitForPhase(server, r.out.substr(0, r.out.find('\n')), "Succeeded"));
+  EXPECT_EQ(Lines(a_starts), 2);
+}
+
 TEST(Workflows, ASuspendStepWaitsForResume) {
   TestServer server;
   SubmitWorkflow(server, R"y(
