@@ -81,6 +81,10 @@ class ArtifactService {
   // A Ready version's bytes. Records `use` first when it is set.
   virtual Result<ArtifactDownload> Open(std::string_view name, std::optional<std::int64_t> version,
                                         const std::optional<ArtifactUse>& use) = 0;
+  // Copies a Ready version's bytes into the file `path`, recording `use`
+  // first when it is set (the server staging a workflow step's input).
+  virtual Status Fetch(std::string_view name, std::int64_t version, const std::string& path,
+                       const std::optional<ArtifactUse>& use) = 0;
   // Removes the record, and the bytes once no other version holds them.
   virtual Status Delete(std::string_view name, std::int64_t version) = 0;
   virtual Result<std::vector<ArtifactUse>> Uses(std::string_view name,

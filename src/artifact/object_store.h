@@ -52,6 +52,8 @@ class ObjectStore {
   // Stores the file at `path` under `key` (replacing any object there). The
   // file may be moved rather than copied when it is on the store's disk.
   virtual Status PutFile(const std::string& key, const std::string& path) = 0;
+  // Copies the object into the file `path` (replaced only once complete).
+  virtual Status GetFile(const std::string& key, const std::string& path) = 0;
   // A local path the object can be read from, when the store is on this
   // machine; nullopt for a remote store (use PresignGet).
   virtual std::optional<std::string> LocalPath(const std::string& key) const = 0;

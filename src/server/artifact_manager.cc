@@ -258,6 +258,13 @@ Result<api::ArtifactDownload> ArtifactManager::Open(std::string_view name,
   return out;
 }
 
+Status ArtifactManager::Fetch(std::string_view name, std::int64_t version, const std::string& path,
+                              const std::optional<ArtifactUse>& use) {
+  auto opened = Open(name, version, use);
+  if (!opened.ok()) return opened.status();
+  return objects_.GetFile(ObjectKey(opened->artifact), path);
+}
+
 Status ArtifactManager::Delete(std::string_view name, std::int64_t version) {
   std::lock_guard lock(mu_);
   auto artifact = store_.GetArtifact(name, version);

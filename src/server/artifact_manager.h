@@ -61,6 +61,8 @@ class ArtifactManager final : public api::ArtifactService {
   Result<std::vector<Artifact>> List(const ArtifactFilter& filter) override;
   Result<api::ArtifactDownload> Open(std::string_view name, std::optional<std::int64_t> version,
                                      const std::optional<ArtifactUse>& use) override;
+  Status Fetch(std::string_view name, std::int64_t version, const std::string& path,
+               const std::optional<ArtifactUse>& use) override;
   Status Delete(std::string_view name, std::int64_t version) override;
   Result<std::vector<ArtifactUse>> Uses(std::string_view name,
                                         std::optional<std::int64_t> version) override;

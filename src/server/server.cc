@@ -550,7 +550,8 @@ int RunServer(const ServerConfig& config) {
   watch_cache = std::make_unique<api::WatchCache>(*controller);
   watch_feed.store(watch_cache.get());
   experiments = std::make_unique<ExperimentController>(**store, *controller, clock);
-  workflows = std::make_unique<WorkflowController>(**store, *controller, clock, config.data_dir);
+  workflows = std::make_unique<WorkflowController>(**store, *controller, clock, config.data_dir,
+                                                   &artifacts);
   api::RestApiOptions api_options;
   api_options.watch_cache = watch_cache.get();
   api_options.max_streams_per_token = config.max_streams_per_token;

@@ -5,8 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 
+#include "artifact/file_digest.h"
+#include "core/artifact.h"
 #include "core/job_spec_json.h"
 #include "core/job_spec_parser.h"
 #include "workflow/manifest.h"
@@ -20,6 +24,8 @@ namespace wf = workflow;
 
 // Where a step leaves its outputs, under the job's home.
 constexpr const char* kStepDir = ".headway-step";
+// Where its input artifacts are staged, under the job's home.
+constexpr const char* kInputsDir = ".headway-inputs";
 // Argo's limit on outputs.result and parameters, plus one byte to tell a
 // value that is too large.
 constexpr std::size_t kMaxOutputRead = 256 * 1024 + 1;
@@ -143,7 +149,8 @@ void StateFromStatusJson(const json& s, wf::WorkflowState& state) {
 
 }  // namespace
 
-std::vector<std::string> StepCommand(const wf::JobToCreate& job, const std::string& step_dir) {
+std::vector<std::string> StepCommand(const wf::JobToCreate& job, const std::string& step_dir,
+                                     const std::string& inputs_dir) {
   // $1 is the step's folder, made afresh; $2 "script" when $3 is a script's
   // source, written to a file whose path goes after the command. The step's
   // stdout goes to the log through tee and, its first 256 kB, to a file
@@ -151,8 +158,16 @@ std::vector<std::string> StepCommand(const wf::JobToCreate& job, const std::stri
   // output parameters' files are copied in. The step's own exit status is
   // the job's.
   std::string script =
-      "d=\"$1\"; kind=\"$2\"; source=\"$3\"; shift 3\n"
-      "rm -rf \"$d\" && mkdir -p \"$d/parameters\" || exit 1\n"
+      "d=\"$1\"; kind=\"$2\"; source=\"$3\"; in=\"$4\"; shift 4\n"
+      "rm -rf \"$d\" && mkdir -p \"$d/parameters\" \"$d/artifacts\" || exit 1\n";
+  // Input artifacts: a directory comes as NAME.tar, a file as NAME.
+  for (const wf::InputArtifact& a : job.input_artifacts) {
+    const std::string path = ShellQuote(a.path), staged = "\"$in/\"" + ShellQuote(a.name);
+    script += "if [ -f " + staged + ".tar ]; then mkdir -p " + path + " && tar -xf " + staged +
+              ".tar -C " + path + " || exit 1; else mkdir -p \"$(dirname " + path + ")\" && cp -- " +
+              staged + " " + path + " || exit 1; fi\n";
+  }
+  script +=
       "if [ \"$kind\" = script ]; then\n"
       "  printf '%s' \"$source\" > \"$d/script\" || exit 1\n"
       "  set -- \"$@\" \"$d/script\"\n"
@@ -167,18 +182,28 @@ std::vector<std::string> StepCommand(const wf::JobToCreate& job, const std::stri
     script += "[ -f " + ShellQuote(path) + " ] && cp -- " + ShellQuote(path) +
               " \"$d/parameters/\"" + ShellQuote(name) + "\n";
   }
+  for (const wf::OutputArtifact& a : job.output_artifacts) {
+    const std::string path = ShellQuote(a.path), kept = "\"$d/artifacts/\"" + ShellQuote(a.name);
+    script += "if [ $rc = 0 ]; then if [ -d " + path + " ]; then tar -cf " + kept + ".tar -C " +
+              path + " . || rc=1; elif [ -f " + path + " ]; then cp -- " + path + " " + kept +
+              " || rc=1; fi; fi\n";
+  }
   script += "exit $rc\n";
   std::vector<std::string> argv = {"/bin/sh", "-c", script, "headway-step", step_dir,
                                    job.script_source ? "script" : "container",
-                                   job.script_source.value_or("")};
+                                   job.script_source.value_or(""), inputs_dir};
   argv.insert(argv.end(), job.spec.command.begin(), job.spec.command.end());
   argv.insert(argv.end(), job.spec.args.begin(), job.spec.args.end());
   return argv;
 }
 
 WorkflowController::WorkflowController(Store& store, api::JobService& jobs, const Clock& clock,
-                                       std::string data_dir)
-    : store_(store), jobs_(jobs), clock_(clock), data_dir_(std::move(data_dir)) {}
+                                       std::string data_dir, api::ArtifactService* artifacts)
+    : store_(store),
+      jobs_(jobs),
+      clock_(clock),
+      data_dir_(std::move(data_dir)),
+      artifacts_(artifacts) {}
 
 void WorkflowController::Wake() {
   {
@@ -253,7 +278,8 @@ Result<WorkflowController::Live*> WorkflowController::Load(std::string_view name
   return &live_.emplace(live.record.name, std::move(live)).first->second;
 }
 
-std::optional<wf::JobObservation> WorkflowController::Observe(const std::string& job_name) {
+std::optional<wf::JobObservation> WorkflowController::Observe(const Live& live,
+                                                             const std::string& job_name) {
   auto job = jobs_.Get(job_name);
   if (!job.ok()) return std::nullopt;
   wf::JobObservation seen;
@@ -273,6 +299,7 @@ std::optional<wf::JobObservation> WorkflowController::Observe(const std::string&
   ::close(home_fd);
   if (step_fd < 0) return seen;
   seen.stdout_text = ReadPlainFile(step_fd, "stdout");
+  if (job->state == JobState::kSucceeded) IngestArtifacts(live, job_name, step_fd, seen);
   int params_fd = OpenDirNoFollow(step_fd, "parameters");
   ::close(step_fd);
   if (params_fd < 0) return seen;
@@ -287,6 +314,154 @@ std::optional<wf::JobObservation> WorkflowController::Observe(const std::string&
     ::close(params_fd);
   }
   return seen;
+}
+
+void WorkflowController::IngestArtifacts(const Live& live, const std::string& job, int step_fd,
+                                         wf::JobObservation& seen) {
+  int dir_fd = OpenDirNoFollow(step_fd, "artifacts");
+  if (dir_fd < 0) return;
+  DIR* dir = ::fdopendir(dir_fd);
+  if (dir == nullptr) {
+    ::close(dir_fd);
+    return;
+  }
+  std::string node_name;
+  for (const auto& [id, node] : live.state.nodes) {
+    if (node.job == job) node_name = node.name;
+  }
+  std::vector<std::string> entries;
+  while (dirent* entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name != "." && name != "..") entries.push_back(name);
+  }
+  for (const std::string& entry : entries) {
+    const bool tar = entry.size() > 4 && entry.compare(entry.size() - 4, 4, ".tar") == 0;
+    const std::string artifact = tar ? entry.substr(0, entry.size() - 4) : entry;
+    if (!wf::IsValidParameterName(artifact)) continue;
+    if (artifacts_ == nullptr) {
+      seen.artifact_error = "outputs.artifacts." + artifact + ": this server keeps no artifacts";
+      break;
+    }
+    std::string stored_name;
+    for (char c : job + "." + artifact) {
+      stored_name += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    }
+    // Stored already (a pass that stored it and then crashed): the same version.
+    ArtifactFilter mine;
+    mine.name = stored_name;
+    mine.job = job;
+    mine.ready_only = true;
+    if (auto found = artifacts_->List(mine); found.ok() && !found->empty()) {
+      seen.artifacts[artifact] = found->back().Ref();
+      continue;
+    }
+    // A copy the job cannot change or point elsewhere: read through the
+    // descriptor (never a link), written to a file of the server's.
+    std::error_code ec;
+    std::filesystem::create_directories(data_dir_ + "/uploads", ec);
+    const std::string copy = data_dir_ + "/uploads/" + stored_name + "." + RandomSuffix();
+    int in = ::openat(::dirfd(dir), entry.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st {};
+    bool copied = false;
+    if (in >= 0 && ::fstat(in, &st) == 0 && S_ISREG(st.st_mode)) {
+      int out = ::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (out >= 0) {
+        copied = true;
+        char buffer[1 << 16];
+        for (;;) {
+          ssize_t n = ::read(in, buffer, sizeof buffer);
+          if (n == 0) break;
+          if (n < 0 || ::write(out, buffer, static_cast<std::size_t>(n)) != n) {
+            copied = false;
+            break;
+          }
+        }
+        ::close(out);
+      }
+    }
+    if (in >= 0) ::close(in);
+    auto fail = [&](const std::string& why) {
+      std::filesystem::remove(copy, ec);
+      seen.artifact_error = "outputs.artifacts." + artifact + ": " + why;
+    };
+    if (!copied) {
+      fail("cannot read what the step left (not a plain file)");
+      break;
+    }
+    auto digest = DigestFile(copy);
+    if (!digest.ok()) {
+      fail(digest.status().message());
+      break;
+    }
+    Artifact draft;
+    draft.name = stored_name;
+    draft.kind = ArtifactKind::kOutput;
+    draft.team = live.record.team;
+    draft.created_by = "job/" + job;
+    draft.size = digest->size;
+    draft.digest = digest->digest;
+    draft.content_md5 = digest->content_md5;
+    draft.producer.job = job;
+    draft.producer.pipeline_node = node_name;
+    draft.labels["headway.dev/workflow"] = live.record.name;
+    draft.labels["headway.dev/archive"] = tar ? "tar" : "none";
+    auto created = artifacts_->Create(draft, /*client_multipart=*/false);
+    if (!created.ok()) {
+      fail(created.status().message());
+      break;
+    }
+    Artifact stored = created->artifact;
+    if (stored.state != ArtifactState::kReady) {
+      auto received = artifacts_->Receive(stored.name, stored.version, copy);
+      if (!received.ok()) {
+        fail(received.status().message());
+        break;
+      }
+      stored = *received;
+    }
+    std::filesystem::remove(copy, ec);
+    seen.artifacts[artifact] = stored.Ref();
+  }
+  ::closedir(dir);
+}
+
+Status WorkflowController::StageInputs(const Live& live, const wf::JobToCreate& job) {
+  if (job.input_artifacts.empty()) return Status::Ok();
+  const std::string dir = data_dir_ + "/jobs/" + job.spec.name + "/home/" + kInputsDir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Unavailable("cannot stage input artifacts in " + dir + ": " + ec.message());
+  for (const wf::InputArtifact& in : job.input_artifacts) {
+    const std::string where = "inputs.artifacts." + in.name + ": ";
+    if (in.raw) {
+      std::ofstream out(dir + "/" + in.name, std::ios::binary | std::ios::trunc);
+      out << *in.raw;
+      if (!out) return Unavailable(where + "cannot write it");
+      continue;
+    }
+    if (artifacts_ == nullptr) return Unavailable(where + "this server keeps no artifacts");
+    auto ref = ParseArtifactRef(in.ref);
+    if (!ref.ok()) return InvalidArgument(where + ref.status().message());
+    auto artifact = artifacts_->Get(ref->name, ref->version);
+    if (!artifact.ok()) return artifact.status().code() == StatusCode::kNotFound
+                                   ? NotFound(where + "no artifact " + in.ref)
+                                   : artifact.status();
+    // A workflow reads its own team's artifacts only.
+    if (artifact->team != live.record.team) return NotFound(where + "no artifact " + in.ref);
+    const bool tar = artifact->labels.count("headway.dev/archive") &&
+                     artifact->labels.at("headway.dev/archive") == "tar";
+    ArtifactUse use;
+    use.job = job.spec.name;
+    HEADWAY_RETURN_IF_ERROR(artifacts_->Fetch(artifact->name, artifact->version,
+                                              dir + "/" + in.name + (tar ? ".tar" : ""), use));
+  }
+  // Readable by the job's account (the job's home, 0700 and its own, keeps
+  // everyone else out); not writable: they stay as the store gave them.
+  std::filesystem::permissions(dir, std::filesystem::perms(0755), ec);
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::filesystem::permissions(entry.path(), std::filesystem::perms(0644), ec);
+  }
+  return Status::Ok();
 }
 
 std::optional<wf::MemoEntry> WorkflowController::MemoLookup(const std::string& team,
@@ -361,10 +536,7 @@ void WorkflowController::Advance(Live& live) {
   env.created_by = WorkflowCreator(live.record.name);
   const std::string workflow_name = live.record.name;
   const std::string team = live.record.team;
-  env.observe = [&](const std::string& job) -> std::optional<wf::JobObservation> {
-    auto seen = Observe(job);
-    return seen;
-  };
+  env.observe = [&](const std::string& job) { return Observe(live, job); };
   env.memo_lookup = [&](const std::string& cache, const std::string& key) {
     return MemoLookup(team, cache, key);
   };
@@ -392,7 +564,16 @@ void WorkflowController::Advance(Live& live) {
       (void)Save(live);
       continue;
     }
-    spec.command = StepCommand(create, data_dir_ + "/jobs/" + spec.name + "/home/" + kStepDir);
+    if (Status staged = StageInputs(live, create); !staged.ok()) {
+      wf::Node& node = live.state.nodes.at(create.node_id);
+      node.phase = wf::NodePhase::kError;
+      node.message = staged.message();
+      node.finished_at = env.now;
+      (void)Save(live);
+      continue;
+    }
+    const std::string home = data_dir_ + "/jobs/" + spec.name + "/home/";
+    spec.command = StepCommand(create, home + kStepDir, home + kInputsDir);
     spec.args.clear();
     spec.labels["headway.dev/workflow"] = workflow_name;
     // Only a spec the job store reads back is submitted (env names, ...).

@@ -6,10 +6,14 @@
 // Every pod node is an ordinary Headway job (queue, quota, GPUs, progress,
 // health policies), created by "workflow/<name>" in the workflow's team,
 // and wrapped by a small shell step (StepCommand) that writes a script's
-// source to a file, keeps the first 256 kB of stdout (outputs.result) and
-// copies the files named by outputs.parameters[].valueFrom.path into the
-// job's home (`.headway-step/`), where the controller reads them after the
-// job ends without following links the job may have planted.
+// source to a file, copies staged input artifacts into place, keeps the
+// first 256 kB of stdout (outputs.result) and copies the files named by
+// outputs.parameters[].valueFrom.path and outputs.artifacts[].path (a
+// directory as a tar) into the job's home (`.headway-step/`), where the
+// controller reads them after the job ends without following links the job
+// may have planted. Output artifacts go to the artifact store as versions
+// named JOB.ARTIFACT with the step as their producer (lineage); input
+// artifacts are recorded as read by the step's job.
 //
 // Crash safety: the engine's state is saved before its jobs are created,
 // and job names are derived from the workflow and node, so a restart
@@ -26,6 +30,7 @@
 #include <set>
 #include <string>
 
+#include "api/artifact_service.h"
 #include "api/job_service.h"
 #include "api/workflow_service.h"
 #include "core/time.h"
@@ -37,14 +42,17 @@ namespace headway {
 
 // The command line that runs a pod node's job (see the file comment).
 // Pure: exposed for tests.
-// `step_dir` is where the step leaves its outputs.
-std::vector<std::string> StepCommand(const workflow::JobToCreate& job, const std::string& step_dir);
+// `step_dir` is where the step leaves its outputs, `inputs_dir` where its
+// input artifacts were staged.
+std::vector<std::string> StepCommand(const workflow::JobToCreate& job, const std::string& step_dir,
+                                     const std::string& inputs_dir);
 
 class WorkflowController final : public api::WorkflowService {
  public:
-  // `data_dir` is the server's (jobs' homes are under it).
+  // `data_dir` is the server's (jobs' homes are under it). Without
+  // `artifacts`, steps that pass artifacts end in Error.
   WorkflowController(Store& store, api::JobService& jobs, const Clock& clock,
-                     std::string data_dir);
+                     std::string data_dir, api::ArtifactService* artifacts = nullptr);
 
   // One pass: every unfinished workflow whose jobs changed or whose timer is due.
   void Tick();
@@ -86,7 +94,13 @@ class WorkflowController final : public api::WorkflowService {
   Status Save(Live& live);
   api::WorkflowView View(const Live& live, bool with_nodes) const;
   api::WorkflowView ViewOfRecord(const WorkflowRecord& record) const;
-  std::optional<workflow::JobObservation> Observe(const std::string& job);
+  std::optional<workflow::JobObservation> Observe(const Live& live, const std::string& job);
+  // Stores what a finished step left under its `artifacts/` folder, read
+  // through `step_fd`; fills seen.artifacts or seen.artifact_error.
+  void IngestArtifacts(const Live& live, const std::string& job, int step_fd,
+                       workflow::JobObservation& seen);
+  // Puts a step's input artifacts where its wrapper copies them from.
+  Status StageInputs(const Live& live, const workflow::JobToCreate& job);
   std::optional<workflow::MemoEntry> MemoLookup(const std::string& team, const std::string& cache,
                                                 const std::string& key);
   void SaveMemo(const std::string& team, const workflow::MemoEntry& entry);
@@ -97,6 +111,7 @@ class WorkflowController final : public api::WorkflowService {
   api::JobService& jobs_;
   const Clock& clock_;
   const std::string data_dir_;
+  api::ArtifactService* artifacts_;
   std::mutex mu_;  // serialises workflow mutations
   std::condition_variable wake_;
   bool shutdown_ = false;                 // guarded by mu_

@@ -70,6 +70,8 @@ struct Call {
   const Template* tmpl = nullptr;
   std::string template_ref;  // "WFT/TEMPLATE" when resolved by templateRef
   std::vector<NodeParameter> arguments;
+  std::vector<Artifact> artifact_arguments;  // a task's arguments.artifacts, substituted
+  std::vector<InputArtifact> input_artifacts;  // resolved for the template
   std::string display_name;
   bool on_exit = false;
 };
@@ -371,22 +373,55 @@ Node* Operator::Execute(const std::string& name, const Call& call, const std::st
     inputs.emplace_back(p.name, *value);
     resolved.push_back({p.name, *value});
   }
+  // Input artifacts: from the call's arguments (by name), else the template's own source.
+  std::vector<NodeArtifact> input_artifacts;
+  std::vector<InputArtifact> to_stage;
+  std::map<std::string, std::string> input_paths;
   for (const Artifact& a : tmpl.inputs.artifacts) {
-    if (node != nullptr) return node;
-    return &Create(name, NodeType::kPod, call, boundary, NodePhase::kError,
-                   "input artifact '" + a.name +
-                       "': artifact passing between steps is not supported by this server yet");
-  }
-  for (const Artifact& a : tmpl.outputs.artifacts) {
-    if (node != nullptr) return node;
-    return &Create(name, NodeType::kPod, call, boundary, NodePhase::kError,
-                   "output artifact '" + a.name +
-                       "': artifact passing between steps is not supported by this server yet");
+    const Artifact* source = &a;
+    for (const Artifact& given : call.artifact_arguments) {
+      if (given.name == a.name) source = &given;
+    }
+    InputArtifact in;
+    in.name = a.name;
+    in.path = a.path;
+    std::string error;
+    if (source->raw_data) {
+      in.raw = *source->raw_data;
+    } else if (!source->from.empty()) {
+      auto ref = Substitute(source->from, outer, Unresolved::kError);
+      if (ref.ok()) {
+        in.ref = *ref;
+      } else {
+        error = "inputs.artifacts." + a.name + ": " + ref.status().message();
+      }
+    } else if (source->s3 || !source->http_url.empty()) {
+      error = "inputs.artifacts." + a.name +
+              ": s3 and http sources are not supported; pass artifacts with `from`";
+    } else if (!a.optional) {
+      error = "inputs.artifacts." + a.name + " was not supplied";
+    } else {
+      continue;
+    }
+    if (!error.empty()) {
+      if (node != nullptr) return node;
+      return &Create(name, NodeType::kPod, call, boundary, NodePhase::kError, error);
+    }
+    input_artifacts.push_back({a.name, a.path, in.ref});
+    to_stage.push_back(std::move(in));
   }
   AddInputVariables(inputs, {}, &scope);
+  // Artifact paths may use parameters and workflow variables.
+  for (std::size_t i = 0; i < to_stage.size(); ++i) {
+    auto path = Substitute(to_stage[i].path, scope, Unresolved::kKeep);
+    if (path.ok()) to_stage[i].path = input_artifacts[i].path = *path;
+    input_paths[to_stage[i].name] = to_stage[i].path;
+  }
+  for (const auto& [artifact, path] : input_paths) scope["inputs.artifacts." + artifact + ".path"] = path;
   if (in_retry) scope["retries"] = std::to_string(retry_index);
   Call resolved_call = call;
   resolved_call.arguments = resolved;
+  resolved_call.input_artifacts = std::move(to_stage);
 
   if (node == nullptr) {
     // Memoized: a fresh enough entry for the key ends the node at once.
@@ -423,6 +458,7 @@ Node* Operator::Execute(const std::string& name, const Call& call, const std::st
     if (type != NodeType::kPod && Stopping()) return nullptr;
     node = &Create(name, type, resolved_call, boundary,
                    type == NodeType::kPod ? NodePhase::kPending : NodePhase::kRunning);
+    node->input_artifacts = std::move(input_artifacts);
     if (tmpl.memoize) {
       auto key = Substitute(tmpl.memoize->key, scope, Unresolved::kKeep);
       node->memo_key = key.ok() ? *key : tmpl.memoize->key;
@@ -502,6 +538,7 @@ Node* Operator::ExecuteRetry(Node* node, const std::string& name, const Call& ca
   Node& self = state_.nodes.at(node_id);
   if (last->phase == NodePhase::kSucceeded || last->phase == NodePhase::kSkipped) {
     self.outputs = last->outputs;
+    self.output_artifacts = last->output_artifacts;
     self.result = last->result;
     self.exit_code = last->exit_code;
     self.retry_after.reset();
@@ -685,6 +722,24 @@ void Operator::ExecutePod(Node& node, const Call& call, const Scope& scope) {
           job.output_paths[p.name] = *v;
         }
       }
+      for (const InputArtifact& in : call.input_artifacts) {
+        InputArtifact staged = in;
+        auto path = subst(in.path, "inputs.artifacts." + in.name + ".path");
+        if (!path.ok()) return path.status();
+        staged.path = *path;
+        if (staged.path.empty() || staged.path[0] != '/') {
+          return InvalidArgument("inputs.artifacts." + in.name + ".path must be absolute");
+        }
+        job.input_artifacts.push_back(std::move(staged));
+      }
+      for (const Artifact& a : tmpl.outputs.artifacts) {
+        auto path = subst(a.path, "outputs.artifacts." + a.name + ".path");
+        if (!path.ok()) return path.status();
+        if (path->empty() || (*path)[0] != '/') {
+          return InvalidArgument("outputs.artifacts." + a.name + ".path must be absolute");
+        }
+        job.output_artifacts.push_back({a.name, *path, a.optional});
+      }
       spec.labels["workflows.argoproj.io/workflow"] = state_.name;
       return job;
     };
@@ -752,6 +807,21 @@ void Operator::ExecutePod(Node& node, const Call& call, const Scope& scope) {
           }
         }
       }
+      if (!seen->artifact_error.empty()) {
+        SetPhase(node, NodePhase::kError, seen->artifact_error);
+        return;
+      }
+      node.output_artifacts.clear();
+      for (const Artifact& a : tmpl.outputs.artifacts) {
+        auto it = seen->artifacts.find(a.name);
+        if (it == seen->artifacts.end()) {
+          if (a.optional) continue;
+          SetPhase(node, NodePhase::kError,
+                   "outputs.artifacts." + a.name + ": nothing at " + a.path);
+          return;
+        }
+        node.output_artifacts.push_back({a.name, a.path, it->second});
+      }
       if (seen->stdout_text) {
         std::string result = TrimTrailingNewlines(*seen->stdout_text);
         if (result.size() > kMaxOutputBytes) result.resize(kMaxOutputBytes);
@@ -801,9 +871,23 @@ Result<Call> Operator::CallOf(const Task& task, const Scope& scope, const std::s
     if (!v.ok()) return InvalidArgument("arguments.parameters." + p.name + ": " + v.status().message());
     call.arguments.push_back({p.name, *v});
   }
-  if (!task.arguments.artifacts.empty()) {
-    return InvalidArgument("arguments.artifacts: artifact passing between steps is not supported by "
-                         "this server yet");
+  for (const Artifact& a : task.arguments.artifacts) {
+    Artifact given = a;
+    if (!a.from.empty()) {
+      auto ref = Substitute(a.from, scope, Unresolved::kError);
+      if (!ref.ok()) {
+        return InvalidArgument("arguments.artifacts." + a.name + ": " + ref.status().message());
+      }
+      given.from = *ref;
+    }
+    if (a.raw_data) {
+      auto raw = Substitute(*a.raw_data, scope, Unresolved::kError);
+      if (!raw.ok()) {
+        return InvalidArgument("arguments.artifacts." + a.name + ": " + raw.status().message());
+      }
+      given.raw_data = *raw;
+    }
+    call.artifact_arguments.push_back(std::move(given));
   }
   return call;
 }
@@ -841,6 +925,13 @@ Result<std::vector<LoopItem>> Operator::Items(const Task& task, const Scope& sco
 }
 
 namespace {
+// What `from: "{{tasks.A.outputs.artifacts.x}}"` reads: the version's ref.
+void AddArtifactRefs(std::string_view prefix, const Node& node, Scope* scope) {
+  for (const NodeArtifact& a : node.output_artifacts) {
+    (*scope)[std::string(prefix) + ".outputs.artifacts." + a.name] = a.ref;
+  }
+}
+
 NodeOutputs OutputsOf(const Node& node) {
   NodeOutputs out;
   out.id = node.id;
@@ -850,6 +941,7 @@ NodeOutputs OutputsOf(const Node& node) {
   if (node.started_at) out.started_at = headway::FormatRfc3339(*node.started_at);
   if (node.finished_at) out.finished_at = headway::FormatRfc3339(*node.finished_at);
   for (const NodeParameter& p : node.outputs) out.parameters.emplace_back(p.name, p.value);
+  for (const NodeArtifact& a : node.output_artifacts) out.artifact_paths[a.name] = a.path;
   return out;
 }
 }  // namespace
@@ -901,6 +993,17 @@ void Operator::FinishWithOutputs(Node& node, const Call& call, const Scope& scop
       }
       node.outputs.push_back({p.name, *v});
       if (!p.global_name.empty()) state_.outputs.push_back({p.global_name, *v});
+    }
+    node.output_artifacts.clear();
+    for (const Artifact& a : call.tmpl->outputs.artifacts) {
+      if (a.from.empty()) continue;
+      auto ref = Substitute(a.from, scope, Unresolved::kError);
+      if (!ref.ok()) {
+        if (a.optional) continue;
+        SetPhase(node, NodePhase::kError, "outputs.artifacts." + a.name + ": " + ref.status().message());
+        return;
+      }
+      node.output_artifacts.push_back({a.name, a.path, *ref});
     }
   }
   SetPhase(node, phase, std::move(message));
@@ -1061,6 +1164,7 @@ void Operator::ExecuteSteps(Node& steps_node, const Call& call, Scope scope) {
         AddAggregateVariables(prefix, children, &scope);
       } else if (const Node* child = Find(step_name)) {
         AddNodeVariables(prefix, OutputsOf(*child), &scope);
+        AddArtifactRefs(prefix, *child, &scope);
       }
     }
   }
@@ -1198,6 +1302,7 @@ void Operator::ExecuteDag(Node& dag_node, const Call& call, Scope scope) {
         AddAggregateVariables(prefix, children, &scope);
       } else {
         AddNodeVariables(prefix, OutputsOf(node), &scope);
+        AddArtifactRefs(prefix, node, &scope);
       }
     };
     Node* existing = Find(task_name);
@@ -1618,6 +1723,33 @@ json ParametersJson(const std::vector<NodeParameter>& params) {
   return out;
 }
 
+json ArtifactsJson(const std::vector<NodeArtifact>& list) {
+  json out = json::array();
+  for (const NodeArtifact& a : list) {
+    json entry = {{"name", a.name}};
+    if (!a.path.empty()) entry["path"] = a.path;
+    if (!a.ref.empty()) entry["headway"] = {{"artifact", a.ref}};
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+std::vector<NodeArtifact> ArtifactsFrom(const json& list) {
+  std::vector<NodeArtifact> out;
+  if (!list.is_array()) return out;
+  for (const json& a : list) {
+    if (!a.is_object()) continue;
+    NodeArtifact artifact;
+    artifact.name = a.value("name", "");
+    artifact.path = a.value("path", "");
+    if (a.contains("headway") && a["headway"].is_object()) {
+      artifact.ref = a["headway"].value("artifact", "");
+    }
+    out.push_back(std::move(artifact));
+  }
+  return out;
+}
+
 Result<std::vector<NodeParameter>> ParametersFrom(const json& list) {
   std::vector<NodeParameter> out;
   if (!list.is_array()) return InvalidArgument("parameters must be a list");
@@ -1651,8 +1783,10 @@ json ToJson(const Node& node) {
   if (!node.progress.empty()) j["progress"] = node.progress;
   if (!node.children.empty()) j["children"] = node.children;
   if (!node.inputs.empty()) j["inputs"] = {{"parameters", ParametersJson(node.inputs)}};
+  if (!node.input_artifacts.empty()) j["inputs"]["artifacts"] = ArtifactsJson(node.input_artifacts);
   json outputs = json::object();
   if (!node.outputs.empty()) outputs["parameters"] = ParametersJson(node.outputs);
+  if (!node.output_artifacts.empty()) outputs["artifacts"] = ArtifactsJson(node.output_artifacts);
   if (node.result) outputs["result"] = *node.result;
   if (node.exit_code) outputs["exitCode"] = *node.exit_code;
   if (!outputs.empty()) j["outputs"] = outputs;
@@ -1704,10 +1838,13 @@ Result<Node> NodeFromJson(const json& j) {
       if (c.is_string()) node.children.push_back(c);
     }
   }
-  if (j.contains("inputs") && j["inputs"].contains("parameters")) {
-    auto p = ParametersFrom(j["inputs"]["parameters"]);
-    if (!p.ok()) return p.status();
-    node.inputs = *p;
+  if (j.contains("inputs") && j["inputs"].is_object()) {
+    if (j["inputs"].contains("parameters")) {
+      auto p = ParametersFrom(j["inputs"]["parameters"]);
+      if (!p.ok()) return p.status();
+      node.inputs = *p;
+    }
+    if (j["inputs"].contains("artifacts")) node.input_artifacts = ArtifactsFrom(j["inputs"]["artifacts"]);
   }
   if (j.contains("outputs") && j["outputs"].is_object()) {
     const json& o = j["outputs"];
@@ -1716,6 +1853,7 @@ Result<Node> NodeFromJson(const json& j) {
       if (!p.ok()) return p.status();
       node.outputs = *p;
     }
+    if (o.contains("artifacts")) node.output_artifacts = ArtifactsFrom(o["artifacts"]);
     if (o.contains("result") && o["result"].is_string()) node.result = o["result"].get<std::string>();
     if (o.contains("exitCode") && o["exitCode"].is_string()) node.exit_code = o["exitCode"].get<std::string>();
   }

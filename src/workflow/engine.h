@@ -51,6 +51,15 @@ struct NodeParameter {
   bool operator==(const NodeParameter&) const = default;
 };
 
+// An artifact a node read or wrote: `ref` names its version in Headway's
+// artifact store ("NAME:VERSION").
+struct NodeArtifact {
+  std::string name;
+  std::string path;
+  std::string ref;
+  bool operator==(const NodeArtifact&) const = default;
+};
+
 // A node's status (Argo's NodeStatus, the fields Headway fills).
 struct Node {
   std::string id;
@@ -67,6 +76,8 @@ struct Node {
   std::vector<std::string> children;  // ids, in creation order
   std::vector<NodeParameter> inputs;
   std::vector<NodeParameter> outputs;
+  std::vector<NodeArtifact> input_artifacts;
+  std::vector<NodeArtifact> output_artifacts;
   std::optional<std::string> result;     // outputs.result
   std::optional<std::string> exit_code;  // outputs.exitCode
   // Pod nodes: the Headway job that runs it.
@@ -124,6 +135,27 @@ struct JobObservation {
   // parameter whose file was missing is absent.
   std::map<std::string, std::string> parameters;
   std::optional<std::string> stdout_text;
+  // Output artifacts the caller stored (name -> "NAME:VERSION"); absent when
+  // the step left no file at the path. `artifact_error` when storing failed.
+  std::map<std::string, std::string> artifacts;
+  std::string artifact_error;
+};
+
+// An input artifact to put at `path` before the step runs: a stored
+// version (`ref`) or literal text (`raw`).
+struct InputArtifact {
+  std::string name;
+  std::string path;
+  std::string ref;
+  std::optional<std::string> raw;
+};
+
+// An output artifact to keep after the step: the file or directory at
+// `path`; `tar` when a directory is packed (Argo's archive), else the file as is.
+struct OutputArtifact {
+  std::string name;
+  std::string path;
+  bool optional = false;
 };
 
 // A job to create for a pod node. `spec.command` is the step's own command
@@ -135,6 +167,8 @@ struct JobToCreate {
   JobSpec spec;
   std::optional<std::string> script_source;
   std::map<std::string, std::string> output_paths;
+  std::vector<InputArtifact> input_artifacts;
+  std::vector<OutputArtifact> output_artifacts;
   std::string image;  // recorded: steps run as processes on the pool
 };
 

@@ -103,6 +103,60 @@ spec:
   EXPECT_THAT(list.out, HasSubstr("4/4"));
 }
 
+TEST(Workflows, AnArtifactPassesBetweenStepsThroughTheStoreWithItsLineage) {
+  TestServer server;
+  CommandResult r = server.Cli({"workflow", "submit", "-", "--wait"}, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: art}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: train, template: train}
+      - name: eval
+        template: eval
+        depends: train
+        arguments:
+          artifacts:
+          - {name: model, from: "{{tasks.train.outputs.artifacts.model}}"}
+          - {name: report, from: "{{tasks.train.outputs.artifacts.report}}"}
+  - name: train
+    outputs:
+      artifacts:
+      - {name: model, path: /tmp/model}
+      - {name: report, path: /tmp/report.txt}
+    container:
+      image: alpine
+      command: [sh, -c, "mkdir -p /tmp/model/sub && echo w1 > /tmp/model/weights && echo w2 > /tmp/model/sub/more && echo fine > /tmp/report.txt"]
+  - name: eval
+    inputs:
+      artifacts:
+      - {name: model, path: /tmp/in/model}
+      - {name: report, path: /tmp/in/report.txt}
+      - {name: note, path: /tmp/in/note.txt, raw: {data: "from the manifest"}}
+    container:
+      image: alpine
+      command: [sh, -c, "cat /tmp/in/model/weights /tmp/in/model/sub/more /tmp/in/report.txt /tmp/in/note.txt"]
+)y");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json wf = Workflow(server, "art");
+  EXPECT_EQ(NodeOf(wf, "eval")["outputs"]["result"], "w1\nw2\nfine\nfrom the manifest");
+  const std::string train_job = NodeOf(wf, "train")["headway"]["job"];
+  const std::string eval_job = NodeOf(wf, "eval")["headway"]["job"];
+  const std::string model = NodeOf(wf, "train")["outputs"]["artifacts"][0]["headway"]["artifact"];
+  EXPECT_EQ(model, train_job + ".model:1");
+  // Lineage: made by the train step's job, read by the eval step's.
+  Answer version = Call(server, server.admin_token(), "GET",
+                        "/api/v1/artifacts/" + train_job + ".model/versions/1");
+  ASSERT_EQ(version.status, 200) << version.raw;
+  EXPECT_EQ(version.body["producer"]["job"], train_job);
+  EXPECT_EQ(version.body["producer"]["pipeline_node"], "art.train");
+  EXPECT_THAT(version.raw, HasSubstr(eval_job));
+}
+
 TEST(Workflows, AFanOutSkipsAFalseBranchFansInAndRunsTheExitHandler) {
   TestServer server;
   std::string name = SubmitWorkflow(server, R"y(

@@ -630,7 +630,7 @@ TEST(WorkflowEngine, AMissingOutputFileIsAnErrorNamingIt) {
   EXPECT_EQ(pool.state.phase, NodePhase::kFailed);
 }
 
-TEST(WorkflowEngine, ArtifactsAreRefusedWithAClearErrorUntilTheyAreSupported) {
+TEST(WorkflowEngine, AnArtifactOneStepWritesIsStagedForTheStepThatReadsIt) {
   FakePool pool(R"y(
 apiVersion: argoproj.io/v1alpha1
 kind: Workflow
@@ -639,12 +639,57 @@ spec:
   entrypoint: main
   templates:
   - name: main
+    dag:
+      tasks:
+      - {name: train, template: train}
+      - name: eval
+        template: eval
+        depends: train
+        arguments: {artifacts: [{name: model, from: "{{tasks.train.outputs.artifacts.model}}"}]}
+  - name: train
+    outputs: {artifacts: [{name: model, path: /tmp/model}]}
+    container: {image: alpine, command: ["true"]}
+  - name: eval
+    inputs:
+      artifacts:
+      - {name: model, path: "/work/{{workflow.name}}/model"}
+      - {name: config, path: /work/config.txt, raw: {data: "lr=0.1"}}
+    container: {image: alpine, command: [cat, "{{inputs.artifacts.model.path}}"]}
+)y");
+  pool.Step();
+  const JobToCreate& train = pool.created.at(pool.JobOf("art.train"));
+  ASSERT_EQ(train.output_artifacts.size(), 1u);
+  EXPECT_EQ(train.output_artifacts[0].path, "/tmp/model");
+  pool.jobs.at(pool.JobOf("art.train")).artifacts["model"] = "art.train.model:1";
+  pool.Succeed("art.train");
+  pool.jobs.at(pool.JobOf("art.train")).artifacts["model"] = "art.train.model:1";
+  pool.Step();
+  const JobToCreate& eval = pool.created.at(pool.JobOf("art.eval"));
+  ASSERT_EQ(eval.input_artifacts.size(), 2u);
+  EXPECT_EQ(eval.input_artifacts[0].ref, "art.train.model:1");
+  EXPECT_EQ(eval.input_artifacts[0].path, "/work/art/model");
+  EXPECT_EQ(eval.input_artifacts[1].raw, "lr=0.1");
+  EXPECT_THAT(eval.spec.command, ElementsAre("cat", "/work/art/model"));
+  EXPECT_EQ(pool.NodeNamed("art.train").output_artifacts.at(0).ref, "art.train.model:1");
+  EXPECT_EQ(pool.NodeNamed("art.eval").input_artifacts.at(0).ref, "art.train.model:1");
+
+  // A step that left nothing at an output artifact's path ends in Error.
+  FakePool missing(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: none}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
     outputs: {artifacts: [{name: model, path: /tmp/model}]}
     container: {image: alpine, command: ["true"]}
 )y");
-  pool.Settle();
-  EXPECT_EQ(pool.state.phase, NodePhase::kError);
-  EXPECT_THAT(pool.NodeNamed("art").message, HasSubstr("artifact passing"));
+  missing.Step();
+  missing.Succeed("none");
+  missing.Settle();
+  EXPECT_EQ(missing.NodeNamed("none").phase, NodePhase::kError);
+  EXPECT_EQ(missing.NodeNamed("none").message, "outputs.artifacts.model: nothing at /tmp/model");
 }
 
 TEST(WorkflowEngine, NodesSurviveAJsonRoundTrip) {

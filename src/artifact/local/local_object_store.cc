@@ -75,6 +75,19 @@ class LocalObjectStore final : public ObjectStore {
     return SyncPath(fs::path(target).parent_path().string(), true);
   }
 
+  Status GetFile(const std::string& key, const std::string& path) override {
+    if (!IsSafeKey(key)) return InvalidArgument("bad object key '" + key + "'");
+    const std::string partial = path + ".partial";
+    std::error_code ec;
+    fs::copy_file(PathOf(key), partial, fs::copy_options::overwrite_existing, ec);
+    if (!ec) fs::rename(partial, path, ec);
+    if (ec) {
+      fs::remove(partial, ec);
+      return Unavailable("cannot copy object '" + key + "' to " + path + ": " + ec.message());
+    }
+    return Status::Ok();
+  }
+
   std::optional<std::string> LocalPath(const std::string& key) const override {
     if (!IsSafeKey(key)) return std::nullopt;
     return PathOf(key);

@@ -31,6 +31,11 @@ class S3ObjectStore final : public ObjectStore {
     return sent.ok() ? Status::Ok() : sent.status();
   }
 
+  Status GetFile(const std::string& key, const std::string& path) override {
+    auto got = client_->GetObject(options_.bucket, Key(key), path);
+    return got.ok() ? Status::Ok() : got.status();
+  }
+
   std::optional<std::string> LocalPath(const std::string&) const override { return std::nullopt; }
 
   Status Delete(const std::string& key) override {
