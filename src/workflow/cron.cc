@@ -257,4 +257,40 @@ Result<const date::time_zone*> LookupTimeZone(std::string_view name) {
   }
 }
 
+CronDecision DecideCron(const std::vector<CronSchedule>& schedules, const date::time_zone* zone,
+                        bool suspended, ConcurrencyPolicy policy,
+                        std::optional<std::int64_t> starting_deadline_seconds, Time created_at,
+                        std::optional<Time> last_scheduled, Time now, int active) {
+  CronDecision out;
+  const Time from = last_scheduled.value_or(created_at);
+  // The latest fire time in (from, now], and the first after now.
+  std::optional<Time> due;
+  for (const CronSchedule& schedule : schedules) {
+    std::optional<Time> t = schedule.NextAfter(from, zone);
+    // Many missed fire times (a server down for days): walk them, bounded.
+    for (int i = 0; t && *t <= now && i < 100000; ++i) {
+      if (!due || *t > *due) due = t;
+      t = schedule.NextAfter(*t, zone);
+    }
+    if (t && *t > now && (!out.next || *t < *out.next)) out.next = t;
+  }
+  if (!due) return out;
+  out.scheduled = due;
+  if (suspended) {
+    out.skipped = "suspended";
+    return out;
+  }
+  if (starting_deadline_seconds && now - *due > std::chrono::seconds(*starting_deadline_seconds)) {
+    out.skipped = "missed its starting deadline";
+    return out;
+  }
+  if (active > 0 && policy == ConcurrencyPolicy::kForbid) {
+    out.skipped = "a workflow it started is still running (concurrencyPolicy: Forbid)";
+    return out;
+  }
+  out.stop_active = active > 0 && policy == ConcurrencyPolicy::kReplace;
+  out.run = due;
+  return out;
+}
+
 }  // namespace headway::workflow

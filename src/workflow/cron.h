@@ -21,9 +21,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "core/time.h"
+#include "workflow/workflow.h"
 
 namespace date {
 class time_zone;
@@ -61,5 +63,26 @@ class CronSchedule {
 // The zone of an IANA name ("Europe/Paris"); "" or "UTC": UTC (null).
 // InvalidArgument for an unknown name.
 Result<const date::time_zone*> LookupTimeZone(std::string_view name);
+
+// What a CronWorkflow does now (Argo's cron controller, as Kubernetes'
+// CronJob): of the fire times since the last one it scheduled (or since it
+// was created), only the latest runs, and only if it is within
+// startingDeadlineSeconds of now; concurrencyPolicy decides what happens
+// when workflows it started are still running: Allow starts another,
+// Forbid skips this run, Replace stops them and starts the new one.
+struct CronDecision {
+  std::optional<Time> run;      // start a workflow for this fire time
+  bool stop_active = false;     // Replace: stop the running ones first
+  std::optional<Time> scheduled;  // the new last scheduled time (a run or a skip)
+  std::string skipped;          // why a due fire time did not run ("" when none)
+  std::optional<Time> next;     // the next fire time after now: look again then
+};
+
+// `schedules` parsed from the spec; `active` is how many of the workflows
+// it started have not ended. A suspended CronWorkflow never runs.
+CronDecision DecideCron(const std::vector<CronSchedule>& schedules, const date::time_zone* zone,
+                        bool suspended, ConcurrencyPolicy policy,
+                        std::optional<std::int64_t> starting_deadline_seconds, Time created_at,
+                        std::optional<Time> last_scheduled, Time now, int active);
 
 }  // namespace headway::workflow

@@ -93,3 +93,69 @@ TEST(CronSchedule, BadSchedulesSayWhatIsWrong) {
 
 }  // namespace
 }  // namespace headway::workflow
+
+namespace headway::workflow {
+namespace {
+
+Time At(const char* rfc3339) { return *ParseRfc3339(rfc3339); }
+
+std::vector<CronSchedule> Every(const char* spec) { return {*CronSchedule::Parse(spec)}; }
+
+TEST(CronDecision, NothingRunsBeforeTheFirstFireTime) {
+  auto d = DecideCron(Every("*/5 * * * *"), nullptr, false, ConcurrencyPolicy::kAllow, std::nullopt,
+                      At("2026-12-04T10:01:00Z"), std::nullopt, At("2026-12-04T10:04:59Z"), 0);
+  EXPECT_FALSE(d.run);
+  EXPECT_EQ(d.next, At("2026-12-04T10:05:00Z"));
+}
+
+TEST(CronDecision, OnlyTheLatestMissedFireTimeRuns) {
+  // Down from 10:02 to 10:31: 10:05 ... 10:30 were missed; 10:30 runs once.
+  auto d = DecideCron(Every("*/5 * * * *"), nullptr, false, ConcurrencyPolicy::kAllow, std::nullopt,
+                      At("2026-12-04T10:00:00Z"), At("2026-12-04T10:00:00Z"),
+                      At("2026-12-04T10:31:00Z"), 0);
+  EXPECT_EQ(d.run, At("2026-12-04T10:30:00Z"));
+  EXPECT_EQ(d.scheduled, At("2026-12-04T10:30:00Z"));
+  EXPECT_EQ(d.next, At("2026-12-04T10:35:00Z"));
+}
+
+TEST(CronDecision, AFireTimePastItsStartingDeadlineIsSkipped) {
+  auto d = DecideCron(Every("*/5 * * * *"), nullptr, false, ConcurrencyPolicy::kAllow, 30,
+                      At("2026-12-04T10:00:00Z"), At("2026-12-04T10:00:00Z"),
+                      At("2026-12-04T10:06:00Z"), 0);
+  EXPECT_FALSE(d.run);
+  EXPECT_EQ(d.scheduled, At("2026-12-04T10:05:00Z"));  // not tried again later
+  EXPECT_EQ(d.skipped, "missed its starting deadline");
+}
+
+TEST(CronDecision, ConcurrencyPolicyDecidesWhileOneStillRuns) {
+  auto decide = [](ConcurrencyPolicy policy) {
+    return DecideCron(Every("* * * * *"), nullptr, false, policy, std::nullopt,
+                      At("2026-12-04T10:00:00Z"), At("2026-12-04T10:00:00Z"),
+                      At("2026-12-04T10:01:00Z"), /*active=*/1);
+  };
+  EXPECT_TRUE(decide(ConcurrencyPolicy::kAllow).run);
+  EXPECT_FALSE(decide(ConcurrencyPolicy::kAllow).stop_active);
+  EXPECT_FALSE(decide(ConcurrencyPolicy::kForbid).run);
+  EXPECT_THAT(decide(ConcurrencyPolicy::kForbid).skipped, ::testing::HasSubstr("Forbid"));
+  EXPECT_TRUE(decide(ConcurrencyPolicy::kReplace).run);
+  EXPECT_TRUE(decide(ConcurrencyPolicy::kReplace).stop_active);
+}
+
+TEST(CronDecision, ASuspendedCronWorkflowRunsNothing) {
+  auto d = DecideCron(Every("* * * * *"), nullptr, true, ConcurrencyPolicy::kAllow, std::nullopt,
+                      At("2026-12-04T10:00:00Z"), std::nullopt, At("2026-12-04T10:03:00Z"), 0);
+  EXPECT_FALSE(d.run);
+  EXPECT_EQ(d.skipped, "suspended");
+}
+
+TEST(CronDecision, TheEarliestOfSeveralSchedulesComesNext) {
+  std::vector<CronSchedule> both = {*CronSchedule::Parse("0 * * * *"),
+                                    *CronSchedule::Parse("30 * * * *")};
+  auto d = DecideCron(both, nullptr, false, ConcurrencyPolicy::kAllow, std::nullopt,
+                      At("2026-12-04T10:10:00Z"), std::nullopt, At("2026-12-04T10:20:00Z"), 0);
+  EXPECT_FALSE(d.run);
+  EXPECT_EQ(d.next, At("2026-12-04T10:30:00Z"));
+}
+
+}  // namespace
+}  // namespace headway::workflow
