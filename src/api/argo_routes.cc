@@ -288,21 +288,123 @@ void AddArgoRoutes(Router& router, WorkflowService* service, ArgoAccess access) 
   router.Add("PUT", base + "/{name}/set", [](auto&, auto&) {
     return NotImplemented("setting a node's outputs");
   });
-  router.Add("POST", base + "/submit", [](auto&, auto&) {
-    return NotImplemented("submitting from a WorkflowTemplate");
-  });
+  router.Add("POST", base + "/submit", guarded([](ArgoRoutes& r, auto& req, auto&) {
+               auto body = RequestBody(req);
+               if (!body.ok()) return Error(body.status());
+               auto kind = StringField(*body, "resourceKind");
+               auto name = StringField(*body, "resourceName");
+               if (!kind.ok()) return Error(kind.status());
+               if (!name.ok()) return Error(name.status());
+               std::string k = *kind;
+               if (k == "workflowtemplate" || k == "WorkflowTemplate") k = std::string(kWorkflowTemplateKind);
+               if (k == "cronworkflow" || k == "CronWorkflow" || k == "cronwf") k = std::string(kCronWorkflowKind);
+               if (k != kWorkflowTemplateKind && k != kCronWorkflowKind) {
+                 return Error(InvalidArgument("resourceKind must be WorkflowTemplate or CronWorkflow"));
+               }
+               auto source = r.service_->GetManifest(k, *name);
+               if (!source.ok()) return Error(source.status());
+               if (Status s = r.access_.may_change(source->team); !s.ok()) return Error(s);
+               SubmitOptions options;
+               if (body->contains("submitOptions") && (*body)["submitOptions"].is_object()) {
+                 const json& o = (*body)["submitOptions"];
+                 if (o.contains("parameters") && o["parameters"].is_array()) {
+                   for (const json& p : o["parameters"]) {
+                     if (!p.is_string()) return Error(InvalidArgument("submitOptions.parameters must be strings"));
+                     options.parameters.push_back(p);
+                   }
+                 }
+                 auto labels = StringField(o, "labels");
+                 auto wf_name = StringField(o, "name");
+                 auto generate = StringField(o, "generateName");
+                 for (auto* f : {&labels, &wf_name, &generate}) {
+                   if (!f->ok()) return Error(f->status());
+                 }
+                 options.labels = *labels;
+                 options.name = *wf_name;
+                 options.generate_name = *generate;
+               }
+               auto view = r.service_->SubmitFrom(k, *name, options, r.access_.creator());
+               if (!view.ok()) return Error(view.status());
+               return Json(200, view->body);
+             }));
   router.Add("GET", "/api/v1/info", [](auto&, auto&) {
     return Json(200, {{"modals", json::object()}, {"navColor", ""}});
   });
   router.Add("GET", "/api/v1/userinfo", [](auto&, auto&) { return Json(200, json::object()); });
-  for (const char* kind : {"/api/v1/workflow-templates/{ns}", "/api/v1/cron-workflows/{ns}"}) {
-    for (const char* method : {"GET", "POST"}) {
-      router.Add(method, kind, [kind](auto&, auto&) {
-        return NotImplemented(std::string(kind).find("cron") != std::string::npos
-                                  ? "CronWorkflows"
-                                  : "WorkflowTemplates");
-      });
+  // WorkflowTemplates and CronWorkflows: the same five calls each, the
+  // resource under its own key in the request body.
+  struct Library {
+    std::string path;
+    std::string_view kind;
+    const char* key;
+  };
+  for (const Library& lib : {Library{"/api/v1/workflow-templates/{ns}", kWorkflowTemplateKind, "template"},
+                             Library{"/api/v1/cron-workflows/{ns}", kCronWorkflowKind, "cronWorkflow"}}) {
+    const std::string kind(lib.kind);
+    const std::string key = lib.key;
+    auto manifest_of = [key](const HttpRequest& req) -> Result<std::string> {
+      auto body = RequestBody(req);
+      if (!body.ok()) return req.body;  // YAML from the native CLI
+      if (body->contains(key)) return (*body)[key].dump();
+      if (body->contains("apiVersion") || body->contains("kind")) return req.body;
+      return Status(InvalidArgument("the request needs a '" + key + "'").WithField(key));
+    };
+    for (bool lint : {false, true}) {
+      router.Add("POST", lint ? lib.path + "/lint" : lib.path,
+                 guarded([kind, manifest_of, lint](ArgoRoutes& r, auto& req, auto& p) {
+                   auto manifest = manifest_of(req);
+                   if (!manifest.ok()) return Error(manifest.status());
+                   auto view = r.service_->CreateManifest(kind, *manifest, p.at("ns"), r.access_.admit, lint);
+                   if (!view.ok()) return Error(view.status());
+                   return Json(200, view->body);
+                 }));
     }
+    router.Add("GET", lib.path, guarded([kind](ArgoRoutes& r, auto&, auto&) {
+                 auto all = r.service_->ListManifests(kind, r.access_.visible_team());
+                 if (!all.ok()) return Error(all.status());
+                 json items = json::array();
+                 for (const ManifestView& m : *all) {
+                   if (r.access_.may_see(m.team).ok()) items.push_back(m.body);
+                 }
+                 return Json(200, {{"metadata", json::object()}, {"items", items}});
+               }));
+    router.Add("GET", lib.path + "/{name}", guarded([kind](ArgoRoutes& r, auto&, auto& p) {
+                 auto view = r.service_->GetManifest(kind, p.at("name"));
+                 if (!view.ok()) return Error(view.status());
+                 if (Status s = r.access_.may_see(view->team); !s.ok()) return Error(s);
+                 return Json(200, view->body);
+               }));
+    router.Add("PUT", lib.path + "/{name}", guarded([kind, manifest_of](ArgoRoutes& r, auto& req, auto& p) {
+                 auto current = r.service_->GetManifest(kind, p.at("name"));
+                 if (!current.ok()) return Error(current.status());
+                 if (Status s = r.access_.may_see(current->team); !s.ok()) return Error(s);
+                 if (Status s = r.access_.may_change(current->team); !s.ok()) return Error(s);
+                 auto manifest = manifest_of(req);
+                 if (!manifest.ok()) return Error(manifest.status());
+                 auto view = r.service_->UpdateManifest(kind, p.at("name"), *manifest);
+                 if (!view.ok()) return Error(view.status());
+                 return Json(200, view->body);
+               }));
+    router.Add("DELETE", lib.path + "/{name}", guarded([kind](ArgoRoutes& r, auto&, auto& p) {
+                 auto current = r.service_->GetManifest(kind, p.at("name"));
+                 if (!current.ok()) return Error(current.status());
+                 if (Status s = r.access_.may_see(current->team); !s.ok()) return Error(s);
+                 if (Status s = r.access_.may_change(current->team); !s.ok()) return Error(s);
+                 if (Status s = r.service_->DeleteManifest(kind, p.at("name")); !s.ok()) return Error(s);
+                 return Json(200, json::object());
+               }));
+  }
+  for (bool suspend : {true, false}) {
+    router.Add("PUT", std::string("/api/v1/cron-workflows/{ns}/{name}/") + (suspend ? "suspend" : "resume"),
+               guarded([suspend](ArgoRoutes& r, auto&, auto& p) {
+                 auto current = r.service_->GetManifest(kCronWorkflowKind, p.at("name"));
+                 if (!current.ok()) return Error(current.status());
+                 if (Status s = r.access_.may_see(current->team); !s.ok()) return Error(s);
+                 if (Status s = r.access_.may_change(current->team); !s.ok()) return Error(s);
+                 auto view = r.service_->SuspendCron(p.at("name"), suspend);
+                 if (!view.ok()) return Error(view.status());
+                 return Json(200, view->body);
+               }));
   }
   router.Add("GET", "/api/v1/archived-workflows",
              [](auto&, auto&) { return NotImplemented("the workflow archive"); });

@@ -31,6 +31,23 @@ struct WorkflowView {
 // refuses (PermissionDenied) a team the caller may not change.
 using TeamAdmission = std::function<Status(std::string& team)>;
 
+// A WorkflowTemplate or CronWorkflow, in Argo's JSON shape.
+struct ManifestView {
+  std::string team;
+  nlohmann::json body;
+};
+
+inline constexpr std::string_view kWorkflowTemplateKind = "WorkflowTemplate";
+inline constexpr std::string_view kCronWorkflowKind = "CronWorkflow";
+
+// Argo's submitOptions: "NAME=VALUE" parameters and "k=v,k2=v2" labels.
+struct SubmitOptions {
+  std::vector<std::string> parameters;
+  std::string labels;
+  std::string name;
+  std::string generate_name;
+};
+
 struct WorkflowRetry {
   bool restart_successful = false;
   std::string node_field_selector;  // "displayName=x" / "name=x" / "id=x"; empty: all failed
@@ -64,6 +81,25 @@ class WorkflowService {
   // only the others run.
   virtual Result<WorkflowView> ResubmitWorkflow(std::string_view name, bool memoized,
                                                 const std::string& created_by) = 0;
+
+  // WorkflowTemplates and CronWorkflows (`kind`), validated like workflows.
+  // Create with `dry_run` only lints. Update needs the stored
+  // metadata.resourceVersion when the manifest gives one (Conflict if stale).
+  virtual Result<ManifestView> CreateManifest(std::string_view kind, std::string_view manifest,
+                                              std::string_view namespace_,
+                                              const TeamAdmission& admit, bool dry_run) = 0;
+  virtual Result<ManifestView> UpdateManifest(std::string_view kind, std::string_view name,
+                                              std::string_view manifest) = 0;
+  virtual Result<ManifestView> GetManifest(std::string_view kind, std::string_view name) = 0;
+  // `team` empty: every team's.
+  virtual Result<std::vector<ManifestView>> ListManifests(std::string_view kind,
+                                                          const std::string& team) = 0;
+  virtual Status DeleteManifest(std::string_view kind, std::string_view name) = 0;
+  virtual Result<ManifestView> SuspendCron(std::string_view name, bool suspend) = 0;
+  // A workflow from a WorkflowTemplate or a CronWorkflow's workflowSpec.
+  virtual Result<WorkflowView> SubmitFrom(std::string_view kind, std::string_view name,
+                                          const SubmitOptions& options,
+                                          const std::string& created_by) = 0;
 };
 
 }  // namespace headway::api

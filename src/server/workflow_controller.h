@@ -73,6 +73,20 @@ class WorkflowController final : public api::WorkflowService {
                                           const api::WorkflowRetry& retry) override;
   Result<api::WorkflowView> ResubmitWorkflow(std::string_view name, bool memoized,
                                              const std::string& created_by) override;
+  // WorkflowTemplates and CronWorkflows.
+  Result<api::ManifestView> CreateManifest(std::string_view kind, std::string_view manifest,
+                                           std::string_view namespace_,
+                                           const api::TeamAdmission& admit, bool dry_run) override;
+  Result<api::ManifestView> UpdateManifest(std::string_view kind, std::string_view name,
+                                           std::string_view manifest) override;
+  Result<api::ManifestView> GetManifest(std::string_view kind, std::string_view name) override;
+  Result<std::vector<api::ManifestView>> ListManifests(std::string_view kind,
+                                                       const std::string& team) override;
+  Status DeleteManifest(std::string_view kind, std::string_view name) override;
+  Result<api::ManifestView> SuspendCron(std::string_view name, bool suspend) override;
+  Result<api::WorkflowView> SubmitFrom(std::string_view kind, std::string_view name,
+                                       const api::SubmitOptions& options,
+                                       const std::string& created_by) override;
 
  private:
   // A workflow as the controller holds it between passes.
@@ -106,6 +120,19 @@ class WorkflowController final : public api::WorkflowService {
   void SaveMemo(const std::string& team, const workflow::MemoEntry& entry);
   template <typename Change>
   Result<api::WorkflowView> Mutate(std::string_view name, Change change);
+  // Stores a new workflow and runs its first pass (callers hold mu_).
+  Result<api::WorkflowView> CreateLocked(workflow::Workflow workflow, const std::string& team,
+                                         const std::string& created_by, const std::string& ns,
+                                         bool dry_run);
+  // A workflowTemplateRef merged in: the template's spec, with what the
+  // workflow sets on top (Argo's precedence). Callers hold mu_.
+  Status MergeTemplateRef(workflow::Workflow& workflow, const std::string& team);
+  // The template a templateRef names, from this pass's cache of the team's
+  // WorkflowTemplates; nullptr when there is none. Callers hold mu_.
+  const workflow::Template* ResolveRef(const workflow::TemplateRef& ref, const std::string& team);
+  // Starts the CronWorkflows that are due, prunes their history.
+  void RunCrons();
+  api::ManifestView ManifestViewOf(const WorkflowManifestRecord& record) const;
 
   Store& store_;
   api::JobService& jobs_;
@@ -118,6 +145,8 @@ class WorkflowController final : public api::WorkflowService {
   bool woken_ = false;                    // guarded by mu_
   std::map<std::string, Live> live_;      // guarded by mu_: unfinished workflows by name
   bool loaded_ = false;                   // guarded by mu_: live_ read from the store
+  // WorkflowTemplates read this pass (cleared at each Tick), by name.
+  std::map<std::string, workflow::WorkflowTemplate> templates_;  // guarded by mu_
 };
 
 }  // namespace headway

@@ -524,5 +524,109 @@ TEST(Workflows, ATeamSeesAndChangesOnlyItsOwnWorkflows) {
   EXPECT_EQ(Call(server, vision, "PUT", "/api/v1/workflows/default/mine/terminate", "{}").status, 200);
 }
 
+
+
+TEST(Workflows, WorkflowTemplatesAreStoredReferencedAndSubmittedAsHeraDoes) {
+  TestServer server;
+  const std::string token = server.admin_token();
+  Answer created = Call(server, token, "POST", "/api/v1/workflow-templates/argo",
+                        ReadFile(HEADWAY_SOURCE_DIR "/tests/fixtures/argo/requests/create_workflow_template.json"));
+  ASSERT_EQ(created.status, 200) << created.raw;
+  EXPECT_EQ(HeraProblems("workflow_template", created.body), "");
+  Answer list = Call(server, token, "GET", "/api/v1/workflow-templates/argo");
+  EXPECT_EQ(HeraProblems("workflow_template_list", list.body), "");
+  EXPECT_EQ(list.body["items"].size(), 1u);
+  // Submitted from the template with a parameter, as `argo submit --from`.
+  Answer submitted = Call(server, token, "POST", "/api/v1/workflows/argo/submit",
+                          ReadFile(HEADWAY_SOURCE_DIR "/tests/fixtures/argo/requests/submit_workflow_template.json"));
+  ASSERT_EQ(submitted.status, 200) << submitted.raw;
+  const std::string name = submitted.body["metadata"]["name"];
+  EXPECT_EQ(name.rfind("diamond-template-", 0), 0u);
+  EXPECT_EQ(submitted.body["metadata"]["labels"]["team"], "ml");
+  // The template's steps run with the parameter given at submission.
+  ASSERT_TRUE(WaitFor([&] { return Phase(server, name) != "Running"; }, std::chrono::seconds(30)));
+  json wf = Workflow(server, name);
+  EXPECT_EQ(NodeOf(wf, "A")["inputs"]["parameters"][0]["value"], "hi from A");
+  // A workflow calling one of its templates by templateRef.
+  std::string caller = SubmitWorkflow(server, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {generateName: caller-}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - name: greet
+        templateRef: {name: diamond-template, template: echo}
+        arguments: {parameters: [{name: message, value: "by ref"}]}
+)y");
+  ASSERT_TRUE(WaitFor([&] { return Phase(server, caller) != "Running"; }, std::chrono::seconds(30)));
+  json called = Workflow(server, caller);
+  EXPECT_EQ(NodeOf(called, "greet")["templateRef"]["name"], "diamond-template");
+  EXPECT_EQ(NodeOf(called, "greet")["inputs"]["parameters"][0]["value"], "by ref");
+  // A stale update is refused; a current one is taken.
+  json update = json::parse(ReadFile(HEADWAY_SOURCE_DIR "/tests/fixtures/argo/requests/create_workflow_template.json"));
+  update["template"]["metadata"]["resourceVersion"] = "999";
+  EXPECT_EQ(Call(server, token, "PUT", "/api/v1/workflow-templates/argo/diamond-template", update.dump()).status, 409);
+  update["template"]["metadata"]["resourceVersion"] = created.body["metadata"]["resourceVersion"];
+  EXPECT_EQ(Call(server, token, "PUT", "/api/v1/workflow-templates/argo/diamond-template", update.dump()).status, 200);
+  EXPECT_EQ(Call(server, token, "DELETE", "/api/v1/workflow-templates/argo/diamond-template").status, 200);
+  EXPECT_EQ(Call(server, token, "GET", "/api/v1/workflow-templates/argo/diamond-template").body["code"], 5);
+}
+
+TEST(Workflows, ACronWorkflowWithForbidFiresAgainOnlyOnceItsRunHasEnded) {
+  TestServer server;
+  const std::string release = server.work_dir() + "/release";
+  const std::string token = server.admin_token();
+  json cron = {{"cronWorkflow",
+                {{"apiVersion", "argoproj.io/v1alpha1"},
+                 {"kind", "CronWorkflow"},
+                 {"metadata", {{"name", "tick"}}},
+                 {"spec",
+                  {{"schedule", "@every 1s"},
+                   {"concurrencyPolicy", "Forbid"},
+                   {"successfulJobsHistoryLimit", 2},
+                   {"workflowSpec",
+                    {{"entrypoint", "wait"},
+                     {"templates",
+                      {{{"name", "wait"},
+                        {"container",
+                         {{"image", "alpine"},
+                          {"command", {"sh", "-c", "while [ ! -e " + release + " ]; do sleep 0.1; done"}}}}}}}}}}}}}};
+  Answer created = Call(server, token, "POST", "/api/v1/cron-workflows/argo", cron.dump());
+  ASSERT_EQ(created.status, 200) << created.raw;
+  EXPECT_EQ(HeraProblems("cron_workflow", created.body), "");
+  auto runs = [&] {
+    return Call(server, token, "GET", "/api/v1/workflows/argo?listOptions.labelSelector=" +
+                                          std::string("workflows.argoproj.io/cron-workflow=tick"))
+        .body["items"];
+  };
+  ASSERT_TRUE(WaitFor([&] { return runs().size() == 1; }));
+  // Several fire times pass while the first run waits: Forbid skips them.
+  ASSERT_TRUE(WaitFor([&] {
+    json c = Call(server, token, "GET", "/api/v1/cron-workflows/argo/tick").body;
+    return c.contains("status") && c["status"].value("lastSkipped", "").find("Forbid") != std::string::npos;
+  }));
+  EXPECT_EQ(runs().size(), 1u);
+  WriteFile(release, "");
+  ASSERT_TRUE(WaitFor([&] { return runs().size() >= 2; }));
+  ASSERT_EQ(Call(server, token, "PUT", "/api/v1/cron-workflows/argo/tick/suspend", "{}").status, 200);
+  json cron_now = Call(server, token, "GET", "/api/v1/cron-workflows/argo/tick").body;
+  EXPECT_EQ(HeraProblems("cron_workflow", cron_now), "");
+  EXPECT_EQ(cron_now["spec"]["suspend"], true);
+  // Each run was created by the cron and named for its fire time.
+  for (const json& w : runs()) {
+    EXPECT_EQ(w["metadata"]["name"].get<std::string>().rfind("tick-", 0), 0u);
+  }
+  // Never more than the history limit of succeeded runs are kept.
+  ASSERT_TRUE(WaitFor([&] {
+    int running = 0;
+    for (const json& w : runs()) running += w["status"].value("phase", "") == "Running";
+    return running == 0;
+  }));
+  EXPECT_LE(runs().size(), 2u);
+}
+
 }  // namespace
 }  // namespace headway::testing
