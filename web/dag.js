@@ -360,7 +360,7 @@ export class DagCanvas {
     const h = this.canvas.clientHeight;
     this.scale = Math.max(MIN_SCALE, Math.min(1, w / width, h / height));
     this.tx = (w - width * this.scale) / 2;
-    this.ty = Math.max(0, (h - height * this.scale) / 2);
+    this.ty = 0;
     this.schedule();
   }
 
@@ -392,12 +392,36 @@ export class DagCanvas {
     if (!this.layout) return null;
     const wx = (sx - this.tx) / this.scale;
     const wy = (sy - this.ty) / this.scale;
-    // Slack so that tiny nodes stay clickable when zoomed far out.
-    const slack = Math.max(0, 3 / this.scale - 3);
+    // The nearest node within a few screen pixels, so that tiny nodes stay
+    // clickable when zoomed far out.
+    const slack = 4 / this.scale;
+    let best = null;
+    let bestDistance = slack;
     for (const [id, p] of this.layout.pos) {
-      if (wx >= p.x - slack && wx <= p.x + NODE_W + slack && wy >= p.y - slack && wy <= p.y + NODE_H + slack) return id;
+      const dx = Math.max(p.x - wx, 0, wx - p.x - NODE_W);
+      const dy = Math.max(p.y - wy, 0, wy - p.y - NODE_H);
+      if (dx > bestDistance || dy > bestDistance) continue;
+      const d = Math.hypot(dx, dy);
+      if (d === 0) return id;
+      if (d <= bestDistance) { best = id; bestDistance = d; }
     }
-    return null;
+    return best;
+  }
+
+  // Pans so that a node's right edge is left of client x `limit` (a panel
+  // over the canvas), if it is not.
+  keepLeftOf(id, limit) {
+    const p = this.layout?.pos.get(id);
+    if (!p) return;
+    const rect = this.canvas.getBoundingClientRect();
+    const right = rect.left + (p.x + NODE_W) * this.scale + this.tx;
+    if (right <= limit) return;
+    const left = rect.left + p.x * this.scale + this.tx;
+    // Not past the canvas's left quarter, which the node box may cover.
+    const shift = Math.min(right - limit, Math.max(0, left - rect.left - rect.width / 4));
+    if (shift <= 0) return;
+    this.tx -= shift;
+    this.schedule();
   }
 
   // Where a node's centre is on screen (client coordinates), or null when

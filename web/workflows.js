@@ -194,6 +194,9 @@ function detail(container, { ns, name }) {
     if (job) {
       lastJob = job;
       panel.open(job);
+      // Keep the node in view, left of the panel.
+      const panelLeft = document.getElementById('job-panel').getBoundingClientRect().left;
+      dag.keepLeftOf(id, panelLeft - 24);
     }
   }
 
@@ -225,13 +228,14 @@ function detail(container, { ns, name }) {
     ].filter(([, v]) => v != null && v !== '');
     info.dataset.node = node.id;
     info.hidden = false;
-    info.replaceChildren(
+    info.replaceChildren(...[
       el('div', { class: 'wf-node-top' },
         el('h3', { title: node.name }, node.displayName || node.name),
         el('button', { class: 'close', type: 'button', title: 'Close', 'aria-label': 'Close', onclick: () => { selected = null; dag.select(null); showNode(); } }, '\u00d7')),
       el('div', { class: 'status-line' }, badge('phase', node.phase), el('span', { class: 'muted' }, nodeNote(node))),
       node.message ? el('div', { class: 'note wf-node-message' }, node.message) : null,
-      el('dl', { class: 'details' }, rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', { class: k === 'Inputs' || k === 'Outputs' || k === 'Result' ? 'pre' : null }, v instanceof Node ? v : String(v))])));
+      el('dl', { class: 'details' }, rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', { class: k === 'Inputs' || k === 'Outputs' || k === 'Result' ? 'pre' : null }, v instanceof Node ? v : String(v))])),
+    ].filter(Boolean));
   }
 
   function showWorkflow() {
@@ -248,7 +252,7 @@ function detail(container, { ns, name }) {
     const [done, total] = String(status.progress || '').split('/').map(Number);
     const fraction = Number.isFinite(h.percent) ? h.percent / 100 : total ? done / total : 0;
     const labels = wf.metadata?.labels || {};
-    header.replaceChildren(
+    header.replaceChildren(...[
       el('div', { class: 'status-line' },
         el('span', { class: 'wf-progress' }, el('span', { class: 'bar' }, el('span', { class: `bar-fill tone-${phase === 'Succeeded' ? 'succeeded' : ended ? 'failed' : 'normal'}`, style: `width:${Math.max(0, Math.min(100, fraction * 100)).toFixed(1)}%` })),
           ` ${status.progress || '-'}${Number.isFinite(h.percent) ? ` \u00b7 ${percent(h.percent)}` : ''}`),
@@ -260,7 +264,8 @@ function detail(container, { ns, name }) {
           status.finishedAt ? `finished ${dateTime(status.finishedAt)}` : null,
           started(wf) ? `took ${duration(elapsed(started(wf), status.finishedAt))}` : null,
         ].filter(Boolean).join(' \u00b7 '))),
-      status.message ? el('div', { class: 'note wf-message' }, status.message) : null);
+      status.message ? el('div', { class: 'note wf-message' }, status.message) : null,
+    ].filter(Boolean));
   }
 
   async function act(route) {
@@ -321,8 +326,8 @@ function detail(container, { ns, name }) {
       canvas.dataset.layoutMs = layout.ms.toFixed(1);
       legend.textContent = `${Object.keys(nodes).length.toLocaleString()} nodes \u00b7 laid out in ${Math.round(layout.ms)} ms`;
     }
-    dag.setData(nodes, layout, wf.status?.headway?.critical_path || []);
     showWorkflow();
+    dag.setData(nodes, layout, wf.status?.headway?.critical_path || []);
     showNode();
     if (selected && !nodes[selected]) selected = null;
   };
