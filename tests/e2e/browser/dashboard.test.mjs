@@ -652,6 +652,75 @@ async function clickNode(name) {
   await page.locator('.wf-node h3').filter({ hasText: new RegExp(`^${name.replace(/[()[\]]/g, '\\$&')}$`) }).waitFor();
 }
 
+step('the workflow graph layout: dependencies, step groups, wide fan-outs in rows', async () => {
+  await signedIn('/workflows');
+  const result = await page.evaluate(async () => {
+    const { layoutWorkflow, layoutKey } = await import('/ui/dag.js');
+    const node = (id, type, extra = {}) => ({ id, name: id, displayName: id.split('.').pop(), type, phase: 'Succeeded', ...extra });
+    const layers = (layout, nodes) => Object.fromEntries(Object.keys(nodes).map((id) => [nodes[id].displayName, layout.pos.get(id).layer]));
+    const tasks = [
+      { name: 'A', template: 't' }, { name: 'B', template: 't', dependencies: ['A'] },
+      { name: 'C', template: 't', depends: 'A.Succeeded' }, { name: 'D', template: 't', depends: 'B && (C || C.Skipped)' },
+    ];
+    const templates = [{ name: 'main', dag: { tasks } }, { name: 't', container: {} }];
+    const pod = (id, extra) => node(id, 'Pod', { boundaryID: 'w', ...extra });
+    // As Argo links a DAG: root tasks under the DAG node, the rest under what they depend on.
+    const argo = {
+      w: node('w', 'DAG', { templateName: 'main', children: ['w.A'] }),
+      'w.A': pod('w.A', { children: ['w.B', 'w.C'] }), 'w.B': pod('w.B', { children: ['w.D'] }),
+      'w.C': pod('w.C', { children: ['w.D'] }), 'w.D': pod('w.D'),
+    };
+    // Every task under the DAG node: the dependencies come from the template.
+    const flat = {
+      w: node('w', 'DAG', { templateName: 'main', children: ['w.A', 'w.B', 'w.C', 'w.D'] }),
+      'w.A': pod('w.A'), 'w.B': pod('w.B'), 'w.C': pod('w.C'), 'w.D': pod('w.D'),
+    };
+    // Steps: the groups one after another, whichever node lists them.
+    const steps = {
+      s: node('s', 'Steps', { children: ['s0', 's1'] }),
+      s0: node('s0', 'StepGroup', { displayName: '[0]', boundaryID: 's', children: ['s.a', 's.b'] }),
+      's.a': node('s.a', 'Pod', { boundaryID: 's' }), 's.b': node('s.b', 'Pod', { boundaryID: 's' }),
+      s1: node('s1', 'StepGroup', { displayName: '[1]', boundaryID: 's', children: ['s.c'] }),
+      's.c': node('s.c', 'Pod', { boundaryID: 's' }),
+    };
+    // A fan-out of 5,000 under one step group.
+    const wide = { f: node('f', 'Steps', { children: ['g'] }), g: node('g', 'StepGroup', { displayName: '[0]', children: [] }) };
+    for (let i = 0; i < 5000; i++) {
+      const id = `f-${i}`;
+      wide[id] = node(id, 'Suspend', { displayName: `wait(${i}:${i})`, phase: 'Running' });
+      wide.g.children.push(id);
+    }
+    const big = layoutWorkflow(wide, []);
+    const key = layoutKey(wide);
+    const phaseOnly = layoutKey({ ...wide, 'f-7': { ...wide['f-7'], phase: 'Failed' } });
+    const grown = layoutKey({ ...wide, extra: node('extra', 'Pod') });
+    const first = big.pos.get('f-0');
+    const second = big.pos.get('f-1');
+    const last = big.pos.get('f-4999');
+    return {
+      argo: layers(layoutWorkflow(argo, templates), argo),
+      flat: layers(layoutWorkflow(flat, templates), flat),
+      flatOrder: ['w.B', 'w.C'].map((id) => layoutWorkflow(flat, templates).pos.get(id).x),
+      steps: layers(layoutWorkflow(steps, []), steps),
+      ms: big.ms, width: big.width, height: big.height, rows: big.layers[2].rows,
+      order: first.y === second.y && first.x < second.x && last.y > first.y,
+      sameKey: key === phaseOnly, newKey: key !== grown,
+    };
+  });
+  console.log(`layout of 5,002 nodes: ${result.ms.toFixed(1)} ms`);
+  assert.deepEqual(result.argo, { w: 0, A: 1, B: 2, C: 2, D: 3 });
+  assert.deepEqual(result.flat, result.argo);
+  assert.ok(result.flatOrder[0] < result.flatOrder[1]);
+  assert.deepEqual(result.steps, { s: 0, '[0]': 1, a: 2, b: 2, '[1]': 3, c: 4 });
+  // Rows of at most 50: about 9,000 px wide, not a million.
+  assert.equal(result.rows, 100);
+  assert.ok(result.width < 10000 && result.height < 6000, JSON.stringify(result));
+  assert.ok(result.order);
+  assert.ok(result.ms < 1000, `${result.ms} ms`);
+  // A phase change keeps the layout; a new node makes a new one.
+  assert.ok(result.sameKey && result.newKey);
+});
+
 step('a workflow: listed, its graph reaches Succeeded, a Pod node opens its job', async () => {
   const work = { name: 'work', container: { image: 'alpine', command: ['sh', '-c', 'sleep 1'] } };
   const tasks = [
