@@ -87,28 +87,36 @@ function list(container) {
   const body = el('tbody');
   const note = el('p', { class: 'panel-error', hidden: true });
   const count = el('span', { class: 'count muted' });
+  const teams = new Set();
+  let items = [];
+  const teamFilter = el('select', { class: 'filter-team', 'aria-label': 'All teams', onchange: () => show() },
+    el('option', { value: '' }, 'All teams'));
   container.replaceChildren(el('section', { class: 'view workflows-view' },
-    el('div', { class: 'toolbar' }, el('h2', {}, 'Workflows'), count),
+    el('div', { class: 'toolbar' }, el('h2', {}, 'Workflows'), teamFilter, count),
     note,
     el('table', { class: 'grid workflows' },
       el('thead', {}, el('tr', {}, [['Name'], ['Team'], ['Phase'], ['Progress', 'num'], ['Started'], ['Duration', 'num']]
         .map(([t, cls]) => el('th', { class: cls }, t)))),
       body)));
-  return async (signal) => {
-    let items;
-    try {
-      items = await listWorkflows(DEFAULT_NAMESPACE, signal);
-    } catch (error) {
-      if (!signal.aborted) {
-        note.textContent = `Could not refresh: ${error.message}`;
-        note.hidden = false;
+  const teamOf = (wf) => wf.metadata?.labels?.[TEAM_LABEL] || '';
+  // The team filter is applied here: the server's label selector does not
+  // match the team it sets itself on workflows submitted without one.
+  function show() {
+    for (const wf of items) {
+      const team = teamOf(wf);
+      if (team && !teams.has(team)) {
+        teams.add(team);
+        const options = [...teams].sort().map((t) => el('option', { value: t }, t));
+        const chosen = teamFilter.value;
+        teamFilter.replaceChildren(el('option', { value: '' }, 'All teams'), ...options);
+        teamFilter.value = chosen;
       }
-      throw error;
     }
-    note.hidden = true;
-    count.textContent = `${items.length} workflow${items.length === 1 ? '' : 's'}`;
+    const team = teamFilter.value;
+    const shown = team ? items.filter((wf) => teamOf(wf) === team) : items;
+    count.textContent = `${shown.length} workflow${shown.length === 1 ? '' : 's'}`;
     const now = Date.now();
-    body.replaceChildren(...(items.length ? items.map((wf) => {
+    body.replaceChildren(...(shown.length ? shown.map((wf) => {
       const { name, namespace = DEFAULT_NAMESPACE, labels = {} } = wf.metadata || {};
       const status = wf.status || {};
       const start = started(wf);
@@ -119,7 +127,21 @@ function list(container) {
         el('td', { class: 'num progress' }, status.progress || '-'),
         el('td', { title: dateTime(start) }, start ? `${age(start, now)} ago` : '-'),
         el('td', { class: 'num' }, duration(elapsed(start, status.finishedAt, now)) || '-'));
-    }) : [el('tr', {}, el('td', { class: 'muted', colSpan: 6 }, 'No workflows. Submit one with the Argo CLI, Hera, or POST /api/v1/workflows/NAMESPACE.'))]));
+    }) : [el('tr', {}, el('td', { class: 'muted', colSpan: 6 }, team ? `No workflows of team ${team}.`
+      : 'No workflows. Submit one with the Argo CLI, Hera, or POST /api/v1/workflows/NAMESPACE.'))]));
+  }
+  return async (signal) => {
+    try {
+      items = await listWorkflows(DEFAULT_NAMESPACE, signal);
+    } catch (error) {
+      if (!signal.aborted) {
+        note.textContent = `Could not refresh: ${error.message}`;
+        note.hidden = false;
+      }
+      throw error;
+    }
+    note.hidden = true;
+    show();
   };
 }
 

@@ -798,6 +798,9 @@ step('a workflow of 5,000 nodes: drawn in seconds, pans and zooms to far nodes, 
   await signedIn('/workflows');
   const row = page.locator('table.workflows [data-workflow="fanout"]');
   await row.waitFor();
+  await page.locator('.workflows-view .filter-team').selectOption('nlp');
+  assert.equal(await page.locator('.workflows-view .count').textContent(), '1 workflow');
+  assert.match(await row.textContent(), /^fanoutnlpRunning0\/0/);
   const t0 = await page.evaluate(() => performance.now());
   await row.locator('a').click();
   const canvas = page.locator(`.dag-canvas[data-nodes="${count}"][data-draw-ms]`);
