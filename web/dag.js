@@ -43,20 +43,22 @@ function taskDeps(task) {
 }
 
 // -> Map id -> [child id], with DAG dependencies and step-group chains as
-// described above.
+// described above. An edge into what follows a DAG task or a step leaves
+// from that node's outbound nodes, as in Argo: the node itself, or for a
+// node that contains others (a nested DAG or Steps) the nodes where it ends.
 export function workflowEdges(nodes, templates = []) {
   const byTemplate = new Map();
   for (const t of templates) if (t && t.name) byTemplate.set(t.name, t);
   const edges = new Map();
   const parent = new Map();
   for (const [id, node] of Object.entries(nodes)) {
-    const kids = [];
+    const kids = new Set();
     for (const child of node.children || []) {
       if (!nodes[child] || child === id) continue;
-      kids.push(child);
+      kids.add(child);
       if (!parent.has(child)) parent.set(child, id);
     }
-    edges.set(id, [...new Set(kids)]);
+    edges.set(id, kids);
   }
   const byBoundary = new Map();
   for (const [id, node] of Object.entries(nodes)) {
@@ -64,17 +66,33 @@ export function workflowEdges(nodes, templates = []) {
     if (!byBoundary.has(node.boundaryID)) byBoundary.set(node.boundaryID, []);
     byBoundary.get(node.boundaryID).push(id);
   }
-  const addEdge = (from, to) => {
-    const list = edges.get(from);
-    if (!list.includes(to)) list.push(to);
+  // The nodes where `id` ends: itself when it has no children; a Retry
+  // node's last attempt's; else the childless nodes reachable from it.
+  const outbound = (id) => {
+    const out = [];
+    const seen = new Set([id]);
+    const stack = [id];
+    while (stack.length) {
+      const at = stack.pop();
+      let kids = edges.get(at);
+      if (!kids.size) { out.push(at); continue; }
+      if (nodes[at].type === 'Retry') kids = [[...kids].pop()];
+      for (const k of kids) if (!seen.has(k)) { seen.add(k); stack.push(k); }
+    }
+    return out;
   };
-  const removeEdge = (from, to) => {
-    const list = edges.get(from);
-    const at = list.indexOf(to);
-    if (at >= 0) list.splice(at, 1);
+  // Inner DAG and Steps nodes first, so that their outbound nodes are known
+  // when the one around them is linked.
+  const depth = (id) => {
+    let d = 0;
+    for (let at = nodes[id]; at && at.boundaryID && d < 1000; at = nodes[at.boundaryID]) d += 1;
+    return d;
   };
+  const containers = Object.keys(nodes).filter((id) => nodes[id].type === 'DAG' || nodes[id].type === 'Steps')
+    .map((id) => [id, depth(id)]).sort((a, b) => b[1] - a[1]).map(([id]) => id);
 
-  for (const [id, node] of Object.entries(nodes)) {
+  for (const id of containers) {
+    const node = nodes[id];
     if (node.type === 'DAG') {
       const tasks = byTemplate.get(node.templateName)?.dag?.tasks;
       if (!Array.isArray(tasks) || !tasks.length) continue;
@@ -93,28 +111,32 @@ export function workflowEdges(nodes, templates = []) {
         if (!nodesOf.has(task)) nodesOf.set(task, []);
         nodesOf.get(task).push(member);
       }
+      // Where each task ends, before any edge of this DAG changes.
+      const ends = new Map();
+      for (const [task, members] of nodesOf) ends.set(task, members.flatMap(outbound));
       for (const [task, members] of nodesOf) {
-        const sources = deps.get(task).flatMap((d) => nodesOf.get(d) || []);
+        const sources = deps.get(task).flatMap((d) => ends.get(d) || []);
         if (!sources.length) continue;
         for (const member of members) {
-          removeEdge(id, member);
-          for (const source of sources) if (source !== member) addEdge(source, member);
+          edges.get(id).delete(member);
+          for (const source of sources) if (source !== member) edges.get(source).add(member);
         }
       }
-    } else if (node.type === 'Steps') {
-      const groups = edges.get(id).filter((c) => nodes[c].type === 'StepGroup');
+    } else {
+      const groups = [...edges.get(id)].filter((c) => nodes[c].type === 'StepGroup');
       if (groups.length < 2) continue;
       const index = (g) => Number((nodes[g].displayName || '').match(/^\[(\d+)\]$/)?.[1] ?? NaN);
       groups.sort((a, b) => (index(a) - index(b)) || 0);
+      const ends = groups.map((g) => outbound(g));
       for (let i = 1; i < groups.length; i++) {
-        removeEdge(id, groups[i]);
-        const steps = edges.get(groups[i - 1]).filter((c) => nodes[c].type !== 'StepGroup');
-        if (steps.length) for (const s of steps) addEdge(s, groups[i]);
-        else addEdge(groups[i - 1], groups[i]);
+        edges.get(id).delete(groups[i]);
+        for (const end of ends[i - 1]) edges.get(end).add(groups[i]);
       }
     }
   }
-  return edges;
+  const result = new Map();
+  for (const [id, kids] of edges) result.set(id, [...kids]);
+  return result;
 }
 
 // -> {pos: Map id -> {x, y, layer}, layers: [{y, rows, top, bottom, left, right}],

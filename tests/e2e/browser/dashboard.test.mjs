@@ -675,14 +675,19 @@ step('the workflow graph layout: dependencies, step groups, wide fan-outs in row
       w: node('w', 'DAG', { templateName: 'main', children: ['w.A', 'w.B', 'w.C', 'w.D'] }),
       'w.A': pod('w.A'), 'w.B': pod('w.B'), 'w.C': pod('w.C'), 'w.D': pod('w.D'),
     };
-    // Steps: the groups one after another, whichever node lists them.
+    // Steps: the groups one after another, whichever node lists them; after
+    // a step that is a DAG, the next group follows where the DAG ends.
     const steps = {
-      s: node('s', 'Steps', { children: ['s0', 's1'] }),
+      s: node('s', 'Steps', { children: ['s0', 's1', 's2'] }),
       s0: node('s0', 'StepGroup', { displayName: '[0]', boundaryID: 's', children: ['s.a', 's.b'] }),
       's.a': node('s.a', 'Pod', { boundaryID: 's' }), 's.b': node('s.b', 'Pod', { boundaryID: 's' }),
       s1: node('s1', 'StepGroup', { displayName: '[1]', boundaryID: 's', children: ['s.c'] }),
-      's.c': node('s.c', 'Pod', { boundaryID: 's' }),
+      's.c': node('s.c', 'DAG', { boundaryID: 's', templateName: 'inner', children: ['s.c.x', 's.c.y'] }),
+      's.c.x': node('s.c.x', 'Pod', { boundaryID: 's.c' }), 's.c.y': node('s.c.y', 'Pod', { boundaryID: 's.c' }),
+      s2: node('s2', 'StepGroup', { displayName: '[2]', boundaryID: 's', children: ['s.d'] }),
+      's.d': node('s.d', 'Pod', { boundaryID: 's' }),
     };
+    const inner = [{ name: 'inner', dag: { tasks: [{ name: 'x', template: 't' }, { name: 'y', template: 't', depends: 'x' }] } }];
     // A fan-out of 5,000 under one step group.
     const wide = { f: node('f', 'Steps', { children: ['g'] }), g: node('g', 'StepGroup', { displayName: '[0]', children: [] }) };
     for (let i = 0; i < 5000; i++) {
@@ -701,7 +706,7 @@ step('the workflow graph layout: dependencies, step groups, wide fan-outs in row
       argo: layers(layoutWorkflow(argo, templates), argo),
       flat: layers(layoutWorkflow(flat, templates), flat),
       flatOrder: ['w.B', 'w.C'].map((id) => layoutWorkflow(flat, templates).pos.get(id).x),
-      steps: layers(layoutWorkflow(steps, []), steps),
+      steps: layers(layoutWorkflow(steps, inner), steps),
       ms: big.ms, width: big.width, height: big.height, rows: big.layers[2].rows,
       order: first.y === second.y && first.x < second.x && last.y > first.y,
       sameKey: key === phaseOnly, newKey: key !== grown,
@@ -711,7 +716,7 @@ step('the workflow graph layout: dependencies, step groups, wide fan-outs in row
   assert.deepEqual(result.argo, { w: 0, A: 1, B: 2, C: 2, D: 3 });
   assert.deepEqual(result.flat, result.argo);
   assert.ok(result.flatOrder[0] < result.flatOrder[1]);
-  assert.deepEqual(result.steps, { s: 0, '[0]': 1, a: 2, b: 2, '[1]': 3, c: 4 });
+  assert.deepEqual(result.steps, { s: 0, '[0]': 1, a: 2, b: 2, '[1]': 3, c: 4, x: 5, y: 6, '[2]': 7, d: 8 });
   // Rows of at most 50: about 9,000 px wide, not a million.
   assert.equal(result.rows, 100);
   assert.ok(result.width < 10000 && result.height < 6000, JSON.stringify(result));
