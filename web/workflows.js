@@ -219,6 +219,8 @@ function detail(container, { ns, name }) {
       // Keep the node in view, left of the panel.
       const panelLeft = document.getElementById('job-panel').getBoundingClientRect().left;
       dag.keepLeftOf(id, panelLeft - 24);
+    } else if (panel.name) {
+      panel.close();
     }
   }
 

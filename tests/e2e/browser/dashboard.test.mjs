@@ -850,6 +850,13 @@ step('a workflow of 5,000 nodes: drawn in seconds, pans and zooms to far nodes, 
   await page.waitForFunction(() => Number(document.querySelector('.dag-canvas').dataset.scale) > 1);
   await shot('22-workflow-5000-node');
 
+  // Suspend: Resume takes its place (not pressed: as in Argo, it would
+  // resume the suspend nodes too, and the workflow would succeed).
+  await page.locator('[data-action="suspend"]').click();
+  await page.locator('.wf-phase').filter({ hasText: 'Suspended' }).waitFor();
+  await page.locator('[data-action="resume"]').waitFor();
+  assert.equal(await page.locator('[data-action="suspend"]').isVisible(), false);
+
   // Terminate: the workflow fails, with the server's message.
   await page.locator('[data-action="terminate"]').click();
   await page.locator('.wf-phase').filter({ hasText: 'Failed' }).waitFor({ timeout: 15000 });
