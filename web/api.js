@@ -60,6 +60,10 @@ export async function errorFrom(response) {
     if (body && body.error) {
       code = body.error.code || '';
       message = body.error.message || message;
+    } else if (body && typeof body.message === 'string') {
+      // Argo Server's routes (/api/v1/workflows/...): {"code": <gRPC code>, "message"}.
+      code = body.code != null ? String(body.code) : '';
+      message = body.message || message;
     }
   } catch { /* not JSON */ }
   return new ApiError(response.status, code, message);

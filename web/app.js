@@ -3,7 +3,8 @@
 //
 // Routes: #/jobs, #/jobs/NAME (the job's side panel), #/queues, #/nodes,
 // #/experiments, #/experiments/NAME, #/artifacts, #/artifacts/NAME:VERSION
-// (a version with its lineage). A view is created on entering its route
+// (a version with its lineage), #/workflows, #/workflows/NAMESPACE/NAME (its
+// graph of nodes). A view is created on entering its route
 // and destroyed on leaving it (which closes its streams and timers).
 //
 // Auth: a token from the sign-in form, or "#token=..." in the URL on load
@@ -16,6 +17,7 @@ import { createArtifactsView } from './artifacts.js';
 import { createExperimentsView } from './experiments.js';
 import { createJobsView } from './jobs.js';
 import { createNodesView, createQueuesView } from './pool.js';
+import { createWorkflowsView } from './workflows.js';
 
 const VIEWS = {
   jobs: createJobsView,
@@ -23,6 +25,7 @@ const VIEWS = {
   nodes: createNodesView,
   experiments: createExperimentsView,
   artifacts: createArtifactsView,
+  workflows: createWorkflowsView,
 };
 
 const main = document.getElementById('view');

@@ -627,6 +627,246 @@ step('another team\u2019s artifact: the view says it may not be seen', async () 
   await page.locator('#token-input').waitFor({ state: 'hidden' });
 });
 
+// An Argo Workflow of `templates`, entered at "main", of team `team`.
+const argoWorkflow = (name, templates, { team = 'vision', spec = {} } = {}) => ({
+  workflow: {
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Workflow',
+    metadata: { name, labels: { 'headway.dev/team': team } },
+    spec: { entrypoint: 'main', templates, ...spec },
+  },
+});
+// Opens #ROUTE signed in as the admin (whatever the tests before left).
+async function signedIn(route) {
+  await page.goto('about:blank');
+  await page.goto(`${server.url}/ui/#${route}?token=${server.token}`);
+  await page.locator('.view').first().waitFor();
+}
+// Where a workflow node (by display name) is on screen, or null out of view.
+const locateNode = (name) => page.locator('.dag-canvas').evaluate((canvas, key) => canvas.locateNode(key), name);
+// The node's details beside the graph, after a click on it.
+async function clickNode(name) {
+  const at = await locateNode(name);
+  assert.ok(at, `node ${name} is not in view`);
+  await page.mouse.click(at.x, at.y);
+  await page.locator('.wf-node h3').filter({ hasText: new RegExp(`^${name.replace(/[()[\]]/g, '\\$&')}$`) }).waitFor();
+}
+
+step('the workflow graph layout: dependencies, step groups, wide fan-outs in rows', async () => {
+  await signedIn('/workflows');
+  const result = await page.evaluate(async () => {
+    const { layoutWorkflow, layoutKey } = await import('/ui/dag.js');
+    const node = (id, type, extra = {}) => ({ id, name: id, displayName: id.split('.').pop(), type, phase: 'Succeeded', ...extra });
+    const layers = (layout, nodes) => Object.fromEntries(Object.keys(nodes).map((id) => [nodes[id].displayName, layout.pos.get(id).layer]));
+    const tasks = [
+      { name: 'A', template: 't' }, { name: 'B', template: 't', dependencies: ['A'] },
+      { name: 'C', template: 't', depends: 'A.Succeeded' }, { name: 'D', template: 't', depends: 'B && (C || C.Skipped)' },
+    ];
+    const templates = [{ name: 'main', dag: { tasks } }, { name: 't', container: {} }];
+    const pod = (id, extra) => node(id, 'Pod', { boundaryID: 'w', ...extra });
+    // As Argo links a DAG: root tasks under the DAG node, the rest under what they depend on.
+    const argo = {
+      w: node('w', 'DAG', { templateName: 'main', children: ['w.A'] }),
+      'w.A': pod('w.A', { children: ['w.B', 'w.C'] }), 'w.B': pod('w.B', { children: ['w.D'] }),
+      'w.C': pod('w.C', { children: ['w.D'] }), 'w.D': pod('w.D'),
+    };
+    // Every task under the DAG node: the dependencies come from the template.
+    const flat = {
+      w: node('w', 'DAG', { templateName: 'main', children: ['w.A', 'w.B', 'w.C', 'w.D'] }),
+      'w.A': pod('w.A'), 'w.B': pod('w.B'), 'w.C': pod('w.C'), 'w.D': pod('w.D'),
+    };
+    // Steps: the groups one after another, whichever node lists them; after
+    // a step that is a DAG, the next group follows where the DAG ends.
+    const steps = {
+      s: node('s', 'Steps', { children: ['s0', 's1', 's2'] }),
+      s0: node('s0', 'StepGroup', { displayName: '[0]', boundaryID: 's', children: ['s.a', 's.b'] }),
+      's.a': node('s.a', 'Pod', { boundaryID: 's' }), 's.b': node('s.b', 'Pod', { boundaryID: 's' }),
+      s1: node('s1', 'StepGroup', { displayName: '[1]', boundaryID: 's', children: ['s.c'] }),
+      's.c': node('s.c', 'DAG', { boundaryID: 's', templateName: 'inner', children: ['s.c.x', 's.c.y'] }),
+      's.c.x': node('s.c.x', 'Pod', { boundaryID: 's.c' }), 's.c.y': node('s.c.y', 'Pod', { boundaryID: 's.c' }),
+      s2: node('s2', 'StepGroup', { displayName: '[2]', boundaryID: 's', children: ['s.d'] }),
+      's.d': node('s.d', 'Pod', { boundaryID: 's' }),
+    };
+    const inner = [{ name: 'inner', dag: { tasks: [{ name: 'x', template: 't' }, { name: 'y', template: 't', depends: 'x' }] } }];
+    // A fan-out of 5,000 under one step group.
+    const wide = { f: node('f', 'Steps', { children: ['g'] }), g: node('g', 'StepGroup', { displayName: '[0]', children: [] }) };
+    for (let i = 0; i < 5000; i++) {
+      const id = `f-${i}`;
+      wide[id] = node(id, 'Suspend', { displayName: `wait(${i}:${i})`, phase: 'Running' });
+      wide.g.children.push(id);
+    }
+    const big = layoutWorkflow(wide, []);
+    const key = layoutKey(wide);
+    const phaseOnly = layoutKey({ ...wide, 'f-7': { ...wide['f-7'], phase: 'Failed' } });
+    const grown = layoutKey({ ...wide, extra: node('extra', 'Pod') });
+    const first = big.pos.get('f-0');
+    const second = big.pos.get('f-1');
+    const last = big.pos.get('f-4999');
+    return {
+      argo: layers(layoutWorkflow(argo, templates), argo),
+      flat: layers(layoutWorkflow(flat, templates), flat),
+      flatOrder: ['w.B', 'w.C'].map((id) => layoutWorkflow(flat, templates).pos.get(id).x),
+      steps: layers(layoutWorkflow(steps, inner), steps),
+      ms: big.ms, width: big.width, height: big.height, rows: big.layers[2].rows,
+      order: first.y === second.y && first.x < second.x && last.y > first.y,
+      sameKey: key === phaseOnly, newKey: key !== grown,
+    };
+  });
+  console.log(`layout of 5,002 nodes: ${result.ms.toFixed(1)} ms`);
+  assert.deepEqual(result.argo, { w: 0, A: 1, B: 2, C: 2, D: 3 });
+  assert.deepEqual(result.flat, result.argo);
+  assert.ok(result.flatOrder[0] < result.flatOrder[1]);
+  assert.deepEqual(result.steps, { s: 0, '[0]': 1, a: 2, b: 2, '[1]': 3, c: 4, x: 5, y: 6, '[2]': 7, d: 8 });
+  // Rows of at most 50: about 9,000 px wide, not a million.
+  assert.equal(result.rows, 100);
+  assert.ok(result.width < 10000 && result.height < 6000, JSON.stringify(result));
+  assert.ok(result.order);
+  assert.ok(result.ms < 1000, `${result.ms} ms`);
+  // A phase change keeps the layout; a new node makes a new one.
+  assert.ok(result.sameKey && result.newKey);
+});
+
+step('a workflow: listed, its graph reaches Succeeded, a Pod node opens its job', async () => {
+  const work = { name: 'work', container: { image: 'alpine', command: ['sh', '-c', 'sleep 1'] } };
+  const tasks = [
+    { name: 'A', template: 'work' },
+    { name: 'B', template: 'work', depends: 'A' },
+    { name: 'C', template: 'work', depends: 'A.Succeeded' },
+    { name: 'D', template: 'work', depends: 'B && (C.Succeeded || C.Skipped)' },
+  ];
+  const { status, body } = await server.api('POST', '/api/v1/workflows/default',
+    argoWorkflow('diamond', [{ name: 'main', dag: { tasks } }, work]));
+  assert.equal(status, 200, JSON.stringify(body));
+
+  await signedIn('/jobs');
+  await page.locator('#nav a[data-view="workflows"]').click();
+  const row = page.locator('table.workflows [data-workflow="diamond"]');
+  await row.waitFor();
+  assert.match(await row.textContent(), /^diamondvision(Running|Pending|Succeeded)/);
+  await shot('17-workflows');
+  await row.locator('a').click();
+  assert.match(page.url(), /#\/workflows\/default\/diamond$/);
+  await page.locator('.wf-title').filter({ hasText: /^diamond$/ }).waitFor();
+  await page.locator('.wf-phase').filter({ hasText: 'Succeeded' }).waitFor({ timeout: 30000 });
+  await page.locator('.dag-canvas[data-nodes="5"]').waitFor();
+  assert.match(await page.locator('.wf-header').textContent(), /4\/4/);
+  await settle();
+  await shot('18-workflow-dag');
+
+  // Layered by dependency: A above B and C, side by side, above D.
+  const at = {};
+  for (const name of ['A', 'B', 'C', 'D']) at[name] = await locateNode(name);
+  assert.ok(at.A.y < at.B.y && at.B.y === at.C.y && at.C.y < at.D.y, JSON.stringify(at));
+  assert.ok(at.B.x !== at.C.x && at.A.x === at.D.x, JSON.stringify(at));
+
+  // Each task node: Succeeded, in the box beside the graph; a Pod node
+  // opens the panel of the job that ran it.
+  const { body: wf } = await server.api('GET', '/api/v1/workflows/default/diamond');
+  const byName = Object.fromEntries(Object.values(wf.status.nodes).map((n) => [n.displayName, n]));
+  for (const name of ['A', 'B', 'C', 'D']) {
+    if (await page.locator('#job-panel').isVisible()) await page.locator('#job-panel .panel-top .close').click();
+    await clickNode(name);
+    const box = page.locator('.wf-node');
+    assert.equal(await box.getAttribute('data-node'), byName[name].id);
+    assert.equal(await box.locator('.status-line .badge').textContent(), 'Succeeded');
+    assert.match(await box.locator('.details').textContent(), /TypePodTemplatework/);
+    const job = byName[name].headway.job;
+    assert.ok(job, JSON.stringify(byName[name]));
+    await page.locator('#job-panel h2').filter({ hasText: new RegExp(`^${job}$`) }).waitFor();
+    await page.locator('#job-panel .state .badge').filter({ hasText: 'Succeeded' }).waitFor();
+  }
+  await shot('19-workflow-node-job');
+  await page.locator('#job-panel .panel-top .close').click();
+
+  // An error of the server is shown as it says it: deleted behind our back.
+  assert.equal((await server.api('DELETE', '/api/v1/workflows/default/diamond')).status, 200);
+  await page.locator('[data-action="delete"]').click();
+  await page.locator('[data-action="delete"]').filter({ hasText: /sure/ }).click();
+  await page.locator('.wf-error').filter({ hasText: /Delete failed: workflow 'diamond' not found/ }).waitFor();
+});
+
+step('a workflow of 5,000 nodes: drawn in seconds, pans and zooms to far nodes, terminated', async () => {
+  // One step over a sequence of 5,000 suspend nodes: all created at once, no process runs.
+  const { status, body } = await server.api('POST', '/api/v1/workflows/default', argoWorkflow('fanout', [
+    { name: 'main', steps: [[{ name: 'wait', template: 'hold', withSequence: { count: '5000' } }]] },
+    { name: 'hold', suspend: {} },
+  ], { team: 'nlp' }));
+  assert.equal(status, 200, JSON.stringify(body));
+  let count = 0;
+  for (let i = 0; i < 50 && count < 5000; i++) {
+    const { body: wf } = await server.api('GET', '/api/v1/workflows/default/fanout');
+    count = Object.keys(wf.status?.nodes || {}).length;
+    if (count < 5000) await sleep(200);
+  }
+  assert.ok(count >= 5000, `${count} nodes`);
+
+  await signedIn('/workflows');
+  const row = page.locator('table.workflows [data-workflow="fanout"]');
+  await row.waitFor();
+  await page.locator('.workflows-view .filter-team').selectOption('nlp');
+  assert.equal(await page.locator('.workflows-view .count').textContent(), '1 workflow');
+  assert.match(await row.textContent(), /^fanoutnlpRunning0\/0/);
+  const t0 = await page.evaluate(() => performance.now());
+  await row.locator('a').click();
+  const canvas = page.locator(`.dag-canvas[data-nodes="${count}"][data-draw-ms]`);
+  await canvas.waitFor({ timeout: 15000 });
+  const t1 = await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => resolve(performance.now()))));
+  const layoutMs = Number(await canvas.getAttribute('data-layout-ms'));
+  const drawMs = Number(await canvas.getAttribute('data-draw-ms'));
+  console.log(`${count} nodes: shown ${Math.round(t1 - t0)} ms after the click (fetch, layout ${layoutMs} ms, a frame ${drawMs} ms)`);
+  assert.ok(t1 - t0 < 10000, `${t1 - t0} ms`);
+  await shot('20-workflow-5000');
+
+  // Far from the root: out of view at first.
+  const far = 'wait(4999:4999)';
+  assert.equal(await locateNode(far), null);
+  const scale = async () => Number(await canvas.getAttribute('data-scale'));
+  // The wheel zooms out at the cursor, the Fit button shows everything.
+  const box = await canvas.boundingBox();
+  const start = await scale();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.mouse.wheel(0, 400);
+  await page.waitForFunction((s) => Number(document.querySelector('.dag-canvas').dataset.scale) < s, start);
+  await page.locator('.dag-fit').click();
+  await page.waitForFunction(() => Number(document.querySelector('.dag-canvas').dataset.scale) < 0.3);
+  await settle();
+  await shot('21-workflow-5000-fit');
+  const before = await locateNode(far);
+  assert.ok(before, 'the far node is in view once fitted');
+  // A drag pans: the node moves with the pointer.
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width / 2 - 60, box.y + box.height / 2 - 40, { steps: 4 });
+  await page.mouse.up();
+  await settle();
+  const after = await locateNode(far);
+  assert.ok(Math.abs(after.x - (before.x - 60)) < 1 && Math.abs(after.y - (before.y - 40)) < 1, JSON.stringify([before, after]));
+  // A click on it, tiny as it is, selects it.
+  await clickNode(far);
+  assert.equal(await page.locator('.wf-node .status-line .badge').textContent(), 'Running');
+  assert.match(await page.locator('.wf-node .details').textContent(), /TypeSuspend/);
+  // Zoom back in to read it.
+  for (let i = 0; i < 12; i++) await page.locator('.dag-toolbar button[title^="Zoom in"]').click();
+  await page.waitForFunction(() => Number(document.querySelector('.dag-canvas').dataset.scale) > 1);
+  await shot('22-workflow-5000-node');
+
+  // Suspend: Resume takes its place (not pressed: as in Argo, it would
+  // resume the suspend nodes too, and the workflow would succeed).
+  await page.locator('[data-action="suspend"]').click();
+  await page.locator('.wf-phase').filter({ hasText: 'Suspended' }).waitFor();
+  await page.locator('[data-action="resume"]').waitFor();
+  assert.equal(await page.locator('[data-action="suspend"]').isVisible(), false);
+
+  // Terminate: the workflow fails, with the server's message.
+  await page.locator('[data-action="terminate"]').click();
+  await page.locator('.wf-phase').filter({ hasText: 'Failed' }).waitFor({ timeout: 15000 });
+  await page.locator('.wf-message').filter({ hasText: /Terminate/ }).waitFor();
+  assert.equal(await page.locator('[data-action="terminate"]').isVisible(), false);
+  const { body: ended } = await server.api('GET', '/api/v1/workflows/default/fanout');
+  assert.equal(ended.status.phase, 'Failed');
+  await shot('23-workflow-terminated');
+});
+
 step('the dashboard ran within its Content-Security-Policy', async () => {
   assert.deepEqual(cspViolations, []);
 });
