@@ -134,6 +134,8 @@ void StateFromStatusJson(const json& s, wf::WorkflowState& state) {
   state.phase = phase.value_or(wf::NodePhase::kRunning);
   state.message = s.value("message", "");
   if (s.contains("startedAt")) state.started_at = ParseRfc3339(s.value("startedAt", ""));
+  // Argo's phase reads Running before the first pass; the engine starts it.
+  if (!state.started_at && state.phase == wf::NodePhase::kRunning) state.phase = wf::NodePhase::kPending;
   if (s.contains("finishedAt")) state.finished_at = ParseRfc3339(s.value("finishedAt", ""));
   state.suspended = s.value("suspended", false);
   std::string shutdown = s.value("shutdown", "");
@@ -697,6 +699,8 @@ Result<api::WorkflowView> WorkflowController::CreateLocked(wf::Workflow workflow
   record.created_by = created_by;
   record.phase = "Running";
   record.labels = workflow.metadata.labels;
+  // Selectable by team, as the views label it.
+  record.labels[std::string(wf::kTeamKey)] = team;
   record.manifest = wf::ToJson(workflow).dump();
   record.created_at = clock_.Now();
   wf::WorkflowState initial;

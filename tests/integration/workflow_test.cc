@@ -98,6 +98,12 @@ spec:
   EXPECT_EQ(j["spec"]["labels"]["headway.dev/workflow"], "diamond");
   CommandResult logs = server.Cli({"wf", "logs", "diamond"});
   EXPECT_THAT(logs.out, HasSubstr("D: b-bird+c-14"));
+  // Listed with its start and end, selectable by team.
+  Answer listed = Call(server, server.admin_token(), "GET",
+                       "/api/v1/workflows/default?listOptions.labelSelector=headway.dev/team=default");
+  ASSERT_EQ(listed.body["items"].size(), 1u);
+  EXPECT_TRUE(listed.body["items"][0]["status"]["startedAt"].is_string());
+  EXPECT_TRUE(listed.body["items"][0]["status"]["finishedAt"].is_string());
   CommandResult list = server.Cli({"get", "workflows"});
   EXPECT_THAT(list.out, HasSubstr("diamond"));
   EXPECT_THAT(list.out, HasSubstr("4/4"));
