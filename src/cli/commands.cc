@@ -1531,6 +1531,25 @@ std::string Between(const json& from, const json& to, Time now) {
   return FormatDuration(std::chrono::duration_cast<Duration>(end - *start) / 1000 * 1000);
 }
 
+// PROGRESS: steps done of all, with the time-weighted percent while it runs.
+std::string WorkflowProgress(const json& status) {
+  std::string text = Or(status, "progress");
+  const json& h = status.value("headway", json::object());
+  if (h.contains("percent") && h["percent"].is_number()) {
+    text += " (" + FormatMetric(h["percent"]) + "%)";
+  }
+  return text;
+}
+
+// ETA from the critical path; "+" when some step still to run has no estimate.
+std::string WorkflowEta(const json& status) {
+  const json& h = status.value("headway", json::object());
+  if (!h.contains("eta_seconds") || !h["eta_seconds"].is_number()) return "-";
+  auto ms = static_cast<std::int64_t>(h["eta_seconds"].get<double>() * 1000);
+  std::string text = ms < 1000 ? "0s" : FormatDuration(Duration(ms / 1000 * 1000));
+  return h.value("eta_is_lower_bound", false) ? text + "+" : text;
+}
+
 std::string WorkflowPhase(const json& wf) {
   const json& status = wf["status"];
   std::string phase = Or(status, "phase");
@@ -1563,12 +1582,15 @@ int WorkflowList(const Options& o) {
   for (const auto& w : items) {
     const json& status = w["status"];
     if (!o.state.empty() && status.value("phase", "") != o.state) continue;
-    rows.push_back({w["metadata"].value("name", ""), WorkflowPhase(w), Or(status, "progress"),
+    const json& h = status.value("headway", json::object());
+    rows.push_back({w["metadata"].value("name", ""), WorkflowPhase(w), Or(h, "health"),
+                    WorkflowProgress(status), WorkflowEta(status),
                     Age(w["metadata"].value("creationTimestamp", ""), now),
                     Between(status["startedAt"], status["finishedAt"], now),
                     Or(status, "message", "")});
   }
-  std::cout << FormatTable({"NAME", "STATUS", "PROGRESS", "AGE", "DURATION", "MESSAGE"}, rows);
+  std::cout << FormatTable(
+      {"NAME", "STATUS", "HEALTH", "PROGRESS", "ETA", "AGE", "DURATION", "MESSAGE"}, rows);
   return kExitOk;
 }
 
@@ -1607,7 +1629,19 @@ int PrintWorkflow(const Options& o, const json& wf) {
   if (status.contains("message")) std::cout << "Message:      " << Safe(Or(status, "message")) << "\n";
   std::cout << "Created:      " << Safe(Age(wf["metadata"].value("creationTimestamp", ""), now)) << " ago\n"
             << "Duration:     " << Safe(Between(status["startedAt"], status["finishedAt"], now)) << "\n"
-            << "Progress:     " << Safe(Or(status, "progress")) << "\n";
+            << "Progress:     " << Safe(WorkflowProgress(status)) << "\n";
+  if (status.contains("headway") && status["headway"].is_object()) {
+    const json& h = status["headway"];
+    std::cout << "ETA:          " << Safe(WorkflowEta(status)) << "\n"
+              << "Health:       " << Safe(Or(h, "health")) << "\n";
+    if (h.contains("critical_path") && h["critical_path"].is_array() && !h["critical_path"].empty()) {
+      std::string path;
+      for (const auto& id : h["critical_path"]) {
+        if (id.is_string()) path += (path.empty() ? "" : " -> ") + id.get<std::string>();
+      }
+      std::cout << "Critical path: " << Safe(path) << "\n";
+    }
+  }
   if (status.contains("outputs") && status["outputs"].contains("parameters")) {
     std::cout << "Outputs:\n";
     for (const auto& p : status["outputs"]["parameters"]) {

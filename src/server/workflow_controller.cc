@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <random>
 
 #include "artifact/file_digest.h"
@@ -15,6 +16,7 @@
 #include "core/job_spec_parser.h"
 #include "workflow/cron.h"
 #include "workflow/manifest.h"
+#include "workflow/progress.h"
 #include "workflow/substitute.h"
 
 namespace headway {
@@ -527,6 +529,15 @@ Status WorkflowController::Save(Live& live) {
   record.status = StatusJson(live.state, namespace_, root ? root->progress : "").dump();
   HEADWAY_RETURN_IF_ERROR(store_.SaveWorkflow(record, changed));
   live.record = std::move(record);
+  for (const WorkflowNodeRecord& n : changed) {
+    const wf::Node& node = live.state.nodes.at(n.id);
+    if (node.type == wf::NodeType::kPod && node.phase == wf::NodePhase::kSucceeded &&
+        node.started_at && node.finished_at && !node.memo_hit.value_or(false)) {
+      Duration took = *node.finished_at - *node.started_at;
+      auto [it, fresh] = typical_.emplace(live.record.team + "/" + node.template_name, took);
+      if (!fresh) it->second = (it->second * 3 + took) / 4;
+    }
+  }
   for (WorkflowNodeRecord& n : changed) live.saved_bodies[n.id] = std::move(n.body);
   // Nodes a retry removed are dropped from the cache of saved bodies only;
   // their rows are replaced when the node is made again.
@@ -605,14 +616,55 @@ void WorkflowController::Advance(Live& live) {
   for (const wf::MemoEntry& entry : actions.memoize) SaveMemo(team, entry);
 }
 
-api::WorkflowView WorkflowController::View(const Live& live, bool with_nodes) const {
+api::WorkflowView WorkflowController::View(const Live& live, bool with_nodes) {
   api::WorkflowView view = ViewOfRecord(live.record);
+  json nodes = json::object();
   if (with_nodes) {
-    json nodes = json::object();
     for (const auto& [id, node] : live.state.nodes) nodes[id] = wf::ToJson(node);
-    view.body["status"]["nodes"] = std::move(nodes);
   }
+  if (!live.state.Finished()) {
+    view.body["status"]["headway"] = LiveProgress(live, with_nodes ? &nodes : nullptr);
+  }
+  if (with_nodes) view.body["status"]["nodes"] = std::move(nodes);
   return view;
+}
+
+json WorkflowController::LiveProgress(const Live& live, json* nodes) {
+  std::vector<Health> healths;
+  const std::string team = live.record.team;
+  wf::StepKnowledge know;
+  know.live_eta = [&](const wf::Node& pod) -> std::optional<Duration> {
+    auto job = jobs_.Get(pod.job);
+    if (!job.ok()) return std::nullopt;
+    ProgressView p = jobs_.Progress(*job);
+    healths.push_back(p.health);
+    if (nodes != nullptr && nodes->contains(pod.id)) {
+      json& h = (*nodes)[pod.id]["headway"];
+      if (p.percent) h["percent"] = *p.percent;
+      if (p.eta_seconds) h["eta_seconds"] = *p.eta_seconds;
+      h["health"] = std::string(HealthName(p.health));
+    }
+    if (!p.eta_seconds) return std::nullopt;
+    return Duration(static_cast<std::int64_t>(*p.eta_seconds * 1000));
+  };
+  know.typical = [&](const std::string& template_name) -> std::optional<Duration> {
+    auto it = typical_.find(team + "/" + template_name);
+    if (it == typical_.end()) return std::nullopt;
+    return it->second;
+  };
+  know.resolve_ref = [&](const wf::TemplateRef& ref) { return ResolveRef(ref, team); };
+  auto steps = wf::PlanTimings(live.manifest.spec, live.state, clock_.Now(), know);
+  json out = json::object();
+  out["health"] = std::string(HealthName(wf::WorkflowHealth(healths)));
+  auto eta = wf::EstimateWorkflow(steps);
+  if (!eta.ok()) return out;
+  out["percent"] = std::round(eta->fraction_done * 1000) / 10;
+  out["eta_seconds"] = static_cast<double>(eta->remaining.count()) / 1000.0;
+  if (eta->lower_bound) out["eta_is_lower_bound"] = true;
+  out["critical_path"] = eta->critical_path;
+  out["steps_finished"] = eta->steps_finished;
+  out["steps_total"] = eta->steps_total;
+  return out;
 }
 
 api::WorkflowView WorkflowController::ViewOfRecord(const WorkflowRecord& record) const {
@@ -731,7 +783,14 @@ Result<std::vector<api::WorkflowView>> WorkflowController::ListWorkflows(const W
   if (!records.ok()) return records.status();
   std::vector<api::WorkflowView> out;
   out.reserve(records->size());
-  for (const WorkflowRecord& r : *records) out.push_back(ViewOfRecord(r));
+  std::lock_guard lock(mu_);
+  for (const WorkflowRecord& r : *records) {
+    out.push_back(ViewOfRecord(r));
+    auto live = live_.find(r.name);
+    if (!r.finished_at && live != live_.end() && !live->second.state.Finished()) {
+      out.back().body["status"]["headway"] = LiveProgress(live->second, nullptr);
+    }
+  }
   return out;
 }
 

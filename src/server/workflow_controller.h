@@ -106,7 +106,11 @@ class WorkflowController final : public api::WorkflowService {
   void Advance(Live& live);
   Result<api::WorkflowView> GetWorkflowUnlocked(std::string_view name);
   Status Save(Live& live);
-  api::WorkflowView View(const Live& live, bool with_nodes) const;
+  // With the workflow's live progress (status.headway: percent, ETA from
+  // its critical path, health) while it runs.
+  api::WorkflowView View(const Live& live, bool with_nodes);
+  // status.headway of a running workflow, and per running step in `nodes`.
+  nlohmann::json LiveProgress(const Live& live, nlohmann::json* nodes);
   api::WorkflowView ViewOfRecord(const WorkflowRecord& record) const;
   std::optional<workflow::JobObservation> Observe(const Live& live, const std::string& job);
   // Stores what a finished step left under its `artifacts/` folder, read
@@ -147,6 +151,9 @@ class WorkflowController final : public api::WorkflowService {
   bool loaded_ = false;                   // guarded by mu_: live_ read from the store
   // WorkflowTemplates read this pass (cleared at each Tick), by name.
   std::map<std::string, workflow::WorkflowTemplate> templates_;  // guarded by mu_
+  // How long each team's templates' steps took lately (moving average), by
+  // "TEAM/TEMPLATE": the expected duration of steps not started yet.
+  std::map<std::string, Duration> typical_;  // guarded by mu_
 };
 
 }  // namespace headway

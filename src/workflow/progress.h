@@ -11,6 +11,7 @@
 // Pure: no clock (elapsed times are inputs), no I/O. Thread-safe.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "core/health.h"
 #include "core/status.h"
 #include "core/time.h"
+#include "workflow/engine.h"
 
 namespace headway::workflow {
 
@@ -61,5 +63,29 @@ Result<WorkflowEta> EstimateWorkflow(const std::vector<StepTiming>& steps);
 // (Diverging, then Stalled, then Plateaued, then Progressing), so one
 // stalled step makes the workflow stalled; Unknown with none to judge.
 Health WorkflowHealth(const std::vector<Health>& running_steps);
+
+}  // namespace headway::workflow
+
+// ---------------------------------------------------------------------------
+// The steps of a running workflow, for EstimateWorkflow
+
+namespace headway::workflow {
+
+// What the caller knows besides the workflow: a running step's live ETA
+// (from the progress its job reports) and how long a template's steps
+// usually take (past runs); each may say nothing.
+struct StepKnowledge {
+  std::function<std::optional<Duration>(const Node& pod)> live_eta;
+  std::function<std::optional<Duration>(const std::string& template_name)> typical;
+  std::function<const Template*(const TemplateRef& ref)> resolve_ref;
+};
+
+// The workflow's pod and suspend steps, those that exist and those still to
+// come, with what each waits for: a DAG task waits for the tasks its
+// `depends`/`dependencies` name, a step group for the group before it, a
+// nested template for what its caller waited for. A loop not expanded yet
+// counts as one step. Ids are node names.
+std::vector<StepTiming> PlanTimings(const WorkflowSpec& spec, const WorkflowState& state,
+                                    Time now, const StepKnowledge& know);
 
 }  // namespace headway::workflow

@@ -315,6 +315,46 @@ spec:
   EXPECT_EQ(Lines(a_starts), 2);
 }
 
+TEST(Workflows, ARunningWorkflowShowsAnEtaFromPastRunsOfItsSteps) {
+  TestServer server;
+  const std::string release = server.work_dir() + "/release";
+  auto manifest = [&](const std::string& name, const std::string& wait) {
+    return R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: )y" + name + R"y(}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: prep, template: prep}
+    - - {name: train, template: train}
+  - name: prep
+    container: {image: alpine, command: [sh, -c, ")y" + wait + R"y("]}
+  - name: train
+    container: {image: alpine, command: [sleep, "2"]}
+)y";
+  };
+  // A first run teaches the server how long `train` takes.
+  ASSERT_EQ(server.Cli({"wf", "submit", "-", "--wait"}, manifest("first", "true")).exit_code, 0);
+  SubmitWorkflow(server, manifest("second", "while [ ! -e " + release + " ]; do sleep 0.1; done"));
+  ASSERT_TRUE(WaitFor([&] {
+    return NodeOf(Workflow(server, "second"), "prep").value("phase", "") == "Running";
+  }));
+  json h = Workflow(server, "second")["status"]["headway"];
+  // prep has no history of its own runs that long; train's ~2 s is still to come.
+  EXPECT_GE(h.value("eta_seconds", 0.0), 1.5) << h.dump();
+  EXPECT_EQ(h["critical_path"].back(), "second[1].train") << h.dump();
+  EXPECT_EQ(h["steps_total"], 2);
+  CommandResult list = server.Cli({"get", "workflows"});
+  EXPECT_THAT(list.out, HasSubstr("ETA"));
+  EXPECT_THAT(list.out, ::testing::ContainsRegex("second +Running +[A-Za-z]+ +0/1 \\([0-9.]+%\\) +[0-9]+s"));
+  WriteFile(release, "");
+  ASSERT_TRUE(WaitForPhase(server, "second", "Succeeded"));
+  EXPECT_FALSE(Workflow(server, "second")["status"].contains("headway"));
+}
+
 TEST(Workflows, ASuspendStepWaitsForResume) {
   TestServer server;
   SubmitWorkflow(server, R"y(

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "workflow/manifest.h"
+#include "workflow/progress.h"
 
 namespace headway::workflow {
 namespace {
@@ -80,6 +81,7 @@ class FakePool {
     return node != nullptr ? *node : none;
   }
   std::string JobOf(const std::string& node_name) const { return NodeNamed(node_name).job; }
+  const WorkflowSpec& spec() const { return workflow_.spec; }
   const JobSpec& SpecOf(const std::string& node_name) { return created.at(JobOf(node_name)).spec; }
 
   // Ends a node's job.
@@ -709,6 +711,37 @@ TEST(WorkflowEngine, NodesSurviveAJsonRoundTrip) {
   }
   EXPECT_FALSE(NodeFromJson(nlohmann::json::array()).ok());
   EXPECT_FALSE(NodeFromJson({{"id", "x"}, {"name", "x"}, {"type", "Nope"}, {"phase", "Running"}}).ok());
+}
+
+TEST(WorkflowEngine, TheEtaFollowsTheCriticalPathOfStepsRunningAndStillToCome) {
+  FakePool pool(kDiamond);
+  pool.Step();
+  pool.Succeed("diamond.A", {{"out", "1"}}, "2");
+  pool.now += seconds(60);
+  pool.Step();
+  pool.Run("diamond.B");
+  pool.Run("diamond.C");
+  pool.Step();
+  pool.now += seconds(30);
+  StepKnowledge know;
+  // B's job says it ends in 10 minutes; C says nothing but echo usually takes 5.
+  know.live_eta = [&](const Node& pod) -> std::optional<Duration> {
+    if (pod.name == "diamond.B") return std::chrono::minutes(10);
+    return std::nullopt;
+  };
+  know.typical = [](const std::string& tmpl) -> std::optional<Duration> {
+    if (tmpl == "echo") return std::chrono::minutes(5);
+    return std::nullopt;
+  };
+  auto steps = PlanTimings(pool.spec(), pool.state, pool.now, know);
+  ASSERT_EQ(steps.size(), 4u);
+  auto eta = EstimateWorkflow(steps);
+  ASSERT_TRUE(eta.ok()) << eta.status().ToString();
+  // B's 10 minutes, then D's usual 5; C (4.5 minutes left) is not on the path.
+  EXPECT_EQ(eta->remaining, std::chrono::minutes(15));
+  EXPECT_THAT(eta->critical_path, ElementsAre("diamond.B", "diamond.D"));
+  EXPECT_FALSE(eta->lower_bound);
+  EXPECT_EQ(eta->steps_finished, 1);
 }
 
 TEST(WorkflowEngine, JobNamesAreValidAndDistinctPerWorkflowRun) {
