@@ -346,7 +346,20 @@ Node* Operator::Execute(const std::string& name, const Call& call, const std::st
   }
 
   // Inputs: arguments by name, else the template's value or default.
-  Scope scope = outer;
+  // A template sees the workflow's variables and its own inputs (Argo
+  // resolves tasks.* and steps.* in the caller's arguments), plus what an
+  // exit handler is given (workflow.status, steps.status ...). Built from
+  // the small global scope, not the caller's: a DAG's scope holds every
+  // finished task's outputs, and copying it per task would make a large
+  // DAG quadratic.
+  Scope scope = global_;
+  for (auto it = outer.lower_bound("workflow."); it != outer.end() && it->first.rfind("workflow.", 0) == 0; ++it) {
+    scope[it->first] = it->second;
+  }
+  for (const char* key : {"steps.status", "tasks.status"}) {
+    auto it = outer.find(key);
+    if (it != outer.end()) scope[key] = it->second;
+  }
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<NodeParameter> resolved;
   for (const Parameter& p : tmpl.inputs.parameters) {
@@ -1263,6 +1276,20 @@ void Operator::ExecuteDag(Node& dag_node, const Call& call, Scope scope) {
     }
   }
   const bool fail_fast = dag.fail_fast.value_or(call.tmpl->fail_fast.value_or(true));
+  // The tasks whose outputs a task not finished yet depends on: their
+  // variables go into the scope (a task may only read its dependencies).
+  // With outputs of its own the DAG reads any task's at the end.
+  const bool all_vars = !call.tmpl->outputs.empty();
+  std::set<std::string> needed;
+  if (!all_vars) {
+    for (const Task* task : order) {
+      const Node* node = Find(dag_name + "." + task->name);
+      if (node != nullptr && node->Fulfilled()) continue;
+      if (depends.at(task->name)) {
+        for (const std::string& d : depends.at(task->name)->Tasks()) needed.insert(d);
+      }
+    }
+  }
   std::map<std::string, TaskOutcome> outcomes;
   bool all_done = true;
   bool failed = false;
@@ -1292,6 +1319,8 @@ void Operator::ExecuteDag(Node& dag_node, const Call& call, Scope scope) {
         failed = true;
         if (failure.empty()) failure = "task '" + node.name + "' failed";
       }
+      // Only what a task still to start (or the DAG's outputs) can read.
+      if (!all_vars && !needed.count(task->name)) return;
       std::string prefix = "tasks." + task->name;
       if (node.type == NodeType::kTaskGroup) {
         std::vector<NodeOutputs> children;
