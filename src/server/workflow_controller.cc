@@ -644,8 +644,13 @@ json WorkflowController::LiveProgress(const Live& live, json* nodes) {
       if (p.eta_seconds) h["eta_seconds"] = *p.eta_seconds;
       h["health"] = std::string(HealthName(p.health));
     }
-    if (!p.eta_seconds) return std::nullopt;
-    return Duration(static_cast<std::int64_t>(*p.eta_seconds * 1000));
+    if (p.eta_seconds) return Duration(static_cast<std::int64_t>(*p.eta_seconds * 1000));
+    // No rate yet, but a percent: the time so far, scaled to what is left.
+    if (p.percent && *p.percent > 0 && *p.percent < 100 && pod.started_at) {
+      double elapsed = static_cast<double>((clock_.Now() - *pod.started_at).count());
+      return Duration(static_cast<std::int64_t>(elapsed * (100 - *p.percent) / *p.percent));
+    }
+    return std::nullopt;
   };
   know.typical = [&](const std::string& template_name) -> std::optional<Duration> {
     auto it = typical_.find(team + "/" + template_name);

@@ -744,6 +744,28 @@ TEST(WorkflowEngine, TheEtaFollowsTheCriticalPathOfStepsRunningAndStillToCome) {
   EXPECT_EQ(eta->steps_finished, 1);
 }
 
+TEST(WorkflowEngine, PodNameMakesPathsOfConcurrentStepsDistinct) {
+  FakePool pool(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: pods}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: w, template: work, withItems: [a, b]}
+  - name: work
+    outputs: {parameters: [{name: out, valueFrom: {path: "/tmp/{{pod.name}}/out"}}]}
+    container: {image: alpine, command: [sh, -c, "mkdir -p /tmp/{{pod.name}} && echo {{node.name}} > /tmp/{{pod.name}}/out"]}
+)y");
+  pool.Step();
+  const std::string a = pool.JobOf("pods[0].w(0:a)"), b = pool.JobOf("pods[0].w(1:b)");
+  EXPECT_EQ(pool.created.at(a).output_paths.at("out"), "/tmp/" + a + "/out");
+  EXPECT_EQ(pool.created.at(b).output_paths.at("out"), "/tmp/" + b + "/out");
+  EXPECT_THAT(pool.created.at(a).spec.command.at(2), HasSubstr("echo pods[0].w(0:a) > /tmp/" + a));
+}
+
 TEST(WorkflowEngine, JobNamesAreValidAndDistinctPerWorkflowRun) {
   std::string a = JobNameFor("a.very.long.workflow-name-that-goes-on-and-on-and-on-forever", "u1", "x.y");
   EXPECT_LE(a.size(), 63u);
