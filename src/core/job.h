@@ -75,6 +75,11 @@ struct JobSpec {
   // events, logs, run directory) is deleted this long after it ended.
   // Unset: the server's --finished-job-ttl (off by default).
   std::optional<Duration> ttl_after_finished;
+  // Local jobs: a /tmp of their own (a folder of the job's, bound over
+  // /tmp in its sandbox), as a container has; workflow steps get one, so
+  // concurrent steps writing /tmp/out do not collide. Cluster engines give
+  // each job its own node-local space already.
+  bool private_tmp = false;
 
   std::vector<std::string> Argv() const;
 };

@@ -56,6 +56,7 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
                               {"interval", DurationText(spec.progress_endpoint->interval)}};
   }
   if (spec.ttl_after_finished) j["ttl_after_finished"] = DurationText(*spec.ttl_after_finished);
+  if (spec.private_tmp) j["private_tmp"] = true;
   return j;
 }
 

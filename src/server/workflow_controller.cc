@@ -593,6 +593,8 @@ void WorkflowController::Advance(Live& live) {
     spec.command = StepCommand(create, home + kStepDir, home + kInputsDir);
     spec.args.clear();
     spec.labels["headway.dev/workflow"] = workflow_name;
+    // As in a container: concurrent steps writing /tmp/out must not collide.
+    spec.private_tmp = true;
     // Only a spec the job store reads back is submitted (env names, ...).
     Result<Job> submitted = InvalidArgument("not submitted");
     if (auto readable = ParseJobSpec(JobSpecToJson(spec).dump()); !readable.ok()) {

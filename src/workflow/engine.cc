@@ -658,8 +658,7 @@ void Operator::ExecutePod(Node& node, const Call& call, const Scope& scope) {
       } else if (spec_.priority) {
         spec.priority = *spec_.priority;
       }
-      // Argo's pod.name (here the job's name) and node.name: steps share the
-      // machine's /tmp, so concurrent ones write to paths made distinct with them.
+      // Argo's pod.name (here the job's name) and node.name.
       Scope pod_scope = scope;
       pod_scope["pod.name"] = node.job;
       pod_scope["node.name"] = node.name;

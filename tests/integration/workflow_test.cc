@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/time.h"
@@ -14,6 +15,18 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+
+// A folder the test and the workflow steps both see: steps have a /tmp of
+// their own (as containers do), so markers cannot live under the test's
+// folder in /tmp. Named for the server's folder; removed with the test's
+// process by nothing else, so kept tiny.
+std::string Shared(const TestServer& server) {
+  const std::string dir =
+      "/var/tmp/" + std::filesystem::path(server.base_dir()).filename().string() + "-shared";
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::all);
+  return dir;
+}
 
 int Lines(const std::string& path) {
   std::string text = ReadFile(path);
@@ -107,6 +120,34 @@ spec:
   CommandResult list = server.Cli({"get", "workflows"});
   EXPECT_THAT(list.out, HasSubstr("diamond"));
   EXPECT_THAT(list.out, HasSubstr("4/4"));
+}
+
+TEST(Workflows, ConcurrentStepsEachHaveTheirOwnTmp) {
+  TestServer server;
+  CommandResult r = server.Cli({"workflow", "submit", "-", "--wait"}, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: tmps}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: w, template: work, withItems: [a, b, c, d], arguments: {parameters: [{name: v, value: "{{item}}"}]}}
+  - name: work
+    inputs: {parameters: [{name: v}]}
+    outputs: {parameters: [{name: out, valueFrom: {path: /tmp/out.txt}}]}
+    container:
+      image: alpine
+      command: [sh, -c, "test ! -e /tmp/out.txt && echo {{inputs.parameters.v}} > /tmp/out.txt && sleep 0.5 && cat /tmp/out.txt"]
+)y");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json wf = Workflow(server, "tmps");
+  for (const std::string v : {"a", "b", "c", "d"}) {
+    json node = NodeOf(wf, "w(" + std::to_string(v[0] - 'a') + ":" + v + ")");
+    EXPECT_EQ(node["outputs"]["parameters"][0]["value"], v) << wf.dump(2);
+    EXPECT_EQ(node["outputs"]["result"], v);  // still its own after the others wrote theirs
+  }
 }
 
 TEST(Workflows, AnArtifactPassesBetweenStepsThroughTheStoreWithItsLineage) {
@@ -211,8 +252,8 @@ spec:
 
 TEST(Workflows, AFailingStepIsRetriedAfterItsBackoffThenSucceeds) {
   TestServer server;
-  const std::string marker = server.work_dir() + "/failed-once";
-  const std::string starts = server.work_dir() + "/starts";
+  const std::string marker = Shared(server) + "/failed-once";
+  const std::string starts = Shared(server) + "/starts";
   std::string name = SubmitWorkflow(server, R"y(
 apiVersion: argoproj.io/v1alpha1
 kind: Workflow
@@ -243,8 +284,8 @@ spec:
 
 TEST(Workflows, RetryRunsOnlyTheFailedStepAgain) {
   TestServer server;
-  const std::string a_starts = server.work_dir() + "/a", b_starts = server.work_dir() + "/b";
-  const std::string fixed = server.work_dir() + "/fixed";
+  const std::string a_starts = Shared(server) + "/a", b_starts = Shared(server) + "/b";
+  const std::string fixed = Shared(server) + "/fixed";
   SubmitWorkflow(server, R"y(
 apiVersion: argoproj.io/v1alpha1
 kind: Workflow
@@ -277,8 +318,8 @@ spec:
 
 TEST(Workflows, ResubmitMemoizedKeepsTheSucceededStepsAndRunsTheRest) {
   TestServer server;
-  const std::string a_starts = server.work_dir() + "/a", b_starts = server.work_dir() + "/b";
-  const std::string fixed = server.work_dir() + "/fixed";
+  const std::string a_starts = Shared(server) + "/a", b_starts = Shared(server) + "/b";
+  const std::string fixed = Shared(server) + "/fixed";
   SubmitWorkflow(server, R"y(
 apiVersion: argoproj.io/v1alpha1
 kind: Workflow
@@ -317,7 +358,7 @@ spec:
 
 TEST(Workflows, ARunningWorkflowShowsAnEtaFromPastRunsOfItsSteps) {
   TestServer server;
-  const std::string release = server.work_dir() + "/release";
+  const std::string release = Shared(server) + "/release";
   auto manifest = [&](const std::string& name, const std::string& wait) {
     return R"y(
 apiVersion: argoproj.io/v1alpha1
@@ -387,7 +428,7 @@ spec:
 
 TEST(Workflows, AGpuStepWaitsInTheQueueWhileTheGpusAreTaken) {
   TestServer server(/*gpus=*/1);
-  const std::string release = server.work_dir() + "/release";
+  const std::string release = Shared(server) + "/release";
   server.Submit("name: holder\nresources: {gpus_per_process: 1}\ncommand: \"while [ ! -e " +
                 release + " ]; do sleep 0.1; done\"\n");
   ASSERT_TRUE(server.WaitForState("holder", "Running"));
@@ -416,8 +457,8 @@ spec:
 
 TEST(Workflows, AServerKilledMidRunResumesTheWorkflowWithNoStepRunTwice) {
   TestServer server;
-  const std::string release = server.work_dir() + "/release";
-  const std::string a_starts = server.work_dir() + "/a", b_starts = server.work_dir() + "/b";
+  const std::string release = Shared(server) + "/release";
+  const std::string a_starts = Shared(server) + "/a", b_starts = Shared(server) + "/b";
   SubmitWorkflow(server, R"y(
 apiVersion: argoproj.io/v1alpha1
 kind: Workflow
@@ -470,7 +511,7 @@ spec:
 
 TEST(Workflows, AMemoizedStepIsServedFromTheCacheByTheNextWorkflow) {
   TestServer server;
-  const std::string runs = server.work_dir() + "/runs";
+  const std::string runs = Shared(server) + "/runs";
   auto manifest = [&](const std::string& name) {
     return R"y(
 apiVersion: argoproj.io/v1alpha1
@@ -623,7 +664,7 @@ spec:
 
 TEST(Workflows, ACronWorkflowWithForbidFiresAgainOnlyOnceItsRunHasEnded) {
   TestServer server;
-  const std::string release = server.work_dir() + "/release";
+  const std::string release = Shared(server) + "/release";
   const std::string token = server.admin_token();
   json cron = {{"cronWorkflow",
                 {{"apiVersion", "argoproj.io/v1alpha1"},

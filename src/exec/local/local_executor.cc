@@ -287,6 +287,17 @@ class LocalExecutor final : public Executor {
         plan.hidden.push_back(CoverFor(dir, *account));
       }
       plan.exposed = request.job_dirs;
+      if (spec.private_tmp && !request.job_home.empty()) {
+        // Beside the job's home, so it goes with the job's folder.
+        // Made afresh for each attempt: the folders leading to the exposed
+        // ones are made in it by this (root) process, and links a previous
+        // attempt left there must not lead those anywhere else.
+        const std::string tmp = (fs::path(request.job_home).parent_path() / "tmp").string();
+        fs::remove_all(tmp, ec);
+        fs::create_directories(tmp, ec);
+        HEADWAY_RETURN_IF_ERROR(HandOver(tmp, *account, 01777));
+        plan.mapped.emplace_back(tmp, "/tmp");
+      }
       plan.exposed_read_only = request.job_files;
       plan.exposed_read_only.insert(plan.exposed_read_only.end(), request.shared_files.begin(),
                                     request.shared_files.end());

@@ -101,11 +101,24 @@ UnixAccount CurrentAccount() {
 }
 
 nlohmann::json SandboxPlan::ToJson() const {
-  return {{"hidden", hidden}, {"exposed", exposed}, {"exposed_read_only", exposed_read_only}};
+  nlohmann::json mapped_json = nlohmann::json::array();
+  for (const auto& [from, to] : mapped) mapped_json.push_back({from, to});
+  return {{"hidden", hidden},
+          {"exposed", exposed},
+          {"exposed_read_only", exposed_read_only},
+          {"mapped", mapped_json}};
 }
 
 SandboxPlan SandboxPlan::FromJson(const nlohmann::json& j) {
-  return {Strings(j, "hidden"), Strings(j, "exposed"), Strings(j, "exposed_read_only")};
+  SandboxPlan plan{Strings(j, "hidden"), Strings(j, "exposed"), Strings(j, "exposed_read_only"), {}};
+  if (j.contains("mapped") && j["mapped"].is_array()) {
+    for (const auto& pair : j["mapped"]) {
+      if (pair.is_array() && pair.size() == 2 && pair[0].is_string() && pair[1].is_string()) {
+        plan.mapped.emplace_back(pair[0].get<std::string>(), pair[1].get<std::string>());
+      }
+    }
+  }
+  return plan;
 }
 
 Status EnterSandbox(const SandboxPlan& plan) {
@@ -150,10 +163,30 @@ Status EnterSandbox(const SandboxPlan& plan) {
       sources.push_back({path, fd, ro});
     }
   }
+  std::vector<std::pair<int, std::string>> mapped;
+  for (const auto& [from, to] : plan.mapped) {
+    int fd = ::open(from.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+      close_all();
+      for (const auto& m : mapped) ::close(m.first);
+      return Unavailable(Errno("cannot open " + from));
+    }
+    mapped.emplace_back(fd, to);
+  }
   for (const std::string& path : plan.hidden) {
     if (::mount("tmpfs", path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k") != 0) {
       close_all();
+      for (const auto& m : mapped) ::close(m.first);
       return Unavailable(Errno("cannot hide " + path));
+    }
+  }
+  for (const auto& [fd, to] : mapped) {
+    std::string from = "/proc/self/fd/" + std::to_string(fd);
+    int bound = ::mount(from.c_str(), to.c_str(), nullptr, MS_BIND | MS_REC, nullptr);
+    ::close(fd);
+    if (bound != 0) {
+      close_all();
+      return Unavailable(Errno("cannot bind a folder of the job's over " + to));
     }
   }
   // The directories leading to the exposed ones are made in the tmpfs; the

@@ -51,6 +51,9 @@ struct SandboxPlan {
   // (files), after the hidden ones are covered.
   std::vector<std::string> exposed;
   std::vector<std::string> exposed_read_only;
+  // A directory (first) bound over another path (second), before the
+  // exposed ones: a job's own /tmp.
+  std::vector<std::pair<std::string, std::string>> mapped;
 
   nlohmann::json ToJson() const;
   static SandboxPlan FromJson(const nlohmann::json& j);
