@@ -40,7 +40,8 @@ double ProcessCpuSeconds() {
 std::string BigDag(int layers, int width) {
   std::string y =
       "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: big}\nspec:\n"
-      "  entrypoint: main\n  templates:\n  - name: step\n    container: {image: a, command: [\"true\"]}\n"
+      "  entrypoint: main\n  templates:\n  - name: step\n    container: {image: a, command: "
+      "[\"true\"]}\n"
       "  - name: main\n    dag:\n      tasks:\n";
   for (int l = 0; l < layers; ++l) {
     for (int i = 0; i < width; ++i) {
@@ -102,12 +103,13 @@ void EngineBench() {
   }
   double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   double cpu = ProcessCpuSeconds() - cpu0;
-  std::printf("engine: 10,000-task DAG (%d layers x %d, 19,800 edges): parse %.2f s, first steps "
-              "after %.1f ms, %d passes to the end (%s), %zu jobs, %.2f s wall, %.1f us CPU per node "
-              "over the run\n",
-              layers, width, parse_s, first_step_s * 1000, passes,
-              std::string(wf::NodePhaseName(state.phase)).c_str(), created, wall,
-              cpu * 1e6 / static_cast<double>(layers * width));
+  std::printf(
+      "engine: 10,000-task DAG (%d layers x %d, 19,800 edges): parse %.2f s, first steps "
+      "after %.1f ms, %d passes to the end (%s), %zu jobs, %.2f s wall, %.1f us CPU per node "
+      "over the run\n",
+      layers, width, parse_s, first_step_s * 1000, passes,
+      std::string(wf::NodePhaseName(state.phase)).c_str(), created, wall,
+      cpu * 1e6 / static_cast<double>(layers * width));
 
   // 5,000 one-step workflows, one pass each (what accepting them costs the engine).
   auto one = wf::ParseManifest(
@@ -144,7 +146,8 @@ void ServerBench(const std::string& bin, int n) {
           {"metadata", {{"name", "w-" + std::to_string(i)}}},
           {"spec",
            {{"entrypoint", "s"},
-            {"templates", {{{"name", "s"}, {"container", {{"image", "a"}, {"command", {"true"}}}}}}}}}}}};
+            {"templates",
+             {{{"name", "s"}, {"container", {{"image", "a"}, {"command", {"true"}}}}}}}}}}}};
     auto [status, text] = c.Request(http::verb::post, "/api/v1/workflows/default", body.dump());
     if (status != 200) {
       std::fprintf(stderr, "create %d: %d %s\n", i, status, text.c_str());
@@ -165,11 +168,12 @@ void ServerBench(const std::string& bin, int n) {
   }
   double total_s = std::chrono::duration<double>(Clock::now() - t0).count();
   double cpu = headway::bench::CpuSeconds(server.pid()) - cpu0;
-  std::printf("server: %d one-step workflows: accepted in %.1f s (%.0f/s, %.2f ms server CPU "
-              "each), all %d finished after %.1f s = %.0f workflows/min (Argo: 270/min default, "
-              "2,100/min with 5 shards on 50 nodes); server CPU %.1f ms per workflow in all\n",
-              n, accept_s, n / accept_s, accept_cpu * 1000 / n, done, total_s, done * 60 / total_s,
-              cpu * 1000 / n);
+  std::printf(
+      "server: %d one-step workflows: accepted in %.1f s (%.0f/s, %.2f ms server CPU "
+      "each), all %d finished after %.1f s = %.0f workflows/min (Argo: 270/min default, "
+      "2,100/min with 5 shards on 50 nodes); server CPU %.1f ms per workflow in all\n",
+      n, accept_s, n / accept_s, accept_cpu * 1000 / n, done, total_s, done * 60 / total_s,
+      cpu * 1000 / n);
 }
 
 }  // namespace

@@ -12,16 +12,26 @@ using nlohmann::json;
 // gRPC's codes, as Argo Server's gateway puts them in error bodies.
 int GrpcCode(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return 0;
-    case StatusCode::kInvalidArgument: return 3;
-    case StatusCode::kNotFound: return 5;
-    case StatusCode::kConflict: return 6;
-    case StatusCode::kPermissionDenied: return 7;
-    case StatusCode::kResourceExhausted: return 8;
-    case StatusCode::kPayloadTooLarge: return 3;
-    case StatusCode::kUnauthenticated: return 16;
-    case StatusCode::kUnavailable: return 14;
-    case StatusCode::kInternal: return 13;
+    case StatusCode::kOk:
+      return 0;
+    case StatusCode::kInvalidArgument:
+      return 3;
+    case StatusCode::kNotFound:
+      return 5;
+    case StatusCode::kConflict:
+      return 6;
+    case StatusCode::kPermissionDenied:
+      return 7;
+    case StatusCode::kResourceExhausted:
+      return 8;
+    case StatusCode::kPayloadTooLarge:
+      return 3;
+    case StatusCode::kUnauthenticated:
+      return 16;
+    case StatusCode::kUnavailable:
+      return 14;
+    case StatusCode::kInternal:
+      return 13;
   }
   return 2;
 }
@@ -83,8 +93,8 @@ Result<std::map<std::string, std::string>> LabelSelector(const std::string& text
     if (term.empty()) continue;
     std::size_t eq = term.find('=');
     if (eq == std::string::npos || term.find("!=") != std::string::npos) {
-      return InvalidArgument("listOptions.labelSelector: only key=value terms are supported, not '" +
-                             term + "'");
+      return InvalidArgument(
+          "listOptions.labelSelector: only key=value terms are supported, not '" + term + "'");
     }
     std::string value = term.substr(term[eq + 1] == '=' ? eq + 2 : eq + 1);
     out[term.substr(0, eq)] = value;
@@ -201,10 +211,10 @@ void ToArgoError(HttpResponse& response) {
   if (!body.is_object() || !body.contains("error") || !body["error"].is_object()) return;
   const json& e = body["error"];
   StatusCode code = StatusCode::kInternal;
-  for (StatusCode c : {StatusCode::kInvalidArgument, StatusCode::kUnauthenticated,
-                       StatusCode::kPermissionDenied, StatusCode::kNotFound, StatusCode::kConflict,
-                       StatusCode::kPayloadTooLarge, StatusCode::kResourceExhausted,
-                       StatusCode::kInternal, StatusCode::kUnavailable}) {
+  for (StatusCode c :
+       {StatusCode::kInvalidArgument, StatusCode::kUnauthenticated, StatusCode::kPermissionDenied,
+        StatusCode::kNotFound, StatusCode::kConflict, StatusCode::kPayloadTooLarge,
+        StatusCode::kResourceExhausted, StatusCode::kInternal, StatusCode::kUnavailable}) {
     if (StatusCodeName(c) == e.value("code", "")) code = c;
   }
   Status status(code, e.value("message", ""));
@@ -285,48 +295,51 @@ void AddArgoRoutes(Router& router, WorkflowService* service, ArgoAccess access) 
                  return r.service_->ResubmitWorkflow(name, memoized, r.access_.creator());
                });
              }));
-  router.Add("PUT", base + "/{name}/set", [](auto&, auto&) {
-    return NotImplemented("setting a node's outputs");
-  });
-  router.Add("POST", base + "/submit", guarded([](ArgoRoutes& r, auto& req, auto&) {
-               auto body = RequestBody(req);
-               if (!body.ok()) return Error(body.status());
-               auto kind = StringField(*body, "resourceKind");
-               auto name = StringField(*body, "resourceName");
-               if (!kind.ok()) return Error(kind.status());
-               if (!name.ok()) return Error(name.status());
-               std::string k = *kind;
-               if (k == "workflowtemplate" || k == "WorkflowTemplate") k = std::string(kWorkflowTemplateKind);
-               if (k == "cronworkflow" || k == "CronWorkflow" || k == "cronwf") k = std::string(kCronWorkflowKind);
-               if (k != kWorkflowTemplateKind && k != kCronWorkflowKind) {
-                 return Error(InvalidArgument("resourceKind must be WorkflowTemplate or CronWorkflow"));
-               }
-               auto source = r.service_->GetManifest(k, *name);
-               if (!source.ok()) return Error(source.status());
-               if (Status s = r.access_.may_change(source->team); !s.ok()) return Error(s);
-               SubmitOptions options;
-               if (body->contains("submitOptions") && (*body)["submitOptions"].is_object()) {
-                 const json& o = (*body)["submitOptions"];
-                 if (o.contains("parameters") && o["parameters"].is_array()) {
-                   for (const json& p : o["parameters"]) {
-                     if (!p.is_string()) return Error(InvalidArgument("submitOptions.parameters must be strings"));
-                     options.parameters.push_back(p);
-                   }
-                 }
-                 auto labels = StringField(o, "labels");
-                 auto wf_name = StringField(o, "name");
-                 auto generate = StringField(o, "generateName");
-                 for (auto* f : {&labels, &wf_name, &generate}) {
-                   if (!f->ok()) return Error(f->status());
-                 }
-                 options.labels = *labels;
-                 options.name = *wf_name;
-                 options.generate_name = *generate;
-               }
-               auto view = r.service_->SubmitFrom(k, *name, options, r.access_.creator());
-               if (!view.ok()) return Error(view.status());
-               return Json(200, view->body);
-             }));
+  router.Add("PUT", base + "/{name}/set",
+             [](auto&, auto&) { return NotImplemented("setting a node's outputs"); });
+  router.Add(
+      "POST", base + "/submit", guarded([](ArgoRoutes& r, auto& req, auto&) {
+        auto body = RequestBody(req);
+        if (!body.ok()) return Error(body.status());
+        auto kind = StringField(*body, "resourceKind");
+        auto name = StringField(*body, "resourceName");
+        if (!kind.ok()) return Error(kind.status());
+        if (!name.ok()) return Error(name.status());
+        std::string k = *kind;
+        if (k == "workflowtemplate" || k == "WorkflowTemplate")
+          k = std::string(kWorkflowTemplateKind);
+        if (k == "cronworkflow" || k == "CronWorkflow" || k == "cronwf")
+          k = std::string(kCronWorkflowKind);
+        if (k != kWorkflowTemplateKind && k != kCronWorkflowKind) {
+          return Error(InvalidArgument("resourceKind must be WorkflowTemplate or CronWorkflow"));
+        }
+        auto source = r.service_->GetManifest(k, *name);
+        if (!source.ok()) return Error(source.status());
+        if (Status s = r.access_.may_change(source->team); !s.ok()) return Error(s);
+        SubmitOptions options;
+        if (body->contains("submitOptions") && (*body)["submitOptions"].is_object()) {
+          const json& o = (*body)["submitOptions"];
+          if (o.contains("parameters") && o["parameters"].is_array()) {
+            for (const json& p : o["parameters"]) {
+              if (!p.is_string())
+                return Error(InvalidArgument("submitOptions.parameters must be strings"));
+              options.parameters.push_back(p);
+            }
+          }
+          auto labels = StringField(o, "labels");
+          auto wf_name = StringField(o, "name");
+          auto generate = StringField(o, "generateName");
+          for (auto* f : {&labels, &wf_name, &generate}) {
+            if (!f->ok()) return Error(f->status());
+          }
+          options.labels = *labels;
+          options.name = *wf_name;
+          options.generate_name = *generate;
+        }
+        auto view = r.service_->SubmitFrom(k, *name, options, r.access_.creator());
+        if (!view.ok()) return Error(view.status());
+        return Json(200, view->body);
+      }));
   router.Add("GET", "/api/v1/info", [](auto&, auto&) {
     return Json(200, {{"modals", json::object()}, {"navColor", ""}});
   });
@@ -338,8 +351,9 @@ void AddArgoRoutes(Router& router, WorkflowService* service, ArgoAccess access) 
     std::string_view kind;
     const char* key;
   };
-  for (const Library& lib : {Library{"/api/v1/workflow-templates/{ns}", kWorkflowTemplateKind, "template"},
-                             Library{"/api/v1/cron-workflows/{ns}", kCronWorkflowKind, "cronWorkflow"}}) {
+  for (const Library& lib :
+       {Library{"/api/v1/workflow-templates/{ns}", kWorkflowTemplateKind, "template"},
+        Library{"/api/v1/cron-workflows/{ns}", kCronWorkflowKind, "cronWorkflow"}}) {
     const std::string kind(lib.kind);
     const std::string key = lib.key;
     auto manifest_of = [key](const HttpRequest& req) -> Result<std::string> {
@@ -354,7 +368,8 @@ void AddArgoRoutes(Router& router, WorkflowService* service, ArgoAccess access) 
                  guarded([kind, manifest_of, lint](ArgoRoutes& r, auto& req, auto& p) {
                    auto manifest = manifest_of(req);
                    if (!manifest.ok()) return Error(manifest.status());
-                   auto view = r.service_->CreateManifest(kind, *manifest, p.at("ns"), r.access_.admit, lint);
+                   auto view = r.service_->CreateManifest(kind, *manifest, p.at("ns"),
+                                                          r.access_.admit, lint);
                    if (!view.ok()) return Error(view.status());
                    return Json(200, view->body);
                  }));
@@ -374,7 +389,8 @@ void AddArgoRoutes(Router& router, WorkflowService* service, ArgoAccess access) 
                  if (Status s = r.access_.may_see(view->team); !s.ok()) return Error(s);
                  return Json(200, view->body);
                }));
-    router.Add("PUT", lib.path + "/{name}", guarded([kind, manifest_of](ArgoRoutes& r, auto& req, auto& p) {
+    router.Add("PUT", lib.path + "/{name}",
+               guarded([kind, manifest_of](ArgoRoutes& r, auto& req, auto& p) {
                  auto current = r.service_->GetManifest(kind, p.at("name"));
                  if (!current.ok()) return Error(current.status());
                  if (Status s = r.access_.may_see(current->team); !s.ok()) return Error(s);
@@ -390,21 +406,24 @@ void AddArgoRoutes(Router& router, WorkflowService* service, ArgoAccess access) 
                  if (!current.ok()) return Error(current.status());
                  if (Status s = r.access_.may_see(current->team); !s.ok()) return Error(s);
                  if (Status s = r.access_.may_change(current->team); !s.ok()) return Error(s);
-                 if (Status s = r.service_->DeleteManifest(kind, p.at("name")); !s.ok()) return Error(s);
+                 if (Status s = r.service_->DeleteManifest(kind, p.at("name")); !s.ok())
+                   return Error(s);
                  return Json(200, json::object());
                }));
   }
   for (bool suspend : {true, false}) {
-    router.Add("PUT", std::string("/api/v1/cron-workflows/{ns}/{name}/") + (suspend ? "suspend" : "resume"),
-               guarded([suspend](ArgoRoutes& r, auto&, auto& p) {
-                 auto current = r.service_->GetManifest(kCronWorkflowKind, p.at("name"));
-                 if (!current.ok()) return Error(current.status());
-                 if (Status s = r.access_.may_see(current->team); !s.ok()) return Error(s);
-                 if (Status s = r.access_.may_change(current->team); !s.ok()) return Error(s);
-                 auto view = r.service_->SuspendCron(p.at("name"), suspend);
-                 if (!view.ok()) return Error(view.status());
-                 return Json(200, view->body);
-               }));
+    router.Add(
+        "PUT",
+        std::string("/api/v1/cron-workflows/{ns}/{name}/") + (suspend ? "suspend" : "resume"),
+        guarded([suspend](ArgoRoutes& r, auto&, auto& p) {
+          auto current = r.service_->GetManifest(kCronWorkflowKind, p.at("name"));
+          if (!current.ok()) return Error(current.status());
+          if (Status s = r.access_.may_see(current->team); !s.ok()) return Error(s);
+          if (Status s = r.access_.may_change(current->team); !s.ok()) return Error(s);
+          auto view = r.service_->SuspendCron(p.at("name"), suspend);
+          if (!view.ok()) return Error(view.status());
+          return Json(200, view->body);
+        }));
   }
   router.Add("GET", "/api/v1/archived-workflows",
              [](auto&, auto&) { return NotImplemented("the workflow archive"); });

@@ -13,6 +13,8 @@
 #include <optional>
 #include <set>
 
+#include "api/argo_routes.h"
+#include "api/artifact_json.h"
 #include "api/auth.h"
 #include "api/dashboard.h"
 #include "api/job_json.h"
@@ -20,8 +22,6 @@
 #include "api/log_stream.h"
 #include "api/prometheus.h"
 #include "api/request_guard.h"
-#include "api/argo_routes.h"
-#include "api/artifact_json.h"
 #include "api/router.h"
 #include "api/watch.h"
 #include "core/job_spec_parser.h"

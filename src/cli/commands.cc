@@ -1595,8 +1595,8 @@ int WorkflowList(const Options& o) {
 }
 
 // The node tree of a workflow, as `argo get` prints it.
-void PrintNodeTree(const json& nodes, const std::string& id, const std::string& indent,
-                   Time now, std::vector<std::vector<std::string>>& rows, int depth = 0) {
+void PrintNodeTree(const json& nodes, const std::string& id, const std::string& indent, Time now,
+                   std::vector<std::vector<std::string>>& rows, int depth = 0) {
   if (!nodes.contains(id) || depth > 64) return;
   const json& n = nodes[id];
   std::string type = Or(n, "type");
@@ -1610,7 +1610,8 @@ void PrintNodeTree(const json& nodes, const std::string& id, const std::string& 
   if (!n.contains("children")) return;
   std::string next = type == "StepGroup" ? indent : indent + "  ";
   for (const auto& child : n["children"]) {
-    if (child.is_string()) PrintNodeTree(nodes, child.get<std::string>(), next, now, rows, depth + 1);
+    if (child.is_string())
+      PrintNodeTree(nodes, child.get<std::string>(), next, now, rows, depth + 1);
   }
 }
 
@@ -1624,17 +1625,22 @@ int PrintWorkflow(const Options& o, const json& wf) {
   Time now = SystemClock().Now();
   const json& status = wf["status"];
   std::cout << "Name:         " << Safe(name) << "\n"
-            << "Team:         " << Safe(wf["metadata"]["labels"].value("headway.dev/team", "-")) << "\n"
+            << "Team:         " << Safe(wf["metadata"]["labels"].value("headway.dev/team", "-"))
+            << "\n"
             << "Status:       " << Safe(WorkflowPhase(wf)) << "\n";
-  if (status.contains("message")) std::cout << "Message:      " << Safe(Or(status, "message")) << "\n";
-  std::cout << "Created:      " << Safe(Age(wf["metadata"].value("creationTimestamp", ""), now)) << " ago\n"
-            << "Duration:     " << Safe(Between(status["startedAt"], status["finishedAt"], now)) << "\n"
+  if (status.contains("message"))
+    std::cout << "Message:      " << Safe(Or(status, "message")) << "\n";
+  std::cout << "Created:      " << Safe(Age(wf["metadata"].value("creationTimestamp", ""), now))
+            << " ago\n"
+            << "Duration:     " << Safe(Between(status["startedAt"], status["finishedAt"], now))
+            << "\n"
             << "Progress:     " << Safe(WorkflowProgress(status)) << "\n";
   if (status.contains("headway") && status["headway"].is_object()) {
     const json& h = status["headway"];
     std::cout << "ETA:          " << Safe(WorkflowEta(status)) << "\n"
               << "Health:       " << Safe(Or(h, "health")) << "\n";
-    if (h.contains("critical_path") && h["critical_path"].is_array() && !h["critical_path"].empty()) {
+    if (h.contains("critical_path") && h["critical_path"].is_array() &&
+        !h["critical_path"].empty()) {
       std::string path;
       for (const auto& id : h["critical_path"]) {
         if (id.is_string()) path += (path.empty() ? "" : " -> ") + id.get<std::string>();
@@ -1651,13 +1657,15 @@ int PrintWorkflow(const Options& o, const json& wf) {
   if (status.contains("nodes") && status["nodes"].is_object()) {
     std::vector<std::vector<std::string>> rows;
     PrintNodeTree(status["nodes"], name, "", now, rows);
-    if (status["nodes"].contains(name + "-onExit") || true) {
-      // Exit handlers hang off no parent: list them after the tree.
-      for (const auto& [id, n] : status["nodes"].items()) {
-        if (n.value("name", "") == name + ".onExit") PrintNodeTree(status["nodes"], id, "", now, rows);
+    // The exit handler hangs off no parent: listed after the tree.
+    for (const auto& [id, n] : status["nodes"].items()) {
+      if (n.value("name", "") == name + ".onExit") {
+        PrintNodeTree(status["nodes"], id, "", now, rows);
       }
     }
-    std::cout << "\n" << FormatTable({"STEP", "TEMPLATE", "TYPE", "PHASE", "JOB", "DURATION", "MESSAGE"}, rows);
+    std::cout << "\n"
+              << FormatTable({"STEP", "TEMPLATE", "TYPE", "PHASE", "JOB", "DURATION", "MESSAGE"},
+                             rows);
   }
   return kExitOk;
 }
@@ -1721,9 +1729,11 @@ int WorkflowAct(const Options& o, const std::string& action) {
                         body.dump());
   if (!wf) return client.exit_code;
   if (PrintStructured(o, *wf)) return kExitOk;
-  static const std::map<std::string, std::string> kDone = {
-      {"suspend", "suspended"}, {"resume", "resumed"}, {"stop", "stopping"},
-      {"terminate", "terminating"}, {"retry", "retrying"}};
+  static const std::map<std::string, std::string> kDone = {{"suspend", "suspended"},
+                                                           {"resume", "resumed"},
+                                                           {"stop", "stopping"},
+                                                           {"terminate", "terminating"},
+                                                           {"retry", "retrying"}};
   std::cout << "workflow/" << Safe(o.name) << " " << kDone.at(action) << "\n";
   return kExitOk;
 }
@@ -1766,7 +1776,8 @@ int WorkflowLogs(const Options& o) {
       pods.emplace_back(n.value("startedAt", ""), n);
     }
   }
-  std::sort(pods.begin(), pods.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(pods.begin(), pods.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   int rc = kExitOk;
   for (const auto& [started, n] : pods) {
     const std::string job = n["headway"].value("job", "");
@@ -1852,8 +1863,8 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   auto* get = app.add_subcommand("get", "List resources (jobs, queues, nodes)");
   get->add_option("resource", o.resource, "what to list")
       ->required()
-      ->check(CLI::IsMember({"jobs", "job", "queues", "queue", "nodes", "node", "workflows",
-                             "workflow", "wf"}));
+      ->check(CLI::IsMember(
+          {"jobs", "job", "queues", "queue", "nodes", "node", "workflows", "workflow", "wf"}));
   get->add_option("name", o.name, "one job's name");
   get->add_option("--state", o.state, "only jobs in this state (Queued, Running, ...)");
   get->add_option("--team", o.team, "only this team's jobs");
@@ -1889,7 +1900,8 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   exp_stop->callback([&exit_code, &o] { exit_code = ExpStop(o); });
 
   auto* workflow = app.add_subcommand(
-      "workflow", "Argo-compatible workflows: submit, get, list, logs, retry, suspend, resume, stop, delete");
+      "workflow",
+      "Argo-compatible workflows: submit, get, list, logs, retry, suspend, resume, stop, delete");
   workflow->alias("wf");
   workflow->require_subcommand(1);
   auto* wf_submit = workflow->add_subcommand("submit", "Submit an Argo Workflow (YAML or JSON)");
@@ -1898,7 +1910,8 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   AddOutputFlag(wf_submit, o, {"json", "yaml", "name"});
   wf_submit->callback([&exit_code, &o] { exit_code = WorkflowSubmit(o); });
   auto* wf_list = workflow->add_subcommand("list", "List workflows, newest first");
-  wf_list->add_option("--status", o.state, "only workflows in this phase (Running, Succeeded, ...)");
+  wf_list->add_option("--status", o.state,
+                      "only workflows in this phase (Running, Succeeded, ...)");
   wf_list->add_option("-l,--selector", o.labels, "label filter key=value (repeatable)");
   AddOutputFlag(wf_list, o, {"json", "yaml", "name"});
   wf_list->callback([&exit_code, &o] { exit_code = WorkflowList(o); });
@@ -1908,15 +1921,19 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
     AddOutputFlag(wf_get, o, {"json", "yaml", "name"});
     wf_get->callback([&exit_code, &o] { exit_code = WorkflowGet(o); });
   }
-  auto* wf_logs = workflow->add_subcommand("logs", "Every step's output, each line with its step's name");
+  auto* wf_logs =
+      workflow->add_subcommand("logs", "Every step's output, each line with its step's name");
   wf_logs->add_option("name", o.name, "workflow name")->required();
   wf_logs->callback([&exit_code, &o] { exit_code = WorkflowLogs(o); });
-  auto* wf_resubmit = workflow->add_subcommand("resubmit", "Run a workflow again as a new one (NAME-xxxxx)");
+  auto* wf_resubmit =
+      workflow->add_subcommand("resubmit", "Run a workflow again as a new one (NAME-xxxxx)");
   wf_resubmit->add_option("name", o.name, "workflow name")->required();
-  wf_resubmit->add_flag("--memoized", o.memoized, "keep the steps that succeeded; run only the others");
+  wf_resubmit->add_flag("--memoized", o.memoized,
+                        "keep the steps that succeeded; run only the others");
   AddOutputFlag(wf_resubmit, o, {"json", "yaml", "name"});
   wf_resubmit->callback([&exit_code, &o] { exit_code = WorkflowResubmit(o); });
-  auto* wf_retry = workflow->add_subcommand("retry", "Run the failed steps again, with what depends on them");
+  auto* wf_retry =
+      workflow->add_subcommand("retry", "Run the failed steps again, with what depends on them");
   wf_retry->add_option("name", o.name, "workflow name")->required();
   wf_retry->add_flag("--restart-successful", o.restart_successful,
                      "also run again the succeeded steps that --node-field-selector names");
@@ -1935,7 +1952,8 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
     std::string action = verb;
     cmd->callback([&exit_code, &o, action] { exit_code = WorkflowAct(o, action); });
   }
-  auto* wf_delete = workflow->add_subcommand("delete", "Delete a workflow (its running steps are stopped)");
+  auto* wf_delete =
+      workflow->add_subcommand("delete", "Delete a workflow (its running steps are stopped)");
   wf_delete->add_option("name", o.name, "workflow name")->required();
   wf_delete->callback([&exit_code, &o] { exit_code = WorkflowDelete(o); });
 

@@ -151,10 +151,8 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
        }},
       {"resources",
        [&](const std::string& f, const YAML::Node& v) { return ForEachField(f, v, resources); }},
-      {"restart_policy",
-       [&](const std::string& f, const YAML::Node& v) {
-         return ForEachField(f, v, restart_policy);
-       }},
+      {"restart_policy", [&](const std::string& f,
+                             const YAML::Node& v) { return ForEachField(f, v, restart_policy); }},
       {"policies",
        [&](const std::string& f, const YAML::Node& v) { return ForEachField(f, v, policies); }},
       {"time_limit",

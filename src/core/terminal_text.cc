@@ -174,4 +174,16 @@ std::string TruncateToWidth(std::string_view text, std::size_t width, bool ellip
   return out;
 }
 
+std::string ShellQuote(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
 }  // namespace headway

@@ -19,6 +19,10 @@ namespace headway {
 // `keep_newlines`, "\n" stays a line break (for multi-line text).
 std::string EscapeForTerminal(std::string_view text, bool keep_newlines = false);
 
+// `text` as one word for a POSIX shell, in single quotes: safe for any value
+// (a ' inside becomes '\'').
+std::string ShellQuote(std::string_view text);
+
 // Columns `text` takes on a terminal: UTF-8 aware, East Asian wide and
 // fullwidth characters (CJK, Hangul, most emoji) count 2, combining marks
 // and zero-width characters 0, everything else 1. Meant for text already

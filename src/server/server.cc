@@ -1,11 +1,11 @@
 #include "server/server.h"
 
-#include <signal.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <cmath>
@@ -21,22 +21,22 @@
 #include "api/auth.h"
 #include "api/http_server.h"
 #include "api/request_guard.h"
-#include "core/run_as.h"
 #include "api/rest_api.h"
 #include "api/watch_cache.h"
+#include "artifact/local/local_object_store.h"
+#include "artifact/s3/s3_object_store.h"
+#include "core/run_as.h"
 #include "core/team_policy.h"
 #include "exec/command_runner.h"
 #include "exec/executor.h"
 #include "exec/local/gpu_inventory.h"
 #include "exec/local/local_executor.h"
-#include "artifact/local/local_object_store.h"
-#include "artifact/s3/s3_object_store.h"
 #include "server/artifact_manager.h"
 #include "server/experiment_controller.h"
-#include "server/workflow_controller.h"
 #include "server/job_controller.h"
 #include "server/user_tokens.h"
 #include "server/webhook_notifier.h"
+#include "server/workflow_controller.h"
 #include "store/store.h"
 
 namespace headway {

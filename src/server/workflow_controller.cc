@@ -5,15 +5,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <cmath>
 #include <random>
 
 #include "artifact/file_digest.h"
 #include "core/artifact.h"
 #include "core/job_spec_json.h"
 #include "core/job_spec_parser.h"
+#include "core/terminal_text.h"
 #include "workflow/cron.h"
 #include "workflow/manifest.h"
 #include "workflow/progress.h"
@@ -35,18 +36,6 @@ constexpr std::size_t kMaxOutputRead = 256 * 1024 + 1;
 // One argument carries a script's source (Linux bounds one at 128 kB).
 constexpr std::size_t kMaxScriptBytes = 120 * 1024;
 
-std::string ShellQuote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 std::string RandomSuffix() {
   static thread_local std::mt19937 rng(std::random_device{}());
   static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
@@ -59,9 +48,9 @@ std::string RandomUid() {
   static thread_local std::mt19937_64 rng(std::random_device{}());
   char buf[37];
   std::uint64_t a = rng(), b = rng();
-  std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-%04x-%012llx",
-                static_cast<unsigned>(a >> 32), static_cast<unsigned>((a >> 16) & 0xffff),
-                static_cast<unsigned>(a & 0xfff), static_cast<unsigned>(((b >> 48) & 0x3fff) | 0x8000),
+  std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xfff),
+                static_cast<unsigned>(((b >> 48) & 0x3fff) | 0x8000),
                 static_cast<unsigned long long>(b & 0xffffffffffffull));
   return buf;
 }
@@ -96,9 +85,12 @@ int OpenDirNoFollow(int dirfd, const char* name) {
 
 const char* ShutdownName(wf::Shutdown s) {
   switch (s) {
-    case wf::Shutdown::kStop: return "Stop";
-    case wf::Shutdown::kTerminate: return "Terminate";
-    case wf::Shutdown::kNone: return "";
+    case wf::Shutdown::kStop:
+      return "Stop";
+    case wf::Shutdown::kTerminate:
+      return "Terminate";
+    case wf::Shutdown::kNone:
+      return "";
   }
   return "";
 }
@@ -137,7 +129,8 @@ void StateFromStatusJson(const json& s, wf::WorkflowState& state) {
   state.message = s.value("message", "");
   if (s.contains("startedAt")) state.started_at = ParseRfc3339(s.value("startedAt", ""));
   // Argo's phase reads Running before the first pass; the engine starts it.
-  if (!state.started_at && state.phase == wf::NodePhase::kRunning) state.phase = wf::NodePhase::kPending;
+  if (!state.started_at && state.phase == wf::NodePhase::kRunning)
+    state.phase = wf::NodePhase::kPending;
   if (s.contains("finishedAt")) state.finished_at = ParseRfc3339(s.value("finishedAt", ""));
   state.suspended = s.value("suspended", false);
   std::string shutdown = s.value("shutdown", "");
@@ -169,8 +162,8 @@ std::vector<std::string> StepCommand(const wf::JobToCreate& job, const std::stri
   for (const wf::InputArtifact& a : job.input_artifacts) {
     const std::string path = ShellQuote(a.path), staged = "\"$in/\"" + ShellQuote(a.name);
     script += "if [ -f " + staged + ".tar ]; then mkdir -p " + path + " && tar -xf " + staged +
-              ".tar -C " + path + " || exit 1; else mkdir -p \"$(dirname " + path + ")\" && cp -- " +
-              staged + " " + path + " || exit 1; fi\n";
+              ".tar -C " + path + " || exit 1; else mkdir -p \"$(dirname " + path +
+              ")\" && cp -- " + staged + " " + path + " || exit 1; fi\n";
   }
   script +=
       "if [ \"$kind\" = script ]; then\n"
@@ -179,7 +172,9 @@ std::vector<std::string> StepCommand(const wf::JobToCreate& job, const std::stri
       "fi\n"
       "unset source\n"
       "mkfifo \"$d/stdout.fifo\" || exit 1\n"
-      "head -c " + std::to_string(kMaxOutputRead) + " < \"$d/stdout.fifo\" > \"$d/stdout\" & h=$!\n"
+      "head -c " +
+      std::to_string(kMaxOutputRead) +
+      " < \"$d/stdout.fifo\" > \"$d/stdout\" & h=$!\n"
       "{ \"$@\"; echo $? > \"$d/exit-code\"; } | tee -p \"$d/stdout.fifo\"\n"
       "wait $h\n"
       "rc=$(cat \"$d/exit-code\" 2>/dev/null || echo 1)\n";
@@ -194,9 +189,14 @@ std::vector<std::string> StepCommand(const wf::JobToCreate& job, const std::stri
               " || rc=1; fi; fi\n";
   }
   script += "exit $rc\n";
-  std::vector<std::string> argv = {"/bin/sh", "-c", script, "headway-step", step_dir,
+  std::vector<std::string> argv = {"/bin/sh",
+                                   "-c",
+                                   script,
+                                   "headway-step",
+                                   step_dir,
                                    job.script_source ? "script" : "container",
-                                   job.script_source.value_or(""), inputs_dir};
+                                   job.script_source.value_or(""),
+                                   inputs_dir};
   argv.insert(argv.end(), job.spec.command.begin(), job.spec.command.end());
   argv.insert(argv.end(), job.spec.args.begin(), job.spec.args.end());
   return argv;
@@ -286,7 +286,7 @@ Result<WorkflowController::Live*> WorkflowController::Load(std::string_view name
 }
 
 std::optional<wf::JobObservation> WorkflowController::Observe(const Live& live,
-                                                             const std::string& job_name) {
+                                                              const std::string& job_name) {
   auto job = jobs_.Get(job_name);
   if (!job.ok()) return std::nullopt;
   wf::JobObservation seen;
@@ -450,9 +450,10 @@ Status WorkflowController::StageInputs(const Live& live, const wf::JobToCreate& 
     auto ref = ParseArtifactRef(in.ref);
     if (!ref.ok()) return InvalidArgument(where + ref.status().message());
     auto artifact = artifacts_->Get(ref->name, ref->version);
-    if (!artifact.ok()) return artifact.status().code() == StatusCode::kNotFound
-                                   ? NotFound(where + "no artifact " + in.ref)
-                                   : artifact.status();
+    if (!artifact.ok())
+      return artifact.status().code() == StatusCode::kNotFound
+                 ? NotFound(where + "no artifact " + in.ref)
+                 : artifact.status();
     // A workflow reads its own team's artifacts only.
     if (artifact->team != live.record.team) return NotFound(where + "no artifact " + in.ref);
     const bool tar = artifact->labels.count("headway.dev/archive") &&
@@ -472,8 +473,8 @@ Status WorkflowController::StageInputs(const Live& live, const wf::JobToCreate& 
 }
 
 std::optional<wf::MemoEntry> WorkflowController::MemoLookup(const std::string& team,
-                                                           const std::string& cache,
-                                                           const std::string& key) {
+                                                            const std::string& cache,
+                                                            const std::string& key) {
   auto found = store_.GetWorkflowManifest("Memo", team + "/" + cache + "/" + key);
   if (!found.ok()) return std::nullopt;
   json body = json::parse(found->body, nullptr, false);
@@ -525,7 +526,8 @@ Status WorkflowController::Save(Live& live) {
   record.started_at = live.state.started_at;
   record.finished_at = live.state.finished_at;
   json previous = json::parse(live.record.status, nullptr, false);
-  std::string namespace_ = previous.is_object() ? previous.value("namespace", "default") : "default";
+  std::string namespace_ =
+      previous.is_object() ? previous.value("namespace", "default") : "default";
   record.status = StatusJson(live.state, namespace_, root ? root->progress : "").dump();
   HEADWAY_RETURN_IF_ERROR(store_.SaveWorkflow(record, changed));
   live.record = std::move(record);
@@ -723,8 +725,8 @@ Result<api::WorkflowView> WorkflowController::CreateWorkflow(std::string_view te
     return InvalidArgument("kind: expected a Workflow").WithField("kind");
   }
   wf::Workflow workflow = std::get<wf::Workflow>(std::move(manifest->resource));
-  std::string team = wf::HeadwayValue(workflow.metadata, nullptr, wf::kTeamKey)
-                         .value_or(JobSpec().team);
+  std::string team =
+      wf::HeadwayValue(workflow.metadata, nullptr, wf::kTeamKey).value_or(JobSpec().team);
   if (admit) HEADWAY_RETURN_IF_ERROR(admit(team));
   std::string ns = namespace_.empty() ? workflow.metadata.namespace_ : std::string(namespace_);
   std::lock_guard lock(mu_);
@@ -785,7 +787,8 @@ Result<api::WorkflowView> WorkflowController::GetWorkflow(std::string_view name)
   return view;
 }
 
-Result<std::vector<api::WorkflowView>> WorkflowController::ListWorkflows(const WorkflowFilter& filter) {
+Result<std::vector<api::WorkflowView>> WorkflowController::ListWorkflows(
+    const WorkflowFilter& filter) {
   auto records = store_.ListWorkflows(filter);
   if (!records.ok()) return records.status();
   std::vector<api::WorkflowView> out;
@@ -855,7 +858,8 @@ Result<api::WorkflowView> WorkflowController::SuspendWorkflow(std::string_view n
 
 Result<api::WorkflowView> WorkflowController::ResumeWorkflow(std::string_view name) {
   Time now = clock_.Now();
-  return Mutate(name, [now](wf::WorkflowState& s, std::string& e) { return wf::Resume(s, now, &e); });
+  return Mutate(name,
+                [now](wf::WorkflowState& s, std::string& e) { return wf::Resume(s, now, &e); });
 }
 
 Result<api::WorkflowView> WorkflowController::StopWorkflow(std::string_view name, bool terminate) {
@@ -873,8 +877,7 @@ Result<api::WorkflowView> WorkflowController::RetryWorkflow(std::string_view nam
   });
 }
 
-Result<api::WorkflowView> WorkflowController::ResubmitWorkflow(std::string_view name,
-                                                               bool memoized,
+Result<api::WorkflowView> WorkflowController::ResubmitWorkflow(std::string_view name, bool memoized,
                                                                const std::string& created_by) {
   std::lock_guard lock(mu_);
   auto old = Load(name);
@@ -981,12 +984,13 @@ wf::ObjectMeta& MetadataOf(wf::Manifest& manifest) {
 
 Result<wf::Manifest> ParseStored(const WorkflowManifestRecord& record) {
   json body = json::parse(record.body, nullptr, false);
-  if (!body.is_object()) return Internal("stored " + record.kind + " '" + record.name + "' is unreadable");
+  if (!body.is_object())
+    return Internal("stored " + record.kind + " '" + record.name + "' is unreadable");
   body.erase("status");
   auto manifest = wf::ParseManifest(body.dump());
   if (!manifest.ok()) {
-    return Internal("stored " + record.kind + " '" + record.name + "' is unreadable: " +
-                    manifest.status().message());
+    return Internal("stored " + record.kind + " '" + record.name +
+                    "' is unreadable: " + manifest.status().message());
   }
   return manifest;
 }
@@ -1123,7 +1127,8 @@ Result<api::ManifestView> WorkflowController::SuspendCron(std::string_view name,
   auto record = store_.GetWorkflowManifest(api::kCronWorkflowKind, name);
   if (!record.ok()) return record.status();
   json body = json::parse(record->body, nullptr, false);
-  if (!body.is_object()) return Internal("stored CronWorkflow '" + std::string(name) + "' is unreadable");
+  if (!body.is_object())
+    return Internal("stored CronWorkflow '" + std::string(name) + "' is unreadable");
   body["spec"]["suspend"] = suspend;
   record->body = body.dump();
   record->updated_at = clock_.Now();
@@ -1134,8 +1139,9 @@ Result<api::ManifestView> WorkflowController::SuspendCron(std::string_view name,
 Status WorkflowController::MergeTemplateRef(wf::Workflow& workflow, const std::string& team) {
   const wf::WorkflowTemplateRef ref = *workflow.spec.workflow_template_ref;
   if (ref.cluster_scope) {
-    return InvalidArgument("spec.workflowTemplateRef.clusterScope: ClusterWorkflowTemplates are "
-                           "not supported; use a WorkflowTemplate")
+    return InvalidArgument(
+               "spec.workflowTemplateRef.clusterScope: ClusterWorkflowTemplates are "
+               "not supported; use a WorkflowTemplate")
         .WithField("spec.workflowTemplateRef");
   }
   auto record = store_.GetWorkflowManifest(api::kWorkflowTemplateKind, ref.name);
@@ -1274,7 +1280,8 @@ void WorkflowController::RunCrons() {
                       ? body["status"]
                       : json::object();
     std::optional<Time> last;
-    if (status.contains("lastScheduledTime")) last = ParseRfc3339(status.value("lastScheduledTime", ""));
+    if (status.contains("lastScheduledTime"))
+      last = ParseRfc3339(status.value("lastScheduledTime", ""));
     // Its workflows, newest first: the running ones count for the policy.
     WorkflowFilter mine;
     mine.labels[kCronLabel] = record.name;
@@ -1324,7 +1331,8 @@ void WorkflowController::RunCrons() {
     }
     json active_refs = json::array();
     for (const std::string& name : active) {
-      active_refs.push_back({{"kind", "Workflow"}, {"name", name}, {"apiVersion", "argoproj.io/v1alpha1"}});
+      active_refs.push_back(
+          {{"kind", "Workflow"}, {"name", name}, {"apiVersion", "argoproj.io/v1alpha1"}});
     }
     status["active"] = active_refs;
     if (!status.contains("conditions")) status["conditions"] = json::array();

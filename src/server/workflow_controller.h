@@ -51,8 +51,8 @@ class WorkflowController final : public api::WorkflowService {
  public:
   // `data_dir` is the server's (jobs' homes are under it). Without
   // `artifacts`, steps that pass artifacts end in Error.
-  WorkflowController(Store& store, api::JobService& jobs, const Clock& clock,
-                     std::string data_dir, api::ArtifactService* artifacts = nullptr);
+  WorkflowController(Store& store, api::JobService& jobs, const Clock& clock, std::string data_dir,
+                     api::ArtifactService* artifacts = nullptr);
 
   // One pass: every unfinished workflow whose jobs changed or whose timer is due.
   void Tick();
@@ -145,10 +145,10 @@ class WorkflowController final : public api::WorkflowService {
   api::ArtifactService* artifacts_;
   std::mutex mu_;  // serialises workflow mutations
   std::condition_variable wake_;
-  bool shutdown_ = false;                 // guarded by mu_
-  bool woken_ = false;                    // guarded by mu_
-  std::map<std::string, Live> live_;      // guarded by mu_: unfinished workflows by name
-  bool loaded_ = false;                   // guarded by mu_: live_ read from the store
+  bool shutdown_ = false;             // guarded by mu_
+  bool woken_ = false;                // guarded by mu_
+  std::map<std::string, Live> live_;  // guarded by mu_: unfinished workflows by name
+  bool loaded_ = false;               // guarded by mu_: live_ read from the store
   // WorkflowTemplates read this pass (cleared at each Tick), by name.
   std::map<std::string, workflow::WorkflowTemplate> templates_;  // guarded by mu_
   // How long each team's templates' steps took lately (moving average), by

@@ -71,11 +71,11 @@ Result<const date::time_zone*> LookupTimeZone(std::string_view name);
 // when workflows it started are still running: Allow starts another,
 // Forbid skips this run, Replace stops them and starts the new one.
 struct CronDecision {
-  std::optional<Time> run;      // start a workflow for this fire time
-  bool stop_active = false;     // Replace: stop the running ones first
+  std::optional<Time> run;        // start a workflow for this fire time
+  bool stop_active = false;       // Replace: stop the running ones first
   std::optional<Time> scheduled;  // the new last scheduled time (a run or a skip)
-  std::string skipped;          // why a due fire time did not run ("" when none)
-  std::optional<Time> next;     // the next fire time after now: look again then
+  std::string skipped;            // why a due fire time did not run ("" when none)
+  std::optional<Time> next;       // the next fire time after now: look again then
 };
 
 // `schedules` parsed from the spec; `active` is how many of the workflows

@@ -61,16 +61,14 @@ std::optional<std::int64_t> ParseInteger(std::string_view text) {
 }
 
 // Argo's durations: Go's time.ParseDuration, or a bare number of seconds.
-std::optional<Duration> ParseArgoDuration(std::string_view text) {
-  return ParseDuration(text);
-}
+std::optional<Duration> ParseArgoDuration(std::string_view text) { return ParseDuration(text); }
 
 // One call of a template: what ExecuteTemplate needs besides the name.
 struct Call {
   const Template* tmpl = nullptr;
   std::string template_ref;  // "WFT/TEMPLATE" when resolved by templateRef
   std::vector<NodeParameter> arguments;
-  std::vector<Artifact> artifact_arguments;  // a task's arguments.artifacts, substituted
+  std::vector<Artifact> artifact_arguments;    // a task's arguments.artifacts, substituted
   std::vector<InputArtifact> input_artifacts;  // resolved for the template
   std::string display_name;
   bool on_exit = false;
@@ -92,6 +90,11 @@ class Operator {
   Node& Create(const std::string& name, NodeType type, const Call& call,
                const std::string& boundary, NodePhase phase, std::string message = "");
   void SetPhase(Node& node, NodePhase phase, std::string message = "");
+  // A node that ends as it is made (skipped, omitted, or an error found
+  // before it could run), under `parent_id`.
+  Node& Settled(const std::string& name, const std::string& display, NodeType type,
+                const std::string& boundary, const std::string& parent_id, NodePhase phase,
+                std::string message);
   void AddChild(Node& parent, const Node& child);
 
   // --- templates ---
@@ -160,6 +163,16 @@ Node& Operator::Create(const std::string& name, NodeType type, const Call& call,
   if (IsDone(phase)) node.finished_at = env_.now;
   out_.changed = true;
   return state_.nodes[node.id] = std::move(node);
+}
+
+Node& Operator::Settled(const std::string& name, const std::string& display, NodeType type,
+                        const std::string& boundary, const std::string& parent_id, NodePhase phase,
+                        std::string message) {
+  Call call;
+  call.display_name = display;
+  Node& node = Create(name, type, call, boundary, phase, std::move(message));
+  AddChild(state_.nodes.at(parent_id), node);
+  return node;
 }
 
 void Operator::SetPhase(Node& node, NodePhase phase, std::string message) {
@@ -233,7 +246,8 @@ void Operator::Run() {
   meta.labels = env_.metadata.labels;
   meta.annotations = env_.metadata.annotations;
   AddWorkflowVariables(meta, &global_);
-  for (const NodeParameter& p : state_.outputs) global_["workflow.outputs.parameters." + p.name] = p.value;
+  for (const NodeParameter& p : state_.outputs)
+    global_["workflow.outputs.parameters." + p.name] = p.value;
 
   const Template* entry = spec_.FindTemplate(spec_.entrypoint);
   if (entry == nullptr) {
@@ -269,18 +283,19 @@ void Operator::Run() {
     json failures = json::array();
     for (const auto& [id, node] : state_.nodes) {
       if (IsFailure(node.phase) && node.type == NodeType::kPod) {
-        failures.push_back({{"displayName", node.display_name},
-                            {"message", node.message},
-                            {"templateName", node.template_name},
-                            {"phase", std::string(NodePhaseName(node.phase))},
-                            {"podName", node.job},
-                            {"finishedAt", node.finished_at ? headway::FormatRfc3339(*node.finished_at) : ""}});
+        failures.push_back(
+            {{"displayName", node.display_name},
+             {"message", node.message},
+             {"templateName", node.template_name},
+             {"phase", std::string(NodePhaseName(node.phase))},
+             {"podName", node.job},
+             {"finishedAt", node.finished_at ? headway::FormatRfc3339(*node.finished_at) : ""}});
       }
     }
     scope["workflow.failures"] = failures.dump();
     if (state_.started_at) {
-      scope["workflow.duration"] = FormatJsonNumber(
-          static_cast<double>((env_.now - *state_.started_at).count()) / 1000.0);
+      scope["workflow.duration"] =
+          FormatJsonNumber(static_cast<double>((env_.now - *state_.started_at).count()) / 1000.0);
     }
     Call exit_call;
     exit_call.tmpl = spec_.FindTemplate(spec_.on_exit);
@@ -353,7 +368,8 @@ Node* Operator::Execute(const std::string& name, const Call& call, const std::st
   // finished task's outputs, and copying it per task would make a large
   // DAG quadratic.
   Scope scope = global_;
-  for (auto it = outer.lower_bound("workflow."); it != outer.end() && it->first.rfind("workflow.", 0) == 0; ++it) {
+  for (auto it = outer.lower_bound("workflow.");
+       it != outer.end() && it->first.rfind("workflow.", 0) == 0; ++it) {
     scope[it->first] = it->second;
   }
   for (const char* key : {"steps.status", "tasks.status"}) {
@@ -379,9 +395,9 @@ Node* Operator::Execute(const std::string& name, const Call& call, const std::st
     if (!p.enum_values.empty() &&
         std::find(p.enum_values.begin(), p.enum_values.end(), *value) == p.enum_values.end()) {
       if (node != nullptr) return node;
-      return &Create(name, NodeType::kPod, call, boundary, NodePhase::kError,
-                     "inputs.parameters." + p.name + " value '" + *value +
-                         "' is not one of its enum values");
+      return &Create(
+          name, NodeType::kPod, call, boundary, NodePhase::kError,
+          "inputs.parameters." + p.name + " value '" + *value + "' is not one of its enum values");
     }
     inputs.emplace_back(p.name, *value);
     resolved.push_back({p.name, *value});
@@ -430,7 +446,8 @@ Node* Operator::Execute(const std::string& name, const Call& call, const std::st
     if (path.ok()) to_stage[i].path = input_artifacts[i].path = *path;
     input_paths[to_stage[i].name] = to_stage[i].path;
   }
-  for (const auto& [artifact, path] : input_paths) scope["inputs.artifacts." + artifact + ".path"] = path;
+  for (const auto& [artifact, path] : input_paths)
+    scope["inputs.artifacts." + artifact + ".path"] = path;
   if (in_retry) scope["retries"] = std::to_string(retry_index);
   Call resolved_call = call;
   resolved_call.arguments = resolved;
@@ -444,8 +461,8 @@ Node* Operator::Execute(const std::string& name, const Call& call, const std::st
         return &Create(name, NodeType::kPod, resolved_call, boundary, NodePhase::kError,
                        "memoize.key: " + key.status().message());
       }
-      std::string cache = tmpl.memoize->config_map_name.empty() ? "default"
-                                                                : tmpl.memoize->config_map_name;
+      std::string cache =
+          tmpl.memoize->config_map_name.empty() ? "default" : tmpl.memoize->config_map_name;
       std::optional<MemoEntry> hit = env_.memo_lookup(cache, *key);
       if (hit && !tmpl.memoize->max_age.empty()) {
         auto max_age = ParseArgoDuration(tmpl.memoize->max_age);
@@ -462,10 +479,17 @@ Node* Operator::Execute(const std::string& name, const Call& call, const std::st
     }
     NodeType type = NodeType::kPod;
     switch (tmpl.kind) {
-      case TemplateKind::kSteps: type = NodeType::kSteps; break;
-      case TemplateKind::kDag: type = NodeType::kDag; break;
-      case TemplateKind::kSuspend: type = NodeType::kSuspend; break;
-      default: break;
+      case TemplateKind::kSteps:
+        type = NodeType::kSteps;
+        break;
+      case TemplateKind::kDag:
+        type = NodeType::kDag;
+        break;
+      case TemplateKind::kSuspend:
+        type = NodeType::kSuspend;
+        break;
+      default:
+        break;
     }
     if (type == NodeType::kPod && !MayStartPod()) return nullptr;
     if (type != NodeType::kPod && Stopping()) return nullptr;
@@ -480,10 +504,18 @@ Node* Operator::Execute(const std::string& name, const Call& call, const std::st
   }
   switch (tmpl.kind) {
     case TemplateKind::kContainer:
-    case TemplateKind::kScript: ExecutePod(*node, resolved_call, scope); break;
-    case TemplateKind::kSteps: ExecuteSteps(*node, resolved_call, std::move(scope)); break;
-    case TemplateKind::kDag: ExecuteDag(*node, resolved_call, std::move(scope)); break;
-    case TemplateKind::kSuspend: ExecuteSuspend(*node, resolved_call, scope); break;
+    case TemplateKind::kScript:
+      ExecutePod(*node, resolved_call, scope);
+      break;
+    case TemplateKind::kSteps:
+      ExecuteSteps(*node, resolved_call, std::move(scope));
+      break;
+    case TemplateKind::kDag:
+      ExecuteDag(*node, resolved_call, std::move(scope));
+      break;
+    case TemplateKind::kSuspend:
+      ExecuteSuspend(*node, resolved_call, scope);
+      break;
   }
   if (node->Fulfilled() && node->phase == NodePhase::kSucceeded && tmpl.memoize &&
       !node->memo_hit.value_or(false) && !node->memo_key.empty()) {
@@ -561,11 +593,17 @@ Node* Operator::ExecuteRetry(Node* node, const std::string& name, const Call& ca
   // Which failures this strategy retries.
   bool retryable = false;
   switch (strategy.retry_policy) {
-    case RetryPolicy::kAlways: retryable = IsFailure(last->phase); break;
+    case RetryPolicy::kAlways:
+      retryable = IsFailure(last->phase);
+      break;
     case RetryPolicy::kOnError:
-    case RetryPolicy::kOnTransientError: retryable = last->phase == NodePhase::kError; break;
+    case RetryPolicy::kOnTransientError:
+      retryable = last->phase == NodePhase::kError;
+      break;
     case RetryPolicy::kDefault:
-    case RetryPolicy::kOnFailure: retryable = last->phase == NodePhase::kFailed; break;
+    case RetryPolicy::kOnFailure:
+      retryable = last->phase == NodePhase::kFailed;
+      break;
   }
   auto fail = [&](std::string message) {
     self.exit_code = last->exit_code;
@@ -608,8 +646,8 @@ Node* Operator::ExecuteRetry(Node* node, const std::string& name, const Call& ca
       }
     }
   }
-  if (!MayStartPod() && (call.tmpl->kind == TemplateKind::kContainer ||
-                         call.tmpl->kind == TemplateKind::kScript)) {
+  if (!MayStartPod() &&
+      (call.tmpl->kind == TemplateKind::kContainer || call.tmpl->kind == TemplateKind::kScript)) {
     return &self;
   }
   start_attempt(attempts);
@@ -621,11 +659,10 @@ void Operator::ExecutePod(Node& node, const Call& call, const Scope& scope) {
   if (node.job.empty()) {
     // A new pod node: its job, from the substituted template.
     // A node run again by a retry gets a new job: the old one keeps its logs.
-    node.job = JobNameFor(state_.name,
-                          state_.generation == 0
-                              ? state_.uid
-                              : state_.uid + "/" + std::to_string(state_.generation),
-                          node.name);
+    node.job = JobNameFor(
+        state_.name,
+        state_.generation == 0 ? state_.uid : state_.uid + "/" + std::to_string(state_.generation),
+        node.name);
     ++active_pods_;
     out_.changed = true;
   }
@@ -653,7 +690,9 @@ void Operator::ExecutePod(Node& node, const Call& call, const Scope& scope) {
       if (auto queue = HeadwayValue(env_.metadata, &tmpl.metadata, kQueueKey)) spec.queue = *queue;
       if (auto priority = HeadwayValue(env_.metadata, &tmpl.metadata, kPriorityKey)) {
         auto p = ParseInteger(*priority);
-        if (!p) return InvalidArgument(std::string(kPriorityKey) + " '" + *priority + "' is not a whole number");
+        if (!p)
+          return InvalidArgument(std::string(kPriorityKey) + " '" + *priority +
+                                 "' is not a whole number");
         spec.priority = static_cast<int>(*p);
       } else if (spec_.priority) {
         spec.priority = *spec_.priority;
@@ -679,12 +718,14 @@ void Operator::ExecutePod(Node& node, const Call& call, const Scope& scope) {
       }
       if (spec.command.empty()) {
         if (tmpl.kind == TemplateKind::kScript) {
-          return InvalidArgument("script has no command: say which program runs its source "
-                                 "(e.g. command: [python3])");
+          return InvalidArgument(
+              "script has no command: say which program runs its source "
+              "(e.g. command: [python3])");
         }
         if (spec.args.empty()) {
-          return InvalidArgument("container has no command: steps run as processes on the "
-                                 "pool, without the image's entrypoint");
+          return InvalidArgument(
+              "container has no command: steps run as processes on the "
+              "pool, without the image's entrypoint");
         }
         // Argo runs args with the image's entrypoint; with none, args are the command.
         spec.command = std::move(spec.args);
@@ -711,7 +752,8 @@ void Operator::ExecutePod(Node& node, const Call& call, const Scope& scope) {
       if (gpus == 0) {
         if (auto g = HeadwayValue(env_.metadata, &tmpl.metadata, kGpusKey)) {
           auto n = ParseInteger(*g);
-          if (!n || *n < 0) return InvalidArgument(std::string(kGpusKey) + " '" + *g + "' is not a whole number");
+          if (!n || *n < 0)
+            return InvalidArgument(std::string(kGpusKey) + " '" + *g + "' is not a whole number");
           gpus = static_cast<int>(*n);
         }
       }
@@ -885,7 +927,8 @@ Result<Call> Operator::CallOf(const Task& task, const Scope& scope, const std::s
     std::string value = p.value.value_or(p.default_value.value_or(""));
     if (p.value_from && !p.value_from->parameter.empty()) value = p.value_from->parameter;
     auto v = Substitute(value, scope, Unresolved::kError);
-    if (!v.ok()) return InvalidArgument("arguments.parameters." + p.name + ": " + v.status().message());
+    if (!v.ok())
+      return InvalidArgument("arguments.parameters." + p.name + ": " + v.status().message());
     call.arguments.push_back({p.name, *v});
   }
   for (const Artifact& a : task.arguments.artifacts) {
@@ -983,8 +1026,8 @@ bool Operator::ExitHandlerDone(const Node& node, const std::string& on_exit,
   return handler != nullptr && handler->Fulfilled();
 }
 
-void Operator::FinishWithOutputs(Node& node, const Call& call, const Scope& scope,
-                                 NodePhase phase, std::string message) {
+void Operator::FinishWithOutputs(Node& node, const Call& call, const Scope& scope, NodePhase phase,
+                                 std::string message) {
   if (phase == NodePhase::kSucceeded) {
     node.outputs.clear();
     for (const Parameter& p : call.tmpl->outputs.parameters) {
@@ -1017,7 +1060,8 @@ void Operator::FinishWithOutputs(Node& node, const Call& call, const Scope& scop
       auto ref = Substitute(a.from, scope, Unresolved::kError);
       if (!ref.ok()) {
         if (a.optional) continue;
-        SetPhase(node, NodePhase::kError, "outputs.artifacts." + a.name + ": " + ref.status().message());
+        SetPhase(node, NodePhase::kError,
+                 "outputs.artifacts." + a.name + ": " + ref.status().message());
         return;
       }
       node.output_artifacts.push_back({a.name, a.path, *ref});
@@ -1053,27 +1097,21 @@ void Operator::ExecuteSteps(Node& steps_node, const Call& call, Scope scope) {
     for (const Task& step : groups[g]) {
       const std::string step_name = group_name + "." + step.name;
       std::vector<std::pair<std::string, Scope>> instances;  // node name suffix, scope
-      std::vector<std::string> members;  // child nodes making up this step
+      std::vector<std::string> members;                      // child nodes making up this step
       if (step.HasLoop()) {
         Node* skipped = Find(step_name);
         if (skipped != nullptr) continue;  // an empty loop: skipped once
         auto items = Items(step, scope);
         if (!items.ok()) {
-          Call bad;
-          bad.display_name = step.name;
-          Node& n = Create(step_name, NodeType::kSkipped, bad, steps_id, NodePhase::kError,
-                           items.status().message());
-          AddChild(state_.nodes.at(group_id), n);
+          Node& n = Settled(step_name, step.name, NodeType::kSkipped, steps_id, group_id,
+                            NodePhase::kError, items.status().message());
           failed = true;
           failure = n.message;
           continue;
         }
         if (items->empty()) {
-          Call skip;
-          skip.display_name = step.name;
-          Node& n = Create(step_name, NodeType::kSkipped, skip, steps_id, NodePhase::kSkipped,
-                           "Skipped, empty params");
-          AddChild(state_.nodes.at(group_id), n);
+          Settled(step_name, step.name, NodeType::kSkipped, steps_id, group_id, NodePhase::kSkipped,
+                  "Skipped, empty params");
           continue;
         }
         for (const LoopItem& item : *items) {
@@ -1089,21 +1127,19 @@ void Operator::ExecuteSteps(Node& steps_node, const Call& call, Scope scope) {
         Node* child = Find(name);
         if (child == nullptr) {
           auto when = ShouldExecute(step.when, item_scope);
-          Call skip;
-          skip.display_name = step.name + suffix;
           if (!when.ok()) {
-            Node& n = Create(name, NodeType::kSkipped, skip, steps_id, NodePhase::kError,
-                             "when '" + step.when + "': " + when.status().message());
-            AddChild(state_.nodes.at(group_id), n);
+            Node& n =
+                Settled(name, step.name + suffix, NodeType::kSkipped, steps_id, group_id,
+                        NodePhase::kError, "when '" + step.when + "': " + when.status().message());
             failed = true;
             failure = n.message;
             continue;
           }
           if (!*when) {
-            Node& n = Create(name, NodeType::kSkipped, skip, steps_id, NodePhase::kSkipped,
-                             "when '" + *Substitute(step.when, item_scope, Unresolved::kKeep) +
-                                 "' evaluated false");
-            AddChild(state_.nodes.at(group_id), n);
+            Settled(name, step.name + suffix, NodeType::kSkipped, steps_id, group_id,
+                    NodePhase::kSkipped,
+                    "when '" + *Substitute(step.when, item_scope, Unresolved::kKeep) +
+                        "' evaluated false");
             continue;
           }
           if (call.tmpl->parallelism && running >= *call.tmpl->parallelism) {
@@ -1114,11 +1150,8 @@ void Operator::ExecuteSteps(Node& steps_node, const Call& call, Scope scope) {
         auto step_call = CallOf(step, item_scope, step.name + suffix);
         if (!step_call.ok()) {
           if (child == nullptr) {
-            Call bad;
-            bad.display_name = step.name + suffix;
-            Node& n = Create(name, NodeType::kPod, bad, steps_id, NodePhase::kError,
-                             step_call.status().message());
-            AddChild(state_.nodes.at(group_id), n);
+            Settled(name, step.name + suffix, NodeType::kPod, steps_id, group_id, NodePhase::kError,
+                    step_call.status().message());
           }
           failed = true;
           failure = step_call.status().message();
@@ -1141,10 +1174,9 @@ void Operator::ExecuteSteps(Node& steps_node, const Call& call, Scope scope) {
           continue;
         }
         if (IsFailure(child->phase)) {
-          bool tolerated = step.continue_on && ((child->phase == NodePhase::kFailed &&
-                                                 step.continue_on->failed) ||
-                                                (child->phase == NodePhase::kError &&
-                                                 step.continue_on->error));
+          bool tolerated = step.continue_on &&
+                           ((child->phase == NodePhase::kFailed && step.continue_on->failed) ||
+                            (child->phase == NodePhase::kError && step.continue_on->error));
           if (!tolerated) {
             failed = true;
             failure = "child '" + child->id + "' failed";
@@ -1314,7 +1346,8 @@ void Operator::ExecuteDag(Node& dag_node, const Call& call, Scope scope) {
       }
       if (node.type == NodeType::kTaskGroup) {
         outcome.fanned_out = true;
-        for (const std::string& c : node.children) outcome.children.push_back(state_.nodes.at(c).phase);
+        for (const std::string& c : node.children)
+          outcome.children.push_back(state_.nodes.at(c).phase);
       }
       outcomes[task->name] = outcome;
       if (IsFailure(node.phase) && !handled.count(task->name) &&
@@ -1345,20 +1378,15 @@ void Operator::ExecuteDag(Node& dag_node, const Call& call, Scope scope) {
       continue;
     }
     if (existing == nullptr) {
-      DependsDecision decision = depends.at(task->name)
-                                     ? depends.at(task->name)->Evaluate(outcomes)
-                                     : DependsDecision::kRun;
+      DependsDecision decision = depends.at(task->name) ? depends.at(task->name)->Evaluate(outcomes)
+                                                        : DependsDecision::kRun;
       if (decision == DependsDecision::kWait) {
         all_done = false;
         continue;
       }
-      Call skip;
-      skip.display_name = task->name;
       if (decision == DependsDecision::kOmit) {
-        Node& n = Create(task_name, NodeType::kSkipped, skip, dag_id, NodePhase::kOmitted,
-                         "omitted: depends condition not met");
-        AddChild(state_.nodes.at(dag_id), n);
-        record(n);
+        record(Settled(task_name, task->name, NodeType::kSkipped, dag_id, dag_id,
+                       NodePhase::kOmitted, "omitted: depends condition not met"));
         continue;
       }
       if ((failed && fail_fast) || Stopping()) {
@@ -1367,13 +1395,11 @@ void Operator::ExecuteDag(Node& dag_node, const Call& call, Scope scope) {
       }
       auto when = ShouldExecute(task->when, scope);
       if (!when.ok() || !*when) {
-        Node& n = Create(task_name, NodeType::kSkipped, skip, dag_id,
-                         when.ok() ? NodePhase::kSkipped : NodePhase::kError,
-                         when.ok() ? "when '" + *Substitute(task->when, scope, Unresolved::kKeep) +
-                                         "' evaluated false"
-                                   : "when '" + task->when + "': " + when.status().message());
-        AddChild(state_.nodes.at(dag_id), n);
-        record(n);
+        record(Settled(task_name, task->name, NodeType::kSkipped, dag_id, dag_id,
+                       when.ok() ? NodePhase::kSkipped : NodePhase::kError,
+                       when.ok() ? "when '" + *Substitute(task->when, scope, Unresolved::kKeep) +
+                                       "' evaluated false"
+                                 : "when '" + task->when + "': " + when.status().message()));
         continue;
       }
       if (call.tmpl->parallelism && running >= *call.tmpl->parallelism) {
@@ -1426,12 +1452,9 @@ void Operator::ExecuteDag(Node& dag_node, const Call& call, Scope scope) {
         if (child == nullptr) {
           auto when = ShouldExecute(task->when, s);
           if (!when.ok() || !*when) {
-            Call skip;
-            skip.display_name = task->name + item.node_suffix;
-            Node& n = Create(name, NodeType::kSkipped, skip, dag_id,
-                             when.ok() ? NodePhase::kSkipped : NodePhase::kError,
-                             when.ok() ? "when evaluated false" : when.status().message());
-            AddChild(state_.nodes.at(group_id), n);
+            Settled(name, task->name + item.node_suffix, NodeType::kSkipped, dag_id, group_id,
+                    when.ok() ? NodePhase::kSkipped : NodePhase::kError,
+                    when.ok() ? "when evaluated false" : when.status().message());
             continue;
           }
           if (call.tmpl->parallelism && group_running >= *call.tmpl->parallelism) {
@@ -1442,11 +1465,8 @@ void Operator::ExecuteDag(Node& dag_node, const Call& call, Scope scope) {
         auto task_call = CallOf(*task, s, task->name + item.node_suffix);
         if (!task_call.ok()) {
           if (child == nullptr) {
-            Call bad;
-            bad.display_name = task->name + item.node_suffix;
-            Node& n = Create(name, NodeType::kPod, bad, dag_id, NodePhase::kError,
-                             task_call.status().message());
-            AddChild(state_.nodes.at(group_id), n);
+            Settled(name, task->name + item.node_suffix, NodeType::kPod, dag_id, group_id,
+                    NodePhase::kError, task_call.status().message());
           }
           group_failed = true;
           group_failure = task_call.status().message();
@@ -1488,11 +1508,8 @@ void Operator::ExecuteDag(Node& dag_node, const Call& call, Scope scope) {
     if (!task_call.ok()) {
       Node* n = existing;
       if (n == nullptr) {
-        Call bad;
-        bad.display_name = task->name;
-        n = &Create(task_name, NodeType::kPod, bad, dag_id, NodePhase::kError,
-                    task_call.status().message());
-        AddChild(state_.nodes.at(dag_id), *n);
+        n = &Settled(task_name, task->name, NodeType::kPod, dag_id, dag_id, NodePhase::kError,
+                     task_call.status().message());
       }
       record(*n);
       continue;
@@ -1571,22 +1588,30 @@ const Node* WorkflowState::FindByName(std::string_view node_name) const {
 
 std::string_view NodeTypeName(NodeType type) {
   switch (type) {
-    case NodeType::kPod: return "Pod";
-    case NodeType::kSteps: return "Steps";
-    case NodeType::kStepGroup: return "StepGroup";
-    case NodeType::kDag: return "DAG";
-    case NodeType::kTaskGroup: return "TaskGroup";
-    case NodeType::kRetry: return "Retry";
-    case NodeType::kSkipped: return "Skipped";
-    case NodeType::kSuspend: return "Suspend";
+    case NodeType::kPod:
+      return "Pod";
+    case NodeType::kSteps:
+      return "Steps";
+    case NodeType::kStepGroup:
+      return "StepGroup";
+    case NodeType::kDag:
+      return "DAG";
+    case NodeType::kTaskGroup:
+      return "TaskGroup";
+    case NodeType::kRetry:
+      return "Retry";
+    case NodeType::kSkipped:
+      return "Skipped";
+    case NodeType::kSuspend:
+      return "Suspend";
   }
   return "Pod";
 }
 
 std::optional<NodeType> ParseNodeType(std::string_view name) {
-  for (NodeType t : {NodeType::kPod, NodeType::kSteps, NodeType::kStepGroup, NodeType::kDag,
-                     NodeType::kTaskGroup, NodeType::kRetry, NodeType::kSkipped,
-                     NodeType::kSuspend}) {
+  for (NodeType t :
+       {NodeType::kPod, NodeType::kSteps, NodeType::kStepGroup, NodeType::kDag,
+        NodeType::kTaskGroup, NodeType::kRetry, NodeType::kSkipped, NodeType::kSuspend}) {
     if (NodeTypeName(t) == name) return t;
   }
   return std::nullopt;
@@ -1604,7 +1629,8 @@ std::string JobNameFor(std::string_view workflow, std::string_view uid,
   while (!prefix.empty() && prefix.back() == '-') prefix.pop_back();
   char hash[17];
   std::snprintf(hash, sizeof hash, "%010" PRIx64,
-                static_cast<std::uint64_t>(Fnv64a(std::string(uid) + "/" + std::string(node_name)) & 0xffffffffffull));
+                static_cast<std::uint64_t>(Fnv64a(std::string(uid) + "/" + std::string(node_name)) &
+                                           0xffffffffffull));
   return prefix.empty() ? std::string("wf-") + hash : prefix + "-" + hash;
 }
 
@@ -1687,8 +1713,8 @@ bool Retry(WorkflowState& state, bool restart_successful, const std::string& nod
     if (node.type == NodeType::kPod || node.type == NodeType::kSkipped ||
         node.type == NodeType::kSuspend) {
       if (IsFailure(node.phase) && matches(node)) again = true;
-      if (node.type == NodeType::kPod && restart_successful && node.phase == NodePhase::kSucceeded &&
-          !node_filter.empty() && matches(node)) {
+      if (node.type == NodeType::kPod && restart_successful &&
+          node.phase == NodePhase::kSucceeded && !node_filter.empty() && matches(node)) {
         again = true;
       }
       // Omitted and failFast-never-started tasks come back by themselves.
@@ -1790,7 +1816,9 @@ Result<std::vector<NodeParameter>> ParametersFrom(const json& list) {
     if (!p.is_object() || !p.contains("name") || !p["name"].is_string()) {
       return InvalidArgument("a parameter needs a name");
     }
-    out.push_back({p["name"], p.contains("value") && p["value"].is_string() ? p["value"].get<std::string>() : ""});
+    out.push_back({p["name"], p.contains("value") && p["value"].is_string()
+                                  ? p["value"].get<std::string>()
+                                  : ""});
   }
   return out;
 }
@@ -1805,8 +1833,9 @@ json ToJson(const Node& node) {
   if (!node.template_name.empty()) j["templateName"] = node.template_name;
   if (!node.template_ref.empty()) {
     auto slash = node.template_ref.find('/');
-    j["templateRef"] = {{"name", node.template_ref.substr(0, slash)},
-                        {"template", slash == std::string::npos ? "" : node.template_ref.substr(slash + 1)}};
+    j["templateRef"] = {
+        {"name", node.template_ref.substr(0, slash)},
+        {"template", slash == std::string::npos ? "" : node.template_ref.substr(slash + 1)}};
   }
   j["templateScope"] = "local/";
   if (!node.boundary_id.empty()) j["boundaryID"] = node.boundary_id;
@@ -1824,7 +1853,8 @@ json ToJson(const Node& node) {
   if (node.exit_code) outputs["exitCode"] = *node.exit_code;
   if (!outputs.empty()) j["outputs"] = outputs;
   if (node.memo_hit) {
-    j["memoizationStatus"] = {{"hit", *node.memo_hit}, {"key", node.memo_key}, {"cacheName", "default"}};
+    j["memoizationStatus"] = {
+        {"hit", *node.memo_hit}, {"key", node.memo_key}, {"cacheName", "default"}};
   }
   if (node.on_exit) j["nodeFlag"] = {{"hooked", true}};
   json headway = json::object();
@@ -1850,7 +1880,8 @@ Result<Node> NodeFromJson(const json& j) {
   Node node;
   node.id = str("id");
   node.name = str("name");
-  if (node.id.empty() || node.name.empty()) return InvalidArgument("a workflow node needs id and name");
+  if (node.id.empty() || node.name.empty())
+    return InvalidArgument("a workflow node needs id and name");
   node.display_name = str("displayName");
   auto type = ParseNodeType(str("type"));
   auto phase = ParseNodePhase(str("phase"));
@@ -1859,7 +1890,8 @@ Result<Node> NodeFromJson(const json& j) {
   node.phase = *phase;
   node.template_name = str("templateName");
   if (j.contains("templateRef") && j["templateRef"].is_object()) {
-    node.template_ref = j["templateRef"].value("name", "") + "/" + j["templateRef"].value("template", "");
+    node.template_ref =
+        j["templateRef"].value("name", "") + "/" + j["templateRef"].value("template", "");
   }
   node.boundary_id = str("boundaryID");
   node.message = str("message");
@@ -1877,7 +1909,8 @@ Result<Node> NodeFromJson(const json& j) {
       if (!p.ok()) return p.status();
       node.inputs = *p;
     }
-    if (j["inputs"].contains("artifacts")) node.input_artifacts = ArtifactsFrom(j["inputs"]["artifacts"]);
+    if (j["inputs"].contains("artifacts"))
+      node.input_artifacts = ArtifactsFrom(j["inputs"]["artifacts"]);
   }
   if (j.contains("outputs") && j["outputs"].is_object()) {
     const json& o = j["outputs"];
@@ -1887,8 +1920,10 @@ Result<Node> NodeFromJson(const json& j) {
       node.outputs = *p;
     }
     if (o.contains("artifacts")) node.output_artifacts = ArtifactsFrom(o["artifacts"]);
-    if (o.contains("result") && o["result"].is_string()) node.result = o["result"].get<std::string>();
-    if (o.contains("exitCode") && o["exitCode"].is_string()) node.exit_code = o["exitCode"].get<std::string>();
+    if (o.contains("result") && o["result"].is_string())
+      node.result = o["result"].get<std::string>();
+    if (o.contains("exitCode") && o["exitCode"].is_string())
+      node.exit_code = o["exitCode"].get<std::string>();
   }
   if (j.contains("memoizationStatus") && j["memoizationStatus"].is_object()) {
     node.memo_hit = j["memoizationStatus"].value("hit", false);

@@ -67,8 +67,8 @@ struct Node {
   std::string display_name;  // the last part: "a(1:x)"
   NodeType type = NodeType::kPod;
   std::string template_name;
-  std::string template_ref;   // "WORKFLOWTEMPLATE/TEMPLATE" when called by templateRef
-  std::string boundary_id;    // the DAG or steps node it belongs to
+  std::string template_ref;  // "WORKFLOWTEMPLATE/TEMPLATE" when called by templateRef
+  std::string boundary_id;   // the DAG or steps node it belongs to
   NodePhase phase = NodePhase::kPending;
   std::string message;
   std::optional<Time> started_at;
@@ -215,8 +215,7 @@ Actions Operate(const WorkflowSpec& spec, WorkflowState& state, const Environmen
 // The job name a pod node runs as: the workflow name (shortened to fit, '.'
 // as '-') and a hash of the node's name and the workflow's uid, a valid job
 // name of at most 63 characters.
-std::string JobNameFor(std::string_view workflow, std::string_view uid,
-                       std::string_view node_name);
+std::string JobNameFor(std::string_view workflow, std::string_view uid, std::string_view node_name);
 // Argo's node id for a node name.
 std::string NodeIdFor(std::string_view workflow, std::string_view node_name);
 

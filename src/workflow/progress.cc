@@ -150,8 +150,7 @@ namespace {
 
 class Planner {
  public:
-  Planner(const WorkflowSpec& spec, const WorkflowState& state, Time now,
-          const StepKnowledge& know)
+  Planner(const WorkflowSpec& spec, const WorkflowState& state, Time now, const StepKnowledge& know)
       : spec_(spec), state_(state), now_(now), know_(know) {}
 
   // Adds the steps of `tmpl` run as node `name` after `after`; returns the
@@ -160,7 +159,8 @@ class Planner {
                                 const std::vector<std::string>& after, int depth = 0) {
     if (tmpl == nullptr || depth > 32) return after;
     const Node* node = state_.FindByName(name);
-    if (node != nullptr && (node->phase == NodePhase::kSkipped || node->phase == NodePhase::kOmitted)) {
+    if (node != nullptr &&
+        (node->phase == NodePhase::kSkipped || node->phase == NodePhase::kOmitted)) {
       return after;
     }
     switch (tmpl->kind) {
@@ -264,7 +264,8 @@ class Planner {
     StepTiming step;
     step.id = name;
     step.after = after;
-    if (know_.typical && tmpl->kind != TemplateKind::kSuspend) step.expected = know_.typical(tmpl->name);
+    if (know_.typical && tmpl->kind != TemplateKind::kSuspend)
+      step.expected = know_.typical(tmpl->name);
     if (node != nullptr) {
       // A retry's running attempt stands for it.
       const Node* attempt = node;
@@ -274,7 +275,8 @@ class Planner {
       }
       if (node->Fulfilled()) {
         step.state = StepState::kFinished;
-        if (node->started_at && node->finished_at) step.expected = *node->finished_at - *node->started_at;
+        if (node->started_at && node->finished_at)
+          step.expected = *node->finished_at - *node->started_at;
       } else if (attempt->phase == NodePhase::kRunning) {
         step.state = StepState::kRunning;
         if (attempt->started_at) step.elapsed = now_ - *attempt->started_at;
@@ -293,8 +295,8 @@ class Planner {
 
 }  // namespace
 
-std::vector<StepTiming> PlanTimings(const WorkflowSpec& spec, const WorkflowState& state,
-                                    Time now, const StepKnowledge& know) {
+std::vector<StepTiming> PlanTimings(const WorkflowSpec& spec, const WorkflowState& state, Time now,
+                                    const StepKnowledge& know) {
   Planner planner(spec, state, now, know);
   planner.Plan(spec.FindTemplate(spec.entrypoint), state.name, {});
   // A name seen twice (a template planned from two places) is kept once.

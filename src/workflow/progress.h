@@ -85,7 +85,7 @@ struct StepKnowledge {
 // `depends`/`dependencies` name, a step group for the group before it, a
 // nested template for what its caller waited for. A loop not expanded yet
 // counts as one step. Ids are node names.
-std::vector<StepTiming> PlanTimings(const WorkflowSpec& spec, const WorkflowState& state,
-                                    Time now, const StepKnowledge& know);
+std::vector<StepTiming> PlanTimings(const WorkflowSpec& spec, const WorkflowState& state, Time now,
+                                    const StepKnowledge& know);
 
 }  // namespace headway::workflow

@@ -112,8 +112,9 @@ spec:
   CommandResult logs = server.Cli({"wf", "logs", "diamond"});
   EXPECT_THAT(logs.out, HasSubstr("D: b-bird+c-14"));
   // Listed with its start and end, selectable by team.
-  Answer listed = Call(server, server.admin_token(), "GET",
-                       "/api/v1/workflows/default?listOptions.labelSelector=headway.dev/team=default");
+  Answer listed =
+      Call(server, server.admin_token(), "GET",
+           "/api/v1/workflows/default?listOptions.labelSelector=headway.dev/team=default");
   ASSERT_EQ(listed.body["items"].size(), 1u);
   EXPECT_TRUE(listed.body["items"][0]["status"]["startedAt"].is_string());
   EXPECT_TRUE(listed.body["items"][0]["status"]["finishedAt"].is_string());
@@ -254,7 +255,8 @@ TEST(Workflows, AFailingStepIsRetriedAfterItsBackoffThenSucceeds) {
   TestServer server;
   const std::string marker = Shared(server) + "/failed-once";
   const std::string starts = Shared(server) + "/starts";
-  std::string name = SubmitWorkflow(server, R"y(
+  std::string name =
+      SubmitWorkflow(server, R"y(
 apiVersion: argoproj.io/v1alpha1
 kind: Workflow
 metadata: {name: flaky}
@@ -265,8 +267,9 @@ spec:
     retryStrategy: {limit: 2, retryPolicy: OnFailure, backoff: {duration: 1s, factor: 2}}
     container:
       image: alpine
-      command: [sh, -c, "echo start >> )y" + starts + R"y(; if [ -e )y" + marker +
-      R"y( ]; then exit 0; fi; touch )y" + marker + R"y(; exit 3"]
+      command: [sh, -c, "echo start >> )y" +
+                                 starts + R"y(; if [ -e )y" + marker +
+                                 R"y( ]; then exit 0; fi; touch )y" + marker + R"y(; exit 3"]
 )y");
   ASSERT_TRUE(WaitForPhase(server, name, "Succeeded")) << Workflow(server, name).dump(2);
   json wf = Workflow(server, name);
@@ -298,9 +301,11 @@ spec:
     - - {name: a, template: a}
     - - {name: b, template: b}
   - name: a
-    container: {image: alpine, command: [sh, -c, "echo x >> )y" + a_starts + R"y("]}
+    container: {image: alpine, command: [sh, -c, "echo x >> )y" +
+                             a_starts + R"y("]}
   - name: b
-    container: {image: alpine, command: [sh, -c, "echo x >> )y" + b_starts + R"y(; test -e )y" + fixed + R"y("]}
+    container: {image: alpine, command: [sh, -c, "echo x >> )y" +
+                             b_starts + R"y(; test -e )y" + fixed + R"y("]}
 )y");
   ASSERT_TRUE(WaitForPhase(server, "two", "Failed"));
   EXPECT_THAT(Workflow(server, "two")["status"].value("message", ""), HasSubstr("failed"));
@@ -333,10 +338,13 @@ spec:
       - {name: a, template: a}
       - {name: b, template: b, depends: a, arguments: {parameters: [{name: v, value: "{{tasks.a.outputs.result}}"}]}}
   - name: a
-    container: {image: alpine, command: [sh, -c, "echo x >> )y" + a_starts + R"y(; echo 42"]}
+    container: {image: alpine, command: [sh, -c, "echo x >> )y" +
+                             a_starts + R"y(; echo 42"]}
   - name: b
     inputs: {parameters: [{name: v}]}
-    container: {image: alpine, command: [sh, -c, "echo x >> )y" + b_starts + R"y(; test -e )y" + fixed + R"y( && echo got {{inputs.parameters.v}}"]}
+    container: {image: alpine, command: [sh, -c, "echo x >> )y" +
+                             b_starts + R"y(; test -e )y" + fixed +
+                             R"y( && echo got {{inputs.parameters.v}}"]}
 )y");
   ASSERT_TRUE(WaitForPhase(server, "pipe", "Failed"));
   WriteFile(fixed, "");
@@ -363,7 +371,8 @@ TEST(Workflows, ARunningWorkflowShowsAnEtaFromPastRunsOfItsSteps) {
     return R"y(
 apiVersion: argoproj.io/v1alpha1
 kind: Workflow
-metadata: {name: )y" + name + R"y(}
+metadata: {name: )y" +
+           name + R"y(}
 spec:
   entrypoint: main
   templates:
@@ -372,7 +381,8 @@ spec:
     - - {name: prep, template: prep}
     - - {name: train, template: train}
   - name: prep
-    container: {image: alpine, command: [sh, -c, ")y" + wait + R"y("]}
+    container: {image: alpine, command: [sh, -c, ")y" +
+           wait + R"y("]}
   - name: train
     container: {image: alpine, command: [sleep, "2"]}
 )y";
@@ -380,9 +390,8 @@ spec:
   // A first run teaches the server how long `train` takes.
   ASSERT_EQ(server.Cli({"wf", "submit", "-", "--wait"}, manifest("first", "true")).exit_code, 0);
   SubmitWorkflow(server, manifest("second", "while [ ! -e " + release + " ]; do sleep 0.1; done"));
-  ASSERT_TRUE(WaitFor([&] {
-    return NodeOf(Workflow(server, "second"), "prep").value("phase", "") == "Running";
-  }));
+  ASSERT_TRUE(WaitFor(
+      [&] { return NodeOf(Workflow(server, "second"), "prep").value("phase", "") == "Running"; }));
   json h = Workflow(server, "second")["status"]["headway"];
   // prep has no history of its own runs that long; train's ~2 s is still to come.
   EXPECT_GE(h.value("eta_seconds", 0.0), 1.5) << h.dump();
@@ -390,7 +399,8 @@ spec:
   EXPECT_EQ(h["steps_total"], 2);
   CommandResult list = server.Cli({"get", "workflows"});
   EXPECT_THAT(list.out, HasSubstr("ETA"));
-  EXPECT_THAT(list.out, ::testing::ContainsRegex("second +Running +[A-Za-z]+ +0/1 \\([0-9.]+%\\) +[0-9]+s"));
+  EXPECT_THAT(list.out,
+              ::testing::ContainsRegex("second +Running +[A-Za-z]+ +0/1 \\([0-9.]+%\\) +[0-9]+s"));
   WriteFile(release, "");
   ASSERT_TRUE(WaitForPhase(server, "second", "Succeeded"));
   EXPECT_FALSE(Workflow(server, "second")["status"].contains("headway"));
@@ -414,9 +424,8 @@ spec:
   - name: ship
     container: {image: alpine, command: ["true"]}
 )y");
-  ASSERT_TRUE(WaitFor([&] {
-    return NodeOf(Workflow(server, "gate"), "approve").value("phase", "") == "Running";
-  }));
+  ASSERT_TRUE(WaitFor(
+      [&] { return NodeOf(Workflow(server, "gate"), "approve").value("phase", "") == "Running"; }));
   EXPECT_TRUE(NodeOf(Workflow(server, "gate"), "ship").is_null());
   ASSERT_EQ(server.Cli({"wf", "resume", "gate"}).exit_code, 0);
   ASSERT_TRUE(WaitForPhase(server, "gate", "Succeeded"));
@@ -445,7 +454,8 @@ spec:
       command: [sh, -c, "echo $CUDA_VISIBLE_DEVICES"]
       resources: {limits: {nvidia.com/gpu: 1}}
 )y");
-  ASSERT_TRUE(WaitFor([&] { return NodeOf(Workflow(server, "train"), "train").contains("headway"); }));
+  ASSERT_TRUE(
+      WaitFor([&] { return NodeOf(Workflow(server, "train"), "train").contains("headway"); }));
   const std::string job = NodeOf(Workflow(server, "train"), "train")["headway"]["job"];
   ASSERT_TRUE(server.WaitForState(job, "Queued"));
   EXPECT_EQ(Phase(server, "train"), "Running");  // what Hera's wait() reads while it queues
@@ -472,9 +482,12 @@ spec:
       - {name: a, template: a}
       - {name: b, template: b, depends: a}
   - name: a
-    container: {image: alpine, command: [sh, -c, "echo x >> )y" + a_starts + R"y(; while [ ! -e )y" + release + R"y( ]; do sleep 0.1; done; echo done"]}
+    container: {image: alpine, command: [sh, -c, "echo x >> )y" +
+                             a_starts + R"y(; while [ ! -e )y" + release +
+                             R"y( ]; do sleep 0.1; done; echo done"]}
   - name: b
-    container: {image: alpine, command: [sh, -c, "echo x >> )y" + b_starts + R"y("]}
+    container: {image: alpine, command: [sh, -c, "echo x >> )y" +
+                             b_starts + R"y("]}
 )y");
   ASSERT_TRUE(WaitFor([&] { return Lines(a_starts) == 1; }));
   server.Kill();
@@ -501,7 +514,8 @@ spec:
   - name: bye
     container: {image: alpine, command: [echo, "{{workflow.status}}"]}
 )y");
-  ASSERT_TRUE(WaitFor([&] { return NodeOf(Workflow(server, "halt"), "halt").value("phase", "") == "Running"; }));
+  ASSERT_TRUE(WaitFor(
+      [&] { return NodeOf(Workflow(server, "halt"), "halt").value("phase", "") == "Running"; }));
   ASSERT_EQ(server.Cli({"wf", "stop", "halt"}).exit_code, 0);
   ASSERT_TRUE(WaitForPhase(server, "halt", "Failed"));
   json wf = Workflow(server, "halt");
@@ -516,7 +530,8 @@ TEST(Workflows, AMemoizedStepIsServedFromTheCacheByTheNextWorkflow) {
     return R"y(
 apiVersion: argoproj.io/v1alpha1
 kind: Workflow
-metadata: {name: )y" + name + R"y(}
+metadata: {name: )y" +
+           name + R"y(}
 spec:
   entrypoint: sq
   arguments: {parameters: [{name: x, value: "12"}]}
@@ -524,7 +539,8 @@ spec:
   - name: sq
     inputs: {parameters: [{name: x}]}
     memoize: {key: "sq-{{inputs.parameters.x}}", maxAge: 1h}
-    script: {image: python, command: [/usr/bin/python3], source: "open(')y" + runs +
+    script: {image: python, command: [/usr/bin/python3], source: "open(')y" +
+           runs +
            R"y(', 'a').write('x\\n'); print({{inputs.parameters.x}} ** 2)"}
 )y";
   };
@@ -541,7 +557,8 @@ std::string HeraProblems(const std::string& kind, const json& body) {
   CommandResult r = RunCommand(
       {"/usr/bin/python3", "-c",
        "import json, sys; sys.path.insert(0, '" HEADWAY_SOURCE_DIR "/tests/fixtures/argo'); "
-       "from check_fixtures import check; print('; '.join(check(sys.argv[1], json.load(sys.stdin))))",
+       "from check_fixtures import check; print('; '.join(check(sys.argv[1], "
+       "json.load(sys.stdin))))",
        kind},
       body.dump());
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -551,7 +568,8 @@ std::string HeraProblems(const std::string& kind, const json& body) {
 TEST(Workflows, HeraRequestsAreAnsweredInTheShapesItsModelsAccept) {
   TestServer server;
   const std::string token = server.admin_token();
-  std::string create = ReadFile(HEADWAY_SOURCE_DIR "/tests/fixtures/argo/requests/create_workflow.json");
+  std::string create =
+      ReadFile(HEADWAY_SOURCE_DIR "/tests/fixtures/argo/requests/create_workflow.json");
   // As Hera sends it: namespace in the path, Bearer token, JSON body.
   Answer created = Call(server, token, "POST", "/api/v1/workflows/argo", create);
   ASSERT_EQ(created.status, 200) << created.raw;
@@ -564,8 +582,9 @@ TEST(Workflows, HeraRequestsAreAnsweredInTheShapesItsModelsAccept) {
   Answer list = Call(server, token, "GET", "/api/v1/workflows/argo");
   EXPECT_EQ(HeraProblems("workflow_list", list.body), "");
   ASSERT_EQ(list.body["items"].size(), 1u);
-  Answer lint = Call(server, token, "POST", "/api/v1/workflows/argo/lint",
-                     ReadFile(HEADWAY_SOURCE_DIR "/tests/fixtures/argo/requests/lint_workflow.json"));
+  Answer lint =
+      Call(server, token, "POST", "/api/v1/workflows/argo/lint",
+           ReadFile(HEADWAY_SOURCE_DIR "/tests/fixtures/argo/requests/lint_workflow.json"));
   EXPECT_EQ(lint.status, 200) << lint.raw;
   EXPECT_EQ(Call(server, token, "GET", "/api/v1/workflows/argo").body["items"].size(), 1u);
   // Errors in Argo's shape, which Hera reads `message` from.
@@ -600,7 +619,8 @@ TEST(Workflows, ATeamSeesAndChangesOnlyItsOwnWorkflows) {
   EXPECT_EQ(created.body["metadata"]["labels"]["headway.dev/team"], "vision");
   EXPECT_EQ(Call(server, speech, "GET", "/api/v1/workflows/default/mine").status, 403);
   EXPECT_EQ(Call(server, speech, "GET", "/api/v1/workflows/default").body["items"].size(), 0u);
-  EXPECT_EQ(Call(server, speech, "PUT", "/api/v1/workflows/default/mine/terminate", "{}").status, 403);
+  EXPECT_EQ(Call(server, speech, "PUT", "/api/v1/workflows/default/mine/terminate", "{}").status,
+            403);
   EXPECT_EQ(Call(server, vision, "GET", "/api/v1/workflows/default").body["items"].size(), 1u);
   // A member cannot run a workflow as another team.
   Answer other = Call(server, vision, "POST", "/api/v1/workflows/default",
@@ -608,24 +628,25 @@ TEST(Workflows, ATeamSeesAndChangesOnlyItsOwnWorkflows) {
                           "metadata": {"name": "theirs", "annotations": {"headway.dev/team": "speech"}},
                           "spec": {"entrypoint": "s", "templates": [{"name": "s", "suspend": {}}]}}})");
   EXPECT_EQ(other.status, 403);
-  EXPECT_EQ(Call(server, vision, "PUT", "/api/v1/workflows/default/mine/terminate", "{}").status, 200);
+  EXPECT_EQ(Call(server, vision, "PUT", "/api/v1/workflows/default/mine/terminate", "{}").status,
+            200);
 }
-
-
 
 TEST(Workflows, WorkflowTemplatesAreStoredReferencedAndSubmittedAsHeraDoes) {
   TestServer server;
   const std::string token = server.admin_token();
-  Answer created = Call(server, token, "POST", "/api/v1/workflow-templates/argo",
-                        ReadFile(HEADWAY_SOURCE_DIR "/tests/fixtures/argo/requests/create_workflow_template.json"));
+  Answer created = Call(
+      server, token, "POST", "/api/v1/workflow-templates/argo",
+      ReadFile(HEADWAY_SOURCE_DIR "/tests/fixtures/argo/requests/create_workflow_template.json"));
   ASSERT_EQ(created.status, 200) << created.raw;
   EXPECT_EQ(HeraProblems("workflow_template", created.body), "");
   Answer list = Call(server, token, "GET", "/api/v1/workflow-templates/argo");
   EXPECT_EQ(HeraProblems("workflow_template_list", list.body), "");
   EXPECT_EQ(list.body["items"].size(), 1u);
   // Submitted from the template with a parameter, as `argo submit --from`.
-  Answer submitted = Call(server, token, "POST", "/api/v1/workflows/argo/submit",
-                          ReadFile(HEADWAY_SOURCE_DIR "/tests/fixtures/argo/requests/submit_workflow_template.json"));
+  Answer submitted = Call(
+      server, token, "POST", "/api/v1/workflows/argo/submit",
+      ReadFile(HEADWAY_SOURCE_DIR "/tests/fixtures/argo/requests/submit_workflow_template.json"));
   ASSERT_EQ(submitted.status, 200) << submitted.raw;
   const std::string name = submitted.body["metadata"]["name"];
   EXPECT_EQ(name.rfind("diamond-template-", 0), 0u);
@@ -648,57 +669,74 @@ spec:
         templateRef: {name: diamond-template, template: echo}
         arguments: {parameters: [{name: message, value: "by ref"}]}
 )y");
-  ASSERT_TRUE(WaitFor([&] { return Phase(server, caller) != "Running"; }, std::chrono::seconds(30)));
+  ASSERT_TRUE(
+      WaitFor([&] { return Phase(server, caller) != "Running"; }, std::chrono::seconds(30)));
   json called = Workflow(server, caller);
   EXPECT_EQ(NodeOf(called, "greet")["templateRef"]["name"], "diamond-template");
   EXPECT_EQ(NodeOf(called, "greet")["inputs"]["parameters"][0]["value"], "by ref");
   // A stale update is refused; a current one is taken.
-  json update = json::parse(ReadFile(HEADWAY_SOURCE_DIR "/tests/fixtures/argo/requests/create_workflow_template.json"));
+  json update = json::parse(
+      ReadFile(HEADWAY_SOURCE_DIR "/tests/fixtures/argo/requests/create_workflow_template.json"));
   update["template"]["metadata"]["resourceVersion"] = "999";
-  EXPECT_EQ(Call(server, token, "PUT", "/api/v1/workflow-templates/argo/diamond-template", update.dump()).status, 409);
+  EXPECT_EQ(
+      Call(server, token, "PUT", "/api/v1/workflow-templates/argo/diamond-template", update.dump())
+          .status,
+      409);
   update["template"]["metadata"]["resourceVersion"] = created.body["metadata"]["resourceVersion"];
-  EXPECT_EQ(Call(server, token, "PUT", "/api/v1/workflow-templates/argo/diamond-template", update.dump()).status, 200);
-  EXPECT_EQ(Call(server, token, "DELETE", "/api/v1/workflow-templates/argo/diamond-template").status, 200);
-  EXPECT_EQ(Call(server, token, "GET", "/api/v1/workflow-templates/argo/diamond-template").body["code"], 5);
+  EXPECT_EQ(
+      Call(server, token, "PUT", "/api/v1/workflow-templates/argo/diamond-template", update.dump())
+          .status,
+      200);
+  EXPECT_EQ(
+      Call(server, token, "DELETE", "/api/v1/workflow-templates/argo/diamond-template").status,
+      200);
+  EXPECT_EQ(
+      Call(server, token, "GET", "/api/v1/workflow-templates/argo/diamond-template").body["code"],
+      5);
 }
 
 TEST(Workflows, ACronWorkflowWithForbidFiresAgainOnlyOnceItsRunHasEnded) {
   TestServer server;
   const std::string release = Shared(server) + "/release";
   const std::string token = server.admin_token();
-  json cron = {{"cronWorkflow",
-                {{"apiVersion", "argoproj.io/v1alpha1"},
-                 {"kind", "CronWorkflow"},
-                 {"metadata", {{"name", "tick"}}},
-                 {"spec",
-                  {{"schedule", "@every 1s"},
-                   {"concurrencyPolicy", "Forbid"},
-                   {"successfulJobsHistoryLimit", 2},
-                   {"workflowSpec",
-                    {{"entrypoint", "wait"},
-                     {"templates",
-                      {{{"name", "wait"},
-                        {"container",
-                         {{"image", "alpine"},
-                          {"command", {"sh", "-c", "while [ ! -e " + release + " ]; do sleep 0.1; done"}}}}}}}}}}}}}};
+  json cron = {
+      {"cronWorkflow",
+       {{"apiVersion", "argoproj.io/v1alpha1"},
+        {"kind", "CronWorkflow"},
+        {"metadata", {{"name", "tick"}}},
+        {"spec",
+         {{"schedule", "@every 1s"},
+          {"concurrencyPolicy", "Forbid"},
+          {"successfulJobsHistoryLimit", 2},
+          {"workflowSpec",
+           {{"entrypoint", "wait"},
+            {"templates",
+             {{{"name", "wait"},
+               {"container",
+                {{"image", "alpine"},
+                 {"command",
+                  {"sh", "-c", "while [ ! -e " + release + " ]; do sleep 0.1; done"}}}}}}}}}}}}}};
   Answer created = Call(server, token, "POST", "/api/v1/cron-workflows/argo", cron.dump());
   ASSERT_EQ(created.status, 200) << created.raw;
   EXPECT_EQ(HeraProblems("cron_workflow", created.body), "");
   auto runs = [&] {
-    return Call(server, token, "GET", "/api/v1/workflows/argo?listOptions.labelSelector=" +
-                                          std::string("workflows.argoproj.io/cron-workflow=tick"))
+    return Call(server, token, "GET",
+                "/api/v1/workflows/argo?listOptions.labelSelector=" +
+                    std::string("workflows.argoproj.io/cron-workflow=tick"))
         .body["items"];
   };
   ASSERT_TRUE(WaitFor([&] { return runs().size() == 1; }));
   // Several fire times pass while the first run waits: Forbid skips them.
   ASSERT_TRUE(WaitFor([&] {
     json c = Call(server, token, "GET", "/api/v1/cron-workflows/argo/tick").body;
-    return c.contains("status") && c["status"].value("lastSkipped", "").find("Forbid") != std::string::npos;
+    return c.contains("status") &&
+           c["status"].value("lastSkipped", "").find("Forbid") != std::string::npos;
   }));
   EXPECT_EQ(runs().size(), 1u);
   WriteFile(release, "");
   ASSERT_TRUE(WaitFor([&] { return runs().size() >= 2; }));
-  ASSERT_EQ(Call(server, token, "PUT", "/api/v1/cron-workflows/argo/tick/suspend", "{}").status, 200);
+  ASSERT_EQ(Call(server, token, "PUT", "/api/v1/cron-workflows/argo/tick/suspend", "{}").status,
+            200);
   json cron_now = Call(server, token, "GET", "/api/v1/cron-workflows/argo/tick").body;
   EXPECT_EQ(HeraProblems("cron_workflow", cron_now), "");
   EXPECT_EQ(cron_now["spec"]["suspend"], true);

@@ -1,10 +1,9 @@
 // The workflow engine on a fake pool: jobs are entries in a map whose state
 // the test moves, and time is a number the test advances. Nothing sleeps.
-#include "workflow/engine.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "workflow/engine.h"
 #include "workflow/manifest.h"
 #include "workflow/progress.h"
 
@@ -112,8 +111,8 @@ class FakePool {
     for (const auto& [id, node] : state.nodes) {
       if (node.type != NodeType::kPod || node.job.empty()) continue;
       auto it = jobs.find(node.job);
-      if (it != jobs.end() && (it->second.state == JobState::kQueued ||
-                               it->second.state == JobState::kRunning)) {
+      if (it != jobs.end() &&
+          (it->second.state == JobState::kQueued || it->second.state == JobState::kRunning)) {
         out.push_back(node.name);
       }
     }
@@ -710,7 +709,8 @@ TEST(WorkflowEngine, NodesSurviveAJsonRoundTrip) {
     EXPECT_EQ(back->exit_code, node.exit_code);
   }
   EXPECT_FALSE(NodeFromJson(nlohmann::json::array()).ok());
-  EXPECT_FALSE(NodeFromJson({{"id", "x"}, {"name", "x"}, {"type", "Nope"}, {"phase", "Running"}}).ok());
+  EXPECT_FALSE(
+      NodeFromJson({{"id", "x"}, {"name", "x"}, {"type", "Nope"}, {"phase", "Running"}}).ok());
 }
 
 TEST(WorkflowEngine, TheEtaFollowsTheCriticalPathOfStepsRunningAndStillToCome) {
@@ -767,7 +767,8 @@ spec:
 }
 
 TEST(WorkflowEngine, JobNamesAreValidAndDistinctPerWorkflowRun) {
-  std::string a = JobNameFor("a.very.long.workflow-name-that-goes-on-and-on-and-on-forever", "u1", "x.y");
+  std::string a =
+      JobNameFor("a.very.long.workflow-name-that-goes-on-and-on-and-on-forever", "u1", "x.y");
   EXPECT_LE(a.size(), 63u);
   EXPECT_TRUE(IsValidJobName(a)) << a;
   EXPECT_NE(JobNameFor("wf", "u1", "wf.a"), JobNameFor("wf", "u2", "wf.a"));

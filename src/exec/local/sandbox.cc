@@ -110,7 +110,8 @@ nlohmann::json SandboxPlan::ToJson() const {
 }
 
 SandboxPlan SandboxPlan::FromJson(const nlohmann::json& j) {
-  SandboxPlan plan{Strings(j, "hidden"), Strings(j, "exposed"), Strings(j, "exposed_read_only"), {}};
+  SandboxPlan plan{
+      Strings(j, "hidden"), Strings(j, "exposed"), Strings(j, "exposed_read_only"), {}};
   if (j.contains("mapped") && j["mapped"].is_array()) {
     for (const auto& pair : j["mapped"]) {
       if (pair.is_array() && pair.size() == 2 && pair[0].is_string() && pair[1].is_string()) {

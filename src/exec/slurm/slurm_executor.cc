@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "core/terminal_text.h"
+
 namespace headway {
 namespace {
 
@@ -19,17 +21,7 @@ using std::chrono::seconds;
 constexpr auto kCommandTimeout = seconds(30);
 
 // Single-quoted for bash: safe for any value.
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
+std::string Quote(const std::string& s) { return ShellQuote(s); }
 
 std::string SignalName(int sig) {
   switch (sig) {
