@@ -143,6 +143,9 @@ class Operator {
   // Set while an exit handler runs: its nodes are marked on_exit, so a stop
   // (which lets exit handlers run) does not stop them.
   bool in_exit_handler_ = false;
+  // How many templates deep this pass is (Execute calls nest).
+  int depth_ = 0;
+  static constexpr int kMaxDepth = 100;
 };
 
 Node& Operator::Create(const std::string& name, NodeType type, const Call& call,
@@ -349,6 +352,18 @@ Node* Operator::Execute(const std::string& name, const Call& call, const std::st
                         const Scope& outer, bool in_retry, int retry_index) {
   Node* node = Find(name);
   if (node != nullptr && node->Fulfilled()) return node;
+  // A template that calls itself without waiting for anything would nest
+  // for ever in one pass (Argo stops at the same depth).
+  if (depth_ >= kMaxDepth) {
+    if (node != nullptr) return node;
+    return &Create(name, NodeType::kPod, call, boundary, NodePhase::kError,
+                   "maximum recursion depth exceeded");
+  }
+  struct Deeper {
+    int& depth;
+    explicit Deeper(int& d) : depth(++d) {}
+    ~Deeper() { --depth; }
+  } deeper(depth_);
   const Template& tmpl = *call.tmpl;
 
   // Retries wrap the template: a Retry node whose children are the attempts.

@@ -766,6 +766,28 @@ spec:
   EXPECT_THAT(pool.created.at(a).spec.command.at(2), HasSubstr("echo pods[0].w(0:a) > /tmp/" + a));
 }
 
+TEST(WorkflowEngine, ATemplateCallingItselfForEverEndsInAnError) {
+  FakePool pool(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: loop}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: again, template: main}
+)y");
+  pool.Settle();
+  EXPECT_TRUE(pool.state.Finished());
+  EXPECT_EQ(pool.state.phase, NodePhase::kFailed);
+  bool found = false;
+  for (const auto& [id, node] : pool.state.nodes) {
+    found = found || node.message == "maximum recursion depth exceeded";
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(WorkflowEngine, JobNamesAreValidAndDistinctPerWorkflowRun) {
   std::string a =
       JobNameFor("a.very.long.workflow-name-that-goes-on-and-on-and-on-forever", "u1", "x.y");
