@@ -529,7 +529,13 @@ Status WorkflowController::Save(Live& live) {
   std::string namespace_ =
       previous.is_object() ? previous.value("namespace", "default") : "default";
   record.status = StatusJson(live.state, namespace_, root ? root->progress : "").dump();
-  HEADWAY_RETURN_IF_ERROR(store_.SaveWorkflow(record, changed));
+  // Nodes a retry removed go from the store too, or a restart would bring them back.
+  std::vector<std::string> removed;
+  for (const auto& [id, body] : live.saved_bodies) {
+    if (!live.state.nodes.count(id)) removed.push_back(id);
+  }
+  HEADWAY_RETURN_IF_ERROR(store_.SaveWorkflow(record, changed, removed));
+  for (const std::string& id : removed) live.saved_bodies.erase(id);
   live.record = std::move(record);
   for (const WorkflowNodeRecord& n : changed) {
     const wf::Node& node = live.state.nodes.at(n.id);
@@ -541,8 +547,6 @@ Status WorkflowController::Save(Live& live) {
     }
   }
   for (WorkflowNodeRecord& n : changed) live.saved_bodies[n.id] = std::move(n.body);
-  // Nodes a retry removed are dropped from the cache of saved bodies only;
-  // their rows are replaced when the node is made again.
   return Status::Ok();
 }
 

@@ -151,9 +151,11 @@ class Store {
   virtual Status CreateWorkflow(WorkflowRecord& workflow) = 0;
   // Writes the workflow (its revision must still be the stored one: else
   // Conflict, nothing written; on success workflow.revision is bumped) and
-  // the given nodes (inserted or replaced), in one transaction.
+  // the given nodes (inserted or replaced), and removes the nodes named in
+  // `removed` (a retry drops what it runs again), in one transaction.
   virtual Status SaveWorkflow(WorkflowRecord& workflow,
-                              const std::vector<WorkflowNodeRecord>& nodes) = 0;
+                              const std::vector<WorkflowNodeRecord>& nodes,
+                              const std::vector<std::string>& removed = {}) = 0;
   virtual Result<WorkflowRecord> GetWorkflow(std::string_view name) = 0;
   // Newest first (by seq).
   virtual Result<std::vector<WorkflowRecord>> ListWorkflows(const WorkflowFilter& filter) = 0;

@@ -315,6 +315,11 @@ spec:
   ASSERT_TRUE(WaitForPhase(server, "two", "Succeeded")) << Workflow(server, "two").dump(2);
   EXPECT_EQ(Lines(a_starts), 1);
   EXPECT_EQ(Lines(b_starts), 2);
+  // The failed attempt's node is gone for good: a restart does not bring it back.
+  const std::size_t nodes = Workflow(server, "two")["status"]["nodes"].size();
+  server.Kill();
+  server.Restart();
+  EXPECT_EQ(Workflow(server, "two")["status"]["nodes"].size(), nodes);
   // A workflow that succeeded has nothing to retry.
   r = server.Cli({"wf", "retry", "two"});
   EXPECT_NE(r.exit_code, 0);

@@ -722,6 +722,26 @@ TEST_F(WorkflowStoreTest, ASaveFromAStaleReadIsRefusedAndWritesNothing) {
   EXPECT_EQ(store->SaveWorkflow(ghost, {}).code(), StatusCode::kNotFound);
 }
 
+TEST_F(WorkflowStoreTest, NodesARetryRemovedAreGoneAfterARestart) {
+  {
+    auto store = Open();
+    WorkflowRecord w = MakeWorkflow("etl", "vision", 1000);
+    ASSERT_TRUE(store->CreateWorkflow(w).ok());
+    ASSERT_TRUE(store->SaveWorkflow(w, {{"etl", "etl", "Failed", "", "{}"},
+                                        {"etl", "etl-1", "Failed", "etl-a", "{}"},
+                                        {"etl", "etl-2", "Failed", "etl-b", "{}"}}).ok());
+    ASSERT_TRUE(store->SaveWorkflow(w, {{"etl", "etl", "Running", "", "{}"}}, {"etl-1", "etl-2"}).ok());
+  }
+  auto store = Open();
+  auto nodes = store->ListWorkflowNodes("etl");
+  ASSERT_TRUE(nodes.ok());
+  ASSERT_EQ(nodes->size(), 1u);
+  EXPECT_EQ((*nodes)[0].phase, "Running");
+  auto gone = store->WorkflowNodeOfJob("etl-a");
+  ASSERT_TRUE(gone.ok());
+  EXPECT_FALSE(gone->has_value());
+}
+
 TEST_F(WorkflowStoreTest, NodesAreReplacedOneByOneAndFoundByTheirJob) {
   {
     auto store = Open();

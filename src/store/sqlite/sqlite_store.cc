@@ -974,7 +974,8 @@ class SqliteStore final : public Store {
     return Commit();
   }
 
-  Status SaveWorkflow(WorkflowRecord& w, const std::vector<WorkflowNodeRecord>& nodes) override {
+  Status SaveWorkflow(WorkflowRecord& w, const std::vector<WorkflowNodeRecord>& nodes,
+                      const std::vector<std::string>& removed) override {
     std::lock_guard lock(mu_);
     HEADWAY_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     Statement update(db_,
@@ -1011,6 +1012,14 @@ class SqliteStore final : public Store {
       node.Bind(4, n.job);
       node.Bind(5, n.body);
       if (!node.Run()) s = Unavailable("save workflow node: " + LastError());
+    }
+    Statement drop(db_, "DELETE FROM workflow_nodes WHERE workflow = ? AND id = ?");
+    for (const std::string& id : removed) {
+      if (!s.ok()) break;
+      drop.Reset();
+      drop.Bind(1, w.name);
+      drop.Bind(2, id);
+      if (!drop.Run()) s = Unavailable("remove workflow node: " + LastError());
     }
     if (!s.ok()) {
       (void)Exec("ROLLBACK");
