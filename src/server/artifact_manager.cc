@@ -305,7 +305,9 @@ std::size_t ArtifactManager::ReleaseStalePending() {
 std::size_t ArtifactManager::SweepOrphans(Duration min_age) {
   auto objects = objects_.List();
   if (!objects.ok()) return 0;
-  const Time cutoff = clock_.Now() - min_age;
+  // S3 gives an object's time to the second, and Swift rounds it up, so an
+  // object may read up to a second younger than it is.
+  const Time cutoff = clock_.Now() - min_age + std::chrono::seconds(1);
   std::size_t removed = 0;
   for (const StoredObject& object : *objects) {
     auto parts = ParseObjectKey(object.key);
