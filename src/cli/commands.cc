@@ -1690,6 +1690,18 @@ int WorkflowWaitFor(const Options& o, Client& client, const std::string& name) {
   }
 }
 
+// A workflow just made (submit, resubmit): its name, or the whole of it.
+int PrintNewWorkflow(const Options& o, const json& wf) {
+  if (PrintStructured(o, wf)) return kExitOk;
+  const std::string name = wf["metadata"].value("name", "");
+  if (o.output == "name") {
+    std::cout << Safe(name) << "\n";
+  } else {
+    std::cout << "workflow/" << Safe(name) << " submitted\n";
+  }
+  return kExitOk;
+}
+
 int WorkflowSubmit(const Options& o, std::string text) {
   if (text.empty()) {
     bool ok = true;
@@ -1701,13 +1713,7 @@ int WorkflowSubmit(const Options& o, std::string text) {
   if (!wf) return client.exit_code;
   const std::string name = (*wf)["metadata"].value("name", "");
   if (o.wait) return WorkflowWaitFor(o, client, name);
-  if (PrintStructured(o, *wf)) return kExitOk;
-  if (o.output == "name") {
-    std::cout << Safe(name) << "\n";
-  } else {
-    std::cout << "workflow/" << Safe(name) << " submitted\n";
-  }
-  return kExitOk;
+  return PrintNewWorkflow(o, *wf);
 }
 
 int WorkflowGet(const Options& o) {
@@ -1745,14 +1751,7 @@ int WorkflowResubmit(const Options& o) {
   auto wf = client.Call("PUT", std::string(kWorkflows) + "/" + UrlEncode(o.name) + "/resubmit",
                         body.dump());
   if (!wf) return client.exit_code;
-  if (PrintStructured(o, *wf)) return kExitOk;
-  const std::string name = (*wf)["metadata"].value("name", "");
-  if (o.output == "name") {
-    std::cout << Safe(name) << "\n";
-  } else {
-    std::cout << "workflow/" << Safe(name) << " submitted\n";
-  }
-  return kExitOk;
+  return PrintNewWorkflow(o, *wf);
 }
 
 int WorkflowDelete(const Options& o) {

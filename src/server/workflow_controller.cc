@@ -555,7 +555,7 @@ void WorkflowController::Advance(Live& live) {
   env.now = clock_.Now();
   env.team = live.record.team;
   env.metadata = live.manifest.metadata;
-  env.created_by = WorkflowCreator(live.record.name);
+  const std::string created_by = WorkflowCreator(live.record.name);
   const std::string workflow_name = live.record.name;
   const std::string team = live.record.team;
   env.observe = [&](const std::string& job) { return Observe(live, job); };
@@ -563,12 +563,8 @@ void WorkflowController::Advance(Live& live) {
     return MemoLookup(team, cache, key);
   };
   env.resolve_ref = [&](const wf::TemplateRef& ref) { return ResolveRef(ref, team); };
-  if (live.wake_at && env.now < *live.wake_at) {
-    // Nothing timed is due; jobs may still have changed, so run anyway:
-    // the engine is cheap when nothing moved.
-  }
+  // Every pass, timers due or not: a job may have changed.
   wf::Actions actions = wf::Operate(live.manifest.spec, live.state, env);
-  live.wake_at = actions.wake_at;
   if (actions.changed) {
     Status saved = Save(live);
     if (!saved.ok()) {
@@ -606,7 +602,7 @@ void WorkflowController::Advance(Live& live) {
     if (auto readable = ParseJobSpec(JobSpecToJson(spec).dump()); !readable.ok()) {
       submitted = readable.status();
     } else {
-      submitted = jobs_.Submit(spec, env.created_by);
+      submitted = jobs_.Submit(spec, created_by);
     }
     if (!submitted.ok() && submitted.status().code() != StatusCode::kConflict) {
       wf::Node& node = live.state.nodes.at(create.node_id);

@@ -95,7 +95,6 @@ class WorkflowController final : public api::WorkflowService {
     workflow::Workflow manifest;
     workflow::WorkflowState state;
     std::map<std::string, std::string> saved_bodies;  // node id -> JSON last saved
-    std::optional<Time> wake_at;
     bool stale = false;  // a save failed: read it again from the store
   };
 

@@ -822,10 +822,6 @@ void Operator::ExecutePod(Node& node, const Call& call, const Scope& scope) {
       SetPhase(node, NodePhase::kError, job.status().message());
       return;
     }
-    if (!c.image.empty() && node.message.empty()) {
-      out_.events.push_back("step " + node.display_name + ": image " + c.image +
-                            " recorded; the step runs as a process on the pool");
-    }
     out_.create.push_back(std::move(*job));
     return;
   }

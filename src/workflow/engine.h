@@ -184,8 +184,6 @@ struct Actions {
   std::vector<JobToCreate> create;
   std::vector<std::string> stop;  // jobs to stop (a stop, a terminate, a deadline)
   std::vector<MemoEntry> memoize;
-  // Events worth showing on the workflow (e.g. "step a: image recorded, runs as a process").
-  std::vector<std::string> events;
   std::optional<Time> wake_at;  // look again then, even if no job changes
   bool changed = false;         // the state changed: persist it
 };
@@ -205,7 +203,6 @@ struct Environment {
   // (for headway.dev/queue, priority, gpus).
   std::string team = "default";
   ObjectMeta metadata;
-  std::string created_by;  // "workflow/NAME"
 };
 
 // Advances `state` as far as it can go now. `spec` is the workflow's spec
