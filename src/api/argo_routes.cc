@@ -1,6 +1,7 @@
 #include "api/argo_routes.h"
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "api/job_json.h"
 
@@ -102,6 +103,36 @@ Result<std::map<std::string, std::string>> LabelSelector(const std::string& text
   return out;
 }
 
+constexpr const char* kPhaseLabel = "workflows.argoproj.io/phase";
+constexpr const char* kCompletedLabel = "workflows.argoproj.io/completed";
+
+// `fieldSelector` terms on a workflow's name and namespace ("metadata.name=x");
+// Headway has no namespaces, so any namespace matches.
+Status FieldSelector(const std::string& text, WorkflowFilter& filter, std::string* exact_name = nullptr) {
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string term = text.substr(start, end - start);
+    start = end + 1;
+    if (term.empty()) continue;
+    std::size_t eq = term.find('=');
+    std::string key = eq == std::string::npos ? term : term.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : term.substr(term[eq + 1] == '=' ? eq + 2 : eq + 1);
+    if (eq == std::string::npos || key.back() == '!' ||
+        (key != "metadata.name" && key != "metadata.namespace")) {
+      return InvalidArgument("listOptions.fieldSelector: only metadata.name=NAME and "
+                             "metadata.namespace=NS are supported, not '" + term + "'");
+    }
+    if (key == "metadata.name") {
+      // An exact name: a prefix as long as the name, then checked whole.
+      filter.name_prefix = value;
+      if (exact_name != nullptr) *exact_name = value;
+    }
+  }
+  return Status::Ok();
+}
+
 class ArgoRoutes {
  public:
   ArgoRoutes(WorkflowService* service, ArgoAccess access)
@@ -130,12 +161,32 @@ class ArgoRoutes {
     return Json(200, view->body);
   }
 
-  HttpResponse List(const HttpRequest& req) {
+  // Live workflows, or with `archived` the finished ones (Argo's archive:
+  // here the same rows, indexed, kept until deleted).
+  HttpResponse List(const HttpRequest& req, bool archived) {
     WorkflowFilter filter;
     filter.team = access_.visible_team();
+    filter.finished_only = archived;
     auto labels = LabelSelector(req.Query("listOptions.labelSelector"));
     if (!labels.ok()) return Error(labels.status());
     filter.labels = *labels;
+    // Argo keeps phase and completion as labels; here they are columns.
+    if (auto phase = filter.labels.find(kPhaseLabel); phase != filter.labels.end()) {
+      filter.phase = phase->second;
+      filter.labels.erase(phase);
+    }
+    if (auto done = filter.labels.find(kCompletedLabel); done != filter.labels.end()) {
+      if (done->second == "true") filter.finished_only = true;
+      if (done->second == "false") filter.active_only = true;
+      filter.labels.erase(done);
+    }
+    filter.name_prefix = req.Query("namePrefix");
+    std::string exact_name = req.Query("name");  // the archive's exact-name filter
+    if (!exact_name.empty()) filter.name_prefix = exact_name;
+    if (Status fields = FieldSelector(req.Query("listOptions.fieldSelector"), filter, &exact_name);
+        !fields.ok()) {
+      return Error(fields);
+    }
     std::string limit = req.Query("listOptions.limit");
     if (!limit.empty()) {
       if (limit.size() > 6 || limit.find_first_not_of("0123456789") != std::string::npos) {
@@ -158,6 +209,7 @@ class ArgoRoutes {
     const std::string name_filter = req.Query("nameFilter");
     for (const WorkflowView& w : *all) {
       if (!access_.may_see(w.team).ok()) continue;
+      if (!exact_name.empty() && w.body["metadata"].value("name", "") != exact_name) continue;
       if (!name_filter.empty() &&
           w.body["metadata"].value("name", "").find(name_filter) == std::string::npos) {
         continue;
@@ -170,6 +222,44 @@ class ArgoRoutes {
       meta["continue"] = std::to_string(all->back().seq);
     }
     return Json(200, {{"metadata", meta}, {"items", items}});
+  }
+
+  // An archived (finished) workflow by its metadata.uid.
+  Result<WorkflowView> ArchivedByUid(const std::string& uid) {
+    WorkflowFilter filter;
+    filter.uid = uid;
+    filter.finished_only = true;
+    filter.limit = 1;
+    auto found = service_->ListWorkflows(filter);
+    if (!found.ok()) return found.status();
+    if (found->empty() || !access_.may_see(found->front().team).ok()) {
+      return NotFound("archived workflow '" + uid + "' not found");
+    }
+    return Visible(found->front().body["metadata"].value("name", ""));
+  }
+
+  // Label keys of the archived workflows the caller may see, or the values
+  // of one key.
+  HttpResponse ArchivedLabels(const std::string& key) {
+    WorkflowFilter filter;
+    filter.team = access_.visible_team();
+    filter.finished_only = true;
+    auto all = service_->ListWorkflows(filter);
+    if (!all.ok()) return Error(all.status());
+    std::set<std::string> found;
+    for (const WorkflowView& w : *all) {
+      if (!access_.may_see(w.team).ok()) continue;
+      const json& labels = w.body["metadata"]["labels"];
+      if (!labels.is_object()) continue;
+      for (const auto& [k, v] : labels.items()) {
+        if (key.empty()) {
+          found.insert(k);
+        } else if (k == key && v.is_string()) {
+          found.insert(v.get<std::string>());
+        }
+      }
+    }
+    return Json(200, {{"items", json(std::vector<std::string>(found.begin(), found.end()))}});
   }
 
   Result<WorkflowView> Visible(const std::string& name) {
@@ -242,7 +332,8 @@ void AddArgoRoutes(Router& router, WorkflowService* service, ArgoAccess access) 
   router.Add("POST", base + "/lint", guarded([](ArgoRoutes& r, auto& req, auto& p) {
                return r.Create(req, p.at("ns"), true);
              }));
-  router.Add("GET", base, guarded([](ArgoRoutes& r, auto& req, auto&) { return r.List(req); }));
+  router.Add("GET", base,
+             guarded([](ArgoRoutes& r, auto& req, auto&) { return r.List(req, false); }));
   router.Add("GET", base + "/{name}", guarded([](ArgoRoutes& r, auto&, auto& p) {
                auto view = r.Visible(p.at("name"));
                if (!view.ok()) return Error(view.status());
@@ -425,8 +516,62 @@ void AddArgoRoutes(Router& router, WorkflowService* service, ArgoAccess access) 
           return Json(200, view->body);
         }));
   }
-  router.Add("GET", "/api/v1/archived-workflows",
-             [](auto&, auto&) { return NotImplemented("the workflow archive"); });
+  // Argo's ArchivedWorkflowService: finished workflows, found by uid.
+  const std::string archive = "/api/v1/archived-workflows";
+  router.Add("GET", archive,
+             guarded([](ArgoRoutes& r, auto& req, auto&) { return r.List(req, true); }));
+  router.Add("GET", archive + "/{uid}", guarded([](ArgoRoutes& r, auto&, auto& p) {
+               auto view = r.ArchivedByUid(p.at("uid"));
+               if (!view.ok()) return Error(view.status());
+               return Json(200, view->body);
+             }));
+  router.Add("DELETE", archive + "/{uid}", guarded([](ArgoRoutes& r, auto&, auto& p) {
+               auto view = r.ArchivedByUid(p.at("uid"));
+               if (!view.ok()) return Error(view.status());
+               if (Status s = r.access_.may_change(view->team); !s.ok()) return Error(s);
+               const std::string name = view->body["metadata"].value("name", "");
+               if (Status s = r.service_->DeleteWorkflow(name); !s.ok()) return Error(s);
+               return Json(200, json::object());
+             }));
+  router.Add("PUT", archive + "/{uid}/resubmit", guarded([](ArgoRoutes& r, auto& req, auto& p) {
+               auto body = RequestBody(req);
+               if (!body.ok()) return Error(body.status());
+               auto memoized = BoolField(*body, "memoized");
+               if (!memoized.ok()) return Error(memoized.status());
+               auto view = r.ArchivedByUid(p.at("uid"));
+               if (!view.ok()) return Error(view.status());
+               const std::string name = view->body["metadata"].value("name", "");
+               return r.Change(name, [&] {
+                 return r.service_->ResubmitWorkflow(name, *memoized, r.access_.creator());
+               });
+             }));
+  router.Add("PUT", archive + "/{uid}/retry", guarded([](ArgoRoutes& r, auto& req, auto& p) {
+               auto body = RequestBody(req);
+               if (!body.ok()) return Error(body.status());
+               auto restart = BoolField(*body, "restartSuccessful");
+               if (!restart.ok()) return Error(restart.status());
+               auto selector = StringField(*body, "nodeFieldSelector");
+               if (!selector.ok()) return Error(selector.status());
+               auto view = r.ArchivedByUid(p.at("uid"));
+               if (!view.ok()) return Error(view.status());
+               WorkflowRetry retry;
+               retry.restart_successful = *restart;
+               retry.node_field_selector = *selector;
+               const std::string name = view->body["metadata"].value("name", "");
+               return r.Change(name, [&] { return r.service_->RetryWorkflow(name, retry); });
+             }));
+  router.Add("GET", "/api/v1/archived-workflows-label-keys",
+             guarded([](ArgoRoutes& r, auto&, auto&) { return r.ArchivedLabels(""); }));
+  router.Add("GET", "/api/v1/archived-workflows-label-values",
+             guarded([](ArgoRoutes& r, auto& req, auto&) {
+               // The key is the selector's only term ("key" or "key=...").
+               std::string key = req.Query("listOptions.labelSelector");
+               key = key.substr(0, key.find_first_of("=!,"));
+               if (key.empty()) {
+                 return Error(InvalidArgument("listOptions.labelSelector must name a label key"));
+               }
+               return r.ArchivedLabels(key);
+             }));
   router.Add("GET", "/api/v1/cluster-workflow-templates",
              [](auto&, auto&) { return NotImplemented("ClusterWorkflowTemplates"); });
 }

@@ -59,6 +59,9 @@ class ArtifactService {
   // (Ready at once when its bytes are stored already). `client_multipart`:
   // the client can drive a multipart upload, which large versions then get.
   virtual Result<NewArtifact> Create(Artifact draft, bool client_multipart) = 0;
+  // Whether `team`'s quota has room for `bytes` more: Create's check, for a
+  // caller that would copy the bytes somewhere first (PermissionDenied if not).
+  virtual Status CheckRoom(const std::string& team, std::uint64_t bytes) = 0;
   // The bytes of a Pending version, uploaded through the server into the
   // file `path`: checked against the record's size and digest, then stored.
   virtual Result<Artifact> Receive(std::string_view name, std::int64_t version,

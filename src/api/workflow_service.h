@@ -22,6 +22,7 @@ namespace headway::api {
 
 struct WorkflowView {
   std::string team;
+  std::string created_by;  // Job::created_by style: "user/NAME", "cron/NAME", ...
   std::int64_t seq = 0;  // the store's order: pages of a list continue below it
   nlohmann::json body;   // Argo's Workflow
 };

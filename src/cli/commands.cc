@@ -10,6 +10,7 @@
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <yaml-cpp/yaml.h>
@@ -58,6 +59,7 @@ struct Options {
   bool wait = false;                // submit --wait
   bool restart_successful = false;  // retry --restart-successful
   bool memoized = false;            // resubmit --memoized
+  std::vector<std::string> parameters;  // workflow submit -p NAME=VALUE
   std::string node_selector;        // retry --node-field-selector
   // get
   std::string resource;
@@ -1702,11 +1704,62 @@ int PrintNewWorkflow(const Options& o, const json& wf) {
   return kExitOk;
 }
 
+// `argo submit -p NAME=VALUE`: each sets the workflow argument NAME (added
+// when the manifest does not declare it). Empty on a manifest that is not
+// a YAML or JSON map, or a parameter without '=' (said on stderr).
+std::optional<std::string> WithParameters(const std::string& text,
+                                          const std::vector<std::string>& parameters) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    std::cerr << "error: the manifest is not YAML or JSON: " << e.what() << "\n";
+    return std::nullopt;
+  }
+  if (!root.IsMap()) {
+    std::cerr << "error: -p needs a Workflow manifest (a map)\n";
+    return std::nullopt;
+  }
+  for (const std::string& parameter : parameters) {
+    std::size_t eq = parameter.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << "error: -p takes NAME=VALUE, got '" << Safe(parameter) << "'\n";
+      return std::nullopt;
+    }
+    const std::string name = parameter.substr(0, eq);
+    YAML::Node list = root["spec"]["arguments"]["parameters"];
+    bool found = false;
+    if (list.IsSequence()) {
+      for (YAML::Node p : list) {
+        if (p.IsMap() && p["name"] && p["name"].IsScalar() && p["name"].Scalar() == name) {
+          p["value"] = parameter.substr(eq + 1);
+          p.remove("valueFrom");
+          found = true;
+        }
+      }
+    }
+    if (!found) {
+      YAML::Node p;
+      p["name"] = name;
+      p["value"] = parameter.substr(eq + 1);
+      root["spec"]["arguments"]["parameters"].push_back(p);
+    }
+  }
+  YAML::Emitter out;
+  out << root;
+  return std::string(out.c_str());
+}
+
 int WorkflowSubmit(const Options& o, std::string text) {
   if (text.empty()) {
     bool ok = true;
     text = ReadSpecFile(o.file, ok);
     if (!ok) return kExitUsage;
+  }
+  if (!o.parameters.empty()) {
+    auto with = WithParameters(text, o.parameters);
+    if (!with) return kExitUsage;
+    text = std::move(*with);
   }
   Client client(o);
   auto wf = client.Call("POST", kWorkflows, text, "application/yaml");
@@ -1906,6 +1959,8 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   auto* wf_submit = workflow->add_subcommand("submit", "Submit an Argo Workflow (YAML or JSON)");
   wf_submit->add_option("file", o.file, "the manifest, or - for standard input")->required();
   wf_submit->add_flag("--wait", o.wait, "wait until it ends; exit 0 only if it succeeded");
+  wf_submit->add_option("-p,--parameter", o.parameters,
+                        "set a workflow argument NAME=VALUE (repeatable)");
   AddOutputFlag(wf_submit, o, {"json", "yaml", "name"});
   wf_submit->callback([&exit_code, &o] { exit_code = WorkflowSubmit(o); });
   auto* wf_list = workflow->add_subcommand("list", "List workflows, newest first");

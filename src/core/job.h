@@ -49,6 +49,11 @@ struct ProgressEndpoint {
   Duration interval = std::chrono::seconds(30);
 };
 
+// Label of a job that runs a workflow step: the step's container image,
+// recorded (the step runs as a process on the pool, not in the image); the
+// job's Submitted event says so.
+inline constexpr std::string_view kStepImageLabel = "headway.dev/image";
+
 struct JobSpec {
   std::string name;
   // Like Kubernetes' metadata.generateName: with no name, the server names

@@ -50,6 +50,8 @@ struct WorkflowFilter {
   bool active_only = false;          // only unfinished ones
   // Each label must be present with this value (a label selector's equalities).
   std::map<std::string, std::string> labels;
+  std::string uid;          // only the workflow with this metadata.uid
+  std::string name_prefix;  // only names starting with this
   std::optional<Time> created_after;   // exclusive
   std::optional<Time> created_before;  // exclusive
   // Newest first; after a page, pass its last seq as `before_seq` for the next.

@@ -9,6 +9,7 @@
 #include "core/yaml_fields.h"
 #include "hpo/internal/katib.h"
 #include "hpo/internal/shell_script.h"
+#include "workflow/manifest.h"
 
 namespace headway::hpo {
 namespace {
@@ -178,6 +179,73 @@ const char* TypeText(ParamType t) {
   return "double";
 }
 
+
+// Whether a DAG task or step of `wf` is called `name`.
+bool HasStep(const workflow::Workflow& wf, const std::string& name) {
+  for (const workflow::Template& t : wf.spec.templates) {
+    if (t.dag) {
+      for (const workflow::Task& task : t.dag->tasks) {
+        if (task.name == name) return true;
+      }
+    }
+    if (t.steps) {
+      for (const auto& group : *t.steps) {
+        for (const workflow::Task& step : group) {
+          if (step.name == name) return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
+// trial_workflow: an Argo Workflow without a name, read by the workflow
+// parser (every check a submitted workflow gets) with a workflow argument
+// declared for each experiment parameter it does not declare itself.
+Result<workflow::Workflow> ParseTrialWorkflow(const YAML::Node& node, const std::string& experiment,
+                                              const std::set<std::string>& params) {
+  const std::string field = "trial_workflow";
+  if (!node.IsMap()) return FieldError(field, node, "must be an Argo Workflow (a map), got " + TypeName(node));
+  YAML::Node wf = YAML::Clone(node);
+  if (wf["metadata"] && (wf["metadata"]["name"] || wf["metadata"]["generateName"])) {
+    return FieldError(field + ".metadata.name", node["metadata"],
+                      "must not be set: trials are named " + experiment + "-0, " + experiment + "-1, ...");
+  }
+  if (!wf["apiVersion"]) wf["apiVersion"] = std::string(workflow::kApiVersion);
+  if (!wf["kind"]) wf["kind"] = "Workflow";
+  wf["metadata"]["name"] = experiment + "-0";
+  if (wf["spec"] && wf["spec"].IsMap()) {
+    std::set<std::string> declared;
+    YAML::Node args = wf["spec"]["arguments"]["parameters"];
+    if (args.IsSequence()) {
+      for (const YAML::Node& p : args) {
+        if (p.IsMap() && p["name"] && p["name"].IsScalar()) declared.insert(p["name"].Scalar());
+      }
+    }
+    for (const std::string& name : params) {
+      if (declared.count(name)) continue;
+      YAML::Node p;
+      p["name"] = name;
+      p["value"] = "0";  // each trial sets its own value
+      wf["spec"]["arguments"]["parameters"].push_back(p);
+    }
+  }
+  YAML::Emitter out;
+  out << wf;
+  auto manifest = workflow::ParseManifest(out.c_str());
+  if (!manifest.ok()) {
+    // Lines are of the workflow as re-read, not the document: give the field only.
+    const Status& s = manifest.status();
+    Status prefixed(s.code(), s.message());
+    prefixed.WithField(s.field().empty() ? field : field + "." + s.field());
+    return prefixed;
+  }
+  auto* parsed = std::get_if<workflow::Workflow>(&manifest->resource);
+  if (parsed == nullptr) return FieldError(field + ".kind", node["kind"], "must be Workflow");
+  parsed->metadata.name.clear();
+  return std::move(*parsed);
+}
+
 }  // namespace
 
 std::string_view DirectionName(Direction d) {
@@ -217,10 +285,11 @@ Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document) {
   }
   ExperimentSpec spec;
   std::string direction = "minimize", rule = "none";
-  YAML::Node params_node, template_node, objective_node;
+  YAML::Node params_node, template_node, objective_node, workflow_node;
   std::map<std::string, FieldHandler> objective = {
       {"metric", Assign(spec.objective.metric, AsString)},
       {"direction", Assign(direction, AsString)},
+      {"step", Assign(spec.objective.step, AsString)},
       {"goal", [&](const std::string& f, const YAML::Node& v) -> Status {
          auto d = AsDouble(f, v);
          if (!d.ok()) return d.status();
@@ -284,6 +353,10 @@ Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document) {
       {"trial_template", [&](const std::string&, const YAML::Node& v) -> Status {
          template_node = v;
          return Status::Ok();
+       }},
+      {"trial_workflow", [&](const std::string&, const YAML::Node& v) -> Status {
+         workflow_node = v;
+         return Status::Ok();
        }}};
   HEADWAY_RETURN_IF_ERROR(ForEachField("", *root, top));
 
@@ -328,6 +401,29 @@ Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document) {
     spec.early_stopping.rule = StoppingRule::kAsha;
   } else if (rule != "none") {
     return FieldError("early_stopping.rule", r["early_stopping"]["rule"], "must be none, median or asha");
+  }
+  if (r["trial_workflow"]) {
+    if (r["trial_template"]) {
+      return FieldError("trial_template", template_node,
+                        "a trial is a job (trial_template) or a workflow (trial_workflow), not both");
+    }
+    auto wf = ParseTrialWorkflow(workflow_node, spec.name, names);
+    if (!wf.ok()) return wf.status();
+    if (spec.objective.step.empty()) {
+      return FieldError("objective", objective_node,
+                        "needs a step: the DAG task or step of trial_workflow whose job reports '" +
+                            spec.objective.metric + "'");
+    }
+    if (!HasStep(*wf, spec.objective.step)) {
+      return FieldError("objective.step", objective_node["step"],
+                        "trial_workflow has no DAG task or step named '" + spec.objective.step + "'");
+    }
+    spec.trial_template.team = workflow::HeadwayValue(wf->metadata, nullptr, workflow::kTeamKey).value_or("");
+    spec.trial_workflow = std::move(wf.value());
+    return spec;
+  }
+  if (!spec.objective.step.empty()) {
+    return FieldError("objective.step", objective_node["step"], "is for trial_workflow");
   }
   if (!r["trial_template"]) return InvalidArgument("is required").WithField("trial_template");
   if (template_node.IsMap() && template_node["name"]) {
@@ -376,10 +472,11 @@ nlohmann::json ExperimentSpecToJson(const ExperimentSpec& spec) {
   nlohmann::json objective = {{"metric", spec.objective.metric},
                               {"direction", DirectionName(spec.objective.direction)}};
   if (spec.objective.goal) objective["goal"] = *spec.objective.goal;
+  if (!spec.objective.step.empty()) objective["step"] = spec.objective.step;
   nlohmann::json trial = JobSpecToJson(spec.trial_template);
   trial.erase("name");
   const EarlyStoppingOptions& e = spec.early_stopping;
-  return {{"name", spec.name},
+  nlohmann::json out = {{"name", spec.name},
           {"objective", objective},
           {"algorithm",
            {{"name", spec.algorithm},
@@ -397,6 +494,29 @@ nlohmann::json ExperimentSpecToJson(const ExperimentSpec& spec) {
             {"min_resource", e.min_resource},
             {"reduction_factor", e.reduction_factor}}},
           {"trial_template", trial}};
+  if (spec.trial_workflow) {
+    out.erase("trial_template");
+    nlohmann::json wf = workflow::ToJson(*spec.trial_workflow);
+    if (wf.contains("metadata")) wf["metadata"].erase("name");
+    out["trial_workflow"] = std::move(wf);
+  }
+  return out;
+}
+
+workflow::Workflow TrialWorkflow(const ExperimentSpec& spec, std::int64_t index,
+                                 const Assignment& params) {
+  workflow::Workflow wf = spec.trial_workflow.value_or(workflow::Workflow{});
+  wf.metadata.name = spec.name + "-" + std::to_string(index);
+  wf.metadata.generate_name.clear();
+  wf.metadata.labels["experiment"] = spec.name;
+  wf.metadata.labels["trial"] = std::to_string(index);
+  for (workflow::Parameter& p : wf.spec.arguments.parameters) {
+    auto it = params.find(p.name);
+    if (it == params.end()) continue;
+    p.value = FormatValue(it->second);
+    p.value_from.reset();
+  }
+  return wf;
 }
 
 JobSpec TrialJobSpec(const ExperimentSpec& spec, std::int64_t index, const Assignment& params) {

@@ -27,6 +27,30 @@
 // parses, values are substituted as they are. Categorical values must be
 // printable text. A trial's objective is the best value
 // (lowest, or highest when maximising) its job reported for the metric.
+//
+// A trial may be a whole pipeline instead: `trial_workflow` is an Argo
+// Workflow (apiVersion and kind may be left out; no metadata.name, trials
+// are named like jobs), and `objective.step` names the DAG task or step
+// whose job reports the metric:
+//
+//   objective: {metric: eval_loss, direction: minimize, step: train}
+//   trial_workflow:
+//     metadata: {labels: {headway.dev/team: vision}}
+//     spec:
+//       entrypoint: main
+//       templates:
+//         - name: main
+//           dag: {tasks: [{name: prep, template: prep}, {name: train, template: train, dependencies: [prep]}]}
+//         - name: train
+//           script: {image: python, command: [python3], source: "... {{workflow.parameters.lr}} ..."}
+//
+// Each parameter reaches the workflow as a workflow argument of its name
+// (`{{workflow.parameters.lr}}`), declared for it when the workflow does
+// not declare it, and set to the trial's value. Argo substitutes as text, so
+// a categorical value a script reads should be read from an env var or an
+// input parameter, not pasted into shell source. The workflow is validated
+// with the experiment, and when the step's job ends early the rule stops the
+// trial's whole workflow.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +64,7 @@
 #include "hpo/early_stopping.h"
 #include "hpo/sampler.h"
 #include "hpo/search_space.h"
+#include "workflow/workflow.h"
 
 namespace headway::hpo {
 
@@ -49,6 +74,8 @@ struct Objective {
   std::string metric;
   Direction direction = Direction::kMinimize;
   std::optional<double> goal;  // the experiment succeeds early once a trial reaches it
+  // Trial workflows only: the DAG task or step whose job reports `metric`.
+  std::string step;
 
   // Objectives as samplers and stopping rules see them: to be minimised.
   double Minimised(double value) const { return direction == Direction::kMaximize ? -value : value; }
@@ -67,7 +94,11 @@ struct ExperimentSpec {
   int parallel_trials = 1;
   int max_failed_trials = 3;
   EarlyStoppingOptions early_stopping;
-  JobSpec trial_template;  // name empty
+  // name empty. With a trial workflow, only `team` is used: the team its
+  // workflows run in (the workflow's headway.dev/team).
+  JobSpec trial_template;
+  // Set when each trial is a workflow (metadata.name empty).
+  std::optional<workflow::Workflow> trial_workflow;
 };
 
 Result<ExperimentSpec> ParseExperimentSpec(std::string_view document);
@@ -78,6 +109,11 @@ nlohmann::json ExperimentSpecToJson(const ExperimentSpec& spec);
 // The job of trial `index`: named "<experiment>-<index>", `${params.*}`
 // replaced, labelled experiment=<name> and trial=<index>.
 JobSpec TrialJobSpec(const ExperimentSpec& spec, std::int64_t index, const Assignment& params);
+
+// The workflow of trial `index`: named "<experiment>-<index>", labelled
+// experiment=<name> and trial=<index>, its arguments set to `params`.
+workflow::Workflow TrialWorkflow(const ExperimentSpec& spec, std::int64_t index,
+                                 const Assignment& params);
 
 std::string_view DirectionName(Direction d);
 std::string_view StoppingRuleName(StoppingRule r);

@@ -13,6 +13,24 @@ std::uint64_t ArtifactManager::QuotaOf(const std::string& team) const {
   return it != options_.quota_bytes.end() ? it->second : options_.default_quota_bytes;
 }
 
+Status ArtifactManager::CheckRoomLocked(const std::string& team, std::uint64_t bytes) {
+  std::uint64_t quota = QuotaOf(team);
+  if (quota == 0) return Status::Ok();
+  auto used = store_.TeamArtifactBytes(team);
+  if (!used.ok()) return used.status();
+  if (*used + bytes > quota) {
+    return PermissionDenied("team '" + team + "' would hold " + std::to_string(*used + bytes) +
+                            " bytes of artifacts, over its quota of " + std::to_string(quota) +
+                            " (it holds " + std::to_string(*used) + "): delete old versions first");
+  }
+  return Status::Ok();
+}
+
+Status ArtifactManager::CheckRoom(const std::string& team, std::uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  return CheckRoomLocked(team, bytes);
+}
+
 Result<api::NewArtifact> ArtifactManager::Create(Artifact draft, bool client_multipart) {
   HEADWAY_RETURN_IF_ERROR(ValidateNewArtifact(draft));
   draft.version = 0;
@@ -32,16 +50,7 @@ Result<api::NewArtifact> ArtifactManager::Create(Artifact draft, bool client_mul
     // MD5 and size, and readers check the SHA-256 (ObjectKey says why that
     // is enough).
     stored_already = existing->has_value() && (*existing)->size == draft.size;
-    if (std::uint64_t quota = QuotaOf(draft.team); quota > 0) {
-      auto used = store_.TeamArtifactBytes(draft.team);
-      if (!used.ok()) return used.status();
-      if (*used + draft.size > quota) {
-        return PermissionDenied("team '" + draft.team + "' would hold " +
-                                std::to_string(*used + draft.size) + " bytes of artifacts, over "
-                                "its quota of " + std::to_string(quota) + " (it holds " +
-                                std::to_string(*used) + "): delete old versions first");
-      }
-    }
+    HEADWAY_RETURN_IF_ERROR(CheckRoomLocked(draft.team, draft.size));
     HEADWAY_RETURN_IF_ERROR(store_.CreateArtifact(draft));
   }
   api::NewArtifact out;

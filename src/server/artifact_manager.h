@@ -48,6 +48,7 @@ class ArtifactManager final : public api::ArtifactService {
                   ArtifactManagerOptions options = {});
 
   Result<api::NewArtifact> Create(Artifact draft, bool client_multipart) override;
+  Status CheckRoom(const std::string& team, std::uint64_t bytes) override;
   Result<Artifact> Receive(std::string_view name, std::int64_t version,
                            const std::string& path) override;
   Result<std::vector<UploadedPart>> UploadedParts(std::string_view name, std::int64_t version,
@@ -88,6 +89,7 @@ class ArtifactManager final : public api::ArtifactService {
   Result<Artifact> MarkReady(Artifact artifact);
   void ApplyRetention(const Artifact& newest);
   std::uint64_t QuotaOf(const std::string& team) const;
+  Status CheckRoomLocked(const std::string& team, std::uint64_t bytes);  // callers hold mu_
   // A Pending version and the plan of its multipart upload.
   Result<std::pair<Artifact, PartPlan>> PendingMultipart(std::string_view name,
                                                          std::int64_t version);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "workflow/workflow.h"
+
 namespace headway {
 namespace {
 
@@ -52,14 +54,111 @@ bool IsOwnTrialJob(const Job& job, const hpo::ExperimentSpec& spec) {
   return job.created_by == TrialCreator(spec.name) && job.spec.team == spec.trial_template.team;
 }
 
-std::string TakenMessage(const std::string& job) {
-  return "job name " + job + " is taken by a job this experiment did not create";
+std::string TakenMessage(const hpo::ExperimentSpec& spec, const std::string& name) {
+  const char* what = spec.trial_workflow ? "workflow" : "job";
+  return std::string(what) + " name " + name + " is taken by a " + what +
+         " this experiment did not create";
+}
+
+// A trial workflow runs in the experiment's team and no other.
+api::TeamAdmission TrialTeam(std::string team) {
+  return [team](std::string& asked) -> Status {
+    if (asked.empty()) asked = team;
+    if (asked != team) return PermissionDenied("a trial workflow runs in team " + team);
+    return Status::Ok();
+  };
+}
+
+// The job that ran the workflow's `step` last (a retried step's latest
+// attempt): its metrics are the trial's. "" when it has not started.
+std::string StepJob(const nlohmann::json& workflow, const std::string& step) {
+  auto status = workflow.find("status");
+  if (status == workflow.end() || !status->contains("nodes")) return "";
+  std::string job, started;
+  for (const auto& [id, node] : (*status)["nodes"].items()) {
+    if (node.value("type", "") != "Pod") continue;
+    const std::string name = node.value("displayName", "");
+    if (name != step && name.rfind(step + "(", 0) != 0) continue;
+    auto headway = node.find("headway");
+    std::string node_job = headway != node.end() ? headway->value("job", "") : "";
+    if (node_job.empty()) continue;
+    std::string node_started = node.value("startedAt", "");
+    if (job.empty() || node_started >= started) {
+      job = node_job;
+      started = node_started;
+    }
+  }
+  return job;
 }
 
 }  // namespace
 
-ExperimentController::ExperimentController(Store& store, api::JobService& jobs, const Clock& clock)
-    : store_(store), jobs_(jobs), clock_(clock) {}
+ExperimentController::ExperimentController(Store& store, api::JobService& jobs, const Clock& clock,
+                                           api::WorkflowService* workflows)
+    : store_(store), jobs_(jobs), clock_(clock), workflows_(workflows) {}
+
+Result<ExperimentController::TrialRun> ExperimentController::ObserveTrial(
+    const hpo::ExperimentSpec& spec, const std::string& name) {
+  TrialRun run;
+  if (!spec.trial_workflow) {
+    auto job = jobs_.Get(name);
+    if (!job.ok()) {
+      if (job.status().code() == StatusCode::kNotFound) return run;
+      return job.status();
+    }
+    run.found = true;
+    run.owned = IsOwnTrialJob(*job, spec);
+    if (!run.owned) return run;
+    run.state = std::string(JobStateName(job->state));
+    run.ended = IsTerminal(job->state);
+    run.succeeded = job->state == JobState::kSucceeded;
+    run.failure = run.state + ": " + job->reason + (job->message.empty() ? "" : " (" + job->message + ")");
+    run.metrics_job = name;
+    return run;
+  }
+  if (workflows_ == nullptr) return Unavailable("workflows are not enabled on this server");
+  auto wf = workflows_->GetWorkflow(name);
+  if (!wf.ok()) {
+    if (wf.status().code() == StatusCode::kNotFound) return run;
+    return wf.status();
+  }
+  run.found = true;
+  run.owned = wf->created_by == TrialCreator(spec.name) && wf->team == spec.trial_template.team;
+  if (!run.owned) return run;
+  const nlohmann::json& status = wf->body["status"];
+  run.state = status.value("phase", "Pending");
+  run.ended = run.state == "Succeeded" || run.state == "Failed" || run.state == "Error";
+  run.succeeded = run.state == "Succeeded";
+  run.failure = "workflow " + run.state;
+  if (status.contains("message") && status["message"].is_string()) {
+    run.failure += ": " + status["message"].get<std::string>();
+  }
+  run.metrics_job = StepJob(wf->body, spec.objective.step);
+  return run;
+}
+
+Status ExperimentController::SubmitTrial(const hpo::ExperimentSpec& spec, std::int64_t index,
+                                         const hpo::Assignment& params) {
+  if (!spec.trial_workflow) {
+    return jobs_.Submit(hpo::TrialJobSpec(spec, index, params), TrialCreator(spec.name)).status();
+  }
+  if (workflows_ == nullptr) return Unavailable("workflows are not enabled on this server");
+  std::string manifest = workflow::ToJson(hpo::TrialWorkflow(spec, index, params)).dump();
+  return workflows_
+      ->CreateWorkflow(manifest, "default", TrialTeam(spec.trial_template.team),
+                       TrialCreator(spec.name), /*dry_run=*/false)
+      .status();
+}
+
+void ExperimentController::StopTrial(const hpo::ExperimentSpec& spec, const std::string& name,
+                                     const std::string& reason) {
+  // Conflict: it already ended; the next pass reads how.
+  if (spec.trial_workflow) {
+    if (workflows_ != nullptr) (void)workflows_->StopWorkflow(name, /*terminate=*/false);
+    return;
+  }
+  (void)jobs_.Stop(name, reason);
+}
 
 Result<const hpo::ExperimentSpec*> ExperimentController::SpecOf(const ExperimentRecord& e) {
   auto it = specs_.find(e.name);
@@ -75,7 +174,30 @@ Result<api::ExperimentView> ExperimentController::CreateExperiment(
   auto spec = hpo::ParseExperimentSpec(document);
   if (!spec.ok()) return spec.status();
   if (admit) HEADWAY_RETURN_IF_ERROR(admit(spec->trial_template));
-  ApplySubmitDir(spec->trial_template, submit_dir);
+  if (spec->trial_workflow) {
+    if (workflows_ == nullptr) {
+      return Status(Unavailable("workflows are not enabled on this server")).WithField("trial_workflow");
+    }
+    // The team admission settled is the one every trial workflow names.
+    workflow::ObjectMeta& meta = spec->trial_workflow->metadata;
+    meta.annotations.erase(std::string(workflow::kTeamKey));
+    meta.labels[std::string(workflow::kTeamKey)] = spec->trial_template.team;
+    // Checked as its trials will be (templateRefs resolved, ...), with any values.
+    auto sampler = hpo::MakeSampler("random", spec->sampler);
+    if (!sampler.ok()) return sampler.status();
+    hpo::Assignment sample = (*sampler)->Suggest(spec->parameters, {}, 0);
+    auto lint = workflows_->CreateWorkflow(
+        workflow::ToJson(hpo::TrialWorkflow(*spec, 0, sample)).dump(), "default",
+        TrialTeam(spec->trial_template.team), TrialCreator(spec->name), /*dry_run=*/true);
+    if (!lint.ok()) {
+      const Status& s = lint.status();
+      Status prefixed(s.code(), s.message());
+      prefixed.WithField(s.field().empty() ? "trial_workflow" : "trial_workflow." + s.field());
+      return prefixed;
+    }
+  } else {
+    ApplySubmitDir(spec->trial_template, submit_dir);
+  }
   ExperimentRecord record;
   record.name = spec->name;
   // ASCII only: DEL or C1 written raw would not parse back (see SpecOf).
@@ -130,28 +252,30 @@ Result<api::ExperimentView> ExperimentController::View(const ExperimentRecord& e
   api::ExperimentView view;
   view.record = e;
   view.spec = nlohmann::json::parse(e.spec_json, nullptr, false);
-  hpo::Objective objective;
-  std::string team;
+  hpo::ExperimentSpec spec;
   {
     std::lock_guard lock(mu_);
-    auto spec = SpecOf(e);
-    if (!spec.ok()) return spec.status();
-    objective = (*spec)->objective;
-    team = (*spec)->trial_template.team;
+    auto stored = SpecOf(e);
+    if (!stored.ok()) return stored.status();
+    spec = **stored;
   }
+  const hpo::Objective& objective = spec.objective;
   auto trials = store_.ListTrials(e.name);
   if (!trials.ok()) return trials.status();
   for (const TrialRecord& t : *trials) {
     api::TrialView tv;
     tv.record = t;
     tv.params = nlohmann::json::parse(t.params_json, nullptr, false);
-    auto job = jobs_.Get(t.job);
-    if (job.ok() && job->created_by == TrialCreator(e.name) && job->spec.team == team) {
-      tv.job_state = std::string(JobStateName(job->state));
-      ProgressView progress = jobs_.Progress(*job);
-      tv.step = progress.step;
-      if (auto it = progress.metrics.find(objective.metric); it != progress.metrics.end()) {
-        tv.latest = it->second;
+    auto run = ObserveTrial(spec, t.job);
+    if (run.ok() && run->found && run->owned) {
+      tv.job_state = run->state;
+      auto job = run->metrics_job.empty() ? Result<Job>(NotFound(t.job)) : jobs_.Get(run->metrics_job);
+      if (job.ok()) {
+        ProgressView progress = jobs_.Progress(*job);
+        tv.step = progress.step;
+        if (auto it = progress.metrics.find(objective.metric); it != progress.metrics.end()) {
+          tv.latest = it->second;
+        }
       }
     }
     bool finished = t.state == TrialState::kCompleted || t.state == TrialState::kEarlyStopped;
@@ -171,10 +295,9 @@ void ExperimentController::Finish(ExperimentRecord& e, ExperimentState state, st
   auto spec = SpecOf(e);
   for (TrialRecord& t : trials) {
     if (t.state != TrialState::kRunning || !spec.ok()) continue;
-    auto job = jobs_.Get(t.job);
-    if (!job.ok() || !IsOwnTrialJob(*job, **spec)) continue;
-    auto stopped = jobs_.Stop(t.job, "experiment " + e.name + " ended: " + message);
-    (void)stopped;  // Conflict: the job already ended; the next view shows how
+    auto run = ObserveTrial(**spec, t.job);
+    if (!run.ok() || !run->found || !run->owned) continue;
+    StopTrial(**spec, t.job, "experiment " + e.name + " ended: " + message);
   }
   e.state = state;
   e.message = std::move(message);
@@ -208,17 +331,17 @@ void ExperimentController::LaunchTrial(const hpo::ExperimentSpec& spec, std::int
   trial.state = TrialState::kRunning;
   // Recorded first: a crash before the submit is repaired by Advance.
   if (!store_.CreateTrial(trial).ok()) return;
-  auto job = jobs_.Submit(hpo::TrialJobSpec(spec, index, params), TrialCreator(spec.name));
-  if (job.ok()) return;
-  if (job.status().code() == StatusCode::kConflict) {
+  Status submitted = SubmitTrial(spec, index, params);
+  if (submitted.ok()) return;
+  if (submitted.code() == StatusCode::kConflict) {
     // Ours only if this experiment created it; anyone else's is left alone.
-    auto existing = jobs_.Get(trial.job);
-    if (!existing.ok() || IsOwnTrialJob(*existing, spec)) return;  // not found: Advance resubmits
+    auto existing = ObserveTrial(spec, trial.job);
+    if (!existing.ok() || !existing->found || existing->owned) return;  // not found: Advance resubmits
     trial.state = TrialState::kFailed;
-    trial.message = TakenMessage(trial.job);
+    trial.message = TakenMessage(spec, trial.job);
   } else {
     trial.state = TrialState::kFailed;
-    trial.message = "cannot submit: " + job.status().message();
+    trial.message = "cannot submit: " + submitted.message();
   }
   (void)store_.SaveTrial(trial);
 }
@@ -229,44 +352,44 @@ void ExperimentController::Advance(ExperimentRecord& e, const hpo::ExperimentSpe
   std::vector<TrialRecord> trials = std::move(listed.value());
   const hpo::Objective& objective = spec.objective;
 
-  // 1. Trials whose jobs ended.
+  // 1. Trials whose jobs (or workflows) ended.
   std::map<std::string, std::vector<MetricPoint>> series;
   for (TrialRecord& t : trials) {
     if (t.state != TrialState::kRunning) continue;
-    auto job = jobs_.Get(t.job);
-    if (!job.ok()) {
-      if (job.status().code() == StatusCode::kNotFound) {
-        // Recorded but never submitted (the server stopped in between).
-        auto again = jobs_.Submit(hpo::TrialJobSpec(spec, t.index, ParamsFromJson(t.params_json)),
-                                  TrialCreator(spec.name));
-        if (!again.ok() && again.status().code() != StatusCode::kConflict) {
-          t.state = TrialState::kFailed;
-          t.message = "cannot submit: " + again.status().message();
-          (void)store_.SaveTrial(t);
-        }
+    auto run = ObserveTrial(spec, t.job);
+    if (!run.ok()) continue;
+    if (!run->found) {
+      // Recorded but never submitted (the server stopped in between).
+      Status again = SubmitTrial(spec, t.index, ParamsFromJson(t.params_json));
+      if (!again.ok() && again.code() != StatusCode::kConflict) {
+        t.state = TrialState::kFailed;
+        t.message = "cannot submit: " + again.message();
+        (void)store_.SaveTrial(t);
       }
       continue;
     }
-    if (!IsOwnTrialJob(*job, spec)) {
+    if (!run->owned) {
       t.state = TrialState::kFailed;
-      t.message = TakenMessage(t.job);
+      t.message = TakenMessage(spec, t.job);
       (void)store_.SaveTrial(t);
       continue;
     }
-    auto points = jobs_.MetricSeries(t.job, objective.metric);
+    auto points = run->metrics_job.empty() ? Result<std::vector<MetricPoint>>(NotFound(t.job))
+                                           : jobs_.MetricSeries(run->metrics_job, objective.metric);
     series[t.job] = points.ok() ? std::move(points.value()) : std::vector<MetricPoint>{};
-    if (!IsTerminal(job->state)) continue;
+    if (!run->ended) continue;
     t.objective = BestOf(series[t.job], objective);
     if (t.stop_requested) {
       t.state = TrialState::kEarlyStopped;
-    } else if (job->state == JobState::kSucceeded && t.objective) {
+    } else if (run->succeeded && t.objective) {
       t.state = TrialState::kCompleted;
     } else {
       t.state = TrialState::kFailed;
-      t.message = job->state == JobState::kSucceeded
-                      ? "succeeded without reporting a finite '" + objective.metric + "'"
-                      : std::string(JobStateName(job->state)) + ": " + job->reason +
-                            (job->message.empty() ? "" : " (" + job->message + ")");
+      t.message = !run->succeeded ? run->failure
+                  : spec.trial_workflow
+                      ? "succeeded without step '" + spec.objective.step + "' reporting a finite '" +
+                            objective.metric + "'"
+                      : "succeeded without reporting a finite '" + objective.metric + "'";
     }
     (void)store_.SaveTrial(t);
   }
@@ -278,9 +401,10 @@ void ExperimentController::Advance(ExperimentRecord& e, const hpo::ExperimentSpe
       auto it = series.find(t.job);
       if (it == series.end()) {
         // Finished trials: read only what this experiment's own job reported.
-        auto job = jobs_.Get(t.job);
-        auto points = job.ok() && IsOwnTrialJob(*job, spec) ? jobs_.MetricSeries(t.job, objective.metric)
-                                                            : Result<std::vector<MetricPoint>>(NotFound(t.job));
+        auto run = ObserveTrial(spec, t.job);
+        auto points = run.ok() && run->owned && !run->metrics_job.empty()
+                          ? jobs_.MetricSeries(run->metrics_job, objective.metric)
+                          : Result<std::vector<MetricPoint>>(NotFound(t.job));
         it = series.emplace(t.job, points.ok() ? std::move(points.value()) : std::vector<MetricPoint>{}).first;
       }
       hpo::TrialCurve curve{t.job, {}};
@@ -302,8 +426,7 @@ void ExperimentController::Advance(ExperimentRecord& e, const hpo::ExperimentSpe
       t.stop_requested = true;
       t.message = d.reason;
       (void)store_.SaveTrial(t);  // before the stop, so its end is read as EarlyStopped
-      auto stopped = jobs_.Stop(t.job, "early stopped: " + d.reason);
-      (void)stopped;
+      StopTrial(spec, t.job, "early stopped: " + d.reason);
     }
   }
 

@@ -9,6 +9,12 @@
 // the trial's job name is taken by anyone else's job (another team's
 // included), the trial fails and that job is never read, shown or stopped.
 //
+// A trial may be a workflow (hpo::ExperimentSpec::trial_workflow), run by
+// the workflow controller under the same rules (created by
+// "experiment/<name>", in the experiment's team); its objective is read from
+// the job of the step the objective names, and stopping it stops the whole
+// workflow.
+//
 // Everything is persisted before it is acted on (the trial record before its
 // job is submitted), and samplers are deterministic, so after a restart the
 // controller picks up where it left off without doubling a trial.
@@ -24,6 +30,7 @@
 
 #include "api/experiment_service.h"
 #include "api/job_service.h"
+#include "api/workflow_service.h"
 #include "core/time.h"
 #include "hpo/experiment_spec.h"
 #include "store/store.h"
@@ -32,8 +39,10 @@ namespace headway {
 
 class ExperimentController final : public api::ExperimentService {
  public:
-  // `store`, `jobs` and `clock` must outlive the controller.
-  ExperimentController(Store& store, api::JobService& jobs, const Clock& clock);
+  // `store`, `jobs`, `clock` and `workflows` must outlive the controller.
+  // Without `workflows`, experiments whose trials are workflows are refused.
+  ExperimentController(Store& store, api::JobService& jobs, const Clock& clock,
+                       api::WorkflowService* workflows = nullptr);
 
   // One pass over every running experiment.
   void Tick();
@@ -55,12 +64,28 @@ class ExperimentController final : public api::ExperimentService {
               std::vector<TrialRecord>& trials);
   void LaunchTrial(const hpo::ExperimentSpec& spec, std::int64_t index,
                    const std::vector<TrialRecord>& trials);
+  // What became of a trial's job or workflow.
+  struct TrialRun {
+    bool found = false;        // its job or workflow exists
+    bool owned = false;        // and this experiment created it, in its team
+    bool ended = false;
+    bool succeeded = false;
+    std::string state;         // the job's state or the workflow's phase
+    std::string failure;       // why it ended without succeeding
+    std::string metrics_job;   // the job whose metrics are the trial's; "" none yet
+  };
+  Result<TrialRun> ObserveTrial(const hpo::ExperimentSpec& spec, const std::string& name);
+  // Submits the trial's job or workflow (Conflict: the name is taken).
+  Status SubmitTrial(const hpo::ExperimentSpec& spec, std::int64_t index,
+                     const hpo::Assignment& params);
+  void StopTrial(const hpo::ExperimentSpec& spec, const std::string& name, const std::string& reason);
   Result<const hpo::ExperimentSpec*> SpecOf(const ExperimentRecord& experiment);
   Result<api::ExperimentView> View(const ExperimentRecord& experiment);
 
   Store& store_;
   api::JobService& jobs_;
   const Clock& clock_;
+  api::WorkflowService* workflows_;
   std::mutex mu_;  // serialises experiment mutations
   std::condition_variable wake_;
   bool shutdown_ = false;                              // guarded by mu_

@@ -296,6 +296,11 @@ Result<Job> JobController::Submit(JobSpec spec, std::string created_by) {
   job.created_at = clock_.Now();
   job.executor = queue.executor;
   job.created_by = std::move(created_by);
+  std::string submitted = "job submitted";
+  if (auto image = job.spec.labels.find(std::string(kStepImageLabel)); image != job.spec.labels.end()) {
+    submitted += "; image " + image->second +
+                 " recorded: the step runs as a process on the pool, not in a container";
+  }
   std::lock_guard lock(mu_);
   if (job.spec.name.empty()) {
     if (job.spec.generate_name.empty()) {
@@ -306,11 +311,11 @@ Result<Job> JobController::Submit(JobSpec spec, std::string created_by) {
     Status created = Conflict("");
     for (int tries = 0; tries < 8 && created.code() == StatusCode::kConflict; ++tries) {
       job.spec.name = job.spec.generate_name + RandomSuffix();
-      created = store_.CreateJob(job, Event(job, "Submitted", "job submitted"));
+      created = store_.CreateJob(job, Event(job, "Submitted", submitted));
     }
     HEADWAY_RETURN_IF_ERROR(created);
   } else {
-    HEADWAY_RETURN_IF_ERROR(store_.CreateJob(job, Event(job, "Submitted", "job submitted")));
+    HEADWAY_RETURN_IF_ERROR(store_.CreateJob(job, Event(job, "Submitted", submitted)));
   }
   generation_ += 1;
   woken_ = true;

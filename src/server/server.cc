@@ -438,8 +438,8 @@ int RunServer(const ServerConfig& config) {
   // arrive before the controller exists get 503.
   std::unique_ptr<JobController> controller;
   std::unique_ptr<api::WatchCache> watch_cache;  // gone before the controller it reads
-  std::unique_ptr<ExperimentController> experiments;
   std::unique_ptr<WorkflowController> workflows;
+  std::unique_ptr<ExperimentController> experiments;  // uses workflows
   // Artifact bytes: content-addressed under the data directory. Uploads
   // through the server are written to files in uploads/ (never memory),
   // checked, then moved into the store; leftovers of a crash are removed.
@@ -549,9 +549,9 @@ int RunServer(const ServerConfig& config) {
   controller = std::make_unique<JobController>(**store, executors, clock, options);
   watch_cache = std::make_unique<api::WatchCache>(*controller);
   watch_feed.store(watch_cache.get());
-  experiments = std::make_unique<ExperimentController>(**store, *controller, clock);
   workflows = std::make_unique<WorkflowController>(**store, *controller, clock, config.data_dir,
                                                    &artifacts);
+  experiments = std::make_unique<ExperimentController>(**store, *controller, clock, workflows.get());
   api::RestApiOptions api_options;
   api_options.watch_cache = watch_cache.get();
   api_options.max_streams_per_token = config.max_streams_per_token;

@@ -333,8 +333,11 @@ void WorkflowController::IngestArtifacts(const Live& live, const std::string& jo
     return;
   }
   std::string node_name;
+  std::map<std::string, std::string> names_by_key;  // outputs with an s3.key
   for (const auto& [id, node] : live.state.nodes) {
-    if (node.job == job) node_name = node.name;
+    if (node.job != job) continue;
+    node_name = node.name;
+    names_by_key = node.artifact_names;
   }
   std::vector<std::string> entries;
   while (dirent* entry = ::readdir(dir)) {
@@ -350,8 +353,12 @@ void WorkflowController::IngestArtifacts(const Live& live, const std::string& jo
       break;
     }
     std::string stored_name;
-    for (char c : job + "." + artifact) {
-      stored_name += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    if (auto key = names_by_key.find(artifact); key != names_by_key.end()) {
+      stored_name = key->second;
+    } else {
+      for (char c : job + "." + artifact) {
+        stored_name += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+      }
     }
     // Stored already (a pass that stored it and then crashed): the same version.
     ArtifactFilter mine;
@@ -370,7 +377,17 @@ void WorkflowController::IngestArtifacts(const Live& live, const std::string& jo
     int in = ::openat(::dirfd(dir), entry.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     struct stat st {};
     bool copied = false;
-    if (in >= 0 && ::fstat(in, &st) == 0 && S_ISREG(st.st_mode)) {
+    const bool regular = in >= 0 && ::fstat(in, &st) == 0 && S_ISREG(st.st_mode);
+    // The quota is checked before the bytes are copied: a step cannot fill
+    // the server's disk with an output its team has no room for.
+    Status room = regular ? artifacts_->CheckRoom(live.record.team, static_cast<std::uint64_t>(st.st_size))
+                          : Status::Ok();
+    if (!room.ok()) {
+      ::close(in);
+      seen.artifact_error = "outputs.artifacts." + artifact + ": " + room.message();
+      break;
+    }
+    if (regular) {
       int out = ::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
       if (out >= 0) {
         copied = true;
@@ -595,6 +612,10 @@ void WorkflowController::Advance(Live& live) {
     spec.command = StepCommand(create, home + kStepDir, home + kInputsDir);
     spec.args.clear();
     spec.labels["headway.dev/workflow"] = workflow_name;
+    // Recorded, and said in the job's Submitted event: no container runs it.
+    if (!create.image.empty()) {
+      spec.labels[std::string(kStepImageLabel)] = EscapeForTerminal(create.image.substr(0, 256));
+    }
     // As in a container: concurrent steps writing /tmp/out must not collide.
     spec.private_tmp = true;
     // Only a spec the job store reads back is submitted (env names, ...).
@@ -679,6 +700,7 @@ json WorkflowController::LiveProgress(const Live& live, json* nodes) {
 api::WorkflowView WorkflowController::ViewOfRecord(const WorkflowRecord& record) const {
   api::WorkflowView view;
   view.team = record.team;
+  view.created_by = record.created_by;
   view.seq = record.seq;
   json manifest = json::parse(record.manifest, nullptr, false);
   json status = json::parse(record.status, nullptr, false);

@@ -6,11 +6,24 @@
 #include <cstdio>
 #include <set>
 
+#include "core/artifact.h"
 #include "workflow/loops.h"
 #include "workflow/substitute.h"
 
 namespace headway::workflow {
 namespace {
+
+// A key-only S3 location's name in the artifact store: the workflow's
+// artifacts live in Headway's store, so a bucket or endpoint elsewhere is refused.
+Result<std::string> KeyOnly(const S3Location& s3, const std::string& key) {
+  if (!s3.bucket.empty() || !s3.endpoint.empty()) {
+    return InvalidArgument("give only `key`: a workflow's artifacts live in Headway's artifact "
+                           "store (its artifact repository), not in bucket '" + s3.bucket + "'" +
+                           (s3.endpoint.empty() ? "" : " at " + s3.endpoint));
+  }
+  return ArtifactNameForKey(key);
+}
+
 
 using nlohmann::json;
 
@@ -439,9 +452,17 @@ Node* Operator::Execute(const std::string& name, const Call& call, const std::st
       } else {
         error = "inputs.artifacts." + a.name + ": " + ref.status().message();
       }
-    } else if (source->s3 || !source->http_url.empty()) {
+    } else if (source->s3) {
+      auto key = Substitute(source->s3->key, outer, Unresolved::kError);
+      auto stored = key.ok() ? KeyOnly(*source->s3, *key) : Result<std::string>(key.status());
+      if (stored.ok()) {
+        in.ref = *stored;  // its latest version
+      } else {
+        error = "inputs.artifacts." + a.name + ".s3: " + stored.status().message();
+      }
+    } else if (!source->http_url.empty()) {
       error = "inputs.artifacts." + a.name +
-              ": s3 and http sources are not supported; pass artifacts with `from`";
+              ": http sources are not supported; pass artifacts with `from` or `s3.key`";
     } else if (!a.optional) {
       error = "inputs.artifacts." + a.name + " was not supplied";
     } else {
@@ -812,7 +833,17 @@ void Operator::ExecutePod(Node& node, const Call& call, const Scope& scope) {
         if (path->empty() || (*path)[0] != '/') {
           return InvalidArgument("outputs.artifacts." + a.name + ".path must be absolute");
         }
-        job.output_artifacts.push_back({a.name, *path, a.optional});
+        std::string store_as;
+        if (a.s3) {
+          auto key = subst(a.s3->key, "outputs.artifacts." + a.name + ".s3.key");
+          if (!key.ok()) return key.status();
+          auto stored = KeyOnly(*a.s3, *key);
+          if (!stored.ok()) {
+            return InvalidArgument("outputs.artifacts." + a.name + ".s3: " + stored.status().message());
+          }
+          store_as = *stored;
+        }
+        job.output_artifacts.push_back({a.name, *path, a.optional, store_as});
       }
       spec.labels["workflows.argoproj.io/workflow"] = state_.name;
       return job;
@@ -821,6 +852,10 @@ void Operator::ExecutePod(Node& node, const Call& call, const Scope& scope) {
     if (!job.ok()) {
       SetPhase(node, NodePhase::kError, job.status().message());
       return;
+    }
+    node.artifact_names.clear();
+    for (const OutputArtifact& a : job->output_artifacts) {
+      if (!a.store_as.empty()) node.artifact_names[a.name] = a.store_as;
     }
     out_.create.push_back(std::move(*job));
     return;
@@ -1873,6 +1908,7 @@ json ToJson(const Node& node) {
   if (node.retry_after) headway["retryAfter"] = headway::FormatRfc3339(*node.retry_after);
   if (node.on_exit) headway["onExit"] = true;
   if (!node.memo_key.empty()) headway["memoKey"] = node.memo_key;
+  if (!node.artifact_names.empty()) headway["artifactNames"] = node.artifact_names;
   if (!headway.empty()) j["headway"] = headway;
   return j;
 }
@@ -1945,8 +1981,25 @@ Result<Node> NodeFromJson(const json& j) {
     node.retry_after = time(h, "retryAfter");
     node.on_exit = h.value("onExit", false);
     node.memo_key = h.value("memoKey", "");
+    if (h.contains("artifactNames") && h["artifactNames"].is_object()) {
+      for (const auto& [name, stored] : h["artifactNames"].items()) {
+        if (stored.is_string()) node.artifact_names[name] = stored.get<std::string>();
+      }
+    }
   }
   return node;
+}
+
+Result<std::string> ArtifactNameForKey(std::string_view key) {
+  std::string name;
+  for (char c : key) name += c == '/' ? '.' : c;
+  while (!name.empty() && name.front() == '.') name.erase(name.begin());
+  while (!name.empty() && name.back() == '.') name.pop_back();
+  if (!IsValidArtifactName(name)) {
+    return InvalidArgument("key '" + std::string(key) + "' makes no artifact name ('" + name +
+                           "'): use lowercase letters, digits and - _ . / (at most 200)");
+  }
+  return name;
 }
 
 }  // namespace headway::workflow

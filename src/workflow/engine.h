@@ -89,6 +89,9 @@ struct Node {
   std::optional<bool> memo_hit;
   // Whether the node stands for an exit handler (its parent's onExit).
   bool on_exit = false;
+  // Pod nodes: output artifacts with an s3.key, by name -> the artifact
+  // store's name they are kept under (ArtifactNameForKey).
+  std::map<std::string, std::string> artifact_names;
   // Number of pod nodes below this node finished / in all: Argo's "1/3".
   std::string progress;
 
@@ -156,7 +159,15 @@ struct OutputArtifact {
   std::string name;
   std::string path;
   bool optional = false;
+  std::string store_as;  // an s3.key's name in the artifact store; "" for JOB.NAME
 };
+
+// Argo's key-only S3 artifacts (`s3: {key: models/v1.tgz}`) live in the
+// artifact store (Headway's artifact repository) under a name made of the
+// key: '/' read as '.', e.g. "models.v1.tgz". Each write is a new version,
+// and a step that reads the key gets the latest. An error when the key makes
+// no valid name (uppercase letters, spaces, ...).
+Result<std::string> ArtifactNameForKey(std::string_view key);
 
 // A job to create for a pod node. `spec.command` is the step's own command
 // line; `script_source`, when set, is written to a file whose path is

@@ -80,6 +80,45 @@ resources: {processes_per_node: 2, gpus_per_process: 1}
   EXPECT_EQ(server->Job("sl-two")["executor"], "slurm");
 }
 
+// A workflow whose steps run as Slurm jobs: outputs pass from one to the next
+// through the step's home, which the batch host shares with the server.
+TEST_F(SlurmTest, AWorkflowsStepsRunAsSlurmJobsAndPassTheirOutputs) {
+  auto server = Server();
+  CommandResult r = server->Cli({"workflow", "submit", "-", "--wait"}, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: sl-wf, labels: {headway.dev/queue: cluster}}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - [{name: make, template: make}]
+    - [{name: use, template: use, arguments: {parameters: [{name: v, value: "{{steps.make.outputs.parameters.v}}"}]}}]
+  - name: make
+    outputs: {parameters: [{name: v, valueFrom: {path: /tmp/sl-wf-v}}]}
+    container: {image: alpine, command: [sh, -c, "echo -n slurm-made > /tmp/sl-wf-v"]}
+  - name: use
+    inputs: {parameters: [{name: v}]}
+    script: {image: python:3, command: [/usr/bin/python3], source: "print('got {{inputs.parameters.v}}')"}
+)y");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  Answer wf = Call(*server, server->admin_token(), "GET", "/api/v1/workflows/default/sl-wf");
+  ASSERT_EQ(wf.body["status"]["phase"], "Succeeded") << wf.raw;
+  int steps = 0;
+  for (const auto& [id, node] : wf.body["status"]["nodes"].items()) {
+    if (node["type"] != "Pod") continue;
+    ++steps;
+    const std::string job = node["headway"]["job"];
+    EXPECT_EQ(server->Job(job)["executor"], "slurm") << job;
+    EXPECT_FALSE(SlurmId(*server, job).empty()) << job;
+    if (node["displayName"] == "use") {
+      EXPECT_EQ(node["outputs"]["result"], "got slurm-made");
+    }
+  }
+  EXPECT_EQ(steps, 2);
+}
+
 TEST_F(SlurmTest, FailingJobKeepsItsExitCode) {
   auto server = Server();
   server->Submit("name: sl-fail\nqueue: cluster\ncommand: \"exit 3\"\n");

@@ -183,5 +183,86 @@ TEST(Experiments, StoppingAnExperimentStopsItsRunningTrials) {
   EXPECT_EQ(Exp(server, "halt")["trials"].size(), 2u);  // no new trials after the stop
 }
 
+// Each trial is a two-step workflow; only the `train` step's loss counts
+// (the `prep` step reports a worse one), and the median rule stops a bad
+// trial's whole workflow.
+TEST(Experiments, TrialsMayBeWorkflowsScoredByANamedStep) {
+  TestServer server(2);
+  Create(server, R"y(
+name: wfx
+objective: {metric: loss, direction: minimize, step: train}
+algorithm: {name: grid}
+parameters:
+  - {name: quality, type: discrete, values: [1, 2, 8]}
+max_trials: 3
+parallel_trials: 1
+early_stopping: {rule: median, min_trials: 2, start_step: 5}
+trial_workflow:
+  spec:
+    entrypoint: main
+    templates:
+      - name: main
+        dag:
+          tasks:
+            - {name: prep, template: report, arguments: {parameters: [{name: base, value: "100"}, {name: steps, value: "3"}]}}
+            - name: train
+              template: report
+              dependencies: [prep]
+              arguments: {parameters: [{name: base, value: "{{workflow.parameters.quality}}"}, {name: steps, value: "40"}]}
+      - name: report
+        inputs: {parameters: [{name: base}, {name: steps}]}
+        script:
+          image: python:3.11
+          command: [/usr/bin/python3]
+          source: |
+            import json, time
+            q, n = float("{{inputs.parameters.base}}"), int("{{inputs.parameters.steps}}")
+            for s in range(1, n + 1):
+                print("HEADWAY " + json.dumps({"step": s, "total_steps": n, "metrics": {"loss": q + 1.0 / s}}), flush=True)
+                time.sleep(0.05)
+)y");
+  ASSERT_TRUE(WaitForExpState(server, "wfx", "Succeeded", std::chrono::seconds(120)))
+      << Exp(server, "wfx").dump(2);
+  json e = Exp(server, "wfx");
+  ASSERT_EQ(e["trials"].size(), 3u);
+  for (int i : {0, 1}) {
+    const json& t = e["trials"][i];
+    EXPECT_EQ(t["state"], "Completed") << t.dump();
+    EXPECT_NEAR(t["objective"].get<double>(), t["params"]["quality"].get<double>() + 1.0 / 40, 1e-9);
+    EXPECT_EQ(t["job_state"], "Succeeded");  // the workflow's phase
+  }
+  const json& bad = e["trials"][2];
+  EXPECT_EQ(bad["state"], "EarlyStopped") << bad.dump();
+  EXPECT_EQ(e["best_trial"]["job"], "wfx-0");
+  // The trials are workflows the experiment created, labelled with their trial.
+  json wf = Get(server, "/api/v1/workflows/default/wfx-2");
+  EXPECT_EQ(wf["metadata"]["labels"]["experiment"], "wfx");
+  EXPECT_EQ(wf["metadata"]["labels"]["trial"], "2");
+  EXPECT_EQ(wf["status"]["phase"], "Failed");  // stopped part way
+  EXPECT_THAT(wf["status"].value("message", ""), HasSubstr("Stopped"));
+  json listed = Get(server, "/api/v1/workflows/default?listOptions.labelSelector=experiment%3Dwfx");
+  EXPECT_EQ(listed["items"].size(), 3u);
+}
+
+TEST(Experiments, ATrialWorkflowThatWouldNotRunIsRefusedWithTheExperiment) {
+  TestServer server(1);
+  CommandResult r = server.Cli({"exp", "create", "-f", "-"}, R"y(
+name: wfbad
+objective: {metric: loss, step: train}
+parameters: [{name: q, type: int, min: 1, max: 3}]
+trial_workflow:
+  spec:
+    entrypoint: main
+    templates:
+      - name: main
+        steps: [[{name: train, templateRef: {name: no-such-template, template: t}}]]
+)y");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("trial_workflow."));
+  EXPECT_THAT(r.err, HasSubstr("no-such-template"));
+  EXPECT_TRUE(Get(server, "/api/v1/experiments")["experiments"].empty());
+  EXPECT_TRUE(Get(server, "/api/v1/workflows/default")["items"].empty());
+}
+
 }  // namespace
 }  // namespace headway::testing

@@ -65,7 +65,7 @@ bool WaitForPhase(const TestServer& server, const std::string& name, const std::
   return WaitFor([&] { return Phase(server, name) == phase; }, timeout);
 }
 
-TEST(Workflows, ADiamondPassesParametersAndResultsBetweenRealJobs) {
+TEST(Workflows, ADiamondPassesParametersResultsAndAnArtifactBetweenRealJobs) {
   TestServer server;
   CommandResult r = server.Cli({"workflow", "submit", "-", "--wait"}, R"y(
 apiVersion: argoproj.io/v1alpha1
@@ -81,16 +81,29 @@ spec:
       - {name: A, template: gen, arguments: {parameters: [{name: n, value: "{{workflow.parameters.seed}}"}]}}
       - {name: B, template: echo, depends: A, arguments: {parameters: [{name: msg, value: "b-{{tasks.A.outputs.parameters.word}}"}]}}
       - {name: C, template: echo, depends: A, arguments: {parameters: [{name: msg, value: "c-{{tasks.A.outputs.result}}"}]}}
-      - {name: D, template: echo, depends: "B && C", arguments: {parameters: [{name: msg, value: "{{tasks.B.outputs.result}}+{{tasks.C.outputs.result}}"}]}}
+      - name: D
+        template: join
+        depends: "B && C"
+        arguments:
+          parameters: [{name: msg, value: "{{tasks.B.outputs.result}}+{{tasks.C.outputs.result}}"}]
+          artifacts: [{name: vocab, from: "{{tasks.A.outputs.artifacts.vocab}}"}]
   - name: gen
     inputs: {parameters: [{name: n}]}
-    outputs: {parameters: [{name: word, valueFrom: {path: /tmp/word.txt}}]}
+    outputs:
+      parameters: [{name: word, valueFrom: {path: /tmp/word.txt}}]
+      artifacts: [{name: vocab, path: /tmp/vocab.txt}]
     script:
       image: python:3.12
       command: [/usr/bin/python3]
       source: |
         open("/tmp/word.txt", "w").write("bird")
+        open("/tmp/vocab.txt", "w").write("words")
         print({{inputs.parameters.n}} * 2)
+  - name: join
+    inputs:
+      parameters: [{name: msg}]
+      artifacts: [{name: vocab, path: /tmp/in/vocab.txt}]
+    container: {image: alpine, command: [sh, -c, "echo {{inputs.parameters.msg}} $(cat /tmp/in/vocab.txt)"]}
   - name: echo
     inputs: {parameters: [{name: msg}]}
     container: {image: alpine, command: [echo, "{{inputs.parameters.msg}}"]}
@@ -101,8 +114,13 @@ spec:
   EXPECT_EQ(wf["status"]["progress"], "4/4");
   EXPECT_EQ(NodeOf(wf, "A")["outputs"]["result"], "14");
   EXPECT_EQ(NodeOf(wf, "A")["outputs"]["parameters"][0]["value"], "bird");
-  EXPECT_EQ(NodeOf(wf, "D")["outputs"]["result"], "b-bird+c-14");
+  EXPECT_EQ(NodeOf(wf, "D")["outputs"]["result"], "b-bird+c-14 words");
   EXPECT_EQ(NodeOf(wf, "D")["inputs"]["parameters"][0]["value"], "b-bird+c-14");
+  // The image is recorded, and the step's job says it ran as a process.
+  const std::string job_a = NodeOf(wf, "A")["headway"]["job"];
+  EXPECT_EQ(server.Job(job_a)["spec"]["labels"]["headway.dev/image"], "python:3.12");
+  Answer events = Call(server, server.admin_token(), "GET", "/api/v1/jobs/" + job_a + "/events");
+  EXPECT_THAT(events.raw, HasSubstr("image python:3.12 recorded: the step runs as a process"));
   // Every step is an ordinary job of the workflow's team, created by it.
   const std::string job = NodeOf(wf, "D")["headway"]["job"];
   json j = server.Job(job);
@@ -110,7 +128,7 @@ spec:
   EXPECT_EQ(j["created_by"], "workflow/diamond");
   EXPECT_EQ(j["spec"]["labels"]["headway.dev/workflow"], "diamond");
   CommandResult logs = server.Cli({"wf", "logs", "diamond"});
-  EXPECT_THAT(logs.out, HasSubstr("D: b-bird+c-14"));
+  EXPECT_THAT(logs.out, HasSubstr("D: b-bird+c-14 words"));
   // Listed with its start and end, selectable by team.
   Answer listed =
       Call(server, server.admin_token(), "GET",
@@ -203,6 +221,72 @@ spec:
   EXPECT_EQ(version.body["producer"]["job"], train_job);
   EXPECT_EQ(version.body["producer"]["pipeline_node"], "art.train");
   EXPECT_THAT(version.raw, HasSubstr(eval_job));
+
+  // Argo's key-only S3 artifacts: one workflow writes a key, a later one
+  // reads the key's latest version.
+  const char* publish = R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {generateName: publish-}
+spec:
+  entrypoint: p
+  arguments: {parameters: [{name: text}]}
+  templates:
+  - name: p
+    outputs: {artifacts: [{name: m, path: /tmp/m, archive: {none: {}}, s3: {key: shared/model.txt}}]}
+    container: {image: alpine, command: [sh, -c, "echo {{workflow.parameters.text}} > /tmp/m"]}
+)y";
+  for (const char* text : {"first", "second"}) {
+    CommandResult p = server.Cli({"workflow", "submit", "-", "--wait", "-p", std::string("text=") + text}, publish);
+    ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  }
+  CommandResult read = server.Cli({"workflow", "submit", "-", "--wait", "-o", "name"}, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {generateName: consume-}
+spec:
+  entrypoint: c
+  templates:
+  - name: c
+    inputs: {artifacts: [{name: m, path: /tmp/in/m, s3: {key: shared/model.txt}}]}
+    container: {image: alpine, command: [cat, /tmp/in/m]}
+)y");
+  ASSERT_EQ(read.exit_code, 0) << read.out << read.err;
+  std::string consumer = read.out.substr(0, read.out.find('\n'));
+  json consumed = Workflow(server, consumer);
+  EXPECT_EQ(NodeOf(consumed, consumer)["outputs"]["result"], "second");
+  Answer latest = Call(server, server.admin_token(), "GET", "/api/v1/artifacts/shared.model.txt/versions/2");
+  ASSERT_EQ(latest.status, 200) << latest.raw;
+  EXPECT_THAT(latest.raw, HasSubstr(NodeOf(consumed, consumer)["headway"]["job"].get<std::string>()));
+}
+
+// An output over the team's artifact quota ends its step in Error before its
+// bytes are copied anywhere of the server's.
+TEST(Workflows, AnOutputArtifactOverTheTeamsQuotaIsRefusedBeforeItIsCopied) {
+  TestServer server(4, {"--artifact-quota", "default=64Ki"});
+  std::string name = SubmitWorkflow(server, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {generateName: big-}
+spec:
+  entrypoint: make
+  templates:
+  - name: make
+    outputs: {artifacts: [{name: blob, path: /tmp/blob, archive: {none: {}}}]}
+    container: {image: alpine, command: [sh, -c, "head -c 200000 /dev/zero > /tmp/blob"]}
+)y");
+  ASSERT_TRUE(WaitFor([&] {
+    std::string phase = Phase(server, name);
+    return phase == "Error" || phase == "Failed";
+  })) << Workflow(server, name).dump(2);
+  json node = NodeOf(Workflow(server, name), name);
+  EXPECT_EQ(node["phase"], "Error");
+  EXPECT_THAT(node.value("message", ""), HasSubstr("outputs.artifacts.blob"));
+  EXPECT_THAT(node.value("message", ""), HasSubstr("quota"));
+  const std::string uploads = server.data_dir() + "/uploads";
+  if (std::filesystem::exists(uploads)) {
+    EXPECT_TRUE(std::filesystem::is_empty(uploads));
+  }
 }
 
 TEST(Workflows, AFanOutSkipsAFalseBranchFansInAndRunsTheExitHandler) {
@@ -440,16 +524,18 @@ spec:
   EXPECT_THAT(again.err, HasSubstr("ended"));
 }
 
-TEST(Workflows, AGpuStepWaitsInTheQueueWhileTheGpusAreTaken) {
-  TestServer server(/*gpus=*/1);
+// Two GPUs, one free, but the team's quota is used: the step waits with the
+// quota as its reason, and starts when the team's other job ends.
+TEST(Workflows, AGpuStepWaitsInTheQueueBehindItsTeamsQuota) {
+  TestServer server(/*gpus=*/2, {"--quota", "vision=1:borrow=0"});
   const std::string release = Shared(server) + "/release";
-  server.Submit("name: holder\nresources: {gpus_per_process: 1}\ncommand: \"while [ ! -e " +
-                release + " ]; do sleep 0.1; done\"\n");
+  server.Submit("name: holder\nteam: vision\nresources: {gpus_per_process: 1}\n"
+                "command: \"while [ ! -e " + release + " ]; do sleep 0.1; done\"\n");
   ASSERT_TRUE(server.WaitForState("holder", "Running"));
   SubmitWorkflow(server, R"y(
 apiVersion: argoproj.io/v1alpha1
 kind: Workflow
-metadata: {name: train}
+metadata: {name: train, labels: {headway.dev/team: vision}}
 spec:
   entrypoint: fit
   templates:
@@ -463,11 +549,17 @@ spec:
       WaitFor([&] { return NodeOf(Workflow(server, "train"), "train").contains("headway"); }));
   const std::string job = NodeOf(Workflow(server, "train"), "train")["headway"]["job"];
   ASSERT_TRUE(server.WaitForState(job, "Queued"));
+  ASSERT_TRUE(WaitFor([&] {
+    return server.Job(job).value("pending_reason", "").find("team quota 1/1 used") != std::string::npos;
+  })) << server.Job(job).dump();
+  EXPECT_EQ(server.Job(job)["spec"]["team"], "vision");
   EXPECT_EQ(Phase(server, "train"), "Running");  // what Hera's wait() reads while it queues
   EXPECT_EQ(NodeOf(Workflow(server, "train"), "train")["phase"], "Pending");
   WriteFile(release, "");
   ASSERT_TRUE(WaitForPhase(server, "train", "Succeeded"));
-  EXPECT_EQ(NodeOf(Workflow(server, "train"), "train")["outputs"]["result"], "0");
+  // It got the GPU the holder gave back, or the one beside it.
+  EXPECT_THAT(NodeOf(Workflow(server, "train"), "train")["outputs"]["result"].get<std::string>(),
+              ::testing::AnyOf("0", "1"));
 }
 
 TEST(Workflows, AServerKilledMidRunResumesTheWorkflowWithNoStepRunTwice) {
@@ -610,6 +702,79 @@ TEST(Workflows, HeraRequestsAreAnsweredInTheShapesItsModelsAccept) {
   Answer deleted = Call(server, token, "DELETE", "/api/v1/workflows/argo/" + name);
   EXPECT_EQ(deleted.status, 200);
   EXPECT_EQ(Call(server, token, "GET", "/api/v1/workflows/argo/" + name).status, 404);
+}
+
+TEST(Workflows, FinishedWorkflowsAreServedFromTheArchiveByUidLabelAndName) {
+  TestServer server;
+  const std::string token = server.admin_token();
+  auto post = [&](const std::string& name, const std::string& app, const std::string& tmpl) {
+    Answer a = Call(server, token, "POST", "/api/v1/workflows/default",
+                    R"({"workflow": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+                        "metadata": {"name": ")" + name + R"(", "labels": {"app": ")" + app + R"("}},
+                        "spec": {"entrypoint": "s", "templates": [)" + tmpl + "]}}}");
+    EXPECT_EQ(a.status, 200) << a.raw;
+    return a.body["metadata"].value("uid", "");
+  };
+  const std::string quick = R"({"name": "s", "container": {"image": "x", "command": ["/bin/true"]}})";
+  const std::string wait = R"({"name": "s", "suspend": {}})";
+  const std::string uid_a = post("arch-a", "etl", quick);
+  ASSERT_TRUE(WaitForPhase(server, "arch-a", "Succeeded"));
+  post("arch-b", "train", wait);
+  ASSERT_EQ(Call(server, token, "PUT", "/api/v1/workflows/default/arch-b/terminate", "{}").status, 200);
+  ASSERT_TRUE(WaitForPhase(server, "arch-b", "Failed"));
+  const std::string uid_live = post("live-c", "etl", wait);
+
+  auto names = [&](const std::string& query) {
+    Answer a = Call(server, token, "GET", "/api/v1/archived-workflows" + query);
+    EXPECT_EQ(a.status, 200) << query << ": " << a.raw;
+    EXPECT_EQ(HeraProblems("workflow_list", a.body), "");
+    std::vector<std::string> out;
+    for (const json& w : a.body["items"]) out.push_back(w["metadata"]["name"]);
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(names(""), (V{"arch-b", "arch-a"}));  // newest first, no running one
+  EXPECT_EQ(names("?listOptions.labelSelector=app%3Detl"), (V{"arch-a"}));
+  EXPECT_EQ(names("?listOptions.labelSelector=workflows.argoproj.io/phase%3DFailed"), (V{"arch-b"}));
+  EXPECT_EQ(names("?namePrefix=arch-a"), (V{"arch-a"}));
+  EXPECT_EQ(names("?listOptions.fieldSelector=metadata.name%3Darch-b"), (V{"arch-b"}));
+  Answer page = Call(server, token, "GET", "/api/v1/archived-workflows?listOptions.limit=1");
+  ASSERT_EQ(page.body["items"].size(), 1u);
+  const std::string cont = page.body["metadata"].value("continue", "");
+  ASSERT_FALSE(cont.empty());
+  EXPECT_EQ(names("?listOptions.limit=1&listOptions.continue=" + cont), (V{"arch-a"}));
+  EXPECT_EQ(Call(server, token, "GET",
+                 "/api/v1/archived-workflows?listOptions.fieldSelector=spec.startedAt%3E1")
+                .status,
+            400);
+
+  Answer got = Call(server, token, "GET", "/api/v1/archived-workflows/" + uid_a);
+  ASSERT_EQ(got.status, 200) << got.raw;
+  EXPECT_EQ(HeraProblems("workflow", got.body), "");
+  EXPECT_EQ(got.body["metadata"]["name"], "arch-a");
+  EXPECT_FALSE(got.body["status"]["nodes"].empty());
+  EXPECT_EQ(Call(server, token, "GET", "/api/v1/archived-workflows/" + uid_live).status, 404);
+
+  Answer keys = Call(server, token, "GET", "/api/v1/archived-workflows-label-keys");
+  EXPECT_EQ(HeraProblems("labels", keys.body), "");
+  EXPECT_THAT(keys.body["items"].get<V>(), ::testing::Contains("app"));
+  Answer values =
+      Call(server, token, "GET", "/api/v1/archived-workflows-label-values?listOptions.labelSelector=app");
+  EXPECT_EQ(values.body["items"].get<V>(), (V{"etl", "train"}));
+
+  // Another team's caller finds nothing of it.
+  std::string other = CreateToken(server, "bo", "speech", "member");
+  EXPECT_TRUE(Call(server, other, "GET", "/api/v1/archived-workflows").body["items"].empty());
+  EXPECT_EQ(Call(server, other, "GET", "/api/v1/archived-workflows/" + uid_a).status, 404);
+  EXPECT_EQ(Call(server, other, "DELETE", "/api/v1/archived-workflows/" + uid_a).status, 404);
+  EXPECT_TRUE(Call(server, other, "GET", "/api/v1/archived-workflows-label-keys").body["items"].empty());
+
+  Answer again = Call(server, token, "PUT", "/api/v1/archived-workflows/" + uid_a + "/resubmit",
+                      R"({"uid": ")" + uid_a + R"(", "memoized": false})");
+  ASSERT_EQ(again.status, 200) << again.raw;
+  EXPECT_EQ(again.body["metadata"].value("name", "").rfind("arch-a-", 0), 0u);
+  EXPECT_EQ(Call(server, token, "DELETE", "/api/v1/archived-workflows/" + uid_a).status, 200);
+  EXPECT_EQ(Call(server, token, "GET", "/api/v1/workflows/default/arch-a").status, 404);
 }
 
 TEST(Workflows, ATeamSeesAndChangesOnlyItsOwnWorkflows) {

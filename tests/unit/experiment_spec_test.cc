@@ -122,3 +122,83 @@ TEST(ExperimentSpec, MalformedYamlIsAnErrorWithALine) {
 
 }  // namespace
 }  // namespace headway::hpo
+
+namespace headway::hpo {
+namespace {
+
+const char* kWorkflowSpec = R"(
+name: wf-sweep
+objective: {metric: loss, direction: minimize, step: train}
+algorithm: {name: random, seed: 1}
+parameters:
+  - {name: lr, type: double, min: 0.001, max: 0.1}
+  - {name: depth, type: int, min: 1, max: 3}
+max_trials: 4
+trial_workflow:
+  metadata: {labels: {headway.dev/team: vision}}
+  spec:
+    entrypoint: main
+    arguments: {parameters: [{name: depth, value: "2"}]}
+    templates:
+      - name: main
+        dag:
+          tasks:
+            - {name: prep, template: step}
+            - {name: train, template: step, dependencies: [prep]}
+      - name: step
+        container: {image: python:3, command: [sh, -c, "echo {{workflow.parameters.lr}} {{workflow.parameters.depth}}"]}
+)";
+
+TEST(ExperimentSpec, ATrialWorkflowIsValidatedAndGetsItsParametersAsArguments) {
+  auto spec = ParseExperimentSpec(kWorkflowSpec);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_TRUE(spec->trial_workflow.has_value());
+  EXPECT_EQ(spec->objective.step, "train");
+  EXPECT_EQ(spec->trial_template.team, "vision");  // the experiment's team
+  Assignment params = {{"lr", 0.01}, {"depth", 3.0}};
+  workflow::Workflow wf = TrialWorkflow(*spec, 2, params);
+  EXPECT_EQ(wf.metadata.name, "wf-sweep-2");
+  EXPECT_EQ(wf.metadata.labels.at("experiment"), "wf-sweep");
+  EXPECT_EQ(wf.metadata.labels.at("trial"), "2");
+  std::map<std::string, std::string> args;
+  for (const workflow::Parameter& p : wf.spec.arguments.parameters) args[p.name] = p.value.value_or("");
+  // The declared argument is overridden; the undeclared one was declared for it.
+  EXPECT_EQ(args, (std::map<std::string, std::string>{{"depth", "3"}, {"lr", "0.01"}}));
+  // The canonical form reads back the same.
+  auto again = ParseExperimentSpec(ExperimentSpecToJson(*spec).dump());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(ExperimentSpecToJson(*again), ExperimentSpecToJson(*spec));
+  EXPECT_FALSE(ExperimentSpecToJson(*spec).contains("trial_template"));
+}
+
+TEST(ExperimentSpec, ATrialWorkflowErrorNamesTheFieldInsideIt) {
+  struct Case {
+    std::string from, to, field, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"step: train}", "step: evaluate}", "objective.step", "no DAG task or step named 'evaluate'"},
+           {", step: train}", "}", "objective", "needs a step"},
+           {"template: step, dependencies", "template: nope, dependencies",
+            "trial_workflow.spec.templates[0].dag.tasks[1].template", ""},
+           {"metadata: {labels", "metadata: {name: fixed, labels", "trial_workflow.metadata.name",
+            "trials are named wf-sweep-0"},
+           {"max_trials: 4\n", "max_trials: 4\ntrial_template: {command: [x]}\n", "trial_template",
+            "not both"},
+       }) {
+    std::string text = kWorkflowSpec;
+    ASSERT_NE(text.find(c.from), std::string::npos) << c.from;
+    text.replace(text.find(c.from), c.from.size(), c.to);
+    auto spec = ParseExperimentSpec(text);
+    ASSERT_FALSE(spec.ok()) << c.to;
+    EXPECT_EQ(spec.status().field(), c.field) << spec.status().ToString();
+    EXPECT_THAT(spec.status().message(), HasSubstr(c.message)) << spec.status().ToString();
+  }
+  // A step names a job's metrics only in a trial workflow.
+  auto job = ParseExperimentSpec(std::string(kSpec).replace(std::string(kSpec).find("goal: 0.9}"), 10,
+                                                            "goal: 0.9, step: x}"));
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().field(), "objective.step");
+}
+
+}  // namespace
+}  // namespace headway::hpo

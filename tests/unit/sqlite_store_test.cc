@@ -684,6 +684,16 @@ TEST_F(WorkflowStoreTest, WorkflowsAreListedNewestFirstByTeamPhaseLabelsAndPage)
   window.created_after = FromUnixMillis(1001);
   window.created_before = FromUnixMillis(1004);
   EXPECT_EQ(names(window), (V{"wf-3", "wf-2"}));
+  WorkflowFilter by_uid;
+  by_uid.uid = store->GetWorkflow("wf-2")->uid;
+  EXPECT_EQ(names(by_uid), (V{"wf-2"}));
+  WorkflowFilter by_prefix;
+  by_prefix.name_prefix = "wf-";
+  EXPECT_EQ(names(by_prefix).size(), 5u);
+  by_prefix.name_prefix = "wf-1";
+  EXPECT_EQ(names(by_prefix), (V{"wf-1"}));
+  by_prefix.name_prefix = "wf_";
+  EXPECT_EQ(names(by_prefix), (V{}));
   auto got = store->GetWorkflow("wf-3");
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->labels.at("app"), "train");

@@ -631,6 +631,61 @@ TEST(WorkflowEngine, AMissingOutputFileIsAnErrorNamingIt) {
   EXPECT_EQ(pool.state.phase, NodePhase::kFailed);
 }
 
+TEST(WorkflowEngine, KeyOnlyS3ArtifactsAreKeptAndReadUnderTheKeysName) {
+  FakePool pool(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: keys}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - [{name: write, template: write}]
+    - [{name: read, template: read}]
+  - name: write
+    outputs: {artifacts: [{name: m, path: /tmp/m, s3: {key: "models/{{workflow.name}}/m.tgz"}}]}
+    container: {image: alpine, command: ["true"]}
+  - name: read
+    inputs: {artifacts: [{name: m, path: /in/m, s3: {key: models/keys/m.tgz}}]}
+    container: {image: alpine, command: ["true"]}
+)y");
+  pool.Step();
+  const JobToCreate& write = pool.created.at(pool.JobOf("keys[0].write"));
+  ASSERT_EQ(write.output_artifacts.size(), 1u);
+  EXPECT_EQ(write.output_artifacts[0].store_as, "models.keys.m.tgz");
+  // Kept on the node, so the store name is known when the job has ended.
+  EXPECT_EQ(pool.NodeNamed("keys[0].write").artifact_names.at("m"), "models.keys.m.tgz");
+  auto again = NodeFromJson(ToJson(pool.NodeNamed("keys[0].write")));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->artifact_names, pool.NodeNamed("keys[0].write").artifact_names);
+  pool.jobs.at(pool.JobOf("keys[0].write")).artifacts["m"] = "models.keys.m.tgz:3";
+  pool.Succeed("keys[0].write");
+  pool.Settle();
+  const JobToCreate& read = pool.created.at(pool.JobOf("keys[1].read"));
+  ASSERT_EQ(read.input_artifacts.size(), 1u);
+  EXPECT_EQ(read.input_artifacts[0].ref, "models.keys.m.tgz");  // the latest version
+
+  EXPECT_EQ(ArtifactNameForKey("/a/b/").value(), "a.b");
+  EXPECT_FALSE(ArtifactNameForKey("Models/x").ok());
+  EXPECT_FALSE(ArtifactNameForKey("a//b").ok());  // ".." never reads as a path
+  // Another bucket is not Headway's store: the step ends in Error, saying so.
+  FakePool elsewhere(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: away}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    outputs: {artifacts: [{name: m, path: /tmp/m, s3: {key: m, bucket: other}}]}
+    container: {image: alpine, command: ["true"]}
+)y");
+  elsewhere.Step();
+  EXPECT_EQ(elsewhere.NodeNamed("away").phase, NodePhase::kError);
+  EXPECT_THAT(elsewhere.NodeNamed("away").message, HasSubstr("bucket 'other'"));
+}
+
 TEST(WorkflowEngine, AnArtifactOneStepWritesIsStagedForTheStepThatReadsIt) {
   FakePool pool(R"y(
 apiVersion: argoproj.io/v1alpha1

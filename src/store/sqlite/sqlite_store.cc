@@ -250,6 +250,11 @@ const char* const kMigrations[] = {
       PRIMARY KEY (kind, name)
     ) WITHOUT ROWID;
     )sql",
+    // v13: the archive's lookups: a workflow by uid, finished ones newest first.
+    R"sql(
+    CREATE INDEX workflows_by_uid ON workflows(uid);
+    CREATE INDEX workflows_finished ON workflows(seq) WHERE finished_at IS NOT NULL;
+    )sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -1053,7 +1058,10 @@ class SqliteStore final : public Store {
     if (filter.created_after) sql += " AND created_at > ?3";
     if (filter.created_before) sql += " AND created_at < ?4";
     if (filter.before_seq > 0) sql += " AND seq < ?5";
-    int next = 6;
+    if (!filter.uid.empty()) sql += " AND uid = ?6";
+    // A range on the name, so the name's index serves it; '\xff' ends no UTF-8 text.
+    if (!filter.name_prefix.empty()) sql += " AND name >= ?7 AND name < ?8";
+    int next = 9;
     for (std::size_t i = 0; i < filter.labels.size(); ++i, next += 2) {
       sql += " AND EXISTS (SELECT 1 FROM workflow_labels l WHERE l.workflow = workflows.name "
              "AND l.key = ?" + std::to_string(next) + " AND l.value = ?" +
@@ -1067,7 +1075,12 @@ class SqliteStore final : public Store {
     if (filter.created_after) q.Bind(3, ToUnixMillis(*filter.created_after));
     if (filter.created_before) q.Bind(4, ToUnixMillis(*filter.created_before));
     if (filter.before_seq > 0) q.Bind(5, filter.before_seq);
-    next = 6;
+    if (!filter.uid.empty()) q.Bind(6, filter.uid);
+    if (!filter.name_prefix.empty()) {
+      q.Bind(7, filter.name_prefix);
+      q.Bind(8, filter.name_prefix + "\xff");
+    }
+    next = 9;
     for (const auto& [key, value] : filter.labels) {
       q.Bind(next++, key);
       q.Bind(next++, value);
