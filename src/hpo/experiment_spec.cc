@@ -418,7 +418,9 @@ Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document) {
       return FieldError("objective.step", objective_node["step"],
                         "trial_workflow has no DAG task or step named '" + spec.objective.step + "'");
     }
-    spec.trial_template.team = workflow::HeadwayValue(wf->metadata, nullptr, workflow::kTeamKey).value_or("");
+    // The workflow's team, or the default one admission may replace (as for a job).
+    spec.trial_template.team = workflow::HeadwayValue(wf->metadata, nullptr, workflow::kTeamKey)
+                                   .value_or(spec.trial_template.team);
     spec.trial_workflow = std::move(wf.value());
     return spec;
   }

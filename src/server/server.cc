@@ -551,6 +551,7 @@ int RunServer(const ServerConfig& config) {
   watch_feed.store(watch_cache.get());
   workflows = std::make_unique<WorkflowController>(**store, *controller, clock, config.data_dir,
                                                    &artifacts);
+  workflows->FollowJobChanges(watch_cache.get());
   experiments = std::make_unique<ExperimentController>(**store, *controller, clock, workflows.get());
   api::RestApiOptions api_options;
   api_options.watch_cache = watch_cache.get();

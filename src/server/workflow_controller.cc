@@ -250,13 +250,39 @@ void WorkflowController::Tick() {
     for (const WorkflowRecord& r : *records) (void)Load(r.name);
     loaded_ = true;
   }
+  const Time now = clock_.Now();
+  bool everything = job_changes_ == nullptr || now - last_full_pass_ >= kFullPassEvery;
+  if (everything) last_full_pass_ = now;
+  std::set<std::string> changed;  // workflows one of whose jobs changed
+  if (job_changes_ != nullptr) {
+    std::vector<std::shared_ptr<const api::WatchCache::Entry>> jobs;
+    seen_changes_ = job_changes_->ChangesSince(seen_changes_, "", jobs);
+    for (const auto& job : jobs) {
+      if (auto owner = job_owner_.find(job->name); owner != job_owner_.end()) {
+        changed.insert(owner->second);
+      }
+    }
+  }
   std::vector<std::string> finished;
   for (auto& [name, live] : live_) {
-    if (!live.state.Finished()) Advance(live);
+    const bool due = everything || live.dirty || (live.wake_at && *live.wake_at <= now) ||
+                     changed.count(name) > 0;
+    if (due && !live.state.Finished()) Advance(live);
     if (live.stale) loaded_ = false;  // read it again from the store next pass
     if (live.state.Finished() || live.stale) finished.push_back(name);
   }
-  for (const std::string& name : finished) live_.erase(name);
+  for (const std::string& name : finished) {
+    for (const auto& [id, node] : live_.at(name).state.nodes) {
+      if (!node.job.empty()) job_owner_.erase(node.job);
+    }
+    live_.erase(name);
+  }
+}
+
+void WorkflowController::FollowJobChanges(api::WatchCache* changes) {
+  std::lock_guard lock(mu_);
+  job_changes_ = changes;
+  seen_changes_ = 0;
 }
 
 Result<WorkflowController::Live*> WorkflowController::Load(std::string_view name) {
@@ -280,6 +306,7 @@ Result<WorkflowController::Live*> WorkflowController::Load(std::string_view name
     auto node = wf::NodeFromJson(json::parse(n.body, nullptr, false));
     if (!node.ok()) return Internal("stored node " + n.id + ": " + node.status().message());
     live.saved_bodies[n.id] = n.body;
+    if (!node->job.empty()) job_owner_[node->job] = live.record.name;
     live.state.nodes.emplace(node->id, std::move(*node));
   }
   return &live_.emplace(live.record.name, std::move(live)).first->second;
@@ -580,8 +607,12 @@ void WorkflowController::Advance(Live& live) {
     return MemoLookup(team, cache, key);
   };
   env.resolve_ref = [&](const wf::TemplateRef& ref) { return ResolveRef(ref, team); };
-  // Every pass, timers due or not: a job may have changed.
   wf::Actions actions = wf::Operate(live.manifest.spec, live.state, env);
+  // What changed may let more happen (a finished step frees its dependents):
+  // look again next pass. Otherwise only a job's change or a timer will.
+  live.dirty = actions.changed || !actions.create.empty() || !actions.stop.empty();
+  live.wake_at = actions.wake_at;
+  for (const wf::JobToCreate& create : actions.create) job_owner_[create.spec.name] = workflow_name;
   if (actions.changed) {
     Status saved = Save(live);
     if (!saved.ok()) {

@@ -32,6 +32,7 @@
 
 #include "api/artifact_service.h"
 #include "api/job_service.h"
+#include "api/watch_cache.h"
 #include "api/workflow_service.h"
 #include "core/time.h"
 #include "store/store.h"
@@ -54,8 +55,16 @@ class WorkflowController final : public api::WorkflowService {
   WorkflowController(Store& store, api::JobService& jobs, const Clock& clock, std::string data_dir,
                      api::ArtifactService* artifacts = nullptr);
 
-  // One pass: every unfinished workflow whose jobs changed or whose timer is due.
+  // One pass: every unfinished workflow whose jobs changed, whose timer is
+  // due, or that was just created, loaded or changed through the API; and
+  // every unfinished workflow once every kFullPassEvery, in case a change
+  // went unseen. Without FollowJobChanges, every unfinished workflow.
   void Tick();
+  // Where the pass learns which jobs changed (the watch cache the job
+  // controller feeds). Call before the loop starts; `changes` must outlive
+  // the controller.
+  void FollowJobChanges(api::WatchCache* changes);
+  static constexpr Duration kFullPassEvery = std::chrono::seconds(10);
   void RunLoop(Duration period);
   void Shutdown();
   void Wake();
@@ -96,6 +105,8 @@ class WorkflowController final : public api::WorkflowService {
     workflow::WorkflowState state;
     std::map<std::string, std::string> saved_bodies;  // node id -> JSON last saved
     bool stale = false;  // a save failed: read it again from the store
+    bool dirty = true;   // advance it next pass, whatever its jobs did
+    std::optional<Time> wake_at;  // a timer of the engine's (backoff, deadline, ...)
   };
 
   // Callers hold mu_.
@@ -147,6 +158,12 @@ class WorkflowController final : public api::WorkflowService {
   bool shutdown_ = false;             // guarded by mu_
   bool woken_ = false;                // guarded by mu_
   std::map<std::string, Live> live_;  // guarded by mu_: unfinished workflows by name
+  // Which workflow each job belongs to, for the jobs of workflows in live_
+  // (entries of workflows gone since are harmless: nothing acts on them).
+  std::map<std::string, std::string> job_owner_;  // guarded by mu_
+  api::WatchCache* job_changes_ = nullptr;
+  std::uint64_t seen_changes_ = 0;  // guarded by mu_: the watch cache version read so far
+  Time last_full_pass_{};           // guarded by mu_
   bool loaded_ = false;               // guarded by mu_: live_ read from the store
   // WorkflowTemplates read this pass (cleared at each Tick), by name.
   std::map<std::string, workflow::WorkflowTemplate> templates_;  // guarded by mu_

@@ -1,6 +1,7 @@
 #include "workflow/engine.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +23,43 @@ Result<std::string> KeyOnly(const S3Location& s3, const std::string& key) {
                            (s3.endpoint.empty() ? "" : " at " + s3.endpoint));
   }
   return ArtifactNameForKey(key);
+}
+
+// The tasks whose outputs `text` reads: "tasks.NAME." in its tags and expressions.
+void AddReferencedTasks(const std::string& text, std::set<std::string>& out) {
+  constexpr std::string_view kPrefix = "tasks.";
+  for (std::size_t at = text.find(kPrefix); at != std::string::npos;
+       at = text.find(kPrefix, at + 1)) {
+    if (at > 0 && (std::isalnum(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '_')) {
+      continue;  // "subtasks.x" is not a reference
+    }
+    std::size_t begin = at + kPrefix.size();
+    std::size_t end = text.find('.', begin);
+    if (end != std::string::npos && end > begin) out.insert(text.substr(begin, end - begin));
+  }
+}
+
+// Every task a DAG task's arguments, `when` or loop read the outputs of.
+void AddReferencedTasks(const Task& task, std::set<std::string>& out) {
+  AddReferencedTasks(task.when, out);
+  AddReferencedTasks(task.with_param, out);
+  if (task.with_items) {
+    for (const nlohmann::json& item : *task.with_items) {
+      if (item.is_string()) AddReferencedTasks(item.get<std::string>(), out);
+    }
+  }
+  for (const Parameter& p : task.arguments.parameters) {
+    if (p.value) AddReferencedTasks(*p.value, out);
+    if (p.default_value) AddReferencedTasks(*p.default_value, out);
+    if (p.value_from) {
+      AddReferencedTasks(p.value_from->parameter, out);
+      AddReferencedTasks(p.value_from->expression, out);
+    }
+  }
+  for (const Artifact& a : task.arguments.artifacts) {
+    AddReferencedTasks(a.from, out);
+    AddReferencedTasks(a.from_expression, out);
+  }
 }
 
 
@@ -103,6 +141,9 @@ class Operator {
   Node& Create(const std::string& name, NodeType type, const Call& call,
                const std::string& boundary, NodePhase phase, std::string message = "");
   void SetPhase(Node& node, NodePhase phase, std::string message = "");
+  // A started node whose call can no longer be made (its inputs do not
+  // resolve): Error, its job stopped.
+  void FailUnresolvable(Node& node, std::string message);
   // A node that ends as it is made (skipped, omitted, or an error found
   // before it could run), under `parent_id`.
   Node& Settled(const std::string& name, const std::string& display, NodeType type,
@@ -201,6 +242,11 @@ void Operator::SetPhase(Node& node, NodePhase phase, std::string message) {
   if (IsDone(phase) && !node.finished_at) node.finished_at = env_.now;
   if (phase == NodePhase::kRunning && !node.started_at) node.started_at = env_.now;
   out_.changed = true;
+}
+
+void Operator::FailUnresolvable(Node& node, std::string message) {
+  if (node.type == NodeType::kPod && !node.job.empty()) out_.stop.push_back(node.job);
+  SetPhase(node, NodePhase::kError, std::move(message));
 }
 
 void Operator::AddChild(Node& parent, const Node& child) {
@@ -1370,6 +1416,8 @@ void Operator::ExecuteDag(Node& dag_node, const Call& call, Scope scope) {
       if (depends.at(task->name)) {
         for (const std::string& d : depends.at(task->name)->Tasks()) needed.insert(d);
       }
+      // Any ancestor's outputs, not just a direct dependency's, as Argo allows.
+      AddReferencedTasks(*task, needed);
     }
   }
   std::map<std::string, TaskOutcome> outcomes;
@@ -1513,6 +1561,8 @@ void Operator::ExecuteDag(Node& dag_node, const Call& call, Scope scope) {
           if (child == nullptr) {
             Settled(name, task->name + item.node_suffix, NodeType::kPod, dag_id, group_id,
                     NodePhase::kError, task_call.status().message());
+          } else if (!child->Fulfilled()) {
+            FailUnresolvable(*child, task_call.status().message());
           }
           group_failed = true;
           group_failure = task_call.status().message();
@@ -1556,6 +1606,9 @@ void Operator::ExecuteDag(Node& dag_node, const Call& call, Scope scope) {
       if (n == nullptr) {
         n = &Settled(task_name, task->name, NodeType::kPod, dag_id, dag_id, NodePhase::kError,
                      task_call.status().message());
+      } else if (!n->Fulfilled()) {
+        // Never read as done while its job may run: it ends in Error, saying why.
+        FailUnresolvable(*n, task_call.status().message());
       }
       record(*n);
       continue;

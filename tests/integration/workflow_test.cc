@@ -111,7 +111,7 @@ spec:
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("Succeeded"));
   json wf = Workflow(server, "diamond");
-  EXPECT_EQ(wf["status"]["progress"], "4/4");
+  EXPECT_EQ(wf["status"]["progress"], "4/4") << wf.dump(2);
   EXPECT_EQ(NodeOf(wf, "A")["outputs"]["result"], "14");
   EXPECT_EQ(NodeOf(wf, "A")["outputs"]["parameters"][0]["value"], "bird");
   EXPECT_EQ(NodeOf(wf, "D")["outputs"]["result"], "b-bird+c-14 words");

@@ -631,6 +631,64 @@ TEST(WorkflowEngine, AMissingOutputFileIsAnErrorNamingIt) {
   EXPECT_EQ(pool.state.phase, NodePhase::kFailed);
 }
 
+// D depends on B and C only, but reads A's artifact (Argo allows any
+// ancestor's outputs). The DAG once read only direct dependencies' outputs,
+// failed to rebuild D's call once B and C were done, and ended Succeeded
+// with D still running.
+TEST(WorkflowEngine, ATaskReadsAnAncestorsOutputsAndTheDagWaitsForIt) {
+  FakePool pool(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: diamond}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: A, template: gen}
+      - {name: B, template: echo, depends: A}
+      - {name: C, template: echo, depends: A}
+      - name: D
+        template: join
+        depends: "B && C"
+        arguments:
+          parameters: [{name: w, value: "{{tasks.A.outputs.parameters.word}}"}]
+          artifacts: [{name: vocab, from: "{{tasks.A.outputs.artifacts.vocab}}"}]
+  - name: gen
+    outputs:
+      parameters: [{name: word, valueFrom: {path: /tmp/word}}]
+      artifacts: [{name: vocab, path: /tmp/vocab.txt}]
+    container: {image: alpine, command: ["true"]}
+  - name: echo
+    container: {image: alpine, command: ["true"]}
+  - name: join
+    inputs:
+      parameters: [{name: w}]
+      artifacts: [{name: vocab, path: /tmp/in/vocab.txt}]
+    container: {image: alpine, command: [echo, "{{inputs.parameters.w}}"]}
+)y");
+  pool.Step();
+  pool.jobs.at(pool.JobOf("diamond.A")).artifacts["vocab"] = "x.vocab:1";
+  pool.Succeed("diamond.A", {{"word", "bird"}});
+  pool.Settle();
+  pool.Succeed("diamond.B");
+  pool.Succeed("diamond.C");
+  pool.Settle();
+  EXPECT_EQ(pool.NodeNamed("diamond.D").phase, NodePhase::kPending);
+  EXPECT_EQ(pool.NodeNamed("diamond").phase, NodePhase::kRunning);
+  const JobToCreate& d = pool.created.at(pool.JobOf("diamond.D"));
+  EXPECT_EQ(d.input_artifacts.at(0).ref, "x.vocab:1");
+  EXPECT_THAT(d.spec.command, ElementsAre("echo", "bird"));
+  pool.Run("diamond.D");
+  pool.Settle();
+  EXPECT_EQ(pool.NodeNamed("diamond").phase, NodePhase::kRunning);
+  pool.Succeed("diamond.D");
+  pool.Settle();
+  EXPECT_EQ(pool.NodeNamed("diamond.D").phase, NodePhase::kSucceeded);
+  EXPECT_EQ(pool.NodeNamed("diamond").phase, NodePhase::kSucceeded);
+}
+
 TEST(WorkflowEngine, KeyOnlyS3ArtifactsAreKeptAndReadUnderTheKeysName) {
   FakePool pool(R"y(
 apiVersion: argoproj.io/v1alpha1
