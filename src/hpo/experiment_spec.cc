@@ -199,6 +199,26 @@ bool HasStep(const workflow::Workflow& wf, const std::string& name) {
   return false;
 }
 
+// Whether `wf` runs templates of WorkflowTemplates (whose steps it cannot see).
+bool UsesTemplateRefs(const workflow::Workflow& wf) {
+  if (wf.spec.workflow_template_ref) return true;
+  for (const workflow::Template& t : wf.spec.templates) {
+    if (t.dag) {
+      for (const workflow::Task& task : t.dag->tasks) {
+        if (task.template_ref) return true;
+      }
+    }
+    if (t.steps) {
+      for (const auto& group : *t.steps) {
+        for (const workflow::Task& step : group) {
+          if (step.template_ref) return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
 // trial_workflow: an Argo Workflow without a name, read by the workflow
 // parser (every check a submitted workflow gets) with a workflow argument
 // declared for each experiment parameter it does not declare itself.
@@ -414,7 +434,8 @@ Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document) {
                         "needs a step: the DAG task or step of trial_workflow whose job reports '" +
                             spec.objective.metric + "'");
     }
-    if (!HasStep(*wf, spec.objective.step)) {
+    // Steps of referenced WorkflowTemplates are not known here.
+    if (!HasStep(*wf, spec.objective.step) && !UsesTemplateRefs(*wf)) {
       return FieldError("objective.step", objective_node["step"],
                         "trial_workflow has no DAG task or step named '" + spec.objective.step + "'");
     }

@@ -252,13 +252,10 @@ objective: {metric: loss, step: train}
 parameters: [{name: q, type: int, min: 1, max: 3}]
 trial_workflow:
   spec:
-    entrypoint: main
-    templates:
-      - name: main
-        steps: [[{name: train, templateRef: {name: no-such-template, template: t}}]]
+    workflowTemplateRef: {name: no-such-template}
 )y");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("trial_workflow."));
+  EXPECT_THAT(r.err, HasSubstr("trial_workflow: spec.workflowTemplateRef"));
   EXPECT_THAT(r.err, HasSubstr("no-such-template"));
   EXPECT_TRUE(Get(server, "/api/v1/experiments")["experiments"].empty());
   EXPECT_TRUE(Get(server, "/api/v1/workflows/default")["items"].empty());
