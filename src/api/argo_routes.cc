@@ -279,6 +279,45 @@ class ArgoRoutes {
     return Json(200, view->body);
   }
 
+  HttpResponse Delete(const std::string& name) {
+    auto current = Visible(name);
+    if (!current.ok()) return Error(current.status());
+    if (Status s = access_.may_change(current->team); !s.ok()) return Error(s);
+    if (Status s = service_->DeleteWorkflow(name); !s.ok()) return Error(s);
+    return Json(200, json::object());
+  }
+
+  // Argo's RetryWorkflowRequest body: {restartSuccessful, nodeFieldSelector}.
+  HttpResponse Retry(const HttpRequest& req, const std::string& name) {
+    auto body = RequestBody(req);
+    if (!body.ok()) return Error(body.status());
+    auto restart = BoolField(*body, "restartSuccessful");
+    if (!restart.ok()) return Error(restart.status());
+    auto selector = StringField(*body, "nodeFieldSelector");
+    if (!selector.ok()) return Error(selector.status());
+    WorkflowRetry retry;
+    retry.restart_successful = *restart;
+    retry.node_field_selector = *selector;
+    return Change(name, [&] { return service_->RetryWorkflow(name, retry); });
+  }
+
+  // Argo's ResubmitWorkflowRequest body: {memoized}.
+  HttpResponse Resubmit(const HttpRequest& req, const std::string& name) {
+    auto body = RequestBody(req);
+    if (!body.ok()) return Error(body.status());
+    auto memoized = BoolField(*body, "memoized");
+    if (!memoized.ok()) return Error(memoized.status());
+    return Change(name, [&] { return service_->ResubmitWorkflow(name, *memoized, access_.creator()); });
+  }
+
+  // The name of the archived workflow `uid` names, for the calls above.
+  template <typename Act>
+  HttpResponse OnArchived(const std::string& uid, Act act) {
+    auto view = ArchivedByUid(uid);
+    if (!view.ok()) return Error(view.status());
+    return act(view->body["metadata"].value("name", ""));
+  }
+
   WorkflowService* service_;
   ArgoAccess access_;
 };
@@ -340,11 +379,7 @@ void AddArgoRoutes(Router& router, WorkflowService* service, ArgoAccess access) 
                return Json(200, view->body);
              }));
   router.Add("DELETE", base + "/{name}", guarded([](ArgoRoutes& r, auto&, auto& p) {
-               auto current = r.Visible(p.at("name"));
-               if (!current.ok()) return Error(current.status());
-               if (Status s = r.access_.may_change(current->team); !s.ok()) return Error(s);
-               if (Status s = r.service_->DeleteWorkflow(p.at("name")); !s.ok()) return Error(s);
-               return Json(200, json::object());
+               return r.Delete(p.at("name"));
              }));
   router.Add("PUT", base + "/{name}/suspend", guarded([](ArgoRoutes& r, auto&, auto& p) {
                const std::string name = p.at("name");
@@ -363,28 +398,10 @@ void AddArgoRoutes(Router& router, WorkflowService* service, ArgoAccess access) 
                return r.Change(name, [&] { return r.service_->StopWorkflow(name, true); });
              }));
   router.Add("PUT", base + "/{name}/retry", guarded([](ArgoRoutes& r, auto& req, auto& p) {
-               auto body = RequestBody(req);
-               if (!body.ok()) return Error(body.status());
-               auto restart = BoolField(*body, "restartSuccessful");
-               if (!restart.ok()) return Error(restart.status());
-               auto selector = StringField(*body, "nodeFieldSelector");
-               if (!selector.ok()) return Error(selector.status());
-               WorkflowRetry retry;
-               retry.restart_successful = *restart;
-               retry.node_field_selector = *selector;
-               const std::string name = p.at("name");
-               return r.Change(name, [&] { return r.service_->RetryWorkflow(name, retry); });
+               return r.Retry(req, p.at("name"));
              }));
   router.Add("PUT", base + "/{name}/resubmit", guarded([](ArgoRoutes& r, auto& req, auto& p) {
-               auto body = RequestBody(req);
-               if (!body.ok()) return Error(body.status());
-               auto memoized_field = BoolField(*body, "memoized");
-               if (!memoized_field.ok()) return Error(memoized_field.status());
-               const bool memoized = *memoized_field;
-               const std::string name = p.at("name");
-               return r.Change(name, [&] {
-                 return r.service_->ResubmitWorkflow(name, memoized, r.access_.creator());
-               });
+               return r.Resubmit(req, p.at("name"));
              }));
   router.Add("PUT", base + "/{name}/set",
              [](auto&, auto&) { return NotImplemented("setting a node's outputs"); });
@@ -526,39 +543,15 @@ void AddArgoRoutes(Router& router, WorkflowService* service, ArgoAccess access) 
                return Json(200, view->body);
              }));
   router.Add("DELETE", archive + "/{uid}", guarded([](ArgoRoutes& r, auto&, auto& p) {
-               auto view = r.ArchivedByUid(p.at("uid"));
-               if (!view.ok()) return Error(view.status());
-               if (Status s = r.access_.may_change(view->team); !s.ok()) return Error(s);
-               const std::string name = view->body["metadata"].value("name", "");
-               if (Status s = r.service_->DeleteWorkflow(name); !s.ok()) return Error(s);
-               return Json(200, json::object());
+               return r.OnArchived(p.at("uid"), [&](const std::string& name) { return r.Delete(name); });
              }));
   router.Add("PUT", archive + "/{uid}/resubmit", guarded([](ArgoRoutes& r, auto& req, auto& p) {
-               auto body = RequestBody(req);
-               if (!body.ok()) return Error(body.status());
-               auto memoized = BoolField(*body, "memoized");
-               if (!memoized.ok()) return Error(memoized.status());
-               auto view = r.ArchivedByUid(p.at("uid"));
-               if (!view.ok()) return Error(view.status());
-               const std::string name = view->body["metadata"].value("name", "");
-               return r.Change(name, [&] {
-                 return r.service_->ResubmitWorkflow(name, *memoized, r.access_.creator());
-               });
+               return r.OnArchived(p.at("uid"),
+                                   [&](const std::string& name) { return r.Resubmit(req, name); });
              }));
   router.Add("PUT", archive + "/{uid}/retry", guarded([](ArgoRoutes& r, auto& req, auto& p) {
-               auto body = RequestBody(req);
-               if (!body.ok()) return Error(body.status());
-               auto restart = BoolField(*body, "restartSuccessful");
-               if (!restart.ok()) return Error(restart.status());
-               auto selector = StringField(*body, "nodeFieldSelector");
-               if (!selector.ok()) return Error(selector.status());
-               auto view = r.ArchivedByUid(p.at("uid"));
-               if (!view.ok()) return Error(view.status());
-               WorkflowRetry retry;
-               retry.restart_successful = *restart;
-               retry.node_field_selector = *selector;
-               const std::string name = view->body["metadata"].value("name", "");
-               return r.Change(name, [&] { return r.service_->RetryWorkflow(name, retry); });
+               return r.OnArchived(p.at("uid"),
+                                   [&](const std::string& name) { return r.Retry(req, name); });
              }));
   router.Add("GET", "/api/v1/archived-workflows-label-keys",
              guarded([](ArgoRoutes& r, auto&, auto&) { return r.ArchivedLabels(""); }));

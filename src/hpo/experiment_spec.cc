@@ -180,18 +180,20 @@ const char* TypeText(ParamType t) {
 }
 
 
-// Whether a DAG task or step of `wf` is called `name`.
-bool HasStep(const workflow::Workflow& wf, const std::string& name) {
+// Calls `visit` on every DAG task and step of `wf`'s own templates until it
+// returns true; whether one did.
+template <typename Visit>
+bool AnyTask(const workflow::Workflow& wf, Visit visit) {
   for (const workflow::Template& t : wf.spec.templates) {
     if (t.dag) {
       for (const workflow::Task& task : t.dag->tasks) {
-        if (task.name == name) return true;
+        if (visit(task)) return true;
       }
     }
     if (t.steps) {
       for (const auto& group : *t.steps) {
         for (const workflow::Task& step : group) {
-          if (step.name == name) return true;
+          if (visit(step)) return true;
         }
       }
     }
@@ -199,24 +201,15 @@ bool HasStep(const workflow::Workflow& wf, const std::string& name) {
   return false;
 }
 
+// Whether a DAG task or step of `wf` is called `name`.
+bool HasStep(const workflow::Workflow& wf, const std::string& name) {
+  return AnyTask(wf, [&](const workflow::Task& t) { return t.name == name; });
+}
+
 // Whether `wf` runs templates of WorkflowTemplates (whose steps it cannot see).
 bool UsesTemplateRefs(const workflow::Workflow& wf) {
-  if (wf.spec.workflow_template_ref) return true;
-  for (const workflow::Template& t : wf.spec.templates) {
-    if (t.dag) {
-      for (const workflow::Task& task : t.dag->tasks) {
-        if (task.template_ref) return true;
-      }
-    }
-    if (t.steps) {
-      for (const auto& group : *t.steps) {
-        for (const workflow::Task& step : group) {
-          if (step.template_ref) return true;
-        }
-      }
-    }
-  }
-  return false;
+  return wf.spec.workflow_template_ref.has_value() ||
+         AnyTask(wf, [](const workflow::Task& t) { return t.template_ref.has_value(); });
 }
 
 // trial_workflow: an Argo Workflow without a name, read by the workflow
