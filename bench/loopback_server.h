@@ -96,6 +96,22 @@ inline double CpuSeconds(pid_t pid) {
          static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
+// CPU seconds of every process whose command line contains `needle` (e.g.
+// the job supervisors of one server: "shim DATA_DIR/"), summed.
+inline double CpuSecondsOfMatching(const std::string& needle) {
+  double total = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string pid = entry.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadAll("/proc/" + pid + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos) total += CpuSeconds(static_cast<pid_t>(std::stol(pid)));
+  }
+  return total;
+}
+
+
 inline double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

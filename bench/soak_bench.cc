@@ -618,6 +618,10 @@ int main(int argc, char** argv) {
   std::this_thread::sleep_until(start);
   std::vector<std::pair<double, double>> rss;  // (seconds since start, MiB)
   double first_cpu = CpuSeconds(server), last_cpu = first_cpu;
+  // The jobs' supervisors (one `headway shim` per job, and its PID
+  // namespace's first process): what idle jobs cost beside the server.
+  const std::string supervisors = " shim " + server_process.dir() + "/";
+  const double first_supervisor_cpu = headway::bench::CpuSecondsOfMatching(supervisors);
   double first_self = SelfCpuSeconds(), last_self = first_self;
   rss.emplace_back(0, RssMiB(server));
   auto last_print = start;
@@ -657,6 +661,7 @@ int main(int argc, char** argv) {
   for (auto& t : load) t.join();
   double run_s = Seconds(Clock::now() - start);
   double server_cpu = CpuSeconds(server) - first_cpu;
+  double supervisor_cpu = headway::bench::CpuSecondsOfMatching(supervisors) - first_supervisor_cpu;
   double self_cpu = SelfCpuSeconds() - first_self;
   for (auto& w : watch_counts) w->Stop();
   for (auto& t : watchers) t.join();
@@ -695,6 +700,8 @@ int main(int argc, char** argv) {
               rss.front().second, rss.back().second, max_rss, 60 * Slope(settled), 60 * Slope(last_half));
   std::printf("CPU              server %.0f%%, this benchmark %.0f%% (of one core; %u cores)\n",
               100 * server_cpu / run_s, 100 * self_cpu / run_s, std::thread::hardware_concurrency());
+  std::printf("job supervisors  %.2f%% of a core for %d idle jobs, %.4f%% per job\n",
+              100 * supervisor_cpu / run_s, opt.jobs, 100 * supervisor_cpu / run_s / opt.jobs);
   for (int r = 0; r < opt.readers; ++r) {
     const WatchCounts& w = *watch_counts[static_cast<std::size_t>(r)];
     std::printf("watch stream %d   %d connection(s), %d snapshot(s) (%d jobs), %d updates, %lld job views, "

@@ -248,8 +248,22 @@ Result<pid_t> StartNamespaceReaper(const std::function<void()>& before_mount) {
     (void)!::write(ready[1], &error, sizeof error);
     ::close(ready[1]);
     if (error != 0) ::_exit(1);
+    // Orphans of the namespace become its children: reap them as they die.
+    // Between deaths it sleeps in sigwait (SIGCHLD blocked stays pending, and
+    // a handler keeps the kernel from dropping it for a namespace's first
+    // process), rather than waking every second to look.
+    struct sigaction reap {};
+    reap.sa_handler = [](int) {};
+    ::sigaction(SIGCHLD, &reap, nullptr);
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    ::sigprocmask(SIG_BLOCK, &chld, nullptr);
     for (;;) {
-      if (::waitpid(-1, nullptr, 0) < 0 && errno == ECHILD) ::sleep(1);
+      while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+      }
+      int sig = 0;
+      ::sigwait(&chld, &sig);
     }
   }
   ::close(ready[1]);
