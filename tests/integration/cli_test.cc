@@ -173,7 +173,9 @@ TEST(Cli, GetSortsWatchesAndLeavesOutTheHeader) {
   TestServer server(/*gpus=*/4);
   server.Submit("name: bravo\ncommand: \"sleep 30\"\nresources: {gpus_per_process: 1}\n");
   server.Submit("name: alpha\ncommand: \"sleep 30\"\nresources: {gpus_per_process: 2}\n");
-  server.Submit("name: charlie\ncommand: \"sleep 3\"\n");
+  // charlie ends when the test says, once the watch below is under way.
+  const std::string release = server.work_dir() + "/release-charlie";
+  server.Submit("name: charlie\ncommand: \"while [ ! -e " + release + " ]; do sleep 0.1; done\"\n");
   ASSERT_TRUE(server.WaitForState("charlie", "Running"));
   EXPECT_EQ(server.Cli({"get", "jobs", "--sort-by", "name", "-o", "name"}).out,
             "alpha\nbravo\ncharlie\n");
@@ -187,10 +189,15 @@ TEST(Cli, GetSortsWatchesAndLeavesOutTheHeader) {
   EXPECT_THAT(bad.err, HasSubstr("expected one of name"));
   // -w: the table once, then a line when charlie ends; stopped by SIGINT.
   std::vector<std::string> env = Env(server, server.token());
-  std::vector<std::string> argv = {"/usr/bin/timeout", "-s", "INT", "8", "/usr/bin/env", "-i"};
+  std::vector<std::string> argv = {"/usr/bin/timeout", "-s", "INT", "10", "/usr/bin/env", "-i"};
   argv.insert(argv.end(), env.begin(), env.end());
   argv.insert(argv.end(), {HEADWAY_BIN, "get", "jobs", "-w", "--server", server.url()});
+  std::thread ender([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    WriteFile(release, "");
+  });
   CommandResult watched = RunCommand(argv);
+  ender.join();
   EXPECT_EQ(watched.exit_code, 124) << watched.err;  // still watching when interrupted
   EXPECT_EQ(std::count(watched.out.begin(), watched.out.end(), 'N') > 0, true);
   std::size_t header = watched.out.find("NAME");
@@ -377,7 +384,8 @@ TEST(Cli, TopOnATerminalFitsItSortsOnKeysAndQuitsOnQ) {
 TEST(Cli, TopGivesTheTerminalBackOnSigterm) {
   TestServer server;
   TopOnATerminal top(server);
-  top.Read(800);
+  // However long a slow machine takes to draw the first screen.
+  for (int i = 0; i < 20 && top.screen().find("\x1b[?1049h") == std::string::npos; ++i) top.Read(500);
   ASSERT_THAT(top.screen(), HasSubstr("\x1b[?1049h"));
   ::kill(top.pid(), SIGTERM);
   EXPECT_EQ(top.Exit(), 0);

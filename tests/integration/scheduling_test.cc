@@ -187,9 +187,10 @@ resources: {gpus_per_process: 1}
 )");
   ASSERT_TRUE(WaitFor([&] { return server.Job("running")["progress"]["eta_seconds"].is_number(); }));
   server.Submit("name: big\ncommand: \"true\"\nresources: {gpus_per_process: 2}\n");
-  server.Submit("name: short\ncommand: \"sleep 0.2\"\ntime_limit: 1s\nresources: {gpus_per_process: 1}\n");
+  // 2 s: well inside the ETA, and room for a slow machine to start and end it.
+  server.Submit("name: short\ncommand: \"sleep 0.2\"\ntime_limit: 2s\nresources: {gpus_per_process: 1}\n");
   server.Submit("name: endless\ncommand: \"sleep 0.2\"\nresources: {gpus_per_process: 1}\n");
-  ASSERT_TRUE(server.WaitForState("short", "Succeeded"));
+  ASSERT_TRUE(server.WaitForState("short", "Succeeded")) << server.Job("short").dump(2);
   EXPECT_TRUE(server.HasEvent("short", "StateChanged", "backfilled"));
   // Without a time limit it could hold the GPU past the ETA: it waits its turn.
   EXPECT_EQ(server.State("big"), "Queued");
