@@ -82,23 +82,42 @@ Result<std::string> StringField(const json& body, const char* key) {
   return it->get<std::string>();
 }
 
-// `labelSelector` equalities: "a=b,c==d". Set-based selectors are refused.
-Result<std::map<std::string, std::string>> LabelSelector(const std::string& text) {
-  std::map<std::string, std::string> out;
+// A selector's comma-separated terms: "key=value" and "key==value" give
+// key and value; a term without '=' has `has_equals` false. Each caller
+// says which terms it refuses.
+struct SelectorTerm {
+  std::string text, key, value;
+  bool has_equals = false;
+};
+
+std::vector<SelectorTerm> SelectorTerms(const std::string& text) {
+  std::vector<SelectorTerm> terms;
   std::size_t start = 0;
   while (start < text.size()) {
     std::size_t end = text.find(',', start);
     if (end == std::string::npos) end = text.size();
-    std::string term = text.substr(start, end - start);
+    SelectorTerm t;
+    t.text = text.substr(start, end - start);
     start = end + 1;
-    if (term.empty()) continue;
-    std::size_t eq = term.find('=');
-    if (eq == std::string::npos || term.find("!=") != std::string::npos) {
+    if (t.text.empty()) continue;
+    std::size_t eq = t.text.find('=');
+    t.has_equals = eq != std::string::npos;
+    t.key = t.has_equals ? t.text.substr(0, eq) : t.text;
+    if (t.has_equals) t.value = t.text.substr(t.text[eq + 1] == '=' ? eq + 2 : eq + 1);
+    terms.push_back(std::move(t));
+  }
+  return terms;
+}
+
+// `labelSelector` equalities: "a=b,c==d". Set-based selectors are refused.
+Result<std::map<std::string, std::string>> LabelSelector(const std::string& text) {
+  std::map<std::string, std::string> out;
+  for (const SelectorTerm& t : SelectorTerms(text)) {
+    if (!t.has_equals || t.text.find("!=") != std::string::npos) {
       return InvalidArgument(
-          "listOptions.labelSelector: only key=value terms are supported, not '" + term + "'");
+          "listOptions.labelSelector: only key=value terms are supported, not '" + t.text + "'");
     }
-    std::string value = term.substr(term[eq + 1] == '=' ? eq + 2 : eq + 1);
-    out[term.substr(0, eq)] = value;
+    out[t.key] = t.value;
   }
   return out;
 }
@@ -107,27 +126,18 @@ constexpr const char* kPhaseLabel = "workflows.argoproj.io/phase";
 constexpr const char* kCompletedLabel = "workflows.argoproj.io/completed";
 
 // `fieldSelector` terms on a workflow's name and namespace ("metadata.name=x");
-// Headway has no namespaces, so any namespace matches.
-Status FieldSelector(const std::string& text, WorkflowFilter& filter, std::string* exact_name = nullptr) {
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    std::string term = text.substr(start, end - start);
-    start = end + 1;
-    if (term.empty()) continue;
-    std::size_t eq = term.find('=');
-    std::string key = eq == std::string::npos ? term : term.substr(0, eq);
-    std::string value = eq == std::string::npos ? "" : term.substr(term[eq + 1] == '=' ? eq + 2 : eq + 1);
-    if (eq == std::string::npos || key.back() == '!' ||
-        (key != "metadata.name" && key != "metadata.namespace")) {
+// Headway has no namespaces, so any namespace matches. An exact name sets
+// the filter's name prefix and `exact_name`, checked whole by the caller.
+Status FieldSelector(const std::string& text, WorkflowFilter& filter, std::string& exact_name) {
+  for (const SelectorTerm& t : SelectorTerms(text)) {
+    if (!t.has_equals || t.key.empty() || t.key.back() == '!' ||
+        (t.key != "metadata.name" && t.key != "metadata.namespace")) {
       return InvalidArgument("listOptions.fieldSelector: only metadata.name=NAME and "
-                             "metadata.namespace=NS are supported, not '" + term + "'");
+                             "metadata.namespace=NS are supported, not '" + t.text + "'");
     }
-    if (key == "metadata.name") {
-      // An exact name: a prefix as long as the name, then checked whole.
-      filter.name_prefix = value;
-      if (exact_name != nullptr) *exact_name = value;
+    if (t.key == "metadata.name") {
+      filter.name_prefix = t.value;
+      exact_name = t.value;
     }
   }
   return Status::Ok();
@@ -183,7 +193,7 @@ class ArgoRoutes {
     filter.name_prefix = req.Query("namePrefix");
     std::string exact_name = req.Query("name");  // the archive's exact-name filter
     if (!exact_name.empty()) filter.name_prefix = exact_name;
-    if (Status fields = FieldSelector(req.Query("listOptions.fieldSelector"), filter, &exact_name);
+    if (Status fields = FieldSelector(req.Query("listOptions.fieldSelector"), filter, exact_name);
         !fields.ok()) {
       return Error(fields);
     }
