@@ -162,6 +162,16 @@ int main(int argc, char** argv) {
                      "a host name browsers and clients may reach this server by (repeatable). On "
                      "a loopback address only loopback names are accepted; elsewhere, without "
                      "any, every name is");
+  server->add_option("--notebook-profiles", server_config.notebook_profiles_file,
+                     "a YAML file of the notebook profiles users may start (resources, limits, "
+                     "idle_timeout, cull_warning; see docs). Default: one profile, no GPUs, "
+                     "culled after 1h idle")
+      ->check(CLI::ExistingFile);
+  std::string notebook_check = "30s";
+  server
+      ->add_option("--notebook-check-interval", notebook_check,
+                   "how often running notebooks' kernels and GPUs are checked for idleness")
+      ->capture_default_str();
   std::string session_ttl = "12h";
   server
       ->add_option("--session-ttl", session_ttl,
@@ -274,6 +284,12 @@ int main(int argc, char** argv) {
       throw CLI::ValidationError("--session-ttl", "must be a positive duration such as 12h");
     }
     server_config.session_ttl = *ttl;
+    auto check = headway::ParseDuration(notebook_check);
+    if (!check || check->count() <= 0) {
+      throw CLI::ValidationError("--notebook-check-interval",
+                                 "must be a positive duration such as 30s");
+    }
+    server_config.notebook_check_interval = *check;
     if (finished_job_ttl == "off") {
       server_config.finished_job_ttl.reset();
     } else if (auto keep = headway::ParseDuration(finished_job_ttl); keep && keep->count() >= 0) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
@@ -63,6 +64,7 @@ template <class Body>
 HttpRequest RequestHead(const http::request<Body>& raw) {
   HttpRequest req;
   req.method = std::string(raw.method_string());
+  req.target = std::string(raw.target());
   ParseTarget(std::string_view(raw.target().data(), raw.target().size()), req);
   for (const auto& field : raw) {
     std::string name(field.name_string());
@@ -270,7 +272,7 @@ class Server final : public HttpServer {
         break;
       }
 
-      if (!co_await Answer(stream, req, raw.version(), keep_alive)) break;
+      if (!co_await Answer(stream, req, raw.version(), keep_alive, &buffer)) break;
     }
     beast::error_code ignored;
     tcp_layer.socket().shutdown(tcp::socket::shutdown_send, ignored);
@@ -278,14 +280,20 @@ class Server final : public HttpServer {
 
   // Calls the handler and writes its answer. Returns whether the connection
   // may serve another request.
+  // `buffer` holds what the client sent after the request, if the caller
+  // has such a buffer (a proxied WebSocket's first frames).
   template <class Stream>
   awaitable<bool> Answer(std::shared_ptr<Stream> stream, const HttpRequest& req, unsigned version,
-                         bool keep_alive) {
+                         bool keep_alive, beast::flat_buffer* buffer = nullptr) {
     HttpResponse resp;
     try {
       resp = handler_(req);
     } catch (const std::exception& e) {
-      resp = {500, "application/json", ErrorJson("Internal", "internal error"), {}, nullptr};
+      resp = {500, "application/json", ErrorJson("Internal", "internal error"), {}, nullptr, nullptr};
+    }
+    if (resp.proxy) {
+      beast::flat_buffer none;
+      co_return co_await Relay(stream, req, *resp.proxy, keep_alive, buffer ? *buffer : none);
     }
     if (resp.stream) {
       co_await WriteStream(stream, version, resp);
@@ -301,6 +309,173 @@ class Server final : public HttpServer {
     beast::error_code ec;
     co_await http::async_write(*stream, out, net::redirect_error(use_awaitable, ec));
     co_return !ec && keep_alive;
+  }
+
+  // Sends `req` on to `target` and its answer back (see ProxyTarget).
+  // Returns whether the client's connection may serve another request.
+  template <class Stream>
+  awaitable<bool> Relay(std::shared_ptr<Stream> stream, const HttpRequest& req,
+                        const ProxyTarget& target, bool keep_alive,
+                        beast::flat_buffer& client_buffer) {
+    auto& client_tcp = beast::get_lowest_layer(*stream);
+    auto upstream = std::make_shared<beast::tcp_stream>(co_await net::this_coro::executor);
+    beast::error_code ec;
+    auto address = net::ip::make_address(target.host, ec);
+    if (!ec) {
+      upstream->expires_after(std::chrono::seconds(10));
+      co_await upstream->async_connect(tcp::endpoint(address, static_cast<unsigned short>(target.port)),
+                                       net::redirect_error(use_awaitable, ec));
+    }
+    if (ec) {
+      if (target.on_answer) target.on_answer(0);
+      co_await WriteSimple(*stream, 502,
+                           ErrorJson("Unavailable", "the upstream server does not answer"),
+                           keep_alive);
+      co_return keep_alive;
+    }
+    auto lower = [](std::string text) {
+      for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return text;
+    };
+    const bool upgrade = lower(req.Header("upgrade")) == "websocket";
+    http::request<http::string_body> out;
+    out.method_string(req.method);
+    out.target(req.target);
+    out.version(11);
+    // Hop-by-hop headers are the proxy's own (RFC 9110, 7.6.1).
+    static const std::vector<std::string> kHopByHop = {
+        "connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer",
+        "transfer-encoding", "upgrade", "content-length"};
+    for (const auto& [name, value] : req.headers) {
+      if (std::find(kHopByHop.begin(), kHopByHop.end(), name) != kHopByHop.end()) continue;
+      if (std::find(target.remove_headers.begin(), target.remove_headers.end(), name) !=
+          target.remove_headers.end()) {
+        continue;
+      }
+      out.set(name, value);
+    }
+    for (const auto& [name, value] : target.set_headers) out.set(name, value);
+    if (upgrade) {
+      out.set(http::field::connection, "Upgrade");
+      out.set(http::field::upgrade, req.Header("upgrade"));
+    } else {
+      out.set(http::field::connection, "close");
+    }
+    out.body() = req.body;
+    out.prepare_payload();
+    upstream->expires_after(options_.read_timeout);
+    co_await http::async_write(*upstream, out, net::redirect_error(use_awaitable, ec));
+    beast::flat_buffer up_buffer;
+    http::response_parser<http::buffer_body> parser;
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+    if (!ec) {
+      // An upstream may think for a while (a notebook saving a large file).
+      upstream->expires_after(std::chrono::minutes(5));
+      co_await http::async_read_header(*upstream, up_buffer, parser,
+                                       net::redirect_error(use_awaitable, ec));
+    }
+    if (ec) {
+      if (target.on_answer) target.on_answer(0);
+      co_await WriteSimple(*stream, 502,
+                           ErrorJson("Unavailable", "the upstream server did not answer"),
+                           keep_alive);
+      co_return keep_alive;
+    }
+    auto& head = parser.get();
+    if (target.on_answer) target.on_answer(head.result_int());
+    if (upgrade && head.result() == http::status::switching_protocols) {
+      http::response<http::empty_body> switched{head.base()};
+      client_tcp.expires_after(std::chrono::seconds(10));
+      co_await http::async_write(*stream, switched, net::redirect_error(use_awaitable, ec));
+      if (ec) co_return false;
+      co_await Tunnel(stream, upstream, client_buffer, up_buffer);
+      co_return false;
+    }
+    // The answer's own framing (length or chunks) is kept; until EOF only
+    // when it has neither, and then the client's connection ends with it.
+    const bool until_eof = parser.need_eof();
+    head.keep_alive(keep_alive && !until_eof);
+    http::response_serializer<http::buffer_body> serializer{head};
+    client_tcp.expires_after(options_.read_timeout);
+    co_await http::async_write_header(*stream, serializer, net::redirect_error(use_awaitable, ec));
+    std::vector<char> piece(64 * 1024);
+    while (!ec && !parser.is_done()) {
+      head.body().data = piece.data();
+      head.body().size = piece.size();
+      upstream->expires_after(std::chrono::minutes(5));
+      co_await http::async_read(*upstream, up_buffer, parser, net::redirect_error(use_awaitable, ec));
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) break;
+      head.body().size = piece.size() - head.body().size;
+      head.body().data = piece.data();
+      head.body().more = !parser.is_done();
+      client_tcp.expires_after(options_.read_timeout);
+      co_await http::async_write(*stream, serializer, net::redirect_error(use_awaitable, ec));
+      if (ec == http::error::need_buffer) ec = {};
+    }
+    if (!ec && !serializer.is_done()) {
+      head.body().data = nullptr;
+      head.body().size = 0;
+      head.body().more = false;
+      co_await http::async_write(*stream, serializer, net::redirect_error(use_awaitable, ec));
+      if (ec == http::error::need_buffer) ec = {};
+    }
+    beast::error_code ignored;
+    upstream->socket().shutdown(tcp::socket::shutdown_both, ignored);
+    co_return !ec && keep_alive && !until_eof;
+  }
+
+  // Copies bytes both ways between the client and an upstream until either
+  // side closes, starting with what each already sent past the handshake.
+  template <class Stream>
+  awaitable<void> Tunnel(std::shared_ptr<Stream> stream,
+                         std::shared_ptr<beast::tcp_stream> upstream,
+                         beast::flat_buffer& client_buffer, beast::flat_buffer& up_buffer) {
+    // A kernel's socket may rightly be quiet for hours.
+    beast::get_lowest_layer(*stream).expires_never();
+    upstream->expires_never();
+    auto client_first = std::make_shared<std::string>(beast::buffers_to_string(client_buffer.data()));
+    client_buffer.consume(client_buffer.size());
+    std::string up_first = beast::buffers_to_string(up_buffer.data());
+    auto close_both = [stream, upstream] {
+      beast::error_code ignored;
+      beast::get_lowest_layer(*stream).socket().shutdown(tcp::socket::shutdown_both, ignored);
+      upstream->socket().shutdown(tcp::socket::shutdown_both, ignored);
+    };
+    // Client to upstream on its own coroutine (same strand); upstream to
+    // client here. Whichever side ends first shuts both down, which ends the other.
+    net::co_spawn(
+        stream->get_executor(),
+        [stream, upstream, client_first, close_both]() -> awaitable<void> {
+          beast::error_code ec;
+          if (!client_first->empty()) {
+            co_await net::async_write(*upstream, net::buffer(*client_first),
+                                      net::redirect_error(use_awaitable, ec));
+          }
+          std::vector<char> piece(64 * 1024);
+          while (!ec) {
+            std::size_t n = co_await stream->async_read_some(net::buffer(piece),
+                                                              net::redirect_error(use_awaitable, ec));
+            if (ec) break;
+            co_await net::async_write(*upstream, net::buffer(piece.data(), n),
+                                      net::redirect_error(use_awaitable, ec));
+          }
+          close_both();
+        },
+        net::detached);
+    beast::error_code ec;
+    if (!up_first.empty()) {
+      co_await net::async_write(*stream, net::buffer(up_first), net::redirect_error(use_awaitable, ec));
+    }
+    std::vector<char> piece(64 * 1024);
+    while (!ec) {
+      std::size_t n = co_await upstream->async_read_some(net::buffer(piece),
+                                                          net::redirect_error(use_awaitable, ec));
+      if (ec) break;
+      co_await net::async_write(*stream, net::buffer(piece.data(), n),
+                                net::redirect_error(use_awaitable, ec));
+    }
+    close_both();
   }
 
   bool WantsFileBody(const http::request<http::string_body>& head) const {

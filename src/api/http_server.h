@@ -31,6 +31,7 @@ namespace headway::api {
 
 struct HttpRequest {
   std::string method;  // "GET", "POST", ...
+  std::string target;  // as sent: path and query, undecoded
   std::string path;    // decoded path, no query
   std::map<std::string, std::string> query;    // decoded; a repeated key keeps the last value
   std::map<std::string, std::string> headers;  // keys lowercased
@@ -59,12 +60,26 @@ class ResponseStream {
   virtual std::chrono::milliseconds interval() const { return std::chrono::milliseconds(200); }
 };
 
+// Where a proxied request goes (HttpResponse::proxy): the request is sent
+// on, as it came but for the headers named here, to http://host:port, and
+// the answer streamed back. A WebSocket upgrade the upstream accepts (101)
+// turns the connection into a tunnel both ways until either side closes.
+struct ProxyTarget {
+  std::string host;  // an IP address
+  int port = 0;
+  std::vector<std::string> remove_headers;  // lowercase names, not sent on
+  std::vector<std::pair<std::string, std::string>> set_headers;  // sent on, replacing any
+  // Called once the upstream answered (its status) or could not be reached (0).
+  std::function<void(int status)> on_answer;
+};
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
   std::shared_ptr<ResponseStream> stream;  // when set, sent chunked after `body`
+  std::shared_ptr<ProxyTarget> proxy = nullptr;  // when set, the rest is ignored: see ProxyTarget
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;

@@ -66,6 +66,14 @@ class JobService {
     return Unavailable("this server cannot delete jobs");
   }
   virtual Result<std::vector<JobEvent>> Events(std::string_view name, std::int64_t after_id) = 0;
+  // Records an event of the job's (a controller's own, such as a notebook's
+  // idle warning); NotFound for an unknown job.
+  virtual Status AddEvent(std::string_view name, std::string type, std::string message) {
+    (void)name;
+    (void)type;
+    (void)message;
+    return Unavailable("this server cannot record events");
+  }
   virtual Result<std::vector<LogFile>> LogFiles(std::string_view name) = 0;
   // Stores reports sent by the job itself, authorised by its report token;
   // returns once they are durable. Unauthenticated without a token,

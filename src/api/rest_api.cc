@@ -14,6 +14,7 @@
 #include <set>
 
 #include "api/argo_routes.h"
+#include "api/notebook_routes.h"
 #include "api/artifact_json.h"
 #include "api/auth.h"
 #include "api/dashboard.h"
@@ -185,11 +186,15 @@ class TokenBoundStream final : public ResponseStream {
 constexpr const char* kEveryTeam = "*";
 
 class Api {
+  SystemClock system_clock_;  // first: what the members below read time from
+
  public:
   Api(JobService& service, const RestApiOptions& options)
       : service_(service),
         experiments_(options.experiments),
         artifacts_(options.artifacts),
+        notebooks_(options.notebooks),
+        tls_(options.tls),
         tokens_(options.tokens),
         hosts_(options.hosts),
         team_policy_(options.team_policy),
@@ -294,6 +299,19 @@ class Api {
       team = spec.team;
       return Status::Ok();
     };
+    NotebookAccess notebook_access;
+    notebook_access.may_see = argo.may_see;
+    notebook_access.may_change = argo.may_change;
+    notebook_access.visible_team = argo.visible_team;
+    notebook_access.creator = argo.creator;
+    notebook_access.admit = argo.admit;
+    notebook_access.new_session = [this]() -> Result<std::string> {
+      if (!tokens_ || !t_caller) return std::string();
+      auto session = tokens_->CreateSession(*t_caller);
+      if (!session.ok()) return session.status();
+      return session->second;
+    };
+    AddNotebookRoutes(router_, notebooks_, logins_, std::move(notebook_access));
     AddArgoRoutes(router_, options.workflows, std::move(argo));
     router_.Add("POST", "/api/v1/experiments", [this](auto& r, auto&) {
       if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
@@ -373,7 +391,6 @@ class Api {
   }
 
   HttpResponse Authorized(const HttpRequest& req) {
-    if (auto page = dashboard_.Serve(req)) return std::move(*page);
     UserToken caller;
     // Cleared however the handler leaves, a thrown exception included.
     struct CallerScope {
@@ -381,6 +398,8 @@ class Api {
       ~CallerScope() { t_caller = nullptr; t_secret = nullptr; }
     } scope;
     std::string secret;  // outlives the handler, like `caller`
+    if (IsNotebookPath(req.path)) return NotebookProxy(req, caller, secret);
+    if (auto page = dashboard_.Serve(req)) return std::move(*page);
     Job job;             // likewise, for t_job
     struct JobScope {
       JobScope() { t_job = nullptr; }
@@ -415,6 +434,62 @@ class Api {
       t_secret = &secret;
     }
     return router_.Dispatch(req);
+  }
+
+  // /notebooks/NAME/...: to the notebook's server (api/notebook_routes.h),
+  // for members of its team, by user token or the notebook's cookie.
+  HttpResponse NotebookProxy(const HttpRequest& req, UserToken& caller, std::string& secret) {
+    if (!notebooks_) return ErrorResponse(Unavailable("notebooks are not enabled on this server"));
+    const std::string name = NotebookOfPath(req.path);
+    if (name.empty()) return ErrorResponse(NotFound("no notebook at " + req.path));
+    const std::string base = "/notebooks/" + name + "/";
+    if (req.path == base + "headway-login") {
+      // The one-time link: its code becomes the notebook's cookie, which
+      // scripts cannot read (HttpOnly) and only this notebook's paths get.
+      auto session = logins_.Redeem(name, req.Query("code"));
+      if (!session.ok()) return ErrorResponse(session.status());
+      notebooks_->Opened(name);
+      HttpResponse r{302, "text/plain; charset=utf-8", "", {}, nullptr, nullptr};
+      r.headers.emplace_back("Location", base + "tree");
+      r.headers.emplace_back("Set-Cookie", std::string(kNotebookCookie) + "=" + *session +
+                                               "; Path=" + base + "; HttpOnly; SameSite=Lax" +
+                                               (tls_ ? "; Secure" : ""));
+      return r;
+    }
+    if (tokens_) {
+      secret = BearerToken(req.Header("authorization"));
+      if (secret.empty()) secret = CookieValue(req.Header("cookie"), kNotebookCookie);
+      if (secret.empty()) {
+        return ErrorResponse(Unauthenticated(
+            "open this notebook with `headway notebook open " + name +
+            "`, or send \"Authorization: Bearer <token>\""));
+      }
+      auto who = tokens_->Authenticate(secret);
+      if (!who.ok()) return ErrorResponse(who.status());
+      caller = std::move(who.value());
+      t_caller = &caller;
+      t_secret = &secret;
+    }
+    auto endpoint = notebooks_->Endpoint(name);
+    if (!endpoint.ok()) {
+      // Its team only learns it is starting; others learn nothing of it.
+      auto view = notebooks_->Get(name);
+      if (!view.ok()) return ErrorResponse(view.status());
+      if (Status s = MayChange(view->record.team); !s.ok()) return ErrorResponse(s);
+      return ErrorResponse(endpoint.status());
+    }
+    // A notebook runs code as its team: members and admins only, never viewers.
+    if (Status s = MayChange(endpoint->team); !s.ok()) return ErrorResponse(s);
+    auto target = std::make_shared<ProxyTarget>();
+    target->host = endpoint->host;
+    target->port = endpoint->port;
+    target->remove_headers = {"authorization", "cookie", "x-headway-job"};
+    target->set_headers = {{"Authorization", "token " + endpoint->token}};
+    std::string cookies = CookieHeaderWithout(req.Header("cookie"), kNotebookCookie);
+    if (!cookies.empty()) target->set_headers.emplace_back("Cookie", cookies);
+    HttpResponse r;
+    r.proxy = std::move(target);
+    return r;
   }
 
   // The jobs' own progress reports carry job tokens, checked by the service.
@@ -480,7 +555,11 @@ class Api {
   }
 
   // What Job::created_by records for a job the caller submits.
-  static std::string Creator() { return t_caller ? "user/" + t_caller->name : std::string(); }
+  // A session acts for the token it was made from: that token's user.
+  static std::string Creator() {
+    if (!t_caller) return std::string();
+    return "user/" + (t_caller->parent.empty() ? t_caller->name : t_caller->parent);
+  }
 
   // A local queue is a team: what its members may ask for (admins are not bounded).
   json WithMemberBounds(json queue) const {
@@ -1455,6 +1534,9 @@ class Api {
   JobService& service_;
   ExperimentService* experiments_;
   ArtifactService* artifacts_;
+  NotebookService* notebooks_;
+  const bool tls_;
+  NotebookLogins logins_{system_clock_};
   TokenService* tokens_;
   HostPolicy hosts_;
   const TeamPolicy team_policy_;

@@ -11,6 +11,7 @@
 #include "api/experiment_service.h"
 #include "api/http_server.h"
 #include "api/job_service.h"
+#include "api/notebook_service.h"
 #include "api/request_guard.h"
 #include "api/token_service.h"
 #include "api/workflow_service.h"
@@ -26,6 +27,10 @@ struct RestApiOptions {
   ArtifactService* artifacts = nullptr;
   // Without it the Argo workflow routes (api/argo_routes.h) answer 503.
   WorkflowService* workflows = nullptr;
+  // Without it the notebook routes and /notebooks/ (api/notebook_routes.h) answer 503.
+  NotebookService* notebooks = nullptr;
+  // The API is served over HTTPS: cookies it sets are Secure.
+  bool tls = false;
   // With it, authentication is on: every route except GET /healthz, the
   // dashboard's files and the jobs' own progress reports needs
   // "Authorization: Bearer <user token>" (401 without a valid one, or an

@@ -77,6 +77,19 @@ bool IsValidJobName(std::string_view name) {
   return true;
 }
 
+std::string HomeOwner(std::string_view created_by) {
+  if (created_by.empty()) return "anonymous";
+  if (created_by.starts_with("user/")) created_by.remove_prefix(5);
+  std::string owner;
+  for (char c : created_by) {
+    bool keep = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    owner += keep ? c : '-';
+  }
+  // Names are DNS labels already; this keeps anything else out of a path.
+  if (owner.empty() || owner.size() > 120) return "anonymous";
+  return owner;
+}
+
 std::optional<std::int64_t> ParseByteQuantity(std::string_view text) {
   std::size_t digits = 0;
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;

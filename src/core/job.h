@@ -85,6 +85,10 @@ struct JobSpec {
   // concurrent steps writing /tmp/out do not collide. Cluster engines give
   // each job its own node-local space already.
   bool private_tmp = false;
+  // HOME is its owner's persistent home (DATA_DIR/homes/TEAM/USER, see
+  // HomeOwner), kept across jobs, instead of a fresh one per job: what a
+  // notebook's files live in, and what a user's batch jobs may share.
+  bool persistent_home = false;
 
   std::vector<std::string> Argv() const;
 };
@@ -184,6 +188,11 @@ struct LogFile {
   int rank = 0;
   std::string path;
 };
+
+// Whose persistent home a job created by `created_by` uses: the user of a
+// "user/NAME" creator, else the creator with '/' as '-' ("workflow-x"),
+// "anonymous" when the server runs without authentication.
+std::string HomeOwner(std::string_view created_by);
 
 // Job names are used in URLs, paths and Slurm job names: lowercase DNS labels.
 bool IsValidJobName(std::string_view name);

@@ -57,6 +57,7 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
   }
   if (spec.ttl_after_finished) j["ttl_after_finished"] = DurationText(*spec.ttl_after_finished);
   if (spec.private_tmp) j["private_tmp"] = true;
+  if (spec.persistent_home) j["persistent_home"] = true;
   return j;
 }
 

@@ -191,7 +191,8 @@ Status JobController::Save(const Job& job, const std::vector<JobEvent>& events) 
   }
   if (options_.on_change) {
     for (const JobEvent& e : events) {
-      if (e.type == "StateChanged" || e.type == "HealthChanged" || e.type == "NoReports") {
+      if (e.type == "StateChanged" || e.type == "HealthChanged" || e.type == "NoReports" ||
+          e.type == "NotebookIdle") {
         options_.on_change(job, e);
       }
     }
@@ -366,6 +367,13 @@ Result<Job> JobController::StoppableJob(std::string_view name) {
                     std::string(JobStateName(job->state)) + ")");
   }
   return job;
+}
+
+Status JobController::AddEvent(std::string_view name, std::string type, std::string message) {
+  std::lock_guard lock(mu_);
+  auto job = store_.GetJob(name);
+  if (!job.ok()) return job.status();
+  return Save(*job, {Event(*job, std::move(type), std::move(message))});
 }
 
 Result<Job> JobController::Stop(std::string_view name, std::string why) {
@@ -968,7 +976,13 @@ void JobController::Launch(const PendingLaunch& pending, Work& work) {
   const std::filesystem::path job_dir =
       std::filesystem::path(options_.data_dir) / "jobs" / job.name();
   std::string checkpoint_dir = (job_dir / "checkpoints").string();
-  std::string home_dir = (job_dir / "home").string();
+  // A persistent home outlives the job: one per team and user.
+  std::string home_dir =
+      job.spec.persistent_home
+          ? (std::filesystem::path(options_.data_dir) / "homes" / job.spec.team /
+             HomeOwner(job.created_by))
+                .string()
+          : (job_dir / "home").string();
   std::filesystem::create_directories(checkpoint_dir, ec);
   std::filesystem::create_directories(home_dir, ec);
   Status written = WritePrivateFile(token_file, pending.token);

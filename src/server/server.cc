@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -36,6 +37,7 @@
 #include "server/job_controller.h"
 #include "server/user_tokens.h"
 #include "server/webhook_notifier.h"
+#include "server/notebook_controller.h"
 #include "server/workflow_controller.h"
 #include "store/store.h"
 
@@ -440,6 +442,7 @@ int RunServer(const ServerConfig& config) {
   std::unique_ptr<api::WatchCache> watch_cache;  // gone before the controller it reads
   std::unique_ptr<WorkflowController> workflows;
   std::unique_ptr<ExperimentController> experiments;  // uses workflows
+  std::unique_ptr<NotebookController> notebooks;
   // Artifact bytes: content-addressed under the data directory. Uploads
   // through the server are written to files in uploads/ (never memory),
   // checked, then moved into the store; leftovers of a crash are removed.
@@ -553,7 +556,27 @@ int RunServer(const ServerConfig& config) {
                                                    &artifacts);
   workflows->FollowJobChanges(watch_cache.get());
   experiments = std::make_unique<ExperimentController>(**store, *controller, clock, workflows.get());
+  NotebookControllerOptions notebook_options;
+  notebook_options.data_dir = config.data_dir;
+  notebook_options.check_interval = config.notebook_check_interval;
+  notebook_options.gpu_utilization = NvidiaSmiUtilization;
+  if (!config.notebook_profiles_file.empty()) {
+    std::ifstream in(config.notebook_profiles_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto profiles = ParseNotebookProfiles(text.str());
+    if (!in || !profiles.ok()) {
+      spdlog::error("--notebook-profiles {}: {}", config.notebook_profiles_file,
+                    profiles.ok() ? "cannot read it" : profiles.status().ToString());
+      return 1;
+    }
+    notebook_options.profiles = std::move(*profiles);
+  }
+  notebooks = std::make_unique<NotebookController>(**store, *controller, clock,
+                                                   std::move(notebook_options));
   api::RestApiOptions api_options;
+  api_options.notebooks = notebooks.get();
+  api_options.tls = tls;
   api_options.watch_cache = watch_cache.get();
   api_options.max_streams_per_token = config.max_streams_per_token;
   api_options.experiments = experiments.get();
@@ -575,6 +598,9 @@ int RunServer(const ServerConfig& config) {
   std::thread loop([&] { controller->RunLoop(std::chrono::milliseconds(200)); });
   std::thread experiment_loop([&] { experiments->RunLoop(std::chrono::milliseconds(500)); });
   std::thread workflow_loop([&] { workflows->RunLoop(std::chrono::milliseconds(500)); });
+  // Often enough that a notebook is ready soon after its server answers;
+  // idle checks keep to --notebook-check-interval.
+  std::thread notebook_loop([&] { notebooks->RunLoop(std::chrono::milliseconds(250)); });
   // Its own thread: a job's endpoint may take its 2 s timeout to answer.
   std::thread pull_loop([&] { controller->RunPullLoop(std::chrono::milliseconds(500)); });
   std::thread artifact_loop([&] { artifacts.RunLoop(std::chrono::minutes(10)); });
@@ -596,10 +622,12 @@ int RunServer(const ServerConfig& config) {
   controller->Shutdown();
   experiments->Shutdown();
   workflows->Shutdown();
+  notebooks->Shutdown();
   artifacts.Shutdown();
   loop.join();
   experiment_loop.join();
   workflow_loop.join();
+  notebook_loop.join();
   pull_loop.join();
   artifact_loop.join();
   watch_feed.store(nullptr);

@@ -83,6 +83,9 @@ struct ServerConfig {
   std::string job_user = "nobody";     // root servers: teams without a mapping
   bool allow_root_jobs = false;
   std::vector<std::string> job_env;    // server variables passed on to jobs
+  // Notebook profiles (core/notebook.h); empty: the built-in default.
+  std::string notebook_profiles_file;
+  Duration notebook_check_interval = std::chrono::seconds(30);
   // Both set: the API is HTTPS only, with this PEM certificate chain and key.
   std::string tls_cert_file;
   std::string tls_key_file;

@@ -39,7 +39,8 @@ struct WebhookNotifier::Endpoint {
 
 namespace {
 
-const std::vector<std::string> kDeliveredTypes = {"StateChanged", "HealthChanged", "NoReports"};
+const std::vector<std::string> kDeliveredTypes = {"StateChanged", "HealthChanged", "NoReports",
+                                                  "NotebookIdle"};
 constexpr std::size_t kBatch = 100;
 constexpr auto kMaxBackoff = std::chrono::seconds(30);
 

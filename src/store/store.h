@@ -22,6 +22,7 @@
 #include "core/artifact.h"
 #include "core/experiment.h"
 #include "core/job.h"
+#include "core/notebook.h"
 #include "core/progress_report.h"
 #include "core/status.h"
 #include "core/workflow_record.h"
@@ -175,6 +176,15 @@ class Store {
   virtual Result<std::vector<WorkflowManifestRecord>> ListWorkflowManifests(
       std::string_view kind, std::string_view team) = 0;
   virtual Status DeleteWorkflowManifest(std::string_view kind, std::string_view name) = 0;
+
+  // Notebooks (core/notebook.h). Create is Conflict for a taken name; Save
+  // and Delete are NotFound for an unknown one. List is by name, of one team
+  // when `team` is not empty.
+  virtual Status CreateNotebook(const NotebookRecord& notebook) = 0;
+  virtual Status SaveNotebook(const NotebookRecord& notebook) = 0;
+  virtual Result<NotebookRecord> GetNotebook(std::string_view name) = 0;
+  virtual Result<std::vector<NotebookRecord>> ListNotebooks(std::string_view team) = 0;
+  virtual Status DeleteNotebook(std::string_view name) = 0;
 
   virtual Status AddLogFile(const LogFile& log) = 0;
   // Ordered by attempt, then rank.

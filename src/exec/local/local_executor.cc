@@ -221,8 +221,9 @@ class LocalExecutor final : public Executor {
     }
     std::string home = account->home;
     struct stat home_stat {};
-    if (home.empty() || ::stat(home.c_str(), &home_stat) != 0 || !S_ISDIR(home_stat.st_mode) ||
-        home_stat.st_uid != account->uid) {
+    // A persistent home is the job's HOME even where the account has one.
+    if (spec.persistent_home || home.empty() || ::stat(home.c_str(), &home_stat) != 0 ||
+        !S_ISDIR(home_stat.st_mode) || home_stat.st_uid != account->uid) {
       home = request.job_home;
     }
     std::string cwd = spec.working_dir.empty() ? home : spec.working_dir;
@@ -288,11 +289,12 @@ class LocalExecutor final : public Executor {
       }
       plan.exposed = request.job_dirs;
       if (spec.private_tmp && !request.job_home.empty()) {
-        // Beside the job's home, so it goes with the job's folder.
-        // Made afresh for each attempt: the folders leading to the exposed
-        // ones are made in it by this (root) process, and links a previous
-        // attempt left there must not lead those anywhere else.
-        const std::string tmp = (fs::path(request.job_home).parent_path() / "tmp").string();
+        // Beside the attempt's run directory, in the job's own folder (not
+        // beside a persistent home, which other jobs share). Made afresh for
+        // each attempt: the folders leading to the exposed ones are made in
+        // it by this (root) process, and links a previous attempt left
+        // there must not lead those anywhere else.
+        const std::string tmp = (fs::path(request.run_dir).parent_path() / "tmp").string();
         fs::remove_all(tmp, ec);
         fs::create_directories(tmp, ec);
         HEADWAY_RETURN_IF_ERROR(HandOver(tmp, *account, 01777));

@@ -255,6 +255,23 @@ const char* const kMigrations[] = {
     CREATE INDEX workflows_by_uid ON workflows(uid);
     CREATE INDEX workflows_finished ON workflows(seq) WHERE finished_at IS NOT NULL;
     )sql",
+    // v14: notebooks; each server they run is an ordinary job.
+    R"sql(
+    CREATE TABLE notebooks (
+      name TEXT PRIMARY KEY,
+      team TEXT NOT NULL,
+      created_by TEXT NOT NULL,
+      profile TEXT NOT NULL,
+      gpus INTEGER NOT NULL,
+      state TEXT NOT NULL,
+      job TEXT NOT NULL,
+      starts INTEGER NOT NULL,
+      message TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      cull_warned_at INTEGER
+    ) WITHOUT ROWID;
+    CREATE INDEX notebooks_by_team ON notebooks(team, name);
+    )sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -678,6 +695,68 @@ class SqliteStore final : public Store {
                 "AND expires_at <= ?");
     q.Bind(1, ToUnixMillis(now));
     if (!q.Run()) return Unavailable("delete expired sessions: " + LastError());
+    return Status::Ok();
+  }
+
+  Status CreateNotebook(const NotebookRecord& n) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "INSERT INTO notebooks (name, team, created_by, profile, gpus, state, job, "
+                     "starts, message, created_at, cull_warned_at) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    BindNotebook(q, n);
+    if (!q.Run()) {
+      if (sqlite3_extended_errcode(db_) == SQLITE_CONSTRAINT_PRIMARYKEY) {
+        return Conflict("notebook '" + n.name + "' already exists");
+      }
+      return Unavailable("create notebook: " + LastError());
+    }
+    return Status::Ok();
+  }
+
+  Status SaveNotebook(const NotebookRecord& n) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "UPDATE notebooks SET name=?, team=?, created_by=?, profile=?, gpus=?, "
+                     "state=?, job=?, starts=?, message=?, created_at=?, cull_warned_at=? "
+                     "WHERE name=?");
+    BindNotebook(q, n);
+    q.Bind(12, n.name);
+    if (!q.Run()) return Unavailable("save notebook: " + LastError());
+    if (sqlite3_changes(db_) == 0) return NotFound("notebook '" + n.name + "' not found");
+    return Status::Ok();
+  }
+
+  Result<NotebookRecord> GetNotebook(std::string_view name) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, std::string(kSelectNotebook) + " WHERE name = ?");
+    q.Bind(1, std::string(name));
+    if (!q.Step()) {
+      if (q.failed()) return Unavailable("read notebook: " + LastError());
+      return NotFound("notebook '" + std::string(name) + "' not found");
+    }
+    return ReadNotebook(q);
+  }
+
+  Result<std::vector<NotebookRecord>> ListNotebooks(std::string_view team) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, std::string(kSelectNotebook) +
+                         (team.empty() ? " ORDER BY name" : " WHERE team = ? ORDER BY name"));
+    if (!team.empty()) q.Bind(1, std::string(team));
+    std::vector<NotebookRecord> out;
+    while (q.Step()) {
+      auto n = ReadNotebook(q);
+      if (!n.ok()) return n.status();
+      out.push_back(std::move(n.value()));
+    }
+    if (q.failed()) return Unavailable("list notebooks: " + LastError());
+    return out;
+  }
+
+  Status DeleteNotebook(std::string_view name) override {
+    std::lock_guard lock(mu_);
+    Statement q(db_, "DELETE FROM notebooks WHERE name = ?");
+    q.Bind(1, std::string(name));
+    if (!q.Run()) return Unavailable("delete notebook: " + LastError());
+    if (sqlite3_changes(db_) == 0) return NotFound("notebook '" + std::string(name) + "' not found");
     return Status::Ok();
   }
 
@@ -1308,6 +1387,42 @@ class SqliteStore final : public Store {
     }
     if (q.failed()) return Unavailable("list artifact uses: " + LastError());
     return out;
+  }
+
+  static constexpr const char* kSelectNotebook =
+      "SELECT name, team, created_by, profile, gpus, state, job, starts, message, created_at, "
+      "cull_warned_at FROM notebooks";
+
+  static void BindNotebook(Statement& q, const NotebookRecord& n) {
+    q.Bind(1, n.name);
+    q.Bind(2, n.team);
+    q.Bind(3, n.created_by);
+    q.Bind(4, n.profile);
+    q.Bind(5, n.gpus);
+    q.Bind(6, std::string(NotebookStateName(n.state)));
+    q.Bind(7, n.job);
+    q.Bind(8, n.starts);
+    q.Bind(9, n.message);
+    q.Bind(10, ToUnixMillis(n.created_at));
+    q.BindOptional(11, Millis(n.cull_warned_at));
+  }
+
+  static Result<NotebookRecord> ReadNotebook(Statement& q) {
+    NotebookRecord n;
+    n.name = q.ColumnText(0);
+    n.team = q.ColumnText(1);
+    n.created_by = q.ColumnText(2);
+    n.profile = q.ColumnText(3);
+    n.gpus = q.ColumnInt(4);
+    auto state = ParseNotebookState(q.ColumnText(5));
+    if (!state) return Internal("stored notebook state is unknown: " + q.ColumnText(5));
+    n.state = *state;
+    n.job = q.ColumnText(6);
+    n.starts = q.ColumnInt(7);
+    n.message = q.ColumnText(8);
+    n.created_at = FromUnixMillis(q.ColumnInt64(9));
+    if (!q.IsNull(10)) n.cull_warned_at = FromUnixMillis(q.ColumnInt64(10));
+    return n;
   }
 
   static constexpr const char* kSelectExperiment =

@@ -1,0 +1,220 @@
+#include "api/notebook_routes.h"
+
+#include <nlohmann/json.hpp>
+
+#include "api/auth.h"
+#include "api/job_json.h"
+
+namespace headway::api {
+namespace {
+
+using nlohmann::json;
+
+HttpResponse Json(int status, const json& body) {
+  return {status, "application/json", JsonText(body), {}, nullptr, nullptr};
+}
+
+HttpResponse Error(const Status& status) {
+  return Json(HttpStatusFor(status.code()), ErrorToJson(status));
+}
+
+json TimeOrNull(const std::optional<Time>& t) {
+  return t ? json(FormatRfc3339(*t)) : json(nullptr);
+}
+
+json ProfileToJson(const NotebookProfile& p) {
+  json j = {{"name", p.name},
+            {"description", p.description},
+            {"gpus", p.gpus},
+            {"cpus", p.cpus},
+            {"idle_timeout", FormatDuration(p.idle_timeout)},
+            {"cull_warning", FormatDuration(p.cull_warning)},
+            {"gpu_idle_below_percent", p.gpu_idle_below_percent}};
+  if (p.memory_bytes > 0) j["memory"] = FormatMemoryQuantity(p.memory_bytes);
+  if (p.time_limit) j["time_limit"] = FormatDuration(*p.time_limit);
+  if (!p.queue.empty()) j["queue"] = p.queue;
+  return j;
+}
+
+json NotebookToJson(const NotebookView& v) {
+  const NotebookRecord& r = v.record;
+  return {{"name", r.name},
+          {"team", r.team},
+          {"created_by", r.created_by},
+          {"profile", r.profile},
+          {"gpus", r.gpus},
+          {"state", std::string(NotebookStateName(r.state))},
+          {"ready", v.ready},
+          {"job", r.job},
+          {"job_state", v.job_state ? json(std::string(JobStateName(*v.job_state))) : json(nullptr)},
+          {"pending_reason", v.pending_reason},
+          {"message", r.message},
+          {"url", "/notebooks/" + r.name + "/"},
+          {"starts", r.starts},
+          {"created_at", FormatRfc3339(r.created_at)},
+          {"idle_since", TimeOrNull(v.idle_since)},
+          {"cull_at", TimeOrNull(v.cull_at)},
+          {"cull_warned_at", TimeOrNull(r.cull_warned_at)}};
+}
+
+// {name, team?, profile?, gpus?}; unknown fields are refused.
+Result<NotebookStartRequest> ParseStart(const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (!j.is_object()) return InvalidArgument("the body must be a JSON object");
+  NotebookStartRequest request;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "name" || key == "team" || key == "profile") {
+      if (!value.is_string()) return InvalidArgument("'" + key + "' must be a string");
+      (key == "name" ? request.name : key == "team" ? request.team : request.profile) =
+          value.get<std::string>();
+    } else if (key == "gpus") {
+      if (!value.is_number_integer() || value.get<std::int64_t>() < 0 ||
+          value.get<std::int64_t>() > 64) {
+        return InvalidArgument("'gpus' must be an integer from 0 to 64");
+      }
+      request.gpus = value.get<int>();
+    } else {
+      return InvalidArgument("unknown field '" + key +
+                             "' (a notebook takes name, team, profile and gpus)");
+    }
+  }
+  return request;
+}
+
+}  // namespace
+
+std::string NotebookLogins::Issue(const std::string& notebook, const std::string& session_secret) {
+  std::string code = NewSecret();
+  std::lock_guard lock(mu_);
+  const Time now = clock_.Now();
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    it = it->second.expires_at <= now ? pending_.erase(it) : std::next(it);
+  }
+  pending_[HashToken(code)] = {notebook, session_secret, now + std::chrono::minutes(1)};
+  return code;
+}
+
+Result<std::string> NotebookLogins::Redeem(const std::string& notebook, const std::string& code) {
+  std::lock_guard lock(mu_);
+  auto it = pending_.find(HashToken(code));
+  if (it == pending_.end() || it->second.notebook != notebook ||
+      it->second.expires_at <= clock_.Now()) {
+    return NotFound("this login link is unknown, used or expired: ask for a new one with "
+                    "`headway notebook open " + notebook + "`");
+  }
+  std::string secret = std::move(it->second.secret);
+  pending_.erase(it);
+  return secret;
+}
+
+void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins& logins,
+                       NotebookAccess access) {
+  auto need = [service]() -> Status {
+    return service ? Status::Ok() : Unavailable("notebooks are not enabled on this server");
+  };
+  router.Add("GET", "/api/v1/notebook-profiles", [=](auto&, auto&) {
+    if (Status s = need(); !s.ok()) return Error(s);
+    json items = json::array();
+    for (const NotebookProfile& p : service->Profiles()) items.push_back(ProfileToJson(p));
+    return Json(200, {{"profiles", items}});
+  });
+  router.Add("GET", "/api/v1/notebooks", [=](auto&, auto&) {
+    if (Status s = need(); !s.ok()) return Error(s);
+    auto all = service->List(access.visible_team());
+    if (!all.ok()) return Error(all.status());
+    json items = json::array();
+    for (const NotebookView& v : *all) items.push_back(NotebookToJson(v));
+    return Json(200, {{"notebooks", items}});
+  });
+  router.Add("POST", "/api/v1/notebooks", [=](auto& req, auto&) {
+    if (Status s = need(); !s.ok()) return Error(s);
+    auto request = ParseStart(req.body);
+    if (!request.ok()) return Error(request.status());
+    if (Status s = access.admit(request->team); !s.ok()) return Error(s);
+    if (Status s = access.may_change(request->team); !s.ok()) return Error(s);
+    bool existed = service->Get(request->name).ok();
+    auto started = service->Start(*request, access.creator());
+    if (!started.ok()) return Error(started.status());
+    return Json(existed ? 200 : 201, NotebookToJson(*started));
+  });
+  // The notebook `name` if the caller may see it (and change it, with `change`).
+  auto visible = [=](const std::string& name, bool change) -> Result<NotebookView> {
+    HEADWAY_RETURN_IF_ERROR(need());
+    auto v = service->Get(name);
+    if (!v.ok()) return v.status();
+    HEADWAY_RETURN_IF_ERROR(access.may_see(v->record.team));
+    if (change) HEADWAY_RETURN_IF_ERROR(access.may_change(v->record.team));
+    return v;
+  };
+  router.Add("GET", "/api/v1/notebooks/{name}", [=](auto&, auto& p) {
+    auto v = visible(p.at("name"), false);
+    if (!v.ok()) return Error(v.status());
+    return Json(200, NotebookToJson(*v));
+  });
+  router.Add("POST", "/api/v1/notebooks/{name}/stop", [=](auto&, auto& p) {
+    auto v = visible(p.at("name"), true);
+    if (!v.ok()) return Error(v.status());
+    auto stopped = service->Stop(p.at("name"));
+    if (!stopped.ok()) return Error(stopped.status());
+    return Json(200, NotebookToJson(*stopped));
+  });
+  router.Add("DELETE", "/api/v1/notebooks/{name}", [=](auto&, auto& p) {
+    auto v = visible(p.at("name"), true);
+    if (!v.ok()) return Error(v.status());
+    if (Status s = service->Delete(p.at("name")); !s.ok()) return Error(s);
+    return Json(200, NotebookToJson(*v));
+  });
+  router.Add("POST", "/api/v1/notebooks/{name}/login", [=, &logins](auto&, auto& p) {
+    auto v = visible(p.at("name"), true);
+    if (!v.ok()) return Error(v.status());
+    const std::string base = "/notebooks/" + v->record.name + "/";
+    auto secret = access.new_session();
+    if (!secret.ok()) return Error(secret.status());
+    if (secret->empty()) return Json(200, {{"url", base + "tree"}, {"expires_in", nullptr}});
+    std::string code = logins.Issue(v->record.name, *secret);
+    return Json(200, {{"url", base + "headway-login?code=" + code}, {"expires_in", 60}});
+  });
+}
+
+bool IsNotebookPath(std::string_view path) { return path.starts_with("/notebooks/"); }
+
+std::string NotebookOfPath(std::string_view path) {
+  if (!IsNotebookPath(path)) return {};
+  path.remove_prefix(std::string_view("/notebooks/").size());
+  std::string name(path.substr(0, path.find('/')));
+  return IsValidJobName(name) ? name : std::string();
+}
+
+std::string CookieValue(std::string_view header, std::string_view name) {
+  while (!header.empty()) {
+    auto semi = header.find(';');
+    std::string_view pair = header.substr(0, semi);
+    while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+    auto eq = pair.find('=');
+    if (eq != std::string_view::npos && pair.substr(0, eq) == name) {
+      return std::string(pair.substr(eq + 1));
+    }
+    if (semi == std::string_view::npos) break;
+    header.remove_prefix(semi + 1);
+  }
+  return {};
+}
+
+std::string CookieHeaderWithout(std::string_view header, std::string_view name) {
+  std::string out;
+  while (!header.empty()) {
+    auto semi = header.find(';');
+    std::string_view pair = header.substr(0, semi);
+    while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+    auto eq = pair.find('=');
+    if (!pair.empty() && (eq == std::string_view::npos || pair.substr(0, eq) != name)) {
+      if (!out.empty()) out += "; ";
+      out += pair;
+    }
+    if (semi == std::string_view::npos) break;
+    header.remove_prefix(semi + 1);
+  }
+  return out;
+}
+
+}  // namespace headway::api

@@ -1,0 +1,85 @@
+// Notebooks over REST (docs/api/openapi.yaml):
+//
+//   GET    /api/v1/notebook-profiles
+//   GET    /api/v1/notebooks                  the caller's team's (all for admins)
+//   POST   /api/v1/notebooks                  {name, team?, profile?, gpus?}: create or start again
+//   GET    /api/v1/notebooks/{name}
+//   POST   /api/v1/notebooks/{name}/stop
+//   DELETE /api/v1/notebooks/{name}           stops it and forgets it; its home stays
+//   POST   /api/v1/notebooks/{name}/login     a one-time link that opens it in a browser
+//
+// and the notebooks themselves under /notebooks/{name}/ (NotebookProxy):
+// every request, WebSockets included, goes to the notebook's Jupyter server
+// with the server's token added, once Headway has checked the caller: a
+// user token ("Authorization: Bearer ...") or the notebook's cookie, which
+// /notebooks/{name}/headway-login?code=... sets from a one-time code. Only
+// members (and admins) of the notebook's team get through: a notebook runs
+// code as the team.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "api/http_server.h"
+#include "api/notebook_service.h"
+#include "api/router.h"
+#include "core/access.h"
+#include "core/time.h"
+
+namespace headway::api {
+
+struct NotebookAccess {
+  std::function<Status(const std::string& team)> may_see;
+  std::function<Status(const std::string& team)> may_change;
+  std::function<std::string()> visible_team;  // "" when the caller sees every team
+  std::function<std::string()> creator;       // Job::created_by style: "user/NAME"
+  // A member's notebook without a team is its team's; others must name one.
+  std::function<Status(std::string& team)> admit;
+  // A browser session secret for the caller; empty when the server runs
+  // without authentication (then no cookie is needed).
+  std::function<Result<std::string>()> new_session;
+};
+
+// The name of the cookie that carries a notebook's browser session.
+inline constexpr std::string_view kNotebookCookie = "headway-notebook";
+
+// One-time login codes: a code is good once, for one notebook, for a minute.
+class NotebookLogins {
+ public:
+  explicit NotebookLogins(const Clock& clock) : clock_(clock) {}
+  std::string Issue(const std::string& notebook, const std::string& session_secret);
+  // The session secret, once; NotFound for an unknown, used or expired code.
+  Result<std::string> Redeem(const std::string& notebook, const std::string& code);
+
+ private:
+  struct Pending {
+    std::string notebook;
+    std::string secret;
+    Time expires_at;
+  };
+  const Clock& clock_;
+  std::mutex mu_;
+  std::map<std::string, Pending> pending_;  // by SHA-256 of the code
+};
+
+// `service` may be null: the routes then answer 503.
+void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins& logins,
+                       NotebookAccess access);
+
+// Whether `path` is under /notebooks/ (served by NotebookProxy, not the router).
+bool IsNotebookPath(std::string_view path);
+
+// The name of the notebook a /notebooks/ path is for; empty when malformed.
+std::string NotebookOfPath(std::string_view path);
+
+// The value of cookie `name` in a Cookie header; empty when absent.
+std::string CookieValue(std::string_view cookie_header, std::string_view name);
+
+// The Cookie header without cookie `name`: what a notebook is sent.
+std::string CookieHeaderWithout(std::string_view cookie_header, std::string_view name);
+
+}  // namespace headway::api
