@@ -130,9 +130,19 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
     if (Status s = need(); !s.ok()) return Error(s);
     auto request = ParseStart(req.body);
     if (!request.ok()) return Error(request.status());
+    auto existing = service->Get(request->name);
+    // Starting an existing notebook again needs no team; a new one without
+    // one is the caller's team's (the default team for an admin).
+    if (request->team.empty()) {
+      request->team = existing.ok() ? existing->record.team : JobSpec().team;
+    }
     if (Status s = access.admit(request->team); !s.ok()) return Error(s);
     if (Status s = access.may_change(request->team); !s.ok()) return Error(s);
-    bool existed = service->Get(request->name).ok();
+    if (existing.ok()) {
+      // Names are unique on the server: say nothing of another team's.
+      if (Status s = access.may_see(existing->record.team); !s.ok()) return Error(s);
+    }
+    bool existed = existing.ok();
     auto started = service->Start(*request, access.creator());
     if (!started.ok()) return Error(started.status());
     return Json(existed ? 200 : 201, NotebookToJson(*started));

@@ -98,6 +98,8 @@ struct Options {
   std::int64_t step = -1;            // put: the producer's step
   std::vector<std::string> metrics;  // put: NAME=VALUE
   std::string destination;           // get: where to write (default: the name)
+  std::string profile;               // notebook start --profile
+  int gpus = -1;                     // notebook start --gpus (-1: the profile's)
 };
 
 std::string UrlEncode(const std::string& s) {
@@ -930,6 +932,110 @@ int ExpDescribe(const Options& o) {
                     ParamsText(t["params"]), Or(t, "message", "").empty() ? "-" : Or(t, "message")});
   }
   std::cout << FormatTable({"TRIAL", "STATE", "STEP", "OBJECTIVE", "PARAMETERS", "NOTE"}, rows);
+  return kExitOk;
+}
+
+// Notebooks: a Jupyter server per notebook, as a job on the pool.
+std::string NotebookStatus(const json& n) {
+  std::string state = Or(n, "state");
+  if (state != "Running") return state;
+  if (n.value("ready", false)) return "Ready";
+  return Or(n, "job_state", "Starting") == "Queued" ? "Queued" : "Starting";
+}
+
+void PrintNotebookTable(const std::vector<json>& notebooks) {
+  Time now = SystemClock().Now();
+  std::vector<std::vector<std::string>> rows;
+  for (const json& n : notebooks) {
+    std::string idle = "-";
+    if (n.contains("idle_since") && n["idle_since"].is_string()) {
+      if (auto since = ParseRfc3339(n["idle_since"].get<std::string>())) {
+        idle = FormatDuration(std::max(Duration(0), now - *since));
+      }
+    }
+    std::string note = NotebookStatus(n) == "Queued" ? Or(n, "pending_reason", "") : Or(n, "message", "");
+    rows.push_back({Or(n, "name"), Or(n, "team"), NotebookStatus(n), Or(n, "profile"),
+                    std::to_string(n.value("gpus", 0)), idle,
+                    Age(n["created_at"].get<std::string>(), now), Safe(note)});
+  }
+  std::cout << FormatTable({"NAME", "TEAM", "STATUS", "PROFILE", "GPUS", "IDLE", "AGE", "MESSAGE"},
+                           rows);
+}
+
+int NotebookStart(const Options& o) {
+  Client client(o);
+  json body = {{"name", o.name}};
+  if (!o.team.empty()) body["team"] = o.team;
+  if (!o.profile.empty()) body["profile"] = o.profile;
+  if (o.gpus >= 0) body["gpus"] = o.gpus;
+  auto n = client.Call("POST", "/api/v1/notebooks", body.dump());
+  if (!n) return client.exit_code;
+  if (o.wait) {
+    // Until its server answers, or it ends without ever doing so.
+    for (;;) {
+      if ((*n).value("ready", false) || Or(*n, "state") != "Running") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      n = client.Call("GET", "/api/v1/notebooks/" + UrlEncode(o.name));
+      if (!n) return client.exit_code;
+    }
+  }
+  if (PrintStructured(o, *n)) return kExitOk;
+  if (o.output == "name") {
+    std::cout << Safe(o.name) << "\n";
+    return kExitOk;
+  }
+  std::cout << "notebook/" << Safe(o.name) << " " << (o.wait ? NotebookStatus(*n) : "started")
+            << " (job " << Safe(Or(*n, "job")) << "); open it with `headway notebook open "
+            << Safe(o.name) << "`\n";
+  return Or(*n, "state") == "Running" ? kExitOk : kExitFailed;
+}
+
+int NotebookList(const Options& o) {
+  Client client(o);
+  std::vector<json> notebooks;
+  if (!o.name.empty()) {
+    auto n = client.Call("GET", "/api/v1/notebooks/" + UrlEncode(o.name));
+    if (!n) return client.exit_code;
+    if (PrintStructured(o, *n)) return kExitOk;
+    notebooks.push_back(*n);
+  } else {
+    auto list = client.Call("GET", "/api/v1/notebooks");
+    if (!list) return client.exit_code;
+    if (PrintStructured(o, *list)) return kExitOk;
+    for (const auto& n : (*list)["notebooks"]) notebooks.push_back(n);
+  }
+  if (o.output == "name") {
+    for (const auto& n : notebooks) std::cout << Safe(Or(n, "name")) << "\n";
+    return kExitOk;
+  }
+  if (notebooks.empty()) {
+    std::cerr << "No notebooks found.\n";
+    return kExitOk;
+  }
+  PrintNotebookTable(notebooks);
+  return kExitOk;
+}
+
+int NotebookOpen(const Options& o) {
+  Client client(o);
+  auto link = client.Call("POST", "/api/v1/notebooks/" + UrlEncode(o.name) + "/login", "{}");
+  if (!link) return client.exit_code;
+  if (PrintStructured(o, *link)) return kExitOk;
+  // A one-time link: good once, for a minute; it signs the browser in to
+  // this notebook alone.
+  std::cout << Client::ServerUrl(o) << Or(*link, "url", "") << "\n";
+  return kExitOk;
+}
+
+int NotebookAct(const Options& o, const std::string& action) {
+  Client client(o);
+  auto n = action == "delete"
+               ? client.Call("DELETE", "/api/v1/notebooks/" + UrlEncode(o.name))
+               : client.Call("POST", "/api/v1/notebooks/" + UrlEncode(o.name) + "/" + action, "{}");
+  if (!n) return client.exit_code;
+  if (PrintStructured(o, *n)) return kExitOk;
+  std::cout << "notebook/" << Safe(o.name) << (action == "delete" ? " deleted" : " stopped")
+            << "; its home is kept\n";
   return kExitOk;
 }
 
@@ -2010,6 +2116,39 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
       workflow->add_subcommand("delete", "Delete a workflow (its running steps are stopped)");
   wf_delete->add_option("name", o.name, "workflow name")->required();
   wf_delete->callback([&exit_code, &o] { exit_code = WorkflowDelete(o); });
+
+  auto* notebook = app.add_subcommand(
+      "notebook", "Jupyter notebooks on the pool: start, list, open, stop, delete");
+  notebook->alias("nb");
+  notebook->require_subcommand(1);
+  auto* nb_start = notebook->add_subcommand(
+      "start", "Start a notebook (or start a stopped or culled one again, with the same home)");
+  nb_start->add_option("name", o.name, "notebook name")->required();
+  nb_start->add_option("--profile", o.profile, "one of the server's notebook profiles");
+  nb_start->add_option("--gpus", o.gpus, "GPUs (default: the profile's; at most the profile's)");
+  nb_start->add_option("--team", o.team, "team (default: your token's)");
+  nb_start->add_flag("--wait", o.wait, "wait until its server answers");
+  AddOutputFlag(nb_start, o, {"json", "yaml", "name"});
+  nb_start->callback([&exit_code, &o] { exit_code = NotebookStart(o); });
+  auto* nb_list = notebook->add_subcommand("list", "List notebooks: status, GPUs, idle time");
+  nb_list->alias("get");
+  nb_list->add_option("name", o.name, "one notebook");
+  AddOutputFlag(nb_list, o, {"json", "yaml", "name"});
+  nb_list->callback([&exit_code, &o] { exit_code = NotebookList(o); });
+  auto* nb_open = notebook->add_subcommand(
+      "open", "Print a one-time link that opens the notebook in a browser (good for a minute)");
+  nb_open->add_option("name", o.name, "notebook name")->required();
+  AddOutputFlag(nb_open, o, {"json", "yaml"});
+  nb_open->callback([&exit_code, &o] { exit_code = NotebookOpen(o); });
+  for (const auto& [verb, help] : std::vector<std::pair<const char*, const char*>>{
+           {"stop", "Stop a notebook's server; its GPUs go back to the pool, its home stays"},
+           {"delete", "Stop a notebook and forget it; its home stays"}}) {
+    auto* cmd = notebook->add_subcommand(verb, help);
+    cmd->add_option("name", o.name, "notebook name")->required();
+    AddOutputFlag(cmd, o, {"json", "yaml"});
+    std::string action = verb;
+    cmd->callback([&exit_code, &o, action] { exit_code = NotebookAct(o, action); });
+  }
 
   auto* artifacts = app.add_subcommand("artifacts", "Checkpoints, models, datasets and outputs, with lineage");
   artifacts->require_subcommand(1);

@@ -1,0 +1,208 @@
+// Notebooks through a real server: Debian's Jupyter Notebook started as a
+// job, a kernel run over the server's proxied WebSocket, the idle reclaim
+// that gives the GPU back, and a restart that finds its home as it was.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+#include <boost/beast/websocket.hpp>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "test_server.h"
+
+namespace headway::testing {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using tcp = boost::asio::ip::tcp;
+
+// Short enough for a test: warned 4 s into an idle spell, culled at 6 s.
+constexpr const char* kProfiles = R"(profiles:
+  - name: gpu
+    description: one GPU for a test
+    gpus: 1
+    idle_timeout: 6s
+    cull_warning: 2s
+)";
+
+std::vector<std::string> NotebookArgs(const std::string& dir) {
+  const std::string file = dir + "/notebook-profiles.yaml";
+  WriteFile(file, kProfiles);
+  return {"--notebook-profiles", file, "--notebook-check-interval", "1s"};
+}
+
+json Notebook(const TestServer& server, const std::string& token, const std::string& name) {
+  Answer a = Call(server, token, "GET", "/api/v1/notebooks/" + name);
+  return a.status == 200 ? a.body : json();
+}
+
+std::string RandomHex() {
+  std::random_device random;
+  char text[17];
+  std::snprintf(text, sizeof text, "%08x%08x", random(), random());
+  return text;
+}
+
+// Runs `code` in kernel `kernel` of notebook `name` over the server's
+// WebSocket proxy, as Jupyter's own front end does (the kernel protocol's
+// execute_request on the shell channel), and returns the text/plain of its
+// execute_result, or the error it raised.
+std::string Execute(const TestServer& server, const std::string& token, const std::string& name,
+                    const std::string& kernel, const std::string& code) {
+  boost::asio::io_context io;
+  websocket::stream<beast::tcp_stream> ws(io);
+  const std::string port = server.url().substr(server.url().rfind(':') + 1);
+  auto endpoints = tcp::resolver(io).resolve("127.0.0.1", port);
+  beast::get_lowest_layer(ws).connect(endpoints);
+  beast::get_lowest_layer(ws).expires_after(std::chrono::seconds(30));
+  ws.set_option(websocket::stream_base::decorator([&](websocket::request_type& req) {
+    req.set(beast::http::field::authorization, "Bearer " + token);
+  }));
+  ws.handshake("127.0.0.1:" + port, "/notebooks/" + name + "/api/kernels/" + kernel + "/channels");
+  const std::string msg_id = RandomHex();
+  json request = {{"header",
+                   {{"msg_id", msg_id},
+                    {"username", "test"},
+                    {"session", RandomHex()},
+                    {"msg_type", "execute_request"},
+                    {"version", "5.3"}}},
+                  {"parent_header", json::object()},
+                  {"metadata", json::object()},
+                  {"content", {{"code", code}, {"silent", false}, {"store_history", false}}},
+                  {"channel", "shell"},
+                  {"buffers", json::array()}};
+  ws.text(true);
+  ws.write(boost::asio::buffer(request.dump()));
+  std::string result;
+  for (;;) {
+    beast::flat_buffer buffer;
+    ws.read(buffer);
+    json message = json::parse(beast::buffers_to_string(buffer.data()), nullptr, false);
+    if (!message.is_object() || message["parent_header"].value("msg_id", "") != msg_id) continue;
+    const std::string type = message["header"].value("msg_type", "");
+    if (type == "execute_result") {
+      result = message["content"]["data"].value("text/plain", "");
+    } else if (type == "error") {
+      result = "error: " + message["content"].value("evalue", "");
+    } else if (type == "status" && message["content"].value("execution_state", "") == "idle") {
+      break;  // the request is done
+    }
+  }
+  ws.close(websocket::close_code::normal);
+  return result;
+}
+
+TEST(Notebooks, AKernelRunsThroughTheProxyTheIdleNotebookIsCulledAndItsHomeOutlivesIt) {
+  const std::string dir = MakeTempDir("headway-notebook-profiles");
+  TestServer server(1, NotebookArgs(dir));
+  const std::string alice = CreateToken(server, "alice", "vision", "member");
+  const std::string bob = CreateToken(server, "bob", "nlp", "member");
+  const std::string watcher = CreateToken(server, "watcher", "vision", "viewer");
+
+  server.UseToken(alice);
+  CommandResult started = server.Cli({"notebook", "start", "lab", "--gpus", "1", "--wait"});
+  ASSERT_EQ(started.exit_code, 0) << started.err << server.ServerLog();
+  EXPECT_THAT(started.out, HasSubstr("notebook/lab Ready"));
+  json lab = Notebook(server, alice, "lab");
+  EXPECT_EQ(lab["team"], "vision");
+  EXPECT_EQ(lab["gpus"], 1);
+  const std::string first_job = lab["job"];
+  EXPECT_TRUE(server.HasEvent(first_job, "NotebookReady", "after it was queued"));
+  // The notebook holds the pool's only GPU: a GPU job waits behind it.
+  server.Submit(R"(name: waits-for-gpu
+team: vision
+command: ["sleep", "300"]
+resources: {gpus_per_process: 1}
+)");
+  EXPECT_EQ(server.State("waits-for-gpu"), "Queued");
+
+  // Only its team's members reach it; viewers and other teams do not.
+  EXPECT_EQ(Call(server, "", "GET", "/notebooks/lab/api/kernels").status, 401);
+  EXPECT_EQ(Call(server, bob, "GET", "/notebooks/lab/api/kernels").status, 403);
+  EXPECT_EQ(Call(server, bob, "GET", "/api/v1/notebooks/lab").status, 403);
+  EXPECT_EQ(Call(server, watcher, "GET", "/notebooks/lab/api/kernels").status, 403);
+  EXPECT_EQ(Call(server, watcher, "GET", "/api/v1/notebooks/lab").status, 200);
+  Answer bobs_list = Call(server, bob, "GET", "/api/v1/notebooks");
+  EXPECT_TRUE(bobs_list.body["notebooks"].empty()) << bobs_list.raw;
+  // Names are the server's: another team cannot take this one over.
+  EXPECT_EQ(Call(server, bob, "POST", "/api/v1/notebooks", R"({"name": "lab"})").status, 403);
+
+  Answer kernel = Call(server, alice, "POST", "/notebooks/lab/api/kernels", R"({"name": "python3"})");
+  ASSERT_EQ(kernel.status, 201) << kernel.raw;
+  const std::string kernel_id = kernel.body["id"];
+  EXPECT_EQ(Execute(server, alice, "lab", kernel_id, "1+1"), "2");
+  EXPECT_EQ(Execute(server, alice, "lab", kernel_id,
+                    "import os\nopen('kept.txt', 'w').write('written before the cull')\nos.getcwd()"),
+            "'" + server.data_dir() + "/homes/vision/alice'");
+
+  // A one-time link signs a browser in with a cookie for this notebook only.
+  Answer link = Call(server, alice, "POST", "/api/v1/notebooks/lab/login", "{}");
+  ASSERT_EQ(link.status, 200) << link.raw;
+  Answer login = Call(server, "", "GET", link.body["url"].get<std::string>());
+  ASSERT_EQ(login.status, 302) << login.raw;
+  const std::string cookie = login.response.Header("set-cookie");
+  EXPECT_THAT(cookie, HasSubstr("HttpOnly"));
+  EXPECT_THAT(cookie, HasSubstr("Path=/notebooks/lab/"));
+  const std::string pair = cookie.substr(0, cookie.find(';'));
+  EXPECT_EQ(Call(server, "", "GET", "/notebooks/lab/api/status", {}, {{"Cookie", pair}}).status, 200);
+  EXPECT_EQ(Call(server, "", "GET", link.body["url"].get<std::string>()).status, 404)
+      << "a login link works once";
+
+  // Idle kernels and no GPU use: warned, then culled, and the GPU goes back.
+  ASSERT_TRUE(WaitFor([&] { return Notebook(server, alice, "lab")["state"] == "Culled"; },
+                      std::chrono::seconds(60)))
+      << Notebook(server, alice, "lab").dump();
+  EXPECT_TRUE(server.HasEvent(first_job, "NotebookIdle", "will be culled at"));
+  EXPECT_THAT(Notebook(server, alice, "lab")["message"].get<std::string>(), HasSubstr("home is kept"));
+  EXPECT_TRUE(server.WaitForState(first_job, "Stopped"));
+  EXPECT_TRUE(server.WaitForState("waits-for-gpu", "Running"));
+  EXPECT_EQ(Call(server, alice, "GET", "/notebooks/lab/api/status").status, 503);
+  EXPECT_EQ(Call(server, alice, "POST", "/api/v1/jobs/waits-for-gpu/stop").status, 200);
+
+  // Started again: a new server on the same home.
+  CommandResult again = server.Cli({"notebook", "start", "lab", "--wait"});
+  ASSERT_EQ(again.exit_code, 0) << again.err << again.out;
+  lab = Notebook(server, alice, "lab");
+  EXPECT_NE(lab["job"], first_job);
+  Answer kept = Call(server, alice, "GET", "/notebooks/lab/api/contents/kept.txt");
+  ASSERT_EQ(kept.status, 200) << kept.raw;
+  EXPECT_EQ(kept.body["content"], "written before the cull");
+
+  CommandResult listed = server.Cli({"notebook", "list"});
+  EXPECT_THAT(listed.out, HasSubstr("lab"));
+  EXPECT_THAT(listed.out, HasSubstr("Ready"));
+  CommandResult stopped = server.Cli({"notebook", "stop", "lab"});
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.err;
+  EXPECT_EQ(Notebook(server, alice, "lab")["state"], "Stopped");
+  EXPECT_TRUE(server.WaitForState(lab["job"], "Stopped"));
+}
+
+TEST(Notebooks, BadStartsAreRefusedWithTheReason) {
+  const std::string dir = MakeTempDir("headway-notebook-profiles");
+  TestServer server(1, NotebookArgs(dir));
+  Answer unknown = Call(server, server.admin_token(), "POST", "/api/v1/notebooks",
+                        R"({"name": "x", "profile": "huge"})");
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_THAT(unknown.raw, HasSubstr("unknown notebook profile 'huge' (profiles: gpu)"));
+  Answer greedy = Call(server, server.admin_token(), "POST", "/api/v1/notebooks",
+                       R"({"name": "x", "gpus": 2})");
+  EXPECT_EQ(greedy.status, 400);
+  EXPECT_THAT(greedy.raw, HasSubstr("at most 1 GPU"));
+  Answer field = Call(server, server.admin_token(), "POST", "/api/v1/notebooks",
+                      R"({"name": "x", "image": "jupyter/scipy"})");
+  EXPECT_EQ(field.status, 400);
+  EXPECT_THAT(field.raw, HasSubstr("unknown field 'image'"));
+  EXPECT_EQ(Call(server, server.admin_token(), "POST", "/api/v1/notebooks", R"({"name": "Bad_Name"})")
+                .status,
+            400);
+  EXPECT_EQ(Call(server, server.admin_token(), "POST", "/api/v1/notebooks", "not json").status, 400);
+  EXPECT_EQ(Call(server, server.admin_token(), "GET", "/notebooks/nothing/tree").status, 404);
+}
+
+}  // namespace
+}  // namespace headway::testing
