@@ -49,12 +49,14 @@ json NotebookToJson(const NotebookView& v) {
           {"job_state", v.job_state ? json(std::string(JobStateName(*v.job_state))) : json(nullptr)},
           {"pending_reason", v.pending_reason},
           {"message", r.message},
-          {"url", "/notebooks/" + r.name + "/"},
+          {"url", r.hub_user.empty() ? json("/notebooks/" + r.name + "/") : json(nullptr)},
           {"starts", r.starts},
           {"created_at", FormatRfc3339(r.created_at)},
           {"idle_since", TimeOrNull(v.idle_since)},
           {"cull_at", TimeOrNull(v.cull_at)},
-          {"cull_warned_at", TimeOrNull(r.cull_warned_at)}};
+          {"cull_warned_at", TimeOrNull(r.cull_warned_at)},
+          {"jupyterhub_user", r.hub_user.empty() ? json(nullptr) : json(r.hub_user)},
+          {"server_url", v.server_url.empty() ? json(nullptr) : json(v.server_url)}};
 }
 
 // {name, team?, profile?, gpus?}; unknown fields are refused.
@@ -67,6 +69,23 @@ Result<NotebookStartRequest> ParseStart(const std::string& body) {
       if (!value.is_string()) return InvalidArgument("'" + key + "' must be a string");
       (key == "name" ? request.name : key == "team" ? request.team : request.profile) =
           value.get<std::string>();
+    } else if (key == "jupyterhub") {
+      // From HeadwaySpawner: {"user": "...", "env": {"JUPYTERHUB_...": "..."}}.
+      if (!value.is_object()) return InvalidArgument("'jupyterhub' must be an object");
+      for (const auto& [hub_key, hub_value] : value.items()) {
+        if (hub_key == "user" && hub_value.is_string()) {
+          request.hub_user = hub_value.get<std::string>();
+        } else if (hub_key == "env" && hub_value.is_object()) {
+          for (const auto& [name, text] : hub_value.items()) {
+            if (!text.is_string()) return InvalidArgument("jupyterhub.env." + name + " must be a string");
+            request.server_env[name] = text.get<std::string>();
+          }
+        } else {
+          return InvalidArgument("jupyterhub." + hub_key +
+                                 " is not known or has the wrong type (it takes user and env)");
+        }
+      }
+      if (request.hub_user.empty()) return InvalidArgument("jupyterhub.user is required");
     } else if (key == "gpus") {
       if (!value.is_number_integer() || value.get<std::int64_t>() < 0 ||
           value.get<std::int64_t>() > 64) {
@@ -75,7 +94,7 @@ Result<NotebookStartRequest> ParseStart(const std::string& body) {
       request.gpus = value.get<int>();
     } else {
       return InvalidArgument("unknown field '" + key +
-                             "' (a notebook takes name, team, profile and gpus)");
+                             "' (a notebook takes name, team, profile, gpus and jupyterhub)");
     }
   }
   return request;
@@ -174,9 +193,25 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
     if (Status s = service->Delete(p.at("name")); !s.ok()) return Error(s);
     return Json(200, NotebookToJson(*v));
   });
+  // A JupyterHub notebook's job asks for its server's environment with its
+  // own token (the REST API checked it and names the job).
+  router.Add("GET", "/api/v1/notebooks/{name}/server-env", [=](auto&, auto& p) {
+    if (Status s = need(); !s.ok()) return Error(s);
+    const Job* job = access.calling_job ? access.calling_job() : nullptr;
+    if (job == nullptr) {
+      return Error(PermissionDenied("only the notebook's own job may read its server environment"));
+    }
+    auto env = service->ServerEnv(p.at("name"), job->name());
+    if (!env.ok()) return Error(env.status());
+    return Json(200, {{"env", *env}});
+  });
   router.Add("POST", "/api/v1/notebooks/{name}/login", [=, &logins](auto&, auto& p) {
     auto v = visible(p.at("name"), true);
     if (!v.ok()) return Error(v.status());
+    if (!v->record.hub_user.empty()) {
+      return Error(Conflict("notebook '" + v->record.name + "' belongs to JupyterHub user " +
+                            v->record.hub_user + ": open it through the hub"));
+    }
     const std::string base = "/notebooks/" + v->record.name + "/";
     auto secret = access.new_session();
     if (!secret.ok()) return Error(secret.status());

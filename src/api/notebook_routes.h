@@ -2,11 +2,13 @@
 //
 //   GET    /api/v1/notebook-profiles
 //   GET    /api/v1/notebooks                  the caller's team's (all for admins)
-//   POST   /api/v1/notebooks                  {name, team?, profile?, gpus?}: create or start again
+//   POST   /api/v1/notebooks                  {name, team?, profile?, gpus?, jupyterhub?}:
+//                                             create or start again
 //   GET    /api/v1/notebooks/{name}
 //   POST   /api/v1/notebooks/{name}/stop
 //   DELETE /api/v1/notebooks/{name}           stops it and forgets it; its home stays
 //   POST   /api/v1/notebooks/{name}/login     a one-time link that opens it in a browser
+//   GET    /api/v1/notebooks/{name}/server-env  a JupyterHub notebook's job only, by its own token
 //
 // and the notebooks themselves under /notebooks/{name}/ (NotebookProxy):
 // every request, WebSockets included, goes to the notebook's Jupyter server
@@ -42,6 +44,8 @@ struct NotebookAccess {
   // A browser session secret for the caller; empty when the server runs
   // without authentication (then no cookie is needed).
   std::function<Result<std::string>()> new_session;
+  // The job whose own token authenticated the request; null for users.
+  std::function<const Job*()> calling_job;
 };
 
 // The name of the cookie that carries a notebook's browser session.

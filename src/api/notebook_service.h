@@ -5,6 +5,7 @@
 // Thread safety: implementations must allow concurrent calls.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,9 @@ struct NotebookView {
   std::optional<JobState> job_state;  // of its current server's job
   std::string pending_reason;         // why that job waits, while it is queued
   bool ready = false;                 // its server answers: the proxy reaches it
+  // A JupyterHub notebook's server, once ready ("http://127.0.0.1:41234"):
+  // where the hub's proxy sends its user.
+  std::string server_url;
   std::optional<Time> idle_since;     // while running: idle since then
   std::optional<Time> cull_at;        // while idle: when it is culled unless used
 };
@@ -30,6 +34,10 @@ struct NotebookStartRequest {
   std::string team;
   std::string profile;        // empty: the first profile
   std::optional<int> gpus;    // unset: the profile's
+  // JupyterHub's spawner: the hub user (its home is that user's) and the
+  // environment of the single-user server (see NotebookRecord).
+  std::string hub_user;
+  std::map<std::string, std::string> server_env;
 };
 
 // Where the proxy sends a notebook's requests.
@@ -61,6 +69,10 @@ class NotebookService {
   virtual Result<NotebookEndpoint> Endpoint(std::string_view name) = 0;
   // Someone opened it through the server: activity for the idle rule.
   virtual void Opened(std::string_view name) = 0;
+  // The environment of a JupyterHub notebook's server, for its current job
+  // alone: PermissionDenied for any other job.
+  virtual Result<std::map<std::string, std::string>> ServerEnv(std::string_view name,
+                                                               std::string_view job) = 0;
   virtual std::vector<NotebookProfile> Profiles() = 0;
 };
 

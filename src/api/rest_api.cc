@@ -311,6 +311,7 @@ class Api {
       if (!session.ok()) return session.status();
       return session->second;
     };
+    notebook_access.calling_job = [] { return t_job; };
     AddNotebookRoutes(router_, notebooks_, logins_, std::move(notebook_access));
     AddArgoRoutes(router_, options.workflows, std::move(argo));
     router_.Add("POST", "/api/v1/experiments", [this](auto& r, auto&) {
@@ -405,7 +406,8 @@ class Api {
       JobScope() { t_job = nullptr; }
       ~JobScope() { t_job = nullptr; }
     } job_scope;
-    if (!req.Header("x-headway-job").empty() && IsArtifactPath(req.path)) {
+    if (!req.Header("x-headway-job").empty() &&
+        (IsArtifactPath(req.path) || IsNotebookServerEnvPath(req.path))) {
       // A job's own token, for its checkpoints and the inputs it reads.
       const std::string name = req.Header("x-headway-job");
       secret = BearerToken(req.Header("authorization"));
@@ -907,6 +909,12 @@ class Api {
   }
 
   // --- Artifacts ---------------------------------------------------------
+
+  static bool IsNotebookServerEnvPath(const std::string& path) {
+    std::vector<std::string> parts = SplitPath(path);
+    return parts.size() == 5 && parts[0] == "api" && parts[2] == "notebooks" &&
+           parts[4] == "server-env";
+  }
 
   static bool IsArtifactPath(const std::string& path) {
     return path == "/api/v1/artifacts" || path.rfind("/api/v1/artifacts/", 0) == 0;

@@ -76,6 +76,14 @@ struct NotebookRecord {
   // When the owner was last warned of a cull; a warning counts only for the
   // idle spell it was given in.
   std::optional<Time> cull_warned_at;
+  // Spawned by JupyterHub (HeadwaySpawner) for this hub user: its server is
+  // JupyterHub's single-user server, reached through the hub's proxy with the
+  // hub's login, not through Headway's; empty for Headway's own notebooks.
+  std::string hub_user;
+  // The environment JupyterHub gives its single-user server (its API token
+  // among it), as a JSON object: a secret, never shown by the API; the job
+  // fetches it with its own token when it starts.
+  std::string server_env_json;
 };
 
 // The job name of a notebook's `start`-th server (1-based).

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -24,26 +25,46 @@ constexpr const char* kServerFile = "notebook-server.json";
 // reaches Jupyter in its environment, so Jupyter logs it as "..." (a token
 // it generated itself would be printed in the log).
 constexpr const char* kLauncher = R"py(
-import json, os, secrets, socket, sys
-name = sys.argv[1]
+import json, os, secrets, socket, ssl, sys, urllib.request
+name, mode = sys.argv[1], sys.argv[2]
 info_dir = os.environ["HEADWAY_CHECKPOINT_DIR"]
 home = os.environ.get("HOME") or os.getcwd()
-token = secrets.token_hex(32)
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 port = s.getsockname()[1]
 s.close()
-base = "/notebooks/%s/" % name
-try:
-    import notebook.notebookapp
-    app, argv = "NotebookApp", [sys.executable, "-m", "notebook"]
-except ImportError:
-    app, argv = "ServerApp", [sys.executable, "-m", "jupyter_server"]
-for key, value in (("ip", "127.0.0.1"), ("port", str(port)), ("port_retries", "0"),
-                   ("base_url", base), ("open_browser", "False"),
-                   ("allow_remote_access", "True"),
-                   ("notebook_dir" if app == "NotebookApp" else "root_dir", home)):
-    argv.append("--%s.%s=%s" % (app, key, value))
+if mode == "jupyterhub":
+    # JupyterHub's environment for its single-user server (its API token
+    # among it) comes from Headway, asked with this job's own token: it is
+    # in no spec, listing or log.
+    request = urllib.request.Request(
+        "%s/api/v1/notebooks/%s/server-env" % (os.environ["HEADWAY_URL"], name),
+        headers={"Authorization": "Bearer " + os.environ["HEADWAY_TOKEN"],
+                 "X-Headway-Job": os.environ["HEADWAY_JOB"]})
+    context = None
+    if os.environ.get("HEADWAY_CA_FILE"):
+        context = ssl.create_default_context(cafile=os.environ["HEADWAY_CA_FILE"])
+    with urllib.request.urlopen(request, timeout=30, context=context) as answer:
+        os.environ.update(json.load(answer)["env"])
+    base = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/")
+    os.environ["JUPYTERHUB_SERVICE_URL"] = "http://127.0.0.1:%d%s" % (port, base)
+    token = os.environ["JUPYTERHUB_API_TOKEN"]
+    argv = [sys.executable, "-m", "jupyterhub.singleuser", "--port=%d" % port,
+            "--ip=127.0.0.1", "--SingleUserNotebookApp.open_browser=False"]
+else:
+    token = secrets.token_hex(32)
+    base = "/notebooks/%s/" % name
+    try:
+        import notebook.notebookapp
+        app, argv = "NotebookApp", [sys.executable, "-m", "notebook"]
+    except ImportError:
+        app, argv = "ServerApp", [sys.executable, "-m", "jupyter_server"]
+    for key, value in (("ip", "127.0.0.1"), ("port", str(port)), ("port_retries", "0"),
+                       ("base_url", base), ("open_browser", "False"),
+                       ("allow_remote_access", "True"),
+                       ("notebook_dir" if app == "NotebookApp" else "root_dir", home)):
+        argv.append("--%s.%s=%s" % (app, key, value))
+    os.environ["JUPYTER_TOKEN"] = token
 if os.getuid() == 0:
     argv.append("--allow-root")
 tmp = os.path.join(info_dir, ".%s.tmp" % os.getpid())
@@ -51,7 +72,6 @@ fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
 os.write(fd, json.dumps({"port": port, "token": token, "base_url": base}).encode())
 os.close(fd)
 os.replace(tmp, os.path.join(info_dir, "notebook-server.json"))
-os.environ["JUPYTER_TOKEN"] = token
 os.chdir(home)
 sys.stdout.flush()
 os.execv(sys.executable, argv)
@@ -76,7 +96,8 @@ Result<json> ReadServerFile(const std::string& data_dir, const std::string& job)
   ::close(fd);
   json j = json::parse(text, nullptr, false);
   if (!j.is_object() || !j.contains("port") || !j["port"].is_number_integer() ||
-      !j.contains("token") || !j["token"].is_string()) {
+      !j.contains("token") || !j["token"].is_string() || !j.contains("base_url") ||
+      !j["base_url"].is_string() || !j["base_url"].get<std::string>().starts_with("/")) {
     return Unavailable("its server's start-up file is not readable yet");
   }
   int port = j["port"].get<int>();
@@ -92,8 +113,9 @@ std::string Seconds(Duration d) {
 
 }  // namespace
 
-std::vector<std::string> NotebookCommand(const std::string& python, const std::string& notebook) {
-  return {python, "-c", kLauncher, notebook};
+std::vector<std::string> NotebookCommand(const std::string& python, const std::string& notebook,
+                                         bool jupyterhub) {
+  return {python, "-c", kLauncher, notebook, jupyterhub ? "jupyterhub" : "headway"};
 }
 
 std::map<int, double> NvidiaSmiUtilization() {
@@ -137,6 +159,10 @@ api::NotebookView NotebookController::View(const NotebookRecord& record) {
   auto it = live_.find(record.name);
   if (record.state == NotebookState::kRunning && it != live_.end() && it->second.job == record.job) {
     view.ready = it->second.ready;
+    if (view.ready && !record.hub_user.empty()) {
+      view.server_url = "http://" + it->second.endpoint.host + ":" +
+                        std::to_string(it->second.endpoint.port);
+    }
     view.idle_since = it->second.idle_since;
     view.cull_at = it->second.cull_at;
   }
@@ -157,6 +183,27 @@ Result<api::NotebookView> NotebookController::Start(const api::NotebookStartRequ
     return InvalidArgument("unknown notebook profile '" + request.profile + "' (profiles: " +
                            names + ")");
   }
+  if (!request.hub_user.empty() &&
+      (!IsValidJobName(request.hub_user) || request.hub_user.size() > 40)) {
+    return InvalidArgument("a JupyterHub user must be 1-40 lowercase letters, digits or '-' "
+                           "(the spawner maps hub names to these), got '" + request.hub_user + "'");
+  }
+  if (request.hub_user.empty() && !request.server_env.empty()) {
+    return InvalidArgument("a server environment is for JupyterHub notebooks only");
+  }
+  std::size_t env_bytes = 0;
+  for (const auto& [key, value] : request.server_env) {
+    bool good = !key.empty() && key.size() <= 128 && !std::isdigit(static_cast<unsigned char>(key[0]));
+    for (char c : key) good = good && (std::isupper(static_cast<unsigned char>(c)) ||
+                                       std::isdigit(static_cast<unsigned char>(c)) || c == '_');
+    if (!good) return InvalidArgument("environment variable name '" + key + "' is not valid");
+    env_bytes += key.size() + value.size();
+  }
+  if (request.server_env.size() > 100 || env_bytes > 64 * 1024) {
+    return InvalidArgument("the server environment is limited to 100 variables and 64 KiB");
+  }
+  // A hub notebook's home is its hub user's (whoever's token the spawner holds).
+  const std::string creator = request.hub_user.empty() ? created_by : "jupyterhub/" + request.hub_user;
   int gpus = request.gpus.value_or(profile->gpus);
   if (gpus < 0 || gpus > profile->gpus) {
     return InvalidArgument("profile '" + profile->name + "' allows at most " +
@@ -176,11 +223,17 @@ Result<api::NotebookView> NotebookController::Start(const api::NotebookStartRequ
       if (record.state == NotebookState::kRunning) {
         return Conflict("notebook '" + request.name + "' is already running");
       }
+      if (record.hub_user != request.hub_user) {
+        return Conflict("notebook '" + request.name + "' is " +
+                        (record.hub_user.empty() ? "Headway's, not JupyterHub's"
+                                                 : "JupyterHub user " + record.hub_user + "'s"));
+      }
     } else if (existing.status().code() == StatusCode::kNotFound) {
       create = true;
       record.name = request.name;
       record.team = request.team;
-      record.created_by = created_by;
+      record.created_by = creator;
+      record.hub_user = request.hub_user;
       record.created_at = clock_.Now();
     } else {
       return existing.status();
@@ -193,12 +246,13 @@ Result<api::NotebookView> NotebookController::Start(const api::NotebookStartRequ
     record.job = NotebookJobName(record.name, record.starts);
     record.message.clear();
     record.cull_warned_at.reset();
+    record.server_env_json = request.server_env.empty() ? "" : json(request.server_env).dump();
 
     JobSpec spec;
     spec.name = record.job;
     spec.team = record.team;
     spec.queue = profile->queue;
-    spec.command = NotebookCommand(options_.python, record.name);
+    spec.command = NotebookCommand(options_.python, record.name, !record.hub_user.empty());
     spec.env = profile->env;
     spec.resources.gpus_per_process = gpus;
     spec.resources.cpus = profile->cpus;
@@ -281,16 +335,42 @@ Status NotebookController::Delete(std::string_view name) {
 
 Result<api::NotebookEndpoint> NotebookController::Endpoint(std::string_view name) {
   std::lock_guard lock(mu_);
-  auto it = live_.find(std::string(name));
-  if (it != live_.end() && it->second.ready) return it->second.endpoint;
   auto record = store_.GetNotebook(name);
   if (!record.ok()) return record.status();
+  if (!record->hub_user.empty()) {
+    return Conflict("notebook '" + record->name + "' belongs to JupyterHub user " +
+                    record->hub_user + ": open it through the hub");
+  }
+  auto it = live_.find(std::string(name));
+  if (it != live_.end() && it->second.ready && it->second.job == record->job) {
+    return it->second.endpoint;
+  }
   if (record->state != NotebookState::kRunning) {
     return Unavailable("notebook '" + record->name + "' is " +
                        std::string(NotebookStateName(record->state)) +
                        ": start it with `headway notebook start " + record->name + "`");
   }
   return Unavailable("notebook '" + record->name + "' is starting: its server is not up yet");
+}
+
+Result<std::map<std::string, std::string>> NotebookController::ServerEnv(std::string_view name,
+                                                                          std::string_view job) {
+  auto record = store_.GetNotebook(name);
+  if (!record.ok()) return record.status();
+  if (record->hub_user.empty() || record->job != job ||
+      record->state != NotebookState::kRunning) {
+    return PermissionDenied("only the server job of JupyterHub notebook '" + record->name +
+                            "' may read its environment");
+  }
+  std::map<std::string, std::string> env;
+  if (!record->server_env_json.empty()) {
+    json j = json::parse(record->server_env_json, nullptr, false);
+    if (!j.is_object()) return Internal("the stored server environment is not readable");
+    for (const auto& [key, value] : j.items()) {
+      if (value.is_string()) env[key] = value.get<std::string>();
+    }
+  }
+  return env;
 }
 
 void NotebookController::Opened(std::string_view name) {
@@ -309,8 +389,9 @@ Status NotebookController::Probe(const NotebookRecord& record, const Job& job, L
   endpoint.team = record.team;
   api::HttpClient client("http://" + endpoint.host + ":" + std::to_string(endpoint.port));
   client.set_timeout(std::chrono::seconds(2));
-  // /api/kernels: Jupyter's own activity record of each kernel.
-  auto answer = client.Request("GET", "/notebooks/" + record.name + "/api/kernels", {},
+  // /api/kernels: Jupyter's own activity record of each kernel. (A hub
+  // server checks its hub token with the hub, which lets it see its own.)
+  auto answer = client.Request("GET", (*file)["base_url"].get<std::string>() + "api/kernels", {},
                                "application/json", {{"Authorization", "token " + endpoint.token}});
   if (!answer.ok()) return answer.status();
   if (answer->status != 200) {

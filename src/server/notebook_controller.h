@@ -42,7 +42,8 @@ struct NotebookControllerOptions {
 };
 
 // The job command of a notebook's server (see the file comment). Pure.
-std::vector<std::string> NotebookCommand(const std::string& python, const std::string& notebook);
+std::vector<std::string> NotebookCommand(const std::string& python, const std::string& notebook,
+                                         bool jupyterhub);
 
 // Utilisation per GPU from `nvidia-smi --query-gpu=index,utilization.gpu`;
 // empty where there is no nvidia-smi or it fails.
@@ -67,6 +68,8 @@ class NotebookController final : public api::NotebookService {
   Status Delete(std::string_view name) override;
   Result<api::NotebookEndpoint> Endpoint(std::string_view name) override;
   void Opened(std::string_view name) override;
+  Result<std::map<std::string, std::string>> ServerEnv(std::string_view name,
+                                                       std::string_view job) override;
   std::vector<NotebookProfile> Profiles() override { return options_.profiles; }
 
  private:

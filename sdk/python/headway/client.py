@@ -143,6 +143,44 @@ class Client:
             path += "?" + urlencode({"after": int(after)})
         return self._call("GET", path).get("events", [])
 
+    # Notebooks: a Jupyter server on the pool per notebook (`headway notebook ...`).
+
+    def notebook_profiles(self) -> List[Dict[str, Any]]:
+        """GET /api/v1/notebook-profiles -> the profiles the server offers."""
+        return self._call("GET", "/api/v1/notebook-profiles").get("profiles", [])
+
+    def list_notebooks(self) -> List[Dict[str, Any]]:
+        """GET /api/v1/notebooks -> the caller's team's notebooks (every team's for admins)."""
+        return self._call("GET", "/api/v1/notebooks").get("notebooks", [])
+
+    def get_notebook(self, name: str) -> Dict[str, Any]:
+        """GET /api/v1/notebooks/{name}."""
+        return self._call("GET", "/api/v1/notebooks/" + _seg(name))
+
+    def start_notebook(self, name: str, *, team: Optional[str] = None,
+                       profile: Optional[str] = None, gpus: Optional[int] = None,
+                       jupyterhub: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+        """POST /api/v1/notebooks: creates the notebook, or starts a stopped or culled one
+        again with the same home. jupyterhub: {"user", "env"} (HeadwaySpawner's)."""
+        body: Dict[str, Any] = {"name": name}
+        if team:
+            body["team"] = team
+        if profile:
+            body["profile"] = profile
+        if gpus is not None:
+            body["gpus"] = int(gpus)
+        if jupyterhub is not None:
+            body["jupyterhub"] = dict(jupyterhub)
+        return self._call("POST", "/api/v1/notebooks", body)
+
+    def stop_notebook(self, name: str) -> Dict[str, Any]:
+        """POST /api/v1/notebooks/{name}/stop: its server stops, its home stays."""
+        return self._call("POST", "/api/v1/notebooks/%s/stop" % _seg(name), {})
+
+    def delete_notebook(self, name: str) -> Dict[str, Any]:
+        """DELETE /api/v1/notebooks/{name}: stopped and forgotten; its home stays."""
+        return self._call("DELETE", "/api/v1/notebooks/" + _seg(name))
+
     def close(self) -> None:
         with self._lock:
             self._transport.close()

@@ -268,7 +268,9 @@ const char* const kMigrations[] = {
       starts INTEGER NOT NULL,
       message TEXT NOT NULL,
       created_at INTEGER NOT NULL,
-      cull_warned_at INTEGER
+      cull_warned_at INTEGER,
+      hub_user TEXT NOT NULL,
+      server_env TEXT NOT NULL
     ) WITHOUT ROWID;
     CREATE INDEX notebooks_by_team ON notebooks(team, name);
     )sql",
@@ -701,8 +703,8 @@ class SqliteStore final : public Store {
   Status CreateNotebook(const NotebookRecord& n) override {
     std::lock_guard lock(mu_);
     Statement q(db_, "INSERT INTO notebooks (name, team, created_by, profile, gpus, state, job, "
-                     "starts, message, created_at, cull_warned_at) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                     "starts, message, created_at, cull_warned_at, hub_user, server_env) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     BindNotebook(q, n);
     if (!q.Run()) {
       if (sqlite3_extended_errcode(db_) == SQLITE_CONSTRAINT_PRIMARYKEY) {
@@ -716,10 +718,10 @@ class SqliteStore final : public Store {
   Status SaveNotebook(const NotebookRecord& n) override {
     std::lock_guard lock(mu_);
     Statement q(db_, "UPDATE notebooks SET name=?, team=?, created_by=?, profile=?, gpus=?, "
-                     "state=?, job=?, starts=?, message=?, created_at=?, cull_warned_at=? "
-                     "WHERE name=?");
+                     "state=?, job=?, starts=?, message=?, created_at=?, cull_warned_at=?, "
+                     "hub_user=?, server_env=? WHERE name=?");
     BindNotebook(q, n);
-    q.Bind(12, n.name);
+    q.Bind(14, n.name);
     if (!q.Run()) return Unavailable("save notebook: " + LastError());
     if (sqlite3_changes(db_) == 0) return NotFound("notebook '" + n.name + "' not found");
     return Status::Ok();
@@ -1391,7 +1393,7 @@ class SqliteStore final : public Store {
 
   static constexpr const char* kSelectNotebook =
       "SELECT name, team, created_by, profile, gpus, state, job, starts, message, created_at, "
-      "cull_warned_at FROM notebooks";
+      "cull_warned_at, hub_user, server_env FROM notebooks";
 
   static void BindNotebook(Statement& q, const NotebookRecord& n) {
     q.Bind(1, n.name);
@@ -1405,6 +1407,8 @@ class SqliteStore final : public Store {
     q.Bind(9, n.message);
     q.Bind(10, ToUnixMillis(n.created_at));
     q.BindOptional(11, Millis(n.cull_warned_at));
+    q.Bind(12, n.hub_user);
+    q.Bind(13, n.server_env_json);
   }
 
   static Result<NotebookRecord> ReadNotebook(Statement& q) {
@@ -1422,6 +1426,8 @@ class SqliteStore final : public Store {
     n.message = q.ColumnText(8);
     n.created_at = FromUnixMillis(q.ColumnInt64(9));
     if (!q.IsNull(10)) n.cull_warned_at = FromUnixMillis(q.ColumnInt64(10));
+    n.hub_user = q.ColumnText(11);
+    n.server_env_json = q.ColumnText(12);
     return n;
   }
 
