@@ -7,13 +7,18 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <boost/asio.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket.hpp>
+#include <nlohmann/json.hpp>
+#include <sys/ioctl.h>
 #include <algorithm>
+#include <deque>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -281,6 +286,195 @@ Result<int> HttpClient::Stream(std::string_view target,
     }
     return status;
   });
+}
+
+}  // namespace headway::api
+
+namespace headway::api {
+
+Result<int> HttpClient::Exec(std::string_view target, bool forward_stdin, bool tty) {
+  namespace websocket = beast::websocket;
+  using net::awaitable;
+  using net::use_awaitable;
+  std::string host, port;
+  bool tls = false;
+  HEADWAY_RETURN_IF_ERROR(ParseUrl(host, port, tls));
+  const std::string host_header = HostHeader(host, port, tls);
+  bool declined = false;
+  auto result = OverConnection(host, port, base_url_, tls, ca_file_, [&](auto& stream) -> Result<int> {
+    using Stream = std::remove_reference_t<decltype(stream)>;
+    auto& io = static_cast<net::io_context&>(
+        net::query(beast::get_lowest_layer(stream).get_executor(), net::execution::context));
+    beast::get_lowest_layer(stream).expires_never();
+    websocket::stream<Stream&> ws(stream);
+    ws.set_option(websocket::stream_base::decorator([this](websocket::request_type& req) {
+      req.set(http::field::user_agent, "headway-cli");
+      req.set(http::field::sec_websocket_protocol, "v5.channel.k8s.io");
+      if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
+    }));
+    beast::error_code ec;
+    ws.handshake(host_header, std::string(target), ec);
+    if (ec == websocket::error::upgrade_declined) {
+      declined = true;
+      return 0;
+    }
+    if (ec) return Unavailable("exec: " + ec.message());
+    ws.binary(true);
+
+    // One writer at a time on a WebSocket: what stdin and resizes send waits here.
+    struct Outbox {
+      explicit Outbox(net::any_io_executor e) : wake(e) {}
+      std::deque<std::string> messages;
+      net::steady_timer wake;
+      bool done = false;
+      void Push(std::string m) {
+        messages.push_back(std::move(m));
+        wake.cancel();
+      }
+    };
+    auto executor = io.get_executor();
+    Outbox outbox(executor);
+    std::optional<int> exit_code;
+    std::string failure;
+    auto window = [] {
+      struct winsize size {};
+      if (::ioctl(0, TIOCGWINSZ, &size) != 0 || size.ws_col == 0) return std::string();
+      return std::string(1, '\4') + nlohmann::json{{"Width", size.ws_col}, {"Height", size.ws_row}}.dump();
+    };
+    if (tty) {
+      if (std::string size = window(); !size.empty()) outbox.Push(size);
+    }
+    net::co_spawn(
+        executor,
+        [&]() -> awaitable<void> {
+          while (!outbox.done) {
+            while (!outbox.messages.empty()) {
+              std::string m = std::move(outbox.messages.front());
+              outbox.messages.pop_front();
+              beast::error_code write_ec;
+              co_await ws.async_write(net::buffer(m), net::redirect_error(use_awaitable, write_ec));
+              if (write_ec) co_return;
+            }
+            if (outbox.done) break;
+            outbox.wake.expires_at(std::chrono::steady_clock::time_point::max());
+            beast::error_code ignored;
+            co_await outbox.wake.async_wait(net::redirect_error(use_awaitable, ignored));
+          }
+        },
+        net::detached);
+    net::signal_set resizes(executor);
+    if (tty) {
+      resizes.add(SIGWINCH);
+      std::function<void()> on_resize = [&] {
+        resizes.async_wait([&](const beast::error_code& e, int) {
+          if (e) return;
+          if (std::string size = window(); !size.empty()) outbox.Push(size);
+          on_resize();
+        });
+      };
+      on_resize();
+    }
+    // This process's stdin: a pipe or terminal through the reactor, a regular
+    // file (which epoll cannot watch) by plain reads.
+    net::posix::stream_descriptor input(executor);
+    if (forward_stdin) {
+      struct stat st {};
+      const bool regular = ::fstat(0, &st) == 0 && S_ISREG(st.st_mode);
+      int fd = ::dup(0);
+      if (!regular && fd >= 0) input.assign(fd);
+      net::co_spawn(
+          executor,
+          [&, regular, fd]() -> awaitable<void> {
+            std::vector<char> piece(32 * 1024);
+            for (;;) {
+              std::size_t n = 0;
+              beast::error_code read_ec;
+              if (regular) {
+                ssize_t got = fd >= 0 ? ::read(fd, piece.data(), piece.size()) : 0;
+                if (got <= 0) read_ec = net::error::eof;
+                n = got > 0 ? static_cast<std::size_t>(got) : 0;
+                co_await net::post(executor, use_awaitable);  // let output through
+              } else {
+                n = co_await input.async_read_some(net::buffer(piece),
+                                                   net::redirect_error(use_awaitable, read_ec));
+              }
+              if (n > 0) outbox.Push(std::string(1, '\0') + std::string(piece.data(), n));
+              if (read_ec) break;
+              // Backpressure: a command that does not read its stdin holds ours.
+              while (outbox.messages.size() > 64 && !outbox.done) {
+                net::steady_timer pause(executor, std::chrono::milliseconds(10));
+                beast::error_code ignored;
+                co_await pause.async_wait(net::redirect_error(use_awaitable, ignored));
+              }
+            }
+            if (regular && fd >= 0) ::close(fd);
+            if (!tty) outbox.Push(std::string("\xff\0", 2));  // v5: its stdin ends
+          },
+          net::detached);
+    }
+    net::co_spawn(
+        executor,
+        [&]() -> awaitable<void> {
+          beast::flat_buffer buffer;
+          for (;;) {
+            beast::error_code read_ec;
+            co_await ws.async_read(buffer, net::redirect_error(use_awaitable, read_ec));
+            if (read_ec) break;
+            std::string m = beast::buffers_to_string(buffer.data());
+            buffer.consume(buffer.size());
+            if (m.empty()) continue;
+            const char channel = m[0];
+            if (channel == 1 || channel == 2) {
+              const int fd = channel;
+              for (std::size_t done = 1; done < m.size();) {
+                ssize_t w = ::write(fd, m.data() + done, m.size() - done);
+                if (w <= 0) break;
+                done += static_cast<std::size_t>(w);
+              }
+            } else if (channel == 3) {
+              auto status = nlohmann::json::parse(m.substr(1), nullptr, false);
+              if (status.is_object() && status.value("status", "") == "Success") {
+                exit_code = 0;
+              } else if (status.is_object() && status.value("reason", "") == "NonZeroExitCode") {
+                exit_code = 1;
+                try {
+                  exit_code = std::stoi(status["details"]["causes"][0].value("message", "1"));
+                } catch (const std::exception&) {
+                }
+              } else {
+                failure = status.is_object() ? status.value("message", m.substr(1)) : m.substr(1);
+              }
+            }
+          }
+          outbox.done = true;
+          outbox.wake.cancel();
+          beast::error_code ignored;
+          resizes.cancel(ignored);
+          input.close(ignored);
+          io.stop();  // a stdin read on a regular file may still be queued
+        },
+        net::detached);
+    io.restart();
+    io.run();
+    if (exit_code) return *exit_code;
+    if (!failure.empty()) return Unavailable("exec: " + failure);
+    return Unavailable("exec: the connection ended before the command did");
+  });
+  if (!declined) return result;
+  // The server refused the upgrade: the same request without one says why.
+  auto why = Request("GET", target);
+  if (!why.ok()) return why.status();
+  auto body = nlohmann::json::parse(why->body, nullptr, false);
+  std::string message = body.is_object() && body.contains("error") && body["error"].is_object()
+                            ? body["error"].value("message", why->body)
+                            : why->body;
+  StatusCode code = why->status == 401   ? StatusCode::kUnauthenticated
+                    : why->status == 403 ? StatusCode::kPermissionDenied
+                    : why->status == 404 ? StatusCode::kNotFound
+                    : why->status == 409 ? StatusCode::kConflict
+                    : why->status == 400 ? StatusCode::kInvalidArgument
+                                         : StatusCode::kUnavailable;
+  return Status(code, message);
 }
 
 }  // namespace headway::api

@@ -62,6 +62,15 @@ class HttpClient {
   Result<int> Stream(std::string_view target, const std::function<void(std::string_view)>& on_data,
                      std::string& error_body);
 
+  // Runs a command in a job over the exec WebSocket at `target` (GET
+  // /api/v1/jobs/NAME/exec?..., Kubernetes' channel protocol; see
+  // AttachedProcess in api/http_server.h): with `forward_stdin` this
+  // process's stdin goes to it and its end closes the command's; the
+  // command's stdout and stderr come out on ours; with `tty` the terminal's
+  // size is sent now and on every SIGWINCH. Returns the command's exit code,
+  // or the server's refusal (its message) as an error.
+  Result<int> Exec(std::string_view target, bool forward_stdin, bool tty);
+
   const std::string& base_url() const { return base_url_; }
   // Each blocking send or receive of Request fails (Unavailable) after
   // `timeout` without progress; 0 (the default): no bound but the server's.

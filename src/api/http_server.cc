@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
+#include <nlohmann/json.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
 #include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket.hpp>
+#include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -26,7 +29,7 @@ using net::awaitable;
 using net::use_awaitable;
 
 std::string ErrorJson(std::string_view code, std::string_view message) {
-  // Hand-built to keep this module free of a JSON dependency; inputs are ours.
+  // Hand-built: the inputs are ours and need no escaping.
   return std::string(R"({"error":{"code":")") + std::string(code) + R"(","message":")" +
          std::string(message) + "\"}}";
 }
@@ -291,6 +294,10 @@ class Server final : public HttpServer {
     } catch (const std::exception& e) {
       resp = {500, "application/json", ErrorJson("Internal", "internal error"), {}, nullptr, nullptr};
     }
+    if (resp.attach) {
+      co_await Attach(stream, req, resp.attach);
+      co_return false;
+    }
     if (resp.proxy) {
       beast::flat_buffer none;
       co_return co_await Relay(stream, req, *resp.proxy, keep_alive, buffer ? *buffer : none);
@@ -476,6 +483,165 @@ class Server final : public HttpServer {
                                 net::redirect_error(use_awaitable, ec));
     }
     close_both();
+  }
+
+  // Runs the WebSocket of an attached process (see AttachedProcess).
+  template <class Stream>
+  awaitable<void> Attach(std::shared_ptr<Stream> stream, const HttpRequest& req,
+                         std::shared_ptr<AttachedProcess> process) {
+    namespace websocket = beast::websocket;
+    using Descriptor = net::posix::stream_descriptor;
+    auto executor = co_await net::this_coro::executor;
+    // The descriptors are the server's from here on, whatever happens.
+    auto input = std::make_shared<Descriptor>(executor);
+    auto output = std::make_shared<Descriptor>(executor);
+    auto error = std::make_shared<Descriptor>(executor);
+    if (process->input >= 0) input->assign(process->input);
+    if (process->output >= 0) output->assign(process->output);
+    if (process->error >= 0) error->assign(process->error);
+    struct Ending {
+      std::shared_ptr<AttachedProcess> process;
+      std::optional<int> code;
+      ~Ending() {
+        if (process->on_end) process->on_end(code);
+      }
+    } ending{process, std::nullopt};
+
+    http::request<http::string_body> upgrade{http::verb::get, req.target, 11};
+    for (const auto& [name, value] : req.headers) upgrade.set(name, value);
+    // The newest of Kubernetes' channel protocols the client offers.
+    std::string offered = req.Header("sec-websocket-protocol");
+    std::string protocol;
+    for (const char* p : {"v5.channel.k8s.io", "v4.channel.k8s.io", "base.channel.k8s.io"}) {
+      if (protocol.empty() && offered.find(p) != std::string::npos) protocol = p;
+    }
+    const bool v5 = protocol == "v5.channel.k8s.io";
+    auto ws = std::make_shared<websocket::stream<Stream&>>(*stream);
+    ws->set_option(websocket::stream_base::decorator([protocol](websocket::response_type& res) {
+      res.set(http::field::server, "headway");
+      if (!protocol.empty()) res.set(http::field::sec_websocket_protocol, protocol);
+    }));
+    // Pings keep a quiet shell's connection open and find a vanished client.
+    beast::get_lowest_layer(*stream).expires_never();
+    ws->set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+    beast::error_code ec;
+    co_await ws->async_accept(upgrade, net::redirect_error(use_awaitable, ec));
+    if (ec) {
+      if (process->kill) process->kill();
+      co_return;
+    }
+    ws->binary(true);
+
+    struct Outbox {
+      explicit Outbox(net::any_io_executor e) : wake(e) {}
+      std::deque<std::string> messages;
+      net::steady_timer wake;
+      int producing = 0;
+      bool client_gone = false;
+      void Push(std::string message) {
+        messages.push_back(std::move(message));
+        wake.cancel();
+      }
+    };
+    auto outbox = std::make_shared<Outbox>(executor);
+    // Output to its channel, as it comes; at most 64 messages wait for a slow client.
+    auto pump = [outbox](std::shared_ptr<Descriptor> from, char channel) -> awaitable<void> {
+      std::vector<char> piece(32 * 1024);
+      net::steady_timer pause(co_await net::this_coro::executor);
+      for (;;) {
+        while (outbox->messages.size() > 64 && !outbox->client_gone) {
+          pause.expires_after(std::chrono::milliseconds(10));
+          beast::error_code ignored;
+          co_await pause.async_wait(net::redirect_error(use_awaitable, ignored));
+        }
+        if (outbox->client_gone) break;
+        beast::error_code read_ec;
+        std::size_t n = co_await from->async_read_some(net::buffer(piece),
+                                                       net::redirect_error(use_awaitable, read_ec));
+        if (n > 0) outbox->Push(std::string(1, channel) + std::string(piece.data(), n));
+        if (read_ec) break;  // EOF, or EIO once a terminal's last holder closed it
+      }
+      --outbox->producing;
+      outbox->wake.cancel();
+    };
+    for (auto [descriptor, channel] : {std::pair{output, '\1'}, std::pair{error, '\2'}}) {
+      if (!descriptor->is_open()) continue;
+      ++outbox->producing;
+      net::co_spawn(executor, pump(descriptor, channel), net::detached);
+    }
+    // What the client sends: stdin, resizes, and (v5) the end of its stdin.
+    net::co_spawn(
+        executor,
+        [stream, ws, input, process, outbox, v5]() -> awaitable<void> {
+          beast::flat_buffer buffer;
+          for (;;) {
+            beast::error_code read_ec;
+            co_await ws->async_read(buffer, net::redirect_error(use_awaitable, read_ec));
+            if (read_ec) break;
+            std::string message = beast::buffers_to_string(buffer.data());
+            buffer.consume(buffer.size());
+            if (message.empty()) continue;
+            const char channel = message[0];
+            message.erase(0, 1);
+            if (channel == 0 && input->is_open() && !message.empty()) {
+              beast::error_code write_ec;
+              co_await net::async_write(*input, net::buffer(message),
+                                        net::redirect_error(use_awaitable, write_ec));
+            } else if (channel == 4 && process->resize) {
+              auto size = nlohmann::json::parse(message, nullptr, false);
+              if (size.is_object() && size.value("Width", 0) > 0 && size.value("Height", 0) > 0) {
+                process->resize(size.value("Width", 80), size.value("Height", 24));
+              }
+            } else if (channel == '\xff' && v5 && message.size() == 1 && message[0] == 0) {
+              // Its stdin ends; a terminal's master stays open (it is also the output).
+              if (process->error >= 0) {
+                beast::error_code ignored;
+                input->close(ignored);
+              }
+            }
+          }
+          outbox->client_gone = true;
+          outbox->wake.cancel();
+          if (process->kill) process->kill();
+        },
+        net::detached);
+
+    while (!outbox->client_gone) {
+      while (!outbox->messages.empty() && !outbox->client_gone) {
+        std::string message = std::move(outbox->messages.front());
+        outbox->messages.pop_front();
+        co_await ws->async_write(net::buffer(message), net::redirect_error(use_awaitable, ec));
+        if (ec) outbox->client_gone = true;
+      }
+      if (outbox->producing == 0 && outbox->messages.empty()) break;
+      if (outbox->client_gone) break;
+      outbox->wake.expires_at(std::chrono::steady_clock::time_point::max());
+      beast::error_code ignored;
+      co_await outbox->wake.async_wait(net::redirect_error(use_awaitable, ignored));
+    }
+    // Its output has ended (or the client went): wait for it to exit.
+    net::steady_timer poll(executor);
+    for (;;) {
+      ending.code = process->exit_code ? process->exit_code() : std::optional<int>(0);
+      if (ending.code) break;
+      poll.expires_after(std::chrono::milliseconds(outbox->client_gone ? 20 : 50));
+      beast::error_code ignored;
+      co_await poll.async_wait(net::redirect_error(use_awaitable, ignored));
+    }
+    if (outbox->client_gone) co_return;
+    nlohmann::json status = {{"metadata", nlohmann::json::object()}, {"status", "Success"}};
+    if (*ending.code != 0) {
+      status = {{"metadata", nlohmann::json::object()},
+                {"status", "Failure"},
+                {"message", "command terminated with non-zero exit code: " +
+                                std::to_string(*ending.code)},
+                {"reason", "NonZeroExitCode"},
+                {"details",
+                 {{"causes", {{{"reason", "ExitCode"}, {"message", std::to_string(*ending.code)}}}}}}};
+    }
+    std::string last = std::string(1, '\3') + status.dump();
+    co_await ws->async_write(net::buffer(last), net::redirect_error(use_awaitable, ec));
+    co_await ws->async_close(websocket::close_code::normal, net::redirect_error(use_awaitable, ec));
   }
 
   bool WantsFileBody(const http::request<http::string_body>& head) const {

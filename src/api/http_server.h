@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -73,6 +74,24 @@ struct ProxyTarget {
   std::function<void(int status)> on_answer;
 };
 
+// A process attached to a WebSocket (HttpResponse::attach) with Kubernetes'
+// exec protocol (v5.channel.k8s.io, also v4 and base.channel.k8s.io): each
+// binary message starts with its channel, 0 the process's stdin, 1 its
+// stdout, 2 its stderr, 3 the final status (Kubernetes' Status JSON: Success,
+// or Failure with reason NonZeroExitCode and the exit code), 4 a terminal
+// resize ({"Width": W, "Height": H}), and [255, 0] (v5) closes its stdin.
+// The server owns the descriptors and closes them; the process ends when
+// its output does and it has exited, or is killed when the client goes.
+struct AttachedProcess {
+  int input = -1;   // written with channel 0
+  int output = -1;  // read into channel 1
+  int error = -1;   // read into channel 2; -1 when output carries both (a terminal)
+  std::function<void(int columns, int rows)> resize;
+  std::function<std::optional<int>()> exit_code;  // nullopt while it runs; must not block
+  std::function<void()> kill;                     // the client went away
+  std::function<void(std::optional<int> exit_code)> on_end;  // once, when it is over
+};
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
@@ -80,6 +99,8 @@ struct HttpResponse {
   std::vector<std::pair<std::string, std::string>> headers;
   std::shared_ptr<ResponseStream> stream;  // when set, sent chunked after `body`
   std::shared_ptr<ProxyTarget> proxy = nullptr;  // when set, the rest is ignored: see ProxyTarget
+  // When set (for a WebSocket upgrade), the rest is ignored: see AttachedProcess.
+  std::shared_ptr<AttachedProcess> attach = nullptr;
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;

@@ -4,11 +4,13 @@
 // Thread safety: implementations must allow concurrent calls.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "api/http_server.h"
 #include "core/job.h"
 #include "core/progress_report.h"
 #include "core/status.h"
@@ -39,6 +41,15 @@ struct NodeStatus {
   std::vector<std::string> jobs;  // running or starting on it
 };
 
+// A command to run inside a running job (`headway exec`, `headway ssh`).
+struct ExecOptions {
+  int rank = 0;
+  std::vector<std::string> argv;  // empty: the job account's login shell
+  bool tty = false;
+  bool stdin = false;  // the client sends it; otherwise the command's stdin is at its end
+  int columns = 80, rows = 24;
+};
+
 class JobService {
  public:
   virtual ~JobService() = default;
@@ -66,6 +77,17 @@ class JobService {
     return Unavailable("this server cannot delete jobs");
   }
   virtual Result<std::vector<JobEvent>> Events(std::string_view name, std::int64_t after_id) = 0;
+  // Starts a command inside the running job, recorded as an "Exec" event
+  // naming `who` (and "ExecEnded" with its exit code). Conflict when the
+  // job is not running; InvalidArgument for a rank it does not have.
+  virtual Result<std::shared_ptr<AttachedProcess>> Exec(std::string_view name,
+                                                        const ExecOptions& options,
+                                                        const std::string& who) {
+    (void)name;
+    (void)options;
+    (void)who;
+    return Unavailable("this server cannot run commands inside jobs");
+  }
   // Records an event of the job's (a controller's own, such as a notebook's
   // idle warning); NotFound for an unknown job.
   virtual Status AddEvent(std::string_view name, std::string type, std::string message) {

@@ -246,6 +246,8 @@ class Api {
     router_.Add("GET", "/api/v1/jobs", [this](auto& r, auto&) { return List(r); });
     router_.Add("GET", "/api/v1/jobs/{name}",
                 [this](auto&, auto& p) { return Get(p.at("name")); });
+    router_.Add("GET", "/api/v1/jobs/{name}/exec",
+                [this](auto& r, auto& p) { return Exec(r, p.at("name")); });
     router_.Add("POST", "/api/v1/jobs/{name}/stop",
                 [this](auto& r, auto& p) { return Stop(r, p.at("name")); });
     router_.Add("DELETE", "/api/v1/jobs/{name}",
@@ -436,6 +438,75 @@ class Api {
       t_secret = &secret;
     }
     return router_.Dispatch(req);
+  }
+
+  // GET /api/v1/jobs/{name}/exec?command=A&command=B&stdin=true&tty=true&rank=N&columns=C&rows=R,
+  // upgraded to a WebSocket in Kubernetes' exec protocol (api/http_server.h,
+  // AttachedProcess). No command: the job account's login shell.
+  HttpResponse Exec(const HttpRequest& req, const std::string& name) {
+    auto job = Visible(name);
+    if (!job.ok()) return ErrorResponse(job.status());
+    // A command in a job acts as the team: members and admins, never viewers.
+    if (Status s = MayChange(job->spec.team); !s.ok()) return ErrorResponse(s);
+    if (job->state != JobState::kRunning) {
+      return ErrorResponse(Conflict("job '" + name + "' is not running (" +
+                                    std::string(JobStateName(job->state)) + ")"));
+    }
+    // Everything is checked before the upgrade: a client whose upgrade was
+    // refused asks again without one to learn why.
+    ExecOptions options;
+    for (auto [key, target, low, high] :
+         {std::tuple{"rank", &options.rank, 0, job->spec.resources.processes() - 1},
+          std::tuple{"columns", &options.columns, 1, 1000},
+          std::tuple{"rows", &options.rows, 1, 1000}}) {
+      if (req.Query(key).empty()) continue;
+      auto value = ParseNonNegativeInt(key, req.Query(key));
+      if (!value.ok()) return ErrorResponse(value.status());
+      if (*value < low || *value > high) {
+        return ErrorResponse(InvalidArgument(std::string(key) + " must be from " +
+                                             std::to_string(low) + " to " + std::to_string(high)));
+      }
+      *target = *value;
+    }
+    if (Lower(req.Header("upgrade")) != "websocket") {
+      return ErrorResponse(InvalidArgument(
+          "exec is a WebSocket: send \"Upgrade: websocket\" (headway exec and headway ssh do)"));
+    }
+    options.argv = QueryValues(req.target, "command");
+    if (options.argv.size() > 256) return ErrorResponse(InvalidArgument("too many command arguments"));
+    const std::string tty = req.Query("tty", "false");
+    options.tty = tty == "true" || tty == "1";
+    const std::string input = req.Query("stdin", "false");
+    options.stdin = input == "true" || input == "1";
+    auto attached = service_.Exec(name, options, Creator());
+    if (!attached.ok()) return ErrorResponse(attached.status());
+    HttpResponse r;
+    r.attach = std::move(attached.value());
+    return r;
+  }
+
+  static std::string Lower(std::string text) {
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+  }
+
+  // Every value of a repeated query key, decoded, in order.
+  static std::vector<std::string> QueryValues(std::string_view target, std::string_view key) {
+    std::vector<std::string> out;
+    auto q = target.find('?');
+    if (q == std::string_view::npos) return out;
+    std::string_view query = target.substr(q + 1);
+    while (!query.empty()) {
+      auto amp = query.find('&');
+      std::string_view pair = query.substr(0, amp);
+      auto eq = pair.find('=');
+      if (UrlDecode(pair.substr(0, eq), true) == key) {
+        out.push_back(eq == std::string_view::npos ? "" : UrlDecode(pair.substr(eq + 1), true));
+      }
+      if (amp == std::string_view::npos) break;
+      query.remove_prefix(amp + 1);
+    }
+    return out;
   }
 
   // /notebooks/NAME/...: to the notebook's server (api/notebook_routes.h),

@@ -1,5 +1,7 @@
 #include "cli/commands.h"
 
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -98,6 +100,9 @@ struct Options {
   std::int64_t step = -1;            // put: the producer's step
   std::vector<std::string> metrics;  // put: NAME=VALUE
   std::string destination;           // get: where to write (default: the name)
+  std::vector<std::string> exec_command;  // exec: the command after --
+  bool exec_stdin = false;           // exec -i
+  bool exec_tty = false;             // exec -t
   std::string profile;               // notebook start --profile
   int gpus = -1;                     // notebook start --gpus (-1: the profile's)
 };
@@ -933,6 +938,51 @@ int ExpDescribe(const Options& o) {
   }
   std::cout << FormatTable({"TRIAL", "STATE", "STEP", "OBJECTIVE", "PARAMETERS", "NOTE"}, rows);
   return kExitOk;
+}
+
+// `headway exec` and `headway ssh`: a command (or a login shell) inside a
+// running job, over the server's exec WebSocket.
+int ExecInJob(const Options& o, bool ssh) {
+  const bool terminal = ::isatty(0) == 1 && ::isatty(1) == 1;
+  const bool tty = ssh ? terminal : o.exec_tty && terminal;
+  const bool forward_stdin = ssh || o.exec_stdin || tty;
+  if (o.exec_tty && !terminal && !ssh) {
+    std::cerr << "warning: -t needs a terminal on stdin and stdout; running without one\n";
+  }
+  std::string target = "/api/v1/jobs/" + UrlEncode(o.name) + "/exec?rank=" +
+                       std::to_string(std::max(0, o.rank)) + "&stdin=" +
+                       (forward_stdin ? "true" : "false") + "&tty=" + (tty ? "true" : "false");
+  for (const std::string& arg : o.exec_command) target += "&command=" + UrlEncode(arg);
+  if (tty) {
+    struct winsize size {};
+    if (::ioctl(0, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
+      target += "&columns=" + std::to_string(size.ws_col) + "&rows=" + std::to_string(size.ws_row);
+    }
+  }
+  // A terminal session passes every key through (^C included) until it ends.
+  struct RawTerminal {
+    bool on = false;
+    termios saved{};
+    explicit RawTerminal(bool wanted) {
+      if (!wanted || ::tcgetattr(0, &saved) != 0) return;
+      termios raw = saved;
+      ::cfmakeraw(&raw);
+      on = ::tcsetattr(0, TCSANOW, &raw) == 0;
+    }
+    void Restore() {
+      if (on) ::tcsetattr(0, TCSANOW, &saved);
+      on = false;
+    }
+    ~RawTerminal() { Restore(); }
+  } raw(tty);
+  api::HttpClient http(Client::ServerUrl(o), Client::ApiToken(o), Client::CaFile(o));
+  auto code = http.Exec(target, forward_stdin, tty);
+  raw.Restore();
+  if (!code.ok()) {
+    std::cerr << "error: " << code.status().message() << "\n";
+    return kExitFailed;
+  }
+  return *code;
 }
 
 // Notebooks: a Jupyter server per notebook, as a job on the pool.
@@ -2116,6 +2166,20 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
       workflow->add_subcommand("delete", "Delete a workflow (its running steps are stopped)");
   wf_delete->add_option("name", o.name, "workflow name")->required();
   wf_delete->callback([&exit_code, &o] { exit_code = WorkflowDelete(o); });
+
+  auto* exec = app.add_subcommand(
+      "exec", "Run a command inside a running job: `headway exec NAME [--rank N] [-i] [-t] -- CMD...`");
+  exec->add_option("name", o.name, "job name")->required();
+  exec->add_option("command", o.exec_command, "the command and its arguments, after --")->required();
+  exec->add_option("--rank", o.rank, "which rank's process to join (default 0)");
+  exec->add_flag("-i,--stdin", o.exec_stdin, "pass this terminal's (or pipe's) stdin to it");
+  exec->add_flag("-t,--tty", o.exec_tty, "run it on a terminal (with -i: interactive programs)");
+  exec->callback([&exit_code, &o] { exit_code = ExecInJob(o, false); });
+  auto* ssh = app.add_subcommand(
+      "ssh", "An interactive shell inside a running job (or notebook's job), as its account");
+  ssh->add_option("name", o.name, "job name")->required();
+  ssh->add_option("--rank", o.rank, "which rank's process to join (default 0)");
+  ssh->callback([&exit_code, &o] { exit_code = ExecInJob(o, true); });
 
   auto* notebook = app.add_subcommand(
       "notebook", "Jupyter notebooks on the pool: start, list, open, stop, delete");

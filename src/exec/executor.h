@@ -6,6 +6,8 @@
 // Thread safety: implementations must allow concurrent calls.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -57,6 +59,23 @@ struct Launched {
 };
 
 
+// A command to run inside a running attempt (`headway exec`, `headway ssh`).
+struct ExecRequest {
+  int rank = 0;
+  std::vector<std::string> argv;  // empty: the account's login shell
+  bool tty = false;               // on a terminal (a pty) instead of pipes
+  int columns = 80, rows = 24;    // the terminal's first size
+};
+
+// The running command: the caller owns the descriptors and must reap `pid`.
+struct ExecProcess {
+  pid_t pid = -1;
+  int input = -1;   // its stdin (with a terminal: the pty's master, also its output)
+  int output = -1;  // its stdout (with a terminal: a second descriptor of the master)
+  int error = -1;   // its stderr; -1 with a terminal
+  bool tty = false;
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -81,6 +100,13 @@ class Executor {
   virtual Result<std::string> PrimaryHost(const std::string& handle) {
     (void)handle;
     return std::string("127.0.0.1");
+  }
+  // Starts a command inside the running attempt `handle` (its namespaces,
+  // cgroup, account and environment). Unavailable where the executor cannot.
+  virtual Result<ExecProcess> Exec(const std::string& handle, const ExecRequest& request) {
+    (void)handle;
+    (void)request;
+    return Unavailable("this executor cannot run commands inside its jobs");
   }
   // Delivers `signal` to every process of the attempt. Ok if it already ended.
   virtual Status Signal(const std::string& handle, int signal) = 0;

@@ -2,8 +2,11 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -367,6 +370,105 @@ Result<Job> JobController::StoppableJob(std::string_view name) {
                     std::string(JobStateName(job->state)) + ")");
   }
   return job;
+}
+
+Result<std::shared_ptr<api::AttachedProcess>> JobController::Exec(std::string_view name,
+                                                                  const api::ExecOptions& options,
+                                                                  const std::string& who) {
+  Job job;
+  {
+    std::lock_guard lock(mu_);
+    auto stored = store_.GetJob(name);
+    if (!stored.ok()) return stored.status();
+    job = std::move(*stored);
+  }
+  if (job.state != JobState::kRunning || job.executor_handle.empty()) {
+    return Conflict("job '" + job.name() + "' is not running (" +
+                    std::string(JobStateName(job.state)) + ")");
+  }
+  if (options.rank < 0 || options.rank >= job.spec.resources.processes()) {
+    return InvalidArgument("job '" + job.name() + "' has ranks 0 to " +
+                           std::to_string(job.spec.resources.processes() - 1) + ", not " +
+                           std::to_string(options.rank));
+  }
+  ExecRequest request;
+  request.rank = options.rank;
+  request.argv = options.argv;
+  request.tty = options.tty;
+  request.columns = options.columns;
+  request.rows = options.rows;
+  auto started = ExecutorFor(job).Exec(job.executor_handle, request);
+  if (!started.ok()) return started.status();
+  // Audited: who ran what, where, and how it ended. The command is shown as
+  // typed, cut short; a secret typed into an interactive shell never is.
+  std::string what = options.argv.empty() ? std::string("a login shell") : std::string();
+  for (const std::string& a : options.argv) what += (what.empty() ? "`" : " ") + a;
+  if (!options.argv.empty()) what = what.substr(0, 200) + "`";
+  const std::string where = " in rank " + std::to_string(options.rank) +
+                            (options.tty ? " on a terminal" : "");
+  const std::string actor = who.empty() ? std::string("someone (authentication is off)") : who;
+  (void)AddEvent(job.name(), "Exec", actor + " ran " + what + where);
+
+  // A second descriptor of a terminal's master, for resizes: the HTTP server
+  // owns the others and closes them when it is done.
+  int resize_fd = started->tty ? ::fcntl(started->input, F_DUPFD_CLOEXEC, 0) : -1;
+  struct Reaped {
+    Reaped(pid_t p, int fd) : pid(p), resize_fd(fd) {}
+    Reaped(const Reaped&) = delete;
+    Reaped& operator=(const Reaped&) = delete;
+    pid_t pid;
+    int resize_fd;
+    std::optional<int> code;
+    ~Reaped() {
+      if (resize_fd >= 0) ::close(resize_fd);
+      if (!code && pid > 0) {
+        ::kill(-pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    }
+  };
+  auto reaped = std::make_shared<Reaped>(started->pid, resize_fd);
+  if (!options.tty && !options.stdin) {
+    ::close(started->input);  // nothing will come: the command reads the end at once
+    started->input = -1;
+  }
+  auto attached = std::make_shared<api::AttachedProcess>();
+  attached->input = started->input;
+  attached->output = started->output;
+  attached->error = started->error;
+  attached->resize = [reaped](int columns, int rows) {
+    if (reaped->resize_fd < 0) return;
+    struct winsize size {};
+    size.ws_col = static_cast<unsigned short>(std::clamp(columns, 1, 1000));
+    size.ws_row = static_cast<unsigned short>(std::clamp(rows, 1, 1000));
+    ::ioctl(reaped->resize_fd, TIOCSWINSZ, &size);
+  };
+  attached->exit_code = [reaped]() -> std::optional<int> {
+    if (reaped->code) return reaped->code;
+    int status = 0;
+    pid_t done = ::waitpid(reaped->pid, &status, WNOHANG);
+    if (done < 0 && errno == ECHILD) {
+      reaped->code = 255;  // reaped elsewhere: how it ended is unknown
+      return reaped->code;
+    }
+    if (done != reaped->pid) return std::nullopt;
+    reaped->code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return reaped->code;
+  };
+  attached->kill = [reaped] {
+    // SIGHUP first, as a closed terminal would; the helper passes it on and
+    // the command's PR_SET_PDEATHSIG ends it with the helper.
+    if (reaped->code) return;
+    ::kill(-reaped->pid, SIGHUP);
+    ::kill(-reaped->pid, SIGKILL);
+  };
+  const std::string job_name = job.name();
+  attached->on_end = [this, job_name, actor, where](std::optional<int> code) {
+    (void)AddEvent(job_name, "ExecEnded",
+                   actor + "'s command" + where +
+                       (code ? " exited with " + std::to_string(*code) : std::string(" was ended")));
+  };
+  return attached;
 }
 
 Status JobController::AddEvent(std::string_view name, std::string type, std::string message) {

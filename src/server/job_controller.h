@@ -117,6 +117,9 @@ class JobController final : public api::JobService {
   Result<Job> Delete(std::string_view name, bool when_ended) override;
   Result<std::vector<JobEvent>> Events(std::string_view name, std::int64_t after_id) override;
   Status AddEvent(std::string_view name, std::string type, std::string message) override;
+  Result<std::shared_ptr<api::AttachedProcess>> Exec(std::string_view name,
+                                                     const api::ExecOptions& options,
+                                                     const std::string& who) override;
   Result<std::vector<LogFile>> LogFiles(std::string_view name) override;
   std::string PendingReason(std::string_view name) override;
   std::vector<api::QueueStatus> Queues() override;

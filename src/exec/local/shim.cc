@@ -497,6 +497,14 @@ int RunLocalShim(const std::string& run_dir) {
   for (const auto& [sig, first] : first_rank_not_reached) {
     for (std::size_t i = first; i < ranks.size(); ++i) ::kill(ranks[i].pid, sig);
   }
+  // Where each rank runs, for `headway exec` (exec_helper.cc). This
+  // process's /proc may be its job's PID namespace's, where these pids do
+  // not exist: the helper checks that a pid is still this supervisor's child.
+  {
+    json record = json::array();
+    for (const Rank& r : ranks) record.push_back({{"rank", r.rank}, {"pid", r.pid}});
+    (void)WriteFileAt(dir_fd, "ranks.json", record.dump());
+  }
   ::sigprocmask(SIG_UNBLOCK, &stop_signals, nullptr);  // runs the handlers of those pending
 
   // torchrun semantics: when one rank fails, the others are torn down

@@ -1,0 +1,194 @@
+// `headway exec-helper RUN_DIR RANK [ARGV...]`: a command inside a running
+// local attempt, as `nsenter` plus `setpriv` would run it, but from the
+// attempt's own records: launch.json (the rank's environment, working
+// directory, account, cgroup, and whether it is sandboxed) and ranks.json
+// (the rank's pid and start time, checked so a reused pid is never entered).
+//
+// The server starts it (LocalExecutor::Exec) as a fresh, single-threaded
+// process, which setns(2) into a mount namespace requires. It joins the
+// rank's user (for a server that is not root), mount and PID namespaces,
+// then forks: only a child enters the PID namespace. The child joins the
+// attempt's cgroup (so stopping the job ends it too), becomes the job's
+// account and runs the command; the helper waits for it and exits with its
+// status, passing on SIGTERM and SIGHUP, and the child dies with it
+// (PR_SET_PDEATHSIG).
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "exec/local/cgroup.h"
+#include "exec/local/local_executor.h"
+#include "exec/local/process_identity.h"
+#include "exec/local/sandbox.h"
+
+extern char** environ;
+
+namespace headway {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "headway exec: %s\n", message.c_str());
+  return 126;
+}
+
+json ReadJson(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return json();
+  return json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+// The parent pid in /proc/PID/stat (after the command's closing parenthesis).
+pid_t ParentOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  auto close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  char state = 0;
+  int parent = -1;
+  if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &parent) != 2) return -1;
+  return parent;
+}
+
+pid_t g_child = -1;
+
+void PassOn(int sig) {
+  if (g_child > 0) ::kill(g_child, sig);
+}
+
+}  // namespace
+
+int RunExecHelper(const std::string& run_dir, int rank, const std::vector<std::string>& command) {
+  json launch = ReadJson(fs::path(run_dir) / "launch.json");
+  json ranks = ReadJson(fs::path(run_dir) / "ranks.json");
+  if (!launch.is_object() || !launch.contains("ranks") || !launch["ranks"].is_array()) {
+    return Fail("the attempt's launch record is not readable");
+  }
+  if (!ranks.is_array()) return Fail("the attempt's ranks have not started yet");
+  json rank_launch, rank_record;
+  for (const json& r : launch["ranks"]) {
+    if (r.value("rank", -1) == rank) rank_launch = r;
+  }
+  for (const json& r : ranks) {
+    if (r.value("rank", -1) == rank) rank_record = r;
+  }
+  if (!rank_launch.is_object() || !rank_record.is_object()) {
+    return Fail("the attempt has no rank " + std::to_string(rank));
+  }
+  // The rank is the supervisor's child for as long as it runs (the
+  // supervisor reaps it and forks nothing more), so a pid reused by another
+  // process since has another parent.
+  const pid_t pid = rank_record.value("pid", 0);
+  json supervisor = ReadJson(fs::path(run_dir) / "supervisor.json");
+  const pid_t supervisor_pid = supervisor.is_object() ? supervisor.value("pid", 0) : 0;
+  auto supervisor_start = internal::ProcessStartTime(supervisor_pid);
+  if (pid <= 0 || supervisor_pid <= 0 || !supervisor_start ||
+      *supervisor_start != supervisor.value("start_time", std::uint64_t{0}) ||
+      ParentOf(pid) != supervisor_pid || !internal::ProcessStartTime(pid)) {
+    return Fail("rank " + std::to_string(rank) + " is no longer running");
+  }
+  std::vector<std::string> env = rank_launch.value("env", std::vector<std::string>{});
+  std::string cwd = rank_launch.value("cwd", std::string("/"));
+  std::optional<internal::UnixAccount> account;
+  if (launch.contains("account") && launch["account"].is_object()) {
+    account = internal::UnixAccount::FromJson(launch["account"]);
+  }
+  internal::AttemptCgroup cgroup =
+      internal::AttemptCgroup::FromJson(launch.value("cgroup", json::object()));
+
+  std::vector<std::string> argv = command;
+  if (argv.empty()) {
+    // An interactive shell: the account's, else the job's SHELL, else bash or sh.
+    std::string shell = account ? account->shell : "";
+    for (const std::string& e : env) {
+      if (shell.empty() && e.rfind("SHELL=", 0) == 0) shell = e.substr(6);
+    }
+    if (shell.empty() || shell.find("nologin") != std::string::npos ||
+        shell.find("false") != std::string::npos || ::access(shell.c_str(), X_OK) != 0) {
+      shell = ::access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
+    }
+    argv = {shell, "-l"};
+  }
+
+  if (launch.contains("sandbox")) {
+    // The rank's namespaces, opened before any is joined (joining the mount
+    // namespace changes what /proc shows).
+    const std::string ns = "/proc/" + std::to_string(pid) + "/ns/";
+    int user_fd = ::geteuid() == 0 ? -1 : ::open((ns + "user").c_str(), O_RDONLY | O_CLOEXEC);
+    int mnt_fd = ::open((ns + "mnt").c_str(), O_RDONLY | O_CLOEXEC);
+    int pid_fd = ::open((ns + "pid").c_str(), O_RDONLY | O_CLOEXEC);
+    if (mnt_fd < 0 || pid_fd < 0 || (::geteuid() != 0 && user_fd < 0)) {
+      return Fail(std::string("cannot open the rank's namespaces: ") + std::strerror(errno));
+    }
+    if (user_fd >= 0 && ::setns(user_fd, CLONE_NEWUSER) != 0) {
+      return Fail(std::string("cannot enter the job's user namespace: ") + std::strerror(errno));
+    }
+    if (::setns(mnt_fd, CLONE_NEWNS) != 0 || ::setns(pid_fd, CLONE_NEWPID) != 0) {
+      return Fail(std::string("cannot enter the job's namespaces: ") + std::strerror(errno));
+    }
+  }
+
+  const bool terminal = ::isatty(0) == 1;
+  g_child = ::fork();
+  if (g_child < 0) return Fail(std::string("fork: ") + std::strerror(errno));
+  if (g_child == 0) {
+    if (terminal) {
+      // Its own session with the terminal as its controlling one, as sshd gives a login.
+      ::setsid();
+      ::ioctl(0, TIOCSCTTY, 0);
+    }
+    if (!cgroup.empty() && !cgroup.JoinSelf()) {
+      std::fprintf(stderr, "headway exec: cannot join the job's cgroup: %s\n", std::strerror(errno));
+      ::_exit(126);
+    }
+    if (account && !internal::BecomeAccount(*account)) {
+      std::fprintf(stderr, "headway exec: cannot run as %s: %s\n", account->name.c_str(),
+                   std::strerror(errno));
+      ::_exit(126);
+    }
+    // After the switch of account, which clears it: the command dies with the helper.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::umask(022);
+    if (::chdir(cwd.c_str()) != 0 && ::chdir("/") != 0) ::_exit(126);
+    std::vector<char*> args, envp;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    // execvp looks the command up in the job's PATH.
+    environ = envp.data();
+    ::execvp(args[0], args.data());
+    std::fprintf(stderr, "headway exec: %s: %s\n", args[0], std::strerror(errno));
+    ::_exit(errno == ENOENT ? 127 : 126);
+  }
+  struct sigaction pass {};
+  pass.sa_handler = PassOn;
+  ::sigaction(SIGTERM, &pass, nullptr);
+  ::sigaction(SIGHUP, &pass, nullptr);
+  ::signal(SIGINT, SIG_IGN);  // a terminal's ^C is the command's to handle
+  ::signal(SIGQUIT, SIG_IGN);
+  int status = 0;
+  while (::waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace headway

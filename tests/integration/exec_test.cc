@@ -1,0 +1,126 @@
+// `headway exec` and `headway ssh` against running jobs of a real server:
+// the command runs inside the job (its namespaces, account, environment),
+// only the job's team may run one, every one is audited, and a command
+// whose client goes away does not outlive it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test_server.h"
+
+namespace headway::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr const char* kTwoRanks = R"(name: trainer
+team: vision
+command: ["sleep", "300"]
+resources: {processes_per_node: 2}
+)";
+
+TEST(Exec, ACommandRunsInsideTheJobAsItsAccountOnlyForItsTeamAndIsAudited) {
+  TestServer server(1);
+  const std::string alice = CreateToken(server, "alice", "vision", "member");
+  const std::string bob = CreateToken(server, "bob", "nlp", "member");
+  const std::string watcher = CreateToken(server, "watcher", "vision", "viewer");
+  server.Submit(kTwoRanks);
+  ASSERT_TRUE(server.WaitForState("trainer", "Running"));
+
+  server.UseToken(alice);
+  // Rank 1's environment, the job's account, and only the job's processes.
+  CommandResult inside = server.Cli(
+      {"exec", "trainer", "--rank", "1", "--", "sh", "-c",
+       "echo rank=$RANK; id -un; ps -e -o comm= | sort | tr '\\n' ' '; test -e " +
+           server.data_dir() + "/admin-token && echo token-visible || echo token-hidden; exit 5"});
+  EXPECT_EQ(inside.exit_code, 5) << inside.err;
+  EXPECT_THAT(inside.out, HasSubstr("rank=1\n"));
+  EXPECT_THAT(inside.out, HasSubstr("nobody\n"));
+  EXPECT_THAT(inside.out, HasSubstr("headway ps sh sleep sleep sort tr "))
+      << "the job's own processes and the command's, nothing of the server's";
+  EXPECT_THAT(inside.out, HasSubstr("token-hidden")) << "the server's data directory is hidden";
+
+  // stdin reaches it with -i, and its end ends the command's.
+  CommandResult piped = server.Cli({"exec", "-i", "trainer", "--", "tr", "a-z", "A-Z"}, "hello\n");
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.out, "HELLO\n");
+  CommandResult errors = server.Cli({"exec", "trainer", "--", "sh", "-c", "echo oops >&2"});
+  EXPECT_EQ(errors.err, "oops\n");
+
+  // Only its team's members (and admins).
+  server.UseToken(bob);
+  CommandResult other = server.Cli({"exec", "trainer", "--", "true"});
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_THAT(other.err, HasSubstr("sees team 'nlp' only"));
+  server.UseToken(watcher);
+  CommandResult viewer = server.Cli({"exec", "trainer", "--", "true"});
+  EXPECT_NE(viewer.exit_code, 0);
+  EXPECT_THAT(viewer.err, HasSubstr("may not change team 'vision'"));
+  server.UseToken(alice);
+  CommandResult bad_rank = server.Cli({"exec", "trainer", "--rank", "2", "--", "true"});
+  EXPECT_THAT(bad_rank.err, HasSubstr("rank must be from 0 to 1"));
+
+  // Audited with who ran what, and how it ended.
+  EXPECT_TRUE(server.HasEvent("trainer", "Exec", "user/alice ran `sh -c echo rank=$RANK"));
+  EXPECT_TRUE(server.HasEvent("trainer", "Exec", "in rank 1"));
+  EXPECT_TRUE(server.HasEvent("trainer", "ExecEnded", "exited with 5"));
+  EXPECT_FALSE(server.HasEvent("trainer", "Exec", "user/bob"));
+
+  // A command whose client is killed is ended with it (and the job goes on).
+  // Every command's end is recorded (a finished one's just after its client returns).
+  auto all_ended = [&] {
+    int started = 0, ended = 0;
+    for (const auto& e : server.Events("trainer")) {
+      started += e.value("type", "") == "Exec";
+      ended += e.value("type", "") == "ExecEnded";
+    }
+    return started == ended;
+  };
+  EXPECT_TRUE(WaitFor(all_ended));
+  const std::string marker = "exec-test-" + std::to_string(::getpid());
+  pid_t client = ::fork();
+  if (client == 0) {
+    ::execl(HEADWAY_BIN, HEADWAY_BIN, "--server", server.url().c_str(), "--token", alice.c_str(),
+            "exec", "trainer", "--", "sh", "-c", ("exec -a " + marker + " sleep 600").c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_TRUE(WaitFor([&] { return !ProcessesWith(marker).empty(); }));
+  ::kill(client, SIGKILL);
+  ::waitpid(client, nullptr, 0);
+  EXPECT_TRUE(WaitFor([&] { return ProcessesWith(marker).empty(); }))
+      << "the command outlived its client";
+  EXPECT_TRUE(WaitFor(all_ended));
+  EXPECT_EQ(server.State("trainer"), "Running");
+
+  // Once the job has ended there is nothing to enter.
+  ASSERT_EQ(Call(server, server.admin_token(), "POST", "/api/v1/jobs/trainer/stop").status, 200);
+  ASSERT_TRUE(server.WaitForState("trainer", "Stopped", std::chrono::seconds(60)));
+  CommandResult ended = server.Cli({"exec", "trainer", "--", "true"});
+  EXPECT_THAT(ended.err, HasSubstr("is not running (Stopped)"));
+}
+
+TEST(Exec, SshGivesALoginShellOnATerminal) {
+  TestServer server(1);
+  server.Submit(R"(name: shell-host
+command: ["sleep", "300"]
+)");
+  ASSERT_TRUE(server.WaitForState("shell-host", "Running"));
+  // `script` gives the client a terminal, as a person's would be.
+  const std::string command = std::string(HEADWAY_BIN) + " --server " + server.url() +
+                              " --token " + server.admin_token() + " ssh shell-host";
+  CommandResult session = RunCommand({"/usr/bin/script", "-qec", command, "/dev/null"},
+                                     "tty; echo shell-$((6*7)) as $(id -un); exit 3\n");
+  EXPECT_EQ(session.exit_code, 3) << session.out << session.err;
+  EXPECT_THAT(session.out, HasSubstr("/dev/pts/"));
+  EXPECT_THAT(session.out, HasSubstr("shell-42 as nobody"));
+  EXPECT_THAT(session.out, Not(HasSubstr("not a tty")));
+  EXPECT_TRUE(server.HasEvent("shell-host", "Exec", "ran a login shell in rank 0 on a terminal"));
+}
+
+}  // namespace
+}  // namespace headway::testing
