@@ -4,7 +4,7 @@
 // Routes: #/jobs, #/jobs/NAME (the job's side panel), #/queues, #/nodes,
 // #/experiments, #/experiments/NAME, #/artifacts, #/artifacts/NAME:VERSION
 // (a version with its lineage), #/workflows, #/workflows/NAMESPACE/NAME (its
-// graph of nodes). A view is created on entering its route
+// graph of nodes), #/notebooks. A view is created on entering its route
 // and destroyed on leaving it (which closes its streams and timers).
 //
 // Auth: a token from the sign-in form, or "#token=..." in the URL on load
@@ -16,6 +16,7 @@ import { clearToken, getToken, onUnauthenticated, signIn } from './api.js';
 import { createArtifactsView } from './artifacts.js';
 import { createExperimentsView } from './experiments.js';
 import { createJobsView } from './jobs.js';
+import { createNotebooksView } from './notebooks.js';
 import { createNodesView, createQueuesView } from './pool.js';
 import { createWorkflowsView } from './workflows.js';
 
@@ -26,6 +27,7 @@ const VIEWS = {
   experiments: createExperimentsView,
   artifacts: createArtifactsView,
   workflows: createWorkflowsView,
+  notebooks: createNotebooksView,
 };
 
 const main = document.getElementById('view');

@@ -9,8 +9,9 @@ const REFRESH_MS = 2000;
 const dash = (v) => (v == null || v === '' ? '-' : String(v));
 const jobLink = (name) => el('a', { href: `#/jobs/${encodeURIComponent(name)}` }, name);
 
-// A polled table view: columns are [title, className, cell(item) -> node|string].
-function tableView(container, { title, path, key, columns, emptyText, setStatus }) {
+// A polled table view: columns are [title, className, cell(item, refresh) -> node|string];
+// `refresh()` polls again at once (after an action in a cell).
+export function tableView(container, { title, path, key, columns, emptyText, setStatus }) {
   const body = el('tbody');
   const note = el('p', { class: 'muted' });
   container.replaceChildren(el('section', { class: 'view' },
@@ -18,7 +19,9 @@ function tableView(container, { title, path, key, columns, emptyText, setStatus 
     el('table', { class: 'grid' },
       el('thead', {}, el('tr', {}, columns.map(([t, cls]) => el('th', { class: cls }, t)))),
       body)));
-  const refresher = poll(async (signal) => {
+  let refresher = null;
+  const refresh = () => { refresher?.close(); refresher = poll(round, REFRESH_MS); };
+  async function round(signal) {
     let items;
     try {
       items = (await request(path, { signal }))[key] || [];
@@ -30,9 +33,10 @@ function tableView(container, { title, path, key, columns, emptyText, setStatus 
     setStatus('live');
     body.replaceChildren(...(items.length
       ? items.map((item) => el('tr', { dataset: { name: item.name } },
-        columns.map(([, cls, cell]) => el('td', { class: cls }, cell(item)))))
+        columns.map(([, cls, cell]) => el('td', { class: cls }, cell(item, refresh)))))
       : [el('tr', {}, el('td', { class: 'muted', colSpan: columns.length }, emptyText))]));
-  }, REFRESH_MS);
+  }
+  refresh();
   return { update() {}, destroy() { refresher.close(); setStatus(''); } };
 }
 

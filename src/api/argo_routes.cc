@@ -145,7 +145,7 @@ Status FieldSelector(const std::string& text, WorkflowFilter& filter, std::strin
 
 class ArgoRoutes {
  public:
-  ArgoRoutes(WorkflowService* service, ArgoAccess access)
+  ArgoRoutes(WorkflowService* service, CallerAccess access)
       : service_(service), access_(std::move(access)) {}
 
   HttpResponse Create(const HttpRequest& req, const std::string& ns, bool lint) {
@@ -329,7 +329,7 @@ class ArgoRoutes {
   }
 
   WorkflowService* service_;
-  ArgoAccess access_;
+  CallerAccess access_;
 };
 
 }  // namespace
@@ -364,7 +364,7 @@ void ToArgoError(HttpResponse& response) {
   response.body = JsonText({{"code", GrpcCode(status.code())}, {"message", MessageOf(status)}});
 }
 
-void AddArgoRoutes(Router& router, WorkflowService* service, ArgoAccess access) {
+void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access) {
   auto routes = std::make_shared<ArgoRoutes>(service, std::move(access));
   auto guarded = [routes](auto handler) {
     return [routes, handler](const HttpRequest& req, const PathParams& p) {

@@ -17,23 +17,15 @@
 #include <string>
 #include <string_view>
 
+#include "api/caller_access.h"
 #include "api/http_server.h"
 #include "api/router.h"
 #include "api/workflow_service.h"
 
 namespace headway::api {
 
-// Who is asking, as the REST API decided it.
-struct ArgoAccess {
-  std::function<Status(const std::string& team)> may_see;
-  std::function<Status(const std::string& team)> may_change;
-  std::function<std::string()> visible_team;  // "" when the caller sees every team
-  std::function<std::string()> creator;       // Job::created_by style: "user/NAME"
-  TeamAdmission admit;
-};
-
 // `service` may be null: the routes then answer 503.
-void AddArgoRoutes(Router& router, WorkflowService* service, ArgoAccess access);
+void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access);
 
 // Whether `path` is one of Argo's (errors there take Argo's shape).
 bool IsArgoPath(std::string_view path);

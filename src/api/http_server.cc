@@ -239,11 +239,16 @@ class Server final : public HttpServer {
         if (keep_going) continue;
         break;
       }
+      std::size_t body_limit = options_.max_body_bytes;
+      if (!ec && options_.large_body_for) {
+        HttpRequest probe = RequestHead(parser.get());
+        if (options_.large_body_for(probe.method, probe.path)) body_limit = options_.max_large_body_bytes;
+      }
       if (!ec) {
-        if (parser.content_length() && *parser.content_length() > options_.max_body_bytes) {
+        if (parser.content_length() && *parser.content_length() > body_limit) {
           ec = http::error::body_limit;
         } else {
-          parser.body_limit(options_.max_body_bytes);
+          parser.body_limit(body_limit);
           tcp_layer.expires_after(options_.read_timeout);
           co_await http::async_read(*stream, buffer, parser, net::redirect_error(use_awaitable, ec));
         }
@@ -254,7 +259,7 @@ class Server final : public HttpServer {
         break;
       }
       if (ec == http::error::body_limit) {
-        co_await RefuseTooLarge(*stream, "request body", options_.max_body_bytes);
+        co_await RefuseTooLarge(*stream, "request body", body_limit);
         co_return;
       }
       if (ec == http::error::header_limit) {
@@ -441,7 +446,7 @@ class Server final : public HttpServer {
     // A kernel's socket may rightly be quiet for hours.
     beast::get_lowest_layer(*stream).expires_never();
     upstream->expires_never();
-    auto client_first = std::make_shared<std::string>(beast::buffers_to_string(client_buffer.data()));
+    std::string client_first = beast::buffers_to_string(client_buffer.data());
     client_buffer.consume(client_buffer.size());
     std::string up_first = beast::buffers_to_string(up_buffer.data());
     auto close_both = [stream, upstream] {
@@ -453,36 +458,30 @@ class Server final : public HttpServer {
     // client here. Whichever side ends first shuts both down, which ends the other.
     net::co_spawn(
         stream->get_executor(),
-        [stream, upstream, client_first, close_both]() -> awaitable<void> {
-          beast::error_code ec;
-          if (!client_first->empty()) {
-            co_await net::async_write(*upstream, net::buffer(*client_first),
-                                      net::redirect_error(use_awaitable, ec));
-          }
-          std::vector<char> piece(64 * 1024);
-          while (!ec) {
-            std::size_t n = co_await stream->async_read_some(net::buffer(piece),
-                                                              net::redirect_error(use_awaitable, ec));
-            if (ec) break;
-            co_await net::async_write(*upstream, net::buffer(piece.data(), n),
-                                      net::redirect_error(use_awaitable, ec));
-          }
+        [stream, upstream, first = std::move(client_first), close_both]() -> awaitable<void> {
+          co_await Pipe(stream, upstream, first);
           close_both();
         },
         net::detached);
+    co_await Pipe(upstream, stream, std::move(up_first));
+    close_both();
+  }
+
+  // Writes `first`, then copies what `from` sends to `to` until either fails.
+  template <class From, class To>
+  static awaitable<void> Pipe(std::shared_ptr<From> from, std::shared_ptr<To> to, std::string first) {
     beast::error_code ec;
-    if (!up_first.empty()) {
-      co_await net::async_write(*stream, net::buffer(up_first), net::redirect_error(use_awaitable, ec));
+    if (!first.empty()) {
+      co_await net::async_write(*to, net::buffer(first), net::redirect_error(use_awaitable, ec));
     }
     std::vector<char> piece(64 * 1024);
     while (!ec) {
-      std::size_t n = co_await upstream->async_read_some(net::buffer(piece),
-                                                          net::redirect_error(use_awaitable, ec));
+      std::size_t n = co_await from->async_read_some(net::buffer(piece),
+                                                      net::redirect_error(use_awaitable, ec));
       if (ec) break;
-      co_await net::async_write(*stream, net::buffer(piece.data(), n),
+      co_await net::async_write(*to, net::buffer(piece.data(), n),
                                 net::redirect_error(use_awaitable, ec));
     }
-    close_both();
   }
 
   // Runs the WebSocket of an attached process (see AttachedProcess).

@@ -129,6 +129,12 @@ struct HttpServerOptions {
   std::function<bool(std::string_view method, std::string_view path)> body_to_file = {};
   std::string file_body_dir = {};
   std::uint64_t max_file_body_bytes = 5ull << 30;
+  // Requests (method, decoded path) whose body may be up to
+  // max_large_body_bytes in memory instead of max_body_bytes: what a
+  // notebook's proxy passes on (Jupyter uploads a file in 1 MiB pieces as
+  // base64 in JSON, and saves a notebook whole).
+  std::function<bool(std::string_view method, std::string_view path)> large_body_for = {};
+  std::size_t max_large_body_bytes = 64 << 20;
   // Both set: HTTPS only (TLS 1.2+), with this PEM certificate chain and key.
   std::string tls_cert_file = {};
   std::string tls_key_file = {};

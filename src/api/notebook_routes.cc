@@ -139,7 +139,7 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
   });
   router.Add("GET", "/api/v1/notebooks", [=](auto&, auto&) {
     if (Status s = need(); !s.ok()) return Error(s);
-    auto all = service->List(access.visible_team());
+    auto all = service->List(access.caller.visible_team());
     if (!all.ok()) return Error(all.status());
     json items = json::array();
     for (const NotebookView& v : *all) items.push_back(NotebookToJson(v));
@@ -155,14 +155,14 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
     if (request->team.empty()) {
       request->team = existing.ok() ? existing->record.team : JobSpec().team;
     }
-    if (Status s = access.admit(request->team); !s.ok()) return Error(s);
-    if (Status s = access.may_change(request->team); !s.ok()) return Error(s);
+    if (Status s = access.caller.admit(request->team); !s.ok()) return Error(s);
+    if (Status s = access.caller.may_change(request->team); !s.ok()) return Error(s);
     if (existing.ok()) {
       // Names are unique on the server: say nothing of another team's.
-      if (Status s = access.may_see(existing->record.team); !s.ok()) return Error(s);
+      if (Status s = access.caller.may_see(existing->record.team); !s.ok()) return Error(s);
     }
     bool existed = existing.ok();
-    auto started = service->Start(*request, access.creator());
+    auto started = service->Start(*request, access.caller.creator());
     if (!started.ok()) return Error(started.status());
     return Json(existed ? 200 : 201, NotebookToJson(*started));
   });
@@ -171,8 +171,8 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
     HEADWAY_RETURN_IF_ERROR(need());
     auto v = service->Get(name);
     if (!v.ok()) return v.status();
-    HEADWAY_RETURN_IF_ERROR(access.may_see(v->record.team));
-    if (change) HEADWAY_RETURN_IF_ERROR(access.may_change(v->record.team));
+    HEADWAY_RETURN_IF_ERROR(access.caller.may_see(v->record.team));
+    if (change) HEADWAY_RETURN_IF_ERROR(access.caller.may_change(v->record.team));
     return v;
   };
   router.Add("GET", "/api/v1/notebooks/{name}", [=](auto&, auto& p) {

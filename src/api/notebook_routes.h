@@ -8,7 +8,7 @@
 //   POST   /api/v1/notebooks/{name}/stop
 //   DELETE /api/v1/notebooks/{name}           stops it and forgets it; its home stays
 //   POST   /api/v1/notebooks/{name}/login     a one-time link that opens it in a browser
-//   GET    /api/v1/notebooks/{name}/server-env  a JupyterHub notebook's job only, by its own token
+//   GET    /api/v1/notebooks/{name}/server-env  the notebook's own job only, by its own token
 //
 // and the notebooks themselves under /notebooks/{name}/ (NotebookProxy):
 // every request, WebSockets included, goes to the notebook's Jupyter server
@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/caller_access.h"
 #include "api/http_server.h"
 #include "api/notebook_service.h"
 #include "api/router.h"
@@ -35,12 +36,8 @@
 namespace headway::api {
 
 struct NotebookAccess {
-  std::function<Status(const std::string& team)> may_see;
-  std::function<Status(const std::string& team)> may_change;
-  std::function<std::string()> visible_team;  // "" when the caller sees every team
-  std::function<std::string()> creator;       // Job::created_by style: "user/NAME"
-  // A member's notebook without a team is its team's; others must name one.
-  std::function<Status(std::string& team)> admit;
+  // A member's notebook without a team is its team's (admit).
+  CallerAccess caller;
   // A browser session secret for the caller; empty when the server runs
   // without authentication (then no cookie is needed).
   std::function<Result<std::string>()> new_session;

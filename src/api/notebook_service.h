@@ -69,8 +69,9 @@ class NotebookService {
   virtual Result<NotebookEndpoint> Endpoint(std::string_view name) = 0;
   // Someone opened it through the server: activity for the idle rule.
   virtual void Opened(std::string_view name) = 0;
-  // The environment of a JupyterHub notebook's server, for its current job
-  // alone: PermissionDenied for any other job.
+  // The secret environment of a notebook's server (its Jupyter token, or
+  // JupyterHub's variables), for its current job alone: PermissionDenied for
+  // any other job.
   virtual Result<std::map<std::string, std::string>> ServerEnv(std::string_view name,
                                                                std::string_view job) = 0;
   virtual std::vector<NotebookProfile> Profiles() = 0;

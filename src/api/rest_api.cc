@@ -288,7 +288,7 @@ class Api {
                 [this](auto&, auto& p) { return DeleteArtifact(p.at("name"), p.at("version")); });
     router_.Add("GET", "/api/v1/jobs/{name}/artifacts",
                 [this](auto&, auto& p) { return JobArtifacts(p.at("name")); });
-    ArgoAccess argo;
+    CallerAccess argo;
     argo.may_see = [](const std::string& team) { return MaySee(team); };
     argo.may_change = [](const std::string& team) { return MayChange(team); };
     argo.visible_team = [] { return VisibleTeam(); };
@@ -302,11 +302,7 @@ class Api {
       return Status::Ok();
     };
     NotebookAccess notebook_access;
-    notebook_access.may_see = argo.may_see;
-    notebook_access.may_change = argo.may_change;
-    notebook_access.visible_team = argo.visible_team;
-    notebook_access.creator = argo.creator;
-    notebook_access.admit = argo.admit;
+    notebook_access.caller = argo;
     notebook_access.new_session = [this]() -> Result<std::string> {
       if (!tokens_ || !t_caller) return std::string();
       auto session = tokens_->CreateSession(*t_caller);

@@ -876,24 +876,36 @@ int ArtifactsRemove(const Options& o) {
 }
 
 
-int ExpGet(const Options& o) {
+// `get` of a resource kind: GET COLLECTION/NAME with a name, else the
+// collection's list under `key`. Printed whole for -o json|yaml and as
+// names for -o name; then nullopt with `exit_code` set, else the items for
+// the caller's table.
+std::optional<std::vector<json>> GetOneOrAll(const Options& o, const std::string& collection,
+                                             const std::string& key, int& exit_code) {
   Client client(o);
-  std::vector<json> experiments;
-  if (!o.name.empty()) {
-    auto e = client.Call("GET", "/api/v1/experiments/" + UrlEncode(o.name));
-    if (!e) return client.exit_code;
-    if (PrintStructured(o, *e)) return kExitOk;
-    experiments.push_back(*e);
+  std::vector<json> items;
+  auto answer = client.Call("GET", o.name.empty() ? collection : collection + "/" + UrlEncode(o.name));
+  exit_code = client.exit_code;
+  if (!answer) return std::nullopt;
+  exit_code = kExitOk;
+  if (PrintStructured(o, *answer)) return std::nullopt;
+  if (o.name.empty()) {
+    for (const auto& item : (*answer)[key]) items.push_back(item);
   } else {
-    auto list = client.Call("GET", "/api/v1/experiments");
-    if (!list) return client.exit_code;
-    if (PrintStructured(o, *list)) return kExitOk;
-    for (const auto& e : (*list)["experiments"]) experiments.push_back(e);
+    items.push_back(*answer);
   }
   if (o.output == "name") {
-    for (const auto& e : experiments) std::cout << Safe(e["name"].get<std::string>()) << "\n";
-    return kExitOk;
+    for (const auto& item : items) std::cout << Safe(Or(item, "name")) << "\n";
+    return std::nullopt;
   }
+  return items;
+}
+
+int ExpGet(const Options& o) {
+  int exit_code = kExitOk;
+  auto listed = GetOneOrAll(o, "/api/v1/experiments", "experiments", exit_code);
+  if (!listed) return exit_code;
+  const std::vector<json>& experiments = *listed;
   if (experiments.empty()) {
     std::cerr << "No experiments found.\n";
     return kExitOk;
@@ -1041,23 +1053,10 @@ int NotebookStart(const Options& o) {
 }
 
 int NotebookList(const Options& o) {
-  Client client(o);
-  std::vector<json> notebooks;
-  if (!o.name.empty()) {
-    auto n = client.Call("GET", "/api/v1/notebooks/" + UrlEncode(o.name));
-    if (!n) return client.exit_code;
-    if (PrintStructured(o, *n)) return kExitOk;
-    notebooks.push_back(*n);
-  } else {
-    auto list = client.Call("GET", "/api/v1/notebooks");
-    if (!list) return client.exit_code;
-    if (PrintStructured(o, *list)) return kExitOk;
-    for (const auto& n : (*list)["notebooks"]) notebooks.push_back(n);
-  }
-  if (o.output == "name") {
-    for (const auto& n : notebooks) std::cout << Safe(Or(n, "name")) << "\n";
-    return kExitOk;
-  }
+  int exit_code = kExitOk;
+  auto listed = GetOneOrAll(o, "/api/v1/notebooks", "notebooks", exit_code);
+  if (!listed) return exit_code;
+  const std::vector<json>& notebooks = *listed;
   if (notebooks.empty()) {
     std::cerr << "No notebooks found.\n";
     return kExitOk;

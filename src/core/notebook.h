@@ -80,9 +80,10 @@ struct NotebookRecord {
   // JupyterHub's single-user server, reached through the hub's proxy with the
   // hub's login, not through Headway's; empty for Headway's own notebooks.
   std::string hub_user;
-  // The environment JupyterHub gives its single-user server (its API token
-  // among it), as a JSON object: a secret, never shown by the API; the job
-  // fetches it with its own token when it starts.
+  // The secret environment of its current server, as a JSON object: the
+  // Jupyter token Headway's proxy sends (JUPYTER_TOKEN, new at each start),
+  // or what JupyterHub gives its single-user server (its API token among
+  // it). Never shown by the API; the job fetches it with its own token.
   std::string server_env_json;
 };
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "api/auth.h"
 #include "api/http_client.h"
 
 namespace headway {
@@ -19,40 +20,36 @@ using nlohmann::json;
 constexpr std::string_view kNotebookLabel = "headway.dev/notebook";
 constexpr const char* kServerFile = "notebook-server.json";
 
-// The launcher. Runs as the job, in its sandbox: a free loopback port and a
-// random token, written (0600, replaced atomically) where only this job and
-// the server can read them, then the notebook server itself. The token
-// reaches Jupyter in its environment, so Jupyter logs it as "..." (a token
-// it generated itself would be printed in the log).
+// The launcher. Runs as the job, in its sandbox. The server's secrets (the
+// Jupyter token Headway's proxy sends, or JupyterHub's environment for its
+// single-user server) come from Headway over the API, asked with this job's
+// own token: they are in no spec, listing, file or log (Jupyter logs a token
+// it was given as "..."). It picks a free loopback port, leaves it (not a
+// secret) where the controller looks, and runs the notebook server.
 constexpr const char* kLauncher = R"py(
-import json, os, secrets, socket, ssl, sys, urllib.request
+import json, os, socket, ssl, sys, urllib.request
 name, mode = sys.argv[1], sys.argv[2]
 info_dir = os.environ["HEADWAY_CHECKPOINT_DIR"]
 home = os.environ.get("HOME") or os.getcwd()
+request = urllib.request.Request(
+    "%s/api/v1/notebooks/%s/server-env" % (os.environ["HEADWAY_URL"], name),
+    headers={"Authorization": "Bearer " + os.environ["HEADWAY_TOKEN"],
+             "X-Headway-Job": os.environ["HEADWAY_JOB"]})
+context = None
+if os.environ.get("HEADWAY_CA_FILE"):
+    context = ssl.create_default_context(cafile=os.environ["HEADWAY_CA_FILE"])
+with urllib.request.urlopen(request, timeout=30, context=context) as answer:
+    os.environ.update(json.load(answer)["env"])
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 port = s.getsockname()[1]
 s.close()
 if mode == "jupyterhub":
-    # JupyterHub's environment for its single-user server (its API token
-    # among it) comes from Headway, asked with this job's own token: it is
-    # in no spec, listing or log.
-    request = urllib.request.Request(
-        "%s/api/v1/notebooks/%s/server-env" % (os.environ["HEADWAY_URL"], name),
-        headers={"Authorization": "Bearer " + os.environ["HEADWAY_TOKEN"],
-                 "X-Headway-Job": os.environ["HEADWAY_JOB"]})
-    context = None
-    if os.environ.get("HEADWAY_CA_FILE"):
-        context = ssl.create_default_context(cafile=os.environ["HEADWAY_CA_FILE"])
-    with urllib.request.urlopen(request, timeout=30, context=context) as answer:
-        os.environ.update(json.load(answer)["env"])
     base = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/")
     os.environ["JUPYTERHUB_SERVICE_URL"] = "http://127.0.0.1:%d%s" % (port, base)
-    token = os.environ["JUPYTERHUB_API_TOKEN"]
     argv = [sys.executable, "-m", "jupyterhub.singleuser", "--port=%d" % port,
             "--ip=127.0.0.1", "--SingleUserNotebookApp.open_browser=False"]
 else:
-    token = secrets.token_hex(32)
     base = "/notebooks/%s/" % name
     try:
         import notebook.notebookapp
@@ -64,12 +61,11 @@ else:
                        ("allow_remote_access", "True"),
                        ("notebook_dir" if app == "NotebookApp" else "root_dir", home)):
         argv.append("--%s.%s=%s" % (app, key, value))
-    os.environ["JUPYTER_TOKEN"] = token
 if os.getuid() == 0:
     argv.append("--allow-root")
 tmp = os.path.join(info_dir, ".%s.tmp" % os.getpid())
 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-os.write(fd, json.dumps({"port": port, "token": token, "base_url": base}).encode())
+os.write(fd, json.dumps({"port": port, "base_url": base}).encode())
 os.close(fd)
 os.replace(tmp, os.path.join(info_dir, "notebook-server.json"))
 os.chdir(home)
@@ -96,7 +92,7 @@ Result<json> ReadServerFile(const std::string& data_dir, const std::string& job)
   ::close(fd);
   json j = json::parse(text, nullptr, false);
   if (!j.is_object() || !j.contains("port") || !j["port"].is_number_integer() ||
-      !j.contains("token") || !j["token"].is_string() || !j.contains("base_url") ||
+      !j.contains("base_url") ||
       !j["base_url"].is_string() || !j["base_url"].get<std::string>().starts_with("/")) {
     return Unavailable("its server's start-up file is not readable yet");
   }
@@ -210,6 +206,15 @@ Result<api::NotebookView> NotebookController::Start(const api::NotebookStartRequ
                            std::to_string(profile->gpus) + " GPU(s), asked for " +
                            std::to_string(gpus));
   }
+  // The proxy reaches a notebook's server on this machine: not yet on a
+  // cluster engine's nodes.
+  const std::string queue = profile->queue.empty() ? request.team : profile->queue;
+  for (const api::QueueStatus& q : jobs_.Queues()) {
+    if (q.name == queue && q.executor != "local") {
+      return InvalidArgument("notebooks run on this machine's pool for now; queue '" + queue +
+                             "' is " + q.executor + "'s (give the profile a local queue)");
+    }
+  }
   NotebookRecord record;
   {
     std::lock_guard lock(mu_);
@@ -246,7 +251,11 @@ Result<api::NotebookView> NotebookController::Start(const api::NotebookStartRequ
     record.job = NotebookJobName(record.name, record.starts);
     record.message.clear();
     record.cull_warned_at.reset();
-    record.server_env_json = request.server_env.empty() ? "" : json(request.server_env).dump();
+    // Headway's own notebooks get a fresh Jupyter token per start; the
+    // proxy sends it, and no one else ever sees it.
+    std::map<std::string, std::string> server_env = request.server_env;
+    if (record.hub_user.empty()) server_env = {{"JUPYTER_TOKEN", api::NewSecret()}};
+    record.server_env_json = json(server_env).dump();
 
     JobSpec spec;
     spec.name = record.job;
@@ -357,9 +366,8 @@ Result<std::map<std::string, std::string>> NotebookController::ServerEnv(std::st
                                                                           std::string_view job) {
   auto record = store_.GetNotebook(name);
   if (!record.ok()) return record.status();
-  if (record->hub_user.empty() || record->job != job ||
-      record->state != NotebookState::kRunning) {
-    return PermissionDenied("only the server job of JupyterHub notebook '" + record->name +
+  if (record->job != job || record->state != NotebookState::kRunning) {
+    return PermissionDenied("only the server job of notebook '" + record->name +
                             "' may read its environment");
   }
   std::map<std::string, std::string> env;
@@ -385,7 +393,12 @@ Status NotebookController::Probe(const NotebookRecord& record, const Job& job, L
   api::NotebookEndpoint endpoint;
   endpoint.host = "127.0.0.1";
   endpoint.port = (*file)["port"].get<int>();
-  endpoint.token = (*file)["token"].get<std::string>();
+  // The token the server was given: Headway's own, or the hub's for its server.
+  json env = json::parse(record.server_env_json, nullptr, false);
+  if (env.is_object()) {
+    endpoint.token = env.value(record.hub_user.empty() ? "JUPYTER_TOKEN" : "JUPYTERHUB_API_TOKEN", "");
+  }
+  if (endpoint.token.empty()) return Internal("the notebook's server token is not recorded");
   endpoint.team = record.team;
   api::HttpClient client("http://" + endpoint.host + ":" + std::to_string(endpoint.port));
   client.set_timeout(std::chrono::seconds(2));

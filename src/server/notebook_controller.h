@@ -1,9 +1,11 @@
 // Runs notebooks (core/notebook.h): each start of a notebook submits a job
-// whose command is a small launcher (NotebookCommand) that picks a loopback
-// port and a random token, leaves them in the job's own directory for this
-// controller (0600, read without following links), and runs Debian's
-// Jupyter Notebook (or Jupyter Server where the classic notebook is not
-// installed) under /notebooks/NAME/ with HOME the owner's persistent home.
+// whose command is a small launcher (NotebookCommand) that fetches its
+// server's secret environment with the job's own token (a Jupyter token
+// made for this start, or JupyterHub's variables), picks a loopback port,
+// leaves it in the job's own directory for this controller (read without
+// following links), and runs Debian's Jupyter Notebook (or Jupyter Server
+// where the classic notebook is not installed) under /notebooks/NAME/ with
+// HOME the owner's persistent home, or JupyterHub's single-user server.
 //
 // The loop watches every running notebook: once its server answers it is
 // ready (a "NotebookReady" event gives the time from queueing), and every

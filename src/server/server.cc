@@ -22,6 +22,7 @@
 #include "api/auth.h"
 #include "api/http_server.h"
 #include "api/request_guard.h"
+#include "api/notebook_routes.h"
 #include "api/rest_api.h"
 #include "api/watch_cache.h"
 #include "artifact/local/local_object_store.h"
@@ -507,6 +508,9 @@ int RunServer(const ServerConfig& config) {
   http_options.reserved_connections = config.reserved_connections;
   http_options.reserved_for = api::IsJobReport;
   http_options.body_to_file = api::IsArtifactUpload;
+  http_options.large_body_for = [](std::string_view, std::string_view path) {
+    return api::IsNotebookPath(path);
+  };
   http_options.file_body_dir = upload_dir;
   http_options.max_file_body_bytes = config.max_upload_bytes;
   http_options.tls_cert_file = config.tls_cert_file;

@@ -140,6 +140,19 @@ resources: {gpus_per_process: 1}
                     "import os\nopen('kept.txt', 'w').write('written before the cull')\nos.getcwd()"),
             "'" + server.data_dir() + "/homes/vision/alice'");
 
+  // Jupyter's own uploads go through the proxy whole (its pieces are 1 MiB
+  // of base64 in JSON, more than the API's own request limit).
+  const std::string large(1500 * 1024, 'x');
+  Answer upload = Call(server, alice, "PUT", "/notebooks/lab/api/contents/large.txt",
+                       json{{"type", "file"}, {"format", "text"}, {"content", large}}.dump());
+  EXPECT_EQ(upload.status, 201) << upload.raw.substr(0, 300);
+  // The server's token is in no file the job or a checkpoint upload could
+  // take along: the launcher leaves only its port.
+  const std::string left = ReadFile(server.data_dir() + "/jobs/" + first_job +
+                                    "/checkpoints/notebook-server.json");
+  EXPECT_THAT(left, HasSubstr("\"port\""));
+  EXPECT_THAT(left, ::testing::Not(HasSubstr("token")));
+
   // A one-time link signs a browser in with a cookie for this notebook only.
   Answer link = Call(server, alice, "POST", "/api/v1/notebooks/lab/login", "{}");
   ASSERT_EQ(link.status, 200) << link.raw;

@@ -189,7 +189,8 @@ TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
                           "DROP TABLE artifact_names", "DROP TABLE artifacts",
                           "DROP TABLE artifact_uses", "DROP TABLE workflows",
                           "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
-                          "DROP TABLE workflow_manifests", "PRAGMA user_version=2"}) {
+                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks",
+                          "PRAGMA user_version=2"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -254,7 +255,8 @@ TEST_F(SqliteStoreTest, UpgradeCreditsAnExperimentOnlyWithItsOwnTrialJobs) {
                           "DROP TABLE artifact_names", "DROP TABLE artifacts",
                           "DROP TABLE artifact_uses", "DROP TABLE workflows",
                           "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
-                          "DROP TABLE workflow_manifests", "PRAGMA user_version=6"}) {
+                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks",
+                          "PRAGMA user_version=6"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -440,7 +442,8 @@ TEST_F(SqliteStoreTest, UpgradesAVersion7DatabaseWithWebhookCursors) {
                           "DROP TABLE artifact_names", "DROP TABLE artifacts",
                           "DROP TABLE artifact_uses", "DROP TABLE workflows",
                           "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
-                          "DROP TABLE workflow_manifests", "PRAGMA user_version=7"}) {
+                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks",
+                          "PRAGMA user_version=7"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -465,7 +468,8 @@ TEST_F(SqliteStoreTest, UpgradesAVersion9DatabaseKeepingJobsAndTheirHealth) {
                           "DROP TABLE artifact_names", "DROP TABLE artifacts",
                           "DROP TABLE artifact_uses", "DROP TABLE workflows",
                           "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
-                          "DROP TABLE workflow_manifests", "PRAGMA user_version=9"}) {
+                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks",
+                          "PRAGMA user_version=9"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -804,6 +808,59 @@ TEST_F(WorkflowStoreTest, TemplatesAndCronWorkflowsAreKeptByKindAndName) {
   ASSERT_TRUE(store->DeleteWorkflowManifest("CronWorkflow", "etl").ok());
   EXPECT_EQ(store->GetWorkflowManifest("CronWorkflow", "etl").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(store->DeleteWorkflowManifest("CronWorkflow", "etl").code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace headway
+
+namespace headway {
+namespace {
+
+TEST_F(SqliteStoreTest, NotebooksAreKeptWithTheirSecretEnvironmentAndListedByTeam) {
+  auto store = Open();
+  NotebookRecord lab;
+  lab.name = "lab";
+  lab.team = "vision";
+  lab.created_by = "user/alice";
+  lab.profile = "gpu";
+  lab.gpus = 1;
+  lab.job = "notebook-lab-1";
+  lab.starts = 1;
+  lab.created_at = FromUnixMillis(5000);
+  lab.server_env_json = R"({"JUPYTER_TOKEN":"secret"})";
+  ASSERT_TRUE(store->CreateNotebook(lab).ok());
+  EXPECT_EQ(store->CreateNotebook(lab).code(), StatusCode::kConflict);
+  NotebookRecord hub = lab;
+  hub.name = "hub-bob";
+  hub.team = "nlp";
+  hub.hub_user = "bob";
+  ASSERT_TRUE(store->CreateNotebook(hub).ok());
+
+  lab.state = NotebookState::kCulled;
+  lab.message = "culled after 1h idle";
+  lab.cull_warned_at = FromUnixMillis(9000);
+  ASSERT_TRUE(store->SaveNotebook(lab).ok());
+  auto read = store->GetNotebook("lab");
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read->state, NotebookState::kCulled);
+  EXPECT_EQ(read->message, "culled after 1h idle");
+  EXPECT_EQ(read->cull_warned_at, FromUnixMillis(9000));
+  EXPECT_EQ(read->server_env_json, R"({"JUPYTER_TOKEN":"secret"})");
+  EXPECT_EQ(read->gpus, 1);
+  EXPECT_EQ(store->GetNotebook("hub-bob")->hub_user, "bob");
+
+  auto vision = store->ListNotebooks("vision");
+  ASSERT_TRUE(vision.ok());
+  ASSERT_EQ(vision->size(), 1u);
+  EXPECT_EQ(vision->front().name, "lab");
+  EXPECT_EQ(store->ListNotebooks("")->size(), 2u);
+
+  ASSERT_TRUE(store->DeleteNotebook("lab").ok());
+  EXPECT_EQ(store->GetNotebook("lab").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->DeleteNotebook("lab").code(), StatusCode::kNotFound);
+  NotebookRecord missing;
+  missing.name = "missing";
+  EXPECT_EQ(store->SaveNotebook(missing).code(), StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -867,6 +867,34 @@ step('a workflow of 5,000 nodes: drawn in seconds, pans and zooms to far nodes, 
   await shot('23-workflow-terminated');
 });
 
+step('a notebook: listed with its GPUs and idle time, Open signs a new tab in to Jupyter', async () => {
+  const { status, body } = await server.api('POST', '/api/v1/notebooks', { name: 'lab', team: 'vision' });
+  assert.equal(status, 201, JSON.stringify(body));
+  await page.goto(`${server.url}/ui/#/notebooks`);
+  const row = page.locator('tr[data-name="lab"]');
+  await row.locator('td.status').filter({ hasText: 'Ready' }).waitFor({ timeout: 40000 });
+  assert.equal(await row.locator('td.num').textContent(), '0');
+  assert.match(await row.locator('td.idle').textContent(), /^\d+s/);
+  await shot('24-notebooks');
+  const [tab] = await Promise.all([
+    browser.context.waitForEvent('page'),
+    row.locator('button.open-notebook').click(),
+  ]);
+  // The one-time link sets the notebook's cookie and lands on Jupyter's file list.
+  await tab.waitForURL(/\/notebooks\/lab\/tree/, { timeout: 20000 });
+  await tab.waitForLoadState('domcontentloaded');
+  assert.match(await tab.title(), /Home Page|Jupyter/);
+  const kernels = await tab.evaluate(async () => (await fetch('/notebooks/lab/api/kernels')).status);
+  assert.equal(kernels, 200, 'the cookie authorises the notebook\'s own API');
+  const api = await tab.evaluate(async () => (await fetch('/api/v1/jobs')).status);
+  assert.equal(api, 401, 'and nothing else of the server');
+  await tab.close();
+  // Stop: the row says so and offers Start.
+  await row.locator('button.stop-notebook').click();
+  await row.locator('td.status').filter({ hasText: 'Stopped' }).waitFor({ timeout: 10000 });
+  await row.locator('button.start-notebook').waitFor();
+});
+
 step('the dashboard ran within its Content-Security-Policy', async () => {
   assert.deepEqual(cspViolations, []);
 });
