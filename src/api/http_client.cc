@@ -362,16 +362,17 @@ Result<int> HttpClient::Exec(std::string_view target, bool forward_stdin, bool t
           }
         },
         net::detached);
+    // Lives as long as the session: each wait's handler starts the next.
     net::signal_set resizes(executor);
+    std::function<void()> on_resize = [&] {
+      resizes.async_wait([&](const beast::error_code& e, int) {
+        if (e) return;
+        if (std::string size = window(); !size.empty()) outbox.Push(size);
+        on_resize();
+      });
+    };
     if (tty) {
       resizes.add(SIGWINCH);
-      std::function<void()> on_resize = [&] {
-        resizes.async_wait([&](const beast::error_code& e, int) {
-          if (e) return;
-          if (std::string size = window(); !size.empty()) outbox.Push(size);
-          on_resize();
-        });
-      };
       on_resize();
     }
     // This process's stdin: a pipe or terminal through the reactor, a regular
