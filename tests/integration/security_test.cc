@@ -215,6 +215,11 @@ TEST(Security, TokensMayExpireAndSessionsDieWithTheirToken) {
   ASSERT_EQ(session.status, 201);
   std::string secret = session.body["token"];
   EXPECT_EQ(Call(server, secret, "GET", "/api/v1/whoami").body["team"], "vision");
+  // What a session creates is its user's (the dashboard's jobs, a notebook's home).
+  Answer submitted = Call(server, secret, "POST", "/api/v1/jobs",
+                          R"({"name": "from-session", "team": "vision", "command": "true"})");
+  ASSERT_EQ(submitted.status, 201) << submitted.raw;
+  EXPECT_EQ(submitted.body["created_by"], "user/alice");
   ASSERT_EQ(server.Cli({"token", "revoke", "alice"}).exit_code, 0);
   EXPECT_EQ(Call(server, secret, "GET", "/api/v1/jobs").status, 401)
       << "revoking a token revokes its sessions";
