@@ -28,8 +28,12 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "shim") == 0) return headway::RunLocalShim(argv[2]);
   // A command inside a running local job (`headway exec`); not for people to call.
   if (argc >= 5 && std::strcmp(argv[1], "exec-helper") == 0 && std::strcmp(argv[4], "--") == 0) {
-    return headway::RunExecHelper(argv[2], std::atoi(argv[3]),
-                                  std::vector<std::string>(argv + 5, argv + argc));
+    int code = headway::RunExecHelper(argv[2], std::atoi(argv[3]),
+                                      std::vector<std::string>(argv + 5, argv + argc));
+    // No exit-time work: this process joined a job's PID namespace for its
+    // children, where a sanitizer's leak check (which forks a tracer) hangs.
+    std::fflush(nullptr);
+    ::_exit(code);
   }
 
   CLI::App app{"Headway: run training jobs on a shared GPU pool and see whether they make headway"};

@@ -15,6 +15,7 @@
 
 #include <filesystem>
 #include <future>
+#include <sstream>
 #include <thread>
 
 #include "api/http_client.h"
@@ -29,6 +30,24 @@ using ::testing::Not;
 
 // `headway ARGS...` with exactly the environment given (the harness's Cli
 // always puts --server first and sets a token).
+// Whether some process holds an established TCP connection to 127.0.0.1:PORT
+// (/proc/net/tcp): a follower that has connected, however slowly it started.
+bool SomeoneConnectedTo(const std::string& url) {
+  const int port = std::stoi(url.substr(url.rfind(':') + 1));
+  char wanted[16];
+  std::snprintf(wanted, sizeof wanted, "0100007F:%04X", port);
+  std::istringstream table(ReadFile("/proc/net/tcp"));
+  std::string line;
+  std::getline(table, line);  // the header
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state;
+    fields >> slot >> local >> remote >> state;
+    if (remote == wanted && state == "01") return true;
+  }
+  return false;
+}
+
 CommandResult Headway(const std::vector<std::string>& env, const std::vector<std::string>& args,
                       const std::string& input = {}) {
   std::vector<std::string> argv = {"/usr/bin/env", "-i", "PATH=/usr/bin:/bin"};
@@ -124,7 +143,10 @@ TEST(Cli, LogsFollowResumesAcrossAServerRestartWithoutRepeatsOrGaps) {
   auto following = std::async(std::launch::async, [env, url] {
     return Headway(env, {"--server", url, "logs", "-f", "talker"});
   });
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+  // Cut once it follows: a client slow to start (sanitizers) must not meet
+  // a server already gone.
+  ASSERT_TRUE(WaitFor([&] { return SomeoneConnectedTo(url); }));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
   server.Kill();
   std::this_thread::sleep_for(std::chrono::seconds(2));  // lines written while it is away
   server.Restart();
@@ -147,7 +169,8 @@ TEST(Cli, LogsFollowOfManyRanksResumesEachRankWhereItWasCut) {
   auto following = std::async(std::launch::async, [env, url] {
     return Headway(env, {"--server", url, "logs", "-f", "pair"});
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_TRUE(WaitFor([&] { return SomeoneConnectedTo(url); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
   server.Kill();
   std::this_thread::sleep_for(std::chrono::seconds(2));
   server.Restart();
