@@ -7,11 +7,31 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <string_view>
 
 extern char** environ;
 
 namespace headway {
+
+std::vector<std::string> ToolEnvironment() {
+  std::vector<std::string> kept;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view entry(*e);
+    std::string_view name = entry.substr(0, entry.find('='));
+    const bool keep = name == "PATH" || name == "LANG" || name == "LANGUAGE" || name == "TZ" ||
+                      name == "HOME" || name == "USER" || name == "LOGNAME" ||
+                      name.starts_with("LC_") || name.starts_with("SLURM_") ||
+                      name.starts_with("MUNGE_");
+    if (keep) kept.emplace_back(entry);
+  }
+  if (std::none_of(kept.begin(), kept.end(), [](const std::string& e) { return e.starts_with("PATH="); })) {
+    kept.emplace_back("PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin");
+  }
+  return kept;
+}
+
 namespace {
 
 class ProcessRunner final : public CommandRunner {
@@ -46,7 +66,11 @@ class ProcessRunner final : public CommandRunner {
     posix_spawnattr_setsigdefault(&attr, &pipe_only);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     pid_t pid = 0;
-    int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+    std::vector<std::string> env = ToolEnvironment();
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
     close(out_pipe[1]);

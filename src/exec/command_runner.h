@@ -19,10 +19,16 @@ struct CommandOutput {
 class CommandRunner {
  public:
   virtual ~CommandRunner() = default;
-  // Runs argv (PATH lookup) with the server's environment, stdin /dev/null.
+  // Runs argv (PATH lookup) with ToolEnvironment(), stdin /dev/null.
   virtual CommandOutput Run(const std::vector<std::string>& argv,
                             std::chrono::milliseconds timeout) = 0;
 };
+
+// What a cluster tool started by the server gets of the server's environment:
+// PATH, the locale, the time zone, HOME, USER and LOGNAME, and Slurm's and
+// MUNGE's own settings, as "NAME=value". Nothing else: sbatch and srun pass
+// their environment on to the job, and the server's may hold its secrets.
+std::vector<std::string> ToolEnvironment();
 
 // Real child processes.
 std::unique_ptr<CommandRunner> MakeProcessRunner();

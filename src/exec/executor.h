@@ -74,6 +74,9 @@ struct ExecProcess {
   int output = -1;  // its stdout (with a terminal: a second descriptor of the master)
   int error = -1;   // its stderr; -1 with a terminal
   bool tty = false;
+  // How long the command may take to end after a SIGHUP before it is
+  // killed: a cluster's client (srun) needs the time to end what it started.
+  Duration stop_grace{0};
 };
 
 class Executor {

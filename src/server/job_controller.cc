@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -204,6 +205,12 @@ Status JobController::Save(const Job& job, const std::vector<JobEvent>& events) 
 }
 
 namespace {
+
+std::int64_t SteadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // Fault injection for the crash-recovery tests: with HEADWAY_TEST_CRASH_AT
 // naming this point, the server dies here as if killed (-9).
@@ -413,11 +420,16 @@ Result<std::shared_ptr<api::AttachedProcess>> JobController::Exec(std::string_vi
   // owns the others and closes them when it is done.
   int resize_fd = started->tty ? ::fcntl(started->input, F_DUPFD_CLOEXEC, 0) : -1;
   struct Reaped {
-    Reaped(pid_t p, int fd) : pid(p), resize_fd(fd) {}
+    Reaped(pid_t p, int fd, Duration grace) : pid(p), resize_fd(fd), stop_grace(grace) {}
     Reaped(const Reaped&) = delete;
     Reaped& operator=(const Reaped&) = delete;
     pid_t pid;
     int resize_fd;
+    Duration stop_grace;
+    // When it was asked to end (a SIGHUP; steady-clock nanoseconds, 0: not
+    // yet), for the SIGKILL after stop_grace. Atomic: the connection's reader
+    // and writer may run on different threads.
+    std::atomic<std::int64_t> hung_up{0};
     std::optional<int> code;
     ~Reaped() {
       if (resize_fd >= 0) ::close(resize_fd);
@@ -427,7 +439,7 @@ Result<std::shared_ptr<api::AttachedProcess>> JobController::Exec(std::string_vi
       }
     }
   };
-  auto reaped = std::make_shared<Reaped>(started->pid, resize_fd);
+  auto reaped = std::make_shared<Reaped>(started->pid, resize_fd, started->stop_grace);
   if (!options.tty && !options.stdin) {
     ::close(started->input);  // nothing will come: the command reads the end at once
     started->input = -1;
@@ -445,6 +457,10 @@ Result<std::shared_ptr<api::AttachedProcess>> JobController::Exec(std::string_vi
   };
   attached->exit_code = [reaped]() -> std::optional<int> {
     if (reaped->code) return reaped->code;
+    const std::int64_t hung_up = reaped->hung_up.load();
+    if (hung_up != 0 && SteadyNanos() - hung_up >= std::chrono::nanoseconds(reaped->stop_grace).count()) {
+      ::kill(-reaped->pid, SIGKILL);
+    }
     int status = 0;
     pid_t done = ::waitpid(reaped->pid, &status, WNOHANG);
     if (done < 0 && errno == ECHILD) {
@@ -456,11 +472,13 @@ Result<std::shared_ptr<api::AttachedProcess>> JobController::Exec(std::string_vi
     return reaped->code;
   };
   attached->kill = [reaped] {
-    // SIGHUP first, as a closed terminal would; the helper passes it on and
-    // the command's PR_SET_PDEATHSIG ends it with the helper.
-    if (reaped->code) return;
+    // SIGHUP first, as a closed terminal would; the local helper passes it
+    // on and the command's PR_SET_PDEATHSIG ends it with the helper. A
+    // cluster's client gets its grace (SIGKILL comes from exit_code's polls).
+    std::int64_t never = 0;
+    if (reaped->code || !reaped->hung_up.compare_exchange_strong(never, SteadyNanos())) return;
     ::kill(-reaped->pid, SIGHUP);
-    ::kill(-reaped->pid, SIGKILL);
+    if (reaped->stop_grace <= Duration(0)) ::kill(-reaped->pid, SIGKILL);
   };
   const std::string job_name = job.name();
   attached->on_end = [this, job_name, actor, where](std::optional<int> code) {

@@ -2,6 +2,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -271,6 +276,73 @@ TEST_F(SlurmTest, ARestartedJobResumesFromItsStoredCheckpoint) {
   EXPECT_EQ(server->Cli({"logs", "sl-resume"}).out, "resumed at 9 weights at 9\n");
   EXPECT_THAT(server->Cli({"artifacts", "lineage", "sl-resume.checkpoint"}).out,
               HasSubstr("job/sl-resume"));
+}
+
+// `headway exec` and `headway ssh` into a Slurm job: a step of its own in the
+// job's allocation, with the job's environment (never the server's) and the
+// rank's variables; a command whose client goes away ends with it.
+TEST_F(SlurmTest, ExecAndSshRunAStepInsideTheSlurmJob) {
+  // A variable only the server has: neither the job nor a command may see it.
+  ::setenv("HEADWAY_TEST_SERVER_ONLY", "server-secret", 1);
+  auto server = Server();
+  ::unsetenv("HEADWAY_TEST_SERVER_ONLY");
+  server->Submit(R"(name: sl-exec
+queue: cluster
+env: {FROM_SPEC: spec-value}
+command: ["/bin/bash", "-c", "echo server-env=$(env | grep -c HEADWAY_TEST_SERVER_ONLY); exec sleep 300"]
+resources: {processes_per_node: 2}
+)");
+  ASSERT_TRUE(server->WaitForState("sl-exec", "Running", std::chrono::seconds(30)));
+  const std::string id = SlurmId(*server, "sl-exec");
+  ASSERT_TRUE(WaitFor([&] {
+    return server->Cli({"logs", "sl-exec", "--rank", "0"}).out == "server-env=0\n";
+  })) << server->Cli({"logs", "sl-exec"}).out;
+
+  CommandResult inside = server->Cli(
+      {"exec", "sl-exec", "--rank", "1", "--", "sh", "-c",
+       "echo rank=$RANK local=$LOCAL_RANK world=$WORLD_SIZE spec=$FROM_SPEC slurm=$SLURM_JOB_ID "
+       "server-env=$(env | grep -c HEADWAY_TEST_SERVER_ONLY) attempt=$HEADWAY_ATTEMPT; exit 4"});
+  EXPECT_EQ(inside.exit_code, 4) << inside.err;
+  EXPECT_EQ(inside.out, "rank=1 local=1 world=2 spec=spec-value slurm=" + id +
+                            " server-env=0 attempt=0\n");
+  CommandResult piped = server->Cli({"exec", "-i", "sl-exec", "--", "tr", "a-z", "A-Z"}, "hello\n");
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.out, "HELLO\n");
+
+  // A login shell on a terminal (`script` gives the client one).
+  const std::string command = std::string(HEADWAY_BIN) + " --server " + server->url() +
+                              " --token " + server->admin_token() + " ssh sl-exec";
+  CommandResult session = RunCommand({"/usr/bin/script", "-qec", command, "/dev/null"},
+                                     "tty; echo shell-$((6*7)) in $SLURM_JOB_ID; exit 3\n");
+  EXPECT_EQ(session.exit_code, 3) << session.out << session.err;
+  EXPECT_THAT(session.out, HasSubstr("/dev/pts/"));
+  EXPECT_THAT(session.out, HasSubstr("shell-42 in " + id));
+  EXPECT_TRUE(server->HasEvent("sl-exec", "Exec", "ran a login shell in rank 0 on a terminal"));
+
+  // A command whose client is killed ends with it; the job goes on.
+  const std::string marker = "sl-exec-test-" + std::to_string(::getpid());
+  pid_t client = ::fork();
+  if (client == 0) {
+    ::execl(HEADWAY_BIN, HEADWAY_BIN, "--server", server->url().c_str(), "--token",
+            server->admin_token().c_str(), "exec", "sl-exec", "--", "bash", "-c",
+            ("exec -a " + marker + " sleep 600").c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_TRUE(WaitFor([&] { return !ProcessesWith(marker).empty(); }));
+  ::kill(client, SIGKILL);
+  ::waitpid(client, nullptr, 0);
+  EXPECT_TRUE(WaitFor([&] { return ProcessesWith(marker).empty(); }, std::chrono::seconds(30)))
+      << "the command outlived its client";
+  EXPECT_TRUE(WaitFor([&] {
+    int started = 0, ended = 0;
+    for (const auto& e : server->Events("sl-exec")) {
+      started += e.value("type", "") == "Exec";
+      ended += e.value("type", "") == "ExecEnded";
+    }
+    return started == ended;
+  })) << "every command's end is recorded";
+  EXPECT_EQ(server->State("sl-exec"), "Running");
+  EXPECT_THAT(cluster_->ShowJob(id), HasSubstr("JobState=RUNNING"));
 }
 
 }  // namespace

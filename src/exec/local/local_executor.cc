@@ -24,6 +24,7 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
+#include "exec/attached_command.h"
 #include "exec/local/cgroup.h"
 #include "exec/local/process_identity.h"
 #include "exec/local/sandbox.h"
@@ -457,88 +458,10 @@ class LocalExecutor final : public Executor {
     auto handle = Handle::Decode(handle_text);
     if (!handle) return Internal("unreadable executor handle");
     if (!handle->Alive()) return Conflict("the attempt is no longer running");
-    // The descriptors the helper gets as 0, 1, 2, and the ones kept here.
-    int child_fds[3] = {-1, -1, -1};
-    ExecProcess process;
-    process.tty = request.tty;
-    auto close_all = [&] {
-      for (int fd : {child_fds[0], child_fds[1], child_fds[2], process.input, process.output,
-                     process.error}) {
-        if (fd >= 0) ::close(fd);
-      }
-    };
-    if (request.tty) {
-      int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-      char name[128];
-      if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0 ||
-          ::ptsname_r(master, name, sizeof name) != 0) {
-        if (master >= 0) ::close(master);
-        return Unavailable(std::string("cannot open a terminal: ") + std::strerror(errno));
-      }
-      int slave = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
-      if (slave < 0) {
-        ::close(master);
-        return Unavailable(std::string("cannot open a terminal: ") + std::strerror(errno));
-      }
-      struct winsize size {};
-      size.ws_col = static_cast<unsigned short>(std::clamp(request.columns, 1, 1000));
-      size.ws_row = static_cast<unsigned short>(std::clamp(request.rows, 1, 1000));
-      ::ioctl(master, TIOCSWINSZ, &size);
-      process.input = master;
-      process.output = ::fcntl(master, F_DUPFD_CLOEXEC, 0);
-      child_fds[0] = slave;
-      child_fds[1] = ::fcntl(slave, F_DUPFD_CLOEXEC, 0);
-      child_fds[2] = ::fcntl(slave, F_DUPFD_CLOEXEC, 0);
-    } else {
-      int in[2], out[2], err[2];
-      if (::pipe2(in, O_CLOEXEC) != 0) return Unavailable("pipe failed");
-      if (::pipe2(out, O_CLOEXEC) != 0) {
-        ::close(in[0]);
-        ::close(in[1]);
-        return Unavailable("pipe failed");
-      }
-      if (::pipe2(err, O_CLOEXEC) != 0) {
-        for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
-        return Unavailable("pipe failed");
-      }
-      child_fds[0] = in[0];
-      child_fds[1] = out[1];
-      child_fds[2] = err[1];
-      process.input = in[1];
-      process.output = out[0];
-      process.error = err[0];
-    }
-    if (child_fds[1] < 0 || child_fds[2] < 0 || process.output < 0) {
-      close_all();
-      return Unavailable("cannot set up the command's descriptors");
-    }
     std::vector<std::string> args = {self_, "exec-helper", handle->run_dir,
                                       std::to_string(request.rank), "--"};
     args.insert(args.end(), request.argv.begin(), request.argv.end());
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = ::fork();
-    if (pid < 0) {
-      close_all();
-      return Unavailable(std::string("fork failed: ") + std::strerror(errno));
-    }
-    if (pid == 0) {
-      // Async-signal-safe calls only: the server has other threads.
-      ::setpgid(0, 0);
-      for (int i = 0; i < 3; ++i) ::dup2(child_fds[i], i);
-      sigset_t none;
-      sigemptyset(&none);
-      ::sigprocmask(SIG_SETMASK, &none, nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    for (int& fd : child_fds) {
-      ::close(fd);
-      fd = -1;
-    }
-    process.pid = pid;
-    return process;
+    return StartAttached(args, request, AttachOptions{});
   }
 
   Status Signal(const std::string& handle_text, int signal) override {

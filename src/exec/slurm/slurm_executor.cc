@@ -1,8 +1,13 @@
 #include "exec/slurm/slurm_executor.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -10,6 +15,8 @@
 #include <regex>
 
 #include "core/terminal_text.h"
+#include "exec/attached_command.h"
+#include "exec/command_runner.h"
 
 namespace headway {
 namespace {
@@ -78,9 +85,23 @@ class SlurmExecutor final : public Executor {
     }
     script += "#SBATCH --output=" + Quote(request.run_dir + "/batch.log") + "\n";
     script += "#SBATCH --chdir=" + Quote(cwd) + "\n\n";
-    for (const auto& [k, v] : spec.env) script += "export " + k + "=" + Quote(v) + "\n";
-    for (const auto& [k, v] : request.platform_env) script += "export " + k + "=" + Quote(v) + "\n";
-    script += "export HEADWAY_ATTEMPT=" + std::to_string(request.attempt) + "\n";
+    // The job's environment, in a file of its own (it holds the job's
+    // report token: readable by the job's account only) that commands run
+    // inside the job later (`headway exec`) read as well.
+    const std::string env_path = request.run_dir + "/job-env.sh";
+    {
+      std::string env;
+      for (const auto& [k, v] : spec.env) env += "export " + k + "=" + Quote(v) + "\n";
+      for (const auto& [k, v] : request.platform_env) env += "export " + k + "=" + Quote(v) + "\n";
+      env += "export HEADWAY_ATTEMPT=" + std::to_string(request.attempt) + "\n";
+      env += "export LOCAL_WORLD_SIZE=" + std::to_string(r.processes_per_node) + "\n";
+      int fd = ::open(env_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (fd < 0) return Unavailable("cannot write " + env_path + ": " + std::strerror(errno));
+      const bool written = ::write(fd, env.data(), env.size()) == static_cast<ssize_t>(env.size());
+      ::close(fd);
+      if (!written) return Unavailable("cannot write " + env_path);
+    }
+    script += ". " + Quote(env_path) + "\n";
     // Which Slurm job this attempt became, for recovery (FindLaunched).
     script += "echo \"$SLURM_JOB_ID\" > " + Quote(request.run_dir + "/slurm-job-id") + "\n";
     // torchrun-style rendezvous: the first node of the allocation, by address.
@@ -92,8 +113,7 @@ class SlurmExecutor final : public Executor {
         "export WORLD_SIZE=$SLURM_NTASKS\n"
         // torchrun's defaults, as Kubeflow's torch runtime sets them.
         "export PET_MASTER_ADDR=${PET_MASTER_ADDR:-$MASTER_ADDR} "
-        "PET_MASTER_PORT=${PET_MASTER_PORT:-$MASTER_PORT}\n"
-        "export LOCAL_WORLD_SIZE=" + std::to_string(r.processes_per_node) + "\n";
+        "PET_MASTER_PORT=${PET_MASTER_PORT:-$MASTER_PORT}\n";
     std::string argv;
     for (const auto& a : spec.Argv()) argv += " " + Quote(a);
     // Each task derives its rank from SLURM_* and execs the job's command.
@@ -198,7 +218,13 @@ class SlurmExecutor final : public Executor {
 
   static Launched LaunchedAs(const std::string& id, const LaunchRequest& request) {
     Launched launched;
-    launched.handle = json{{"slurm_job_id", id}, {"run_dir", request.run_dir}}.dump();
+    const JobSpec& spec = request.spec;
+    launched.handle = json{{"slurm_job_id", id},
+                           {"run_dir", request.run_dir},
+                           {"ranks_per_node", spec.resources.processes_per_node},
+                           {"ranks", spec.resources.processes()},
+                           {"cwd", spec.working_dir.empty() ? request.run_dir : spec.working_dir}}
+                          .dump();
     launched.description = "Slurm job " + id;
     for (int rank = 0; rank < request.spec.resources.processes(); ++rank) {
       launched.logs.push_back({rank, request.run_dir + "/rank-" + std::to_string(rank) + ".log"});
@@ -250,6 +276,56 @@ class SlurmExecutor final : public Executor {
               code == 0 ? "" : "Slurm job " + id + " exited with code " + std::to_string(code), ""};
     }
     return {ExecStatus::Phase::kLost, 0, "Slurm no longer knows job " + id + " and it left no result", ""};
+  }
+
+  // A step of its own in the job's allocation, sharing the job's resources
+  // (--overlap), on the node of the rank asked for, with the job's
+  // environment and that rank's variables. srun passes a hang-up on to the
+  // step and ends it, so the command gets time to end before srun is killed.
+  Result<ExecProcess> Exec(const std::string& handle_text, const ExecRequest& request) override {
+    auto handle = json::parse(handle_text, nullptr, false);
+    if (!handle.is_object() || !handle.contains("slurm_job_id")) return Internal("unreadable handle");
+    const std::string id = handle["slurm_job_id"].get<std::string>();
+    const std::string run_dir = handle.value("run_dir", "");
+    const int per_node = std::max(1, handle.value("ranks_per_node", 1));
+    const int ranks = std::max(1, handle.value("ranks", 1));
+    const int rank = request.rank;
+    std::vector<std::string> argv = {
+        "srun", "--jobid=" + id, "--overlap", "--nodes=1", "--ntasks=1",
+        "--relative=" + std::to_string(rank / per_node), "--chdir=" + handle.value("cwd", run_dir),
+        "--quiet", "--job-name=headway-exec"};
+    if (request.tty) argv.push_back("--pty");
+    argv.insert(argv.end(),
+                {"/bin/bash", "-c",
+                 "set -a; . \"$1\"; set +a; shift; "
+                 "export RANK=" + std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank % per_node) +
+                     " NODE_RANK=" + std::to_string(rank / per_node) +
+                     " GROUP_RANK=" + std::to_string(rank / per_node) +
+                     " WORLD_SIZE=" + std::to_string(ranks) +
+                     "; if [ $# -eq 0 ]; then login=$(getent passwd \"$(id -u)\" | cut -d: -f7); "
+                     "exec -l \"${login:-/bin/bash}\"; fi; exec \"$@\"",
+                 "headway-exec", run_dir + "/job-env.sh"});
+    argv.insert(argv.end(), request.argv.begin(), request.argv.end());
+    // srun is looked up as sbatch is, on the server's PATH.
+    std::string srun;
+    for (const std::string& entry : ToolEnvironment()) {
+      if (!entry.starts_with("PATH=")) continue;
+      std::string_view path(entry);
+      path.remove_prefix(5);
+      while (srun.empty() && !path.empty()) {
+        std::string dir(path.substr(0, path.find(':')));
+        path.remove_prefix(std::min(path.size(), dir.size() + 1));
+        if (!dir.empty() && ::access((dir + "/srun").c_str(), X_OK) == 0) srun = dir + "/srun";
+      }
+    }
+    if (srun.empty()) return Unavailable("srun is not installed on the server's PATH");
+    argv[0] = srun;
+    AttachOptions options;
+    options.env = ToolEnvironment();
+    options.new_session = true;
+    auto started = StartAttached(argv, request, options);
+    if (started.ok()) started->stop_grace = std::chrono::seconds(5);
+    return started;
   }
 
   Status Signal(const std::string& handle_text, int signal) override {
