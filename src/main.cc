@@ -181,6 +181,16 @@ int main(int argc, char** argv) {
       ->add_option("--notebook-check-interval", notebook_check,
                    "how often running notebooks' kernels and GPUs are checked for idleness")
       ->capture_default_str();
+  std::string gpu_idle_check = "30s";
+  server
+      ->add_option("--gpu-idle-check-interval", gpu_idle_check,
+                   "how often the GPUs of running jobs with policies.on_gpu_idle are read")
+      ->capture_default_str();
+  server
+      ->add_option("--nvidia-smi", server_config.nvidia_smi,
+                   "the nvidia-smi program that reports GPU utilisation (notebooks' idle "
+                   "reclaim, policies.on_gpu_idle); none there: no GPU-idle signal")
+      ->capture_default_str();
   std::string session_ttl = "12h";
   server
       ->add_option("--session-ttl", session_ttl,
@@ -299,6 +309,12 @@ int main(int argc, char** argv) {
                                  "must be a positive duration such as 30s");
     }
     server_config.notebook_check_interval = *check;
+    auto gpu_check = headway::ParseDuration(gpu_idle_check);
+    if (!gpu_check || gpu_check->count() <= 0) {
+      throw CLI::ValidationError("--gpu-idle-check-interval",
+                                 "must be a positive duration such as 30s");
+    }
+    server_config.gpu_idle_check_interval = *gpu_check;
     if (finished_job_ttl == "off") {
       server_config.finished_job_ttl.reset();
     } else if (auto keep = headway::ParseDuration(finished_job_ttl); keep && keep->count() >= 0) {

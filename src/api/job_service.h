@@ -63,6 +63,12 @@ class JobService {
   // Asks a job to stop: a queued one stops at once, a running one gets SIGTERM
   // and, after its termination grace, SIGKILL. Conflict if it already ended.
   virtual Result<Job> Stop(std::string_view name, std::string why) = 0;
+  // As Stop, with `reason` (a policy's, such as StopReason::kGpuIdle) as the
+  // job's reason instead of a user's stop.
+  virtual Result<Job> StopFor(std::string_view name, StopReason reason, std::string why) {
+    (void)reason;
+    return Stop(name, std::move(why));
+  }
   // Ends a job at once: a queued one stops, a running one gets SIGKILL now,
   // with no grace (also when a stop or preemption is already waiting out its
   // grace); recorded as a "Killed" event. Conflict if it already ended.

@@ -49,6 +49,7 @@ std::string_view StopReasonName(StopReason reason) {
     case StopReason::kStalled: return "Stalled";
     case StopReason::kDiverging: return "Diverging";
     case StopReason::kPlateaued: return "Plateaued";
+    case StopReason::kGpuIdle: return "GpuIdle";
   }
   return "";
 }
@@ -56,7 +57,7 @@ std::string_view StopReasonName(StopReason reason) {
 std::optional<StopReason> ParseStopReason(std::string_view name) {
   for (StopReason r : {StopReason::kNone, StopReason::kUser, StopReason::kPreempted,
                        StopReason::kTimeLimit, StopReason::kStalled, StopReason::kDiverging,
-                       StopReason::kPlateaued}) {
+                       StopReason::kPlateaued, StopReason::kGpuIdle}) {
     if (StopReasonName(r) == name) return r;
   }
   return std::nullopt;

@@ -36,6 +36,12 @@ struct HealthPolicies {
   HealthAction on_stall = HealthAction::kNotify;
   HealthAction on_diverge = HealthAction::kNotify;
   HealthAction on_plateau = HealthAction::kNotify;
+  // GPUs held but unused (core/gpu_idle.h): notify or stop once every GPU of
+  // a running job has been below `gpu_idle_below_percent` utilisation for
+  // `gpu_idle_after`. nullopt: not watched.
+  std::optional<HealthAction> on_gpu_idle;
+  Duration gpu_idle_after = std::chrono::minutes(30);
+  double gpu_idle_below_percent = 5;
 };
 
 // Pull mode: the job serves its progress as JSON over HTTP on `port` of the
@@ -103,6 +109,7 @@ enum class StopReason {
   kStalled,    // "Stalled", "Diverging", "Plateaued": a health policy (on_* : stop)
   kDiverging,
   kPlateaued,
+  kGpuIdle,    // "GpuIdle": policies.on_gpu_idle: stop
 };
 std::string_view StopReasonName(StopReason reason);
 // The inverse of StopReasonName; nullopt for other text ("" is kNone).

@@ -44,6 +44,11 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
         {"on_diverge", ActionText(spec.policies.on_diverge)},
         {"on_plateau", ActionText(spec.policies.on_plateau)}}},
   };
+  if (spec.policies.on_gpu_idle) {
+    j["policies"]["on_gpu_idle"] = ActionText(*spec.policies.on_gpu_idle);
+    j["policies"]["gpu_idle_after"] = DurationText(spec.policies.gpu_idle_after);
+    j["policies"]["gpu_idle_below_percent"] = spec.policies.gpu_idle_below_percent;
+  }
   if (spec.resources.memory_bytes > 0) {
     j["resources"]["memory"] = FormatMemoryQuantity(spec.resources.memory_bytes);
   }

@@ -110,6 +110,34 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
       {"on_stall", Assign(spec.policies.on_stall, AsAction)},
       {"on_diverge", Assign(spec.policies.on_diverge, AsAction)},
       {"on_plateau", Assign(spec.policies.on_plateau, AsAction)},
+      {"on_gpu_idle",
+       [&](const std::string& f, const YAML::Node& v) -> Status {
+         auto action = AsAction(f, v);
+         if (!action.ok()) return action.status();
+         if (*action == HealthAction::kReclaim) {
+           return FieldError(f, v, "must be 'notify' or 'stop', got 'reclaim'");
+         }
+         spec.policies.on_gpu_idle = *action;
+         return Status::Ok();
+       }},
+      {"gpu_idle_after",
+       [&](const std::string& f, const YAML::Node& v) -> Status {
+         auto d = AsDuration(f, v);
+         if (!d.ok()) return d.status();
+         if (*d < std::chrono::seconds(1)) return FieldError(f, v, "must be at least 1s");
+         spec.policies.gpu_idle_after = *d;
+         return Status::Ok();
+       }},
+      {"gpu_idle_below_percent",
+       [&](const std::string& f, const YAML::Node& v) -> Status {
+         auto percent = AsDouble(f, v);
+         if (!percent.ok()) return percent.status();
+         if (!(*percent > 0 && *percent <= 100)) {
+           return FieldError(f, v, "must be above 0 and at most 100");
+         }
+         spec.policies.gpu_idle_below_percent = *percent;
+         return Status::Ok();
+       }},
   };
   YAML::Node command_node;
   std::map<std::string, FieldHandler> top = {

@@ -497,6 +497,10 @@ Status JobController::AddEvent(std::string_view name, std::string type, std::str
 }
 
 Result<Job> JobController::Stop(std::string_view name, std::string why) {
+  return StopFor(name, StopReason::kUser, std::move(why));
+}
+
+Result<Job> JobController::StopFor(std::string_view name, StopReason reason, std::string why) {
   Work work;
   Result<Job> job = NotFound("");
   {
@@ -504,7 +508,7 @@ Result<Job> JobController::Stop(std::string_view name, std::string why) {
     job = StoppableJob(name);
     if (!job.ok()) return job.status();
     HEADWAY_RETURN_IF_ERROR(
-        Apply(*job, lifecycle::RequestStop(*job, StopReason::kUser, why, clock_.Now()), work));
+        Apply(*job, lifecycle::RequestStop(*job, reason, why, clock_.Now()), work));
     generation_ += 1;
     woken_ = true;
     wake_.notify_all();

@@ -112,6 +112,7 @@ class JobController final : public api::JobService {
   Result<Job> Submit(JobSpec spec, std::string created_by) override;
   Result<Job> Get(std::string_view name) override;
   Result<std::vector<Job>> List(const JobFilter& filter) override;
+  Result<Job> StopFor(std::string_view name, StopReason reason, std::string why) override;
   Result<Job> Stop(std::string_view name, std::string why) override;
   Result<Job> ForceStop(std::string_view name, std::string why) override;
   Result<Job> Delete(std::string_view name, bool when_ended) override;

@@ -114,22 +114,6 @@ std::vector<std::string> NotebookCommand(const std::string& python, const std::s
   return {python, "-c", kLauncher, notebook, jupyterhub ? "jupyterhub" : "headway"};
 }
 
-std::map<int, double> NvidiaSmiUtilization() {
-  std::map<int, double> out;
-  if (::access("/usr/bin/nvidia-smi", X_OK) != 0) return out;
-  // A fixed command line: nothing of a user's reaches the shell.
-  FILE* pipe = ::popen(
-      "/usr/bin/nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits "
-      "2>/dev/null",
-      "r");
-  if (pipe == nullptr) return out;
-  int index = 0;
-  double percent = 0;
-  while (std::fscanf(pipe, " %d , %lf", &index, &percent) == 2) out[index] = percent;
-  ::pclose(pipe);
-  return out;
-}
-
 NotebookController::NotebookController(Store& store, api::JobService& jobs, const Clock& clock,
                                        NotebookControllerOptions options)
     : store_(store), jobs_(jobs), clock_(clock), options_(std::move(options)) {}

@@ -39,17 +39,14 @@ struct NotebookControllerOptions {
   Duration check_interval = std::chrono::seconds(30);
   std::string python = "/usr/bin/python3";
   // Utilisation (percent) of each GPU by id; GPUs it leaves out have no
-  // signal (judged by their kernels alone). Default: nvidia-smi where present.
+  // signal (judged by their kernels alone). The server reads nvidia-smi
+  // (exec/local/gpu_inventory.h); unset: no GPU signal.
   std::function<std::map<int, double>()> gpu_utilization;
 };
 
 // The job command of a notebook's server (see the file comment). Pure.
 std::vector<std::string> NotebookCommand(const std::string& python, const std::string& notebook,
                                          bool jupyterhub);
-
-// Utilisation per GPU from `nvidia-smi --query-gpu=index,utilization.gpu`;
-// empty where there is no nvidia-smi or it fails.
-std::map<int, double> NvidiaSmiUtilization();
 
 class NotebookController final : public api::NotebookService {
  public:

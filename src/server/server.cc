@@ -38,6 +38,7 @@
 #include "server/job_controller.h"
 #include "server/user_tokens.h"
 #include "server/webhook_notifier.h"
+#include "server/gpu_idle_watcher.h"
 #include "server/notebook_controller.h"
 #include "server/workflow_controller.h"
 #include "store/store.h"
@@ -563,7 +564,11 @@ int RunServer(const ServerConfig& config) {
   NotebookControllerOptions notebook_options;
   notebook_options.data_dir = config.data_dir;
   notebook_options.check_interval = config.notebook_check_interval;
-  notebook_options.gpu_utilization = NvidiaSmiUtilization;
+  // One reader of this machine's GPUs for the notebooks and the batch jobs.
+  auto gpu_utilization = [&runner, nvidia_smi = config.nvidia_smi] {
+    return ReadGpuUtilization(*runner, nvidia_smi);
+  };
+  notebook_options.gpu_utilization = gpu_utilization;
   if (!config.notebook_profiles_file.empty()) {
     std::ifstream in(config.notebook_profiles_file);
     std::stringstream text;
@@ -578,6 +583,9 @@ int RunServer(const ServerConfig& config) {
   }
   notebooks = std::make_unique<NotebookController>(**store, *controller, clock,
                                                    std::move(notebook_options));
+  GpuIdleWatcher gpu_idle(*controller, clock,
+                          {.check_interval = config.gpu_idle_check_interval,
+                           .gpu_utilization = gpu_utilization});
   api::RestApiOptions api_options;
   api_options.notebooks = notebooks.get();
   api_options.tls = tls;
@@ -608,6 +616,7 @@ int RunServer(const ServerConfig& config) {
   // Its own thread: a job's endpoint may take its 2 s timeout to answer.
   std::thread pull_loop([&] { controller->RunPullLoop(std::chrono::milliseconds(500)); });
   std::thread artifact_loop([&] { artifacts.RunLoop(std::chrono::minutes(10)); });
+  std::thread gpu_idle_loop([&] { gpu_idle.RunLoop(); });
   for (const auto& [name, queue] : options.queues) {
     spdlog::info("queue {} runs on {}", name, queue.executor);
   }
@@ -627,6 +636,7 @@ int RunServer(const ServerConfig& config) {
   experiments->Shutdown();
   workflows->Shutdown();
   notebooks->Shutdown();
+  gpu_idle.Shutdown();
   artifacts.Shutdown();
   loop.join();
   experiment_loop.join();
@@ -634,6 +644,7 @@ int RunServer(const ServerConfig& config) {
   notebook_loop.join();
   pull_loop.join();
   artifact_loop.join();
+  gpu_idle_loop.join();
   watch_feed.store(nullptr);
   return 0;
 }

@@ -86,6 +86,9 @@ struct ServerConfig {
   // Notebook profiles (core/notebook.h); empty: the built-in default.
   std::string notebook_profiles_file;
   Duration notebook_check_interval = std::chrono::seconds(30);
+  // GPU utilisation (notebooks' idle reclaim and policies.on_gpu_idle).
+  std::string nvidia_smi = "/usr/bin/nvidia-smi";
+  Duration gpu_idle_check_interval = std::chrono::seconds(30);
   // Both set: the API is HTTPS only, with this PEM certificate chain and key.
   std::string tls_cert_file;
   std::string tls_key_file;

@@ -40,7 +40,7 @@ struct WebhookNotifier::Endpoint {
 namespace {
 
 const std::vector<std::string> kDeliveredTypes = {"StateChanged", "HealthChanged", "NoReports",
-                                                  "NotebookIdle"};
+                                                  "NotebookIdle", "GpuIdle"};
 constexpr std::size_t kBatch = 100;
 constexpr auto kMaxBackoff = std::chrono::seconds(30);
 

@@ -1,6 +1,6 @@
 // Webhooks: every job state or health change (the StateChanged and
-// HealthChanged events of the store), and a notebook's warning that it is
-// about to be culled (NotebookIdle), is POSTed as JSON to each configured
+// HealthChanged events of the store), a notebook's warning that it is about
+// to be culled (NotebookIdle) and a job's idle GPUs (GpuIdle) is POSTed as JSON to each configured
 // URL. Delivery is driven by the persisted event log, an outbox:
 //
 //  - Each URL keeps a cursor in the store: the id of the last event delivered

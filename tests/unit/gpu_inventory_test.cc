@@ -23,6 +23,13 @@ TEST(GpuInventory, SkipsDriverMessagesAndGarbage) {
   EXPECT_EQ(ParseNvidiaSmiCsv("warning, something, odd\n0, GPU-x, A100\n").size(), 1u);
 }
 
+TEST(GpuInventory, ReadsUtilisationAndSkipsGpusWithoutAReading) {
+  auto percent = ParseGpuUtilizationCsv("0, 37\n1, [N/A]\n2, 100\r\n3, [Not Supported]\n"
+                                        "4, 250\n5, nan\nNo devices were found\n");
+  EXPECT_EQ(percent, (std::map<int, double>{{0, 37}, {2, 100}}));
+  EXPECT_TRUE(ParseGpuUtilizationCsv("").empty());
+}
+
 TEST(GpuInventory, LogicalGpusAreNumberedFromZero) {
   auto gpus = LogicalGpus(3);
   ASSERT_EQ(gpus.size(), 3u);

@@ -89,6 +89,26 @@ policies: {on_diverge: stop, on_stall: reclaim}
   EXPECT_EQ(again->policies.on_stall, HealthAction::kReclaim);
 }
 
+TEST(JobSpecParser, TheGpuIdlePolicyIsOffUnlessAskedForAndSurvivesARoundTrip) {
+  auto plain = ParseJobSpec("name: a\ncommand: [x]\n");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->policies.on_gpu_idle);
+  EXPECT_FALSE(JobSpecToJson(*plain)["policies"].contains("on_gpu_idle"));
+
+  auto spec = ParseJobSpec(
+      "name: a\ncommand: [x]\n"
+      "policies: {on_gpu_idle: stop, gpu_idle_after: 20m, gpu_idle_below_percent: 2.5}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->policies.on_gpu_idle, HealthAction::kStop);
+  EXPECT_EQ(spec->policies.gpu_idle_after, std::chrono::minutes(20));
+  EXPECT_EQ(spec->policies.gpu_idle_below_percent, 2.5);
+  auto again = ParseJobSpec(JobSpecToJson(*spec).dump());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->policies.on_gpu_idle, HealthAction::kStop);
+  EXPECT_EQ(again->policies.gpu_idle_after, std::chrono::minutes(20));
+  EXPECT_EQ(again->policies.gpu_idle_below_percent, 2.5);
+}
+
 struct BadSpec {
   const char* document;
   const char* field;
@@ -135,6 +155,14 @@ INSTANTIATE_TEST_SUITE_P(
                 "reserved"},
         BadSpec{"name: a\ncommand: [x]\npolicies: {on_stall: panic}\n", "policies.on_stall", 3,
                 "'notify', 'stop' or 'reclaim'"},
+        BadSpec{"name: a\ncommand: [x]\npolicies: {on_gpu_idle: reclaim}\n",
+                "policies.on_gpu_idle", 3, "'notify' or 'stop'"},
+        BadSpec{"name: a\ncommand: [x]\npolicies: {on_gpu_idle: stop, gpu_idle_after: 0s}\n",
+                "policies.gpu_idle_after", 3, "at least 1s"},
+        BadSpec{"name: a\ncommand: [x]\npolicies: {gpu_idle_below_percent: .nan}\n",
+                "policies.gpu_idle_below_percent", 3, ""},
+        BadSpec{"name: a\ncommand: [x]\npolicies: {gpu_idle_below_percent: 101}\n",
+                "policies.gpu_idle_below_percent", 3, "at most 100"},
         BadSpec{"name: a\nname: b\ncommand: [x]\n", "name", 2, "given twice"},
         BadSpec{"name: a\ncommand: [x\n", "spec", 0, "not valid YAML"},
         BadSpec{"just a string\n", "spec", 0, "must be a map"},

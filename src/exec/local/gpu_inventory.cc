@@ -1,7 +1,12 @@
 #include "exec/local/gpu_inventory.h"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <sstream>
+
+#include "exec/command_runner.h"
 
 namespace headway {
 namespace {
@@ -43,6 +48,30 @@ std::vector<GpuDevice> DetectNvidiaGpus() {
   while (std::fgets(buf, sizeof buf, pipe) != nullptr) text += buf;
   pclose(pipe);
   return ParseNvidiaSmiCsv(text);
+}
+
+std::map<int, double> ParseGpuUtilizationCsv(const std::string& text) {
+  std::map<int, double> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    int index = -1;
+    double percent = -1;
+    char comma = 0;
+    std::istringstream fields(line);
+    if (!(fields >> index >> comma >> percent) || comma != ',' || index < 0) continue;
+    if (!(percent >= 0 && percent <= 100)) continue;  // NaN included
+    out[index] = percent;
+  }
+  return out;
+}
+
+std::map<int, double> ReadGpuUtilization(CommandRunner& runner, const std::string& nvidia_smi) {
+  if (nvidia_smi.empty() || ::access(nvidia_smi.c_str(), X_OK) != 0) return {};
+  CommandOutput read = runner.Run({nvidia_smi, "--query-gpu=index,utilization.gpu",
+                                   "--format=csv,noheader,nounits"},
+                                  std::chrono::seconds(10));
+  if (read.exit_code != 0) return {};
+  return ParseGpuUtilizationCsv(read.out);
 }
 
 std::vector<GpuDevice> LogicalGpus(int count) {

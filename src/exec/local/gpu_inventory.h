@@ -1,6 +1,7 @@
 // What GPUs this machine has.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,13 @@ std::vector<GpuDevice> DetectNvidiaGpus();
 // Parses `nvidia-smi --query-gpu=index,uuid,name --format=csv,noheader`;
 // lines that are not GPUs (driver warnings) are skipped.
 std::vector<GpuDevice> ParseNvidiaSmiCsv(const std::string& text);
+// Utilisation (percent) of each GPU by index, from `NVIDIA_SMI
+// --query-gpu=index,utilization.gpu --format=csv,noheader,nounits`; empty
+// where that program is missing, fails or takes more than 10 s.
+class CommandRunner;
+std::map<int, double> ReadGpuUtilization(CommandRunner& runner, const std::string& nvidia_smi);
+// Lines without a reading ("[N/A]", "[Not Supported]") are skipped.
+std::map<int, double> ParseGpuUtilizationCsv(const std::string& text);
 // `count` logical GPUs, for machines without any: they schedule like real ones
 // and CUDA_VISIBLE_DEVICES names their indices.
 std::vector<GpuDevice> LogicalGpus(int count);
