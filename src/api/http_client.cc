@@ -23,6 +23,8 @@
 #include <limits>
 #include <vector>
 
+#include "core/ascii.h"
+
 namespace headway::api {
 namespace {
 
@@ -42,9 +44,7 @@ Result<ClientResponse> ReadResponse(Stream& stream, std::uint64_t body_limit) {
   if (ec) return Unavailable("reading response: " + ec.message());
   ClientResponse response{static_cast<int>(parser.get().result_int()), parser.get().body(), {}};
   for (const auto& field : parser.get()) {
-    std::string name(field.name_string());
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    response.headers.emplace(std::move(name), std::string(field.value()));
+    response.headers.emplace(AsciiLower(std::string_view(field.name_string().data(), field.name_string().size())), std::string(field.value()));
   }
   return response;
 }

@@ -18,6 +18,8 @@
 #include <random>
 #include <thread>
 
+#include "core/ascii.h"
+
 namespace headway::api {
 namespace {
 
@@ -70,9 +72,7 @@ HttpRequest RequestHead(const http::request<Body>& raw) {
   req.target = std::string(raw.target());
   ParseTarget(std::string_view(raw.target().data(), raw.target().size()), req);
   for (const auto& field : raw) {
-    std::string name(field.name_string());
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    req.headers[name] = std::string(field.value());
+    req.headers[AsciiLower(std::string_view(field.name_string().data(), field.name_string().size()))] = std::string(field.value());
   }
   return req;
 }
@@ -330,26 +330,7 @@ class Server final : public HttpServer {
                         const ProxyTarget& target, bool keep_alive,
                         beast::flat_buffer& client_buffer) {
     auto& client_tcp = beast::get_lowest_layer(*stream);
-    auto upstream = std::make_shared<beast::tcp_stream>(co_await net::this_coro::executor);
-    beast::error_code ec;
-    auto address = net::ip::make_address(target.host, ec);
-    if (!ec) {
-      upstream->expires_after(std::chrono::seconds(10));
-      co_await upstream->async_connect(tcp::endpoint(address, static_cast<unsigned short>(target.port)),
-                                       net::redirect_error(use_awaitable, ec));
-    }
-    if (ec) {
-      if (target.on_answer) target.on_answer(0);
-      co_await WriteSimple(*stream, 502,
-                           ErrorJson("Unavailable", "the upstream server does not answer"),
-                           keep_alive);
-      co_return keep_alive;
-    }
-    auto lower = [](std::string text) {
-      for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      return text;
-    };
-    const bool upgrade = lower(req.Header("upgrade")) == "websocket";
+    const bool upgrade = AsciiLower(req.Header("upgrade")) == "websocket";
     http::request<http::string_body> out;
     out.method_string(req.method);
     out.target(req.target);
@@ -375,8 +356,20 @@ class Server final : public HttpServer {
     }
     out.body() = req.body;
     out.prepare_payload();
-    upstream->expires_after(options_.read_timeout);
-    co_await http::async_write(*upstream, out, net::redirect_error(use_awaitable, ec));
+
+    // Connect, send, read the answer's head: a failure at any step is one 502.
+    auto upstream = std::make_shared<beast::tcp_stream>(co_await net::this_coro::executor);
+    beast::error_code ec;
+    auto address = net::ip::make_address(target.host, ec);
+    if (!ec) {
+      upstream->expires_after(std::chrono::seconds(10));
+      co_await upstream->async_connect(tcp::endpoint(address, static_cast<unsigned short>(target.port)),
+                                       net::redirect_error(use_awaitable, ec));
+    }
+    if (!ec) {
+      upstream->expires_after(options_.read_timeout);
+      co_await http::async_write(*upstream, out, net::redirect_error(use_awaitable, ec));
+    }
     beast::flat_buffer up_buffer;
     http::response_parser<http::buffer_body> parser;
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());

@@ -8,6 +8,7 @@
 #include <set>
 #include <span>
 
+#include "core/ascii.h"
 #include "core/time.h"
 
 namespace headway::api {
@@ -33,12 +34,7 @@ KubeStatus Invalid(std::string message) { return {422, "Invalid", std::move(mess
 // A body Go's encoding/json would not decode into UpdateTrainJobStatusRequest.
 KubeStatus InvalidPayload(const std::string& why) { return Invalid("Invalid payload: " + why); }
 
-bool EqualsFolded(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
+bool EqualsFolded(std::string_view a, std::string_view b) { return EqualsIgnoringCase(a, b); }
 
 // A field as Go's encoding/json finds it: the exact key, else one that
 // matches ignoring case. Null when absent.

@@ -3,14 +3,10 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/ascii.h"
+
 namespace headway::api {
 namespace {
-
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // "a.b.c.d" with four decimal octets; the first octet, or -1 when it is not one.
 int FirstOctetOfIpv4(std::string_view text) {
@@ -40,7 +36,7 @@ bool IsUnspecified(std::string_view address) {
 }  // namespace
 
 bool IsLoopbackHost(std::string_view host) {
-  std::string h = Lower(host);
+  std::string h = AsciiLower(host);
   if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
   if (!h.empty() && h.back() == '.') h.pop_back();
   if (h == "localhost" || h == "::1" || h == "0:0:0:0:0:0:0:1") return true;
@@ -59,7 +55,7 @@ std::string HostOfHeader(std::string_view value) {
     if (colon != std::string_view::npos && value.find(':') == colon) value = value.substr(0, colon);
     host = std::string(value);
   }
-  host = Lower(host);
+  host = AsciiLower(host);
   if (!host.empty() && host.back() == '.') host.pop_back();
   return host;
 }
@@ -93,11 +89,11 @@ Status CheckHostAndOrigin(const HttpRequest& request, const HostPolicy& policy) 
     // the name the request uses. The scheme is not compared: behind a proxy
     // that ends TLS, https pages talk to a plain-http server, and a foreign
     // site differs in host or port anyway.
-    std::string lowered = Lower(origin);
+    std::string lowered = AsciiLower(origin);
     std::string_view rest = lowered;
     bool http = rest.rfind("http://", 0) == 0, https = rest.rfind("https://", 0) == 0;
     if (http || https) rest.remove_prefix(http ? 7 : 8);
-    if ((!http && !https) || host_header.empty() || rest != Lower(host_header)) {
+    if ((!http && !https) || host_header.empty() || rest != AsciiLower(host_header)) {
       return PermissionDenied("cross-origin request refused: Origin '" + origin.substr(0, 100) +
                               "' is not this server's own origin");
     }

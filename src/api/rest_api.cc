@@ -14,17 +14,18 @@
 #include <set>
 
 #include "api/argo_routes.h"
-#include "api/notebook_routes.h"
 #include "api/artifact_json.h"
 #include "api/auth.h"
 #include "api/dashboard.h"
 #include "api/job_json.h"
 #include "api/kubeflow_status.h"
 #include "api/log_stream.h"
+#include "api/notebook_routes.h"
 #include "api/prometheus.h"
 #include "api/request_guard.h"
 #include "api/router.h"
 #include "api/watch.h"
+#include "core/ascii.h"
 #include "core/job_spec_parser.h"
 #include "core/progress_report.h"
 #include "core/version.h"
@@ -372,13 +373,7 @@ class Api {
   static void AddSecurityHeaders(HttpResponse& response) {
     auto add = [&](std::string_view name, std::string_view value) {
       for (const auto& [k, v] : response.headers) {
-        if (k.size() == name.size() &&
-            std::equal(k.begin(), k.end(), name.begin(), [](char a, char b) {
-              return std::tolower(static_cast<unsigned char>(a)) ==
-                     std::tolower(static_cast<unsigned char>(b));
-            })) {
-          return;
-        }
+        if (EqualsIgnoringCase(k, name)) return;
       }
       response.headers.emplace_back(name, value);
     };
@@ -464,7 +459,7 @@ class Api {
       }
       *target = *value;
     }
-    if (Lower(req.Header("upgrade")) != "websocket") {
+    if (AsciiLower(req.Header("upgrade")) != "websocket") {
       return ErrorResponse(InvalidArgument(
           "exec is a WebSocket: send \"Upgrade: websocket\" (headway exec and headway ssh do)"));
     }
@@ -479,11 +474,6 @@ class Api {
     HttpResponse r;
     r.attach = std::move(attached.value());
     return r;
-  }
-
-  static std::string Lower(std::string text) {
-    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return text;
   }
 
   // Every value of a repeated query key, decoded, in order.

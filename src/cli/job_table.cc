@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "cli/output.h"
+#include "core/ascii.h"
 
 namespace headway::cli {
 
@@ -135,8 +136,7 @@ std::optional<std::vector<std::string>> PathOf(const std::string& key) {
       {"restarts", {"restarts"}},
       {"priority", {"priority"}},
   };
-  std::string lower;
-  for (char c : key) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = AsciiLower(key);
   for (const auto& [name, path] : kColumns) {
     if (lower == name) return path;
   }
@@ -158,9 +158,7 @@ std::optional<std::vector<std::string>> PathOf(const std::string& key) {
 }  // namespace
 
 Status SortJobs(std::vector<json>& jobs, const std::string& key, bool descending) {
-  std::string lower;
-  for (char c : key) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  bool by_age = lower == "age";
+  bool by_age = AsciiLower(key) == "age";
   std::optional<std::vector<std::string>> path =
       by_age ? std::vector<std::string>{"created_at"} : PathOf(key);
   if (!path) {

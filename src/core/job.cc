@@ -3,6 +3,8 @@
 #include <cctype>
 #include <filesystem>
 
+#include "core/ascii.h"
+
 namespace headway {
 
 std::vector<std::string> JobSpec::Argv() const {
@@ -28,14 +30,7 @@ std::optional<JobState> ParseJobState(std::string_view name) {
   for (JobState s : {JobState::kQueued, JobState::kStarting, JobState::kRunning,
                      JobState::kSucceeded, JobState::kFailed, JobState::kStopped,
                      JobState::kPreempted}) {
-    std::string_view canonical = JobStateName(s);
-    if (canonical.size() != name.size()) continue;
-    bool same = true;
-    for (std::size_t i = 0; i < name.size(); ++i) {
-      same = same && std::tolower(static_cast<unsigned char>(canonical[i])) ==
-                         std::tolower(static_cast<unsigned char>(name[i]));
-    }
-    if (same) return s;
+    if (EqualsIgnoringCase(JobStateName(s), name)) return s;
   }
   return std::nullopt;
 }

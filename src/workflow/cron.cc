@@ -8,6 +8,8 @@
 #include <charconv>
 #include <vector>
 
+#include "core/ascii.h"
+
 namespace headway::workflow {
 namespace {
 
@@ -43,9 +45,7 @@ Status FieldError(const Field& field, std::string_view text, const std::string& 
 }
 
 Result<int> Value(const Field& field, std::string_view text) {
-  std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = AsciiLower(text);
   for (std::size_t i = 0; i < field.names.size(); ++i) {
     if (lower == field.names[i]) return field.min + static_cast<int>(i);
   }

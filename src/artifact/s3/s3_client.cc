@@ -17,6 +17,7 @@
 
 #include "artifact/file_digest.h"
 #include "artifact/s3/multipart.h"
+#include "core/ascii.h"
 
 namespace headway {
 namespace internal {
@@ -70,12 +71,6 @@ bool ValidBucket(const std::string& b) {
   auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
   if (!alnum(b.front()) || !alnum(b.back())) return false;
   return std::all_of(b.begin(), b.end(), [&](char c) { return alnum(c) || c == '-' || c == '.'; });
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 // What one HTTP exchange sends and where its body goes.
@@ -133,7 +128,7 @@ size_t OnHeader(char* p, size_t size, size_t n, void* ud) {
   std::string_view value = line.substr(colon + 1);
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-  t->response->headers[Lower(line.substr(0, colon))] = std::string(value);
+  t->response->headers[AsciiLower(line.substr(0, colon))] = std::string(value);
   return size * n;
 }
 
@@ -323,7 +318,7 @@ Status PerformOnce(const S3ClientOptions& o, S3Client::Impl& impl, Time now, con
   bool has_content_type = false;
   for (const auto& [k, v] : call.headers) {
     add(k + ": " + v);
-    if (Lower(k) == "content-type") has_content_type = true;
+    if (AsciiLower(k) == "content-type") has_content_type = true;
   }
   for (const auto& [k, v] : signed_request->headers) add(k + ": " + v);
   if (!has_content_type) add("Content-Type:");  // no form type from curl on POST

@@ -7,6 +7,8 @@
 #include <cctype>
 #include <ctime>
 
+#include "core/ascii.h"
+
 namespace headway {
 namespace internal {
 namespace {
@@ -45,12 +47,6 @@ bool IsToken(std::string_view s) {
       return false;
   }
   return true;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 // Trims blanks and collapses inner runs of spaces/tabs to one space.
@@ -177,7 +173,7 @@ Result<std::vector<std::pair<std::string, std::string>>> CallerHeaders(const Htt
     if (!IsToken(name)) return InvalidArgument("headers: invalid header name '" + name + "'");
     if (value.find_first_of("\r\n") != std::string::npos || value.find('\0') != std::string::npos)
       return InvalidArgument("headers." + name + ": line break in value");
-    std::string lower = Lower(name);
+    std::string lower = AsciiLower(name);
     if (lower == "host" || lower == "authorization" || lower == "x-amz-date" ||
         (lower == "x-amz-content-sha256" && !presign) || lower == "x-amz-security-token")
       return InvalidArgument("headers." + name + ": set by the signer, not the caller");
@@ -212,7 +208,7 @@ Result<HttpUrl> ParseHttpUrl(std::string_view text) {
   HttpUrl url;
   size_t colon = text.find("://");
   if (colon == std::string_view::npos) return InvalidArgument("url: missing scheme://");
-  url.scheme = Lower(text.substr(0, colon));
+  url.scheme = AsciiLower(text.substr(0, colon));
   if (url.scheme != "http" && url.scheme != "https")
     return InvalidArgument("url: scheme must be http or https");
   std::string_view rest = text.substr(colon + 3);
@@ -235,7 +231,7 @@ Result<HttpUrl> ParseHttpUrl(std::string_view text) {
     }
   } else {
     size_t c = authority.rfind(':');
-    url.host = Lower(authority.substr(0, c));
+    url.host = AsciiLower(authority.substr(0, c));
     if (c != std::string_view::npos) port = authority.substr(c + 1);
   }
   if (url.host.empty()) return InvalidArgument("url: empty host");
@@ -370,7 +366,7 @@ Result<std::string> Presign(std::string_view method, const HttpUrl& url,
   if (expires_seconds < 1 || expires_seconds > 604800)
     return InvalidArgument("expires: must be 1..604800 seconds (7 days)");
   for (const auto& [k, v] : url.query) {
-    const std::string lower = Lower(k);
+    const std::string lower = AsciiLower(k);
     for (std::string_view own :
          {"x-amz-algorithm", "x-amz-credential", "x-amz-date", "x-amz-expires",
           "x-amz-signedheaders", "x-amz-signature", "x-amz-security-token"}) {
