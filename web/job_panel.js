@@ -119,7 +119,11 @@ export class JobPanel {
         el('span', {}, p.step != null ? `step ${stepOf(p)}` : 'no progress reported'),
         p.eta_seconds != null && !ended ? el('span', {}, `ETA ${duration(p.eta_seconds)}`) : null),
     ];
-    if (view.pending_reason) lines.push(el('div', { class: 'note' }, view.pending_reason));
+    if (view.pending_reason) {
+      const place = view.queue_position ? `#${view.queue_position} in line` +
+        (view.expected_start ? `, expected to start ${new Date(view.expected_start).toLocaleTimeString()}` : '') + ': ' : '';
+      lines.push(el('div', { class: 'note' }, place + view.pending_reason));
+    }
     if (view.message) lines.push(el('div', { class: 'note' }, view.message));
     this.header.replaceChildren(...lines);
 

@@ -32,7 +32,7 @@ nlohmann::json ProgressToJson(const ProgressView& p) {
 }
 
 nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
-                         const ProgressView& progress, bool with_spec) {
+                         const ProgressView& progress, bool with_spec, const QueuePlace& place) {
   nlohmann::json view = {
       {"health", std::string(HealthName(progress.health))},
       {"health_reason", progress.health_reason},
@@ -45,6 +45,8 @@ nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
       {"reason", job.reason},
       {"message", job.message},
       {"pending_reason", pending_reason},
+      {"queue_position", place.position > 0 ? nlohmann::json(place.position) : nlohmann::json(nullptr)},
+      {"expected_start", OptionalTime(place.expected_start)},
       {"exit_code", job.exit_code ? nlohmann::json(*job.exit_code) : nlohmann::json(nullptr)},
       {"restarts", job.restarts},
       {"preemptions", job.preemptions},
@@ -64,7 +66,8 @@ nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
 }
 
 nlohmann::json JobView(JobService& service, const Job& job, bool with_spec) {
-  return JobToJson(job, service.PendingReason(job.name()), service.Progress(job), with_spec);
+  return JobToJson(job, service.PendingReason(job.name()), service.Progress(job), with_spec,
+                   service.QueuePlaceOf(job.name()));
 }
 
 nlohmann::json QueueToJson(const QueueStatus& q) {

@@ -14,9 +14,13 @@
 namespace headway::api {
 
 // Without `with_spec`, the view has no "spec" (what the jobs stream sends).
+// A waiting job's `place` gives "queue_position" and "expected_start" (null
+// when unknown).
 nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
-                         const ProgressView& progress, bool with_spec = true);
-// JobToJson with the job's pending reason and progress as `service` has them now.
+                         const ProgressView& progress, bool with_spec = true,
+                         const QueuePlace& place = {});
+// JobToJson with the job's pending reason, place in line and progress as
+// `service` has them now.
 nlohmann::json JobView(JobService& service, const Job& job, bool with_spec = true);
 nlohmann::json ProgressToJson(const ProgressView& progress);
 // JSON has no NaN or infinity: non-finite values become "NaN", "Infinity", "-Infinity".

@@ -50,6 +50,15 @@ struct ExecOptions {
   int columns = 80, rows = 24;
 };
 
+// Where a queued job stands: its place in the scheduler's order across
+// queues (1: next; 0: not waiting) and, for the job first in line when the
+// running jobs' expected ends tell, when it is expected to start.
+struct QueuePlace {
+  int position = 0;
+  std::optional<Time> expected_start;
+  bool operator==(const QueuePlace&) const = default;
+};
+
 class JobService {
  public:
   virtual ~JobService() = default;
@@ -126,6 +135,11 @@ class JobService {
   virtual Result<std::vector<std::string>> MetricNames(std::string_view name) = 0;
   // Why a queued job is not running yet; empty when it is not queued.
   virtual std::string PendingReason(std::string_view name) = 0;
+  // A queued job's place in line, as of the last scheduling pass.
+  virtual QueuePlace QueuePlaceOf(std::string_view name) {
+    (void)name;
+    return {};
+  }
   // Quota use per queue and GPU use per node, as of the last scheduling pass.
   virtual std::vector<QueueStatus> Queues() = 0;
   virtual std::vector<NodeStatus> Nodes() = 0;

@@ -48,6 +48,8 @@ json NotebookToJson(const NotebookView& v) {
           {"job", r.job},
           {"job_state", v.job_state ? json(std::string(JobStateName(*v.job_state))) : json(nullptr)},
           {"pending_reason", v.pending_reason},
+          {"queue_position", v.place.position > 0 ? json(v.place.position) : json(nullptr)},
+          {"expected_start", TimeOrNull(v.place.expected_start)},
           {"message", r.message},
           {"url", r.hub_user.empty() ? json("/notebooks/" + r.name + "/") : json(nullptr)},
           {"starts", r.starts},

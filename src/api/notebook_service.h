@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/job.h"
+#include "api/job_service.h"
 #include "core/notebook.h"
 #include "core/status.h"
 
@@ -21,6 +22,7 @@ struct NotebookView {
   NotebookRecord record;
   std::optional<JobState> job_state;  // of its current server's job
   std::string pending_reason;         // why that job waits, while it is queued
+  QueuePlace place;                   // and where it stands in line (api/job_service.h)
   bool ready = false;                 // its server answers: the proxy reaches it
   // A JupyterHub notebook's server, once ready ("http://127.0.0.1:41234"):
   // where the hub's proxy sends its user.

@@ -21,13 +21,14 @@ struct WatchCache::ViewInputs {
   Time created_at{};
   std::optional<Time> started_at, finished_at, stop_requested_at;
   std::string pending_reason;
+  QueuePlace place;
   ProgressView progress;
 
   bool operator==(const ViewInputs& o) const {
     auto job = [](const ViewInputs& v) {
       return std::tie(v.state, v.reason, v.message, v.exit_code, v.restarts, v.preemptions,
                       v.gpu_ids, v.executor, v.created_by, v.created_at, v.started_at,
-                      v.finished_at, v.stop_requested_at, v.pending_reason);
+                      v.finished_at, v.stop_requested_at, v.pending_reason, v.place);
     };
     auto seen = [](const ProgressView& p) {
       return std::tie(p.percent, p.step, p.total_steps, p.epoch, p.total_epochs, p.eta_seconds,
@@ -223,11 +224,12 @@ void WatchCache::Apply(const Job& job, bool only_if_new) {
   inputs->finished_at = job.finished_at;
   inputs->stop_requested_at = job.stop_requested_at;
   inputs->pending_reason = service_.PendingReason(job.name());
+  inputs->place = service_.QueuePlaceOf(job.name());
   inputs->progress = service_.Progress(job);
   auto known = inputs_.find(job.name());
   if (known != inputs_.end() && *known->second == *inputs) return;
   std::string view = JsonText(JobToJson(job, inputs->pending_reason, inputs->progress,
-                                        /*with_spec=*/false));
+                                        /*with_spec=*/false, inputs->place));
   inputs_[job.name()] = std::move(inputs);
   std::lock_guard lock(mu_);
   auto it = entries_.find(job.name());

@@ -1137,6 +1137,11 @@ int Describe(const Options& o) {
   line("Reason", Or(j, "reason"));
   if (Or(j, "message", "") != "") line("Message", Or(j, "message"));
   if (Or(j, "pending_reason", "") != "") line("Pending", Or(j, "pending_reason"));
+  if (j.value("queue_position", json()).is_number()) {
+    std::string place = Or(j, "queue_position") + " in line";
+    if (Or(j, "expected_start", "") != "") place += ", expected to start " + Or(j, "expected_start");
+    line("Queue", place);
+  }
   line("Exit code", Or(j, "exit_code"));
   line("Restarts", Or(j, "restarts") + " (max " +
                        std::to_string(spec["restart_policy"]["max_restarts"].get<int>()) + ")");

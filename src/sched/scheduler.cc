@@ -88,6 +88,7 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
   std::set<std::string> blocked_queues;
   std::optional<Reservation> reservation;
   std::set<std::string> preempted;
+  std::vector<std::string> considered;  // in the order the loop took them
 
   for (;;) {
     // The next job: highest head priority, then heads that have waited past
@@ -115,6 +116,7 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     }
     if (job == nullptr) break;
     ++next[job->queue];
+    considered.push_back(job->name);
     const QueueQuota q = quota(job->queue);
     const int need = job->gpus();
 
@@ -246,6 +248,7 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
           r.spare[node] = std::max(0, free[node] - from_free);
         }
         reservation = r;
+        decision.expected_starts[job->name] = state.now;
         decision.pending_reasons[job->name] =
             chosen.empty() ? "waiting for " + std::to_string(leaving.size()) +
                                  " preempted job(s) to checkpoint and leave"
@@ -275,6 +278,7 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       }
     }
     reservation = r;
+    if (r.shadow) decision.expected_starts[job->name] = *r.shadow;
     std::string reason = "waiting for " + Gpus(need) + " (" + std::to_string(free_total()) +
                          " of " + std::to_string(total) + " free)";
     if (need > total) reason = "needs " + Gpus(need) + " but the pool has only " + std::to_string(total);
@@ -283,6 +287,10 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
                 std::to_string(q.nominal_gpus) + " used";
     }
     decision.pending_reasons[job->name] = reason;
+  }
+  int position = 0;
+  for (const std::string& name : considered) {
+    if (decision.pending_reasons.count(name)) decision.queue_positions[name] = ++position;
   }
   return decision;
 }

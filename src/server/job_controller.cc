@@ -353,6 +353,12 @@ Result<std::vector<LogFile>> JobController::LogFiles(std::string_view name) {
   return store_.ListLogFiles(name);
 }
 
+api::QueuePlace JobController::QueuePlaceOf(std::string_view name) {
+  std::lock_guard lock(pool_mu_);
+  auto it = queue_places_.find(std::string(name));
+  return it == queue_places_.end() ? api::QueuePlace{} : it->second;
+}
+
 std::string JobController::PendingReason(std::string_view name) {
   std::lock_guard lock(pool_mu_);
   auto it = pending_reasons_.find(std::string(name));
@@ -1054,6 +1060,13 @@ void JobController::PublishPool(const sched::ClusterState& state, const std::vec
   }
   std::lock_guard lock(pool_mu_);
   pending_reasons_ = decision.pending_reasons;
+  queue_places_.clear();
+  for (const auto& [name, position] : decision.queue_positions) {
+    api::QueuePlace& place = queue_places_[name];
+    place.position = position;
+    auto start = decision.expected_starts.find(name);
+    if (start != decision.expected_starts.end()) place.expected_start = start->second;
+  }
   queues_ = std::move(list);
   nodes_ = {std::move(node)};
 }

@@ -122,6 +122,7 @@ class JobController final : public api::JobService {
                                                      const api::ExecOptions& options,
                                                      const std::string& who) override;
   Result<std::vector<LogFile>> LogFiles(std::string_view name) override;
+  api::QueuePlace QueuePlaceOf(std::string_view name) override;
   std::string PendingReason(std::string_view name) override;
   std::vector<api::QueueStatus> Queues() override;
   std::vector<api::NodeStatus> Nodes() override;
@@ -250,6 +251,7 @@ class JobController final : public api::JobService {
   std::map<std::string, std::string> token_hashes_;  // guarded by tokens_mu_
   std::mutex pool_mu_;
   std::map<std::string, std::string> pending_reasons_;  // guarded by pool_mu_
+  std::map<std::string, api::QueuePlace> queue_places_;  // guarded by pool_mu_
   std::vector<api::QueueStatus> queues_;               // guarded by pool_mu_
   std::vector<api::NodeStatus> nodes_;                 // guarded by pool_mu_
 };

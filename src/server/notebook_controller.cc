@@ -132,7 +132,10 @@ api::NotebookView NotebookController::View(const NotebookRecord& record) {
     auto job = jobs_.Get(record.job);
     if (job.ok()) {
       view.job_state = job->state;
-      if (job->state == JobState::kQueued) view.pending_reason = jobs_.PendingReason(record.job);
+      if (job->state == JobState::kQueued) {
+        view.pending_reason = jobs_.PendingReason(record.job);
+        view.place = jobs_.QueuePlaceOf(record.job);
+      }
     }
   }
   std::lock_guard lock(mu_);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "core/time.h"
 #include "test_server.h"
 
 namespace headway::testing {
@@ -198,6 +199,30 @@ resources: {gpus_per_process: 1}
   std::ofstream(go_on).put('\n');
   ASSERT_TRUE(server.WaitForState("big", "Succeeded", std::chrono::seconds(30)));
   ASSERT_TRUE(server.WaitForState("endless", "Succeeded"));
+}
+
+// A waiting job's owner sees its place in line and, for the job first in
+// line, when it is expected to start: here when the running job's time limit
+// frees its GPU.
+TEST(Queue, AWaitingJobShowsItsPlaceInLineAndTheFirstItsExpectedStart) {
+  TestServer server(1);
+  server.Submit("name: holder\ncommand: \"sleep 300\"\ntime_limit: 10m\n"
+                "resources: {gpus_per_process: 1}\n");
+  ASSERT_TRUE(server.WaitForState("holder", "Running"));
+  server.Submit("name: first\ncommand: \"true\"\nresources: {gpus_per_process: 1}\n");
+  server.Submit("name: second\ncommand: \"true\"\nresources: {gpus_per_process: 1}\n");
+  ASSERT_TRUE(WaitFor([&] { return server.Job("second")["queue_position"] == 2; }))
+      << server.Job("second").dump(2);
+  json first = server.Job("first");
+  EXPECT_EQ(first["queue_position"], 1);
+  auto started = ParseRfc3339(server.Job("holder")["started_at"].get<std::string>());
+  auto expected = ParseRfc3339(first["expected_start"].get<std::string>());
+  ASSERT_TRUE(started && expected) << first.dump(2);
+  EXPECT_EQ(*expected, *started + std::chrono::minutes(10));
+  EXPECT_TRUE(server.Job("second")["expected_start"].is_null());
+  EXPECT_TRUE(server.Job("holder")["queue_position"].is_null());
+  EXPECT_THAT(server.Cli({"describe", "job", "first"}).out,
+              HasSubstr("Queue:          1 in line, expected to start "));
 }
 
 }  // namespace

@@ -124,6 +124,35 @@ TEST(Scheduler, BackfillNeverDelaysTheHeadJob) {
   EXPECT_EQ(Started(d, "unknown"), nullptr);
 }
 
+// What a waiting job's owner is told: its place in line, and when the job
+// first in line will start, from the running jobs' expected ends.
+TEST(Scheduler, EveryWaitingJobHasItsPlaceInLineAndTheFirstItsExpectedStart) {
+  ClusterState s = TwoNodes();
+  s.running = {Running("a", "q", {{"n1", 8}}, T(60)), Running("b", "q", {{"n2", 4}}, T(30))};
+  WaitingJob head = Waiting("head", "q", 8, 1);
+  WaitingJob urgent = Waiting("urgent", "q", 8, 5, /*priority=*/10);
+  WaitingJob small = Waiting("small", "q", 2, 3);
+  small.time_limit = minutes(20);  // ends before the reservation: backfilled
+  WaitingJob later = Waiting("later", "q", 8, 4);
+  s.waiting = {head, small, later, urgent};
+  Decision d = Schedule(s, {.backfill = true, .preemption = false});
+  ASSERT_NE(Started(d, "small"), nullptr) << "it starts now, so it has no place in line";
+  EXPECT_EQ(d.queue_positions.count("small"), 0u);
+  EXPECT_EQ(d.queue_positions.at("urgent"), 1) << "higher priority goes first";
+  EXPECT_EQ(d.queue_positions.at("head"), 2);
+  EXPECT_EQ(d.queue_positions.at("later"), 3);
+  // urgent holds the reservation: n2 frees at +30m when b ends.
+  EXPECT_EQ(d.expected_starts.at("urgent"), T(30));
+  EXPECT_EQ(d.expected_starts.count("head"), 0u) << "only the reservation is computed";
+
+  // Without any expected end nothing is promised.
+  s.running = {Running("a", "q", {{"n1", 8}}), Running("b", "q", {{"n2", 8}})};
+  s.waiting = {head};
+  Decision unknown = Schedule(s, {.backfill = true, .preemption = false});
+  EXPECT_EQ(unknown.queue_positions.at("head"), 1);
+  EXPECT_TRUE(unknown.expected_starts.empty());
+}
+
 TEST(Scheduler, ABackfillReasonNamesNoOtherTeamsJob) {
   ClusterState s = TwoNodes();
   s.running = {Running("a", "q", {{"n1", 8}}, T(60)), Running("b", "q", {{"n2", 4}}, T(30))};

@@ -29,6 +29,7 @@ loop never waits on them.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import hashlib
 import html
 import re
@@ -48,6 +49,23 @@ def _label(text: str, limit: int) -> str:
         return clean
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:6]
     return clean[: limit - 7].strip("-") + "-" + digest
+
+
+def queued_message(notebook: dict, now: Optional[datetime.datetime] = None) -> str:
+    """What the spawn page says while the server's job waits: its place in
+    line, when it is expected to start (when Headway can tell), and why."""
+    reason = notebook.get("pending_reason") or "waiting in the queue"
+    where = []
+    position = notebook.get("queue_position")
+    if position:
+        where.append("next in line" if position == 1 else "number %d in line" % position)
+    expected = notebook.get("expected_start")
+    if expected:
+        start = datetime.datetime.fromisoformat(expected.replace("Z", "+00:00"))
+        now = now or datetime.datetime.now(datetime.timezone.utc)
+        minutes = max(0, round((start - now).total_seconds() / 60))
+        where.append("expected to start " + ("now" if minutes == 0 else "in about %d min" % minutes))
+    return "Queued on the GPU pool" + (" (" + ", ".join(where) + ")" if where else "") + ": " + reason
 
 
 class HeadwaySpawner(Spawner):
@@ -179,8 +197,7 @@ class HeadwaySpawner(Spawner):
                 yield {"progress": 90, "message": "The server is up"}
                 return
             elif notebook.get("job_state") == "Queued":
-                reason = notebook.get("pending_reason") or "waiting in the queue"
-                yield {"progress": 20, "message": "Queued on the GPU pool: " + reason}
+                yield {"progress": 20, "message": queued_message(notebook)}
             else:
                 yield {"progress": 60, "message": "Starting Jupyter on the pool (%s)"
                        % notebook.get("job", "")}

@@ -199,3 +199,19 @@ def test_jupyterhub_spawns_onto_headway_and_its_server_survives_a_hub_restart():
                 hub.stop_proxy()
             headway.stop()
             headway.end_jobs()
+
+
+def test_the_spawn_page_says_where_a_queued_server_stands():
+    spawner = pytest.importorskip("headway.jupyterhub")
+    import datetime
+    now = datetime.datetime(2026, 12, 4, 12, 0, tzinfo=datetime.timezone.utc)
+    first = {"pending_reason": "waiting for 1 GPU (0 of 4 free)", "queue_position": 1,
+             "expected_start": "2026-12-04T12:12:00.000Z"}
+    assert spawner.queued_message(first, now) == (
+        "Queued on the GPU pool (next in line, expected to start in about 12 min): "
+        "waiting for 1 GPU (0 of 4 free)")
+    third = {"pending_reason": "waiting for 1 GPU (0 of 4 free)", "queue_position": 3,
+             "expected_start": None}
+    assert spawner.queued_message(third, now) == (
+        "Queued on the GPU pool (number 3 in line): waiting for 1 GPU (0 of 4 free)")
+    assert spawner.queued_message({}, now) == "Queued on the GPU pool: waiting in the queue"
