@@ -247,6 +247,58 @@ std::string CookieValue(std::string_view header, std::string_view name) {
   return {};
 }
 
+std::string NotebookBannerScript(const std::string& name) {
+  // `name` is a notebook name ([a-z0-9-]): safe inside a JavaScript string.
+  return R"JS(
+// Headway: the notebook's idle warning, shown on every Jupyter page.
+(function () {
+  var base = '/notebooks/)JS" + name + R"JS(/';
+  var banner = null;
+  function clock(iso) { return new Date(iso).toLocaleTimeString([], {hour: '2-digit', minute: '2-digit'}); }
+  function hide() { if (banner) { banner.remove(); banner = null; } }
+  function show(status) {
+    if (!banner) {
+      banner = document.createElement('div');
+      banner.id = 'headway-idle-banner';
+      banner.setAttribute('role', 'alert');
+      // At the bottom: Jupyter's own menus and toolbars stay reachable.
+      banner.style.cssText = 'position:fixed;bottom:0;left:0;right:0;z-index:10000;padding:8px 16px;' +
+        'background:#fff3cd;color:#664d03;border-top:1px solid #e0c36a;font:14px sans-serif';
+      banner.appendChild(document.createElement('span'));
+      var keep = document.createElement('button');
+      keep.id = 'headway-keep';
+      keep.textContent = 'Keep it running';
+      keep.style.marginLeft = '12px';
+      keep.onclick = function () {
+        fetch(base + 'headway-keep', {method: 'POST', credentials: 'same-origin'}).then(check, check);
+      };
+      banner.appendChild(keep);
+      document.body.appendChild(banner);
+    }
+    banner.firstChild.textContent = 'This notebook has been idle since ' + clock(status.idle_since) +
+      ' and will be stopped at ' + clock(status.cull_at) +
+      ' to free what it holds. Your files are kept.';
+  }
+  function check() {
+    fetch(base + 'headway-status', {credentials: 'same-origin'})
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (s) { if (s && s.warned && s.cull_at && s.idle_since) show(s); else hide(); })
+      .catch(function () {});
+  }
+  check();
+  setInterval(check, 15000);
+})();
+)JS";
+}
+
+nlohmann::json NotebookStatusJson(const NotebookView& view) {
+  const auto& warned_at = view.record.cull_warned_at;
+  const bool warned = warned_at && view.idle_since && view.cull_at && *warned_at >= *view.idle_since;
+  return {{"warned", warned},
+          {"idle_since", TimeOrNull(view.idle_since)},
+          {"cull_at", TimeOrNull(view.cull_at)}};
+}
+
 std::string CookieHeaderWithout(std::string_view header, std::string_view name) {
   std::string out;
   while (!header.empty()) {

@@ -16,7 +16,14 @@
 // user token ("Authorization: Bearer ...") or the notebook's cookie, which
 // /notebooks/{name}/headway-login?code=... sets from a one-time code. Only
 // members (and admins) of the notebook's team get through: a notebook runs
-// code as the team.
+// code as the team. Three paths there are Headway's own, for the idle
+// warning shown inside Jupyter:
+//   GET  /notebooks/{name}/custom/custom.js   Jupyter's own custom.js (the
+//        user's, if any) with NotebookBannerScript after it: every Jupyter
+//        page loads it
+//   GET  /notebooks/{name}/headway-status     NotebookStatusJson
+//   POST /notebooks/{name}/headway-keep       counts as opening it: the idle
+//        spell ends and the warning goes
 #pragma once
 
 #include <functional>
@@ -25,6 +32,8 @@
 #include <map>
 #include <string>
 #include <string_view>
+
+#include <nlohmann/json.hpp>
 
 #include "api/caller_access.h"
 #include "api/http_server.h"
@@ -76,6 +85,13 @@ bool IsNotebookPath(std::string_view path);
 
 // The name of the notebook a /notebooks/ path is for; empty when malformed.
 std::string NotebookOfPath(std::string_view path);
+
+// The script that shows a notebook's idle warning as a banner on its Jupyter
+// pages, with a button that keeps it running (see the file comment).
+std::string NotebookBannerScript(const std::string& name);
+// {"warned": bool, "idle_since": time|null, "cull_at": time|null}: warned
+// while the notebook's current idle spell has been warned of.
+nlohmann::json NotebookStatusJson(const NotebookView& view);
 
 // The value of cookie `name` in a Cookie header; empty when absent.
 std::string CookieValue(std::string_view cookie_header, std::string_view name);

@@ -17,6 +17,7 @@
 #include "api/artifact_json.h"
 #include "api/auth.h"
 #include "api/dashboard.h"
+#include "api/http_client.h"
 #include "api/job_json.h"
 #include "api/kubeflow_status.h"
 #include "api/log_stream.h"
@@ -539,6 +540,28 @@ class Api {
     }
     // A notebook runs code as its team: members and admins only, never viewers.
     if (Status s = MayChange(endpoint->team); !s.ok()) return ErrorResponse(s);
+    if (req.path == base + "headway-status" && req.method == "GET") {
+      auto view = notebooks_->Get(name);
+      if (!view.ok()) return ErrorResponse(view.status());
+      return JsonResponse(200, NotebookStatusJson(*view));
+    }
+    if (req.path == base + "headway-keep" && req.method == "POST") {
+      notebooks_->Opened(name);
+      return HttpResponse{204, "text/plain; charset=utf-8", "", {}, nullptr, nullptr};
+    }
+    if (req.path == base + "custom/custom.js" && req.method == "GET") {
+      // The user's own custom.js (Jupyter answers with an empty one without),
+      // then the banner.
+      HttpClient jupyter("http://" + endpoint->host + ":" + std::to_string(endpoint->port));
+      jupyter.set_timeout(std::chrono::seconds(5));
+      auto own = jupyter.Request("GET", base + "custom/custom.js", "", "text/plain",
+                                 {{"Authorization", "token " + endpoint->token}});
+      std::string script = own.ok() && own->status == 200 ? own->body : std::string();
+      HttpResponse r{200, "application/javascript; charset=utf-8",
+                     script + "\n" + NotebookBannerScript(name), {}, nullptr, nullptr};
+      r.headers.emplace_back("Cache-Control", "no-cache");
+      return r;
+    }
     auto target = std::make_shared<ProxyTarget>();
     target->host = endpoint->host;
     target->port = endpoint->port;

@@ -371,7 +371,12 @@ Result<std::map<std::string, std::string>> NotebookController::ServerEnv(std::st
 void NotebookController::Opened(std::string_view name) {
   std::lock_guard lock(mu_);
   auto it = live_.find(std::string(name));
-  if (it != live_.end()) it->second.activity.opened_at = clock_.Now();
+  if (it == live_.end()) return;
+  // Opening it is using it: the idle spell (and its warning) ends now, not
+  // at the next check.
+  it->second.activity.opened_at = clock_.Now();
+  it->second.idle_since.reset();
+  it->second.cull_at.reset();
 }
 
 Status NotebookController::Probe(const NotebookRecord& record, const Job& job, Live& live) {

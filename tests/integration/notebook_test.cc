@@ -21,13 +21,18 @@ namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 using tcp = boost::asio::ip::tcp;
 
-// Short enough for a test: warned 4 s into an idle spell, culled at 6 s.
+// Short enough for a test: "gpu" is warned 4 s into an idle spell and culled
+// at 6 s; "warned" is warned at 3 s and culled at 60 s.
 constexpr const char* kProfiles = R"(profiles:
   - name: gpu
     description: one GPU for a test
     gpus: 1
     idle_timeout: 6s
     cull_warning: 2s
+  - name: warned
+    description: a long warning for a test
+    idle_timeout: 60s
+    cull_warning: 57s
 )";
 
 std::vector<std::string> NotebookArgs(const std::string& dir) {
@@ -178,13 +183,31 @@ resources: {gpus_per_process: 1}
   EXPECT_EQ(Call(server, alice, "POST", "/api/v1/jobs/waits-for-gpu/stop").status, 200);
 
   // Started again: a new server on the same home.
-  CommandResult again = server.Cli({"notebook", "start", "lab", "--wait"});
+  CommandResult again = server.Cli({"notebook", "start", "lab", "--profile", "warned", "--wait"});
   ASSERT_EQ(again.exit_code, 0) << again.err << again.out;
   lab = Notebook(server, alice, "lab");
   EXPECT_NE(lab["job"], first_job);
   Answer kept = Call(server, alice, "GET", "/notebooks/lab/api/contents/kept.txt");
   ASSERT_EQ(kept.status, 200) << kept.raw;
   EXPECT_EQ(kept.body["content"], "written before the cull");
+
+  // Inside Jupyter: every page loads custom.js, which now ends with the
+  // banner; once warned, the status it reads says so, and "Keep it running"
+  // ends the idle spell.
+  Answer custom = Call(server, alice, "GET", "/notebooks/lab/custom/custom.js");
+  ASSERT_EQ(custom.status, 200) << custom.raw;
+  EXPECT_THAT(custom.raw, HasSubstr("headway-idle-banner"));
+  EXPECT_THAT(custom.raw, HasSubstr("var base = '/notebooks/lab/';"));
+  EXPECT_EQ(Call(server, bob, "GET", "/notebooks/lab/headway-status").status, 403);
+  ASSERT_TRUE(WaitFor([&] {
+    return Call(server, alice, "GET", "/notebooks/lab/headway-status").body.value("warned", false);
+  }, std::chrono::seconds(30)));
+  json status = Call(server, alice, "GET", "/notebooks/lab/headway-status").body;
+  EXPECT_TRUE(status["cull_at"].is_string()) << status.dump();
+  EXPECT_TRUE(status["idle_since"].is_string()) << status.dump();
+  EXPECT_EQ(Call(server, alice, "POST", "/notebooks/lab/headway-keep").status, 204);
+  EXPECT_EQ(Call(server, alice, "GET", "/notebooks/lab/headway-status").body["warned"], false);
+  EXPECT_EQ(Notebook(server, alice, "lab")["state"], "Running");
 
   CommandResult listed = server.Cli({"notebook", "list"});
   EXPECT_THAT(listed.out, HasSubstr("lab"));
@@ -201,7 +224,7 @@ TEST(Notebooks, BadStartsAreRefusedWithTheReason) {
   Answer unknown = Call(server, server.admin_token(), "POST", "/api/v1/notebooks",
                         R"({"name": "x", "profile": "huge"})");
   EXPECT_EQ(unknown.status, 400);
-  EXPECT_THAT(unknown.raw, HasSubstr("unknown notebook profile 'huge' (profiles: gpu)"));
+  EXPECT_THAT(unknown.raw, HasSubstr("unknown notebook profile 'huge' (profiles: gpu, warned)"));
   Answer greedy = Call(server, server.admin_token(), "POST", "/api/v1/notebooks",
                        R"({"name": "x", "gpus": 2})");
   EXPECT_EQ(greedy.status, 400);

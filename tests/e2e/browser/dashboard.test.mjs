@@ -4,6 +4,7 @@
 // FAILED-<test>.png as well.
 
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { artifactsDir, isEnded, launchBrowser, repoRoot, sleep, startServer, trainJob } from './harness.mjs';
@@ -61,8 +62,8 @@ const cspViolations = [];
 const SESSION_KEY = 'headway.session';
 const storedSession = () => page.evaluate((key) => sessionStorage.getItem(key), SESSION_KEY);
 
-async function shot(name) {
-  await page.screenshot({ path: path.join(artifactsDir, `${name}.png`) });
+async function shot(name, of = page) {
+  await of.screenshot({ path: path.join(artifactsDir, `${name}.png`) });
 }
 
 // Runs `body`; on failure saves a screenshot named after the test first.
@@ -87,7 +88,15 @@ const pct = async (name) => Number.parseFloat(await page.locator(`[data-job="${n
 const points = async (metric) => Number(await page.locator(`#job-panel [data-metric="${metric}"]`).getAttribute('data-points'));
 
 before(async () => {
-  server = await startServer({ gpus: 2, auth: true, extra: ['--quota', 'nlp=1:borrow=1'] });
+  // A notebook profile whose idle warning comes 2 s into an idle spell, long
+  // before its cull: the banner inside Jupyter shows while the test looks.
+  fs.mkdirSync(artifactsDir, { recursive: true });
+  const profiles = path.join(artifactsDir, 'notebook-profiles.yaml');
+  fs.writeFileSync(profiles, 'profiles:\n  - name: default\n    idle_timeout: 10m\n    cull_warning: 598s\n');
+  server = await startServer({
+    gpus: 2, auth: true,
+    extra: ['--quota', 'nlp=1:borrow=1', '--notebook-profiles', profiles, '--notebook-check-interval', '1s'],
+  });
   const submit = async (spec) => {
     const { status, body } = await server.api('POST', '/api/v1/jobs', spec);
     assert.equal(status, 201, JSON.stringify(body));
@@ -888,6 +897,19 @@ step('a notebook: listed with its GPUs and idle time, Open signs a new tab in to
   assert.equal(kernels, 200, 'the cookie authorises the notebook\'s own API');
   const api = await tab.evaluate(async () => (await fetch('/api/v1/jobs')).status);
   assert.equal(api, 401, 'and nothing else of the server');
+  // Idle: Jupyter's page shows when it will be stopped; "Keep it running" ends the spell.
+  const warned = () => tab.evaluate(async () => {
+    const r = await fetch('/notebooks/lab/headway-status');
+    return r.ok && (await r.json()).warned;
+  });
+  for (let i = 0; i < 30 && !(await warned()); ++i) await sleep(500);
+  await tab.reload();
+  const banner = tab.locator('#headway-idle-banner');
+  await banner.waitFor({ timeout: 10000 });
+  assert.match(await banner.textContent(), /has been idle since .* and will be stopped at .*Your files are kept/);
+  await shot('25-notebook-idle-banner', tab);
+  await tab.locator('#headway-keep').click();
+  await banner.waitFor({ state: 'detached', timeout: 10000 });
   await tab.close();
   // Stop: the row says so and offers Start.
   await row.locator('button.stop-notebook').click();
