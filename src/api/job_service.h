@@ -135,6 +135,12 @@ class JobService {
   virtual Result<std::vector<std::string>> MetricNames(std::string_view name) = 0;
   // Why a queued job is not running yet; empty when it is not queued.
   virtual std::string PendingReason(std::string_view name) = 0;
+  // The address of the host a running job's rank 0 is on (its executor's
+  // answer: loopback on this machine, the node's address on a cluster).
+  virtual Result<std::string> PrimaryHost(std::string_view name) {
+    (void)name;
+    return std::string("127.0.0.1");
+  }
   // A queued job's place in line, as of the last scheduling pass.
   virtual QueuePlace QueuePlaceOf(std::string_view name) {
     (void)name;

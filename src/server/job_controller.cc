@@ -353,6 +353,20 @@ Result<std::vector<LogFile>> JobController::LogFiles(std::string_view name) {
   return store_.ListLogFiles(name);
 }
 
+Result<std::string> JobController::PrimaryHost(std::string_view name) {
+  Job job;
+  {
+    std::lock_guard lock(mu_);
+    auto stored = store_.GetJob(name);
+    if (!stored.ok()) return stored.status();
+    job = std::move(*stored);
+  }
+  if (job.state != JobState::kRunning || job.executor_handle.empty()) {
+    return Unavailable("job '" + job.name() + "' is not running");
+  }
+  return ExecutorFor(job).PrimaryHost(job.executor_handle);
+}
+
 api::QueuePlace JobController::QueuePlaceOf(std::string_view name) {
   std::lock_guard lock(pool_mu_);
   auto it = queue_places_.find(std::string(name));

@@ -29,6 +29,7 @@ constexpr const char* kServerFile = "notebook-server.json";
 constexpr const char* kLauncher = R"py(
 import json, os, socket, ssl, sys, urllib.request
 name, mode = sys.argv[1], sys.argv[2]
+ip = sys.argv[3] if len(sys.argv) > 3 else "127.0.0.1"
 info_dir = os.environ["HEADWAY_CHECKPOINT_DIR"]
 home = os.environ.get("HOME") or os.getcwd()
 request = urllib.request.Request(
@@ -41,14 +42,14 @@ if os.environ.get("HEADWAY_CA_FILE"):
 with urllib.request.urlopen(request, timeout=30, context=context) as answer:
     os.environ.update(json.load(answer)["env"])
 s = socket.socket()
-s.bind(("127.0.0.1", 0))
+s.bind((ip, 0))
 port = s.getsockname()[1]
 s.close()
 if mode == "jupyterhub":
     base = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/")
-    os.environ["JUPYTERHUB_SERVICE_URL"] = "http://127.0.0.1:%d%s" % (port, base)
+    os.environ["JUPYTERHUB_SERVICE_URL"] = "http://%s:%d%s" % (ip, port, base)
     argv = [sys.executable, "-m", "jupyterhub.singleuser", "--port=%d" % port,
-            "--ip=127.0.0.1", "--SingleUserNotebookApp.open_browser=False"]
+            "--ip=" + ip, "--SingleUserNotebookApp.open_browser=False"]
 else:
     base = "/notebooks/%s/" % name
     try:
@@ -56,7 +57,7 @@ else:
         app, argv = "NotebookApp", [sys.executable, "-m", "notebook"]
     except ImportError:
         app, argv = "ServerApp", [sys.executable, "-m", "jupyter_server"]
-    for key, value in (("ip", "127.0.0.1"), ("port", str(port)), ("port_retries", "0"),
+    for key, value in (("ip", ip), ("port", str(port)), ("port_retries", "0"),
                        ("base_url", base), ("open_browser", "False"),
                        ("allow_remote_access", "True"),
                        ("notebook_dir" if app == "NotebookApp" else "root_dir", home)):
@@ -110,8 +111,9 @@ std::string Seconds(Duration d) {
 }  // namespace
 
 std::vector<std::string> NotebookCommand(const std::string& python, const std::string& notebook,
-                                         bool jupyterhub) {
-  return {python, "-c", kLauncher, notebook, jupyterhub ? "jupyterhub" : "headway"};
+                                         bool jupyterhub, bool every_interface) {
+  return {python, "-c", kLauncher, notebook, jupyterhub ? "jupyterhub" : "headway",
+          every_interface ? "0.0.0.0" : "127.0.0.1"};
 }
 
 NotebookController::NotebookController(Store& store, api::JobService& jobs, const Clock& clock,
@@ -193,14 +195,13 @@ Result<api::NotebookView> NotebookController::Start(const api::NotebookStartRequ
                            std::to_string(profile->gpus) + " GPU(s), asked for " +
                            std::to_string(gpus));
   }
-  // The proxy reaches a notebook's server on this machine: not yet on a
-  // cluster engine's nodes.
+  // On a cluster engine's node the server listens on every interface, for
+  // the proxy to reach it from here (its token still guards it); on this
+  // machine on loopback only.
   const std::string queue = profile->queue.empty() ? request.team : profile->queue;
+  bool remote = false;
   for (const api::QueueStatus& q : jobs_.Queues()) {
-    if (q.name == queue && q.executor != "local") {
-      return InvalidArgument("notebooks run on this machine's pool for now; queue '" + queue +
-                             "' is " + q.executor + "'s (give the profile a local queue)");
-    }
+    if (q.name == queue && q.executor != "local") remote = true;
   }
   NotebookRecord record;
   {
@@ -248,7 +249,7 @@ Result<api::NotebookView> NotebookController::Start(const api::NotebookStartRequ
     spec.name = record.job;
     spec.team = record.team;
     spec.queue = profile->queue;
-    spec.command = NotebookCommand(options_.python, record.name, !record.hub_user.empty());
+    spec.command = NotebookCommand(options_.python, record.name, !record.hub_user.empty(), remote);
     spec.env = profile->env;
     spec.resources.gpus_per_process = gpus;
     spec.resources.cpus = profile->cpus;
@@ -383,7 +384,18 @@ Status NotebookController::Probe(const NotebookRecord& record, const Job& job, L
   auto file = ReadServerFile(options_.data_dir, job.name());
   if (!file.ok()) return file.status();
   api::NotebookEndpoint endpoint;
+  // On this machine: loopback. On a cluster node: the node's address, asked
+  // of the executor once per server.
   endpoint.host = "127.0.0.1";
+  if (job.executor != "local") {
+    if (!live.endpoint.host.empty() && live.endpoint.port == (*file)["port"].get<int>()) {
+      endpoint.host = live.endpoint.host;
+    } else {
+      auto host = jobs_.PrimaryHost(job.name());
+      if (!host.ok()) return host.status();
+      endpoint.host = *host;
+    }
+  }
   endpoint.port = (*file)["port"].get<int>();
   // The token the server was given: Headway's own, or the hub's for its server.
   json env = json::parse(record.server_env_json, nullptr, false);

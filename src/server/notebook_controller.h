@@ -45,8 +45,10 @@ struct NotebookControllerOptions {
 };
 
 // The job command of a notebook's server (see the file comment). Pure.
+// `every_interface`: on a cluster node the server listens on every
+// interface, for the proxy to reach it; else on loopback.
 std::vector<std::string> NotebookCommand(const std::string& python, const std::string& notebook,
-                                         bool jupyterhub);
+                                         bool jupyterhub, bool every_interface = false);
 
 class NotebookController final : public api::NotebookService {
  public:

@@ -345,5 +345,39 @@ resources: {processes_per_node: 2}
   EXPECT_THAT(cluster_->ShowJob(id), HasSubstr("JobState=RUNNING"));
 }
 
+// A notebook on a Slurm node: its server listens there, the proxy reaches it
+// at the node's address, and its home is the persistent one in the shared
+// data directory.
+TEST_F(SlurmTest, ANotebookRunsAsASlurmJobBehindTheProxy) {
+  const std::string profiles = cluster_->conf() + ".notebook-profiles.yaml";
+  std::ofstream(profiles) << "profiles:\n  - name: cluster\n    queue: cluster\n    idle_timeout: 1h\n";
+  auto server = std::make_unique<TestServer>(
+      0, std::vector<std::string>{"--queue", "cluster=slurm:partition=debug", "--allow-root-jobs",
+                                  "--notebook-profiles", profiles});
+  CommandResult started = server->Cli({"notebook", "start", "lab", "--team", "vision", "--wait"});
+  ASSERT_EQ(started.exit_code, 0) << started.err << started.out;
+  const nlohmann::json lab = Call(*server, server->admin_token(), "GET", "/api/v1/notebooks/lab").body;
+  const std::string job = lab["job"];
+  EXPECT_EQ(server->Job(job)["executor"], "slurm");
+  EXPECT_FALSE(SlurmId(*server, job).empty());
+
+  Answer status = Call(*server, server->admin_token(), "GET", "/notebooks/lab/api/status");
+  EXPECT_EQ(status.status, 200) << status.raw;
+  Answer kernel = Call(*server, server->admin_token(), "POST", "/notebooks/lab/api/kernels",
+                       R"({"name": "python3"})");
+  EXPECT_EQ(kernel.status, 201) << kernel.raw;
+  Answer saved = Call(*server, server->admin_token(), "PUT", "/notebooks/lab/api/contents/kept.txt",
+                      R"({"type": "file", "format": "text", "content": "on the node"})");
+  EXPECT_EQ(saved.status, 201) << saved.raw;
+  bool in_home = false;
+  for (const auto& user : std::filesystem::directory_iterator(server->data_dir() + "/homes/vision")) {
+    in_home = in_home || std::filesystem::exists(user.path() / "kept.txt");
+  }
+  EXPECT_TRUE(in_home) << "written to the persistent home";
+
+  EXPECT_EQ(server->Cli({"notebook", "stop", "lab"}).exit_code, 0);
+  EXPECT_TRUE(server->WaitForState(job, "Stopped", std::chrono::seconds(60)));
+}
+
 }  // namespace
 }  // namespace headway::testing

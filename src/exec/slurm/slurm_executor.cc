@@ -95,6 +95,11 @@ class SlurmExecutor final : public Executor {
       for (const auto& [k, v] : request.platform_env) env += "export " + k + "=" + Quote(v) + "\n";
       env += "export HEADWAY_ATTEMPT=" + std::to_string(request.attempt) + "\n";
       env += "export LOCAL_WORLD_SIZE=" + std::to_string(r.processes_per_node) + "\n";
+      // A persistent home (notebooks') is the job's HOME on every node; the
+      // data directory is shared with the nodes, as the run directory is.
+      if (spec.persistent_home && !request.job_home.empty()) {
+        env += "export HOME=" + Quote(request.job_home) + "\n";
+      }
       int fd = ::open(env_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
       if (fd < 0) return Unavailable("cannot write " + env_path + ": " + std::strerror(errno));
       const bool written = ::write(fd, env.data(), env.size()) == static_cast<ssize_t>(env.size());
