@@ -353,7 +353,7 @@ Result<std::vector<LogFile>> JobController::LogFiles(std::string_view name) {
   return store_.ListLogFiles(name);
 }
 
-Result<std::string> JobController::PrimaryHost(std::string_view name) {
+Result<Job> JobController::RunningJob(std::string_view name) {
   Job job;
   {
     std::lock_guard lock(mu_);
@@ -362,9 +362,16 @@ Result<std::string> JobController::PrimaryHost(std::string_view name) {
     job = std::move(*stored);
   }
   if (job.state != JobState::kRunning || job.executor_handle.empty()) {
-    return Unavailable("job '" + job.name() + "' is not running");
+    return Conflict("job '" + job.name() + "' is not running (" +
+                    std::string(JobStateName(job.state)) + ")");
   }
-  return ExecutorFor(job).PrimaryHost(job.executor_handle);
+  return job;
+}
+
+Result<std::string> JobController::PrimaryHost(std::string_view name) {
+  auto job = RunningJob(name);
+  if (!job.ok()) return job.status();
+  return ExecutorFor(*job).PrimaryHost(job->executor_handle);
 }
 
 api::QueuePlace JobController::QueuePlaceOf(std::string_view name) {
@@ -402,17 +409,9 @@ Result<Job> JobController::StoppableJob(std::string_view name) {
 Result<std::shared_ptr<api::AttachedProcess>> JobController::Exec(std::string_view name,
                                                                   const api::ExecOptions& options,
                                                                   const std::string& who) {
-  Job job;
-  {
-    std::lock_guard lock(mu_);
-    auto stored = store_.GetJob(name);
-    if (!stored.ok()) return stored.status();
-    job = std::move(*stored);
-  }
-  if (job.state != JobState::kRunning || job.executor_handle.empty()) {
-    return Conflict("job '" + job.name() + "' is not running (" +
-                    std::string(JobStateName(job.state)) + ")");
-  }
+  auto running = RunningJob(name);
+  if (!running.ok()) return running.status();
+  const Job job = std::move(*running);
   if (options.rank < 0 || options.rank >= job.spec.resources.processes()) {
     return InvalidArgument("job '" + job.name() + "' has ranks 0 to " +
                            std::to_string(job.spec.resources.processes() - 1) + ", not " +

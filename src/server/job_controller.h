@@ -180,6 +180,8 @@ class JobController final : public api::JobService {
   LaunchRequest AttemptRequest(const Job& job) const;
   void IndexLogs(const Job& job, const Launched& launched, std::vector<JobEvent>& events);
   // The job, or Conflict when it already ended; callers hold mu_.
+  // The job if it is running (launched, with a handle); else Conflict with its state.
+  Result<Job> RunningJob(std::string_view name);
   Result<Job> StoppableJob(std::string_view name);
   // Whether the job has reported all its steps (a preempted job that exits
   // having finished is not requeued).
