@@ -343,6 +343,9 @@ resources: {processes_per_node: 2}
   })) << "every command's end is recorded";
   EXPECT_EQ(server->State("sl-exec"), "Running");
   EXPECT_THAT(cluster_->ShowJob(id), HasSubstr("JobState=RUNNING"));
+  // Its node's CPUs go back to Slurm for the next test.
+  EXPECT_EQ(server->Cli({"stop", "sl-exec"}).exit_code, 0);
+  EXPECT_TRUE(server->WaitForState("sl-exec", "Stopped", std::chrono::seconds(60)));
 }
 
 // A notebook on a Slurm node: its server listens there, the proxy reaches it
