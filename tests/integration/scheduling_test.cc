@@ -177,19 +177,21 @@ TEST(Preemption, AHealthyJobOfEqualPriorityIsNotPreempted) {
 TEST(Backfill, AShortJobRunsAheadWhenTheProgressEtaShowsItCannotDelayTheHeadJob) {
   TestServer server(2);
   // "running" holds 1 GPU with no time limit; only its progress says when it
-  // ends. Half way it waits for the test, so it cannot end before the test
-  // has looked, however slow the machine.
+  // ends: it reports 600 steps at 10 a second, so about a minute. At step 30
+  // it waits for the test, so it cannot end before the test has looked,
+  // however slow the machine; once let go it ends early, at step 60.
   const std::string go_on = server.work_dir() + "/go-on";
   server.Submit(R"(
 name: running
-command: "for i in $(seq 1 60); do echo \"HEADWAY {\\\"step\\\": $i, \\\"total_steps\\\": 60}\"; sleep 0.1; if [ $i = 30 ]; then while [ ! -e )" +
+command: "for i in $(seq 1 60); do echo \"HEADWAY {\\\"step\\\": $i, \\\"total_steps\\\": 600}\"; sleep 0.1; if [ $i = 30 ]; then while [ ! -e )" +
                 go_on + R"( ]; do sleep 0.05; done; fi; done"
 resources: {gpus_per_process: 1}
 )");
   ASSERT_TRUE(WaitFor([&] { return server.Job("running")["progress"]["eta_seconds"].is_number(); }));
   server.Submit("name: big\ncommand: \"true\"\nresources: {gpus_per_process: 2}\n");
-  // 2 s: well inside the ETA, and room for a slow machine to start and end it.
-  server.Submit("name: short\ncommand: \"sleep 0.2\"\ntime_limit: 2s\nresources: {gpus_per_process: 1}\n");
+  // 15 s: well inside the ETA, and room for a loaded machine (a sanitizer
+  // build, other suites in parallel) to start and end it.
+  server.Submit("name: short\ncommand: \"sleep 0.2\"\ntime_limit: 15s\nresources: {gpus_per_process: 1}\n");
   server.Submit("name: endless\ncommand: \"sleep 0.2\"\nresources: {gpus_per_process: 1}\n");
   ASSERT_TRUE(server.WaitForState("short", "Succeeded")) << server.Job("short").dump(2);
   EXPECT_TRUE(server.HasEvent("short", "StateChanged", "backfilled"));
