@@ -51,6 +51,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   server->add_option("--data-dir", server_config.data_dir, "database and job files")
       ->capture_default_str();
+  server->add_option("--store", server_config.store_url,
+                     "the database: sqlite:///PATH (default: DATA_DIR/headway.db) or "
+                     "postgresql://USER@HOST:PORT/DB (a password from PGPASSFILE or "
+                     "?passfile=..., never on the command line)");
   server->add_option("--gpus", gpus,
                      "number of logical GPUs to schedule (default: the GPUs nvidia-smi lists)")
       ->check(CLI::Range(0, 4096));

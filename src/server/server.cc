@@ -285,12 +285,16 @@ int RunServer(const ServerConfig& config) {
     spdlog::error("{}", data_dir_lock.status().message());
     return 1;
   }
-  std::string db_path = (std::filesystem::path(config.data_dir) / "headway.db").string();
-  auto store = OpenSqliteStore(db_path);
+  const std::string store_url =
+      config.store_url.empty()
+          ? "sqlite://" + (std::filesystem::absolute(config.data_dir) / "headway.db").string()
+          : config.store_url;
+  auto store = OpenStore(store_url);
   if (!store.ok()) {
     spdlog::error("{}", store.status().ToString());
     return 1;
   }
+  spdlog::info("store: {}", RedactedStoreUrl(store_url));
   auto queues = ParseQueueMappings(config.queues);
   if (!queues.ok()) {
     spdlog::error("{}", queues.status().ToString());

@@ -17,6 +17,9 @@ struct ServerConfig {
   std::string listen_address = "127.0.0.1";
   int port = 8080;               // 0: any free port (printed at start)
   std::string data_dir;          // SQLite file and job run directories
+  // Where jobs and everything else are kept (store/store.h OpenStore):
+  // empty for the SQLite file in data_dir, or postgresql://...
+  std::string store_url;
   std::optional<int> gpus;       // logical GPU count; default: the GPUs nvidia-smi lists
   // Queue mappings, "NAME=EXECUTOR[:key=value,...]", e.g.
   // "gpu=slurm:partition=debug,account=ml,qos=normal". Unmapped queues run locally.

@@ -196,4 +196,16 @@ class Store {
 // opened, or with Internal if it was written by a newer Headway.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
 
+// Connects to PostgreSQL (a libpq connection URI or "key=value" string) and
+// brings the schema up to date; Unavailable when it cannot connect.
+Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url);
+
+// The store a --store URL names: sqlite:///ABSOLUTE/PATH (or a plain path),
+// postgresql://USER@HOST:PORT/DB?... (postgres:// too). InvalidArgument for
+// another scheme.
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url);
+
+// The URL without its password, for logs and errors.
+std::string RedactedStoreUrl(const std::string& url);
+
 }  // namespace headway

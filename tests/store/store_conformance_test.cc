@@ -1,30 +1,32 @@
-// Store tests against a real SQLite file in a temporary directory.
+// The Store's conformance suite: every test runs against each backend, a
+// real SQLite file and a real PostgreSQL server on loopback (started for the
+// suite by tests/store/databases as a ctest fixture), each test on a fresh
+// database. A backend passes when it behaves as the Store interface says.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
-#include <stdlib.h>
 
 #include <cmath>
-#include <filesystem>
 #include <limits>
 
 #include "store/store.h"
+#include "test_databases.h"
 
 namespace headway {
 namespace {
 
-class SqliteStoreTest : public ::testing::Test {
+class StoreConformance : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    std::string pattern = (std::filesystem::temp_directory_path() / "headway-store-XXXXXX").string();
-    dir_ = mkdtemp(pattern.data());
-    path_ = dir_ + "/headway.db";
+    url_ = testing::CreateTestDatabase(GetParam(),
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ASSERT_FALSE(url_.empty());
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override { testing::DropTestDatabase(GetParam(), url_); }
 
+  // A new connection to the test's database, as a restarted server opens it.
   std::unique_ptr<Store> Open() {
-    auto store = OpenSqliteStore(path_);
+    auto store = OpenStore(url_);
     EXPECT_TRUE(store.ok()) << store.status().ToString();
-    return std::move(store.value());
+    return store.ok() ? std::move(store.value()) : nullptr;
   }
 
   static Job MakeJob(const std::string& name, const std::string& team = "default") {
@@ -38,10 +40,38 @@ class SqliteStoreTest : public ::testing::Test {
 
   JobEvent Submitted(const std::string& name) { return {0, name, FromUnixMillis(1000), "Submitted", "job submitted"}; }
 
-  std::string dir_, path_;
+  std::string url_;
 };
 
-TEST_F(SqliteStoreTest, JobsSurviveReopening) {
+Artifact MakeArtifact(const std::string& name, const std::string& team, char digest_char) {
+  Artifact a;
+  a.name = name;
+  a.team = team;
+  a.kind = ArtifactKind::kCheckpoint;
+  a.created_by = "job/train";
+  a.size = 100;
+  a.digest = "sha256:" + std::string(64, digest_char);
+  a.producer = {"train", 0, 40, ""};
+  a.metrics = {{"eval_loss", 0.5}, {"loss", std::numeric_limits<double>::quiet_NaN()}};
+  a.labels = {{"framework", "jax"}};
+  a.created_at = FromUnixMillis(5000);
+  return a;
+}
+
+WorkflowRecord MakeWorkflow(const std::string& name, const std::string& team, std::int64_t at) {
+  WorkflowRecord w;
+  w.name = name;
+  w.team = team;
+  w.uid = "uid-" + name;
+  w.created_by = "user/ann";
+  w.phase = "Pending";
+  w.manifest = R"({"metadata":{"name":")" + name + R"("},"spec":{"entrypoint":"main"}})";
+  w.status = R"({"phase":"Pending"})";
+  w.created_at = FromUnixMillis(at);
+  return w;
+}
+
+TEST_P(StoreConformance, JobsSurviveReopening) {
   {
     auto store = Open();
     Job job = MakeJob("a");
@@ -73,7 +103,7 @@ TEST_F(SqliteStoreTest, JobsSurviveReopening) {
   EXPECT_EQ(later->size(), 1u);
 }
 
-TEST_F(SqliteStoreTest, DuplicateNameIsAConflictAndChangesNothing) {
+TEST_P(StoreConformance, DuplicateNameIsAConflictAndChangesNothing) {
   auto store = Open();
   Job a = MakeJob("a");
   ASSERT_TRUE(store->CreateJob(a, Submitted("a")).ok());
@@ -84,13 +114,13 @@ TEST_F(SqliteStoreTest, DuplicateNameIsAConflictAndChangesNothing) {
   EXPECT_EQ(store->ListEvents("a")->size(), 1u);
 }
 
-TEST_F(SqliteStoreTest, UnknownJobIsNotFound) {
+TEST_P(StoreConformance, UnknownJobIsNotFound) {
   auto store = Open();
   EXPECT_EQ(store->GetJob("nope").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(store->SaveJob(MakeJob("nope"), {}).code(), StatusCode::kNotFound);
 }
 
-TEST_F(SqliteStoreTest, ListFiltersAndKeepsSubmissionOrder) {
+TEST_P(StoreConformance, ListFiltersAndKeepsSubmissionOrder) {
   auto store = Open();
   for (auto [name, team] : {std::pair{"c", "t1"}, {"a", "t2"}, {"b", "t1"}}) {
     Job j = MakeJob(name, team);
@@ -120,34 +150,7 @@ TEST_F(SqliteStoreTest, ListFiltersAndKeepsSubmissionOrder) {
   EXPECT_EQ(names(*store->ListJobs(labels)), (std::vector<std::string>{"a"}));
 }
 
-TEST_F(SqliteStoreTest, UsesWalAndRecordsTheSchemaVersion) {
-  { auto store = Open(); }
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  sqlite3_stmt* stmt = nullptr;
-  sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, nullptr);
-  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)), "wal");
-  sqlite3_finalize(stmt);
-  sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr);
-  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  EXPECT_GE(sqlite3_column_int(stmt, 0), 1);
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-}
-
-TEST_F(SqliteStoreTest, RefusesADatabaseFromANewerVersion) {
-  { auto store = Open(); }
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  sqlite3_exec(db, "PRAGMA user_version=999", nullptr, nullptr, nullptr);
-  sqlite3_close(db);
-  auto store = OpenSqliteStore(path_);
-  ASSERT_FALSE(store.ok());
-  EXPECT_NE(store.status().message().find("newer"), std::string::npos);
-}
-
-TEST_F(SqliteStoreTest, KeepsPreemptionState) {
+TEST_P(StoreConformance, KeepsPreemptionState) {
   {
     auto store = Open();
     Job job = MakeJob("a");
@@ -168,39 +171,7 @@ TEST_F(SqliteStoreTest, KeepsPreemptionState) {
   EXPECT_EQ(job->requeued_at, FromUnixMillis(6000));
 }
 
-TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
-  {
-    auto store = Open();
-    Job old = MakeJob("old");
-    ASSERT_TRUE(store->CreateJob(old, Submitted("old")).ok());
-  }
-  // Turn it back into a v2 database, as an earlier release left it.
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  for (const char* sql : {"ALTER TABLE jobs DROP COLUMN preemptions",
-                          "ALTER TABLE jobs DROP COLUMN preempt_requested_at",
-                          "ALTER TABLE jobs DROP COLUMN preempt_message",
-                          "ALTER TABLE jobs DROP COLUMN requeued_at",
-                          "ALTER TABLE jobs DROP COLUMN created_by", "DROP TABLE trials",
-                          "DROP TABLE experiments", "DROP TABLE user_tokens",
-                          "DROP TABLE webhook_cursors", "ALTER TABLE jobs DROP COLUMN health",
-                          "ALTER TABLE jobs DROP COLUMN health_reason",
-                          "ALTER TABLE jobs DROP COLUMN delete_requested_at",
-                          "DROP TABLE artifact_names", "DROP TABLE artifacts",
-                          "DROP TABLE artifact_uses", "DROP TABLE workflows",
-                          "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
-                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks",
-                          "PRAGMA user_version=2"}) {
-    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
-  }
-  sqlite3_close(db);
-  auto job = Open()->GetJob("old");
-  ASSERT_TRUE(job.ok()) << job.status().ToString();
-  EXPECT_EQ(job->preemptions, 0);
-  EXPECT_FALSE(job->preempt_requested_at);
-}
-
-TEST_F(SqliteStoreTest, KeepsWhoCreatedAJob) {
+TEST_P(StoreConformance, KeepsWhoCreatedAJob) {
   {
     auto store = Open();
     Job job = MakeJob("a");
@@ -214,7 +185,7 @@ TEST_F(SqliteStoreTest, KeepsWhoCreatedAJob) {
   EXPECT_EQ(job->created_by, "experiment/sweep");
 }
 
-TEST_F(SqliteStoreTest, SpecsWithControlCharactersReadBack) {
+TEST_P(StoreConformance, SpecsWithControlCharactersReadBack) {
   auto store = Open();
   Job job = MakeJob("ctl", "t\x1b]0;x\x07");
   job.spec.labels = {{"k\x7f", "\xc2\x9b" "31m"}, {"x", "\x1b[2J"}};
@@ -226,47 +197,7 @@ TEST_F(SqliteStoreTest, SpecsWithControlCharactersReadBack) {
   EXPECT_EQ(store->ListJobs({})->size(), 1u);
 }
 
-TEST_F(SqliteStoreTest, UpgradeCreditsAnExperimentOnlyWithItsOwnTrialJobs) {
-  {
-    auto store = Open();
-    ExperimentRecord e{"btrain", R"({"name":"btrain","trial_template":{"team":"a"}})",
-                       ExperimentState::kRunning, "", FromUnixMillis(1000), {}};
-    ASSERT_TRUE(store->CreateExperiment(e).ok());
-    Job own = MakeJob("btrain-0", "a");
-    own.spec.labels = {{"experiment", "btrain"}, {"trial", "0"}};
-    Job foreign = MakeJob("btrain-1", "b");  // another team's job the trial collided with
-    foreign.spec.labels = {{"experiment", "btrain"}, {"trial", "1"}};
-    Job plain = MakeJob("other", "a");
-    for (Job* j : {&own, &foreign, &plain}) {
-      ASSERT_TRUE(store->CreateJob(*j, Submitted(j->name())).ok());
-    }
-    for (int i : {0, 1}) {
-      TrialRecord t{"btrain", i, "btrain-" + std::to_string(i), "{}", TrialState::kRunning, false, {}, ""};
-      ASSERT_TRUE(store->CreateTrial(t).ok());
-    }
-  }
-  // Back to v6, as the release before owners left it.
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  for (const char* sql : {"ALTER TABLE jobs DROP COLUMN created_by", "DROP TABLE webhook_cursors",
-                          "ALTER TABLE jobs DROP COLUMN health",
-                          "ALTER TABLE jobs DROP COLUMN health_reason",
-                          "ALTER TABLE jobs DROP COLUMN delete_requested_at",
-                          "DROP TABLE artifact_names", "DROP TABLE artifacts",
-                          "DROP TABLE artifact_uses", "DROP TABLE workflows",
-                          "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
-                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks",
-                          "PRAGMA user_version=6"}) {
-    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
-  }
-  sqlite3_close(db);
-  auto store = Open();
-  EXPECT_EQ(store->GetJob("btrain-0")->created_by, "experiment/btrain");
-  EXPECT_EQ(store->GetJob("btrain-1")->created_by, "") << "another team's job is never credited";
-  EXPECT_EQ(store->GetJob("other")->created_by, "");
-}
-
-TEST_F(SqliteStoreTest, ExperimentsAndTrialsSurviveReopening) {
+TEST_P(StoreConformance, ExperimentsAndTrialsSurviveReopening) {
   {
     auto store = Open();
     ExperimentRecord e{"sweep", R"({"name":"sweep"})", ExperimentState::kRunning, "", FromUnixMillis(1000), {}};
@@ -301,7 +232,7 @@ TEST_F(SqliteStoreTest, ExperimentsAndTrialsSurviveReopening) {
   EXPECT_EQ(store->ListExperiments()->size(), 1u);
 }
 
-TEST_F(SqliteStoreTest, LogIndex) {
+TEST_P(StoreConformance, LogIndex) {
   auto store = Open();
   Job a = MakeJob("a");
   ASSERT_TRUE(store->CreateJob(a, Submitted("a")).ok());
@@ -315,7 +246,7 @@ TEST_F(SqliteStoreTest, LogIndex) {
   EXPECT_EQ((*logs)[2].path, "/x/1-0");
 }
 
-TEST_F(SqliteStoreTest, UserTokensKeepOnlyHashesAndRevocation) {
+TEST_P(StoreConformance, UserTokensKeepOnlyHashesAndRevocation) {
   {
     auto store = Open();
     UserToken t{"alice", "vision", Role::kMember, "hash-a", FromUnixMillis(5000), std::nullopt,
@@ -344,7 +275,7 @@ TEST_F(SqliteStoreTest, UserTokensKeepOnlyHashesAndRevocation) {
   EXPECT_FALSE((*tokens)[1].revoked_at);
 }
 
-TEST_F(SqliteStoreTest, TokensKeepTheirExpiryAndOnlyExpiredSessionsAreDeleted) {
+TEST_P(StoreConformance, TokensKeepTheirExpiryAndOnlyExpiredSessionsAreDeleted) {
   auto store = Open();
   auto token = [](std::string name, std::string hash, std::optional<Time> expires,
                   std::string parent) {
@@ -367,7 +298,7 @@ TEST_F(SqliteStoreTest, TokensKeepTheirExpiryAndOnlyExpiredSessionsAreDeleted) {
   EXPECT_EQ((*tokens)[1].parent, "brief");
 }
 
-TEST_F(SqliteStoreTest, MetricAfterReturnsOnlyLaterPointsInOrder) {
+TEST_P(StoreConformance, MetricAfterReturnsOnlyLaterPointsInOrder) {
   auto store = Open();
   Job a = MakeJob("a");
   ASSERT_TRUE(store->CreateJob(a, Submitted("a")).ok());
@@ -387,7 +318,7 @@ TEST_F(SqliteStoreTest, MetricAfterReturnsOnlyLaterPointsInOrder) {
   EXPECT_TRUE(store->MetricAfter("a", "loss", 9, 10)->empty());
 }
 
-TEST_F(SqliteStoreTest, ListsEventsOfEveryJobAfterAnIdByTypeWithALimit) {
+TEST_P(StoreConformance, ListsEventsOfEveryJobAfterAnIdByTypeWithALimit) {
   auto store = Open();
   EXPECT_EQ(*store->LastEventId(), 0);
   Job a = MakeJob("a"), b = MakeJob("b");
@@ -428,65 +359,7 @@ TEST_F(SqliteStoreTest, ListsEventsOfEveryJobAfterAnIdByTypeWithALimit) {
   EXPECT_EQ(store->ListEventsAfter(0, {"Launched"}, 100)->size(), 1u);
 }
 
-TEST_F(SqliteStoreTest, UpgradesAVersion7DatabaseWithWebhookCursors) {
-  {
-    auto store = Open();
-    Job old = MakeJob("old");
-    ASSERT_TRUE(store->CreateJob(old, Submitted("old")).ok());
-  }
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  for (const char* sql : {"DROP TABLE webhook_cursors", "ALTER TABLE jobs DROP COLUMN health",
-                          "ALTER TABLE jobs DROP COLUMN health_reason",
-                          "ALTER TABLE jobs DROP COLUMN delete_requested_at",
-                          "DROP TABLE artifact_names", "DROP TABLE artifacts",
-                          "DROP TABLE artifact_uses", "DROP TABLE workflows",
-                          "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
-                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks",
-                          "PRAGMA user_version=7"}) {
-    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
-  }
-  sqlite3_close(db);
-  auto store = Open();
-  EXPECT_FALSE(store->GetWebhookCursor("sha256:aa")->has_value());
-  ASSERT_TRUE(store->SetWebhookCursor("sha256:aa", *store->LastEventId(), FromUnixMillis(1)).ok());
-  EXPECT_EQ(store->GetWebhookCursor("sha256:aa")->value_or(-1), 1);
-}
-
-TEST_F(SqliteStoreTest, UpgradesAVersion9DatabaseKeepingJobsAndTheirHealth) {
-  {
-    auto store = Open();
-    Job old = MakeJob("old");
-    ASSERT_TRUE(store->CreateJob(old, Submitted("old")).ok());
-    old.health = Health::kDiverging;
-    ASSERT_TRUE(store->SaveJob(old, {}).ok());
-  }
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  for (const char* sql : {"ALTER TABLE jobs DROP COLUMN health_reason",
-                          "ALTER TABLE jobs DROP COLUMN delete_requested_at",
-                          "DROP TABLE artifact_names", "DROP TABLE artifacts",
-                          "DROP TABLE artifact_uses", "DROP TABLE workflows",
-                          "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
-                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks",
-                          "PRAGMA user_version=9"}) {
-    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
-  }
-  sqlite3_close(db);
-  auto store = Open();
-  auto job = store->GetJob("old");
-  ASSERT_TRUE(job.ok()) << job.status().ToString();
-  EXPECT_EQ(job->health, Health::kDiverging);
-  EXPECT_EQ(job->health_reason, "");
-  EXPECT_FALSE(job->delete_requested_at);
-  job->health_reason = "loss is NaN at step 40";
-  job->delete_requested_at = FromUnixMillis(7000);
-  ASSERT_TRUE(store->SaveJob(*job, {}).ok());
-  EXPECT_EQ(store->GetJob("old")->health_reason, "loss is NaN at step 40");
-  EXPECT_EQ(store->GetJob("old")->delete_requested_at, FromUnixMillis(7000));
-}
-
-TEST_F(SqliteStoreTest, DeletingAJobRemovesEverythingKeptOfItAndFreesItsName) {
+TEST_P(StoreConformance, DeletingAJobRemovesEverythingKeptOfItAndFreesItsName) {
   auto store = Open();
   for (const char* name : {"gone", "kept"}) {
     Job job = MakeJob(name);
@@ -511,7 +384,7 @@ TEST_F(SqliteStoreTest, DeletingAJobRemovesEverythingKeptOfItAndFreesItsName) {
   EXPECT_TRUE(store->CreateJob(again, Submitted("gone")).ok());
 }
 
-TEST_F(SqliteStoreTest, WebhookCursorsSurviveReopening) {
+TEST_P(StoreConformance, WebhookCursorsSurviveReopening) {
   {
     auto store = Open();
     auto unset = store->GetWebhookCursor("sha256:aa");
@@ -527,22 +400,7 @@ TEST_F(SqliteStoreTest, WebhookCursorsSurviveReopening) {
   EXPECT_FALSE(store->GetWebhookCursor("sha256:cc")->has_value());
 }
 
-Artifact MakeArtifact(const std::string& name, const std::string& team, char digest_char) {
-  Artifact a;
-  a.name = name;
-  a.team = team;
-  a.kind = ArtifactKind::kCheckpoint;
-  a.created_by = "job/train";
-  a.size = 100;
-  a.digest = "sha256:" + std::string(64, digest_char);
-  a.producer = {"train", 0, 40, ""};
-  a.metrics = {{"eval_loss", 0.5}, {"loss", std::numeric_limits<double>::quiet_NaN()}};
-  a.labels = {{"framework", "jax"}};
-  a.created_at = FromUnixMillis(5000);
-  return a;
-}
-
-TEST_F(SqliteStoreTest, ArtifactVersionsCountUpAndAreNeverReused) {
+TEST_P(StoreConformance, ArtifactVersionsCountUpAndAreNeverReused) {
   auto store = Open();
   Artifact a = MakeArtifact("ckpt", "vision", 'a');
   ASSERT_TRUE(store->CreateArtifact(a).ok());
@@ -574,7 +432,7 @@ TEST_F(SqliteStoreTest, ArtifactVersionsCountUpAndAreNeverReused) {
   EXPECT_EQ(store->CreateArtifact(theirs).code(), StatusCode::kConflict);
 }
 
-TEST_F(SqliteStoreTest, ArtifactsAreListedCountedAndTheirUsesRecorded) {
+TEST_P(StoreConformance, ArtifactsAreListedCountedAndTheirUsesRecorded) {
   {
     auto store = Open();
     Artifact a = MakeArtifact("data-mnist", "vision", 'a');
@@ -617,41 +475,7 @@ TEST_F(SqliteStoreTest, ArtifactsAreListedCountedAndTheirUsesRecorded) {
   EXPECT_TRUE(store->ListArtifactUses("data-mnist", 1)->empty());
 }
 
-}  // namespace
-}  // namespace headway
-
-namespace headway {
-namespace {
-
-WorkflowRecord MakeWorkflow(const std::string& name, const std::string& team, std::int64_t at) {
-  WorkflowRecord w;
-  w.name = name;
-  w.team = team;
-  w.uid = "uid-" + name;
-  w.created_by = "user/ann";
-  w.phase = "Pending";
-  w.manifest = R"({"metadata":{"name":")" + name + R"("},"spec":{"entrypoint":"main"}})";
-  w.status = R"({"phase":"Pending"})";
-  w.created_at = FromUnixMillis(at);
-  return w;
-}
-
-class WorkflowStoreTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string pattern = (std::filesystem::temp_directory_path() / "headway-wf-XXXXXX").string();
-    dir_ = mkdtemp(pattern.data());
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::unique_ptr<Store> Open() {
-    auto store = OpenSqliteStore(dir_ + "/headway.db");
-    EXPECT_TRUE(store.ok()) << store.status().ToString();
-    return std::move(store.value());
-  }
-  std::string dir_;
-};
-
-TEST_F(WorkflowStoreTest, WorkflowsAreListedNewestFirstByTeamPhaseLabelsAndPage) {
+TEST_P(StoreConformance, WorkflowsAreListedNewestFirstByTeamPhaseLabelsAndPage) {
   auto store = Open();
   for (int i = 0; i < 5; ++i) {
     WorkflowRecord w = MakeWorkflow("wf-" + std::to_string(i), i % 2 ? "nlp" : "vision", 1000 + i);
@@ -711,7 +535,7 @@ TEST_F(WorkflowStoreTest, WorkflowsAreListedNewestFirstByTeamPhaseLabelsAndPage)
   EXPECT_EQ(names(train), (V{"wf-4"})) << "a deleted workflow's labels go with it";
 }
 
-TEST_F(WorkflowStoreTest, ASaveFromAStaleReadIsRefusedAndWritesNothing) {
+TEST_P(StoreConformance, ASaveFromAStaleReadIsRefusedAndWritesNothing) {
   auto store = Open();
   WorkflowRecord w = MakeWorkflow("diamond", "vision", 1000);
   ASSERT_TRUE(store->CreateWorkflow(w).ok());
@@ -736,7 +560,7 @@ TEST_F(WorkflowStoreTest, ASaveFromAStaleReadIsRefusedAndWritesNothing) {
   EXPECT_EQ(store->SaveWorkflow(ghost, {}).code(), StatusCode::kNotFound);
 }
 
-TEST_F(WorkflowStoreTest, NodesARetryRemovedAreGoneAfterARestart) {
+TEST_P(StoreConformance, NodesARetryRemovedAreGoneAfterARestart) {
   {
     auto store = Open();
     WorkflowRecord w = MakeWorkflow("etl", "vision", 1000);
@@ -756,7 +580,7 @@ TEST_F(WorkflowStoreTest, NodesARetryRemovedAreGoneAfterARestart) {
   EXPECT_FALSE(gone->has_value());
 }
 
-TEST_F(WorkflowStoreTest, NodesAreReplacedOneByOneAndFoundByTheirJob) {
+TEST_P(StoreConformance, NodesAreReplacedOneByOneAndFoundByTheirJob) {
   {
     auto store = Open();
     WorkflowRecord w = MakeWorkflow("etl", "vision", 1000);
@@ -786,7 +610,7 @@ TEST_F(WorkflowStoreTest, NodesAreReplacedOneByOneAndFoundByTheirJob) {
   EXPECT_FALSE(store->WorkflowNodeOfJob("etl-extract")->has_value());
 }
 
-TEST_F(WorkflowStoreTest, TemplatesAndCronWorkflowsAreKeptByKindAndName) {
+TEST_P(StoreConformance, TemplatesAndCronWorkflowsAreKeptByKindAndName) {
   auto store = Open();
   WorkflowManifestRecord t{"WorkflowTemplate", "etl", "vision", "{}", FromUnixMillis(1),
                            FromUnixMillis(1), 0};
@@ -810,13 +634,7 @@ TEST_F(WorkflowStoreTest, TemplatesAndCronWorkflowsAreKeptByKindAndName) {
   EXPECT_EQ(store->DeleteWorkflowManifest("CronWorkflow", "etl").code(), StatusCode::kNotFound);
 }
 
-}  // namespace
-}  // namespace headway
-
-namespace headway {
-namespace {
-
-TEST_F(SqliteStoreTest, NotebooksAreKeptWithTheirSecretEnvironmentAndListedByTeam) {
+TEST_P(StoreConformance, NotebooksAreKeptWithTheirSecretEnvironmentAndListedByTeam) {
   auto store = Open();
   NotebookRecord lab;
   lab.name = "lab";
@@ -862,6 +680,35 @@ TEST_F(SqliteStoreTest, NotebooksAreKeptWithTheirSecretEnvironmentAndListedByTea
   missing.name = "missing";
   EXPECT_EQ(store->SaveNotebook(missing).code(), StatusCode::kNotFound);
 }
+
+TEST(StoreUrl, PasswordsNeverReachALog) {
+  EXPECT_EQ(RedactedStoreUrl("postgresql://ann:s3cret@db.example:5432/headway"),
+            "postgresql://ann:***@db.example:5432/headway");
+  EXPECT_EQ(RedactedStoreUrl("postgresql://ann@db/headway?sslmode=require&password=s3cret&x=1"),
+            "postgresql://ann@db/headway?sslmode=require&password=***&x=1");
+  EXPECT_EQ(RedactedStoreUrl("postgresql://ann@db/headway"), "postgresql://ann@db/headway");
+  EXPECT_EQ(RedactedStoreUrl("sqlite:///var/lib/headway/headway.db"),
+            "sqlite:///var/lib/headway/headway.db");
+}
+
+TEST(StoreUrl, UnknownKindsAndRelativeSqlitePathsAreRefused) {
+  auto unknown = OpenStore("mongodb://ann:s3cret@db/headway");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(unknown.status().message().find("s3cret"), std::string::npos);
+  auto relative = OpenStore("sqlite://headway.db");
+  ASSERT_FALSE(relative.ok());
+  EXPECT_NE(relative.status().message().find("absolute path"), std::string::npos);
+}
+
+TEST(StoreUrl, AnUnreachablePostgresqlIsUnavailable) {
+  auto store = OpenStore("postgresql://headway@127.0.0.1:1/headway?connect_timeout=2");
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kUnavailable);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance, ::testing::Values("sqlite", "postgresql"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
 }  // namespace headway

@@ -1,0 +1,27 @@
+#include "store/sql/connection.h"
+
+namespace headway::sql {
+
+std::string OnConflictUpsert(const std::string& table, const std::vector<std::string>& columns,
+                             const std::vector<std::string>& key, bool replace) {
+  std::string sql = "INSERT INTO " + table + " (";
+  std::string values;
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    sql += (i ? ", " : "") + columns[i];
+    values += i ? ", ?" : "?";
+  }
+  sql += ") VALUES (" + values + ") ON CONFLICT (";
+  for (std::size_t i = 0; i < key.size(); ++i) sql += (i ? ", " : "") + key[i];
+  sql += ")";
+  std::string updates;
+  for (const std::string& column : columns) {
+    bool is_key = false;
+    for (const std::string& k : key) is_key = is_key || k == column;
+    if (is_key) continue;
+    updates += (updates.empty() ? "" : ", ") + column + " = excluded." + column;
+  }
+  if (!replace || updates.empty()) return sql + " DO NOTHING";
+  return sql + " DO UPDATE SET " + updates;
+}
+
+}  // namespace headway::sql

@@ -1,0 +1,1418 @@
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <unordered_map>
+#include <variant>
+#include <nlohmann/json.hpp>
+
+#include "core/job_spec_json.h"
+#include "core/job_spec_parser.h"
+#include "store/sql/connection.h"
+#include "store/sql/sql_store.h"
+#include "store/store.h"
+
+namespace headway {
+namespace {
+
+using sql::Constraint;
+using sql::Statement;
+
+bool IsActive(JobState s) { return !IsTerminal(s); }
+
+// A statement built clause by clause, each `?` with its value, for queries
+// whose filters vary: parameters stay numbered in order on every backend.
+class Query {
+ public:
+  using Value = std::variant<std::string, std::int64_t>;
+  explicit Query(std::string sql) : sql_(std::move(sql)) {}
+  Query(std::string sql, Value value) : sql_(std::move(sql)) { values_.push_back(std::move(value)); }
+  void Add(std::string_view clause) { sql_ += clause; }
+  void Add(std::string_view clause, Value value) {
+    sql_ += clause;
+    values_.push_back(std::move(value));
+  }
+  Statement Prepare(sql::Connection& db) const {
+    Statement q(db, sql_);
+    int i = 1;
+    for (const Value& v : values_) {
+      std::visit([&](const auto& x) { q.Bind(i++, x); }, v);
+    }
+    return q;
+  }
+
+ private:
+  std::string sql_;
+  std::vector<Value> values_;
+};
+
+// A spec as stored: JSON in ASCII only. nlohmann writes DEL and C1 controls
+// raw, which the spec parser refuses on reading back (a label holding YAML's
+// "\x7f" made the job, and so every listing, unreadable); as \u escapes they
+// read back as the same characters.
+std::string StoredSpec(const JobSpec& spec) {
+  return JobSpecToJson(spec).dump(-1, ' ', /*ensure_ascii=*/true);
+}
+
+class SqlStore final : public Store {
+ public:
+  explicit SqlStore(std::unique_ptr<sql::Connection> db) : db_(std::move(db)) {}
+
+  Status CreateJob(Job& job, const JobEvent& submitted) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
+    Statement exists(*db_, "SELECT 1 FROM jobs WHERE name = ?");
+    exists.Bind(1, job.name());
+    if (exists.Step()) {
+      (void)Exec("ROLLBACK");
+      return Conflict("job '" + job.name() + "' already exists");
+    }
+    Statement insert(*db_,
+                     "INSERT INTO jobs (name, team, spec, state, created_at, token_hash, created_by) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq");
+    insert.Bind(1, job.name());
+    insert.Bind(2, job.spec.team);
+    insert.Bind(3, StoredSpec(job.spec));
+    insert.Bind(4, std::string(JobStateName(job.state)));
+    insert.Bind(5, ToUnixMillis(job.created_at));
+    insert.Bind(6, job.token_hash);
+    insert.Bind(7, job.created_by);
+    if (!insert.Step()) return Rollback("insert job");
+    job.submit_seq = insert.ColumnInt64(0);
+    insert.Reset();
+    Status s = WriteJob(job);
+    if (s.ok()) s = WriteEvents({submitted});
+    if (!s.ok()) return Rollback(s.message());
+    return Commit();
+  }
+
+  Status SaveJob(const Job& job, const std::vector<JobEvent>& events) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
+    Status s = WriteJob(job);
+    if (s.ok()) s = WriteEvents(events);
+    if (!s.ok()) {
+      (void)Exec("ROLLBACK");
+      return s;
+    }
+    return Commit();
+  }
+
+  Status DeleteJob(std::string_view name) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
+    const std::string job(name);
+    Statement del(*db_, "DELETE FROM jobs WHERE name = ?");
+    del.Bind(1, job);
+    if (!del.Run()) return Rollback("delete job");
+    if (del.changes() == 0) {
+      (void)Exec("ROLLBACK");
+      return NotFound("job '" + job + "' not found");
+    }
+    for (const char* table : {"job_events", "job_logs", "progress_steps", "metric_points"}) {
+      Statement q(*db_, std::string("DELETE FROM ") + table + " WHERE job = ?");
+      q.Bind(1, job);
+      if (!q.Run()) return Rollback(std::string("delete from ") + table);
+    }
+    return Commit();
+  }
+
+  Result<Job> GetJob(std::string_view name) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, std::string(kSelectJob) + " WHERE name = ?");
+    q.Bind(1, std::string(name));
+    if (!q.Step()) {
+      if (q.failed()) return Unavailable("read job: " + LastError());
+      return NotFound("job '" + std::string(name) + "' not found");
+    }
+    return ReadJob(q);
+  }
+
+  Result<std::vector<Job>> ListJobs(const JobFilter& filter) override {
+    std::lock_guard lock(mu_);
+    Query sql(std::string(kSelectJob) + " WHERE 1=1");
+    if (filter.state) sql.Add(" AND state = ?", std::string(JobStateName(*filter.state)));
+    if (!filter.team.empty()) sql.Add(" AND team = ?", filter.team);
+    if (filter.active_only) sql.Add(" AND state NOT IN ('Succeeded', 'Failed', 'Stopped')");
+    if (filter.submitted_after > 0) sql.Add(" AND seq > ?", filter.submitted_after);
+    sql.Add(" ORDER BY seq");
+    Statement q = sql.Prepare(*db_);
+    std::vector<Job> jobs;
+    while (q.Step()) {
+      auto job = ReadJob(q);
+      if (!job.ok()) return job.status();
+      if (filter.active_only && !IsActive(job->state)) continue;
+      bool labels_match = true;
+      for (const auto& [k, v] : filter.labels) {
+        auto it = job->spec.labels.find(k);
+        labels_match = labels_match && it != job->spec.labels.end() && it->second == v;
+      }
+      if (labels_match) jobs.push_back(std::move(job.value()));
+    }
+    if (q.failed()) return Unavailable("list jobs: " + LastError());
+    return jobs;
+  }
+
+  Result<std::vector<JobEvent>> ListEvents(std::string_view job, std::int64_t after_id) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_,
+                "SELECT id, job, time, type, message FROM job_events WHERE job = ? AND id > ? "
+                "ORDER BY id");
+    q.Bind(1, std::string(job));
+    q.Bind(2, after_id);
+    std::vector<JobEvent> events;
+    while (q.Step()) {
+      events.push_back({q.ColumnInt64(0), q.ColumnText(1), FromUnixMillis(q.ColumnInt64(2)),
+                        q.ColumnText(3), q.ColumnText(4)});
+    }
+    if (q.failed()) return Unavailable("list events: " + LastError());
+    return events;
+  }
+
+  Result<std::vector<JobEvent>> ListEventsAfter(std::int64_t after_id,
+                                                const std::vector<std::string>& types,
+                                                std::size_t limit) override {
+    std::lock_guard lock(mu_);
+    Query sql("SELECT id, job, time, type, message FROM job_events WHERE id > ?", after_id);
+    if (!types.empty()) {
+      sql.Add(" AND type IN (");
+      for (std::size_t i = 0; i < types.size(); ++i) sql.Add(i == 0 ? "?" : ", ?", types[i]);
+      sql.Add(")");
+    }
+    sql.Add(" ORDER BY id LIMIT ?",
+            static_cast<std::int64_t>(std::min<std::size_t>(
+                limit, static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max()))));
+    Statement q = sql.Prepare(*db_);
+    std::vector<JobEvent> events;
+    while (q.Step()) {
+      events.push_back({q.ColumnInt64(0), q.ColumnText(1), FromUnixMillis(q.ColumnInt64(2)),
+                        q.ColumnText(3), q.ColumnText(4)});
+    }
+    if (q.failed()) return Unavailable("list events: " + LastError());
+    return events;
+  }
+
+  Result<std::int64_t> LastEventId() override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "SELECT COALESCE(MAX(id), 0) FROM job_events");
+    if (!q.Step()) return Unavailable("last event id: " + LastError());
+    return q.ColumnInt64(0);
+  }
+
+  Result<std::optional<std::int64_t>> GetWebhookCursor(std::string_view endpoint) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "SELECT last_event_id FROM webhook_cursors WHERE endpoint = ?");
+    q.Bind(1, std::string(endpoint));
+    if (q.Step()) return std::optional<std::int64_t>(q.ColumnInt64(0));
+    if (q.failed()) return Unavailable("read webhook cursor: " + LastError());
+    return std::optional<std::int64_t>();
+  }
+
+  Status SetWebhookCursor(std::string_view endpoint, std::int64_t event_id,
+                          Time updated_at) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, db_->Upsert("webhook_cursors", {"endpoint", "last_event_id", "updated_at"},
+                                  {"endpoint"}, /*replace=*/true));
+    q.Bind(1, std::string(endpoint));
+    q.Bind(2, event_id);
+    q.Bind(3, ToUnixMillis(updated_at));
+    if (!q.Run()) return Unavailable("write webhook cursor: " + LastError());
+    return Status::Ok();
+  }
+
+  Status AppendProgress(const std::vector<ProgressBatch>& batches) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
+    Statement step_q(*db_, db_->Upsert("progress_steps",
+                                       {"job", "step", "time", "total_steps", "epoch", "total_epochs"},
+                                       {"job", "step"}, /*replace=*/true));
+    Statement metric_q(*db_, db_->Upsert("metric_points", {"job", "metric", "step", "value", "special"},
+                                         {"job", "metric", "step"}, /*replace=*/true));
+    for (const ProgressBatch& batch : batches) {
+      for (const ProgressReport& r : batch.reports) {
+        step_q.Reset();
+        step_q.Bind(1, batch.job);
+        step_q.Bind(2, r.step);
+        step_q.Bind(3, ToUnixMillis(r.time.value_or(batch.received)));
+        step_q.BindOptional(4, r.total_steps);
+        BindOptionalDouble(step_q, 5, r.epoch);
+        BindOptionalDouble(step_q, 6, r.total_epochs);
+        if (!step_q.Run()) return Rollback("append progress");
+        for (const auto& [name, value] : r.metrics) {
+          metric_q.Reset();
+          metric_q.Bind(1, batch.job);
+          metric_q.Bind(2, name);
+          metric_q.Bind(3, r.step);
+          if (std::isfinite(value)) {
+            metric_q.Bind(4, value);
+            metric_q.BindNull(5);
+          } else {
+            metric_q.BindNull(4);
+            metric_q.Bind(5, std::string(std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf"));
+          }
+          if (!metric_q.Run()) return Rollback("append metric");
+        }
+      }
+    }
+    return Commit();
+  }
+
+  Result<std::vector<StepPoint>> RecentSteps(std::string_view job, std::size_t limit) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_,
+                "SELECT step, time, total_steps, epoch, total_epochs FROM progress_steps "
+                "WHERE job = ? ORDER BY step DESC LIMIT ?");
+    q.Bind(1, std::string(job));
+    q.Bind(2, static_cast<std::int64_t>(limit));
+    std::vector<StepPoint> points;
+    while (q.Step()) {
+      StepPoint p;
+      p.step = q.ColumnInt64(0);
+      p.time = FromUnixMillis(q.ColumnInt64(1));
+      if (!q.IsNull(2)) p.total_steps = q.ColumnInt64(2);
+      if (!q.IsNull(3)) p.epoch = q.ColumnDouble(3);
+      if (!q.IsNull(4)) p.total_epochs = q.ColumnDouble(4);
+      points.push_back(p);
+    }
+    if (q.failed()) return Unavailable("read steps: " + LastError());
+    std::reverse(points.begin(), points.end());
+    return points;
+  }
+
+  Result<std::vector<MetricPoint>> RecentMetric(std::string_view job, std::string_view metric,
+                                                std::size_t limit) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_,
+                "SELECT step, value, special FROM metric_points WHERE job = ? AND metric = ? "
+                "ORDER BY step DESC LIMIT ?");
+    q.Bind(1, std::string(job));
+    q.Bind(2, std::string(metric));
+    q.Bind(3, static_cast<std::int64_t>(limit));
+    std::vector<MetricPoint> points;
+    while (q.Step()) points.push_back(ReadMetric(q));
+    if (q.failed()) return Unavailable("read metric: " + LastError());
+    std::reverse(points.begin(), points.end());
+    return points;
+  }
+
+  Result<std::vector<MetricPoint>> MetricAfter(std::string_view job, std::string_view metric,
+                                               std::int64_t after_step,
+                                               std::size_t limit) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_,
+                "SELECT step, value, special FROM metric_points WHERE job = ? AND metric = ? "
+                "AND step > ? ORDER BY step LIMIT ?");
+    q.Bind(1, std::string(job));
+    q.Bind(2, std::string(metric));
+    q.Bind(3, after_step);
+    q.Bind(4, static_cast<std::int64_t>(limit));
+    std::vector<MetricPoint> points;
+    while (q.Step()) points.push_back(ReadMetric(q));
+    if (q.failed()) return Unavailable("read metric: " + LastError());
+    return points;
+  }
+
+  Status ScanMetric(std::string_view job, std::string_view metric,
+                    const std::function<void(const MetricPoint&)>& visit) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_,
+                "SELECT step, value, special FROM metric_points WHERE job = ? AND metric = ? "
+                "ORDER BY step");
+    q.Bind(1, std::string(job));
+    q.Bind(2, std::string(metric));
+    while (q.Step()) visit(ReadMetric(q));
+    if (q.failed()) return Unavailable("scan metric: " + LastError());
+    return Status::Ok();
+  }
+
+  Result<std::vector<std::string>> MetricNames(std::string_view job) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "SELECT DISTINCT metric FROM metric_points WHERE job = ? ORDER BY metric");
+    q.Bind(1, std::string(job));
+    std::vector<std::string> names;
+    while (q.Step()) names.push_back(q.ColumnText(0));
+    if (q.failed()) return Unavailable("metric names: " + LastError());
+    return names;
+  }
+
+  Result<std::uint64_t> CountProgressPoints(std::string_view job) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_,
+                "SELECT (SELECT COUNT(*) FROM progress_steps WHERE job = ?) + "
+                "(SELECT COUNT(*) FROM metric_points WHERE job = ?)");
+    q.Bind(1, std::string(job));
+    q.Bind(2, std::string(job));
+    std::uint64_t n = 0;
+    if (q.Step()) n = static_cast<std::uint64_t>(q.ColumnInt64(0));
+    if (q.failed()) return Unavailable("count progress points: " + LastError());
+    return n;
+  }
+
+  Result<std::set<std::int64_t>> StoredSteps(std::string_view job,
+                                             const std::vector<std::int64_t>& steps) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "SELECT 1 FROM progress_steps WHERE job = ? AND step = ?");
+    std::set<std::int64_t> stored;
+    const std::string name(job);
+    for (std::int64_t step : steps) {
+      q.Bind(1, name);
+      q.Bind(2, step);
+      if (q.Step()) stored.insert(step);
+      if (q.failed()) return Unavailable("read steps: " + LastError());
+      q.Reset();
+    }
+    return stored;
+  }
+
+  Status CreateUserToken(const UserToken& t) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_,
+                "INSERT INTO user_tokens (name, team, role, hash, created_at, revoked_at, "
+                "expires_at, parent) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    q.Bind(1, t.name);
+    q.Bind(2, t.team);
+    q.Bind(3, std::string(RoleName(t.role)));
+    q.Bind(4, t.hash);
+    q.Bind(5, ToUnixMillis(t.created_at));
+    if (t.revoked_at) q.Bind(6, ToUnixMillis(*t.revoked_at));
+    if (t.expires_at) q.Bind(7, ToUnixMillis(*t.expires_at));
+    q.Bind(8, t.parent);
+    if (!q.Run()) {
+      if (q.broken_constraint() == Constraint::kUnique) {
+        return Conflict("token '" + t.name + "' already exists");
+      }
+      return Unavailable("create token: " + LastError());
+    }
+    return Status::Ok();
+  }
+
+  Result<std::vector<UserToken>> ListUserTokens() override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_,
+                "SELECT name, team, role, hash, created_at, revoked_at, expires_at, parent "
+                "FROM user_tokens ORDER BY seq");
+    std::vector<UserToken> tokens;
+    while (q.Step()) {
+      UserToken t;
+      t.name = q.ColumnText(0);
+      t.team = q.ColumnText(1);
+      t.role = ParseRole(q.ColumnText(2)).value_or(Role::kViewer);
+      t.hash = q.ColumnText(3);
+      t.created_at = FromUnixMillis(q.ColumnInt64(4));
+      if (!q.IsNull(5)) t.revoked_at = FromUnixMillis(q.ColumnInt64(5));
+      if (!q.IsNull(6)) t.expires_at = FromUnixMillis(q.ColumnInt64(6));
+      t.parent = q.ColumnText(7);
+      tokens.push_back(std::move(t));
+    }
+    if (q.failed()) return Unavailable("list tokens: " + LastError());
+    return tokens;
+  }
+
+  Status RevokeUserToken(std::string_view name, Time when) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "UPDATE user_tokens SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL");
+    q.Bind(1, ToUnixMillis(when));
+    q.Bind(2, std::string(name));
+    if (!q.Run()) return Unavailable("revoke token: " + LastError());
+    if (q.changes() == 0) {
+      return NotFound("no active token named '" + std::string(name) + "'");
+    }
+    return Status::Ok();
+  }
+
+  Status DeleteExpiredSessions(Time now) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_,
+                "DELETE FROM user_tokens WHERE parent != '' AND expires_at IS NOT NULL "
+                "AND expires_at <= ?");
+    q.Bind(1, ToUnixMillis(now));
+    if (!q.Run()) return Unavailable("delete expired sessions: " + LastError());
+    return Status::Ok();
+  }
+
+  Status CreateNotebook(const NotebookRecord& n) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "INSERT INTO notebooks (name, team, created_by, profile, gpus, state, job, "
+                     "starts, message, created_at, cull_warned_at, hub_user, server_env) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    BindNotebook(q, n);
+    if (!q.Run()) {
+      if (q.broken_constraint() == Constraint::kUnique) {
+        return Conflict("notebook '" + n.name + "' already exists");
+      }
+      return Unavailable("create notebook: " + LastError());
+    }
+    return Status::Ok();
+  }
+
+  Status SaveNotebook(const NotebookRecord& n) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "UPDATE notebooks SET name=?, team=?, created_by=?, profile=?, gpus=?, "
+                     "state=?, job=?, starts=?, message=?, created_at=?, cull_warned_at=?, "
+                     "hub_user=?, server_env=? WHERE name=?");
+    BindNotebook(q, n);
+    q.Bind(14, n.name);
+    if (!q.Run()) return Unavailable("save notebook: " + LastError());
+    if (q.changes() == 0) return NotFound("notebook '" + n.name + "' not found");
+    return Status::Ok();
+  }
+
+  Result<NotebookRecord> GetNotebook(std::string_view name) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, std::string(kSelectNotebook) + " WHERE name = ?");
+    q.Bind(1, std::string(name));
+    if (!q.Step()) {
+      if (q.failed()) return Unavailable("read notebook: " + LastError());
+      return NotFound("notebook '" + std::string(name) + "' not found");
+    }
+    return ReadNotebook(q);
+  }
+
+  Result<std::vector<NotebookRecord>> ListNotebooks(std::string_view team) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, std::string(kSelectNotebook) +
+                         (team.empty() ? " ORDER BY name" : " WHERE team = ? ORDER BY name"));
+    if (!team.empty()) q.Bind(1, std::string(team));
+    std::vector<NotebookRecord> out;
+    while (q.Step()) {
+      auto n = ReadNotebook(q);
+      if (!n.ok()) return n.status();
+      out.push_back(std::move(n.value()));
+    }
+    if (q.failed()) return Unavailable("list notebooks: " + LastError());
+    return out;
+  }
+
+  Status DeleteNotebook(std::string_view name) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "DELETE FROM notebooks WHERE name = ?");
+    q.Bind(1, std::string(name));
+    if (!q.Run()) return Unavailable("delete notebook: " + LastError());
+    if (q.changes() == 0) return NotFound("notebook '" + std::string(name) + "' not found");
+    return Status::Ok();
+  }
+
+  Status CreateExperiment(const ExperimentRecord& e) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "INSERT INTO experiments (name, spec, state, message, created_at, finished_at) "
+                     "VALUES (?, ?, ?, ?, ?, ?)");
+    BindExperiment(q, e);
+    if (!q.Run()) {
+      if (q.broken_constraint() == Constraint::kUnique) {
+        return Conflict("experiment '" + e.name + "' already exists");
+      }
+      return Unavailable("create experiment: " + LastError());
+    }
+    return Status::Ok();
+  }
+
+  Status SaveExperiment(const ExperimentRecord& e) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "UPDATE experiments SET name=?, spec=?, state=?, message=?, created_at=?, "
+                     "finished_at=? WHERE name=?");
+    BindExperiment(q, e);
+    q.Bind(7, e.name);
+    if (!q.Run()) return Unavailable("save experiment: " + LastError());
+    if (q.changes() == 0) return NotFound("experiment '" + e.name + "' not found");
+    return Status::Ok();
+  }
+
+  Result<ExperimentRecord> GetExperiment(std::string_view name) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, std::string(kSelectExperiment) + " WHERE name = ?");
+    q.Bind(1, std::string(name));
+    if (!q.Step()) {
+      if (q.failed()) return Unavailable("read experiment: " + LastError());
+      return NotFound("experiment '" + std::string(name) + "' not found");
+    }
+    return ReadExperiment(q);
+  }
+
+  Result<std::vector<ExperimentRecord>> ListExperiments() override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, std::string(kSelectExperiment) + " ORDER BY seq");
+    std::vector<ExperimentRecord> out;
+    while (q.Step()) {
+      auto e = ReadExperiment(q);
+      if (!e.ok()) return e.status();
+      out.push_back(std::move(e.value()));
+    }
+    if (q.failed()) return Unavailable("list experiments: " + LastError());
+    return out;
+  }
+
+  Status CreateTrial(const TrialRecord& t) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "INSERT INTO trials (experiment, idx, job, params, state, stop_requested, "
+                     "objective, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    BindTrial(q, t);
+    if (!q.Run()) {
+      Constraint code = q.broken_constraint();
+      if (code == Constraint::kUnique) {
+        return Conflict("trial " + std::to_string(t.index) + " of '" + t.experiment + "' exists");
+      }
+      if (code == Constraint::kForeignKey) {
+        return NotFound("experiment '" + t.experiment + "' not found");
+      }
+      return Unavailable("create trial: " + LastError());
+    }
+    return Status::Ok();
+  }
+
+  Status SaveTrial(const TrialRecord& t) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "UPDATE trials SET experiment=?, idx=?, job=?, params=?, state=?, "
+                     "stop_requested=?, objective=?, message=? WHERE experiment=? AND idx=?");
+    BindTrial(q, t);
+    q.Bind(9, t.experiment);
+    q.Bind(10, t.index);
+    if (!q.Run()) return Unavailable("save trial: " + LastError());
+    if (q.changes() == 0) return NotFound("trial not found");
+    return Status::Ok();
+  }
+
+  Result<std::vector<TrialRecord>> ListTrials(std::string_view experiment) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "SELECT experiment, idx, job, params, state, stop_requested, objective, "
+                     "message FROM trials WHERE experiment = ? ORDER BY idx");
+    q.Bind(1, std::string(experiment));
+    std::vector<TrialRecord> out;
+    while (q.Step()) {
+      TrialRecord t;
+      t.experiment = q.ColumnText(0);
+      t.index = q.ColumnInt64(1);
+      t.job = q.ColumnText(2);
+      t.params_json = q.ColumnText(3);
+      auto state = ParseTrialState(q.ColumnText(4));
+      if (!state) return Internal("stored trial state is unknown: " + q.ColumnText(4));
+      t.state = *state;
+      t.stop_requested = q.ColumnInt(5) != 0;
+      if (!q.IsNull(6)) t.objective = q.ColumnDouble(6);
+      t.message = q.ColumnText(7);
+      out.push_back(std::move(t));
+    }
+    if (q.failed()) return Unavailable("list trials: " + LastError());
+    return out;
+  }
+
+  Status CreateArtifact(Artifact& a) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
+    Statement owner(*db_, "SELECT team, last_version FROM artifact_names WHERE name = ?");
+    owner.Bind(1, a.name);
+    std::int64_t version = 1;
+    if (owner.Step()) {
+      if (owner.ColumnText(0) != a.team) {
+        (void)Exec("ROLLBACK");
+        return Conflict("artifact '" + a.name + "' belongs to team '" + owner.ColumnText(0) +
+                        "': choose another name");
+      }
+      version = owner.ColumnInt64(1) + 1;
+    } else if (owner.failed()) {
+      return Rollback("read artifact name");
+    }
+    // The team of a taken name never changes (checked above).
+    Statement name(*db_, db_->Upsert("artifact_names", {"name", "team", "last_version"}, {"name"},
+                                     /*replace=*/true));
+    name.Bind(1, a.name);
+    name.Bind(2, a.team);
+    name.Bind(3, version);
+    if (!name.Run()) return Rollback("record artifact name");
+    a.version = version;
+    Statement insert(*db_,
+                     "INSERT INTO artifacts (name, version, kind, state, team, created_by, size, "
+                     "digest, producer_job, producer_attempt, producer_step, producer_node, "
+                     "metrics, labels, created_at, ready_at) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    insert.Bind(1, a.name);
+    insert.Bind(2, a.version);
+    insert.Bind(3, std::string(ArtifactKindName(a.kind)));
+    insert.Bind(4, std::string(ArtifactStateName(a.state)));
+    insert.Bind(5, a.team);
+    insert.Bind(6, a.created_by);
+    insert.Bind(7, static_cast<std::int64_t>(a.size));
+    insert.Bind(8, a.digest);
+    insert.Bind(9, a.producer.job);
+    insert.BindOptional(10, a.producer.attempt ? std::optional<std::int64_t>(*a.producer.attempt)
+                                               : std::nullopt);
+    insert.BindOptional(11, a.producer.step);
+    insert.Bind(12, a.producer.pipeline_node);
+    insert.Bind(13, MetricsJson(a.metrics));
+    insert.Bind(14, nlohmann::json(a.labels).dump());
+    insert.Bind(15, ToUnixMillis(a.created_at));
+    insert.BindOptional(16, Millis(a.ready_at));
+    if (!insert.Run()) return Rollback("insert artifact");
+    return Commit();
+  }
+
+  Status SaveArtifact(const Artifact& a) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "UPDATE artifacts SET state = ?, size = ?, ready_at = ?, metrics = ?, "
+                     "labels = ? WHERE name = ? AND version = ?");
+    q.Bind(1, std::string(ArtifactStateName(a.state)));
+    q.Bind(2, static_cast<std::int64_t>(a.size));
+    q.BindOptional(3, Millis(a.ready_at));
+    q.Bind(4, MetricsJson(a.metrics));
+    q.Bind(5, nlohmann::json(a.labels).dump());
+    q.Bind(6, a.name);
+    q.Bind(7, a.version);
+    if (!q.Run()) return Unavailable("save artifact: " + LastError());
+    if (q.changes() == 0) return NotFound("artifact '" + a.Ref() + "' not found");
+    return Status::Ok();
+  }
+
+  Result<Artifact> GetArtifact(std::string_view name,
+                               std::optional<std::int64_t> version) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, std::string(kSelectArtifact) +
+                         (version ? " WHERE name = ? AND version = ?"
+                                  : " WHERE name = ? AND state = 'Ready' ORDER BY version DESC "
+                                    "LIMIT 1"));
+    q.Bind(1, std::string(name));
+    if (version) q.Bind(2, *version);
+    if (!q.Step()) {
+      if (q.failed()) return Unavailable("read artifact: " + LastError());
+      return NotFound(version ? "artifact '" + std::string(name) + ":" +
+                                    std::to_string(*version) + "' not found"
+                              : "artifact '" + std::string(name) + "' has no ready version");
+    }
+    return ReadArtifact(q);
+  }
+
+  Result<std::vector<Artifact>> ListArtifacts(const ArtifactFilter& filter) override {
+    std::lock_guard lock(mu_);
+    Query sql(std::string(kSelectArtifact) + " WHERE 1=1");
+    if (!filter.team.empty()) sql.Add(" AND team = ?", filter.team);
+    if (!filter.name.empty()) sql.Add(" AND name = ?", filter.name);
+    if (!filter.job.empty()) sql.Add(" AND producer_job = ?", filter.job);
+    if (filter.kind) sql.Add(" AND kind = ?", std::string(ArtifactKindName(*filter.kind)));
+    if (filter.ready_only) sql.Add(" AND state = 'Ready'");
+    sql.Add(" ORDER BY name, version");
+    Statement q = sql.Prepare(*db_);
+    std::vector<Artifact> out;
+    while (q.Step()) {
+      auto a = ReadArtifact(q);
+      if (!a.ok()) return a.status();
+      out.push_back(std::move(a.value()));
+    }
+    if (q.failed()) return Unavailable("list artifacts: " + LastError());
+    return out;
+  }
+
+  Status DeleteArtifact(std::string_view name, std::int64_t version) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
+    for (const char* table : {"artifacts", "artifact_uses"}) {
+      Statement q(*db_, std::string("DELETE FROM ") + table + " WHERE name = ? AND version = ?");
+      q.Bind(1, std::string(name));
+      q.Bind(2, version);
+      if (!q.Run()) return Rollback(std::string("delete from ") + table);
+      if (std::string_view(table) == "artifacts" && q.changes() == 0) {
+        (void)Exec("ROLLBACK");
+        return NotFound("artifact '" + std::string(name) + ":" + std::to_string(version) +
+                        "' not found");
+      }
+    }
+    return Commit();
+  }
+
+  Result<std::uint64_t> CountArtifactsWithDigest(std::string_view team,
+                                                 std::string_view digest) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "SELECT COUNT(*) FROM artifacts WHERE digest = ? AND team = ?");
+    q.Bind(1, std::string(digest));
+    q.Bind(2, std::string(team));
+    if (!q.Step()) return Unavailable("count artifacts: " + LastError());
+    return static_cast<std::uint64_t>(q.ColumnInt64(0));
+  }
+
+  Result<std::uint64_t> TeamArtifactBytes(std::string_view team) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "SELECT COALESCE(SUM(size), 0) FROM artifacts WHERE team = ?");
+    q.Bind(1, std::string(team));
+    if (!q.Step()) return Unavailable("sum artifact bytes: " + LastError());
+    return static_cast<std::uint64_t>(q.ColumnInt64(0));
+  }
+
+  Status AddArtifactUse(const ArtifactUse& u) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, db_->Upsert("artifact_uses", {"name", "version", "job", "attempt", "used_at"},
+                                  {"name", "version", "job", "attempt"}, /*replace=*/false));
+    q.Bind(1, u.name);
+    q.Bind(2, u.version);
+    q.Bind(3, u.job);
+    q.Bind(4, static_cast<std::int64_t>(u.attempt.value_or(-1)));
+    q.Bind(5, ToUnixMillis(u.used_at));
+    if (!q.Run()) return Unavailable("record artifact use: " + LastError());
+    return Status::Ok();
+  }
+
+  Result<std::vector<ArtifactUse>> ListArtifactUses(std::string_view name,
+                                                    std::optional<std::int64_t> version) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, std::string(kSelectUse) + " WHERE name = ?" +
+                         (version ? " AND version = ?" : "") + " ORDER BY used_at, job");
+    q.Bind(1, std::string(name));
+    if (version) q.Bind(2, *version);
+    return ReadUses(q);
+  }
+
+  Result<std::vector<ArtifactUse>> ListJobArtifactUses(std::string_view job) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, std::string(kSelectUse) + " WHERE job = ? ORDER BY used_at, name, version");
+    q.Bind(1, std::string(job));
+    return ReadUses(q);
+  }
+
+  Status CreateWorkflow(WorkflowRecord& w) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
+    Statement exists(*db_, "SELECT 1 FROM workflows WHERE name = ?");
+    exists.Bind(1, w.name);
+    if (exists.Step()) {
+      (void)Exec("ROLLBACK");
+      return Conflict("workflow '" + w.name + "' already exists");
+    }
+    Statement insert(*db_,
+                     "INSERT INTO workflows (name, team, uid, created_by, phase, manifest, status, "
+                     "created_at, started_at, finished_at, revision) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) RETURNING seq");
+    BindWorkflow(insert, w);
+    if (!insert.Step()) return Rollback("insert workflow");
+    w.seq = insert.ColumnInt64(0);
+    insert.Reset();
+    w.revision = 1;
+    Status s = WriteWorkflowLabels(w);
+    if (!s.ok()) return Rollback(s.message());
+    return Commit();
+  }
+
+  Status SaveWorkflow(WorkflowRecord& w, const std::vector<WorkflowNodeRecord>& nodes,
+                      const std::vector<std::string>& removed) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
+    Statement update(*db_,
+                     "UPDATE workflows SET name = ?, team = ?, uid = ?, created_by = ?, "
+                     "phase = ?, manifest = ?, status = ?, created_at = ?, started_at = ?, "
+                     "finished_at = ?, revision = revision + 1 WHERE name = ? AND revision = ?");
+    BindWorkflow(update, w);
+    update.Bind(11, w.name);
+    update.Bind(12, w.revision);
+    if (!update.Run()) return Rollback("save workflow");
+    if (update.changes() == 0) {
+      Statement exists(*db_, "SELECT revision FROM workflows WHERE name = ?");
+      exists.Bind(1, w.name);
+      const bool found = exists.Step();
+      (void)Exec("ROLLBACK");
+      if (!found) return NotFound("workflow '" + w.name + "' not found");
+      return Conflict("workflow '" + w.name + "' changed since it was read (revision " +
+                      std::to_string(w.revision) + ", now " +
+                      std::to_string(exists.ColumnInt64(0)) + ")");
+    }
+    Status s = WriteWorkflowLabels(w);
+    Statement node(*db_, db_->Upsert("workflow_nodes", {"workflow", "id", "phase", "job", "body"},
+                                     {"workflow", "id"}, /*replace=*/true));
+    for (const WorkflowNodeRecord& n : nodes) {
+      if (!s.ok()) break;
+      if (n.workflow != w.name) {
+        s = InvalidArgument("node '" + n.id + "' is of workflow '" + n.workflow + "', not '" +
+                            w.name + "'");
+        break;
+      }
+      node.Reset();
+      node.Bind(1, n.workflow);
+      node.Bind(2, n.id);
+      node.Bind(3, n.phase);
+      node.Bind(4, n.job);
+      node.Bind(5, n.body);
+      if (!node.Run()) s = Unavailable("save workflow node: " + LastError());
+    }
+    Statement drop(*db_, "DELETE FROM workflow_nodes WHERE workflow = ? AND id = ?");
+    for (const std::string& id : removed) {
+      if (!s.ok()) break;
+      drop.Reset();
+      drop.Bind(1, w.name);
+      drop.Bind(2, id);
+      if (!drop.Run()) s = Unavailable("remove workflow node: " + LastError());
+    }
+    if (!s.ok()) {
+      (void)Exec("ROLLBACK");
+      return s;
+    }
+    HEADWAY_RETURN_IF_ERROR(Commit());
+    ++w.revision;
+    return Status::Ok();
+  }
+
+  Result<WorkflowRecord> GetWorkflow(std::string_view name) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, std::string(kSelectWorkflow) + " WHERE name = ?");
+    q.Bind(1, std::string(name));
+    if (!q.Step()) {
+      if (q.failed()) return Unavailable("read workflow: " + LastError());
+      return NotFound("workflow '" + std::string(name) + "' not found");
+    }
+    WorkflowRecord w = ReadWorkflow(q);
+    HEADWAY_RETURN_IF_ERROR(ReadWorkflowLabels(w));
+    return w;
+  }
+
+  Result<std::vector<WorkflowRecord>> ListWorkflows(const WorkflowFilter& filter) override {
+    std::lock_guard lock(mu_);
+    Query sql(std::string(kSelectWorkflow) + " WHERE 1=1");
+    if (!filter.team.empty()) sql.Add(" AND team = ?", filter.team);
+    if (filter.phase) sql.Add(" AND phase = ?", *filter.phase);
+    if (filter.finished_only) sql.Add(" AND finished_at IS NOT NULL");
+    if (filter.active_only) sql.Add(" AND finished_at IS NULL");
+    if (filter.created_after) sql.Add(" AND created_at > ?", ToUnixMillis(*filter.created_after));
+    if (filter.created_before) sql.Add(" AND created_at < ?", ToUnixMillis(*filter.created_before));
+    if (filter.before_seq > 0) sql.Add(" AND seq < ?", filter.before_seq);
+    if (!filter.uid.empty()) sql.Add(" AND uid = ?", filter.uid);
+    // A range on the name, so the name's index serves it. U+10FFFF is the
+    // last code point: no UTF-8 text with the prefix sorts after the prefix
+    // followed by it, bytewise (names are compared bytewise on every backend).
+    if (!filter.name_prefix.empty()) {
+      sql.Add(" AND name >= ?", filter.name_prefix);
+      sql.Add(" AND name < ?", filter.name_prefix + "\xf4\x8f\xbf\xbf");
+    }
+    for (const auto& [key, value] : filter.labels) {
+      sql.Add(" AND EXISTS (SELECT 1 FROM workflow_labels l WHERE l.workflow = workflows.name "
+              "AND l.key = ?", key);
+      sql.Add(" AND l.value = ?)", value);
+    }
+    sql.Add(" ORDER BY seq DESC");
+    if (filter.limit > 0) sql.Add(" LIMIT ?", static_cast<std::int64_t>(filter.limit));
+    Statement q = sql.Prepare(*db_);
+    std::vector<WorkflowRecord> out;
+    while (q.Step()) out.push_back(ReadWorkflow(q));
+    if (q.failed()) return Unavailable("list workflows: " + LastError());
+    for (WorkflowRecord& w : out) HEADWAY_RETURN_IF_ERROR(ReadWorkflowLabels(w));
+    return out;
+  }
+
+  Status DeleteWorkflow(std::string_view name) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
+    const std::string workflow(name);
+    Statement del(*db_, "DELETE FROM workflows WHERE name = ?");
+    del.Bind(1, workflow);
+    if (!del.Run()) return Rollback("delete workflow");
+    if (del.changes() == 0) {
+      (void)Exec("ROLLBACK");
+      return NotFound("workflow '" + workflow + "' not found");
+    }
+    for (const char* table : {"workflow_labels", "workflow_nodes"}) {
+      Statement q(*db_, std::string("DELETE FROM ") + table + " WHERE workflow = ?");
+      q.Bind(1, workflow);
+      if (!q.Run()) return Rollback(std::string("delete from ") + table);
+    }
+    return Commit();
+  }
+
+  Result<std::vector<WorkflowNodeRecord>> ListWorkflowNodes(std::string_view workflow) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "SELECT workflow, id, phase, job, body FROM workflow_nodes "
+                     "WHERE workflow = ? ORDER BY id");
+    q.Bind(1, std::string(workflow));
+    std::vector<WorkflowNodeRecord> out;
+    while (q.Step()) out.push_back(ReadWorkflowNode(q));
+    if (q.failed()) return Unavailable("list workflow nodes: " + LastError());
+    return out;
+  }
+
+  Result<std::optional<WorkflowNodeRecord>> WorkflowNodeOfJob(std::string_view job) override {
+    std::lock_guard lock(mu_);
+    if (job.empty()) return std::optional<WorkflowNodeRecord>();
+    Statement q(*db_, "SELECT workflow, id, phase, job, body FROM workflow_nodes WHERE job = ? "
+                     "LIMIT 1");
+    q.Bind(1, std::string(job));
+    if (!q.Step()) {
+      if (q.failed()) return Unavailable("find workflow node: " + LastError());
+      return std::optional<WorkflowNodeRecord>();
+    }
+    return std::optional<WorkflowNodeRecord>(ReadWorkflowNode(q));
+  }
+
+  Status CreateWorkflowManifest(WorkflowManifestRecord& m) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "INSERT INTO workflow_manifests (kind, name, team, body, created_at, "
+                     "updated_at, revision) VALUES (?, ?, ?, ?, ?, ?, 1)");
+    q.Bind(1, m.kind);
+    q.Bind(2, m.name);
+    q.Bind(3, m.team);
+    q.Bind(4, m.body);
+    q.Bind(5, ToUnixMillis(m.created_at));
+    q.Bind(6, ToUnixMillis(m.updated_at));
+    if (!q.Run()) {
+      if (q.broken_constraint() == Constraint::kUnique) {
+        return Conflict(m.kind + " '" + m.name + "' already exists");
+      }
+      return Unavailable("create " + m.kind + ": " + LastError());
+    }
+    m.revision = 1;
+    return Status::Ok();
+  }
+
+  Status UpdateWorkflowManifest(WorkflowManifestRecord& m) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "UPDATE workflow_manifests SET team = ?, body = ?, updated_at = ?, "
+                     "revision = revision + 1 WHERE kind = ? AND name = ? AND revision = ?");
+    q.Bind(1, m.team);
+    q.Bind(2, m.body);
+    q.Bind(3, ToUnixMillis(m.updated_at));
+    q.Bind(4, m.kind);
+    q.Bind(5, m.name);
+    q.Bind(6, m.revision);
+    if (!q.Run()) return Unavailable("update " + m.kind + ": " + LastError());
+    if (q.changes() == 0) {
+      Statement exists(*db_, "SELECT 1 FROM workflow_manifests WHERE kind = ? AND name = ?");
+      exists.Bind(1, m.kind);
+      exists.Bind(2, m.name);
+      if (!exists.Step()) return NotFound(m.kind + " '" + m.name + "' not found");
+      return Conflict(m.kind + " '" + m.name + "' changed since it was read");
+    }
+    ++m.revision;
+    return Status::Ok();
+  }
+
+  Result<WorkflowManifestRecord> GetWorkflowManifest(std::string_view kind,
+                                                     std::string_view name) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, std::string(kSelectManifest) + " WHERE kind = ? AND name = ?");
+    q.Bind(1, std::string(kind));
+    q.Bind(2, std::string(name));
+    if (!q.Step()) {
+      if (q.failed()) return Unavailable("read " + std::string(kind) + ": " + LastError());
+      return NotFound(std::string(kind) + " '" + std::string(name) + "' not found");
+    }
+    return ReadManifest(q);
+  }
+
+  Result<std::vector<WorkflowManifestRecord>> ListWorkflowManifests(std::string_view kind,
+                                                                    std::string_view team) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, std::string(kSelectManifest) + " WHERE kind = ?" +
+                         (team.empty() ? "" : " AND team = ?") + " ORDER BY name");
+    q.Bind(1, std::string(kind));
+    if (!team.empty()) q.Bind(2, std::string(team));
+    std::vector<WorkflowManifestRecord> out;
+    while (q.Step()) out.push_back(ReadManifest(q));
+    if (q.failed()) return Unavailable("list " + std::string(kind) + ": " + LastError());
+    return out;
+  }
+
+  Status DeleteWorkflowManifest(std::string_view kind, std::string_view name) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "DELETE FROM workflow_manifests WHERE kind = ? AND name = ?");
+    q.Bind(1, std::string(kind));
+    q.Bind(2, std::string(name));
+    if (!q.Run()) return Unavailable("delete " + std::string(kind) + ": " + LastError());
+    if (q.changes() == 0) {
+      return NotFound(std::string(kind) + " '" + std::string(name) + "' not found");
+    }
+    return Status::Ok();
+  }
+
+  Status AddLogFile(const LogFile& log) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, db_->Upsert("job_logs", {"job", "attempt", "rank", "path"},
+                                  {"job", "attempt", "rank"}, /*replace=*/true));
+    q.Bind(1, log.job);
+    q.Bind(2, log.attempt);
+    q.Bind(3, log.rank);
+    q.Bind(4, log.path);
+    if (!q.Run()) return Unavailable("add log file: " + LastError());
+    return Status::Ok();
+  }
+
+  Result<std::vector<LogFile>> ListLogFiles(std::string_view job) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_,
+                "SELECT job, attempt, rank, path FROM job_logs WHERE job = ? "
+                "ORDER BY attempt, rank");
+    q.Bind(1, std::string(job));
+    std::vector<LogFile> logs;
+    while (q.Step()) {
+      logs.push_back({q.ColumnText(0), q.ColumnInt(1), q.ColumnInt(2), q.ColumnText(3)});
+    }
+    if (q.failed()) return Unavailable("list log files: " + LastError());
+    return logs;
+  }
+
+ private:
+  static constexpr const char* kSelectJob =
+      "SELECT seq, spec, state, reason, message, exit_code, restarts, gpu_ids, executor, "
+      "executor_handle, token_hash, created_at, started_at, finished_at, stop_requested_at, "
+      "stop_reason, preemptions, preempt_requested_at, preempt_message, requeued_at, created_by, "
+      "health, health_reason, delete_requested_at FROM jobs";
+
+  static constexpr const char* kSelectArtifact =
+      "SELECT name, version, kind, state, team, created_by, size, digest, producer_job, "
+      "producer_attempt, producer_step, producer_node, metrics, labels, created_at, ready_at "
+      "FROM artifacts";
+  static constexpr const char* kSelectUse =
+      "SELECT name, version, job, attempt, used_at FROM artifact_uses";
+
+  static std::string MetricsJson(const std::map<std::string, double>& metrics) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [name, value] : metrics) out[name] = MetricValueToJson(value);
+    return out.dump();
+  }
+
+  static Result<Artifact> ReadArtifact(const Statement& q) {
+    Artifact a;
+    a.name = q.ColumnText(0);
+    a.version = q.ColumnInt64(1);
+    auto kind = ParseArtifactKind(q.ColumnText(2));
+    auto state = ParseArtifactState(q.ColumnText(3));
+    if (!kind || !state) return Internal("stored artifact " + a.Ref() + " has an unknown kind or state");
+    a.kind = *kind;
+    a.state = *state;
+    a.team = q.ColumnText(4);
+    a.created_by = q.ColumnText(5);
+    a.size = static_cast<std::uint64_t>(q.ColumnInt64(6));
+    a.digest = q.ColumnText(7);
+    a.producer.job = q.ColumnText(8);
+    if (!q.IsNull(9)) a.producer.attempt = q.ColumnInt(9);
+    if (!q.IsNull(10)) a.producer.step = q.ColumnInt64(10);
+    a.producer.pipeline_node = q.ColumnText(11);
+    auto metrics = nlohmann::json::parse(q.ColumnText(12), nullptr, false);
+    if (metrics.is_object()) {
+      for (const auto& [name, value] : metrics.items()) {
+        if (auto number = ParseMetricValue(name, value); number.ok()) a.metrics[name] = *number;
+      }
+    }
+    auto labels = nlohmann::json::parse(q.ColumnText(13), nullptr, false);
+    if (labels.is_object()) {
+      for (const auto& [key, value] : labels.items()) {
+        if (value.is_string()) a.labels[key] = value.get<std::string>();
+      }
+    }
+    a.created_at = FromUnixMillis(q.ColumnInt64(14));
+    if (!q.IsNull(15)) a.ready_at = FromUnixMillis(q.ColumnInt64(15));
+    return a;
+  }
+
+  Result<std::vector<ArtifactUse>> ReadUses(Statement& q) {
+    std::vector<ArtifactUse> out;
+    while (q.Step()) {
+      ArtifactUse u;
+      u.name = q.ColumnText(0);
+      u.version = q.ColumnInt64(1);
+      u.job = q.ColumnText(2);
+      if (q.ColumnInt64(3) >= 0) u.attempt = q.ColumnInt(3);
+      u.used_at = FromUnixMillis(q.ColumnInt64(4));
+      out.push_back(std::move(u));
+    }
+    if (q.failed()) return Unavailable("list artifact uses: " + LastError());
+    return out;
+  }
+
+  static constexpr const char* kSelectNotebook =
+      "SELECT name, team, created_by, profile, gpus, state, job, starts, message, created_at, "
+      "cull_warned_at, hub_user, server_env FROM notebooks";
+
+  static void BindNotebook(Statement& q, const NotebookRecord& n) {
+    q.Bind(1, n.name);
+    q.Bind(2, n.team);
+    q.Bind(3, n.created_by);
+    q.Bind(4, n.profile);
+    q.Bind(5, n.gpus);
+    q.Bind(6, std::string(NotebookStateName(n.state)));
+    q.Bind(7, n.job);
+    q.Bind(8, n.starts);
+    q.Bind(9, n.message);
+    q.Bind(10, ToUnixMillis(n.created_at));
+    q.BindOptional(11, Millis(n.cull_warned_at));
+    q.Bind(12, n.hub_user);
+    q.Bind(13, n.server_env_json);
+  }
+
+  static Result<NotebookRecord> ReadNotebook(Statement& q) {
+    NotebookRecord n;
+    n.name = q.ColumnText(0);
+    n.team = q.ColumnText(1);
+    n.created_by = q.ColumnText(2);
+    n.profile = q.ColumnText(3);
+    n.gpus = q.ColumnInt(4);
+    auto state = ParseNotebookState(q.ColumnText(5));
+    if (!state) return Internal("stored notebook state is unknown: " + q.ColumnText(5));
+    n.state = *state;
+    n.job = q.ColumnText(6);
+    n.starts = q.ColumnInt(7);
+    n.message = q.ColumnText(8);
+    n.created_at = FromUnixMillis(q.ColumnInt64(9));
+    if (!q.IsNull(10)) n.cull_warned_at = FromUnixMillis(q.ColumnInt64(10));
+    n.hub_user = q.ColumnText(11);
+    n.server_env_json = q.ColumnText(12);
+    return n;
+  }
+
+  static constexpr const char* kSelectExperiment =
+      "SELECT name, spec, state, message, created_at, finished_at FROM experiments";
+
+  static void BindExperiment(Statement& q, const ExperimentRecord& e) {
+    q.Bind(1, e.name);
+    q.Bind(2, e.spec_json);
+    q.Bind(3, std::string(ExperimentStateName(e.state)));
+    q.Bind(4, e.message);
+    q.Bind(5, ToUnixMillis(e.created_at));
+    q.BindOptional(6, Millis(e.finished_at));
+  }
+
+  static Result<ExperimentRecord> ReadExperiment(Statement& q) {
+    ExperimentRecord e;
+    e.name = q.ColumnText(0);
+    e.spec_json = q.ColumnText(1);
+    auto state = ParseExperimentState(q.ColumnText(2));
+    if (!state) return Internal("stored experiment state is unknown: " + q.ColumnText(2));
+    e.state = *state;
+    e.message = q.ColumnText(3);
+    e.created_at = FromUnixMillis(q.ColumnInt64(4));
+    if (!q.IsNull(5)) e.finished_at = FromUnixMillis(q.ColumnInt64(5));
+    return e;
+  }
+
+  static void BindTrial(Statement& q, const TrialRecord& t) {
+    q.Bind(1, t.experiment);
+    q.Bind(2, t.index);
+    q.Bind(3, t.job);
+    q.Bind(4, t.params_json);
+    q.Bind(5, std::string(TrialStateName(t.state)));
+    q.Bind(6, t.stop_requested ? 1 : 0);
+    if (t.objective && std::isfinite(*t.objective)) {
+      q.Bind(7, *t.objective);
+    } else {
+      q.BindNull(7);
+    }
+    q.Bind(8, t.message);
+  }
+
+  Result<Job> ReadJob(Statement& q) {
+    Job job;
+    job.submit_seq = q.ColumnInt64(0);
+    auto spec = ParseStoredSpec(q.ColumnText(1));
+    if (!spec.ok()) return spec.status();
+    job.spec = std::move(spec.value());
+    auto state = ParseJobState(q.ColumnText(2));
+    if (!state) return Internal("stored state is unknown: " + q.ColumnText(2));
+    job.state = *state;
+    job.reason = q.ColumnText(3);
+    job.message = q.ColumnText(4);
+    if (!q.IsNull(5)) job.exit_code = q.ColumnInt(5);
+    job.restarts = q.ColumnInt(6);
+    job.gpu_ids = nlohmann::json::parse(q.ColumnText(7)).get<std::vector<int>>();
+    job.executor = q.ColumnText(8);
+    job.executor_handle = q.ColumnText(9);
+    job.token_hash = q.ColumnText(10);
+    job.created_at = FromUnixMillis(q.ColumnInt64(11));
+    if (!q.IsNull(12)) job.started_at = FromUnixMillis(q.ColumnInt64(12));
+    if (!q.IsNull(13)) job.finished_at = FromUnixMillis(q.ColumnInt64(13));
+    if (!q.IsNull(14)) job.stop_requested_at = FromUnixMillis(q.ColumnInt64(14));
+    auto stop_reason = ParseStopReason(q.ColumnText(15));
+    if (!stop_reason) return Internal("stored stop reason is unknown: " + q.ColumnText(15));
+    job.stop_reason = *stop_reason;
+    job.preemptions = q.ColumnInt(16);
+    if (!q.IsNull(17)) job.preempt_requested_at = FromUnixMillis(q.ColumnInt64(17));
+    job.preempt_message = q.ColumnText(18);
+    if (!q.IsNull(19)) job.requeued_at = FromUnixMillis(q.ColumnInt64(19));
+    job.created_by = q.ColumnText(20);
+    job.health = ParseHealth(q.ColumnText(21)).value_or(Health::kUnknown);
+    job.health_reason = q.ColumnText(22);
+    if (!q.IsNull(23)) job.delete_requested_at = FromUnixMillis(q.ColumnInt64(23));
+    return job;
+  }
+
+  Status WriteJob(const Job& job) {
+    Statement q(*db_,
+                "UPDATE jobs SET team=?, spec=?, state=?, reason=?, message=?, exit_code=?, "
+                "restarts=?, gpu_ids=?, executor=?, executor_handle=?, token_hash=?, "
+                "started_at=?, finished_at=?, stop_requested_at=?, stop_reason=?, preemptions=?, "
+                "preempt_requested_at=?, preempt_message=?, requeued_at=?, health=?, health_reason=?, "
+                "delete_requested_at=? WHERE name=?");
+    q.Bind(1, job.spec.team);
+    q.Bind(2, StoredSpec(job.spec));
+    q.Bind(3, std::string(JobStateName(job.state)));
+    q.Bind(4, job.reason);
+    q.Bind(5, job.message);
+    q.BindOptional(6, job.exit_code ? std::optional<std::int64_t>(*job.exit_code) : std::nullopt);
+    q.Bind(7, job.restarts);
+    q.Bind(8, nlohmann::json(job.gpu_ids).dump());
+    q.Bind(9, job.executor);
+    q.Bind(10, job.executor_handle);
+    q.Bind(11, job.token_hash);
+    q.BindOptional(12, Millis(job.started_at));
+    q.BindOptional(13, Millis(job.finished_at));
+    q.BindOptional(14, Millis(job.stop_requested_at));
+    q.Bind(15, std::string(StopReasonName(job.stop_reason)));
+    q.Bind(16, job.preemptions);
+    q.BindOptional(17, Millis(job.preempt_requested_at));
+    q.Bind(18, job.preempt_message);
+    q.BindOptional(19, Millis(job.requeued_at));
+    q.Bind(20, std::string(HealthName(job.health)));
+    q.Bind(21, job.health_reason);
+    q.BindOptional(22, Millis(job.delete_requested_at));
+    q.Bind(23, job.name());
+    if (!q.Run()) return Unavailable("write job: " + LastError());
+    if (q.changes() == 0) return NotFound("job '" + job.name() + "' not found");
+    return Status::Ok();
+  }
+
+  Status WriteEvents(const std::vector<JobEvent>& events) {
+    for (const JobEvent& e : events) {
+      Statement q(*db_, "INSERT INTO job_events (job, time, type, message) VALUES (?, ?, ?, ?)");
+      q.Bind(1, e.job);
+      q.Bind(2, ToUnixMillis(e.time));
+      q.Bind(3, e.type);
+      q.Bind(4, e.message);
+      if (!q.Run()) return Unavailable("write event: " + LastError());
+    }
+    return Status::Ok();
+  }
+
+  static MetricPoint ReadMetric(const Statement& q) {
+    MetricPoint p;
+    p.step = q.ColumnInt64(0);
+    if (!q.IsNull(1)) {
+      p.value = q.ColumnDouble(1);
+    } else {
+      std::string special = q.ColumnText(2);
+      p.value = special == "inf"    ? std::numeric_limits<double>::infinity()
+                : special == "-inf" ? -std::numeric_limits<double>::infinity()
+                                    : std::numeric_limits<double>::quiet_NaN();
+    }
+    return p;
+  }
+
+  static void BindOptionalDouble(Statement& q, int i, const std::optional<double>& v) {
+    if (v) {
+      q.Bind(i, *v);
+    } else {
+      q.BindNull(i);
+    }
+  }
+
+  static constexpr const char* kSelectWorkflow =
+      "SELECT seq, name, team, uid, created_by, phase, manifest, status, created_at, started_at, "
+      "finished_at, revision FROM workflows";
+  static constexpr const char* kSelectManifest =
+      "SELECT kind, name, team, body, created_at, updated_at, revision FROM workflow_manifests";
+
+  // Binds ?1..?10 in kSelectWorkflow's order, without seq and revision.
+  static void BindWorkflow(Statement& q, const WorkflowRecord& w) {
+    q.Bind(1, w.name);
+    q.Bind(2, w.team);
+    q.Bind(3, w.uid);
+    q.Bind(4, w.created_by);
+    q.Bind(5, w.phase);
+    q.Bind(6, w.manifest);
+    q.Bind(7, w.status);
+    q.Bind(8, ToUnixMillis(w.created_at));
+    q.BindOptional(9, Millis(w.started_at));
+    q.BindOptional(10, Millis(w.finished_at));
+  }
+
+  static WorkflowRecord ReadWorkflow(const Statement& q) {
+    WorkflowRecord w;
+    w.seq = q.ColumnInt64(0);
+    w.name = q.ColumnText(1);
+    w.team = q.ColumnText(2);
+    w.uid = q.ColumnText(3);
+    w.created_by = q.ColumnText(4);
+    w.phase = q.ColumnText(5);
+    w.manifest = q.ColumnText(6);
+    w.status = q.ColumnText(7);
+    w.created_at = FromUnixMillis(q.ColumnInt64(8));
+    if (!q.IsNull(9)) w.started_at = FromUnixMillis(q.ColumnInt64(9));
+    if (!q.IsNull(10)) w.finished_at = FromUnixMillis(q.ColumnInt64(10));
+    w.revision = q.ColumnInt64(11);
+    return w;
+  }
+
+  static WorkflowNodeRecord ReadWorkflowNode(const Statement& q) {
+    return {q.ColumnText(0), q.ColumnText(1), q.ColumnText(2), q.ColumnText(3), q.ColumnText(4)};
+  }
+
+  static WorkflowManifestRecord ReadManifest(const Statement& q) {
+    WorkflowManifestRecord m;
+    m.kind = q.ColumnText(0);
+    m.name = q.ColumnText(1);
+    m.team = q.ColumnText(2);
+    m.body = q.ColumnText(3);
+    m.created_at = FromUnixMillis(q.ColumnInt64(4));
+    m.updated_at = FromUnixMillis(q.ColumnInt64(5));
+    m.revision = q.ColumnInt64(6);
+    return m;
+  }
+
+  // Replaces the workflow's labels; inside the caller's transaction.
+  Status WriteWorkflowLabels(const WorkflowRecord& w) {
+    Statement clear(*db_, "DELETE FROM workflow_labels WHERE workflow = ?");
+    clear.Bind(1, w.name);
+    if (!clear.Run()) return Unavailable("write workflow labels: " + LastError());
+    Statement insert(*db_, "INSERT INTO workflow_labels (workflow, key, value) VALUES (?, ?, ?)");
+    for (const auto& [key, value] : w.labels) {
+      insert.Reset();
+      insert.Bind(1, w.name);
+      insert.Bind(2, key);
+      insert.Bind(3, value);
+      if (!insert.Run()) return Unavailable("write workflow labels: " + LastError());
+    }
+    return Status::Ok();
+  }
+
+  Status ReadWorkflowLabels(WorkflowRecord& w) {
+    Statement q(*db_, "SELECT key, value FROM workflow_labels WHERE workflow = ?");
+    q.Bind(1, w.name);
+    while (q.Step()) w.labels[q.ColumnText(0)] = q.ColumnText(1);
+    if (q.failed()) return Unavailable("read workflow labels: " + LastError());
+    return Status::Ok();
+  }
+
+  static std::optional<std::int64_t> Millis(const std::optional<Time>& t) {
+    if (!t) return std::nullopt;
+    return ToUnixMillis(*t);
+  }
+
+  Status Exec(const std::string& sql) { return db_->Exec(sql); }
+
+  Status Commit() {
+    Status s = Exec("COMMIT");
+    if (!s.ok()) (void)Exec("ROLLBACK");
+    return s;
+  }
+
+  Status Rollback(const std::string& what) {
+    std::string error = LastError();
+    (void)Exec("ROLLBACK");
+    return Unavailable(what + ": " + error);
+  }
+
+  std::string LastError() { return db_->LastError(); }
+
+  // Specs never change once stored, and the control loop reads every active
+  // job several times a second: parsing each again (yaml-cpp) dominated an
+  // idle server with a long queue. Keyed by the stored text itself.
+  Result<JobSpec> ParseStoredSpec(const std::string& text) {
+    auto it = spec_cache_.find(text);
+    if (it != spec_cache_.end()) return it->second;
+    auto spec = ParseJobSpec(text);
+    if (!spec.ok()) return Internal("stored spec is unreadable: " + spec.status().ToString());
+    if (spec_cache_.size() >= kSpecCacheSize) spec_cache_.clear();
+    spec_cache_.emplace(text, *spec);
+    return spec;
+  }
+  static constexpr std::size_t kSpecCacheSize = 50000;
+
+  std::mutex mu_;
+  std::unique_ptr<sql::Connection> db_;  // guarded by mu_
+  std::unordered_map<std::string, JobSpec> spec_cache_;  // guarded by mu_
+};
+
+}  // namespace
+
+std::unique_ptr<Store> sql::MakeSqlStore(std::unique_ptr<Connection> db) {
+  return std::make_unique<SqlStore>(std::move(db));
+}
+
+}  // namespace headway

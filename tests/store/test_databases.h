@@ -1,0 +1,16 @@
+// Fresh databases for the store conformance suite, one per test, on the
+// servers tests/store/databases started (a ctest fixture).
+#pragma once
+
+#include <string>
+
+namespace headway::testing {
+
+// A store URL for an empty database of `backend` ("sqlite" or
+// "postgresql"), named after `test`. Fails the test (and returns "") when the
+// backend's server is not running.
+std::string CreateTestDatabase(const std::string& backend, const std::string& test);
+// Drops what CreateTestDatabase made.
+void DropTestDatabase(const std::string& backend, const std::string& url);
+
+}  // namespace headway::testing
