@@ -11,6 +11,7 @@
 #include "core/version.h"
 #include "exec/local/local_executor.h"
 #include "server/server.h"
+#include "server/store_migration.h"
 
 namespace {
 
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
   server_config.data_dir = headway::DefaultDataDir();
   std::string listen = "127.0.0.1:8080";
   int gpus = -1;
-  auto* server = app.add_subcommand("server", "Run the control plane (SQLite store, local executor)");
+  auto* server = app.add_subcommand("server", "Run the control plane (SQLite by default, or PostgreSQL or MariaDB; local executor or Slurm)");
   server->add_option("--listen", listen, "address:port to listen on (port 0 picks one)")
       ->capture_default_str();
   server->add_option("--data-dir", server_config.data_dir, "database and job files")
@@ -338,6 +339,21 @@ int main(int argc, char** argv) {
     }
     server_config.self_executable = SelfExecutable(argv[0]);
     exit_code = headway::RunServer(server_config);
+  });
+
+  std::string migrate_from, migrate_to;
+  auto* migrate = app.add_subcommand(
+      "migrate", "Copy a store to another database, checked table by table (stop the server first)");
+  migrate->add_option("--from", migrate_from, "the store now: sqlite:///PATH, postgresql://..., mysql://...")
+      ->required();
+  migrate->add_option("--to", migrate_to, "the store to copy it to (made if empty)")->required();
+  migrate->footer(
+      "Example: headway migrate --from sqlite:///var/lib/headway/headway.db \\\n"
+      "           --to postgresql://headway@db.example/headway\n"
+      "Ids, versions and times are kept. Interrupted, the same command goes on from where it "
+      "stopped.");
+  migrate->callback([&] {
+    exit_code = headway::RunStoreMigration(migrate_from, migrate_to, std::cout, std::cerr);
   });
 
   auto client_state = headway::cli::AddClientCommands(

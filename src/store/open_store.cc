@@ -1,5 +1,8 @@
 #include <string>
 
+#include "store/sql/copy.h"
+#include "store/sql/open_connection.h"
+#include "store/sql/sql_store.h"
 #include "store/store.h"
 
 namespace headway {
@@ -11,23 +14,50 @@ bool StartsWith(const std::string& s, std::string_view prefix) {
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
+Result<std::unique_ptr<sql::Connection>> sql::OpenConnection(const std::string& url) {
   if (StartsWith(url, "sqlite://")) {
     std::string path = url.substr(std::string_view("sqlite://").size());
     if (path.empty() || path[0] != '/') {
       return InvalidArgument("--store " + url + ": a SQLite URL names an absolute path, as in "
                              "sqlite:///var/lib/headway/headway.db");
     }
-    return OpenSqliteStore(path);
+    return OpenSqliteConnection(path);
   }
   if (StartsWith(url, "postgresql://") || StartsWith(url, "postgres://")) {
-    return OpenPostgresStore(url);
+    return OpenPostgresConnection(url);
   }
+  if (StartsWith(url, "mysql://")) return OpenMysqlConnection(url);
+  if (StartsWith(url, "mariadb://")) return OpenMysqlConnection("mysql://" + url.substr(10));
   if (url.find("://") != std::string::npos) {
     return InvalidArgument("--store " + RedactedStoreUrl(url) +
-                           ": unknown kind of store (sqlite:///PATH or postgresql://...)");
+                           ": unknown kind of store (sqlite:///PATH, postgresql://... or "
+                           "mysql://...)");
   }
-  return OpenSqliteStore(url);
+  return OpenSqliteConnection(url);
+}
+
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
+  auto connection = sql::OpenConnection(url);
+  if (!connection.ok()) return connection.status();
+  return sql::MakeSqlStore(std::move(connection.value()));
+}
+
+Result<std::vector<StoreTableCopy>> CopyStore(
+    const std::string& from_url, const std::string& to_url,
+    const std::function<void(const StoreTableCopy&)>& progress) {
+  auto from = sql::OpenConnection(from_url);
+  if (!from.ok()) return from.status();
+  auto to = sql::OpenConnection(to_url);
+  if (!to.ok()) return to.status();
+  auto reports = sql::CopyDatabase(**from, **to, [&](const sql::TableCopyReport& r) {
+    if (progress) progress({r.table, r.source_rows, r.target_rows, r.copied, r.source_checksum});
+  });
+  if (!reports.ok()) return reports.status();
+  std::vector<StoreTableCopy> out;
+  for (const auto& r : *reports) {
+    out.push_back({r.table, r.source_rows, r.target_rows, r.copied, r.source_checksum});
+  }
+  return out;
 }
 
 std::string RedactedStoreUrl(const std::string& given) {

@@ -200,10 +200,32 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
 // brings the schema up to date; Unavailable when it cannot connect.
 Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url);
 
+// Connects to MariaDB (10.5 or later) or MySQL with INSERT ... RETURNING:
+// mysql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?option_file=PATH], where an
+// option file ([client] password=...) keeps the password off the command line.
+Result<std::unique_ptr<Store>> OpenMysqlStore(const std::string& url);
+
 // The store a --store URL names: sqlite:///ABSOLUTE/PATH (or a plain path),
-// postgresql://USER@HOST:PORT/DB?... (postgres:// too). InvalidArgument for
-// another scheme.
+// postgresql://USER@HOST:PORT/DB?... (postgres:// too), mysql://... (or
+// mariadb://). InvalidArgument for another scheme.
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url);
+
+// Copies everything a store holds from one database to another (any two
+// kinds; the target's schema is made or brought up to date), keeping ids and
+// versions, and checks each table by row count and SHA-256 on both sides.
+// Resumable: run again after an interruption, it copies what is missing.
+// The source's server must be stopped. Internal when a table differs after
+// copying. `progress` is called after each table.
+struct StoreTableCopy {
+  std::string table;
+  std::int64_t source_rows = 0;
+  std::int64_t target_rows = 0;
+  std::int64_t copied = 0;  // rows this run wrote
+  std::string checksum;     // SHA-256 of the table's rows, equal on both sides
+};
+Result<std::vector<StoreTableCopy>> CopyStore(
+    const std::string& from_url, const std::string& to_url,
+    const std::function<void(const StoreTableCopy&)>& progress = {});
 
 // The URL without its password, for logs and errors.
 std::string RedactedStoreUrl(const std::string& url);

@@ -1,7 +1,7 @@
 // The Store's conformance suite: every test runs against each backend, a
-// real SQLite file and a real PostgreSQL server on loopback (started for the
-// suite by tests/store/databases as a ctest fixture), each test on a fresh
-// database. A backend passes when it behaves as the Store interface says.
+// real SQLite file and real PostgreSQL and MariaDB servers on loopback
+// (started for the suite by tests/store/databases as a ctest fixture), each
+// test on a fresh database. A backend passes when it behaves as the Store interface says.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -707,7 +707,7 @@ TEST(StoreUrl, AnUnreachablePostgresqlIsUnavailable) {
   EXPECT_EQ(store.status().code(), StatusCode::kUnavailable);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance, ::testing::Values("sqlite", "postgresql"),
+INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance, ::testing::Values("sqlite", "postgresql", "mysql"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace

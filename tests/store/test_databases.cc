@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
+#include <mysql.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -32,6 +33,28 @@ std::string AdminExec(const std::string& admin_url, const std::string& sql) {
   }
   PQfinish(conn);
   return error;
+}
+
+// The same on the MariaDB server (as its admin, over TCP).
+std::string MysqlAdminExec(const std::string& admin_url, const std::string& sql) {
+  // mysql://headway@127.0.0.1:PORT/mysql
+  const std::string rest = admin_url.substr(admin_url.find('@') + 1);
+  const std::string host = rest.substr(0, rest.find(':'));
+  const unsigned port = static_cast<unsigned>(std::stoul(rest.substr(rest.find(':') + 1)));
+  MYSQL* mysql = mysql_init(nullptr);
+  std::string error;
+  if (mysql_real_connect(mysql, host.c_str(), "headway", nullptr, nullptr, port, nullptr, 0) ==
+      nullptr) {
+    error = mysql_error(mysql);
+  } else if (mysql_query(mysql, sql.c_str()) != 0) {
+    error = mysql_error(mysql);
+  }
+  mysql_close(mysql);
+  return error;
+}
+
+std::string MysqlAdminUrl() {
+  return ReadFirstLine(std::string(HEADWAY_TEST_DATABASES) + "/mysql.url");
 }
 
 std::string PostgresAdminUrl() {
@@ -66,6 +89,20 @@ std::string CreateTestDatabase(const std::string& backend, const std::string& te
     }
     return admin.substr(0, admin.rfind('/') + 1) + name;
   }
+  if (backend == "mysql") {
+    const std::string admin = MysqlAdminUrl();
+    if (admin.empty()) {
+      ADD_FAILURE() << "no MariaDB server for " << test << ": run the suite with ctest, "
+                    << "whose fixture starts one (tests/store/databases start)";
+      return "";
+    }
+    std::string error = MysqlAdminExec(admin, "CREATE DATABASE " + name);
+    if (!error.empty()) {
+      ADD_FAILURE() << "CREATE DATABASE: " << error;
+      return "";
+    }
+    return admin.substr(0, admin.rfind('/') + 1) + name;
+  }
   ADD_FAILURE() << "unknown backend " << backend;
   return "";
 }
@@ -77,6 +114,9 @@ void DropTestDatabase(const std::string& backend, const std::string& url) {
   } else if (backend == "postgresql") {
     const std::string name = url.substr(url.rfind('/') + 1);
     AdminExec(PostgresAdminUrl(), "DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+  } else if (backend == "mysql") {
+    const std::string name = url.substr(url.rfind('/') + 1);
+    MysqlAdminExec(MysqlAdminUrl(), "DROP DATABASE IF EXISTS " + name);
   }
 }
 

@@ -6,8 +6,8 @@
 
 namespace headway::testing {
 
-// A store URL for an empty database of `backend` ("sqlite" or
-// "postgresql"), named after `test`. Fails the test (and returns "") when the
+// A store URL for an empty database of `backend` ("sqlite", "postgresql" or
+// "mysql"), named after `test`. Fails the test (and returns "") when the
 // backend's server is not running.
 std::string CreateTestDatabase(const std::string& backend, const std::string& test);
 // Drops what CreateTestDatabase made.

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "store/sql/connection.h"
+#include "store/sql/open_connection.h"
 #include "store/sql/sql_store.h"
 #include "store/store.h"
 
@@ -375,6 +376,30 @@ class PostgresConnection final : public sql::Connection {
     return sql::OnConflictUpsert(table, columns, key, replace);
   }
 
+  Result<std::int64_t> IdentityHighWater(const std::string& table,
+                                         const std::string& column) override {
+    sql::Statement q(*this, "SELECT GREATEST(COALESCE((SELECT MAX(\"" + column + "\") FROM \"" +
+                                table + "\"), 0), COALESCE(pg_sequence_last_value("
+                                "pg_get_serial_sequence(?, ?)::regclass), 0))");
+    q.Bind(1, table);
+    q.Bind(2, column);
+    if (!q.Step()) return Unavailable("read the ids of " + table + ": " + LastError());
+    return q.ColumnInt64(0);
+  }
+  Status RaiseIdentity(const std::string& table, const std::string& column,
+                       std::int64_t high_water) override {
+    if (high_water <= 0) return Status::Ok();
+    sql::Statement q(*this, "SELECT setval(pg_get_serial_sequence(?, ?), GREATEST(?, "
+                            "COALESCE(pg_sequence_last_value(pg_get_serial_sequence(?, ?)::regclass), 0)))");
+    q.Bind(1, table);
+    q.Bind(2, column);
+    q.Bind(3, high_water);
+    q.Bind(4, table);
+    q.Bind(5, column);
+    if (!q.Run()) return Unavailable("number " + table + ": " + LastError());
+    return Status::Ok();
+  }
+
   PGconn* conn() { return conn_; }
 
   Status Migrate() {
@@ -452,7 +477,7 @@ bool PostgresStatement::Step() {
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url) {
+Result<std::unique_ptr<sql::Connection>> sql::OpenPostgresConnection(const std::string& url) {
   PGconn* conn = PQconnectdb(url.c_str());
   if (conn == nullptr) return Unavailable("cannot connect to PostgreSQL: out of memory");
   if (PQstatus(conn) != CONNECTION_OK) {
@@ -464,7 +489,13 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url) {
   PQclear(PQexec(conn, "SET client_min_messages = warning"));
   auto connection = std::make_unique<PostgresConnection>(conn);
   HEADWAY_RETURN_IF_ERROR(connection->Migrate());
-  return sql::MakeSqlStore(std::move(connection));
+  return std::unique_ptr<sql::Connection>(std::move(connection));
+}
+
+Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url) {
+  auto connection = sql::OpenPostgresConnection(url);
+  if (!connection.ok()) return connection.status();
+  return sql::MakeSqlStore(std::move(connection.value()));
 }
 
 }  // namespace headway

@@ -114,6 +114,14 @@ class Connection {
   virtual Status BeginWrite() = 0;
   virtual std::string LastError() = 0;
 
+  // The highest id `column` of `table` has given out (or holds), deleted
+  // rows included where the database remembers them; 0 for none.
+  virtual Result<std::int64_t> IdentityHighWater(const std::string& table,
+                                                 const std::string& column) = 0;
+  // Makes `table` number `column` from above `high_water` on (never lower).
+  virtual Status RaiseIdentity(const std::string& table, const std::string& column,
+                               std::int64_t high_water) = 0;
+
   // INSERT that replaces the row with the same `key` columns, or (with no
   // columns besides the key to update) leaves it as it is.
   virtual std::string Upsert(const std::string& table, const std::vector<std::string>& columns,

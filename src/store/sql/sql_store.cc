@@ -877,7 +877,7 @@ class SqlStore final : public Store {
     }
     for (const auto& [key, value] : filter.labels) {
       sql.Add(" AND EXISTS (SELECT 1 FROM workflow_labels l WHERE l.workflow = workflows.name "
-              "AND l.key = ?", key);
+              "AND l.\"key\" = ?", key);
       sql.Add(" AND l.value = ?)", value);
     }
     sql.Add(" ORDER BY seq DESC");
@@ -1350,7 +1350,7 @@ class SqlStore final : public Store {
     Statement clear(*db_, "DELETE FROM workflow_labels WHERE workflow = ?");
     clear.Bind(1, w.name);
     if (!clear.Run()) return Unavailable("write workflow labels: " + LastError());
-    Statement insert(*db_, "INSERT INTO workflow_labels (workflow, key, value) VALUES (?, ?, ?)");
+    Statement insert(*db_, "INSERT INTO workflow_labels (workflow, \"key\", value) VALUES (?, ?, ?)");
     for (const auto& [key, value] : w.labels) {
       insert.Reset();
       insert.Bind(1, w.name);
@@ -1362,7 +1362,7 @@ class SqlStore final : public Store {
   }
 
   Status ReadWorkflowLabels(WorkflowRecord& w) {
-    Statement q(*db_, "SELECT key, value FROM workflow_labels WHERE workflow = ?");
+    Statement q(*db_, "SELECT \"key\", value FROM workflow_labels WHERE workflow = ?");
     q.Bind(1, w.name);
     while (q.Step()) w.labels[q.ColumnText(0)] = q.ColumnText(1);
     if (q.failed()) return Unavailable("read workflow labels: " + LastError());

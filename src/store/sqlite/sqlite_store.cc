@@ -7,6 +7,7 @@
 #include <string>
 
 #include "store/sql/connection.h"
+#include "store/sql/open_connection.h"
 #include "store/sql/sql_store.h"
 #include "store/store.h"
 
@@ -359,6 +360,31 @@ class SqliteConnection final : public sql::Connection {
     return sql::OnConflictUpsert(table, columns, key, replace);
   }
 
+  Result<std::int64_t> IdentityHighWater(const std::string& table,
+                                         const std::string& column) override {
+    sql::Statement q(*this, "SELECT MAX(COALESCE((SELECT MAX(\"" + column + "\") FROM \"" +
+                                table + "\"), 0), COALESCE((SELECT seq FROM sqlite_sequence "
+                                "WHERE name = ?), 0))");
+    q.Bind(1, table);
+    if (!q.Step()) return Unavailable("read the ids of " + table + ": " + LastError());
+    return q.ColumnInt64(0);
+  }
+  Status RaiseIdentity(const std::string& table, const std::string&,
+                       std::int64_t high_water) override {
+    sql::Statement update(*this, "UPDATE sqlite_sequence SET seq = ? WHERE name = ? AND seq < ?");
+    update.Bind(1, high_water);
+    update.Bind(2, table);
+    update.Bind(3, high_water);
+    if (!update.Run()) return Unavailable("number " + table + ": " + LastError());
+    sql::Statement insert(*this, "INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? "
+                                 "WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)");
+    insert.Bind(1, table);
+    insert.Bind(2, high_water);
+    insert.Bind(3, table);
+    if (!insert.Run()) return Unavailable("number " + table + ": " + LastError());
+    return Status::Ok();
+  }
+
   Status Migrate() {
     HEADWAY_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=WAL"));
     // FULL: a committed submit survives power loss, not just a process crash.
@@ -390,7 +416,7 @@ class SqliteConnection final : public sql::Connection {
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
+Result<std::unique_ptr<sql::Connection>> sql::OpenSqliteConnection(const std::string& path) {
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
@@ -403,7 +429,13 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
   sqlite3_busy_timeout(db, 5000);
   auto connection = std::make_unique<SqliteConnection>(db);
   HEADWAY_RETURN_IF_ERROR(connection->Migrate());
-  return sql::MakeSqlStore(std::move(connection));
+  return std::unique_ptr<sql::Connection>(std::move(connection));
+}
+
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
+  auto connection = sql::OpenSqliteConnection(path);
+  if (!connection.ok()) return connection.status();
+  return sql::MakeSqlStore(std::move(connection.value()));
 }
 
 }  // namespace headway

@@ -1,6 +1,6 @@
-// A whole server on PostgreSQL (--store postgresql://...): jobs, their
-// progress and events are kept there, not in the data directory, and a
-// crashed server finds them all when it starts again.
+// A whole server on PostgreSQL and on MariaDB (--store postgresql://...,
+// mysql://...): jobs, their progress and events are kept there, not in the
+// data directory, and a crashed server finds them all when it starts again.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -13,8 +13,10 @@ namespace {
 
 using testing::TestServer;
 
-TEST(ServerOnPostgres, JobsTheirProgressAndEventsSurviveACrash) {
-  const std::string url = testing::CreateTestDatabase("postgresql", "server");
+class ServerOnDatabase : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ServerOnDatabase, JobsTheirProgressAndEventsSurviveACrash) {
+  const std::string url = testing::CreateTestDatabase(GetParam(), "server");
   ASSERT_FALSE(url.empty());
   {
     TestServer server(1, {"--store", url});
@@ -26,7 +28,7 @@ resources: {gpus_per_process: 1}
     ASSERT_TRUE(server.WaitForState("counted", "Succeeded")) << server.ServerLog();
     ASSERT_TRUE(testing::WaitFor([&] { return server.Job("counted")["progress"]["step"] == 5; }));
     EXPECT_FALSE(std::filesystem::exists(server.data_dir() + "/headway.db"));
-    EXPECT_NE(server.ServerLog().find("store: postgresql://"), std::string::npos);
+    EXPECT_NE(server.ServerLog().find("store: " + GetParam() + "://"), std::string::npos);
 
     server.Kill();
     server.Restart();
@@ -40,10 +42,13 @@ resources: {gpus_per_process: 1}
     auto listed = server.Cli({"get", "jobs", "-o", "name"});
     EXPECT_EQ(listed.out, "counted\nafter\n");
   }
-  testing::DropTestDatabase("postgresql", url);
+  testing::DropTestDatabase(GetParam(), url);
 }
 
-TEST(ServerOnPostgres, AnUnreachableDatabaseStopsTheServerWithAClearErrorAndNoPassword) {
+INSTANTIATE_TEST_SUITE_P(Backends, ServerOnDatabase, ::testing::Values("postgresql", "mysql"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+TEST(ServerOnDatabase, AnUnreachableDatabaseStopsTheServerWithAClearErrorAndNoPassword) {
   testing::CommandResult result = testing::RunCommand(
       {HEADWAY_BIN, "server", "--data-dir", ::testing::TempDir() + "/unreachable", "--listen",
        "127.0.0.1:0", "--store", "postgresql://ann:s3cret@127.0.0.1:1/headway?connect_timeout=2"});
