@@ -55,7 +55,12 @@ int main(int argc, char** argv) {
   server->add_option("--store", server_config.store_url,
                      "the database: sqlite:///PATH (default: DATA_DIR/headway.db) or "
                      "postgresql://USER@HOST:PORT/DB (a password from PGPASSFILE or "
-                     "?passfile=..., never on the command line)");
+                     "?passfile=..., never on the command line) or mysql://USER@HOST:PORT/DB; "
+                     "several servers on one database share the work: one leads, the others "
+                     "pass requests on to it and take over if it stops");
+  server->add_option("--peer-address", server_config.peer_address,
+                     "with a shared --store: the IP address other servers reach this one at "
+                     "(default: --listen's)");
   server->add_option("--gpus", gpus,
                      "number of logical GPUs to schedule (default: the GPUs nvidia-smi lists)")
       ->check(CLI::Range(0, 4096));

@@ -9,6 +9,9 @@
 
 #include <atomic>
 #include <cmath>
+#include <optional>
+#include <mutex>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -256,6 +259,110 @@ Result<std::string> WebhookSecret(const ServerConfig& config) {
   return secret;
 }
 
+// This replica's name among the servers sharing a data directory.
+std::string ReplicaName() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return std::string(host) + "-" + std::to_string(::getpid());
+}
+
+// Upload folders of this host's replicas that are gone (a crash leaves one).
+void RemoveDeadReplicasUploads(const std::string& uploads) {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string prefix = std::string(host) + "-";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(uploads, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const pid_t pid = static_cast<pid_t>(std::atoi(name.c_str() + prefix.size()));
+    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) std::filesystem::remove_all(entry, ec);
+  }
+}
+
+// "http://10.0.0.5:8080" as its host and port; nullopt for another form.
+std::optional<std::pair<std::string, int>> HttpHostPort(const std::string& url) {
+  const std::string scheme = "http://";
+  if (url.rfind(scheme, 0) != 0) return std::nullopt;
+  const std::string rest = url.substr(scheme.size());
+  const std::size_t colon = rest.rfind(':');
+  if (colon == std::string::npos) return std::nullopt;
+  const int port = std::atoi(rest.c_str() + colon + 1);
+  if (port <= 0 || port > 65535) return std::nullopt;
+  return std::make_pair(rest.substr(0, colon), port);
+}
+
+// A replica that does not lead serves the API by passing every request on
+// to the leader (WebSockets and streams included), as Vault's and Nomad's
+// standbys do; uploads spooled to a file and HTTPS leaders get a redirect.
+// Returns once this server takes the lead, or the stop signal that came
+// first.
+std::optional<int> FollowUntilLeading(Leadership& leadership, const std::string& self,
+                                      const Clock& clock, const sigset_t& stop_signals,
+                                      std::atomic<const api::HttpHandler*>& ready,
+                                      api::HttpHandler& forward) {
+  struct Leader {
+    std::mutex mu;
+    std::string url;
+  };
+  auto leader = std::make_shared<Leader>();
+  forward = [leader](const api::HttpRequest& req) {
+    std::string url;
+    {
+      std::lock_guard lock(leader->mu);
+      url = leader->url;
+    }
+    if (url.empty()) {
+      return api::HttpResponse{503, "application/json",
+                               R"({"error":{"code":"Unavailable","message":"no server leads yet; )"
+                               R"(try again in a moment"}})",
+                               {{"Retry-After", "1"}}, nullptr};
+    }
+    auto host_port = HttpHostPort(url);
+    if (!host_port || !req.body_file.empty()) {
+      return api::HttpResponse{307, "application/json", "", {{"Location", url + req.target}}, nullptr};
+    }
+    api::HttpResponse response;
+    response.proxy = std::make_shared<api::ProxyTarget>();
+    response.proxy->host = host_port->first;
+    response.proxy->port = host_port->second;
+    return response;
+  };
+  std::string followed;
+  bool unreachable = false;
+  for (;;) {
+    auto led = leadership.TryLead(self, clock.Now());
+    if (led.ok() && *led) {
+      ready.store(nullptr);  // "starting" (503) until the API is ready
+      spdlog::info("leading: this server now schedules and runs jobs (others reach it at {})", self);
+      return std::nullopt;
+    }
+    if (!led.ok() && !unreachable) {
+      spdlog::warn("cannot take part in electing a leader: {}", led.status().message());
+    }
+    unreachable = !led.ok();
+    auto address = leadership.LeaderAddress();
+    // A leader's own old address (this server, restarted) is nobody's now.
+    if (address.ok() && *address != followed && *address != self) {
+      {
+        std::lock_guard lock(leader->mu);
+        leader->url = *address;
+      }
+      if (followed.empty()) {
+        spdlog::info("headway server listening on {} as a replica, following the leader at {}",
+                     self, *address);
+      } else {
+        spdlog::info("following the new leader at {}", *address);
+      }
+      followed = *address;
+    }
+    ready.store(&forward);
+    timespec wait{0, 500'000'000};
+    const int sig = ::sigtimedwait(&stop_signals, nullptr, &wait);
+    if (sig > 0) return sig;
+  }
+}
+
 }  // namespace
 
 int RunServer(const ServerConfig& config) {
@@ -280,21 +387,38 @@ int RunServer(const ServerConfig& config) {
     spdlog::error("{}", secured.message());
     return 1;
   }
-  auto data_dir_lock = DataDirLock::Acquire(config.data_dir);
-  if (!data_dir_lock.ok()) {
-    spdlog::error("{}", data_dir_lock.status().message());
-    return 1;
-  }
   const std::string store_url =
       config.store_url.empty()
           ? "sqlite://" + (std::filesystem::absolute(config.data_dir) / "headway.db").string()
           : config.store_url;
+  // On a shared database, several servers (replicas) may share the data
+  // directory too (so that a new leader finds the jobs' run directories):
+  // the database's lead, not the directory's lock, keeps one in charge.
+  const bool replicated = store_url.rfind("sqlite://", 0) != 0 && store_url.find("://") != std::string::npos;
+  std::optional<DataDirLock> data_dir_lock;
+  if (!replicated) {
+    auto lock = DataDirLock::Acquire(config.data_dir);
+    if (!lock.ok()) {
+      spdlog::error("{}", lock.status().message());
+      return 1;
+    }
+    data_dir_lock.emplace(std::move(*lock));
+  }
   auto store = OpenStore(store_url);
   if (!store.ok()) {
     spdlog::error("{}", store.status().ToString());
     return 1;
   }
   spdlog::info("store: {}", RedactedStoreUrl(store_url));
+  std::unique_ptr<Leadership> leadership;
+  if (replicated) {
+    auto opened = OpenLeadership(store_url);
+    if (!opened.ok()) {
+      spdlog::error("{}", opened.status().ToString());
+      return 1;
+    }
+    leadership = std::move(*opened);
+  }
   auto queues = ParseQueueMappings(config.queues);
   if (!queues.ok()) {
     spdlog::error("{}", queues.status().ToString());
@@ -426,8 +550,8 @@ int RunServer(const ServerConfig& config) {
     webhook_options.secret = *secret;
   }
   // Delivery follows the store's event log (see webhook_notifier.h); the
-  // controller's changes only wake the workers.
-  WebhookNotifier webhooks(**store, webhook_options);
+  // controller's changes only wake the workers. Made once this server leads.
+  std::unique_ptr<WebhookNotifier> webhooks;
   // The watch cache, once it exists (it needs the controller it is fed by).
   std::atomic<api::WatchCache*> watch_feed{nullptr};
   options.on_tick = [&watch_feed](const std::vector<Job>& active) {
@@ -436,10 +560,9 @@ int RunServer(const ServerConfig& config) {
   options.on_removed = [&watch_feed](const Job& job) {
     if (api::WatchCache* cache = watch_feed.load()) cache->OnRemoved(job);
   };
-  const bool notify = webhooks.enabled();
-  options.on_change = [&webhooks, &watch_feed, notify](const Job& job, const JobEvent&) {
+  options.on_change = [&webhooks, &watch_feed](const Job& job, const JobEvent&) {
     if (api::WatchCache* cache = watch_feed.load()) cache->OnChange(job);
-    if (notify) webhooks.Notify();
+    if (webhooks && webhooks->enabled()) webhooks->Notify();
   };
 
   // Bind first, so the URL handed to jobs names the real port; requests that
@@ -453,9 +576,11 @@ int RunServer(const ServerConfig& config) {
   // through the server are written to files in uploads/ (never memory),
   // checked, then moved into the store; leftovers of a crash are removed.
   namespace fs = std::filesystem;
-  const std::string upload_dir = (fs::path(config.data_dir) / "uploads").string();
+  const std::string upload_dir =
+      (fs::path(config.data_dir) / "uploads" / (replicated ? ReplicaName() : std::string())).string();
   {
     std::error_code ec;
+    if (replicated) RemoveDeadReplicasUploads((fs::path(config.data_dir) / "uploads").string());
     fs::remove_all(upload_dir, ec);
     fs::create_directories(upload_dir, ec);
     if (ec || ::chmod(upload_dir.c_str(), 0700) != 0) {
@@ -500,6 +625,7 @@ int RunServer(const ServerConfig& config) {
   artifact_options.multipart_threshold = config.s3_part_size;
   ArtifactManager artifacts(**store, **objects, clock, artifact_options);
   api::HttpHandler api_handler;
+  api::HttpHandler forward_handler;  // a replica's, while another server leads
   std::atomic<const api::HttpHandler*> ready{nullptr};
   api::HttpServerOptions http_options;
   http_options.address = config.listen_address;
@@ -551,6 +677,29 @@ int RunServer(const ServerConfig& config) {
     }
     options.ca_file = *published;
   }
+  if (leadership) {
+    const std::string peer_url =
+        config.peer_address.empty()
+            ? options.advertise_url
+            : (tls ? "https://" : "http://") + config.peer_address + ":" +
+                  std::to_string((*server)->port());
+    std::optional<int> stopped =
+        FollowUntilLeading(*leadership, peer_url, clock, stop_signals, ready, forward_handler);
+    if (stopped) {
+      spdlog::info("received {}, shutting down", strsignal(*stopped));
+      (*server)->Stop();
+      return 0;
+    }
+    // Tokens made through the leader this server followed.
+    if (config.auth) {
+      Status reloaded = user_tokens.Load();
+      if (!reloaded.ok()) {
+        spdlog::error("authentication: {}", reloaded.ToString());
+        return 1;
+      }
+    }
+  }
+  webhooks = std::make_unique<WebhookNotifier>(**store, webhook_options);
   options.queues = *queues;
   options.run_as = *run_as;
   if (root) {
@@ -628,7 +777,27 @@ int RunServer(const ServerConfig& config) {
     spdlog::info("team {}: quota {} GPU(s), may borrow {}, weight {}", team, quota.nominal_gpus,
                  quota.borrowing_limit, quota.weight);
   }
-  data_dir_lock->Describe(options.advertise_url);
+  if (data_dir_lock) data_dir_lock->Describe(options.advertise_url);
+  // A leader that loses its lead (its database connection) stops at once,
+  // before it could launch or change anything the new leader also does.
+  std::mutex lead_watch_mu;
+  std::condition_variable lead_watch_cv;
+  bool lead_watch_stop = false;
+  std::thread lead_watch;
+  if (leadership) {
+    lead_watch = std::thread([&] {
+      std::unique_lock lock(lead_watch_mu);
+      while (!lead_watch_cv.wait_for(lock, std::chrono::milliseconds(500),
+                                     [&] { return lead_watch_stop; })) {
+        auto leading = leadership->StillLeading();
+        if (leading.ok() && *leading) continue;
+        spdlog::critical("lost the lead ({}): stopping now; another server takes over",
+                         leading.ok() ? "the database ended this server's session"
+                                      : leading.status().message());
+        std::_Exit(75);
+      }
+    });
+  }
   spdlog::info("headway server listening on {} (data: {})", options.advertise_url, config.data_dir);
   spdlog::info("dashboard: {}", DashboardUrl(config, user_tokens, options.advertise_url));
 
@@ -636,6 +805,14 @@ int RunServer(const ServerConfig& config) {
   sigwait(&stop_signals, &sig);
   spdlog::info("received {}, shutting down; running jobs keep running", strsignal(sig));
   (*server)->Stop();
+  if (lead_watch.joinable()) {
+    {
+      std::lock_guard lock(lead_watch_mu);
+      lead_watch_stop = true;
+    }
+    lead_watch_cv.notify_all();
+    lead_watch.join();
+  }
   controller->Shutdown();
   experiments->Shutdown();
   workflows->Shutdown();

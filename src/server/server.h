@@ -20,6 +20,9 @@ struct ServerConfig {
   // Where jobs and everything else are kept (store/store.h OpenStore):
   // empty for the SQLite file in data_dir, or postgresql://...
   std::string store_url;
+  // How the other replicas on the same database reach this server (an IP
+  // address; the port is the one it listens on). Default: the listen address.
+  std::string peer_address;
   std::optional<int> gpus;       // logical GPU count; default: the GPUs nvidia-smi lists
   // Queue mappings, "NAME=EXECUTOR[:key=value,...]", e.g.
   // "gpu=slurm:partition=debug,account=ml,qos=normal". Unmapped queues run locally.

@@ -227,6 +227,25 @@ Result<std::vector<StoreTableCopy>> CopyStore(
     const std::string& from_url, const std::string& to_url,
     const std::function<void(const StoreTableCopy&)>& progress = {});
 
+// Which of several servers sharing one database leads: it alone schedules,
+// launches and watches jobs and runs the controllers; the others serve the
+// API by passing requests on to it. The lead is a lock held through a
+// connection of its own, so it goes the moment the leader dies or loses the
+// database (PostgreSQL: an advisory lock; MariaDB: GET_LOCK). A SQLite store
+// has one server, which always leads.
+class Leadership {
+ public:
+  virtual ~Leadership() = default;
+  // Takes the lead if no server holds it, and then records `address` (how
+  // the others reach this server) as the leader's. True when this one leads.
+  virtual Result<bool> TryLead(const std::string& address, Time now) = 0;
+  // Whether this server still leads: false once its connection was lost.
+  virtual Result<bool> StillLeading() = 0;
+  // The address the leader recorded; "" before any did.
+  virtual Result<std::string> LeaderAddress() = 0;
+};
+Result<std::unique_ptr<Leadership>> OpenLeadership(const std::string& url);
+
 // The URL without its password, for logs and errors.
 std::string RedactedStoreUrl(const std::string& url);
 

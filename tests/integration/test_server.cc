@@ -208,8 +208,23 @@ TestServer::TestServer(int gpus, std::vector<std::string> extra_args)
   Start();
 }
 
+TestServer::TestServer(const TestServer& primary, std::vector<std::string> extra_args)
+    : gpus_(primary.gpus_),
+      extra_args_(std::move(extra_args)),
+      base_dir_(primary.base_dir_),
+      data_dir_(primary.data_dir_),
+      ca_file_(primary.ca_file_),
+      owns_base_dir_(false) {
+  for (int n = 1;; ++n) {
+    log_path_ = base_dir_ + "/server-" + std::to_string(n) + ".log";
+    if (!fs::exists(log_path_)) break;
+  }
+  Start();
+}
+
 TestServer::~TestServer() {
   if (pid_ > 0) Terminate();
+  if (!owns_base_dir_) return;
   // Jobs outlive the server by design; end any a test left running: each
   // supervisor leads its attempt's process group, and its death takes the
   // attempt's PID namespace with it.

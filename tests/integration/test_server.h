@@ -100,6 +100,10 @@ class TestServer {
  public:
   // Starts a server with `--gpus gpus` and a fresh base directory.
   explicit TestServer(int gpus = 4, std::vector<std::string> extra_args = {});
+  // A second server on `primary`'s data directory (with a shared --store in
+  // `extra_args`: a replica), logging to a file of its own. `primary` must
+  // outlive it.
+  TestServer(const TestServer& primary, std::vector<std::string> extra_args);
   ~TestServer();
 
   // Starts again on the same data directory and port after Kill()/Terminate().
@@ -159,6 +163,7 @@ class TestServer {
   std::string ca_file_;  // the --tls-cert it was started with, trusted by Job() etc.
   int port_ = 0;
   pid_t pid_ = -1;
+  bool owns_base_dir_ = true;
 };
 
 }  // namespace headway::testing

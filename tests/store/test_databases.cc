@@ -28,7 +28,9 @@ std::string AdminExec(const std::string& admin_url, const std::string& sql) {
     error = PQerrorMessage(conn);
   } else {
     PGresult* res = PQexec(conn, sql.c_str());
-    if (PQresultStatus(res) != PGRES_COMMAND_OK) error = PQresultErrorMessage(res);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
+      error = PQresultErrorMessage(res);
+    }
     PQclear(res);
   }
   PQfinish(conn);
@@ -48,6 +50,8 @@ std::string MysqlAdminExec(const std::string& admin_url, const std::string& sql)
     error = mysql_error(mysql);
   } else if (mysql_query(mysql, sql.c_str()) != 0) {
     error = mysql_error(mysql);
+  } else if (MYSQL_RES* res = mysql_store_result(mysql)) {
+    mysql_free_result(res);
   }
   mysql_close(mysql);
   return error;
@@ -105,6 +109,12 @@ std::string CreateTestDatabase(const std::string& backend, const std::string& te
   }
   ADD_FAILURE() << "unknown backend " << backend;
   return "";
+}
+
+std::string ExecAsAdmin(const std::string& backend, const std::string& sql) {
+  if (backend == "postgresql") return AdminExec(PostgresAdminUrl(), sql);
+  if (backend == "mysql") return MysqlAdminExec(MysqlAdminUrl(), sql);
+  return "no administrator for " + backend;
 }
 
 void DropTestDatabase(const std::string& backend, const std::string& url) {

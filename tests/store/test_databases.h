@@ -10,6 +10,9 @@ namespace headway::testing {
 // "mysql"), named after `test`. Fails the test (and returns "") when the
 // backend's server is not running.
 std::string CreateTestDatabase(const std::string& backend, const std::string& test);
+// Runs one statement as the server's administrator (on PostgreSQL's admin
+// database); "" or the error.
+std::string ExecAsAdmin(const std::string& backend, const std::string& sql);
 // Drops what CreateTestDatabase made.
 void DropTestDatabase(const std::string& backend, const std::string& url);
 

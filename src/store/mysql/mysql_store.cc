@@ -234,6 +234,14 @@ const char* const kMigrations[] = {
       INDEX notebooks_by_team (team, name)
     ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
     )sql",
+    // v2: which server leads.
+    R"sql(
+    CREATE TABLE server_leader (
+      id BIGINT PRIMARY KEY,
+      address TEXT NOT NULL,
+      since BIGINT NOT NULL
+    ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+    )sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -371,6 +379,14 @@ class MysqlConnection final : public sql::Connection {
            ") ON DUPLICATE KEY UPDATE " + updates;
   }
 
+  // A named lock of the session; a reconnected session does not hold it.
+  Result<bool> TryLockSession() override {
+    return SingleBool("SELECT COALESCE(GET_LOCK('headway-leader', 0), 0)");
+  }
+  Result<bool> SessionLockHeld() override {
+    return SingleBool("SELECT COALESCE(IS_USED_LOCK('headway-leader') = CONNECTION_ID(), 0)");
+  }
+
   Result<std::int64_t> IdentityHighWater(const std::string& table,
                                          const std::string& column) override {
     sql::Statement q(*this, "SELECT GREATEST(COALESCE((SELECT MAX(\"" + column + "\") FROM \"" +
@@ -388,6 +404,12 @@ class MysqlConnection final : public sql::Connection {
   }
 
   MYSQL* mysql() { return mysql_; }
+
+  Result<bool> SingleBool(const std::string& sql) {
+    sql::Statement q(*this, sql);
+    if (!q.Step()) return Unavailable("mariadb: " + LastError());
+    return q.ColumnInt64(0) != 0;
+  }
 
   Status Migrate() {
     HEADWAY_RETURN_IF_ERROR(

@@ -227,6 +227,14 @@ const char* const kMigrations[] = {
     );
     CREATE INDEX notebooks_by_team ON notebooks(team, name);
     )sql",
+    // v2: which server leads.
+    R"sql(
+    CREATE TABLE server_leader (
+      id BIGINT PRIMARY KEY,
+      address TEXT NOT NULL,
+      since BIGINT NOT NULL
+    );
+    )sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -376,6 +384,16 @@ class PostgresConnection final : public sql::Connection {
     return sql::OnConflictUpsert(table, columns, key, replace);
   }
 
+  // The session-level advisory lock (1212501348, 1): "Head", 1.
+  Result<bool> TryLockSession() override { return SingleBool("SELECT pg_try_advisory_lock(1212501348, 1)"); }
+  Result<bool> SessionLockHeld() override {
+    // No reconnecting here: a new session would not hold the lock.
+    if (PQstatus(conn_) != CONNECTION_OK) return false;
+    return SingleBool(
+        "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND classid = 1212501348 "
+        "AND objid = 1 AND objsubid = 2 AND pid = pg_backend_pid() AND granted");
+  }
+
   Result<std::int64_t> IdentityHighWater(const std::string& table,
                                          const std::string& column) override {
     sql::Statement q(*this, "SELECT GREATEST(COALESCE((SELECT MAX(\"" + column + "\") FROM \"" +
@@ -401,6 +419,19 @@ class PostgresConnection final : public sql::Connection {
   }
 
   PGconn* conn() { return conn_; }
+
+ private:
+  Result<bool> SingleBool(const char* sql) {
+    PGresult* res = PQexec(conn_, sql);
+    const bool ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1;
+    const bool value = ok && std::string_view(PQgetvalue(res, 0, 0)) == "t";
+    if (!ok) last_error_ = ErrorOf(conn_, res);
+    PQclear(res);
+    if (!ok) return Unavailable("postgresql: " + last_error_);
+    return value;
+  }
+
+ public:
 
   Status Migrate() {
     HEADWAY_RETURN_IF_ERROR(BeginWrite());

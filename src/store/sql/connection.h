@@ -114,6 +114,14 @@ class Connection {
   virtual Status BeginWrite() = 0;
   virtual std::string LastError() = 0;
 
+  // Servers sharing a database elect their leader with a lock a session (a
+  // connection) holds: it goes with the session, so a leader that dies or
+  // loses the database loses it at once. TryLockSession takes it without
+  // waiting; SessionLockHeld says whether this connection still holds it
+  // (false once the connection was lost, even if made again since).
+  virtual Result<bool> TryLockSession() = 0;
+  virtual Result<bool> SessionLockHeld() = 0;
+
   // The highest id `column` of `table` has given out (or holds), deleted
   // rows included where the database remembers them; 0 for none.
   virtual Result<std::int64_t> IdentityHighWater(const std::string& table,

@@ -271,6 +271,15 @@ const char* const kMigrations[] = {
     ) WITHOUT ROWID;
     CREATE INDEX notebooks_by_team ON notebooks(team, name);
     )sql",
+    // v15: which server leads, where several share a database (not SQLite's
+    // case, but the schema is the same everywhere).
+    R"sql(
+    CREATE TABLE server_leader (
+      id INTEGER PRIMARY KEY,
+      address TEXT NOT NULL,
+      since INTEGER NOT NULL
+    );
+    )sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -359,6 +368,10 @@ class SqliteConnection final : public sql::Connection {
                      const std::vector<std::string>& key, bool replace) const override {
     return sql::OnConflictUpsert(table, columns, key, replace);
   }
+
+  // One server per SQLite file (its data directory's lock): it leads.
+  Result<bool> TryLockSession() override { return true; }
+  Result<bool> SessionLockHeld() override { return true; }
 
   Result<std::int64_t> IdentityHighWater(const std::string& table,
                                          const std::string& column) override {
