@@ -1,5 +1,10 @@
 #include "core/job_spec_json.h"
 
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace headway {
 namespace {
 
@@ -20,7 +25,122 @@ const char* ActionText(HealthAction a) {
   return "notify";
 }
 
+std::optional<HealthAction> ActionFromText(const nlohmann::json& j) {
+  if (!j.is_string()) return std::nullopt;
+  const std::string& text = j.get_ref<const std::string&>();
+  if (text == "notify") return HealthAction::kNotify;
+  if (text == "stop") return HealthAction::kStop;
+  if (text == "reclaim") return HealthAction::kReclaim;
+  return std::nullopt;
+}
+
+std::optional<Duration> DurationFrom(const nlohmann::json& j) {
+  if (!j.is_string()) return std::nullopt;
+  return ParseDuration(j.get_ref<const std::string&>());
+}
+
+// Reads the fields of `j` named in `readers`, each exactly once; false for a
+// field not named or a reader that refused its value.
+template <typename Readers>
+bool ReadFields(const nlohmann::json& j, const Readers& readers) {
+  if (!j.is_object()) return false;
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (const auto& [name, read] : readers) {
+      if (key != name) continue;
+      known = true;
+      if (!read(value)) return false;
+    }
+    if (!known) return false;
+  }
+  return true;
+}
+
+template <typename T>
+bool Get(const nlohmann::json& j, T& out) {
+  try {
+    out = j.get<T>();
+    return true;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
 }  // namespace
+
+std::optional<JobSpec> JobSpecFromStoredJson(const nlohmann::json& j) {
+  using Reader = std::function<bool(const nlohmann::json&)>;
+  JobSpec spec;
+  int required = 0;  // the fields JobSpecToJson always writes
+  auto need = [&required](bool ok) {
+    required += ok ? 1 : 0;
+    return ok;
+  };
+  const std::vector<std::pair<std::string, Reader>> resources = {
+      {"gpus_per_process", [&](auto& v) { return Get(v, spec.resources.gpus_per_process); }},
+      {"processes_per_node", [&](auto& v) { return Get(v, spec.resources.processes_per_node); }},
+      {"nodes", [&](auto& v) { return Get(v, spec.resources.nodes); }},
+      {"memory",
+       [&](auto& v) {
+         if (!v.is_string()) return false;
+         auto bytes = ParseMemoryQuantity(v.template get_ref<const std::string&>());
+         if (bytes) spec.resources.memory_bytes = *bytes;
+         return bytes.has_value();
+       }},
+      {"cpus", [&](auto& v) { return v.is_number() && Get(v, spec.resources.cpus); }},
+  };
+  const std::vector<std::pair<std::string, Reader>> policies = {
+      {"on_stall", [&](auto& v) { auto a = ActionFromText(v); if (a) spec.policies.on_stall = *a; return a.has_value(); }},
+      {"on_diverge", [&](auto& v) { auto a = ActionFromText(v); if (a) spec.policies.on_diverge = *a; return a.has_value(); }},
+      {"on_plateau", [&](auto& v) { auto a = ActionFromText(v); if (a) spec.policies.on_plateau = *a; return a.has_value(); }},
+      {"on_gpu_idle", [&](auto& v) { spec.policies.on_gpu_idle = ActionFromText(v); return spec.policies.on_gpu_idle.has_value(); }},
+      {"gpu_idle_after", [&](auto& v) { auto d = DurationFrom(v); if (d) spec.policies.gpu_idle_after = *d; return d.has_value(); }},
+      {"gpu_idle_below_percent", [&](auto& v) { return v.is_number() && Get(v, spec.policies.gpu_idle_below_percent); }},
+  };
+  const std::vector<std::pair<std::string, Reader>> endpoint = {
+      {"port", [&](auto& v) { return Get(v, spec.progress_endpoint->port); }},
+      {"path", [&](auto& v) { return Get(v, spec.progress_endpoint->path); }},
+      {"interval", [&](auto& v) { auto d = DurationFrom(v); if (d) spec.progress_endpoint->interval = *d; return d.has_value(); }},
+  };
+  auto optional_duration = [](std::optional<Duration>& out) {
+    return [&out](const nlohmann::json& v) {
+      out = DurationFrom(v);
+      return out.has_value();
+    };
+  };
+  const std::vector<std::pair<std::string, Reader>> top = {
+      {"name", [&](auto& v) { return need(Get(v, spec.name)); }},
+      {"team", [&](auto& v) { return need(Get(v, spec.team)); }},
+      {"queue", [&](auto& v) { return need(Get(v, spec.queue)); }},
+      {"priority", [&](auto& v) { return need(v.is_number_integer() && Get(v, spec.priority)); }},
+      {"command", [&](auto& v) { return need(Get(v, spec.command)); }},
+      {"args", [&](auto& v) { return need(Get(v, spec.args)); }},
+      {"working_dir", [&](auto& v) { return need(Get(v, spec.working_dir)); }},
+      {"env", [&](auto& v) { return need(Get(v, spec.env)); }},
+      {"resources", [&](auto& v) { return need(ReadFields(v, resources)); }},
+      {"restart_policy",
+       [&](auto& v) {
+         return need(v.is_object() && v.size() == 1 && v.contains("max_restarts") &&
+                     v["max_restarts"].is_number_integer() && Get(v["max_restarts"], spec.max_restarts));
+       }},
+      {"termination_grace",
+       [&](auto& v) { auto d = DurationFrom(v); if (d) spec.termination_grace = *d; return need(d.has_value()); }},
+      {"labels", [&](auto& v) { return need(Get(v, spec.labels)); }},
+      {"policies", [&](auto& v) { return need(ReadFields(v, policies)); }},
+      {"time_limit", optional_duration(spec.time_limit)},
+      {"checkpoint_warning", optional_duration(spec.checkpoint_warning)},
+      {"ttl_after_finished", optional_duration(spec.ttl_after_finished)},
+      {"progress_endpoint",
+       [&](auto& v) {
+         spec.progress_endpoint.emplace();
+         return ReadFields(v, endpoint);
+       }},
+      {"private_tmp", [&](auto& v) { return v.is_boolean() && Get(v, spec.private_tmp); }},
+      {"persistent_home", [&](auto& v) { return v.is_boolean() && Get(v, spec.persistent_home); }},
+  };
+  if (!ReadFields(j, top) || required != 13) return std::nullopt;
+  return spec;
+}
 
 nlohmann::json JobSpecToJson(const JobSpec& spec) {
   nlohmann::json j = {

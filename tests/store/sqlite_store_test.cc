@@ -91,7 +91,7 @@ TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
                           "DROP TABLE artifact_names", "DROP TABLE artifacts",
                           "DROP TABLE artifact_uses", "DROP TABLE workflows",
                           "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
-                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks",
+                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks", "DROP TABLE server_leader",
                           "PRAGMA user_version=2"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
@@ -131,7 +131,7 @@ TEST_F(SqliteStoreTest, UpgradeCreditsAnExperimentOnlyWithItsOwnTrialJobs) {
                           "DROP TABLE artifact_names", "DROP TABLE artifacts",
                           "DROP TABLE artifact_uses", "DROP TABLE workflows",
                           "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
-                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks",
+                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks", "DROP TABLE server_leader",
                           "PRAGMA user_version=6"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
@@ -156,7 +156,7 @@ TEST_F(SqliteStoreTest, UpgradesAVersion7DatabaseWithWebhookCursors) {
                           "DROP TABLE artifact_names", "DROP TABLE artifacts",
                           "DROP TABLE artifact_uses", "DROP TABLE workflows",
                           "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
-                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks",
+                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks", "DROP TABLE server_leader",
                           "PRAGMA user_version=7"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
@@ -182,7 +182,7 @@ TEST_F(SqliteStoreTest, UpgradesAVersion9DatabaseKeepingJobsAndTheirHealth) {
                           "DROP TABLE artifact_names", "DROP TABLE artifacts",
                           "DROP TABLE artifact_uses", "DROP TABLE workflows",
                           "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
-                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks",
+                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks", "DROP TABLE server_leader",
                           "PRAGMA user_version=9"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }

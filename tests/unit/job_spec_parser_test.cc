@@ -89,6 +89,54 @@ policies: {on_diverge: stop, on_stall: reclaim}
   EXPECT_EQ(again->policies.on_stall, HealthAction::kReclaim);
 }
 
+// The stores read specs back with JobSpecFromStoredJson (fast) and fall
+// back to the parser: both must read every field of the stored form alike.
+TEST(JobSpecParser, TheStoredFormReadsBackTheSameByTheFastReaderAsByTheParser) {
+  const std::vector<std::string> documents = {
+      "name: a\ncommand: [x]\n",
+      R"(
+name: everything
+team: vision
+queue: research
+priority: -3
+command: "echo hi"
+args: ["--x", "1"]
+working_dir: /data
+env: {A: "1", B: "two"}
+resources: {gpus_per_process: 2, processes_per_node: 4, nodes: 2, memory: 3Gi, cpus: 1.5}
+restart_policy: {max_restarts: 2}
+time_limit: 1h30m
+termination_grace: 1500ms
+checkpoint_warning: 5m
+ttl_after_finished: 1d
+labels: {project: demo, odd: "\x7f tab\t"}
+policies: {on_stall: reclaim, on_diverge: stop, on_plateau: notify, on_gpu_idle: stop,
+           gpu_idle_after: 10m, gpu_idle_below_percent: 2.5}
+progress_endpoint: {port: 9000, path: /progress, interval: 5s}
+private_tmp: true
+persistent_home: true
+)"};
+  for (const std::string& document : documents) {
+    auto parsed = ParseJobSpec(document);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+    const nlohmann::json stored = nlohmann::json::parse(JobSpecToJson(*parsed).dump(-1, ' ', true));
+    auto fast = JobSpecFromStoredJson(stored);
+    ASSERT_TRUE(fast.has_value()) << stored.dump();
+    auto slow = ParseJobSpec(stored.dump(-1, ' ', true));
+    ASSERT_TRUE(slow.ok());
+    EXPECT_EQ(JobSpecToJson(*fast), JobSpecToJson(*slow));
+    EXPECT_EQ(JobSpecToJson(*fast), JobSpecToJson(*parsed));
+  }
+  // Anything else is left to the parser.
+  for (const char* other : {R"({"name": "a", "command": "echo"})", R"([1, 2])",
+                            R"({"name": "a", "surprise": 1})"}) {
+    EXPECT_FALSE(JobSpecFromStoredJson(nlohmann::json::parse(other)).has_value()) << other;
+  }
+  nlohmann::json missing = JobSpecToJson(*ParseJobSpec("name: a\ncommand: [x]\n"));
+  missing.erase("labels");
+  EXPECT_FALSE(JobSpecFromStoredJson(missing).has_value());
+}
+
 TEST(JobSpecParser, TheGpuIdlePolicyIsOffUnlessAskedForAndSurvivesARoundTrip) {
   auto plain = ParseJobSpec("name: a\ncommand: [x]\n");
   ASSERT_TRUE(plain.ok());
