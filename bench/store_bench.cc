@@ -222,7 +222,7 @@ int main(int argc, char** argv) {
     }
     std::printf("  %s\n", unit);
   };
-  std::printf("%-38s%12s%12s%12s%11s%11s\n", "", "SQLite", "PostgreSQL", "MariaDB", "PG/SQLite",
+  std::printf("%-38s%12s%12s%12s%11s%13s\n", "", "SQLite", "PostgreSQL", "MariaDB", "PG/SQLite",
               "Maria/SQLite");
   row("ingest, 64 jobs per commit", &Figures::group_points_per_s, "points/s");
   row("  commit p50", &Figures::group_p50_ms, "ms");
