@@ -195,6 +195,24 @@ std::optional<std::size_t> FirstNonText(std::string_view text) {
   return std::nullopt;
 }
 
+// Where the first scalar (value or key) holding a NUL is, which YAML's "\0"
+// escape makes: no argv, environment or database text can carry one.
+std::optional<YAML::Mark> FirstWithNul(const YAML::Node& node) {
+  if (node.IsScalar()) {
+    if (node.Scalar().find('\0') != std::string::npos) return node.Mark();
+    return std::nullopt;
+  }
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (node.IsMap()) {
+      if (auto bad = FirstWithNul(it->first)) return bad;
+      if (auto bad = FirstWithNul(it->second)) return bad;
+    } else if (auto bad = FirstWithNul(*it)) {
+      return bad;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 namespace {
@@ -252,7 +270,13 @@ Result<YAML::Node> Load(std::string_view document) {
     return s;
   }
   try {
-    return YAML::Load(std::string(document));
+    YAML::Node root = YAML::Load(std::string(document));
+    if (auto bad = FirstWithNul(root)) {
+      Status s = InvalidArgument("a NUL character (\\0) cannot be part of a value or key");
+      s.WithField("spec", bad->line >= 0 ? std::optional<int>(bad->line + 1) : std::nullopt);
+      return s;
+    }
+    return root;
   } catch (const YAML::ParserException& e) {
     Status s = InvalidArgument("not valid YAML or JSON: " + e.msg);
     s.WithField("spec", e.mark.line + 1);

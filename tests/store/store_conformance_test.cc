@@ -150,6 +150,44 @@ TEST_P(StoreConformance, ListFiltersAndKeepsSubmissionOrder) {
   EXPECT_EQ(names(*store->ListJobs(labels)), (std::vector<std::string>{"a"}));
 }
 
+// Label selectors run in the database: keys and values with dots, quotes,
+// spaces, non-ASCII text and numbers written as text match exactly, and a
+// job must carry every label asked for.
+TEST_P(StoreConformance, LabelSelectorsMatchEveryLabelExactly) {
+  auto store = Open();
+  const std::vector<std::pair<std::string, std::map<std::string, std::string>>> jobs = {
+      {"one", {{"exp", "1"}, {"trial", "7"}, {"a.b", "x\"y"}}},
+      {"two", {{"exp", "1"}, {"trial", "8"}, {"naïve key", "été"}}},
+      {"three", {{"exp", "10"}, {"trial", "7"}}},
+      {"four", {}},
+  };
+  for (const auto& [name, labels] : jobs) {
+    Job j = MakeJob(name);
+    j.spec.labels = labels;
+    ASSERT_TRUE(store->CreateJob(j, Submitted(name)).ok());
+  }
+  auto select = [&](std::map<std::string, std::string> labels) {
+    JobFilter f;
+    f.labels = std::move(labels);
+    auto listed = store->ListJobs(f);
+    EXPECT_TRUE(listed.ok()) << listed.status().ToString();
+    std::vector<std::string> out;
+    if (listed.ok()) {
+      for (const Job& j : *listed) out.push_back(j.name());
+    }
+    return out;
+  };
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(select({{"exp", "1"}}), (Names{"one", "two"}));
+  EXPECT_EQ(select({{"exp", "1"}, {"trial", "7"}}), (Names{"one"}));
+  EXPECT_EQ(select({{"trial", "7"}}), (Names{"one", "three"}));
+  EXPECT_EQ(select({{"a.b", "x\"y"}}), (Names{"one"}));
+  EXPECT_EQ(select({{"naïve key", "été"}}), (Names{"two"}));
+  EXPECT_EQ(select({{"exp", "01"}}), (Names{}));
+  EXPECT_EQ(select({{"missing", ""}}), (Names{}));
+  EXPECT_EQ(select({{"exp", "1"}, {"trial", "9"}}), (Names{}));
+}
+
 TEST_P(StoreConformance, KeepsPreemptionState) {
   {
     auto store = Open();

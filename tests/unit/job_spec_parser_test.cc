@@ -229,6 +229,15 @@ TEST(JobSpecParser, RefusesBytesThatAreNotPrintableText) {
     EXPECT_NE(spec.status().message().find("UTF-8"), std::string::npos);
   }
   EXPECT_EQ(ParseJobSpec("name: a\ncommand: [x]\nenv: {K: \"x\xff\"}\n").status().line(), 3);
+  // YAML's "\0" escape makes a NUL no argv, environment or database column
+  // can hold (PostgreSQL's text refuses it): refused where it is written.
+  for (const char* doc : {"name: a\ncommand: [x]\nlabels: {k: \"a\\0b\"}\n",
+                          "name: a\ncommand: [x]\nenv: {\"K\\0\": v}\n",
+                          "name: a\ncommand: [\"x\\0\"]\n"}) {
+    auto spec = ParseJobSpec(doc);
+    ASSERT_FALSE(spec.ok()) << doc;
+    EXPECT_NE(spec.status().message().find("NUL"), std::string::npos) << spec.status().ToString();
+  }
   auto unicode = ParseJobSpec("name: a\ncommand: [\"\xc3\xa9t\xc3\xa9\", \"\xf0\x9f\x9a\x80\"]\n");
   ASSERT_TRUE(unicode.ok()) << unicode.status().ToString();
   EXPECT_EQ(unicode->command[1], "\xf0\x9f\x9a\x80");

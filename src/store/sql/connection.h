@@ -130,6 +130,12 @@ class Connection {
   virtual Status RaiseIdentity(const std::string& table, const std::string& column,
                                std::int64_t high_water) = 0;
 
+  // A condition on `jobs` that holds when the job's spec labels include
+  // every key and value of the JSON object bound to its one `?`: filtered
+  // in the database (PostgreSQL: a GIN-indexed jsonb column), not by
+  // reading every job's spec.
+  virtual std::string JobLabelsContain() const = 0;
+
   // INSERT that replaces the row with the same `key` columns, or (with no
   // columns besides the key to update) leaves it as it is.
   virtual std::string Upsert(const std::string& table, const std::vector<std::string>& columns,

@@ -3,7 +3,8 @@
 namespace headway::sql {
 
 // Kept in step with the newest version of each backend's migrations; the
-// copy's checksums would differ if a column were missing here.
+// copy's checksums would differ if a column were missing here. Columns the
+// database derives (jobs.labels on PostgreSQL and MariaDB) are not copied.
 const std::vector<TableSchema>& StoreTables() {
   constexpr ColumnKind kInt = ColumnKind::kInt;
   constexpr ColumnKind kReal = ColumnKind::kReal;

@@ -369,6 +369,15 @@ class SqliteConnection final : public sql::Connection {
     return sql::OnConflictUpsert(table, columns, key, replace);
   }
 
+  // SQLite's JSON functions read the spec in place.
+  std::string JobLabelsContain() const override {
+    // json_each decodes keys and values on both sides (specs are stored
+    // with \u escapes, which a JSON path would have to spell alike).
+    return "NOT EXISTS (SELECT 1 FROM json_each(?) AS wanted WHERE NOT EXISTS ("
+           "SELECT 1 FROM json_each(jobs.spec, '$.labels') AS have "
+           "WHERE have.key = wanted.key AND have.value = wanted.value))";
+  }
+
   // One server per SQLite file (its data directory's lock): it leads.
   Result<bool> TryLockSession() override { return true; }
   Result<bool> SessionLockHeld() override { return true; }
