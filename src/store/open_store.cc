@@ -36,10 +36,26 @@ Result<std::unique_ptr<sql::Connection>> sql::OpenConnection(const std::string& 
   return OpenSqliteConnection(url);
 }
 
-Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
-  auto connection = sql::OpenConnection(url);
+namespace {
+
+Result<std::unique_ptr<Store>> StoreOver(Result<std::unique_ptr<sql::Connection>> connection) {
   if (!connection.ok()) return connection.status();
   return sql::MakeSqlStore(std::move(connection.value()));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
+  return StoreOver(sql::OpenConnection(url));
+}
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
+  return StoreOver(sql::OpenSqliteConnection(path));
+}
+Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url) {
+  return StoreOver(sql::OpenPostgresConnection(url));
+}
+Result<std::unique_ptr<Store>> OpenMysqlStore(const std::string& url) {
+  return StoreOver(sql::OpenMysqlConnection(url));
 }
 
 Result<std::vector<StoreTableCopy>> CopyStore(

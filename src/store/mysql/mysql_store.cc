@@ -24,7 +24,6 @@
 
 #include "store/sql/connection.h"
 #include "store/sql/open_connection.h"
-#include "store/sql/sql_store.h"
 #include "store/store.h"
 
 namespace headway {
@@ -584,12 +583,6 @@ Result<std::unique_ptr<sql::Connection>> sql::OpenMysqlConnection(const std::str
   auto connection = std::make_unique<MysqlConnection>(mysql);
   HEADWAY_RETURN_IF_ERROR(connection->Migrate());
   return std::unique_ptr<sql::Connection>(std::move(connection));
-}
-
-Result<std::unique_ptr<Store>> OpenMysqlStore(const std::string& url) {
-  auto connection = sql::OpenMysqlConnection(url);
-  if (!connection.ok()) return connection.status();
-  return sql::MakeSqlStore(std::move(connection.value()));
 }
 
 }  // namespace headway

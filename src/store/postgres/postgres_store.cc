@@ -21,7 +21,6 @@
 
 #include "store/sql/connection.h"
 #include "store/sql/open_connection.h"
-#include "store/sql/sql_store.h"
 #include "store/store.h"
 
 namespace headway {
@@ -525,12 +524,6 @@ Result<std::unique_ptr<sql::Connection>> sql::OpenPostgresConnection(const std::
   auto connection = std::make_unique<PostgresConnection>(conn);
   HEADWAY_RETURN_IF_ERROR(connection->Migrate());
   return std::unique_ptr<sql::Connection>(std::move(connection));
-}
-
-Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url) {
-  auto connection = sql::OpenPostgresConnection(url);
-  if (!connection.ok()) return connection.status();
-  return sql::MakeSqlStore(std::move(connection.value()));
 }
 
 }  // namespace headway

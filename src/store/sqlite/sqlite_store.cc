@@ -8,7 +8,6 @@
 
 #include "store/sql/connection.h"
 #include "store/sql/open_connection.h"
-#include "store/sql/sql_store.h"
 #include "store/store.h"
 
 namespace headway {
@@ -452,12 +451,6 @@ Result<std::unique_ptr<sql::Connection>> sql::OpenSqliteConnection(const std::st
   auto connection = std::make_unique<SqliteConnection>(db);
   HEADWAY_RETURN_IF_ERROR(connection->Migrate());
   return std::unique_ptr<sql::Connection>(std::move(connection));
-}
-
-Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
-  auto connection = sql::OpenSqliteConnection(path);
-  if (!connection.ok()) return connection.status();
-  return sql::MakeSqlStore(std::move(connection.value()));
 }
 
 }  // namespace headway
