@@ -356,6 +356,42 @@ TEST_P(StoreConformance, MetricAfterReturnsOnlyLaterPointsInOrder) {
   EXPECT_TRUE(store->MetricAfter("a", "loss", 9, 10)->empty());
 }
 
+// A step reported again (a retried request, a job resumed from a
+// checkpoint) replaces the earlier values, within one commit and across
+// commits; many points in one commit all land, non-finite ones included.
+TEST_P(StoreConformance, ARepeatedStepReplacesItsValuesAndEveryPointOfABigCommitLands) {
+  auto store = Open();
+  for (const char* name : {"a", "b"}) {
+    Job j = MakeJob(name);
+    ASSERT_TRUE(store->CreateJob(j, Submitted(name)).ok());
+  }
+  auto report = [](std::int64_t step, double loss) {
+    ProgressReport r;
+    r.step = step;
+    r.total_steps = 1000;
+    r.epoch = step / 100.0;
+    r.metrics = {{"loss", loss}, {"lr", 0.5}};
+    return r;
+  };
+  ProgressBatch a{"a", {}, FromUnixMillis(1000)};
+  for (std::int64_t step = 1; step <= 700; ++step) a.reports.push_back(report(step, 1.0 / step));
+  a.reports.push_back(report(5, 42.0));  // the same step again, later in the same commit
+  a.reports.push_back(report(6, std::numeric_limits<double>::infinity()));
+  ProgressBatch b{"b", {report(5, 1.0)}, FromUnixMillis(1000)};
+  ASSERT_TRUE(store->AppendProgress({a, b}).ok());
+  ASSERT_TRUE(store->AppendProgress({{"b", {report(5, 2.0)}, FromUnixMillis(2000)}}).ok());
+
+  EXPECT_EQ(*store->CountProgressPoints("a"), 700u * 3);
+  auto loss = store->RecentMetric("a", "loss", 1000).value();
+  ASSERT_EQ(loss.size(), 700u);
+  EXPECT_EQ(loss[4].value, 42.0);
+  EXPECT_TRUE(std::isinf(loss[5].value));
+  EXPECT_DOUBLE_EQ(loss[699].value, 1.0 / 700);
+  EXPECT_EQ(store->RecentSteps("a", 1000).value().size(), 700u);
+  EXPECT_EQ(store->RecentMetric("b", "loss", 10).value().at(0).value, 2.0);
+  EXPECT_EQ(*store->CountProgressPoints("b"), 3u);
+}
+
 TEST_P(StoreConformance, ListsEventsOfEveryJobAfterAnIdByTypeWithALimit) {
   auto store = Open();
   EXPECT_EQ(*store->LastEventId(), 0);

@@ -357,13 +357,11 @@ class MysqlConnection final : public sql::Connection {
   std::string LastError() override { return mysql_error(mysql_); }
 
   std::string Upsert(const std::string& table, const std::vector<std::string>& columns,
-                     const std::vector<std::string>& key, bool replace) const override {
+                     const std::vector<std::string>& key, bool replace,
+                     std::size_t rows) const override {
     std::string columns_sql;
-    std::string values;
-    for (std::size_t i = 0; i < columns.size(); ++i) {
-      columns_sql += (i ? ", " : "") + columns[i];
-      values += i ? ", ?" : "?";
-    }
+    for (std::size_t i = 0; i < columns.size(); ++i) columns_sql += (i ? ", " : "") + columns[i];
+    const std::string values = sql::ValuesPlaceholders(columns.size(), rows);
     std::string updates;
     for (const std::string& column : columns) {
       bool is_key = false;
@@ -373,11 +371,12 @@ class MysqlConnection final : public sql::Connection {
     }
     // Nothing to replace: a duplicate is skipped, and counts as no change.
     if (updates.empty()) {
-      return "INSERT IGNORE INTO " + table + " (" + columns_sql + ") VALUES (" + values + ")";
+      return "INSERT IGNORE INTO " + table + " (" + columns_sql + ") VALUES " + values;
     }
-    return "INSERT INTO " + table + " (" + columns_sql + ") VALUES (" + values +
-           ") ON DUPLICATE KEY UPDATE " + updates;
+    return "INSERT INTO " + table + " (" + columns_sql + ") VALUES " + values +
+           " ON DUPLICATE KEY UPDATE " + updates;
   }
+
 
   // MariaDB indexes no JSON document: the generated column spares parsing
   // the spec per row, and the filter runs in the server.

@@ -381,8 +381,9 @@ class PostgresConnection final : public sql::Connection {
   void set_last_error(std::string error) { last_error_ = std::move(error); }
 
   std::string Upsert(const std::string& table, const std::vector<std::string>& columns,
-                     const std::vector<std::string>& key, bool replace) const override {
-    return sql::OnConflictUpsert(table, columns, key, replace);
+                     const std::vector<std::string>& key, bool replace,
+                     std::size_t rows) const override {
+    return sql::OnConflictUpsert(table, columns, key, replace, rows);
   }
 
   std::string JobLabelsContain() const override { return "jobs.labels @> CAST(? AS jsonb)"; }

@@ -2,15 +2,21 @@
 
 namespace headway::sql {
 
+std::string ValuesPlaceholders(std::size_t columns, std::size_t rows) {
+  std::string row = "(";
+  for (std::size_t i = 0; i < columns; ++i) row += i ? ", ?" : "?";
+  row += ")";
+  std::string out;
+  out.reserve(rows * (row.size() + 2));
+  for (std::size_t r = 0; r < rows; ++r) out += (r ? ", " : "") + row;
+  return out;
+}
+
 std::string OnConflictUpsert(const std::string& table, const std::vector<std::string>& columns,
-                             const std::vector<std::string>& key, bool replace) {
+                             const std::vector<std::string>& key, bool replace, std::size_t rows) {
   std::string sql = "INSERT INTO " + table + " (";
-  std::string values;
-  for (std::size_t i = 0; i < columns.size(); ++i) {
-    sql += (i ? ", " : "") + columns[i];
-    values += i ? ", ?" : "?";
-  }
-  sql += ") VALUES (" + values + ") ON CONFLICT (";
+  for (std::size_t i = 0; i < columns.size(); ++i) sql += (i ? ", " : "") + columns[i];
+  sql += ") VALUES " + ValuesPlaceholders(columns.size(), rows) + " ON CONFLICT (";
   for (std::size_t i = 0; i < key.size(); ++i) sql += (i ? ", " : "") + key[i];
   sql += ")";
   std::string updates;

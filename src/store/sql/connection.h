@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "core/status.h"
@@ -49,6 +50,9 @@ class StatementImpl {
 
 class Connection;
 
+// A value to bind, for rows built before their statement.
+using Value = std::variant<std::monostate, std::int64_t, double, std::string>;
+
 // The store's handle on a statement: `Statement q(*db, "SELECT ...")`.
 class Statement {
  public:
@@ -72,6 +76,18 @@ class Statement {
   void BindOptional(int i, const std::optional<double>& v) {
     if (v) {
       Bind(i, *v);
+    } else {
+      BindNull(i);
+    }
+  }
+
+  void BindValue(int i, const Value& v) {
+    if (const auto* n = std::get_if<std::int64_t>(&v)) {
+      Bind(i, *n);
+    } else if (const auto* d = std::get_if<double>(&v)) {
+      Bind(i, *d);
+    } else if (const auto* s = std::get_if<std::string>(&v)) {
+      Bind(i, *s);
     } else {
       BindNull(i);
     }
@@ -136,16 +152,21 @@ class Connection {
   // reading every job's spec.
   virtual std::string JobLabelsContain() const = 0;
 
-  // INSERT that replaces the row with the same `key` columns, or (with no
-  // columns besides the key to update) leaves it as it is.
+  // INSERT of `rows` rows (one `?` per column each, row after row) that
+  // replaces a row with the same `key` columns, or (`replace` false) leaves
+  // it as it is. The rows of one statement must have distinct keys.
   virtual std::string Upsert(const std::string& table, const std::vector<std::string>& columns,
-                             const std::vector<std::string>& key, bool replace) const = 0;
+                             const std::vector<std::string>& key, bool replace,
+                             std::size_t rows = 1) const = 0;
 };
 
 inline Statement::Statement(Connection& db, const std::string& sql) : impl_(db.Prepare(sql)) {}
 
 // ON CONFLICT (key) DO UPDATE / DO NOTHING, which SQLite and PostgreSQL share.
 std::string OnConflictUpsert(const std::string& table, const std::vector<std::string>& columns,
-                             const std::vector<std::string>& key, bool replace);
+                             const std::vector<std::string>& key, bool replace, std::size_t rows);
+
+// "(?, ?, ?), (?, ?, ?)": `rows` rows of `columns` placeholders.
+std::string ValuesPlaceholders(std::size_t columns, std::size_t rows);
 
 }  // namespace headway::sql

@@ -22,7 +22,6 @@ std::string ColumnList(const TableSchema& table) {
   return out;
 }
 
-using Value = std::variant<std::monostate, std::int64_t, double, std::string>;
 using Row = std::vector<Value>;
 
 Row ReadRow(const Statement& q, const TableSchema& table) {
@@ -43,17 +42,6 @@ Row ReadRow(const Statement& q, const TableSchema& table) {
   return row;
 }
 
-void BindValue(Statement& q, int i, const Value& v) {
-  if (std::holds_alternative<std::monostate>(v)) {
-    q.BindNull(i);
-  } else if (const auto* n = std::get_if<std::int64_t>(&v)) {
-    q.Bind(i, *n);
-  } else if (const auto* d = std::get_if<double>(&v)) {
-    q.Bind(i, *d);
-  } else {
-    q.Bind(i, std::get<std::string>(v));
-  }
-}
 
 // A SHA-256 of a table's rows in key order, over typed values (a real as its
 // shortest round-trip text), so equal contents hash alike on every backend.
@@ -124,7 +112,7 @@ Status ScanTable(Connection& db, const TableSchema& table,
                          : select + order);
     if (last) {
       for (std::size_t i = 0; i < key_index.size(); ++i) {
-        BindValue(q, static_cast<int>(i + 1), (*last)[key_index[i]]);
+        q.BindValue(static_cast<int>(i + 1), (*last)[key_index[i]]);
       }
     }
     std::vector<Row> rows;
@@ -180,7 +168,7 @@ Result<std::vector<TableCopyReport>> CopyDatabase(
         Statement q(to, insert);
         for (const Row& row : rows) {
           q.Reset();
-          for (std::size_t i = 0; i < row.size(); ++i) BindValue(q, static_cast<int>(i + 1), row[i]);
+          for (std::size_t i = 0; i < row.size(); ++i) q.BindValue(static_cast<int>(i + 1), row[i]);
           if (!q.Run()) {
             const std::string error = to.LastError();
             (void)to.Exec("ROLLBACK");

@@ -3,6 +3,7 @@
 #include <limits>
 #include <mutex>
 #include <unordered_map>
+#include <tuple>
 #include <variant>
 #include <nlohmann/json.hpp>
 
@@ -222,38 +223,45 @@ class SqlStore final : public Store {
   }
 
   Status AppendProgress(const std::vector<ProgressBatch>& batches) override {
-    std::lock_guard lock(mu_);
-    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
-    Statement step_q(*db_, db_->Upsert("progress_steps",
-                                       {"job", "step", "time", "total_steps", "epoch", "total_epochs"},
-                                       {"job", "step"}, /*replace=*/true));
-    Statement metric_q(*db_, db_->Upsert("metric_points", {"job", "metric", "step", "value", "special"},
-                                         {"job", "metric", "step"}, /*replace=*/true));
+    // The rows first, by key: a step reported twice keeps its last values
+    // (and one statement may not hold a key twice). Then many rows per
+    // statement: a round trip to a database server per point made its group
+    // commits 3x slower than SQLite's.
+    std::map<std::pair<std::string, std::int64_t>, std::vector<sql::Value>> steps;
+    std::map<std::tuple<std::string, std::string, std::int64_t>, std::vector<sql::Value>> metrics;
+    auto optional = [](const auto& v) -> sql::Value {
+      if (v) return *v;
+      return std::monostate{};
+    };
     for (const ProgressBatch& batch : batches) {
       for (const ProgressReport& r : batch.reports) {
-        step_q.Reset();
-        step_q.Bind(1, batch.job);
-        step_q.Bind(2, r.step);
-        step_q.Bind(3, ToUnixMillis(r.time.value_or(batch.received)));
-        step_q.BindOptional(4, r.total_steps);
-        BindOptionalDouble(step_q, 5, r.epoch);
-        BindOptionalDouble(step_q, 6, r.total_epochs);
-        if (!step_q.Run()) return Rollback("append progress");
+        steps[{batch.job, r.step}] = {batch.job, r.step, ToUnixMillis(r.time.value_or(batch.received)),
+                                      optional(r.total_steps), optional(r.epoch),
+                                      optional(r.total_epochs)};
         for (const auto& [name, value] : r.metrics) {
-          metric_q.Reset();
-          metric_q.Bind(1, batch.job);
-          metric_q.Bind(2, name);
-          metric_q.Bind(3, r.step);
-          if (std::isfinite(value)) {
-            metric_q.Bind(4, value);
-            metric_q.BindNull(5);
-          } else {
-            metric_q.BindNull(4);
-            metric_q.Bind(5, std::string(std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf"));
+          // Non-finite values in `special`: not every database keeps NaN.
+          sql::Value special = std::monostate{};
+          if (!std::isfinite(value)) {
+            special = std::string(std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf");
           }
-          if (!metric_q.Run()) return Rollback("append metric");
+          metrics[{batch.job, name, r.step}] = {
+              batch.job, name, r.step,
+              std::isfinite(value) ? sql::Value(value) : sql::Value(std::monostate{}), special};
         }
       }
+    }
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
+    Status s = UpsertRows("progress_steps",
+                          {"job", "step", "time", "total_steps", "epoch", "total_epochs"},
+                          {"job", "step"}, steps);
+    if (s.ok()) {
+      s = UpsertRows("metric_points", {"job", "metric", "step", "value", "special"},
+                     {"job", "metric", "step"}, metrics);
+    }
+    if (!s.ok()) {
+      (void)Exec("ROLLBACK");
+      return s;
     }
     return Commit();
   }
@@ -1285,14 +1293,6 @@ class SqlStore final : public Store {
     return p;
   }
 
-  static void BindOptionalDouble(Statement& q, int i, const std::optional<double>& v) {
-    if (v) {
-      q.Bind(i, *v);
-    } else {
-      q.BindNull(i);
-    }
-  }
-
   static constexpr const char* kSelectWorkflow =
       "SELECT seq, name, team, uid, created_by, phase, manifest, status, created_at, started_at, "
       "finished_at, revision FROM workflows";
@@ -1369,6 +1369,28 @@ class SqlStore final : public Store {
     if (q.failed()) return Unavailable("read workflow labels: " + LastError());
     return Status::Ok();
   }
+
+  // Replaces or inserts `rows` (a map from key to the row's values), up to
+  // kRowsPerStatement per statement; inside the caller's transaction.
+  template <typename Rows>
+  Status UpsertRows(const std::string& table, const std::vector<std::string>& columns,
+                    const std::vector<std::string>& key, const Rows& rows) {
+    auto it = rows.begin();
+    while (it != rows.end()) {
+      const std::size_t n = std::min<std::size_t>(kRowsPerStatement,
+                                                  static_cast<std::size_t>(std::distance(it, rows.end())));
+      Statement q(*db_, db_->Upsert(table, columns, key, /*replace=*/true, n));
+      int i = 1;
+      for (std::size_t r = 0; r < n; ++r, ++it) {
+        for (const sql::Value& v : it->second) q.BindValue(i++, v);
+      }
+      if (!q.Run()) return Unavailable("write " + table + ": " + LastError());
+    }
+    return Status::Ok();
+  }
+  // 128 rows of at most 6 columns: well within every database's limit on
+  // parameters per statement (SQLite's is 32766).
+  static constexpr std::size_t kRowsPerStatement = 128;
 
   static std::optional<std::int64_t> Millis(const std::optional<Time>& t) {
     if (!t) return std::nullopt;

@@ -364,8 +364,9 @@ class SqliteConnection final : public sql::Connection {
   Status BeginWrite() override { return Exec("BEGIN IMMEDIATE"); }
   std::string LastError() override { return sqlite3_errmsg(db_); }
   std::string Upsert(const std::string& table, const std::vector<std::string>& columns,
-                     const std::vector<std::string>& key, bool replace) const override {
-    return sql::OnConflictUpsert(table, columns, key, replace);
+                     const std::vector<std::string>& key, bool replace,
+                     std::size_t rows) const override {
+    return sql::OnConflictUpsert(table, columns, key, replace, rows);
   }
 
   // SQLite's JSON functions read the spec in place.
