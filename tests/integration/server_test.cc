@@ -578,11 +578,19 @@ TEST(Cli, OutputFormatsAndFilters) {
 
 TEST(Logs, FollowStreamsUntilTheJobEndsAcrossRestarts) {
   TestServer server;
+  // The first attempt waits for `go`, given once the follower has had time
+  // to attach: a slow (sanitizer, loaded) machine once started the CLI only
+  // after the first attempt had ended.
   server.Submit("name: chatty\nworking_dir: " + server.work_dir() + R"(
-command: "for i in 1 2 3; do echo line $i; sleep 0.3; done; if [ ! -e done ]; then touch done; exit 1; fi"
+command: "while [ ! -e go ]; do sleep 0.05; done; for i in 1 2 3; do echo line $i; sleep 0.3; done; if [ ! -e done ]; then touch done; exit 1; fi"
 restart_policy: {max_restarts: 1}
 )");
-  CommandResult r = server.Cli({"logs", "chatty", "-f"});
+  ASSERT_TRUE(server.WaitForState("chatty", "Running"));
+  CommandResult r;
+  std::thread follower([&] { r = server.Cli({"logs", "chatty", "-f"}); });
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  std::ofstream(server.work_dir() + "/go").put('\n');
+  follower.join();
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
             "line 1\nline 2\nline 3\nheadway: job restarted, following attempt 1\n"
