@@ -152,6 +152,11 @@ class Connection {
   // reading every job's spec.
   virtual std::string JobLabelsContain() const = 0;
 
+  // How many rows a multi-row INSERT (below) should carry: many for a
+  // server a round trip away, one for SQLite, where a statement reused row
+  // after row is cheaper than preparing a long one.
+  virtual std::size_t RowsPerStatement() const { return 128; }
+
   // INSERT of `rows` rows (one `?` per column each, row after row) that
   // replaces a row with the same `key` columns, or (`replace` false) leaves
   // it as it is. The rows of one statement must have distinct keys.

@@ -1370,27 +1370,38 @@ class SqlStore final : public Store {
     return Status::Ok();
   }
 
-  // Replaces or inserts `rows` (a map from key to the row's values), up to
-  // kRowsPerStatement per statement; inside the caller's transaction.
+  // Replaces or inserts `rows` (a map from key to the row's values), the
+  // backend's RowsPerStatement at a time; inside the caller's transaction.
   template <typename Rows>
   Status UpsertRows(const std::string& table, const std::vector<std::string>& columns,
                     const std::vector<std::string>& key, const Rows& rows) {
+    const std::size_t per_statement = std::max<std::size_t>(1, db_->RowsPerStatement());
+    std::optional<Statement> full;  // prepared once, reused for every full batch
     auto it = rows.begin();
     while (it != rows.end()) {
-      const std::size_t n = std::min<std::size_t>(kRowsPerStatement,
-                                                  static_cast<std::size_t>(std::distance(it, rows.end())));
-      Statement q(*db_, db_->Upsert(table, columns, key, /*replace=*/true, n));
+      const std::size_t n = std::min<std::size_t>(
+          per_statement, static_cast<std::size_t>(std::distance(it, rows.end())));
+      std::optional<Statement> last;
+      Statement* q = nullptr;
+      if (n == per_statement) {
+        if (full) {
+          full->Reset();
+        } else {
+          full.emplace(*db_, db_->Upsert(table, columns, key, /*replace=*/true, n));
+        }
+        q = &*full;
+      } else {
+        last.emplace(*db_, db_->Upsert(table, columns, key, /*replace=*/true, n));
+        q = &*last;
+      }
       int i = 1;
       for (std::size_t r = 0; r < n; ++r, ++it) {
-        for (const sql::Value& v : it->second) q.BindValue(i++, v);
+        for (const sql::Value& v : it->second) q->BindValue(i++, v);
       }
-      if (!q.Run()) return Unavailable("write " + table + ": " + LastError());
+      if (!q->Run()) return Unavailable("write " + table + ": " + LastError());
     }
     return Status::Ok();
   }
-  // 128 rows of at most 6 columns: well within every database's limit on
-  // parameters per statement (SQLite's is 32766).
-  static constexpr std::size_t kRowsPerStatement = 128;
 
   static std::optional<std::int64_t> Millis(const std::optional<Time>& t) {
     if (!t) return std::nullopt;

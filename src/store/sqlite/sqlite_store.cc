@@ -369,6 +369,8 @@ class SqliteConnection final : public sql::Connection {
     return sql::OnConflictUpsert(table, columns, key, replace, rows);
   }
 
+  std::size_t RowsPerStatement() const override { return 1; }
+
   // SQLite's JSON functions read the spec in place.
   std::string JobLabelsContain() const override {
     // json_each decodes keys and values on both sides (specs are stored
