@@ -394,7 +394,7 @@ int RunServer(const ServerConfig& config) {
   // On a shared database, several servers (replicas) may share the data
   // directory too (so that a new leader finds the jobs' run directories):
   // the database's lead, not the directory's lock, keeps one in charge.
-  const bool replicated = store_url.rfind("sqlite://", 0) != 0 && store_url.find("://") != std::string::npos;
+  const bool replicated = StoreIsShared(store_url);
   std::optional<DataDirLock> data_dir_lock;
   if (!replicated) {
     auto lock = DataDirLock::Acquire(config.data_dir);

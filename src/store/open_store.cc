@@ -14,6 +14,11 @@ bool StartsWith(const std::string& s, std::string_view prefix) {
 
 }  // namespace
 
+bool StoreIsShared(const std::string& url) {
+  return StartsWith(url, "postgresql://") || StartsWith(url, "postgres://") ||
+         StartsWith(url, "mysql://") || StartsWith(url, "mariadb://");
+}
+
 Result<std::unique_ptr<sql::Connection>> sql::OpenConnection(const std::string& url) {
   if (StartsWith(url, "sqlite://")) {
     std::string path = url.substr(std::string_view("sqlite://").size());

@@ -246,6 +246,10 @@ class Leadership {
 };
 Result<std::unique_ptr<Leadership>> OpenLeadership(const std::string& url);
 
+// Whether the URL names a database server that several Headway servers may
+// share (PostgreSQL, MariaDB), rather than a SQLite file.
+bool StoreIsShared(const std::string& url);
+
 // The URL without its password, for logs and errors.
 std::string RedactedStoreUrl(const std::string& url);
 

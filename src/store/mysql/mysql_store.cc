@@ -298,21 +298,12 @@ class MysqlStatement final : public sql::StatementImpl {
     row_ = nullptr;
   }
   std::string Interpolated() const {
-    std::string out;
-    out.reserve(sql_.size() + 64);
-    std::size_t next = 0;
-    bool quoted = false;
-    for (char c : sql_) {
-      if (c == '\'') quoted = !quoted;
-      if (c == '?' && !quoted) {
-        out += next < literals_.size() ? literals_[next] : "NULL";
-        ++next;
-      } else {
-        out += c;
-      }
-    }
-    return out;
+    return sql::ReplacePlaceholders(sql_, [this](int n) {
+      return static_cast<std::size_t>(n) <= literals_.size() ? literals_[static_cast<std::size_t>(n - 1)]
+                                                             : std::string("NULL");
+    });
   }
+
 
   MysqlConnection& db_;
   std::string sql_;
@@ -363,10 +354,8 @@ class MysqlConnection final : public sql::Connection {
     for (std::size_t i = 0; i < columns.size(); ++i) columns_sql += (i ? ", " : "") + columns[i];
     const std::string values = sql::ValuesPlaceholders(columns.size(), rows);
     std::string updates;
-    for (const std::string& column : columns) {
-      bool is_key = false;
-      for (const std::string& k : key) is_key = is_key || k == column;
-      if (is_key || !replace) continue;
+    for (const std::string& column : replace ? sql::NonKeyColumns(columns, key)
+                                             : std::vector<std::string>{}) {
       updates += (updates.empty() ? "" : ", ") + column + " = VALUES(" + column + ")";
     }
     // Nothing to replace: a duplicate is skipped, and counts as no change.

@@ -244,23 +244,6 @@ constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 // 64-bit key, "headway" in ASCII.
 constexpr const char* kWriteLock = "SELECT pg_advisory_xact_lock(29400311346493817)";
 
-// `?` placeholders as $1, $2, ... (none of the store's SQL has a `?` in a
-// quoted literal, but quotes are skipped all the same).
-std::string NumberPlaceholders(const std::string& sql) {
-  std::string out;
-  out.reserve(sql.size() + 16);
-  int next = 1;
-  bool quoted = false;
-  for (char c : sql) {
-    if (c == '\'') quoted = !quoted;
-    if (c == '?' && !quoted) {
-      out += '$' + std::to_string(next++);
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 std::string ErrorOf(PGconn* conn, const PGresult* res) {
   const char* message = res ? PQresultErrorMessage(res) : nullptr;
@@ -347,7 +330,7 @@ class PostgresConnection final : public sql::Connection {
       prepared_.clear();
     }
     std::string name = "s" + std::to_string(++statements_made_);
-    PGresult* res = PQprepare(conn_, name.c_str(), NumberPlaceholders(sql).c_str(), 0, nullptr);
+    PGresult* res = PQprepare(conn_, name.c_str(), sql::ReplacePlaceholders(sql, [](int n) { return "$" + std::to_string(n); }).c_str(), 0, nullptr);
     const bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
     std::string error = ok ? "" : ErrorOf(conn_, res);
     PQclear(res);

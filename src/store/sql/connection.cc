@@ -1,6 +1,34 @@
 #include "store/sql/connection.h"
 
+#include <algorithm>
+
 namespace headway::sql {
+
+std::string ReplacePlaceholders(const std::string& sql,
+                                const std::function<std::string(int)>& with) {
+  std::string out;
+  out.reserve(sql.size() + 16);
+  int next = 1;
+  bool quoted = false;
+  for (char c : sql) {
+    if (c == '\'') quoted = !quoted;
+    if (c == '?' && !quoted) {
+      out += with(next++);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> NonKeyColumns(const std::vector<std::string>& columns,
+                                       const std::vector<std::string>& key) {
+  std::vector<std::string> out;
+  for (const std::string& column : columns) {
+    if (std::find(key.begin(), key.end(), column) == key.end()) out.push_back(column);
+  }
+  return out;
+}
 
 std::string ValuesPlaceholders(std::size_t columns, std::size_t rows) {
   std::string row = "(";
@@ -20,10 +48,7 @@ std::string OnConflictUpsert(const std::string& table, const std::vector<std::st
   for (std::size_t i = 0; i < key.size(); ++i) sql += (i ? ", " : "") + key[i];
   sql += ")";
   std::string updates;
-  for (const std::string& column : columns) {
-    bool is_key = false;
-    for (const std::string& k : key) is_key = is_key || k == column;
-    if (is_key) continue;
+  for (const std::string& column : NonKeyColumns(columns, key)) {
     updates += (updates.empty() ? "" : ", ") + column + " = excluded." + column;
   }
   if (!replace || updates.empty()) return sql + " DO NOTHING";

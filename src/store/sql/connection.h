@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -170,6 +171,15 @@ inline Statement::Statement(Connection& db, const std::string& sql) : impl_(db.P
 // ON CONFLICT (key) DO UPDATE / DO NOTHING, which SQLite and PostgreSQL share.
 std::string OnConflictUpsert(const std::string& table, const std::vector<std::string>& columns,
                              const std::vector<std::string>& key, bool replace, std::size_t rows);
+
+// `sql` with its n-th `?` (from 1, outside quoted literals) replaced by
+// `with(n)`: PostgreSQL's $n, MariaDB's escaped literals.
+std::string ReplacePlaceholders(const std::string& sql,
+                                const std::function<std::string(int)>& with);
+
+// The columns an upsert updates: those not in `key`.
+std::vector<std::string> NonKeyColumns(const std::vector<std::string>& columns,
+                                       const std::vector<std::string>& key);
 
 // "(?, ?, ?), (?, ?, ?)": `rows` rows of `columns` placeholders.
 std::string ValuesPlaceholders(std::size_t columns, std::size_t rows);
