@@ -155,6 +155,9 @@ class HttpServer {
 // Percent-decoding of URL components ('+' is a space only in queries).
 std::string UrlDecode(std::string_view text, bool plus_is_space);
 
+// Sets `req.path` and `req.query` from a raw request target ("/a%20b?x=1").
+void SetRequestTarget(HttpRequest& req, std::string_view target);
+
 // Parses one complete raw HTTP/1.1 request (request line, headers, body) the
 // way the server does for requests off the socket. InvalidArgument when it
 // is malformed or its body exceeds `max_body_bytes`. For fuzzing and tests.

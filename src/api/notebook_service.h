@@ -71,6 +71,9 @@ class NotebookService {
   virtual Result<NotebookEndpoint> Endpoint(std::string_view name) = 0;
   // Someone opened it through the server: activity for the idle rule.
   virtual void Opened(std::string_view name) = 0;
+  // The user's own custom/custom.js as the notebook's server answers it;
+  // empty when it has none or does not answer within a few seconds.
+  virtual std::string OwnCustomScript(std::string_view name) = 0;
   // The secret environment of a notebook's server (its Jupyter token, or
   // JupyterHub's variables), for its current job alone: PermissionDenied for
   // any other job.

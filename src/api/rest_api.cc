@@ -17,7 +17,6 @@
 #include "api/artifact_json.h"
 #include "api/auth.h"
 #include "api/dashboard.h"
-#include "api/http_client.h"
 #include "api/job_json.h"
 #include "api/kubeflow_status.h"
 #include "api/log_stream.h"
@@ -552,11 +551,7 @@ class Api {
     if (req.path == base + "custom/custom.js" && req.method == "GET") {
       // The user's own custom.js (Jupyter answers with an empty one without),
       // then the banner.
-      HttpClient jupyter("http://" + endpoint->host + ":" + std::to_string(endpoint->port));
-      jupyter.set_timeout(std::chrono::seconds(5));
-      auto own = jupyter.Request("GET", base + "custom/custom.js", "", "text/plain",
-                                 {{"Authorization", "token " + endpoint->token}});
-      std::string script = own.ok() && own->status == 200 ? own->body : std::string();
+      std::string script = notebooks_->OwnCustomScript(name);
       HttpResponse r{200, "application/javascript; charset=utf-8",
                      script + "\n" + NotebookBannerScript(name), {}, nullptr, nullptr};
       r.headers.emplace_back("Cache-Control", "no-cache");

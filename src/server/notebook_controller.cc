@@ -350,6 +350,17 @@ Result<api::NotebookEndpoint> NotebookController::Endpoint(std::string_view name
   return Unavailable("notebook '" + record->name + "' is starting: its server is not up yet");
 }
 
+std::string NotebookController::OwnCustomScript(std::string_view name) {
+  auto endpoint = Endpoint(name);
+  if (!endpoint.ok()) return {};
+  const std::string target = "/notebooks/" + std::string(name) + "/custom/custom.js";
+  api::HttpClient jupyter("http://" + endpoint->host + ":" + std::to_string(endpoint->port));
+  jupyter.set_timeout(std::chrono::seconds(5));
+  auto own = jupyter.Request("GET", target, "", "text/plain",
+                             {{"Authorization", "token " + endpoint->token}});
+  return own.ok() && own->status == 200 ? own->body : std::string();
+}
+
 Result<std::map<std::string, std::string>> NotebookController::ServerEnv(std::string_view name,
                                                                           std::string_view job) {
   auto record = store_.GetNotebook(name);

@@ -68,6 +68,7 @@ class NotebookController final : public api::NotebookService {
   Result<api::NotebookView> Stop(std::string_view name) override;
   Status Delete(std::string_view name) override;
   Result<api::NotebookEndpoint> Endpoint(std::string_view name) override;
+  std::string OwnCustomScript(std::string_view name) override;
   void Opened(std::string_view name) override;
   Result<std::map<std::string, std::string>> ServerEnv(std::string_view name,
                                                        std::string_view job) override;
