@@ -6,10 +6,13 @@
 
 Contract
 --------
-* report() never blocks on the network and never raises into the caller. It validates
-  and converts its arguments, stamps the point with the wall-clock time of the call and
-  appends it to a bounded in-memory queue (a few microseconds). One daemon thread, started
-  on the first report(), sends the queue in batches.
+* report() never blocks on the network, never takes a lock and never raises into the
+  caller. It stamps the call with the wall-clock time and appends its arguments, as they
+  are, to a bounded intake buffer (well under a microsecond). One daemon thread, started
+  on the first report(), validates and converts what the intake holds and sends it in
+  batches. Values are read there, not in report(): a tensor changed in place after
+  report() is sent with its new value, so report `loss.item()` or a fresh tensor, as
+  training loops do.
 * Invalid input is logged once per kind (logger "headway", WARNING) and dropped: a bad
   `step` (not an integer >= 0) drops the point; a bad metric (value not a number, name
   not 1-128 characters of [A-Za-z0-9_./-], beyond 256 metrics) or a bad total_steps (not
@@ -17,13 +20,13 @@ Contract
   are the server's limits; checking them per point keeps one bad value from getting a
   whole batch refused. Metric values that are numbers but not finite (NaN, +-inf) are
   valid and sent as "NaN", "Infinity", "-Infinity".
-  Numeric scalars with .item() (numpy, 0-d torch tensors) are converted inside report();
-  for a CUDA tensor that synchronises the device, as tensor.item() would.
-* Coalescing policy: the queue holds at most `max_queue` points (default 10000). When it
-  is full, the OLDEST queued points are dropped first; the point just reported is always
-  kept, so after any outage the server receives the most recent state. If a dropped point
-  carried total_steps / total_epochs and the next queued point does not, those are carried
-  over to it, so the totals are not lost. Points already inside a request that then fails
+  Numeric scalars with .item() (numpy, 0-d torch tensors) are converted on the sender
+  thread; for a CUDA tensor that synchronises the device there, not in the training loop.
+* Coalescing policy: the intake and the queue of validated points each hold at most
+  `max_queue` points (default 10000). When one is full, the OLDEST points are dropped
+  first; the point just reported is always kept, so after any outage the server receives
+  the most recent state. If a dropped point carried total_steps / total_epochs and the
+  next kept point does not, the totals are carried over to it, so they are not lost. Points already inside a request that then fails
   are put back at the head of the queue and compete under the same policy.
 * Delivery: batches of up to `batch_size` points, at most one request per `interval`
   seconds (the first immediately) unless a full batch is waiting or flush() is waiting,
@@ -52,6 +55,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import itertools
 import json
 import logging
 import math
@@ -59,6 +63,7 @@ import operator
 import os
 import random
 import re
+import sys
 import threading
 import time
 import weakref
@@ -73,6 +78,9 @@ _log = logging.getLogger("headway")
 RESERVED = frozenset(("step", "total_steps", "epoch", "total_epochs"))
 
 _OK, _RETRY, _REJECT, _SPLIT = 0, 1, 2, 3
+_NEVER = sys.maxsize  # an intake length report() never reaches
+_IDLE_RECHECK = 1.0  # seconds an idle sender sleeps before it looks at the intake anyway
+_now = time.time
 
 # What the server accepts (src/core/progress_report.h); a request breaking any of these is
 # rejected whole, so the reporter enforces them per point instead.
@@ -156,11 +164,19 @@ def _json_number(v: Any) -> Any:
     return v
 
 
+_second_text: Tuple[int, str] = (-1, "")  # the last second formatted: points share it
+
+
 def rfc3339(t: float) -> str:
     """Unix time -> '2026-12-02T10:00:00.123Z' (UTC, milliseconds)."""
+    global _second_text
     secs = int(t)
     ms = min(999, int((t - secs) * 1000))
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + ".%03dZ" % ms
+    cached_secs, text = _second_text
+    if cached_secs != secs:
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))
+        _second_text = (secs, text)
+    return "%s.%03dZ" % (text, ms)
 
 
 class Reporter:
@@ -228,6 +244,16 @@ class Reporter:
         self._lock = lock
         self._work = threading.Condition(lock)   # the sender waits on it
         self._done = threading.Condition(lock)   # flush() waits on it
+        # report() appends (number, time, step, total_steps, epoch, total_epochs, metrics)
+        # here without a lock (deque.append is atomic); the sender moves them, validated,
+        # to _queue. When full, append() drops the oldest entry itself.
+        self._intake: "collections.deque[tuple]" = collections.deque(maxlen=self._max_queue)
+        self._numbers = itertools.count(1)  # next() is atomic: numbers every report()
+        self._taken = 0          # highest intake number moved to _queue so far
+        self._drain_lock = threading.Lock()  # one drainer at a time keeps the order
+        # The totals report() saw last: carried to the next point kept when the intake
+        # dropped the points that held them.
+        self._last_totals: Tuple[Any, Any] = (None, None)
         self._queue: "collections.deque[Tuple[int, Dict[str, Any]]]" = collections.deque()
         self._seq = 0            # sequence number of the last accepted point
         self._resolved = 0       # every point with seq <= this is acked/rejected/dropped
@@ -238,8 +264,9 @@ class Reporter:
         self._kick = False       # skip the interval / backoff wait once
         self._split_limit = self._batch_size  # lowered while bisecting a 413/400 batch
         self._split_hi = 0       # ... until every point up to this seq is resolved
-        self._sender_idle = False
         self._closed = False
+        self._accepting = self.enabled  # report() returns at once when False
+        self._wake_at = 1  # see report()
         self._thread: Optional[threading.Thread] = None
         self._transport: Optional[Transport] = None
         self._atexit_registered = False
@@ -250,9 +277,11 @@ class Reporter:
         closed = self._closed
         self._init_state()
         self._closed = closed
+        self._accepting = self.enabled and not closed
 
     def stats(self) -> Dict[str, int]:
         """Counters since construction, plus 'queued' (points waiting or in flight)."""
+        self._drain()
         with self._lock:
             s = dict(self._stats)
             s["queued"] = len(self._queue) + self._inflight
@@ -270,38 +299,117 @@ class Reporter:
     def report(self, /, step: Any, *, total_steps: Any = None, epoch: Any = None,
                total_epochs: Any = None, **metrics: Any) -> None:
         """Queues one progress point; returns at once, never raises. See the module doc."""
-        if not self.enabled:
+        # The whole cost on the training loop's thread: a clock read, a tuple, an append
+        # and two comparisons. _wake_at is the intake length at which the sender wants
+        # waking: 1 when it sleeps for want of points, a full batch while it paces
+        # requests, never while it sends or once closed (and when disabled).
+        if not self._accepting:
+            return
+        intake = self._intake
+        intake.append((next(self._numbers), _now(), step, total_steps, epoch, total_epochs,
+                       metrics))
+        if len(intake) >= self._wake_at:
+            self._wake()
+        if total_steps is not None or total_epochs is not None:
+            self._last_totals = (total_steps, total_epochs)
+
+    def _wake(self) -> None:
+        # Never waits for the lock: its holder is the sender, which drains the intake
+        # before it next sleeps, or flush()/stats(), after which a sleeping sender looks
+        # at the intake again within _IDLE_RECHECK seconds anyway.
+        if not self._lock.acquire(blocking=False):
             return
         try:
-            now = time.time()
-            point = self._make_point(now, step, total_steps, epoch, total_epochs, metrics)
-            if point is None:
+            if self._closed:
+                self._intake.clear()
                 return
+            self._wake_at = _NEVER
+            if self._thread is None:
+                self._start_locked()
+            else:
+                self._work.notify()
+        except Exception:  # never into the training loop
+            self._warn_once("internal", "headway: report() failed to wake the sender",
+                            exc_info=True)
+        finally:
+            self._lock.release()
+
+    def _drain(self) -> None:
+        """Moves what report() put in the intake, validated, to the send queue."""
+        with self._drain_lock:
+            intake = self._intake
+            if not intake:
+                return
+            points = []
+            dropped_invalid = 0
+            lost = 0
+            carry = False
+            # Numbers missing between drains are points the full intake dropped; only
+            # then, since with several reporting threads numbers may arrive out of order.
+            full = len(intake) >= self._max_queue
+            while intake:
+                try:
+                    number, now, step, total_steps, epoch, total_epochs, metrics = \
+                        intake.popleft()
+                except IndexError:
+                    break
+                if full and number > self._taken + 1:
+                    lost += number - self._taken - 1
+                    carry = True
+                self._taken = max(self._taken, number)
+                try:
+                    point = self._make_point(now, step, total_steps, epoch, total_epochs,
+                                             metrics)
+                except Exception:
+                    point = None
+                    self._warn_once("internal", "headway: a progress point could not be "
+                                    "read; dropped", exc_info=True)
+                if point is None:
+                    dropped_invalid += 1
+                    continue
+                if carry:
+                    carry = False
+                    self._carry_totals(point)
+                points.append(point)
             with self._lock:
+                self._stats["dropped_invalid"] += dropped_invalid
+                self._stats["dropped_coalesced"] += lost
                 if self._closed:
                     return
-                self._seq += 1
-                self._stats["reported"] += 1
-                self._queue.append((self._seq, point))
-                if len(self._queue) > self._max_queue:
+                q = self._queue
+                for point in points:
+                    self._seq += 1
+                    q.append((self._seq, point))
+                self._stats["reported"] += len(points)
+                if len(q) > self._max_queue:
                     self._trim_locked()
-                if self._thread is None:
-                    self._start_locked()
-                elif self._sender_idle and (len(self._queue) == 1 or
-                                            len(self._queue) >= self._batch_size):
-                    self._sender_idle = False
-                    self._work.notify()
-        except Exception:  # never into the training loop
-            self._warn_once("internal", "headway: report() failed; point dropped",
-                            exc_info=True)
+            if lost:
+                self._warn_once("coalesce", "headway: server not keeping up; dropping "
+                                "oldest queued progress points (the latest is always kept)")
+
+    def _carry_totals(self, point: Dict[str, Any]) -> None:
+        """After intake drops: the totals last reported, onto a point without its own."""
+        total_steps, total_epochs = self._last_totals
+        if total_steps is not None and "total_steps" not in point:
+            try:
+                v = _as_step(total_steps)
+                if v >= 1:
+                    point["total_steps"] = v
+            except Exception:
+                pass
+        if total_epochs is not None and "total_epochs" not in point:
+            try:
+                v = as_number(total_epochs)
+                if math.isfinite(v) and v >= 0:
+                    point["total_epochs"] = v
+            except Exception:
+                pass
 
     def _make_point(self, now: float, step: Any, total_steps: Any, epoch: Any,
                     total_epochs: Any, metrics: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         try:
             step = _as_step(step)
         except Exception:
-            with self._lock:
-                self._stats["dropped_invalid"] += 1
             self._warn_once("step", "headway: dropping report with invalid step %r "
                             "(need an integer >= 0)", step)
             return None
@@ -385,10 +493,13 @@ class Reporter:
         if not self.enabled:
             return True
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        self._drain()
         with self._lock:
             target = self._seq
             base, self._flush_base = self._flush_base, max(self._flush_base, target)
             self._flush_target = max(self._flush_target, target)
+            if self._thread is None and not self._closed and self._queue:
+                self._start_locked()  # report() found the lock taken when it would have
             if self._resolved < target:
                 self._kick = True
                 self._work.notify()
@@ -410,6 +521,8 @@ class Reporter:
         ok = self.flush(timeout)
         with self._lock:
             self._closed = True
+            self._accepting = False
+            self._intake.clear()
             self._work.notify_all()
             self._done.notify_all()
             thread, transport = self._thread, self._transport
@@ -440,30 +553,11 @@ class Reporter:
         last_start = -1e18
         while True:
             try:
+                batch = self._next_batch(last_start)
+                if batch is None:
+                    break
+                n = len(batch)
                 with self._lock:
-                    while not self._closed and not self._queue:
-                        self._sender_idle = True
-                        self._work.wait()
-                    self._sender_idle = False
-                    if self._closed:
-                        break
-                    # The interval only gathers small batches: a full batch, a
-                    # pending flush() or a kick sends at once.
-                    while (self._interval > 0 and not self._closed and not self._kick
-                           and len(self._queue) < self._batch_size
-                           and self._resolved >= self._flush_target):
-                        remaining = last_start + self._interval - time.monotonic()
-                        if remaining <= 0:
-                            break
-                        self._sender_idle = True  # let report() wake us on a full batch
-                        self._work.wait(remaining)
-                    self._sender_idle = False
-                    if self._closed:
-                        break
-                    self._kick = False
-                    n = min(len(self._queue), self._split_limit)
-                    batch = [self._queue.popleft() for _ in range(n)]
-                    self._inflight = n
                     transport = self._transport
                 last_start = time.monotonic()
                 outcome, detail, retry_after = self._send(transport, batch)
@@ -513,13 +607,7 @@ class Reporter:
                     else:
                         _log.debug("headway: progress report failed (%s), attempt %d",
                                    detail, failures)
-                    end = time.monotonic() + delay
-                    with self._lock:
-                        while not self._closed and not self._kick:
-                            remaining = end - time.monotonic()
-                            if remaining <= 0:
-                                break
-                            self._work.wait(remaining)
+                    self._back_off(time.monotonic() + delay)
                     continue
             except Exception:  # keep the sender alive whatever happens
                 self._warn_once("sender", "headway: internal error in the reporter thread",
@@ -530,6 +618,54 @@ class Reporter:
             self._done.notify_all()
         if self._transport is not None:
             self._transport.close()
+
+    def _next_batch(self, last_start: float) -> Optional[List[Tuple[int, Dict[str, Any]]]]:
+        """Waits for points and for the interval; the batch to send, or None once closed.
+
+        Every wait lets report() wake the sender (see report()), and every wake first
+        moves the intake to the queue, so the intake stays small while requests are paced.
+        """
+        while True:
+            self._drain()
+            with self._lock:
+                if self._closed:
+                    return None
+                if not self._queue:
+                    self._wake_at = 1
+                    if not self._intake:  # after setting _wake_at: see report()
+                        self._work.wait(_IDLE_RECHECK)
+                    self._wake_at = _NEVER
+                    continue
+                # The interval only gathers small batches: a full batch, a pending
+                # flush() or a kick sends at once.
+                if (self._interval > 0 and not self._kick
+                        and len(self._queue) < self._batch_size
+                        and self._resolved >= self._flush_target):
+                    remaining = last_start + self._interval - time.monotonic()
+                    if remaining > 0:
+                        self._wake_at = max(1, self._batch_size - len(self._queue))
+                        if len(self._intake) < self._wake_at:
+                            self._work.wait(remaining)
+                        self._wake_at = _NEVER
+                        continue
+                self._kick = False
+                n = min(len(self._queue), self._split_limit)
+                batch = [self._queue.popleft() for _ in range(n)]
+                self._inflight = n
+                return batch
+
+    def _back_off(self, end: float) -> None:
+        """Waits until `end` (or a kick or close), moving the intake along meanwhile."""
+        while True:
+            self._drain()
+            with self._lock:
+                remaining = end - time.monotonic()
+                if self._closed or self._kick or remaining <= 0:
+                    return
+                self._wake_at = self._batch_size
+                if len(self._intake) < self._wake_at:
+                    self._work.wait(remaining)
+                self._wake_at = _NEVER
 
     def _send(self, transport: Transport, batch: List[Tuple[int, Dict[str, Any]]]
               ) -> Tuple[int, str, Optional[float]]:

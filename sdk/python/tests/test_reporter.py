@@ -223,6 +223,7 @@ def test_silent_server_never_blocks_report_and_queue_stays_bounded(make_reporter
             r.report(i, total_steps=10_000 if i == 5_000 else None, loss=float(i))
         # every call returned (we got here) while the sender is stuck in one request
         assert r._thread is not None and r._thread.is_alive()
+        r._drain()  # what the sender would do on its next wake
         with r._lock:
             queued = [p for _, p in r._queue]
             inflight = r._inflight
@@ -327,6 +328,35 @@ def test_thread_safe_reporting_from_many_threads(server, make_reporter):
     assert r.flush(timeout=20) is True
     steps = sorted(p["step"] for p in server.points())
     assert steps == list(range(n_threads * per))
+
+
+def test_report_never_waits_for_the_reporters_lock(server, make_reporter):
+    # The sender and flush() take the lock; the training loop's report() never does.
+    r = make_reporter(server.url)
+    r.report(0)
+    assert r.flush(10)
+    with r._lock:
+        loop = threading.Thread(target=lambda: [r.report(i) for i in range(1, 100)])
+        loop.start()
+        loop.join(5)
+        assert not loop.is_alive()
+    assert r.flush(10)
+    assert [p["step"] for p in server.points()] == list(range(100))
+
+
+def test_a_point_reported_while_the_lock_is_held_is_still_sent(server, make_reporter):
+    r = make_reporter(server.url)
+    with r._lock:  # the first report() cannot start the sender now
+        r.report(1, loss=0.5)
+    assert r.flush(10)  # ... flush() does
+    r.report(2)
+    time.sleep(0.2)
+    with r._lock:  # the idle sender is not woken by this one; it looks again by itself
+        r.report(3)
+    deadline = time.monotonic() + 5
+    while len(server.points()) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p["step"] for p in server.points()] == [1, 2, 3]
 
 
 def test_close_stops_reporting(server, make_reporter):
