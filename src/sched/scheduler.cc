@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 namespace headway::sched {
 namespace {
@@ -28,6 +29,40 @@ std::optional<std::vector<std::pair<std::size_t, int>>> Place(const WaitingJob& 
   return placement;
 }
 
+// How many nodes have at least k free GPUs, for every k: a gang that cannot fit
+// is refused without a scan. Within one decision free GPUs only shrink (each
+// start takes some), so a shape refused once stays refused; a shape that fits
+// is placed again only after the free map changed.
+class FreeIndex {
+ public:
+  explicit FreeIndex(const FreeMap& free) {
+    int most = 0;
+    for (int f : free) most = std::max(most, f);
+    at_least_.assign(static_cast<std::size_t>(most) + 2, 0);
+    for (int f : free) Add(f, +1);
+  }
+  void Change(int before, int after) {
+    Add(before, -1);
+    Add(after, +1);
+    ++version_;
+  }
+  bool MayFit(const WaitingJob& job) const {
+    if (job.gpus_per_node == 0) return true;
+    if (job.gpus_per_node >= static_cast<int>(at_least_.size())) return false;
+    return at_least_[static_cast<std::size_t>(job.gpus_per_node)] >= job.nodes;
+  }
+  std::uint64_t version() const { return version_; }
+
+ private:
+  void Add(int free, int delta) {
+    for (int k = 1; k <= free && k < static_cast<int>(at_least_.size()); ++k) {
+      at_least_[static_cast<std::size_t>(k)] += delta;
+    }
+  }
+  std::vector<int> at_least_;  // [k]: nodes with >= k free GPUs (k >= 1)
+  std::uint64_t version_ = 0;
+};
+
 struct Reservation {
   std::string job;
   std::string queue;
@@ -45,7 +80,10 @@ std::string Gpus(int n) { return std::to_string(n) + (n == 1 ? " GPU" : " GPUs")
 
 Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
   Decision decision;
-  std::map<std::string, std::size_t> node_index;
+  decision.pending_reasons.reserve(state.waiting.size());
+  decision.queue_positions.reserve(state.waiting.size());
+  std::unordered_map<std::string, std::size_t> node_index;
+  node_index.reserve(state.nodes.size());
   FreeMap free;
   int total = 0;
   for (std::size_t i = 0; i < state.nodes.size(); ++i) {
@@ -53,28 +91,67 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     free.push_back(state.nodes[i].gpus);
     total += state.nodes[i].gpus;
   }
-  std::map<std::string, int> usage;
+  // Queues by number: the loop below looks at every queue's head per job.
+  std::unordered_map<std::string, std::size_t> queue_index;
+  std::vector<std::string> queue_names;
+  auto queue_of = [&](const std::string& name) {
+    auto [it, added] = queue_index.try_emplace(name, queue_names.size());
+    if (added) queue_names.push_back(name);
+    return it->second;
+  };
+  std::vector<int> usage;
   for (const RunningJob& r : state.running) {
+    std::size_t q = queue_of(r.queue);
+    usage.resize(queue_names.size(), 0);
     for (const NodeGpus& p : r.placement) {
       auto it = node_index.find(p.node);
       if (it != node_index.end()) free[it->second] -= p.gpus;
-      usage[r.queue] += p.gpus;
+      usage[q] += p.gpus;
     }
   }
-  auto quota = [&](const std::string& q) {
-    auto it = state.queues.find(q);
-    return it == state.queues.end() ? QueueQuota{0, total, 1.0} : it->second;
+  // Per-queue order: priority, then FIFO.
+  std::vector<std::vector<const WaitingJob*>> queues;
+  for (const WaitingJob& w : state.waiting) {
+    std::size_t q = queue_of(w.queue);
+    if (queues.size() < queue_names.size()) queues.resize(queue_names.size());
+    queues[q].push_back(&w);
+  }
+  const std::size_t queue_count = queue_names.size();
+  queues.resize(queue_count);
+  usage.resize(queue_count, 0);
+  std::vector<QueueQuota> quotas(queue_count);
+  std::vector<bool> has_quotas(queue_count);
+  for (std::size_t q = 0; q < queue_count; ++q) {
+    auto it = state.queues.find(queue_names[q]);
+    has_quotas[q] = it != state.queues.end();
+    quotas[q] = has_quotas[q] ? it->second : QueueQuota{0, total, 1.0};
+  }
+  auto quota = [&](const std::string& name) { return quotas[queue_index.at(name)]; };
+  auto usage_of = [&](const std::string& name) -> int& { return usage[queue_index.at(name)]; };
+  int free_sum = 0;
+  for (int f : free) free_sum += std::max(0, f);
+  auto free_total = [&] { return free_sum; };
+  FreeIndex free_index(free);
+  auto take = [&](std::size_t node, int gpus) {
+    int before = free[node];
+    free[node] -= gpus;
+    free_sum += std::max(0, free[node]) - std::max(0, before);
+    free_index.Change(before, free[node]);
   };
-  auto free_total = [&] {
-    int n = 0;
-    for (int f : free) n += std::max(0, f);
-    return n;
+  // Placements of one shape (nodes x GPUs per node) on the current free map.
+  std::map<std::pair<int, int>,
+           std::pair<std::uint64_t, std::optional<std::vector<std::pair<std::size_t, int>>>>>
+      placed;
+  auto place = [&](const WaitingJob& job) -> std::optional<std::vector<std::pair<std::size_t, int>>> {
+    if (!free_index.MayFit(job)) return std::nullopt;
+    auto [it, added] = placed.try_emplace({job.nodes, job.gpus_per_node});
+    if (added || it->second.first != free_index.version()) {
+      it->second = {free_index.version(), Place(job, free)};
+    }
+    return it->second.second;
   };
 
-  // Per-queue order: priority, then FIFO.
-  std::map<std::string, std::vector<const WaitingJob*>> queues;
-  for (const WaitingJob& w : state.waiting) queues[w.queue].push_back(&w);
-  for (auto& [name, jobs] : queues) {
+  for (auto& jobs : queues) {
     std::sort(jobs.begin(), jobs.end(), [](const WaitingJob* a, const WaitingJob* b) {
       return a->priority != b->priority ? a->priority > b->priority : QueuedBefore(*a, *b);
     });
@@ -84,56 +161,63 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
   auto starving = [&](const WaitingJob& w) {
     return options.starvation_bound && state.now - w.queued_at >= *options.starvation_bound;
   };
-  std::map<std::string, std::size_t> next;
-  std::set<std::string> blocked_queues;
+  std::vector<std::size_t> next(queue_count, 0);
+  std::vector<bool> blocked_queues(queue_count, false);
   std::optional<Reservation> reservation;
   std::set<std::string> preempted;
-  std::vector<std::string> considered;  // in the order the loop took them
+  // Every job the loop takes either starts or is left waiting, with a reason
+  // and its place among those left (1: next in line).
+  const WaitingJob* job = nullptr;
+  int position = 0;
+  auto pend = [&](std::string reason) {
+    decision.pending_reasons.emplace(job->name, std::move(reason));
+    decision.queue_positions.emplace(job->name, ++position);
+  };
 
   for (;;) {
     // The next job: highest head priority, then heads that have waited past
     // the starvation bound (oldest first), then the lowest weighted share,
     // then FIFO.
-    const WaitingJob* job = nullptr;
-    for (auto& [name, jobs] : queues) {
-      std::size_t i = next[name];
-      if (i >= jobs.size()) continue;
-      const WaitingJob* head = jobs[i];
-      if (job == nullptr) {
+    job = nullptr;
+    std::size_t job_queue = 0;
+    bool job_starving = false;
+    double best = 0;
+    for (std::size_t q = 0; q < queue_count; ++q) {
+      std::size_t i = next[q];
+      if (i >= queues[q].size()) continue;
+      const WaitingJob* head = queues[q][i];
+      bool head_starving = starving(*head);
+      double share = usage[q] / std::max(1e-9, quotas[q].weight);
+      if (job == nullptr ||
+          (head->priority != job->priority ? head->priority > job->priority
+           : head_starving != job_starving ? head_starving
+           : head_starving                 ? QueuedBefore(*head, *job)
+           : share != best                 ? share < best
+                                           : QueuedBefore(*head, *job))) {
         job = head;
-        continue;
-      }
-      double share = usage[name] / std::max(1e-9, quota(name).weight);
-      double best = usage[job->queue] / std::max(1e-9, quota(job->queue).weight);
-      bool head_starving = starving(*head), job_starving = starving(*job);
-      if (head->priority != job->priority ? head->priority > job->priority
-          : head_starving != job_starving ? head_starving
-          : head_starving                 ? QueuedBefore(*head, *job)
-          : share != best                 ? share < best
-                                          : QueuedBefore(*head, *job)) {
-        job = head;
+        job_queue = q;
+        job_starving = head_starving;
+        best = share;
       }
     }
     if (job == nullptr) break;
-    ++next[job->queue];
-    considered.push_back(job->name);
-    const QueueQuota q = quota(job->queue);
+    ++next[job_queue];
+    const QueueQuota q = quotas[job_queue];
     const int need = job->gpus();
 
-    if (blocked_queues.count(job->queue)) {
-      decision.pending_reasons[job->name] = "waiting behind earlier jobs of queue " + job->queue;
+    if (blocked_queues[job_queue]) {
+      pend("waiting behind earlier jobs of queue " + job->queue);
       continue;
     }
-    bool has_quota = state.queues.count(job->queue) > 0;
-    if (has_quota && usage[job->queue] + need > q.nominal_gpus + q.borrowing_limit) {
-      decision.pending_reasons[job->name] =
-          "waiting for " + Gpus(need) + "; team quota " + std::to_string(usage[job->queue]) + "/" +
-          std::to_string(q.nominal_gpus) + " used (may borrow " + std::to_string(q.borrowing_limit) + ")";
-      blocked_queues.insert(job->queue);  // FIFO within a queue
+    bool has_quota = has_quotas[job_queue];
+    if (has_quota && usage[job_queue] + need > q.nominal_gpus + q.borrowing_limit) {
+      pend("waiting for " + Gpus(need) + "; team quota " + std::to_string(usage[job_queue]) + "/" +
+          std::to_string(q.nominal_gpus) + " used (may borrow " + std::to_string(q.borrowing_limit) + ")");
+      blocked_queues[job_queue] = true;  // FIFO within a queue
       continue;
     }
 
-    auto placement = Place(*job, free);
+    auto placement = place(*job);
     if (placement) {
       bool allowed = true;
       bool backfilled = false;
@@ -152,36 +236,34 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       if (allowed) {
         Start start{job->name, {}, backfilled};
         for (const auto& [node, gpus] : *placement) {
-          free[node] -= gpus;
+          take(node, gpus);
           if (reservation && !(reservation->shadow && job->time_limit &&
                                state.now + *job->time_limit <= *reservation->shadow)) {
             reservation->spare[node] -= gpus;
           }
           start.placement.push_back({state.nodes[node].name, gpus});
         }
-        usage[job->queue] += need;
+        usage[job_queue] += need;
         decision.starts.push_back(std::move(start));
         continue;
       }
       // A reason is shown to the waiting job's team: it names another
       // team's job only by that job's queue.
-      decision.pending_reasons[job->name] =
-          "waiting: starting now would delay " +
+      pend("waiting: starting now would delay " +
           (reservation->queue == job->queue ? reservation->job
                                             : "the next job of queue " + reservation->queue) +
-          " (backfill)";
+          " (backfill)");
       continue;
     }
 
     if (reservation) {
-      decision.pending_reasons[job->name] =
-          "waiting for " + Gpus(need) + " (" + std::to_string(free_total()) + " of " +
-          std::to_string(total) + " free)";
+      pend("waiting for " + Gpus(need) + " (" + std::to_string(free_total()) + " of " +
+          std::to_string(total) + " free)");
       continue;
     }
 
     // The first job that cannot start: preempt for it, or reserve for it.
-    bool within_nominal = usage[job->queue] + need <= q.nominal_gpus;
+    bool within_nominal = usage[job_queue] + need <= q.nominal_gpus;
     if (options.preemption) {
       std::vector<const RunningJob*> victims;
       FreeMap after = free;
@@ -195,13 +277,13 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       }
       for (const RunningJob& r : state.running) {
         if (preempted.count(r.name) || r.leaving) continue;
-        bool borrowed = usage[r.queue] > quota(r.queue).nominal_gpus;
+        bool borrowed = usage_of(r.queue) > quota(r.queue).nominal_gpus;
         bool eligible = r.reclaimable || r.priority < job->priority ||
                         (within_nominal && borrowed && r.queue != job->queue);
         if (eligible) victims.push_back(&r);
       }
       auto cost = [&](const RunningJob* r) {
-        int tier = r->reclaimable ? 0 : usage[r->queue] > quota(r->queue).nominal_gpus ? 1 : 2;
+        int tier = r->reclaimable ? 0 : usage_of(r->queue) > quota(r->queue).nominal_gpus ? 1 : 2;
         return std::make_tuple(tier, r->priority, -ToUnixMillis(r->started_at));
       };
       std::sort(victims.begin(), victims.end(),
@@ -218,7 +300,7 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       if (fit) {
         for (const RunningJob* l : leaving) {
           preempted.insert(l->name);
-          for (const NodeGpus& p : l->placement) usage[l->queue] -= p.gpus;
+          for (const NodeGpus& p : l->placement) usage_of(l->queue) -= p.gpus;
         }
         // Drop victims that turned out unnecessary (latest first), keeping the fit.
         for (std::size_t i = chosen.size(); i-- > 0;) {
@@ -237,7 +319,7 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
                                 : "reclaimed by queue " + job->queue + " (within its quota)";
           decision.preemptions.push_back({v->name, why, job->name});
           preempted.insert(v->name);
-          for (const NodeGpus& p : v->placement) usage[v->queue] -= p.gpus;
+          for (const NodeGpus& p : v->placement) usage_of(v->queue) -= p.gpus;
         }
         // The freed GPUs are the job's once the victims have checkpointed and
         // left; nobody else may take what it needs meanwhile.
@@ -249,11 +331,10 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
         }
         reservation = r;
         decision.expected_starts[job->name] = state.now;
-        decision.pending_reasons[job->name] =
-            chosen.empty() ? "waiting for " + std::to_string(leaving.size()) +
+        pend(chosen.empty() ? "waiting for " + std::to_string(leaving.size()) +
                                  " preempted job(s) to checkpoint and leave"
                            : "preempting " + std::to_string(chosen.size() + leaving.size()) +
-                                 " job(s) to start";
+                                 " job(s) to start");
         continue;
       }
     }
@@ -282,15 +363,11 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     std::string reason = "waiting for " + Gpus(need) + " (" + std::to_string(free_total()) +
                          " of " + std::to_string(total) + " free)";
     if (need > total) reason = "needs " + Gpus(need) + " but the pool has only " + std::to_string(total);
-    if (has_quota && usage[job->queue] + need > q.nominal_gpus) {
-      reason += "; team quota " + std::to_string(usage[job->queue]) + "/" +
+    if (has_quota && usage[job_queue] + need > q.nominal_gpus) {
+      reason += "; team quota " + std::to_string(usage[job_queue]) + "/" +
                 std::to_string(q.nominal_gpus) + " used";
     }
-    decision.pending_reasons[job->name] = reason;
-  }
-  int position = 0;
-  for (const std::string& name : considered) {
-    if (decision.pending_reasons.count(name)) decision.queue_positions[name] = ++position;
+    pend(reason);
   }
   return decision;
 }

@@ -32,6 +32,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/time.h"
@@ -105,10 +106,10 @@ struct Preemption {
 struct Decision {
   std::vector<Start> starts;
   std::vector<Preemption> preemptions;
-  std::map<std::string, std::string> pending_reasons;  // every waiting job not started
+  std::unordered_map<std::string, std::string> pending_reasons;  // every waiting job not started
   // Every waiting job not started: its place in the order this decision
   // considered them (1: next in line), across queues.
-  std::map<std::string, int> queue_positions;
+  std::unordered_map<std::string, int> queue_positions;
   // When the job holding the reservation (preemption or backfill) is
   // expected to start: now when its victims are leaving, else when the
   // running jobs' expected ends free its GPUs. Absent where unknown.

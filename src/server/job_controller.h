@@ -253,7 +253,7 @@ class JobController final : public api::JobService {
   // Report-token hash per job, so a report costs no job read and parse.
   std::map<std::string, std::string> token_hashes_;  // guarded by tokens_mu_
   std::mutex pool_mu_;
-  std::map<std::string, std::string> pending_reasons_;  // guarded by pool_mu_
+  std::unordered_map<std::string, std::string> pending_reasons_;  // guarded by pool_mu_
   std::map<std::string, api::QueuePlace> queue_places_;  // guarded by pool_mu_
   std::vector<api::QueueStatus> queues_;               // guarded by pool_mu_
   std::vector<api::NodeStatus> nodes_;                 // guarded by pool_mu_
