@@ -6,7 +6,11 @@
 // GET /api/v1/queues call in each. With --compare BIN, the same run against
 // another build (e.g. main's), side by side. No assertions.
 //
+// Then the server's RSS over rounds of four clients at once that each list
+// every job and take one stream's snapshot, and 5 s after the last round.
+//
 //   build/bench/watch_bench [--jobs 10000] [--streams 10] [--seconds 15]
+//                           [--memory-rounds 10]
 //                           [--server path/to/headway] [--compare other/headway]
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -82,8 +86,20 @@ class Stream {
   std::thread reader_;
 };
 
+// A process's resident set in MiB, from /proc/PID/status.
+double RssMiB(pid_t pid) {
+  std::string status = ReadAll("/proc/" + std::to_string(pid) + "/status");
+  std::size_t at = status.find("VmRSS:");
+  if (at == std::string::npos) return 0;
+  return std::stod(status.substr(at + 6)) / 1024.0;  // kB
+}
+
 struct Figures {
   bool ok = false;
+  // Memory: before the rounds, the most after any round of one job list and
+  // one stream's snapshot (each round from 4 clients at once), and 5 s after
+  // the last; the list's size.
+  double rss_start = 0, rss_peak = 0, rss_idle = 0, list_mib = 0;
   double submit_s = 0;
   double idle_cpu = 0;       // % of one core, no streams
   double streams_cpu = 0;    // % of one core, with the streams open
@@ -107,7 +123,7 @@ double Window(pid_t pid, int port, double seconds, std::vector<double>& latencie
   return 100.0 * (CpuSeconds(pid) - cpu0) / wall;
 }
 
-Figures Run(const std::string& bin, int jobs, int streams, double seconds) {
+Figures Run(const std::string& bin, int jobs, int streams, double seconds, int memory_rounds) {
   Figures f;
   ServerProcess server(bin, "watch-bench", {}, /*gpus=*/1);
   if (server.port() == 0) return f;
@@ -159,6 +175,32 @@ Figures Run(const std::string& bin, int jobs, int streams, double seconds) {
   f.streams_p50_ms = Percentile(busy, 0.5);
   f.streams_max_ms = Percentile(busy, 1.0);
   for (auto& s : open) s->Close();
+
+  // What a list and a dashboard's first render cost in memory, and whether
+  // the server gives it back: `memory_rounds` rounds, each with 4 clients
+  // that each list every job and open one stream until its snapshot.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  f.rss_start = RssMiB(server.pid());
+  for (int round = 0; round < memory_rounds; ++round) {
+    std::vector<std::thread> clients;
+    std::atomic<std::size_t> list_bytes{0};
+    for (int c = 0; c < 4; ++c) {
+      clients.emplace_back([&] {
+        Connection conn(server.port());
+        list_bytes = conn.Request(http::verb::get, "/api/v1/jobs", "").second.size();
+        Stream stream(server.port());
+        auto start = Clock::now();
+        while (!stream.snapshot() && Clock::now() - start < std::chrono::seconds(120)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+      });
+    }
+    for (auto& t : clients) t.join();
+    f.list_mib = static_cast<double>(list_bytes.load()) / (1 << 20);
+    f.rss_peak = std::max(f.rss_peak, RssMiB(server.pid()));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  f.rss_idle = RssMiB(server.pid());
   f.ok = true;
   return f;
 }
@@ -166,7 +208,7 @@ Figures Run(const std::string& bin, int jobs, int streams, double seconds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int jobs = 10000, streams = 10;
+  int jobs = 10000, streams = 10, memory_rounds = 10;
   double seconds = 15;
   std::string bin = HEADWAY_BIN, compare;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -174,6 +216,7 @@ int main(int argc, char** argv) {
     if (flag == "--jobs") jobs = std::stoi(value);
     else if (flag == "--streams") streams = std::stoi(value);
     else if (flag == "--seconds") seconds = std::stod(value);
+    else if (flag == "--memory-rounds") memory_rounds = std::stoi(value);
     else if (flag == "--server") bin = value;
     else if (flag == "--compare") compare = value;
     else {
@@ -184,8 +227,10 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures show up as they come, also in a file
   std::printf("watch_bench: %d queued jobs, %d /api/v1/watch/jobs streams, %.0f s windows\n", jobs,
               streams, seconds);
-  std::vector<std::pair<std::string, Figures>> runs = {{bin, Run(bin, jobs, streams, seconds)}};
-  if (!compare.empty()) runs.emplace_back(compare, Run(compare, jobs, streams, seconds));
+  std::vector<std::pair<std::string, Figures>> runs = {{bin, Run(bin, jobs, streams, seconds, memory_rounds)}};
+  if (!compare.empty()) {
+    runs.emplace_back(compare, Run(compare, jobs, streams, seconds, memory_rounds));
+  }
   for (const auto& [path, f] : runs) {
     if (!f.ok) {
       std::printf("%s: server did not start\n", path.c_str());
@@ -202,14 +247,19 @@ int main(int argc, char** argv) {
                 f.idle_max_ms);
     std::printf("  /api/v1/queues, %2d streams  p50 %7.1f ms  max %7.1f ms\n", streams,
                 f.streams_p50_ms, f.streams_max_ms);
+    std::printf("  RSS: %.0f MiB before %d rounds of 4 x (list %.1f MiB + snapshot), "
+                "%.0f MiB at most after one, %.0f MiB 5 s after\n",
+                f.rss_start, memory_rounds, f.list_mib, f.rss_peak, f.rss_idle);
   }
   if (runs.size() == 2 && runs[0].second.ok && runs[1].second.ok) {
     const Figures& a = runs[0].second;
     const Figures& b = runs[1].second;
     double extra_a = std::max(0.1, a.streams_cpu - a.idle_cpu);
     double extra_b = std::max(0.1, b.streams_cpu - b.idle_cpu);
-    std::printf("\nratio (compare / server): streams' extra CPU %.1fx, queues p50 with streams %.1fx\n",
-                extra_b / extra_a, b.streams_p50_ms / std::max(0.1, a.streams_p50_ms));
+    std::printf("\nratio (compare / server): streams' extra CPU %.1fx, queues p50 with streams %.1fx, "
+                "RSS after the rounds %.1fx\n",
+                extra_b / extra_a, b.streams_p50_ms / std::max(0.1, a.streams_p50_ms),
+                b.rss_idle / std::max(1.0, a.rss_idle));
   }
   return 0;
 }

@@ -88,19 +88,24 @@ class JobsStream final : public ResponseStream {
     JobFilter all;
     all.team = team_;
     auto jobs = service_.List(all);
-    std::string views;
+    // Written straight into the response, each job freed once written: the
+    // snapshot of 10k jobs is megabytes, and copies of it add up per stream.
+    out += "event: snapshot\ndata: {\"jobs\":[";
     if (jobs.ok()) {
-      for (const Job& job : *jobs) {
-        if (!views.empty()) views += ',';
+      bool first = true;
+      for (Job& job : *jobs) {
+        if (!first) out += ',';
+        first = false;
         if (auto entry = cache_.Find(job.name())) {
-          views += entry->view;
+          out += entry->view;
           in_snapshot_[job.name()] = entry->version;
         } else {
-          views += JsonText(JobView(service_, job, /*with_spec=*/false));
+          out += JsonText(JobView(service_, job, /*with_spec=*/false));
         }
+        job = Job{};
       }
     }
-    AppendRaw(out, "snapshot", "{\"jobs\":[" + views + "]}");
+    out += "]}\n\n";
   }
 
   static void AppendRaw(std::string& out, std::string_view type, const std::string& data) {

@@ -39,6 +39,7 @@
 #include "server/artifact_manager.h"
 #include "server/experiment_controller.h"
 #include "server/job_controller.h"
+#include "server/memory_keeper.h"
 #include "server/user_tokens.h"
 #include "server/webhook_notifier.h"
 #include "server/gpu_idle_watcher.h"
@@ -366,6 +367,7 @@ std::optional<int> FollowUntilLeading(Leadership& leadership, const std::string&
 }  // namespace
 
 int RunServer(const ServerConfig& config) {
+  BoundArenas();
   if (!config.auth) {
     if (!api::IsLoopbackHost(config.listen_address)) {
       spdlog::error(
@@ -770,6 +772,7 @@ int RunServer(const ServerConfig& config) {
   std::thread pull_loop([&] { controller->RunPullLoop(std::chrono::milliseconds(500)); });
   std::thread artifact_loop([&] { artifacts.RunLoop(std::chrono::minutes(10)); });
   std::thread gpu_idle_loop([&] { gpu_idle.RunLoop(); });
+  MemoryKeeper memory_keeper(std::chrono::seconds(10));
   for (const auto& [name, queue] : options.queues) {
     spdlog::info("queue {} runs on {}", name, queue.executor);
   }
