@@ -38,6 +38,8 @@ struct Connection {
   // Per request, when set: a server that never answers fails it (throws)
   // instead of blocking the caller forever.
   std::chrono::milliseconds timeout{0};
+  // Sent as Accept-Encoding when set (the body then comes back as sent).
+  std::string accept_encoding;
 
   explicit Connection(int port) : port_(port) { Connect(); }
   std::pair<int, std::string> Request(http::verb verb, const std::string& target,
@@ -53,6 +55,7 @@ struct Connection {
     req.set(http::field::host, host);
     req.keep_alive(true);
     if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+    if (!accept_encoding.empty()) req.set(http::field::accept_encoding, accept_encoding);
     if (!body.empty()) req.set(http::field::content_type, "application/json");
     req.body() = body;
     req.prepare_payload();

@@ -100,6 +100,7 @@ struct Figures {
   // one stream's snapshot (each round from 4 clients at once), and 5 s after
   // the last; the list's size.
   double rss_start = 0, rss_peak = 0, rss_idle = 0, list_mib = 0;
+  double list_gzip_mib = 0;  // the same list for a client that accepts gzip
   double submit_s = 0;
   double idle_cpu = 0;       // % of one core, no streams
   double streams_cpu = 0;    // % of one core, with the streams open
@@ -201,6 +202,12 @@ Figures Run(const std::string& bin, int jobs, int streams, double seconds, int m
   }
   std::this_thread::sleep_for(std::chrono::seconds(5));
   f.rss_idle = RssMiB(server.pid());
+  {
+    Connection conn(server.port());
+    conn.accept_encoding = "gzip, deflate, br";  // as browsers send it
+    f.list_gzip_mib = static_cast<double>(
+        conn.Request(http::verb::get, "/api/v1/jobs", "").second.size()) / (1 << 20);
+  }
   f.ok = true;
   return f;
 }
@@ -250,6 +257,8 @@ int main(int argc, char** argv) {
     std::printf("  RSS: %.0f MiB before %d rounds of 4 x (list %.1f MiB + snapshot), "
                 "%.0f MiB at most after one, %.0f MiB 5 s after\n",
                 f.rss_start, memory_rounds, f.list_mib, f.rss_peak, f.rss_idle);
+    std::printf("  job list on the wire       %8.2f MiB, %.2f MiB for a client that accepts gzip\n",
+                f.list_mib, f.list_gzip_mib);
   }
   if (runs.size() == 2 && runs[0].second.ok && runs[1].second.ok) {
     const Figures& a = runs[0].second;

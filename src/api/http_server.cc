@@ -18,6 +18,7 @@
 #include <random>
 #include <thread>
 
+#include "api/gzip.h"
 #include "core/ascii.h"
 
 namespace headway::api {
@@ -290,20 +291,40 @@ class Server final : public HttpServer {
       beast::flat_buffer none;
       co_return co_await Relay(stream, req, *resp.proxy, keep_alive, buffer ? *buffer : none);
     }
+    const bool gzip = Compressible(req, resp);
     if (resp.stream) {
-      co_await WriteStream(stream, version, resp);
+      co_await WriteStream(stream, version, resp, gzip);
       co_return false;
     }
     http::response<http::string_body> out{static_cast<http::status>(resp.status), version};
     out.set(http::field::server, "headway");
     out.set(http::field::content_type, resp.content_type);
     for (const auto& [k, v] : resp.headers) out.set(k, v);
-    out.body() = std::move(resp.body);
+    if (gzip && resp.body.size() >= kMinGzipBytes) {
+      out.set(http::field::content_encoding, "gzip");
+      out.body() = Gzip(resp.body);
+      resp.body = {};
+    } else {
+      out.body() = std::move(resp.body);
+    }
+    if (gzip) out.set(http::field::vary, "Accept-Encoding");
     out.keep_alive(keep_alive);
     out.prepare_payload();
     beast::error_code ec;
     co_await http::async_write(*stream, out, net::redirect_error(use_awaitable, ec));
     co_return !ec && keep_alive;
+  }
+
+  // Whether to send `resp` gzip-encoded: the client accepts it, the type is
+  // text, and the handler set no encoding of its own.
+  static bool Compressible(const HttpRequest& req, const HttpResponse& resp) {
+    if (!AcceptsGzip(req.Header("accept-encoding")) || !WorthGzip(resp.content_type)) {
+      return false;
+    }
+    for (const auto& [k, v] : resp.headers) {
+      if (AsciiLower(k) == "content-encoding") return false;
+    }
+    return true;
   }
 
   // Sends `req` on to `target` and its answer back (see ProxyTarget).
@@ -725,13 +746,21 @@ class Server final : public HttpServer {
   // Streams resp.stream as a chunked body until it completes or the client goes away.
   template <class Stream>
   awaitable<void> WriteStream(std::shared_ptr<Stream> stream, unsigned version,
-                              HttpResponse& resp) {
+                              HttpResponse& resp, bool gzip) {
     auto& tcp_layer = beast::get_lowest_layer(*stream);
     http::response<http::empty_body> head{static_cast<http::status>(resp.status), version};
     head.set(http::field::server, "headway");
     head.set(http::field::content_type, resp.content_type);
     head.set(http::field::cache_control, "no-cache");
     for (const auto& [k, v] : resp.headers) head.set(k, v);
+    // Compressed piece by piece, each flushed whole: an event is readable
+    // as soon as its chunk arrives.
+    std::unique_ptr<GzipEncoder> encoder;
+    if (gzip) {
+      encoder = std::make_unique<GzipEncoder>();
+      head.set(http::field::content_encoding, "gzip");
+      head.set(http::field::vary, "Accept-Encoding");
+    }
     head.chunked(true);
     head.keep_alive(false);
     http::response_serializer<http::empty_body> serializer{head};
@@ -766,6 +795,8 @@ class Server final : public HttpServer {
     bool more = true;
     while (!closed->load()) {
       if (more) more = resp.stream->Next(pending);
+      if (encoder && !pending.empty()) pending = encoder->Add(pending, /*flush=*/true);
+      if (encoder && !more) pending += encoder->Finish();
       if (!pending.empty()) {
         co_await net::async_write(*stream, http::make_chunk(net::buffer(pending)),
                                   net::redirect_error(use_awaitable, ec));
