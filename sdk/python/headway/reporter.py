@@ -6,7 +6,7 @@
 
 Contract
 --------
-* report() never blocks on the network, never takes a lock and never raises into the
+* report() never blocks on the network, never waits for a lock and never raises into the
   caller. It stamps the call with the wall-clock time and appends its arguments, as they
   are, to a bounded intake buffer (well under a microsecond). One daemon thread, started
   on the first report(), validates and converts what the intake holds and sends it in
@@ -26,8 +26,9 @@ Contract
   `max_queue` points (default 10000). When one is full, the OLDEST points are dropped
   first; the point just reported is always kept, so after any outage the server receives
   the most recent state. If a dropped point carried total_steps / total_epochs and the
-  next kept point does not, the totals are carried over to it, so they are not lost. Points already inside a request that then fails
-  are put back at the head of the queue and compete under the same policy.
+  next kept point does not, the totals are carried over to it, so they are not lost.
+  Points already inside a request that then fails are put back at the head of the queue
+  and compete under the same policy.
 * Delivery: batches of up to `batch_size` points, at most one request per `interval`
   seconds (the first immediately) unless a full batch is waiting or flush() is waiting,
   which send at once. A single point is sent as a report object, several as
