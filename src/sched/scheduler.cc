@@ -91,18 +91,23 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     free.push_back(state.nodes[i].gpus);
     total += state.nodes[i].gpus;
   }
-  // Queues by number: the loop below looks at every queue's head per job.
-  std::unordered_map<std::string, std::size_t> queue_index;
+  // Queues by number, in name order (where heads tie in every respect, the
+  // first queue by name goes first): the loop below looks at every queue's
+  // head per job.
   std::vector<std::string> queue_names;
-  auto queue_of = [&](const std::string& name) {
-    auto [it, added] = queue_index.try_emplace(name, queue_names.size());
-    if (added) queue_names.push_back(name);
-    return it->second;
-  };
-  std::vector<int> usage;
+  {
+    std::set<std::string> names;
+    for (const RunningJob& r : state.running) names.insert(r.queue);
+    for (const WaitingJob& w : state.waiting) names.insert(w.queue);
+    queue_names.assign(names.begin(), names.end());
+  }
+  const std::size_t queue_count = queue_names.size();
+  std::unordered_map<std::string, std::size_t> queue_index;
+  for (std::size_t q = 0; q < queue_count; ++q) queue_index[queue_names[q]] = q;
+  auto queue_of = [&](const std::string& name) { return queue_index.at(name); };
+  std::vector<int> usage(queue_count, 0);
   for (const RunningJob& r : state.running) {
     std::size_t q = queue_of(r.queue);
-    usage.resize(queue_names.size(), 0);
     for (const NodeGpus& p : r.placement) {
       auto it = node_index.find(p.node);
       if (it != node_index.end()) free[it->second] -= p.gpus;
@@ -110,15 +115,8 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     }
   }
   // Per-queue order: priority, then FIFO.
-  std::vector<std::vector<const WaitingJob*>> queues;
-  for (const WaitingJob& w : state.waiting) {
-    std::size_t q = queue_of(w.queue);
-    if (queues.size() < queue_names.size()) queues.resize(queue_names.size());
-    queues[q].push_back(&w);
-  }
-  const std::size_t queue_count = queue_names.size();
-  queues.resize(queue_count);
-  usage.resize(queue_count, 0);
+  std::vector<std::vector<const WaitingJob*>> queues(queue_count);
+  for (const WaitingJob& w : state.waiting) queues[queue_of(w.queue)].push_back(&w);
   std::vector<QueueQuota> quotas(queue_count);
   std::vector<bool> has_quotas(queue_count);
   for (std::size_t q = 0; q < queue_count; ++q) {

@@ -390,3 +390,23 @@ TEST(Scheduler, ExplainsEveryJobLeftWaiting) {
 
 }  // namespace
 }  // namespace headway::sched
+
+namespace headway::sched {
+namespace {
+
+// Heads alike in every respect (a restore may give jobs one submit number):
+// the queue first by name goes first, whatever order the state lists them in,
+// so the same state always gives the same decision.
+TEST(Scheduler, HeadsAlikeInEveryRespectGoByQueueName) {
+  ClusterState s;
+  s.now = T(0);
+  s.nodes = {{"n1", 1}};
+  s.waiting = {Waiting("from-b", "b-team", 1, 7), Waiting("from-a", "a-team", 1, 7)};
+  Decision d = Schedule(s);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, "from-a");
+  EXPECT_EQ(d.queue_positions.at("from-b"), 1);
+}
+
+}  // namespace
+}  // namespace headway::sched
