@@ -1,12 +1,11 @@
 // Reading requests without a network: the target's path and query, and whole
 // raw requests (for fuzzing and tests). Kept apart from the server's sockets
 // so that the routes build and link without them.
-#include <boost/beast/core/buffers_range.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "api/beast_request.h"
 #include "api/http_server.h"
-#include "core/ascii.h"
 
 namespace headway::api {
 
@@ -49,17 +48,7 @@ Result<HttpRequest> ParseHttpRequest(std::string_view raw, std::size_t max_body_
     return InvalidArgument("malformed HTTP request" + (ec ? ": " + ec.message() : std::string()));
   }
   http::request<http::string_body> message = parser.release();
-  HttpRequest req;
-  req.method = std::string(message.method_string());
-  req.target = std::string(message.target());
-  SetRequestTarget(req, std::string_view(message.target().data(), message.target().size()));
-  for (const auto& field : message) {
-    req.headers[AsciiLower(std::string_view(field.name_string().data(),
-                                            field.name_string().size()))] =
-        std::string(field.value());
-  }
-  req.body = std::move(message.body());
-  return req;
+  return ToHttpRequest(message);
 }
 
 std::string UrlDecode(std::string_view text, bool plus_is_space) {

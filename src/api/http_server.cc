@@ -18,6 +18,7 @@
 #include <random>
 #include <thread>
 
+#include "api/beast_request.h"
 #include "api/gzip.h"
 #include "core/ascii.h"
 
@@ -45,26 +46,6 @@ std::string RandomName() {
   std::snprintf(text, sizeof text, "%08x%08x-%llu", random(), random(),
                 static_cast<unsigned long long>(counter.fetch_add(1)));
   return text;
-}
-
-// The method, target and headers (names lowercased) of any request; the body
-// is the caller's.
-template <class Body>
-HttpRequest RequestHead(const http::request<Body>& raw) {
-  HttpRequest req;
-  req.method = std::string(raw.method_string());
-  req.target = std::string(raw.target());
-  SetRequestTarget(req, std::string_view(raw.target().data(), raw.target().size()));
-  for (const auto& field : raw) {
-    req.headers[AsciiLower(std::string_view(field.name_string().data(), field.name_string().size()))] = std::string(field.value());
-  }
-  return req;
-}
-
-HttpRequest ToHttpRequest(http::request<http::string_body>& raw) {
-  HttpRequest req = RequestHead(raw);
-  req.body = std::move(raw.body());
-  return req;
 }
 
 class Server final : public HttpServer {
@@ -322,7 +303,7 @@ class Server final : public HttpServer {
       return false;
     }
     for (const auto& [k, v] : resp.headers) {
-      if (AsciiLower(k) == "content-encoding") return false;
+      if (EqualsIgnoringCase(k, "content-encoding")) return false;
     }
     return true;
   }
