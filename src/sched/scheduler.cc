@@ -1,6 +1,7 @@
 #include "sched/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 #include <tuple>
@@ -76,6 +77,24 @@ bool QueuedBefore(const WaitingJob& a, const WaitingJob& b) {
 
 std::string Gpus(int n) { return std::to_string(n) + (n == 1 ? " GPU" : " GPUs"); }
 
+double Seconds(Duration d) { return static_cast<double>(d.count()) / 1000.0; }
+
+// GPU-seconds a waiting job is expected to take: its learned run time capped
+// by its time limit (the limit alone where nothing was learned). Unknown
+// work sorts after every known one.
+double ExpectedWork(const WaitingJob& job) {
+  std::optional<Duration> run = job.expected_run;
+  if (job.time_limit && (!run || *job.time_limit < *run)) run = job.time_limit;
+  if (!run) return std::numeric_limits<double>::infinity();
+  return std::max(0.0, Seconds(*run)) * job.gpus();
+}
+
+int GpusOf(const RunningJob& job) {
+  int n = 0;
+  for (const NodeGpus& p : job.placement) n += p.gpus;
+  return n;
+}
+
 }  // namespace
 
 Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
@@ -149,16 +168,34 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     return it->second.second;
   };
 
-  for (auto& jobs : queues) {
-    std::sort(jobs.begin(), jobs.end(), [](const WaitingJob* a, const WaitingJob* b) {
-      return a->priority != b->priority ? a->priority > b->priority : QueuedBefore(*a, *b);
-    });
-  }
   // A job that has waited past the bound goes ahead of fair share, oldest
   // first, so the first of them that cannot start holds the reservation.
   auto starving = [&](const WaitingJob& w) {
     return options.starvation_bound && state.now - w.queued_at >= *options.starvation_bound;
   };
+  const bool by_work = options.ordering == Ordering::kShortestWork;
+  std::unordered_map<const WaitingJob*, double> work;
+  if (by_work) {
+    work.reserve(state.waiting.size());
+    for (const WaitingJob& w : state.waiting) work.emplace(&w, ExpectedWork(w));
+  }
+  for (auto& jobs : queues) {
+    if (by_work) {
+      // Priority, then jobs past the starvation bound (oldest first), then
+      // the least expected work, then FIFO.
+      std::sort(jobs.begin(), jobs.end(), [&](const WaitingJob* a, const WaitingJob* b) {
+        if (a->priority != b->priority) return a->priority > b->priority;
+        bool sa = starving(*a), sb = starving(*b);
+        if (sa != sb) return sa;
+        if (!sa && work[a] != work[b]) return work[a] < work[b];
+        return QueuedBefore(*a, *b);
+      });
+      continue;
+    }
+    std::sort(jobs.begin(), jobs.end(), [](const WaitingJob* a, const WaitingJob* b) {
+      return a->priority != b->priority ? a->priority > b->priority : QueuedBefore(*a, *b);
+    });
+  }
   std::vector<std::size_t> next(queue_count, 0);
   std::vector<bool> blocked_queues(queue_count, false);
   std::optional<Reservation> reservation;
@@ -176,26 +213,38 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     // The next job: highest head priority, then heads that have waited past
     // the starvation bound (oldest first), then the lowest weighted share,
     // then FIFO.
+    // kShortestWork: after priority and starvation, heads within their
+    // queue's nominal quota, then the least expected work, then FIFO.
     job = nullptr;
     std::size_t job_queue = 0;
     bool job_starving = false;
+    bool job_borrows = false;
     double best = 0;
     for (std::size_t q = 0; q < queue_count; ++q) {
       std::size_t i = next[q];
       if (i >= queues[q].size()) continue;
       const WaitingJob* head = queues[q][i];
       bool head_starving = starving(*head);
-      double share = usage[q] / std::max(1e-9, quotas[q].weight);
+      bool head_borrows = false;
+      double key = 0;
+      if (by_work) {
+        head_borrows = has_quotas[q] && usage[q] + head->gpus() > quotas[q].nominal_gpus;
+        key = work[head];
+      } else {
+        key = usage[q] / std::max(1e-9, quotas[q].weight);
+      }
       if (job == nullptr ||
           (head->priority != job->priority ? head->priority > job->priority
            : head_starving != job_starving ? head_starving
            : head_starving                 ? QueuedBefore(*head, *job)
-           : share != best                 ? share < best
+           : head_borrows != job_borrows   ? !head_borrows
+           : key != best                   ? key < best
                                            : QueuedBefore(*head, *job))) {
         job = head;
         job_queue = q;
         job_starving = head_starving;
-        best = share;
+        job_borrows = head_borrows;
+        best = key;
       }
     }
     if (job == nullptr) break;
@@ -273,16 +322,43 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
           leaving.push_back(&r);
         }
       }
+      // Remaining GPU-seconds of a running job, where its end is known.
+      auto remaining = [&](const RunningJob& r) {
+        return r.expected_end ? std::max(0.0, Seconds(*r.expected_end - state.now)) * GpusOf(r)
+                              : 0.0;
+      };
+      // kShortestWork: much longer work that can resume from a checkpoint
+      // makes room, unless taking it would push its team below its nominal
+      // quota for a job that borrows.
+      const double job_work = by_work ? work[job] : std::numeric_limits<double>::infinity();
+      auto longer_work = [&](const RunningJob& r) {
+        if (!by_work || !r.checkpointable || !r.expected_end || !std::isfinite(job_work)) return false;
+        if (r.priority > job->priority || state.now - r.started_at < options.min_run_before_preemption) {
+          return false;
+        }
+        if (!within_nominal && r.queue != job->queue &&
+            usage_of(r.queue) <= quota(r.queue).nominal_gpus) {
+          return false;
+        }
+        double restart = Seconds(options.restart_cost) * GpusOf(r);
+        return remaining(r) > options.preempt_ratio * (job_work + restart);
+      };
       for (const RunningJob& r : state.running) {
         if (preempted.count(r.name) || r.leaving) continue;
         bool borrowed = usage_of(r.queue) > quota(r.queue).nominal_gpus;
         bool eligible = r.reclaimable || r.priority < job->priority ||
-                        (within_nominal && borrowed && r.queue != job->queue);
+                        (within_nominal && borrowed && r.queue != job->queue) || longer_work(r);
         if (eligible) victims.push_back(&r);
       }
+      // Cheapest first: stalled, borrowed, lower priority; then (for longer
+      // work) the most remaining work; then the most recently started.
       auto cost = [&](const RunningJob* r) {
-        int tier = r->reclaimable ? 0 : usage_of(r->queue) > quota(r->queue).nominal_gpus ? 1 : 2;
-        return std::make_tuple(tier, r->priority, -ToUnixMillis(r->started_at));
+        int tier = r->reclaimable                                        ? 0
+                   : usage_of(r->queue) > quota(r->queue).nominal_gpus ? 1
+                   : r->priority < job->priority                        ? 2
+                                                                         : 3;
+        return std::make_tuple(tier, r->priority, by_work ? -remaining(*r) : 0.0,
+                               -ToUnixMillis(r->started_at));
       };
       std::sort(victims.begin(), victims.end(),
                 [&](const RunningJob* a, const RunningJob* b) { return cost(a) < cost(b); });
@@ -311,10 +387,14 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
           }
         }
         for (const RunningJob* v : chosen) {
+          bool v_borrowed = usage_of(v->queue) > quota(v->queue).nominal_gpus;
           std::string why = v->reclaimable ? "reclaimed: it is stalled"
                             : v->priority < job->priority
                                 ? "preempted by higher-priority " + job->name
-                                : "reclaimed by queue " + job->queue + " (within its quota)";
+                            : within_nominal && v_borrowed && v->queue != job->queue
+                                ? "reclaimed by queue " + job->queue + " (within its quota)"
+                                : "preempted for shorter work (" + job->name +
+                                      "); it resumes from its checkpoint";
           decision.preemptions.push_back({v->name, why, job->name});
           preempted.insert(v->name);
           for (const NodeGpus& p : v->placement) usage_of(v->queue) -= p.gpus;

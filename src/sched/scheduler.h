@@ -26,6 +26,15 @@
 //    reclaimable (stalled, by policy), then jobs running on borrowed quota,
 //    then lower priority, then the most recently started. The caller warns
 //    each victim (checkpoint signal), waits its grace, and requeues it.
+//  - Ordering::kShortestWork (progress-aware) replaces FIFO within a queue
+//    and fair share across queues by expected work, smallest first: a
+//    waiting job's learned run time (capped by its time limit) x GPUs.
+//    Heads that fit their queue's nominal quota go before heads that would
+//    borrow, so each team keeps its share; the starvation bound still puts
+//    jobs that waited past it first, oldest first. With preemption on, a
+//    job that cannot start may also take the GPUs of a running job that
+//    can checkpoint and whose remaining work (live ETA x GPUs) exceeds its
+//    own by `preempt_ratio`, counting the restart cost the victim pays.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +72,9 @@ struct RunningJob {
   Time started_at{};
   std::optional<Time> expected_end;  // time limit or progress ETA; nullopt: unknown
   bool reclaimable = false;          // e.g. stalled with a policy that allows reclaiming it
+  // It acknowledged a checkpoint request (should_checkpoint()), so it resumes
+  // where it stopped: kShortestWork may preempt it for much shorter work.
+  bool checkpointable = false;
   // Already told to go (preempted or stopping): its GPUs count as on their way
   // back, so the scheduler does not pick further victims for the same need.
   bool leaving = false;
@@ -79,6 +91,9 @@ struct WaitingJob {
   int nodes = 1;
   int gpus_per_node = 0;
   std::optional<Duration> time_limit;  // for backfill: how long it may hold its GPUs
+  // What its history predicts it will run (its user's, team's or template's
+  // past jobs); kShortestWork orders by it, capped by the time limit.
+  std::optional<Duration> expected_run;
 
   int gpus() const { return nodes * gpus_per_node; }
 };
@@ -116,7 +131,13 @@ struct Decision {
   std::map<std::string, Time> expected_starts;
 };
 
+enum class Ordering {
+  kFairShare,     // FIFO within a queue, lowest weighted share across queues
+  kShortestWork,  // smallest expected work first; nominal quota before borrowing
+};
+
 struct SchedulerOptions {
+  Ordering ordering = Ordering::kFairShare;
   bool backfill = true;
   bool preemption = true;
   // Starvation bound: a waiting job whose `queued_at` is at least this long
@@ -130,6 +151,14 @@ struct SchedulerOptions {
   // for both average completion time and whole-node jobs.
   std::optional<Duration> starvation_bound = kDefaultStarvationBound;
   static constexpr Duration kDefaultStarvationBound = std::chrono::minutes(30);
+
+  // kShortestWork with preemption: a checkpointable job is preempted for a
+  // waiting one only when its remaining GPU-time exceeds `preempt_ratio` x
+  // (the waiting job's expected GPU-time + `restart_cost` x its own GPUs),
+  // and only after it has run `min_run_before_preemption` (no thrashing).
+  double preempt_ratio = 2.0;
+  Duration restart_cost = std::chrono::minutes(5);
+  Duration min_run_before_preemption = std::chrono::minutes(10);
 };
 
 Decision Schedule(const ClusterState& state, const SchedulerOptions& options = {});

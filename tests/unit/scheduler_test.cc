@@ -388,11 +388,7 @@ TEST(Scheduler, ExplainsEveryJobLeftWaiting) {
   EXPECT_THAT(d.pending_reasons.at("z"), HasSubstr("needs 4 GPUs but the pool has only 2"));
 }
 
-}  // namespace
-}  // namespace headway::sched
 
-namespace headway::sched {
-namespace {
 
 // Heads alike in every respect (a restore may give jobs one submit number):
 // the queue first by name goes first, whatever order the state lists them in,
@@ -406,6 +402,139 @@ TEST(Scheduler, HeadsAlikeInEveryRespectGoByQueueName) {
   ASSERT_EQ(d.starts.size(), 1u);
   EXPECT_EQ(d.starts[0].job, "from-a");
   EXPECT_EQ(d.queue_positions.at("from-b"), 1);
+}
+
+
+// --- Ordering::kShortestWork (progress-aware) ---
+
+SchedulerOptions ShortestWork(bool preemption = false) {
+  SchedulerOptions o;
+  o.ordering = Ordering::kShortestWork;
+  o.preemption = preemption;
+  return o;
+}
+
+WaitingJob Expecting(WaitingJob w, std::optional<Duration> run, std::optional<Duration> limit = std::nullopt) {
+  w.expected_run = run;
+  w.time_limit = limit;
+  return w;
+}
+
+TEST(Scheduler, ShortestWorkStartsTheLeastExpectedGpuTimeFirstAcrossQueues) {
+  ClusterState s;
+  s.now = T(0);
+  s.nodes = {{"n1", 4}};
+  // Submitted first but 4 GPUs x 10 h; then 2 GPUs x 1 h; then 1 GPU x 30 min.
+  s.waiting = {Expecting(Waiting("long", "vision", 4, 1), hours(10)),
+               Expecting(Waiting("mid", "speech", 2, 2), hours(1)),
+               Expecting(Waiting("short", "speech", 1, 3), minutes(30))};
+  Decision d = Schedule(s, ShortestWork());
+  EXPECT_NE(Started(d, "short"), nullptr);
+  EXPECT_NE(Started(d, "mid"), nullptr);
+  EXPECT_EQ(Started(d, "long"), nullptr);
+  // Fair share (the default) would have started the first submitted.
+  Decision fifo = Schedule(s);
+  EXPECT_NE(Started(fifo, "long"), nullptr);
+}
+
+TEST(Scheduler, ShortestWorkCapsALearnedEstimateAtTheTimeLimit) {
+  ClusterState s;
+  s.now = T(0);
+  s.nodes = {{"n1", 1}};
+  // History says 5 h, but the job may only run 20 min: 20 min is its work.
+  s.waiting = {Expecting(Waiting("hour", "a", 1, 1), hours(1)),
+               Expecting(Waiting("capped", "a", 1, 2), hours(5), minutes(20)),
+               Waiting("unknown", "a", 1, 0)};
+  Decision d = Schedule(s, ShortestWork());
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, "capped");
+  // Unknown work goes last.
+  EXPECT_EQ(d.queue_positions.at("hour"), 1);
+  EXPECT_EQ(d.queue_positions.at("unknown"), 2);
+}
+
+TEST(Scheduler, ShortestWorkPutsHeadsWithinTheirNominalQuotaBeforeBorrowers) {
+  ClusterState s;
+  s.now = T(0);
+  s.nodes = {{"n1", 8}, {"n2", 2}};
+  s.queues = {{"vision", {4, 16, 1}}, {"speech", {4, 16, 1}}};
+  s.running = {Running("v-run", "vision", {{"n1", 4}})};
+  // vision's tiny job would borrow; speech's bigger one is within its quota.
+  s.waiting = {Expecting(Waiting("v-tiny", "vision", 2, 1), minutes(5)),
+               Expecting(Waiting("s-big", "speech", 4, 2), hours(3))};
+  Decision d = Schedule(s, ShortestWork());
+  ASSERT_NE(Started(d, "s-big"), nullptr);
+  EXPECT_EQ(Started(d, "s-big")->placement[0].node, "n1");
+  EXPECT_NE(Started(d, "v-tiny"), nullptr);  // still starts, on what is left
+}
+
+TEST(Scheduler, ShortestWorkStillLetsAJobPastTheStarvationBoundGoFirst) {
+  ClusterState s;
+  s.now = T(120);
+  s.nodes = {{"n1", 1}};
+  WaitingJob old = Expecting(Waiting("old-long", "a", 1, 1), hours(8));
+  old.queued_at = T(0);  // two hours ago, past the 30 min bound
+  WaitingJob fresh = Expecting(Waiting("fresh-short", "a", 1, 2), minutes(1));
+  fresh.queued_at = T(119);
+  s.waiting = {fresh, old};
+  Decision d = Schedule(s, ShortestWork());
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, "old-long");
+}
+
+RunningJob Checkpointing(RunningJob r, Time end) {
+  r.checkpointable = true;
+  r.expected_end = end;
+  return r;
+}
+
+TEST(Scheduler, ShortestWorkPreemptsOnlyMuchLongerCheckpointableWork) {
+  ClusterState s;
+  s.now = T(0);
+  s.nodes = {{"n1", 4}, {"n2", 4}};
+  // n1: 20 h left and can checkpoint; n2: 20 h left but cannot.
+  s.running = {Checkpointing(Running("resumable", "a", {{"n1", 4}}), T(20 * 60)),
+               Running("fragile", "a", {{"n2", 4}}, T(20 * 60))};
+  s.waiting = {Expecting(Waiting("quick", "b", 4, 1), minutes(30))};
+  Decision d = Schedule(s, ShortestWork(/*preemption=*/true));
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_EQ(d.preemptions[0].job, "resumable");
+  EXPECT_THAT(d.preemptions[0].reason, HasSubstr("checkpoint"));
+  EXPECT_EQ(d.preemptions[0].for_job, "quick");
+  // Fair share, the default, preempts nobody for it.
+  SchedulerOptions fair;
+  EXPECT_TRUE(Schedule(s, fair).preemptions.empty());
+}
+
+TEST(Scheduler, ShortestWorkDoesNotPreemptForWorkNotMuchShorterOrTooSoonAfterAStart) {
+  ClusterState s;
+  s.now = T(0);
+  s.nodes = {{"n1", 4}};
+  // 2 h left x 4 GPUs against 1 h x 4 GPUs + 5 min restart: not 2x.
+  s.running = {Checkpointing(Running("near-done", "a", {{"n1", 4}}), T(120))};
+  s.waiting = {Expecting(Waiting("hour", "b", 4, 1), hours(1))};
+  EXPECT_TRUE(Schedule(s, ShortestWork(true)).preemptions.empty());
+  // Much longer, but it started 2 minutes ago: it is left to run.
+  s.running = {Checkpointing(Running("just-started", "a", {{"n1", 4}}), T(20 * 60))};
+  s.running[0].started_at = T(-2);
+  EXPECT_TRUE(Schedule(s, ShortestWork(true)).preemptions.empty());
+  s.running[0].started_at = T(-11);
+  EXPECT_EQ(Schedule(s, ShortestWork(true)).preemptions.size(), 1u);
+}
+
+TEST(Scheduler, ShortestWorkDoesNotTakeATeamBelowItsQuotaForABorrower) {
+  ClusterState s;
+  s.now = T(0);
+  s.nodes = {{"n1", 4}, {"n2", 4}};
+  s.queues = {{"a", {4, 4, 1}}, {"b", {4, 4, 1}}};
+  // b already uses its 4; a's long job is within a's quota.
+  s.running = {Checkpointing(Running("a-long", "a", {{"n1", 4}}), T(20 * 60)),
+               Checkpointing(Running("b-long", "b", {{"n2", 4}}), T(30 * 60))};
+  s.waiting = {Expecting(Waiting("b-quick", "b", 4, 1), minutes(10))};
+  Decision d = Schedule(s, ShortestWork(true));
+  // Not a's job (a is within its quota and b-quick would borrow); b's own is fair game.
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_EQ(d.preemptions[0].job, "b-long");
 }
 
 }  // namespace
