@@ -103,12 +103,20 @@ int main(int argc, char** argv) {
                      "delete ended jobs (with their progress, events, logs and files) this long "
                      "after they ended, unless their spec sets ttl_after_finished; e.g. 7d, or off")
       ->capture_default_str();
-  std::string starvation_bound = "30m";
-  server->add_option("--starvation-bound", starvation_bound,
-                     "a job waiting this long goes ahead of fair share, oldest first, and holds "
-                     "the backfill reservation until it starts (e.g. 30m, 2h; 0 = plain FIFO "
-                     "across teams; off = fair share only)")
+  std::string scheduling_policy = "fair-share";
+  server->add_option("--scheduling-policy", scheduling_policy,
+                     "fair-share: FIFO within a team, the team using least of its share first; "
+                     "progress-aware: least expected work first (learned run times, live ETAs), "
+                     "teams within their quota first, and jobs whose spec sets "
+                     "checkpoint_warning may be preempted for much shorter work")
+      ->check(CLI::IsMember({"fair-share", "progress-aware"}))
       ->capture_default_str();
+  std::string starvation_bound;
+  server->add_option("--starvation-bound", starvation_bound,
+                     "a job waiting this long goes ahead of the policy's order, oldest first, and "
+                     "holds the backfill reservation until it starts (e.g. 30m, 2h; 0 = plain FIFO "
+                     "across teams; off = never); default 30m, or 2h with progress-aware, where a "
+                     "job must also have waited 4x its expected run");
   server->add_option("--webhook", server_config.webhooks,
                      "http:// URL to POST every job state and health change to (repeatable)");
   server->add_option("--webhook-secret-file", server_config.webhook_secret_file,
@@ -332,7 +340,13 @@ int main(int argc, char** argv) {
     } else {
       throw CLI::ValidationError("--finished-job-ttl", "must be a duration such as 7d, or off");
     }
-    if (starvation_bound == "off") {
+    if (scheduling_policy == "progress-aware") {
+      server_config.ordering = headway::sched::Ordering::kShortestWork;
+      server_config.starvation_bound = headway::sched::SchedulerOptions::kShortestWorkStarvationBound;
+    }
+    if (starvation_bound.empty()) {
+      // the policy's default, set above
+    } else if (starvation_bound == "off") {
       server_config.starvation_bound.reset();
     } else if (auto bound = headway::ParseDuration(starvation_bound)) {
       server_config.starvation_bound = *bound;

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 
@@ -47,10 +49,10 @@ class FreeIndex {
     Add(after, +1);
     ++version_;
   }
-  bool MayFit(const WaitingJob& job) const {
-    if (job.gpus_per_node == 0) return true;
-    if (job.gpus_per_node >= static_cast<int>(at_least_.size())) return false;
-    return at_least_[static_cast<std::size_t>(job.gpus_per_node)] >= job.nodes;
+  bool MayFit(int nodes, int gpus_per_node) const {
+    if (gpus_per_node == 0) return true;
+    if (gpus_per_node >= static_cast<int>(at_least_.size())) return false;
+    return at_least_[static_cast<std::size_t>(gpus_per_node)] >= nodes;
   }
   std::uint64_t version() const { return version_; }
 
@@ -65,15 +67,10 @@ class FreeIndex {
 };
 
 struct Reservation {
-  std::string job;
-  std::string queue;
+  std::uint32_t job = 0;  // index into the state's waiting jobs
   std::optional<Time> shadow;  // when it can start; nullopt: unknown
   FreeMap spare;               // GPUs per node a job running past `shadow` may take
 };
-
-bool QueuedBefore(const WaitingJob& a, const WaitingJob& b) {
-  return a.queued_at != b.queued_at ? a.queued_at < b.queued_at : a.submit_seq < b.submit_seq;
-}
 
 std::string Gpus(int n) { return std::to_string(n) + (n == 1 ? " GPU" : " GPUs"); }
 
@@ -97,10 +94,59 @@ int GpusOf(const RunningJob& job) {
 
 }  // namespace
 
+std::string Decision::Reason(const ClusterState& state, const Pending& p) const {
+  const WaitingJob& job = state.waiting.at(p.job);
+  const std::string need = Gpus(job.gpus());
+  auto quota = state.queues.find(job.queue);
+  const int nominal = quota == state.queues.end() ? 0 : quota->second.nominal_gpus;
+  const int borrow = quota == state.queues.end() ? pool_gpus : quota->second.borrowing_limit;
+  switch (p.why) {
+    case Pending::Why::kBehindInQueue:
+      return "waiting behind earlier jobs of queue " + job.queue;
+    case Pending::Why::kOverQuota:
+      return "waiting for " + need + "; team quota " + std::to_string(p.usage) + "/" +
+             std::to_string(nominal) + " used (may borrow " + std::to_string(borrow) + ")";
+    case Pending::Why::kWouldDelay: {
+      // A reason is shown to the waiting job's team: it names another
+      // team's job only by that job's queue.
+      const WaitingJob& first = state.waiting.at(p.reserved);
+      return "waiting: starting now would delay " +
+             (first.queue == job.queue ? first.name : "the next job of queue " + first.queue) +
+             " (backfill)";
+    }
+    case Pending::Why::kPreempting:
+      return "preempting " + std::to_string(p.count) + " job(s) to start";
+    case Pending::Why::kVictimsLeaving:
+      return "waiting for " + std::to_string(p.count) + " preempted job(s) to checkpoint and leave";
+    case Pending::Why::kNoRoom:
+    case Pending::Why::kTooBig: {
+      std::string reason = p.why == Pending::Why::kTooBig
+                               ? "needs " + need + " but the pool has only " + std::to_string(pool_gpus)
+                               : "waiting for " + need + " (" + std::to_string(p.count) + " of " +
+                                     std::to_string(pool_gpus) + " free)";
+      if (p.over_nominal) {
+        reason += "; team quota " + std::to_string(p.usage) + "/" + std::to_string(nominal) + " used";
+      }
+      return reason;
+    }
+  }
+  return "waiting";
+}
+
+Explanation Explain(const ClusterState& state, const Decision& decision) {
+  Explanation e;
+  for (std::size_t i = 0; i < decision.pending.size(); ++i) {
+    const Pending& p = decision.pending[i];
+    const std::string& name = state.waiting.at(p.job).name;
+    e.reasons[name] = decision.Reason(state, p);
+    e.positions[name] = static_cast<int>(i) + 1;
+  }
+  return e;
+}
+
 Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
   Decision decision;
-  decision.pending_reasons.reserve(state.waiting.size());
-  decision.queue_positions.reserve(state.waiting.size());
+  decision.pending.reserve(state.waiting.size());
   std::unordered_map<std::string, std::size_t> node_index;
   node_index.reserve(state.nodes.size());
   FreeMap free;
@@ -110,32 +156,47 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     free.push_back(state.nodes[i].gpus);
     total += state.nodes[i].gpus;
   }
+  decision.pool_gpus = total;
   // Queues by number, in name order (where heads tie in every respect, the
   // first queue by name goes first): the loop below looks at every queue's
-  // head per job.
+  // head per job. Each job's queue is looked up once.
+  std::unordered_map<std::string_view, std::size_t> queue_index;
+  std::vector<std::size_t> running_queue(state.running.size()), waiting_queue(state.waiting.size());
   std::vector<std::string> queue_names;
   {
-    std::set<std::string> names;
-    for (const RunningJob& r : state.running) names.insert(r.queue);
-    for (const WaitingJob& w : state.waiting) names.insert(w.queue);
-    queue_names.assign(names.begin(), names.end());
+    // Numbered by first appearance, then renumbered in name order.
+    std::vector<std::string_view> seen;
+    auto number = [&](std::string_view name) {
+      auto [it, added] = queue_index.try_emplace(name, seen.size());
+      if (added) seen.push_back(name);
+      return it->second;
+    };
+    for (std::size_t i = 0; i < state.running.size(); ++i) running_queue[i] = number(state.running[i].queue);
+    for (std::size_t i = 0; i < state.waiting.size(); ++i) waiting_queue[i] = number(state.waiting[i].queue);
+    std::vector<std::size_t> by_name(seen.size());
+    for (std::size_t k = 0; k < seen.size(); ++k) by_name[k] = k;
+    std::sort(by_name.begin(), by_name.end(), [&](std::size_t a, std::size_t b) { return seen[a] < seen[b]; });
+    std::vector<std::size_t> rank(seen.size());
+    for (std::size_t q = 0; q < by_name.size(); ++q) {
+      rank[by_name[q]] = q;
+      queue_names.emplace_back(seen[by_name[q]]);
+    }
+    for (auto& [name, q] : queue_index) q = rank[q];
+    for (std::size_t& q : running_queue) q = rank[q];
+    for (std::size_t& q : waiting_queue) q = rank[q];
   }
   const std::size_t queue_count = queue_names.size();
-  std::unordered_map<std::string, std::size_t> queue_index;
-  for (std::size_t q = 0; q < queue_count; ++q) queue_index[queue_names[q]] = q;
-  auto queue_of = [&](const std::string& name) { return queue_index.at(name); };
   std::vector<int> usage(queue_count, 0);
-  for (const RunningJob& r : state.running) {
-    std::size_t q = queue_of(r.queue);
+  for (std::size_t i = 0; i < state.running.size(); ++i) {
+    const RunningJob& r = state.running[i];
+    std::size_t q = running_queue[i];
     for (const NodeGpus& p : r.placement) {
       auto it = node_index.find(p.node);
       if (it != node_index.end()) free[it->second] -= p.gpus;
       usage[q] += p.gpus;
     }
   }
-  // Per-queue order: priority, then FIFO.
-  std::vector<std::vector<const WaitingJob*>> queues(queue_count);
-  for (const WaitingJob& w : state.waiting) queues[queue_of(w.queue)].push_back(&w);
+
   std::vector<QueueQuota> quotas(queue_count);
   std::vector<bool> has_quotas(queue_count);
   for (std::size_t q = 0; q < queue_count; ++q) {
@@ -159,9 +220,19 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
   std::map<std::pair<int, int>,
            std::pair<std::uint64_t, std::optional<std::vector<std::pair<std::size_t, int>>>>>
       placed;
+  // Each waiting job's shape, apart from the (much larger) jobs themselves:
+  // most jobs of a long queue are refused on their shape alone.
+  struct Shape {
+    int nodes = 1, gpus_per_node = 0;
+  };
+  std::vector<Shape> shape_of(state.waiting.size());
+  for (std::size_t i = 0; i < state.waiting.size(); ++i) {
+    shape_of[i] = {state.waiting[i].nodes, state.waiting[i].gpus_per_node};
+  }
   auto place = [&](const WaitingJob& job) -> std::optional<std::vector<std::pair<std::size_t, int>>> {
-    if (!free_index.MayFit(job)) return std::nullopt;
-    auto [it, added] = placed.try_emplace({job.nodes, job.gpus_per_node});
+    const Shape shape = shape_of[static_cast<std::size_t>(&job - state.waiting.data())];
+    if (!free_index.MayFit(shape.nodes, shape.gpus_per_node)) return std::nullopt;
+    auto [it, added] = placed.try_emplace({shape.nodes, shape.gpus_per_node});
     if (added || it->second.first != free_index.version()) {
       it->second = {free_index.version(), Place(job, free)};
     }
@@ -170,43 +241,96 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
 
   // A job that has waited past the bound goes ahead of fair share, oldest
   // first, so the first of them that cannot start holds the reservation.
-  auto starving = [&](const WaitingJob& w) {
-    return options.starvation_bound && state.now - w.queued_at >= *options.starvation_bound;
-  };
   const bool by_work = options.ordering == Ordering::kShortestWork;
-  std::unordered_map<const WaitingJob*, double> work;
-  if (by_work) {
-    work.reserve(state.waiting.size());
-    for (const WaitingJob& w : state.waiting) work.emplace(&w, ExpectedWork(w));
+  // kShortestWork ages by slowdown as well: a job starves once it has waited
+  // the bound and as long as it is expected to run, so a long job is not
+  // rescued ahead of short ones merely for being old.
+  auto starving = [&](const WaitingJob& w) {
+    if (!options.starvation_bound) return false;
+    Duration waited = state.now - w.queued_at;
+    if (waited < *options.starvation_bound) return false;
+    if (!by_work) return true;
+    double run = ExpectedWork(w) / std::max(1, w.gpus());
+    return Seconds(waited) >= options.starvation_slowdown * run;
+  };
+  // Each waiting job's ordering facts, computed once and sorted by value
+  // (10k jobs: no pointer chasing in the sort).
+  struct Key {
+    double work;  // kShortestWork: expected GPU-seconds; 0 otherwise
+    std::int64_t queued_at;
+    std::int64_t seq;
+    std::int32_t priority;
+    std::uint32_t index : 31;  // into state.waiting
+    std::uint32_t starving : 1;
+  };
+  auto fifo_before = [](const Key& a, const Key& b) {
+    return a.queued_at != b.queued_at ? a.queued_at < b.queued_at : a.seq < b.seq;
+  };
+  std::vector<std::vector<Key>> queues(queue_count);
+  {
+    std::vector<std::size_t> sizes(queue_count, 0);
+    for (std::size_t q : waiting_queue) ++sizes[q];
+    for (std::size_t q = 0; q < queue_count; ++q) queues[q].reserve(sizes[q]);
   }
-  for (auto& jobs : queues) {
+  std::vector<double> work_of(by_work ? state.waiting.size() : 0);
+  for (std::size_t i = 0; i < state.waiting.size(); ++i) {
+    const WaitingJob& w = state.waiting[i];
+    Key k{0, ToUnixMillis(w.queued_at), w.submit_seq, w.priority, static_cast<std::uint32_t>(i),
+          starving(w) ? 1u : 0u};
+    if (by_work) k.work = work_of[i] = ExpectedWork(w);
+    queues[waiting_queue[i]].push_back(k);
+  }
+  // Priority, then (kShortestWork) jobs past the starvation bound, oldest
+  // first, then the least expected work; then FIFO.
+  auto before = [&](const Key& a, const Key& b) {
+    if (a.priority != b.priority) return a.priority > b.priority;
     if (by_work) {
-      // Priority, then jobs past the starvation bound (oldest first), then
-      // the least expected work, then FIFO.
-      std::sort(jobs.begin(), jobs.end(), [&](const WaitingJob* a, const WaitingJob* b) {
-        if (a->priority != b->priority) return a->priority > b->priority;
-        bool sa = starving(*a), sb = starving(*b);
-        if (sa != sb) return sa;
-        if (!sa && work[a] != work[b]) return work[a] < work[b];
-        return QueuedBefore(*a, *b);
-      });
-      continue;
+      if (a.starving != b.starving) return a.starving == 1;
+      if (!a.starving && a.work != b.work) return a.work < b.work;
     }
-    std::sort(jobs.begin(), jobs.end(), [](const WaitingJob* a, const WaitingJob* b) {
-      return a->priority != b->priority ? a->priority > b->priority : QueuedBefore(*a, *b);
-    });
+    return fifo_before(a, b);
+  };
+  std::vector<Key> scratch;
+  for (auto& jobs : queues) {
+    // Jobs come in submission order, which is FIFO order but for requeued
+    // ones; and a pool uses few priorities. So a split by priority that
+    // keeps that order usually leaves nothing to sort (a full sort of 10k
+    // jobs was a third of a decision).
+    std::vector<int> priorities;
+    for (const Key& k : jobs) {
+      if (priorities.size() > 8) break;
+      if (std::find(priorities.begin(), priorities.end(), k.priority) == priorities.end()) {
+        priorities.push_back(k.priority);
+      }
+    }
+    if (priorities.size() > 1 && priorities.size() <= 8) {
+      std::sort(priorities.begin(), priorities.end(), std::greater<>());
+      scratch.clear();
+      scratch.reserve(jobs.size());
+      for (int p : priorities) {
+        for (const Key& k : jobs) {
+          if (k.priority == p) scratch.push_back(k);
+        }
+      }
+      jobs.swap(scratch);
+    }
+    if (!std::is_sorted(jobs.begin(), jobs.end(), before)) std::sort(jobs.begin(), jobs.end(), before);
   }
   std::vector<std::size_t> next(queue_count, 0);
+  // Each queue's weighted share, recomputed only after usage changed (the
+  // loop below compares every queue's head for each of 10k jobs).
+  std::vector<double> share(queue_count, 0);
+  bool shares_stale = true;
   std::vector<bool> blocked_queues(queue_count, false);
   std::optional<Reservation> reservation;
   std::set<std::string> preempted;
   // Every job the loop takes either starts or is left waiting, with a reason
   // and its place among those left (1: next in line).
   const WaitingJob* job = nullptr;
-  int position = 0;
-  auto pend = [&](std::string reason) {
-    decision.pending_reasons.emplace(job->name, std::move(reason));
-    decision.queue_positions.emplace(job->name, ++position);
+  auto index_of = [&](const WaitingJob* w) { return static_cast<std::uint32_t>(w - state.waiting.data()); };
+  auto pend = [&](Pending p) {
+    p.job = index_of(job);
+    decision.pending.push_back(p);
   };
 
   for (;;) {
@@ -215,51 +339,55 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     // then FIFO.
     // kShortestWork: after priority and starvation, heads within their
     // queue's nominal quota, then the least expected work, then FIFO.
-    job = nullptr;
+    if (shares_stale && !by_work) {
+      for (std::size_t q = 0; q < queue_count; ++q) share[q] = usage[q] / std::max(1e-9, quotas[q].weight);
+      shares_stale = false;
+    }
+    const Key* best_key = nullptr;
     std::size_t job_queue = 0;
-    bool job_starving = false;
     bool job_borrows = false;
     double best = 0;
     for (std::size_t q = 0; q < queue_count; ++q) {
       std::size_t i = next[q];
       if (i >= queues[q].size()) continue;
-      const WaitingJob* head = queues[q][i];
-      bool head_starving = starving(*head);
+      const Key& head = queues[q][i];
       bool head_borrows = false;
       double key = 0;
       if (by_work) {
-        head_borrows = has_quotas[q] && usage[q] + head->gpus() > quotas[q].nominal_gpus;
-        key = work[head];
+        head_borrows = has_quotas[q] && usage[q] + shape_of[head.index].nodes *
+                                                       shape_of[head.index].gpus_per_node >
+                                                   quotas[q].nominal_gpus;
+        key = head.work;
       } else {
-        key = usage[q] / std::max(1e-9, quotas[q].weight);
+        key = share[q];
       }
-      if (job == nullptr ||
-          (head->priority != job->priority ? head->priority > job->priority
-           : head_starving != job_starving ? head_starving
-           : head_starving                 ? QueuedBefore(*head, *job)
-           : head_borrows != job_borrows   ? !head_borrows
-           : key != best                   ? key < best
-                                           : QueuedBefore(*head, *job))) {
-        job = head;
+      if (best_key == nullptr ||
+          (head.priority != best_key->priority ? head.priority > best_key->priority
+           : head.starving != best_key->starving ? head.starving
+           : head.starving                       ? fifo_before(head, *best_key)
+           : head_borrows != job_borrows         ? !head_borrows
+           : key != best                         ? key < best
+                                                 : fifo_before(head, *best_key))) {
+        best_key = &head;
         job_queue = q;
-        job_starving = head_starving;
         job_borrows = head_borrows;
         best = key;
       }
     }
-    if (job == nullptr) break;
+    if (best_key == nullptr) break;
+    job = &state.waiting[best_key->index];
     ++next[job_queue];
     const QueueQuota q = quotas[job_queue];
-    const int need = job->gpus();
+    const Shape shape = shape_of[best_key->index];
+    const int need = shape.nodes * shape.gpus_per_node;
 
     if (blocked_queues[job_queue]) {
-      pend("waiting behind earlier jobs of queue " + job->queue);
+      pend({.why = Pending::Why::kBehindInQueue});
       continue;
     }
     bool has_quota = has_quotas[job_queue];
     if (has_quota && usage[job_queue] + need > q.nominal_gpus + q.borrowing_limit) {
-      pend("waiting for " + Gpus(need) + "; team quota " + std::to_string(usage[job_queue]) + "/" +
-          std::to_string(q.nominal_gpus) + " used (may borrow " + std::to_string(q.borrowing_limit) + ")");
+      pend({.why = Pending::Why::kOverQuota, .usage = usage[job_queue]});
       blocked_queues[job_queue] = true;  // FIFO within a queue
       continue;
     }
@@ -291,21 +419,16 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
           start.placement.push_back({state.nodes[node].name, gpus});
         }
         usage[job_queue] += need;
+        shares_stale = true;
         decision.starts.push_back(std::move(start));
         continue;
       }
-      // A reason is shown to the waiting job's team: it names another
-      // team's job only by that job's queue.
-      pend("waiting: starting now would delay " +
-          (reservation->queue == job->queue ? reservation->job
-                                            : "the next job of queue " + reservation->queue) +
-          " (backfill)");
+      pend({.why = Pending::Why::kWouldDelay, .reserved = reservation->job});
       continue;
     }
 
     if (reservation) {
-      pend("waiting for " + Gpus(need) + " (" + std::to_string(free_total()) + " of " +
-          std::to_string(total) + " free)");
+      pend({.why = Pending::Why::kNoRoom, .count = free_total()});
       continue;
     }
 
@@ -330,7 +453,7 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       // kShortestWork: much longer work that can resume from a checkpoint
       // makes room, unless taking it would push its team below its nominal
       // quota for a job that borrows.
-      const double job_work = by_work ? work[job] : std::numeric_limits<double>::infinity();
+      const double job_work = by_work ? work_of[index_of(job)] : std::numeric_limits<double>::infinity();
       auto longer_work = [&](const RunningJob& r) {
         if (!by_work || !r.checkpointable || !r.expected_end || !std::isfinite(job_work)) return false;
         if (r.priority > job->priority || state.now - r.started_at < options.min_run_before_preemption) {
@@ -375,6 +498,7 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
         for (const RunningJob* l : leaving) {
           preempted.insert(l->name);
           for (const NodeGpus& p : l->placement) usage_of(l->queue) -= p.gpus;
+          shares_stale = true;
         }
         // Drop victims that turned out unnecessary (latest first), keeping the fit.
         for (std::size_t i = chosen.size(); i-- > 0;) {
@@ -398,10 +522,11 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
           decision.preemptions.push_back({v->name, why, job->name});
           preempted.insert(v->name);
           for (const NodeGpus& p : v->placement) usage_of(v->queue) -= p.gpus;
+          shares_stale = true;
         }
         // The freed GPUs are the job's once the victims have checkpointed and
         // left; nobody else may take what it needs meanwhile.
-        Reservation r{job->name, job->queue, state.now, free};
+        Reservation r{index_of(job), state.now, free};
         for (const auto& [node, gpus] : *fit) {
           int released = after[node] - free[node];  // by the victims on this node
           int from_free = std::max(0, gpus - released);
@@ -409,16 +534,18 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
         }
         reservation = r;
         decision.expected_starts[job->name] = state.now;
-        pend(chosen.empty() ? "waiting for " + std::to_string(leaving.size()) +
-                                 " preempted job(s) to checkpoint and leave"
-                           : "preempting " + std::to_string(chosen.size() + leaving.size()) +
-                                 " job(s) to start");
+        if (chosen.empty()) {
+          pend({.why = Pending::Why::kVictimsLeaving, .count = static_cast<std::int32_t>(leaving.size())});
+        } else {
+          pend({.why = Pending::Why::kPreempting,
+                .count = static_cast<std::int32_t>(chosen.size() + leaving.size())});
+        }
         continue;
       }
     }
 
     // EASY backfill reservation at the earliest time enough GPUs free up.
-    Reservation r{job->name, job->queue, std::nullopt, FreeMap(free.size(), 0)};
+    Reservation r{index_of(job), std::nullopt, FreeMap(free.size(), 0)};
     std::vector<const RunningJob*> ending;
     for (const RunningJob& run : state.running) {
       if (run.expected_end && !preempted.count(run.name)) ending.push_back(&run);
@@ -438,14 +565,10 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     }
     reservation = r;
     if (r.shadow) decision.expected_starts[job->name] = *r.shadow;
-    std::string reason = "waiting for " + Gpus(need) + " (" + std::to_string(free_total()) +
-                         " of " + std::to_string(total) + " free)";
-    if (need > total) reason = "needs " + Gpus(need) + " but the pool has only " + std::to_string(total);
-    if (has_quota && usage[job_queue] + need > q.nominal_gpus) {
-      reason += "; team quota " + std::to_string(usage[job_queue]) + "/" +
-                std::to_string(q.nominal_gpus) + " used";
-    }
-    pend(reason);
+    pend({.why = need > total ? Pending::Why::kTooBig : Pending::Why::kNoRoom,
+          .over_nominal = has_quota && usage[job_queue] + need > q.nominal_gpus,
+          .count = free_total(),
+          .usage = usage[job_queue]});
   }
   return decision;
 }

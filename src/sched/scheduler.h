@@ -118,18 +118,51 @@ struct Preemption {
   std::string for_job;
 };
 
+// Why a waiting job was left waiting, in numbers: Decision::Reason words it
+// when someone asks, so a decision over 10k waiting jobs builds no strings.
+struct Pending {
+  enum class Why : std::uint8_t {
+    kBehindInQueue,   // an earlier job of its queue is held by the queue's quota
+    kOverQuota,       // its team's quota (nominal + borrowing) is used up
+    kWouldDelay,      // starting it could delay the job holding the reservation
+    kNoRoom,          // not enough free GPUs
+    kTooBig,          // more GPUs than the pool has
+    kPreempting,      // victims were chosen for it
+    kVictimsLeaving,  // jobs already leaving make its room
+  };
+  std::uint32_t job = 0;  // index into ClusterState::waiting
+  Why why = Why::kNoRoom;
+  // kNoRoom/kTooBig of the job first in line: its team is past its nominal quota.
+  bool over_nominal = false;
+  std::int32_t count = 0;      // kNoRoom: free GPUs then; kPreempting/kVictimsLeaving: jobs
+  std::int32_t usage = 0;      // kOverQuota, over_nominal: the team's GPUs in use then
+  std::uint32_t reserved = 0;  // kWouldDelay: index of the waiting job holding the reservation
+};
+
 struct Decision {
   std::vector<Start> starts;
   std::vector<Preemption> preemptions;
-  std::unordered_map<std::string, std::string> pending_reasons;  // every waiting job not started
-  // Every waiting job not started: its place in the order this decision
-  // considered them (1: next in line), across queues.
-  std::unordered_map<std::string, int> queue_positions;
+  // Every waiting job not started, in the order this decision considered
+  // them across queues: pending[i] is (i + 1)th in line.
+  std::vector<Pending> pending;
+  int pool_gpus = 0;  // GPUs of every node, for the wording of reasons
   // When the job holding the reservation (preemption or backfill) is
   // expected to start: now when its victims are leaving, else when the
   // running jobs' expected ends free its GPUs. Absent where unknown.
   std::map<std::string, Time> expected_starts;
+
+  // Why `p` waits, as its team may see it: another team's job is named only
+  // by its queue. `state` is the one this decision was made from.
+  std::string Reason(const ClusterState& state, const Pending& p) const;
 };
+
+// Every waiting job not started, by name: its reason and place in line (for
+// tests and small pools; the server looks jobs up one by one).
+struct Explanation {
+  std::unordered_map<std::string, std::string> reasons;
+  std::unordered_map<std::string, int> positions;
+};
+Explanation Explain(const ClusterState& state, const Decision& decision);
 
 enum class Ordering {
   kFairShare,     // FIFO within a queue, lowest weighted share across queues
@@ -151,12 +184,20 @@ struct SchedulerOptions {
   // for both average completion time and whole-node jobs.
   std::optional<Duration> starvation_bound = kDefaultStarvationBound;
   static constexpr Duration kDefaultStarvationBound = std::chrono::minutes(30);
+  // What the tuning trace measured best for kShortestWork: ordering by work
+  // needs a longer bound, or a contended pool turns back into FIFO.
+  static constexpr Duration kShortestWorkStarvationBound = std::chrono::hours(2);
+  // kShortestWork: a job past the bound starves only once it has also waited
+  // this many times its expected run time (of 0, 1, 2 and 4, 4 did best on
+  // the tuning trace).
+  double starvation_slowdown = 4.0;
 
   // kShortestWork with preemption: a checkpointable job is preempted for a
   // waiting one only when its remaining GPU-time exceeds `preempt_ratio` x
   // (the waiting job's expected GPU-time + `restart_cost` x its own GPUs),
   // and only after it has run `min_run_before_preemption` (no thrashing).
-  double preempt_ratio = 2.0;
+  // 1.5 measured best on the tuning trace (bench/README.md).
+  double preempt_ratio = 1.5;
   Duration restart_cost = std::chrono::minutes(5);
   Duration min_run_before_preemption = std::chrono::minutes(10);
 };

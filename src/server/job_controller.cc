@@ -240,6 +240,7 @@ Status JobController::Apply(Job& job, lifecycle::Step step, Work& work,
   if (step.changed || !step.events.empty()) {
     HEADWAY_RETURN_IF_ERROR(Save(job, step.events));
   }
+  if (step.changed && job.state == JobState::kSucceeded && run_times_loaded_) RecordRunTime(job);
   for (const lifecycle::Action& action : step.actions) {
     if (action.kind == lifecycle::Action::Kind::kLaunch) {
       {
@@ -374,16 +375,39 @@ Result<std::string> JobController::PrimaryHost(std::string_view name) {
   return ExecutorFor(*job).PrimaryHost(job->executor_handle);
 }
 
+const sched::Pending* JobController::PendingOf(std::string_view name, std::size_t* position) {
+  if (!pool_decision_) return nullptr;
+  PoolDecision& pool = *pool_decision_;
+  if (!pool.indexed) {
+    pool.pending_by_name.reserve(pool.decision.pending.size());
+    for (std::size_t i = 0; i < pool.decision.pending.size(); ++i) {
+      pool.pending_by_name.emplace(pool.state.waiting[pool.decision.pending[i].job].name, i);
+    }
+    pool.indexed = true;
+  }
+  auto it = pool.pending_by_name.find(name);
+  if (it == pool.pending_by_name.end()) return nullptr;
+  if (position != nullptr) *position = it->second;
+  return &pool.decision.pending[it->second];
+}
+
 api::QueuePlace JobController::QueuePlaceOf(std::string_view name) {
   std::lock_guard lock(pool_mu_);
-  auto it = queue_places_.find(std::string(name));
-  return it == queue_places_.end() ? api::QueuePlace{} : it->second;
+  std::size_t index = 0;
+  if (PendingOf(name, &index) == nullptr) return {};
+  api::QueuePlace place;
+  place.position = static_cast<int>(index) + 1;
+  const auto& starts = pool_decision_->decision.expected_starts;
+  auto start = starts.find(std::string(name));
+  if (start != starts.end()) place.expected_start = start->second;
+  return place;
 }
 
 std::string JobController::PendingReason(std::string_view name) {
   std::lock_guard lock(pool_mu_);
-  auto it = pending_reasons_.find(std::string(name));
-  return it == pending_reasons_.end() ? std::string() : it->second;
+  const sched::Pending* pending = PendingOf(name, nullptr);
+  return pending == nullptr ? std::string()
+                            : pool_decision_->decision.Reason(pool_decision_->state, *pending);
 }
 
 std::vector<api::QueueStatus> JobController::Queues() {
@@ -912,9 +936,38 @@ std::string NodeName() {
 
 }  // namespace
 
+// What a job's run time is learned under, most specific first: who created
+// it (a user's token, or one experiment, whose trials are alike), its team.
+static std::vector<std::string> RunTimeKeys(const Job& job) {
+  std::vector<std::string> keys;
+  if (!job.created_by.empty()) keys.push_back("by:" + job.created_by);
+  keys.push_back("team:" + job.spec.team);
+  return keys;
+}
+
+void JobController::RecordRunTime(const Job& job) {
+  if (!job.started_at || !job.finished_at) return;
+  run_times_.Record(RunTimeKeys(job), *job.finished_at - *job.started_at);
+}
+
 void JobController::Schedule(std::vector<Job>& active, Work& work) {
   static const std::string kNode = NodeName();
   const Time now = clock_.Now();
+  const bool by_work = options_.scheduling.ordering == sched::Ordering::kShortestWork;
+  if (by_work && !run_times_loaded_) {
+    JobFilter succeeded;
+    succeeded.state = JobState::kSucceeded;
+    if (auto done = store_.ListJobs(succeeded); done.ok()) {
+      std::vector<const Job*> by_end;
+      for (const Job& job : *done) {
+        if (job.finished_at) by_end.push_back(&job);
+      }
+      std::sort(by_end.begin(), by_end.end(),
+                [](const Job* a, const Job* b) { return *a->finished_at < *b->finished_at; });
+      for (const Job* job : by_end) RecordRunTime(*job);
+      run_times_loaded_ = true;
+    }
+  }
   sched::ClusterState state;
   state.now = now;
   state.nodes = {{kNode, options_.total_gpus}};
@@ -953,6 +1006,8 @@ void JobController::Schedule(std::vector<Job>& active, Work& work) {
         }
       }
       r.reclaimable = lifecycle::PolicyFor(job.spec.policies, job.health) == HealthAction::kReclaim;
+      // A job that takes the checkpoint warning resumes where it stopped.
+      r.checkpointable = job.spec.checkpoint_warning.has_value();
       if (job.stop_requested_at) {
         r.leaving = true;
         r.expected_end = *job.stop_requested_at + job.spec.termination_grace;
@@ -973,6 +1028,7 @@ void JobController::Schedule(std::vector<Job>& active, Work& work) {
       w.nodes = 1;  // the local executor runs on this one machine
       w.gpus_per_node = job.spec.resources.gpus();
       w.time_limit = job.spec.time_limit;
+      if (by_work) w.expected_run = run_times_.Expect(RunTimeKeys(job));
       state.waiting.push_back(std::move(w));
     }
   }
@@ -1004,11 +1060,11 @@ void JobController::Schedule(std::vector<Job>& active, Work& work) {
                                     now),
                 work, token);
   }
-  PublishPool(state, active, decision);
+  PublishPool(std::move(state), active, std::move(decision));
 }
 
-void JobController::PublishPool(const sched::ClusterState& state, const std::vector<Job>& active,
-                                const sched::Decision& decision) {
+void JobController::PublishPool(sched::ClusterState state, const std::vector<Job>& active,
+                                sched::Decision decision) {
   std::map<std::string, api::QueueStatus> queues;
   for (const auto& [team, quota] : options_.team_quotas) {
     api::QueueStatus& q = queues[team];
@@ -1060,26 +1116,29 @@ void JobController::PublishPool(const sched::ClusterState& state, const std::vec
       head = &w;
     }
   }
+  std::unordered_map<std::string_view, const sched::Pending*> head_pending;
+  for (const auto& [queue, head] : heads) head_pending.emplace(head->name, nullptr);
+  for (const sched::Pending& p : decision.pending) {
+    auto it = head_pending.find(state.waiting[p.job].name);
+    if (it != head_pending.end()) it->second = &p;
+  }
   for (const auto& [queue, head] : heads) {
     api::QueueStatus& q = queues[queue];
     q.next_job = head->name;
-    auto reason = decision.pending_reasons.find(head->name);
-    if (reason != decision.pending_reasons.end()) q.pending_reason = reason->second;
+    if (const sched::Pending* p = head_pending[head->name]) q.pending_reason = decision.Reason(state, *p);
   }
   std::vector<api::QueueStatus> list;
   for (auto& [name, q] : queues) {
     q.name = name;
     list.push_back(std::move(q));
   }
+  auto published = std::make_shared<PoolDecision>();
+  published->state = std::move(state);
+  published->decision = std::move(decision);
+  std::shared_ptr<PoolDecision> previous;
   std::lock_guard lock(pool_mu_);
-  pending_reasons_ = decision.pending_reasons;
-  queue_places_.clear();
-  for (const auto& [name, position] : decision.queue_positions) {
-    api::QueuePlace& place = queue_places_[name];
-    place.position = position;
-    auto start = decision.expected_starts.find(name);
-    if (start != decision.expected_starts.end()) place.expected_start = start->second;
-  }
+  previous = std::move(pool_decision_);  // freed after the lock, by the declaration order
+  pool_decision_ = std::move(published);
   queues_ = std::move(list);
   nodes_ = {std::move(node)};
 }

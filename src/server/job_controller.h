@@ -22,6 +22,8 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "api/job_service.h"
@@ -31,6 +33,7 @@
 #include "exec/executor.h"
 #include "lifecycle/attempt.h"
 #include "progress/health.h"
+#include "sched/run_time_history.h"
 #include "sched/scheduler.h"
 #include "server/ingest_writer.h"
 #include "server/marker_scanner.h"
@@ -204,8 +207,8 @@ class JobController final : public api::JobService {
   // once per retention_interval. Takes mu_ per job.
   void CollectFinished(Time now);
   void Schedule(std::vector<Job>& active, Work& work);
-  void PublishPool(const sched::ClusterState& state, const std::vector<Job>& active,
-                   const sched::Decision& decision);
+  void PublishPool(sched::ClusterState state, const std::vector<Job>& active,
+                   sched::Decision decision);
   JobEvent Event(const Job& job, std::string type, std::string message) const;
   Status Save(const Job& job, const std::vector<JobEvent>& events);
 
@@ -230,6 +233,11 @@ class JobController final : public api::JobService {
   // tell yet whether it started: asked again each tick, never relaunched
   // until it answers.
   std::set<std::string> unresolved_launches_;  // guarded by mu_
+  // How long finished jobs ran, for the progress-aware ordering: loaded from
+  // the store at its first decision, then fed as jobs succeed.
+  sched::RunTimeHistory run_times_;   // guarded by mu_
+  bool run_times_loaded_ = false;     // guarded by mu_
+  void RecordRunTime(const Job& job);  // requires mu_
   // Pull mode: the running jobs with an endpoint as of the last tick, and
   // warnings for the tick to store as events.
   std::mutex pull_mu_;
@@ -253,8 +261,18 @@ class JobController final : public api::JobService {
   // Report-token hash per job, so a report costs no job read and parse.
   std::map<std::string, std::string> token_hashes_;  // guarded by tokens_mu_
   std::mutex pool_mu_;
-  std::unordered_map<std::string, std::string> pending_reasons_;  // guarded by pool_mu_
-  std::map<std::string, api::QueuePlace> queue_places_;  // guarded by pool_mu_
+  // The last decision with the state it was made from: a waiting job's reason
+  // and place are worded when asked, by name through an index built on the
+  // first question after each decision (most decisions are never asked about).
+  struct PoolDecision {
+    sched::ClusterState state;
+    sched::Decision decision;
+    std::unordered_map<std::string_view, std::size_t> pending_by_name;  // into decision.pending
+    bool indexed = false;
+  };
+  std::shared_ptr<PoolDecision> pool_decision_;  // guarded by pool_mu_
+  // Where `name` is among the last decision's pending jobs; requires pool_mu_.
+  const sched::Pending* PendingOf(std::string_view name, std::size_t* position);
   std::vector<api::QueueStatus> queues_;               // guarded by pool_mu_
   std::vector<api::NodeStatus> nodes_;                 // guarded by pool_mu_
 };

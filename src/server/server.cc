@@ -539,6 +539,7 @@ int RunServer(const ServerConfig& config) {
   options.scheduling.preemption = config.preemption;
   options.scheduling.backfill = config.backfill;
   options.scheduling.starvation_bound = config.starvation_bound;
+  options.scheduling.ordering = config.ordering;
   options.preemption_grace =
       std::chrono::milliseconds(static_cast<std::int64_t>(config.preemption_grace_s * 1000));
   WebhookOptions webhook_options;

@@ -38,6 +38,9 @@ struct ServerConfig {
   bool backfill = true;
   // See sched::SchedulerOptions::starvation_bound; nullopt: fair share only.
   std::optional<Duration> starvation_bound = sched::SchedulerOptions::kDefaultStarvationBound;
+  // fair share (FIFO within a team) or progress-aware (least expected work
+  // first); see sched::Ordering.
+  sched::Ordering ordering = sched::Ordering::kFairShare;
   std::string self_executable;   // this binary, for the local executor's supervisor
   // Request handlers may wait for a group commit, so there are more threads than cores.
   int http_threads = 16;

@@ -203,6 +203,33 @@ resources: {gpus_per_process: 1}
   ASSERT_TRUE(server.WaitForState("endless", "Succeeded"));
 }
 
+// --scheduling-policy progress-aware: the job expected to take the least
+// GPU-time goes first, whatever the order of submission. With nothing
+// learned yet about who submits them, the time limits are all it knows.
+TEST(ProgressAware, TheJobExpectedToTakeLeastGoesFirst) {
+  for (bool aware : {false, true}) {
+    SCOPED_TRACE(aware ? "progress-aware" : "fair share");
+    TestServer server(1, aware ? std::vector<std::string>{"--scheduling-policy", "progress-aware"}
+                               : std::vector<std::string>{});
+    const std::string go_on = server.work_dir() + "/go-on";
+    server.Submit("name: blocker\ncommand: \"while [ ! -e " + go_on +
+                  " ]; do sleep 0.05; done\"\nresources: {gpus_per_process: 1}\n");
+    ASSERT_TRUE(server.WaitForState("blocker", "Running"));
+    server.Submit("name: long\ncommand: \"sleep 30\"\ntime_limit: 2h\ntermination_grace: 1s\n"
+                  "resources: {gpus_per_process: 1}\n");
+    server.Submit("name: short\ncommand: \"sleep 30\"\ntime_limit: 10m\ntermination_grace: 1s\n"
+                  "resources: {gpus_per_process: 1}\n");
+    ASSERT_TRUE(WaitFor([&] { return server.Job("short")["queue_position"].is_number(); }))
+        << server.Job("short").dump(2);
+    EXPECT_EQ(server.Job("short")["queue_position"], aware ? 1 : 2);
+    std::ofstream(go_on).put('\n');
+    const std::string first = aware ? "short" : "long", second = aware ? "long" : "short";
+    ASSERT_TRUE(server.WaitForState(first, "Running")) << server.Job(first).dump(2);
+    EXPECT_EQ(server.State(second), "Queued");
+    server.Cli({"stop", "long", "short"});
+  }
+}
+
 // A waiting job's owner sees its place in line and, for the job first in
 // line, when it is expected to start: here when the running job's time limit
 // frees its GPU.

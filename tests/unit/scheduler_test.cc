@@ -62,7 +62,7 @@ TEST(Scheduler, QuotaBlocksATeamAtItsNominalPlusBorrowingLimit) {
                Waiting("s2", "speech", 4, 3)};
   Decision d = Schedule(s);
   EXPECT_EQ(Started(d, "v2"), nullptr);
-  EXPECT_THAT(d.pending_reasons.at("v2"), HasSubstr("team quota 8/8 used"));
+  EXPECT_THAT(Explain(s, d).reasons.at("v2"), HasSubstr("team quota 8/8 used"));
   ASSERT_NE(Started(d, "s1"), nullptr);
   // s2 would be 12 of speech's 8 + 4: allowed by quota, but only 0 GPUs are left.
   EXPECT_EQ(Started(d, "s2"), nullptr);
@@ -77,7 +77,7 @@ TEST(Scheduler, IdleQuotaCanBeBorrowedUpToTheLimit) {
   EXPECT_NE(Started(d, "v1"), nullptr);
   EXPECT_NE(Started(d, "v2"), nullptr);  // 12 = 8 nominal + 4 borrowed
   EXPECT_EQ(Started(d, "v3"), nullptr);
-  EXPECT_THAT(d.pending_reasons.at("v3"), HasSubstr("team quota 12/8 used (may borrow 4)"));
+  EXPECT_THAT(Explain(s, d).reasons.at("v3"), HasSubstr("team quota 12/8 used (may borrow 4)"));
 }
 
 TEST(Scheduler, GangStartsOnlyWhenAllNodesFitTogether) {
@@ -86,7 +86,7 @@ TEST(Scheduler, GangStartsOnlyWhenAllNodesFitTogether) {
   s.waiting = {Waiting("gang", "a", 8, 1, 0, /*nodes=*/2)};
   Decision d = Schedule(s, {.backfill = true, .preemption = false});
   EXPECT_TRUE(d.starts.empty());
-  EXPECT_THAT(d.pending_reasons.at("gang"), HasSubstr("waiting for 16 GPUs (15 of 16 free)"));
+  EXPECT_THAT(Explain(s, d).reasons.at("gang"), HasSubstr("waiting for 16 GPUs (15 of 16 free)"));
   s.running.clear();
   d = Schedule(s);
   ASSERT_EQ(d.starts.size(), 1u);
@@ -120,7 +120,7 @@ TEST(Scheduler, BackfillNeverDelaysTheHeadJob) {
   ASSERT_NE(Started(d, "short"), nullptr);
   EXPECT_TRUE(Started(d, "short")->backfilled);
   EXPECT_EQ(Started(d, "long"), nullptr);
-  EXPECT_THAT(d.pending_reasons.at("long"), HasSubstr("would delay head"));
+  EXPECT_THAT(Explain(s, d).reasons.at("long"), HasSubstr("would delay head"));
   EXPECT_EQ(Started(d, "unknown"), nullptr);
 }
 
@@ -137,10 +137,10 @@ TEST(Scheduler, EveryWaitingJobHasItsPlaceInLineAndTheFirstItsExpectedStart) {
   s.waiting = {head, small, later, urgent};
   Decision d = Schedule(s, {.backfill = true, .preemption = false});
   ASSERT_NE(Started(d, "small"), nullptr) << "it starts now, so it has no place in line";
-  EXPECT_EQ(d.queue_positions.count("small"), 0u);
-  EXPECT_EQ(d.queue_positions.at("urgent"), 1) << "higher priority goes first";
-  EXPECT_EQ(d.queue_positions.at("head"), 2);
-  EXPECT_EQ(d.queue_positions.at("later"), 3);
+  EXPECT_EQ(Explain(s, d).positions.count("small"), 0u);
+  EXPECT_EQ(Explain(s, d).positions.at("urgent"), 1) << "higher priority goes first";
+  EXPECT_EQ(Explain(s, d).positions.at("head"), 2);
+  EXPECT_EQ(Explain(s, d).positions.at("later"), 3);
   // urgent holds the reservation: n2 frees at +30m when b ends.
   EXPECT_EQ(d.expected_starts.at("urgent"), T(30));
   EXPECT_EQ(d.expected_starts.count("head"), 0u) << "only the reservation is computed";
@@ -149,7 +149,7 @@ TEST(Scheduler, EveryWaitingJobHasItsPlaceInLineAndTheFirstItsExpectedStart) {
   s.running = {Running("a", "q", {{"n1", 8}}), Running("b", "q", {{"n2", 8}})};
   s.waiting = {head};
   Decision unknown = Schedule(s, {.backfill = true, .preemption = false});
-  EXPECT_EQ(unknown.queue_positions.at("head"), 1);
+  EXPECT_EQ(Explain(s, unknown).positions.at("head"), 1);
   EXPECT_TRUE(unknown.expected_starts.empty());
 }
 
@@ -162,8 +162,8 @@ TEST(Scheduler, ABackfillReasonNamesNoOtherTeamsJob) {
   s.waiting = {head, long_job};
   Decision d = Schedule(s, {.backfill = true, .preemption = false});
   EXPECT_EQ(Started(d, "long"), nullptr);
-  EXPECT_THAT(d.pending_reasons.at("long"), HasSubstr("would delay the next job of queue other-team"));
-  EXPECT_THAT(d.pending_reasons.at("long"), Not(HasSubstr("secret-head")));
+  EXPECT_THAT(Explain(s, d).reasons.at("long"), HasSubstr("would delay the next job of queue other-team"));
+  EXPECT_THAT(Explain(s, d).reasons.at("long"), Not(HasSubstr("secret-head")));
 }
 
 TEST(Scheduler, BackfillMayUseGpusTheReservationDoesNotNeed) {
@@ -199,7 +199,7 @@ TEST(Scheduler, WithoutBackfillNothingPassesTheJobFirstInLine) {
   EXPECT_NE(Started(Schedule(s, {.backfill = true, .preemption = false}), "small"), nullptr);
   Decision strict = Schedule(s, {.backfill = false, .preemption = false});
   EXPECT_EQ(Started(strict, "small"), nullptr);
-  EXPECT_THAT(strict.pending_reasons.at("small"), HasSubstr("head"));
+  EXPECT_THAT(Explain(s, strict).reasons.at("small"), HasSubstr("head"));
 }
 
 TEST(Scheduler, HigherPriorityPreemptsTheLowestPriorityNewestJobFirst) {
@@ -215,7 +215,7 @@ TEST(Scheduler, HigherPriorityPreemptsTheLowestPriorityNewestJobFirst) {
   ASSERT_EQ(d.preemptions.size(), 1u);
   EXPECT_EQ(d.preemptions[0].job, "new-low");  // least work lost
   EXPECT_EQ(d.preemptions[0].for_job, "urgent");
-  EXPECT_THAT(d.pending_reasons.at("urgent"), HasSubstr("preempting 1 job(s)"));
+  EXPECT_THAT(Explain(s, d).reasons.at("urgent"), HasSubstr("preempting 1 job(s)"));
   EXPECT_TRUE(d.starts.empty());  // it starts once the victim has checkpointed and left
 }
 
@@ -250,7 +250,7 @@ TEST(Scheduler, AVictimAlreadyLeavingIsNotJoinedByASecondOne) {
   Decision d = Schedule(s);
   EXPECT_TRUE(d.preemptions.empty());
   EXPECT_TRUE(d.starts.empty());
-  EXPECT_THAT(d.pending_reasons.at("urgent"), HasSubstr("preempted job(s) to checkpoint and leave"));
+  EXPECT_THAT(Explain(s, d).reasons.at("urgent"), HasSubstr("preempted job(s) to checkpoint and leave"));
   // Once it has gone, the urgent job takes its GPUs.
   s.running.erase(s.running.begin());
   d = Schedule(s);
@@ -320,6 +320,7 @@ TEST(Scheduler, AnOldWholeNodeJobKeepsItsReservationAgainstAStreamOfSmallJobs) {
       s.waiting.push_back(small);
     }
     Decision d = Schedule(s, {.backfill = true, .preemption = false});
+    const auto why = Explain(s, d).reasons;  // before the state changes below
     for (const Start& start : d.starts) {
       auto it = std::find_if(s.waiting.begin(), s.waiting.end(),
                              [&](const WaitingJob& w) { return w.name == start.job; });
@@ -335,9 +336,9 @@ TEST(Scheduler, AnOldWholeNodeJobKeepsItsReservationAgainstAStreamOfSmallJobs) {
       s.waiting.erase(it);
     }
     // Whenever a GPU is free, eval's oldest job is told it would delay train's.
-    if (!big_started && t >= 30 && d.pending_reasons.count("eval-0") &&
-        d.pending_reasons.at("eval-0").find("(0 of 8 free)") == std::string::npos) {
-      EXPECT_THAT(d.pending_reasons.at("eval-0"), HasSubstr("would delay the next job of queue train"))
+    if (!big_started && t >= 30 && why.count("eval-0") &&
+        why.at("eval-0").find("(0 of 8 free)") == std::string::npos) {
+      EXPECT_THAT(why.at("eval-0"), HasSubstr("would delay the next job of queue train"))
           << "at +" << t << "m";
     }
   }
@@ -364,7 +365,7 @@ TEST(Scheduler, TheOldestJobPastTheStarvationBoundHoldsTheReservationWhateverThe
   Decision d = Schedule(s, {.backfill = true, .preemption = false});
   // a-big holds the reservation (all of n2): b's 10-hour job may not take n2's free GPUs.
   EXPECT_TRUE(d.starts.empty());
-  EXPECT_THAT(d.pending_reasons.at("b-small"), HasSubstr("would delay the next job of queue a"));
+  EXPECT_THAT(Explain(s, d).reasons.at("b-small"), HasSubstr("would delay the next job of queue a"));
 
   // Fair share alone: b-mid holds the reservation, which leaves n2's 2 free GPUs to b-small.
   SchedulerOptions fair_share_only{.backfill = true, .preemption = false};
@@ -384,8 +385,8 @@ TEST(Scheduler, ExplainsEveryJobLeftWaiting) {
                Waiting("w", "q", 1, 4)};
   Decision d = Schedule(s);
   EXPECT_EQ(d.starts.size(), 2u);
-  EXPECT_EQ(d.pending_reasons.size(), 2u);
-  EXPECT_THAT(d.pending_reasons.at("z"), HasSubstr("needs 4 GPUs but the pool has only 2"));
+  EXPECT_EQ(Explain(s, d).reasons.size(), 2u);
+  EXPECT_THAT(Explain(s, d).reasons.at("z"), HasSubstr("needs 4 GPUs but the pool has only 2"));
 }
 
 
@@ -401,7 +402,7 @@ TEST(Scheduler, HeadsAlikeInEveryRespectGoByQueueName) {
   Decision d = Schedule(s);
   ASSERT_EQ(d.starts.size(), 1u);
   EXPECT_EQ(d.starts[0].job, "from-a");
-  EXPECT_EQ(d.queue_positions.at("from-b"), 1);
+  EXPECT_EQ(Explain(s, d).positions.at("from-b"), 1);
 }
 
 
@@ -449,8 +450,8 @@ TEST(Scheduler, ShortestWorkCapsALearnedEstimateAtTheTimeLimit) {
   ASSERT_EQ(d.starts.size(), 1u);
   EXPECT_EQ(d.starts[0].job, "capped");
   // Unknown work goes last.
-  EXPECT_EQ(d.queue_positions.at("hour"), 1);
-  EXPECT_EQ(d.queue_positions.at("unknown"), 2);
+  EXPECT_EQ(Explain(s, d).positions.at("hour"), 1);
+  EXPECT_EQ(Explain(s, d).positions.at("unknown"), 2);
 }
 
 TEST(Scheduler, ShortestWorkPutsHeadsWithinTheirNominalQuotaBeforeBorrowers) {
@@ -468,18 +469,25 @@ TEST(Scheduler, ShortestWorkPutsHeadsWithinTheirNominalQuotaBeforeBorrowers) {
   EXPECT_NE(Started(d, "v-tiny"), nullptr);  // still starts, on what is left
 }
 
-TEST(Scheduler, ShortestWorkStillLetsAJobPastTheStarvationBoundGoFirst) {
+TEST(Scheduler, ShortestWorkLetsAJobThatWaitedTheBoundAndFourTimesItsRunGoFirst) {
   ClusterState s;
   s.now = T(120);
   s.nodes = {{"n1", 1}};
-  WaitingJob old = Expecting(Waiting("old-long", "a", 1, 1), hours(8));
-  old.queued_at = T(0);  // two hours ago, past the 30 min bound
+  // Two hours ago: past the 30 min bound and 4x its 20 min run.
+  WaitingJob old = Expecting(Waiting("old", "a", 1, 1), minutes(20));
+  old.queued_at = T(0);
   WaitingJob fresh = Expecting(Waiting("fresh-short", "a", 1, 2), minutes(1));
   fresh.queued_at = T(119);
   s.waiting = {fresh, old};
   Decision d = Schedule(s, ShortestWork());
   ASSERT_EQ(d.starts.size(), 1u);
-  EXPECT_EQ(d.starts[0].job, "old-long");
+  EXPECT_EQ(d.starts[0].job, "old");
+  // Expected to run 8 h, two hours of waiting is not yet starving: it is
+  // not rescued ahead of short work merely for being old.
+  s.waiting = {fresh, Expecting(old, hours(8))};
+  d = Schedule(s, ShortestWork());
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, "fresh-short");
 }
 
 RunningJob Checkpointing(RunningJob r, Time end) {
@@ -510,8 +518,8 @@ TEST(Scheduler, ShortestWorkDoesNotPreemptForWorkNotMuchShorterOrTooSoonAfterASt
   ClusterState s;
   s.now = T(0);
   s.nodes = {{"n1", 4}};
-  // 2 h left x 4 GPUs against 1 h x 4 GPUs + 5 min restart: not 2x.
-  s.running = {Checkpointing(Running("near-done", "a", {{"n1", 4}}), T(120))};
+  // 1.5 h left x 4 GPUs against 1 h x 4 GPUs + 5 min restart: not 1.5x.
+  s.running = {Checkpointing(Running("near-done", "a", {{"n1", 4}}), T(90))};
   s.waiting = {Expecting(Waiting("hour", "b", 4, 1), hours(1))};
   EXPECT_TRUE(Schedule(s, ShortestWork(true)).preemptions.empty());
   // Much longer, but it started 2 minutes ago: it is left to run.
