@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
   server->add_option("--starvation-bound", starvation_bound,
                      "a job waiting this long goes ahead of the policy's order, oldest first, and "
                      "holds the backfill reservation until it starts (e.g. 30m, 2h; 0 = plain FIFO "
-                     "across teams; off = never); default 30m, or 2h with progress-aware, where a "
+                     "across teams; off = never); default 30m, or 8h with progress-aware, where a "
                      "job must also have waited 4x its expected run");
   server->add_option("--webhook", server_config.webhooks,
                      "http:// URL to POST every job state and health change to (repeatable)");

@@ -456,9 +456,11 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       const double job_work = by_work ? work_of[index_of(job)] : std::numeric_limits<double>::infinity();
       auto longer_work = [&](const RunningJob& r) {
         if (!by_work || !r.checkpointable || !r.expected_end || !std::isfinite(job_work)) return false;
-        if (r.priority > job->priority || state.now - r.started_at < options.min_run_before_preemption) {
-          return false;
-        }
+        // Each preemption doubles the run it is granted before the next: a
+        // long job that waited its turn is not sent back each time short
+        // ones come.
+        auto granted = options.min_run_before_preemption * (1LL << std::min(r.preemptions, 20));
+        if (r.priority > job->priority || state.now - r.started_at < granted) return false;
         if (!within_nominal && r.queue != job->queue &&
             usage_of(r.queue) <= quota(r.queue).nominal_gpus) {
           return false;
@@ -469,8 +471,12 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       for (const RunningJob& r : state.running) {
         if (preempted.count(r.name) || r.leaving) continue;
         bool borrowed = usage_of(r.queue) > quota(r.queue).nominal_gpus;
-        bool eligible = r.reclaimable || r.priority < job->priority ||
-                        (within_nominal && borrowed && r.queue != job->queue) || longer_work(r);
+        // kShortestWork: a borrowed job is reclaimed once it has had its
+        // granted run too, so a job that borrows is not sent back each time.
+        bool reclaim = within_nominal && borrowed && r.queue != job->queue &&
+                       (!by_work || state.now - r.started_at >= options.min_run_before_preemption *
+                                                                     (1LL << std::min(r.preemptions, 20)));
+        bool eligible = r.reclaimable || r.priority < job->priority || reclaim || longer_work(r);
         if (eligible) victims.push_back(&r);
       }
       // Cheapest first: stalled, borrowed, lower priority; then (for longer

@@ -35,6 +35,10 @@
 //    job that cannot start may also take the GPUs of a running job that
 //    can checkpoint and whose remaining work (live ETA x GPUs) exceeds its
 //    own by `preempt_ratio`, counting the restart cost the victim pays.
+//    A job preempted for shorter work, or reclaimed from a borrowing team,
+//    is first granted a run (`min_run_before_preemption`, doubled for each
+//    earlier preemption), so long and borrowing jobs are not sent back each
+//    time short ones come.
 #pragma once
 
 #include <cstdint>
@@ -75,6 +79,7 @@ struct RunningJob {
   // It acknowledged a checkpoint request (should_checkpoint()), so it resumes
   // where it stopped: kShortestWork may preempt it for much shorter work.
   bool checkpointable = false;
+  int preemptions = 0;  // how often it was preempted before
   // Already told to go (preempted or stopping): its GPUs count as on their way
   // back, so the scheduler does not pick further victims for the same need.
   bool leaving = false;
@@ -186,7 +191,7 @@ struct SchedulerOptions {
   static constexpr Duration kDefaultStarvationBound = std::chrono::minutes(30);
   // What the tuning trace measured best for kShortestWork: ordering by work
   // needs a longer bound, or a contended pool turns back into FIFO.
-  static constexpr Duration kShortestWorkStarvationBound = std::chrono::hours(2);
+  static constexpr Duration kShortestWorkStarvationBound = std::chrono::hours(8);
   // kShortestWork: a job past the bound starves only once it has also waited
   // this many times its expected run time (of 0, 1, 2 and 4, 4 did best on
   // the tuning trace).
@@ -199,6 +204,7 @@ struct SchedulerOptions {
   // 1.5 measured best on the tuning trace (bench/README.md).
   double preempt_ratio = 1.5;
   Duration restart_cost = std::chrono::minutes(5);
+  // Doubled for each time the job was preempted before.
   Duration min_run_before_preemption = std::chrono::minutes(10);
 };
 

@@ -1008,6 +1008,7 @@ void JobController::Schedule(std::vector<Job>& active, Work& work) {
       r.reclaimable = lifecycle::PolicyFor(job.spec.policies, job.health) == HealthAction::kReclaim;
       // A job that takes the checkpoint warning resumes where it stopped.
       r.checkpointable = job.spec.checkpoint_warning.has_value();
+      r.preemptions = job.preemptions;
       if (job.stop_requested_at) {
         r.leaving = true;
         r.expected_end = *job.stop_requested_at + job.spec.termination_grace;

@@ -530,6 +530,40 @@ TEST(Scheduler, ShortestWorkDoesNotPreemptForWorkNotMuchShorterOrTooSoonAfterASt
   EXPECT_EQ(Schedule(s, ShortestWork(true)).preemptions.size(), 1u);
 }
 
+TEST(Scheduler, ShortestWorkGrantsAJobTwiceTheRunBeforeEachFurtherPreemption) {
+  ClusterState s;
+  s.now = T(0);
+  s.nodes = {{"n1", 4}};
+  s.running = {Checkpointing(Running("long", "a", {{"n1", 4}}), T(20 * 60))};  // started at -10 min
+  s.waiting = {Expecting(Waiting("quick", "b", 4, 1), minutes(30))};
+  EXPECT_EQ(Schedule(s, ShortestWork(true)).preemptions.size(), 1u);
+  // Preempted twice before: it may run 40 minutes before the next.
+  s.running[0].preemptions = 2;
+  EXPECT_TRUE(Schedule(s, ShortestWork(true)).preemptions.empty());
+  s.running[0].started_at = T(-39);
+  EXPECT_TRUE(Schedule(s, ShortestWork(true)).preemptions.empty());
+  s.running[0].started_at = T(-40);
+  EXPECT_EQ(Schedule(s, ShortestWork(true)).preemptions.size(), 1u);
+}
+
+TEST(Scheduler, ShortestWorkReclaimsBorrowedGpusOnlyAfterTheBorrowerHadItsGrantedRun) {
+  ClusterState s;
+  s.now = T(0);
+  s.nodes = {{"n1", 4}};
+  s.queues = {{"a", {2, 2, 1}}, {"b", {2, 2, 1}}};
+  RunningJob borrower = Running("a-borrows", "a", {{"n1", 4}});
+  borrower.started_at = T(-3);
+  s.running = {borrower};
+  s.waiting = {Waiting("b-own", "b", 2, 1)};
+  // Fair share reclaims at once; progress-aware lets it run 10 minutes first.
+  SchedulerOptions fair;
+  EXPECT_EQ(Schedule(s, fair).preemptions.size(), 1u);
+  EXPECT_TRUE(Schedule(s, ShortestWork(true)).preemptions.empty());
+  s.running[0].started_at = T(-10);
+  ASSERT_EQ(Schedule(s, ShortestWork(true)).preemptions.size(), 1u);
+  EXPECT_THAT(Schedule(s, ShortestWork(true)).preemptions[0].reason, HasSubstr("within its quota"));
+}
+
 TEST(Scheduler, ShortestWorkDoesNotTakeATeamBelowItsQuotaForABorrower) {
   ClusterState s;
   s.now = T(0);
