@@ -461,7 +461,7 @@ struct Args {
   int trials = 100;
   std::string optuna = "bench/hpo_optuna.py";
   bool run_optuna = true;
-  std::vector<std::string> samplers = {"random", "grid", "tpe", "gp"};
+  std::vector<std::string> samplers = {"random", "grid", "tpe", "tpe-multivariate", "gp"};
 };
 
 [[noreturn]] void Usage() {
@@ -563,9 +563,14 @@ int main(int argc, char** argv) {
   struct RowSpec {
     std::string owner, sampler;
   };
-  const std::vector<RowSpec> rows = {{"headway", "random"}, {"optuna", "random"},
-                                     {"headway", "tpe"},    {"optuna", "tpe"},
-                                     {"headway", "gp"},     {"headway", "grid"}};
+  const std::vector<RowSpec> rows = {{"headway", "random"},
+                                     {"optuna", "random"},
+                                     {"headway", "tpe"},
+                                     {"optuna", "tpe"},
+                                     {"headway", "tpe-multivariate"},
+                                     {"optuna", "tpe-multivariate"},
+                                     {"headway", "gp"},
+                                     {"headway", "grid"}};
   for (const TestFunction& fn : fns) {
     for (const RowSpec& row : rows) {
       std::vector<double> best;
@@ -604,7 +609,7 @@ int main(int argc, char** argv) {
   }
   if (optuna.ok && optuna.json.contains("seconds")) {
     const double n = static_cast<double>(args.seeds) * args.trials * fns.size();
-    for (const char* s : {"random", "tpe"}) {
+    for (const char* s : {"random", "tpe", "tpe-multivariate"}) {
       if (optuna.json["seconds"].contains(s)) {
         std::printf("optuna %-6s: %.3f ms per whole trial (suggest + study bookkeeping + objective)\n",
                     s, 1000 * optuna.json["seconds"][s].get<double>() / n);

@@ -97,6 +97,7 @@ def main():
 
     samplers = {
         "tpe": lambda seed: optuna.samplers.TPESampler(seed=seed),
+        "tpe-multivariate": lambda seed: optuna.samplers.TPESampler(seed=seed, multivariate=True),
         "random": lambda seed: optuna.samplers.RandomSampler(seed=seed),
     }
     out = {"trials": args.trials, "seeds": args.seeds, "optuna_version": optuna.__version__,

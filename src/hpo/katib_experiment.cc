@@ -2,7 +2,8 @@
 //
 //   metadata.name, namespace                 -> name, the trials' team
 //   spec.objective.type, goal, objectiveMetricName -> objective
-//   spec.algorithm.algorithmName             -> random, grid, tpe; bayesianoptimization -> gp
+//   spec.algorithm.algorithmName             -> random, grid, tpe; multivariate-tpe ->
+//                                               tpe-multivariate; bayesianoptimization -> gp
 //     algorithmSettings random_state, n_startup_trials / n_initial_points -> seed, startup_trials
 //   spec.parameters[] (double, int, categorical, discrete; feasibleSpace
 //     min, max, list, distribution uniform|logUniform) -> parameters
@@ -434,12 +435,17 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
                                              return Status::Ok();
                                            }}}));
     static const std::map<std::string, std::string> kAlgorithms = {
-        {"random", "random"}, {"grid", "grid"}, {"tpe", "tpe"}, {"bayesianoptimization", "gp"}};
+        {"random", "random"},
+        {"grid", "grid"},
+        {"tpe", "tpe"},
+        {"multivariate-tpe", "tpe-multivariate"},
+        {"bayesianoptimization", "gp"}};
     auto known = kAlgorithms.find(name);
     if (known == kAlgorithms.end()) {
       return UnsupportedField("spec.algorithm.algorithmName",
                          algorithm["algorithmName"] ? algorithm["algorithmName"] : algorithm,
-                         "'" + name + "'; algorithms are random, grid, tpe and bayesianoptimization");
+                         "'" + name + "'; algorithms are random, grid, tpe, multivariate-tpe and "
+                         "bayesianoptimization");
     }
     a["name"] = known->second;
     auto settings = Settings("spec.algorithm.algorithmSettings", settings_node);
@@ -450,7 +456,7 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
         auto d = KatibNumber(f, value);
         if (!d.ok()) return d.status();
         a["seed"] = static_cast<std::int64_t>(*d);
-      } else if ((key == "n_startup_trials" && name == "tpe") ||
+      } else if ((key == "n_startup_trials" && (name == "tpe" || name == "multivariate-tpe")) ||
                  (key == "n_initial_points" && name == "bayesianoptimization")) {
         auto d = KatibNumber(f, value);
         if (!d.ok()) return d.status();

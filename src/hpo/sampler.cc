@@ -87,10 +87,11 @@ ParamValue DrawUniform(const ParamSpec& param, std::uint64_t& state) {
 Result<std::unique_ptr<Sampler>> MakeSampler(std::string_view name, const SamplerOptions& options) {
   if (name == "random") return internal::MakeRandomSampler(options);
   if (name == "grid") return internal::MakeGridSampler(options);
-  if (name == "tpe") return internal::MakeTpeSampler(options);
+  if (name == "tpe") return internal::MakeTpeSampler(options, /*multivariate=*/false);
+  if (name == "tpe-multivariate") return internal::MakeTpeSampler(options, /*multivariate=*/true);
   if (name == "gp") return internal::MakeGpSampler(options);
   return InvalidArgument("unknown sampler \"" + std::string(name) +
-                         "\"; valid samplers: random, grid, tpe, gp");
+                         "\"; valid samplers: random, grid, tpe, tpe-multivariate, gp");
 }
 
 }  // namespace headway::hpo

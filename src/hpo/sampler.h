@@ -15,6 +15,10 @@
 //            l(x), the rest g(x); 24 candidates are drawn from l(x) and the
 //            one maximising l(x)/g(x) wins. Independent per parameter;
 //            Parzen windows with Optuna's magic-clip bandwidths and a prior.
+//            Running trials (TrialOutcome::kRunning) count as worse than
+//            every result (constant liar), so parallel trials spread out.
+//   tpe-multivariate  the same with one joint mixture over all parameters
+//            (Optuna's multivariate=True; Scott's-rule bandwidths).
 //   gp       Gaussian process (Matern 5/2 on the unit cube, categorical
 //            one-hot) with expected improvement, optimised over random
 //            candidates plus local perturbations of the best points.
@@ -50,7 +54,7 @@ class Sampler {
                              std::int64_t trial_index) const = 0;
 };
 
-// "random", "grid", "tpe" or "gp"; InvalidArgument for another name.
+// "random", "grid", "tpe", "tpe-multivariate" or "gp"; InvalidArgument for another name.
 Result<std::unique_ptr<Sampler>> MakeSampler(std::string_view name, const SamplerOptions& options);
 
 // Number of distinct points the grid sampler visits for `space`.

@@ -46,6 +46,11 @@ enum class TrialOutcome {
   kCompleted,  // ran to its end; `objective` is its result
   kPruned,     // stopped early by the early-stopping rule; `objective` is its last value
   kFailed,     // failed or reported no objective; ignored by model-based samplers
+  // Still running, its objective unknown. TPE counts it as worse than every
+  // finished trial (Optuna's constant liar), so trials suggested while others
+  // run spread out instead of piling onto one promising point. Not counted
+  // among the startup trials; ignored by the other samplers.
+  kRunning,
 };
 
 // One finished trial as samplers see it. `objective` is always to be

@@ -310,9 +310,14 @@ void ExperimentController::LaunchTrial(const hpo::ExperimentSpec& spec, std::int
                                        const std::vector<TrialRecord>& trials) {
   std::vector<hpo::Observation> history;
   for (const TrialRecord& t : trials) {
-    if (t.state == TrialState::kRunning) continue;
     hpo::Observation o;
     o.params = ParamsFromJson(t.params_json);
+    if (t.state == TrialState::kRunning) {
+      // Known parameters, unknown result: TPE spreads parallel trials out.
+      o.outcome = hpo::TrialOutcome::kRunning;
+      history.push_back(std::move(o));
+      continue;
+    }
     o.outcome = t.state == TrialState::kCompleted      ? hpo::TrialOutcome::kCompleted
                 : t.state == TrialState::kEarlyStopped ? hpo::TrialOutcome::kPruned
                                                        : hpo::TrialOutcome::kFailed;

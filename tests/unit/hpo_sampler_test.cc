@@ -567,5 +567,80 @@ TEST(TpeSampler, BeatsRandomOnBranin) {
   EXPECT_LT(tpe, 1.0);  // the optimum is 0.398
 }
 
+TEST(TpeSampler, MultivariateBeatsRandomOnBraninAndStaysInSpace) {
+  const SearchSpace space = {Double("x1", -5, 10), Double("x2", 0, 15)};
+  std::vector<double> tpe_best, random_best;
+  for (std::uint64_t seed = 0; seed < 10; ++seed) {
+    SamplerOptions options;
+    options.seed = seed;
+    tpe_best.push_back(BestObjective(
+        RunTrials(*internal::MakeTpeSampler(options, /*multivariate=*/true), space, Branin, 60)));
+    random_best.push_back(
+        BestObjective(RunTrials(*internal::MakeRandomSampler(options), space, Branin, 60)));
+  }
+  EXPECT_LT(Median(tpe_best), Median(random_best));
+  EXPECT_LT(Median(tpe_best), 1.0);
+  // Mixed types (ints, discrete values, categories, log scales) and failures.
+  SamplerOptions options;
+  options.seed = 9;
+  const auto mv = internal::MakeTpeSampler(options, true);
+  RunTrials(*mv, MixedSpace(), MixedObjective, 60, /*fail_every=*/7, /*prune_every=*/5);
+}
+
+TEST(TpeSampler, TpeIsIndependentAndTpeMultivariateIsJoint) {
+  SamplerOptions options;
+  options.seed = 4;
+  auto by_name = MakeSampler("tpe", options);
+  ASSERT_TRUE(by_name.ok());
+  const SearchSpace space = MixedSpace();
+  const std::vector<Observation> history = RunTrials(**by_name, space, MixedObjective, 25);
+  EXPECT_EQ((*by_name)->Suggest(space, history, 25),
+            internal::MakeTpeSampler(options, false)->Suggest(space, history, 25));
+  auto joint = MakeSampler("tpe-multivariate", options);
+  ASSERT_TRUE(joint.ok());
+  EXPECT_EQ((*joint)->Suggest(space, history, 25),
+            internal::MakeTpeSampler(options, true)->Suggest(space, history, 25));
+  EXPECT_NE((*joint)->Suggest(space, history, 25), (*by_name)->Suggest(space, history, 25));
+}
+
+// Constant liar: a running trial counts as worse than every finished one, so
+// a trial suggested while it runs is not drawn to the same spot.
+TEST(TpeSampler, ARunningTrialPushesTheNextSuggestionAway) {
+  const SearchSpace space = {Double("x", 0, 1)};
+  auto objective = [](const Assignment& a) { return std::fabs(Num(a, "x") - 0.3); };
+  for (bool multivariate : {false, true}) {
+    SamplerOptions options;
+    options.seed = 11;
+    const auto tpe = internal::MakeTpeSampler(options, multivariate);
+    std::vector<Observation> history = RunTrials(*tpe, space, objective, 30);
+    const Assignment alone = tpe->Suggest(space, history, 30);
+    // Four trials already running at that very point.
+    for (int i = 0; i < 4; ++i) {
+      Observation running;
+      running.params = alone;
+      running.outcome = TrialOutcome::kRunning;
+      history.push_back(running);
+    }
+    const Assignment beside = tpe->Suggest(space, history, 30);
+    EXPECT_NE(Num(beside, "x"), Num(alone, "x")) << "multivariate " << multivariate;
+    EXPECT_TRUE(InSpace(space, beside));
+  }
+}
+
+TEST(TpeSampler, RunningTrialsAreNotStartupTrials) {
+  const SearchSpace space = {Double("x", -1, 1)};
+  SamplerOptions options;
+  options.startup_trials = 4;
+  const auto random = internal::MakeRandomSampler(options);
+  const auto tpe = internal::MakeTpeSampler(options, true);
+  std::vector<Observation> history =
+      RunTrials(*random, space, [](const Assignment& a) { return Num(a, "x"); }, 3);
+  Observation running;
+  running.params = {{"x", 0.5}};
+  running.outcome = TrialOutcome::kRunning;
+  history.push_back(running);
+  EXPECT_EQ(tpe->Suggest(space, history, 4), random->Suggest(space, history, 4));
+}
+
 }  // namespace
 }  // namespace headway::hpo

@@ -10,7 +10,9 @@ namespace headway::hpo::internal {
 
 std::unique_ptr<Sampler> MakeRandomSampler(const SamplerOptions& options);  // random_sampler.cc
 std::unique_ptr<Sampler> MakeGridSampler(const SamplerOptions& options);    // grid_sampler.cc
-std::unique_ptr<Sampler> MakeTpeSampler(const SamplerOptions& options);     // tpe_sampler.cc
+// multivariate: one joint model of all parameters (Optuna multivariate=True).
+std::unique_ptr<Sampler> MakeTpeSampler(const SamplerOptions& options,
+                                        bool multivariate = false);  // tpe_sampler.cc
 std::unique_ptr<Sampler> MakeGpSampler(const SamplerOptions& options);      // gp_sampler.cc
 
 // Shared by the samplers: a deterministic generator for (seed, trial_index,
