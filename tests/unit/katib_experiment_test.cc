@@ -144,6 +144,34 @@ spec:
   EXPECT_EQ(trial.Argv().back(), "3");
 }
 
+TEST(KatibExperiment, MultivariateTpeIsTheJointTpeSampler) {
+  auto spec = ParseExperimentSpec(R"(apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata: {name: mv}
+spec:
+  objective: {type: minimize, objectiveMetricName: loss}
+  algorithm:
+    algorithmName: multivariate-tpe
+    algorithmSettings: [{name: n_startup_trials, value: "6"}, {name: random_state, value: "3"}]
+  metricsCollectorSpec: {collector: {kind: StdOut}}
+  parameters:
+    - {name: lr, parameterType: double, feasibleSpace: {min: "0.001", max: "0.1"}}
+  trialTemplate:
+    trialParameters: [{name: lr, reference: lr}]
+    trialSpec:
+      apiVersion: batch/v1
+      kind: Job
+      spec:
+        template:
+          spec:
+            containers: [{name: t, image: x, command: [python3, train.py, "--lr=${trialParameters.lr}"]}]
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->algorithm, "tpe-multivariate");
+  EXPECT_EQ(spec->sampler.startup_trials, 6);
+  EXPECT_EQ(spec->sampler.seed, 3u);
+}
+
 struct Refused {
   std::string from, to;  // a replacement in kRandom
   std::string field;
