@@ -520,10 +520,14 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
           bool v_borrowed = usage_of(v->queue) > quota(v->queue).nominal_gpus;
           std::string why = v->reclaimable ? "reclaimed: it is stalled"
                             : v->priority < job->priority
-                                ? "preempted by higher-priority " + job->name
+                                ? "preempted by higher-priority " +
+                                      (v->queue == job->queue ? job->name : "a job of queue " + job->queue)
                             : within_nominal && v_borrowed && v->queue != job->queue
                                 ? "reclaimed by queue " + job->queue + " (within its quota)"
-                                : "preempted for shorter work (" + job->name +
+                                // The victim's team sees this: another team's
+                                // job is named only by its queue.
+                                : "preempted for shorter work (" +
+                                      (v->queue == job->queue ? job->name : "a job of queue " + job->queue) +
                                       "); it resumes from its checkpoint";
           decision.preemptions.push_back({v->name, why, job->name});
           preempted.insert(v->name);

@@ -1038,7 +1038,14 @@ void JobController::Schedule(std::vector<Job>& active, Work& work) {
     auto victim = by_name.find(p.job);
     if (victim == by_name.end()) continue;
     Job& job = *victim->second;
-    (void)Apply(job, lifecycle::Preempt(job, p.reason, p.for_job, Deadlines(job), now), work);
+    // The victim's team reads this in its events: another team's job is
+    // named only by its team.
+    auto for_job = by_name.find(p.for_job);
+    std::string beneficiary = p.for_job;
+    if (for_job != by_name.end() && for_job->second->spec.team != job.spec.team) {
+      beneficiary = "a job of team " + for_job->second->spec.team;
+    }
+    (void)Apply(job, lifecycle::Preempt(job, p.reason, beneficiary, Deadlines(job), now), work);
   }
   for (const sched::Start& start : decision.starts) {
     auto job = by_name.find(start.job);

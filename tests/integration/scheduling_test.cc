@@ -146,6 +146,23 @@ TEST(Preemption, StoppingAJobWhileItIsBeingPreemptedStopsIt) {
   ASSERT_TRUE(server.WaitForState("boss", "Succeeded"));
 }
 
+// The victim's team reads why it was preempted, but not the name of the
+// other team's job it made room for.
+TEST(Preemption, AReclaimTellsTheVictimWhichTeamNotWhichJob) {
+  TestServer server(2, {"--quota", "alpha=1:borrow=1", "--quota", "beta=1", "--preemption-grace", "1"});
+  server.Submit(Sleeper("a1", "alpha", 1));
+  server.Submit(Sleeper("a2", "alpha", 1));  // borrows beta's idle GPU
+  ASSERT_TRUE(server.WaitForState("a2", "Running"));
+  ASSERT_TRUE(server.WaitForState("a1", "Running"));
+  server.Submit(Sleeper("beta-secret-plan", "beta", 1));
+  ASSERT_TRUE(server.WaitForState("beta-secret-plan", "Running", std::chrono::seconds(30)));
+  const std::string victim = server.HasEvent("a2", "Preempting") ? "a2" : "a1";
+  EXPECT_TRUE(server.HasEvent(victim, "Preempting", "reclaimed by queue beta"));
+  EXPECT_TRUE(server.HasEvent(victim, "Preempting", "(for a job of team beta)"));
+  EXPECT_FALSE(server.HasEvent(victim, "Preempting", "beta-secret-plan"));
+  server.Cli({"stop", "a1", "a2", "beta-secret-plan"});
+}
+
 TEST(Preemption, AStalledJobWhosePolicySaysReclaimGivesWayToAWaitingJob) {
   TestServer server(1, {"--stall-floor", "1", "--preemption-grace", "1"});
   server.Submit(R"(

@@ -496,6 +496,16 @@ RunningJob Checkpointing(RunningJob r, Time end) {
   return r;
 }
 
+TEST(Scheduler, APreemptionReasonNamesAnotherTeamsJobOnlyByItsQueue) {
+  ClusterState s = TwoNodes();
+  s.running = {Running("low", "vision", {{"n1", 8}}), Running("other", "vision", {{"n2", 8}})};
+  s.waiting = {Waiting("secret-urgent", "nlp", 8, 1, /*priority=*/5)};
+  Decision d = Schedule(s);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_THAT(d.preemptions[0].reason, HasSubstr("preempted by higher-priority a job of queue nlp"));
+  EXPECT_THAT(d.preemptions[0].reason, Not(HasSubstr("secret")));
+}
+
 TEST(Scheduler, ShortestWorkPreemptsOnlyMuchLongerCheckpointableWork) {
   ClusterState s;
   s.now = T(0);
@@ -508,6 +518,8 @@ TEST(Scheduler, ShortestWorkPreemptsOnlyMuchLongerCheckpointableWork) {
   ASSERT_EQ(d.preemptions.size(), 1u);
   EXPECT_EQ(d.preemptions[0].job, "resumable");
   EXPECT_THAT(d.preemptions[0].reason, HasSubstr("checkpoint"));
+  EXPECT_THAT(d.preemptions[0].reason, HasSubstr("a job of queue b"));
+  EXPECT_THAT(d.preemptions[0].reason, Not(HasSubstr("quick")));  // another team's job
   EXPECT_EQ(d.preemptions[0].for_job, "quick");
   // Fair share, the default, preempts nobody for it.
   SchedulerOptions fair;
