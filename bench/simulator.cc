@@ -693,20 +693,25 @@ class Simulation {
   }
 
   // When the scheduler expects a running job to end: its time limit without
-  // progress; with progress, the ETA once the job has reported enough, and
-  // before that what its history says, both capped by the limit.
+  // progress; with progress, the ETA once the job has reported enough (and,
+  // progress-aware, its learned run time before that), capped by the limit.
   double ExpectedEnd(std::size_t i) const {
     const JobState& s = jobs_[i];
     double limit_end = s.started + T(i).time_limit;
     if (policy_ == Policy::kFairShareLimits) return limit_end;
     if (!EtaKnown(i)) {
-      double learned = limit_end;
-      if (s.reported_left) {
-        learned = s.started + *s.reported_left;
-      } else if (auto e = history_.Expect(Keys(i))) {
-        learned = s.started + std::max(0.0, std::chrono::duration<double>(*e).count() - s.ran);
+      // As the server: the time limit until the job reports; progress-aware
+      // also knows what its history predicts, and for a resumed job, what its
+      // reports from before its preemption said was left.
+      double expected = limit_end;
+      if (policy_ == Policy::kProgressAware) {
+        if (s.reported_left) {
+          expected = s.started + *s.reported_left;
+        } else if (auto e = history_.Expect(Keys(i))) {
+          expected = s.started + std::max(0.0, std::chrono::duration<double>(*e).count() - s.ran);
+        }
       }
-      return std::max(now_, std::min(limit_end, learned));
+      return std::max(now_, std::min(limit_end, expected));
     }
     return std::max(now_, std::min(limit_end, now_ + (s.end - now_) * T(i).eta_factor));
   }

@@ -997,12 +997,21 @@ void JobController::Schedule(std::vector<Job>& active, Work& work) {
       // When its GPUs come back, for backfill: the time limit or, sooner, the
       // progress ETA (what a batch scheduler cannot know).
       if (job.spec.time_limit) r.expected_end = r.started_at + *job.spec.time_limit;
+      bool has_eta = false;
       if (job.state == JobState::kRunning) {
         ProgressView view = tracker_.View(job, now);
         if (view.eta_seconds) {
+          has_eta = true;
           Time eta_end = now + std::chrono::milliseconds(
                                    static_cast<std::int64_t>(*view.eta_seconds * 1000.0));
           if (!r.expected_end || eta_end < *r.expected_end) r.expected_end = eta_end;
+        }
+      }
+      // Progress-aware, before the job's first ETA: what its history predicts.
+      if (by_work && !has_eta) {
+        if (auto learned = run_times_.Expect(RunTimeKeys(job))) {
+          Time learned_end = std::max(now, r.started_at + *learned);
+          if (!r.expected_end || learned_end < *r.expected_end) r.expected_end = learned_end;
         }
       }
       r.reclaimable = lifecycle::PolicyFor(job.spec.policies, job.health) == HealthAction::kReclaim;
