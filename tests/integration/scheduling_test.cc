@@ -247,6 +247,46 @@ TEST(ProgressAware, TheJobExpectedToTakeLeastGoesFirst) {
   }
 }
 
+// What progress-aware learns: each user's finished jobs say how long their
+// next one will run, and the server reads them back from the store after a
+// restart. Here the user whose jobs ran quickly goes before the one whose
+// jobs ran long, though submitted later; fair share takes them in order.
+TEST(ProgressAware, RunTimesLearnedFromFinishedJobsOrderTheQueueAcrossARestart) {
+  TestServer server(1, {"--scheduling-policy", "progress-aware"});
+  const std::string quick = CreateToken(server, "quick-user", "lab", "member");
+  const std::string slow = CreateToken(server, "slow-user", "lab", "member");
+  auto job = [](const std::string& name, const std::string& command) {
+    return "name: " + name + "\nteam: lab\ncommand: \"" + command +
+           "\"\ntermination_grace: 1s\nresources: {gpus_per_process: 1}\n";
+  };
+  for (int i = 0; i < 3; ++i) {
+    server.UseToken(quick);
+    server.Submit(job("quick-" + std::to_string(i), "true"));
+    ASSERT_TRUE(server.WaitForState("quick-" + std::to_string(i), "Succeeded"));
+    server.UseToken(slow);
+    server.Submit(job("slow-" + std::to_string(i), "sleep 2"));
+    ASSERT_TRUE(server.WaitForState("slow-" + std::to_string(i), "Succeeded"));
+  }
+  // A restart: what was learned comes back from the store.
+  server.UseToken(server.admin_token());
+  server.Terminate();
+  server.Restart();
+  const std::string go_on = server.work_dir() + "/go-on";
+  server.Submit(job("blocker", "while [ ! -e " + go_on + " ]; do sleep 0.05; done"));
+  ASSERT_TRUE(server.WaitForState("blocker", "Running"));
+  server.UseToken(slow);
+  server.Submit(job("slow-next", "sleep 30"));
+  server.UseToken(quick);
+  server.Submit(job("quick-next", "sleep 30"));
+  server.UseToken(server.admin_token());
+  ASSERT_TRUE(WaitFor([&] { return server.Job("quick-next")["queue_position"] == 1; }))
+      << server.Job("quick-next").dump(2);
+  std::ofstream(go_on).put('\n');
+  ASSERT_TRUE(server.WaitForState("quick-next", "Running")) << server.Job("quick-next").dump(2);
+  EXPECT_EQ(server.State("slow-next"), "Queued");
+  server.Cli({"stop", "slow-next", "quick-next"});
+}
+
 // A waiting job's owner sees its place in line and, for the job first in
 // line, when it is expected to start: here when the running job's time limit
 // frees its GPU.
