@@ -20,7 +20,8 @@ ClusterState MakeState(int waiting, int nodes) {
   ClusterState s;
   s.now = FromUnixMillis(1'800'000'000'000LL);
   for (int n = 0; n < nodes; ++n) s.nodes.push_back({"n" + std::to_string(n), 8});
-  for (int t = 0; t < 8; ++t) s.queues["team" + std::to_string(t)] = {nodes, nodes * 2, 1.0 + t % 3};
+  for (int t = 0; t < 8; ++t)
+    s.queues["team" + std::to_string(t)] = {nodes, nodes * 2, 1.0 + t % 3};
   // Half of the nodes busy with jobs ending over the next hours.
   for (int n = 0; n < nodes / 2; ++n) {
     RunningJob r;
@@ -86,11 +87,20 @@ void BM_Fifo(benchmark::State& st) {
   }
 }
 
-BENCHMARK(BM_HeadwayScheduler)->Args({1000, 1000})->Args({10000, 1000})->Args({100000, 1000})
+BENCHMARK(BM_HeadwayScheduler)
+    ->Args({1000, 1000})
+    ->Args({10000, 1000})
+    ->Args({100000, 1000})
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_HeadwayProgressAware)->Args({1000, 1000})->Args({10000, 1000})->Args({100000, 1000})
+BENCHMARK(BM_HeadwayProgressAware)
+    ->Args({1000, 1000})
+    ->Args({10000, 1000})
+    ->Args({100000, 1000})
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Fifo)->Args({1000, 1000})->Args({10000, 1000})->Args({100000, 1000})
+BENCHMARK(BM_Fifo)
+    ->Args({1000, 1000})
+    ->Args({10000, 1000})
+    ->Args({100000, 1000})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

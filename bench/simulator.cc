@@ -83,8 +83,8 @@ struct TraceJob {
   int gpus = 1;
   std::string team, user;
   bool stalled = false;
-  double time_limit = 0;     // seconds; drawn where the trace has none
-  double eta_factor = 1;     // reported remaining time / true remaining time
+  double time_limit = 0;  // seconds; drawn where the trace has none
+  double eta_factor = 1;  // reported remaining time / true remaining time
 };
 
 std::vector<std::string> SplitCsv(const std::string& line) {
@@ -249,7 +249,7 @@ std::vector<TraceJob> ReadTrace(const std::string& path, double eta_sigma) {
 
 void Generate(int n, unsigned seed) {
   std::mt19937 rng(seed);
-  std::exponential_distribution<double> gap(1.0 / 120.0);         // a job every 2 min
+  std::exponential_distribution<double> gap(1.0 / 120.0);             // a job every 2 min
   std::lognormal_distribution<double> duration(std::log(1800), 1.2);  // median 30 min
   const int sizes[] = {1, 1, 1, 1, 2, 2, 4, 8, 8, 16};
   const char* teams[] = {"vision", "vision", "vision", "speech", "speech", "nlp", "rl", "infra"};
@@ -275,7 +275,15 @@ double Mean(const std::vector<double>& v) {
   return v.empty() ? 0 : sum / static_cast<double>(v.size());
 }
 
-enum class Policy { kFifo, kSjfOracle, kSrsfOracle, kLas, kFairShareLimits, kFairShareEta, kProgressAware };
+enum class Policy {
+  kFifo,
+  kSjfOracle,
+  kSrsfOracle,
+  kLas,
+  kFairShareLimits,
+  kFairShareEta,
+  kProgressAware
+};
 
 struct Settings {
   int nodes = 16, per_node = 8;
@@ -286,7 +294,7 @@ struct Settings {
   // 2D-LAS: GPU-seconds before a job drops to the second queue; of 1, 10
   // and 100 GPU-hours, 10 did best on the tuning trace.
   double las_threshold = 36000;
-  double las_promote = 8;       // 2D-LAS: waited this many times what it ran: back to the first
+  double las_promote = 8;  // 2D-LAS: waited this many times what it ran: back to the first
   SchedulerOptions headway;
   std::optional<Duration> aware_starvation_bound = SchedulerOptions::kShortestWorkStarvationBound;
 };
@@ -328,7 +336,10 @@ std::optional<Placement> Place(const Shape& s, const std::vector<int>& free) {
 class Simulation {
  public:
   Simulation(const std::vector<TraceJob>& trace, const Settings& settings, Policy policy)
-      : trace_(trace), set_(settings), policy_(policy), jobs_(trace.size()),
+      : trace_(trace),
+        set_(settings),
+        policy_(policy),
+        jobs_(trace.size()),
         free_(static_cast<std::size_t>(settings.nodes), settings.per_node) {
     // Quotas: each team's share of the trace's GPU-time.
     double total_demand = 0;
@@ -344,14 +355,17 @@ class Simulation {
       Team t;
       t.weight = std::max(1e-3, d / std::max(1.0, total_demand));
       t.nominal = std::max(1, static_cast<int>(std::lround(pool * t.weight)));
-      t.cap = std::min(pool, std::max(largest[team], static_cast<int>(std::lround(t.nominal * set_.borrow))));
+      t.cap = std::min(
+          pool, std::max(largest[team], static_cast<int>(std::lround(t.nominal * set_.borrow))));
       teams_[team] = t;
     }
     for (std::size_t i = 0; i < trace.size(); ++i) {
       const TraceJob& j = trace[i];
       jobs_[i].shape = ShapeOf(j, set_.per_node);
       bool stop_stalls = policy == Policy::kFairShareEta || policy == Policy::kProgressAware;
-      jobs_[i].left = !j.stalled ? j.duration : stop_stalls ? j.duration + set_.stall_detect : j.time_limit;
+      jobs_[i].left = !j.stalled    ? j.duration
+                      : stop_stalls ? j.duration + set_.stall_detect
+                                    : j.time_limit;
     }
     res_.window = trace.empty() ? 0 : trace.back().submit;
   }
@@ -387,18 +401,18 @@ class Simulation {
   };
   struct JobState {
     Shape shape;
-    double left = 0;         // seconds of holding its GPUs still needed
-    double end = 0;          // while running
-    double started = -1;     // this run's start
+    double left = 0;      // seconds of holding its GPUs still needed
+    double end = 0;       // while running
+    double started = -1;  // this run's start
     double first_start = -1;
     double queued_at = 0;
-    double ran = 0;          // seconds run in all (earlier runs)
+    double ran = 0;  // seconds run in all (earlier runs)
     bool running = false;
-    double attained = 0;     // GPU-seconds received, for 2D-LAS
-    double las_base = 0;     // attained at its last promotion
-    double las_entered = 0;  // when it entered 2D-LAS' first queue (arrival or promotion)
-    double las_demoted = -1; // when it dropped to the second queue; -1: it has not
-    double last_run = 0;     // length of its last run
+    double attained = 0;      // GPU-seconds received, for 2D-LAS
+    double las_base = 0;      // attained at its last promotion
+    double las_entered = 0;   // when it entered 2D-LAS' first queue (arrival or promotion)
+    double las_demoted = -1;  // when it dropped to the second queue; -1: it has not
+    double last_run = 0;      // length of its last run
     int preemptions = 0;
     // Remaining time its last ETA gave, for a preempted job that had one.
     std::optional<double> reported_left;
@@ -468,7 +482,8 @@ class Simulation {
     Account(i, s.started, now_);
     Release(i);
     s.last_run = now_ - s.started;
-    if (EtaKnown(i)) s.reported_left = std::max(0.0, s.end - now_) * T(i).eta_factor + set_.restart_cost;
+    if (EtaKnown(i))
+      s.reported_left = std::max(0.0, s.end - now_) * T(i).eta_factor + set_.restart_cost;
     s.ran += s.last_run;
     s.running = false;
     s.left = std::max(0.0, s.end - now_) + set_.restart_cost;
@@ -487,23 +502,28 @@ class Simulation {
 
   void Decide() {
     switch (policy_) {
-      case Policy::kFifo: return DecideFifo();
-      case Policy::kSjfOracle: return DecideSjf();
+      case Policy::kFifo:
+        return DecideFifo();
+      case Policy::kSjfOracle:
+        return DecideSjf();
       case Policy::kSrsfOracle:
         return DecidePreemptive([this](std::size_t i) {
           const JobState& s = jobs_[i];
           double left = s.running ? s.end - now_ : s.left;
           return std::make_pair(left * s.shape.held(), T(i).submit);
         });
-      case Policy::kLas: return DecideLas();
-      default: return DecideHeadway();
+      case Policy::kLas:
+        return DecideLas();
+      default:
+        return DecideHeadway();
     }
   }
 
   void DecideFifo() {
     std::vector<std::size_t> order = waiting_;
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return jobs_[a].queued_at != jobs_[b].queued_at ? jobs_[a].queued_at < jobs_[b].queued_at : a < b;
+      return jobs_[a].queued_at != jobs_[b].queued_at ? jobs_[a].queued_at < jobs_[b].queued_at
+                                                      : a < b;
     });
     // A job over its team's cap holds its team's later jobs (a queue is
     // FIFO), not other teams'; the first job that does not fit holds all.
@@ -569,7 +589,8 @@ class Simulation {
         std::vector<int> after = free_;
         std::size_t take = 0;
         while (take < evictable.size() && !p) {
-          for (auto [n, g] : jobs_[evictable[take]].placement) after[static_cast<std::size_t>(n)] += g;
+          for (auto [n, g] : jobs_[evictable[take]].placement)
+            after[static_cast<std::size_t>(n)] += g;
           ++take;
           p = Place(jobs_[i].shape, after);
         }
@@ -600,7 +621,8 @@ class Simulation {
     for (std::size_t i : running_) {
       const JobState& s = jobs_[i];
       if (s.las_demoted >= 0) continue;
-      double crossing = s.started + (set_.las_threshold - (s.attained - s.las_base)) / s.shape.held();
+      double crossing =
+          s.started + (set_.las_threshold - (s.attained - s.las_base)) / s.shape.held();
       if (crossing > now_) t = std::min(t, crossing);
     }
     return t;
@@ -622,11 +644,14 @@ class Simulation {
     DecidePreemptive([this](std::size_t i) {
       const JobState& s = jobs_[i];
       double entered = s.las_demoted >= 0 ? s.las_demoted : std::max(s.las_entered, T(i).submit);
-      return std::make_pair(s.las_demoted >= 0 ? 1.0 : 0.0, entered + 1e-9 * static_cast<double>(i));
+      return std::make_pair(s.las_demoted >= 0 ? 1.0 : 0.0,
+                            entered + 1e-9 * static_cast<double>(i));
     });
   }
 
-  Time At(double s) const { return FromUnixMillis(0) + Duration(static_cast<std::int64_t>(s * 1000)); }
+  Time At(double s) const {
+    return FromUnixMillis(0) + Duration(static_cast<std::int64_t>(s * 1000));
+  }
 
   void DecideHeadway() {
     SchedulerOptions options = set_.headway;
@@ -641,7 +666,8 @@ class Simulation {
       ClusterState s;
       s.now = At(now_);
       for (int n = 0; n < set_.nodes; ++n) s.nodes.push_back({std::to_string(n), set_.per_node});
-      for (const auto& [name, t] : teams_) s.queues[name] = {t.nominal, t.cap - t.nominal, t.weight};
+      for (const auto& [name, t] : teams_)
+        s.queues[name] = {t.nominal, t.cap - t.nominal, t.weight};
       for (std::size_t i : running_) {
         const JobState& js = jobs_[i];
         RunningJob r;
@@ -670,7 +696,8 @@ class Simulation {
           if (js.reported_left) {
             w.expected_run = Duration(static_cast<std::int64_t>(*js.reported_left * 1000));
           } else if (auto learned = history_.Expect(Keys(i))) {
-            w.expected_run = std::max(Duration(60'000), *learned - Duration(static_cast<std::int64_t>(js.ran * 1000)));
+            w.expected_run = std::max(
+                Duration(60'000), *learned - Duration(static_cast<std::int64_t>(js.ran * 1000)));
           }
         }
         s.waiting.push_back(w);
@@ -740,7 +767,8 @@ bool ParseSeconds(const std::string& value, double& out) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "--generate") {
-    Generate(argc > 2 ? std::atoi(argv[2]) : 2000, argc > 3 ? static_cast<unsigned>(std::atoi(argv[3])) : 1);
+    Generate(argc > 2 ? std::atoi(argv[2]) : 2000,
+             argc > 3 ? static_cast<unsigned>(std::atoi(argv[3])) : 1);
     return 0;
   }
   Settings set;
@@ -800,7 +828,9 @@ int main(int argc, char** argv) {
   }
   auto trace = ReadTrace(args[0], eta_sigma);
   // Jobs larger than the pool can never run anywhere; drop them for every policy alike.
-  std::erase_if(trace, [&](const TraceJob& j) { return ShapeOf(j, set.per_node).held() > set.nodes * set.per_node; });
+  std::erase_if(trace, [&](const TraceJob& j) {
+    return ShapeOf(j, set.per_node).held() > set.nodes * set.per_node;
+  });
   std::set<std::string> teams, users;
   for (const TraceJob& j : trace) {
     teams.insert(j.team);
@@ -808,12 +838,13 @@ int main(int argc, char** argv) {
   }
   std::printf("trace %s: %zu jobs, %zu teams, %zu users, on %d nodes x %d GPUs\n", args[0].c_str(),
               trace.size(), teams.size(), users.size(), set.nodes, set.per_node);
-  std::printf("quotas: share of GPU-time, cap %.1fx; restart cost %.0f s; ETA error sigma %.2f; "
-              "starvation bound %s\n\n",
-              set.borrow, set.restart_cost, eta_sigma,
-              set.headway.starvation_bound
-                  ? (std::to_string(set.headway.starvation_bound->count() / 1000) + " s").c_str()
-                  : "off");
+  std::printf(
+      "quotas: share of GPU-time, cap %.1fx; restart cost %.0f s; ETA error sigma %.2f; "
+      "starvation bound %s\n\n",
+      set.borrow, set.restart_cost, eta_sigma,
+      set.headway.starvation_bound
+          ? (std::to_string(set.headway.starvation_bound->count() / 1000) + " s").c_str()
+          : "off");
   struct Row {
     const char* name;
     Policy policy;
@@ -842,10 +873,9 @@ int main(int argc, char** argv) {
     char big[16] = "-";
     if (!r.big_jct.empty()) std::snprintf(big, sizeof big, "%.2f", Mean(r.big_jct) / 3600);
     std::printf("%-24s %9.2f %9.2f %9.2f %9s %8.2fh %7.1f %8d %9.1f %9.2f %9.2f%s\n", rows[k].name,
-                Mean(r.jct) / 3600, Pct(r.jct, 0.5) / 3600, Pct(r.jct, 0.99) / 3600,
-                big, Mean(r.wait) / 3600, util, r.preemptions,
-                r.lost_gpu_h + r.stalled_gpu_h, las > 0 ? Mean(r.jct) / las : 0,
-                sjf > 0 ? Mean(r.jct) / sjf : 0,
+                Mean(r.jct) / 3600, Pct(r.jct, 0.5) / 3600, Pct(r.jct, 0.99) / 3600, big,
+                Mean(r.wait) / 3600, util, r.preemptions, r.lost_gpu_h + r.stalled_gpu_h,
+                las > 0 ? Mean(r.jct) / las : 0, sjf > 0 ? Mean(r.jct) / sjf : 0,
                 r.never_ran ? (" (" + std::to_string(r.never_ran) + " never ran)").c_str() : "");
   }
   const std::vector<double>& fifo = results[0].big_jct;

@@ -471,8 +471,8 @@ struct JointDim {
 
 // A candidate: per dimension, the snapped numeric point or the category.
 struct JointPoint {
-  std::vector<Snapped> numeric;           // by dimension (unused for categorical)
-  std::vector<std::size_t> category;      // by dimension (unused for numeric)
+  std::vector<Snapped> numeric;       // by dimension (unused for categorical)
+  std::vector<std::size_t> category;  // by dimension (unused for numeric)
 };
 
 // Optuna's multivariate _ParzenEstimator: component k (each observation, then
@@ -498,15 +498,18 @@ class JointParzen {
     smoothing_ = kPriorWeight / static_cast<double>(m + 1);
     for (std::size_t d = 0; d < dims.size(); ++d) {
       if (!dims[d].axis) {
-        for (std::size_t i = 0; i < m; ++i) observed_[d][i] = static_cast<std::size_t>(values[i][d]);
+        for (std::size_t i = 0; i < m; ++i)
+          observed_[d][i] = static_cast<std::size_t>(values[i][d]);
         continue;
       }
       const double low = dims[d].axis->low(), high = dims[d].axis->high(), range = high - low;
-      const double min_sigma = range / std::min(kMagicClipMaxComponents, 1.0 + static_cast<double>(n));
+      const double min_sigma =
+          range / std::min(kMagicClipMaxComponents, 1.0 + static_cast<double>(n));
       for (std::size_t k = 0; k < n; ++k) {
         mus_[d][k] = k < m ? values[k][d] : 0.5 * (low + high);
         sigmas_[d][k] = k < m ? std::clamp(sigma0 * range, min_sigma, range) : range;
-        log_mass_[d][k] = LogGaussMass((low - mus_[d][k]) / sigmas_[d][k], (high - mus_[d][k]) / sigmas_[d][k]);
+        log_mass_[d][k] =
+            LogGaussMass((low - mus_[d][k]) / sigmas_[d][k], (high - mus_[d][k]) / sigmas_[d][k]);
       }
     }
   }
@@ -521,7 +524,8 @@ class JointParzen {
       if (dims_[d].axis) {
         const double low = dims_[d].axis->low(), high = dims_[d].axis->high();
         const double mu = mus_[d][k], sigma = sigmas_[d][k];
-        const double x = TruncNormPpf(NextUnit(state), (low - mu) / sigma, (high - mu) / sigma) * sigma + mu;
+        const double x =
+            TruncNormPpf(NextUnit(state), (low - mu) / sigma, (high - mu) / sigma) * sigma + mu;
         p.numeric[d] = dims_[d].axis->Snap(std::clamp(x, low, high));
         continue;
       }
@@ -555,7 +559,8 @@ class JointParzen {
         const Snapped& s = p.numeric[d];
         const double mu = mus_[d][k], sigma = sigmas_[d][k];
         if (s.cell) {
-          log_p += LogGaussMass((s.cell->first - mu) / sigma, (s.cell->second - mu) / sigma) - log_mass_[d][k];
+          log_p += LogGaussMass((s.cell->first - mu) / sigma, (s.cell->second - mu) / sigma) -
+                   log_mass_[d][k];
         } else {
           // Without -log(sigma), as in the independent form (see NumericParzen).
           log_p += NormLogPdf((s.model - mu) / sigma) - log_mass_[d][k];
@@ -617,7 +622,8 @@ std::pair<std::vector<const Observation*>, std::vector<const Observation*>> Spli
   std::vector<std::size_t> rank(n);
   std::iota(rank.begin(), rank.end(), 0);
   std::stable_sort(rank.begin(), rank.end(), [&](std::size_t i, std::size_t j) {
-    if (usable[i].rank_class != usable[j].rank_class) return usable[i].rank_class < usable[j].rank_class;
+    if (usable[i].rank_class != usable[j].rank_class)
+      return usable[i].rank_class < usable[j].rank_class;
     return usable[i].objective < usable[j].objective;
   });
   std::vector<bool> is_below(n, false);

@@ -16,7 +16,7 @@ using FreeMap = std::vector<int>;  // free GPUs per node index
 
 // Best fit: the fullest nodes that still have room, so big holes survive.
 std::optional<std::vector<std::pair<std::size_t, int>>> Place(const WaitingJob& job,
-                                                             const FreeMap& free) {
+                                                              const FreeMap& free) {
   std::vector<std::pair<std::size_t, int>> placement;
   if (job.gpus_per_node == 0) return placement;
   std::vector<std::size_t> fits;
@@ -24,11 +24,11 @@ std::optional<std::vector<std::pair<std::size_t, int>>> Place(const WaitingJob& 
     if (free[i] >= job.gpus_per_node) fits.push_back(i);
   }
   if (static_cast<int>(fits.size()) < job.nodes) return std::nullopt;
-  std::partial_sort(fits.begin(), fits.begin() + job.nodes, fits.end(),
-                    [&](std::size_t a, std::size_t b) {
-                      return free[a] != free[b] ? free[a] < free[b] : a < b;
-                    });
-  for (int n = 0; n < job.nodes; ++n) placement.push_back({fits[static_cast<std::size_t>(n)], job.gpus_per_node});
+  std::partial_sort(
+      fits.begin(), fits.begin() + job.nodes, fits.end(),
+      [&](std::size_t a, std::size_t b) { return free[a] != free[b] ? free[a] < free[b] : a < b; });
+  for (int n = 0; n < job.nodes; ++n)
+    placement.push_back({fits[static_cast<std::size_t>(n)], job.gpus_per_node});
   return placement;
 }
 
@@ -67,7 +67,7 @@ class FreeIndex {
 };
 
 struct Reservation {
-  std::uint32_t job = 0;  // index into the state's waiting jobs
+  std::uint32_t job = 0;       // index into the state's waiting jobs
   std::optional<Time> shadow;  // when it can start; nullopt: unknown
   FreeMap spare;               // GPUs per node a job running past `shadow` may take
 };
@@ -120,12 +120,14 @@ std::string Decision::Reason(const ClusterState& state, const Pending& p) const 
       return "waiting for " + std::to_string(p.count) + " preempted job(s) to checkpoint and leave";
     case Pending::Why::kNoRoom:
     case Pending::Why::kTooBig: {
-      std::string reason = p.why == Pending::Why::kTooBig
-                               ? "needs " + need + " but the pool has only " + std::to_string(pool_gpus)
-                               : "waiting for " + need + " (" + std::to_string(p.count) + " of " +
-                                     std::to_string(pool_gpus) + " free)";
+      std::string reason =
+          p.why == Pending::Why::kTooBig
+              ? "needs " + need + " but the pool has only " + std::to_string(pool_gpus)
+              : "waiting for " + need + " (" + std::to_string(p.count) + " of " +
+                    std::to_string(pool_gpus) + " free)";
       if (p.over_nominal) {
-        reason += "; team quota " + std::to_string(p.usage) + "/" + std::to_string(nominal) + " used";
+        reason +=
+            "; team quota " + std::to_string(p.usage) + "/" + std::to_string(nominal) + " used";
       }
       return reason;
     }
@@ -171,11 +173,14 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       if (added) seen.push_back(name);
       return it->second;
     };
-    for (std::size_t i = 0; i < state.running.size(); ++i) running_queue[i] = number(state.running[i].queue);
-    for (std::size_t i = 0; i < state.waiting.size(); ++i) waiting_queue[i] = number(state.waiting[i].queue);
+    for (std::size_t i = 0; i < state.running.size(); ++i)
+      running_queue[i] = number(state.running[i].queue);
+    for (std::size_t i = 0; i < state.waiting.size(); ++i)
+      waiting_queue[i] = number(state.waiting[i].queue);
     std::vector<std::size_t> by_name(seen.size());
     for (std::size_t k = 0; k < seen.size(); ++k) by_name[k] = k;
-    std::sort(by_name.begin(), by_name.end(), [&](std::size_t a, std::size_t b) { return seen[a] < seen[b]; });
+    std::sort(by_name.begin(), by_name.end(),
+              [&](std::size_t a, std::size_t b) { return seen[a] < seen[b]; });
     std::vector<std::size_t> rank(seen.size());
     for (std::size_t q = 0; q < by_name.size(); ++q) {
       rank[by_name[q]] = q;
@@ -229,7 +234,8 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
   for (std::size_t i = 0; i < state.waiting.size(); ++i) {
     shape_of[i] = {state.waiting[i].nodes, state.waiting[i].gpus_per_node};
   }
-  auto place = [&](const WaitingJob& job) -> std::optional<std::vector<std::pair<std::size_t, int>>> {
+  auto place =
+      [&](const WaitingJob& job) -> std::optional<std::vector<std::pair<std::size_t, int>>> {
     const Shape shape = shape_of[static_cast<std::size_t>(&job - state.waiting.data())];
     if (!free_index.MayFit(shape.nodes, shape.gpus_per_node)) return std::nullopt;
     auto [it, added] = placed.try_emplace({shape.nodes, shape.gpus_per_node});
@@ -275,8 +281,8 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
   std::vector<double> work_of(by_work ? state.waiting.size() : 0);
   for (std::size_t i = 0; i < state.waiting.size(); ++i) {
     const WaitingJob& w = state.waiting[i];
-    Key k{0, ToUnixMillis(w.queued_at), w.submit_seq, w.priority, static_cast<std::uint32_t>(i),
-          starving(w) ? 1u : 0u};
+    Key k{0,          ToUnixMillis(w.queued_at),     w.submit_seq,
+          w.priority, static_cast<std::uint32_t>(i), starving(w) ? 1u : 0u};
     if (by_work) k.work = work_of[i] = ExpectedWork(w);
     queues[waiting_queue[i]].push_back(k);
   }
@@ -314,7 +320,8 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       }
       jobs.swap(scratch);
     }
-    if (!std::is_sorted(jobs.begin(), jobs.end(), before)) std::sort(jobs.begin(), jobs.end(), before);
+    if (!std::is_sorted(jobs.begin(), jobs.end(), before))
+      std::sort(jobs.begin(), jobs.end(), before);
   }
   std::vector<std::size_t> next(queue_count, 0);
   // Each queue's weighted share, recomputed only after usage changed (the
@@ -327,7 +334,9 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
   // Every job the loop takes either starts or is left waiting, with a reason
   // and its place among those left (1: next in line).
   const WaitingJob* job = nullptr;
-  auto index_of = [&](const WaitingJob* w) { return static_cast<std::uint32_t>(w - state.waiting.data()); };
+  auto index_of = [&](const WaitingJob* w) {
+    return static_cast<std::uint32_t>(w - state.waiting.data());
+  };
   auto pend = [&](Pending p) {
     p.job = index_of(job);
     decision.pending.push_back(p);
@@ -340,7 +349,8 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     // kShortestWork: after priority and starvation, heads within their
     // queue's nominal quota, then the least expected work, then FIFO.
     if (shares_stale && !by_work) {
-      for (std::size_t q = 0; q < queue_count; ++q) share[q] = usage[q] / std::max(1e-9, quotas[q].weight);
+      for (std::size_t q = 0; q < queue_count; ++q)
+        share[q] = usage[q] / std::max(1e-9, quotas[q].weight);
       shares_stale = false;
     }
     const Key* best_key = nullptr;
@@ -354,15 +364,15 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       bool head_borrows = false;
       double key = 0;
       if (by_work) {
-        head_borrows = has_quotas[q] && usage[q] + shape_of[head.index].nodes *
-                                                       shape_of[head.index].gpus_per_node >
-                                                   quotas[q].nominal_gpus;
+        head_borrows = has_quotas[q] &&
+                       usage[q] + shape_of[head.index].nodes * shape_of[head.index].gpus_per_node >
+                           quotas[q].nominal_gpus;
         key = head.work;
       } else {
         key = share[q];
       }
       if (best_key == nullptr ||
-          (head.priority != best_key->priority ? head.priority > best_key->priority
+          (head.priority != best_key->priority   ? head.priority > best_key->priority
            : head.starving != best_key->starving ? head.starving
            : head.starving                       ? fifo_before(head, *best_key)
            : head_borrows != job_borrows         ? !head_borrows
@@ -404,7 +414,8 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
         if (!options.backfill) {
           allowed = false;  // strict order: nothing passes the job first in line
         } else if (!ends_first) {
-          for (const auto& [node, gpus] : *placement) allowed = allowed && gpus <= reservation->spare[node];
+          for (const auto& [node, gpus] : *placement)
+            allowed = allowed && gpus <= reservation->spare[node];
         }
         backfilled = true;
       }
@@ -453,9 +464,11 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       // kShortestWork: much longer work that can resume from a checkpoint
       // makes room, unless taking it would push its team below its nominal
       // quota for a job that borrows.
-      const double job_work = by_work ? work_of[index_of(job)] : std::numeric_limits<double>::infinity();
+      const double job_work =
+          by_work ? work_of[index_of(job)] : std::numeric_limits<double>::infinity();
       auto longer_work = [&](const RunningJob& r) {
-        if (!by_work || !r.checkpointable || !r.expected_end || !std::isfinite(job_work)) return false;
+        if (!by_work || !r.checkpointable || !r.expected_end || !std::isfinite(job_work))
+          return false;
         // Each preemption doubles the run it is granted before the next: a
         // long job that waited its turn is not sent back each time short
         // ones come.
@@ -473,19 +486,20 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
         bool borrowed = usage_of(r.queue) > quota(r.queue).nominal_gpus;
         // kShortestWork: a borrowed job is reclaimed once it has had its
         // granted run too, so a job that borrows is not sent back each time.
-        bool reclaim = within_nominal && borrowed && r.queue != job->queue &&
-                       (!by_work || state.now - r.started_at >= options.min_run_before_preemption *
-                                                                     (1LL << std::min(r.preemptions, 20)));
+        bool reclaim =
+            within_nominal && borrowed && r.queue != job->queue &&
+            (!by_work || state.now - r.started_at >= options.min_run_before_preemption *
+                                                         (1LL << std::min(r.preemptions, 20)));
         bool eligible = r.reclaimable || r.priority < job->priority || reclaim || longer_work(r);
         if (eligible) victims.push_back(&r);
       }
       // Cheapest first: stalled, borrowed, lower priority; then (for longer
       // work) the most remaining work; then the most recently started.
       auto cost = [&](const RunningJob* r) {
-        int tier = r->reclaimable                                        ? 0
+        int tier = r->reclaimable                                      ? 0
                    : usage_of(r->queue) > quota(r->queue).nominal_gpus ? 1
-                   : r->priority < job->priority                        ? 2
-                                                                         : 3;
+                   : r->priority < job->priority                       ? 2
+                                                                       : 3;
         return std::make_tuple(tier, r->priority, by_work ? -remaining(*r) : 0.0,
                                -ToUnixMillis(r->started_at));
       };
@@ -518,17 +532,18 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
         }
         for (const RunningJob* v : chosen) {
           bool v_borrowed = usage_of(v->queue) > quota(v->queue).nominal_gpus;
-          std::string why = v->reclaimable ? "reclaimed: it is stalled"
-                            : v->priority < job->priority
-                                ? "preempted by higher-priority " +
-                                      (v->queue == job->queue ? job->name : "a job of queue " + job->queue)
-                            : within_nominal && v_borrowed && v->queue != job->queue
-                                ? "reclaimed by queue " + job->queue + " (within its quota)"
-                                // The victim's team sees this: another team's
-                                // job is named only by its queue.
-                                : "preempted for shorter work (" +
-                                      (v->queue == job->queue ? job->name : "a job of queue " + job->queue) +
-                                      "); it resumes from its checkpoint";
+          std::string why =
+              v->reclaimable ? "reclaimed: it is stalled"
+              : v->priority < job->priority
+                  ? "preempted by higher-priority " +
+                        (v->queue == job->queue ? job->name : "a job of queue " + job->queue)
+              : within_nominal && v_borrowed && v->queue != job->queue
+                  ? "reclaimed by queue " + job->queue + " (within its quota)"
+                  // The victim's team sees this: another team's
+                  // job is named only by its queue.
+                  : "preempted for shorter work (" +
+                        (v->queue == job->queue ? job->name : "a job of queue " + job->queue) +
+                        "); it resumes from its checkpoint";
           decision.preemptions.push_back({v->name, why, job->name});
           preempted.insert(v->name);
           for (const NodeGpus& p : v->placement) usage_of(v->queue) -= p.gpus;
@@ -545,7 +560,8 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
         reservation = r;
         decision.expected_starts[job->name] = state.now;
         if (chosen.empty()) {
-          pend({.why = Pending::Why::kVictimsLeaving, .count = static_cast<std::int32_t>(leaving.size())});
+          pend({.why = Pending::Why::kVictimsLeaving,
+                .count = static_cast<std::int32_t>(leaving.size())});
         } else {
           pend({.why = Pending::Why::kPreempting,
                 .count = static_cast<std::int32_t>(chosen.size() + leaving.size())});
@@ -560,8 +576,9 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     for (const RunningJob& run : state.running) {
       if (run.expected_end && !preempted.count(run.name)) ending.push_back(&run);
     }
-    std::sort(ending.begin(), ending.end(),
-              [](const RunningJob* a, const RunningJob* b) { return *a->expected_end < *b->expected_end; });
+    std::sort(ending.begin(), ending.end(), [](const RunningJob* a, const RunningJob* b) {
+      return *a->expected_end < *b->expected_end;
+    });
     FreeMap sim = free;
     for (const RunningJob* run : ending) {
       for (const NodeGpus& p : run->placement) sim[node_index[p.node]] += p.gpus;

@@ -20,7 +20,8 @@ TEST(RunTimeHistory, NothingIsKnownUntilAKeyHasEnoughRuns) {
 
 TEST(RunTimeHistory, TheMedianIgnoresOneOutlier) {
   RunTimeHistory history(20, 3);
-  for (Duration d : {Duration(minutes(10)), Duration(minutes(12)), Duration(hours(48)), Duration(minutes(11))}) {
+  for (Duration d :
+       {Duration(minutes(10)), Duration(minutes(12)), Duration(hours(48)), Duration(minutes(11))}) {
     history.Record({"u"}, d);
   }
   // Even count: halfway between the middle two (11 and 12 min).

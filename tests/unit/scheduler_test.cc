@@ -1,19 +1,21 @@
 #include "sched/scheduler.h"
 
-#include <algorithm>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 namespace headway::sched {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using std::chrono::hours;
 using std::chrono::minutes;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
-Time T(int minutes_from_start) { return FromUnixMillis(1'800'000'000'000LL + minutes_from_start * 60'000LL); }
+Time T(int minutes_from_start) {
+  return FromUnixMillis(1'800'000'000'000LL + minutes_from_start * 60'000LL);
+}
 
 ClusterState TwoNodes(int gpus_each = 8) {
   ClusterState s;
@@ -22,8 +24,8 @@ ClusterState TwoNodes(int gpus_each = 8) {
   return s;
 }
 
-WaitingJob Waiting(std::string name, std::string queue, int gpus, std::int64_t seq, int priority = 0,
-                   int nodes = 1) {
+WaitingJob Waiting(std::string name, std::string queue, int gpus, std::int64_t seq,
+                   int priority = 0, int nodes = 1) {
   WaitingJob w;
   w.name = std::move(name);
   w.queue = std::move(queue);
@@ -108,12 +110,12 @@ TEST(Scheduler, BackfillNeverDelaysTheHeadJob) {
   ClusterState s = TwoNodes();
   // n1 busy until +60m, n2 busy with 4 GPUs until +30m.
   s.running = {Running("a", "q", {{"n1", 8}}, T(60)), Running("b", "q", {{"n2", 4}}, T(30))};
-  WaitingJob head = Waiting("head", "q", 8, 1);          // needs a whole node: n2 at +30m
-  WaitingJob long_job = Waiting("long", "q", 4, 2);      // would hold n2 past +30m
-  WaitingJob short_job = Waiting("short", "q", 4, 3);    // ends at +20m: before the reservation
+  WaitingJob head = Waiting("head", "q", 8, 1);        // needs a whole node: n2 at +30m
+  WaitingJob long_job = Waiting("long", "q", 4, 2);    // would hold n2 past +30m
+  WaitingJob short_job = Waiting("short", "q", 4, 3);  // ends at +20m: before the reservation
   short_job.time_limit = minutes(20);
   long_job.time_limit = hours(5);
-  WaitingJob unknown = Waiting("unknown", "q", 1, 4);    // no time limit: assumed to run forever
+  WaitingJob unknown = Waiting("unknown", "q", 1, 4);  // no time limit: assumed to run forever
   s.waiting = {head, short_job, long_job, unknown};
   Decision d = Schedule(s, {.backfill = true, .preemption = false});
   EXPECT_EQ(Started(d, "head"), nullptr);
@@ -162,7 +164,8 @@ TEST(Scheduler, ABackfillReasonNamesNoOtherTeamsJob) {
   s.waiting = {head, long_job};
   Decision d = Schedule(s, {.backfill = true, .preemption = false});
   EXPECT_EQ(Started(d, "long"), nullptr);
-  EXPECT_THAT(Explain(s, d).reasons.at("long"), HasSubstr("would delay the next job of queue other-team"));
+  EXPECT_THAT(Explain(s, d).reasons.at("long"),
+              HasSubstr("would delay the next job of queue other-team"));
   EXPECT_THAT(Explain(s, d).reasons.at("long"), Not(HasSubstr("secret-head")));
 }
 
@@ -250,7 +253,8 @@ TEST(Scheduler, AVictimAlreadyLeavingIsNotJoinedByASecondOne) {
   Decision d = Schedule(s);
   EXPECT_TRUE(d.preemptions.empty());
   EXPECT_TRUE(d.starts.empty());
-  EXPECT_THAT(Explain(s, d).reasons.at("urgent"), HasSubstr("preempted job(s) to checkpoint and leave"));
+  EXPECT_THAT(Explain(s, d).reasons.at("urgent"),
+              HasSubstr("preempted job(s) to checkpoint and leave"));
   // Once it has gone, the urgent job takes its GPUs.
   s.running.erase(s.running.begin());
   d = Schedule(s);
@@ -287,7 +291,8 @@ TEST(Scheduler, FairShareFavoursTheTeamUsingLessOfItsWeight) {
                Waiting("b-more", "b", 8, 3)};
   Decision d = Schedule(s, {.backfill = false, .preemption = false});
   ASSERT_GE(d.starts.size(), 1u);
-  EXPECT_EQ(d.starts[0].job, "b-next");  // b uses 0, a uses 6: b goes first despite a's earlier submit
+  EXPECT_EQ(d.starts[0].job,
+            "b-next");  // b uses 0, a uses 6: b goes first despite a's earlier submit
 }
 
 TEST(Scheduler, AnOldWholeNodeJobKeepsItsReservationAgainstAStreamOfSmallJobs) {
@@ -352,7 +357,8 @@ TEST(Scheduler, TheOldestJobPastTheStarvationBoundHoldsTheReservationWhateverThe
   ClusterState s = TwoNodes();
   s.now = T(120);
   // Team a uses 12 GPUs, team b 2: fair share puts b first. n2 empties at +160m.
-  s.running = {Running("a-run", "a", {{"n1", 8}}, T(600)), Running("a-run2", "a", {{"n2", 4}}, T(150)),
+  s.running = {Running("a-run", "a", {{"n1", 8}}, T(600)),
+               Running("a-run2", "a", {{"n2", 4}}, T(150)),
                Running("b-run", "b", {{"n2", 2}}, T(160))};
   WaitingJob old_big = Waiting("a-big", "a", 8, 1);
   old_big.queued_at = T(0);  // waited 2 h
@@ -365,7 +371,8 @@ TEST(Scheduler, TheOldestJobPastTheStarvationBoundHoldsTheReservationWhateverThe
   Decision d = Schedule(s, {.backfill = true, .preemption = false});
   // a-big holds the reservation (all of n2): b's 10-hour job may not take n2's free GPUs.
   EXPECT_TRUE(d.starts.empty());
-  EXPECT_THAT(Explain(s, d).reasons.at("b-small"), HasSubstr("would delay the next job of queue a"));
+  EXPECT_THAT(Explain(s, d).reasons.at("b-small"),
+              HasSubstr("would delay the next job of queue a"));
 
   // Fair share alone: b-mid holds the reservation, which leaves n2's 2 free GPUs to b-small.
   SchedulerOptions fair_share_only{.backfill = true, .preemption = false};
@@ -389,8 +396,6 @@ TEST(Scheduler, ExplainsEveryJobLeftWaiting) {
   EXPECT_THAT(Explain(s, d).reasons.at("z"), HasSubstr("needs 4 GPUs but the pool has only 2"));
 }
 
-
-
 // Heads alike in every respect (a restore may give jobs one submit number):
 // the queue first by name goes first, whatever order the state lists them in,
 // so the same state always gives the same decision.
@@ -405,7 +410,6 @@ TEST(Scheduler, HeadsAlikeInEveryRespectGoByQueueName) {
   EXPECT_EQ(Explain(s, d).positions.at("from-b"), 1);
 }
 
-
 // --- Ordering::kShortestWork (progress-aware) ---
 
 SchedulerOptions ShortestWork(bool preemption = false) {
@@ -415,7 +419,8 @@ SchedulerOptions ShortestWork(bool preemption = false) {
   return o;
 }
 
-WaitingJob Expecting(WaitingJob w, std::optional<Duration> run, std::optional<Duration> limit = std::nullopt) {
+WaitingJob Expecting(WaitingJob w, std::optional<Duration> run,
+                     std::optional<Duration> limit = std::nullopt) {
   w.expected_run = run;
   w.time_limit = limit;
   return w;
@@ -502,7 +507,8 @@ TEST(Scheduler, APreemptionReasonNamesAnotherTeamsJobOnlyByItsQueue) {
   s.waiting = {Waiting("secret-urgent", "nlp", 8, 1, /*priority=*/5)};
   Decision d = Schedule(s);
   ASSERT_EQ(d.preemptions.size(), 1u);
-  EXPECT_THAT(d.preemptions[0].reason, HasSubstr("preempted by higher-priority a job of queue nlp"));
+  EXPECT_THAT(d.preemptions[0].reason,
+              HasSubstr("preempted by higher-priority a job of queue nlp"));
   EXPECT_THAT(d.preemptions[0].reason, Not(HasSubstr("secret")));
 }
 
