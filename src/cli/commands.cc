@@ -124,7 +124,7 @@ std::string UrlEncode(const std::string& s) {
 
 class Client {
  public:
-  explicit Client(const Options& o) : options_(o), http_(ServerUrl(o), ApiToken(o), CaFile(o)) {}
+  explicit Client(const Options& o) : http_(ServerUrl(o), ApiToken(o), CaFile(o)) {}
 
   // Each setting: flag, else environment, else config file, else default.
   static std::string CaFile(const Options& o) {
@@ -241,7 +241,6 @@ class Client {
   int exit_code = kExitOk;
 
  private:
-  const Options& options_;
   HttpClient http_;
 };
 
