@@ -412,7 +412,6 @@ class Simulation {
     double las_base = 0;      // attained at its last promotion
     double las_entered = 0;   // when it entered 2D-LAS' first queue (arrival or promotion)
     double las_demoted = -1;  // when it dropped to the second queue; -1: it has not
-    double last_run = 0;      // length of its last run
     int preemptions = 0;
     // Remaining time its last ETA gave, for a preempted job that had one.
     std::optional<double> reported_left;
@@ -481,10 +480,10 @@ class Simulation {
     JobState& s = jobs_[i];
     Account(i, s.started, now_);
     Release(i);
-    s.last_run = now_ - s.started;
+    const double this_run = now_ - s.started;
     if (EtaKnown(i))
       s.reported_left = std::max(0.0, s.end - now_) * T(i).eta_factor + set_.restart_cost;
-    s.ran += s.last_run;
+    s.ran += this_run;
     s.running = false;
     s.left = std::max(0.0, s.end - now_) + set_.restart_cost;
     s.queued_at = now_;
@@ -604,14 +603,6 @@ class Simulation {
     }
   }
 
-  // Tiresias' discretized 2D-LAS with two queues: a job drops to the second
-  // queue once it has received `las_threshold` GPU-seconds; within a queue,
-  // first come (to that queue) first served; a job that waited `las_promote`
-  // times what it has run goes back to the first queue.
-  int LasQueue(std::size_t i) const {
-    const JobState& s = jobs_[i];
-    return s.attained - s.las_base < set_.las_threshold ? 0 : 1;
-  }
   double AttainedNow(std::size_t i) const {
     const JobState& s = jobs_[i];
     return s.attained + (s.running ? (now_ - s.started) * s.shape.held() : 0);
@@ -627,6 +618,10 @@ class Simulation {
     }
     return t;
   }
+  // Tiresias' discretized 2D-LAS with two queues: a job drops to the second
+  // queue once it has received `las_threshold` GPU-seconds; within a queue,
+  // first come (to that queue) first served; a job that waited `las_promote`
+  // times what it has run goes back to the first queue.
   void DecideLas() {
     for (std::size_t i : running_) {
       JobState& s = jobs_[i];

@@ -35,8 +35,15 @@ class RunTimeHistory {
   std::size_t keys() const { return runs_.size(); }
 
  private:
+  // A key's recent runs, newest last, and their median, kept as runs come:
+  // the server asks for every waiting job at every decision, far more often
+  // than jobs finish.
+  struct Runs {
+    std::deque<Duration> recent;
+    Duration median{};
+  };
   std::size_t window_, min_samples_;
-  std::unordered_map<std::string, std::deque<Duration>> runs_;  // newest last
+  std::unordered_map<std::string, Runs> runs_;
 };
 
 }  // namespace headway::sched

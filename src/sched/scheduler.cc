@@ -251,12 +251,13 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
   // kShortestWork ages by slowdown as well: a job starves once it has waited
   // the bound and as long as it is expected to run, so a long job is not
   // rescued ahead of short ones merely for being old.
-  auto starving = [&](const WaitingJob& w) {
+  // `work`: the job's ExpectedWork (kShortestWork only).
+  auto starving = [&](const WaitingJob& w, double work) {
     if (!options.starvation_bound) return false;
     Duration waited = state.now - w.queued_at;
     if (waited < *options.starvation_bound) return false;
     if (!by_work) return true;
-    double run = ExpectedWork(w) / std::max(1, w.gpus());
+    double run = work / std::max(1, w.gpus());
     return Seconds(waited) >= options.starvation_slowdown * run;
   };
   // Each waiting job's ordering facts, computed once and sorted by value
@@ -278,13 +279,12 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     for (std::size_t q : waiting_queue) ++sizes[q];
     for (std::size_t q = 0; q < queue_count; ++q) queues[q].reserve(sizes[q]);
   }
-  std::vector<double> work_of(by_work ? state.waiting.size() : 0);
   for (std::size_t i = 0; i < state.waiting.size(); ++i) {
     const WaitingJob& w = state.waiting[i];
-    Key k{0,          ToUnixMillis(w.queued_at),     w.submit_seq,
-          w.priority, static_cast<std::uint32_t>(i), starving(w) ? 1u : 0u};
-    if (by_work) k.work = work_of[i] = ExpectedWork(w);
-    queues[waiting_queue[i]].push_back(k);
+    const double work = by_work ? ExpectedWork(w) : 0;
+    queues[waiting_queue[i]].push_back(Key{work, ToUnixMillis(w.queued_at), w.submit_seq,
+                                           w.priority, static_cast<std::uint32_t>(i),
+                                           starving(w, work) ? 1u : 0u});
   }
   // Priority, then (kShortestWork) jobs past the starvation bound, oldest
   // first, then the least expected work; then FIFO.
@@ -465,15 +465,18 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       // makes room, unless taking it would push its team below its nominal
       // quota for a job that borrows.
       const double job_work =
-          by_work ? work_of[index_of(job)] : std::numeric_limits<double>::infinity();
+          by_work ? ExpectedWork(*job) : std::numeric_limits<double>::infinity();
+      // kShortestWork: each preemption doubles the run a job is granted
+      // before the next, so a long job that waited its turn, or one that
+      // borrows, is not sent back each time short ones come.
+      auto had_granted_run = [&](const RunningJob& r) {
+        return state.now - r.started_at >=
+               options.min_run_before_preemption * (1LL << std::min(r.preemptions, 20));
+      };
       auto longer_work = [&](const RunningJob& r) {
         if (!by_work || !r.checkpointable || !r.expected_end || !std::isfinite(job_work))
           return false;
-        // Each preemption doubles the run it is granted before the next: a
-        // long job that waited its turn is not sent back each time short
-        // ones come.
-        auto granted = options.min_run_before_preemption * (1LL << std::min(r.preemptions, 20));
-        if (r.priority > job->priority || state.now - r.started_at < granted) return false;
+        if (r.priority > job->priority || !had_granted_run(r)) return false;
         if (!within_nominal && r.queue != job->queue &&
             usage_of(r.queue) <= quota(r.queue).nominal_gpus) {
           return false;
@@ -484,12 +487,8 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       for (const RunningJob& r : state.running) {
         if (preempted.count(r.name) || r.leaving) continue;
         bool borrowed = usage_of(r.queue) > quota(r.queue).nominal_gpus;
-        // kShortestWork: a borrowed job is reclaimed once it has had its
-        // granted run too, so a job that borrows is not sent back each time.
         bool reclaim =
-            within_nominal && borrowed && r.queue != job->queue &&
-            (!by_work || state.now - r.started_at >= options.min_run_before_preemption *
-                                                         (1LL << std::min(r.preemptions, 20)));
+            within_nominal && borrowed && r.queue != job->queue && (!by_work || had_granted_run(r));
         bool eligible = r.reclaimable || r.priority < job->priority || reclaim || longer_work(r);
         if (eligible) victims.push_back(&r);
       }
@@ -532,18 +531,17 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
         }
         for (const RunningJob* v : chosen) {
           bool v_borrowed = usage_of(v->queue) > quota(v->queue).nominal_gpus;
-          std::string why =
-              v->reclaimable ? "reclaimed: it is stalled"
-              : v->priority < job->priority
-                  ? "preempted by higher-priority " +
-                        (v->queue == job->queue ? job->name : "a job of queue " + job->queue)
-              : within_nominal && v_borrowed && v->queue != job->queue
-                  ? "reclaimed by queue " + job->queue + " (within its quota)"
-                  // The victim's team sees this: another team's
-                  // job is named only by its queue.
-                  : "preempted for shorter work (" +
-                        (v->queue == job->queue ? job->name : "a job of queue " + job->queue) +
-                        "); it resumes from its checkpoint";
+          // The victim's team sees this: another team's job is named only
+          // by its queue.
+          const std::string beneficiary =
+              v->queue == job->queue ? job->name : "a job of queue " + job->queue;
+          std::string why = v->reclaimable ? "reclaimed: it is stalled"
+                            : v->priority < job->priority
+                                ? "preempted by higher-priority " + beneficiary
+                            : within_nominal && v_borrowed && v->queue != job->queue
+                                ? "reclaimed by queue " + job->queue + " (within its quota)"
+                                : "preempted for shorter work (" + beneficiary +
+                                      "); it resumes from its checkpoint";
           decision.preemptions.push_back({v->name, why, job->name});
           preempted.insert(v->name);
           for (const NodeGpus& p : v->placement) usage_of(v->queue) -= p.gpus;
