@@ -237,47 +237,57 @@ class NumericParzen {
   std::vector<double> log_truncated_mass_;
 };
 
-// Optuna's categorical estimator: each observation is a distribution that
-// puts 1 on its category plus prior_weight / (m + 1) on every category; the
-// prior component is uniform. Only the mixture's probabilities are needed.
+// Optuna's categorical component: an observation of category `observed`
+// puts 1 on it plus `smoothing` (prior_weight / (m + 1)) on every one of the
+// `n` categories, normalised.
+double CategoryRow(double smoothing, std::size_t n, std::size_t observed, std::size_t c) {
+  return (smoothing + (observed == c ? 1.0 : 0.0)) / (smoothing * static_cast<double>(n) + 1.0);
+}
+
+// A category drawn from one component: an observation's row, or the uniform
+// prior (`observed` nullopt).
+std::size_t DrawCategory(std::size_t n, std::optional<std::size_t> observed, double smoothing,
+                         std::uint64_t& state) {
+  const double u = NextUnit(state);
+  double cumulative = 0;
+  for (std::size_t c = 0; c + 1 < n; ++c) {
+    cumulative += observed ? CategoryRow(smoothing, n, *observed, c) : 1.0 / static_cast<double>(n);
+    if (u <= cumulative) return c;
+  }
+  return n - 1;
+}
+
+// Optuna's categorical estimator: a mixture of CategoryRow components, one
+// per observation, and the uniform prior. Only the mixture's probabilities
+// are needed.
 class CategoricalParzen {
  public:
   CategoricalParzen(const std::vector<std::size_t>& observations, std::size_t n_categories)
       : weights_(ComponentWeights(observations.size())), observations_(observations) {
     const std::size_t m = observations.size();
     smoothing_ = kPriorWeight / static_cast<double>(m + 1);
-    row_total_ = smoothing_ * static_cast<double>(n_categories) + 1.0;
     probabilities_.assign(n_categories, weights_[m] / static_cast<double>(n_categories));
     for (std::size_t i = 0; i < m; ++i) {
       for (std::size_t c = 0; c < n_categories; ++c) {
-        probabilities_[c] += weights_[i] * Row(i, c);
+        probabilities_[c] +=
+            weights_[i] * CategoryRow(smoothing_, n_categories, observations_[i], c);
       }
     }
   }
 
   std::size_t Sample(std::uint64_t& state) const {
     const std::size_t k = DrawComponent(weights_, state);
-    const std::size_t n = probabilities_.size();
-    const double u = NextUnit(state);
-    double cumulative = 0;
-    for (std::size_t c = 0; c + 1 < n; ++c) {
-      cumulative += k == observations_.size() ? 1.0 / static_cast<double>(n) : Row(k, c);
-      if (u <= cumulative) return c;
-    }
-    return n - 1;
+    return DrawCategory(probabilities_.size(),
+                        k < observations_.size() ? std::optional(observations_[k]) : std::nullopt,
+                        smoothing_, state);
   }
 
   double LogProbability(std::size_t c) const { return std::log(probabilities_[c]); }
 
  private:
-  double Row(std::size_t i, std::size_t c) const {
-    return (smoothing_ + (observations_[i] == c ? 1.0 : 0.0)) / row_total_;
-  }
-
   std::vector<double> weights_;
   std::vector<std::size_t> observations_;
   double smoothing_ = 0;
-  double row_total_ = 1;
   std::vector<double> probabilities_;
 };
 
@@ -529,17 +539,9 @@ class JointParzen {
         p.numeric[d] = dims_[d].axis->Snap(std::clamp(x, low, high));
         continue;
       }
-      const std::size_t c = dims_[d].categories.size();
-      const double u = NextUnit(state);
-      double cumulative = 0;
-      p.category[d] = c - 1;
-      for (std::size_t j = 0; j + 1 < c; ++j) {
-        cumulative += k == m ? 1.0 / static_cast<double>(c) : Row(d, k, j);
-        if (u <= cumulative) {
-          p.category[d] = j;
-          break;
-        }
-      }
+      p.category[d] =
+          DrawCategory(dims_[d].categories.size(),
+                       k < m ? std::optional(observed_[d][k]) : std::nullopt, smoothing_, state);
     }
     return p;
   }
@@ -553,7 +555,8 @@ class JointParzen {
       for (std::size_t d = 0; d < dims_.size() && log_p > -kInf; ++d) {
         if (!dims_[d].axis) {
           const std::size_t c = dims_[d].categories.size();
-          log_p += std::log(k == m ? 1.0 / static_cast<double>(c) : Row(d, k, p.category[d]));
+          log_p += std::log(k == m ? 1.0 / static_cast<double>(c)
+                                   : CategoryRow(smoothing_, c, observed_[d][k], p.category[d]));
           continue;
         }
         const Snapped& s = p.numeric[d];
@@ -572,11 +575,6 @@ class JointParzen {
   }
 
  private:
-  double Row(std::size_t d, std::size_t i, std::size_t c) const {
-    const double total = smoothing_ * static_cast<double>(dims_[d].categories.size()) + 1.0;
-    return (smoothing_ + (observed_[d][i] == c ? 1.0 : 0.0)) / total;
-  }
-
   const std::vector<JointDim>& dims_;
   std::vector<double> weights_, log_weights_;
   std::vector<std::vector<double>> mus_, sigmas_, log_mass_;  // [dimension][component]
