@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "core/version.h"
 #include "exec/local/local_executor.h"
+#include "exec/ssh_server.h"
 #include "server/server.h"
 #include "server/store_migration.h"
 
@@ -33,6 +34,17 @@ int main(int argc, char** argv) {
                                       std::vector<std::string>(argv + 5, argv + argc));
     // No exit-time work: this process joined a job's PID namespace for its
     // children, where a sanitizer's leak check (which forks a tracer) hangs.
+    std::fflush(nullptr);
+    ::_exit(code);
+  }
+  // An SSH session inside a Slurm job's step (`headway ssh --stdio`); not for people to call.
+  if (argc == 2 && std::strcmp(argv[1], "ssh-serve") == 0) {
+    int code = headway::ServeSshFromEnvironment();
+    std::fflush(nullptr);
+    ::_exit(code);
+  }
+  if (argc == 6 && std::strcmp(argv[1], "exec-helper") == 0 && std::strcmp(argv[4], "--ssh") == 0) {
+    int code = headway::RunExecHelper(argv[2], std::atoi(argv[3]), {}, argv[5]);
     std::fflush(nullptr);
     ::_exit(code);
   }
@@ -205,9 +217,15 @@ int main(int argc, char** argv) {
                    "how often the GPUs of running jobs with policies.on_gpu_idle are read")
       ->capture_default_str();
   server
+      ->add_option("--nvml-library", server_config.nvml_library,
+                   "NVIDIA's management library, which lists the GPUs and reports their "
+                   "utilisation (notebooks' idle reclaim, policies.on_gpu_idle); empty or not "
+                   "loadable: --nvidia-smi instead")
+      ->capture_default_str();
+  server
       ->add_option("--nvidia-smi", server_config.nvidia_smi,
-                   "the nvidia-smi program that reports GPU utilisation (notebooks' idle "
-                   "reclaim, policies.on_gpu_idle); none there: no GPU-idle signal")
+                   "the nvidia-smi program that lists the GPUs and reports their utilisation "
+                   "when NVML cannot be loaded; neither there: no GPU-idle signal")
       ->capture_default_str();
   std::string session_ttl = "12h";
   server

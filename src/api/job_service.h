@@ -48,6 +48,9 @@ struct ExecOptions {
   bool tty = false;
   bool stdin = false;  // the client sends it; otherwise the command's stdin is at its end
   int columns = 80, rows = 24;
+  // Instead of a command, an SSH server on the streams (`headway ssh
+  // --stdio`, OpenSSH's ProxyCommand): the client's ssh runs its commands.
+  bool ssh = false;
 };
 
 // Where a queued job stands: its place in the scheduler's order across

@@ -433,7 +433,8 @@ class Api {
 
   // GET /api/v1/jobs/{name}/exec?command=A&command=B&stdin=true&tty=true&rank=N&columns=C&rows=R,
   // upgraded to a WebSocket in Kubernetes' exec protocol (api/http_server.h,
-  // AttachedProcess). No command: the job account's login shell.
+  // AttachedProcess). No command: the job account's login shell. ssh=true
+  // (with stdin=true): an SSH connection's bytes, served inside the job.
   HttpResponse Exec(const HttpRequest& req, const std::string& name) {
     auto job = Visible(name);
     if (!job.ok()) return ErrorResponse(job.status());
@@ -469,6 +470,12 @@ class Api {
     options.tty = tty == "true" || tty == "1";
     const std::string input = req.Query("stdin", "false");
     options.stdin = input == "true" || input == "1";
+    const std::string ssh = req.Query("ssh", "false");
+    options.ssh = ssh == "true" || ssh == "1";
+    if (options.ssh && (!options.argv.empty() || options.tty || !options.stdin)) {
+      return ErrorResponse(InvalidArgument(
+          "ssh=true carries an SSH connection: it takes stdin=true and no command or tty"));
+    }
     auto attached = service_.Exec(name, options, Creator());
     if (!attached.ok()) return ErrorResponse(attached.status());
     HttpResponse r;

@@ -103,6 +103,7 @@ struct Options {
   std::vector<std::string> exec_command;  // exec: the command after --
   bool exec_stdin = false;           // exec -i
   bool exec_tty = false;             // exec -t
+  bool ssh_stdio = false;            // ssh --stdio
   std::string profile;               // notebook start --profile
   int gpus = -1;                     // notebook start --gpus (-1: the profile's)
 };
@@ -954,6 +955,23 @@ int ExpDescribe(const Options& o) {
 // `headway exec` and `headway ssh`: a command (or a login shell) inside a
 // running job, over the server's exec WebSocket.
 int ExecInJob(const Options& o, bool ssh) {
+  if (ssh && o.ssh_stdio) {
+    // OpenSSH's ProxyCommand: this process's stdin and stdout carry an SSH
+    // connection to the job. The host may be named NAME.headway, so that one
+    // `Host *.headway` block in ~/.ssh/config serves every job.
+    std::string name = o.name;
+    if (name.ends_with(".headway")) name.resize(name.size() - 8);
+    const std::string target = "/api/v1/jobs/" + UrlEncode(name) +
+                               "/exec?rank=" + std::to_string(std::max(0, o.rank)) +
+                               "&stdin=true&ssh=true";
+    api::HttpClient http(Client::ServerUrl(o), Client::ApiToken(o), Client::CaFile(o));
+    auto code = http.Exec(target, /*forward_stdin=*/true, /*tty=*/false);
+    if (!code.ok()) {
+      std::cerr << "error: " << code.status().message() << "\n";
+      return kExitFailed;
+    }
+    return *code;
+  }
   const bool terminal = ::isatty(0) == 1 && ::isatty(1) == 1;
   const bool tty = ssh ? terminal : o.exec_tty && terminal;
   const bool forward_stdin = ssh || o.exec_stdin || tty;
@@ -2182,6 +2200,9 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
       "ssh", "An interactive shell inside a running job (or notebook's job), as its account");
   ssh->add_option("name", o.name, "job name")->required();
   ssh->add_option("--rank", o.rank, "which rank's process to join (default 0)");
+  ssh->add_flag("--stdio", o.ssh_stdio,
+                "carry an SSH connection on stdin and stdout, for OpenSSH's ProxyCommand "
+                "(VS Code Remote-SSH, scp, sftp, ssh -L); NAME may end in .headway");
   ssh->callback([&exit_code, &o] { exit_code = ExecInJob(o, true); });
 
   auto* notebook = app.add_subcommand(

@@ -65,6 +65,9 @@ struct ExecRequest {
   std::vector<std::string> argv;  // empty: the account's login shell
   bool tty = false;               // on a terminal (a pty) instead of pipes
   int columns = 80, rows = 24;    // the terminal's first size
+  // Set: instead of argv, an SSH server on the streams (exec/ssh_server.h),
+  // with the host key in this file, which only the server may read.
+  std::string ssh_host_key_file;
 };
 
 // The running command: the caller owns the descriptors and must reap `pid`.
@@ -77,6 +80,10 @@ struct ExecProcess {
   // How long the command may take to end after a SIGHUP before it is
   // killed: a cluster's client (srun) needs the time to end what it started.
   Duration stop_grace{0};
+  // Run once when its client hung up before the command ended: ends what may
+  // outlive a killed cluster client (a Slurm step whose srun died before it
+  // passed the hang-up on). Blocks for at most a few seconds. Empty: nothing.
+  std::function<void()> after_hang_up;
 };
 
 class Executor {

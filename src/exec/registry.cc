@@ -11,7 +11,7 @@ Result<std::unique_ptr<Executor>> MakeExecutor(std::string_view name,
   if (name == "local") return MakeLocalExecutor(options);
   if (name == "slurm") {
     if (options.runner == nullptr) return Internal("the slurm executor needs a command runner");
-    return MakeSlurmExecutor(*options.runner, options.max_log_bytes);
+    return MakeSlurmExecutor(*options.runner, options.max_log_bytes, options.self_executable);
   }
   return NotFound("no executor named '" + std::string(name) + "' (known: local, slurm)");
 }

@@ -27,7 +27,7 @@ namespace headway {
 struct GpuIdleWatcherOptions {
   Duration check_interval = std::chrono::seconds(30);
   // Utilisation (percent) of each GPU by id; ids it leaves out have no
-  // reading. The server reads nvidia-smi (exec/local/gpu_inventory.h).
+  // reading. The server reads NVML, else nvidia-smi (exec/local/nvml.h).
   std::function<std::map<int, double>()> gpu_utilization;
 };
 

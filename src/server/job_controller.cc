@@ -19,6 +19,7 @@
 #include "api/http_client.h"
 #include "api/kubeflow_status.h"
 #include "core/stdout_metrics.h"
+#include "exec/ssh_server.h"
 #include "lifecycle/retention.h"
 
 namespace headway {
@@ -447,11 +448,22 @@ Result<std::shared_ptr<api::AttachedProcess>> JobController::Exec(std::string_vi
   request.tty = options.tty;
   request.columns = options.columns;
   request.rows = options.rows;
+  if (options.ssh) {
+    // One host key for every job this server reaches, so that a client
+    // trusts it once; made at the first session.
+    request.ssh_host_key_file =
+        (std::filesystem::path(options_.data_dir) / "ssh_host_ed25519_key").string();
+    if (auto key = LoadOrCreateSshHostKey(request.ssh_host_key_file); !key.ok()) {
+      return key.status();
+    }
+  }
   auto started = ExecutorFor(job).Exec(job.executor_handle, request);
   if (!started.ok()) return started.status();
   // Audited: who ran what, where, and how it ended. The command is shown as
   // typed, cut short; a secret typed into an interactive shell never is.
-  std::string what = options.argv.empty() ? std::string("a login shell") : std::string();
+  std::string what = options.ssh            ? std::string("an SSH session")
+                     : options.argv.empty() ? std::string("a login shell")
+                                            : std::string();
   for (const std::string& a : options.argv) what += (what.empty() ? "`" : " ") + a;
   if (!options.argv.empty()) what = what.substr(0, 200) + "`";
   const std::string where = " in rank " + std::to_string(options.rank) +
@@ -524,10 +536,13 @@ Result<std::shared_ptr<api::AttachedProcess>> JobController::Exec(std::string_vi
     if (reaped->stop_grace <= Duration(0)) ::kill(-reaped->pid, SIGKILL);
   };
   const std::string job_name = job.name();
-  attached->on_end = [this, job_name, actor, where](std::optional<int> code) {
-    (void)AddEvent(job_name, "ExecEnded",
-                   actor + "'s command" + where +
-                       (code ? " exited with " + std::to_string(*code) : std::string(" was ended")));
+  const std::string ended = actor + (options.ssh ? "'s SSH session" : "'s command") + where;
+  attached->on_end = [this, job_name, ended, reaped,
+                      after_hang_up = started->after_hang_up](std::optional<int> code) {
+    if (after_hang_up && reaped->hung_up.load() != 0) after_hang_up();
+    (void)AddEvent(
+        job_name, "ExecEnded",
+        ended + (code ? " exited with " + std::to_string(*code) : std::string(" was ended")));
   };
   return attached;
 }

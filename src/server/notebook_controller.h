@@ -39,8 +39,8 @@ struct NotebookControllerOptions {
   Duration check_interval = std::chrono::seconds(30);
   std::string python = "/usr/bin/python3";
   // Utilisation (percent) of each GPU by id; GPUs it leaves out have no
-  // signal (judged by their kernels alone). The server reads nvidia-smi
-  // (exec/local/gpu_inventory.h); unset: no GPU signal.
+  // signal (judged by their kernels alone). The server reads NVML, else
+  // nvidia-smi (exec/local/nvml.h); unset: no GPU signal.
   std::function<std::map<int, double>()> gpu_utilization;
 };
 

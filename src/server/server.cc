@@ -9,23 +9,23 @@
 
 #include <atomic>
 #include <cmath>
-#include <optional>
-#include <mutex>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <utility>
 
 #include "api/auth.h"
 #include "api/http_server.h"
-#include "api/request_guard.h"
 #include "api/notebook_routes.h"
+#include "api/request_guard.h"
 #include "api/rest_api.h"
 #include "api/watch_cache.h"
 #include "artifact/local/local_object_store.h"
@@ -36,14 +36,15 @@
 #include "exec/executor.h"
 #include "exec/local/gpu_inventory.h"
 #include "exec/local/local_executor.h"
+#include "exec/local/nvml.h"
 #include "server/artifact_manager.h"
 #include "server/experiment_controller.h"
+#include "server/gpu_idle_watcher.h"
 #include "server/job_controller.h"
 #include "server/memory_keeper.h"
+#include "server/notebook_controller.h"
 #include "server/user_tokens.h"
 #include "server/webhook_notifier.h"
-#include "server/gpu_idle_watcher.h"
-#include "server/notebook_controller.h"
 #include "server/workflow_controller.h"
 #include "store/store.h"
 
@@ -490,12 +491,16 @@ int RunServer(const ServerConfig& config) {
     owned[name] = std::move(executor.value());
   }
 
+  // The GPUs' own library where the driver installed it, else nvidia-smi.
+  std::unique_ptr<Nvml> nvml = Nvml::Load(config.nvml_library);
+  spdlog::info("GPU telemetry: {}", nvml ? "NVML (" + config.nvml_library + ")"
+                                         : "nvidia-smi (" + config.nvidia_smi + ") where present");
   int gpus = 0;
   if (config.gpus) {
     gpus = *config.gpus;
     spdlog::info("GPU pool: {} logical GPU(s) (--gpus)", gpus);
   } else {
-    auto detected = DetectNvidiaGpus();
+    auto detected = nvml ? nvml->Devices() : DetectNvidiaGpus();
     gpus = static_cast<int>(detected.size());
     for (const auto& g : detected) spdlog::info("GPU {}: {} {}", g.index, g.name, g.uuid);
     if (gpus == 0) spdlog::info("no GPUs found; jobs that request GPUs are refused (--gpus N adds logical ones)");
@@ -721,8 +726,8 @@ int RunServer(const ServerConfig& config) {
   notebook_options.data_dir = config.data_dir;
   notebook_options.check_interval = config.notebook_check_interval;
   // One reader of this machine's GPUs for the notebooks and the batch jobs.
-  auto gpu_utilization = [&runner, nvidia_smi = config.nvidia_smi] {
-    return ReadGpuUtilization(*runner, nvidia_smi);
+  auto gpu_utilization = [&runner, nvml = nvml.get(), nvidia_smi = config.nvidia_smi] {
+    return nvml ? nvml->Utilization() : ReadGpuUtilization(*runner, nvidia_smi);
   };
   notebook_options.gpu_utilization = gpu_utilization;
   if (!config.notebook_profiles_file.empty()) {

@@ -23,7 +23,7 @@ struct ServerConfig {
   // How the other replicas on the same database reach this server (an IP
   // address; the port is the one it listens on). Default: the listen address.
   std::string peer_address;
-  std::optional<int> gpus;       // logical GPU count; default: the GPUs nvidia-smi lists
+  std::optional<int> gpus;  // logical GPU count; default: the GPUs NVML (or nvidia-smi) lists
   // Queue mappings, "NAME=EXECUTOR[:key=value,...]", e.g.
   // "gpu=slurm:partition=debug,account=ml,qos=normal". Unmapped queues run locally.
   std::vector<std::string> queues;
@@ -96,6 +96,8 @@ struct ServerConfig {
   std::string notebook_profiles_file;
   Duration notebook_check_interval = std::chrono::seconds(30);
   // GPU utilisation (notebooks' idle reclaim and policies.on_gpu_idle).
+  // NVIDIA's management library, read first; nvidia-smi where it is missing.
+  std::string nvml_library = "libnvidia-ml.so.1";
   std::string nvidia_smi = "/usr/bin/nvidia-smi";
   Duration gpu_idle_check_interval = std::chrono::seconds(30);
   // Both set: the API is HTTPS only, with this PEM certificate chain and key.

@@ -319,6 +319,25 @@ resources: {processes_per_node: 2}
   EXPECT_THAT(session.out, HasSubstr("shell-42 in " + id));
   EXPECT_TRUE(server->HasEvent("sl-exec", "Exec", "ran a login shell in rank 0 on a terminal"));
 
+  // An SSH connection (OpenSSH's client through `headway ssh --stdio`),
+  // served from a step of its own, with the rank's environment.
+  const std::string ssh_dir = MakeTempDir("slurm-ssh");
+  WriteFile(ssh_dir + "/config", "Host *.headway\n  ProxyCommand " + std::string(HEADWAY_BIN) +
+                                     " --server " + server->url() + " --token " +
+                                     server->admin_token() +
+                                     " ssh --stdio --rank 1 %n\n"
+                                     "  StrictHostKeyChecking accept-new\n"
+                                     "  UserKnownHostsFile " +
+                                     ssh_dir +
+                                     "/known_hosts\n"
+                                     "  BatchMode yes\n  LogLevel ERROR\n");
+  CommandResult over_ssh =
+      RunCommand({"/usr/bin/ssh", "-F", ssh_dir + "/config", "sl-exec.headway",
+                  "echo rank=$RANK slurm=$SLURM_JOB_ID key=${HEADWAY_SSH_HOST_KEY:-none}; exit 6"});
+  EXPECT_EQ(over_ssh.exit_code, 6) << over_ssh.err;
+  EXPECT_EQ(over_ssh.out, "rank=1 slurm=" + id + " key=none\n");
+  EXPECT_TRUE(server->HasEvent("sl-exec", "Exec", "ran an SSH session in rank 1"));
+
   // A command whose client is killed ends with it; the job goes on.
   const std::string marker = "sl-exec-test-" + std::to_string(::getpid());
   pid_t client = ::fork();

@@ -4,8 +4,8 @@
 // whose client goes away does not outlive it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -120,6 +120,92 @@ command: ["sleep", "300"]
   EXPECT_THAT(session.out, HasSubstr("shell-42 as nobody"));
   EXPECT_THAT(session.out, Not(HasSubstr("not a tty")));
   EXPECT_TRUE(server.HasEvent("shell-host", "Exec", "ran a login shell in rank 0 on a terminal"));
+}
+
+// `headway ssh --stdio` as OpenSSH's ProxyCommand: the real ssh, scp and
+// port forwarding (what VS Code's Remote-SSH rides on) with a job as host.
+TEST(Exec, SshOverStdioServesOpenSshClientsForwardingAndFileCopies) {
+  TestServer server(1);
+  const std::string alice = CreateToken(server, "alice", "vision", "member");
+  const std::string bob = CreateToken(server, "bob", "nlp", "member");
+  const int port = UnusedLoopbackPort();
+  const std::string work = MakeTempDir("ssh-job");  // the job's own directory, its account's
+  ::chmod(work.c_str(), 0777);
+  server.Submit("name: trainer\nteam: vision\nworking_dir: " + work +
+                "\ncommand: [\"sh\", \"-c\", \"echo served-inside > index.html && exec "
+                "/usr/bin/python3 -m http.server --bind 127.0.0.1 " +
+                std::to_string(port) + "\"]\n");
+  ASSERT_TRUE(server.WaitForState("trainer", "Running"));
+  // Serving: the page is there and the port answers.
+  const std::string page = "http://127.0.0.1:" + std::to_string(port) + "/index.html";
+  ASSERT_TRUE(WaitFor([&] { return RunCommand({"/usr/bin/curl", "-sf", page}).exit_code == 0; }));
+
+  const std::string dir = MakeTempDir("ssh-stdio");
+  auto config_for = [&](const std::string& token) {
+    const std::string path = dir + "/config-" + token.substr(0, 8);
+    WriteFile(path,
+              "Host *.headway\n"
+              "  ProxyCommand " +
+                  std::string(HEADWAY_BIN) + " --server " + server.url() + " --token " + token +
+                  " ssh --stdio %n\n"
+                  "  StrictHostKeyChecking accept-new\n"
+                  "  UserKnownHostsFile " +
+                  dir +
+                  "/known_hosts\n"
+                  "  BatchMode yes\n"
+                  "  LogLevel ERROR\n");
+    return path;
+  };
+  const std::string config = config_for(alice);
+  auto ssh = [&](std::vector<std::string> args, const std::string& input = {}) {
+    args.insert(args.begin(), {"/usr/bin/ssh", "-F", config});
+    return RunCommand(args, input);
+  };
+
+  // A command with its exit status, as the job's account in the rank's environment.
+  CommandResult command = ssh({"trainer.headway", "echo rank=$RANK as $(id -un); exit 7"});
+  EXPECT_EQ(command.exit_code, 7) << command.err;
+  EXPECT_EQ(command.out, "rank=0 as nobody\n");
+  // stdin and its end, stderr apart.
+  CommandResult piped = ssh({"trainer.headway", "tr a-z A-Z; echo done >&2"}, "hello\n");
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.out, "HELLO\n");
+  EXPECT_EQ(piped.err, "done\n");
+  // A terminal when asked for one.
+  CommandResult terminal = ssh({"-tt", "trainer.headway", "tty"});
+  EXPECT_EQ(terminal.exit_code, 0) << terminal.err;
+  EXPECT_THAT(terminal.out, HasSubstr("/dev/pts/"));
+  // Forwarding to a port inside the job (ssh -W is what -L and -D open).
+  CommandResult forwarded = ssh({"-W", "127.0.0.1:" + std::to_string(port), "trainer.headway"},
+                                "GET /index.html HTTP/1.0\r\n\r\n");
+  EXPECT_THAT(forwarded.out, HasSubstr("200 OK"));
+  EXPECT_THAT(forwarded.out, HasSubstr("served-inside"));
+  // Files both ways over sftp (scp's protocol), into the job's directory.
+  WriteFile(dir + "/local.txt", "copied-in\n");
+  CommandResult put =
+      RunCommand({"/usr/bin/scp", "-F", config, dir + "/local.txt", "trainer.headway:copied.txt"});
+  EXPECT_EQ(put.exit_code, 0) << put.err;
+  CommandResult get = RunCommand(
+      {"/usr/bin/scp", "-F", config, "trainer.headway:index.html", dir + "/fetched.html"});
+  EXPECT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_EQ(ReadFile(dir + "/fetched.html"), "served-inside\n");
+  EXPECT_EQ(ssh({"trainer.headway", "cat copied.txt"}).out, "copied-in\n");
+
+  // One host key for the server: known after the first connection, the same since.
+  EXPECT_EQ(RunCommand({"/usr/bin/ssh-keygen", "-F", "trainer.headway", "-f", dir + "/known_hosts"})
+                .exit_code,
+            0);
+
+  // Another team's member gets no connection; the refusal says why.
+  CommandResult other =
+      RunCommand({"/usr/bin/ssh", "-F", config_for(bob), "trainer.headway", "true"});
+  EXPECT_EQ(other.exit_code, 255);
+  EXPECT_THAT(other.err, HasSubstr("sees team 'nlp' only"));
+
+  // Audited like any command.
+  EXPECT_TRUE(server.HasEvent("trainer", "Exec", "user/alice ran an SSH session in rank 0"));
+  EXPECT_TRUE(WaitFor([&] { return server.HasEvent("trainer", "ExecEnded", "SSH session"); }));
+  EXPECT_FALSE(server.HasEvent("trainer", "Exec", "user/bob"));
 }
 
 }  // namespace

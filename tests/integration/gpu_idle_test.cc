@@ -45,7 +45,8 @@ class StandInNvidiaSmi {
 TEST(GpuIdle, AJobWhoseGpusStayIdleIsReportedOrStoppedAsItsPolicySays) {
   StandInNvidiaSmi nvidia_smi;
   nvidia_smi.Set("0, 90\n1, 90\n2, 90\n");
-  TestServer server(3, {"--nvidia-smi", nvidia_smi.path(), "--gpu-idle-check-interval", "250ms"});
+  TestServer server(3, {"--nvml-library", "", "--nvidia-smi", nvidia_smi.path(),
+                        "--gpu-idle-check-interval", "250ms"});
   const std::string loop = R"(command: "while true; do sleep 0.2; done"
 termination_grace: 1s
 resources: {gpus_per_process: 1}
@@ -82,6 +83,42 @@ resources: {gpus_per_process: 1}
   // Its GPU went back to the pool: a job that needs one runs (the other two are held).
   server.Submit("name: next\n" + loop);
   EXPECT_TRUE(server.WaitForState("next", "Running"));
+}
+
+// Where the driver's library is installed without nvidia-smi (containers
+// often get one and not the other): the GPUs are found and read through
+// NVML. This machine has no GPU, so the library is a stand-in with NVML's
+// ABI (tests/fixtures/stand_in_nvml.cc) that answers from a file.
+TEST(GpuIdle, WithoutNvidiaSmiTheGpusAreFoundAndReadThroughNvml) {
+  const std::string dir = MakeTempDir("stand-in-nvml");
+  const std::string readings = dir + "/readings.csv";
+  auto set = [&](const std::string& csv) {
+    WriteFile(readings + ".tmp", csv);
+    std::filesystem::rename(readings + ".tmp", readings);
+  };
+  set("0, 80\n1, 80\n");
+  ::setenv("HEADWAY_STAND_IN_NVML", readings.c_str(), 1);  // the server inherits it
+  TestServer server(-1, {"--nvml-library", STAND_IN_NVML, "--nvidia-smi", dir + "/none",
+                         "--gpu-idle-check-interval", "250ms"});
+  ::unsetenv("HEADWAY_STAND_IN_NVML");
+  EXPECT_THAT(server.ServerLog(), HasSubstr("GPU telemetry: NVML"));
+  EXPECT_THAT(server.ServerLog(), HasSubstr("GPU 1: Stand-in GPU GPU-stand-in-1"));
+  server.Submit(R"(name: both
+command: "while true; do sleep 0.2; done"
+termination_grace: 1s
+resources: {gpus_per_process: 2}
+policies: {on_gpu_idle: stop, gpu_idle_after: 2s}
+)");
+  ASSERT_TRUE(server.WaitForState("both", "Running")) << "the two GPUs NVML lists make the pool";
+  // One GPU busy is a busy job; GPUs that give no reading are no signal.
+  set("0, 80\n1, 0\n");
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  set("0, -\n1, -\n");
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_EQ(server.State("both"), "Running");
+  set("0, 1\n1, 0\n");
+  ASSERT_TRUE(server.WaitForState("both", "Stopped", std::chrono::seconds(20)));
+  EXPECT_EQ(server.Job("both")["reason"], "GpuIdle");
 }
 
 }  // namespace

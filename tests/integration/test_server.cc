@@ -235,8 +235,9 @@ TestServer::~TestServer() {
 
 void TestServer::Start() {
   std::string listen = "127.0.0.1:" + std::to_string(port_);
-  std::vector<std::string> argv = {HEADWAY_BIN, "server",    "--listen", listen, "--data-dir",
-                                   data_dir_,   "--gpus", std::to_string(gpus_)};
+  std::vector<std::string> argv = {HEADWAY_BIN, "server",     "--listen",
+                                   listen,      "--data-dir", data_dir_};
+  if (gpus_ >= 0) argv.insert(argv.end(), {"--gpus", std::to_string(gpus_)});
   argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
   std::size_t log_offset = ReadFile(log_path_).size();
   pid_ = ::fork();

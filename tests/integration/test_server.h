@@ -98,7 +98,8 @@ std::string CreateTokenAs(const TestServer& server, const std::string& admin,
 
 class TestServer {
  public:
-  // Starts a server with `--gpus gpus` and a fresh base directory.
+  // Starts a server with `--gpus gpus` (negative: the GPUs it detects) and
+  // a fresh base directory.
   explicit TestServer(int gpus = 4, std::vector<std::string> extra_args = {});
   // A second server on `primary`'s data directory (with a shared --store in
   // `extra_args`: a replica), logging to a file of its own. `primary` must

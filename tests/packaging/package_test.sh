@@ -22,7 +22,7 @@ done
   fail "cpack failed"
 DEB=$(ls "$WORK"/deb/headway_*_*.deb)
 depends=$(dpkg-deb -f "$DEB" Depends)
-for lib in libsqlite3-0 libssl3 libyaml-cpp; do
+for lib in libsqlite3-0 libssl3 libyaml-cpp libssh-4; do
   [[ "$depends" == *"$lib"* ]] || fail "Depends lacks $lib: $depends"
 done
 [ "$(dpkg-deb -f "$DEB" Package)" = headway ] || fail "package name"

@@ -34,6 +34,7 @@
 #include "exec/local/local_executor.h"
 #include "exec/local/process_identity.h"
 #include "exec/local/sandbox.h"
+#include "exec/ssh_server.h"
 
 extern char** environ;
 
@@ -74,7 +75,15 @@ void PassOn(int sig) {
 
 }  // namespace
 
-int RunExecHelper(const std::string& run_dir, int rank, const std::vector<std::string>& command) {
+int RunExecHelper(const std::string& run_dir, int rank, const std::vector<std::string>& command,
+                  const std::string& ssh_host_key_file) {
+  // Read while this process may still: the job's account cannot.
+  std::string ssh_host_key;
+  if (!ssh_host_key_file.empty()) {
+    std::ifstream key(ssh_host_key_file);
+    ssh_host_key.assign(std::istreambuf_iterator<char>(key), {});
+    if (ssh_host_key.empty()) return Fail("the server's SSH host key is not readable");
+  }
   json launch = ReadJson(fs::path(run_dir) / "launch.json");
   json ranks = ReadJson(fs::path(run_dir) / "ranks.json");
   if (!launch.is_object() || !launch.contains("ranks") || !launch["ranks"].is_array()) {
@@ -112,19 +121,9 @@ int RunExecHelper(const std::string& run_dir, int rank, const std::vector<std::s
   internal::AttemptCgroup cgroup =
       internal::AttemptCgroup::FromJson(launch.value("cgroup", json::object()));
 
+  const std::string shell = SessionShell(account ? account->shell : "", env);
   std::vector<std::string> argv = command;
-  if (argv.empty()) {
-    // An interactive shell: the account's, else the job's SHELL, else bash or sh.
-    std::string shell = account ? account->shell : "";
-    for (const std::string& e : env) {
-      if (shell.empty() && e.rfind("SHELL=", 0) == 0) shell = e.substr(6);
-    }
-    if (shell.empty() || shell.find("nologin") != std::string::npos ||
-        shell.find("false") != std::string::npos || ::access(shell.c_str(), X_OK) != 0) {
-      shell = ::access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
-    }
-    argv = {shell, "-l"};
-  }
+  if (argv.empty()) argv = {shell, "-l"};  // an interactive shell
 
   if (launch.contains("sandbox")) {
     // The rank's namespaces, opened before any is joined (joining the mount
@@ -166,6 +165,18 @@ int RunExecHelper(const std::string& run_dir, int rank, const std::vector<std::s
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     ::umask(022);
     if (::chdir(cwd.c_str()) != 0 && ::chdir("/") != 0) ::_exit(126);
+    if (!ssh_host_key.empty()) {
+      // `headway ssh --stdio`: an SSH server on the command's streams, whose
+      // commands run here, as the account, in the rank's environment. The
+      // key is in this process's memory, which the account may read: it
+      // proves nothing beyond the server's own connection, which carries it.
+      SshServeOptions options;
+      options.host_key = std::move(ssh_host_key);
+      options.env = env;
+      options.cwd = cwd;
+      options.shell = shell;
+      ::_exit(ServeSshConnection(0, 1, options));
+    }
     std::vector<char*> args, envp;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);

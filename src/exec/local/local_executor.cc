@@ -459,8 +459,13 @@ class LocalExecutor final : public Executor {
     if (!handle) return Internal("unreadable executor handle");
     if (!handle->Alive()) return Conflict("the attempt is no longer running");
     std::vector<std::string> args = {self_, "exec-helper", handle->run_dir,
-                                      std::to_string(request.rank), "--"};
-    args.insert(args.end(), request.argv.begin(), request.argv.end());
+                                     std::to_string(request.rank)};
+    if (!request.ssh_host_key_file.empty()) {
+      args.insert(args.end(), {"--ssh", request.ssh_host_key_file});
+    } else {
+      args.push_back("--");
+      args.insert(args.end(), request.argv.begin(), request.argv.end());
+    }
     return StartAttached(args, request, AttachOptions{});
   }
 

@@ -39,11 +39,14 @@ inline constexpr int kSupervisorLockFd = 3;
 // Entry point of `headway shim RUN_DIR`; returns the process exit code.
 int RunLocalShim(const std::string& run_dir);
 
-// Entry point of `headway exec-helper RUN_DIR RANK [ARGV...]` (exec_helper.cc):
-// runs ARGV (the account's login shell without one) inside rank RANK of the
-// running attempt: its namespaces, cgroup, account, environment and working
+// Entry point of `headway exec-helper RUN_DIR RANK -- [ARGV...]` and
+// `headway exec-helper RUN_DIR RANK --ssh HOST_KEY_FILE` (exec_helper.cc):
+// runs ARGV (the account's login shell without one), or an SSH server whose
+// commands run there (exec/ssh_server.h), inside rank RANK of the running
+// attempt: its namespaces, cgroup, account, environment and working
 // directory, on this process's standard descriptors (a terminal's slave side
 // for a terminal session). Returns the process exit code (the command's).
-int RunExecHelper(const std::string& run_dir, int rank, const std::vector<std::string>& argv);
+int RunExecHelper(const std::string& run_dir, int rank, const std::vector<std::string>& argv,
+                  const std::string& ssh_host_key_file = "");
 
 }  // namespace headway

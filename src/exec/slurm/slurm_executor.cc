@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <regex>
+#include <sstream>
 
 #include "core/terminal_text.h"
 #include "exec/attached_command.h"
@@ -26,6 +28,8 @@ using nlohmann::json;
 using std::chrono::seconds;
 
 constexpr auto kCommandTimeout = seconds(30);
+// For the cleanup after a hang-up, which holds one of the server's threads.
+constexpr auto kStepTimeout = seconds(5);
 
 // Single-quoted for bash: safe for any value.
 std::string Quote(const std::string& s) { return ShellQuote(s); }
@@ -43,8 +47,8 @@ std::string SignalName(int sig) {
 
 class SlurmExecutor final : public Executor {
  public:
-  SlurmExecutor(CommandRunner& runner, std::uint64_t max_log_bytes)
-      : runner_(runner), max_log_bytes_(max_log_bytes) {}
+  SlurmExecutor(CommandRunner& runner, std::uint64_t max_log_bytes, std::string self_executable)
+      : runner_(runner), max_log_bytes_(max_log_bytes), self_(std::move(self_executable)) {}
 
   std::string_view Name() const override { return "slurm"; }
 
@@ -290,16 +294,38 @@ class SlurmExecutor final : public Executor {
   Result<ExecProcess> Exec(const std::string& handle_text, const ExecRequest& request) override {
     auto handle = json::parse(handle_text, nullptr, false);
     if (!handle.is_object() || !handle.contains("slurm_job_id")) return Internal("unreadable handle");
+    // An SSH session is `headway ssh-serve` run as the command, with the
+    // host key in its environment (which it clears before running anything).
+    std::string ssh_host_key;
+    if (!request.ssh_host_key_file.empty()) {
+      if (self_.empty()) return Unavailable("this server cannot serve SSH sessions on Slurm");
+      std::ifstream key(request.ssh_host_key_file);
+      ssh_host_key.assign(std::istreambuf_iterator<char>(key), {});
+      if (ssh_host_key.empty()) return Internal("the SSH host key is not readable");
+    }
     const std::string id = handle["slurm_job_id"].get<std::string>();
     const std::string run_dir = handle.value("run_dir", "");
     const int per_node = std::max(1, handle.value("ranks_per_node", 1));
     const int ranks = std::max(1, handle.value("ranks", 1));
     const int rank = request.rank;
-    std::vector<std::string> argv = {
-        "srun", "--jobid=" + id, "--overlap", "--nodes=1", "--ntasks=1",
-        "--relative=" + std::to_string(rank / per_node), "--chdir=" + handle.value("cwd", run_dir),
-        "--quiet", "--job-name=headway-exec"};
+    // A name of its own, so that this step can be found and ended.
+    std::random_device random;
+    char nonce[17];
+    std::snprintf(nonce, sizeof nonce, "%08x%08x", random(), random());
+    const std::string step_name = std::string("headway-exec-") + nonce;
+    std::vector<std::string> argv = {"srun",
+                                     "--jobid=" + id,
+                                     "--overlap",
+                                     "--nodes=1",
+                                     "--ntasks=1",
+                                     "--relative=" + std::to_string(rank / per_node),
+                                     "--chdir=" + handle.value("cwd", run_dir),
+                                     "--quiet",
+                                     "--job-name=" + step_name};
     if (request.tty) argv.push_back("--pty");
+    // The step's output as it comes, not held until a newline: an SSH
+    // connection is not made of lines.
+    if (!ssh_host_key.empty()) argv.push_back("--unbuffered");
     argv.insert(argv.end(),
                 {"/bin/bash", "-c",
                  "set -a; . \"$1\"; set +a; shift; "
@@ -310,7 +336,11 @@ class SlurmExecutor final : public Executor {
                      "; if [ $# -eq 0 ]; then login=$(getent passwd \"$(id -u)\" | cut -d: -f7); "
                      "exec -l \"${login:-/bin/bash}\"; fi; exec \"$@\"",
                  "headway-exec", run_dir + "/job-env.sh"});
-    argv.insert(argv.end(), request.argv.begin(), request.argv.end());
+    if (ssh_host_key.empty()) {
+      argv.insert(argv.end(), request.argv.begin(), request.argv.end());
+    } else {
+      argv.insert(argv.end(), {self_, "ssh-serve"});
+    }
     // srun is looked up as sbatch is, on the server's PATH.
     std::string srun;
     for (const std::string& entry : ToolEnvironment()) {
@@ -327,9 +357,22 @@ class SlurmExecutor final : public Executor {
     argv[0] = srun;
     AttachOptions options;
     options.env = ToolEnvironment();
+    if (!ssh_host_key.empty()) options.env.push_back("HEADWAY_SSH_HOST_KEY=" + ssh_host_key);
     options.new_session = true;
     auto started = StartAttached(argv, request, options);
-    if (started.ok()) started->stop_grace = std::chrono::seconds(5);
+    if (!started.ok()) return started;
+    started->stop_grace = std::chrono::seconds(5);
+    // srun usually ends its step when hung up on; if it is killed first,
+    // Slurm keeps the step until it notices, so it is cancelled by name.
+    started->after_hang_up = [this, id, step_name] {
+      CommandOutput steps = runner_.Run(
+          {"squeue", "--noheader", "--steps", "--jobs=" + id, "--format=%i %j"}, kStepTimeout);
+      std::istringstream lines(steps.out);
+      std::string step, name;
+      while (lines >> step >> name) {
+        if (name == step_name) (void)runner_.Run({"scancel", step}, kStepTimeout);
+      }
+    };
     return started;
   }
 
@@ -354,6 +397,7 @@ class SlurmExecutor final : public Executor {
  private:
   CommandRunner& runner_;
   const std::uint64_t max_log_bytes_;  // 0: no limit
+  const std::string self_;  // the headway binary (headway ssh-serve); empty: no SSH sessions
 };
 
 }  // namespace
@@ -407,8 +451,9 @@ ExecStatus MapSlurmState(const SlurmJobInfo& info) {
   return {Phase::kExited, code == 0 ? 1 : code, "Slurm: " + s, s};
 }
 
-std::unique_ptr<Executor> MakeSlurmExecutor(CommandRunner& runner, std::uint64_t max_log_bytes) {
-  return std::make_unique<SlurmExecutor>(runner, max_log_bytes);
+std::unique_ptr<Executor> MakeSlurmExecutor(CommandRunner& runner, std::uint64_t max_log_bytes,
+                                            std::string self_executable) {
+  return std::make_unique<SlurmExecutor>(runner, max_log_bytes, std::move(self_executable));
 }
 
 }  // namespace headway

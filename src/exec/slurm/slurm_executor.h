@@ -19,8 +19,12 @@
 namespace headway {
 
 // `max_log_bytes` bounds each rank's log (rank-N.log plus rank-N.log.1), as
-// --max-log-bytes does for local jobs; 0: no limit.
-std::unique_ptr<Executor> MakeSlurmExecutor(CommandRunner& runner, std::uint64_t max_log_bytes = 0);
+// --max-log-bytes does for local jobs; 0: no limit. `self_executable`: the
+// headway binary, which serves SSH sessions (`headway ssh --stdio`) from a
+// step on the job's node, so it must be at the same path there (a shared
+// install); empty: no SSH sessions.
+std::unique_ptr<Executor> MakeSlurmExecutor(CommandRunner& runner, std::uint64_t max_log_bytes = 0,
+                                            std::string self_executable = {});
 
 // Parsed `scontrol show job -o` fields that the executor needs.
 struct SlurmJobInfo {
