@@ -2,7 +2,8 @@
 // average and tqdm's EMA.
 //
 //   eta_bench [--seeds N] [--rate-window N] [--change-ratio X] [--change-z X]
-//             [--change-wander X] [--min-change-segment N] [--max-samples N] [curve.csv ...]
+//             [--change-wander X] [--min-change-segment N] [--backtest-margin X]
+//             [--max-samples N] [curve.csv ...]
 //
 // For each curve (synthetic, deterministic from a seeded RNG, or a recorded
 // CSV of "step,time_s" lines, total = its last step), at checkpoints 10%..90%
@@ -324,6 +325,8 @@ int main(int argc, char** argv) {
       options.change_wander_factor = std::strtod(argv[++i], nullptr);
     } else if (arg == "--min-change-segment" && has_value) {
       options.min_change_segment = std::strtoul(argv[++i], nullptr, 10);
+    } else if (arg == "--backtest-margin" && has_value) {
+      options.backtest_margin = std::strtod(argv[++i], nullptr);
     } else if (arg == "--max-samples" && has_value) {
       options.max_samples = std::strtoul(argv[++i], nullptr, 10);
     } else if (arg.starts_with("--")) {

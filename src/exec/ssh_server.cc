@@ -322,6 +322,8 @@ ssh_channel OnSessionOpen(ssh_session session, void* userdata) {
   return channel;
 }
 
+constexpr int kConnectTimeoutMs = 10'000;
+
 // A connection to HOST:PORT as the job would open it.
 int Connect(const std::string& host, int port) {
   addrinfo hints{};
@@ -330,8 +332,21 @@ int Connect(const std::string& host, int port) {
   if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return -1;
   int fd = -1;
   for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd >= 0 && ::connect(fd, a->ai_addr, a->ai_addrlen) != 0) CloseFd(fd);
+    // Not blocking: an address that never answers holds this connection's
+    // other channels for at most kConnectTimeoutMs, not for TCP's minutes.
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      pollfd wait{fd, POLLOUT, 0};
+      int error = 0;
+      socklen_t length = sizeof error;
+      if (errno != EINPROGRESS || ::poll(&wait, 1, kConnectTimeoutMs) != 1 ||
+          ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error != 0) {
+        CloseFd(fd);
+        continue;
+      }
+    }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   }
   ::freeaddrinfo(found);
   return fd;

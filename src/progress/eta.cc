@@ -188,12 +188,52 @@ double RateSecondsPerStep(const std::vector<double>& u, const std::vector<double
       from = best_split;
     }
   }
-  double seconds = 0, steps = 0;
-  for (std::size_t i = from; i < k; ++i) {
-    seconds += dt[i];
-    steps += ds[i];
+  // A newer window where the series itself says it predicts better: each
+  // candidate (the window above, and the newest 2, 4, 8, ... intervals) is
+  // scored by how well its rate at a past origin would have foretold the
+  // time actually taken from there to the end. A speed that settles slowly (a long warm-up) or
+  // shifts by less than a detectable change is then followed within a few reports of a coarse
+  // series, while a noisy steady one keeps its long window, which foretells best there.
+  std::vector<double> cdt(k + 1, 0.0), cds(k + 1, 0.0);
+  for (std::size_t i = 0; i < k; ++i) {
+    cdt[i + 1] = cdt[i] + dt[i];
+    cds[i + 1] = cds[i] + ds[i];
   }
-  return steps > 0 ? seconds / steps : 0;
+  const std::size_t span = k - from;
+  std::size_t best_from = from;
+  // Origins from 1/16 to 1/2 of the window back (at least 4 intervals):
+  // an ETA foretells a long stretch, and the last few intervals alone would
+  // reward windows that chase noise.
+  constexpr std::size_t kMinHorizon = 4, kHorizonDivisor = 16;
+  if (options.backtest_margin > 0 && span >= 8) {
+    auto error_of = [&](std::size_t window) {  // 0: since `from`
+      double error = 0;
+      int origins = 0;
+      for (std::size_t h = std::max(kMinHorizon, span / kHorizonDivisor); 2 * h <= span; h *= 2) {
+        const std::size_t origin = k - h;
+        std::size_t start = window == 0 ? from : (origin >= from + window ? origin - window : from);
+        const double steps = cds[origin] - cds[start];
+        const double after = cds[k] - cds[origin];
+        const double actual = cdt[k] - cdt[origin];
+        if (!(steps > 0) || !(after > 0) || !(actual > 0)) continue;
+        const double predicted = (cdt[origin] - cdt[start]) / steps * after;
+        error += std::abs(std::log(predicted / actual));
+        ++origins;
+      }
+      return origins > 0 ? error / origins : INFINITY;
+    };
+    const double long_error = error_of(0);
+    double best_error = long_error;
+    for (std::size_t window = kMinHorizon; 2 * window <= span; window *= 2) {
+      const double error = error_of(window);
+      if (error < options.backtest_margin * long_error && error < best_error) {
+        best_error = error;
+        best_from = k - window;
+      }
+    }
+  }
+  const double steps = cds[k] - cds[best_from];
+  return steps > 0 ? (cdt[k] - cdt[best_from]) / steps : 0;
 }
 
 struct PauseModel {

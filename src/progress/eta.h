@@ -34,6 +34,13 @@
 //     the spread of the older segment's block means (so the job's usual slow
 //     wander in throughput is not a change). Then only the newer segment is
 //     used: a 2x change is followed within about `min_change_segment` reports.
+//     Last, the newest 4, 8, 16, ... intervals are tried against that window
+//     on the series itself: from origins 1/16 to 1/2 of the window back, which
+//     rate would have foretold the time actually taken to the last report? A
+//     newer window whose error is under `backtest_margin` x the window's
+//     replaces it. A speed that settles over many reports (a long warm-up) or
+//     shifts by less than a detectable change is so followed on coarse
+//     series (10-100 reports), where a change needs too many reports to show.
 //  5. Pause term. With >= 2 pauses at regular spacing (coefficient of
 //     variation <= 0.25), or one pause in a series that starts at the run's
 //     start (its step is then the period), and the next pause not overdue
@@ -102,6 +109,10 @@ struct EtaOptions {
   // ...and by this many times the spread of the older segment's block means
   // (log scale): the job's usual slow wander in throughput is not a change.
   double change_wander_factor = 3.0;
+  // A newer window replaces the rate window when, tested on the series
+  // itself, it foretold the time from past origins to the last report with
+  // less than this fraction of the rate window's error (0: never).
+  double backtest_margin = 0.6;
   // Intervals per block whose median is the local reference for pauses.
   std::size_t block_size = 32;
   // An interval slower than gap_factor x its local median is a pause.

@@ -117,6 +117,29 @@ TEST(EstimateEta, WarmupDoesNotInflateEtaOnceSteady) {
   EXPECT_GT(RelativeError(EstimateEtaAverage(v, 5000, v.back().time_s), truth), 0.1);
 }
 
+TEST(EstimateEta, ACoarseSeriesWhoseSpeedSettlesSlowlyIsFollowedWithinAFewReports) {
+  // One report per 1000 iterations, as MLPerf's DLRM log has
+  // (bench/data/eta-logs): the first reports up to 1.7x slower, settling to
+  // the steady speed over 13 of them, too gradually for the warm-up rule.
+  auto seconds_of_report = [](int r) {
+    double settling = r <= 13 ? 1 + 0.7 * (13 - r) / 12.0 : 1.0;
+    return 2.4 * settling * (1 + 0.01 * ((r * 37) % 5 - 2));
+  };
+  std::vector<StepSample> v{{0, 0.0}};
+  double t = 0;
+  for (int r = 1; r <= 30; ++r) {
+    t += seconds_of_report(r);
+    v.push_back({r * 1000, t});
+  }
+  double truth = 0;
+  for (int r = 31; r <= 68; ++r) truth += seconds_of_report(r);
+  EXPECT_LT(RelativeError(EstimateEta(v, 68000, t), truth), 0.03);
+  // The whole window still carries the settling.
+  EtaOptions whole_window;
+  whole_window.backtest_margin = 0;
+  EXPECT_GT(RelativeError(EstimateEta(v, 68000, t, whole_window), truth), 0.06);
+}
+
 TEST(EstimateEta, EvalPauseIsAmortisedNotExtrapolated) {
   Job job{.step_s = 0.2, .eval_every = 500, .eval_s = 20};
   // Right after a pause (step 1501 closed the 20 s gap), between pauses, and
