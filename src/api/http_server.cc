@@ -522,7 +522,11 @@ class Server final : public HttpServer {
     };
     auto outbox = std::make_shared<Outbox>(executor);
     // Output to its channel, as it comes; at most 64 messages wait for a slow client.
-    auto pump = [outbox](std::shared_ptr<Descriptor> from, char channel) -> awaitable<void> {
+    // Everything it uses is a parameter, which the coroutine's frame keeps: a
+    // capture would live in this closure, gone once Attach returns while a
+    // read is still pending (the client went first).
+    auto pump = [](std::shared_ptr<Outbox> outbox, std::shared_ptr<Descriptor> from,
+                   char channel) -> awaitable<void> {
       std::vector<char> piece(32 * 1024);
       net::steady_timer pause(co_await net::this_coro::executor);
       for (;;) {
@@ -544,7 +548,7 @@ class Server final : public HttpServer {
     for (auto [descriptor, channel] : {std::pair{output, '\1'}, std::pair{error, '\2'}}) {
       if (!descriptor->is_open()) continue;
       ++outbox->producing;
-      net::co_spawn(executor, pump(descriptor, channel), net::detached);
+      net::co_spawn(executor, pump(outbox, descriptor, channel), net::detached);
     }
     // What the client sends: stdin, resizes, and (v5) the end of its stdin.
     net::co_spawn(
