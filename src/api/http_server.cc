@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
-#include <nlohmann/json.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
 #include <boost/beast/ssl.hpp>
@@ -15,6 +14,8 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -86,6 +87,9 @@ class Server final : public HttpServer {
     }
     port_ = acceptor_.local_endpoint().port();
     net::co_spawn(io_, Accept(), net::detached);
+    if (options_.handler_threads > 0) {
+      pool_.emplace(static_cast<std::size_t>(options_.handler_threads));
+    }
     for (int i = 0; i < std::max(1, options_.threads); ++i) {
       threads_.emplace_back([this] { io_.run(); });
     }
@@ -99,6 +103,10 @@ class Server final : public HttpServer {
     io_.stop();
     for (auto& t : threads_) t.join();
     threads_.clear();
+    if (pool_) {
+      pool_->stop();  // handlers not started are dropped; those running finish
+      pool_->join();
+    }
   }
 
  private:
@@ -258,12 +266,8 @@ class Server final : public HttpServer {
   template <class Stream>
   awaitable<bool> Answer(std::shared_ptr<Stream> stream, const HttpRequest& req, unsigned version,
                          bool keep_alive, beast::flat_buffer* buffer = nullptr) {
-    HttpResponse resp;
-    try {
-      resp = handler_(req);
-    } catch (const std::exception& e) {
-      resp = {500, "application/json", ErrorJson("Internal", "internal error"), {}, nullptr, nullptr};
-    }
+    HttpResponse resp = co_await CallHandler(req);
+    while (resp.deferred) resp = co_await Deferred(std::move(resp.deferred));
     if (resp.attach) {
       co_await Attach(stream, req, resp.attach);
       co_return false;
@@ -294,6 +298,55 @@ class Server final : public HttpServer {
     beast::error_code ec;
     co_await http::async_write(*stream, out, net::redirect_error(use_awaitable, ec));
     co_return !ec && keep_alive;
+  }
+
+  // Runs the handler: on this I/O thread for requests options_.inline_for
+  // accepts, else on the handler pool, so a handler that blocks holds no
+  // I/O thread. `req` lives in the caller's frame until this returns: a
+  // frame waiting here is only destroyed with the io_context, after Stop()
+  // has joined the pool.
+  awaitable<HttpResponse> CallHandler(const HttpRequest& req) {
+    if (!pool_ || (options_.inline_for && options_.inline_for(req.method, req.path))) {
+      co_return SafeCall(req);
+    }
+    auto deferred = std::make_shared<DeferredResponse>();
+    net::post(*pool_, [this, &req, deferred] { deferred->Complete(SafeCall(req)); });
+    co_return co_await Deferred(std::move(deferred));
+  }
+
+  HttpResponse SafeCall(const HttpRequest& req) {
+    try {
+      return handler_(req);
+    } catch (const std::exception& e) {
+      HttpResponse failed;
+      failed.status = 500;
+      failed.body = ErrorJson("Internal", "internal error");
+      return failed;
+    }
+  }
+
+  // Waits for a deferred answer on this connection's strand: Complete()
+  // posts a cancel of the timer the coroutine waits on. The timer is
+  // reached through a weak pointer, and the guard detaches the wake, so a
+  // completion after the connection went touches nothing of it.
+  static awaitable<HttpResponse> Deferred(std::shared_ptr<DeferredResponse> deferred) {
+    auto executor = co_await net::this_coro::executor;
+    auto timer =
+        std::make_shared<net::steady_timer>(executor, std::chrono::steady_clock::time_point::max());
+    std::weak_ptr<net::steady_timer> weak = timer;
+    if (deferred->Await([executor, weak] {
+          net::post(executor, [weak] {
+            if (auto t = weak.lock()) t->cancel();
+          });
+        })) {
+      struct Detach {
+        DeferredResponse& d;
+        ~Detach() { d.Detach(); }
+      } detach{*deferred};
+      beast::error_code ignored;
+      co_await timer->async_wait(net::redirect_error(use_awaitable, ignored));
+    }
+    co_return deferred->Take();
   }
 
   // Whether to send `resp` gzip-encoded: the client accepts it, the type is
@@ -816,6 +869,7 @@ class Server final : public HttpServer {
   net::io_context io_;
   tcp::acceptor acceptor_;
   std::vector<std::thread> threads_;
+  std::optional<net::thread_pool> pool_;  // the handler threads (options_.handler_threads)
 };
 
 }  // namespace

@@ -10,16 +10,18 @@
 // request's headers within `header_timeout` (of connecting, or of its
 // previous answer), so idle sockets do not hold slots for long.
 //
-// Thread safety: the handler is called concurrently from `threads` I/O
-// threads and must be thread-safe. A handler may block (it runs on its
-// connection's thread), but a streaming response's Next() must not: it is
-// polled on the I/O thread every `interval`.
+// Thread safety: the handler is called concurrently from the I/O threads
+// and the handler threads (HttpServerOptions) and must be thread-safe. A
+// handler may block unless `inline_for` accepts its request, but a
+// streaming response's Next() must not: it is polled on an I/O thread every
+// `interval`.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -92,6 +94,8 @@ struct AttachedProcess {
   std::function<void(std::optional<int> exit_code)> on_end;  // once, when it is over
 };
 
+class DeferredResponse;
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
@@ -101,6 +105,33 @@ struct HttpResponse {
   std::shared_ptr<ProxyTarget> proxy = nullptr;  // when set, the rest is ignored: see ProxyTarget
   // When set (for a WebSocket upgrade), the rest is ignored: see AttachedProcess.
   std::shared_ptr<AttachedProcess> attach = nullptr;
+  // When set, the rest is ignored and the answer is what Complete() gives
+  // later: see DeferredResponse.
+  std::shared_ptr<DeferredResponse> deferred = nullptr;
+};
+
+// An answer that is not ready when the handler returns (a progress report
+// waiting for its group commit). The connection waits for Complete()
+// without holding an I/O thread, so requests in flight are not bounded by
+// the number of threads. Thread-safe; Complete() is called once, from any
+// thread.
+class DeferredResponse {
+ public:
+  void Complete(HttpResponse response);
+
+  // For the server. Await() registers `wake`, called once (from the thread
+  // that completes) when the answer is ready, and returns true; or returns
+  // false when it is ready already. Detach() drops `wake` (the connection
+  // went); Take() gives the answer once it is ready.
+  bool Await(std::function<void()> wake);
+  void Detach();
+  HttpResponse Take();
+
+ private:
+  std::mutex mu_;
+  bool ready_ = false;                    // guarded by mu_
+  std::unique_ptr<HttpResponse> answer_;  // guarded by mu_
+  std::function<void()> wake_;            // guarded by mu_
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
@@ -108,7 +139,15 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 struct HttpServerOptions {
   std::string address = "127.0.0.1";
   int port = 8080;  // 0: pick a free port; see HttpServer::port()
+  // I/O threads: sockets, TLS, and the handlers of requests `inline_for`
+  // accepts. Every other handler runs on one of `handler_threads`, which may
+  // block (store reads, a request forwarded to the leader); 0: all inline.
   int threads = 4;
+  int handler_threads = 0;
+  // Requests (method, decoded path) whose handler never blocks for long
+  // (a progress report, which defers its answer): run on the I/O thread,
+  // sparing two thread hand-offs.
+  std::function<bool(std::string_view method, std::string_view path)> inline_for = {};
   std::size_t max_body_bytes = 1 << 20;  // larger bodies get 413
   std::chrono::seconds read_timeout{30};
   int max_connections = 1024;            // general slots; see Admission above

@@ -4,6 +4,7 @@
 // Thread safety: implementations must allow concurrent calls.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -120,6 +121,14 @@ class JobService {
   // PermissionDenied with a token that is not this job's.
   virtual Status ReportProgress(std::string_view name, std::string_view token,
                                 std::vector<ProgressReport> reports) = 0;
+  // ReportProgress without waiting: `done` gets its outcome once the reports
+  // are durable or refused, possibly on another thread and possibly before
+  // this returns. The default waits on the caller's thread.
+  virtual void ReportProgressThen(std::string_view name, std::string_view token,
+                                  std::vector<ProgressReport> reports,
+                                  std::function<void(const Status&)> done) {
+    done(ReportProgress(name, token, std::move(reports)));
+  }
   // Whether `token` may report for job `name` now: the checks of
   // ReportProgress (Unauthenticated, PermissionDenied, NotFound), and
   // Conflict once the job has ended. Stores nothing.
@@ -129,6 +138,22 @@ class JobService {
   // Every point of one metric, ascending by step. NotFound for an unknown job.
   virtual Result<std::vector<MetricPoint>> MetricSeries(std::string_view name,
                                                         std::string_view metric) = 0;
+  // A chart of one metric: every point when it has at most `buckets` points
+  // (or `buckets` is 0), else `buckets` buckets of about equal point count
+  // (Downsample, or a kept SeriesSummary of it). NotFound as MetricSeries.
+  virtual Result<MetricChart> MetricChartOf(std::string_view name, std::string_view metric,
+                                            std::size_t buckets) {
+    auto points = MetricSeries(name, metric);
+    if (!points.ok()) return points.status();
+    MetricChart chart;
+    chart.count = points->size();
+    if (buckets == 0 || points->size() <= buckets) {
+      chart.points = std::move(points.value());
+    } else {
+      chart.buckets = Downsample(*points, buckets);
+    }
+    return chart;
+  }
   // Up to `limit` points of one metric with step > after_step, ascending by
   // step; empty when there are none yet. NotFound for an unknown job.
   virtual Result<std::vector<MetricPoint>> MetricSeriesAfter(std::string_view name,

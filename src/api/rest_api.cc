@@ -207,8 +207,11 @@ class Api {
       return JsonResponse(200, {{"status", "ok"}});
     });
     router_.Add("GET", "/metrics", [this](auto&, auto&) {
-      return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
-                          RenderPrometheus(service_, counters_, VisibleTeam(), artifacts_), {}, nullptr};
+      return HttpResponse{200,
+                          "text/plain; version=0.0.4; charset=utf-8",
+                          RenderPrometheus(service_, *counters_, VisibleTeam(), artifacts_),
+                          {},
+                          nullptr};
     });
     router_.Add("GET", "/api/v1/watch/jobs",
                 [this](auto&, auto&) { return EventStream(WatchJobs(cache_, service_, VisibleTeam())); });
@@ -352,9 +355,9 @@ class Api {
 
   HttpResponse Handle(const HttpRequest& req) {
     HttpResponse response = Guarded(req);
+    if (response.deferred) return response;  // finished by whoever completes it
     if (IsArgoPath(req.path)) ToArgoError(response);
-    AddSecurityHeaders(response);
-    counters_.CountResponse(response.status);
+    Finish(*counters_, response);
     return response;
   }
 
@@ -370,6 +373,12 @@ class Api {
   // Headers every answer carries unless it set its own (the dashboard's
   // pages do, api/dashboard.h): API answers are data, never to be framed,
   // sniffed into another type, cached, or named in a Referer.
+  // What every answer gets last: the security headers, and a count by status.
+  static void Finish(ApiCounters& counters, HttpResponse& response) {
+    AddSecurityHeaders(response);
+    counters.CountResponse(response.status);
+  }
+
   static void AddSecurityHeaders(HttpResponse& response) {
     auto add = [&](std::string_view name, std::string_view value) {
       for (const auto& [k, v] : response.headers) {
@@ -947,11 +956,22 @@ class Api {
       return ErrorResponse(reports.status());
     }
     std::size_t n = reports->size();
-    Status s = SameForMissingJobs(service_.ReportProgress(
-        name, BearerToken(req.Header("authorization")), std::move(reports.value())));
-    CountReport(s, n);
-    if (!s.ok()) return ErrorResponse(s);
-    return JsonResponse(202, {{"accepted", n}});
+    // The answer waits for the group commit without holding an I/O thread.
+    // What completes it may run after this Api is gone (the writer drains
+    // at shutdown), so it holds the counters, not `this`.
+    auto deferred = std::make_shared<DeferredResponse>();
+    service_.ReportProgressThen(
+        name, BearerToken(req.Header("authorization")), std::move(reports.value()),
+        [deferred, counters = counters_, n](const Status& outcome) {
+          Status s = SameForMissingJobs(outcome);
+          CountReport(*counters, s, n);
+          HttpResponse answer = s.ok() ? JsonResponse(202, {{"accepted", n}}) : ErrorResponse(s);
+          Finish(*counters, answer);
+          deferred->Complete(std::move(answer));
+        });
+    HttpResponse response;
+    response.deferred = std::move(deferred);
+    return response;
   }
 
   // Kubeflow Trainer v2's status endpoint (api/kubeflow_status.h).
@@ -979,16 +999,17 @@ class Api {
       buckets = static_cast<std::size_t>(*n);
     }
     if (Status s = CheckVisible(name); !s.ok()) return ErrorResponse(s);
-    auto points = service_.MetricSeries(name, metric);
-    if (!points.ok()) return ErrorResponse(points.status());
-    json out = {{"metric", metric}, {"count", points->size()}};
-    if (buckets == 0 || points->size() <= buckets) {
+    auto chart = service_.MetricChartOf(name, metric, buckets);
+    if (!chart.ok()) return ErrorResponse(chart.status());
+    json out = {{"metric", metric}, {"count", chart->count}};
+    if (chart->buckets.empty()) {
       json items = json::array();
-      for (const MetricPoint& p : *points) items.push_back({{"step", p.step}, {"value", NumberToJson(p.value)}});
+      for (const MetricPoint& p : chart->points)
+        items.push_back({{"step", p.step}, {"value", NumberToJson(p.value)}});
       out["points"] = std::move(items);
     } else {
       json items = json::array();
-      for (const MetricBucket& b : Downsample(*points, buckets)) {
+      for (const MetricBucket& b : chart->buckets) {
         items.push_back({{"first_step", b.first_step}, {"last_step", b.last_step},
                          {"min", NumberToJson(b.min)}, {"max", NumberToJson(b.max)},
                          {"last", NumberToJson(b.last)}, {"count", b.count},
@@ -1621,12 +1642,13 @@ class Api {
     return out;
   }
 
-  void CountReport(const Status& s, std::size_t points) {
+  void CountReport(const Status& s, std::size_t points) { CountReport(*counters_, s, points); }
+  static void CountReport(ApiCounters& counters, const Status& s, std::size_t points) {
     if (s.ok()) {
-      counters_.report_requests_accepted.fetch_add(1);
-      counters_.report_points.fetch_add(points);
+      counters.report_requests_accepted.fetch_add(1);
+      counters.report_points.fetch_add(points);
     } else {
-      counters_.report_requests_rejected.fetch_add(1);
+      counters.report_requests_rejected.fetch_add(1);
     }
   }
 
@@ -1640,7 +1662,8 @@ class Api {
   HostPolicy hosts_;
   const TeamPolicy team_policy_;
   Dashboard dashboard_;
-  ApiCounters counters_;
+  // Shared with deferred answers, which may complete after this Api is gone.
+  std::shared_ptr<ApiCounters> counters_ = std::make_shared<ApiCounters>();
   std::unique_ptr<WatchCache> own_cache_;  // only without options.watch_cache
   WatchCache& cache_;
   StreamCounter streams_;
@@ -1654,6 +1677,14 @@ bool IsArtifactUpload(std::string_view method, std::string_view path) {
   std::vector<std::string> parts = SplitPath(std::string(path));
   return parts.size() == 7 && parts[0] == "api" && parts[2] == "artifacts" &&
          parts[4] == "versions" && parts[6] == "content";
+}
+
+bool DefersItsAnswer(std::string_view method, std::string_view path) {
+  if (method != "POST" || !path.starts_with("/api/v1/jobs/") || !path.ends_with("/progress")) {
+    return false;
+  }
+  std::string_view name = path.substr(13, path.size() - 13 - 9);
+  return !name.empty() && name.find('/') == std::string_view::npos;
 }
 
 bool IsJobReport(std::string_view method, std::string_view path) {

@@ -60,6 +60,10 @@ struct RestApiOptions {
 // writes to a file instead of memory (HttpServerOptions::body_to_file).
 bool IsArtifactUpload(std::string_view method, std::string_view path);
 
+// Whether a request is a native progress report, whose handler returns at
+// once and answers later (HttpResponse::deferred), after its group commit.
+bool DefersItsAnswer(std::string_view method, std::string_view path);
+
 // Whether a request is a job's own progress report (the native and the
 // Kubeflow endpoint): what the HTTP server's reserved connections serve.
 bool IsJobReport(std::string_view method, std::string_view path);

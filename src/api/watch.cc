@@ -206,21 +206,19 @@ class JobStream final : public ResponseStream {
   // One metric downsampled to at most buckets_ points: each bucket's last value
   // at its last step (the chart's points), so the stream can go on from there.
   void Full(const std::string& metric, json& metrics) {
-    auto points = service_.MetricSeries(name_, metric);
-    if (!points.ok() || points->empty()) return;
+    auto chart = service_.MetricChartOf(name_, metric, buckets_);
+    if (!chart.ok() || chart->count == 0) return;
     json steps = json::array(), values = json::array();
-    if (points->size() <= buckets_) {
-      for (const MetricPoint& p : *points) {
-        steps.push_back(p.step);
-        values.push_back(FiniteOrNull(p.value));
-      }
-    } else {
-      for (const MetricBucket& b : Downsample(*points, buckets_)) {
-        steps.push_back(b.last_step);
-        values.push_back(FiniteOrNull(b.last));
-      }
+    for (const MetricPoint& p : chart->points) {
+      steps.push_back(p.step);
+      values.push_back(FiniteOrNull(p.value));
     }
-    last_step_[metric] = points->back().step;
+    for (const MetricBucket& b : chart->buckets) {
+      steps.push_back(b.last_step);
+      values.push_back(FiniteOrNull(b.last));
+    }
+    last_step_[metric] =
+        chart->buckets.empty() ? chart->points.back().step : chart->buckets.back().last_step;
     metrics[metric] = {{"steps", std::move(steps)}, {"values", std::move(values)}};
   }
 

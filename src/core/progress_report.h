@@ -111,4 +111,12 @@ struct MetricBucket {
 // equal point count. Fewer points than buckets: one bucket per point.
 std::vector<MetricBucket> Downsample(const std::vector<MetricPoint>& points, std::size_t buckets);
 
+// What a chart of a metric shows: its point count, and either its points
+// (short series) or its buckets.
+struct MetricChart {
+  std::size_t count = 0;
+  std::vector<MetricPoint> points;
+  std::vector<MetricBucket> buckets;
+};
+
 }  // namespace headway

@@ -38,6 +38,11 @@ Status IngestWriter::Write(ProgressBatch batch) {
   return future.get();
 }
 
+void IngestWriter::WriteThen(ProgressBatch batch, std::function<void(const Status&)> done) {
+  Status s = Enqueue(std::move(batch), done);
+  if (!s.ok()) done(s);
+}
+
 void IngestWriter::WriteAsync(ProgressBatch batch) {
   (void)Enqueue(std::move(batch), nullptr);  // dropped only under overload; markers are best effort
 }

@@ -29,6 +29,9 @@ class IngestWriter {
   Status Write(ProgressBatch batch);
   // Queues without waiting; for reports nobody acknowledges (log markers).
   void WriteAsync(ProgressBatch batch);
+  // Queues without waiting; `done` gets the outcome on the writer's thread
+  // once the batch is durable or failed, or at once when it is refused.
+  void WriteThen(ProgressBatch batch, std::function<void(const Status&)> done);
 
  private:
   struct Pending {

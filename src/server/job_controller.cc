@@ -87,6 +87,21 @@ Status JobController::ReportProgress(std::string_view name, std::string_view tok
   return writer_.Write({std::string(name), std::move(reports), clock_.Now()});
 }
 
+void JobController::ReportProgressThen(std::string_view name, std::string_view token,
+                                       std::vector<ProgressReport> reports,
+                                       std::function<void(const Status&)> done) {
+  Status admitted = CheckReportToken(name, token);
+  if (admitted.ok()) {
+    admitted = tracker_.Admit(std::string(name), reports,
+                              {options_.max_series_per_job, options_.max_points_per_job});
+  }
+  if (!admitted.ok()) {
+    done(admitted);
+    return;
+  }
+  writer_.WriteThen({std::string(name), std::move(reports), clock_.Now()}, std::move(done));
+}
+
 ProgressView JobController::Progress(const Job& job) { return tracker_.View(job, clock_.Now()); }
 
 Result<std::vector<MetricPoint>> JobController::MetricSeries(std::string_view name,
@@ -100,6 +115,21 @@ Result<std::vector<MetricPoint>> JobController::MetricSeries(std::string_view na
     return NotFound("job '" + std::string(name) + "' has no metric '" + std::string(metric) + "'");
   }
   return points;
+}
+
+Result<MetricChart> JobController::MetricChartOf(std::string_view name, std::string_view metric,
+                                                 std::size_t buckets) {
+  if (buckets > 0) {
+    auto job = store_.GetJob(name);
+    if (!job.ok()) return job.status();
+    auto chart = tracker_.charts().Chart(std::string(name), std::string(metric), buckets,
+                                         [&](const std::function<void(const MetricPoint&)>& each) {
+                                           return store_.ScanMetric(name, metric, each);
+                                         });
+    if (!chart.ok()) return chart.status();
+    if (*chart) return std::move(**chart);
+  }
+  return JobService::MetricChartOf(name, metric, buckets);
 }
 
 Result<std::vector<MetricPoint>> JobController::MetricSeriesAfter(std::string_view name,

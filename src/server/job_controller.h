@@ -132,6 +132,11 @@ class JobController final : public api::JobService {
   std::vector<api::NodeStatus> Nodes() override;
   Status ReportProgress(std::string_view name, std::string_view token,
                         std::vector<ProgressReport> reports) override;
+  Result<MetricChart> MetricChartOf(std::string_view name, std::string_view metric,
+                                    std::size_t buckets) override;
+  void ReportProgressThen(std::string_view name, std::string_view token,
+                          std::vector<ProgressReport> reports,
+                          std::function<void(const Status&)> done) override;
   Status MayReport(std::string_view name, std::string_view token) override;
   ProgressView Progress(const Job& job) override;
   Result<std::vector<MetricPoint>> MetricSeries(std::string_view name,

@@ -264,6 +264,7 @@ std::vector<std::string> ProgressTracker::TakeLimitWarnings(const std::string& j
 }
 
 void ProgressTracker::Apply(const ProgressBatch& batch) {
+  charts_.Apply(batch);
   std::lock_guard lock(mu_);
   State& s = Load(batch.job);
   for (const ProgressReport& r : batch.reports) {
@@ -328,6 +329,7 @@ progress::HealthVerdict ProgressTracker::FinalVerdict(const Job& job, Time now,
 }
 
 void ProgressTracker::Forget(const std::string& job) {
+  charts_.Forget(job);
   std::lock_guard lock(mu_);
   jobs_.erase(job);
 }

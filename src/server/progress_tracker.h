@@ -19,6 +19,7 @@
 #include "core/progress_report.h"
 #include "progress/eta.h"
 #include "progress/health.h"
+#include "server/series_summaries.h"
 #include "store/store.h"
 
 namespace headway {
@@ -67,6 +68,8 @@ class ProgressTracker {
                                        std::optional<std::int64_t>* last_step = nullptr);
   // Drops what is kept of a deleted job, so a new job of the same name starts afresh.
   void Forget(const std::string& job);
+  // The chart summaries of series, fed by Apply and dropped by Forget.
+  SeriesSummaries& charts() { return charts_; }
 
  private:
   struct State {
@@ -113,6 +116,7 @@ class ProgressTracker {
   const double plateau_window_;
   std::mutex mu_;
   std::map<std::string, State> jobs_;  // guarded by mu_
+  SeriesSummaries charts_;
 };
 
 }  // namespace headway

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
@@ -638,7 +639,8 @@ int RunServer(const ServerConfig& config) {
   api::HttpServerOptions http_options;
   http_options.address = config.listen_address;
   http_options.port = config.port;
-  http_options.threads = config.http_threads;
+  http_options.threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2, 8);
+  http_options.handler_threads = config.http_threads;
   http_options.max_body_bytes = config.max_body_bytes;
   http_options.read_timeout = std::chrono::seconds(config.request_timeout_s);
   http_options.header_timeout = std::chrono::seconds(config.header_timeout_s);
@@ -646,6 +648,11 @@ int RunServer(const ServerConfig& config) {
   http_options.max_connections_per_client = config.max_connections_per_client;
   http_options.reserved_connections = config.reserved_connections;
   http_options.reserved_for = api::IsJobReport;
+  // A leader's progress reports wait for their group commit without a
+  // thread; a follower forwards them, which blocks.
+  http_options.inline_for = [&ready, &api_handler](std::string_view method, std::string_view path) {
+    return ready.load() == &api_handler && api::DefersItsAnswer(method, path);
+  };
   http_options.body_to_file = api::IsArtifactUpload;
   http_options.large_body_for = [](std::string_view, std::string_view path) {
     return api::IsNotebookPath(path);

@@ -42,7 +42,9 @@ struct ServerConfig {
   // first); see sched::Ordering.
   sched::Ordering ordering = sched::Ordering::kFairShare;
   std::string self_executable;   // this binary, for the local executor's supervisor
-  // Request handlers may wait for a group commit, so there are more threads than cores.
+  // Threads for request handlers, which may block (store reads, a request
+  // forwarded to the leader); sockets and progress reports are served by
+  // as many I/O threads as there are cores (2 to 8).
   int http_threads = 16;
   std::size_t max_body_bytes = 1 << 20;
   int max_connections = 1024;       // beyond this, new connections get 503

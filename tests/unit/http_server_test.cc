@@ -7,7 +7,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -136,6 +140,137 @@ TEST(HttpServer, ProxiesARequestAndKeepsTheConnectionItsOwn) {
   std::string after = Exchange(fd, "GET /own HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_NE(after.find("front /own"), std::string::npos) << after;
   ::close(fd);
+}
+
+// Sends `request` without waiting for an answer.
+bool SendOnly(int fd, const std::string& request) {
+  return ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+         static_cast<ssize_t>(request.size());
+}
+
+// Deferred answers (a progress report waiting for its group commit): one
+// I/O thread keeps serving while 48 answers are pending, each connection
+// gets its own answer whatever the order they complete in, and an answer
+// completed after its client went, or after the server stopped, goes
+// nowhere.
+TEST(HttpServer, DeferredAnswersHoldNoThreadAndReachTheirOwnConnection) {
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::shared_ptr<DeferredResponse>>> waiting;
+  HttpServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  options.threads = 1;
+  auto server = HttpServer::Start(options, [&](const HttpRequest& req) {
+    if (req.path == "/now") return HttpResponse{200, "text/plain", "now", {}, nullptr};
+    HttpResponse later;
+    later.deferred = std::make_shared<DeferredResponse>();
+    std::lock_guard lock(mu);
+    waiting.push_back({req.path, later.deferred});
+    return later;
+  });
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const int port = (*server)->port();
+
+  std::vector<int> fds;
+  for (int i = 0; i < 48; ++i) {  // within one client's 64 connections
+    int fd = Connect(port);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendOnly(fd, "POST /wait/" + std::to_string(i) + " HTTP/1.1\r\nHost: x\r\n\r\n"));
+    fds.push_back(fd);
+  }
+  for (int tries = 0; tries < 500; ++tries) {
+    {
+      std::lock_guard lock(mu);
+      if (waiting.size() == fds.size()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(waiting.size(), fds.size());
+
+  // The one I/O thread is free while all of them wait.
+  int other = Connect(port);
+  ASSERT_GE(other, 0);
+  EXPECT_NE(Exchange(other, "GET /now HTTP/1.1\r\nHost: x\r\n\r\n").find("now"), std::string::npos);
+
+  // Completed from another thread, newest first.
+  std::thread completer([&] {
+    for (auto it = waiting.rbegin(); it != waiting.rend(); ++it) {
+      it->second->Complete(HttpResponse{202, "text/plain", "for " + it->first, {}, nullptr});
+    }
+  });
+  completer.join();
+  for (std::size_t i = 0; i < fds.size(); ++i) {
+    std::string answer = Exchange(fds[i], "");
+    EXPECT_NE(answer.find("202 Accepted"), std::string::npos) << answer;
+    EXPECT_NE(answer.find("for /wait/" + std::to_string(i)), std::string::npos) << answer;
+    // The connection serves the next request.
+    EXPECT_NE(Exchange(fds[i], "GET /now HTTP/1.1\r\nHost: x\r\n\r\n").find("now"),
+              std::string::npos);
+    ::close(fds[i]);
+  }
+
+  // A client that went before its answer; then a server that stopped.
+  waiting.clear();
+  int gone = Connect(port);
+  ASSERT_TRUE(SendOnly(gone, "POST /wait/gone HTTP/1.1\r\nHost: x\r\n\r\n"));
+  int stays = Connect(port);
+  ASSERT_TRUE(SendOnly(stays, "POST /wait/stays HTTP/1.1\r\nHost: x\r\n\r\n"));
+  for (int tries = 0; tries < 500 && waiting.size() < 2; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(waiting.size(), 2u);
+  ::close(gone);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  waiting[0].second->Complete(HttpResponse{202, "text/plain", "late", {}, nullptr});
+  server->reset();
+  waiting[1].second->Complete(HttpResponse{202, "text/plain", "after the end", {}, nullptr});
+  ::close(stays);
+  ::close(other);
+}
+
+// Handlers that block run on the handler threads: a request `inline_for`
+// accepts is answered on the I/O thread while both handler threads are
+// held, and the held ones answer once released.
+TEST(HttpServer, BlockingHandlersHoldNoIoThread) {
+  std::mutex mu;
+  std::condition_variable released_cv;
+  bool released = false;
+  std::atomic<int> blocked{0};
+  HttpServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  options.threads = 1;
+  options.handler_threads = 2;
+  options.inline_for = [](std::string_view, std::string_view path) { return path == "/inline"; };
+  auto server = HttpServer::Start(options, [&](const HttpRequest& req) {
+    if (req.path == "/inline") return HttpResponse{200, "text/plain", "inline", {}, nullptr};
+    ++blocked;
+    std::unique_lock lock(mu);
+    released_cv.wait(lock, [&] { return released; });
+    return HttpResponse{200, "text/plain", "slow " + req.path, {}, nullptr};
+  });
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const int port = (*server)->port();
+  int slow1 = Connect(port), slow2 = Connect(port);
+  ASSERT_TRUE(SendOnly(slow1, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(SendOnly(slow2, "GET /b HTTP/1.1\r\nHost: x\r\n\r\n"));
+  for (int tries = 0; tries < 500 && blocked < 2; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(blocked, 2);
+  int fast = Connect(port);
+  EXPECT_NE(Exchange(fast, "GET /inline HTTP/1.1\r\nHost: x\r\n\r\n").find("inline"),
+            std::string::npos);
+  {
+    std::lock_guard lock(mu);
+    released = true;
+  }
+  released_cv.notify_all();
+  EXPECT_NE(Exchange(slow1, "").find("slow /a"), std::string::npos);
+  EXPECT_NE(Exchange(slow2, "").find("slow /b"), std::string::npos);
+  ::close(slow1);
+  ::close(slow2);
+  ::close(fast);
 }
 
 }  // namespace

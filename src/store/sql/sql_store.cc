@@ -1378,9 +1378,10 @@ class SqlStore final : public Store {
     const std::size_t per_statement = std::max<std::size_t>(1, db_->RowsPerStatement());
     std::optional<Statement> full;  // prepared once, reused for every full batch
     auto it = rows.begin();
+    std::size_t remaining = rows.size();  // not std::distance: O(n) on a map, per batch
     while (it != rows.end()) {
-      const std::size_t n = std::min<std::size_t>(
-          per_statement, static_cast<std::size_t>(std::distance(it, rows.end())));
+      const std::size_t n = std::min<std::size_t>(per_statement, remaining);
+      remaining -= n;
       std::optional<Statement> last;
       Statement* q = nullptr;
       if (n == per_statement) {

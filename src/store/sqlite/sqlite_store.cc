@@ -441,6 +441,14 @@ class SqliteConnection final : public sql::Connection {
 }  // namespace
 
 Result<std::unique_ptr<sql::Connection>> sql::OpenSqliteConnection(const std::string& path) {
+  // Memory statistics take one process-wide mutex on every allocation
+  // SQLite makes; nothing reads them. Only possible before SQLite starts
+  // (later it answers SQLITE_MISUSE and changes nothing).
+  static const bool kNoMemoryStatistics = [] {
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    return true;
+  }();
+  (void)kNoMemoryStatistics;
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
