@@ -64,11 +64,16 @@ double WrkMillis(const std::string& text) {
   return v;
 }
 
-WrkResult RunWrk(const std::string& url, const std::string& script, int connections, int seconds) {
+// `first_step`: where this run's steps start, past every earlier run's, so
+// that each run stores new points (a step sent again replaces its row in
+// place, which is cheaper and not what training jobs do).
+WrkResult RunWrk(const std::string& url, const std::string& script, int connections, int seconds,
+                 std::int64_t first_step) {
   int threads = std::min(connections, 2);
   std::string cmd = "wrk --latency -t" + std::to_string(threads) + " -c" +
                     std::to_string(connections) + " -d" + std::to_string(seconds) + "s -s " +
-                    script + " " + url + " 2>&1";
+                    script + " " + url + " -- " + std::to_string(threads) + " " +
+                    std::to_string(first_step) + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   WrkResult r;
   if (pipe == nullptr) return r;
@@ -98,7 +103,8 @@ WrkResult RunWrk(const std::string& url, const std::string& script, int connecti
 }
 
 // A wrk script whose requests go round the given targets, each with a
-// growing step. `body_of` is Lua returning the body for `step`.
+// growing step. `body_of` is Lua returning the body for `step`. Its
+// arguments: wrk's thread count, and the first step.
 std::string WrkScript(const std::vector<std::pair<std::string, std::string>>& targets,
                       const std::string& content_type, const std::string& body_of) {
   std::string lua = "local targets = {\n";
@@ -112,14 +118,19 @@ std::string WrkScript(const std::vector<std::pair<std::string, std::string>>& ta
       "  thread:set(\"id\", next_id)\n"
       "  next_id = next_id + 1\n"
       "end\n"
-      "local counter = 0\n"
-      "function init(args) counter = id * 1000003 end\n"
+      // Each thread reports for its own share of the targets, so each
+      // target's steps grow as they would from one training job.
+      "local counter, threads = 0, 1\n"
+      "function init(args)\n"
+      "  threads = tonumber(args[1]) or 1\n"
+      "  counter = tonumber(args[2]) or 0\n"
+      "end\n"
       "local function body_of(step)\n" +
       body_of +
       "\nend\n"
       "function request()\n"
       "  counter = counter + 1\n"
-      "  local t = targets[(counter % #targets) + 1]\n"
+      "  local t = targets[((counter * threads + id) % #targets) + 1]\n"
       "  local headers = {[\"Content-Type\"] = \"" +
       content_type +
       "\"}\n"
@@ -250,6 +261,7 @@ int WrkComparison(const std::string& bin, const std::string& pushgateway_bin, in
   std::printf("%-7s %6s | %10s %8s %8s %6s | %10s %8s %8s %6s | %7s\n", "points", "conns",
               "Headway/s", "p50 ms", "p99 ms", "errors", "Pushgw/s", "p50 ms", "p99 ms", "errors",
               "ratio");
+  std::int64_t first_step = 0;
   struct Row {
     const char* kind;
     int batch;
@@ -257,10 +269,11 @@ int WrkComparison(const std::string& bin, const std::string& pushgateway_bin, in
   };
   for (const Row& row : {Row{"single", 1, 1}, Row{"single", 1, 32}, Row{"single", 1, 128},
                          Row{"batch", 100, 1}, Row{"batch", 100, 8}, Row{"batch", 100, 32}}) {
-    WrkResult h =
-        RunWrk(headway_url, dir + "/headway-" + row.kind + ".lua", row.connections, seconds);
-    WrkResult g =
-        RunWrk(gateway_url, dir + "/gateway-" + row.kind + ".lua", row.connections, seconds);
+    first_step += 100'000'000;
+    WrkResult h = RunWrk(headway_url, dir + "/headway-" + row.kind + ".lua", row.connections,
+                         seconds, first_step);
+    WrkResult g = RunWrk(gateway_url, dir + "/gateway-" + row.kind + ".lua", row.connections,
+                         seconds, first_step);
     std::printf("%-7d %6d | %10.0f %8.2f %8.2f %6ld | %10.0f %8.2f %8.2f %6ld | %6.2fx\n",
                 row.batch, row.connections, h.requests_per_second, h.p50_ms, h.p99_ms, h.errors,
                 g.requests_per_second, g.p50_ms, g.p99_ms, g.errors,

@@ -59,7 +59,7 @@ void IngestWriter::Run() {
     }
     std::vector<ProgressBatch> batches;
     batches.reserve(work.size());
-    for (const Pending& p : work) batches.push_back(p.batch);
+    for (Pending& p : work) batches.push_back(std::move(p.batch));
     Status s = store_.AppendProgress(batches);
     if (s.ok()) {
       for (const ProgressBatch& b : batches) tracker_.Apply(b);

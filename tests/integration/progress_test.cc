@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "api/http_client.h"
 #include "test_server.h"
@@ -334,6 +335,52 @@ TEST(ProgressApi, LongSeriesAreDownsampledKeepingSpikes) {
   EXPECT_EQ(Get(server, "/api/v1/jobs/long/metrics")["metrics"], json::array({"loss"}));
   EXPECT_EQ(Get(server, "/api/v1/jobs/long/metrics/nope")["error"]["code"], "NotFound");
   server.Cli({"stop", "long"});
+}
+
+// A chart read keeps a summary of the series (SeriesSummaries): later
+// reads follow new reports through it, and a late report that changes an
+// old step shows too (its summary is rebuilt from the store).
+TEST(ProgressApi, ChartsFollowNewAndLateReports) {
+  TestServer server;
+  SubmitIdleJob(server, "charted");
+  std::string token = TokenOf(server, "charted");
+  auto report = [&](int first, int last, auto value_of) {
+    for (int from = first; from <= last; from += 5000) {  // requests under 1 MiB
+      json reports = json::array();
+      for (int step = from; step <= std::min(last, from + 4999); ++step) {
+        reports.push_back({{"step", step}, {"metrics", {{"loss", value_of(step)}}}});
+      }
+      int status = Post(server, ProgressPath("charted"), token, json{{"reports", reports}}.dump());
+      if (status != 202) return status;
+    }
+    return 202;
+  };
+  auto extremes = [](const json& chart) {
+    double low = 1e300, high = -1e300;
+    std::int64_t points = 0;
+    for (const auto& b : chart["buckets"]) {
+      low = std::min(low, b["min"].get<double>());
+      high = std::max(high, b["max"].get<double>());
+      points += b["count"].get<std::int64_t>();
+    }
+    return std::tuple{low, high, points};
+  };
+  ASSERT_EQ(report(1, 20000, [](int) { return 1.0; }), 202);
+  json first = Get(server, "/api/v1/jobs/charted/metrics/loss?buckets=100");
+  EXPECT_EQ(first["count"], 20000);
+  EXPECT_EQ(extremes(first), std::tuple(1.0, 1.0, std::int64_t{20000}));
+
+  ASSERT_EQ(report(20001, 20100, [](int step) { return step == 20050 ? 7.0 : 1.0; }), 202);
+  json newer = Get(server, "/api/v1/jobs/charted/metrics/loss?buckets=100");
+  EXPECT_EQ(newer["count"], 20100);
+  EXPECT_EQ(newer["buckets"].back()["last_step"], 20100);
+  EXPECT_EQ(extremes(newer), std::tuple(1.0, 7.0, std::int64_t{20100}));
+
+  ASSERT_EQ(report(500, 500, [](int) { return -3.0; }), 202);  // an old step again
+  json late = Get(server, "/api/v1/jobs/charted/metrics/loss?buckets=100");
+  EXPECT_EQ(late["count"], 20100);
+  EXPECT_EQ(extremes(late), std::tuple(-3.0, 7.0, std::int64_t{20100}));
+  server.Cli({"stop", "charted"});
 }
 
 TEST(ProgressCli, TableShowsProgressEtaLossAndHealth) {

@@ -223,6 +223,7 @@ class SqlStore final : public Store {
   }
 
   Status AppendProgress(const std::vector<ProgressBatch>& batches) override {
+    if (db_->RowsPerStatement() == 1) return AppendProgressRowByRow(batches);
     // The rows first, by key: a step reported twice keeps its last values
     // (and one statement may not hold a key twice). Then many rows per
     // statement: a round trip to a database server per point made its group
@@ -262,6 +263,59 @@ class SqlStore final : public Store {
     if (!s.ok()) {
       (void)Exec("ROLLBACK");
       return s;
+    }
+    return Commit();
+  }
+
+  // One row per statement (SQLite): each row goes in as it comes, an upsert
+  // of a key seen earlier in the group replacing it, so nothing is
+  // collected or copied first (that was a fifth of the ingest writer's time).
+  Status AppendProgressRowByRow(const std::vector<ProgressBatch>& batches) {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
+    Statement step_row(*db_,
+                       db_->Upsert("progress_steps",
+                                   {"job", "step", "time", "total_steps", "epoch", "total_epochs"},
+                                   {"job", "step"}, /*replace=*/true, 1));
+    Statement metric_row(*db_,
+                         db_->Upsert("metric_points", {"job", "metric", "step", "value", "special"},
+                                     {"job", "metric", "step"}, /*replace=*/true, 1));
+    static const std::string kNan = "nan", kInf = "inf", kMinusInf = "-inf";
+    for (const ProgressBatch& batch : batches) {
+      for (const ProgressReport& r : batch.reports) {
+        step_row.Reset();
+        step_row.Bind(1, batch.job);
+        step_row.Bind(2, r.step);
+        step_row.Bind(3, ToUnixMillis(r.time.value_or(batch.received)));
+        if (r.total_steps)
+          step_row.Bind(4, *r.total_steps);
+        else
+          step_row.BindNull(4);
+        if (r.epoch)
+          step_row.Bind(5, *r.epoch);
+        else
+          step_row.BindNull(5);
+        if (r.total_epochs)
+          step_row.Bind(6, *r.total_epochs);
+        else
+          step_row.BindNull(6);
+        if (!step_row.Run()) return Rollback("write progress_steps");
+        for (const auto& [name, value] : r.metrics) {
+          metric_row.Reset();
+          metric_row.Bind(1, batch.job);
+          metric_row.Bind(2, name);
+          metric_row.Bind(3, r.step);
+          // Non-finite values in `special`: not every database keeps NaN.
+          if (std::isfinite(value)) {
+            metric_row.Bind(4, value);
+            metric_row.BindNull(5);
+          } else {
+            metric_row.BindNull(4);
+            metric_row.Bind(5, std::isnan(value) ? kNan : value > 0 ? kInf : kMinusInf);
+          }
+          if (!metric_row.Run()) return Rollback("write metric_points");
+        }
+      }
     }
     return Commit();
   }
