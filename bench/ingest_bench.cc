@@ -44,6 +44,7 @@ using headway::bench::Connection;
 using headway::bench::Percentile;
 using headway::bench::ServerProcess;
 using headway::bench::StartIdleJobs;
+using headway::bench::StopJobs;
 
 struct WrkResult {
   double requests_per_second = 0;
@@ -282,9 +283,7 @@ int WrkComparison(const std::string& bin, const std::string& pushgateway_bin, in
   std::printf("(requests/s; a batch request carries 100 points: points/s = 100 x requests/s)\n");
   {
     Connection c(port);
-    for (int i = 0; i < kJobs; ++i) {
-      c.Request(http::verb::post, "/api/v1/jobs/bench-" + std::to_string(i) + "/stop", "");
-    }
+    StopJobs(c, "bench", kJobs);
   }
   std::this_thread::sleep_for(std::chrono::seconds(2));
   return 0;
@@ -418,9 +417,7 @@ int main(int argc, char** argv) {
 
   {
     Connection c(port);
-    for (int i = 0; i < kMaxReporters; ++i) {
-      c.Request(http::verb::post, "/api/v1/jobs/bench-" + std::to_string(i) + "/stop", "");
-    }
+    StopJobs(c, "bench", kMaxReporters);
   }
   std::this_thread::sleep_for(std::chrono::seconds(2));
   return 0;

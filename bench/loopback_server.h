@@ -206,4 +206,11 @@ inline std::vector<std::string> StartIdleJobs(Connection& c, const std::string& 
   return tokens;
 }
 
+// Stops jobs PREFIX-0 .. PREFIX-(n-1) (StartIdleJobs' jobs).
+inline void StopJobs(Connection& c, const std::string& prefix, int n) {
+  for (int i = 0; i < n; ++i) {
+    c.Request(http::verb::post, "/api/v1/jobs/" + prefix + "-" + std::to_string(i) + "/stop", "");
+  }
+}
+
 }  // namespace headway::bench

@@ -748,9 +748,7 @@ int main(int argc, char** argv) {
   try {
     Connection c(port);
     c.timeout = kRequestTimeout;
-    for (int i = 0; i < opt.jobs; ++i) {
-      c.Request(http::verb::post, "/api/v1/jobs/soak-" + std::to_string(i) + "/stop", "");
-    }
+    headway::bench::StopJobs(c, "soak", opt.jobs);
     // Wait for the jobs to end (SIGTERM, SIGKILL after the 1 s grace).
     auto deadline = Clock::now() + std::chrono::seconds(15);
     for (int i = 0; i < opt.jobs && Clock::now() < deadline;) {

@@ -370,15 +370,15 @@ class Api {
     return Authorized(req);
   }
 
-  // Headers every answer carries unless it set its own (the dashboard's
-  // pages do, api/dashboard.h): API answers are data, never to be framed,
-  // sniffed into another type, cached, or named in a Referer.
   // What every answer gets last: the security headers, and a count by status.
   static void Finish(ApiCounters& counters, HttpResponse& response) {
     AddSecurityHeaders(response);
     counters.CountResponse(response.status);
   }
 
+  // Headers every answer carries unless it set its own (the dashboard's
+  // pages do, api/dashboard.h): API answers are data, never to be framed,
+  // sniffed into another type, cached, or named in a Referer.
   static void AddSecurityHeaders(HttpResponse& response) {
     auto add = [&](std::string_view name, std::string_view value) {
       for (const auto& [k, v] : response.headers) {

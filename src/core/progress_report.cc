@@ -4,6 +4,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "core/series_summary.h"
+
 namespace headway {
 namespace {
 
@@ -174,22 +176,9 @@ std::vector<MetricBucket> Downsample(const std::vector<MetricPoint>& points, std
   out.reserve(count);
   for (std::size_t b = 0; b < count; ++b) {
     std::size_t begin = b * n / count, end = (b + 1) * n / count;
-    MetricBucket bucket;
-    bucket.first_step = points[begin].step;
-    bucket.last_step = points[end - 1].step;
-    bucket.last = points[end - 1].value;
-    bucket.count = end - begin;
-    bucket.min = std::numeric_limits<double>::quiet_NaN();
-    bucket.max = std::numeric_limits<double>::quiet_NaN();
-    for (std::size_t i = begin; i < end; ++i) {
-      double v = points[i].value;
-      if (!std::isfinite(v)) {
-        bucket.non_finite = true;
-        continue;
-      }
-      if (std::isnan(bucket.min) || v < bucket.min) bucket.min = v;
-      if (std::isnan(bucket.max) || v > bucket.max) bucket.max = v;
-    }
+    MetricBucket bucket = BucketOf(points[begin]);
+    for (std::size_t i = begin + 1; i < end; ++i)
+      bucket = MergeBuckets(bucket, BucketOf(points[i]));
     out.push_back(bucket);
   }
   return out;

@@ -7,7 +7,13 @@ namespace headway {
 
 namespace {
 
-MetricBucket Cell(const MetricPoint& p) {
+// NaN stands for "no finite value yet" on either side.
+double Lower(double a, double b) { return std::isnan(a) || b < a ? b : a; }
+double Higher(double a, double b) { return std::isnan(a) || b > a ? b : a; }
+
+}  // namespace
+
+MetricBucket BucketOf(const MetricPoint& p) {
   MetricBucket cell;
   cell.first_step = p.step;
   cell.last_step = p.step;
@@ -24,12 +30,6 @@ MetricBucket Cell(const MetricPoint& p) {
   return cell;
 }
 
-// NaN stands for "no finite value yet" on either side.
-double Lower(double a, double b) { return std::isnan(a) || b < a ? b : a; }
-double Higher(double a, double b) { return std::isnan(a) || b > a ? b : a; }
-
-}  // namespace
-
 MetricBucket MergeBuckets(const MetricBucket& a, const MetricBucket& b) {
   MetricBucket m;
   m.first_step = a.first_step;
@@ -45,15 +45,12 @@ MetricBucket MergeBuckets(const MetricBucket& a, const MetricBucket& b) {
 bool SeriesSummary::Append(const MetricPoint& point) {
   if (!cells_.empty() && point.step <= cells_.back().last_step) return false;
   ++points_;
+  const bool last_full = cells_.empty() || cells_.back().count == points_per_cell_;
+  if (last_full && cells_.size() == kMaxCells) HalveCells();  // the last cell then has room
   if (!cells_.empty() && cells_.back().count < points_per_cell_) {
-    cells_.back() = MergeBuckets(cells_.back(), Cell(point));
-    return true;
-  }
-  if (cells_.size() == kMaxCells) HalveCells();
-  if (!cells_.empty() && cells_.back().count < points_per_cell_) {
-    cells_.back() = MergeBuckets(cells_.back(), Cell(point));
+    cells_.back() = MergeBuckets(cells_.back(), BucketOf(point));
   } else {
-    cells_.push_back(Cell(point));
+    cells_.push_back(BucketOf(point));
   }
   return true;
 }

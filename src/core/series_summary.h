@@ -51,7 +51,9 @@ class SeriesSummary {
   std::size_t points_ = 0;
 };
 
-// One bucket covering `a` then `b` (consecutive).
+// One point as a bucket, and one bucket covering `a` then `b` (consecutive):
+// the arithmetic of every chart bucket (Downsample's too).
+MetricBucket BucketOf(const MetricPoint& point);
 MetricBucket MergeBuckets(const MetricBucket& a, const MetricBucket& b);
 
 }  // namespace headway

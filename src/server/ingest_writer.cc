@@ -33,8 +33,7 @@ Status IngestWriter::Enqueue(ProgressBatch batch, std::function<void(const Statu
 Status IngestWriter::Write(ProgressBatch batch) {
   auto promise = std::make_shared<std::promise<Status>>();
   auto future = promise->get_future();
-  HEADWAY_RETURN_IF_ERROR(
-      Enqueue(std::move(batch), [promise](const Status& s) { promise->set_value(s); }));
+  WriteThen(std::move(batch), [promise](const Status& s) { promise->set_value(s); });
   return future.get();
 }
 

@@ -79,23 +79,23 @@ Status JobController::MayReport(std::string_view name, std::string_view token) {
   return Status::Ok();
 }
 
+Status JobController::AdmitReports(std::string_view name, std::string_view token,
+                                   const std::vector<ProgressReport>& reports) {
+  HEADWAY_RETURN_IF_ERROR(CheckReportToken(name, token));
+  return tracker_.Admit(std::string(name), reports,
+                        {options_.max_series_per_job, options_.max_points_per_job});
+}
+
 Status JobController::ReportProgress(std::string_view name, std::string_view token,
                                      std::vector<ProgressReport> reports) {
-  HEADWAY_RETURN_IF_ERROR(CheckReportToken(name, token));
-  HEADWAY_RETURN_IF_ERROR(tracker_.Admit(
-      std::string(name), reports, {options_.max_series_per_job, options_.max_points_per_job}));
+  HEADWAY_RETURN_IF_ERROR(AdmitReports(name, token, reports));
   return writer_.Write({std::string(name), std::move(reports), clock_.Now()});
 }
 
 void JobController::ReportProgressThen(std::string_view name, std::string_view token,
                                        std::vector<ProgressReport> reports,
                                        std::function<void(const Status&)> done) {
-  Status admitted = CheckReportToken(name, token);
-  if (admitted.ok()) {
-    admitted = tracker_.Admit(std::string(name), reports,
-                              {options_.max_series_per_job, options_.max_points_per_job});
-  }
-  if (!admitted.ok()) {
+  if (Status admitted = AdmitReports(name, token, reports); !admitted.ok()) {
     done(admitted);
     return;
   }

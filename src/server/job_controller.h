@@ -150,6 +150,10 @@ class JobController final : public api::JobService {
  private:
   // What the control loop does once a decision is stored, outside mu_:
   // executors are slow (a cluster engine's CLI) and must not hold up the API.
+  // What both report paths check before queueing: the token, then the
+  // job's series and points limits (tracker_.Admit).
+  Status AdmitReports(std::string_view name, std::string_view token,
+                      const std::vector<ProgressReport>& reports);
   // The token checks of ReportProgress and MayReport.
   Status CheckReportToken(std::string_view name, std::string_view token);
   struct PendingLaunch {

@@ -18,7 +18,6 @@ void SeriesSummaries::Apply(const ProgressBatch& batch) {
         e.pending.push_back({r.step, value});
       } else if (!e.summary.Append({r.step, value})) {
         job->second.erase(it);
-        --entries_;
       }
     }
   }
@@ -27,15 +26,18 @@ void SeriesSummaries::Apply(const ProgressBatch& batch) {
 
 void SeriesSummaries::Forget(const std::string& job) {
   std::lock_guard lock(mu_);
-  auto it = jobs_.find(job);
-  if (it == jobs_.end()) return;
-  entries_ -= it->second.size();
-  jobs_.erase(it);
+  jobs_.erase(job);
 }
 
 std::size_t SeriesSummaries::size() const {
   std::lock_guard lock(mu_);
-  return entries_;
+  return Entries();
+}
+
+std::size_t SeriesSummaries::Entries() const {
+  std::size_t n = 0;
+  for (const auto& [job, series] : jobs_) n += series.size();
+  return n;
 }
 
 Result<std::optional<MetricChart>> SeriesSummaries::Chart(const std::string& job,
@@ -59,7 +61,6 @@ Result<std::optional<MetricChart>> SeriesSummaries::Chart(const std::string& job
       e.used = ++reads_;
       return answer(e.summary);
     }
-    ++entries_;
     e.building = true;
     e.used = ++reads_;
   }
@@ -94,7 +95,6 @@ Result<std::optional<MetricChart>> SeriesSummaries::Chart(const std::string& job
     EvictOverCapacity();
   } else {
     job_it->second.erase(it);
-    --entries_;
     if (job_it->second.empty()) jobs_.erase(job_it);
   }
   if (!scanned.ok()) return scanned;
@@ -102,7 +102,7 @@ Result<std::optional<MetricChart>> SeriesSummaries::Chart(const std::string& job
 }
 
 void SeriesSummaries::EvictOverCapacity() {
-  while (entries_ > max_series_) {
+  for (std::size_t entries = Entries(); entries > max_series_; --entries) {
     std::uint64_t oldest = std::numeric_limits<std::uint64_t>::max();
     std::string oldest_job, oldest_metric;
     for (const auto& [job, series] : jobs_) {
@@ -117,7 +117,6 @@ void SeriesSummaries::EvictOverCapacity() {
     if (oldest == std::numeric_limits<std::uint64_t>::max()) return;
     auto job = jobs_.find(oldest_job);
     job->second.erase(oldest_metric);
-    --entries_;
     if (job->second.empty()) jobs_.erase(job);
   }
 }

@@ -59,12 +59,12 @@ class SeriesSummaries {
     std::uint64_t used = 0;            // for eviction: the read clock at its last read
   };
   void EvictOverCapacity();
+  std::size_t Entries() const;  // summaries kept (and being built); under mu_
 
   const std::size_t max_series_;
   mutable std::mutex mu_;
   // job -> metric -> entry; guarded by mu_
   std::unordered_map<std::string, std::map<std::string, Entry, std::less<>>> jobs_;
-  std::size_t entries_ = 0;  // guarded by mu_
   std::uint64_t reads_ = 0;  // guarded by mu_
 };
 

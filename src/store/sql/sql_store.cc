@@ -222,6 +222,22 @@ class SqlStore final : public Store {
     return Status::Ok();
   }
 
+  // The progress tables' columns and keys, as both ways of writing them use them.
+  static inline const std::vector<std::string> kStepColumns = {
+      "job", "step", "time", "total_steps", "epoch", "total_epochs"};
+  static inline const std::vector<std::string> kStepKey = {"job", "step"};
+  static inline const std::vector<std::string> kMetricColumns = {"job", "metric", "step", "value",
+                                                                 "special"};
+  static inline const std::vector<std::string> kMetricKey = {"job", "metric", "step"};
+
+  // A non-finite value's name in `special` ("nan", "inf", "-inf"), null for
+  // a finite one, whose `value` holds it: not every database keeps NaN.
+  static const std::string* NonFiniteName(double value) {
+    static const std::string kNan = "nan", kInf = "inf", kMinusInf = "-inf";
+    if (std::isfinite(value)) return nullptr;
+    return std::isnan(value) ? &kNan : value > 0 ? &kInf : &kMinusInf;
+  }
+
   Status AppendProgress(const std::vector<ProgressBatch>& batches) override {
     if (db_->RowsPerStatement() == 1) return AppendProgressRowByRow(batches);
     // The rows first, by key: a step reported twice keeps its last values
@@ -240,26 +256,18 @@ class SqlStore final : public Store {
                                       optional(r.total_steps), optional(r.epoch),
                                       optional(r.total_epochs)};
         for (const auto& [name, value] : r.metrics) {
-          // Non-finite values in `special`: not every database keeps NaN.
-          sql::Value special = std::monostate{};
-          if (!std::isfinite(value)) {
-            special = std::string(std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf");
-          }
+          const std::string* non_finite = NonFiniteName(value);
           metrics[{batch.job, name, r.step}] = {
               batch.job, name, r.step,
-              std::isfinite(value) ? sql::Value(value) : sql::Value(std::monostate{}), special};
+              non_finite ? sql::Value(std::monostate{}) : sql::Value(value),
+              non_finite ? sql::Value(*non_finite) : sql::Value(std::monostate{})};
         }
       }
     }
     std::lock_guard lock(mu_);
     HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
-    Status s = UpsertRows("progress_steps",
-                          {"job", "step", "time", "total_steps", "epoch", "total_epochs"},
-                          {"job", "step"}, steps);
-    if (s.ok()) {
-      s = UpsertRows("metric_points", {"job", "metric", "step", "value", "special"},
-                     {"job", "metric", "step"}, metrics);
-    }
+    Status s = UpsertRows("progress_steps", kStepColumns, kStepKey, steps);
+    if (s.ok()) s = UpsertRows("metric_points", kMetricColumns, kMetricKey, metrics);
     if (!s.ok()) {
       (void)Exec("ROLLBACK");
       return s;
@@ -273,14 +281,10 @@ class SqlStore final : public Store {
   Status AppendProgressRowByRow(const std::vector<ProgressBatch>& batches) {
     std::lock_guard lock(mu_);
     HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
-    Statement step_row(*db_,
-                       db_->Upsert("progress_steps",
-                                   {"job", "step", "time", "total_steps", "epoch", "total_epochs"},
-                                   {"job", "step"}, /*replace=*/true, 1));
-    Statement metric_row(*db_,
-                         db_->Upsert("metric_points", {"job", "metric", "step", "value", "special"},
-                                     {"job", "metric", "step"}, /*replace=*/true, 1));
-    static const std::string kNan = "nan", kInf = "inf", kMinusInf = "-inf";
+    Statement step_row(*db_, db_->Upsert("progress_steps", kStepColumns, kStepKey,
+                                         /*replace=*/true, 1));
+    Statement metric_row(*db_, db_->Upsert("metric_points", kMetricColumns, kMetricKey,
+                                           /*replace=*/true, 1));
     for (const ProgressBatch& batch : batches) {
       for (const ProgressReport& r : batch.reports) {
         step_row.Reset();
@@ -305,13 +309,12 @@ class SqlStore final : public Store {
           metric_row.Bind(1, batch.job);
           metric_row.Bind(2, name);
           metric_row.Bind(3, r.step);
-          // Non-finite values in `special`: not every database keeps NaN.
-          if (std::isfinite(value)) {
+          if (const std::string* non_finite = NonFiniteName(value)) {
+            metric_row.BindNull(4);
+            metric_row.Bind(5, *non_finite);
+          } else {
             metric_row.Bind(4, value);
             metric_row.BindNull(5);
-          } else {
-            metric_row.BindNull(4);
-            metric_row.Bind(5, std::isnan(value) ? kNan : value > 0 ? kInf : kMinusInf);
           }
           if (!metric_row.Run()) return Rollback("write metric_points");
         }
