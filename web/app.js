@@ -146,6 +146,7 @@ signOut.addEventListener('click', () => {
 });
 
 async function start() {
+  performance.mark('headway:start');  // the page's marks: bench/dashboard_bench.mjs reads them
   const fromUrl = takeTokenFromUrl();
   window.addEventListener('hashchange', route);
   if (fromUrl) {
@@ -159,6 +160,7 @@ async function start() {
       return;
     }
   }
+  performance.mark('headway:signed-in');
   signOut.hidden = !getToken();
   route();
 }

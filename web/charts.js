@@ -1,5 +1,6 @@
 // Line charts drawn with uPlot (web/vendor, loaded as the global `uPlot` by
-// index.html).
+// index.html with `async`, so that the job list never waits for it; a chart
+// made before it arrived is drawn when it does).
 //
 // LineChart: one chart with a title, axis titles, a legend that follows the
 // cursor (the latest values when the cursor is elsewhere), a log/linear
@@ -36,6 +37,22 @@ const NON_FINITE_COLOR = '#dc2626';
 const FONT = '11px system-ui, sans-serif';
 const MAX_LEGEND = 10;  // more series than this: the legend lists the best MAX_LEGEND
 export const MAX_SMOOTHING = 0.99;
+
+// Resolves once the global `uPlot` exists.
+let uplotLoading = null;
+function uplotLoaded() {
+  uplotLoading ??= new Promise((resolve) => {
+    if (globalThis.uPlot) {
+      resolve();
+      return;
+    }
+    let script = document.getElementById('uplot-script');
+    if (!script) script = document.head.appendChild(el('script', { id: 'uplot-script', src: 'vendor/uPlot.iife.min.js' }));
+    script.addEventListener('load', resolve, { once: true });
+    script.addEventListener('error', () => console.error('headway: could not load vendor/uPlot.iife.min.js'), { once: true });
+  });
+  return uplotLoading;
+}
 
 // Settings shared by every job's charts while the page lives.
 const settings = { smoothing: 0, logScale: new Map() };  // group key -> true
@@ -165,6 +182,7 @@ export class LineChart {
   }
 
   destroy() {
+    this.destroyed = true;
     this.plot?.destroy();
     this.plot = null;
     this.element.remove();
@@ -173,6 +191,16 @@ export class LineChart {
   // Builds what uPlot draws from the raw columns: on a log scale, values <= 0
   // left out; with smoothing, each series twice (faint raw, then smoothed).
   render(rebuild) {
+    if (!globalThis.uPlot) {
+      if (!this.waitingForUplot) {
+        this.waitingForUplot = true;
+        uplotLoaded().then(() => {
+          this.waitingForUplot = false;
+          if (!this.destroyed) this.render(true);
+        });
+      }
+      return;
+    }
     const [steps, ...columns] = this.raw;
     let nonFinite = 0;
     for (const column of columns) for (const v of column) if (v === null) nonFinite++;

@@ -149,6 +149,7 @@ export function createJobsView(container, { setStatus }) {
 
   const watch = watchJobs({
     onSnapshot(list) {
+      performance.mark('headway:jobs-snapshot');
       jobs.clear();
       for (const job of list) jobs.set(job.name, job);
       noteTeams(list);

@@ -26,13 +26,15 @@ export function poll(fn, ms = POLL_MS) {
 
 // handlers: onSnapshot(jobs) replaces every job, onUpdate(jobs) changes some,
 // onDeleted(names) removes some, onStatus('live' | 'reconnecting' | 'polling').
+// Jobs arrive in the stream's compact form (a row of what the list shows, a
+// fifth of a full view) and are handed on as views with those members.
 export function watchJobs({ onSnapshot, onUpdate, onDeleted, onStatus }) {
   let fallback = null;
-  const stream = openEventStream('/api/v1/watch/jobs', {
+  const stream = openEventStream('/api/v1/watch/jobs?compact=true', {
     onStatus,
     onMessage(type, data) {
-      if (type === 'snapshot') onSnapshot(data.jobs || []);
-      else if (type === 'update') onUpdate(data.jobs || []);
+      if (type === 'snapshot') onSnapshot(jobsFromRows(data));
+      else if (type === 'update') onUpdate(jobsFromRows(data));
       else if (type === 'deleted') onDeleted(data.names || []);
     },
     onUnsupported() {
@@ -41,6 +43,34 @@ export function watchJobs({ onSnapshot, onUpdate, onDeleted, onStatus }) {
     },
   });
   return { close() { stream.close(); fallback?.close(); } };
+}
+
+// The views in a compact jobs message ({columns, rows}), with the members
+// the rows carry; a server's full views ({jobs}) as they are.
+export function jobsFromRows({ columns, rows, jobs }) {
+  if (!Array.isArray(rows)) return jobs || [];
+  const at = {};
+  (columns || []).forEach((column, i) => { at[column] = i; });
+  return rows.map((r) => {
+    const loss = r[at.loss];
+    return {
+      name: r[at.name],
+      team: r[at.team],
+      state: r[at.state],
+      health: r[at.health],
+      health_reason: r[at.health_reason],
+      gpus: r[at.gpus],
+      created_at: r[at.created_at],
+      pending_reason: r[at.pending_reason],
+      progress: {
+        percent: r[at.percent],
+        step: r[at.step],
+        total_steps: r[at.total_steps],
+        eta_seconds: r[at.eta_seconds],
+        metrics: loss == null ? {} : { loss },
+      },
+    };
+  });
 }
 
 // handlers: onOpen() before a fresh series (reset) arrives, onJob(view),

@@ -50,6 +50,7 @@ export function openEventStream(url, handlers) {
         return;
       }
       if (!response.ok) throw await errorFrom(response);
+      performance.mark(`headway:stream-open ${url}`);
       onOpen();
       onStatus('live');
       await readEvents(response.body, (type, data) => {

@@ -1,6 +1,7 @@
 #include "api/job_json.h"
 
 #include <cmath>
+#include <string_view>
 
 #include "core/job_spec_json.h"
 
@@ -63,6 +64,49 @@ nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
   };
   if (with_spec) view["spec"] = JobSpecToJson(job.spec);
   return view;
+}
+
+namespace {
+// JobRowColumns() in order: where each column is in a view.
+struct RowColumn {
+  const char* name;
+  bool in_progress;
+};
+constexpr RowColumn kRowColumns[] = {
+    {"name", false},           {"team", false},   {"state", false}, {"health", false},
+    {"health_reason", false},  {"percent", true}, {"step", true},   {"total_steps", true},
+    {"eta_seconds", true},     {"loss", true},    {"gpus", false},  {"created_at", false},
+    {"pending_reason", false},
+};
+}  // namespace
+
+const nlohmann::json& JobRowColumns() {
+  static const nlohmann::json columns = [] {
+    nlohmann::json names = nlohmann::json::array();
+    for (const RowColumn& c : kRowColumns) names.push_back(c.name);
+    return names;
+  }();
+  return columns;
+}
+
+nlohmann::json JobRow(const nlohmann::json& view) {
+  // The member `key` of `object`, or null when there is none.
+  auto member = [](const nlohmann::json* object, const char* key) -> const nlohmann::json* {
+    if (!object || !object->is_object()) return nullptr;
+    auto it = object->find(key);
+    return it == object->end() ? nullptr : &*it;
+  };
+  const nlohmann::json* progress = member(&view, "progress");
+  const nlohmann::json* metrics = member(progress, "metrics");
+  nlohmann::json row = nlohmann::json::array();
+  for (const RowColumn& c : kRowColumns) {
+    const nlohmann::json* from = !c.in_progress                       ? &view
+                                 : std::string_view(c.name) == "loss" ? metrics
+                                                                      : progress;
+    const nlohmann::json* value = member(from, c.name);
+    row.push_back(value ? *value : nlohmann::json(nullptr));
+  }
+  return row;
 }
 
 nlohmann::json JobView(JobService& service, const Job& job, bool with_spec) {

@@ -23,6 +23,13 @@ nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
 // `service` has them now.
 nlohmann::json JobView(JobService& service, const Job& job, bool with_spec = true);
 nlohmann::json ProgressToJson(const ProgressView& progress);
+// The jobs list in compact form (GET /api/v1/watch/jobs?compact=true): a job
+// as one array of its view's members named by JobRowColumns(), in that
+// order, where "percent", "step", "total_steps", "eta_seconds" and "loss"
+// come from the view's "progress". What a list of jobs shows and sorts by, at
+// a fifth of the view's size, and with no member names to parse per job.
+const nlohmann::json& JobRowColumns();
+nlohmann::json JobRow(const nlohmann::json& view);
 // JSON has no NaN or infinity: non-finite values become "NaN", "Infinity", "-Infinity".
 nlohmann::json NumberToJson(double value);
 nlohmann::json EventToJson(const JobEvent& event);

@@ -213,8 +213,7 @@ class Api {
                           {},
                           nullptr};
     });
-    router_.Add("GET", "/api/v1/watch/jobs",
-                [this](auto&, auto&) { return EventStream(WatchJobs(cache_, service_, VisibleTeam())); });
+    router_.Add("GET", "/api/v1/watch/jobs", [this](auto& r, auto&) { return WatchAll(r); });
     router_.Add("GET", "/api/v1/jobs/{name}/watch",
                 [this](auto& r, auto& p) { return WatchOne(r, p.at("name")); });
     router_.Add("GET", "/api/v1/version", [](auto&, auto&) {
@@ -692,6 +691,19 @@ class Api {
     response.stream =
         std::make_shared<TokenBoundStream>(std::move(stream), tokens_, *t_secret, std::move(slot));
     return response;
+  }
+
+  HttpResponse WatchAll(const HttpRequest& req) {
+    bool compact = false;
+    for (const auto& [key, value] : req.query) {
+      if (key != "compact")
+        return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
+      if (value != "true" && value != "false" && value != "1" && value != "0") {
+        return ErrorResponse(InvalidArgument("query parameter 'compact' must be true or false"));
+      }
+      compact = value == "true" || value == "1";
+    }
+    return EventStream(WatchJobs(cache_, service_, VisibleTeam(), compact));
   }
 
   HttpResponse WatchOne(const HttpRequest& req, const std::string& name) {

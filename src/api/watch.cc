@@ -46,8 +46,8 @@ class KeepAlive {
 
 class JobsStream final : public ResponseStream {
  public:
-  JobsStream(WatchCache& cache, JobService& service, std::string team)
-      : cache_(cache), service_(service), team_(std::move(team)) {}
+  JobsStream(WatchCache& cache, JobService& service, std::string team, bool compact)
+      : cache_(cache), service_(service), team_(std::move(team)), compact_(compact) {}
 
   bool Next(std::string& out) override {
     if (!started_) {
@@ -68,11 +68,11 @@ class JobsStream final : public ResponseStream {
         continue;
       }
       if (!views.empty()) views += ',';
-      views += entry->view;
+      views += compact_ ? entry->row : entry->view;
     }
     // Every version the snapshot used is behind `seen_` now.
     in_snapshot_.clear();
-    if (!views.empty()) AppendRaw(out, "update", "{\"jobs\":[" + views + "]}");
+    if (!views.empty()) AppendRaw(out, "update", Opening() + views + "]}");
     if (!deleted.empty()) AppendEvent(out, "deleted", {{"names", deleted}});
     keep_alive_.MaybePing(out);
     return true;
@@ -90,22 +90,29 @@ class JobsStream final : public ResponseStream {
     auto jobs = service_.List(all);
     // Written straight into the response, each job freed once written: the
     // snapshot of 10k jobs is megabytes, and copies of it add up per stream.
-    out += "event: snapshot\ndata: {\"jobs\":[";
+    out += "event: snapshot\ndata: ";
+    out += Opening();
     if (jobs.ok()) {
       bool first = true;
       for (Job& job : *jobs) {
         if (!first) out += ',';
         first = false;
         if (auto entry = cache_.Find(job.name())) {
-          out += entry->view;
+          out += compact_ ? entry->row : entry->view;
           in_snapshot_[job.name()] = entry->version;
         } else {
-          out += JsonText(JobView(service_, job, /*with_spec=*/false));
+          json view = JobView(service_, job, /*with_spec=*/false);
+          out += JsonText(compact_ ? JobRow(view) : view);
         }
         job = Job{};
       }
     }
     out += "]}\n\n";
+  }
+
+  // A snapshot's or update's data up to its first job.
+  std::string Opening() const {
+    return compact_ ? "{\"columns\":" + JsonText(JobRowColumns()) + ",\"rows\":[" : "{\"jobs\":[";
   }
 
   static void AppendRaw(std::string& out, std::string_view type, const std::string& data) {
@@ -119,6 +126,7 @@ class JobsStream final : public ResponseStream {
   WatchCache& cache_;
   JobService& service_;
   const std::string team_;
+  const bool compact_;
   bool started_ = false;
   std::uint64_t seen_ = 0;  // the cache version sent so far
   std::map<std::string, std::uint64_t> in_snapshot_;  // cache versions the snapshot sent
@@ -239,9 +247,9 @@ class JobStream final : public ResponseStream {
 
 }  // namespace
 
-std::shared_ptr<ResponseStream> WatchJobs(WatchCache& cache, JobService& service,
-                                          std::string team) {
-  return std::make_shared<JobsStream>(cache, service, std::move(team));
+std::shared_ptr<ResponseStream> WatchJobs(WatchCache& cache, JobService& service, std::string team,
+                                          bool compact) {
+  return std::make_shared<JobsStream>(cache, service, std::move(team), compact);
 }
 
 Result<std::shared_ptr<ResponseStream>> WatchJob(WatchCache& cache, JobService& service,

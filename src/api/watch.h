@@ -5,6 +5,9 @@
 // Jobs:     "snapshot" {"jobs": [view...]} once, then "update" {"jobs": [view...]}
 //           with the jobs whose view changed and "deleted" {"names": [...]}
 //           with the jobs deleted, at most once a second.
+//           Compact (?compact=true): "snapshot" and "update" carry
+//           {"columns": [...], "rows": [[...]...]} instead, a row per job as
+//           JobRow() (api/job_json.h) makes it: what a list of jobs shows.
 // One job:  "job" view (first and on every change); "series" {"reset": bool,
 //           "metrics": {NAME: {"steps": [...], "values": [...]}}}: first every
 //           metric downsampled to at most `buckets` points (reset: true), then
@@ -28,9 +31,10 @@
 
 namespace headway::api {
 
-// Only the jobs of `team` when it is not empty.
+// Only the jobs of `team` when it is not empty; rows instead of views when
+// `compact`.
 std::shared_ptr<ResponseStream> WatchJobs(WatchCache& cache, JobService& service,
-                                          std::string team = {});
+                                          std::string team = {}, bool compact = false);
 
 // NotFound for an unknown job. `buckets` >= 2.
 Result<std::shared_ptr<ResponseStream>> WatchJob(WatchCache& cache, JobService& service,

@@ -228,8 +228,10 @@ void WatchCache::Apply(const Job& job, bool only_if_new) {
   inputs->progress = service_.Progress(job);
   auto known = inputs_.find(job.name());
   if (known != inputs_.end() && *known->second == *inputs) return;
-  std::string view = JsonText(JobToJson(job, inputs->pending_reason, inputs->progress,
-                                        /*with_spec=*/false, inputs->place));
+  nlohmann::json rendered =
+      JobToJson(job, inputs->pending_reason, inputs->progress, /*with_spec=*/false, inputs->place);
+  std::string view = JsonText(rendered);
+  std::string row = JsonText(JobRow(rendered));
   inputs_[job.name()] = std::move(inputs);
   std::lock_guard lock(mu_);
   auto it = entries_.find(job.name());
@@ -240,6 +242,7 @@ void WatchCache::Apply(const Job& job, bool only_if_new) {
   entry->name = job.name();
   entry->team = job.spec.team;
   entry->view = std::move(view);
+  entry->row = std::move(row);
   entry->version = ++version_;
   entry->ended = IsTerminal(job.state);
   if (it != entries_.end()) by_version_.erase(it->second->version);

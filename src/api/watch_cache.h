@@ -3,7 +3,8 @@
 // streams cost no database reads and no view rendering of their own.
 //
 // Each entry is a job's view as the jobs stream sends it (JobView without
-// "spec"), serialised, with the cache version at which it last changed. The
+// "spec") and its compact row (JobRow), serialised, with the cache version
+// at which it last changed. The
 // version counter rises with every change, so a reader that remembers the
 // version it has seen asks for exactly what changed since.
 //
@@ -55,6 +56,7 @@ class WatchCache {
     std::string name;
     std::string team;
     std::string view;          // JsonText of the view without "spec"
+    std::string row;           // JsonText of JobRow(view): the compact stream's form
     std::uint64_t version = 0;  // cache version at which it last changed
     bool ended = false;
     bool deleted = false;  // the job was deleted; `view` is empty

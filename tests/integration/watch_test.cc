@@ -108,6 +108,68 @@ TEST(Watch, TheJobsStreamSendsASnapshotThenOnlyWhatChanged) {
   EXPECT_LT(runner_steps.front(), runner_steps.back()) << "progress moves in the stream";
 }
 
+TEST(Watch, TheCompactJobsStreamSendsRowsOfWhatTheListShows) {
+  TestServer server;
+  server.Submit("name: done-before\nteam: vision\ncommand: \"true\"\n");
+  ASSERT_TRUE(server.WaitForState("done-before", "Succeeded"));
+  server.Submit(ReportingJob("runner", 40));
+  ASSERT_TRUE(server.WaitForState("runner", "Running"));
+
+  // The full views, to compare the rows with.
+  json views;
+  ReadEvents(server, "/api/v1/watch/jobs", [&](const SseEvent& e) {
+    views = e.data["jobs"];
+    return false;
+  });
+  ASSERT_EQ(views.size(), 2u);
+  const json expected_columns = {
+      "name",        "team",        "state", "health", "health_reason", "percent",       "step",
+      "total_steps", "eta_seconds", "loss",  "gpus",   "created_at",    "pending_reason"};
+  std::vector<SseEvent> seen;
+  std::map<std::string, json> latest;  // job -> its latest row as {column: value}
+  int status = ReadEvents(server, "/api/v1/watch/jobs?compact=true", [&](const SseEvent& e) {
+    seen.push_back(e);
+    EXPECT_FALSE(e.data.contains("jobs"));
+    EXPECT_EQ(e.data["columns"], expected_columns);
+    for (const json& row : e.data["rows"]) {
+      EXPECT_TRUE(row.is_array());
+      EXPECT_EQ(row.size(), expected_columns.size());
+      json named;
+      for (std::size_t i = 0; i < expected_columns.size() && i < row.size(); ++i) {
+        named[expected_columns[i].get<std::string>()] = row[i];
+      }
+      latest[named["name"]] = named;
+    }
+    const json& runner = latest["runner"];
+    return !(runner.is_object() && runner["step"].is_number() && runner["step"].get<int>() >= 3);
+  });
+  EXPECT_EQ(status, 200);
+  ASSERT_GE(seen.size(), 2u);
+  EXPECT_EQ(seen[0].type, "snapshot");
+  EXPECT_EQ(seen[0].data["rows"].size(), 2u);
+  EXPECT_EQ(seen.back().type, "update");
+
+  // An ended job's row holds its view's values.
+  for (const json& view : views) {
+    if (view["name"] != "done-before") continue;
+    const json& row = latest["done-before"];
+    for (const char* column : {"name", "team", "state", "health", "health_reason", "gpus",
+                               "created_at", "pending_reason"}) {
+      EXPECT_EQ(row[column], view[column]) << column;
+    }
+    for (const char* column : {"percent", "step", "total_steps", "eta_seconds"}) {
+      EXPECT_EQ(row[column], view["progress"][column]) << column;
+    }
+    EXPECT_EQ(row["team"], "vision");
+    EXPECT_EQ(row["state"], "Succeeded");
+  }
+  const json& runner = latest["runner"];
+  EXPECT_EQ(runner["state"], "Running");
+  EXPECT_EQ(runner["total_steps"], 40);
+  EXPECT_EQ(runner["loss"], 1.5);
+  EXPECT_TRUE(runner["created_at"].is_string());
+}
+
 TEST(Watch, ADeletedJobLeavesTheJobsStream) {
   TestServer server;
   server.Submit("name: gone\ncommand: \"true\"\n");
@@ -205,6 +267,11 @@ TEST(Watch, BadRequestsAreRefusedPlainly) {
   auto unknown = http.Request("GET", "/api/v1/jobs/one/watch?color=red");
   ASSERT_TRUE(unknown.ok());
   EXPECT_EQ(unknown->status, 400);
+  for (const char* path : {"/api/v1/watch/jobs?compact=yes", "/api/v1/watch/jobs?format=rows"}) {
+    auto refused = http.Request("GET", path);
+    ASSERT_TRUE(refused.ok()) << path;
+    EXPECT_EQ(refused->status, 400) << path;
+  }
 }
 
 TEST(Watch, StreamsNeedAUserTokenWhenAuthIsOn) {

@@ -1,4 +1,4 @@
-// Shared by dashboard.test.mjs and bench_10k.mjs: a real `headway server` in
+// Shared by dashboard.test.mjs and bench/dashboard_bench.mjs: a real `headway server` in
 // a fresh data dir, a REST client for it, and headless Chromium.
 //
 // Environment:
@@ -28,15 +28,18 @@ export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 // Starts `headway server --listen 127.0.0.1:0 --data-dir <fresh> --gpus N
 // [--no-auth] [extra...]` and resolves once it listens (authentication is
 // on unless `auth` is false). The server's output goes
-// to ARTIFACTS_DIR/<logName>.
-export async function startServer({ gpus = 2, auth = true, extra = [], logName = 'server.log' } = {}) {
+// to ARTIFACTS_DIR/<logName>. `bin` and `web` replace HEADWAY_BIN and
+// HEADWAY_WEB_DIR for this server (web: '' serves the built-in copy).
+export async function startServer({
+  gpus = 2, auth = true, extra = [], logName = 'server.log', bin = headwayBin, web = webDir,
+} = {}) {
   fs.mkdirSync(artifactsDir, { recursive: true });
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'headway-browser-'));
   const args = ['server', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--gpus', String(gpus)];
   if (!auth) args.push('--no-auth');
-  if (webDir) args.push('--web-dir', webDir);
+  if (web) args.push('--web-dir', web);
   args.push(...extra);
-  const child = spawn(headwayBin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const log = fs.createWriteStream(path.join(artifactsDir, logName));
   let output = '';
   const url = await new Promise((resolve, reject) => {
