@@ -3,7 +3,9 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <vector>
 
 #include "api/job_json.h"
@@ -81,28 +83,44 @@ class JobsStream final : public ResponseStream {
   std::chrono::milliseconds interval() const override { return std::chrono::milliseconds(1000); }
 
  private:
-  // Every job (ended ones too) once from the store; the cache's view where it
-  // has one, so later updates go on from there.
+  // Every job, ended ones too: those the cache holds from it (every active
+  // job, and those that ended lately), the rest from the store. Until the
+  // cache has had the active jobs once (a server that just started), all of
+  // them from the store, with the cache's view where it has one, so later
+  // updates go on from there.
   void Snapshot(std::string& out) {
-    seen_ = cache_.version();
-    JobFilter all;
-    all.team = team_;
-    auto jobs = service_.List(all);
-    // Written straight into the response, each job freed once written: the
-    // snapshot of 10k jobs is megabytes, and copies of it add up per stream.
     out += "event: snapshot\ndata: ";
     out += Opening();
+    bool first = true;
+    auto add = [&](std::string_view text) {
+      if (!first) out += ',';
+      first = false;
+      out += text;
+    };
+    std::vector<std::shared_ptr<const WatchCache::Entry>> held;
+    std::optional<std::uint64_t> version = cache_.Everything(team_, held);
+    seen_ = version ? *version : cache_.version();
+    std::set<std::string_view> sent;
+    for (const auto& entry : held) {
+      add(compact_ ? entry->row : entry->view);
+      in_snapshot_[entry->name] = entry->version;
+      sent.insert(entry->name);
+    }
+    JobFilter rest;
+    rest.team = team_;
+    rest.ended_only = version.has_value();
+    auto jobs = service_.List(rest);
+    // Written straight into the response, each job freed once written: the
+    // snapshot of 10k jobs is megabytes, and copies of it add up per stream.
     if (jobs.ok()) {
-      bool first = true;
       for (Job& job : *jobs) {
-        if (!first) out += ',';
-        first = false;
+        if (sent.count(job.name())) continue;
         if (auto entry = cache_.Find(job.name())) {
-          out += compact_ ? entry->row : entry->view;
+          add(compact_ ? entry->row : entry->view);
           in_snapshot_[job.name()] = entry->version;
         } else {
           json view = JobView(service_, job, /*with_spec=*/false);
-          out += JsonText(compact_ ? JobRow(view) : view);
+          add(JsonText(compact_ ? JobRow(view) : view));
         }
         job = Job{};
       }

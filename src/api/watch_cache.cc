@@ -118,6 +118,18 @@ std::shared_ptr<const WatchCache::Entry> WatchCache::Find(std::string_view name)
   return it == entries_.end() || it->second->deleted ? nullptr : it->second;
 }
 
+std::optional<std::uint64_t> WatchCache::Everything(
+    const std::string& team, std::vector<std::shared_ptr<const Entry>>& out) {
+  std::unique_lock lock(mu_);
+  std::uint64_t target = fed_;
+  done_cv_.wait(lock, [&] { return done_ >= target || stop_; });
+  if (!had_active_) return std::nullopt;
+  for (const auto& [name, entry] : entries_) {
+    if (!entry->deleted && (team.empty() || entry->team == team)) out.push_back(entry);
+  }
+  return version_;
+}
+
 void WatchCache::Flush() {
   std::unique_lock lock(mu_);
   std::uint64_t target = fed_;
@@ -152,6 +164,7 @@ void WatchCache::Run() {
     lock.unlock();
     Process(work);
     lock.lock();
+    if (work.kind == Work::Kind::kActive) had_active_ = true;
     ++done_;
     done_cv_.notify_all();
   }

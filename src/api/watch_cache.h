@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -83,6 +84,13 @@ class WatchCache {
   // they bring the reader to.
   std::uint64_t ChangesSince(std::uint64_t after, const std::string& team,
                              std::vector<std::shared_ptr<const Entry>>& out) const;
+  // For a reader's first look: once everything fed before the call has been
+  // rendered, every entry but deleted jobs' (of `team` only, unless empty),
+  // by name. Returns the version they bring the reader to; nullopt (and no
+  // entries) until the cache has had the active jobs once, when it may lack
+  // some of them.
+  std::optional<std::uint64_t> Everything(const std::string& team,
+                                          std::vector<std::shared_ptr<const Entry>>& out);
   // The entry of one job; null when the cache does not hold it (not seen yet,
   // ended longer than keep_ended ago, or deleted).
   std::shared_ptr<const Entry> Find(std::string_view name) const;
@@ -114,6 +122,7 @@ class WatchCache {
   std::deque<Work> queue_;                  // guarded by mu_
   std::uint64_t fed_ = 0;                   // guarded by mu_: works queued so far
   std::uint64_t done_ = 0;                  // guarded by mu_: works processed so far
+  bool had_active_ = false;  // guarded by mu_: a list of the active jobs was processed
   bool stop_ = false;                       // guarded by mu_
   SteadyClock::time_point last_tick_fed_{};  // guarded by mu_
   SteadyClock::time_point last_render_{};    // guarded by mu_: last full render of the active jobs

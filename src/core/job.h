@@ -183,6 +183,7 @@ struct JobEvent {
 struct JobFilter {
   std::optional<JobState> state;
   bool active_only = false;  // not Succeeded, Failed or Stopped
+  bool ended_only = false;   // only Succeeded, Failed or Stopped
   std::string team;          // empty: all teams
   std::map<std::string, std::string> labels;  // all must match
   std::int64_t submitted_after = 0;  // only jobs whose submit_seq is greater

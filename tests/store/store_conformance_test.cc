@@ -142,6 +142,11 @@ TEST_P(StoreConformance, ListFiltersAndKeepsSubmissionOrder) {
   JobFilter active;
   active.active_only = true;
   EXPECT_EQ(names(*store->ListJobs(active)), (std::vector<std::string>{"c", "a"}));
+  JobFilter ended;
+  ended.ended_only = true;
+  EXPECT_EQ(names(*store->ListJobs(ended)), (std::vector<std::string>{"b"}));
+  ended.team = "t2";
+  EXPECT_TRUE(store->ListJobs(ended)->empty());
   JobFilter state;
   state.state = JobState::kSucceeded;
   EXPECT_EQ(names(*store->ListJobs(state)), (std::vector<std::string>{"b"}));

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace headway::api {
 namespace {
@@ -35,6 +36,7 @@ class FakeJobs final : public JobService {
     std::vector<Job> out;
     for (const auto& [name, job] : jobs_) {
       if (filter.active_only && IsTerminal(job.state)) continue;
+      if (filter.ended_only && !IsTerminal(job.state)) continue;
       out.push_back(job);
     }
     return out;
@@ -135,6 +137,38 @@ TEST(WatchCache, AReaderSeesOnlyWhatChangedSinceItsVersion) {
   changed.clear();
   cache.ChangesSince(0, "vision", changed);
   EXPECT_EQ(Names(changed), (std::vector<std::string>{"a"}));
+}
+
+TEST(WatchCache, AFirstLookHasEveryJobFedSoFarOnceTheActiveJobsWereSeen) {
+  FakeJobs jobs;
+  WatchCache cache(jobs, EveryTick());
+  std::vector<std::shared_ptr<const WatchCache::Entry>> all;
+  // Nothing listed the active jobs yet: the cache may lack some, and says so.
+  Job early = MakeJob("early", "vision", JobState::kQueued);
+  jobs.Put(early);  // in the store: still active when the tick leaves it out
+  cache.OnSubmitted(early);
+  EXPECT_EQ(cache.Everything("", all), std::nullopt);
+  EXPECT_TRUE(all.empty());
+
+  cache.OnTick(
+      {MakeJob("a", "vision", JobState::kQueued), MakeJob("b", "nlp", JobState::kRunning)});
+  // Fed but maybe not rendered yet: the look waits for them, with no Flush().
+  cache.OnSubmitted(MakeJob("c", "vision", JobState::kQueued));
+  cache.OnChange(MakeJob("d", "vision", JobState::kSucceeded));
+  cache.OnChange(MakeJob("gone", "vision", JobState::kFailed));
+  cache.OnRemoved(MakeJob("gone", "vision", JobState::kFailed));
+  std::optional<std::uint64_t> version = cache.Everything("", all);
+  ASSERT_TRUE(version.has_value());
+  EXPECT_EQ(*version, cache.version());
+  EXPECT_EQ(Names(all), (std::vector<std::string>{"a", "b", "c", "d", "early"}))
+      << "by name, the deleted job left out";
+  auto row = nlohmann::json::parse(all[3]->row);
+  ASSERT_TRUE(row.is_array());
+  EXPECT_EQ(row[0], "d");
+  EXPECT_EQ(row[2], "Succeeded");
+  all.clear();
+  cache.Everything("nlp", all);
+  EXPECT_EQ(Names(all), (std::vector<std::string>{"b"}));
 }
 
 TEST(WatchCache, AJobThatLeftTheActiveListIsReadOnceAndShownEnded) {

@@ -135,6 +135,7 @@ class SqlStore final : public Store {
     if (filter.state) sql.Add(" AND state = ?", std::string(JobStateName(*filter.state)));
     if (!filter.team.empty()) sql.Add(" AND team = ?", filter.team);
     if (filter.active_only) sql.Add(" AND state NOT IN ('Succeeded', 'Failed', 'Stopped')");
+    if (filter.ended_only) sql.Add(" AND state IN ('Succeeded', 'Failed', 'Stopped')");
     if (filter.submitted_after > 0) sql.Add(" AND seq > ?", filter.submitted_after);
     if (!filter.labels.empty()) {
       // Escaped as the stored specs are, for a backend that compares the
@@ -149,6 +150,7 @@ class SqlStore final : public Store {
       auto job = ReadJob(q);
       if (!job.ok()) return job.status();
       if (filter.active_only && !IsActive(job->state)) continue;
+      if (filter.ended_only && IsActive(job->state)) continue;
       jobs.push_back(std::move(job.value()));
     }
     if (q.failed()) return Unavailable("list jobs: " + LastError());
