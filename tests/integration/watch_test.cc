@@ -66,12 +66,17 @@ std::string ReportingJob(const std::string& name, int steps) {
          ", \\\"metrics\\\": {\\\"loss\\\": 1.5}}'; i=$((i+1)); sleep 0.1; done\"]\n";
 }
 
-TEST(Watch, TheJobsStreamSendsASnapshotThenOnlyWhatChanged) {
-  TestServer server;
-  server.Submit("name: done-before\ncommand: \"true\"\n");
+// "done-before", ended, and "runner", reporting 40 steps and running.
+void SubmitEndedAndRunning(TestServer& server) {
+  server.Submit("name: done-before\nteam: vision\ncommand: \"true\"\n");
   ASSERT_TRUE(server.WaitForState("done-before", "Succeeded"));
   server.Submit(ReportingJob("runner", 40));
   ASSERT_TRUE(server.WaitForState("runner", "Running"));
+}
+
+TEST(Watch, TheJobsStreamSendsASnapshotThenOnlyWhatChanged) {
+  TestServer server;
+  ASSERT_NO_FATAL_FAILURE(SubmitEndedAndRunning(server));
 
   std::vector<SseEvent> seen;
   std::map<std::string, std::string> states;
@@ -110,10 +115,7 @@ TEST(Watch, TheJobsStreamSendsASnapshotThenOnlyWhatChanged) {
 
 TEST(Watch, TheCompactJobsStreamSendsRowsOfWhatTheListShows) {
   TestServer server;
-  server.Submit("name: done-before\nteam: vision\ncommand: \"true\"\n");
-  ASSERT_TRUE(server.WaitForState("done-before", "Succeeded"));
-  server.Submit(ReportingJob("runner", 40));
-  ASSERT_TRUE(server.WaitForState("runner", "Running"));
+  ASSERT_NO_FATAL_FAILURE(SubmitEndedAndRunning(server));
 
   // The full views, to compare the rows with.
   json views;
