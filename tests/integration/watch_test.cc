@@ -172,6 +172,28 @@ TEST(Watch, TheCompactJobsStreamSendsRowsOfWhatTheListShows) {
   EXPECT_TRUE(runner["created_at"].is_string());
 }
 
+TEST(Watch, ATeamsTokenSeesOnlyItsTeamsJobsInEitherForm) {
+  TestServer server;
+  server.Submit("name: ours\nteam: vision\ncommand: \"true\"\n");
+  server.Submit("name: theirs\nteam: nlp\ncommand: \"true\"\n");
+  ASSERT_TRUE(server.WaitForState("ours", "Succeeded"));
+  ASSERT_TRUE(server.WaitForState("theirs", "Succeeded"));
+  const std::string member = CreateToken(server, "vision-dev", "vision", "member");
+  for (const char* path : {"/api/v1/watch/jobs", "/api/v1/watch/jobs?compact=true"}) {
+    std::vector<std::string> names;
+    int status = ReadEvents(
+        server, path,
+        [&](const SseEvent& e) {
+          for (const json& job : e.data.value("jobs", json::array())) names.push_back(job["name"]);
+          for (const json& row : e.data.value("rows", json::array())) names.push_back(row[0]);
+          return false;  // the snapshot is enough
+        },
+        member);
+    EXPECT_EQ(status, 200) << path;
+    EXPECT_EQ(names, std::vector<std::string>{"ours"}) << path;
+  }
+}
+
 TEST(Watch, ADeletedJobLeavesTheJobsStream) {
   TestServer server;
   server.Submit("name: gone\ncommand: \"true\"\n");
