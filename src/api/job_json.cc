@@ -1,7 +1,6 @@
 #include "api/job_json.h"
 
 #include <cmath>
-#include <string_view>
 
 #include "core/job_spec_json.h"
 
@@ -67,16 +66,26 @@ nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
 }
 
 namespace {
-// JobRowColumns() in order: where each column is in a view.
+// JobRowColumns() in order, and where each is found in a view.
+enum class RowSource { kView, kProgress, kMetrics };
 struct RowColumn {
   const char* name;
-  bool in_progress;
+  RowSource from;
 };
 constexpr RowColumn kRowColumns[] = {
-    {"name", false},           {"team", false},   {"state", false}, {"health", false},
-    {"health_reason", false},  {"percent", true}, {"step", true},   {"total_steps", true},
-    {"eta_seconds", true},     {"loss", true},    {"gpus", false},  {"created_at", false},
-    {"pending_reason", false},
+    {"name", RowSource::kView},
+    {"team", RowSource::kView},
+    {"state", RowSource::kView},
+    {"health", RowSource::kView},
+    {"health_reason", RowSource::kView},
+    {"percent", RowSource::kProgress},
+    {"step", RowSource::kProgress},
+    {"total_steps", RowSource::kProgress},
+    {"eta_seconds", RowSource::kProgress},
+    {"loss", RowSource::kMetrics},
+    {"gpus", RowSource::kView},
+    {"created_at", RowSource::kView},
+    {"pending_reason", RowSource::kView},
 };
 }  // namespace
 
@@ -97,13 +106,10 @@ nlohmann::json JobRow(const nlohmann::json& view) {
     return it == object->end() ? nullptr : &*it;
   };
   const nlohmann::json* progress = member(&view, "progress");
-  const nlohmann::json* metrics = member(progress, "metrics");
+  const nlohmann::json* sources[] = {&view, progress, member(progress, "metrics")};
   nlohmann::json row = nlohmann::json::array();
   for (const RowColumn& c : kRowColumns) {
-    const nlohmann::json* from = !c.in_progress                       ? &view
-                                 : std::string_view(c.name) == "loss" ? metrics
-                                                                      : progress;
-    const nlohmann::json* value = member(from, c.name);
+    const nlohmann::json* value = member(sources[static_cast<int>(c.from)], c.name);
     row.push_back(value ? *value : nlohmann::json(nullptr));
   }
   return row;

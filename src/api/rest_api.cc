@@ -60,6 +60,13 @@ Result<std::uint64_t> ParseCount(const std::string& name, const std::string& tex
   return InvalidArgument("query parameter '" + name + "' must be a non-negative integer");
 }
 
+// A query parameter that is a switch: true/1 or false/0, nothing else.
+Result<bool> ParseSwitch(const std::string& name, const std::string& text) {
+  if (text == "true" || text == "1") return true;
+  if (text == "false" || text == "0") return false;
+  return InvalidArgument("query parameter '" + name + "' must be true or false").WithField(name);
+}
+
 Result<JobFilter> ParseFilter(const HttpRequest& req) {
   JobFilter filter;
   for (const auto& [key, value] : req.query) {
@@ -698,10 +705,9 @@ class Api {
     for (const auto& [key, value] : req.query) {
       if (key != "compact")
         return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
-      if (value != "true" && value != "false" && value != "1" && value != "0") {
-        return ErrorResponse(InvalidArgument("query parameter 'compact' must be true or false"));
-      }
-      compact = value == "true" || value == "1";
+      auto on = ParseSwitch(key, value);
+      if (!on.ok()) return ErrorResponse(on.status());
+      compact = *on;
     }
     return EventStream(WatchJobs(cache_, service_, VisibleTeam(), compact));
   }
@@ -1462,12 +1468,9 @@ class Api {
       start.since = *t;
     }
     if (req.query.count("timestamps")) {
-      const std::string& v = req.query.at("timestamps");
-      if (v != "true" && v != "false" && v != "1" && v != "0") {
-        return ErrorResponse(InvalidArgument("query parameter 'timestamps' must be true or false")
-                                 .WithField("timestamps"));
-      }
-      start.timestamps = v == "true" || v == "1";
+      auto on = ParseSwitch("timestamps", req.query.at("timestamps"));
+      if (!on.ok()) return ErrorResponse(on.status());
+      start.timestamps = *on;
     }
     if (req.query.count("limit_bytes")) {
       auto n = ParseCount("limit_bytes", req.query.at("limit_bytes"));

@@ -100,11 +100,9 @@ class JobsStream final : public ResponseStream {
     std::vector<std::shared_ptr<const WatchCache::Entry>> held;
     std::optional<std::uint64_t> version = cache_.Everything(team_, held);
     seen_ = version ? *version : cache_.version();
-    std::set<std::string_view> sent;
     for (const auto& entry : held) {
       add(compact_ ? entry->row : entry->view);
       in_snapshot_[entry->name] = entry->version;
-      sent.insert(entry->name);
     }
     JobFilter rest;
     rest.team = team_;
@@ -114,7 +112,7 @@ class JobsStream final : public ResponseStream {
     // snapshot of 10k jobs is megabytes, and copies of it add up per stream.
     if (jobs.ok()) {
       for (Job& job : *jobs) {
-        if (sent.count(job.name())) continue;
+        if (in_snapshot_.count(job.name())) continue;  // sent from the cache above
         if (auto entry = cache_.Find(job.name())) {
           add(compact_ ? entry->row : entry->view);
           in_snapshot_[job.name()] = entry->version;
@@ -129,8 +127,10 @@ class JobsStream final : public ResponseStream {
   }
 
   // A snapshot's or update's data up to its first job.
-  std::string Opening() const {
-    return compact_ ? "{\"columns\":" + JsonText(JobRowColumns()) + ",\"rows\":[" : "{\"jobs\":[";
+  const std::string& Opening() const {
+    static const std::string rows = "{\"columns\":" + JsonText(JobRowColumns()) + ",\"rows\":[";
+    static const std::string views = "{\"jobs\":[";
+    return compact_ ? rows : views;
   }
 
   static void AppendRaw(std::string& out, std::string_view type, const std::string& data) {

@@ -121,8 +121,7 @@ std::shared_ptr<const WatchCache::Entry> WatchCache::Find(std::string_view name)
 std::optional<std::uint64_t> WatchCache::Everything(
     const std::string& team, std::vector<std::shared_ptr<const Entry>>& out) {
   std::unique_lock lock(mu_);
-  std::uint64_t target = fed_;
-  done_cv_.wait(lock, [&] { return done_ >= target || stop_; });
+  WaitForRendering(lock);
   if (!had_active_) return std::nullopt;
   for (const auto& [name, entry] : entries_) {
     if (!entry->deleted && (team.empty() || entry->team == team)) out.push_back(entry);
@@ -132,6 +131,10 @@ std::optional<std::uint64_t> WatchCache::Everything(
 
 void WatchCache::Flush() {
   std::unique_lock lock(mu_);
+  WaitForRendering(lock);
+}
+
+void WatchCache::WaitForRendering(std::unique_lock<std::mutex>& lock) {
   std::uint64_t target = fed_;
   done_cv_.wait(lock, [&] { return done_ >= target || stop_; });
 }

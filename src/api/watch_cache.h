@@ -4,9 +4,9 @@
 //
 // Each entry is a job's view as the jobs stream sends it (JobView without
 // "spec") and its compact row (JobRow), serialised, with the cache version
-// at which it last changed. The
-// version counter rises with every change, so a reader that remembers the
-// version it has seen asks for exactly what changed since.
+// at which it last changed. The version counter rises with every change, so
+// a reader that remembers the version it has seen asks for exactly what
+// changed since.
 //
 // Fed by the job controller: OnTick() with every active job at the end of
 // each pass (rendered at most once per `refresh`: progress and ETA move with
@@ -104,6 +104,8 @@ class WatchCache {
     std::vector<Job> jobs;
   };
   void Run();
+  // Returns once everything fed before the call was processed; `lock` holds mu_.
+  void WaitForRendering(std::unique_lock<std::mutex>& lock);
   void Process(Work& work);
   void ProcessActive(std::vector<Job>& active);
   // Renders `job` and stores it if its view changed (or, with `only_if_new`,
