@@ -195,36 +195,23 @@ std::optional<std::size_t> FirstNonText(std::string_view text) {
   return std::nullopt;
 }
 
-// Where the first scalar (value or key) holding a NUL is, which YAML's "\0"
-// escape makes: no argv, environment or database text can carry one.
-std::optional<YAML::Mark> FirstWithNul(const YAML::Node& node) {
-  if (node.IsScalar()) {
-    if (node.Scalar().find('\0') != std::string::npos) return node.Mark();
-    return std::nullopt;
-  }
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    if (node.IsMap()) {
-      if (auto bad = FirstWithNul(it->first)) return bad;
-      if (auto bad = FirstWithNul(it->second)) return bad;
-    } else if (auto bad = FirstWithNul(*it)) {
-      return bad;
-    }
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
-namespace {
-
-// Takes the events of a document and does nothing with them.
-class IgnoreEvents final : public YAML::EventHandler {
+// Finds the first scalar (value or key) holding a NUL, which YAML's "\0"
+// escape makes: no argv, environment or database text can carry one. It reads
+// the parser's events, where an alias is one event: walking the loaded tree
+// instead visits an aliased subtree at every use, which a few lines of nested
+// aliases turn into billions of visits.
+class FirstNulScalar final : public YAML::EventHandler {
  public:
+  std::optional<YAML::Mark> found;
+
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string& value) override {
+    if (!found && value.find('\0') != std::string::npos) found = mark;
+  }
   void OnDocumentStart(const YAML::Mark&) override {}
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
   void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
   void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
                        YAML::EmitterStyle::value) override {}
   void OnSequenceEnd() override {}
@@ -232,6 +219,12 @@ class IgnoreEvents final : public YAML::EventHandler {
                   YAML::EmitterStyle::value) override {}
   void OnMapEnd() override {}
 };
+
+Status NulError(const YAML::Mark& where) {
+  Status s = InvalidArgument("a NUL character (\\0) cannot be part of a value or key");
+  s.WithField("spec", where.line >= 0 ? std::optional<int>(where.line + 1) : std::nullopt);
+  return s;
+}
 
 }  // namespace
 
@@ -241,13 +234,14 @@ Result<std::vector<YAML::Node>> LoadAll(std::string_view text, std::size_t max_d
   try {
     std::istringstream stream{std::string(text)};
     YAML::Parser parser(stream);
-    IgnoreEvents ignore;
+    FirstNulScalar nul;
     std::size_t documents = 0;
-    while (parser.HandleNextDocument(ignore)) {
+    while (parser.HandleNextDocument(nul)) {
       if (++documents > max_documents) {
         return InvalidArgument("more than " + std::to_string(max_documents) +
                                " YAML documents (or a stream whose documents do not end)");
       }
+      if (nul.found) return NulError(*nul.found);
     }
     return YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
@@ -270,12 +264,13 @@ Result<YAML::Node> Load(std::string_view document) {
     return s;
   }
   try {
-    YAML::Node root = YAML::Load(std::string(document));
-    if (auto bad = FirstWithNul(root)) {
-      Status s = InvalidArgument("a NUL character (\\0) cannot be part of a value or key");
-      s.WithField("spec", bad->line >= 0 ? std::optional<int>(bad->line + 1) : std::nullopt);
-      return s;
-    }
+    std::string text(document);
+    YAML::Node root = YAML::Load(text);
+    std::istringstream stream{std::move(text)};
+    YAML::Parser parser(stream);
+    FirstNulScalar nul;
+    parser.HandleNextDocument(nul);  // the document YAML::Load read: the first
+    if (nul.found) return NulError(*nul.found);
     return root;
   } catch (const YAML::ParserException& e) {
     Status s = InvalidArgument("not valid YAML or JSON: " + e.msg);

@@ -243,6 +243,22 @@ TEST(JobSpecParser, RefusesBytesThatAreNotPrintableText) {
   EXPECT_EQ(unicode->command[1], "\xf0\x9f\x9a\x80");
 }
 
+// A dozen lines of nested aliases (a "billion laughs") stand for 10^10
+// values once expanded: the parser answers without expanding them. It used to
+// walk the expanded tree looking for NULs, for hours.
+TEST(JobSpecParser, NestedAliasesAreNotExpanded) {
+  std::string bomb = "name: a\ncommand: [x]\nbomb:\n  - &l0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 10; ++i) {
+    std::string previous = "*l" + std::to_string(i - 1);
+    bomb += "  - &l" + std::to_string(i) + " [" + previous;
+    for (int k = 1; k < 10; ++k) bomb += ", " + previous;
+    bomb += "]\n";
+  }
+  auto spec = ParseJobSpec(bomb);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().field(), "bomb");
+}
+
 TEST(JobSpecParser, AMapKeyThatIsNotAStringIsAFieldError) {
   // Found by fuzzing: yaml-cpp threw on the conversion instead of the parser
   // answering.

@@ -1,6 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -863,6 +864,18 @@ TEST(WorkflowManifestErrors, MultipleDocuments) {
   EXPECT_EQ(broken.status().field(), "documents[1].spec.entrypoint");
   // Lines count from the start of the text: the second document's line 5.
   EXPECT_EQ(broken.status().line(), 21 + 1 + 5);
+}
+
+// Every document of a stream is held to what the first is: a NUL from the
+// "\0" escape is refused where it is written.
+TEST(WorkflowManifestErrors, ANulInALaterDocumentIsRefusedAtItsLine) {
+  std::string first = Example("hello-world.yaml");
+  auto nul = ParseManifests(first + "---\n" +
+                            WorkflowWith("  - name: main\n    container: {image: \"a\\0b\"}\n"));
+  ASSERT_FALSE(nul.ok());
+  EXPECT_THAT(nul.status().message(), HasSubstr("NUL"));
+  const auto first_lines = static_cast<int>(std::count(first.begin(), first.end(), '\n'));
+  EXPECT_EQ(nul.status().line(), first_lines + 1 + 8);
 }
 
 TEST(WorkflowManifestErrors, MalformedYamlHasALine) {
