@@ -70,6 +70,25 @@ TEST_F(SqliteStoreTest, RefusesADatabaseFromANewerVersion) {
   EXPECT_NE(store.status().message().find("newer"), std::string::npos);
 }
 
+// The store keeps the specs it has read, but the row decides: a spec changed
+// in the file behind its back (a repair in SQL) is read as it now is.
+TEST_F(SqliteStoreTest, ASpecRewrittenInTheFileIsReadAsItNowIs) {
+  auto store = Open();
+  Job job = MakeJob("a");
+  ASSERT_TRUE(store->CreateJob(job, Submitted("a")).ok());
+  ASSERT_EQ(store->GetJob("a").value().spec.command, std::vector<std::string>{"true"});
+  ASSERT_EQ(store->ListJobs({}).value().at(0).spec.command, std::vector<std::string>{"true"});
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* repair =
+      "UPDATE jobs SET spec = replace(spec, '[\"true\"]', '[\"false\"]') WHERE name = 'a'";
+  ASSERT_EQ(sqlite3_exec(db, repair, nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_changes(db), 1);
+  sqlite3_close(db);
+  EXPECT_EQ(store->GetJob("a").value().spec.command, std::vector<std::string>{"false"});
+  EXPECT_EQ(store->ListJobs({}).value().at(0).spec.command, std::vector<std::string>{"false"});
+}
+
 TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
   {
     auto store = Open();

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -46,7 +47,8 @@ class StatementImpl {
   virtual bool IsNull(int col) const = 0;
   virtual std::int64_t ColumnInt64(int col) const = 0;
   virtual double ColumnDouble(int col) const = 0;
-  virtual std::string ColumnText(int col) const = 0;
+  // The column's text, valid until the next Step or Reset; empty for NULL.
+  virtual std::string_view ColumnView(int col) const = 0;
 };
 
 class Connection;
@@ -110,7 +112,8 @@ class Statement {
   int ColumnInt(int col) const { return static_cast<int>(impl_->ColumnInt64(col)); }
   std::int64_t ColumnInt64(int col) const { return impl_->ColumnInt64(col); }
   double ColumnDouble(int col) const { return impl_->ColumnDouble(col); }
-  std::string ColumnText(int col) const { return impl_->ColumnText(col); }
+  std::string ColumnText(int col) const { return std::string(impl_->ColumnView(col)); }
+  std::string_view ColumnView(int col) const { return impl_->ColumnView(col); }
 
  private:
   std::unique_ptr<StatementImpl> impl_;
