@@ -158,7 +158,11 @@ class Client {
                            std::string body = {},
                            std::string_view content_type = "application/json",
                            const std::vector<std::pair<std::string, std::string>>& headers = {}) {
-    auto resp = http_.Request(method, target, std::move(body), content_type, headers);
+    return Answer(http_.Request(method, target, std::move(body), content_type, headers));
+  }
+
+  // What a response holds, or the error printed and exit_code set.
+  std::optional<json> Answer(const Result<api::ClientResponse>& resp) {
     if (!resp.ok()) {
       std::cerr << "error: " << Safe(resp.status().message()) << "\n";
       exit_code = resp.status().code() == StatusCode::kInvalidArgument ? kExitUsage
@@ -195,7 +199,9 @@ class Client {
                              : resp->status == 502 || resp->status == 503 || resp->status == 504;
       if (!away) {
         if (lost) std::cerr << "headway: reconnected to " << Safe(http_.base_url()) << "\n";
-        return Call("GET", target);
+        // This answer, not a second request: a server gone between the two
+        // would end the wait with an error instead of being waited for.
+        return Answer(resp);
       }
       if (!lost) {
         std::cerr << "headway: lost " << Safe(http_.base_url()) << " ("

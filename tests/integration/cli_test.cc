@@ -8,11 +8,13 @@
 #include <pty.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <future>
 #include <sstream>
@@ -131,6 +133,62 @@ TEST(Cli, WaitRidesOutAServerRestart) {
   EXPECT_EQ(waited.exit_code, 0) << waited.err;
   EXPECT_EQ(waited.out, "job/slow Succeeded\n");
   EXPECT_THAT(waited.err, HasSubstr("reconnecting"));
+}
+
+// A server that goes away between two of `wait`'s looks must be waited for
+// like one that was away at the first. A real server cannot be killed at that
+// exact moment, so this one is a script on a loopback socket: it answers the
+// first request (Running), drops the second without an answer, and answers
+// the rest (Succeeded). Before: `wait` asked twice per look, and the second
+// request, dropped, ended it with exit 3.
+TEST(Cli, WaitRidesOutAServerThatDropsARequestBetweenLooks) {
+  int port = 0;
+  const int listener = SilentListener(port);
+  std::atomic<bool> done{false};
+  std::atomic<int> requests{0};
+  std::thread scripted([&] {
+    while (!done) {
+      pollfd p{listener, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      const int fd = ::accept(listener, nullptr, nullptr);
+      if (fd < 0) continue;
+      std::string request;
+      char buf[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        request.append(buf, static_cast<std::size_t>(n));
+      }
+      const int n = ++requests;
+      if (n != 2) {
+        const std::string body = json{
+            {"name", "slow"},
+            {"state", n == 1 ? "Running" : "Succeeded"},
+            {"health", "Unknown"},
+            {"progress",
+             json::object()}}.dump();
+        const std::string response =
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            "Connection: close\r\nContent-Length: " +
+            std::to_string(body.size()) + "\r\n\r\n" + body;
+        (void)::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
+      }
+      ::close(fd);
+    }
+  });
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  const std::string home = MakeTempDir("headway-cli-wait-");
+  CommandResult waited =
+      Headway({"HOME=" + home, "XDG_CONFIG_HOME=" + home, "HEADWAY_API_TOKEN=t"},
+              {"--server", url, "wait", "slow", "--until", "Succeeded", "--timeout", "60s"});
+  done = true;
+  scripted.join();
+  ::close(listener);
+  std::filesystem::remove_all(home);
+  EXPECT_EQ(waited.exit_code, 0) << waited.err;
+  EXPECT_EQ(waited.out, "job/slow Succeeded\n");
+  EXPECT_THAT(waited.err, HasSubstr("reconnecting"));
+  EXPECT_GE(requests.load(), 3);
 }
 
 TEST(Cli, LogsFollowResumesAcrossAServerRestartWithoutRepeatsOrGaps) {
