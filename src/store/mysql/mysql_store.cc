@@ -283,8 +283,8 @@ class MysqlStatement final : public sql::StatementImpl {
   double ColumnDouble(int col) const override {
     return row_[col] ? std::strtod(row_[col], nullptr) : 0.0;
   }
-  std::string_view ColumnView(int col) const override {
-    return row_[col] ? std::string_view(row_[col], lengths_[col]) : std::string_view();
+  std::string ColumnText(int col) const override {
+    return row_[col] ? std::string(row_[col], lengths_[col]) : std::string();
   }
 
  private:

@@ -292,9 +292,9 @@ class PostgresStatement final : public sql::StatementImpl {
   double ColumnDouble(int col) const override {
     return std::strtod(PQgetvalue(result_, row_, col), nullptr);
   }
-  std::string_view ColumnView(int col) const override {
-    return std::string_view(PQgetvalue(result_, row_, col),
-                            static_cast<std::size_t>(PQgetlength(result_, row_, col)));
+  std::string ColumnText(int col) const override {
+    return std::string(PQgetvalue(result_, row_, col),
+                       static_cast<std::size_t>(PQgetlength(result_, row_, col)));
   }
 
  private:

@@ -13,7 +13,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -47,8 +46,7 @@ class StatementImpl {
   virtual bool IsNull(int col) const = 0;
   virtual std::int64_t ColumnInt64(int col) const = 0;
   virtual double ColumnDouble(int col) const = 0;
-  // The column's text, valid until the next Step or Reset; empty for NULL.
-  virtual std::string_view ColumnView(int col) const = 0;
+  virtual std::string ColumnText(int col) const = 0;
 };
 
 class Connection;
@@ -112,8 +110,7 @@ class Statement {
   int ColumnInt(int col) const { return static_cast<int>(impl_->ColumnInt64(col)); }
   std::int64_t ColumnInt64(int col) const { return impl_->ColumnInt64(col); }
   double ColumnDouble(int col) const { return impl_->ColumnDouble(col); }
-  std::string ColumnText(int col) const { return std::string(impl_->ColumnView(col)); }
-  std::string_view ColumnView(int col) const { return impl_->ColumnView(col); }
+  std::string ColumnText(int col) const { return impl_->ColumnText(col); }
 
  private:
   std::unique_ptr<StatementImpl> impl_;

@@ -1259,7 +1259,7 @@ class SqlStore final : public Store {
   Result<Job> ReadJob(Statement& q) {
     Job job;
     job.submit_seq = q.ColumnInt64(0);
-    auto spec = ParseStoredSpec(job.submit_seq, q.ColumnView(1));
+    auto spec = ParseStoredSpec(q.ColumnText(1));
     if (!spec.ok()) return spec.status();
     job.spec = std::move(spec.value());
     auto state = ParseJobState(q.ColumnText(2));
@@ -1486,38 +1486,27 @@ class SqlStore final : public Store {
 
   // Specs never change once stored, and the control loop reads every active
   // job several times a second: parsing each again (yaml-cpp) dominated an
-  // idle server with a long queue. Keyed by the row's seq and checked against
-  // the stored text, which decides: a lookup by an integer and one comparison
-  // of text the row already holds, where keying by the text hashed all of it
-  // and copied it out of the row first.
-  Result<JobSpec> ParseStoredSpec(std::int64_t seq, std::string_view text) {
-    auto it = spec_cache_.find(seq);
-    if (it != spec_cache_.end() && it->second.text == text) return it->second.spec;
+  // idle server with a long queue. Keyed by the stored text itself.
+  Result<JobSpec> ParseStoredSpec(const std::string& text) {
+    auto it = spec_cache_.find(text);
+    if (it != spec_cache_.end()) return it->second;
     if (spec_cache_.size() >= kSpecCacheSize) spec_cache_.clear();
     // The canonical JSON it was stored as, read as JSON: a listing of 100k
     // jobs spent most of its time in the YAML reader.
-    std::optional<JobSpec> spec;
     auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (!json.is_discarded()) spec = JobSpecFromStoredJson(json);
-    if (!spec) {
-      auto parsed = ParseJobSpec(text);
-      if (!parsed.ok()) return Internal("stored spec is unreadable: " + parsed.status().ToString());
-      spec = std::move(parsed.value());
+    if (!json.is_discarded()) {
+      if (auto fast = JobSpecFromStoredJson(json)) return spec_cache_.emplace(text, *fast).first->second;
     }
-    CachedSpec& cached = spec_cache_[seq];
-    cached.text.assign(text);
-    cached.spec = *spec;
-    return std::move(*spec);
+    auto spec = ParseJobSpec(text);
+    if (!spec.ok()) return Internal("stored spec is unreadable: " + spec.status().ToString());
+    spec_cache_.emplace(text, *spec);
+    return spec;
   }
   static constexpr std::size_t kSpecCacheSize = 50000;
-  struct CachedSpec {
-    std::string text;
-    JobSpec spec;
-  };
 
   std::mutex mu_;
   std::unique_ptr<sql::Connection> db_;  // guarded by mu_
-  std::unordered_map<std::int64_t, CachedSpec> spec_cache_;  // by seq; guarded by mu_
+  std::unordered_map<std::string, JobSpec> spec_cache_;  // guarded by mu_
 };
 
 }  // namespace

@@ -328,11 +328,11 @@ class SqliteStatement final : public sql::StatementImpl {
   bool IsNull(int col) const override { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
   std::int64_t ColumnInt64(int col) const override { return sqlite3_column_int64(stmt_, col); }
   double ColumnDouble(int col) const override { return sqlite3_column_double(stmt_, col); }
-  std::string_view ColumnView(int col) const override {
+  std::string ColumnText(int col) const override {
     const unsigned char* text = sqlite3_column_text(stmt_, col);
-    return text ? std::string_view(reinterpret_cast<const char*>(text),
-                                   static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)))
-                : std::string_view();
+    return text ? std::string(reinterpret_cast<const char*>(text),
+                              static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)))
+                : std::string();
   }
 
  private:
