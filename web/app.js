@@ -13,21 +13,18 @@
 // expired session) tears the view down and shows the sign-in form.
 
 import { clearToken, getToken, onUnauthenticated, signIn } from './api.js';
-import { createArtifactsView } from './artifacts.js';
-import { createExperimentsView } from './experiments.js';
 import { createJobsView } from './jobs.js';
-import { createNotebooksView } from './notebooks.js';
-import { createNodesView, createQueuesView } from './pool.js';
-import { createWorkflowsView } from './workflows.js';
 
+// The jobs list, where most visits start, comes with the page; every other
+// view's code loads when its route is first entered.
 const VIEWS = {
-  jobs: createJobsView,
-  queues: createQueuesView,
-  nodes: createNodesView,
-  experiments: createExperimentsView,
-  artifacts: createArtifactsView,
-  workflows: createWorkflowsView,
-  notebooks: createNotebooksView,
+  jobs: async () => createJobsView,
+  queues: () => import('./pool.js').then((m) => m.createQueuesView),
+  nodes: () => import('./pool.js').then((m) => m.createNodesView),
+  experiments: () => import('./experiments.js').then((m) => m.createExperimentsView),
+  artifacts: () => import('./artifacts.js').then((m) => m.createArtifactsView),
+  workflows: () => import('./workflows.js').then((m) => m.createWorkflowsView),
+  notebooks: () => import('./notebooks.js').then((m) => m.createNotebooksView),
 };
 
 const main = document.getElementById('view');
@@ -70,14 +67,28 @@ function parseRoute() {
   return { name, arg };
 }
 
-function route() {
+let routing = 0;  // the latest route(): an earlier one still loading its view gives way
+async function route() {
   const { name, arg } = parseRoute();
   for (const link of nav.querySelectorAll('a')) link.classList.toggle('active', link.dataset.view === name);
   document.title = arg ? `${arg} \u00b7 Headway` : `${name[0].toUpperCase()}${name.slice(1)} \u00b7 Headway`;
   if (signedOut) return;
+  const ticket = ++routing;
   if (!current || current.name !== name) {
+    let create;
+    try {
+      create = await VIEWS[name]();
+    } catch (error) {
+      if (ticket !== routing) return;
+      unmount();
+      main.replaceChildren(Object.assign(document.createElement('p'), {
+        className: 'view-error', textContent: `Could not load this view: ${error.message}`,
+      }));
+      return;
+    }
+    if (ticket !== routing || signedOut) return;
     unmount();
-    current = { name, view: VIEWS[name](main, { setStatus }) };
+    current = { name, view: create(main, { setStatus }) };
   }
   current.view.update(arg);
 }
@@ -145,18 +156,22 @@ signOut.addEventListener('click', () => {
   route();  // a server with --auth answers 401, which brings up the sign-in form
 });
 
+// A "#token=..." link is traded for a session at once, while the browser
+// still fetches the view's modules, not after them.
+const tokenFromUrl = takeTokenFromUrl();
+const signingIn = tokenFromUrl ? signIn(tokenFromUrl).catch((error) => error) : null;
+
 async function start() {
   performance.mark('headway:start');  // the page's marks: bench/dashboard_bench.mjs reads them
-  const fromUrl = takeTokenFromUrl();
   window.addEventListener('hashchange', route);
-  if (fromUrl) {
-    try {
-      if (!(await signIn(fromUrl))) {
-        showLogin('The link\u2019s token was refused (it may have expired). Sign in with a token.');
-        return;
-      }
-    } catch (error) {
-      showLogin(`Could not reach the server: ${error.message}`);
+  if (signingIn) {
+    const outcome = await signingIn;
+    if (outcome instanceof Error) {
+      showLogin(`Could not reach the server: ${outcome.message}`);
+      return;
+    }
+    if (!outcome) {
+      showLogin('The link\u2019s token was refused (it may have expired). Sign in with a token.');
       return;
     }
   }

@@ -12,7 +12,6 @@
 import {
   ENDED_STATES, HEALTHS, JOB_STATES, age, barTone, barWidth, count as formatCount, duration, el, metric, percent, stepOf,
 } from './format.js';
-import { JobPanel } from './job_panel.js';
 import { watchJobs } from './live.js';
 
 const ROW_HEIGHT = 30;  // px; must match .jobs-table .row in style.css
@@ -118,15 +117,23 @@ export function createJobsView(container, { setStatus }) {
     el('div', { class: 'toolbar' }, search, stateFilter, teamFilter, healthFilter, count),
     el('div', { class: 'table jobs-table', role: 'table' }, scroller)));
 
-  const panel = new JobPanel(document.getElementById('job-panel'), {
-    onClose: () => { location.hash = '#/jobs'; },
-    onJob: (view) => {
-      jobs.set(view.name, view);
-      dataChanged = true;
-      schedule();
-    },
-    onStatus: () => {},
-  });
+  // The side panel's code (with the charts) loads when a job is first opened.
+  let panel = null;
+  let panelLoading = null;
+  let destroyed = false;
+  const loadPanel = () => (panelLoading ??= import('./job_panel.js').then(({ JobPanel }) => {
+    if (destroyed) return null;
+    panel = new JobPanel(document.getElementById('job-panel'), {
+      onClose: () => { location.hash = '#/jobs'; },
+      onJob: (view) => {
+        jobs.set(view.name, view);
+        dataChanged = true;
+        schedule();
+      },
+      onStatus: () => {},
+    });
+    return panel;
+  }));
 
   const refilter = () => { dataChanged = true; schedule(); };
   search.addEventListener('input', refilter);
@@ -255,16 +262,23 @@ export function createJobsView(container, { setStatus }) {
 
   function openPanel(name) {
     selected = name || null;
-    if (selected) panel.open(selected, jobs.get(selected));
-    else panel.close();
+    if (selected) {
+      const name = selected;
+      loadPanel().then((loaded) => {
+        if (loaded && selected === name) loaded.open(name, jobs.get(name));
+      }, (error) => console.error('headway: could not load the job panel', error));
+    } else {
+      panel?.close();
+    }
     schedule();
   }
 
   return {
     update(arg) { openPanel(arg); },
     destroy() {
+      destroyed = true;
       watch.close();
-      panel.close();
+      panel?.close();
       cancelAnimationFrame(frame);
       clearInterval(ageTimer);
       resize.disconnect();
