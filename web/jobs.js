@@ -263,10 +263,13 @@ export function createJobsView(container, { setStatus }) {
   function openPanel(name) {
     selected = name || null;
     if (selected) {
-      const name = selected;
+      const wanted = selected;
       loadPanel().then((loaded) => {
-        if (loaded && selected === name) loaded.open(name, jobs.get(name));
-      }, (error) => console.error('headway: could not load the job panel', error));
+        if (loaded && selected === wanted) loaded.open(wanted, jobs.get(wanted));
+      }, (error) => {
+        panelLoading = null;  // the next open tries again
+        console.error('headway: could not load the job panel', error);
+      });
     } else {
       panel?.close();
     }
