@@ -162,6 +162,14 @@ step('the jobs list shows progress moving without a reload', async () => {
 
   await page.locator('[data-job="train"] .pct').filter({ hasText: /\d+%/ }).waitFor();
   assert.equal(await page.locator('[data-job="train"] .state').textContent(), 'Running');
+  // The list loads only its own code: the other views, the job panel and the
+  // chart library come when first opened (the later steps open them).
+  const fetched = await page.evaluate(() => performance.getEntriesByType('resource')
+    .map((r) => new URL(r.name).pathname));
+  assert.ok(fetched.includes('/ui/jobs.js'), fetched.join(' '));
+  for (const later of ['/ui/workflows.js', '/ui/experiments.js', '/ui/job_panel.js', '/ui/vendor/uPlot.iife.min.js']) {
+    assert.ok(!fetched.includes(later), `${later} was fetched for the jobs list: ${fetched.join(' ')}`);
+  }
   const first = await pct('train');
   await shot('01-jobs-list');
   await sleep(3000);
