@@ -13,6 +13,7 @@
 // expired session) tears the view down and shows the sign-in form.
 
 import { clearToken, getToken, onUnauthenticated, signIn } from './api.js';
+import { el } from './format.js';
 import { createJobsView } from './jobs.js';
 
 // The jobs list, where most visits start, comes with the page; every other
@@ -81,9 +82,7 @@ async function route() {
     } catch (error) {
       if (ticket !== routing) return;
       unmount();
-      main.replaceChildren(Object.assign(document.createElement('p'), {
-        className: 'view-error', textContent: `Could not load this view: ${error.message}`,
-      }));
+      main.replaceChildren(el('p', { class: 'view-error' }, `Could not load this view: ${error.message}`));
       return;
     }
     if (ticket !== routing || signedOut) return;
