@@ -4,12 +4,14 @@
 // latency p50/p99 for each configuration side by side. No assertions.
 //
 //   build/bench/ingest_bench [path/to/headway]
-//   build/bench/ingest_bench --wrk [--seconds S] [--pushgateway PATH] [path/to/headway]
+//   build/bench/ingest_bench --wrk [--seconds S] [--pushgateway PATH] [--rows 1x32,100x8]
+//                            [--repeat N] [path/to/headway]
 //
 // --wrk drives both Headway and Prometheus' Pushgateway with the same load
 // tool (wrk, Debian's `wrk`) in one run: single reports (a step and four
 // metrics) at 1, 32 and 128 connections, and batches of 100 points at 1, 8
-// and 32, with requests/s, p50 and p99 for each side and the ratio.
+// and 32, with requests/s, p50 and p99 for each side and the ratio. --rows
+// picks rows (points per request x connections); --repeat runs each N times.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -26,6 +28,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -196,7 +199,13 @@ class Pushgateway {
   int port_ = 0;
 };
 
-int WrkComparison(const std::string& bin, const std::string& pushgateway_bin, int seconds) {
+struct WrkRow {
+  int batch;  // points per request: 1 or 100
+  int connections;
+};
+
+int WrkComparison(const std::string& bin, const std::string& pushgateway_bin, int seconds,
+                  const std::vector<WrkRow>& rows, int repeat) {
   ServerProcess server_process(bin, "headway-bench");
   int port = server_process.port();
   if (port == 0) return 1;
@@ -263,22 +272,19 @@ int WrkComparison(const std::string& bin, const std::string& pushgateway_bin, in
               "Headway/s", "p50 ms", "p99 ms", "errors", "Pushgw/s", "p50 ms", "p99 ms", "errors",
               "ratio");
   std::int64_t first_step = 0;
-  struct Row {
-    const char* kind;
-    int batch;
-    int connections;
-  };
-  for (const Row& row : {Row{"single", 1, 1}, Row{"single", 1, 32}, Row{"single", 1, 128},
-                         Row{"batch", 100, 1}, Row{"batch", 100, 8}, Row{"batch", 100, 32}}) {
-    first_step += 100'000'000;
-    WrkResult h = RunWrk(headway_url, dir + "/headway-" + row.kind + ".lua", row.connections,
-                         seconds, first_step);
-    WrkResult g = RunWrk(gateway_url, dir + "/gateway-" + row.kind + ".lua", row.connections,
-                         seconds, first_step);
-    std::printf("%-7d %6d | %10.0f %8.2f %8.2f %6ld | %10.0f %8.2f %8.2f %6ld | %6.2fx\n",
-                row.batch, row.connections, h.requests_per_second, h.p50_ms, h.p99_ms, h.errors,
-                g.requests_per_second, g.p50_ms, g.p99_ms, g.errors,
-                g.requests_per_second > 0 ? h.requests_per_second / g.requests_per_second : 0.0);
+  for (const WrkRow& row : rows) {
+    const char* kind = row.batch == 1 ? "single" : "batch";
+    for (int r = 0; r < repeat; ++r) {
+      first_step += 100'000'000;
+      WrkResult h = RunWrk(headway_url, dir + "/headway-" + kind + ".lua", row.connections, seconds,
+                           first_step);
+      WrkResult g = RunWrk(gateway_url, dir + "/gateway-" + kind + ".lua", row.connections, seconds,
+                           first_step);
+      std::printf("%-7d %6d | %10.0f %8.2f %8.2f %6ld | %10.0f %8.2f %8.2f %6ld | %6.2fx\n",
+                  row.batch, row.connections, h.requests_per_second, h.p50_ms, h.p99_ms, h.errors,
+                  g.requests_per_second, g.p50_ms, g.p99_ms, g.errors,
+                  g.requests_per_second > 0 ? h.requests_per_second / g.requests_per_second : 0.0);
+    }
   }
   std::printf("(requests/s; a batch request carries 100 points: points/s = 100 x requests/s)\n");
   {
@@ -296,6 +302,8 @@ int main(int argc, char** argv) {
   bool wrk = false;
   int seconds = 10;
   std::string pushgateway = "/usr/bin/prometheus-pushgateway";
+  std::vector<WrkRow> rows = {{1, 1}, {1, 32}, {1, 128}, {100, 1}, {100, 8}, {100, 32}};
+  int repeat = 1;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--wrk") {
@@ -304,11 +312,25 @@ int main(int argc, char** argv) {
       seconds = std::stoi(argv[++i]);
     } else if (arg == "--pushgateway" && i + 1 < argc) {
       pushgateway = argv[++i];
+    } else if (arg == "--repeat" && i + 1 < argc) {
+      repeat = std::max(1, std::stoi(argv[++i]));
+    } else if (arg == "--rows" && i + 1 < argc) {
+      rows.clear();
+      std::stringstream list(argv[++i]);
+      for (std::string item; std::getline(list, item, ',');) {
+        WrkRow row{};
+        if (std::sscanf(item.c_str(), "%dx%d", &row.batch, &row.connections) != 2 ||
+            (row.batch != 1 && row.batch != 100) || row.connections < 1) {
+          std::fprintf(stderr, "--rows: '%s' is not 1xC or 100xC\n", item.c_str());
+          return 2;
+        }
+        rows.push_back(row);
+      }
     } else {
       bin = arg;
     }
   }
-  if (wrk) return WrkComparison(bin, pushgateway, seconds);
+  if (wrk) return WrkComparison(bin, pushgateway, seconds, rows, repeat);
   ServerProcess server_process(bin, "headway-bench");
   int port = server_process.port();
   if (port == 0) return 1;

@@ -1,5 +1,7 @@
 #include "server/ingest_writer.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <future>
 
 namespace headway {
@@ -51,22 +53,52 @@ void IngestWriter::Run() {
     std::deque<Pending> work;
     {
       std::unique_lock lock(mu_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      auto ready = [this] { return stopping_ || !queue_.empty(); };
+      if (unfolded_ > 0) {
+        // Quiet for a while: file what waits, a group at a time, so reads
+        // seldom have to.
+        if (!wake_.wait_for(lock, kIdleBeforeFold, ready)) {
+          lock.unlock();
+          Fold();
+          continue;
+        }
+      } else {
+        wake_.wait(lock, ready);
+      }
       if (queue_.empty() && stopping_) return;
       work.swap(queue_);
       pending_reports_ = 0;
     }
     std::vector<ProgressBatch> batches;
     batches.reserve(work.size());
-    for (Pending& p : work) batches.push_back(std::move(p.batch));
+    std::size_t reports = 0;
+    for (Pending& p : work) {
+      reports += p.batch.reports.size();
+      batches.push_back(std::move(p.batch));
+    }
     Status s = store_.AppendProgress(batches);
     if (s.ok()) {
+      unfolded_ += reports;
       for (const ProgressBatch& b : batches) tracker_.Apply(b);
     }
     for (Pending& p : work) {
       if (p.done) p.done(s);
     }
+    if (unfolded_ >= kFoldAt) Fold();
   }
+}
+
+void IngestWriter::Fold() {
+  auto folded = store_.FoldProgress(kFoldReports);
+  if (!folded.ok()) {
+    // Reads fold what is left, or say why they cannot; retrying at once
+    // would only spin on the same error.
+    std::fprintf(stderr, "headway: cannot file progress reports: %s\n",
+                 folded.status().ToString().c_str());
+    unfolded_ = 0;
+    return;
+  }
+  unfolded_ = *folded == 0 ? 0 : unfolded_ - std::min(unfolded_, *folded);
 }
 
 }  // namespace headway

@@ -4,9 +4,16 @@
 // acknowledged report is therefore on disk, and the number of fsyncs grows
 // with the write rate of the disk, not with the number of reporters.
 //
+// Between commits the writer has the store file what it acknowledged
+// (Store::FoldProgress): in groups of kFoldReports once that many wait, so a
+// job's pages are written once for many of its reports, and in full when no
+// report has come for a while. A group is small enough that a report
+// arriving meanwhile waits a few milliseconds at most.
+//
 // Thread safety: Write/WriteAsync are thread-safe.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -40,6 +47,11 @@ class IngestWriter {
   };
   Status Enqueue(ProgressBatch batch, std::function<void(const Status&)> done);
   void Run();
+  void Fold();  // one group; on the writer's thread
+
+  static constexpr std::size_t kFoldAt = 4096;       // reports waiting to be filed
+  static constexpr std::size_t kFoldReports = 1024;  // filed per transaction
+  static constexpr auto kIdleBeforeFold = std::chrono::milliseconds(50);
 
   Store& store_;
   ProgressTracker& tracker_;
@@ -49,6 +61,9 @@ class IngestWriter {
   std::deque<Pending> queue_;        // guarded by mu_
   std::size_t pending_reports_ = 0;  // guarded by mu_
   bool stopping_ = false;            // guarded by mu_
+  // Acknowledged, not yet filed (at start: whatever an earlier run left, if
+  // anything); the writer's thread only.
+  std::size_t unfolded_ = 1;
   std::thread thread_;
 };
 

@@ -76,6 +76,13 @@ class Store {
   // returns Ok. Idempotent on (job, step) and (job, metric, step): a repeated
   // step replaces the earlier values.
   virtual Status AppendProgress(const std::vector<ProgressBatch>& batches) = 0;
+  // Reports are stored as they come (one record per request, cheap to make
+  // durable) and filed by job, metric and step later, in groups. This files
+  // the oldest waiting ones, about `max_reports` (at least one request's),
+  // and returns how many it filed: 0 when none wait. Reads file everything
+  // waiting first, so calling this is never needed for correctness; it moves
+  // the work off the path of reads and of acknowledgements.
+  virtual Result<std::size_t> FoldProgress(std::size_t max_reports) = 0;
   // The last `limit` step points of a job, ascending by step.
   virtual Result<std::vector<StepPoint>> RecentSteps(std::string_view job, std::size_t limit) = 0;
   // The last `limit` points of one metric, ascending by step.

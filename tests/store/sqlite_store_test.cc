@@ -102,15 +102,24 @@ TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
                           "ALTER TABLE jobs DROP COLUMN preempt_requested_at",
                           "ALTER TABLE jobs DROP COLUMN preempt_message",
                           "ALTER TABLE jobs DROP COLUMN requeued_at",
-                          "ALTER TABLE jobs DROP COLUMN created_by", "DROP TABLE trials",
-                          "DROP TABLE experiments", "DROP TABLE user_tokens",
-                          "DROP TABLE webhook_cursors", "ALTER TABLE jobs DROP COLUMN health",
+                          "ALTER TABLE jobs DROP COLUMN created_by",
+                          "DROP TABLE trials",
+                          "DROP TABLE experiments",
+                          "DROP TABLE user_tokens",
+                          "DROP TABLE webhook_cursors",
+                          "ALTER TABLE jobs DROP COLUMN health",
                           "ALTER TABLE jobs DROP COLUMN health_reason",
                           "ALTER TABLE jobs DROP COLUMN delete_requested_at",
-                          "DROP TABLE artifact_names", "DROP TABLE artifacts",
-                          "DROP TABLE artifact_uses", "DROP TABLE workflows",
-                          "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
-                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks", "DROP TABLE server_leader",
+                          "DROP TABLE artifact_names",
+                          "DROP TABLE artifacts",
+                          "DROP TABLE artifact_uses",
+                          "DROP TABLE workflows",
+                          "DROP TABLE workflow_labels",
+                          "DROP TABLE workflow_nodes",
+                          "DROP TABLE workflow_manifests",
+                          "DROP TABLE notebooks",
+                          "DROP TABLE server_leader",
+                          "DROP TABLE progress_log",
                           "PRAGMA user_version=2"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
@@ -143,15 +152,14 @@ TEST_F(SqliteStoreTest, UpgradeCreditsAnExperimentOnlyWithItsOwnTrialJobs) {
   // Back to v6, as the release before owners left it.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  for (const char* sql : {"ALTER TABLE jobs DROP COLUMN created_by", "DROP TABLE webhook_cursors",
-                          "ALTER TABLE jobs DROP COLUMN health",
-                          "ALTER TABLE jobs DROP COLUMN health_reason",
-                          "ALTER TABLE jobs DROP COLUMN delete_requested_at",
-                          "DROP TABLE artifact_names", "DROP TABLE artifacts",
-                          "DROP TABLE artifact_uses", "DROP TABLE workflows",
-                          "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
-                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks", "DROP TABLE server_leader",
-                          "PRAGMA user_version=6"}) {
+  for (const char* sql :
+       {"ALTER TABLE jobs DROP COLUMN created_by", "DROP TABLE webhook_cursors",
+        "ALTER TABLE jobs DROP COLUMN health", "ALTER TABLE jobs DROP COLUMN health_reason",
+        "ALTER TABLE jobs DROP COLUMN delete_requested_at", "DROP TABLE artifact_names",
+        "DROP TABLE artifacts", "DROP TABLE artifact_uses", "DROP TABLE workflows",
+        "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes", "DROP TABLE workflow_manifests",
+        "DROP TABLE notebooks", "DROP TABLE server_leader", "DROP TABLE progress_log",
+        "PRAGMA user_version=6"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -169,14 +177,14 @@ TEST_F(SqliteStoreTest, UpgradesAVersion7DatabaseWithWebhookCursors) {
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  for (const char* sql : {"DROP TABLE webhook_cursors", "ALTER TABLE jobs DROP COLUMN health",
-                          "ALTER TABLE jobs DROP COLUMN health_reason",
-                          "ALTER TABLE jobs DROP COLUMN delete_requested_at",
-                          "DROP TABLE artifact_names", "DROP TABLE artifacts",
-                          "DROP TABLE artifact_uses", "DROP TABLE workflows",
-                          "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
-                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks", "DROP TABLE server_leader",
-                          "PRAGMA user_version=7"}) {
+  for (const char* sql :
+       {"DROP TABLE webhook_cursors", "ALTER TABLE jobs DROP COLUMN health",
+        "ALTER TABLE jobs DROP COLUMN health_reason",
+        "ALTER TABLE jobs DROP COLUMN delete_requested_at", "DROP TABLE artifact_names",
+        "DROP TABLE artifacts", "DROP TABLE artifact_uses", "DROP TABLE workflows",
+        "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes", "DROP TABLE workflow_manifests",
+        "DROP TABLE notebooks", "DROP TABLE server_leader", "DROP TABLE progress_log",
+        "PRAGMA user_version=7"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -196,13 +204,13 @@ TEST_F(SqliteStoreTest, UpgradesAVersion9DatabaseKeepingJobsAndTheirHealth) {
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  for (const char* sql : {"ALTER TABLE jobs DROP COLUMN health_reason",
-                          "ALTER TABLE jobs DROP COLUMN delete_requested_at",
-                          "DROP TABLE artifact_names", "DROP TABLE artifacts",
-                          "DROP TABLE artifact_uses", "DROP TABLE workflows",
-                          "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes",
-                          "DROP TABLE workflow_manifests", "DROP TABLE notebooks", "DROP TABLE server_leader",
-                          "PRAGMA user_version=9"}) {
+  for (const char* sql :
+       {"ALTER TABLE jobs DROP COLUMN health_reason",
+        "ALTER TABLE jobs DROP COLUMN delete_requested_at", "DROP TABLE artifact_names",
+        "DROP TABLE artifacts", "DROP TABLE artifact_uses", "DROP TABLE workflows",
+        "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes", "DROP TABLE workflow_manifests",
+        "DROP TABLE notebooks", "DROP TABLE server_leader", "DROP TABLE progress_log",
+        "PRAGMA user_version=9"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);

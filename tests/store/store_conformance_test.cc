@@ -397,6 +397,49 @@ TEST_P(StoreConformance, ARepeatedStepReplacesItsValuesAndEveryPointOfABigCommit
   EXPECT_EQ(*store->CountProgressPoints("b"), 3u);
 }
 
+// Reports are stored as they come and filed by key later (FoldProgress):
+// a read sees every acknowledged report whether filed or not, also after
+// reopening, and filing keeps the order they came in.
+TEST_P(StoreConformance, ReportsAreReadAtOnceAndFiledLaterInTheOrderTheyCame) {
+  auto store = Open();
+  Job a = MakeJob("a");
+  ASSERT_TRUE(store->CreateJob(a, Submitted("a")).ok());
+  auto report = [](std::int64_t step, double loss) {
+    ProgressReport r;
+    r.step = step;
+    r.metrics = {{"loss", loss}};
+    return r;
+  };
+  ProgressBatch first{"a", {}, FromUnixMillis(1000)};
+  for (std::int64_t step = 1; step <= 10; ++step) first.reports.push_back(report(step, step));
+  ASSERT_TRUE(store->AppendProgress({first}).ok());
+  ASSERT_TRUE(store->AppendProgress({{"a", {report(5, 50)}, FromUnixMillis(2000)}}).ok());
+  ASSERT_TRUE(store->AppendProgress({{"a", {report(5, 500)}, FromUnixMillis(3000)}}).ok());
+
+  // A request is filed whole: asking for 3 files the first one's 10.
+  EXPECT_EQ(*store->FoldProgress(3), 10u);
+  EXPECT_EQ(store->RecentMetric("a", "loss", 100)->at(4).value, 500.0);  // the read filed the rest
+  EXPECT_EQ(*store->FoldProgress(100), 0u);
+  // Filed or not, a later report of a step replaces the earlier one.
+  ASSERT_TRUE(store->AppendProgress({{"a", {report(5, 5000)}, FromUnixMillis(4000)}}).ok());
+  EXPECT_EQ(*store->FoldProgress(100), 1u);
+  ASSERT_TRUE(store->AppendProgress({{"a", {report(5, 7)}, FromUnixMillis(5000)}}).ok());
+  auto steps = store->RecentSteps("a", 100).value();
+  ASSERT_EQ(steps.size(), 10u);
+  EXPECT_EQ(steps[4].time, FromUnixMillis(5000));
+  EXPECT_EQ(*store->CountProgressPoints("a"), 20u);
+
+  // Unfiled reports are as durable as filed ones.
+  ASSERT_TRUE(store->AppendProgress({{"a", {report(11, 11)}, FromUnixMillis(6000)}}).ok());
+  store.reset();
+  store = Open();
+  auto loss = store->RecentMetric("a", "loss", 100).value();
+  ASSERT_EQ(loss.size(), 11u);
+  EXPECT_EQ(loss[4].value, 7.0);
+  EXPECT_EQ(loss[10].value, 11.0);
+  EXPECT_EQ(*store->FoldProgress(100), 0u);
+}
+
 TEST_P(StoreConformance, ListsEventsOfEveryJobAfterAnIdByTypeWithALimit) {
   auto store = Open();
   EXPECT_EQ(*store->LastEventId(), 0);

@@ -1,11 +1,16 @@
 // The per-job ingest limits of ProgressTracker (series and points), the same
 // for every way of reporting: all-or-nothing admission for HTTP and Kubeflow
-// reports, dropping for stdout markers, and one warning per limit.
+// reports, dropping for stdout markers, and one warning per limit. And the
+// ingest writer filing what it acknowledged.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
+#include "server/ingest_writer.h"
 #include "server/progress_tracker.h"
 
 namespace headway {
@@ -141,6 +146,47 @@ TEST_F(ProgressTrackerEta, TheJobsOwnEtaIsShownUntilHeadwayHasEnoughReports) {
   v = tracker_->View(job, FromUnixMillis(120000));
   ASSERT_TRUE(v.eta_seconds);
   EXPECT_NEAR(*v.eta_seconds, 880.0, 20.0);
+}
+
+}  // namespace
+}  // namespace headway
+
+namespace headway {
+namespace {
+
+// Reports not yet filed by key, counted on the side of the store.
+std::int64_t UnfiledRows(const std::string& path) {
+  sqlite3* db = nullptr;
+  std::int64_t n = -1;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* q = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM progress_log", -1, &q, nullptr) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW) {
+      n = sqlite3_column_int64(q, 0);
+    }
+    sqlite3_finalize(q);
+  }
+  sqlite3_close(db);
+  return n;
+}
+
+// The writer acknowledges reports once stored as they came, and files them
+// by key on its own: in groups while reports keep coming, and the rest once
+// they stop, so reads seldom have to.
+TEST_F(IngestLimitsTest, TheWriterFilesWhatItAcknowledgedWithoutAnyRead) {
+  {
+    IngestWriter writer(*store_, *tracker_);
+    for (int request = 0; request < 60; ++request) {
+      ASSERT_TRUE(writer.Write({"job", Reports(request * 100, 100, 2), FromUnixMillis(1000)}).ok());
+    }
+    // Quiet now: everything gets filed within moments (polled, not slept on).
+    for (int i = 0; i < 500 && UnfiledRows(dir_ + "/db") != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(UnfiledRows(dir_ + "/db"), 0);
+  }
+  EXPECT_EQ(*store_->CountProgressPoints("job"), 6000u * 3);
+  EXPECT_EQ(store_->RecentMetric("job", "m1", 1).value().at(0).step, 5999);
 }
 
 }  // namespace

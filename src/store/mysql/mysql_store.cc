@@ -242,6 +242,14 @@ const char* const kMigrations[] = {
       since BIGINT NOT NULL
     ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
     )sql",
+    // v3: progress reports as acknowledged, before they are folded.
+    R"sql(
+    CREATE TABLE progress_log (
+      seq BIGINT AUTO_INCREMENT PRIMARY KEY,
+      job VARCHAR(255) NOT NULL,
+      reports LONGTEXT NOT NULL
+    ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+    )sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

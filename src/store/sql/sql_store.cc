@@ -1,16 +1,18 @@
+#include "store/sql/sql_store.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <mutex>
-#include <unordered_map>
-#include <tuple>
-#include <variant>
 #include <nlohmann/json.hpp>
+#include <tuple>
+#include <unordered_map>
+#include <variant>
 
 #include "core/job_spec_json.h"
 #include "core/job_spec_parser.h"
 #include "store/sql/connection.h"
-#include "store/sql/sql_store.h"
+#include "store/sql/progress_log.h"
 #include "store/store.h"
 
 namespace headway {
@@ -110,7 +112,8 @@ class SqlStore final : public Store {
       (void)Exec("ROLLBACK");
       return NotFound("job '" + job + "' not found");
     }
-    for (const char* table : {"job_events", "job_logs", "progress_steps", "metric_points"}) {
+    for (const char* table :
+         {"job_events", "job_logs", "progress_steps", "metric_points", "progress_log"}) {
       Statement q(*db_, std::string("DELETE FROM ") + table + " WHERE job = ?");
       q.Bind(1, job);
       if (!q.Run()) return Rollback(std::string("delete from ") + table);
@@ -240,12 +243,105 @@ class SqlStore final : public Store {
     return std::isnan(value) ? &kNan : value > 0 ? &kInf : &kMinusInf;
   }
 
+  // Reports are acknowledged once appended to `progress_log`, one row per
+  // request at the end of one index: a commit writes a page or two. Upserting
+  // them into the keyed tables at once rewrote every reporting job's pages in
+  // every commit (about 80 pages for 16 jobs), which bounded ingest. Folded
+  // later in groups (FoldProgress, between the ingest writer's commits), each
+  // page takes many reports per write. Every read of the keyed tables folds
+  // what is waiting first, so readers never see the log.
   Status AppendProgress(const std::vector<ProgressBatch>& batches) override {
-    if (db_->RowsPerStatement() == 1) return AppendProgressRowByRow(batches);
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
+    Statement row(*db_, "INSERT INTO progress_log (job, reports) VALUES (?, ?)");
+    for (const ProgressBatch& batch : batches) {
+      for (std::string& text :
+           sql::EncodeProgressLog(batch.reports, ToUnixMillis(batch.received))) {
+        row.Reset();
+        row.Bind(1, batch.job);
+        row.Bind(2, text);
+        if (!row.Run()) return Rollback("write progress_log");
+      }
+    }
+    return Commit();
+  }
+
+  Result<std::size_t> FoldProgress(std::size_t max_reports) override {
+    std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
+    auto folded = FoldProgressLog(max_reports);
+    if (!folded.ok()) {
+      (void)Exec("ROLLBACK");
+      return folded.status();
+    }
+    HEADWAY_RETURN_IF_ERROR(Commit());
+    return folded;
+  }
+
+  // Folds the whole log before a read of the keyed tables; requires mu_.
+  Status FoldBeforeRead() {
+    {
+      Statement any(*db_, "SELECT seq FROM progress_log ORDER BY seq LIMIT 1");
+      if (!any.Step()) {
+        if (any.failed()) return Unavailable("read progress_log: " + LastError());
+        return Status::Ok();
+      }
+    }
+    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
+    auto folded = FoldProgressLog(std::numeric_limits<std::size_t>::max());
+    if (!folded.ok()) {
+      (void)Exec("ROLLBACK");
+      return folded.status();
+    }
+    return Commit();
+  }
+
+  // Moves the oldest rows of the log, about `max_reports` reports (at least
+  // one row), into the keyed tables in the order they were appended (a step
+  // reported again replaces it), and deletes them from the log. Inside a
+  // write transaction; requires mu_. Returns the reports moved.
+  Result<std::size_t> FoldProgressLog(std::size_t max_reports) {
+    constexpr std::int64_t kRowsPerRead = 64;
+    std::vector<ProgressBatch> batches;
+    std::size_t reports = 0;
+    std::int64_t last_seq = 0;
+    Statement q(*db_,
+                "SELECT seq, job, reports FROM progress_log WHERE seq > ? ORDER BY seq LIMIT ?");
+    for (bool more = true; more && reports < max_reports;) {
+      q.Reset();
+      q.Bind(1, last_seq);
+      q.Bind(2, kRowsPerRead);
+      std::int64_t rows = 0;
+      while (reports < max_reports && q.Step()) {
+        ++rows;
+        last_seq = q.ColumnInt64(0);
+        ProgressBatch& batch = batches.emplace_back();
+        batch.job = q.ColumnText(1);
+        Status s = sql::DecodeProgressLog(
+            q.ColumnText(2), [&](const ProgressReport& r) { batch.reports.push_back(r); });
+        if (!s.ok()) {
+          return Internal("progress_log row " + std::to_string(last_seq) + ": " + s.message());
+        }
+        reports += batch.reports.size();
+      }
+      if (q.failed()) return Unavailable("read progress_log: " + LastError());
+      more = rows == kRowsPerRead;
+    }
+    if (batches.empty()) return std::size_t{0};
+    HEADWAY_RETURN_IF_ERROR(db_->RowsPerStatement() == 1 ? UpsertProgressRowByRow(batches)
+                                                         : UpsertProgress(batches));
+    Statement del(*db_, "DELETE FROM progress_log WHERE seq <= ?");
+    del.Bind(1, last_seq);
+    if (!del.Run()) return Unavailable("delete from progress_log: " + LastError());
+    return reports;
+  }
+
+  // The keyed rows of `batches` (every report's time set), many rows per
+  // statement: a round trip to a database server per point made its group
+  // commits 3x slower than SQLite's. Inside a write transaction.
+  Status UpsertProgress(const std::vector<ProgressBatch>& batches) {
     // The rows first, by key: a step reported twice keeps its last values
-    // (and one statement may not hold a key twice). Then many rows per
-    // statement: a round trip to a database server per point made its group
-    // commits 3x slower than SQLite's.
+    // (and one statement may not hold a key twice).
     std::map<std::pair<std::string, std::int64_t>, std::vector<sql::Value>> steps;
     std::map<std::tuple<std::string, std::string, std::int64_t>, std::vector<sql::Value>> metrics;
     auto optional = [](const auto& v) -> sql::Value {
@@ -266,23 +362,14 @@ class SqlStore final : public Store {
         }
       }
     }
-    std::lock_guard lock(mu_);
-    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
-    Status s = UpsertRows("progress_steps", kStepColumns, kStepKey, steps);
-    if (s.ok()) s = UpsertRows("metric_points", kMetricColumns, kMetricKey, metrics);
-    if (!s.ok()) {
-      (void)Exec("ROLLBACK");
-      return s;
-    }
-    return Commit();
+    HEADWAY_RETURN_IF_ERROR(UpsertRows("progress_steps", kStepColumns, kStepKey, steps));
+    return UpsertRows("metric_points", kMetricColumns, kMetricKey, metrics);
   }
 
   // One row per statement (SQLite): each row goes in as it comes, an upsert
-  // of a key seen earlier in the group replacing it, so nothing is
-  // collected or copied first (that was a fifth of the ingest writer's time).
-  Status AppendProgressRowByRow(const std::vector<ProgressBatch>& batches) {
-    std::lock_guard lock(mu_);
-    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
+  // of a key seen earlier replacing it, so nothing is collected or copied
+  // first. Inside a write transaction.
+  Status UpsertProgressRowByRow(const std::vector<ProgressBatch>& batches) {
     Statement step_row(*db_, db_->Upsert("progress_steps", kStepColumns, kStepKey,
                                          /*replace=*/true, 1));
     Statement metric_row(*db_, db_->Upsert("metric_points", kMetricColumns, kMetricKey,
@@ -293,19 +380,10 @@ class SqlStore final : public Store {
         step_row.Bind(1, batch.job);
         step_row.Bind(2, r.step);
         step_row.Bind(3, ToUnixMillis(r.time.value_or(batch.received)));
-        if (r.total_steps)
-          step_row.Bind(4, *r.total_steps);
-        else
-          step_row.BindNull(4);
-        if (r.epoch)
-          step_row.Bind(5, *r.epoch);
-        else
-          step_row.BindNull(5);
-        if (r.total_epochs)
-          step_row.Bind(6, *r.total_epochs);
-        else
-          step_row.BindNull(6);
-        if (!step_row.Run()) return Rollback("write progress_steps");
+        step_row.BindOptional(4, r.total_steps);
+        step_row.BindOptional(5, r.epoch);
+        step_row.BindOptional(6, r.total_epochs);
+        if (!step_row.Run()) return Unavailable("write progress_steps: " + LastError());
         for (const auto& [name, value] : r.metrics) {
           metric_row.Reset();
           metric_row.Bind(1, batch.job);
@@ -318,15 +396,16 @@ class SqlStore final : public Store {
             metric_row.Bind(4, value);
             metric_row.BindNull(5);
           }
-          if (!metric_row.Run()) return Rollback("write metric_points");
+          if (!metric_row.Run()) return Unavailable("write metric_points: " + LastError());
         }
       }
     }
-    return Commit();
+    return Status::Ok();
   }
 
   Result<std::vector<StepPoint>> RecentSteps(std::string_view job, std::size_t limit) override {
     std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(FoldBeforeRead());
     Statement q(*db_,
                 "SELECT step, time, total_steps, epoch, total_epochs FROM progress_steps "
                 "WHERE job = ? ORDER BY step DESC LIMIT ?");
@@ -350,6 +429,7 @@ class SqlStore final : public Store {
   Result<std::vector<MetricPoint>> RecentMetric(std::string_view job, std::string_view metric,
                                                 std::size_t limit) override {
     std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(FoldBeforeRead());
     Statement q(*db_,
                 "SELECT step, value, special FROM metric_points WHERE job = ? AND metric = ? "
                 "ORDER BY step DESC LIMIT ?");
@@ -367,6 +447,7 @@ class SqlStore final : public Store {
                                                std::int64_t after_step,
                                                std::size_t limit) override {
     std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(FoldBeforeRead());
     Statement q(*db_,
                 "SELECT step, value, special FROM metric_points WHERE job = ? AND metric = ? "
                 "AND step > ? ORDER BY step LIMIT ?");
@@ -383,6 +464,7 @@ class SqlStore final : public Store {
   Status ScanMetric(std::string_view job, std::string_view metric,
                     const std::function<void(const MetricPoint&)>& visit) override {
     std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(FoldBeforeRead());
     Statement q(*db_,
                 "SELECT step, value, special FROM metric_points WHERE job = ? AND metric = ? "
                 "ORDER BY step");
@@ -395,6 +477,7 @@ class SqlStore final : public Store {
 
   Result<std::vector<std::string>> MetricNames(std::string_view job) override {
     std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(FoldBeforeRead());
     Statement q(*db_, "SELECT DISTINCT metric FROM metric_points WHERE job = ? ORDER BY metric");
     q.Bind(1, std::string(job));
     std::vector<std::string> names;
@@ -405,6 +488,7 @@ class SqlStore final : public Store {
 
   Result<std::uint64_t> CountProgressPoints(std::string_view job) override {
     std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(FoldBeforeRead());
     Statement q(*db_,
                 "SELECT (SELECT COUNT(*) FROM progress_steps WHERE job = ?) + "
                 "(SELECT COUNT(*) FROM metric_points WHERE job = ?)");
@@ -419,6 +503,7 @@ class SqlStore final : public Store {
   Result<std::set<std::int64_t>> StoredSteps(std::string_view job,
                                              const std::vector<std::int64_t>& steps) override {
     std::lock_guard lock(mu_);
+    HEADWAY_RETURN_IF_ERROR(FoldBeforeRead());
     Statement q(*db_, "SELECT 1 FROM progress_steps WHERE job = ? AND step = ?");
     std::set<std::int64_t> stored;
     const std::string name(job);

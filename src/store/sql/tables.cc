@@ -60,6 +60,7 @@ const std::vector<TableSchema>& StoreTables() {
        {{"job", kText}, {"metric", kText}, {"step", kInt}, {"value", kReal}, {"special", kText}},
        {"job", "metric", "step"},
        ""},
+      {"progress_log", {{"seq", kInt}, {"job", kText}, {"reports", kText}}, {"seq"}, "seq"},
       {"experiments",
        {{"seq", kInt},
         {"name", kText},

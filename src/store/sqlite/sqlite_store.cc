@@ -279,6 +279,16 @@ const char* const kMigrations[] = {
       since INTEGER NOT NULL
     );
     )sql",
+    // v16: progress reports as acknowledged, before they are folded into
+    // progress_steps and metric_points (store/sql/progress_log.h). A rowid
+    // key without AUTOINCREMENT: only the order of the rows present matters.
+    R"sql(
+    CREATE TABLE progress_log (
+      seq INTEGER PRIMARY KEY,
+      job TEXT NOT NULL,
+      reports TEXT NOT NULL
+    );
+    )sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
