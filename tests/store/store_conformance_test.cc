@@ -440,6 +440,42 @@ TEST_P(StoreConformance, ReportsAreReadAtOnceAndFiledLaterInTheOrderTheyCame) {
   EXPECT_EQ(*store->FoldProgress(100), 0u);
 }
 
+// Long requests are filed at once, short ones later; whichever way each
+// went, the report that came last is the one kept.
+TEST_P(StoreConformance, ShortAndLongRequestsForOneStepKeepTheLastReport) {
+  auto store = Open();
+  Job a = MakeJob("a");
+  ASSERT_TRUE(store->CreateJob(a, Submitted("a")).ok());
+  auto batch = [](std::size_t reports, double loss) {
+    ProgressBatch b{"a", {}, FromUnixMillis(1000)};
+    for (std::size_t i = 0; i < reports; ++i) {
+      ProgressReport r;
+      r.step = static_cast<std::int64_t>(i) + 5 - (reports > 1 ? 1 : 0);  // step 5 in each
+      r.metrics = {{"loss", loss}};
+      b.reports.push_back(r);
+    }
+    return b;
+  };
+  auto loss_at_5 = [&] {
+    const std::vector<MetricPoint> points = store->RecentMetric("a", "loss", 1000).value();
+    for (const MetricPoint& p : points) {
+      if (p.step == 5) return p.value;
+    }
+    return -1.0;
+  };
+  ASSERT_TRUE(store->AppendProgress({batch(1, 1)}).ok());
+  ASSERT_TRUE(store->AppendProgress({batch(500, 2)}).ok());
+  EXPECT_EQ(loss_at_5(), 2.0);
+  ASSERT_TRUE(store->AppendProgress({batch(1, 3)}).ok());
+  EXPECT_EQ(loss_at_5(), 3.0);
+  // In one commit.
+  ASSERT_TRUE(store->AppendProgress({batch(1, 4), batch(500, 5)}).ok());
+  EXPECT_EQ(loss_at_5(), 5.0);
+  ASSERT_TRUE(store->AppendProgress({batch(1, 6), batch(500, 7), batch(1, 8)}).ok());
+  EXPECT_EQ(loss_at_5(), 8.0);
+  EXPECT_EQ(*store->CountProgressPoints("a"), 1000u);
+}
+
 TEST_P(StoreConformance, ListsEventsOfEveryJobAfterAnIdByTypeWithALimit) {
   auto store = Open();
   EXPECT_EQ(*store->LastEventId(), 0);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 #include <variant>
@@ -250,11 +251,26 @@ class SqlStore final : public Store {
   // later in groups (FoldProgress, between the ingest writer's commits), each
   // page takes many reports per write. Every read of the keyed tables folds
   // what is waiting first, so readers never see the log.
+  // A request this long is filed at once: its reports share their job's
+  // pages, so the log would only add work.
+  static constexpr std::size_t kFiledAtOnce = 64;
+
   Status AppendProgress(const std::vector<ProgressBatch>& batches) override {
     std::lock_guard lock(mu_);
     HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
     Statement row(*db_, "INSERT INTO progress_log (job, reports) VALUES (?, ?)");
     for (const ProgressBatch& batch : batches) {
+      if (batch.reports.size() >= kFiledAtOnce) {
+        // The job's reports still in the log are older: filed first, so
+        // this request's steps replace theirs and not the other way round.
+        Status s = FileJobLog(batch.job);
+        if (s.ok()) s = UpsertProgress(std::span(&batch, 1));
+        if (!s.ok()) {
+          (void)Exec("ROLLBACK");
+          return s;
+        }
+        continue;
+      }
       for (std::string& text :
            sql::EncodeProgressLog(batch.reports, ToUnixMillis(batch.received))) {
         row.Reset();
@@ -264,6 +280,31 @@ class SqlStore final : public Store {
       }
     }
     return Commit();
+  }
+
+  // Files every report of `job` still in the log. Inside a write
+  // transaction; requires mu_.
+  Status FileJobLog(const std::string& job) {
+    ProgressBatch batch{job, {}, {}};
+    {
+      Statement q(*db_, "SELECT seq, reports FROM progress_log WHERE job = ? ORDER BY seq");
+      q.Bind(1, job);
+      while (q.Step()) {
+        Status s = sql::DecodeProgressLog(
+            q.ColumnText(1), [&](const ProgressReport& r) { batch.reports.push_back(r); });
+        if (!s.ok()) {
+          return Internal("progress_log row " + std::to_string(q.ColumnInt64(0)) + ": " +
+                          s.message());
+        }
+      }
+      if (q.failed()) return Unavailable("read progress_log: " + LastError());
+    }
+    if (batch.reports.empty()) return Status::Ok();
+    HEADWAY_RETURN_IF_ERROR(UpsertProgress(std::span(&batch, 1)));
+    Statement del(*db_, "DELETE FROM progress_log WHERE job = ?");
+    del.Bind(1, job);
+    if (!del.Run()) return Unavailable("delete from progress_log: " + LastError());
+    return Status::Ok();
   }
 
   Result<std::size_t> FoldProgress(std::size_t max_reports) override {
@@ -328,18 +369,23 @@ class SqlStore final : public Store {
       more = rows == kRowsPerRead;
     }
     if (batches.empty()) return std::size_t{0};
-    HEADWAY_RETURN_IF_ERROR(db_->RowsPerStatement() == 1 ? UpsertProgressRowByRow(batches)
-                                                         : UpsertProgress(batches));
+    HEADWAY_RETURN_IF_ERROR(UpsertProgress(batches));
     Statement del(*db_, "DELETE FROM progress_log WHERE seq <= ?");
     del.Bind(1, last_seq);
     if (!del.Run()) return Unavailable("delete from progress_log: " + LastError());
     return reports;
   }
 
-  // The keyed rows of `batches` (every report's time set), many rows per
-  // statement: a round trip to a database server per point made its group
-  // commits 3x slower than SQLite's. Inside a write transaction.
-  Status UpsertProgress(const std::vector<ProgressBatch>& batches) {
+  // The keyed rows of `batches`, a later report of a step replacing an
+  // earlier one. Inside a write transaction.
+  Status UpsertProgress(std::span<const ProgressBatch> batches) {
+    return db_->RowsPerStatement() == 1 ? UpsertProgressRowByRow(batches)
+                                        : UpsertProgressManyRows(batches);
+  }
+
+  // Many rows per statement: a round trip to a database server per point
+  // made its group commits 3x slower than SQLite's.
+  Status UpsertProgressManyRows(std::span<const ProgressBatch> batches) {
     // The rows first, by key: a step reported twice keeps its last values
     // (and one statement may not hold a key twice).
     std::map<std::pair<std::string, std::int64_t>, std::vector<sql::Value>> steps;
@@ -369,7 +415,7 @@ class SqlStore final : public Store {
   // One row per statement (SQLite): each row goes in as it comes, an upsert
   // of a key seen earlier replacing it, so nothing is collected or copied
   // first. Inside a write transaction.
-  Status UpsertProgressRowByRow(const std::vector<ProgressBatch>& batches) {
+  Status UpsertProgressRowByRow(std::span<const ProgressBatch> batches) {
     Statement step_row(*db_, db_->Upsert("progress_steps", kStepColumns, kStepKey,
                                          /*replace=*/true, 1));
     Statement metric_row(*db_, db_->Upsert("metric_points", kMetricColumns, kMetricKey,
