@@ -131,7 +131,12 @@ std::set<std::string> DropSeries(const std::map<std::string, MetricPoint>& known
 std::vector<std::uint64_t> ProgressTracker::Costs(const std::string& job, const State& s,
                                                   const std::vector<ProgressReport>& reports) {
   std::vector<std::uint64_t> costs(reports.size());
-  std::vector<std::int64_t> unsure;  // older than the newest step, not in the tail
+  // Older than the tail. The tail holds every stored step from its first
+  // on (it is loaded with the newest stored steps, fed every stored report,
+  // and trimmed from its oldest end), so a step after its first that is not
+  // in it was never stored: reports that overtake one another on several
+  // connections need no lookup, which would file the store's report log.
+  std::vector<std::int64_t> unsure;
   auto in_tail = [&](std::int64_t step) {
     auto it = std::lower_bound(s.steps.begin(), s.steps.end(), step,
                                [](const StepPoint& p, std::int64_t k) { return p.step < k; });
@@ -141,7 +146,7 @@ std::vector<std::uint64_t> ProgressTracker::Costs(const std::string& job, const 
     const ProgressReport& r = reports[i];
     if (in_tail(r.step)) continue;  // stored: reporting it again replaces it
     costs[i] = 1 + r.metrics.size();
-    if (!s.steps.empty() && r.step < s.steps.back().step) unsure.push_back(r.step);
+    if (!s.steps.empty() && r.step < s.steps.front().step) unsure.push_back(r.step);
   }
   // Old steps (a log rescanned after a restart, a late backfill) are looked up.
   if (!unsure.empty()) {

@@ -79,6 +79,27 @@ TEST_F(IngestLimitsTest, StoredStepsCostNothingWhenReportedAgain) {
   EXPECT_FALSE(tracker_->Admit("job", Reports(6, 1, 0), limits).ok());
 }
 
+std::int64_t UnfiledRows(const std::string& path);
+
+// Reporters on several connections overtake one another: a step older than
+// the newest but newer than the tracker's tail is new, counted without
+// asking the store (a lookup would file the store's report log each time).
+TEST_F(IngestLimitsTest, ReportsThatOvertakeOneAnotherAreCountedWithoutALookup) {
+  const IngestLimits limits{1000, 20};
+  ASSERT_TRUE(tracker_->Admit("job", Reports(1, 2), limits).ok());
+  Store(Reports(1, 2));  // steps 1-2, 4 points
+  ASSERT_TRUE(tracker_->Admit("job", Reports(10, 1), limits).ok());
+  Store(Reports(10, 1));  // step 10, 6 points so far
+  ASSERT_EQ(UnfiledRows(dir_ + "/db"), 2);
+
+  EXPECT_TRUE(tracker_->Admit("job", Reports(5, 3), limits).ok());  // steps 5-7: 12 points
+  EXPECT_EQ(UnfiledRows(dir_ + "/db"), 2) << "no lookup filed the log";
+  EXPECT_TRUE(tracker_->Admit("job", Reports(2, 1), limits).ok()) << "stored: no cost";
+  EXPECT_TRUE(
+      tracker_->Admit("job", Reports(8, 4), limits).ok());  // steps 8, 9, 10 (stored), 11: 18
+  EXPECT_EQ(tracker_->Admit("job", Reports(3, 2), limits).code(), StatusCode::kPayloadTooLarge);
+}
+
 TEST_F(IngestLimitsTest, MarkersPastTheLimitsAreDroppedKeepingTheFirstThatFit) {
   const IngestLimits limits{2, 10};
   std::vector<ProgressReport> reports = Reports(1, 8);  // 2 points each
