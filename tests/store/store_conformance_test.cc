@@ -438,6 +438,14 @@ TEST_P(StoreConformance, ReportsAreReadAtOnceAndFiledLaterInTheOrderTheyCame) {
   EXPECT_EQ(loss[4].value, 7.0);
   EXPECT_EQ(loss[10].value, 11.0);
   EXPECT_EQ(*store->FoldProgress(100), 0u);
+
+  // Many short requests are filed in one call, oldest first.
+  for (std::int64_t step = 100; step < 250; ++step) {
+    ASSERT_TRUE(store->AppendProgress({{"a", {report(step, step)}, FromUnixMillis(7000)}}).ok());
+  }
+  EXPECT_EQ(*store->FoldProgress(140), 140u);
+  EXPECT_EQ(*store->FoldProgress(1000), 10u);
+  EXPECT_EQ(store->RecentMetric("a", "loss", 1).value().at(0).value, 249.0);
 }
 
 // Long requests are filed at once, short ones later; whichever way each
