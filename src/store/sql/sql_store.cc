@@ -247,10 +247,11 @@ class SqlStore final : public Store {
   // Reports are acknowledged once appended to `progress_log`, one row per
   // request at the end of one index: a commit writes a page or two. Upserting
   // them into the keyed tables at once rewrote every reporting job's pages in
-  // every commit (about 80 pages for 16 jobs), which bounded ingest. Folded
-  // later in groups (FoldProgress, between the ingest writer's commits), each
-  // page takes many reports per write. Every read of the keyed tables folds
-  // what is waiting first, so readers never see the log.
+  // every commit (about 80 pages for 16 jobs), which bounded ingest. Filed
+  // into those tables later in groups (FoldProgress, between the ingest
+  // writer's commits), each page takes many reports per write. Every read of
+  // the keyed tables files what waits first, so readers never see the log.
+
   // A request this long is filed at once: its reports share their job's
   // pages, so the log would only add work.
   static constexpr std::size_t kFiledAtOnce = 64;
