@@ -61,8 +61,10 @@ class IngestWriter {
   std::deque<Pending> queue_;        // guarded by mu_
   std::size_t pending_reports_ = 0;  // guarded by mu_
   bool stopping_ = false;            // guarded by mu_
-  // Acknowledged, not yet filed (at start: whatever an earlier run left, if
-  // anything); the writer's thread only.
+  // Acknowledged, not yet filed, as far as the writer knows: long requests
+  // the store filed at once count too, and a fold that finds nothing waiting
+  // resets it (at start: whatever an earlier run left, if anything). The
+  // writer's thread only.
   std::size_t unfolded_ = 1;
   std::thread thread_;
 };
