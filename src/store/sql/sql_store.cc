@@ -283,6 +283,15 @@ class SqlStore final : public Store {
     return Commit();
   }
 
+  // Appends the reports of log row `seq` to `batch`. A row this store did not
+  // write is Internal: the log is never read back from outside.
+  static Status ReadLogRow(std::int64_t seq, const std::string& text, ProgressBatch& batch) {
+    Status s =
+        sql::DecodeProgressLog(text, [&](const ProgressReport& r) { batch.reports.push_back(r); });
+    if (!s.ok()) return Internal("progress_log row " + std::to_string(seq) + ": " + s.message());
+    return Status::Ok();
+  }
+
   // Files every report of `job` still in the log. Inside a write
   // transaction; requires mu_.
   Status FileJobLog(const std::string& job) {
@@ -291,12 +300,7 @@ class SqlStore final : public Store {
       Statement q(*db_, "SELECT seq, reports FROM progress_log WHERE job = ? ORDER BY seq");
       q.Bind(1, job);
       while (q.Step()) {
-        Status s = sql::DecodeProgressLog(
-            q.ColumnText(1), [&](const ProgressReport& r) { batch.reports.push_back(r); });
-        if (!s.ok()) {
-          return Internal("progress_log row " + std::to_string(q.ColumnInt64(0)) + ": " +
-                          s.message());
-        }
+        HEADWAY_RETURN_IF_ERROR(ReadLogRow(q.ColumnInt64(0), q.ColumnText(1), batch));
       }
       if (q.failed()) return Unavailable("read progress_log: " + LastError());
     }
@@ -310,17 +314,11 @@ class SqlStore final : public Store {
 
   Result<std::size_t> FoldProgress(std::size_t max_reports) override {
     std::lock_guard lock(mu_);
-    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
-    auto folded = FoldProgressLog(max_reports);
-    if (!folded.ok()) {
-      (void)Exec("ROLLBACK");
-      return folded.status();
-    }
-    HEADWAY_RETURN_IF_ERROR(Commit());
-    return folded;
+    return FoldInTransaction(max_reports);
   }
 
-  // Folds the whole log before a read of the keyed tables; requires mu_.
+  // Folds the whole log before a read of the keyed tables, without a write
+  // transaction when nothing waits; requires mu_.
   Status FoldBeforeRead() {
     {
       Statement any(*db_, "SELECT seq FROM progress_log ORDER BY seq LIMIT 1");
@@ -329,13 +327,19 @@ class SqlStore final : public Store {
         return Status::Ok();
       }
     }
+    return FoldInTransaction(std::numeric_limits<std::size_t>::max()).status();
+  }
+
+  // FoldProgressLog in a write transaction of its own; requires mu_.
+  Result<std::size_t> FoldInTransaction(std::size_t max_reports) {
     HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
-    auto folded = FoldProgressLog(std::numeric_limits<std::size_t>::max());
+    auto folded = FoldProgressLog(max_reports);
     if (!folded.ok()) {
       (void)Exec("ROLLBACK");
       return folded.status();
     }
-    return Commit();
+    HEADWAY_RETURN_IF_ERROR(Commit());
+    return folded;
   }
 
   // Moves the oldest rows of the log, about `max_reports` reports (at least
@@ -359,11 +363,7 @@ class SqlStore final : public Store {
         last_seq = q.ColumnInt64(0);
         ProgressBatch& batch = batches.emplace_back();
         batch.job = q.ColumnText(1);
-        Status s = sql::DecodeProgressLog(
-            q.ColumnText(2), [&](const ProgressReport& r) { batch.reports.push_back(r); });
-        if (!s.ok()) {
-          return Internal("progress_log row " + std::to_string(last_seq) + ": " + s.message());
-        }
+        HEADWAY_RETURN_IF_ERROR(ReadLogRow(last_seq, q.ColumnText(2), batch));
         reports += batch.reports.size();
       }
       if (q.failed()) return Unavailable("read progress_log: " + LastError());
