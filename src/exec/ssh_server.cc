@@ -424,6 +424,10 @@ void Tidy(Server& server) {
         }
         CloseFd(*fd);
       }
+      // libssh keeps a channel the client has not closed yet until its close
+      // arrives, and runs the channel's callbacks for it then: they must not
+      // reach this Channel, freed below.
+      ssh_remove_channel_callbacks(c.channel, &c.callbacks);
       ssh_channel_free(c.channel);
       it = server.channels.erase(it);
       continue;
