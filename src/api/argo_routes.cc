@@ -44,17 +44,17 @@ std::string MessageOf(const Status& status) {
   return where + ": " + status.message();
 }
 
-HttpResponse Json(int status, const json& body) {
+HttpResponse ArgoJson(int status, const json& body) {
   return {status, "application/json", JsonText(body), {}, nullptr};
 }
 
-HttpResponse Error(const Status& status) {
-  return Json(HttpStatusFor(status.code()),
-              {{"code", GrpcCode(status.code())}, {"message", MessageOf(status)}});
+HttpResponse ArgoError(const Status& status) {
+  return ArgoJson(HttpStatusFor(status.code()),
+                  {{"code", GrpcCode(status.code())}, {"message", MessageOf(status)}});
 }
 
 HttpResponse NotImplemented(const std::string& what) {
-  return Json(501, {{"code", 12}, {"message", what + " is not implemented by this server"}});
+  return ArgoJson(501, {{"code", 12}, {"message", what + " is not implemented by this server"}});
 }
 
 // Argo's request bodies: one object, with the resource under `key`.
@@ -160,15 +160,15 @@ class ArgoRoutes {
     } else if (body->contains("apiVersion") || body->contains("kind")) {
       manifest = req.body;  // a bare Workflow (the native CLI sends one)
     } else {
-      return Error(InvalidArgument("the request needs a 'workflow'").WithField("workflow"));
+      return ArgoError(InvalidArgument("the request needs a 'workflow'").WithField("workflow"));
     }
-    if (manifest.empty()) return Error(InvalidArgument("the request has no workflow"));
+    if (manifest.empty()) return ArgoError(InvalidArgument("the request has no workflow"));
     auto server_dry_run = BoolField(*body, "serverDryRun");
-    if (!server_dry_run.ok()) return Error(server_dry_run.status());
+    if (!server_dry_run.ok()) return ArgoError(server_dry_run.status());
     bool dry_run = lint || *server_dry_run;
     auto view = service_->CreateWorkflow(manifest, ns, access_.admit, access_.creator(), dry_run);
-    if (!view.ok()) return Error(view.status());
-    return Json(200, view->body);
+    if (!view.ok()) return ArgoError(view.status());
+    return ArgoJson(200, view->body);
   }
 
   // Live workflows, or with `archived` the finished ones (Argo's archive:
@@ -178,7 +178,7 @@ class ArgoRoutes {
     filter.team = access_.visible_team();
     filter.finished_only = archived;
     auto labels = LabelSelector(req.Query("listOptions.labelSelector"));
-    if (!labels.ok()) return Error(labels.status());
+    if (!labels.ok()) return ArgoError(labels.status());
     filter.labels = *labels;
     // Argo keeps phase and completion as labels; here they are columns.
     if (auto phase = filter.labels.find(kPhaseLabel); phase != filter.labels.end()) {
@@ -195,26 +195,26 @@ class ArgoRoutes {
     if (!exact_name.empty()) filter.name_prefix = exact_name;
     if (Status fields = FieldSelector(req.Query("listOptions.fieldSelector"), filter, exact_name);
         !fields.ok()) {
-      return Error(fields);
+      return ArgoError(fields);
     }
     std::string limit = req.Query("listOptions.limit");
     if (!limit.empty()) {
       if (limit.size() > 6 || limit.find_first_not_of("0123456789") != std::string::npos) {
-        return Error(InvalidArgument("listOptions.limit must be a whole number"));
+        return ArgoError(InvalidArgument("listOptions.limit must be a whole number"));
       }
       filter.limit = std::stoul(limit);
     }
     std::string cont = req.Query("listOptions.continue");
     if (!cont.empty()) {
       if (cont.size() > 18 || cont.find_first_not_of("0123456789") != std::string::npos) {
-        return Error(InvalidArgument("listOptions.continue is not one this server gave"));
+        return ArgoError(InvalidArgument("listOptions.continue is not one this server gave"));
       }
       filter.before_seq = std::stoll(cont);
     }
     std::string phase = req.Query("phase");
     if (!phase.empty()) filter.phase = phase;
     auto all = service_->ListWorkflows(filter);
-    if (!all.ok()) return Error(all.status());
+    if (!all.ok()) return ArgoError(all.status());
     json items = json::array();
     const std::string name_filter = req.Query("nameFilter");
     for (const WorkflowView& w : *all) {
@@ -231,7 +231,7 @@ class ArgoRoutes {
       // Pages run newest first; the next starts below the last one's sequence.
       meta["continue"] = std::to_string(all->back().seq);
     }
-    return Json(200, {{"metadata", meta}, {"items", items}});
+    return ArgoJson(200, {{"metadata", meta}, {"items", items}});
   }
 
   // An archived (finished) workflow by its metadata.uid.
@@ -255,7 +255,7 @@ class ArgoRoutes {
     filter.team = access_.visible_team();
     filter.finished_only = true;
     auto all = service_->ListWorkflows(filter);
-    if (!all.ok()) return Error(all.status());
+    if (!all.ok()) return ArgoError(all.status());
     std::set<std::string> found;
     for (const WorkflowView& w : *all) {
       if (!access_.may_see(w.team).ok()) continue;
@@ -269,7 +269,7 @@ class ArgoRoutes {
         }
       }
     }
-    return Json(200, {{"items", json(std::vector<std::string>(found.begin(), found.end()))}});
+    return ArgoJson(200, {{"items", json(std::vector<std::string>(found.begin(), found.end()))}});
   }
 
   Result<WorkflowView> Visible(const std::string& name) {
@@ -282,29 +282,29 @@ class ArgoRoutes {
   template <typename Act>
   HttpResponse Change(const std::string& name, Act act) {
     auto current = Visible(name);
-    if (!current.ok()) return Error(current.status());
-    if (Status s = access_.may_change(current->team); !s.ok()) return Error(s);
+    if (!current.ok()) return ArgoError(current.status());
+    if (Status s = access_.may_change(current->team); !s.ok()) return ArgoError(s);
     Result<WorkflowView> view = act();
-    if (!view.ok()) return Error(view.status());
-    return Json(200, view->body);
+    if (!view.ok()) return ArgoError(view.status());
+    return ArgoJson(200, view->body);
   }
 
   HttpResponse Delete(const std::string& name) {
     auto current = Visible(name);
-    if (!current.ok()) return Error(current.status());
-    if (Status s = access_.may_change(current->team); !s.ok()) return Error(s);
-    if (Status s = service_->DeleteWorkflow(name); !s.ok()) return Error(s);
-    return Json(200, json::object());
+    if (!current.ok()) return ArgoError(current.status());
+    if (Status s = access_.may_change(current->team); !s.ok()) return ArgoError(s);
+    if (Status s = service_->DeleteWorkflow(name); !s.ok()) return ArgoError(s);
+    return ArgoJson(200, json::object());
   }
 
   // Argo's RetryWorkflowRequest body: {restartSuccessful, nodeFieldSelector}.
   HttpResponse Retry(const HttpRequest& req, const std::string& name) {
     auto body = RequestBody(req);
-    if (!body.ok()) return Error(body.status());
+    if (!body.ok()) return ArgoError(body.status());
     auto restart = BoolField(*body, "restartSuccessful");
-    if (!restart.ok()) return Error(restart.status());
+    if (!restart.ok()) return ArgoError(restart.status());
     auto selector = StringField(*body, "nodeFieldSelector");
-    if (!selector.ok()) return Error(selector.status());
+    if (!selector.ok()) return ArgoError(selector.status());
     WorkflowRetry retry;
     retry.restart_successful = *restart;
     retry.node_field_selector = *selector;
@@ -314,9 +314,9 @@ class ArgoRoutes {
   // Argo's ResubmitWorkflowRequest body: {memoized}.
   HttpResponse Resubmit(const HttpRequest& req, const std::string& name) {
     auto body = RequestBody(req);
-    if (!body.ok()) return Error(body.status());
+    if (!body.ok()) return ArgoError(body.status());
     auto memoized = BoolField(*body, "memoized");
-    if (!memoized.ok()) return Error(memoized.status());
+    if (!memoized.ok()) return ArgoError(memoized.status());
     return Change(name, [&] { return service_->ResubmitWorkflow(name, *memoized, access_.creator()); });
   }
 
@@ -324,7 +324,7 @@ class ArgoRoutes {
   template <typename Act>
   HttpResponse OnArchived(const std::string& uid, Act act) {
     auto view = ArchivedByUid(uid);
-    if (!view.ok()) return Error(view.status());
+    if (!view.ok()) return ArgoError(view.status());
     return act(view->body["metadata"].value("name", ""));
   }
 
@@ -369,7 +369,7 @@ void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access
   auto guarded = [routes](auto handler) {
     return [routes, handler](const HttpRequest& req, const PathParams& p) {
       if (routes->service_ == nullptr) {
-        return Error(Unavailable("workflows are not enabled on this server"));
+        return ArgoError(Unavailable("workflows are not enabled on this server"));
       }
       return handler(*routes, req, p);
     };
@@ -385,8 +385,8 @@ void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access
              guarded([](ArgoRoutes& r, auto& req, auto&) { return r.List(req, false); }));
   router.Add("GET", base + "/{name}", guarded([](ArgoRoutes& r, auto&, auto& p) {
                auto view = r.Visible(p.at("name"));
-               if (!view.ok()) return Error(view.status());
-               return Json(200, view->body);
+               if (!view.ok()) return ArgoError(view.status());
+               return ArgoJson(200, view->body);
              }));
   router.Add("DELETE", base + "/{name}", guarded([](ArgoRoutes& r, auto&, auto& p) {
                return r.Delete(p.at("name"));
@@ -418,29 +418,30 @@ void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access
   router.Add(
       "POST", base + "/submit", guarded([](ArgoRoutes& r, auto& req, auto&) {
         auto body = RequestBody(req);
-        if (!body.ok()) return Error(body.status());
+        if (!body.ok()) return ArgoError(body.status());
         auto kind = StringField(*body, "resourceKind");
         auto name = StringField(*body, "resourceName");
-        if (!kind.ok()) return Error(kind.status());
-        if (!name.ok()) return Error(name.status());
+        if (!kind.ok()) return ArgoError(kind.status());
+        if (!name.ok()) return ArgoError(name.status());
         std::string k = *kind;
         if (k == "workflowtemplate" || k == "WorkflowTemplate")
           k = std::string(kWorkflowTemplateKind);
         if (k == "cronworkflow" || k == "CronWorkflow" || k == "cronwf")
           k = std::string(kCronWorkflowKind);
         if (k != kWorkflowTemplateKind && k != kCronWorkflowKind) {
-          return Error(InvalidArgument("resourceKind must be WorkflowTemplate or CronWorkflow"));
+          return ArgoError(
+              InvalidArgument("resourceKind must be WorkflowTemplate or CronWorkflow"));
         }
         auto source = r.service_->GetManifest(k, *name);
-        if (!source.ok()) return Error(source.status());
-        if (Status s = r.access_.may_change(source->team); !s.ok()) return Error(s);
+        if (!source.ok()) return ArgoError(source.status());
+        if (Status s = r.access_.may_change(source->team); !s.ok()) return ArgoError(s);
         SubmitOptions options;
         if (body->contains("submitOptions") && (*body)["submitOptions"].is_object()) {
           const json& o = (*body)["submitOptions"];
           if (o.contains("parameters") && o["parameters"].is_array()) {
             for (const json& p : o["parameters"]) {
               if (!p.is_string())
-                return Error(InvalidArgument("submitOptions.parameters must be strings"));
+                return ArgoError(InvalidArgument("submitOptions.parameters must be strings"));
               options.parameters.push_back(p);
             }
           }
@@ -448,20 +449,20 @@ void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access
           auto wf_name = StringField(o, "name");
           auto generate = StringField(o, "generateName");
           for (auto* f : {&labels, &wf_name, &generate}) {
-            if (!f->ok()) return Error(f->status());
+            if (!f->ok()) return ArgoError(f->status());
           }
           options.labels = *labels;
           options.name = *wf_name;
           options.generate_name = *generate;
         }
         auto view = r.service_->SubmitFrom(k, *name, options, r.access_.creator());
-        if (!view.ok()) return Error(view.status());
-        return Json(200, view->body);
+        if (!view.ok()) return ArgoError(view.status());
+        return ArgoJson(200, view->body);
       }));
   router.Add("GET", "/api/v1/info", [](auto&, auto&) {
-    return Json(200, {{"modals", json::object()}, {"navColor", ""}});
+    return ArgoJson(200, {{"modals", json::object()}, {"navColor", ""}});
   });
-  router.Add("GET", "/api/v1/userinfo", [](auto&, auto&) { return Json(200, json::object()); });
+  router.Add("GET", "/api/v1/userinfo", [](auto&, auto&) { return ArgoJson(200, json::object()); });
   // WorkflowTemplates and CronWorkflows: the same five calls each, the
   // resource under its own key in the request body.
   struct Library {
@@ -485,48 +486,48 @@ void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access
       router.Add("POST", lint ? lib.path + "/lint" : lib.path,
                  guarded([kind, manifest_of, lint](ArgoRoutes& r, auto& req, auto& p) {
                    auto manifest = manifest_of(req);
-                   if (!manifest.ok()) return Error(manifest.status());
+                   if (!manifest.ok()) return ArgoError(manifest.status());
                    auto view = r.service_->CreateManifest(kind, *manifest, p.at("ns"),
                                                           r.access_.admit, lint);
-                   if (!view.ok()) return Error(view.status());
-                   return Json(200, view->body);
+                   if (!view.ok()) return ArgoError(view.status());
+                   return ArgoJson(200, view->body);
                  }));
     }
     router.Add("GET", lib.path, guarded([kind](ArgoRoutes& r, auto&, auto&) {
                  auto all = r.service_->ListManifests(kind, r.access_.visible_team());
-                 if (!all.ok()) return Error(all.status());
+                 if (!all.ok()) return ArgoError(all.status());
                  json items = json::array();
                  for (const ManifestView& m : *all) {
                    if (r.access_.may_see(m.team).ok()) items.push_back(m.body);
                  }
-                 return Json(200, {{"metadata", json::object()}, {"items", items}});
+                 return ArgoJson(200, {{"metadata", json::object()}, {"items", items}});
                }));
     router.Add("GET", lib.path + "/{name}", guarded([kind](ArgoRoutes& r, auto&, auto& p) {
                  auto view = r.service_->GetManifest(kind, p.at("name"));
-                 if (!view.ok()) return Error(view.status());
-                 if (Status s = r.access_.may_see(view->team); !s.ok()) return Error(s);
-                 return Json(200, view->body);
+                 if (!view.ok()) return ArgoError(view.status());
+                 if (Status s = r.access_.may_see(view->team); !s.ok()) return ArgoError(s);
+                 return ArgoJson(200, view->body);
                }));
     router.Add("PUT", lib.path + "/{name}",
                guarded([kind, manifest_of](ArgoRoutes& r, auto& req, auto& p) {
                  auto current = r.service_->GetManifest(kind, p.at("name"));
-                 if (!current.ok()) return Error(current.status());
-                 if (Status s = r.access_.may_see(current->team); !s.ok()) return Error(s);
-                 if (Status s = r.access_.may_change(current->team); !s.ok()) return Error(s);
+                 if (!current.ok()) return ArgoError(current.status());
+                 if (Status s = r.access_.may_see(current->team); !s.ok()) return ArgoError(s);
+                 if (Status s = r.access_.may_change(current->team); !s.ok()) return ArgoError(s);
                  auto manifest = manifest_of(req);
-                 if (!manifest.ok()) return Error(manifest.status());
+                 if (!manifest.ok()) return ArgoError(manifest.status());
                  auto view = r.service_->UpdateManifest(kind, p.at("name"), *manifest);
-                 if (!view.ok()) return Error(view.status());
-                 return Json(200, view->body);
+                 if (!view.ok()) return ArgoError(view.status());
+                 return ArgoJson(200, view->body);
                }));
     router.Add("DELETE", lib.path + "/{name}", guarded([kind](ArgoRoutes& r, auto&, auto& p) {
                  auto current = r.service_->GetManifest(kind, p.at("name"));
-                 if (!current.ok()) return Error(current.status());
-                 if (Status s = r.access_.may_see(current->team); !s.ok()) return Error(s);
-                 if (Status s = r.access_.may_change(current->team); !s.ok()) return Error(s);
+                 if (!current.ok()) return ArgoError(current.status());
+                 if (Status s = r.access_.may_see(current->team); !s.ok()) return ArgoError(s);
+                 if (Status s = r.access_.may_change(current->team); !s.ok()) return ArgoError(s);
                  if (Status s = r.service_->DeleteManifest(kind, p.at("name")); !s.ok())
-                   return Error(s);
-                 return Json(200, json::object());
+                   return ArgoError(s);
+                 return ArgoJson(200, json::object());
                }));
   }
   for (bool suspend : {true, false}) {
@@ -535,12 +536,12 @@ void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access
         std::string("/api/v1/cron-workflows/{ns}/{name}/") + (suspend ? "suspend" : "resume"),
         guarded([suspend](ArgoRoutes& r, auto&, auto& p) {
           auto current = r.service_->GetManifest(kCronWorkflowKind, p.at("name"));
-          if (!current.ok()) return Error(current.status());
-          if (Status s = r.access_.may_see(current->team); !s.ok()) return Error(s);
-          if (Status s = r.access_.may_change(current->team); !s.ok()) return Error(s);
+          if (!current.ok()) return ArgoError(current.status());
+          if (Status s = r.access_.may_see(current->team); !s.ok()) return ArgoError(s);
+          if (Status s = r.access_.may_change(current->team); !s.ok()) return ArgoError(s);
           auto view = r.service_->SuspendCron(p.at("name"), suspend);
-          if (!view.ok()) return Error(view.status());
-          return Json(200, view->body);
+          if (!view.ok()) return ArgoError(view.status());
+          return ArgoJson(200, view->body);
         }));
   }
   // Argo's ArchivedWorkflowService: finished workflows, found by uid.
@@ -549,8 +550,8 @@ void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access
              guarded([](ArgoRoutes& r, auto& req, auto&) { return r.List(req, true); }));
   router.Add("GET", archive + "/{uid}", guarded([](ArgoRoutes& r, auto&, auto& p) {
                auto view = r.ArchivedByUid(p.at("uid"));
-               if (!view.ok()) return Error(view.status());
-               return Json(200, view->body);
+               if (!view.ok()) return ArgoError(view.status());
+               return ArgoJson(200, view->body);
              }));
   router.Add("DELETE", archive + "/{uid}", guarded([](ArgoRoutes& r, auto&, auto& p) {
                return r.OnArchived(p.at("uid"), [&](const std::string& name) { return r.Delete(name); });
@@ -571,7 +572,8 @@ void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access
                std::string key = req.Query("listOptions.labelSelector");
                key = key.substr(0, key.find_first_of("=!,"));
                if (key.empty()) {
-                 return Error(InvalidArgument("listOptions.labelSelector must name a label key"));
+                 return ArgoError(
+                     InvalidArgument("listOptions.labelSelector must name a label key"));
                }
                return r.ArchivedLabels(key);
              }));

@@ -9,19 +9,10 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "core/ascii.h"
+
 namespace headway::api {
 namespace {
-
-std::string Hex(const unsigned char* data, std::size_t n) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out;
-  out.reserve(n * 2);
-  for (std::size_t i = 0; i < n; ++i) {
-    out += kDigits[data[i] >> 4];
-    out += kDigits[data[i] & 15];
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -33,7 +24,7 @@ std::string RandomToken(const char* prefix) {
     // No entropy means no safe token; this is not recoverable.
     throw std::runtime_error("RAND_bytes failed");
   }
-  return prefix + Hex(bytes, sizeof bytes);
+  return prefix + LowerHex(bytes, sizeof bytes);
 }
 
 }  // namespace
@@ -47,7 +38,7 @@ std::string HashToken(std::string_view token) {
   int ok = EVP_Digest(token.data(), token.size(), digest, &length, EVP_sha256(), nullptr);
   assert(ok == 1);
   (void)ok;
-  return Hex(digest, length);
+  return LowerHex(digest, length);
 }
 
 std::string HmacSha256(std::string_view key, std::string_view data) {
@@ -58,7 +49,7 @@ std::string HmacSha256(std::string_view key, std::string_view data) {
                            &length);
   assert(ok != nullptr);
   (void)ok;
-  return Hex(digest, length);
+  return LowerHex(digest, length);
 }
 
 std::string NewSecret() { return RandomToken(""); }

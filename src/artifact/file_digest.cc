@@ -10,19 +10,10 @@
 #include <memory>
 #include <vector>
 
+#include "core/ascii.h"
+
 namespace headway {
 namespace {
-
-std::string Hex(const unsigned char* bytes, unsigned int len) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  out.reserve(len * 2);
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[bytes[i] >> 4];
-    out += kHex[bytes[i] & 15];
-  }
-  return out;
-}
 
 std::string Base64(const unsigned char* bytes, unsigned int len) {
   std::string out(4 * ((len + 2) / 3) + 1, '\0');
@@ -64,9 +55,9 @@ Result<RangeDigest> DigestRange(int fd, const std::string& path, std::uint64_t o
   unsigned char d[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(sha.get(), d, &len);
-  out.sha256_hex = Hex(d, len);
+  out.sha256_hex = LowerHex(d, len);
   EVP_DigestFinal_ex(md5.get(), d, &len);
-  out.md5_hex = Hex(d, len);
+  out.md5_hex = LowerHex(d, len);
   out.md5_base64 = Base64(d, len);
   return out;
 }

@@ -269,15 +269,6 @@ bool PrintStructured(const Options& o, const json& value) {
   return false;
 }
 
-std::string Or(const json& j, const char* key, const std::string& fallback = "-") {
-  if (!j.contains(key) || j[key].is_null()) return fallback;
-  if (j[key].is_string()) {
-    std::string s = j[key].get<std::string>();
-    return s.empty() ? fallback : s;
-  }
-  return j[key].dump();
-}
-
 std::string ReadSpecFile(const std::string& file, bool& ok) {
   std::string text;
   ok = true;
@@ -481,17 +472,18 @@ int GetQueues(const Options& o) {
   for (const auto& q : queues) {
     // GPUS: in use / nominal quota ("-": no quota, bounded by the pool).
     std::string gpus = std::to_string(q["gpus_in_use"].get<int>()) + "/" + IntOr(q["nominal_gpus"], "-");
-    std::string reason = Or(q, "pending_reason", "");
+    std::string reason = FieldText(q, "pending_reason", "");
     // next_job is empty when it is another team's (hidden from this token).
-    std::string next = Or(q, "next_job", "");
+    std::string next = FieldText(q, "next_job", "");
     if (!reason.empty()) reason = (next.empty() ? "another team's job" : next) + ": " + reason;
-    rows.push_back({Or(q, "name"), Or(q, "executor"), gpus, IntOr(q["borrowing_limit"], "-"),
-                    FormatNumber(q["weight"]), std::to_string(q["running"].get<int>()),
+    rows.push_back({FieldText(q, "name"), FieldText(q, "executor"), gpus,
+                    IntOr(q["borrowing_limit"], "-"), FormatNumber(q["weight"]),
+                    std::to_string(q["running"].get<int>()),
                     std::to_string(q["pending"].get<int>()), reason.empty() ? "-" : reason});
     if (wide) {
       // What the team's members may ask for (admins are not bounded).
       rows.back().push_back(IntOr(q["member_max_priority"], "-"));
-      rows.back().push_back(Or(q, "member_max_grace"));
+      rows.back().push_back(FieldText(q, "member_max_grace"));
     }
   }
   std::vector<std::string> header = {"NAME",    "EXECUTOR", "GPUS", "BORROW",
@@ -523,7 +515,7 @@ int GetNodes(const Options& o) {
       jobs += (jobs.empty() ? "" : ",") + std::string("+") + std::to_string(hidden) + " hidden";
     }
     int gpus = n["gpus"].get<int>(), used = n["gpus_in_use"].get<int>();
-    rows.push_back({Or(n, "name"), Or(n, "executor"), std::to_string(gpus),
+    rows.push_back({FieldText(n, "name"), FieldText(n, "executor"), std::to_string(gpus),
                     std::to_string(used), std::to_string(gpus - used), jobs.empty() ? "-" : jobs});
   }
   std::cout << FormatTable({"NAME", "EXECUTOR", "GPUS", "IN-USE", "FREE", "JOBS"}, rows, !o.no_headers);
@@ -558,13 +550,13 @@ std::string TrialsSummary(const json& e) {
   const json& c = e["trial_counts"];
   int done = c.value("Completed", 0) + c.value("EarlyStopped", 0) + c.value("Failed", 0);
   return std::to_string(c.value("Running", 0)) + " running, " + std::to_string(done) + "/" +
-         Or(e, "max_trials") + " done";
+         FieldText(e, "max_trials") + " done";
 }
 
 std::string BestText(const json& e) {
   const json& best = e["best_trial"];
   if (!best.is_object()) return "-";
-  return Or(best, "job") + " " + FormatNumber(best["objective"]);
+  return FieldText(best, "job") + " " + FormatNumber(best["objective"]);
 }
 
 int ExpCreate(const Options& o, const std::string& text) {
@@ -614,7 +606,7 @@ std::optional<std::string> ArtifactPath(const std::string& ref_text) {
 
 std::string ProducerText(const json& a) {
   const json& p = a.value("producer", json::object());
-  if (!p.contains("job")) return p.contains("pipeline_node") ? Or(p, "pipeline_node") : "-";
+  if (!p.contains("job")) return p.contains("pipeline_node") ? FieldText(p, "pipeline_node") : "-";
   std::string text = "job/" + p["job"].get<std::string>();
   if (p.contains("step")) text += "@" + p["step"].dump();
   return text;
@@ -642,9 +634,9 @@ int ArtifactsList(const Options& o) {
   Time now = SystemClock().Now();
   std::vector<std::vector<std::string>> rows;
   for (const auto& a : items) {
-    rows.push_back({Safe(a["ref"].get<std::string>()), Or(a, "kind"), Or(a, "state"),
-                    Bytes(a["size"].get<std::uint64_t>()), Safe(ProducerText(a)), Or(a, "team"),
-                    Age(a["created_at"].get<std::string>(), now)});
+    rows.push_back({Safe(a["ref"].get<std::string>()), FieldText(a, "kind"), FieldText(a, "state"),
+                    Bytes(a["size"].get<std::uint64_t>()), Safe(ProducerText(a)),
+                    FieldText(a, "team"), Age(a["created_at"].get<std::string>(), now)});
   }
   std::cout << FormatTable({"ARTIFACT", "KIND", "STATE", "SIZE", "PRODUCER", "TEAM", "AGE"}, rows);
   return kExitOk;
@@ -832,12 +824,13 @@ int ArtifactsDescribe(const Options& o, bool lineage_only) {
   const json& lineage = j["lineage"];
   if (!lineage_only) {
     std::cout << "Artifact:  " << Safe(j["ref"].get<std::string>()) << "\n"
-              << "Kind:      " << Or(j, "kind") << "\n"
-              << "State:     " << Or(j, "state") << "\n"
-              << "Team:      " << Or(j, "team") << "\n"
+              << "Kind:      " << FieldText(j, "kind") << "\n"
+              << "State:     " << FieldText(j, "state") << "\n"
+              << "Team:      " << FieldText(j, "team") << "\n"
               << "Size:      " << Bytes(j["size"].get<std::uint64_t>()) << "\n"
-              << "Digest:    " << Or(j, "digest") << "\n"
-              << "Created:   " << Or(j, "created_at") << " by " << Or(j, "created_by") << "\n";
+              << "Digest:    " << FieldText(j, "digest") << "\n"
+              << "Created:   " << FieldText(j, "created_at") << " by " << FieldText(j, "created_by")
+              << "\n";
     if (!j["metrics"].empty()) {
       std::cout << "Metrics:  ";
       for (const auto& [k, v] : j["metrics"].items()) std::cout << " " << Safe(k) << "=" << Safe(v.dump());
@@ -901,7 +894,7 @@ std::optional<std::vector<json>> GetOneOrAll(const Options& o, const std::string
     items.push_back(*answer);
   }
   if (o.output == "name") {
-    for (const auto& item : items) std::cout << Safe(Or(item, "name")) << "\n";
+    for (const auto& item : items) std::cout << Safe(FieldText(item, "name")) << "\n";
     return std::nullopt;
   }
   return items;
@@ -920,10 +913,12 @@ int ExpGet(const Options& o) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& e : experiments) {
     std::string objective = e["objective"].is_object()
-                                ? Or(e["objective"], "metric") + " (" + Or(e["objective"], "direction") + ")"
+                                ? FieldText(e["objective"], "metric") + " (" +
+                                      FieldText(e["objective"], "direction") + ")"
                                 : "-";
-    rows.push_back({Or(e, "name"), Or(e, "state"), Or(e, "algorithm"), objective, TrialsSummary(e),
-                    BestText(e), Age(e["created_at"].get<std::string>(), now)});
+    rows.push_back({FieldText(e, "name"), FieldText(e, "state"), FieldText(e, "algorithm"),
+                    objective, TrialsSummary(e), BestText(e),
+                    Age(e["created_at"].get<std::string>(), now)});
   }
   std::cout << FormatTable({"NAME", "STATE", "ALGORITHM", "OBJECTIVE", "TRIALS", "BEST", "AGE"}, rows);
   return kExitOk;
@@ -935,10 +930,17 @@ int ExpDescribe(const Options& o) {
   if (!e) return client.exit_code;
   if (PrintStructured(o, *e)) return kExitOk;
   const json& j = *e;
-  std::cout << "Name:       " << Safe(Or(j, "name")) << "\n"
-            << "State:      " << Safe(Or(j, "state") + (Or(j, "message", "").empty() ? "" : " (" + Or(j, "message") + ")")) << "\n"
-            << "Algorithm:  " << Safe(Or(j, "algorithm")) << "\n"
-            << "Objective:  " << Safe(Or(j["objective"], "metric") + " (" + Or(j["objective"], "direction") + ")") << "\n"
+  std::cout << "Name:       " << Safe(FieldText(j, "name")) << "\n"
+            << "State:      "
+            << Safe(FieldText(j, "state") + (FieldText(j, "message", "").empty()
+                                                 ? ""
+                                                 : " (" + FieldText(j, "message") + ")"))
+            << "\n"
+            << "Algorithm:  " << Safe(FieldText(j, "algorithm")) << "\n"
+            << "Objective:  "
+            << Safe(FieldText(j["objective"], "metric") + " (" +
+                    FieldText(j["objective"], "direction") + ")")
+            << "\n"
             << "Trials:     " << Safe(TrialsSummary(j)) << "\n"
             << "Best:       " << Safe(BestText(j));
   if (j["best_trial"].is_object()) std::cout << "  " << Safe(ParamsText(j["best_trial"]["params"]));
@@ -947,12 +949,14 @@ int ExpDescribe(const Options& o) {
   for (const auto& t : j["trials"]) {
     // A trial that ran to its end is "Completed" in the API; shown as its job
     // would be, "Succeeded", so one word means one thing on the command line.
-    std::string state = Or(t, "state");
+    std::string state = FieldText(t, "state");
     if (state == "Completed") state = "Succeeded";
-    if (state == "Running" && Or(t, "job_state", "") != "Running") state += " (" + Or(t, "job_state") + ")";
-    rows.push_back({Or(t, "job"), state, t["step"].is_number() ? Or(t, "step") : "-",
+    if (state == "Running" && FieldText(t, "job_state", "") != "Running")
+      state += " (" + FieldText(t, "job_state") + ")";
+    rows.push_back({FieldText(t, "job"), state, t["step"].is_number() ? FieldText(t, "step") : "-",
                     FormatNumber(t["objective"].is_null() ? t["latest"] : t["objective"]),
-                    ParamsText(t["params"]), Or(t, "message", "").empty() ? "-" : Or(t, "message")});
+                    ParamsText(t["params"]),
+                    FieldText(t, "message", "").empty() ? "-" : FieldText(t, "message")});
   }
   std::cout << FormatTable({"TRIAL", "STATE", "STEP", "OBJECTIVE", "PARAMETERS", "NOTE"}, rows);
   return kExitOk;
@@ -1022,10 +1026,10 @@ int ExecInJob(const Options& o, bool ssh) {
 
 // Notebooks: a Jupyter server per notebook, as a job on the pool.
 std::string NotebookStatus(const json& n) {
-  std::string state = Or(n, "state");
+  std::string state = FieldText(n, "state");
   if (state != "Running") return state;
   if (n.value("ready", false)) return "Ready";
-  return Or(n, "job_state", "Starting") == "Queued" ? "Queued" : "Starting";
+  return FieldText(n, "job_state", "Starting") == "Queued" ? "Queued" : "Starting";
 }
 
 void PrintNotebookTable(const std::vector<json>& notebooks) {
@@ -1038,9 +1042,10 @@ void PrintNotebookTable(const std::vector<json>& notebooks) {
         idle = FormatDuration(std::max(Duration(0), now - *since));
       }
     }
-    std::string note = NotebookStatus(n) == "Queued" ? Or(n, "pending_reason", "") : Or(n, "message", "");
-    rows.push_back({Or(n, "name"), Or(n, "team"), NotebookStatus(n), Or(n, "profile"),
-                    std::to_string(n.value("gpus", 0)), idle,
+    std::string note = NotebookStatus(n) == "Queued" ? FieldText(n, "pending_reason", "")
+                                                     : FieldText(n, "message", "");
+    rows.push_back({FieldText(n, "name"), FieldText(n, "team"), NotebookStatus(n),
+                    FieldText(n, "profile"), std::to_string(n.value("gpus", 0)), idle,
                     Age(n["created_at"].get<std::string>(), now), Safe(note)});
   }
   std::cout << FormatTable({"NAME", "TEAM", "STATUS", "PROFILE", "GPUS", "IDLE", "AGE", "MESSAGE"},
@@ -1058,7 +1063,7 @@ int NotebookStart(const Options& o) {
   if (o.wait) {
     // Until its server answers, or it ends without ever doing so.
     for (;;) {
-      if ((*n).value("ready", false) || Or(*n, "state") != "Running") break;
+      if ((*n).value("ready", false) || FieldText(*n, "state") != "Running") break;
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
       n = client.Call("GET", "/api/v1/notebooks/" + UrlEncode(o.name));
       if (!n) return client.exit_code;
@@ -1070,9 +1075,9 @@ int NotebookStart(const Options& o) {
     return kExitOk;
   }
   std::cout << "notebook/" << Safe(o.name) << " " << (o.wait ? NotebookStatus(*n) : "started")
-            << " (job " << Safe(Or(*n, "job")) << "); open it with `headway notebook open "
+            << " (job " << Safe(FieldText(*n, "job")) << "); open it with `headway notebook open "
             << Safe(o.name) << "`\n";
-  return Or(*n, "state") == "Running" ? kExitOk : kExitFailed;
+  return FieldText(*n, "state") == "Running" ? kExitOk : kExitFailed;
 }
 
 int NotebookList(const Options& o) {
@@ -1095,7 +1100,7 @@ int NotebookOpen(const Options& o) {
   if (PrintStructured(o, *link)) return kExitOk;
   // A one-time link: good once, for a minute; it signs the browser in to
   // this notebook alone.
-  std::cout << Client::ServerUrl(o) << Or(*link, "url", "") << "\n";
+  std::cout << Client::ServerUrl(o) << FieldText(*link, "url", "") << "\n";
   return kExitOk;
 }
 
@@ -1123,14 +1128,14 @@ int ExpStop(const Options& o) {
 // "Succeeded, diverged: loss is NaN at step 40" for an ended job whose run
 // was not healthy; empty otherwise.
 std::string FinalVerdict(const json& j) {
-  std::string state = Or(j, "state"), health = Or(j, "health");
+  std::string state = FieldText(j, "state"), health = FieldText(j, "health");
   if (state != "Succeeded" && state != "Failed" && state != "Stopped") return {};
   std::string what = health == "Diverging"   ? "diverged"
                      : health == "Stalled"   ? "stalled"
                      : health == "Plateaued" ? "plateaued"
                                              : "";
   if (what.empty()) return {};
-  std::string reason = Or(j, "health_reason", "");
+  std::string reason = FieldText(j, "health_reason", "");
   return state + ", " + what + (reason.empty() ? "" : ": " + reason);
 }
 
@@ -1152,23 +1157,24 @@ int Describe(const Options& o) {
   auto line = [&](const std::string& k, const std::string& v) {
     out << k << ":" << std::string(k.size() < 15 ? 15 - k.size() : 1, ' ') << Safe(v) << "\n";
   };
-  line("Name", Or(j, "name"));
-  line("Team", Or(j, "team"));
-  if (!Or(j, "created_by", "").empty()) line("Created by", Or(j, "created_by"));
-  line("Priority", Or(j, "priority"));
-  line("State", Or(j, "state"));
-  line("Reason", Or(j, "reason"));
-  if (Or(j, "message", "") != "") line("Message", Or(j, "message"));
-  if (Or(j, "pending_reason", "") != "") line("Pending", Or(j, "pending_reason"));
+  line("Name", FieldText(j, "name"));
+  line("Team", FieldText(j, "team"));
+  if (!FieldText(j, "created_by", "").empty()) line("Created by", FieldText(j, "created_by"));
+  line("Priority", FieldText(j, "priority"));
+  line("State", FieldText(j, "state"));
+  line("Reason", FieldText(j, "reason"));
+  if (FieldText(j, "message", "") != "") line("Message", FieldText(j, "message"));
+  if (FieldText(j, "pending_reason", "") != "") line("Pending", FieldText(j, "pending_reason"));
   if (j.value("queue_position", json()).is_number()) {
-    std::string place = Or(j, "queue_position") + " in line";
-    if (Or(j, "expected_start", "") != "") place += ", expected to start " + Or(j, "expected_start");
+    std::string place = FieldText(j, "queue_position") + " in line";
+    if (FieldText(j, "expected_start", "") != "")
+      place += ", expected to start " + FieldText(j, "expected_start");
     line("Queue", place);
   }
-  line("Exit code", Or(j, "exit_code"));
-  line("Restarts", Or(j, "restarts") + " (max " +
+  line("Exit code", FieldText(j, "exit_code"));
+  line("Restarts", FieldText(j, "restarts") + " (max " +
                        std::to_string(spec["restart_policy"]["max_restarts"].get<int>()) + ")");
-  if (j.value("preemptions", 0) > 0) line("Preemptions", Or(j, "preemptions"));
+  if (j.value("preemptions", 0) > 0) line("Preemptions", FieldText(j, "preemptions"));
   std::string command;
   for (const auto& a : spec["command"]) command += (command.empty() ? "" : " ") + a.get<std::string>();
   for (const auto& a : spec["args"]) command += " " + a.get<std::string>();
@@ -1180,14 +1186,16 @@ int Describe(const Options& o) {
   std::string gpu_ids;
   for (const auto& id : j["gpu_ids"]) gpu_ids += (gpu_ids.empty() ? "" : ",") + id.dump();
   line("GPU ids", gpu_ids.empty() ? "-" : gpu_ids);
-  line("Time limit", Or(spec, "time_limit", "none"));
+  line("Time limit", FieldText(spec, "time_limit", "none"));
   std::string labels;
   for (auto it = j["labels"].begin(); it != j["labels"].end(); ++it) {
     labels += (labels.empty() ? "" : ",") + it.key() + "=" + it.value().get<std::string>();
   }
   line("Labels", labels.empty() ? "-" : labels);
   const json& p = j["progress"];
-  line("Health", Or(j, "health") + (Or(j, "health_reason", "").empty() ? "" : " (" + Or(j, "health_reason") + ")"));
+  line("Health", FieldText(j, "health") + (FieldText(j, "health_reason", "").empty()
+                                               ? ""
+                                               : " (" + FieldText(j, "health_reason") + ")"));
   if (std::string verdict = FinalVerdict(j); !verdict.empty()) line("Verdict", verdict);
   line("Progress", ProgressBar(p));
   std::string step = p["step"].is_number() ? std::to_string(p["step"].get<std::int64_t>()) : "-";
@@ -1197,14 +1205,15 @@ int Describe(const Options& o) {
     line("Epoch", FormatFixed(p["epoch"], 2) +
                       (p["total_epochs"].is_number() ? " / " + FormatFixed(p["total_epochs"], 2) : ""));
   }
-  line("ETA", Or(j, "health") == "Stalled" ? "stalled" : FormatEta(p, Or(j, "state")));
+  line("ETA",
+       FieldText(j, "health") == "Stalled" ? "stalled" : FormatEta(p, FieldText(j, "state")));
   if (p["steps_per_second"].is_number()) line("Steps/s", FormatFixed(p["steps_per_second"], 2));
   if (p["samples_per_second"].is_number()) line("Samples/s", FormatFixed(p["samples_per_second"], 1));
   // As the dashboard says it: "4m12s ago".
-  line("Last report", Or(p, "last_report_at", "").empty()
+  line("Last report", FieldText(p, "last_report_at", "").empty()
                           ? "-"
-                          : Age(Or(p, "last_report_at"), SystemClock().Now()) + " ago (" +
-                                Or(p, "last_report_at") + ")");
+                          : Age(FieldText(p, "last_report_at"), SystemClock().Now()) + " ago (" +
+                                FieldText(p, "last_report_at") + ")");
   if (p["metrics"].is_object() && !p["metrics"].empty()) {
     out << "Metrics:\n";
     for (auto it = p["metrics"].begin(); it != p["metrics"].end(); ++it) {
@@ -1212,9 +1221,9 @@ int Describe(const Options& o) {
           << FormatNumber(it.value()) << "\n";
     }
   }
-  line("Created", Or(j, "created_at"));
-  line("Started", Or(j, "started_at"));
-  line("Finished", Or(j, "finished_at"));
+  line("Created", FieldText(j, "created_at"));
+  line("Started", FieldText(j, "started_at"));
+  line("Finished", FieldText(j, "finished_at"));
   out << "Events:\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& e : (*events)["events"]) {
@@ -1718,7 +1727,7 @@ std::string Between(const json& from, const json& to, Time now) {
 
 // PROGRESS: steps done of all, with the time-weighted percent while it runs.
 std::string WorkflowProgress(const json& status) {
-  std::string text = Or(status, "progress");
+  std::string text = FieldText(status, "progress");
   const json& h = status.value("headway", json::object());
   if (h.contains("percent") && h["percent"].is_number()) {
     text += " (" + FormatMetric(h["percent"]) + "%)";
@@ -1737,7 +1746,7 @@ std::string WorkflowEta(const json& status) {
 
 std::string WorkflowPhase(const json& wf) {
   const json& status = wf["status"];
-  std::string phase = Or(status, "phase");
+  std::string phase = FieldText(status, "phase");
   if (wf["spec"].value("suspend", false) && phase == "Running") phase = "Running (Suspended)";
   return phase;
 }
@@ -1768,11 +1777,11 @@ int WorkflowList(const Options& o) {
     const json& status = w["status"];
     if (!o.state.empty() && status.value("phase", "") != o.state) continue;
     const json& h = status.value("headway", json::object());
-    rows.push_back({w["metadata"].value("name", ""), WorkflowPhase(w), Or(h, "health"),
+    rows.push_back({w["metadata"].value("name", ""), WorkflowPhase(w), FieldText(h, "health"),
                     WorkflowProgress(status), WorkflowEta(status),
                     Age(w["metadata"].value("creationTimestamp", ""), now),
                     Between(status["startedAt"], status["finishedAt"], now),
-                    Or(status, "message", "")});
+                    FieldText(status, "message", "")});
   }
   std::cout << FormatTable(
       {"NAME", "STATUS", "HEALTH", "PROGRESS", "ETA", "AGE", "DURATION", "MESSAGE"}, rows);
@@ -1784,13 +1793,13 @@ void PrintNodeTree(const json& nodes, const std::string& id, const std::string& 
                    std::vector<std::vector<std::string>>& rows, int depth = 0) {
   if (!nodes.contains(id) || depth > 64) return;
   const json& n = nodes[id];
-  std::string type = Or(n, "type");
+  std::string type = FieldText(n, "type");
   // Step groups are structure only: their children print at their level.
   if (type != "StepGroup") {
     std::string job = n.contains("headway") ? n["headway"].value("job", "") : "";
-    rows.push_back({indent + Or(n, "displayName"), Or(n, "templateName", ""), type, Or(n, "phase"),
-                    job.empty() ? "" : job, Between(n["startedAt"], n["finishedAt"], now),
-                    Or(n, "message", "")});
+    rows.push_back({indent + FieldText(n, "displayName"), FieldText(n, "templateName", ""), type,
+                    FieldText(n, "phase"), job.empty() ? "" : job,
+                    Between(n["startedAt"], n["finishedAt"], now), FieldText(n, "message", "")});
   }
   if (!n.contains("children")) return;
   std::string next = type == "StepGroup" ? indent : indent + "  ";
@@ -1814,7 +1823,7 @@ int PrintWorkflow(const Options& o, const json& wf) {
             << "\n"
             << "Status:       " << Safe(WorkflowPhase(wf)) << "\n";
   if (status.contains("message"))
-    std::cout << "Message:      " << Safe(Or(status, "message")) << "\n";
+    std::cout << "Message:      " << Safe(FieldText(status, "message")) << "\n";
   std::cout << "Created:      " << Safe(Age(wf["metadata"].value("creationTimestamp", ""), now))
             << " ago\n"
             << "Duration:     " << Safe(Between(status["startedAt"], status["finishedAt"], now))
@@ -1823,7 +1832,7 @@ int PrintWorkflow(const Options& o, const json& wf) {
   if (status.contains("headway") && status["headway"].is_object()) {
     const json& h = status["headway"];
     std::cout << "ETA:          " << Safe(WorkflowEta(status)) << "\n"
-              << "Health:       " << Safe(Or(h, "health")) << "\n";
+              << "Health:       " << Safe(FieldText(h, "health")) << "\n";
     if (h.contains("critical_path") && h["critical_path"].is_array() &&
         !h["critical_path"].empty()) {
       std::string path;
@@ -1836,7 +1845,8 @@ int PrintWorkflow(const Options& o, const json& wf) {
   if (status.contains("outputs") && status["outputs"].contains("parameters")) {
     std::cout << "Outputs:\n";
     for (const auto& p : status["outputs"]["parameters"]) {
-      std::cout << "  " << Safe(Or(p, "name")) << ": " << Safe(Or(p, "value", "")) << "\n";
+      std::cout << "  " << Safe(FieldText(p, "name")) << ": " << Safe(FieldText(p, "value", ""))
+                << "\n";
     }
   }
   if (status.contains("nodes") && status["nodes"].is_object()) {

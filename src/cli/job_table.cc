@@ -14,15 +14,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string Or(const json& j, const char* key, const std::string& fallback = "-") {
-  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return fallback;
-  if (j[key].is_string()) {
-    std::string s = j[key].get<std::string>();
-    return s.empty() ? fallback : s;
-  }
-  return j[key].dump();
-}
-
 const json& Field(const json& j, const char* key) {
   static const json kNull;
   if (!j.is_object()) return kNull;
@@ -31,6 +22,15 @@ const json& Field(const json& j, const char* key) {
 }
 
 }  // namespace
+
+std::string FieldText(const json& j, const char* key, const std::string& fallback) {
+  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return fallback;
+  if (j[key].is_string()) {
+    std::string s = j[key].get<std::string>();
+    return s.empty() ? fallback : s;
+  }
+  return j[key].dump();
+}
 
 std::string ProgressBar(const json& progress) {
   const json& percent = Field(progress, "percent");
@@ -59,7 +59,7 @@ std::vector<std::string> JobHeader(bool wide) {
 }
 
 std::vector<std::string> JobRow(const json& job, bool wide, Time now) {
-  std::string state = Or(job, "state");
+  std::string state = FieldText(job, "state");
   const json& progress = Field(job, "progress");
   std::string step = "-";
   if (Field(progress, "step").is_number()) {
@@ -73,24 +73,24 @@ std::vector<std::string> JobRow(const json& job, bool wide, Time now) {
   if (metrics.is_object() && metrics.contains("loss")) loss = FormatMetric(metrics["loss"]);
   // Running jobs' live health; ended ones keep the verdict the run ended with.
   bool ended = state == "Succeeded" || state == "Failed" || state == "Stopped";
-  std::string health = state == "Running" || (ended && Or(job, "health") != "Unknown")
-                           ? Or(job, "health")
+  std::string health = state == "Running" || (ended && FieldText(job, "health") != "Unknown")
+                           ? FieldText(job, "health")
                            : "-";
-  std::vector<std::string> row = {Or(job, "name"),
+  std::vector<std::string> row = {FieldText(job, "name"),
                                   state,
                                   health,
                                   ProgressBar(progress),
                                   step,
                                   health == "Stalled" ? "stalled" : FormatEta(progress, state),
                                   loss,
-                                  Or(job, "gpus"),
-                                  Age(Or(job, "created_at", ""), now)};
+                                  FieldText(job, "gpus"),
+                                  Age(FieldText(job, "created_at", ""), now)};
   if (wide) {
-    row.push_back(Or(job, "team"));
-    row.push_back(Or(job, "restarts"));
-    std::string reason = Or(job, "pending_reason", "");
-    if (reason.empty() && state == "Running") reason = Or(job, "health_reason", "");
-    if (reason.empty()) reason = Or(job, "message", "");
+    row.push_back(FieldText(job, "team"));
+    row.push_back(FieldText(job, "restarts"));
+    std::string reason = FieldText(job, "pending_reason", "");
+    if (reason.empty() && state == "Running") reason = FieldText(job, "health_reason", "");
+    if (reason.empty()) reason = FieldText(job, "message", "");
     row.push_back(reason.empty() ? "-" : reason);
   }
   return row;

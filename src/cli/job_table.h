@@ -16,6 +16,10 @@ std::string ProgressBar(const nlohmann::json& progress);
 // The ETA of a running job as the dashboard writes it; "?" when unknown, "-" when not running.
 std::string FormatEta(const nlohmann::json& progress, const std::string& state);
 
+// A field of an API object as a table cell: strings as they are, other
+// values as JSON, `fallback` where it is missing, null or empty.
+std::string FieldText(const nlohmann::json& j, const char* key, const std::string& fallback = "-");
+
 std::vector<std::string> JobHeader(bool wide);
 std::vector<std::string> JobRow(const nlohmann::json& job, bool wide, Time now);
 // Header and rows; `with_header` false for --no-headers.

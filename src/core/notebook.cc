@@ -11,7 +11,7 @@ using namespace yaml_fields;
 
 namespace {
 
-Result<std::int64_t> AsMemory(const std::string& field, const YAML::Node& node) {
+Result<std::int64_t> AsNotebookMemory(const std::string& field, const YAML::Node& node) {
   auto text = AsString(field, node);
   if (!text.ok()) return text.status();
   auto bytes = ParseMemoryQuantity(*text);
@@ -26,25 +26,24 @@ Result<NotebookProfile> ParseProfile(const std::string& field, const YAML::Node&
   p.name.clear();
   if (!node.IsMap()) return FieldError(field, node, "must be a map, got " + TypeName(node));
   double gpu_idle = p.gpu_idle_below_percent;
-  HEADWAY_RETURN_IF_ERROR(ForEachField(
-      field, node,
-      {{"name", Assign(p.name, AsString)},
-       {"description", Assign(p.description, AsString)},
-       {"gpus", AssignInt(p.gpus, 0, 64)},
-       {"cpus", Assign(p.cpus, AsDouble)},
-       {"memory", Assign(p.memory_bytes, AsMemory)},
-       {"time_limit",
-        [&](const std::string& f, const YAML::Node& v) -> Status {
-          auto d = AsDuration(f, v);
-          if (!d.ok()) return d.status();
-          p.time_limit = *d;
-          return Status::Ok();
-        }},
-       {"queue", Assign(p.queue, AsString)},
-       {"env", Assign(p.env, AsStringMap)},
-       {"idle_timeout", Assign(p.idle_timeout, AsDuration)},
-       {"cull_warning", Assign(p.cull_warning, AsDuration)},
-       {"gpu_idle_below_percent", Assign(gpu_idle, AsDouble)}}));
+  HEADWAY_RETURN_IF_ERROR(ForEachField(field, node,
+                                       {{"name", Assign(p.name, AsString)},
+                                        {"description", Assign(p.description, AsString)},
+                                        {"gpus", AssignInt(p.gpus, 0, 64)},
+                                        {"cpus", Assign(p.cpus, AsDouble)},
+                                        {"memory", Assign(p.memory_bytes, AsNotebookMemory)},
+                                        {"time_limit",
+                                         [&](const std::string& f, const YAML::Node& v) -> Status {
+                                           auto d = AsDuration(f, v);
+                                           if (!d.ok()) return d.status();
+                                           p.time_limit = *d;
+                                           return Status::Ok();
+                                         }},
+                                        {"queue", Assign(p.queue, AsString)},
+                                        {"env", Assign(p.env, AsStringMap)},
+                                        {"idle_timeout", Assign(p.idle_timeout, AsDuration)},
+                                        {"cull_warning", Assign(p.cull_warning, AsDuration)},
+                                        {"gpu_idle_below_percent", Assign(gpu_idle, AsDouble)}}));
   if (!IsValidJobName(p.name) || p.name.size() > 40) {
     return FieldError(field + ".name", node["name"] ? node["name"] : node,
                       "must be 1-40 lowercase letters, digits or '-', got '" + p.name + "'");

@@ -19,7 +19,7 @@ constexpr double kWorst = std::numeric_limits<double>::infinity();
 // diverged trial never looks good and a NaN never poisons a comparison.
 double Sanitised(double v) { return std::isfinite(v) ? v : kWorst; }
 
-std::string FormatValue(double v) {
+std::string FormatObjective(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
@@ -82,8 +82,8 @@ StopDecision Median(const TrialCurve& trial, std::span<const TrialCurve> others,
   const double median =
       n % 2 == 1 ? averages[n / 2] : 0.5 * averages[n / 2 - 1] + 0.5 * averages[n / 2];
   if (!(best > median)) return {};
-  return {true, "median stopping rule: best " + FormatValue(best) + " at step " +
-                    std::to_string(s) + " is worse than the median " + FormatValue(median) +
+  return {true, "median stopping rule: best " + FormatObjective(best) + " at step " +
+                    std::to_string(s) + " is worse than the median " + FormatObjective(median) +
                     " of " + std::to_string(n) + " trials' running averages"};
 }
 
@@ -162,7 +162,7 @@ StopDecision Asha(const TrialCurve& trial, std::span<const TrialCurve> others,
       1, static_cast<std::int64_t>(std::floor(static_cast<double>(n) / eta)));
   if (better < keep) return {};
   return {true, "ASHA: at rung " + std::to_string(rung->index) + " (step " +
-                    std::to_string(rung->step) + ") objective " + FormatValue(mine.best) +
+                    std::to_string(rung->step) + ") objective " + FormatObjective(mine.best) +
                     " ranks " + std::to_string(better + 1) + " of " + std::to_string(n) +
                     "; only the top " + std::to_string(keep) + " continue"};
 }

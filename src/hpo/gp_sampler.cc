@@ -25,10 +25,7 @@
 namespace headway::hpo::internal {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kSqrt5 = 2.23606797749978969641;
-constexpr double kLogSqrt2Pi = 0.91893853320467274178;
-constexpr double kSqrtHalf = 0.70710678118654752440;
 
 // The startup draws use streams 0..k, one per parameter position, exactly as
 // the random sampler does, so gp, tpe and random agree on the startup trials

@@ -32,10 +32,6 @@ constexpr double kMagicClipMaxComponents = 100.0;
 // sampler that TPE uses for its startup trials.
 constexpr std::uint64_t kModelStreamBase = std::uint64_t{1} << 32;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kLogSqrt2Pi = 0.91893853320467274178;
-constexpr double kSqrtHalf = 0.70710678118654752440;
-
 // ---- Standard normal helpers, ported from optuna/samplers/_tpe/_truncnorm.py,
 // which work in log space so far tails neither underflow nor cancel.
 

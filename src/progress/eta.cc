@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "progress/lower_median.h"
+
 namespace headway::progress {
 namespace {
 
@@ -18,12 +20,7 @@ struct Interval {
   bool pause;
 };
 
-// Lower median; reorders `v`. `v` must not be empty.
-double LowerMedian(std::vector<double>& v) {
-  auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
+using internal::LowerMedian;
 
 // Merges samples that share a timestamp (one report batch: the group's last
 // step is kept), skips samples whose step or time does not advance or is not

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "progress/lower_median.h"
+
 namespace headway::progress {
 namespace {
 
@@ -41,11 +43,7 @@ std::string NonFiniteName(double v) {
   return v > 0 ? "inf" : "-inf";
 }
 
-double LowerMedian(std::vector<double>& v) {
-  auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
+using internal::LowerMedian;
 
 std::optional<HealthVerdict> CheckDivergence(const HealthInput& in, const HealthOptions& options) {
   if (in.loss.empty()) {

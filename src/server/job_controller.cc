@@ -200,7 +200,7 @@ lifecycle::Step JobController::ScanMarkers(const Job& job, bool final) {
 
 namespace {
 
-std::string RandomSuffix() {
+std::string RandomJobSuffix() {
   static constexpr char kChars[] = "bcdfghjklmnpqrstvwxz2456789";  // as Kubernetes: no vowels
   static thread_local std::mt19937 rng(std::random_device{}());
   std::uniform_int_distribution<std::size_t> pick(0, sizeof kChars - 2);
@@ -353,7 +353,7 @@ Result<Job> JobController::Submit(JobSpec spec, std::string created_by) {
     // drawn again if taken.
     Status created = Conflict("");
     for (int tries = 0; tries < 8 && created.code() == StatusCode::kConflict; ++tries) {
-      job.spec.name = job.spec.generate_name + RandomSuffix();
+      job.spec.name = job.spec.generate_name + RandomJobSuffix();
       created = store_.CreateJob(job, Event(job, "Submitted", submitted));
     }
     HEADWAY_RETURN_IF_ERROR(created);
@@ -693,7 +693,7 @@ Result<std::string> JobController::Remove(const Job& job) {
   std::error_code ec;
   if (options_.data_dir.empty() || !fs::exists(fs::symlink_status(dir, ec))) return std::string();
   const fs::path trash = fs::path(options_.data_dir) / "jobs" /
-                         (".deleted-" + job.name() + "-" + RandomSuffix() + RandomSuffix());
+                         (".deleted-" + job.name() + "-" + RandomJobSuffix() + RandomJobSuffix());
   fs::rename(dir, trash, ec);
   if (ec) {
     std::fprintf(stderr, "headway: cannot remove %s: %s\n", dir.c_str(), ec.message().c_str());

@@ -32,13 +32,6 @@ std::string Experiment(const std::string& name, const std::string& extra, int st
          "  termination_grace: 1s\n";
 }
 
-json Get(const TestServer& server, const std::string& path) {
-  api::HttpClient http = server.Http();
-  auto resp = http.Request("GET", path);
-  if (!resp.ok()) return nullptr;
-  return json::parse(resp->body, nullptr, false);
-}
-
 json Exp(const TestServer& server, const std::string& name) {
   return Get(server, "/api/v1/experiments/" + name);
 }

@@ -177,15 +177,6 @@ std::string IdleJobToken(const TestServer& server, const std::string& name) {
   return token;
 }
 
-int Post(const TestServer& server, const std::string& path, const std::string& token,
-         const std::string& body, std::string* response = nullptr) {
-  api::HttpClient http(server.url(), token);
-  auto resp = http.Request("POST", path, body);
-  if (!resp.ok()) return -1;
-  if (response) *response = resp->body;
-  return resp->status;
-}
-
 // `count` reports of steps first.., each with one metric: 2 points each.
 std::string Batch(int first, int count) {
   std::string body = R"({"reports": [)";
@@ -300,7 +291,7 @@ std::uint64_t FileSize(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
 }
 
-std::string Lines(int first, int last) {
+std::string NumberedLines(int first, int last) {
   std::string out;
   for (int i = first; i <= last; ++i) out += std::to_string(i) + "\n";
   return out;
@@ -345,15 +336,15 @@ TEST(Limits, LogsAreWholeByDefaultAndCutOnlyAtLinesWhenAsked) {
   // 2.7 MB: more than the 1 MiB the logs API used to return, silently cut.
   server.Submit("name: long\ncommand: [seq, '1', '400000']\n");
   ASSERT_TRUE(server.WaitForState("long", "Succeeded"));
-  EXPECT_EQ(server.Cli({"logs", "long"}).out, Lines(1, 400000));
-  EXPECT_EQ(server.Cli({"logs", "long", "--tail", "3"}).out, Lines(399998, 400000));
+  EXPECT_EQ(server.Cli({"logs", "long"}).out, NumberedLines(1, 400000));
+  EXPECT_EQ(server.Cli({"logs", "long", "--tail", "3"}).out, NumberedLines(399998, 400000));
   EXPECT_EQ(server.Cli({"logs", "long", "--tail", "0"}).out, "");
   // From the start, whole lines only, and the cut is said.
   EXPECT_EQ(server.Cli({"logs", "long", "--limit-bytes", "10"}).out,
-            Lines(1, 5) + "headway: output cut at limit_bytes=10\n");
+            NumberedLines(1, 5) + "headway: output cut at limit_bytes=10\n");
   // With a tail: the newest lines that fit.
   EXPECT_EQ(server.Cli({"logs", "long", "--tail", "3", "--limit-bytes", "15"}).out,
-            Lines(399999, 400000));
+            NumberedLines(399999, 400000));
   api::HttpClient http = server.Http();
   auto bad = http.Request("GET", "/api/v1/jobs/long/logs?tail=-1");
   ASSERT_TRUE(bad.ok());

@@ -38,23 +38,7 @@ std::string TokenOf(const TestServer& server, const std::string& name) {
   return token;
 }
 
-int Post(const TestServer& server, const std::string& path, const std::string& token,
-         const std::string& body, std::string* response = nullptr) {
-  api::HttpClient http(server.url(), token);
-  auto resp = http.Request("POST", path, body);
-  if (!resp.ok()) return -1;
-  if (response) *response = resp->body;
-  return resp->status;
-}
-
 std::string ProgressPath(const std::string& job) { return "/api/v1/jobs/" + job + "/progress"; }
-
-json Get(const TestServer& server, const std::string& path) {
-  api::HttpClient http = server.Http();
-  auto resp = http.Request("GET", path);
-  if (!resp.ok()) return nullptr;
-  return json::parse(resp->body, nullptr, false);
-}
 
 TEST(ProgressApi, TokensAreScopedToTheirJob) {
   TestServer server;

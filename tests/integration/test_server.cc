@@ -377,4 +377,20 @@ std::string CreateTokenAs(const TestServer& server, const std::string& admin,
       server.Cli({"--token", admin, "token", "create", name, "--team", team, "--role", role}));
 }
 
+int Post(const TestServer& server, const std::string& path, const std::string& token,
+         const std::string& body, std::string* response) {
+  api::HttpClient http(server.url(), token);
+  auto resp = http.Request("POST", path, body);
+  if (!resp.ok()) return -1;
+  if (response) *response = resp->body;
+  return resp->status;
+}
+
+nlohmann::json Get(const TestServer& server, const std::string& path) {
+  api::HttpClient http = server.Http();
+  auto resp = http.Request("GET", path);
+  if (!resp.ok()) return nullptr;
+  return nlohmann::json::parse(resp->body, nullptr, false);
+}
+
 }  // namespace headway::testing

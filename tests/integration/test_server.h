@@ -167,4 +167,12 @@ class TestServer {
   bool owns_base_dir_ = true;
 };
 
+// POST `body` to `path` with `token`: the status, or -1 with no answer; the
+// response's body in `response`.
+int Post(const TestServer& server, const std::string& path, const std::string& token,
+         const std::string& body, std::string* response = nullptr);
+// GET `path` as the server's admin, parsed: null with no answer, discarded
+// when the body is not JSON.
+nlohmann::json Get(const TestServer& server, const std::string& path);
+
 }  // namespace headway::testing

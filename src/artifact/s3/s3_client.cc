@@ -26,16 +26,6 @@ namespace {
 constexpr std::size_t kMaxResponseBody = 16u << 20;  // listings, multipart bookkeeping
 constexpr std::size_t kMaxErrorBody = 64u << 10;
 
-std::string Hex(const unsigned char* d, unsigned int n) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < n; ++i) {
-    out.push_back(kHex[d[i] >> 4]);
-    out.push_back(kHex[d[i] & 0xf]);
-  }
-  return out;
-}
-
 bool IsMd5Hex(std::string_view s) {
   return s.size() == 32 && std::all_of(s.begin(), s.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
@@ -389,7 +379,7 @@ Status PerformOnce(const S3ClientOptions& o, S3Client::Impl& impl, Time now, con
     unsigned char d[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     EVP_DigestFinal_ex(md5.get(), d, &len);
-    response.md5_hex = Hex(d, len);
+    response.md5_hex = LowerHex(d, len);
     if (call.body_fd >= 0 && t.md5_upto != call.body_length) response.md5_hex.clear();
   }
   if (response.status < 200 || response.status >= 300) {

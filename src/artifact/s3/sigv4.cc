@@ -13,18 +13,7 @@ namespace headway {
 namespace internal {
 namespace {
 
-constexpr char kHex[] = "0123456789abcdef";
 constexpr char kHexUpper[] = "0123456789ABCDEF";
-
-std::string ToHex(const unsigned char* data, size_t n) {
-  std::string out;
-  out.reserve(n * 2);
-  for (size_t i = 0; i < n; ++i) {
-    out.push_back(kHex[data[i] >> 4]);
-    out.push_back(kHex[data[i] & 0xf]);
-  }
-  return out;
-}
 
 std::string Hmac(std::string_view key, std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
@@ -152,7 +141,7 @@ std::string SigningSignature(const AwsCredentials& creds, const Stamp& stamp,
   k = Hmac(k, service);
   k = Hmac(k, "aws4_request");
   std::string sig = Hmac(k, string_to_sign);
-  return ToHex(reinterpret_cast<const unsigned char*>(sig.data()), sig.size());
+  return LowerHex(reinterpret_cast<const unsigned char*>(sig.data()), sig.size());
 }
 
 std::string Scope(const Stamp& stamp, std::string_view region, std::string_view service) {
@@ -323,7 +312,7 @@ std::string Sha256Hex(std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(data.data(), data.size(), out, &len, EVP_sha256(), nullptr);
-  return ToHex(out, len);
+  return LowerHex(out, len);
 }
 
 Result<SigV4Signed> SignRequest(const SigV4Request& request, const AwsCredentials& credentials,

@@ -3,16 +3,23 @@
 #include <dlfcn.h>
 
 namespace headway {
-namespace {
-
 // The parts of nvml.h used here, as NVML's stable ABI defines them (the
-// header is not packaged in Debian's main archive).
+// header is not packaged in Debian's main archive). Named, not anonymous:
+// Nvml::Api's members have these types.
+namespace nvml_abi {
 using NvmlReturn = int;  // nvmlReturn_t; 0 is NVML_SUCCESS
 using NvmlDevice = struct NvmlDeviceOpaque*;
 struct NvmlUtilization {
   unsigned int gpu;     // percent of time a kernel was running
   unsigned int memory;  // percent of time memory was read or written
 };
+}  // namespace nvml_abi
+
+namespace {
+
+using nvml_abi::NvmlDevice;
+using nvml_abi::NvmlReturn;
+using nvml_abi::NvmlUtilization;
 constexpr NvmlReturn kSuccess = 0;
 
 template <class F>

@@ -2,6 +2,7 @@
 // tests. Not part of the module's public interface.
 #pragma once
 
+#include <limits>
 #include <memory>
 
 #include "hpo/sampler.h"
@@ -20,5 +21,10 @@ std::unique_ptr<Sampler> MakeGpSampler(const SamplerOptions& options);      // g
 std::uint64_t MixSeed(std::uint64_t seed, std::int64_t trial_index, std::uint64_t stream);
 ParamValue DrawUniform(const ParamSpec& param, std::uint64_t& state);  // advances `state`
 double NextUnit(std::uint64_t& state);  // uniform in [0, 1), splitmix64-based
+
+// Constants of the normal distribution's helpers in the TPE and GP samplers.
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr double kLogSqrt2Pi = 0.91893853320467274178;
+inline constexpr double kSqrtHalf = 0.70710678118654752440;
 
 }  // namespace headway::hpo::internal

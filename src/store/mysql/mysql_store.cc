@@ -32,7 +32,7 @@ namespace {
 // Each entry upgrades the schema by one version; never edit a released entry.
 // v1 is the schema SQLite reached in its v14, in MariaDB's types: keys are
 // VARCHARs (an index takes no TEXT), large documents LONGTEXT.
-const char* const kMigrations[] = {
+const char* const kMySqlMigrations[] = {
     R"sql(
     CREATE TABLE headway_write_lock (id INT PRIMARY KEY) ENGINE=InnoDB;
     INSERT INTO headway_write_lock (id) VALUES (1);
@@ -252,7 +252,7 @@ const char* const kMigrations[] = {
     )sql",
 };
 
-constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
+constexpr int kMySqlSchemaVersion = static_cast<int>(std::size(kMySqlMigrations));
 
 class MysqlConnection;
 
@@ -429,14 +429,14 @@ class MysqlConnection final : public sql::Connection {
       if (!version.Step()) return Unavailable("cannot read schema version: " + LastError());
       if (!version.IsNull(0)) current = version.ColumnInt(0);
     }
-    if (current > kSchemaVersion) {
+    if (current > kMySqlSchemaVersion) {
       return Internal("database schema v" + std::to_string(current) +
-                      " is newer than this Headway (v" + std::to_string(kSchemaVersion) + ")");
+                      " is newer than this Headway (v" + std::to_string(kMySqlSchemaVersion) + ")");
     }
     // MariaDB commits DDL as it goes: each version's statements are written
     // to be run once, and its number is recorded right after them.
-    for (int v = current; v < kSchemaVersion; ++v) {
-      HEADWAY_RETURN_IF_ERROR(Exec(kMigrations[v]));
+    for (int v = current; v < kMySqlSchemaVersion; ++v) {
+      HEADWAY_RETURN_IF_ERROR(Exec(kMySqlMigrations[v]));
       HEADWAY_RETURN_IF_ERROR(
           Exec("INSERT INTO headway_schema (version) VALUES (" + std::to_string(v + 1) + ")"));
     }

@@ -14,7 +14,7 @@ namespace headway {
 namespace {
 
 // Each entry upgrades the schema by one version; never edit a released entry.
-const char* const kMigrations[] = {
+const char* const kSqliteMigrations[] = {
     // v1: jobs, events, log index.
     R"sql(
     CREATE TABLE jobs (
@@ -291,7 +291,7 @@ const char* const kMigrations[] = {
     )sql",
 };
 
-constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
+constexpr int kSqliteSchemaVersion = static_cast<int>(std::size(kSqliteMigrations));
 
 class SqliteStatement final : public sql::StatementImpl {
  public:
@@ -427,13 +427,14 @@ class SqliteConnection final : public sql::Connection {
     sql::Statement version(*this, "PRAGMA user_version");
     if (!version.Step()) return Unavailable("cannot read schema version: " + LastError());
     int current = version.ColumnInt(0);
-    if (current > kSchemaVersion) {
+    if (current > kSqliteSchemaVersion) {
       return Internal("database schema v" + std::to_string(current) +
-                      " is newer than this Headway (v" + std::to_string(kSchemaVersion) + ")");
+                      " is newer than this Headway (v" + std::to_string(kSqliteSchemaVersion) +
+                      ")");
     }
-    for (int v = current; v < kSchemaVersion; ++v) {
+    for (int v = current; v < kSqliteSchemaVersion; ++v) {
       HEADWAY_RETURN_IF_ERROR(BeginWrite());
-      Status s = Exec(kMigrations[v]);
+      Status s = Exec(kSqliteMigrations[v]);
       if (s.ok()) s = Exec("PRAGMA user_version=" + std::to_string(v + 1));
       if (!s.ok()) {
         (void)Exec("ROLLBACK");
