@@ -2,67 +2,19 @@
 // s3cmd, curl with a presigned URL) work against it, and it refuses what
 // S3 refuses (a tampered presigned signature, a request signed with the
 // wrong secret). Artifact tests rely on this.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "s3_server.h"
+#include "test_server.h"
 
 namespace headway::testing {
 namespace {
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-void WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// Runs argv (an absolute path first) to completion with stdin empty.
-CommandResult RunCommand(const std::vector<std::string>& argv) {
-  char out_path[] = "/tmp/headway-s3-out-XXXXXX";
-  char err_path[] = "/tmp/headway-s3-err-XXXXXX";
-  int out = ::mkstemp(out_path), err = ::mkstemp(err_path);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int in = ::open("/dev/null", O_RDONLY);
-    ::dup2(in, 0);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  ::close(out);
-  ::close(err);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  CommandResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.out = ReadFile(out_path);
-  result.err = ReadFile(err_path);
-  ::unlink(out_path);
-  ::unlink(err_path);
-  return result;
-}
 
 class S3Smoke : public ::testing::Test {
  protected:
@@ -130,7 +82,7 @@ class S3Smoke : public ::testing::Test {
 
 S3TestServer* S3Smoke::server_ = nullptr;
 
-std::string RandomBytes(size_t size, unsigned seed) {
+std::string RandomPayload(size_t size, unsigned seed) {
   std::mt19937_64 rng(seed);
   std::string data(size, '\0');
   for (size_t i = 0; i < size; i += 8) {
@@ -146,7 +98,7 @@ TEST_F(S3Smoke, MultipartUploadAndDownloadAreByteEqualAndListed) {
   ASSERT_EQ(made.exit_code, 0) << Show(made);
 
   // 12 MiB: more than awscli's 8 MiB multipart threshold, so two parts.
-  const std::string data = RandomBytes(12 << 20, 7);
+  const std::string data = RandomPayload(12 << 20, 7);
   const std::string up = server_->dir() + "/up.bin", down = server_->dir() + "/down.bin";
   WriteFile(up, data);
   CommandResult put = Aws({"s3", "cp", up, "s3://" + bucket + "/ckpt/model.bin"});

@@ -16,12 +16,14 @@ using ::testing::HasSubstr;
 
 constexpr const char* kTime = R"("lastUpdatedTime": "2026-12-02T10:00:00Z")";
 
-std::string Status(const std::string& fields) {
+std::string TrainerStatus(const std::string& fields) {
   return std::string(R"({"trainerStatus": {)") + fields + (fields.empty() ? "" : ", ") + kTime +
          "}}";
 }
 
-std::string Metrics(const std::string& list) { return Status(R"("metrics": [)" + list + "]"); }
+std::string Metrics(const std::string& list) {
+  return TrainerStatus(R"("metrics": [)" + list + "]");
+}
 
 KubeflowParse Parse(const std::string& body, const KubeflowJobContext& known = {}) {
   return ParseKubeflowStatus(body, "job", known);
@@ -47,17 +49,20 @@ TEST(KubeflowStatus, RefusesWhatKubeflowRefusesWithAKubernetesStatus) {
       {"trailing bracket", "{}]", 422, "Invalid payload"},
       {"a list", "[]", 422, "Invalid payload"},
       {"trainerStatus a string", R"({"trainerStatus": "x"})", 422, "Invalid payload"},
-      {"fractional percent", Status(R"("progressPercentage": 42.5)"), 422, "must be an integer"},
-      {"99.5 percent", Status(R"("progressPercentage": 99.5)"), 422, "must be an integer"},
-      {"42.0 percent", Status(R"("progressPercentage": 42.0)"), 422, "must be an integer"},
-      {"percent as a string", Status(R"("progressPercentage": "42")"), 422, "must be an integer"},
-      {"percent over 100", Status(R"("progressPercentage": 101)"), 422, "from 0 to 100"},
-      {"negative percent", Status(R"("progressPercentage": -1)"), 422, "from 0 to 100"},
-      {"percent past int32", Status(R"("progressPercentage": 4294967296)"), 422, "int32"},
-      {"negative ETA", Status(R"("estimatedRemainingSeconds": -5)"), 422,
+      {"fractional percent", TrainerStatus(R"("progressPercentage": 42.5)"), 422,
+       "must be an integer"},
+      {"99.5 percent", TrainerStatus(R"("progressPercentage": 99.5)"), 422, "must be an integer"},
+      {"42.0 percent", TrainerStatus(R"("progressPercentage": 42.0)"), 422, "must be an integer"},
+      {"percent as a string", TrainerStatus(R"("progressPercentage": "42")"), 422,
+       "must be an integer"},
+      {"percent over 100", TrainerStatus(R"("progressPercentage": 101)"), 422, "from 0 to 100"},
+      {"negative percent", TrainerStatus(R"("progressPercentage": -1)"), 422, "from 0 to 100"},
+      {"percent past int32", TrainerStatus(R"("progressPercentage": 4294967296)"), 422, "int32"},
+      {"negative ETA", TrainerStatus(R"("estimatedRemainingSeconds": -5)"), 422,
        "greater than or equal to 0"},
-      {"fractional ETA", Status(R"("estimatedRemainingSeconds": 1.5)"), 422, "must be an integer"},
-      {"ETA past int32", Status(R"("estimatedRemainingSeconds": 3000000000)"), 422, "int32"},
+      {"fractional ETA", TrainerStatus(R"("estimatedRemainingSeconds": 1.5)"), 422,
+       "must be an integer"},
+      {"ETA past int32", TrainerStatus(R"("estimatedRemainingSeconds": 3000000000)"), 422, "int32"},
       {"257 metrics", Metrics(many), 422, "must have at most 256 items"},
       {"name over 64", Metrics(R"({"name": ")" + long64 + R"(y", "value": "1"})"), 422,
        "metrics[0].name: Too long"},
@@ -67,7 +72,7 @@ TEST(KubeflowStatus, RefusesWhatKubeflowRefusesWithAKubernetesStatus) {
       {"missing value", Metrics(R"({"name": "loss"})"), 422, "metrics[0].value: Required"},
       {"null metric", Metrics("null"), 422, "metrics[0].name: Required"},
       {"numeric value", Metrics(R"({"name": "loss", "value": 0.5})"), 422, "must be a string"},
-      {"metrics an object", Status(R"("metrics": {"loss": "1"})"), 422, "must be a list"},
+      {"metrics an object", TrainerStatus(R"("metrics": {"loss": "1"})"), 422, "must be a list"},
       {"no lastUpdatedTime", R"({"trainerStatus": {"progressPercentage": 42}})", 422,
        "lastUpdatedTime is required when trainerStatus is present"},
       {"empty trainerStatus", R"({"trainerStatus": {}})", 422, "lastUpdatedTime is required"},
@@ -173,22 +178,22 @@ TEST(KubeflowStatus, APercentIsPlacedOnTheKnownTotalRoundedDown) {
   KubeflowJobContext known;
   known.step = 4000;
   known.total_steps = 10000;
-  KubeflowParse p = Parse(Status(R"("progressPercentage": 46)"), known);
+  KubeflowParse p = Parse(TrainerStatus(R"("progressPercentage": 46)"), known);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p.update.report->step, 4600);
   EXPECT_EQ(p.update.report->total_steps, 10000);
   known.total_steps = 7;
-  EXPECT_EQ(Parse(Status(R"("progressPercentage": 99)"), known).update.report->step, 6)
+  EXPECT_EQ(Parse(TrainerStatus(R"("progressPercentage": 99)"), known).update.report->step, 6)
       << "99% of 7 steps must not read as 100%";
-  EXPECT_EQ(Parse(Status(R"("progressPercentage": 100)"), known).update.report->step, 7);
+  EXPECT_EQ(Parse(TrainerStatus(R"("progressPercentage": 100)"), known).update.report->step, 7);
   // The first update of HF's callback: 0% and the total as a metric.
-  p = Parse(
-      Status(R"("progressPercentage": 0, "metrics": [{"name": "total_steps", "value": "300"}])"));
+  p = Parse(TrainerStatus(
+      R"("progressPercentage": 0, "metrics": [{"name": "total_steps", "value": "300"}])"));
   EXPECT_EQ(p.update.report->step, 0);
   EXPECT_EQ(p.update.report->total_steps, 300);
   EXPECT_TRUE(p.update.report->metrics.empty());
   // Nothing known: a percent is a step of 100.
-  p = Parse(Status(R"("progressPercentage": 42, "estimatedRemainingSeconds": 600)"));
+  p = Parse(TrainerStatus(R"("progressPercentage": 42, "estimatedRemainingSeconds": 600)"));
   EXPECT_EQ(p.update.report->step, 42);
   EXPECT_EQ(p.update.report->total_steps, 100);
   EXPECT_EQ(p.update.report->remaining_seconds, 600.0);

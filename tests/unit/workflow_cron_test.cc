@@ -17,7 +17,7 @@ std::string Next(const std::string& spec, const std::string& after, const std::s
   auto tz = LookupTimeZone(zone);
   if (!tz.ok()) return tz.status().ToString();
   auto next = schedule->NextAfter(At(after), *tz);
-  return next ? FormatRfc3339(*next) : "never";
+  return next ? headway::FormatRfc3339(*next) : "never";
 }
 
 TEST(CronSchedule, FieldsRangesStepsListsAndNames) {
