@@ -479,10 +479,11 @@ int ServeSshConnection(int in, int out, const SshServeOptions& options) {
   server.options = &options;
   server.session = session;
   int code = 255;
+  // Lives as long as the session: libssh keeps a pointer to it until ssh_free.
+  ssh_server_callbacks_struct callbacks{};
   if (ssh_bind_accept_fd(bind, session, pair[0]) != SSH_OK) {
     code = Fail("cannot start the session", session);
   } else {
-    ssh_server_callbacks_struct callbacks{};
     callbacks.userdata = &server;
     callbacks.auth_none_function = OnAuthNone;
     callbacks.channel_open_request_session_function = OnSessionOpen;
