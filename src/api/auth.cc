@@ -14,10 +14,6 @@
 namespace headway::api {
 namespace {
 
-}  // namespace
-
-namespace {
-
 std::string RandomToken(const char* prefix) {
   unsigned char bytes[32];
   if (RAND_bytes(bytes, sizeof bytes) != 1) {

@@ -19,19 +19,6 @@ Result<HealthAction> AsAction(const std::string& field, const YAML::Node& node) 
   return FieldError(field, node, "must be 'notify', 'stop' or 'reclaim', got '" + *text + "'");
 }
 
-// "16Gi", "512Mi", "2G", "100000" (bytes), as Kubernetes writes quantities.
-Result<std::int64_t> AsMemory(const std::string& field, const YAML::Node& node) {
-  auto text = AsString(field, node);
-  if (!text.ok()) return text.status();
-  auto bytes = ParseMemoryQuantity(*text);
-  if (!bytes) {
-    return FieldError(field, node,
-                      "must be a size such as 512Mi, 16Gi or 2G (at least 4Mi), got '" + *text +
-                          "'");
-  }
-  return *bytes;
-}
-
 }  // namespace
 
 namespace yaml_fields {

@@ -58,14 +58,8 @@ Status ApplyResources(const std::string& field, const YAML::Node& node, JobSpec&
         if (!cpus.ok()) return cpus.status();
         if (limits || spec.resources.cpus == 0) spec.resources.cpus = *cpus;
       } else if (name == "memory") {
-        auto text = AsString(path, kv.second);
-        if (!text.ok()) return text.status();
-        auto bytes = ParseMemoryQuantity(*text);
-        if (!bytes) {
-          return FieldError(path, kv.second,
-                            "must be a size such as 512Mi, 16Gi or 2G (at least 4Mi), got '" +
-                                *text + "'");
-        }
+        auto bytes = AsMemory(path, kv.second);
+        if (!bytes.ok()) return bytes.status();
         if (limits || spec.resources.memory_bytes == 0) spec.resources.memory_bytes = *bytes;
       } else {
         return UnsupportedField(path, kv.first,

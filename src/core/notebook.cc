@@ -11,16 +11,6 @@ using namespace yaml_fields;
 
 namespace {
 
-Result<std::int64_t> AsNotebookMemory(const std::string& field, const YAML::Node& node) {
-  auto text = AsString(field, node);
-  if (!text.ok()) return text.status();
-  auto bytes = ParseMemoryQuantity(*text);
-  if (!bytes) {
-    return FieldError(field, node, "must be a size such as 512Mi or 16Gi, got '" + *text + "'");
-  }
-  return *bytes;
-}
-
 Result<NotebookProfile> ParseProfile(const std::string& field, const YAML::Node& node) {
   NotebookProfile p;
   p.name.clear();
@@ -31,7 +21,7 @@ Result<NotebookProfile> ParseProfile(const std::string& field, const YAML::Node&
                                         {"description", Assign(p.description, AsString)},
                                         {"gpus", AssignInt(p.gpus, 0, 64)},
                                         {"cpus", Assign(p.cpus, AsDouble)},
-                                        {"memory", Assign(p.memory_bytes, AsNotebookMemory)},
+                                        {"memory", Assign(p.memory_bytes, AsMemory)},
                                         {"time_limit",
                                          [&](const std::string& f, const YAML::Node& v) -> Status {
                                            auto d = AsDuration(f, v);

@@ -86,6 +86,19 @@ Result<std::map<std::string, std::string>> AsStringMap(const std::string& field,
   return out;
 }
 
+// "16Gi", "512Mi", "2G", "100000" (bytes), as Kubernetes writes quantities.
+Result<std::int64_t> AsMemory(const std::string& field, const YAML::Node& node) {
+  auto text = AsString(field, node);
+  if (!text.ok()) return text.status();
+  auto bytes = ParseMemoryQuantity(*text);
+  if (!bytes) {
+    return FieldError(
+        field, node,
+        "must be a size such as 512Mi, 16Gi or 2G (at least 4Mi), got '" + *text + "'");
+  }
+  return *bytes;
+}
+
 Result<Duration> AsDuration(const std::string& field, const YAML::Node& node) {
   if (!node.IsScalar()) return FieldError(field, node, "must be a duration like 90s, 30m or 2h");
   auto d = ParseDuration(node.Scalar());

@@ -34,6 +34,8 @@ Result<bool> AsBool(const std::string& field, const YAML::Node& node);
 Result<std::vector<std::string>> AsStringList(const std::string& field, const YAML::Node& node);
 Result<std::map<std::string, std::string>> AsStringMap(const std::string& field,
                                                        const YAML::Node& node);
+// A memory size as Kubernetes writes it ("16Gi", "512Mi", "2G", bytes), at least 4 MiB.
+Result<std::int64_t> AsMemory(const std::string& field, const YAML::Node& node);
 Result<Duration> AsDuration(const std::string& field, const YAML::Node& node);
 
 // Runs `parse`, turning anything yaml-cpp throws into InvalidArgument. The

@@ -36,7 +36,7 @@ constexpr std::size_t kMaxOutputRead = 256 * 1024 + 1;
 // One argument carries a script's source (Linux bounds one at 128 kB).
 constexpr std::size_t kMaxScriptBytes = 120 * 1024;
 
-std::string RandomPodSuffix() {
+std::string RandomNameSuffix() {
   static thread_local std::mt19937 rng(std::random_device{}());
   static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
   std::string out;
@@ -400,7 +400,7 @@ void WorkflowController::IngestArtifacts(const Live& live, const std::string& jo
     // descriptor (never a link), written to a file of the server's.
     std::error_code ec;
     std::filesystem::create_directories(data_dir_ + "/uploads", ec);
-    const std::string copy = data_dir_ + "/uploads/" + stored_name + "." + RandomPodSuffix();
+    const std::string copy = data_dir_ + "/uploads/" + stored_name + "." + RandomNameSuffix();
     int in = ::openat(::dirfd(dir), entry.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     struct stat st {};
     bool copied = false;
@@ -801,7 +801,7 @@ Result<api::WorkflowView> WorkflowController::CreateLocked(wf::Workflow workflow
       return InvalidArgument("metadata.name or metadata.generateName is required")
           .WithField("metadata.name");
     }
-    record.name = workflow.metadata.generate_name.substr(0, 58) + RandomPodSuffix();
+    record.name = workflow.metadata.generate_name.substr(0, 58) + RandomNameSuffix();
   }
   workflow.metadata.name = record.name;
   workflow.metadata.generate_name.clear();
@@ -940,7 +940,7 @@ Result<api::WorkflowView> WorkflowController::ResubmitWorkflow(std::string_view 
     return Conflict("workflow must have ended to be resubmitted with --memoized");
   }
   WorkflowRecord record;
-  record.name = std::string(name).substr(0, 57) + "-" + RandomPodSuffix();
+  record.name = std::string(name).substr(0, 57) + "-" + RandomNameSuffix();
   wf::Workflow workflow = from.manifest;
   workflow.metadata.name = record.name;
   workflow.metadata.generate_name.clear();
@@ -1094,7 +1094,7 @@ Result<api::ManifestView> WorkflowController::CreateManifest(std::string_view ki
       return InvalidArgument("metadata.name or metadata.generateName is required")
           .WithField("metadata.name");
     }
-    meta.name = meta.generate_name.substr(0, 47) + RandomPodSuffix();
+    meta.name = meta.generate_name.substr(0, 47) + RandomNameSuffix();
     meta.generate_name.clear();
   }
   meta.annotations[std::string(wf::kTeamKey)] = team;

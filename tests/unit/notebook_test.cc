@@ -64,6 +64,8 @@ TEST(NotebookProfiles, MistakesAreNamedWithTheirField) {
   check("profiles: []\n", "non-empty list");
   check("[1, 2]", "map with 'profiles'");
   check("profiles:\n  - name: a\n    gpus: -1\n", "gpus");
+  // The same memory sizes as a job's, with the same lower bound, said.
+  check("profiles:\n  - name: a\n    memory: 1Mi\n", "(at least 4Mi)");
 }
 
 class IdleRule : public ::testing::Test {
