@@ -448,6 +448,53 @@ TEST_P(StoreConformance, ReportsAreReadAtOnceAndFiledLaterInTheOrderTheyCame) {
   EXPECT_EQ(store->RecentMetric("a", "loss", 1).value().at(0).value, 249.0);
 }
 
+// One fold files the reports of many jobs, interleaved as they came,
+// series by series: within each series the report that came last wins.
+TEST_P(StoreConformance, AFoldOfInterleavedJobsKeepsTheLastReportOfEachStep) {
+  auto store = Open();
+  for (const char* name : {"a", "b"}) {
+    Job j = MakeJob(name);
+    ASSERT_TRUE(store->CreateJob(j, Submitted(name)).ok());
+  }
+  auto report = [](std::int64_t step, std::map<std::string, double> metrics) {
+    ProgressReport r;
+    r.step = step;
+    r.metrics = std::move(metrics);
+    return r;
+  };
+  std::int64_t millis = 1000;
+  auto append = [&](const std::string& job, ProgressReport r) {
+    ASSERT_TRUE(
+        store->AppendProgress({{job, {std::move(r)}, FromUnixMillis(millis += 1000)}}).ok());
+  };
+  append("a", report(1, {{"loss", 1}}));
+  append("b", report(1, {{"loss", 10}, {"acc", 0.1}}));
+  append("a", report(2, {{"loss", 2}}));
+  append("b", report(1, {{"loss", 11}}));  // b's step 1 again: loss replaced, acc kept
+  append("a", report(1, {{"loss", 3}, {"acc", 0.3}}));
+  append("b", report(2, {{"acc", 0.2}}));
+  append("a", report(1, {{"loss", 4}}));
+  EXPECT_EQ(*store->FoldProgress(100), 7u);
+
+  auto values = [&](const std::string& job, const std::string& metric) {
+    std::vector<std::pair<std::int64_t, double>> out;
+    const std::vector<MetricPoint> points = store->RecentMetric(job, metric, 10).value();
+    for (const MetricPoint& p : points) {
+      out.emplace_back(p.step, p.value);
+    }
+    return out;
+  };
+  using Points = std::vector<std::pair<std::int64_t, double>>;
+  EXPECT_EQ(values("a", "loss"), (Points{{1, 4}, {2, 2}}));
+  EXPECT_EQ(values("a", "acc"), (Points{{1, 0.3}}));
+  EXPECT_EQ(values("b", "loss"), (Points{{1, 11}}));
+  EXPECT_EQ(values("b", "acc"), (Points{{1, 0.1}, {2, 0.2}}));
+  const std::vector<StepPoint> a_steps = store->RecentSteps("a", 10).value();
+  ASSERT_EQ(a_steps.size(), 2u);
+  EXPECT_EQ(a_steps[0].time, FromUnixMillis(8000));  // step 1's last report
+  EXPECT_EQ(a_steps[1].time, FromUnixMillis(4000));
+}
+
 // Long requests are filed at once, short ones later; whichever way each
 // went, the report that came last is the one kept.
 TEST_P(StoreConformance, ShortAndLongRequestsForOneStepKeepTheLastReport) {
