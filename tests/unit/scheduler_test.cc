@@ -396,6 +396,39 @@ TEST(Scheduler, ExplainsEveryJobLeftWaiting) {
   EXPECT_THAT(Explain(s, d).reasons.at("z"), HasSubstr("needs 4 GPUs but the pool has only 2"));
 }
 
+// Within a queue: higher priority first, then the earliest queued (a
+// requeued job goes by when it re-entered), whatever order the state lists
+// them in; also with more priorities than the split by priority handles.
+TEST(Scheduler, AQueueOrdersByPriorityThenByWhenEachJobEnteredIt) {
+  for (int priorities : {3, 8, 12}) {
+    ClusterState s;
+    s.now = T(100);
+    s.nodes = {{"n1", 1}};
+    s.running = {Running("holder", "q", {{"n1", 1}})};
+    for (int i = 0; i < 60; ++i) {
+      WaitingJob w = Waiting("j" + std::to_string(i), "q", 1, i, (i * 7) % priorities);
+      w.queued_at = T(i % 5 == 4 ? 60 - i : i);  // every fifth job was requeued out of order
+      s.waiting.push_back(w);
+    }
+    std::vector<const WaitingJob*> expected;
+    for (const WaitingJob& w : s.waiting) expected.push_back(&w);
+    std::stable_sort(expected.begin(), expected.end(),
+                     [](const WaitingJob* a, const WaitingJob* b) {
+                       if (a->priority != b->priority) return a->priority > b->priority;
+                       if (a->queued_at != b->queued_at) return a->queued_at < b->queued_at;
+                       return a->submit_seq < b->submit_seq;
+                     });
+    SchedulerOptions no_preemption;
+    no_preemption.preemption = false;
+    const Decision d = Schedule(s, no_preemption);
+    ASSERT_EQ(d.pending.size(), expected.size()) << priorities << " priorities";
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ(s.waiting[d.pending[i].job].name, expected[i]->name)
+          << "place " << i + 1 << " with " << priorities << " priorities";
+    }
+  }
+}
+
 // Heads alike in every respect (a restore may give jobs one submit number):
 // the queue first by name goes first, whatever order the state lists them in,
 // so the same state always gives the same decision.
