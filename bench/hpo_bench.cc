@@ -599,6 +599,7 @@ int main(int argc, char** argv) {
                                      {"headway", "gp"},
                                      {"headway", "grid"}};
   for (const TestFunction& fn : fns) {
+    const auto reference = OptunaBests(optuna, "tpe", fn.name);  // what every row is held to
     for (const RowSpec& row : rows) {
       std::vector<double> best;
       double ms = std::numeric_limits<double>::quiet_NaN();
@@ -617,7 +618,6 @@ int main(int argc, char** argv) {
       std::vector<double> regret;
       for (double b : best) regret.push_back(b - fn.optimum);
       std::string versus = "-";
-      const auto reference = OptunaBests(optuna, "tpe", fn.name);
       if (reference && !(row.owner == "optuna" && row.sampler == "tpe")) {
         const VersusReference v = CompareBests(best, *reference);
         char text[48];

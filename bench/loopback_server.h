@@ -102,7 +102,9 @@ inline double CpuSeconds(pid_t pid) {
 // CPU time of `pid`'s threads to the nanosecond (/proc/PID/task/*/schedstat),
 // where /proc/PID/stat counts whole clock ticks: a process that wakes for a
 // few microseconds every few seconds is charged 0 or 10 ms per tick it
-// happens to cross. Falls back to CpuSeconds.
+// happens to cross. Threads that have exited are not counted (stat keeps
+// theirs), so this suits single-threaded processes such as the supervisors.
+// Falls back to CpuSeconds.
 inline double PreciseCpuSeconds(pid_t pid) {
   long long total_ns = 0;
   bool any = false;
