@@ -68,11 +68,17 @@ std::optional<HealthVerdict> CheckDivergence(const HealthInput& in, const Health
     min = NAN;
   }
   std::vector<double> recent;  // newest first
+  // Whether a non-finite loss came among the newest three finite ones: then
+  // only the losses since it count. The median of 3 forgives one spike among
+  // sound losses; a job that just reported NaN has no sound losses to vouch
+  // for the first finite one after it, which must itself be in range.
+  bool since_non_finite = false;
   for (auto it = in.loss.rbegin(); it != in.loss.rend(); ++it) {
     if (!std::isfinite(it->value)) {
+      since_non_finite = since_non_finite || recent.size() < 3;
       continue;
     }
-    if (recent.size() < 3) {
+    if (recent.size() < 3 && !since_non_finite) {
       recent.push_back(it->value);
     }
     if (std::isnan(min) || it->value < min) {
@@ -87,7 +93,7 @@ std::optional<HealthVerdict> CheckDivergence(const HealthInput& in, const Health
       }
     }
   }
-  if (recent.size() < 3 || std::isnan(min) || std::isnan(first)) {
+  if ((recent.size() < 3 && !since_non_finite) || std::isnan(min) || std::isnan(first)) {
     return std::nullopt;
   }
   const double now = LowerMedian(recent);

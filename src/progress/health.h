@@ -12,6 +12,8 @@
 //                step 1200"). A finite loss reported after it clears this: a
 //                NaN that poisoned the weights keeps every later loss NaN,
 //                while a transient overflow (fp16 loss scaling) does not.
+//                Until three finite losses follow it, (b) judges only those
+//                that do: a huge loss right after NaN stays Diverging.
 //                `any_non_finite_loss` decides only when `loss` is empty.
 //                (b) the loss exploded: the median of the newest 3 finite
 //                losses exceeds min + (explode_factor - 1) x scale, where

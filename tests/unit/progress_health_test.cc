@@ -157,6 +157,29 @@ TEST(ClassifyHealth, FiniteLossAfterNaNClearsDivergence) {
   EXPECT_EQ(ClassifyHealth(in).health, Health::kProgressing);
 }
 
+TEST(ClassifyHealth, AHugeLossRightAfterNaNStaysDiverging) {
+  // NaN for three steps, then finite but 100x-plus the best: the median of the
+  // newest three finite losses would still be the sound ones before the NaN.
+  Fixture f;
+  f.loss = DecayingLoss(24);
+  for (int step = 25; step < 28; ++step) {
+    f.loss.push_back({step, kNaN});
+  }
+  f.loss.push_back({28, 2800.0});
+  HealthInput in = f.Input();
+  in.any_non_finite_loss = true;
+  HealthVerdict v = ClassifyHealth(in);
+  EXPECT_EQ(v.health, Health::kDiverging);
+  EXPECT_EQ(v.reason.rfind("loss 2.8e+03 is ", 0), 0u) << v.reason;
+  f.loss.push_back({29, 2900.0});
+  EXPECT_EQ(ClassifyHealth(f.Input()).health, Health::kDiverging);
+  // Two sound losses after the NaN clear it, as one does.
+  f.loss.resize(27);
+  f.loss.push_back({28, 0.52});
+  f.loss.push_back({29, 0.51});
+  EXPECT_EQ(ClassifyHealth(f.Input()).health, Health::kProgressing);
+}
+
 TEST(ClassifyHealth, NonFiniteFlagDecidesWhenNoLossIsKept) {
   Fixture f;
   f.loss.clear();
