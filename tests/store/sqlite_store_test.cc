@@ -14,6 +14,15 @@
 namespace headway {
 namespace {
 
+// Schemas before v17 kept a row per progress point in these two tables.
+constexpr const char* kDropChunks = "DROP TABLE progress_chunks";
+constexpr const char* kCreateProgressSteps =
+    "CREATE TABLE progress_steps (job TEXT NOT NULL, step INTEGER NOT NULL, time INTEGER NOT NULL, "
+    "total_steps INTEGER, epoch REAL, total_epochs REAL, PRIMARY KEY (job, step)) WITHOUT ROWID";
+constexpr const char* kCreateMetricPoints =
+    "CREATE TABLE metric_points (job TEXT NOT NULL, metric TEXT NOT NULL, step INTEGER NOT NULL, "
+    "value REAL, special TEXT, PRIMARY KEY (job, metric, step)) WITHOUT ROWID";
+
 class SqliteStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -120,6 +129,9 @@ TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
                           "DROP TABLE notebooks",
                           "DROP TABLE server_leader",
                           "DROP TABLE progress_log",
+                          kDropChunks,
+                          kCreateProgressSteps,
+                          kCreateMetricPoints,
                           "PRAGMA user_version=2"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
@@ -158,8 +170,8 @@ TEST_F(SqliteStoreTest, UpgradeCreditsAnExperimentOnlyWithItsOwnTrialJobs) {
         "ALTER TABLE jobs DROP COLUMN delete_requested_at", "DROP TABLE artifact_names",
         "DROP TABLE artifacts", "DROP TABLE artifact_uses", "DROP TABLE workflows",
         "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes", "DROP TABLE workflow_manifests",
-        "DROP TABLE notebooks", "DROP TABLE server_leader", "DROP TABLE progress_log",
-        "PRAGMA user_version=6"}) {
+        "DROP TABLE notebooks", "DROP TABLE server_leader", "DROP TABLE progress_log", kDropChunks,
+        kCreateProgressSteps, kCreateMetricPoints, "PRAGMA user_version=6"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -183,8 +195,8 @@ TEST_F(SqliteStoreTest, UpgradesAVersion7DatabaseWithWebhookCursors) {
         "ALTER TABLE jobs DROP COLUMN delete_requested_at", "DROP TABLE artifact_names",
         "DROP TABLE artifacts", "DROP TABLE artifact_uses", "DROP TABLE workflows",
         "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes", "DROP TABLE workflow_manifests",
-        "DROP TABLE notebooks", "DROP TABLE server_leader", "DROP TABLE progress_log",
-        "PRAGMA user_version=7"}) {
+        "DROP TABLE notebooks", "DROP TABLE server_leader", "DROP TABLE progress_log", kDropChunks,
+        kCreateProgressSteps, kCreateMetricPoints, "PRAGMA user_version=7"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -209,8 +221,8 @@ TEST_F(SqliteStoreTest, UpgradesAVersion9DatabaseKeepingJobsAndTheirHealth) {
         "ALTER TABLE jobs DROP COLUMN delete_requested_at", "DROP TABLE artifact_names",
         "DROP TABLE artifacts", "DROP TABLE artifact_uses", "DROP TABLE workflows",
         "DROP TABLE workflow_labels", "DROP TABLE workflow_nodes", "DROP TABLE workflow_manifests",
-        "DROP TABLE notebooks", "DROP TABLE server_leader", "DROP TABLE progress_log",
-        "PRAGMA user_version=9"}) {
+        "DROP TABLE notebooks", "DROP TABLE server_leader", "DROP TABLE progress_log", kDropChunks,
+        kCreateProgressSteps, kCreateMetricPoints, "PRAGMA user_version=9"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
   }
   sqlite3_close(db);
@@ -225,6 +237,77 @@ TEST_F(SqliteStoreTest, UpgradesAVersion9DatabaseKeepingJobsAndTheirHealth) {
   ASSERT_TRUE(store->SaveJob(*job, {}).ok());
   EXPECT_EQ(store->GetJob("old")->health_reason, "loss is NaN at step 40");
   EXPECT_EQ(store->GetJob("old")->delete_requested_at, FromUnixMillis(7000));
+}
+
+// A v16 file kept progress as a row per point; opening it moves them into
+// chunks (three of 128, 128 and 44 steps here), values bit for bit.
+TEST_F(SqliteStoreTest, UpgradesAVersion16DatabaseMovingProgressRowsIntoChunks) {
+  {
+    auto store = Open();
+    Job old = MakeJob("old"), other = MakeJob("other");
+    ASSERT_TRUE(store->CreateJob(old, Submitted("old")).ok());
+    ASSERT_TRUE(store->CreateJob(other, Submitted("other")).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  std::string sql =
+      std::string(kDropChunks) + ";" + kCreateProgressSteps + ";" + kCreateMetricPoints + ";";
+  for (int step = 1; step <= 300; ++step) {
+    const std::string s = std::to_string(step);
+    sql += "INSERT INTO progress_steps VALUES ('old', " + s + ", " + std::to_string(1000 + step) +
+           (step % 2 ? ", 300, 0.25, 3.0);" : ", NULL, NULL, NULL);");
+    sql += "INSERT INTO metric_points VALUES ('old', 'loss', " + s + ", " +
+           (step == 7   ? "NULL, 'nan'"
+            : step == 8 ? "NULL, 'inf'"
+            : step == 9 ? "NULL, '-inf'"
+                        : "0.1, NULL") +
+           ");";
+  }
+  sql +=
+      "INSERT INTO metric_points VALUES ('old', 'acc', 5, 0.5, NULL);"
+      "INSERT INTO progress_steps VALUES ('other', 1, 5000, NULL, NULL, NULL);"
+      "PRAGMA user_version=16;";
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Open();
+  auto steps = store->RecentSteps("old", 1000);
+  ASSERT_TRUE(steps.ok()) << steps.status().ToString();
+  ASSERT_EQ(steps->size(), 300u);
+  EXPECT_EQ(steps->at(0).step, 1);
+  EXPECT_EQ(steps->at(0).time, FromUnixMillis(1001));
+  EXPECT_EQ(steps->at(0).total_steps, 300);
+  EXPECT_EQ(steps->at(0).epoch, 0.25);
+  EXPECT_EQ(steps->at(0).total_epochs, 3.0);
+  EXPECT_EQ(steps->at(299).step, 300);
+  EXPECT_FALSE(steps->at(299).total_steps);
+  EXPECT_FALSE(steps->at(299).epoch);
+  std::vector<MetricPoint> loss;
+  ASSERT_TRUE(
+      store->ScanMetric("old", "loss", [&](const MetricPoint& p) { loss.push_back(p); }).ok());
+  ASSERT_EQ(loss.size(), 300u);
+  EXPECT_TRUE(std::isnan(loss[6].value));
+  EXPECT_EQ(loss[7].value, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(loss[8].value, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(loss[9].value, 0.1);
+  EXPECT_EQ(store->MetricNames("old").value(), (std::vector<std::string>{"acc", "loss"}));
+  EXPECT_EQ(store->CountProgressPoints("old").value(), 601u);
+  EXPECT_EQ(store->RecentSteps("other", 10).value().at(0).time, FromUnixMillis(5000));
+  // The old tables are gone, and new reports go on from where the rows ended.
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  EXPECT_NE(sqlite3_exec(db, "SELECT 1 FROM metric_points", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  ProgressReport next;
+  next.step = 301;
+  next.metrics["loss"] = 0.05;
+  ASSERT_TRUE(store->AppendProgress({{"old", {next}, FromUnixMillis(9000)}}).ok());
+  auto recent = store->RecentMetric("old", "loss", 2);
+  ASSERT_TRUE(recent.ok());
+  ASSERT_EQ(recent->size(), 2u);
+  EXPECT_EQ(recent->at(0).step, 300);
+  EXPECT_EQ(recent->at(1).step, 301);
+  EXPECT_EQ(recent->at(1).value, 0.05);
 }
 
 }  // namespace

@@ -495,6 +495,82 @@ TEST_P(StoreConformance, AFoldOfInterleavedJobsKeepsTheLastReportOfEachStep) {
   EXPECT_EQ(a_steps[1].time, FromUnixMillis(4000));
 }
 
+// A series is kept in chunks of 128 points: steps that arrive out of
+// order, across chunk boundaries, in long and short requests, and steps
+// reported again all read back as one series in step order, the last
+// report of each step kept, by every read.
+TEST_P(StoreConformance, ASeriesOfManyChunksReadsBackInStepOrderWhateverOrderItCameIn) {
+  auto store = Open();
+  Job a = MakeJob("a");
+  ASSERT_TRUE(store->CreateJob(a, Submitted("a")).ok());
+  // Steps 1..1000 in a fixed shuffle, sent as requests of 1 to 150 reports.
+  std::vector<std::int64_t> order(1000);
+  for (std::int64_t i = 0; i < 1000; ++i) order[i] = i + 1;
+  std::uint64_t seed = 42;
+  for (std::size_t i = order.size() - 1; i > 0; --i) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    std::swap(order[i], order[(seed >> 33) % (i + 1)]);
+  }
+  auto report = [](std::int64_t step, double loss) {
+    ProgressReport r;
+    r.step = step;
+    r.time = FromUnixMillis(100000 + step);
+    r.metrics = {{"loss", loss}};
+    return r;
+  };
+  std::size_t next = 0;
+  for (std::size_t size : {150u, 1u, 70u, 3u, 200u, 64u, 1u, 1u, 10u, 500u}) {
+    ProgressBatch batch{"a", {}, FromUnixMillis(1000)};
+    for (std::size_t i = 0; i < size && next < order.size(); ++i, ++next) {
+      batch.reports.push_back(report(order[next], -1.0));  // replaced below
+    }
+    ASSERT_TRUE(store->AppendProgress({batch}).ok());
+  }
+  ASSERT_EQ(next, order.size());
+  // Every step again with its final value, newest steps first, short and long.
+  ProgressBatch again{"a", {}, FromUnixMillis(1000)};
+  for (std::int64_t step = 1000; step >= 1; --step) {
+    again.reports.push_back(report(step, step == 500 ? std::nan("") : 1.0 / step));
+    if (again.reports.size() == (step > 600 ? 1u : 100u)) {
+      ASSERT_TRUE(store->AppendProgress({again}).ok());
+      again.reports.clear();
+    }
+  }
+  ASSERT_TRUE(store->AppendProgress({again}).ok() || again.reports.empty());
+
+  const std::vector<StepPoint> steps = store->RecentSteps("a", 5000).value();
+  ASSERT_EQ(steps.size(), 1000u);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    ASSERT_EQ(steps[i].step, static_cast<std::int64_t>(i) + 1);
+    ASSERT_EQ(steps[i].time, FromUnixMillis(100000 + steps[i].step));
+  }
+  std::vector<MetricPoint> scanned;
+  ASSERT_TRUE(
+      store->ScanMetric("a", "loss", [&](const MetricPoint& p) { scanned.push_back(p); }).ok());
+  ASSERT_EQ(scanned.size(), 1000u);
+  for (const MetricPoint& p : scanned) {
+    if (p.step == 500) {
+      EXPECT_TRUE(std::isnan(p.value));
+    } else {
+      ASSERT_EQ(p.value, 1.0 / p.step) << p.step;
+    }
+  }
+  const std::vector<MetricPoint> last = store->RecentMetric("a", "loss", 3).value();
+  ASSERT_EQ(last.size(), 3u);
+  EXPECT_EQ(last[0].step, 998);
+  EXPECT_EQ(last[2].step, 1000);
+  const std::vector<MetricPoint> after = store->MetricAfter("a", "loss", 127, 3).value();
+  ASSERT_EQ(after.size(), 3u);
+  EXPECT_EQ(after[0].step, 128);
+  EXPECT_EQ(after[2].step, 130);
+  EXPECT_TRUE(store->MetricAfter("a", "loss", 1000, 3).value().empty());
+  EXPECT_EQ(store->MetricAfter("a", "loss", -5, 2).value().at(0).step, 1);
+  EXPECT_EQ(*store->CountProgressPoints("a"), 2000u);
+  EXPECT_EQ(store->StoredSteps("a", {0, 1, 129, 500, 1000, 1001}).value(),
+            (std::set<std::int64_t>{1, 129, 500, 1000}));
+  EXPECT_EQ(store->MetricNames("a").value(), std::vector<std::string>{"loss"});
+}
+
 // Long requests are filed at once, short ones later; whichever way each
 // went, the report that came last is the one kept.
 TEST_P(StoreConformance, ShortAndLongRequestsForOneStepKeepTheLastReport) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "store/sql/connection.h"
+#include "store/sql/migrate_progress_rows.h"
 #include "store/sql/open_connection.h"
 #include "store/store.h"
 
@@ -250,6 +251,25 @@ const char* const kMySqlMigrations[] = {
       reports LONGTEXT NOT NULL
     ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
     )sql",
+    // v4: progress series in chunks of points (store/sql/progress_chunks.h).
+    R"sql(
+    CREATE TABLE progress_chunks (
+      job VARCHAR(255) NOT NULL,
+      series VARCHAR(255) NOT NULL,
+      first_step BIGINT NOT NULL,
+      last_step BIGINT NOT NULL,
+      point_count BIGINT NOT NULL,
+      points MEDIUMTEXT NOT NULL,
+      PRIMARY KEY (job, series, first_step)
+    ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+    )sql",
+    // v5: the rows of progress_steps and metric_points move into chunks.
+    sql::kMoveProgressRowsIntoChunks,
+    // v6: and their tables go.
+    R"sql(
+    DROP TABLE progress_steps;
+    DROP TABLE metric_points;
+    )sql",
 };
 
 constexpr int kMySqlSchemaVersion = static_cast<int>(std::size(kMySqlMigrations));
@@ -436,7 +456,18 @@ class MysqlConnection final : public sql::Connection {
     // MariaDB commits DDL as it goes: each version's statements are written
     // to be run once, and its number is recorded right after them.
     for (int v = current; v < kMySqlSchemaVersion; ++v) {
-      HEADWAY_RETURN_IF_ERROR(Exec(kMySqlMigrations[v]));
+      if (kMySqlMigrations[v] == sql::kMoveProgressRowsIntoChunks) {
+        // DML, unlike the DDL around it: one transaction.
+        HEADWAY_RETURN_IF_ERROR(BeginWrite());
+        Status s = sql::MoveProgressRowsIntoChunks(*this);
+        if (s.ok()) s = Exec("COMMIT");
+        if (!s.ok()) {
+          (void)Exec("ROLLBACK");
+          return s;
+        }
+      } else {
+        HEADWAY_RETURN_IF_ERROR(Exec(kMySqlMigrations[v]));
+      }
       HEADWAY_RETURN_IF_ERROR(
           Exec("INSERT INTO headway_schema (version) VALUES (" + std::to_string(v + 1) + ")"));
     }

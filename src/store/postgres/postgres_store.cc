@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "store/sql/connection.h"
+#include "store/sql/migrate_progress_rows.h"
 #include "store/sql/open_connection.h"
 #include "store/store.h"
 
@@ -244,6 +245,25 @@ const char* const kPostgresMigrations[] = {
       reports TEXT NOT NULL
     );
     )sql",
+    // v4: progress series in chunks of points (store/sql/progress_chunks.h).
+    R"sql(
+    CREATE TABLE progress_chunks (
+      job TEXT COLLATE "C" NOT NULL,
+      series TEXT COLLATE "C" NOT NULL,
+      first_step BIGINT NOT NULL,
+      last_step BIGINT NOT NULL,
+      point_count BIGINT NOT NULL,
+      points TEXT NOT NULL,
+      PRIMARY KEY (job, series, first_step)
+    );
+    )sql",
+    // v5: the rows of progress_steps and metric_points move into chunks.
+    sql::kMoveProgressRowsIntoChunks,
+    // v6: and their tables go.
+    R"sql(
+    DROP TABLE progress_steps;
+    DROP TABLE metric_points;
+    )sql",
 };
 
 constexpr int kPostgresSchemaVersion = static_cast<int>(std::size(kPostgresMigrations));
@@ -446,7 +466,9 @@ class PostgresConnection final : public sql::Connection {
                    " is newer than this Headway (v" + std::to_string(kPostgresSchemaVersion) + ")");
     }
     for (int v = current; s.ok() && v < kPostgresSchemaVersion; ++v) {
-      s = Exec(kPostgresMigrations[v]);
+      s = kPostgresMigrations[v] == sql::kMoveProgressRowsIntoChunks
+              ? sql::MoveProgressRowsIntoChunks(*this)
+              : Exec(kPostgresMigrations[v]);
       if (s.ok()) s = Exec("INSERT INTO headway_schema (version) VALUES (" + std::to_string(v + 1) + ")");
     }
     if (!s.ok()) {

@@ -1,41 +1,16 @@
 #include "store/sql/progress_log.h"
 
-#include <charconv>
-#include <cmath>
+#include "store/sql/line_codec.h"
 
 namespace headway::sql {
 namespace {
 
 // A report: "<step> <time ms> <total_steps> <epoch> <total_epochs> <n>"
 // then n times " <name length>:<name> <value>", then "\n". An absent
-// optional field is "-". Numbers by std::to_chars: the shortest text that
-// reads back as the same double, "nan", "inf" and "-inf" included.
-void AppendNumber(std::string& out, std::int64_t v) {
-  char buf[24];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, end);
-}
-
-void AppendNumber(std::string& out, double v) {
-  char buf[32];
-  if (std::isnan(v)) {
-    // Every NaN the same: the keyed tables keep no payload either.
-    out += "nan";
-    return;
-  }
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, end);
-}
-
-template <typename T>
-void AppendOptional(std::string& out, const std::optional<T>& v) {
-  out += ' ';
-  if (v) {
-    AppendNumber(out, *v);
-  } else {
-    out += '-';
-  }
-}
+// optional field is "-"; numbers as line_codec.h writes them.
+using line_codec::AppendNumber;
+using line_codec::AppendOptional;
+using line_codec::Reader;
 
 void AppendReport(std::string& out, const ProgressReport& r, std::int64_t received_millis) {
   AppendNumber(out, r.step);
@@ -56,57 +31,6 @@ void AppendReport(std::string& out, const ProgressReport& r, std::int64_t receiv
   }
   out += '\n';
 }
-
-class Reader {
- public:
-  explicit Reader(std::string_view text) : text_(text) {}
-
-  bool done() const { return pos_ == text_.size(); }
-
-  template <typename T>
-  bool Number(T& v) {
-    const char* first = text_.data() + pos_;
-    const char* last = text_.data() + text_.size();
-    auto [end, ec] = std::from_chars(first, last, v);
-    if (ec != std::errc() || end == first) return false;
-    pos_ += static_cast<std::size_t>(end - first);
-    return true;
-  }
-
-  template <typename T>
-  bool Optional(std::optional<T>& v) {
-    if (!Expect(' ')) return false;
-    if (pos_ < text_.size() && text_[pos_] == '-' &&
-        (pos_ + 1 == text_.size() || text_[pos_ + 1] == ' ' || text_[pos_ + 1] == '\n')) {
-      ++pos_;
-      v.reset();
-      return true;
-    }
-    T x{};
-    if (!Number(x)) return false;
-    v = x;
-    return true;
-  }
-
-  bool Expect(char c) {
-    if (pos_ >= text_.size() || text_[pos_] != c) return false;
-    ++pos_;
-    return true;
-  }
-
-  bool Take(std::size_t n, std::string& out) {
-    if (text_.size() - pos_ < n) return false;
-    out.assign(text_.substr(pos_, n));
-    pos_ += n;
-    return true;
-  }
-
-  std::size_t pos() const { return pos_; }
-
- private:
-  std::string_view text_;
-  std::size_t pos_ = 0;
-};
 
 bool ReadReport(Reader& in, ProgressReport& r) {
   std::int64_t millis = 0, count = 0;

@@ -15,6 +15,7 @@
 #include "core/job_spec_json.h"
 #include "core/job_spec_parser.h"
 #include "store/sql/connection.h"
+#include "store/sql/progress_chunks.h"
 #include "store/sql/progress_log.h"
 #include "store/store.h"
 
@@ -115,8 +116,7 @@ class SqlStore final : public Store {
       (void)Exec("ROLLBACK");
       return NotFound("job '" + job + "' not found");
     }
-    for (const char* table :
-         {"job_events", "job_logs", "progress_steps", "metric_points", "progress_log"}) {
+    for (const char* table : {"job_events", "job_logs", "progress_chunks", "progress_log"}) {
       Statement q(*db_, std::string("DELETE FROM ") + table + " WHERE job = ?");
       q.Bind(1, job);
       if (!q.Run()) return Rollback(std::string("delete from ") + table);
@@ -230,21 +230,10 @@ class SqlStore final : public Store {
     return Status::Ok();
   }
 
-  // The progress tables' columns and keys, as both ways of writing them use them.
-  static inline const std::vector<std::string> kStepColumns = {
-      "job", "step", "time", "total_steps", "epoch", "total_epochs"};
-  static inline const std::vector<std::string> kStepKey = {"job", "step"};
-  static inline const std::vector<std::string> kMetricColumns = {"job", "metric", "step", "value",
-                                                                 "special"};
-  static inline const std::vector<std::string> kMetricKey = {"job", "metric", "step"};
-
-  // A non-finite value's name in `special` ("nan", "inf", "-inf"), null for
-  // a finite one, whose `value` holds it: not every database keeps NaN.
-  static const std::string* NonFiniteName(double value) {
-    static const std::string kNan = "nan", kInf = "inf", kMinusInf = "-inf";
-    if (std::isfinite(value)) return nullptr;
-    return std::isnan(value) ? &kNan : value > 0 ? &kInf : &kMinusInf;
-  }
+  // The chunk table's columns and key (progress_chunks.h).
+  static inline const std::vector<std::string> kChunkColumns = {
+      "job", "series", "first_step", "last_step", "point_count", "points"};
+  static inline const std::vector<std::string> kChunkKey = {"job", "series", "first_step"};
 
   // Reports are acknowledged once appended to `progress_log`, one row per
   // request at the end of one index: a commit writes a page or two. Upserting
@@ -379,166 +368,252 @@ class SqlStore final : public Store {
     return reports;
   }
 
-  // The keyed rows of `batches`, a later report of a step replacing an
-  // earlier one. Inside a write transaction.
+  // Files `batches` into their series' chunks (progress_chunks.h), a later
+  // report of a step replacing an earlier one. Inside a write transaction.
   Status UpsertProgress(std::span<const ProgressBatch> batches) {
-    return db_->RowsPerStatement() == 1 ? UpsertProgressRowByRow(batches)
-                                        : UpsertProgressManyRows(batches);
-  }
-
-  // Many rows per statement: a round trip to a database server per point
-  // made its group commits 3x slower than SQLite's.
-  Status UpsertProgressManyRows(std::span<const ProgressBatch> batches) {
-    // The rows first, by key: a step reported twice keeps its last values
-    // (and one statement may not hold a key twice).
-    std::map<std::pair<std::string, std::int64_t>, std::vector<sql::Value>> steps;
-    std::map<std::tuple<std::string, std::string, std::int64_t>, std::vector<sql::Value>> metrics;
-    auto optional = [](const auto& v) -> sql::Value {
-      if (v) return *v;
-      return std::monostate{};
+    // Each series' new lines, in the order they came. Series are numbered
+    // by first appearance: a job reports a handful of metrics.
+    struct NewLine {
+      std::int64_t step;
+      std::uint32_t begin, end;  // in Series::text
+    };
+    struct Series {
+      std::string_view job;
+      std::string_view name;
+      std::string text;
+      std::vector<NewLine> lines;
+    };
+    std::vector<Series> series;
+    std::unordered_map<std::string_view, std::uint32_t> step_series;  // by job
+    std::vector<std::vector<std::uint32_t>> metric_series;            // by job's step series
+    auto add_line = [](Series& s, std::int64_t step, auto&& append) {
+      const auto begin = static_cast<std::uint32_t>(s.text.size());
+      append(s.text);
+      s.lines.push_back({step, begin, static_cast<std::uint32_t>(s.text.size())});
     };
     for (const ProgressBatch& batch : batches) {
+      auto [it, added] =
+          step_series.try_emplace(batch.job, static_cast<std::uint32_t>(series.size()));
+      const std::uint32_t steps_of_job = it->second;
+      if (added) {
+        series.push_back({batch.job, sql::kStepSeries, {}, {}});
+        metric_series.resize(series.size());
+      }
+      const std::int64_t received = ToUnixMillis(batch.received);
       for (const ProgressReport& r : batch.reports) {
-        steps[{batch.job, r.step}] = {batch.job, r.step, ToUnixMillis(r.time.value_or(batch.received)),
-                                      optional(r.total_steps), optional(r.epoch),
-                                      optional(r.total_epochs)};
+        add_line(series[steps_of_job], r.step, [&](std::string& out) {
+          sql::AppendStepLine(out, r.step, r.time ? ToUnixMillis(*r.time) : received, r.total_steps,
+                              r.epoch, r.total_epochs);
+        });
         for (const auto& [name, value] : r.metrics) {
-          const std::string* non_finite = NonFiniteName(value);
-          metrics[{batch.job, name, r.step}] = {
-              batch.job, name, r.step,
-              non_finite ? sql::Value(std::monostate{}) : sql::Value(value),
-              non_finite ? sql::Value(*non_finite) : sql::Value(std::monostate{})};
+          std::vector<std::uint32_t>& metrics_of_job = metric_series[steps_of_job];
+          auto m = std::find_if(metrics_of_job.begin(), metrics_of_job.end(),
+                                [&](std::uint32_t i) { return series[i].name == name; });
+          std::uint32_t index = 0;
+          if (m == metrics_of_job.end()) {
+            index = static_cast<std::uint32_t>(series.size());
+            series.push_back({batch.job, name, {}, {}});
+            metric_series.resize(series.size());
+            metric_series[steps_of_job].push_back(index);
+          } else {
+            index = *m;
+          }
+          add_line(series[index], r.step,
+                   [&](std::string& out) { sql::AppendMetricLine(out, r.step, value); });
         }
       }
     }
-    HEADWAY_RETURN_IF_ERROR(UpsertRows("progress_steps", kStepColumns, kStepKey, steps));
-    return UpsertRows("metric_points", kMetricColumns, kMetricKey, metrics);
+    std::vector<
+        std::pair<std::tuple<std::string, std::string, std::int64_t>, std::vector<sql::Value>>>
+        rows;
+    std::vector<sql::SeriesLine> fresh;
+    std::vector<sql::Chunk> stored;
+    Statement chunks_at_or_below(*db_, kChunksAtOrBelow);
+    for (Series& s : series) {
+      // By step, the last report of a step kept.
+      std::stable_sort(s.lines.begin(), s.lines.end(),
+                       [](const NewLine& a, const NewLine& b) { return a.step < b.step; });
+      fresh.clear();
+      for (std::size_t i = 0; i < s.lines.size(); ++i) {
+        if (i + 1 < s.lines.size() && s.lines[i + 1].step == s.lines[i].step) continue;
+        const NewLine& l = s.lines[i];
+        fresh.push_back({l.step, std::string_view(s.text).substr(l.begin, l.end - l.begin)});
+      }
+      stored.clear();
+      HEADWAY_RETURN_IF_ERROR(ReadChunksToMerge(chunks_at_or_below, s.job, s.name,
+                                                fresh.front().step, fresh.back().step, stored));
+      auto changes = sql::MergeIntoChunks(stored, fresh);
+      if (!changes.ok()) return changes.status();
+      const std::string job(s.job), name(s.name);
+      for (std::int64_t first_step : changes->remove) {
+        HEADWAY_RETURN_IF_ERROR(DeleteChunk(job, name, first_step));
+      }
+      for (sql::Chunk& c : changes->write) {
+        rows.push_back({{job, name, c.first_step},
+                        {job, name, c.first_step, c.last_step, static_cast<std::int64_t>(c.points),
+                         std::move(c.text)}});
+      }
+    }
+    return UpsertRows("progress_chunks", kChunkColumns, kChunkKey, rows);
   }
 
-  // One row per statement (SQLite). A fold's reports come interleaved
-  // across jobs; going through each series in turn keeps its pages hot (a
-  // fold of 1,024 reports of 32 jobs took 9.5-14 ms, median 10.5, against
-  // 11-17 ms, median 12, as they came). One request's rows go as they come: its series are few.
-  // The order within a series is kept, so a later report of a key still
-  // replaces an earlier one. Inside a write transaction.
-  Status UpsertProgressRowByRow(std::span<const ProgressBatch> batches) {
-    Statement step_row(*db_, db_->Upsert("progress_steps", kStepColumns, kStepKey,
-                                         /*replace=*/true, 1));
-    Statement metric_row(*db_, db_->Upsert("metric_points", kMetricColumns, kMetricKey,
-                                           /*replace=*/true, 1));
-    // Series are numbered by first appearance: only grouping matters here,
-    // not the keys' own order, and numbers compare faster than names.
-    struct StepRow {
-      std::uint32_t series;
-      std::uint32_t batch;
-      const ProgressReport* report;
-    };
-    struct MetricRow {
-      std::uint32_t series;
-      std::uint32_t batch;
-      const ProgressReport* report;
-      const std::pair<const std::string, double>* metric;  // name and value
-    };
-    std::vector<StepRow> step_rows;
-    std::vector<MetricRow> metric_rows;
-    std::unordered_map<std::string_view, std::uint32_t> job_series;
-    // Per job, its metrics' series: a job reports a handful of metrics.
-    std::vector<std::vector<std::pair<std::string_view, std::uint32_t>>> metric_series;
-    std::uint32_t metric_series_count = 0;
-    for (std::uint32_t b = 0; b < batches.size(); ++b) {
-      const ProgressBatch& batch = batches[b];
-      const std::uint32_t job =
-          job_series.try_emplace(batch.job, static_cast<std::uint32_t>(job_series.size()))
-              .first->second;
-      if (job == metric_series.size()) metric_series.emplace_back();
-      auto& metrics_of_job = metric_series[job];
-      for (const ProgressReport& r : batch.reports) {
-        step_rows.push_back({job, b, &r});
-        for (const auto& metric : r.metrics) {
-          auto it = std::find_if(metrics_of_job.begin(), metrics_of_job.end(),
-                                 [&](const auto& m) { return m.first == metric.first; });
-          if (it == metrics_of_job.end()) {
-            metrics_of_job.emplace_back(metric.first, metric_series_count++);
-            it = metrics_of_job.end() - 1;
-          }
-          metric_rows.push_back({it->second, b, &r, &metric});
+  // The chunks of a series that MergeIntoChunks needs for new points from
+  // step `first` to `last`: the last one starting at or before `first`, and
+  // those starting after it up to `last`, by first_step. Appending, that is
+  // one row of one query.
+  // `q` is kChunksAtOrBelow, prepared once for many series.
+  static constexpr const char* kChunksAtOrBelow =
+      "SELECT first_step, last_step, point_count, points FROM progress_chunks "
+      "WHERE job = ? AND series = ? AND first_step <= ? ORDER BY first_step DESC LIMIT ?";
+  Status ReadChunksToMerge(Statement& q, std::string_view job, std::string_view series,
+                           std::int64_t first, std::int64_t last, std::vector<sql::Chunk>& out) {
+    const std::string job_name(job), series_name(series);
+    std::int64_t below = last;
+    std::int64_t limit = 1;
+    for (;;) {
+      q.Reset();
+      q.Bind(1, job_name);
+      q.Bind(2, series_name);
+      q.Bind(3, below);
+      q.Bind(4, limit);
+      std::int64_t rows = 0;
+      bool reached = false;
+      while (q.Step()) {
+        ++rows;
+        sql::Chunk& c = out.emplace_back();
+        c.first_step = q.ColumnInt64(0);
+        c.last_step = q.ColumnInt64(1);
+        c.points = static_cast<std::size_t>(q.ColumnInt64(2));
+        c.text = q.ColumnText(3);
+        if (c.first_step <= first) {
+          reached = true;
+          break;
         }
+        below = c.first_step - 1;
       }
+      if (q.failed()) return Unavailable("read progress_chunks: " + LastError());
+      if (reached || rows < limit) break;
+      limit = 16;  // out of order: the new points span chunks
     }
-    if (batches.size() > 1) {
-      std::stable_sort(step_rows.begin(), step_rows.end(),
-                       [](const StepRow& a, const StepRow& b) { return a.series < b.series; });
-      std::stable_sort(metric_rows.begin(), metric_rows.end(),
-                       [](const MetricRow& a, const MetricRow& b) { return a.series < b.series; });
-    }
-    for (const StepRow& row : step_rows) {
-      const ProgressBatch& batch = batches[row.batch];
-      const ProgressReport& r = *row.report;
-      step_row.Reset();
-      step_row.Bind(1, batch.job);
-      step_row.Bind(2, r.step);
-      step_row.Bind(3, ToUnixMillis(r.time.value_or(batch.received)));
-      step_row.BindOptional(4, r.total_steps);
-      step_row.BindOptional(5, r.epoch);
-      step_row.BindOptional(6, r.total_epochs);
-      if (!step_row.Run()) return Unavailable("write progress_steps: " + LastError());
-    }
-    for (const MetricRow& row : metric_rows) {
-      metric_row.Reset();
-      metric_row.Bind(1, batches[row.batch].job);
-      const auto& [name, value] = *row.metric;
-      metric_row.Bind(2, name);
-      metric_row.Bind(3, row.report->step);
-      if (const std::string* non_finite = NonFiniteName(value)) {
-        metric_row.BindNull(4);
-        metric_row.Bind(5, *non_finite);
-      } else {
-        metric_row.Bind(4, value);
-        metric_row.BindNull(5);
-      }
-      if (!metric_row.Run()) return Unavailable("write metric_points: " + LastError());
-    }
+    std::reverse(out.begin(), out.end());
     return Status::Ok();
+  }
+
+  Status DeleteChunk(const std::string& job, const std::string& series, std::int64_t first_step) {
+    Statement q(*db_,
+                "DELETE FROM progress_chunks WHERE job = ? AND series = ? AND first_step = ?");
+    q.Bind(1, job);
+    q.Bind(2, series);
+    q.Bind(3, first_step);
+    if (!q.Run()) return Unavailable("delete from progress_chunks: " + LastError());
+    return Status::Ok();
+  }
+
+  // Calls `visit` with the text of each chunk of a series whose first_step
+  // is at most `at_most` (all of them by default), newest first, until it
+  // returns false. Rows are read a page at a time: a server database sends
+  // a whole result at once.
+  Status VisitChunksNewestFirst(std::string_view job, std::string_view series,
+                                const std::function<bool(std::string_view)>& visit,
+                                std::int64_t at_most = std::numeric_limits<std::int64_t>::max()) {
+    Statement q(*db_,
+                "SELECT first_step, points FROM progress_chunks WHERE job = ? AND "
+                "series = ? AND first_step <= ? ORDER BY first_step DESC LIMIT ?");
+    const std::string job_name(job), series_name(series);
+    for (;;) {
+      q.Reset();
+      q.Bind(1, job_name);
+      q.Bind(2, series_name);
+      q.Bind(3, at_most);
+      q.Bind(4, kChunksPerPage);
+      std::int64_t rows = 0;
+      while (q.Step()) {
+        ++rows;
+        const std::int64_t first_step = q.ColumnInt64(0);
+        if (!visit(q.ColumnText(1)) || first_step == std::numeric_limits<std::int64_t>::min()) {
+          return Status::Ok();
+        }
+        at_most = first_step - 1;
+      }
+      if (q.failed()) return Unavailable("read progress_chunks: " + LastError());
+      if (rows < kChunksPerPage) return Status::Ok();
+    }
+  }
+
+  // As VisitChunksNewestFirst, oldest first from the chunk that holds (or
+  // would hold) step `from` on.
+  Status VisitChunksOldestFirst(std::string_view job, std::string_view series, std::int64_t from,
+                                const std::function<bool(std::string_view)>& visit) {
+    const std::string job_name(job), series_name(series);
+    std::int64_t at_least = std::numeric_limits<std::int64_t>::min();
+    {
+      Statement start(*db_,
+                      "SELECT first_step FROM progress_chunks WHERE job = ? AND "
+                      "series = ? AND first_step <= ? ORDER BY first_step DESC LIMIT 1");
+      start.Bind(1, job_name);
+      start.Bind(2, series_name);
+      start.Bind(3, from);
+      if (start.Step()) at_least = start.ColumnInt64(0);
+      if (start.failed()) return Unavailable("read progress_chunks: " + LastError());
+    }
+    Statement q(*db_,
+                "SELECT first_step, points FROM progress_chunks WHERE job = ? AND "
+                "series = ? AND first_step >= ? ORDER BY first_step LIMIT ?");
+    for (;;) {
+      q.Reset();
+      q.Bind(1, job_name);
+      q.Bind(2, series_name);
+      q.Bind(3, at_least);
+      q.Bind(4, kChunksPerPage);
+      std::int64_t rows = 0;
+      while (q.Step()) {
+        ++rows;
+        const std::int64_t first_step = q.ColumnInt64(0);
+        if (!visit(q.ColumnText(1)) || first_step == std::numeric_limits<std::int64_t>::max()) {
+          return Status::Ok();
+        }
+        at_least = first_step + 1;
+      }
+      if (q.failed()) return Unavailable("read progress_chunks: " + LastError());
+      if (rows < kChunksPerPage) return Status::Ok();
+    }
+  }
+  static constexpr std::int64_t kChunksPerPage = 8;
+
+  // The newest `limit` points of a series, oldest first; Decode is
+  // sql::DecodeStepChunk or sql::DecodeMetricChunk.
+  template <typename Point, typename Decode>
+  Result<std::vector<Point>> RecentPoints(std::string_view job, std::string_view series,
+                                          std::size_t limit, Decode decode) {
+    std::vector<Point> newest_first, chunk;
+    Status decoded = Status::Ok();
+    HEADWAY_RETURN_IF_ERROR(VisitChunksNewestFirst(job, series, [&](std::string_view text) {
+      chunk.clear();
+      decoded = decode(text, [&](const Point& p) { chunk.push_back(p); });
+      if (!decoded.ok()) return false;
+      for (auto it = chunk.rbegin(); it != chunk.rend() && newest_first.size() < limit; ++it) {
+        newest_first.push_back(*it);
+      }
+      return newest_first.size() < limit;
+    }));
+    HEADWAY_RETURN_IF_ERROR(decoded);
+    std::reverse(newest_first.begin(), newest_first.end());
+    return newest_first;
   }
 
   Result<std::vector<StepPoint>> RecentSteps(std::string_view job, std::size_t limit) override {
     std::lock_guard lock(mu_);
     HEADWAY_RETURN_IF_ERROR(FoldBeforeRead());
-    Statement q(*db_,
-                "SELECT step, time, total_steps, epoch, total_epochs FROM progress_steps "
-                "WHERE job = ? ORDER BY step DESC LIMIT ?");
-    q.Bind(1, std::string(job));
-    q.Bind(2, static_cast<std::int64_t>(limit));
-    std::vector<StepPoint> points;
-    while (q.Step()) {
-      StepPoint p;
-      p.step = q.ColumnInt64(0);
-      p.time = FromUnixMillis(q.ColumnInt64(1));
-      if (!q.IsNull(2)) p.total_steps = q.ColumnInt64(2);
-      if (!q.IsNull(3)) p.epoch = q.ColumnDouble(3);
-      if (!q.IsNull(4)) p.total_epochs = q.ColumnDouble(4);
-      points.push_back(p);
-    }
-    if (q.failed()) return Unavailable("read steps: " + LastError());
-    std::reverse(points.begin(), points.end());
-    return points;
+    if (limit == 0) return std::vector<StepPoint>{};
+    return RecentPoints<StepPoint>(job, sql::kStepSeries, limit, sql::DecodeStepChunk);
   }
 
   Result<std::vector<MetricPoint>> RecentMetric(std::string_view job, std::string_view metric,
                                                 std::size_t limit) override {
     std::lock_guard lock(mu_);
     HEADWAY_RETURN_IF_ERROR(FoldBeforeRead());
-    Statement q(*db_,
-                "SELECT step, value, special FROM metric_points WHERE job = ? AND metric = ? "
-                "ORDER BY step DESC LIMIT ?");
-    q.Bind(1, std::string(job));
-    q.Bind(2, std::string(metric));
-    q.Bind(3, static_cast<std::int64_t>(limit));
-    std::vector<MetricPoint> points;
-    while (q.Step()) points.push_back(ReadMetric(q));
-    if (q.failed()) return Unavailable("read metric: " + LastError());
-    std::reverse(points.begin(), points.end());
-    return points;
+    if (limit == 0 || metric.empty()) return std::vector<MetricPoint>{};
+    return RecentPoints<MetricPoint>(job, metric, limit, sql::DecodeMetricChunk);
   }
 
   Result<std::vector<MetricPoint>> MetricAfter(std::string_view job, std::string_view metric,
@@ -546,16 +621,17 @@ class SqlStore final : public Store {
                                                std::size_t limit) override {
     std::lock_guard lock(mu_);
     HEADWAY_RETURN_IF_ERROR(FoldBeforeRead());
-    Statement q(*db_,
-                "SELECT step, value, special FROM metric_points WHERE job = ? AND metric = ? "
-                "AND step > ? ORDER BY step LIMIT ?");
-    q.Bind(1, std::string(job));
-    q.Bind(2, std::string(metric));
-    q.Bind(3, after_step);
-    q.Bind(4, static_cast<std::int64_t>(limit));
     std::vector<MetricPoint> points;
-    while (q.Step()) points.push_back(ReadMetric(q));
-    if (q.failed()) return Unavailable("read metric: " + LastError());
+    if (limit == 0 || metric.empty()) return points;
+    Status decoded = Status::Ok();
+    HEADWAY_RETURN_IF_ERROR(
+        VisitChunksOldestFirst(job, metric, after_step, [&](std::string_view text) {
+          decoded = sql::DecodeMetricChunk(text, [&](const MetricPoint& p) {
+            if (p.step > after_step && points.size() < limit) points.push_back(p);
+          });
+          return decoded.ok() && points.size() < limit;
+        }));
+    HEADWAY_RETURN_IF_ERROR(decoded);
     return points;
   }
 
@@ -563,21 +639,24 @@ class SqlStore final : public Store {
                     const std::function<void(const MetricPoint&)>& visit) override {
     std::lock_guard lock(mu_);
     HEADWAY_RETURN_IF_ERROR(FoldBeforeRead());
-    Statement q(*db_,
-                "SELECT step, value, special FROM metric_points WHERE job = ? AND metric = ? "
-                "ORDER BY step");
-    q.Bind(1, std::string(job));
-    q.Bind(2, std::string(metric));
-    while (q.Step()) visit(ReadMetric(q));
-    if (q.failed()) return Unavailable("scan metric: " + LastError());
-    return Status::Ok();
+    if (metric.empty()) return Status::Ok();
+    Status decoded = Status::Ok();
+    HEADWAY_RETURN_IF_ERROR(VisitChunksOldestFirst(
+        job, metric, std::numeric_limits<std::int64_t>::min(), [&](std::string_view text) {
+          decoded = sql::DecodeMetricChunk(text, visit);
+          return decoded.ok();
+        }));
+    return decoded;
   }
 
   Result<std::vector<std::string>> MetricNames(std::string_view job) override {
     std::lock_guard lock(mu_);
     HEADWAY_RETURN_IF_ERROR(FoldBeforeRead());
-    Statement q(*db_, "SELECT DISTINCT metric FROM metric_points WHERE job = ? ORDER BY metric");
+    Statement q(*db_,
+                "SELECT DISTINCT series FROM progress_chunks WHERE job = ? AND series <> ? "
+                "ORDER BY series");
     q.Bind(1, std::string(job));
+    q.Bind(2, std::string(sql::kStepSeries));
     std::vector<std::string> names;
     while (q.Step()) names.push_back(q.ColumnText(0));
     if (q.failed()) return Unavailable("metric names: " + LastError());
@@ -587,11 +666,8 @@ class SqlStore final : public Store {
   Result<std::uint64_t> CountProgressPoints(std::string_view job) override {
     std::lock_guard lock(mu_);
     HEADWAY_RETURN_IF_ERROR(FoldBeforeRead());
-    Statement q(*db_,
-                "SELECT (SELECT COUNT(*) FROM progress_steps WHERE job = ?) + "
-                "(SELECT COUNT(*) FROM metric_points WHERE job = ?)");
+    Statement q(*db_, "SELECT COALESCE(SUM(point_count), 0) FROM progress_chunks WHERE job = ?");
     q.Bind(1, std::string(job));
-    q.Bind(2, std::string(job));
     std::uint64_t n = 0;
     if (q.Step()) n = static_cast<std::uint64_t>(q.ColumnInt64(0));
     if (q.failed()) return Unavailable("count progress points: " + LastError());
@@ -602,15 +678,41 @@ class SqlStore final : public Store {
                                              const std::vector<std::int64_t>& steps) override {
     std::lock_guard lock(mu_);
     HEADWAY_RETURN_IF_ERROR(FoldBeforeRead());
-    Statement q(*db_, "SELECT 1 FROM progress_steps WHERE job = ? AND step = ?");
+    Statement q(*db_,
+                "SELECT first_step, last_step, points FROM progress_chunks WHERE job = ? "
+                "AND series = ? AND first_step <= ? ORDER BY first_step DESC LIMIT 1");
+    std::vector<std::int64_t> sorted(steps);
+    std::sort(sorted.begin(), sorted.end());
     std::set<std::int64_t> stored;
-    const std::string name(job);
-    for (std::int64_t step : steps) {
-      q.Bind(1, name);
-      q.Bind(2, step);
-      if (q.Step()) stored.insert(step);
-      if (q.failed()) return Unavailable("read steps: " + LastError());
-      q.Reset();
+    const std::string name(job), series(sql::kStepSeries);
+    // The chunk that holds the step before, kept: asked steps come close together.
+    std::int64_t chunk_first = 1, chunk_last = 0;
+    std::string text;
+    std::vector<sql::SeriesLine> lines;
+    for (std::int64_t step : sorted) {
+      if (step < chunk_first || step > chunk_last) {
+        q.Reset();
+        q.Bind(1, name);
+        q.Bind(2, series);
+        q.Bind(3, step);
+        lines.clear();
+        chunk_first = 1;
+        chunk_last = 0;
+        if (q.Step()) {
+          chunk_first = q.ColumnInt64(0);
+          chunk_last = q.ColumnInt64(1);
+          text = q.ColumnText(2);
+          HEADWAY_RETURN_IF_ERROR(sql::SplitChunk(text, lines));
+        }
+        if (q.failed()) return Unavailable("read steps: " + LastError());
+        if (step < chunk_first || step > chunk_last) continue;
+      }
+      auto at = std::lower_bound(
+          lines.begin(), lines.end(), step,
+          [](const sql::SeriesLine& line, std::int64_t s) { return line.step < s; });
+      if (at != lines.end() && at->step == step) {
+        stored.insert(step);
+      }
     }
     return stored;
   }
@@ -1519,20 +1621,6 @@ class SqlStore final : public Store {
       if (!q.Run()) return Unavailable("write event: " + LastError());
     }
     return Status::Ok();
-  }
-
-  static MetricPoint ReadMetric(const Statement& q) {
-    MetricPoint p;
-    p.step = q.ColumnInt64(0);
-    if (!q.IsNull(1)) {
-      p.value = q.ColumnDouble(1);
-    } else {
-      std::string special = q.ColumnText(2);
-      p.value = special == "inf"    ? std::numeric_limits<double>::infinity()
-                : special == "-inf" ? -std::numeric_limits<double>::infinity()
-                                    : std::numeric_limits<double>::quiet_NaN();
-    }
-    return p;
   }
 
   static constexpr const char* kSelectWorkflow =

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "store/sql/connection.h"
+#include "store/sql/migrate_progress_rows.h"
 #include "store/sql/open_connection.h"
 #include "store/store.h"
 
@@ -289,6 +290,25 @@ const char* const kSqliteMigrations[] = {
       reports TEXT NOT NULL
     );
     )sql",
+    // v17: progress series in chunks of points (store/sql/progress_chunks.h).
+    R"sql(
+    CREATE TABLE progress_chunks (
+      job TEXT NOT NULL,
+      series TEXT NOT NULL,
+      first_step INTEGER NOT NULL,
+      last_step INTEGER NOT NULL,
+      point_count INTEGER NOT NULL,
+      points TEXT NOT NULL,
+      PRIMARY KEY (job, series, first_step)
+    ) WITHOUT ROWID;
+    )sql",
+    // v18: the rows of progress_steps and metric_points move into chunks.
+    sql::kMoveProgressRowsIntoChunks,
+    // v19: and their tables go.
+    R"sql(
+    DROP TABLE progress_steps;
+    DROP TABLE metric_points;
+    )sql",
 };
 
 constexpr int kSqliteSchemaVersion = static_cast<int>(std::size(kSqliteMigrations));
@@ -424,9 +444,13 @@ class SqliteConnection final : public sql::Connection {
     // FULL: a committed submit survives power loss, not just a process crash.
     HEADWAY_RETURN_IF_ERROR(Exec("PRAGMA synchronous=FULL"));
     HEADWAY_RETURN_IF_ERROR(Exec("PRAGMA foreign_keys=ON"));
-    sql::Statement version(*this, "PRAGMA user_version");
-    if (!version.Step()) return Unavailable("cannot read schema version: " + LastError());
-    int current = version.ColumnInt(0);
+    int current = 0;
+    {
+      // Finalized before the migrations: an open statement keeps DROP TABLE out.
+      sql::Statement version(*this, "PRAGMA user_version");
+      if (!version.Step()) return Unavailable("cannot read schema version: " + LastError());
+      current = version.ColumnInt(0);
+    }
     if (current > kSqliteSchemaVersion) {
       return Internal("database schema v" + std::to_string(current) +
                       " is newer than this Headway (v" + std::to_string(kSqliteSchemaVersion) +
@@ -434,7 +458,9 @@ class SqliteConnection final : public sql::Connection {
     }
     for (int v = current; v < kSqliteSchemaVersion; ++v) {
       HEADWAY_RETURN_IF_ERROR(BeginWrite());
-      Status s = Exec(kSqliteMigrations[v]);
+      Status s = kSqliteMigrations[v] == sql::kMoveProgressRowsIntoChunks
+                     ? sql::MoveProgressRowsIntoChunks(*this)
+                     : Exec(kSqliteMigrations[v]);
       if (s.ok()) s = Exec("PRAGMA user_version=" + std::to_string(v + 1));
       if (!s.ok()) {
         (void)Exec("ROLLBACK");

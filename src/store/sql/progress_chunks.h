@@ -1,0 +1,86 @@
+// Progress series as the store keeps them: each series (a job's steps, or
+// one of its metrics) in chunks of up to kChunkPoints points, one row per
+// chunk, as time-series databases keep them. A row per point made every
+// point a keyed upsert (five per report of four metrics, about 2 us each
+// for SQLite on the writer's one thread), which capped batched ingest near
+// 100k points/s; a chunk takes a request's points in one write.
+//
+// A chunk's text is one line per point, in step order, each step once:
+//   steps:   "<step> <time ms> <total_steps> <epoch> <total_epochs>\n"
+//   metrics: "<step> <value>\n"
+// numbers as line_codec.h writes them (values come back bit for bit, NaN
+// and the infinities included). Chunks of a series never overlap: each
+// holds the steps from its first_step to its last_step.
+//
+// This header is the format and the merge, free of I/O; the table is
+// progress_chunks (sql_store.cc reads and writes it). Internal to store/.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/progress_report.h"
+#include "core/status.h"
+
+namespace headway::sql {
+
+// The series name of a job's steps; a metric's series is its name, which
+// is never empty.
+inline constexpr std::string_view kStepSeries = "";
+
+// At most this many points per chunk: about 3 KiB of text for a metric and
+// 6 KiB for steps, so rewriting a chunk that takes new points stays cheap.
+inline constexpr std::size_t kChunkPoints = 128;
+
+// The lines of new points: appended with their step.
+void AppendStepLine(std::string& out, std::int64_t step, std::int64_t time_millis,
+                    const std::optional<std::int64_t>& total_steps,
+                    const std::optional<double>& epoch, const std::optional<double>& total_epochs);
+void AppendMetricLine(std::string& out, std::int64_t step, double value);
+
+// One point of a series: its step and its whole line, '\n' included.
+struct SeriesLine {
+  std::int64_t step;
+  std::string_view line;
+};
+
+// The lines of a chunk's text, in order. A text these functions did not
+// write (a line without a step, or steps not increasing) is Internal.
+Status SplitChunk(std::string_view text, std::vector<SeriesLine>& lines);
+
+// The points of a chunk's text, in step order.
+Status DecodeStepChunk(std::string_view text, const std::function<void(const StepPoint&)>& visit);
+Status DecodeMetricChunk(std::string_view text,
+                         const std::function<void(const MetricPoint&)>& visit);
+
+// A chunk as stored.
+struct Chunk {
+  std::int64_t first_step = 0;
+  std::int64_t last_step = 0;
+  std::size_t points = 0;
+  std::string text;
+};
+
+// What merging new points into a series changes.
+struct ChunkChanges {
+  std::vector<Chunk> write;          // to insert or replace, by first_step
+  std::vector<std::int64_t> remove;  // first steps of chunks no longer there
+};
+
+// Merges `fresh` (sorted by step, each step once) into the stored chunks
+// that hold or precede its steps: the chunk with the greatest first_step
+// at or below fresh's first step, if any, and every chunk whose first_step
+// lies within fresh's steps, sorted by first_step. A fresh point replaces
+// a stored one of the same step. A full chunk that only precedes the new
+// points is left alone, so appending never rewrites it. `fresh` must not be
+// empty.
+Result<ChunkChanges> MergeIntoChunks(std::span<const Chunk> stored,
+                                     std::span<const SeriesLine> fresh,
+                                     std::size_t max_points = kChunkPoints);
+
+}  // namespace headway::sql

@@ -1,0 +1,148 @@
+// The chunk format and merge of progress series (store/sql/progress_chunks.h),
+// without a database.
+#include "store/sql/progress_chunks.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace headway::sql {
+namespace {
+
+// A series' lines for `steps`, metric value = step / 10.
+struct Lines {
+  std::string text;
+  std::vector<SeriesLine> lines;
+  explicit Lines(const std::vector<std::int64_t>& steps, double scale = 0.1) {
+    for (std::int64_t s : steps) AppendMetricLine(text, s, static_cast<double>(s) * scale);
+    EXPECT_TRUE(SplitChunk(text, lines).ok());
+  }
+};
+
+std::vector<std::int64_t> Range(std::int64_t first, std::int64_t last) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t s = first; s <= last; ++s) v.push_back(s);
+  return v;
+}
+
+Chunk MakeChunk(std::int64_t first, std::int64_t last) {
+  Lines l(Range(first, last));
+  return {first, last, static_cast<std::size_t>(last - first + 1), l.text};
+}
+
+std::vector<MetricPoint> Points(const std::string& text) {
+  std::vector<MetricPoint> points;
+  EXPECT_TRUE(DecodeMetricChunk(text, [&](const MetricPoint& p) { points.push_back(p); }).ok());
+  return points;
+}
+
+TEST(ProgressChunks, EveryValueComesBackBitForBit) {
+  std::string text;
+  const double values[] = {0.1,
+                           1.0 / 3,
+                           -0.0,
+                           5e-324,
+                           1.7976931348623157e308,
+                           std::numeric_limits<double>::infinity(),
+                           -std::numeric_limits<double>::infinity(),
+                           std::nan("")};
+  std::int64_t step = 0;
+  for (double v : values) AppendMetricLine(text, step++, v);
+  const std::vector<MetricPoint> points = Points(text);
+  ASSERT_EQ(points.size(), std::size(values));
+  for (std::size_t i = 0; i + 1 < points.size(); ++i) {
+    EXPECT_EQ(std::signbit(points[i].value), std::signbit(values[i]));
+    EXPECT_EQ(points[i].value, values[i]);
+  }
+  EXPECT_TRUE(std::isnan(points.back().value));
+
+  std::string steps;
+  AppendStepLine(steps, 7, 1700000000123, 100, -0.5, std::nullopt);
+  AppendStepLine(steps, 8, 1700000000124, std::nullopt, std::nullopt, 3.0);
+  std::vector<StepPoint> read;
+  ASSERT_TRUE(DecodeStepChunk(steps, [&](const StepPoint& p) { read.push_back(p); }).ok());
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].time, FromUnixMillis(1700000000123));
+  EXPECT_EQ(read[0].total_steps, 100);
+  EXPECT_EQ(read[0].epoch, -0.5);  // a negative number, not an absent one
+  EXPECT_FALSE(read[0].total_epochs);
+  EXPECT_FALSE(read[1].total_steps);
+  EXPECT_EQ(read[1].total_epochs, 3.0);
+}
+
+TEST(ProgressChunks, AppendingFillsTheLastChunkThenStartsNewOnes) {
+  const std::vector<Chunk> stored = {MakeChunk(1, 100)};
+  Lines fresh(Range(101, 300));
+  auto changes = MergeIntoChunks(stored, fresh.lines, 128);
+  ASSERT_TRUE(changes.ok());
+  ASSERT_EQ(changes->write.size(), 3u);
+  EXPECT_EQ(changes->write[0].first_step, 1);  // the stored chunk, now full
+  EXPECT_EQ(changes->write[0].last_step, 128);
+  EXPECT_EQ(changes->write[0].points, 128u);
+  EXPECT_EQ(changes->write[1].first_step, 129);
+  EXPECT_EQ(changes->write[2].first_step, 257);
+  EXPECT_EQ(changes->write[2].points, 44u);
+  EXPECT_TRUE(changes->remove.empty());
+}
+
+TEST(ProgressChunks, AFullChunkBeforeTheNewPointsIsNotRewritten) {
+  const std::vector<Chunk> stored = {MakeChunk(1, 128)};
+  Lines fresh(Range(129, 130));
+  auto changes = MergeIntoChunks(stored, fresh.lines, 128);
+  ASSERT_TRUE(changes.ok());
+  ASSERT_EQ(changes->write.size(), 1u);
+  EXPECT_EQ(changes->write[0].first_step, 129);
+  EXPECT_TRUE(changes->remove.empty());
+}
+
+TEST(ProgressChunks, APointInsideAChunkReplacesOrSplitsIt) {
+  // Steps 1..128 but 50: step 50 arrives late, the chunk overflows by one.
+  std::vector<std::int64_t> steps = Range(1, 129);
+  steps.erase(steps.begin() + 49);
+  Lines all(steps);
+  Chunk full{1, 129, 128, all.text};
+  Lines late({50});
+  auto changes = MergeIntoChunks(std::vector<Chunk>{full}, late.lines, 128);
+  ASSERT_TRUE(changes.ok());
+  ASSERT_EQ(changes->write.size(), 2u);
+  EXPECT_EQ(changes->write[0].last_step, 128);
+  EXPECT_EQ(changes->write[1].first_step, 129);
+  EXPECT_EQ(Points(changes->write[0].text).at(49).step, 50);
+
+  // Step 60 again with a new value: replaced in place.
+  Lines again({60}, 2.0);
+  changes = MergeIntoChunks(std::vector<Chunk>{MakeChunk(1, 128)}, again.lines, 128);
+  ASSERT_TRUE(changes.ok());
+  ASSERT_EQ(changes->write.size(), 1u);
+  EXPECT_EQ(changes->write[0].points, 128u);
+  EXPECT_EQ(Points(changes->write[0].text).at(59).value, 120.0);
+}
+
+TEST(ProgressChunks, NewPointsSpanningChunksMergeThemAndRemoveTheStartsThatGo) {
+  const std::vector<Chunk> stored = {MakeChunk(10, 19), MakeChunk(30, 39)};
+  Lines fresh({5, 25});
+  auto changes = MergeIntoChunks(stored, fresh.lines, 128);
+  ASSERT_TRUE(changes.ok());
+  ASSERT_EQ(changes->write.size(), 1u);
+  EXPECT_EQ(changes->write[0].first_step, 5);
+  EXPECT_EQ(changes->write[0].last_step, 39);
+  EXPECT_EQ(changes->write[0].points, 22u);
+  EXPECT_EQ(changes->remove, (std::vector<std::int64_t>{10, 30}));
+}
+
+TEST(ProgressChunks, ADamagedChunkIsRefused) {
+  std::vector<SeriesLine> lines;
+  EXPECT_EQ(SplitChunk("1 0.5\n1 0.6\n", lines).code(), StatusCode::kInternal);  // not increasing
+  lines.clear();
+  EXPECT_EQ(SplitChunk("1 0.5", lines).code(), StatusCode::kInternal);  // no end of line
+  EXPECT_EQ(DecodeMetricChunk("1 x\n", [](const MetricPoint&) {}).code(), StatusCode::kInternal);
+  Chunk bad{1, 2, 2, "2 0.5\n1 0.5\n"};
+  Lines fresh({3});
+  EXPECT_FALSE(MergeIntoChunks(std::vector<Chunk>{bad}, fresh.lines, 128).ok());
+}
+
+}  // namespace
+}  // namespace headway::sql
