@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "store/sql/open_connection.h"
 #include "store/store.h"
 #include "test_databases.h"
 
@@ -569,6 +570,57 @@ TEST_P(StoreConformance, ASeriesOfManyChunksReadsBackInStepOrderWhateverOrderItC
   EXPECT_EQ(store->StoredSteps("a", {0, 1, 129, 500, 1000, 1001}).value(),
             (std::set<std::int64_t>{1, 129, 500, 1000}));
   EXPECT_EQ(store->MetricNames("a").value(), std::vector<std::string>{"loss"});
+}
+
+// Before chunks a store kept a row per point (progress_steps and
+// metric_points); opening one moves them into chunks, values exact.
+TEST_P(StoreConformance, AStoreWrittenWithARowPerPointKeepsItsProgress) {
+  {
+    auto store = Open();
+    Job a = MakeJob("a");
+    ASSERT_TRUE(store->CreateJob(a, Submitted("a")).ok());
+  }
+  {
+    auto db = sql::OpenConnection(url_);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    const bool sqlite = GetParam() == "sqlite";
+    std::vector<std::string> statements = {
+        "DROP TABLE progress_chunks",
+        "CREATE TABLE progress_steps (job VARCHAR(255) NOT NULL, step BIGINT NOT NULL, "
+        "\"time\" BIGINT NOT NULL, total_steps BIGINT, epoch DOUBLE PRECISION, "
+        "total_epochs DOUBLE PRECISION, PRIMARY KEY (job, step))",
+        "CREATE TABLE metric_points (job VARCHAR(255) NOT NULL, metric VARCHAR(255) NOT NULL, "
+        "step BIGINT NOT NULL, value DOUBLE PRECISION, special VARCHAR(8), "
+        "PRIMARY KEY (job, metric, step))",
+        sqlite ? "PRAGMA user_version=16" : "DELETE FROM headway_schema WHERE version > 3"};
+    for (int step = 1; step <= 200; ++step) {
+      const std::string s = std::to_string(step);
+      statements.push_back("INSERT INTO progress_steps VALUES ('a', " + s + ", " +
+                           std::to_string(5000 + step) + ", 200, NULL, 2.5)");
+      statements.push_back("INSERT INTO metric_points VALUES ('a', 'loss', " + s + ", " +
+                           (step == 3   ? "NULL, 'nan'"
+                            : step == 4 ? "NULL, '-inf'"
+                                        : "0.1, NULL") +
+                           ")");
+    }
+    for (const std::string& sql : statements) {
+      Status s = (*db)->Exec(sql);
+      ASSERT_TRUE(s.ok()) << sql << ": " << s.ToString();
+    }
+  }
+  auto store = Open();
+  const std::vector<StepPoint> steps = store->RecentSteps("a", 500).value();
+  ASSERT_EQ(steps.size(), 200u);
+  EXPECT_EQ(steps[0].time, FromUnixMillis(5001));
+  EXPECT_EQ(steps[0].total_steps, 200);
+  EXPECT_FALSE(steps[0].epoch);
+  EXPECT_EQ(steps[199].total_epochs, 2.5);
+  const std::vector<MetricPoint> loss = store->RecentMetric("a", "loss", 500).value();
+  ASSERT_EQ(loss.size(), 200u);
+  EXPECT_TRUE(std::isnan(loss[2].value));
+  EXPECT_EQ(loss[3].value, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(loss[199].value, 0.1);
+  EXPECT_EQ(*store->CountProgressPoints("a"), 400u);
 }
 
 // Long requests are filed at once, short ones later; whichever way each

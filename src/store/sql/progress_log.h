@@ -1,6 +1,6 @@
 // The text a progress log row holds (sql_store.cc, AppendProgress): the
 // reports of one request, written once when they are acknowledged and read
-// back once when the log is folded into the keyed tables. A compact line per
+// back once when the log is folded into the series chunks. A compact line per
 // report rather than JSON: encoding sits on the path of every report, and
 // values must come back bit for bit (NaN and the infinities included).
 // Internal to store/.
@@ -19,7 +19,7 @@ namespace headway::sql {
 
 // `reports` as one or more texts of about `max_bytes` at most (a report is
 // never split), each standing alone. A report without a time gets
-// `received`, as the keyed tables store it.
+// `received`, as the series chunks store it.
 std::vector<std::string> EncodeProgressLog(const std::vector<ProgressReport>& reports,
                                            std::int64_t received_millis,
                                            std::size_t max_bytes = 1 << 20);

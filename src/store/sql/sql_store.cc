@@ -236,12 +236,12 @@ class SqlStore final : public Store {
   static inline const std::vector<std::string> kChunkKey = {"job", "series", "first_step"};
 
   // Reports are acknowledged once appended to `progress_log`, one row per
-  // request at the end of one index: a commit writes a page or two. Upserting
-  // them into the keyed tables at once rewrote every reporting job's pages in
+  // request at the end of one index: a commit writes a page or two. Filing
+  // them into their series at once rewrote every reporting job's pages in
   // every commit (about 80 pages for 16 jobs), which bounded ingest. Filed
   // into those tables later in groups (FoldProgress, between the ingest
   // writer's commits), each page takes many reports per write. Every read of
-  // the keyed tables files what waits first, so readers never see the log.
+  // the series chunks files what waits first, so readers never see the log.
 
   // A request this long is filed at once: its reports share their job's
   // pages, so the log would only add work.
@@ -308,7 +308,7 @@ class SqlStore final : public Store {
     return FoldInTransaction(max_reports);
   }
 
-  // Folds the whole log before a read of the keyed tables, without a write
+  // Folds the whole log before a read of the series chunks, without a write
   // transaction when nothing waits; requires mu_.
   Status FoldBeforeRead() {
     {
@@ -334,7 +334,7 @@ class SqlStore final : public Store {
   }
 
   // Moves the oldest rows of the log, about `max_reports` reports (at least
-  // one row), into the keyed tables in the order they were appended (a step
+  // one row), into the series chunks in the order they were appended (a step
   // reported again replaces it), and deletes them from the log. Inside a
   // write transaction; requires mu_. Returns the reports moved.
   Result<std::size_t> FoldProgressLog(std::size_t max_reports) {
