@@ -276,10 +276,14 @@ int WrkComparison(const std::string& bin, const std::string& pushgateway_bin, in
     const char* kind = row.batch == 1 ? "single" : "batch";
     for (int r = 0; r < repeat; ++r) {
       first_step += 100'000'000;
+      // A batch script's steps are its counter x 100 + 0..99: its counter
+      // starts at first_step / 100, so that steps start at first_step too
+      // whatever order the rows come in.
+      const std::int64_t first_counter = first_step / row.batch;
       WrkResult h = RunWrk(headway_url, dir + "/headway-" + kind + ".lua", row.connections, seconds,
-                           first_step);
+                           first_counter);
       WrkResult g = RunWrk(gateway_url, dir + "/gateway-" + kind + ".lua", row.connections, seconds,
-                           first_step);
+                           first_counter);
       std::printf("%-7d %6d | %10.0f %8.2f %8.2f %6ld | %10.0f %8.2f %8.2f %6ld | %6.2fx\n",
                   row.batch, row.connections, h.requests_per_second, h.p50_ms, h.p99_ms, h.errors,
                   g.requests_per_second, g.p50_ms, g.p99_ms, g.errors,

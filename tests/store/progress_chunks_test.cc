@@ -73,29 +73,47 @@ TEST(ProgressChunks, EveryValueComesBackBitForBit) {
   EXPECT_EQ(read[1].total_epochs, 3.0);
 }
 
-TEST(ProgressChunks, AppendingFillsTheLastChunkThenStartsNewOnes) {
-  const std::vector<Chunk> stored = {MakeChunk(1, 100)};
-  Lines fresh(Range(101, 300));
+TEST(ProgressChunks, AppendingFillsALessThanHalfFullChunkThenStartsNewOnes) {
+  const std::vector<Chunk> stored = {MakeChunk(1, 40)};
+  Lines fresh(Range(41, 300));
   auto changes = MergeIntoChunks(stored, fresh.lines, 128);
   ASSERT_TRUE(changes.ok());
   ASSERT_EQ(changes->write.size(), 3u);
   EXPECT_EQ(changes->write[0].first_step, 1);  // the stored chunk, now full
   EXPECT_EQ(changes->write[0].last_step, 128);
   EXPECT_EQ(changes->write[0].points, 128u);
+  EXPECT_EQ(Points(changes->write[0].text).at(39).step, 40);
   EXPECT_EQ(changes->write[1].first_step, 129);
   EXPECT_EQ(changes->write[2].first_step, 257);
   EXPECT_EQ(changes->write[2].points, 44u);
   EXPECT_TRUE(changes->remove.empty());
 }
 
-TEST(ProgressChunks, AFullChunkBeforeTheNewPointsIsNotRewritten) {
-  const std::vector<Chunk> stored = {MakeChunk(1, 128)};
-  Lines fresh(Range(129, 130));
-  auto changes = MergeIntoChunks(stored, fresh.lines, 128);
+// Appending never rewrites more than half a chunk: a full chunk, or a half
+// full one the new points would overflow, stays as it is.
+TEST(ProgressChunks, AFullOrHalfFullChunkBeforeTheNewPointsIsNotRewritten) {
+  Lines two(Range(129, 130));
+  auto changes = MergeIntoChunks(std::vector<Chunk>{MakeChunk(1, 128)}, two.lines, 128);
   ASSERT_TRUE(changes.ok());
   ASSERT_EQ(changes->write.size(), 1u);
   EXPECT_EQ(changes->write[0].first_step, 129);
   EXPECT_TRUE(changes->remove.empty());
+
+  Lines batch(Range(101, 200));
+  changes = MergeIntoChunks(std::vector<Chunk>{MakeChunk(1, 100)}, batch.lines, 128);
+  ASSERT_TRUE(changes.ok());
+  ASSERT_EQ(changes->write.size(), 1u);
+  EXPECT_EQ(changes->write[0].first_step, 101);
+  EXPECT_EQ(changes->write[0].points, 100u);
+  // Half full, and room for what comes: extended.
+  changes = MergeIntoChunks(std::vector<Chunk>{MakeChunk(1, 100)}, two.lines, 128);
+  ASSERT_TRUE(changes.ok());
+  ASSERT_EQ(changes->write.size(), 1u);
+  EXPECT_EQ(changes->write[0].first_step, 1);
+  EXPECT_EQ(changes->write[0].points, 102u);
+  EXPECT_TRUE(LeavesChunkAlone(64, 65, 128));
+  EXPECT_FALSE(LeavesChunkAlone(63, 100, 128));
+  EXPECT_FALSE(LeavesChunkAlone(64, 64, 128));
 }
 
 TEST(ProgressChunks, APointInsideAChunkReplacesOrSplitsIt) {

@@ -90,13 +90,17 @@ Status DecodeMetricChunk(std::string_view text,
   return Status::Ok();
 }
 
+bool LeavesChunkAlone(std::size_t points, std::size_t new_points, std::size_t max_points) {
+  return points >= max_points || (2 * points >= max_points && points + new_points > max_points);
+}
+
 Result<ChunkChanges> MergeIntoChunks(std::span<const Chunk> stored,
                                      std::span<const SeriesLine> fresh, std::size_t max_points) {
   if (fresh.empty()) return InvalidArgument("no points to merge");
   max_points = std::max<std::size_t>(1, max_points);
   std::span<const Chunk> rewritten = stored;
   if (!stored.empty() && stored.front().last_step < fresh.front().step &&
-      stored.front().points >= max_points) {
+      LeavesChunkAlone(stored.front().points, fresh.size(), max_points)) {
     rewritten = stored.subspan(1);
   }
   std::vector<SeriesLine> old;

@@ -441,7 +441,8 @@ class SqlStore final : public Store {
       }
       stored.clear();
       HEADWAY_RETURN_IF_ERROR(ReadChunksToMerge(chunks_at_or_below, s.job, s.name,
-                                                fresh.front().step, fresh.back().step, stored));
+                                                fresh.front().step, fresh.back().step, fresh.size(),
+                                                stored));
       auto changes = sql::MergeIntoChunks(stored, fresh);
       if (!changes.ok()) return changes.status();
       const std::string job(s.job), name(s.name);
@@ -457,16 +458,18 @@ class SqlStore final : public Store {
     return UpsertRows("progress_chunks", kChunkColumns, kChunkKey, rows);
   }
 
-  // The chunks of a series that MergeIntoChunks needs for new points from
-  // step `first` to `last`: the last one starting at or before `first`, and
-  // those starting after it up to `last`, by first_step. Appending, that is
-  // one row of one query.
+  // The chunks of a series that MergeIntoChunks needs for `count` new
+  // points from step `first` to `last`: the last one starting at or before
+  // `first` (unless it ends before them and LeavesChunkAlone), and those
+  // starting after it up to `last`, by first_step. Appending, that is one
+  // row of one query, whose text is read only if it is to be extended.
   // `q` is kChunksAtOrBelow, prepared once for many series.
   static constexpr const char* kChunksAtOrBelow =
       "SELECT first_step, last_step, point_count, points FROM progress_chunks "
       "WHERE job = ? AND series = ? AND first_step <= ? ORDER BY first_step DESC LIMIT ?";
   Status ReadChunksToMerge(Statement& q, std::string_view job, std::string_view series,
-                           std::int64_t first, std::int64_t last, std::vector<sql::Chunk>& out) {
+                           std::int64_t first, std::int64_t last, std::size_t count,
+                           std::vector<sql::Chunk>& out) {
     const std::string job_name(job), series_name(series);
     std::int64_t below = last;
     std::int64_t limit = 1;
@@ -480,16 +483,20 @@ class SqlStore final : public Store {
       bool reached = false;
       while (q.Step()) {
         ++rows;
-        sql::Chunk& c = out.emplace_back();
-        c.first_step = q.ColumnInt64(0);
+        sql::Chunk c;
+        const std::int64_t first_step = c.first_step = q.ColumnInt64(0);
         c.last_step = q.ColumnInt64(1);
         c.points = static_cast<std::size_t>(q.ColumnInt64(2));
-        c.text = q.ColumnText(3);
-        if (c.first_step <= first) {
+        const bool preceding = first_step <= first;
+        if (!preceding || c.last_step >= first || !sql::LeavesChunkAlone(c.points, count)) {
+          c.text = q.ColumnText(3);
+          out.push_back(std::move(c));
+        }
+        if (preceding) {
           reached = true;
           break;
         }
-        below = c.first_step - 1;
+        below = first_step - 1;
       }
       if (q.failed()) return Unavailable("read progress_chunks: " + LastError());
       if (reached || rows < limit) break;
