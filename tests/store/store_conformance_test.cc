@@ -572,6 +572,43 @@ TEST_P(StoreConformance, ASeriesOfManyChunksReadsBackInStepOrderWhateverOrderItC
   EXPECT_EQ(store->MetricNames("a").value(), std::vector<std::string>{"loss"});
 }
 
+// A store opened again knows nothing of the series it wrote before: a
+// late step filed into the middle of a series, then a step of its newest
+// chunk reported again, each stays one point.
+TEST_P(StoreConformance, AStoreOpenedAgainFilesIntoTheSeriesItWroteBefore) {
+  auto report = [](std::int64_t step, double loss) {
+    ProgressReport r;
+    r.step = step;
+    r.metrics = {{"loss", loss}};
+    return r;
+  };
+  {
+    auto store = Open();
+    Job a = MakeJob("a");
+    ASSERT_TRUE(store->CreateJob(a, Submitted("a")).ok());
+    ProgressBatch batch{"a", {}, FromUnixMillis(1000)};
+    for (std::int64_t step = 1; step <= 300; ++step) {
+      if (step != 50) batch.reports.push_back(report(step, 1.0));
+    }
+    ASSERT_TRUE(store->AppendProgress({batch}).ok());
+  }
+  auto store = Open();
+  ASSERT_TRUE(store->AppendProgress({{"a", {report(50, 2.0)}, FromUnixMillis(2000)}}).ok());
+  ASSERT_EQ(*store->FoldProgress(100), 1u);
+  ASSERT_TRUE(store->AppendProgress({{"a", {report(290, 3.0)}, FromUnixMillis(3000)}}).ok());
+  ASSERT_EQ(*store->FoldProgress(100), 1u);
+  ASSERT_TRUE(store->AppendProgress({{"a", {report(301, 4.0)}, FromUnixMillis(4000)}}).ok());
+  const std::vector<MetricPoint> loss = store->RecentMetric("a", "loss", 1000).value();
+  ASSERT_EQ(loss.size(), 301u);
+  for (std::size_t i = 0; i < loss.size(); ++i) {
+    ASSERT_EQ(loss[i].step, static_cast<std::int64_t>(i) + 1);
+  }
+  EXPECT_EQ(loss[49].value, 2.0);
+  EXPECT_EQ(loss[289].value, 3.0);
+  EXPECT_EQ(loss[300].value, 4.0);
+  EXPECT_EQ(*store->CountProgressPoints("a"), 602u);
+}
+
 // Before chunks a store kept a row per point (progress_steps and
 // metric_points); opening one moves them into chunks, values exact.
 TEST_P(StoreConformance, AStoreWrittenWithARowPerPointKeepsItsProgress) {

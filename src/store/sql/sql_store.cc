@@ -107,8 +107,9 @@ class SqlStore final : public Store {
 
   Status DeleteJob(std::string_view name) override {
     std::lock_guard lock(mu_);
-    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
     const std::string job(name);
+    ForgetTails(job);
+    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
     Statement del(*db_, "DELETE FROM jobs WHERE name = ?");
     del.Bind(1, job);
     if (!del.Run()) return Rollback("delete job");
@@ -230,6 +231,13 @@ class SqlStore final : public Store {
     return Status::Ok();
   }
 
+  // A series' newest chunk, as tails_ keeps it (below).
+  struct Tail {
+    std::int64_t first_step = 0;
+    std::int64_t last_step = 0;
+    std::size_t points = 0;  // 0: the series has no chunk
+  };
+
   // The chunk table's columns and key (progress_chunks.h).
   static inline const std::vector<std::string> kChunkColumns = {
       "job", "series", "first_step", "last_step", "point_count", "points"};
@@ -249,6 +257,7 @@ class SqlStore final : public Store {
 
   Status AppendProgress(const std::vector<ProgressBatch>& batches) override {
     std::lock_guard lock(mu_);
+    pending_tails_.clear();
     HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
     Statement row(*db_, "INSERT INTO progress_log (job, reports) VALUES (?, ?)");
     for (const ProgressBatch& batch : batches) {
@@ -271,7 +280,7 @@ class SqlStore final : public Store {
         if (!row.Run()) return Rollback("write progress_log");
       }
     }
-    return Commit();
+    return CommitProgress();
   }
 
   // Appends the reports of log row `seq` to `batch`. A row this store did not
@@ -323,13 +332,14 @@ class SqlStore final : public Store {
 
   // FoldProgressLog in a write transaction of its own; requires mu_.
   Result<std::size_t> FoldInTransaction(std::size_t max_reports) {
+    pending_tails_.clear();
     HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
     auto folded = FoldProgressLog(max_reports);
     if (!folded.ok()) {
       (void)Exec("ROLLBACK");
       return folded.status();
     }
-    HEADWAY_RETURN_IF_ERROR(Commit());
+    HEADWAY_RETURN_IF_ERROR(CommitProgress());
     return folded;
   }
 
@@ -440,12 +450,30 @@ class SqlStore final : public Store {
         fresh.push_back({l.step, std::string_view(s.text).substr(l.begin, l.end - l.begin)});
       }
       stored.clear();
-      HEADWAY_RETURN_IF_ERROR(ReadChunksToMerge(chunks_at_or_below, s.job, s.name,
-                                                fresh.front().step, fresh.back().step, fresh.size(),
-                                                stored));
+      const Tail* tail = FindTail(s.job, s.name);
+      if (tail == nullptr) {
+        auto newest = ReadNewestChunk(s.job, s.name);
+        if (!newest.ok()) return newest.status();
+        pending_tails_.emplace_back(std::string(s.job), std::string(s.name), *newest);
+        tail = &std::get<2>(pending_tails_.back());
+      }
+      // No chunk yet, or new points past the newest that leave it alone.
+      const bool after_tail =
+          tail->points == 0 || (fresh.front().step > tail->last_step &&
+                                sql::LeavesChunkAlone(tail->points, fresh.size()));
+      if (!after_tail) {
+        HEADWAY_RETURN_IF_ERROR(ReadChunksToMerge(chunks_at_or_below, s.job, s.name,
+                                                  fresh.front().step, fresh.back().step,
+                                                  fresh.size(), stored));
+      }
       auto changes = sql::MergeIntoChunks(stored, fresh);
       if (!changes.ok()) return changes.status();
       const std::string job(s.job), name(s.name);
+      if (const sql::Chunk& newest = changes->write.back();
+          tail->points == 0 || newest.first_step >= tail->first_step) {
+        pending_tails_.emplace_back(job, name,
+                                    Tail{newest.first_step, newest.last_step, newest.points});
+      }
       for (std::int64_t first_step : changes->remove) {
         HEADWAY_RETURN_IF_ERROR(DeleteChunk(job, name, first_step));
       }
@@ -504,6 +532,23 @@ class SqlStore final : public Store {
     }
     std::reverse(out.begin(), out.end());
     return Status::Ok();
+  }
+
+  // The newest chunk of a series, or a Tail of no points if it has none.
+  Result<Tail> ReadNewestChunk(std::string_view job, std::string_view series) {
+    Statement q(*db_,
+                "SELECT first_step, last_step, point_count FROM progress_chunks "
+                "WHERE job = ? AND series = ? ORDER BY first_step DESC LIMIT 1");
+    q.Bind(1, std::string(job));
+    q.Bind(2, std::string(series));
+    Tail tail;
+    if (q.Step()) {
+      tail.first_step = q.ColumnInt64(0);
+      tail.last_step = q.ColumnInt64(1);
+      tail.points = static_cast<std::size_t>(q.ColumnInt64(2));
+    }
+    if (q.failed()) return Unavailable("read progress_chunks: " + LastError());
+    return tail;
   }
 
   Status DeleteChunk(const std::string& job, const std::string& series, std::int64_t first_step) {
@@ -1754,6 +1799,50 @@ class SqlStore final : public Store {
     return s;
   }
 
+  const Tail* FindTail(std::string_view job, std::string_view series) const {
+    for (auto it = pending_tails_.rbegin(); it != pending_tails_.rend(); ++it) {
+      if (std::get<0>(*it) == job && std::get<1>(*it) == series) return &std::get<2>(*it);
+    }
+    auto jt = tails_.find(std::string(job));
+    if (jt == tails_.end()) return nullptr;
+    for (const auto& [name, tail] : jt->second) {
+      if (name == series) return &tail;
+    }
+    return nullptr;
+  }
+
+  // Commit() for a transaction that filed progress: its tails are kept
+  // once it is committed.
+  Status CommitProgress() {
+    Status s = Commit();
+    if (s.ok()) {
+      for (auto& [job, series, tail] : pending_tails_) {
+        auto& of_job = tails_[job];
+        auto it = std::find_if(of_job.begin(), of_job.end(),
+                               [&](const auto& entry) { return entry.first == series; });
+        if (it != of_job.end()) {
+          it->second = tail;
+          continue;
+        }
+        if (tail_count_ >= kMaxTails) {
+          tails_.clear();
+          tail_count_ = 0;
+        }
+        tails_[job].emplace_back(std::move(series), tail);
+        ++tail_count_;
+      }
+    }
+    pending_tails_.clear();
+    return s;
+  }
+
+  void ForgetTails(const std::string& job) {
+    auto it = tails_.find(job);
+    if (it == tails_.end()) return;
+    tail_count_ -= it->second.size();
+    tails_.erase(it);
+  }
+
   Status Rollback(const std::string& what) {
     std::string error = LastError();
     (void)Exec("ROLLBACK");
@@ -1783,6 +1872,19 @@ class SqlStore final : public Store {
   static constexpr std::size_t kSpecCacheSize = 50000;
 
   std::mutex mu_;
+
+  // The newest chunk of each series this store has written, by job then
+  // series: an append whose points all come after it, and which
+  // LeavesChunkAlone, needs no read at all. Sound because one server writes
+  // a database's progress at a time (the leader). Updated by progress
+  // commits only (pending until then), so a rolled-back write leaves
+  // nothing; dropped with the job. Bounded: cleared when it holds kMaxTails
+  // series.
+  using Tails = std::unordered_map<std::string, std::vector<std::pair<std::string, Tail>>>;
+  static constexpr std::size_t kMaxTails = 100'000;
+  Tails tails_;
+  std::size_t tail_count_ = 0;
+  std::vector<std::tuple<std::string, std::string, Tail>> pending_tails_;
   std::unique_ptr<sql::Connection> db_;  // guarded by mu_
   std::unordered_map<std::string, JobSpec> spec_cache_;  // guarded by mu_
 };
