@@ -296,16 +296,21 @@ const char* const kSqliteMigrations[] = {
     );
     )sql",
     // v17: progress series in chunks of points (store/sql/progress_chunks.h).
+    // A rowid table: rows of a few KiB sit whole on its pages, appended in
+    // order, while a WITHOUT ROWID table keeps under 1 KiB of each in its
+    // key's leaf and the rest on overflow pages, and inserts them all over
+    // the tree. The key is a unique index of small entries.
     R"sql(
     CREATE TABLE progress_chunks (
+      id INTEGER PRIMARY KEY,
       job TEXT NOT NULL,
       series TEXT NOT NULL,
       first_step INTEGER NOT NULL,
       last_step INTEGER NOT NULL,
       point_count INTEGER NOT NULL,
       points TEXT NOT NULL,
-      PRIMARY KEY (job, series, first_step)
-    ) WITHOUT ROWID;
+      UNIQUE (job, series, first_step)
+    );
     )sql",
     // v18: the rows of progress_steps and metric_points move into chunks.
     sql::kMoveProgressRowsIntoChunks,
