@@ -12,15 +12,23 @@
 namespace headway::sql {
 namespace {
 
-// A series' lines for `steps`, metric value = step / 10.
+// A series' new points for `steps`, metric value = step x scale.
 struct Lines {
-  std::string text;
+  NewPoints points;
   std::vector<SeriesLine> lines;
   explicit Lines(const std::vector<std::int64_t>& steps, double scale = 0.1) {
-    for (std::int64_t s : steps) AppendMetricLine(text, s, static_cast<double>(s) * scale);
-    EXPECT_TRUE(SplitChunk(text, lines).ok());
+    for (std::int64_t s : steps) points.AddMetric(s, static_cast<double>(s) * scale);
+    lines = points.Sorted();
   }
 };
+
+// The text of one chunk of `points` (at most 128).
+std::string ChunkText(NewPoints& points) {
+  auto changes = MergeIntoChunks({}, points.Sorted());
+  EXPECT_TRUE(changes.ok());
+  EXPECT_EQ(changes->write.size(), 1u);
+  return changes->write.at(0).text;
+}
 
 std::vector<std::int64_t> Range(std::int64_t first, std::int64_t last) {
   std::vector<std::int64_t> v;
@@ -30,7 +38,7 @@ std::vector<std::int64_t> Range(std::int64_t first, std::int64_t last) {
 
 Chunk MakeChunk(std::int64_t first, std::int64_t last) {
   Lines l(Range(first, last));
-  return {first, last, static_cast<std::size_t>(last - first + 1), l.text};
+  return {first, last, static_cast<std::size_t>(last - first + 1), ChunkText(l.points)};
 }
 
 std::vector<MetricPoint> Points(const std::string& text) {
@@ -40,7 +48,7 @@ std::vector<MetricPoint> Points(const std::string& text) {
 }
 
 TEST(ProgressChunks, EveryValueComesBackBitForBit) {
-  std::string text;
+  NewPoints metric;
   const double values[] = {0.1,
                            1.0 / 3,
                            -0.0,
@@ -50,21 +58,29 @@ TEST(ProgressChunks, EveryValueComesBackBitForBit) {
                            -std::numeric_limits<double>::infinity(),
                            std::nan("")};
   std::int64_t step = 0;
-  for (double v : values) AppendMetricLine(text, step++, v);
+  for (double v : values) metric.AddMetric(1000000000 + 7 * step++, v);
+  const std::string text = ChunkText(metric);
+  // The first step in full, then the differences.
+  EXPECT_EQ(text.substr(0, 13), "1000000000 0.");
+  EXPECT_EQ(text.substr(text.find('\n') + 1, 2), "7 ");
   const std::vector<MetricPoint> points = Points(text);
   ASSERT_EQ(points.size(), std::size(values));
   for (std::size_t i = 0; i + 1 < points.size(); ++i) {
+    EXPECT_EQ(points[i].step, 1000000000 + 7 * static_cast<std::int64_t>(i));
     EXPECT_EQ(std::signbit(points[i].value), std::signbit(values[i]));
     EXPECT_EQ(points[i].value, values[i]);
   }
   EXPECT_TRUE(std::isnan(points.back().value));
 
-  std::string steps;
-  AppendStepLine(steps, 7, 1700000000123, 100, -0.5, std::nullopt);
-  AppendStepLine(steps, 8, 1700000000124, std::nullopt, std::nullopt, 3.0);
+  NewPoints steps;
+  steps.AddStep(8, 1700000000124, std::nullopt, std::nullopt, 3.0);
+  steps.AddStep(7, 1700000000123, 100, -0.5, std::nullopt);
   std::vector<StepPoint> read;
-  ASSERT_TRUE(DecodeStepChunk(steps, [&](const StepPoint& p) { read.push_back(p); }).ok());
+  ASSERT_TRUE(
+      DecodeStepChunk(ChunkText(steps), [&](const StepPoint& p) { read.push_back(p); }).ok());
   ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].step, 7);
+  EXPECT_EQ(read[1].step, 8);
   EXPECT_EQ(read[0].time, FromUnixMillis(1700000000123));
   EXPECT_EQ(read[0].total_steps, 100);
   EXPECT_EQ(read[0].epoch, -0.5);  // a negative number, not an absent one
@@ -121,7 +137,7 @@ TEST(ProgressChunks, APointInsideAChunkReplacesOrSplitsIt) {
   std::vector<std::int64_t> steps = Range(1, 129);
   steps.erase(steps.begin() + 49);
   Lines all(steps);
-  Chunk full{1, 129, 128, all.text};
+  Chunk full{1, 129, 128, ChunkText(all.points)};
   Lines late({50});
   auto changes = MergeIntoChunks(std::vector<Chunk>{full}, late.lines, 128);
   ASSERT_TRUE(changes.ok());
@@ -153,11 +169,18 @@ TEST(ProgressChunks, NewPointsSpanningChunksMergeThemAndRemoveTheStartsThatGo) {
 
 TEST(ProgressChunks, ADamagedChunkIsRefused) {
   std::vector<SeriesLine> lines;
-  EXPECT_EQ(SplitChunk("1 0.5\n1 0.6\n", lines).code(), StatusCode::kInternal);  // not increasing
+  EXPECT_TRUE(SplitChunk("5 0.5\n1 0.6\n", lines).ok());
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1].step, 6);
+  EXPECT_EQ(lines[1].rest, " 0.6\n");
+  lines.clear();
+  EXPECT_EQ(SplitChunk("1 0.5\n0 0.6\n", lines).code(), StatusCode::kInternal);  // not increasing
   lines.clear();
   EXPECT_EQ(SplitChunk("1 0.5", lines).code(), StatusCode::kInternal);  // no end of line
   EXPECT_EQ(DecodeMetricChunk("1 x\n", [](const MetricPoint&) {}).code(), StatusCode::kInternal);
-  Chunk bad{1, 2, 2, "2 0.5\n1 0.5\n"};
+  EXPECT_EQ(DecodeMetricChunk("1 0.5\n-1 0.5\n", [](const MetricPoint&) {}).code(),
+            StatusCode::kInternal);
+  Chunk bad{1, 2, 2, "2 0.5\n-1 0.5\n"};
   Lines fresh({3});
   EXPECT_FALSE(MergeIntoChunks(std::vector<Chunk>{bad}, fresh.lines, 128).ok());
 }

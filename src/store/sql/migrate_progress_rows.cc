@@ -10,12 +10,9 @@ namespace headway::sql {
 namespace {
 
 Status InsertChunks(Connection& db, const std::string& job, const std::string& series,
-                    const std::string& text) {
-  // `text` holds a series' lines in step order.
-  std::vector<SeriesLine> lines;
-  HEADWAY_RETURN_IF_ERROR(SplitChunk(text, lines));
-  if (lines.empty()) return Status::Ok();
-  auto changes = MergeIntoChunks({}, lines);
+                    NewPoints& points) {
+  if (points.empty()) return Status::Ok();
+  auto changes = MergeIntoChunks({}, points.Sorted());
   if (!changes.ok()) return changes.status();
   Statement insert(db,
                    "INSERT INTO progress_chunks (job, series, first_step, last_step, "
@@ -30,6 +27,7 @@ Status InsertChunks(Connection& db, const std::string& job, const std::string& s
     insert.Bind(6, c.text);
     if (!insert.Run()) return Unavailable("write progress_chunks: " + db.LastError());
   }
+  points = NewPoints();
   return Status::Ok();
 }
 
@@ -49,7 +47,7 @@ Status MoveProgressRowsIntoChunks(Connection& db) {
                     "SELECT metric, step, value, special FROM metric_points WHERE job = ? "
                     "ORDER BY metric, step");
   for (const std::string& job : jobs) {
-    std::string text;
+    NewPoints points;
     steps.Reset();
     steps.Bind(1, job);
     while (steps.Step()) {
@@ -58,21 +56,18 @@ Status MoveProgressRowsIntoChunks(Connection& db) {
       if (!steps.IsNull(2)) total_steps = steps.ColumnInt64(2);
       if (!steps.IsNull(3)) epoch = steps.ColumnDouble(3);
       if (!steps.IsNull(4)) total_epochs = steps.ColumnDouble(4);
-      AppendStepLine(text, steps.ColumnInt64(0), steps.ColumnInt64(1), total_steps, epoch,
-                     total_epochs);
+      points.AddStep(steps.ColumnInt64(0), steps.ColumnInt64(1), total_steps, epoch, total_epochs);
     }
     if (steps.failed()) return Unavailable("read progress_steps: " + db.LastError());
-    HEADWAY_RETURN_IF_ERROR(InsertChunks(db, job, std::string(kStepSeries), text));
+    HEADWAY_RETURN_IF_ERROR(InsertChunks(db, job, std::string(kStepSeries), points));
 
     metrics.Reset();
     metrics.Bind(1, job);
     std::string metric;
-    text.clear();
     while (metrics.Step()) {
       std::string name = metrics.ColumnText(0);
       if (name != metric) {
-        HEADWAY_RETURN_IF_ERROR(InsertChunks(db, job, metric, text));
-        text.clear();
+        HEADWAY_RETURN_IF_ERROR(InsertChunks(db, job, metric, points));
         metric = std::move(name);
       }
       double value = std::numeric_limits<double>::quiet_NaN();
@@ -83,10 +78,10 @@ Status MoveProgressRowsIntoChunks(Connection& db) {
         if (special == "inf") value = std::numeric_limits<double>::infinity();
         if (special == "-inf") value = -std::numeric_limits<double>::infinity();
       }
-      AppendMetricLine(text, metrics.ColumnInt64(1), value);
+      points.AddMetric(metrics.ColumnInt64(1), value);
     }
     if (metrics.failed()) return Unavailable("read metric_points: " + db.LastError());
-    HEADWAY_RETURN_IF_ERROR(InsertChunks(db, job, metric, text));
+    HEADWAY_RETURN_IF_ERROR(InsertChunks(db, job, metric, points));
   }
   for (const char* table : {"progress_steps", "metric_points"}) {
     HEADWAY_RETURN_IF_ERROR(db.Exec(std::string("DELETE FROM ") + table));

@@ -8,9 +8,11 @@
 // A chunk's text is one line per point, in step order, each step once:
 //   steps:   "<step> <time ms> <total_steps> <epoch> <total_epochs>\n"
 //   metrics: "<step> <value>\n"
-// numbers as line_codec.h writes them (values come back bit for bit, NaN
-// and the infinities included). Chunks of a series never overlap: each
-// holds the steps from its first_step to its last_step.
+// where <step> is the step itself on the first line and the step less the
+// line before's on the others (1 for consecutive steps: a third of the text
+// otherwise). Numbers as line_codec.h writes them (values come back bit for
+// bit, NaN and the infinities included). Chunks of a series never overlap:
+// each holds the steps from its first_step to its last_step.
 //
 // This header is the format and the merge, free of I/O; the table is
 // progress_chunks (sql_store.cc reads and writes it). Internal to store/.
@@ -37,20 +39,36 @@ inline constexpr std::string_view kStepSeries = "";
 // 6 KiB for steps, so rewriting a chunk that takes new points stays cheap.
 inline constexpr std::size_t kChunkPoints = 128;
 
-// The lines of new points: appended with their step.
-void AppendStepLine(std::string& out, std::int64_t step, std::int64_t time_millis,
-                    const std::optional<std::int64_t>& total_steps,
-                    const std::optional<double>& epoch, const std::optional<double>& total_epochs);
-void AppendMetricLine(std::string& out, std::int64_t step, double value);
-
-// One point of a series: its step and its whole line, '\n' included.
+// One point of a series: its step, and the rest of its line (from the
+// space after the step up to and including the '\n').
 struct SeriesLine {
   std::int64_t step;
-  std::string_view line;
+  std::string_view rest;
+};
+
+// New points of one series, in the order they came.
+class NewPoints {
+ public:
+  void AddStep(std::int64_t step, std::int64_t time_millis,
+               const std::optional<std::int64_t>& total_steps, const std::optional<double>& epoch,
+               const std::optional<double>& total_epochs);
+  void AddMetric(std::int64_t step, double value);
+  bool empty() const { return points_.empty(); }
+  // By step, each step once: the one added last. Views into this object.
+  std::vector<SeriesLine> Sorted();
+
+ private:
+  struct Point {
+    std::int64_t step;
+    std::uint32_t begin, end;  // in text_
+  };
+  std::string text_;
+  std::vector<Point> points_;
 };
 
 // The lines of a chunk's text, in order. A text these functions did not
 // write (a line without a step, or steps not increasing) is Internal.
+// The views are into `text`.
 Status SplitChunk(std::string_view text, std::vector<SeriesLine>& lines);
 
 // The points of a chunk's text, in step order.

@@ -381,40 +381,28 @@ class SqlStore final : public Store {
   // Files `batches` into their series' chunks (progress_chunks.h), a later
   // report of a step replacing an earlier one. Inside a write transaction.
   Status UpsertProgress(std::span<const ProgressBatch> batches) {
-    // Each series' new lines, in the order they came. Series are numbered
+    // Each series' new points, in the order they came. Series are numbered
     // by first appearance: a job reports a handful of metrics.
-    struct NewLine {
-      std::int64_t step;
-      std::uint32_t begin, end;  // in Series::text
-    };
     struct Series {
       std::string_view job;
       std::string_view name;
-      std::string text;
-      std::vector<NewLine> lines;
+      sql::NewPoints points;
     };
     std::vector<Series> series;
     std::unordered_map<std::string_view, std::uint32_t> step_series;  // by job
     std::vector<std::vector<std::uint32_t>> metric_series;            // by job's step series
-    auto add_line = [](Series& s, std::int64_t step, auto&& append) {
-      const auto begin = static_cast<std::uint32_t>(s.text.size());
-      append(s.text);
-      s.lines.push_back({step, begin, static_cast<std::uint32_t>(s.text.size())});
-    };
     for (const ProgressBatch& batch : batches) {
       auto [it, added] =
           step_series.try_emplace(batch.job, static_cast<std::uint32_t>(series.size()));
       const std::uint32_t steps_of_job = it->second;
       if (added) {
-        series.push_back({batch.job, sql::kStepSeries, {}, {}});
+        series.push_back({batch.job, sql::kStepSeries, {}});
         metric_series.resize(series.size());
       }
       const std::int64_t received = ToUnixMillis(batch.received);
       for (const ProgressReport& r : batch.reports) {
-        add_line(series[steps_of_job], r.step, [&](std::string& out) {
-          sql::AppendStepLine(out, r.step, r.time ? ToUnixMillis(*r.time) : received, r.total_steps,
-                              r.epoch, r.total_epochs);
-        });
+        series[steps_of_job].points.AddStep(r.step, r.time ? ToUnixMillis(*r.time) : received,
+                                            r.total_steps, r.epoch, r.total_epochs);
         for (const auto& [name, value] : r.metrics) {
           std::vector<std::uint32_t>& metrics_of_job = metric_series[steps_of_job];
           auto m = std::find_if(metrics_of_job.begin(), metrics_of_job.end(),
@@ -422,33 +410,24 @@ class SqlStore final : public Store {
           std::uint32_t index = 0;
           if (m == metrics_of_job.end()) {
             index = static_cast<std::uint32_t>(series.size());
-            series.push_back({batch.job, name, {}, {}});
+            series.push_back({batch.job, name, {}});
             metric_series.resize(series.size());
             metric_series[steps_of_job].push_back(index);
           } else {
             index = *m;
           }
-          add_line(series[index], r.step,
-                   [&](std::string& out) { sql::AppendMetricLine(out, r.step, value); });
+          series[index].points.AddMetric(r.step, value);
         }
       }
     }
     std::vector<
         std::pair<std::tuple<std::string, std::string, std::int64_t>, std::vector<sql::Value>>>
         rows;
-    std::vector<sql::SeriesLine> fresh;
     std::vector<sql::Chunk> stored;
     Statement chunks_at_or_below(*db_, kChunksAtOrBelow);
     for (Series& s : series) {
       // By step, the last report of a step kept.
-      std::stable_sort(s.lines.begin(), s.lines.end(),
-                       [](const NewLine& a, const NewLine& b) { return a.step < b.step; });
-      fresh.clear();
-      for (std::size_t i = 0; i < s.lines.size(); ++i) {
-        if (i + 1 < s.lines.size() && s.lines[i + 1].step == s.lines[i].step) continue;
-        const NewLine& l = s.lines[i];
-        fresh.push_back({l.step, std::string_view(s.text).substr(l.begin, l.end - l.begin)});
-      }
+      const std::vector<sql::SeriesLine> fresh = s.points.Sorted();
       stored.clear();
       const Tail* tail = FindTail(s.job, s.name);
       if (tail == nullptr) {
