@@ -116,6 +116,26 @@ void FuzzProgressReport(const std::uint8_t* data, std::size_t size) {
   auto reports = DecodeProgressReports(Text(data, size), limits);
   auto markers = DecodeMarkerReports(Text(data, size), limits);
   if (reports.ok()) FUZZ_CHECK(markers.ok());
+  // The HTTP form reads well-formed bodies as the parser goes and the
+  // stdout form from the whole document: where the first takes a body,
+  // both read the same reports from it.
+  if (reports.ok()) {
+    FUZZ_CHECK(reports->size() == markers->size());
+    auto same = [](double a, double b) {
+      return std::isnan(a) ? std::isnan(b) : a == b && std::signbit(a) == std::signbit(b);
+    };
+    for (std::size_t i = 0; i < reports->size(); ++i) {
+      const ProgressReport& a = (*reports)[i];
+      const ProgressReport& b = (*markers)[i];
+      FUZZ_CHECK(a.step == b.step && a.total_steps == b.total_steps && a.epoch == b.epoch &&
+                 a.total_epochs == b.total_epochs && a.time == b.time);
+      FUZZ_CHECK(a.metrics.size() == b.metrics.size());
+      for (const auto& [name, value] : a.metrics) {
+        auto it = b.metrics.find(name);
+        FUZZ_CHECK(it != b.metrics.end() && same(value, it->second));
+      }
+    }
+  }
   for (const auto* decoded : {&reports, &markers}) {
     if (!decoded->ok()) continue;
     FUZZ_CHECK(!(*decoded)->empty() && (*decoded)->size() <= limits.max_reports);

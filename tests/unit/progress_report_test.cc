@@ -57,6 +57,45 @@ TEST(ProgressReportDecoder, RejectsWithTheFieldNamed) {
   }
 }
 
+// Well-formed reports are read as the parser goes, anything else by the
+// document; both read a body the same way, a key given twice included.
+TEST(ProgressReportDecoder, ReadsEveryValidFormAsTheDocumentDoes) {
+  auto r = DecodeProgressReports(
+      R"({"step": 3, "total_steps": 5, "total_steps": null, "epoch": 2, "metrics": {"a": 1},
+          "metrics": {"b": 2, "b": 3, "c": -0.0}, "step": 4})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].step, 4);
+  EXPECT_FALSE((*r)[0].total_steps);
+  EXPECT_EQ((*r)[0].epoch, 2.0);
+  EXPECT_EQ((*r)[0].metrics, (std::map<std::string, double>{{"b", 3.0}, {"c", -0.0}}));
+  EXPECT_TRUE(std::signbit((*r)[0].metrics.at("c")));
+
+  // A value past int64 as a metric, a time, null fields: read all the same.
+  r = DecodeProgressReports(R"({"reports": [
+      {"step": 9223372036854775807, "metrics": {"n": 18446744073709551615}},
+      {"step": 0, "epoch": null, "metrics": null, "time": "2026-12-02T10:00:00Z"},
+      {"step": 2, "total_epochs": 3, "metrics": {"x": "nan", "y": "-inf"}}]})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ((*r)[0].step, 9223372036854775807);
+  EXPECT_EQ((*r)[0].metrics.at("n"), 18446744073709551615.0);
+  EXPECT_EQ((*r)[1].time, ParseRfc3339("2026-12-02T10:00:00Z"));
+  EXPECT_TRUE((*r)[1].metrics.empty());
+  EXPECT_TRUE(std::isnan((*r)[2].metrics.at("x")));
+  EXPECT_EQ((*r)[2].total_epochs, 3.0);
+
+  // What neither takes, each refuses with the same words.
+  for (const char* body :
+       {R"({"step": 9223372036854775808})", R"({"step": 1.0})", R"({"step": 1} x)",
+        R"({"reports": [{"step": 1}], "x": 1})", R"({"step": 1, "reports": []})", R"({})",
+        R"([{"step": 1}])", R"({"reports": [{"step": 1, "metrics": {"a": [1]}}]})",
+        R"({"step": 1, "metrics": {"a b": 1}})", R"({"step": 1, "metrics": {"d": 1e400}})"}) {
+    auto refused = DecodeProgressReports(body);
+    EXPECT_FALSE(refused.ok()) << body;
+  }
+}
+
 TEST(ProgressReportDecoder, EnforcesLimits) {
   ProgressLimits limits;
   limits.max_reports = 2;
