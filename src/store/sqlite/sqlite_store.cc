@@ -2,12 +2,9 @@
 // mode, synchronous=FULL, migrated by PRAGMA user_version.
 #include <sqlite3.h>
 
-#include <condition_variable>
 #include <iterator>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -444,32 +441,11 @@ class SqliteStatement final : public sql::StatementImpl {
 
 class SqliteConnection final : public sql::Connection {
  public:
-  SqliteConnection(sqlite3* db, std::string path)
-      : db_(db), path_(std::move(path)), statements_(std::make_unique<StatementCache>(db)) {}
+  explicit SqliteConnection(sqlite3* db)
+      : db_(db), statements_(std::make_unique<StatementCache>(db)) {}
   ~SqliteConnection() override {
-    if (checkpointer_.joinable()) {
-      {
-        std::lock_guard lock(checkpoint_mu_);
-        stop_checkpointing_ = true;
-      }
-      checkpoint_wanted_.notify_one();
-      checkpointer_.join();
-    }
     statements_.reset();  // finalized before the close
     sqlite3_close(db_);
-  }
-
-  // Copies the WAL back into the database on a thread and connection of its
-  // own once it holds kCheckpointPages, instead of in the commit that
-  // crossed that mark (SQLite's automatic checkpoint): under ingest load
-  // the commit's own checkpoint took about an eighth of the writer's time
-  // and set its slowest commits. A passive checkpoint never waits for the
-  // writer. If the WAL still reaches kCheckpointHerePages (checkpoints that
-  // never catch up with a busy writer), the committing connection copies it
-  // back itself, so the file stays bounded.
-  void CheckpointInTheBackground() {
-    sqlite3_wal_hook(db_, &SqliteConnection::OnCommit, this);
-    checkpointer_ = std::thread([this] { CheckpointWhenAsked(); });
   }
 
   std::unique_ptr<sql::StatementImpl> Prepare(const std::string& sql) override {
@@ -573,56 +549,8 @@ class SqliteConnection final : public sql::Connection {
   }
 
  private:
-  static constexpr int kCheckpointPages = 1000;  // SQLite's default for its own
-  static constexpr int kCheckpointHerePages = 16384;
-
-  static int OnCommit(void* self, sqlite3* db, const char*, int pages) {
-    auto* connection = static_cast<SqliteConnection*>(self);
-    if (pages >= kCheckpointHerePages) {
-      sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
-    } else if (pages >= kCheckpointPages) {
-      {
-        std::lock_guard lock(connection->checkpoint_mu_);
-        connection->checkpoint_asked_ = true;
-      }
-      connection->checkpoint_wanted_.notify_one();
-    }
-    return SQLITE_OK;
-  }
-
-  void CheckpointWhenAsked() {
-    sqlite3* own = nullptr;
-    std::unique_lock lock(checkpoint_mu_);
-    for (;;) {
-      checkpoint_wanted_.wait(lock, [&] { return stop_checkpointing_ || checkpoint_asked_; });
-      if (stop_checkpointing_) break;
-      checkpoint_asked_ = false;
-      lock.unlock();
-      if (own == nullptr &&
-          sqlite3_open_v2(path_.c_str(), &own, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                          nullptr) == SQLITE_OK) {
-        sqlite3_busy_timeout(own, 5000);
-        // As the writer's: the database file is synced after each copy.
-        sqlite3_exec(own, "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr);
-      }
-      // Busy (the writer is checkpointing itself) or failed: the next
-      // commit asks again.
-      if (own != nullptr) {
-        sqlite3_wal_checkpoint_v2(own, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
-      }
-      lock.lock();
-    }
-    sqlite3_close(own);
-  }
-
   sqlite3* db_;
-  std::string path_;
   std::unique_ptr<StatementCache> statements_;
-  std::mutex checkpoint_mu_;
-  std::condition_variable checkpoint_wanted_;
-  bool checkpoint_asked_ = false;
-  bool stop_checkpointing_ = false;
-  std::thread checkpointer_;
 };
 
 }  // namespace
@@ -646,9 +574,9 @@ Result<std::unique_ptr<sql::Connection>> sql::OpenSqliteConnection(const std::st
     return Unavailable("cannot open database " + path + ": " + message);
   }
   sqlite3_busy_timeout(db, 5000);
-  auto connection = std::make_unique<SqliteConnection>(db, path);
+  auto connection = std::make_unique<SqliteConnection>(db);
   HEADWAY_RETURN_IF_ERROR(connection->Migrate());
-  connection->CheckpointInTheBackground();
+
   return std::unique_ptr<sql::Connection>(std::move(connection));
 }
 
