@@ -5,12 +5,11 @@
 // with the write rate of the disk, not with the number of reporters.
 //
 // Between commits the writer has the store file what it acknowledged
-// (Store::FoldProgress): in groups of kFoldReports once that many wait, so a
-// job's pages are written once for many of its reports, and in full when no
-// report has come for a while. A report arriving during a group waits for
-// it (about 10 ms for 1,024 reports of 32 jobs), which sets the p99 of a
-// loaded server; groups of 512 halve the wait but cost a third more per
-// report filed (bench/README.md, "The report log").
+// (Store::FoldProgress): in groups of kFoldReports once that many wait, so
+// each series' chunk takes many of its reports per write, and in full when
+// no report has come for a while. A report arriving during a group waits
+// for it, which sets much of the p99 of a loaded server (bench/README.md,
+// "The report log" and "Series in chunks").
 //
 // Thread safety: Write/WriteAsync are thread-safe.
 #pragma once
