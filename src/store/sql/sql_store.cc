@@ -540,70 +540,48 @@ class SqlStore final : public Store {
     return Status::Ok();
   }
 
-  // Calls `visit` with the text of each chunk of a series whose first_step
-  // is at most `at_most` (all of them by default), newest first, until it
-  // returns false. Rows are read a page at a time: a server database sends
-  // a whole result at once.
-  Status VisitChunksNewestFirst(std::string_view job, std::string_view series,
-                                const std::function<bool(std::string_view)>& visit,
-                                std::int64_t at_most = std::numeric_limits<std::int64_t>::max()) {
-    Statement q(*db_,
-                "SELECT first_step, points FROM progress_chunks WHERE job = ? AND "
-                "series = ? AND first_step <= ? ORDER BY first_step DESC LIMIT ?");
-    const std::string job_name(job), series_name(series);
-    for (;;) {
-      q.Reset();
-      q.Bind(1, job_name);
-      q.Bind(2, series_name);
-      q.Bind(3, at_most);
-      q.Bind(4, kChunksPerPage);
-      std::int64_t rows = 0;
-      while (q.Step()) {
-        ++rows;
-        const std::int64_t first_step = q.ColumnInt64(0);
-        if (!visit(q.ColumnText(1)) || first_step == std::numeric_limits<std::int64_t>::min()) {
-          return Status::Ok();
-        }
-        at_most = first_step - 1;
-      }
-      if (q.failed()) return Unavailable("read progress_chunks: " + LastError());
-      if (rows < kChunksPerPage) return Status::Ok();
-    }
-  }
+  enum class Order { kNewestFirst, kOldestFirst };
 
-  // As VisitChunksNewestFirst, oldest first from the chunk that holds (or
-  // would hold) step `from` on.
-  Status VisitChunksOldestFirst(std::string_view job, std::string_view series, std::int64_t from,
-                                const std::function<bool(std::string_view)>& visit) {
+  // Calls `visit` with the text of each chunk of a series in `order` until
+  // it returns false: newest first, or oldest first from the chunk that
+  // holds (or would hold) step `from` on. Rows are read a page at a time: a
+  // server database sends a whole result at once.
+  Status VisitChunks(std::string_view job, std::string_view series, Order order,
+                     const std::function<bool(std::string_view)>& visit,
+                     std::int64_t from = std::numeric_limits<std::int64_t>::min()) {
     const std::string job_name(job), series_name(series);
-    std::int64_t at_least = std::numeric_limits<std::int64_t>::min();
-    {
+    const bool newest_first = order == Order::kNewestFirst;
+    std::int64_t bound = std::numeric_limits<std::int64_t>::max();  // of first_step, inclusive
+    if (!newest_first) {
+      bound = std::numeric_limits<std::int64_t>::min();
       Statement start(*db_,
                       "SELECT first_step FROM progress_chunks WHERE job = ? AND "
                       "series = ? AND first_step <= ? ORDER BY first_step DESC LIMIT 1");
       start.Bind(1, job_name);
       start.Bind(2, series_name);
       start.Bind(3, from);
-      if (start.Step()) at_least = start.ColumnInt64(0);
+      if (start.Step()) bound = start.ColumnInt64(0);
       if (start.failed()) return Unavailable("read progress_chunks: " + LastError());
     }
-    Statement q(*db_,
-                "SELECT first_step, points FROM progress_chunks WHERE job = ? AND "
-                "series = ? AND first_step >= ? ORDER BY first_step LIMIT ?");
+    Statement q(*db_, newest_first
+                          ? "SELECT first_step, points FROM progress_chunks WHERE job = ? AND "
+                            "series = ? AND first_step <= ? ORDER BY first_step DESC LIMIT ?"
+                          : "SELECT first_step, points FROM progress_chunks WHERE job = ? AND "
+                            "series = ? AND first_step >= ? ORDER BY first_step LIMIT ?");
+    const std::int64_t last = newest_first ? std::numeric_limits<std::int64_t>::min()
+                                           : std::numeric_limits<std::int64_t>::max();
     for (;;) {
       q.Reset();
       q.Bind(1, job_name);
       q.Bind(2, series_name);
-      q.Bind(3, at_least);
+      q.Bind(3, bound);
       q.Bind(4, kChunksPerPage);
       std::int64_t rows = 0;
       while (q.Step()) {
         ++rows;
         const std::int64_t first_step = q.ColumnInt64(0);
-        if (!visit(q.ColumnText(1)) || first_step == std::numeric_limits<std::int64_t>::max()) {
-          return Status::Ok();
-        }
-        at_least = first_step + 1;
+        if (!visit(q.ColumnText(1)) || first_step == last) return Status::Ok();
+        bound = newest_first ? first_step - 1 : first_step + 1;
       }
       if (q.failed()) return Unavailable("read progress_chunks: " + LastError());
       if (rows < kChunksPerPage) return Status::Ok();
@@ -618,15 +596,16 @@ class SqlStore final : public Store {
                                           std::size_t limit, Decode decode) {
     std::vector<Point> newest_first, chunk;
     Status decoded = Status::Ok();
-    HEADWAY_RETURN_IF_ERROR(VisitChunksNewestFirst(job, series, [&](std::string_view text) {
-      chunk.clear();
-      decoded = decode(text, [&](const Point& p) { chunk.push_back(p); });
-      if (!decoded.ok()) return false;
-      for (auto it = chunk.rbegin(); it != chunk.rend() && newest_first.size() < limit; ++it) {
-        newest_first.push_back(*it);
-      }
-      return newest_first.size() < limit;
-    }));
+    HEADWAY_RETURN_IF_ERROR(
+        VisitChunks(job, series, Order::kNewestFirst, [&](std::string_view text) {
+          chunk.clear();
+          decoded = decode(text, [&](const Point& p) { chunk.push_back(p); });
+          if (!decoded.ok()) return false;
+          for (auto it = chunk.rbegin(); it != chunk.rend() && newest_first.size() < limit; ++it) {
+            newest_first.push_back(*it);
+          }
+          return newest_first.size() < limit;
+        }));
     HEADWAY_RETURN_IF_ERROR(decoded);
     std::reverse(newest_first.begin(), newest_first.end());
     return newest_first;
@@ -655,13 +634,15 @@ class SqlStore final : public Store {
     std::vector<MetricPoint> points;
     if (limit == 0 || metric.empty()) return points;
     Status decoded = Status::Ok();
-    HEADWAY_RETURN_IF_ERROR(
-        VisitChunksOldestFirst(job, metric, after_step, [&](std::string_view text) {
+    HEADWAY_RETURN_IF_ERROR(VisitChunks(
+        job, metric, Order::kOldestFirst,
+        [&](std::string_view text) {
           decoded = sql::DecodeMetricChunk(text, [&](const MetricPoint& p) {
             if (p.step > after_step && points.size() < limit) points.push_back(p);
           });
           return decoded.ok() && points.size() < limit;
-        }));
+        },
+        after_step));
     HEADWAY_RETURN_IF_ERROR(decoded);
     return points;
   }
@@ -672,8 +653,8 @@ class SqlStore final : public Store {
     HEADWAY_RETURN_IF_ERROR(FoldBeforeRead());
     if (metric.empty()) return Status::Ok();
     Status decoded = Status::Ok();
-    HEADWAY_RETURN_IF_ERROR(VisitChunksOldestFirst(
-        job, metric, std::numeric_limits<std::int64_t>::min(), [&](std::string_view text) {
+    HEADWAY_RETURN_IF_ERROR(
+        VisitChunks(job, metric, Order::kOldestFirst, [&](std::string_view text) {
           decoded = sql::DecodeMetricChunk(text, visit);
           return decoded.ok();
         }));
