@@ -251,8 +251,8 @@ class SqlStore final : public Store {
   // writer's commits), each page takes many reports per write. Every read of
   // the series chunks files what waits first, so readers never see the log.
 
-  // A request this long is filed at once: its reports share their job's
-  // pages, so the log would only add work.
+  // A request this long is filed at once: its reports fill their series'
+  // chunks by themselves, so the log would only add work.
   static constexpr std::size_t kFiledAtOnce = 64;
 
   Status AppendProgress(const std::vector<ProgressBatch>& batches) override {
