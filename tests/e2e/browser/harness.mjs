@@ -80,14 +80,18 @@ export async function api(server, method, route, body, token = server.token) {
   return { status: response.status, body: parsed };
 }
 
-// Stops the jobs that run (their processes outlive the server otherwise), then
-// the server, and removes its data dir. Queued jobs go with the data dir.
+// Stops the jobs that run (their processes outlive the server otherwise) and
+// the queued ones (which the GPUs freed would start meanwhile, writing into
+// the data dir as it is removed), then the server, and removes its data dir.
 async function stopServer(server, log) {
   try {
-    const running = async () => {
-      const lists = await Promise.all(['Starting', 'Running'].map((state) => server.api('GET', `/api/v1/jobs?state=${state}`)));
+    const inStates = async (states) => {
+      const lists = await Promise.all(states.map((state) => server.api('GET', `/api/v1/jobs?state=${state}`)));
       return lists.flatMap(({ body }) => (body.jobs || []).map((j) => j.name));
     };
+    const running = () => inStates(['Starting', 'Running']);
+    const queued = await inStates(['Queued']);
+    await Promise.all(queued.map((name) => server.api('POST', `/api/v1/jobs/${name}/stop`, { reason: 'test teardown' })));
     let names = await running();
     await Promise.all(names.map((name) => server.api('POST', `/api/v1/jobs/${name}/stop`, { reason: 'test teardown' })));
     for (let i = 0; i < 100 && names.length; i++) {
@@ -103,7 +107,8 @@ async function stopServer(server, log) {
     clearTimeout(timer);
   }
   log.end();
-  fs.rmSync(server.dataDir, { recursive: true, force: true });
+  // A job's supervisor may still be closing its log: retried, not failed.
+  fs.rmSync(server.dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
 }
 
 // Headless Chromium with a new, empty profile; close() also removes the profile.
