@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
 
 #include "core/series_summary.h"
 
@@ -10,6 +12,15 @@ namespace headway {
 namespace {
 
 using nlohmann::json;
+
+// The value a metric given as a string names: "NaN", "Infinity",
+// "-Infinity" (strict JSON has no literal for them), or "nan", "inf", "-inf".
+std::optional<double> NonFiniteNamed(std::string_view s) {
+  if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
+  if (s == "Infinity" || s == "inf") return std::numeric_limits<double>::infinity();
+  if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
+  return std::nullopt;
+}
 
 Status FieldError(const std::string& field, std::string message) {
   return InvalidArgument(std::move(message)).WithField(field);
@@ -203,17 +214,8 @@ class WellFormedReports final : public nlohmann::json_sax<json> {
   bool number_float(number_float_t v, const string_t&) override { return Number(v); }
   bool string(string_t& v) override {
     if (expect_ != Expect::kMetricValue) return false;
-    double value = 0;
-    if (v == "NaN" || v == "nan") {
-      value = std::numeric_limits<double>::quiet_NaN();
-    } else if (v == "Infinity" || v == "inf") {
-      value = std::numeric_limits<double>::infinity();
-    } else if (v == "-Infinity" || v == "-inf") {
-      value = -std::numeric_limits<double>::infinity();
-    } else {
-      return false;
-    }
-    return Metric(value);
+    const std::optional<double> value = NonFiniteNamed(v);
+    return value && Metric(*value);
   }
   bool binary(binary_t&) override { return false; }
 
@@ -390,10 +392,7 @@ std::vector<MetricBucket> Downsample(const std::vector<MetricPoint>& points, std
 Result<double> ParseMetricValue(const std::string& field, const json& v) {
   if (v.is_number()) return v.get<double>();
   if (v.is_string()) {
-    const auto& s = v.get_ref<const std::string&>();
-    if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
-    if (s == "Infinity" || s == "inf") return std::numeric_limits<double>::infinity();
-    if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
+    if (auto value = NonFiniteNamed(v.get_ref<const std::string&>())) return *value;
   }
   return InvalidArgument("must be a number (or \"NaN\", \"Infinity\", \"-Infinity\"), got " +
                          v.dump().substr(0, 40))
