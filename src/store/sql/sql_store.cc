@@ -389,34 +389,28 @@ class SqlStore final : public Store {
       sql::NewPoints points;
     };
     std::vector<Series> series;
-    std::unordered_map<std::string_view, std::uint32_t> step_series;  // by job
-    std::vector<std::vector<std::uint32_t>> metric_series;            // by job's step series
+    struct SeriesOfJob {
+      std::uint32_t steps;
+      std::vector<std::uint32_t> metrics;  // indices into `series`
+    };
+    std::unordered_map<std::string_view, SeriesOfJob> of_job;
     for (const ProgressBatch& batch : batches) {
       auto [it, added] =
-          step_series.try_emplace(batch.job, static_cast<std::uint32_t>(series.size()));
-      const std::uint32_t steps_of_job = it->second;
-      if (added) {
-        series.push_back({batch.job, sql::kStepSeries, {}});
-        metric_series.resize(series.size());
-      }
+          of_job.try_emplace(batch.job, SeriesOfJob{static_cast<std::uint32_t>(series.size()), {}});
+      SeriesOfJob& job = it->second;
+      if (added) series.push_back({batch.job, sql::kStepSeries, {}});
       const std::int64_t received = ToUnixMillis(batch.received);
       for (const ProgressReport& r : batch.reports) {
-        series[steps_of_job].points.AddStep(r.step, r.time ? ToUnixMillis(*r.time) : received,
-                                            r.total_steps, r.epoch, r.total_epochs);
+        series[job.steps].points.AddStep(r.step, r.time ? ToUnixMillis(*r.time) : received,
+                                         r.total_steps, r.epoch, r.total_epochs);
         for (const auto& [name, value] : r.metrics) {
-          std::vector<std::uint32_t>& metrics_of_job = metric_series[steps_of_job];
-          auto m = std::find_if(metrics_of_job.begin(), metrics_of_job.end(),
+          auto m = std::find_if(job.metrics.begin(), job.metrics.end(),
                                 [&](std::uint32_t i) { return series[i].name == name; });
-          std::uint32_t index = 0;
-          if (m == metrics_of_job.end()) {
-            index = static_cast<std::uint32_t>(series.size());
+          if (m == job.metrics.end()) {
+            m = job.metrics.insert(m, static_cast<std::uint32_t>(series.size()));
             series.push_back({batch.job, name, {}});
-            metric_series.resize(series.size());
-            metric_series[steps_of_job].push_back(index);
-          } else {
-            index = *m;
           }
-          series[index].points.AddMetric(r.step, value);
+          series[*m].points.AddMetric(r.step, value);
         }
       }
     }
