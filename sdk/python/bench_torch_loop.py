@@ -4,13 +4,16 @@
 A small MLP trains on CPU with steps of about --step-ms milliseconds. The same loop runs
 without reporting and with one report() per step (loss as a 0-d tensor, learning rate,
 epoch, total steps), alternating, --rounds times. Printed: the time inside report() per
-call in the loop (median and p99 of every call, beside an empty function's: after a
-training step any call starts with cold caches), and steps/s with and without it. On a
-shared 2-core machine the steps/s differ by +-2% between identical loops: the call
-times resolve far finer. The reports go to
-a capture server on 127.0.0.1 in a process of its own (http.server, a stand-in for
-Headway's progress endpoint: the sender thread's work is the same, the server's is not
-measured here).
+call in the loop (median and p99 of every call), and steps/s with and without it. After
+a training step any call starts with cold caches, so the calls are measured beside an
+empty Python function's and a disabled reporter's (the C intake returning at once: the
+floor under every call through it, the clock reads that time it included). Rows: this
+SDK with its C intake where the build tree has it (build/python), the same with its
+Python intake, and with --baseline-sdk another SDK. On a shared 2-core machine the
+steps/s differ by +-2% between identical loops: the call times resolve far finer. The
+reports go to a capture server on 127.0.0.1 in a process of its own (http.server, a
+stand-in for Headway's progress endpoint: the sender thread's work is the same, the
+server's is not measured here).
 
     /usr/bin/python3 sdk/python/bench_torch_loop.py [--steps N] [--rounds R] [--step-ms MS]
     /usr/bin/python3 sdk/python/bench_torch_loop.py --baseline-sdk /path/to/other/sdk/python
@@ -84,6 +87,10 @@ def main():
                     help="another sdk/python directory to measure in the same rounds")
     a = ap.parse_args()
     here = os.path.dirname(os.path.abspath(__file__))
+    # The SDK's compiled intake, where the build tree has it (see sdk/python/CMakeLists.txt).
+    built = os.path.join(os.path.dirname(os.path.dirname(here)), "build", "python")
+    if os.path.isdir(built):
+        sys.path.insert(0, built)
     sdks = {"this SDK": _load_sdk("headway", here)}
     if a.baseline_sdk:
         sdks["baseline"] = _load_sdk("headway_baseline", a.baseline_sdk)
@@ -128,6 +135,16 @@ def main():
     reporters = {"empty call": _EmptyReporter()}
     reporters.update({name: sdk.Reporter(url=url, job="bench", token="t", env={})
                       for name, sdk in sdks.items()})
+    # The same SDK with its Python intake: what it costs where the C part is not built.
+    this = sdks["this SDK"].reporter
+    if this.Intake is not this.PyIntake:
+        this.Intake = this.PyIntake
+        reporters["py intake"] = sdks["this SDK"].Reporter(url=url, job="bench", token="t",
+                                                          env={})
+        this.Intake = type(reporters["this SDK"]._intake)
+    # Outside Headway: the intake returns at once. With the C intake, the least any call
+    # through it costs here, the floor under the figures above it.
+    reporters["disabled"] = sdks["this SDK"].Reporter(env={})
     n = a.steps
 
     def plain():
@@ -177,7 +194,7 @@ def main():
         print("%-10s %11.2f us %11.2f us %10.1f %7.2f%%" % (
             name, c[len(c) // 2] / 1e3, c[int(len(c) * 0.99)] / 1e3, rate,
             100.0 * (plain_rate - rate) / plain_rate))
-        if name != "empty call" and st["sent"] < len(c):
+        if name not in ("empty call", "disabled") and st["sent"] < len(c):
             print("           %d of %d points delivered" % (st["sent"], len(c)))
     server.kill()
     server.wait()

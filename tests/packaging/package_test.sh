@@ -33,6 +33,12 @@ sh -n "$WORK/control/postinst" || fail "postinst does not parse"
 "$WORK/root/usr/bin/headway" --help | grep -q "server" || fail "packaged binary does not run"
 PYTHONPATH="$WORK/root/usr/lib/python3/dist-packages" /usr/bin/python3 -c 'import headway' ||
   fail "packaged SDK does not import"
+# Where the build made the SDK's compiled intake, the package holds it and the SDK uses it.
+if compgen -G "$BUILD/python/headway/_intake*.so" >/dev/null; then
+  PYTHONPATH="$WORK/root/usr/lib/python3/dist-packages" /usr/bin/python3 -c '
+import headway.reporter as r
+assert r.Intake is not r.PyIntake, r.Intake' || fail "packaged SDK does not use its compiled intake"
+fi
 # No world-writable file, no file owned by anyone but root.
 if dpkg-deb -c "$DEB" | awk '{print $1, $2}' | grep -v ' root/root$'; then fail "non-root owner"; fi
 writable=$(dpkg-deb -c "$DEB" | awk '$1 ~ /^[-d].......w./')

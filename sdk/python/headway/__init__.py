@@ -12,6 +12,12 @@ Outside Headway (no HEADWAY_URL / HEADWAY_JOB) report() is a no-op, so the same 
 runs anywhere. Framework adapters live in headway.callbacks (imported on demand).
 """
 
+import pkgutil as _pkgutil
+
+# A build tree keeps the compiled part of the package (headway/_intake*.so) in a
+# directory of its own; with that directory on sys.path it joins this package.
+__path__ = _pkgutil.extend_path(__path__, __name__)
+
 from .artifacts import load_artifact, restore_checkpoint, save_artifact, save_checkpoint
 from .checkpoint import install_on_import as _install_on_import
 from .checkpoint import should_checkpoint

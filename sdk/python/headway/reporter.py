@@ -7,8 +7,9 @@
 Contract
 --------
 * report() never blocks on the network, never waits for a lock and never raises into the
-  caller. It stamps the call with the wall-clock time and appends its arguments, as they
-  are, to a bounded intake buffer (well under a microsecond). One daemon thread, started
+  caller. It stamps the call with the wall-clock time and keeps its arguments, as they
+  are, in a bounded intake buffer (PyIntake, or headway._intake.Intake in C where it is
+  built: well under a microsecond either way). One daemon thread, started
   on the first report(), validates and converts what the intake holds and sends it in
   batches. Values are read there, not in report(): a tensor changed in place after
   report() is sent with its new value, so report `loss.item()` or a fresh tensor, as
@@ -180,6 +181,60 @@ def rfc3339(t: float) -> str:
     return "%s.%03dZ" % (text, ms)
 
 
+class PyIntake:
+    """Intake(capacity, wake): what Reporter.report() does on the training loop's thread.
+
+    report() appends (number, time, step, total_steps, epoch, total_epochs, metrics) to
+    a deque of `capacity` entries that drops the oldest when full, as they came, and
+    calls wake() once `wake_at` entries are held; take() returns and removes them all.
+    headway._intake.Intake does the same in C at a fraction of the cost (see
+    sdk/python/src/intake.c) and is used where it is built; this is the fallback.
+    """
+
+    __slots__ = ("wake_at", "accepting", "last_totals", "_entries", "_append", "_wake",
+                 "_numbers")
+
+    def __init__(self, capacity: int, wake: Any) -> None:
+        self._entries: "collections.deque[tuple]" = collections.deque(maxlen=capacity)
+        self._append = self._entries.append  # atomic: no lock
+        self._wake = wake
+        self._numbers = itertools.count(1)  # next() is atomic: numbers every report()
+        self.wake_at = 1
+        self.accepting = False
+        self.last_totals: Tuple[Any, Any] = (None, None)
+
+    def report(self, /, step: Any, *, total_steps: Any = None, epoch: Any = None,
+               total_epochs: Any = None, **metrics: Any) -> None:
+        if not self.accepting:
+            return
+        self._append((next(self._numbers), _now(), step, total_steps, epoch, total_epochs,
+                      metrics))
+        if len(self._entries) >= self.wake_at:
+            self._wake()
+        if total_steps is not None or total_epochs is not None:
+            self.last_totals = (total_steps, total_epochs)
+
+    def take(self) -> List[tuple]:
+        entries, taken = self._entries, []
+        while True:
+            try:
+                taken.append(entries.popleft())
+            except IndexError:
+                return taken
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+try:
+    from ._intake import Intake
+except ImportError:  # not built: pip without a compiler, or sdk/python on PYTHONPATH
+    Intake = PyIntake
+
+
 class Reporter:
     """Sends progress points of one job to Headway from a background thread.
 
@@ -245,16 +300,20 @@ class Reporter:
         self._lock = lock
         self._work = threading.Condition(lock)   # the sender waits on it
         self._done = threading.Condition(lock)   # flush() waits on it
-        # report() appends (number, time, step, total_steps, epoch, total_epochs, metrics)
-        # here without a lock (deque.append is atomic); the sender moves them, validated,
-        # to _queue. When full, append() drops the oldest entry itself.
-        self._intake: "collections.deque[tuple]" = collections.deque(maxlen=self._max_queue)
-        self._numbers = itertools.count(1)  # next() is atomic: numbers every report()
+        # report() keeps each call in the intake, without a lock; the sender takes them,
+        # validated, to _queue. The intake holds max_queue reports and drops the oldest.
+        # It is the C one where headway._intake is built. Its wake_at is the intake
+        # length at which the sender wants waking: 1 when it sleeps for want of points,
+        # a full batch while it paces requests, never while it sends or once closed.
+        # Its last_totals are the totals report() saw last: carried to the next point
+        # kept when the intake dropped the points that held them.
+        intake = Intake(self._max_queue, self._wake)
+        intake.accepting = self.enabled  # report() returns at once when False
+        self._intake = intake
+        if type(self).report is Reporter.report:
+            self.report = intake.report  # the loop calls the intake with no frame between
         self._taken = 0          # highest intake number moved to _queue so far
         self._drain_lock = threading.Lock()  # one drainer at a time keeps the order
-        # The totals report() saw last: carried to the next point kept when the intake
-        # dropped the points that held them.
-        self._last_totals: Tuple[Any, Any] = (None, None)
         self._queue: "collections.deque[Tuple[int, Dict[str, Any]]]" = collections.deque()
         self._seq = 0            # sequence number of the last accepted point
         self._resolved = 0       # every point with seq <= this is acked/rejected/dropped
@@ -266,8 +325,6 @@ class Reporter:
         self._split_limit = self._batch_size  # lowered while bisecting a 413/400 batch
         self._split_hi = 0       # ... until every point up to this seq is resolved
         self._closed = False
-        self._accepting = self.enabled  # report() returns at once when False
-        self._wake_at = 1  # see report()
         self._thread: Optional[threading.Thread] = None
         self._transport: Optional[Transport] = None
         self._atexit_registered = False
@@ -278,7 +335,7 @@ class Reporter:
         closed = self._closed
         self._init_state()
         self._closed = closed
-        self._accepting = self.enabled and not closed
+        self._intake.accepting = self.enabled and not closed
 
     def stats(self) -> Dict[str, int]:
         """Counters since construction, plus 'queued' (points waiting or in flight)."""
@@ -300,19 +357,10 @@ class Reporter:
     def report(self, /, step: Any, *, total_steps: Any = None, epoch: Any = None,
                total_epochs: Any = None, **metrics: Any) -> None:
         """Queues one progress point; returns at once, never raises. See the module doc."""
-        # The whole cost on the training loop's thread: a clock read, a tuple, an append
-        # and two comparisons. _wake_at is the intake length at which the sender wants
-        # waking: 1 when it sleeps for want of points, a full batch while it paces
-        # requests, never while it sends or once closed (and when disabled).
-        if not self._accepting:
-            return
-        intake = self._intake
-        intake.append((next(self._numbers), _now(), step, total_steps, epoch, total_epochs,
-                       metrics))
-        if len(intake) >= self._wake_at:
-            self._wake()
-        if total_steps is not None or total_epochs is not None:
-            self._last_totals = (total_steps, total_epochs)
+        # Instances call their intake's report() directly (see _init_state); this is
+        # for subclasses and calls through the class.
+        self._intake.report(step, total_steps=total_steps, epoch=epoch,
+                           total_epochs=total_epochs, **metrics)
 
     def _wake(self) -> None:
         # Never waits for the lock: its holder is the sender, which drains the intake
@@ -324,7 +372,7 @@ class Reporter:
             if self._closed:
                 self._intake.clear()
                 return
-            self._wake_at = _NEVER
+            self._intake.wake_at = _NEVER
             if self._thread is None:
                 self._start_locked()
             else:
@@ -339,7 +387,7 @@ class Reporter:
         """Moves what report() put in the intake, validated, to the send queue."""
         with self._drain_lock:
             intake = self._intake
-            if not intake:
+            if not len(intake):
                 return
             points = []
             dropped_invalid = 0
@@ -348,12 +396,8 @@ class Reporter:
             # Numbers missing between drains are points the full intake dropped; only
             # then, since with several reporting threads numbers may arrive out of order.
             full = len(intake) >= self._max_queue
-            while intake:
-                try:
-                    number, now, step, total_steps, epoch, total_epochs, metrics = \
-                        intake.popleft()
-                except IndexError:
-                    break
+            for number, now, step, total_steps, epoch, total_epochs, metrics in \
+                    intake.take():
                 if full and number > self._taken + 1:
                     lost += number - self._taken - 1
                     carry = True
@@ -390,7 +434,7 @@ class Reporter:
 
     def _carry_totals(self, point: Dict[str, Any]) -> None:
         """After intake drops: the totals last reported, onto a point without its own."""
-        total_steps, total_epochs = self._last_totals
+        total_steps, total_epochs = self._intake.last_totals
         if total_steps is not None and "total_steps" not in point:
             try:
                 v = _as_step(total_steps)
@@ -522,7 +566,7 @@ class Reporter:
         ok = self.flush(timeout)
         with self._lock:
             self._closed = True
-            self._accepting = False
+            self._intake.accepting = False
             self._intake.clear()
             self._work.notify_all()
             self._done.notify_all()
@@ -632,10 +676,10 @@ class Reporter:
                 if self._closed:
                     return None
                 if not self._queue:
-                    self._wake_at = 1
-                    if not self._intake:  # after setting _wake_at: see report()
+                    self._intake.wake_at = 1
+                    if not len(self._intake):  # after setting wake_at: see PyIntake.report()
                         self._work.wait(_IDLE_RECHECK)
-                    self._wake_at = _NEVER
+                    self._intake.wake_at = _NEVER
                     continue
                 # The interval only gathers small batches: a full batch, a pending
                 # flush() or a kick sends at once.
@@ -644,10 +688,10 @@ class Reporter:
                         and self._resolved >= self._flush_target):
                     remaining = last_start + self._interval - time.monotonic()
                     if remaining > 0:
-                        self._wake_at = max(1, self._batch_size - len(self._queue))
-                        if len(self._intake) < self._wake_at:
+                        self._intake.wake_at = max(1, self._batch_size - len(self._queue))
+                        if len(self._intake) < self._intake.wake_at:
                             self._work.wait(remaining)
-                        self._wake_at = _NEVER
+                        self._intake.wake_at = _NEVER
                         continue
                 self._kick = False
                 n = min(len(self._queue), self._split_limit)
@@ -663,10 +707,10 @@ class Reporter:
                 remaining = end - time.monotonic()
                 if self._closed or self._kick or remaining <= 0:
                     return
-                self._wake_at = self._batch_size
-                if len(self._intake) < self._wake_at:
+                self._intake.wake_at = self._batch_size
+                if len(self._intake) < self._intake.wake_at:
                     self._work.wait(remaining)
-                self._wake_at = _NEVER
+                self._intake.wake_at = _NEVER
 
     def _send(self, transport: Transport, batch: List[Tuple[int, Dict[str, Any]]]
               ) -> Tuple[int, str, Optional[float]]:

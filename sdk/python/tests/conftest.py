@@ -1,12 +1,21 @@
-"""Makes `import headway` resolve to sdk/python/headway (no install needed) and provides
-fixtures: a capture server (a test double of the Headway API, see capture_server.py) and
-a factory of reporters that are always closed, so no test leaves an atexit flush behind.
+"""Makes `import headway` resolve to sdk/python/headway (no install needed), joined by
+its compiled intake from the build tree where there is one, and provides fixtures: a
+capture server (a test double of the Headway API, see capture_server.py) and a factory
+of reporters that are always closed, so no test leaves an atexit flush behind. Every
+reporter the factory makes is tested with each intake there is: the C one where it is
+built, and the Python one.
 """
 
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+# The build tree that made HEADWAY_BIN, else ./build.
+BUILD = (os.path.dirname(os.path.abspath(os.environ["HEADWAY_BIN"]))
+         if os.environ.get("HEADWAY_BIN") else os.path.join(REPO, "build"))
+BUILT_PACKAGE = os.path.join(BUILD, "python")  # holds headway/_intake*.so
+sys.path.insert(0, BUILT_PACKAGE)
 sys.path.insert(0, os.path.dirname(HERE))  # sdk/python
 sys.path.insert(0, HERE)                   # capture_server
 
@@ -24,8 +33,20 @@ def server():
     srv.close()
 
 
+INTAKES = {"python-intake": reporter_mod.PyIntake}
+if reporter_mod.Intake is not reporter_mod.PyIntake:
+    INTAKES["c-intake"] = reporter_mod.Intake
+
+
+@pytest.fixture(params=sorted(INTAKES))
+def intake(request, monkeypatch):
+    """Each intake in turn: the one the reporters made meanwhile use."""
+    monkeypatch.setattr(reporter_mod, "Intake", INTAKES[request.param])
+    return INTAKES[request.param]
+
+
 @pytest.fixture
-def make_reporter():
+def make_reporter(intake):
     made = []
 
     def make(url="", job="job-1", token="tok-1", env=None, **opts):
