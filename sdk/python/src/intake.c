@@ -71,7 +71,7 @@ static PyObject *
 intake_report(PyObject *op, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     Intake *self = (Intake *)op;
-    if (!self->accepting)
+    if (!self->accepting || self->ring == NULL) /* or never initialised */
         Py_RETURN_NONE;
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     /* Names are compared by identity: reading each name's text would touch memory
@@ -139,7 +139,7 @@ intake_report(PyObject *op, PyObject *const *args, Py_ssize_t nargs, PyObject *k
     slot->number = ++self->number;
     self->held++;
     release_slot(&oldest); /* once the ring is whole again: freeing may run code */
-    if (self->held >= self->wake_at) {
+    if (self->held >= self->wake_at && self->wake != NULL) {
         /* The Python wake never raises into the loop; should it, its error is not the
          * caller's either. */
         PyObject *woken = PyObject_CallNoArgs(self->wake);

@@ -94,3 +94,14 @@ def test_a_reporter_dropped_unclosed_is_freed_with_what_it_held(intake):
     del r
     gc.collect()
     assert gone() is None
+
+
+@pytest.mark.skipif("c-intake" not in INTAKES, reason="the C intake is not built")
+def test_a_c_intake_never_initialised_ignores_reports():
+    intake = INTAKES["c-intake"].__new__(INTAKES["c-intake"])
+    intake.accepting = True
+    assert intake.report(1, loss=1.0) is None
+    assert len(intake) == 0 and intake.take() == []
+    with pytest.raises(RuntimeError):
+        intake.__init__(4, lambda: None)
+        intake.__init__(4, lambda: None)  # once only
