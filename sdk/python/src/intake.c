@@ -67,6 +67,19 @@ release_slot(Slot *slot)
     Py_CLEAR(slot->names);
 }
 
+/* Moves the oldest report out of the ring (held > 0); the caller releases it
+ * once the ring is whole, since freeing objects may run code. */
+static Slot
+pop_oldest(Intake *self)
+{
+    Slot slot = self->ring[self->head];
+    self->ring[self->head].values = NULL;
+    self->ring[self->head].names = NULL;
+    self->head = (self->head + 1) % self->capacity;
+    self->held--;
+    return slot;
+}
+
 static PyObject *
 intake_report(PyObject *op, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -125,11 +138,7 @@ intake_report(PyObject *op, PyObject *const *args, Py_ssize_t nargs, PyObject *k
     }
     Slot oldest = {NULL, NULL, 0.0, 0};
     if (self->held == self->capacity) { /* full: the oldest goes */
-        oldest = self->ring[self->head];
-        self->ring[self->head].values = NULL;
-        self->ring[self->head].names = NULL;
-        self->head = (self->head + 1) % self->capacity;
-        self->held--;
+        oldest = pop_oldest(self);
     }
     Slot *slot = &self->ring[(self->head + self->held) % self->capacity];
     Py_XINCREF(kwnames);
@@ -204,11 +213,7 @@ intake_take(PyObject *op, PyObject *Py_UNUSED(ignored))
     if (taken == NULL)
         return NULL;
     while (self->held > 0) {
-        Slot slot = self->ring[self->head];
-        self->ring[self->head].values = NULL;
-        self->ring[self->head].names = NULL;
-        self->head = (self->head + 1) % self->capacity;
-        self->held--;
+        Slot slot = pop_oldest(self);
         PyObject *entry = read_call(slot.number, slot.time, slot.values, slot.names);
         release_slot(&slot);
         if (entry == NULL || PyList_Append(taken, entry) < 0) {
@@ -226,11 +231,7 @@ intake_clear_reports(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
     Intake *self = (Intake *)op;
     while (self->held > 0) {
-        Slot slot = self->ring[self->head];
-        self->ring[self->head].values = NULL;
-        self->ring[self->head].names = NULL;
-        self->head = (self->head + 1) % self->capacity;
-        self->held--;
+        Slot slot = pop_oldest(self);
         release_slot(&slot);
     }
     Py_RETURN_NONE;
