@@ -105,3 +105,23 @@ def test_a_c_intake_never_initialised_ignores_reports():
     with pytest.raises(RuntimeError):
         intake.__init__(4, lambda: None)
         intake.__init__(4, lambda: None)  # once only
+
+
+def test_a_forked_child_reports_through_an_intake_of_its_own(server, make_reporter):
+    r = make_reporter(server.url)
+    r._intake.wake_at = reporter_mod._NEVER  # the parent's reports wait in its intake
+    for step in range(5):
+        r.report(step, loss=1.0)
+    pid = os.fork()
+    if pid == 0:  # the child: none of the parent's reports, its own delivered
+        try:
+            held = len(r._intake)
+            r.report(100, loss=2.0)
+            os._exit(0 if held == 0 and r.flush(5) else 1)
+        finally:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert [p["step"] for p in server.points()] == [100]
+    assert r.flush(5)
+    assert sorted(p["step"] for p in server.points()) == [0, 1, 2, 3, 4, 100]
