@@ -609,6 +609,44 @@ TEST_P(StoreConformance, AStoreOpenedAgainFilesIntoTheSeriesItWroteBefore) {
   EXPECT_EQ(*store->CountProgressPoints("a"), 602u);
 }
 
+// One group commit holding short requests (logged, filed later) and long
+// ones (filed at once) of the same jobs: each step keeps the value of the
+// request that came last, and every short one is stored, however many.
+TEST_P(StoreConformance, AGroupOfShortAndLongRequestsKeepsTheLastValueOfEachStep) {
+  auto store = Open();
+  for (const char* name : {"a", "b"}) {
+    Job job = MakeJob(name);
+    ASSERT_TRUE(store->CreateJob(job, Submitted(name)).ok());
+  }
+  auto request = [](const std::string& job, std::int64_t first, std::int64_t count, double loss) {
+    ProgressBatch batch{job, {}, FromUnixMillis(1000)};
+    for (std::int64_t step = first; step < first + count; ++step) {
+      ProgressReport r;
+      r.step = step;
+      r.metrics = {{"loss", loss}};
+      batch.reports.push_back(r);
+    }
+    return batch;
+  };
+  std::vector<ProgressBatch> group;
+  for (int i = 0; i < 300; ++i) group.push_back(request("b", i, 1, 1.0));  // many short ones
+  group.push_back(request("a", 10, 1, 1.0));                               // short, then
+  group.push_back(request("a", 0, 100, 2.0));                              // long, over it, then
+  group.push_back(request("a", 20, 1, 3.0));                               // short again
+  group.push_back(request("b", 250, 100, 4.0));  // long, over some short ones
+  ASSERT_TRUE(store->AppendProgress(group).ok());
+  const std::vector<MetricPoint> a = store->RecentMetric("a", "loss", 1000).value();
+  ASSERT_EQ(a.size(), 100u);
+  for (const MetricPoint& p : a) {
+    EXPECT_EQ(p.value, p.step == 20 ? 3.0 : 2.0) << "a, step " << p.step;
+  }
+  const std::vector<MetricPoint> b = store->RecentMetric("b", "loss", 1000).value();
+  ASSERT_EQ(b.size(), 350u);
+  for (const MetricPoint& p : b) {
+    EXPECT_EQ(p.value, p.step >= 250 ? 4.0 : 1.0) << "b, step " << p.step;
+  }
+}
+
 // Before chunks a store kept a row per point (progress_steps and
 // metric_points); opening one moves them into chunks, values exact.
 TEST_P(StoreConformance, AStoreWrittenWithARowPerPointKeepsItsProgress) {

@@ -259,12 +259,15 @@ class SqlStore final : public Store {
     std::lock_guard lock(mu_);
     pending_tails_.clear();
     HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
-    Statement row(*db_, "INSERT INTO progress_log (job, reports) VALUES (?, ?)");
+    // Log rows go to a server many to a statement: one round trip per row
+    // made a group commit of 64 reports take 5 ms on PostgreSQL and MariaDB.
+    std::vector<std::pair<const std::string*, std::string>> rows;
     for (const ProgressBatch& batch : batches) {
       if (batch.reports.size() >= kFiledAtOnce) {
         // The job's reports still in the log are older: filed first, so
         // this request's steps replace theirs and not the other way round.
-        Status s = FileJobLog(batch.job);
+        Status s = AppendLogRows(rows);
+        if (s.ok()) s = FileJobLog(batch.job);
         if (s.ok()) s = UpsertProgress(std::span(&batch, 1));
         if (!s.ok()) {
           (void)Exec("ROLLBACK");
@@ -274,13 +277,46 @@ class SqlStore final : public Store {
       }
       for (std::string& text :
            sql::EncodeProgressLog(batch.reports, ToUnixMillis(batch.received))) {
-        row.Reset();
-        row.Bind(1, batch.job);
-        row.Bind(2, text);
-        if (!row.Run()) return Rollback("write progress_log");
+        rows.emplace_back(&batch.job, std::move(text));
       }
     }
+    if (Status s = AppendLogRows(rows); !s.ok()) {
+      (void)Exec("ROLLBACK");
+      return s;
+    }
     return CommitProgress();
+  }
+
+  // Inserts `rows` (job, text) into progress_log in their order, which is
+  // the order they are filed in, and empties it. Inside a write transaction.
+  Status AppendLogRows(std::vector<std::pair<const std::string*, std::string>>& rows) {
+    const std::size_t per_statement = std::max<std::size_t>(1, db_->RowsPerStatement());
+    std::optional<Statement> full;  // prepared once, reused for every full statement
+    for (std::size_t done = 0; done < rows.size();) {
+      const std::size_t n = std::min(per_statement, rows.size() - done);
+      std::optional<Statement> last;
+      const std::string sql =
+          "INSERT INTO progress_log (job, reports) VALUES " + sql::ValuesPlaceholders(2, n);
+      Statement* q = nullptr;
+      if (n == per_statement) {
+        if (full) {
+          full->Reset();
+        } else {
+          full.emplace(*db_, sql);
+        }
+        q = &*full;
+      } else {
+        q = &last.emplace(*db_, sql);
+      }
+      for (std::size_t r = 0; r < n; ++r) {
+        q->Bind(static_cast<int>(2 * r + 1), *rows[done + r].first);
+        q->Bind(static_cast<int>(2 * r + 2), rows[done + r].second);
+      }
+      if (!q->Run()) return Unavailable("write progress_log: " + LastError());
+      done += n;
+    }
+    rows.clear();
+    return Status::Ok();
   }
 
   // Appends the reports of log row `seq` to `batch`. A row this store did not
