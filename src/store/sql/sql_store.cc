@@ -290,33 +290,21 @@ class SqlStore final : public Store {
   // Inserts `rows` (job, text) into progress_log in their order, which is
   // the order they are filed in, and empties it. Inside a write transaction.
   Status AppendLogRows(std::vector<std::pair<const std::string*, std::string>>& rows) {
-    const std::size_t per_statement = std::max<std::size_t>(1, db_->RowsPerStatement());
-    std::optional<Statement> full;  // prepared once, reused for every full statement
-    for (std::size_t done = 0; done < rows.size();) {
-      const std::size_t n = std::min(per_statement, rows.size() - done);
-      std::optional<Statement> last;
-      const std::string sql =
-          "INSERT INTO progress_log (job, reports) VALUES " + sql::ValuesPlaceholders(2, n);
-      Statement* q = nullptr;
-      if (n == per_statement) {
-        if (full) {
-          full->Reset();
-        } else {
-          full.emplace(*db_, sql);
-        }
-        q = &*full;
-      } else {
-        q = &last.emplace(*db_, sql);
-      }
-      for (std::size_t r = 0; r < n; ++r) {
-        q->Bind(static_cast<int>(2 * r + 1), *rows[done + r].first);
-        q->Bind(static_cast<int>(2 * r + 2), rows[done + r].second);
-      }
-      if (!q->Run()) return Unavailable("write progress_log: " + LastError());
-      done += n;
-    }
+    Status s = ManyToAStatement(
+        rows.size(),
+        [](std::size_t n) {
+          return "INSERT INTO progress_log (job, reports) VALUES " + sql::ValuesPlaceholders(2, n);
+        },
+        [&](Statement& q, std::size_t first, std::size_t n) {
+          for (std::size_t r = 0; r < n; ++r) {
+            q.Bind(static_cast<int>(2 * r + 1), *rows[first + r].first);
+            q.Bind(static_cast<int>(2 * r + 2), rows[first + r].second);
+          }
+          if (!q.Run()) return Unavailable("write progress_log: " + LastError());
+          return Status::Ok();
+        });
     rows.clear();
-    return Status::Ok();
+    return s;
   }
 
   // Appends the reports of log row `seq` to `batch`. A row this store did not
@@ -531,7 +519,6 @@ class SqlStore final : public Store {
     std::vector<std::optional<sql::Chunk>> out(keys.size());
     std::map<ChunkKey, std::size_t> index;
     for (std::size_t i = 0; i < keys.size(); ++i) index.emplace(keys[i], i);
-    const std::size_t per_statement = std::max<std::size_t>(1, db_->RowsPerStatement());
     auto query = [](std::size_t n) {
       std::string sql =
           "SELECT job, series, first_step, last_step, point_count, points FROM progress_chunks "
@@ -542,39 +529,26 @@ class SqlStore final : public Store {
       }
       return sql;
     };
-    std::optional<Statement> full;  // prepared once, reused for every full query
-    for (std::size_t done = 0; done < keys.size();) {
-      const std::size_t n = std::min(per_statement, keys.size() - done);
-      std::optional<Statement> last;
-      Statement* q = nullptr;
-      if (n == per_statement) {
-        if (full) {
-          full->Reset();
-        } else {
-          full.emplace(*db_, query(n));
-        }
-        q = &*full;
-      } else {
-        q = &last.emplace(*db_, query(n));
-      }
-      for (std::size_t r = 0; r < n; ++r) {
-        const auto& [job, series, first_step] = keys[done + r];
-        q->Bind(static_cast<int>(3 * r + 1), job);
-        q->Bind(static_cast<int>(3 * r + 2), series);
-        q->Bind(static_cast<int>(3 * r + 3), first_step);
-      }
-      while (q->Step()) {
-        auto it = index.find({q->ColumnText(0), q->ColumnText(1), q->ColumnInt64(2)});
-        if (it == index.end()) continue;
-        sql::Chunk& c = out[it->second].emplace();
-        c.first_step = q->ColumnInt64(2);
-        c.last_step = q->ColumnInt64(3);
-        c.points = static_cast<std::size_t>(q->ColumnInt64(4));
-        c.text = q->ColumnText(5);
-      }
-      if (q->failed()) return Unavailable("read progress_chunks: " + LastError());
-      done += n;
-    }
+    HEADWAY_RETURN_IF_ERROR(
+        ManyToAStatement(keys.size(), query, [&](Statement& q, std::size_t first, std::size_t n) {
+          for (std::size_t r = 0; r < n; ++r) {
+            const auto& [job, series, first_step] = keys[first + r];
+            q.Bind(static_cast<int>(3 * r + 1), job);
+            q.Bind(static_cast<int>(3 * r + 2), series);
+            q.Bind(static_cast<int>(3 * r + 3), first_step);
+          }
+          while (q.Step()) {
+            auto it = index.find({q.ColumnText(0), q.ColumnText(1), q.ColumnInt64(2)});
+            if (it == index.end()) continue;
+            sql::Chunk& c = out[it->second].emplace();
+            c.first_step = q.ColumnInt64(2);
+            c.last_step = q.ColumnInt64(3);
+            c.points = static_cast<std::size_t>(q.ColumnInt64(4));
+            c.text = q.ColumnText(5);
+          }
+          if (q.failed()) return Unavailable("read progress_chunks: " + LastError());
+          return Status::Ok();
+        }));
     return out;
   }
 
@@ -1830,31 +1804,44 @@ class SqlStore final : public Store {
   template <typename Rows>
   Status UpsertRows(const std::string& table, const std::vector<std::string>& columns,
                     const std::vector<std::string>& key, const Rows& rows) {
+    auto it = rows.begin();  // rows are bound in order, statement after statement
+    return ManyToAStatement(
+        rows.size(),
+        [&](std::size_t n) { return db_->Upsert(table, columns, key, /*replace=*/true, n); },
+        [&](Statement& q, std::size_t, std::size_t n) {
+          int i = 1;
+          for (std::size_t r = 0; r < n; ++r, ++it) {
+            for (const sql::Value& v : it->second) q.BindValue(i++, v);
+          }
+          if (!q.Run()) return Unavailable("write " + table + ": " + LastError());
+          return Status::Ok();
+        });
+  }
+
+  // Statements of up to the backend's RowsPerStatement rows each over
+  // `count` rows: `sql(n)` makes the statement for n rows (the one for a
+  // full statement is prepared once and reused), and `each(q, first, n)`
+  // binds rows [first, first + n) to `q` and runs it.
+  Status ManyToAStatement(std::size_t count, const std::function<std::string(std::size_t)>& sql,
+                          const std::function<Status(Statement&, std::size_t, std::size_t)>& each) {
     const std::size_t per_statement = std::max<std::size_t>(1, db_->RowsPerStatement());
-    std::optional<Statement> full;  // prepared once, reused for every full batch
-    auto it = rows.begin();
-    std::size_t remaining = rows.size();  // not std::distance: O(n) on a map, per batch
-    while (it != rows.end()) {
-      const std::size_t n = std::min<std::size_t>(per_statement, remaining);
-      remaining -= n;
+    std::optional<Statement> full;
+    for (std::size_t done = 0; done < count;) {
+      const std::size_t n = std::min(per_statement, count - done);
       std::optional<Statement> last;
       Statement* q = nullptr;
       if (n == per_statement) {
         if (full) {
           full->Reset();
         } else {
-          full.emplace(*db_, db_->Upsert(table, columns, key, /*replace=*/true, n));
+          full.emplace(*db_, sql(n));
         }
         q = &*full;
       } else {
-        last.emplace(*db_, db_->Upsert(table, columns, key, /*replace=*/true, n));
-        q = &*last;
+        q = &last.emplace(*db_, sql(n));
       }
-      int i = 1;
-      for (std::size_t r = 0; r < n; ++r, ++it) {
-        for (const sql::Value& v : it->second) q->BindValue(i++, v);
-      }
-      if (!q->Run()) return Unavailable("write " + table + ": " + LastError());
+      HEADWAY_RETURN_IF_ERROR(each(*q, done, n));
+      done += n;
     }
     return Status::Ok();
   }
