@@ -442,9 +442,9 @@ class SqlStore final : public Store {
         std::pair<std::tuple<std::string, std::string, std::int64_t>, std::vector<sql::Value>>>
         rows;
     // First what each series needs read: nothing when its points start
-    // chunks of their own, its newest chunk when they extend it (read with
-    // the other series' newest, many to a query: a round trip each made
-    // filing twice as slow on MariaDB), or a scan when they go before it.
+    // chunks of their own, its newest chunk when they extend it (on a
+    // server read with the other series' newest, many to a query: a round
+    // trip each made filing twice as slow on MariaDB), or a scan.
     struct Plan {
       std::vector<sql::SeriesLine> fresh;  // by step, the last report of a step kept
       Tail tail;
@@ -453,6 +453,9 @@ class SqlStore final : public Store {
     std::vector<Plan> plans;
     plans.reserve(series.size());
     std::vector<ChunkKey> keys;
+    // SQLite, in the process, gains nothing from reading by key (it runs
+    // one key per statement) and reads each series' chunks as before.
+    const bool by_key = db_->RowsPerStatement() > 1;
     for (Series& s : series) {
       Plan plan{s.points.Sorted(), {}, std::nullopt};
       if (const Tail* tail = FindTail(s.job, s.name)) {
@@ -463,7 +466,7 @@ class SqlStore final : public Store {
         plan.tail = *newest;
         pending_tails_.emplace_back(std::string(s.job), std::string(s.name), *newest);
       }
-      if (plan.tail.points > 0 && plan.fresh.front().step > plan.tail.last_step &&
+      if (by_key && plan.tail.points > 0 && plan.fresh.front().step > plan.tail.last_step &&
           !sql::LeavesChunkAlone(plan.tail.points, plan.fresh.size())) {
         plan.tail_key = keys.size();
         keys.emplace_back(std::string(s.job), std::string(s.name), plan.tail.first_step);
@@ -481,10 +484,14 @@ class SqlStore final : public Store {
       const std::vector<sql::SeriesLine>& fresh = plan.fresh;
       const Tail& tail = plan.tail;
       stored.clear();
-      std::optional<sql::Chunk>* by_key = plan.tail_key ? &(*tail_chunks)[*plan.tail_key] : nullptr;
-      if (by_key != nullptr && by_key->has_value()) {
-        stored.push_back(std::move(**by_key));
-      } else if (by_key != nullptr || (tail.points > 0 && fresh.front().step <= tail.last_step)) {
+      // No chunk yet, or new points past the newest that leave it alone.
+      const bool after_tail =
+          tail.points == 0 ||
+          (fresh.front().step > tail.last_step && sql::LeavesChunkAlone(tail.points, fresh.size()));
+      std::optional<sql::Chunk>* read = plan.tail_key ? &(*tail_chunks)[*plan.tail_key] : nullptr;
+      if (read != nullptr && read->has_value()) {
+        stored.push_back(std::move(**read));
+      } else if (!after_tail) {
         HEADWAY_RETURN_IF_ERROR(ReadChunksToMerge(chunks_at_or_below, s.job, s.name,
                                                   fresh.front().step, fresh.back().step,
                                                   fresh.size(), stored));
