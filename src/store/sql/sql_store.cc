@@ -445,9 +445,15 @@ class SqlStore final : public Store {
     // chunks of their own, its newest chunk when they extend it (on a
     // server read with the other series' newest, many to a query: a round
     // trip each made filing twice as slow on MariaDB), or a scan.
+    enum class Read {
+      kNothing,  // no chunk yet, or new points past the newest that leave it alone
+      kNewest,   // new points past the newest chunk that extend it
+      kScan,     // new points at or before the newest chunk's last step
+    };
     struct Plan {
       std::vector<sql::SeriesLine> fresh;  // by step, the last report of a step kept
       Tail tail;
+      Read read = Read::kNothing;
       std::optional<std::size_t> tail_key;  // into `keys`: its newest chunk is read by key
     };
     std::vector<Plan> plans;
@@ -457,7 +463,7 @@ class SqlStore final : public Store {
     // one key per statement) and reads each series' chunks as before.
     const bool by_key = db_->RowsPerStatement() > 1;
     for (Series& s : series) {
-      Plan plan{s.points.Sorted(), {}, std::nullopt};
+      Plan plan{s.points.Sorted(), {}, Read::kNothing, std::nullopt};
       if (const Tail* tail = FindTail(s.job, s.name)) {
         plan.tail = *tail;
       } else {
@@ -466,8 +472,15 @@ class SqlStore final : public Store {
         plan.tail = *newest;
         pending_tails_.emplace_back(std::string(s.job), std::string(s.name), *newest);
       }
-      if (by_key && plan.tail.points > 0 && plan.fresh.front().step > plan.tail.last_step &&
-          !sql::LeavesChunkAlone(plan.tail.points, plan.fresh.size())) {
+      if (plan.tail.points == 0) {
+        plan.read = Read::kNothing;
+      } else if (plan.fresh.front().step > plan.tail.last_step) {
+        plan.read = sql::LeavesChunkAlone(plan.tail.points, plan.fresh.size()) ? Read::kNothing
+                                                                               : Read::kNewest;
+      } else {
+        plan.read = Read::kScan;
+      }
+      if (by_key && plan.read == Read::kNewest) {
         plan.tail_key = keys.size();
         keys.emplace_back(std::string(s.job), std::string(s.name), plan.tail.first_step);
       }
@@ -484,14 +497,10 @@ class SqlStore final : public Store {
       const std::vector<sql::SeriesLine>& fresh = plan.fresh;
       const Tail& tail = plan.tail;
       stored.clear();
-      // No chunk yet, or new points past the newest that leave it alone.
-      const bool after_tail =
-          tail.points == 0 ||
-          (fresh.front().step > tail.last_step && sql::LeavesChunkAlone(tail.points, fresh.size()));
       std::optional<sql::Chunk>* read = plan.tail_key ? &(*tail_chunks)[*plan.tail_key] : nullptr;
       if (read != nullptr && read->has_value()) {
         stored.push_back(std::move(**read));
-      } else if (!after_tail) {
+      } else if (plan.read != Read::kNothing) {  // and on SQLite, or not found by key
         HEADWAY_RETURN_IF_ERROR(ReadChunksToMerge(chunks_at_or_below, s.job, s.name,
                                                   fresh.front().step, fresh.back().step,
                                                   fresh.size(), stored));
