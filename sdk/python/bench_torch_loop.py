@@ -137,11 +137,12 @@ def main():
                       for name, sdk in sdks.items()})
     # The same SDK with its Python intake: what it costs where the C part is not built.
     this = sdks["this SDK"].reporter
-    if this.Intake is not this.PyIntake:
+    built_intake = this.Intake
+    if built_intake is not this.PyIntake:
         this.Intake = this.PyIntake
         reporters["py intake"] = sdks["this SDK"].Reporter(url=url, job="bench", token="t",
                                                           env={})
-        this.Intake = type(reporters["this SDK"]._intake)
+        this.Intake = built_intake
     # Outside Headway: the intake returns at once. With the C intake, the least any call
     # through it costs here, the floor under the figures above it.
     reporters["disabled"] = sdks["this SDK"].Reporter(env={})
