@@ -84,6 +84,11 @@ int main(int argc, char** argv) {
                      "seconds after start before a silent job is flagged")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  server->add_option("--health-confirm", server_config.health_confirm_s,
+                     "seconds a health verdict must hold (and 2 reports) before it is announced "
+                     "and acted on; leaving one takes twice as long (and 5 reports)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
   server->add_option("--plateau-window", server_config.plateau_window,
                      "fraction of a job's total steps over which its objective must improve "
                      "(0 turns plateau detection off)")

@@ -31,7 +31,7 @@ const LIVE_STEPS_PER_SECOND = ' steps/s';  // not a valid metric name, so no cla
 // Steps are whole numbers: x-axis ticks at 1, 2, 5, 10, 20, 25, 50, ... only.
 const STEP_INCREMENTS = [1, 2, 5].concat(...Array.from({ length: 9 }, (_, i) => [10, 20, 25, 50].map((m) => m * 10 ** i)));
 export const HEALTH_COLORS = {
-  Diverging: '#dc2626', Stalled: '#d97706', Plateaued: '#7c3aed', Progressing: '#16a34a', Unknown: '#6b7280',
+  Diverging: '#dc2626', Stalled: '#d97706', Plateaued: '#7c3aed', Overfitting: '#db2777', Progressing: '#16a34a', Unknown: '#6b7280',
 };
 const NON_FINITE_COLOR = '#dc2626';
 const FONT = '11px system-ui, sans-serif';

@@ -5,7 +5,7 @@
 
 export const ENDED_STATES = new Set(['Succeeded', 'Failed', 'Stopped']);
 export const JOB_STATES = ['Queued', 'Starting', 'Running', 'Succeeded', 'Failed', 'Stopped', 'Preempted'];
-export const HEALTHS = ['Progressing', 'Stalled', 'Diverging', 'Plateaued', 'Unknown'];
+export const HEALTHS = ['Progressing', 'Stalled', 'Diverging', 'Plateaued', 'Overfitting', 'Unknown'];
 
 // Seconds as "42s", "4m12s", "2h05m", "3d04h".
 export function duration(seconds) {

@@ -11,7 +11,8 @@ namespace {
 
 constexpr const char* kStates[] = {"Queued", "Starting", "Running", "Succeeded",
                                    "Failed", "Stopped",  "Preempted"};
-constexpr const char* kHealths[] = {"Progressing", "Stalled", "Diverging", "Plateaued", "Unknown"};
+constexpr const char* kHealths[] = {"Progressing", "Stalled",     "Diverging",
+                                    "Plateaued",   "Overfitting", "Unknown"};
 
 std::string FormatValue(double v) {
   if (std::isnan(v)) return "NaN";

@@ -1132,8 +1132,9 @@ std::string FinalVerdict(const json& j) {
   if (state != "Succeeded" && state != "Failed" && state != "Stopped") return {};
   std::string what = health == "Diverging"   ? "diverged"
                      : health == "Stalled"   ? "stalled"
-                     : health == "Plateaued" ? "plateaued"
-                                             : "";
+                     : health == "Plateaued"   ? "plateaued"
+                     : health == "Overfitting" ? "overfitted"
+                                               : "";
   if (what.empty()) return {};
   std::string reason = FieldText(j, "health_reason", "");
   return state + ", " + what + (reason.empty() ? "" : ": " + reason);
@@ -1623,7 +1624,7 @@ int Wait(const Options& o) {
     if (!health) {
       std::string healths;
       for (Health h : {Health::kProgressing, Health::kStalled, Health::kDiverging,
-                       Health::kPlateaued, Health::kUnknown}) {
+                       Health::kPlateaued, Health::kOverfitting, Health::kUnknown}) {
         healths += std::string(healths.empty() ? "" : ", ") + std::string(HealthName(h));
       }
       std::cerr << "error: --until " << Safe(until) << ": not a health; expected one of "

@@ -7,8 +7,9 @@ namespace headway {
 
 namespace {
 
-constexpr std::array<Health, 5> kAll = {Health::kUnknown, Health::kProgressing, Health::kStalled,
-                                        Health::kDiverging, Health::kPlateaued};
+constexpr std::array<Health, 6> kAll = {Health::kUnknown,   Health::kProgressing,
+                                        Health::kStalled,   Health::kDiverging,
+                                        Health::kPlateaued, Health::kOverfitting};
 
 }  // namespace
 
@@ -24,6 +25,8 @@ std::string_view HealthName(Health health) {
       return "Diverging";
     case Health::kPlateaued:
       return "Plateaued";
+    case Health::kOverfitting:
+      return "Overfitting";
   }
   return "Unknown";
 }

@@ -8,9 +8,10 @@
 
 namespace headway {
 
-enum class Health { kUnknown, kProgressing, kStalled, kDiverging, kPlateaued };
+// Overfitting: the held-out loss rises while the training loss falls.
+enum class Health { kUnknown, kProgressing, kStalled, kDiverging, kPlateaued, kOverfitting };
 
-// "Unknown", "Progressing", "Stalled", "Diverging", "Plateaued".
+// "Unknown", "Progressing", "Stalled", "Diverging", "Plateaued", "Overfitting".
 std::string_view HealthName(Health health);
 // The inverse of HealthName, ASCII case-insensitive; nullopt for other text.
 std::optional<Health> ParseHealth(std::string_view name);

@@ -44,6 +44,7 @@ std::string_view StopReasonName(StopReason reason) {
     case StopReason::kStalled: return "Stalled";
     case StopReason::kDiverging: return "Diverging";
     case StopReason::kPlateaued: return "Plateaued";
+    case StopReason::kOverfitting: return "Overfitting";
     case StopReason::kGpuIdle: return "GpuIdle";
   }
   return "";
@@ -52,7 +53,7 @@ std::string_view StopReasonName(StopReason reason) {
 std::optional<StopReason> ParseStopReason(std::string_view name) {
   for (StopReason r : {StopReason::kNone, StopReason::kUser, StopReason::kPreempted,
                        StopReason::kTimeLimit, StopReason::kStalled, StopReason::kDiverging,
-                       StopReason::kPlateaued, StopReason::kGpuIdle}) {
+                       StopReason::kPlateaued, StopReason::kOverfitting, StopReason::kGpuIdle}) {
     if (StopReasonName(r) == name) return r;
   }
   return std::nullopt;

@@ -32,10 +32,19 @@ struct Resources {
 // warning first, then requeue) when another job waits for its GPUs.
 enum class HealthAction { kNotify, kStop, kReclaim };
 
+// Which way a metric should go as a model learns; kAuto: as its name says.
+enum class MetricGoal { kAuto, kMinimize, kMaximize };
+
 struct HealthPolicies {
   HealthAction on_stall = HealthAction::kNotify;
   HealthAction on_diverge = HealthAction::kNotify;
   HealthAction on_plateau = HealthAction::kNotify;
+  HealthAction on_overfit = HealthAction::kNotify;
+  // The metric a plateau is judged on and which way it should go; empty:
+  // eval_loss once reported, else loss, with the direction its name implies
+  // (accuracy, F1, BLEU, reward, ... rise; losses fall).
+  std::string objective;
+  MetricGoal objective_goal = MetricGoal::kAuto;
   // GPUs held but unused (core/gpu_idle.h): notify or stop once every GPU of
   // a running job has been below `gpu_idle_below_percent` utilisation for
   // `gpu_idle_after`. nullopt: not watched.
@@ -106,9 +115,10 @@ enum class StopReason {
   kUser,       // "Stopped": `headway stop`, an experiment, the API
   kPreempted,  // "Preempted": the scheduler needs its GPUs; the job is requeued
   kTimeLimit,  // "TimeLimitExceeded": it ran past spec.time_limit; the job fails
-  kStalled,    // "Stalled", "Diverging", "Plateaued": a health policy (on_* : stop)
+  kStalled,    // "Stalled", "Diverging", "Plateaued", "Overfitting": a health policy (on_* : stop)
   kDiverging,
   kPlateaued,
+  kOverfitting,
   kGpuIdle,    // "GpuIdle": policies.on_gpu_idle: stop
 };
 std::string_view StopReasonName(StopReason reason);

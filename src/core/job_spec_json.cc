@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/progress_report.h"
+
 namespace headway {
 namespace {
 
@@ -31,6 +33,27 @@ std::optional<HealthAction> ActionFromText(const nlohmann::json& j) {
   if (text == "notify") return HealthAction::kNotify;
   if (text == "stop") return HealthAction::kStop;
   if (text == "reclaim") return HealthAction::kReclaim;
+  return std::nullopt;
+}
+
+const char* GoalText(MetricGoal g) {
+  switch (g) {
+    case MetricGoal::kMinimize:
+      return "minimize";
+    case MetricGoal::kMaximize:
+      return "maximize";
+    case MetricGoal::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+std::optional<MetricGoal> GoalFromText(const nlohmann::json& j) {
+  if (!j.is_string()) return std::nullopt;
+  const std::string& text = j.get_ref<const std::string&>();
+  if (text == "minimize") return MetricGoal::kMinimize;
+  if (text == "maximize") return MetricGoal::kMaximize;
+  if (text == "auto") return MetricGoal::kAuto;
   return std::nullopt;
 }
 
@@ -93,6 +116,9 @@ std::optional<JobSpec> JobSpecFromStoredJson(const nlohmann::json& j) {
       {"on_stall", [&](auto& v) { auto a = ActionFromText(v); if (a) spec.policies.on_stall = *a; return a.has_value(); }},
       {"on_diverge", [&](auto& v) { auto a = ActionFromText(v); if (a) spec.policies.on_diverge = *a; return a.has_value(); }},
       {"on_plateau", [&](auto& v) { auto a = ActionFromText(v); if (a) spec.policies.on_plateau = *a; return a.has_value(); }},
+      {"on_overfit", [&](auto& v) { auto a = ActionFromText(v); if (a) spec.policies.on_overfit = *a; return a.has_value(); }},
+      {"objective", [&](auto& v) { return v.is_string() && IsValidMetricName(v.template get_ref<const std::string&>()) && Get(v, spec.policies.objective); }},
+      {"objective_goal", [&](auto& v) { auto g = GoalFromText(v); if (g) spec.policies.objective_goal = *g; return g.has_value(); }},
       {"on_gpu_idle", [&](auto& v) { spec.policies.on_gpu_idle = ActionFromText(v); return spec.policies.on_gpu_idle.has_value(); }},
       {"gpu_idle_after", [&](auto& v) { auto d = DurationFrom(v); if (d) spec.policies.gpu_idle_after = *d; return d.has_value(); }},
       {"gpu_idle_below_percent", [&](auto& v) { return v.is_number() && Get(v, spec.policies.gpu_idle_below_percent); }},
@@ -162,8 +188,13 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
       {"policies",
        {{"on_stall", ActionText(spec.policies.on_stall)},
         {"on_diverge", ActionText(spec.policies.on_diverge)},
-        {"on_plateau", ActionText(spec.policies.on_plateau)}}},
+        {"on_plateau", ActionText(spec.policies.on_plateau)},
+        {"on_overfit", ActionText(spec.policies.on_overfit)}}},
   };
+  if (!spec.policies.objective.empty()) j["policies"]["objective"] = spec.policies.objective;
+  if (spec.policies.objective_goal != MetricGoal::kAuto) {
+    j["policies"]["objective_goal"] = GoalText(spec.policies.objective_goal);
+  }
   if (spec.policies.on_gpu_idle) {
     j["policies"]["on_gpu_idle"] = ActionText(*spec.policies.on_gpu_idle);
     j["policies"]["gpu_idle_after"] = DurationText(spec.policies.gpu_idle_after);

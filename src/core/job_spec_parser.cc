@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/kubeflow_manifest.h"
+#include "core/progress_report.h"
 #include "core/yaml_fields.h"
 
 namespace headway {
@@ -17,6 +18,25 @@ Result<HealthAction> AsAction(const std::string& field, const YAML::Node& node) 
   if (*text == "stop") return HealthAction::kStop;
   if (*text == "reclaim") return HealthAction::kReclaim;
   return FieldError(field, node, "must be 'notify', 'stop' or 'reclaim', got '" + *text + "'");
+}
+
+Result<MetricGoal> AsGoal(const std::string& field, const YAML::Node& node) {
+  auto text = AsString(field, node);
+  if (!text.ok()) return text.status();
+  if (*text == "minimize") return MetricGoal::kMinimize;
+  if (*text == "maximize") return MetricGoal::kMaximize;
+  return FieldError(field, node, "must be 'minimize' or 'maximize', got '" + *text + "'");
+}
+
+Result<std::string> AsObjectiveMetric(const std::string& field, const YAML::Node& node) {
+  auto text = AsString(field, node);
+  if (!text.ok()) return text.status();
+  if (!IsValidMetricName(*text)) {
+    return FieldError(field, node,
+                      "must be a metric name of 1-128 characters of [A-Za-z0-9_./-], got '" +
+                          *text + "'");
+  }
+  return *text;
 }
 
 }  // namespace
@@ -97,6 +117,9 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
       {"on_stall", Assign(spec.policies.on_stall, AsAction)},
       {"on_diverge", Assign(spec.policies.on_diverge, AsAction)},
       {"on_plateau", Assign(spec.policies.on_plateau, AsAction)},
+      {"on_overfit", Assign(spec.policies.on_overfit, AsAction)},
+      {"objective", Assign(spec.policies.objective, AsObjectiveMetric)},
+      {"objective_goal", Assign(spec.policies.objective_goal, AsGoal)},
       {"on_gpu_idle",
        [&](const std::string& f, const YAML::Node& v) -> Status {
          auto action = AsAction(f, v);

@@ -14,7 +14,8 @@
 //   time_limit: 2h                 # or seconds as an integer
 //   termination_grace: 30s         # SIGTERM, then SIGKILL after this
 //   labels: {project: demo}
-//   policies: {on_stall: notify, on_diverge: stop, on_plateau: notify,
+//   policies: {on_stall: notify, on_diverge: stop, on_plateau: notify, on_overfit: notify,
+//              objective: eval_accuracy, objective_goal: maximize,
 //              on_gpu_idle: stop, gpu_idle_after: 30m, gpu_idle_below_percent: 5}
 //   progress_endpoint: {port: 28080, path: /metrics, interval: 30s}   # pull mode (see job.h)
 //   ttl_after_finished: 24h        # deleted this long after it ended (0: at once)

@@ -162,6 +162,7 @@ HealthAction PolicyFor(const HealthPolicies& policies, Health health) {
     case Health::kStalled: return policies.on_stall;
     case Health::kDiverging: return policies.on_diverge;
     case Health::kPlateaued: return policies.on_plateau;
+    case Health::kOverfitting: return policies.on_overfit;
     case Health::kUnknown:
     case Health::kProgressing: break;
   }
@@ -173,6 +174,7 @@ StopReason StopReasonFor(Health health) {
     case Health::kStalled: return StopReason::kStalled;
     case Health::kDiverging: return StopReason::kDiverging;
     case Health::kPlateaued: return StopReason::kPlateaued;
+    case Health::kOverfitting: return StopReason::kOverfitting;
     case Health::kUnknown:
     case Health::kProgressing: break;
   }
@@ -423,7 +425,8 @@ Step FinalHealth(Job& job, Health verdict, const std::string& reason, Time now,
   if (!IsTerminal(job.state)) return step;
   Health final = job.health;
   std::string why = job.health_reason;
-  bool series_says = verdict == Health::kDiverging || verdict == Health::kPlateaued;
+  bool series_says = verdict == Health::kDiverging || verdict == Health::kPlateaued ||
+                     verdict == Health::kOverfitting;
   if (series_says || (job.health != Health::kStalled && verdict != Health::kUnknown)) {
     final = verdict;
     why = reason;

@@ -30,7 +30,7 @@ JobController::JobController(Store& store, std::map<std::string, Executor*> exec
       executors_(std::move(executors)),
       clock_(clock),
       options_(std::move(options)),
-      tracker_(store, options_.health, options_.plateau_window),
+      tracker_(store, options_.health, options_.plateau_window, options_.confirmation),
       writer_(store, tracker_) {}
 
 const QueueConfig& JobController::QueueOf(const JobSpec& spec) const {
@@ -183,7 +183,7 @@ lifecycle::Step JobController::ScanMarkers(const Job& job, bool final) {
   // what is over them is dropped, and the job's events say so once per limit.
   const IngestLimits limits{options_.max_series_per_job, options_.max_points_per_job};
   tracker_.DropOverLimits(job.name(), reports, limits);
-  for (std::string& warning : tracker_.TakeLimitWarnings(job.name(), limits)) {
+  for (std::string& warning : tracker_.TakeWarnings(job.name(), limits)) {
     step.events.push_back(Event(job, "Warning", std::move(warning)));
   }
   if (!reports.empty()) {

@@ -63,6 +63,7 @@ struct ControllerOptions {
   Duration preemption_grace = std::chrono::seconds(30);
   progress::HealthOptions health;
   double plateau_window = 0.25;  // fraction of total_steps; see ProgressTracker
+  progress::ConfirmationOptions confirmation;  // before a verdict is announced and acted on
   // Distinct metric names one job may report; more are refused (400).
   std::size_t max_series_per_job = 1000;
   // Progress points (ProgressTracker's IngestLimits) one job may store; more

@@ -9,6 +9,9 @@
 namespace headway {
 namespace {
 
+// A report whose own time is this far off the server's is told about.
+constexpr double kClockSkewS = 60;
+
 template <typename Point, typename Key>
 void InsertSorted(std::vector<Point>& v, const Point& p, Key key, std::size_t cap) {
   auto it = std::lower_bound(v.begin(), v.end(), key(p),
@@ -38,8 +41,12 @@ void InsertSorted(std::vector<Point>& v, const Point& p, Key key, std::size_t ca
 }  // namespace
 
 ProgressTracker::ProgressTracker(Store& store, progress::HealthOptions health_options,
-                                 double plateau_window)
-    : store_(store), health_options_(health_options), plateau_window_(plateau_window) {}
+                                 double plateau_window,
+                                 progress::ConfirmationOptions confirmation)
+    : store_(store),
+      health_options_(health_options),
+      plateau_window_(plateau_window),
+      confirmation_(confirmation) {}
 
 void ProgressTracker::AddStep(State& s, const StepPoint& p) {
   bool newest = s.steps.empty() || p.step >= s.steps.back().step;
@@ -58,17 +65,28 @@ void ProgressTracker::AddMetric(State& s, const std::string& name, const MetricP
   auto by_step = [](const progress::MetricSample& x) { return x.step; };
   if (name == "loss") {
     InsertSorted(s.loss, sample, by_step, kLossTail);
-    if (std::isfinite(p.value)) {
-      if (!s.first_loss) s.first_loss = p.value;
-      if (!s.min_loss || p.value < *s.min_loss) s.min_loss = p.value;
-    }
-    if (!s.objective_is_eval) InsertSorted(s.objective, sample, by_step, kLossTail);
+    s.loss_history.Add(p.step, p.value);
   } else if (name == "eval_loss") {
-    if (!s.objective_is_eval) {
-      s.objective.clear();
-      s.objective_is_eval = true;
-    }
+    InsertSorted(s.eval_loss, sample, by_step, kLossTail);
+  } else if (name == "grad_norm") {
+    InsertSorted(s.grad_norm, sample, by_step, kLossTail);
+  }
+  if (!s.objective_metric.empty() && name == s.objective_metric) {
     InsertSorted(s.objective, sample, by_step, kLossTail);
+  }
+}
+
+const std::vector<progress::MetricSample>& ProgressTracker::DefaultObjective(const State& s) {
+  return s.eval_loss.empty() ? s.loss : s.eval_loss;
+}
+
+void ProgressTracker::FollowObjective(const Job& job, State& s) {
+  const std::string& name = job.spec.policies.objective;
+  if (name.empty() || name == s.objective_metric) return;
+  s.objective_metric = name;
+  s.objective.clear();
+  if (auto tail = store_.RecentMetric(job.name(), name, kLossTail); tail.ok()) {
+    for (const MetricPoint& p : *tail) s.objective.push_back({p.step, p.value});
   }
 }
 
@@ -79,21 +97,28 @@ ProgressTracker::State& ProgressTracker::Load(const std::string& job) {
   // Rebuild from the durable series (after a restart, or for an old job).
   if (auto steps = store_.RecentSteps(job, kStepTail); steps.ok()) {
     for (const StepPoint& p : *steps) AddStep(s, p);
+    // When it arrived is not stored: its own time (Classify keeps it from
+    // lying ahead of the server's clock).
     if (!steps->empty()) s.last_report_at = steps->back().time;
   }
   if (auto names = store_.MetricNames(job); names.ok()) {
     for (const std::string& name : *names) {
+      // The whole loss series once, for where the run started and the best it held.
       if (name == "loss") {
-        (void)store_.ScanMetric(job, name, [&](const MetricPoint& p) {
-          if (std::isfinite(p.value)) {
-            if (!s.first_loss) s.first_loss = p.value;
-            if (!s.min_loss || p.value < *s.min_loss) s.min_loss = p.value;
-          }
-        });
+        (void)store_.ScanMetric(job, name,
+                                [&](const MetricPoint& p) { s.loss_history.Add(p.step, p.value); });
       }
-      if (auto tail = store_.RecentMetric(job, name, name == "loss" || name == "eval_loss" ? kLossTail : 1);
-          tail.ok()) {
-        for (const MetricPoint& p : *tail) AddMetric(s, name, p);
+      const bool tail = name == "loss" || name == "eval_loss" || name == "grad_norm";
+      if (auto points = store_.RecentMetric(job, name, tail ? kLossTail : 1); points.ok()) {
+        for (const MetricPoint& p : *points) {
+          auto it = s.latest.find(name);
+          if (it == s.latest.end() || p.step >= it->second.step) s.latest[name] = p;
+          progress::MetricSample sample{p.step, p.value};
+          auto by_step = [](const progress::MetricSample& x) { return x.step; };
+          if (name == "loss") InsertSorted(s.loss, sample, by_step, kLossTail);
+          if (name == "eval_loss") InsertSorted(s.eval_loss, sample, by_step, kLossTail);
+          if (name == "grad_norm") InsertSorted(s.grad_norm, sample, by_step, kLossTail);
+        }
       }
     }
   }
@@ -227,8 +252,8 @@ void ProgressTracker::DropOverLimits(const std::string& job, std::vector<Progres
   reports.resize(kept);
 }
 
-std::vector<std::string> ProgressTracker::TakeLimitWarnings(const std::string& job,
-                                                            const IngestLimits& limits) {
+std::vector<std::string> ProgressTracker::TakeWarnings(const std::string& job,
+                                                       const IngestLimits& limits) {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return {};
@@ -265,6 +290,14 @@ std::vector<std::string> ProgressTracker::TakeLimitWarnings(const std::string& j
     text += "; later reports over it are dropped without another event";
     out.push_back(std::move(text));
   }
+  if (!s.said_clock_skew && s.clock_skew_s) {
+    s.said_clock_skew = true;
+    const double skew = *s.clock_skew_s;
+    out.push_back("the job's report times are " + std::to_string(std::llround(std::abs(skew))) +
+                  " s " + (skew > 0 ? "ahead of" : "behind") +
+                  " the server's clock: they are used for rates only; staleness is measured "
+                  "from when reports arrive");
+  }
   return out;
 }
 
@@ -274,6 +307,18 @@ void ProgressTracker::Apply(const ProgressBatch& batch) {
   State& s = Load(batch.job);
   for (const ProgressReport& r : batch.reports) {
     AddStep(s, {r.step, r.time.value_or(batch.received), r.total_steps, r.epoch, r.total_epochs});
+    ++s.reports;
+    if (r.time) {
+      // Backfilled history is old on purpose; a clock off is only told
+      // apart by reports that claim to be from the future or are late
+      // while being the newest step.
+      const double skew = ToUnixSeconds(*r.time) - ToUnixSeconds(batch.received);
+      const bool newest = r.step >= s.steps.back().step;
+      if (std::abs(skew) > kClockSkewS && (skew > 0 || newest) &&
+          (!s.clock_skew_s || std::abs(skew) > std::abs(*s.clock_skew_s))) {
+        s.clock_skew_s = skew;
+      }
+    }
     for (const auto& [name, value] : r.metrics) AddMetric(s, name, {r.step, value});
     if (r.remaining_seconds) {
       s.reported_eta = r.remaining_seconds;
@@ -303,23 +348,43 @@ std::vector<progress::StepSample> ProgressTracker::Samples(const Job& job, const
   return samples;
 }
 
-progress::HealthVerdict ProgressTracker::Classify(const Job& job, State& s, double now_s) {
+progress::HealthVerdict ProgressTracker::Classify(const Job& job, State& s, double now_s,
+                                                  bool ended) {
   std::vector<progress::StepSample> samples = Samples(job, s);
   progress::HealthInput in;
   in.now_s = now_s;
   in.started_at_s = job.started_at ? ToUnixSeconds(*job.started_at) : now_s;
   in.steps = samples;
   in.loss = s.loss;
-  in.objective = s.objective;
-  in.first_loss = s.first_loss;
-  in.min_loss = s.min_loss;
-  in.objective_name = s.objective_is_eval ? "eval_loss" : "loss";
+  in.grad_norm = s.grad_norm;
+  in.eval_loss = s.eval_loss;
+  in.loss_history = &s.loss_history;
+  FollowObjective(job, s);
+  const std::string& named = job.spec.policies.objective;
+  in.objective_name = !named.empty() ? named : s.eval_loss.empty() ? "loss" : "eval_loss";
+  in.objective = !named.empty() ? s.objective : DefaultObjective(s);
+  switch (job.spec.policies.objective_goal) {
+    case MetricGoal::kMinimize: in.objective_goal = progress::Goal::kMinimize; break;
+    case MetricGoal::kMaximize: in.objective_goal = progress::Goal::kMaximize; break;
+    case MetricGoal::kAuto: in.objective_goal = progress::GoalOfMetric(in.objective_name); break;
+  }
+  if (s.last_report_at) {
+    // A stored time from a client clock ahead would hide a stall that began
+    // before a restart: it counts from no later than now.
+    if (ToUnixSeconds(*s.last_report_at) > now_s) {
+      s.last_report_at = FromUnixMillis(static_cast<std::int64_t>(now_s * 1000));
+    }
+    in.last_report_age_s = now_s - ToUnixSeconds(*s.last_report_at);
+  }
   progress::HealthOptions options = health_options_;
   if (plateau_window_ > 0 && s.total_steps) {
     options.plateau_window_steps = std::max<std::int64_t>(
         1, static_cast<std::int64_t>(plateau_window_ * static_cast<double>(*s.total_steps)));
   }
-  return progress::ClassifyHealth(in, options);
+  progress::ConfirmationOptions confirmation = confirmation_;
+  if (ended) confirmation.enter_seconds = confirmation.leave_seconds = 0;
+  return s.confirmation.Update(progress::ClassifyHealth(in, options), s.reports, now_s,
+                               confirmation);
 }
 
 progress::HealthVerdict ProgressTracker::FinalVerdict(const Job& job, Time now,
@@ -329,8 +394,9 @@ progress::HealthVerdict ProgressTracker::FinalVerdict(const Job& job, Time now,
   if (last_step != nullptr && !s.steps.empty()) *last_step = s.steps.back().step;
   std::vector<progress::StepSample> samples = Samples(job, s);
   // As of the last report: the end of a run is not a stall.
-  double as_of = samples.empty() ? ToUnixSeconds(now) : samples.back().time_s;
-  return Classify(job, s, as_of);
+  const std::optional<Time> arrived = s.last_report_at;
+  double as_of = arrived ? ToUnixSeconds(*arrived) : ToUnixSeconds(now);
+  return Classify(job, s, as_of, /*ended=*/true);
 }
 
 void ProgressTracker::Forget(const std::string& job) {
@@ -397,8 +463,10 @@ ProgressView ProgressTracker::View(const Job& job, Time now) {
     s.steps.shrink_to_fit();
     s.loss.clear();
     s.loss.shrink_to_fit();
-    s.objective.clear();
-    s.objective.shrink_to_fit();
+    for (auto* tail : {&s.objective, &s.eval_loss, &s.grad_norm}) {
+      tail->clear();
+      tail->shrink_to_fit();
+    }
   }
   return v;
 }

@@ -39,7 +39,7 @@ class ProgressTracker {
   // `plateau_window`: a job with total_steps is Plateaued when its objective
   // did not improve over this fraction of them (0: never).
   ProgressTracker(Store& store, progress::HealthOptions health_options = {},
-                  double plateau_window = 0.25);
+                  double plateau_window = 0.25, progress::ConfirmationOptions confirmation = {});
 
   void Apply(const ProgressBatch& batch);
   // HTTP and Kubeflow reports, all or nothing: InvalidArgument (400) past
@@ -53,13 +53,16 @@ class ProgressTracker {
   void DropOverLimits(const std::string& job, std::vector<ProgressReport>& reports,
                       const IngestLimits& limits);
   // The Warning events `job` is owed: at most one per limit per job (series,
-  // points), saying what was refused or dropped and the limit.
-  std::vector<std::string> TakeLimitWarnings(const std::string& job, const IngestLimits& limits);
+  // points), saying what was refused or dropped and the limit, and one when
+  // its reports' clock is more than a minute off the server's.
+  std::vector<std::string> TakeWarnings(const std::string& job, const IngestLimits& limits);
   // Percent comes from reports only (steps or epochs), never from the time
-  // limit. A running job's health is classified as of `now`, and a Stalled
-  // one has no ETA; an ended job shows the verdict it kept (Job::health).
+  // limit. A running job's health is the confirmed verdict as of `now`
+  // (progress::HealthConfirmation over the classifier's), its staleness
+  // measured by the server's clock from when the newest report arrived, and
+  // a Stalled one has no ETA; an ended job shows the verdict it kept (Job::health).
   ProgressView View(const Job& job, Time now);
-  // The classifier's verdict over the job's series as of its last report (or
+  // The confirmed verdict over the job's series as of its last report (or
   // as of `now` when it never reported), for the verdict an ended job keeps
   // (lifecycle::FinalHealth). Call before View sees the job ended: View
   // trims an ended job's tails.
@@ -75,13 +78,23 @@ class ProgressTracker {
   struct State {
     std::vector<StepPoint> steps;                     // ascending, at most kStepTail * 9/8
     std::vector<progress::MetricSample> loss;         // ascending, at most kLossTail * 9/8
-    std::vector<progress::MetricSample> objective;    // eval_loss if reported, else loss
-    bool objective_is_eval = false;
+    std::vector<progress::MetricSample> grad_norm;    // ascending, at most kLossTail * 9/8
+    std::vector<progress::MetricSample> eval_loss;    // ascending, at most kLossTail * 9/8
+    // The series the spec names as its objective (policies.objective), once known.
+    std::string objective_metric;
+    std::vector<progress::MetricSample> objective;
+    progress::LossHistory loss_history;
+    progress::HealthConfirmation confirmation;
+    std::uint64_t reports = 0;  // applied since loaded: the confirmation's report count
     std::map<std::string, MetricPoint> latest;        // by metric name: highest step
     std::optional<std::int64_t> total_steps;
     std::optional<double> epoch, total_epochs;
-    std::optional<double> first_loss, min_loss;
+    // When the newest report reached the server, by its clock (after a
+    // restart: the newest stored step's time, never later than the restart).
     std::optional<Time> last_report_at;
+    // The most a report's own time was off the server's clock, once over a minute.
+    std::optional<double> clock_skew_s;
+    bool said_clock_skew = false;
     // The job's own latest ETA (ProgressReport::remaining_seconds) and when it came.
     std::optional<double> reported_eta;
     Time reported_eta_at{};
@@ -100,8 +113,11 @@ class ProgressTracker {
   static constexpr std::size_t kLossTail = 512;
 
   State& Load(const std::string& job);  // requires mu_
-  // The classifier's verdict over `s` as of `now_s`; requires mu_.
-  progress::HealthVerdict Classify(const Job& job, State& s, double now_s);
+  // The confirmed verdict over `s` as of `now_s`; requires mu_. `ended`:
+  // the run is over, so a verdict that its reports confirm needs no more time.
+  progress::HealthVerdict Classify(const Job& job, State& s, double now_s, bool ended = false);
+  // Follows the spec's objective: loads its tail once it is named; requires mu_.
+  void FollowObjective(const Job& job, State& s);
   // The current attempt's step samples; requires mu_.
   static std::vector<progress::StepSample> Samples(const Job& job, const State& s);
   static void AddStep(State& s, const StepPoint& p);
@@ -110,10 +126,13 @@ class ProgressTracker {
                                    const std::vector<ProgressReport>& reports);
   std::uint64_t& Points(const std::string& job, State& s);  // requires mu_
   static void AddMetric(State& s, const std::string& name, const MetricPoint& p);
+  // The objective series of `s` when the spec names none: eval_loss once reported, else loss.
+  static const std::vector<progress::MetricSample>& DefaultObjective(const State& s);
 
   Store& store_;
   const progress::HealthOptions health_options_;
   const double plateau_window_;
+  const progress::ConfirmationOptions confirmation_;
   std::mutex mu_;
   std::map<std::string, State> jobs_;  // guarded by mu_
   SeriesSummaries charts_;

@@ -538,6 +538,8 @@ int RunServer(const ServerConfig& config) {
   options.health.unknown_grace_s = config.no_report_grace_s;
   options.finished_job_ttl = config.finished_job_ttl;
   options.plateau_window = config.plateau_window;
+  options.confirmation.enter_seconds = config.health_confirm_s;
+  options.confirmation.leave_seconds = 2 * config.health_confirm_s;
   options.max_series_per_job = config.max_series_per_job;
   options.max_points_per_job = config.max_points_per_job;
   options.max_log_bytes = config.max_log_bytes;

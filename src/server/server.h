@@ -71,6 +71,7 @@ struct ServerConfig {
   std::string s3_public_endpoint;  // in presigned URLs, when clients reach the store elsewhere
   std::string s3_ca_file;
   double stall_floor_s = 60;        // never call a job Stalled sooner than this
+  double health_confirm_s = 30;     // a verdict holds this long before it is announced
   double no_report_grace_s = 300;   // say "no progress reported" after this long
   // Ended jobs without a spec ttl_after_finished are deleted this long after
   // they ended; nullopt (the default): kept until deleted.

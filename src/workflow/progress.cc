@@ -128,8 +128,9 @@ Result<WorkflowEta> EstimateWorkflow(const std::vector<StepTiming>& steps) {
 Health WorkflowHealth(const std::vector<Health>& running_steps) {
   auto severity = [](Health h) {
     switch (h) {
-      case Health::kDiverging: return 4;
-      case Health::kStalled: return 3;
+      case Health::kDiverging: return 5;
+      case Health::kStalled: return 4;
+      case Health::kOverfitting: return 3;
       case Health::kPlateaued: return 2;
       case Health::kProgressing: return 1;
       case Health::kUnknown: return 0;

@@ -193,13 +193,18 @@ TEST(ProgressApi, NonFiniteValuesAreKeptAndMeanDivergence) {
 }
 
 TEST(Policies, OnDivergeStopStopsTheProcess) {
-  TestServer server;
+  TestServer server(4, {"--health-confirm", "1"});
   SubmitIdleJob(server, "exploder", "policies: {on_diverge: stop}\n");
   std::string token = TokenOf(server, "exploder");
+  // It learns, then blows up and stays up: a verdict held by three losses
+  // and confirmed for a second acts.
   ASSERT_EQ(Post(server, ProgressPath("exploder"), token, R"({"reports": [
       {"step": 1, "metrics": {"loss": 2.3}}, {"step": 2, "metrics": {"loss": 1.1}},
-      {"step": 3, "metrics": {"loss": 80.0}}, {"step": 4, "metrics": {"loss": 900.0}},
-      {"step": 5, "metrics": {"loss": 9000.0}}]})"), 202);
+      {"step": 3, "metrics": {"loss": 0.8}}, {"step": 4, "metrics": {"loss": 0.7}},
+      {"step": 5, "metrics": {"loss": 0.65}}]})"), 202);
+  ASSERT_EQ(Post(server, ProgressPath("exploder"), token, R"({"reports": [
+      {"step": 6, "metrics": {"loss": 80.0}}, {"step": 7, "metrics": {"loss": 900.0}},
+      {"step": 8, "metrics": {"loss": 9000.0}}]})"), 202);
   ASSERT_TRUE(server.WaitForState("exploder", "Stopped", std::chrono::seconds(15)));
   json job = server.Job("exploder");
   EXPECT_EQ(job["reason"], "Diverging");

@@ -64,12 +64,12 @@ TEST_F(IngestLimitsTest, ARequestPastThePointsLimitIsRefusedWhole) {
   EXPECT_THAT(refused.message(), HasSubstr("the limit is 10 per job"));
   EXPECT_TRUE(tracker_->Admit("job", Reports(4, 2), limits).ok());  // exactly 10
   EXPECT_FALSE(tracker_->Admit("job", Reports(6, 1, 0), limits).ok());
-  auto warnings = tracker_->TakeLimitWarnings("job", limits);
+  auto warnings = tracker_->TakeWarnings("job", limits);
   ASSERT_THAT(warnings, SizeIs(1));
   EXPECT_THAT(warnings[0], HasSubstr("limit of 10 points per job"));
   EXPECT_THAT(warnings[0], HasSubstr("refused reports of 7 points (413)"));
   EXPECT_FALSE(tracker_->Admit("job", Reports(6, 1), limits).ok());
-  EXPECT_THAT(tracker_->TakeLimitWarnings("job", limits), SizeIs(0)) << "said once";
+  EXPECT_THAT(tracker_->TakeWarnings("job", limits), SizeIs(0)) << "said once";
 }
 
 TEST_F(IngestLimitsTest, StoredStepsCostNothingWhenReportedAgain) {
@@ -111,14 +111,14 @@ TEST_F(IngestLimitsTest, MarkersPastTheLimitsAreDroppedKeepingTheFirstThatFit) {
   EXPECT_EQ(reports[0].step, 1);
   EXPECT_EQ(reports[3].step, 4);
   EXPECT_EQ(reports[1].metrics.count("third"), 0u);
-  auto warnings = tracker_->TakeLimitWarnings("job", limits);
+  auto warnings = tracker_->TakeWarnings("job", limits);
   ASSERT_THAT(warnings, SizeIs(2));
   EXPECT_THAT(warnings[0], HasSubstr("1 metric series beyond the limit of 2 per job (first: 'third')"));
   EXPECT_THAT(warnings[1], HasSubstr("dropped 4 HEADWAY output line report(s) (8 points)"));
   std::vector<ProgressReport> more = Reports(9, 1);
   tracker_->DropOverLimits("job", more, limits);
   EXPECT_THAT(more, SizeIs(0));
-  EXPECT_THAT(tracker_->TakeLimitWarnings("job", limits), SizeIs(0));
+  EXPECT_THAT(tracker_->TakeWarnings("job", limits), SizeIs(0));
 }
 
 TEST_F(IngestLimitsTest, AfterARestartStoredPointsCountAndOldStepsAreNotCountedTwice) {

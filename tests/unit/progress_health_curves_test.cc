@@ -1,0 +1,83 @@
+// The health classifier on labelled real training runs (bench/data/loss-curves),
+// replayed report by report as the server feeds it: the goals it is held to.
+// health_bench prints the same figures beside the classifier before it and a
+// plain baseline.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "health/replay.h"
+
+namespace headway::bench {
+namespace {
+
+const std::string kCurves = HEADWAY_SOURCE_DIR "/bench/data/loss-curves";
+
+struct Scored {
+  std::vector<LabelledRun> runs;
+  std::vector<RunScore> scores;
+  Summary summary;
+};
+
+Scored ScoreSet(const std::string& dir) {
+  Scored s;
+  s.runs = LoadRuns(dir);
+  for (const LabelledRun& run : s.runs)
+    s.scores.push_back(Score(run, Replay(run, Classifier::kCurrent)));
+  s.summary = Summarize(s.runs, s.scores);
+  return s;
+}
+
+// The goals every set is held to on its healthy runs.
+void ExpectHealthyGoals(const Scored& s) {
+  for (std::size_t i = 0; i < s.runs.size(); ++i) {
+    const LabelledRun& run = s.runs[i];
+    if (run.label == "healthy") {
+      EXPECT_FALSE(s.scores[i].ever_diverging) << run.name << " (healthy) read Diverging";
+    }
+  }
+  EXPECT_EQ(s.summary.healthy_ever_diverging, 0);
+  EXPECT_LT(s.summary.healthy_flips, 1.0) << "flips per healthy run";
+  EXPECT_LT(s.summary.healthy_early_plateau, 0.05 * s.summary.healthy)
+      << "healthy runs Plateaued before their last fifth";
+}
+
+// The starting set tuned the thresholds.
+TEST(HealthOnRealCurves, TheStartingSetsHealthyRunsMeetTheGoals) {
+  ExpectHealthyGoals(ScoreSet(kCurves));
+}
+
+// The added set was labelled afterwards (see bench/README.md for what it changed).
+TEST(HealthOnRealCurves, TheAddedSetsHealthyRunsMeetTheGoals) {
+  ExpectHealthyGoals(ScoreSet(kCurves + "/added"));
+}
+
+TEST(HealthOnRealCurves, DivergedRunsAreCaughtAndNaNAtOnce) {
+  int diverged = 0, caught = 0;
+  for (const std::string& dir : {kCurves, kCurves + "/added"}) {
+    Scored s = ScoreSet(dir);
+    diverged += s.summary.diverged;
+    caught += s.summary.diverged_caught;
+    for (std::size_t i = 0; i < s.runs.size(); ++i) {
+      const LabelledRun& run = s.runs[i];
+      if (run.label != "diverged") continue;
+      EXPECT_FALSE(s.scores[i].diverging_before_onset) << run.name;
+      bool nan_at_onset = false;
+      for (const CurveRow& row : run.rows) {
+        if (row.step == run.onset_step && row.loss &&
+            (!std::isfinite(*row.loss) || *row.loss == 0)) {
+          nan_at_onset = true;
+        }
+      }
+      if (nan_at_onset) {
+        EXPECT_EQ(s.scores[i].first_diverging_step, run.onset_step) << run.name << ": NaN at once";
+      }
+    }
+  }
+  ASSERT_GT(diverged, 0);
+  EXPECT_GE(caught * 10, diverged * 8) << caught << " of " << diverged << " diverged runs caught";
+}
+
+}  // namespace
+}  // namespace headway::bench
