@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "api/http_client.h"
+#include "core/time.h"
 #include "test_server.h"
 
 namespace headway::testing {
@@ -223,6 +224,50 @@ termination_grace: 1s
   ASSERT_TRUE(server.WaitForState("hang", "Stopped", std::chrono::seconds(15)));
   EXPECT_EQ(server.Job("hang")["reason"], "Stalled");
   EXPECT_TRUE(WaitFor([&] { return server.HasEvent("hang", "HealthChanged", "Stalled: no new step"); }));
+}
+
+// Reports of steps 1..5 timed by a clock `offset` off the server's, 0.1 s apart.
+std::string SkewedReports(std::chrono::seconds offset) {
+  const headway::Time start =
+      std::chrono::time_point_cast<headway::Duration>(std::chrono::system_clock::now()) + offset;
+  std::string body = R"({"reports": [)";
+  for (int step = 1; step <= 5; ++step) {
+    if (step > 1) body += ",";
+    body += R"({"step": )" + std::to_string(step) + R"(, "time": ")" +
+            headway::FormatRfc3339(start + std::chrono::milliseconds(100 * step)) +
+            R"(", "metrics": {"loss": )" + std::to_string(1.0 / step) + "}}";
+  }
+  return body + "]}";
+}
+
+TEST(Health, AClientClockBehindIsNotAStall) {
+  // Ten minutes behind: by its own timestamps the job has been silent for
+  // ten minutes, more than the stall floor; it reported just now.
+  TestServer server(4, {"--stall-floor", "120"});
+  SubmitIdleJob(server, "behind");
+  ASSERT_EQ(Post(server, ProgressPath("behind"), TokenOf(server, "behind"),
+                 SkewedReports(std::chrono::minutes(-10))),
+            202);
+  ASSERT_TRUE(WaitFor([&] {
+    return server.HasEvent("behind", "Warning", "behind the server's clock");
+  }));
+  json job = server.Job("behind");
+  EXPECT_EQ(job["health"], "Progressing") << job.dump();
+  EXPECT_FALSE(server.HasEvent("behind", "HealthChanged", "Stalled"));
+  server.Cli({"stop", "behind"});
+}
+
+TEST(Health, AClientClockAheadDoesNotHideAStall) {
+  // A year ahead: its timestamps say it reported in the future, but nothing
+  // arrives after these reports.
+  TestServer server(4, {"--stall-floor", "1"});
+  SubmitIdleJob(server, "ahead");
+  ASSERT_EQ(Post(server, ProgressPath("ahead"), TokenOf(server, "ahead"),
+                 SkewedReports(std::chrono::hours(24 * 365))),
+            202);
+  ASSERT_TRUE(WaitFor([&] { return server.Job("ahead")["health"] == "Stalled"; }));
+  EXPECT_TRUE(server.HasEvent("ahead", "Warning", "ahead of the server's clock"));
+  server.Cli({"stop", "ahead"});
 }
 
 TEST(Health, FlatObjectiveIsPlateauedButImprovingIsNot) {
