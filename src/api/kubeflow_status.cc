@@ -299,16 +299,15 @@ KubeflowParse ParseKubeflowStatus(std::string_view body, std::string_view job,
   std::optional<double> epoch = AsNumber(numbers, kEpochNames, false);
   std::optional<double> total_epochs = AsNumber(numbers, kTotalEpochNames, true);
   if (!total) total = known.total_steps;
-  if (!step && percent) {
-    if (total) {
-      // Rounded down: a job shows 100% only once it says so.
-      step = *percent == 100 ? *total : (*percent * *total) / 100;
-    } else {
-      step = *percent;
-      total = 100;
-    }
-  }
   ProgressReport report;
+  if (!step && percent && total) {
+    // Rounded down: a job shows 100% only once it says so.
+    step = *percent == 100 ? *total : (*percent * *total) / 100;
+  } else if (percent && !total) {
+    // No total to place it on: the job's own percent, beside its steps
+    // (never a step count of its own among them).
+    report.percent = static_cast<double>(*percent);
+  }
   static const std::set<std::string_view> kProgressNames = [] {
     std::set<std::string_view> s;
     for (auto list : {std::span<const std::string_view>(kStepNames),
@@ -326,7 +325,9 @@ KubeflowParse ParseKubeflowStatus(std::string_view body, std::string_view job,
     if (last != known.latest_metrics.end() && SameValue(last->second, value)) continue;
     report.metrics[name] = value;
   }
-  if (!step && !epoch && !remaining && report.metrics.empty()) return out;  // nothing new
+  if (!step && !epoch && !remaining && !report.percent && report.metrics.empty()) {
+    return out;  // nothing new
+  }
   report.step = step.value_or(known.step.value_or(0));
   report.total_steps = total;
   report.epoch = epoch;
@@ -384,6 +385,24 @@ KubeflowAnswer HandleKubeflowStatus(JobService& service, std::string_view ns, st
     if (!s.ok()) return refuse(KubeStatusFor(s));
   }
   return {200, std::move(parsed.update.echo), points};
+}
+
+std::optional<KubeflowAnswer> KubeflowNotFound(std::string_view method, std::string_view path) {
+  if (!path.starts_with("/apis/") && path != "/apis") return std::nullopt;
+  // /apis/trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainjobs/{name}/status
+  std::vector<std::string_view> parts;
+  for (std::size_t at = 1; at <= path.size();) {
+    std::size_t end = path.find('/', at);
+    if (end == std::string_view::npos) end = path.size();
+    parts.push_back(path.substr(at, end - at));
+    at = end + 1;
+  }
+  const bool status_path = parts.size() == 8 && parts[0] == "apis" &&
+                           parts[1] == "trainer.kubeflow.org" && parts[2] == "v1alpha1" &&
+                           parts[3] == "namespaces" && !parts[4].empty() &&
+                           parts[5] == "trainjobs" && !parts[6].empty() && parts[7] == "status";
+  if (status_path && method == "POST") return std::nullopt;
+  return KubeflowAnswer{404, KubeStatus{404, "NotFound", "Not found"}.ToJson(), 0};
 }
 
 }  // namespace headway::api

@@ -23,7 +23,9 @@
 // `global_step`, `step`, `max_steps`, `epoch`, `total_epochs`,
 // `num_train_epochs`) are the report's step, total and epoch, not series.
 // Without a step, a percentage is placed on the job's known total steps
-// (rounded down: 100% only when 100 is reported), or on a total of 100.
+// (rounded down: 100% only when 100 is reported). Without a total, it is the
+// job's own percent (ProgressReport::percent), shown until steps and a total
+// say more; a percent-only update then re-reports the latest known step.
 // `estimatedRemainingSeconds` is the job's own ETA (progress/eta.h ChooseEta).
 //
 // Thread safety: the functions are pure or only call the thread-safe JobService.
@@ -102,5 +104,11 @@ struct KubeflowAnswer {
 };
 KubeflowAnswer HandleKubeflowStatus(JobService& service, std::string_view ns, std::string_view job,
                                     std::string_view token, std::string_view body);
+
+// Kubeflow's status server answers anything but a POST to a status path
+// (another path under /apis/, a GET, a PUT) with 404 and a NotFound
+// metav1.Status: the answer for such a request, nullopt for a status POST
+// or a path outside /apis/.
+std::optional<KubeflowAnswer> KubeflowNotFound(std::string_view method, std::string_view path);
 
 }  // namespace headway::api

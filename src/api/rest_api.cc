@@ -408,6 +408,9 @@ class Api {
     } scope;
     std::string secret;  // outlives the handler, like `caller`
     if (IsNotebookPath(req.path)) return NotebookProxy(req, caller, secret);
+    if (auto missing = KubeflowNotFound(req.method, req.path)) {
+      return JsonResponse(missing->code, missing->body);
+    }
     if (auto page = dashboard_.Serve(req)) return std::move(*page);
     Job job;             // likewise, for t_job
     struct JobScope {

@@ -27,6 +27,9 @@ struct ProgressReport {
   // The job's own estimate of its remaining seconds (Kubeflow's
   // estimatedRemainingSeconds), as of arrival. Kept in memory only, not stored.
   std::optional<double> remaining_seconds;
+  // The job's own percent complete (Kubeflow's progressPercentage) when no
+  // total step count says it; as of arrival, in memory only, not stored.
+  std::optional<double> percent;
 };
 
 // One stored point of the step series.

@@ -320,6 +320,7 @@ void ProgressTracker::Apply(const ProgressBatch& batch) {
       }
     }
     for (const auto& [name, value] : r.metrics) AddMetric(s, name, {r.step, value});
+    if (r.percent) s.reported_percent = r.percent;
     if (r.remaining_seconds) {
       s.reported_eta = r.remaining_seconds;
       s.reported_eta_at = batch.received;
@@ -424,6 +425,7 @@ ProgressView ProgressTracker::View(const Job& job, Time now) {
   }
   // From reports only: elapsed time over a time limit is not progress.
   v.percent = progress::PercentComplete(v.step, v.total_steps, v.epoch, v.total_epochs);
+  if (!v.percent) v.percent = s.reported_percent;
   if (job.state == JobState::kSucceeded) v.percent = 100.0;
   for (const auto& [name, point] : s.latest) v.metrics[name] = point.value;
   if (auto it = s.latest.find("samples_per_second"); it != s.latest.end()) {

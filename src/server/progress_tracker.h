@@ -95,6 +95,8 @@ class ProgressTracker {
     // The most a report's own time was off the server's clock, once over a minute.
     std::optional<double> clock_skew_s;
     bool said_clock_skew = false;
+    // The job's own latest percent, for a job that reports no total (Kubeflow).
+    std::optional<double> reported_percent;
     // The job's own latest ETA (ProgressReport::remaining_seconds) and when it came.
     std::optional<double> reported_eta;
     Time reported_eta_at{};

@@ -98,6 +98,52 @@ TEST(Kubeflow, AcceptsWhatKubeflowAccepts) {
   server.Cli({"stop", "kf"});
 }
 
+TEST(Kubeflow, OtherPathsAndMethodsAreNotFoundAsOnKubeflowsServer) {
+  TestServer server(1);
+  std::string token = IdleJobToken(server, "kf");
+  for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
+           {"GET", StatusPath("kf")},
+           {"PUT", StatusPath("kf")},
+           {"POST", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/kf"},
+           {"POST", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/kf/status/x"},
+           {"GET", "/apis/trainer.kubeflow.org/v1alpha1"},
+           {"POST", "/apis/other.example.org/v1/namespaces/default/trainjobs/kf/status"}}) {
+    ExpectKubeStatus(Call(server, token, method, path, Update(R"("progressPercentage": 5)")), 404,
+                     "NotFound", "Not found", method + " " + path);
+  }
+  EXPECT_TRUE(server.Job("kf")["progress"]["percent"].is_null()) << "nothing was stored";
+  server.Cli({"stop", "kf"});
+}
+
+TEST(Kubeflow, TheSdksPercentAndStepLoopShowsItsPercentAndKeepsItsSteps) {
+  // The Kubeflow SDK's documented loop: a percent, and metrics {loss, step}
+  // with no total; then a percent-only update at the end.
+  TestServer server(1);
+  std::string token = IdleJobToken(server, "kf");
+  const std::string path = StatusPath("kf");
+  for (int step : {100, 200, 300}) {
+    ASSERT_EQ(Call(server, token, "POST", path,
+                   Update(R"("progressPercentage": )" + std::to_string(step / 10) +
+                          R"(, "metrics": [{"name": "loss", "value": ")" +
+                          std::to_string(1.0 / step) + R"("}, {"name": "step", "value": ")" +
+                          std::to_string(step) + R"("}])"))
+                  .status,
+              200);
+  }
+  json progress = server.Job("kf")["progress"];
+  EXPECT_EQ(progress["percent"], 30.0) << progress.dump();
+  EXPECT_EQ(progress["step"], 300);
+  EXPECT_TRUE(progress["total_steps"].is_null()) << "no total of 100 invented";
+  ASSERT_EQ(Call(server, token, "POST", path, Update(R"("progressPercentage": 100)")).status, 200);
+  progress = server.Job("kf")["progress"];
+  EXPECT_EQ(progress["percent"], 100.0);
+  EXPECT_EQ(progress["step"], 300) << "a percent is never a step";
+  Answer steps = Call(server, server.admin_token(), "GET", "/api/v1/jobs/kf/metrics/loss");
+  ASSERT_EQ(steps.status, 200) << steps.raw;
+  EXPECT_EQ(steps.body["count"], 3);
+  server.Cli({"stop", "kf"});
+}
+
 TEST(Kubeflow, RefusesWhatKubeflowRefusesWithAKubernetesStatus) {
   TestServer server(1);
   std::string token = IdleJobToken(server, "kf");
@@ -158,7 +204,7 @@ TEST(Kubeflow, ATokenWritesOnlyItsOwnRunningJobInItsNamespace) {
   ASSERT_TRUE(server.WaitForState("a", "Stopped"));
   ExpectKubeStatus(Call(server, a, "POST", StatusPath("a"), Update(R"("progressPercentage": 100)")),
                    403, "Forbidden", "has ended", "a finished job");
-  EXPECT_EQ(server.Job("a")["progress"]["step"], 5);
+  EXPECT_EQ(server.Job("a")["progress"]["percent"], 5.0);
   server.Cli({"stop", "b"});
 }
 

@@ -192,11 +192,31 @@ TEST(KubeflowStatus, APercentIsPlacedOnTheKnownTotalRoundedDown) {
   EXPECT_EQ(p.update.report->step, 0);
   EXPECT_EQ(p.update.report->total_steps, 300);
   EXPECT_TRUE(p.update.report->metrics.empty());
-  // Nothing known: a percent is a step of 100.
+  // Nothing known: the job's own percent, with no total invented for it.
   p = Parse(TrainerStatus(R"("progressPercentage": 42, "estimatedRemainingSeconds": 600)"));
-  EXPECT_EQ(p.update.report->step, 42);
-  EXPECT_EQ(p.update.report->total_steps, 100);
+  EXPECT_EQ(p.update.report->step, 0);
+  EXPECT_FALSE(p.update.report->total_steps);
+  EXPECT_EQ(p.update.report->percent, 42.0);
   EXPECT_EQ(p.update.report->remaining_seconds, 600.0);
+}
+
+TEST(KubeflowStatus, APercentBesideAStepWithoutATotalIsKeptAndNeverAStep) {
+  // The Kubeflow SDK's documented loop: progress_percent plus metrics {loss, step}.
+  KubeflowParse p = Parse(TrainerStatus(
+      R"("progressPercentage": 30, "metrics": [{"name": "loss", "value": "0.9"},
+                                               {"name": "step", "value": "1500"}])"));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p.update.report->step, 1500);
+  EXPECT_FALSE(p.update.report->total_steps);
+  EXPECT_EQ(p.update.report->percent, 30.0);
+  EXPECT_EQ(p.update.report->metrics.at("loss"), 0.9);
+  // A later percent-only update belongs to the latest step, not to step 100.
+  KubeflowJobContext known;
+  known.step = 5000;
+  p = Parse(TrainerStatus(R"("progressPercentage": 100)"), known);
+  EXPECT_EQ(p.update.report->step, 5000);
+  EXPECT_FALSE(p.update.report->total_steps);
+  EXPECT_EQ(p.update.report->percent, 100.0);
 }
 
 TEST(KubeflowStatus, MetricsOnlyUpdatesAttachToTheLatestStep) {
