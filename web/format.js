@@ -142,13 +142,16 @@ export function barWidth(pct) {
   return pct == null || !Number.isFinite(pct) ? '0%' : `${Math.max(0, Math.min(100, pct)).toFixed(1)}%`;
 }
 
-// The colour class of a job's progress bar: by outcome once it ended
-// (succeeded green, failed red, stopped grey), else by health (diverging
-// red, stalled amber, plateaued purple; progressing or unknown blue).
+// The colour class of a job's progress bar: by health while it runs
+// (diverging red, stalled amber, plateaued purple, overfitting pink;
+// progressing or unknown blue), by outcome once it ended (succeeded green,
+// failed red, stopped grey), except that a run whose final verdict is bad
+// keeps that verdict's colour: a diverged run that exited 0 is not green.
 export function barTone(job) {
-  if (job.state === 'Succeeded' || job.state === 'Failed' || job.state === 'Stopped') {
-    return `tone-${job.state.toLowerCase()}`;
-  }
   const health = String(job.health || '').toLowerCase();
-  return health === 'diverging' || health === 'stalled' || health === 'plateaued' ? `tone-${health}` : 'tone-normal';
+  const bad = ['diverging', 'stalled', 'plateaued', 'overfitting'].includes(health);
+  if (job.state === 'Succeeded' || job.state === 'Failed' || job.state === 'Stopped') {
+    return bad && job.state !== 'Failed' ? `tone-${health}` : `tone-${job.state.toLowerCase()}`;
+  }
+  return bad ? `tone-${health}` : 'tone-normal';
 }

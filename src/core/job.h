@@ -68,6 +68,9 @@ struct ProgressEndpoint {
 // recorded (the step runs as a process on the pool, not in the image); the
 // job's Submitted event says so.
 inline constexpr std::string_view kStepImageLabel = "headway.dev/image";
+// Label of a job that serves a notebook: the notebook's name. Such a job
+// reports no training progress, and is not expected to.
+inline constexpr std::string_view kNotebookLabel = "headway.dev/notebook";
 
 struct JobSpec {
   std::string name;

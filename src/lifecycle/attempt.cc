@@ -407,7 +407,7 @@ Step HealthSeen(Job& job, Health health, const std::string& reason, Time now,
 Step NoReportsSeen(Job& job, bool overdue, const std::string& reason, Time now) {
   Step step;
   if (job.state != JobState::kRunning || !overdue || job.health != Health::kUnknown ||
-      !job.health_reason.empty()) {
+      !job.health_reason.empty() || job.spec.labels.count(std::string(kNotebookLabel))) {
     return step;
   }
   job.health_reason = reason.empty() ? std::string("no progress reported since start") : reason;

@@ -117,7 +117,8 @@ Step HealthSeen(Job& job, Health health, const std::string& reason, Time now,
                 std::optional<std::int64_t> step = std::nullopt);
 // A running job that has not reported once `overdue` (the no-report grace
 // since it started has passed): one NoReports event per attempt, and
-// `reason` kept as its health_reason while its health stays Unknown.
+// `reason` kept as its health_reason while its health stays Unknown. Not
+// for a notebook's job (kNotebookLabel), which is not expected to report.
 Step NoReportsSeen(Job& job, bool overdue, const std::string& reason, Time now);
 // The verdict a job keeps once it ended (Succeeded, Failed, Stopped), so a
 // run that diverged and still exited 0 says so. `verdict` is the

@@ -17,7 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view kNotebookLabel = "headway.dev/notebook";
 constexpr const char* kServerFile = "notebook-server.json";
 
 // The launcher. Runs as the job, in its sandbox. The server's secrets (the

@@ -452,9 +452,23 @@ ProgressView ProgressTracker::View(const Job& job, Time now) {
     // A stalled job has no credible ETA: the last rate no longer holds.
     if (v.health == Health::kStalled) v.eta_seconds.reset();
   } else if (IsTerminal(job.state)) {
-    // The verdict the run ended with (lifecycle::FinalHealth).
+    // The verdict the run ended with (lifecycle::FinalHealth), and how long
+    // ago its last report came, as of now (what was said of a live run,
+    // "reported 0.0s ago", no longer holds).
     v.health = job.health;
     v.health_reason = job.health_reason;
+    if (v.last_report_at && v.step) {
+      const std::string ago =
+          "last report (step " + std::to_string(*v.step) + ") " +
+          FormatDuration(std::max(Duration(0), std::chrono::duration_cast<Duration>(
+                                                    now - *v.last_report_at))) +
+          " ago";
+      if (job.health == Health::kProgressing) {
+        v.health_reason = "ended making headway; " + ago;
+      } else {
+        v.health_reason += (v.health_reason.empty() ? "" : "; ") + ago;
+      }
+    }
   } else if (!s.steps.empty()) {
     v.health = Health::kUnknown;
     v.health_reason = "not running";

@@ -1,6 +1,7 @@
 // Jobs a user can delete and run again, names chosen at submit, verdicts that
 // outlive the run, and what progress and ETA say about a job: against a real
 // server, real processes and the real CLI.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -170,6 +171,23 @@ command: "for i in $(seq 1 39); do echo \"HEADWAY {\\\"step\\\": $i, \\\"total_s
   server.Terminate();
   server.Restart();
   EXPECT_EQ(server.Job("nan-run")["health"], "Diverging");
+}
+
+// A healthy run that ended says so, and how long ago its last report came,
+// not "reported 0.0s ago" as if it were still running.
+TEST(JobVerdicts, AnEndedRunSaysHowLongAgoItLastReported) {
+  TestServer server;
+  server.Submit(R"(
+name: done-run
+command: "for i in $(seq 1 20); do echo \"HEADWAY {\\\"step\\\": $i, \\\"total_steps\\\": 20, \\\"loss\\\": $((100 - i))}\"; done; exit 0"
+)");
+  ASSERT_TRUE(server.WaitForState("done-run", "Succeeded"));
+  json job = server.Job("done-run");
+  EXPECT_EQ(job["health"], "Progressing") << job.dump();
+  EXPECT_THAT(job["health_reason"].get<std::string>(),
+              ::testing::StartsWith("ended making headway; last report (step 20) "))
+      << job.dump();
+  EXPECT_THAT(job["health_reason"].get<std::string>(), ::testing::EndsWith(" ago"));
 }
 
 // `HEADWAY {"step": 1, "loss": 1.47}`, the natural form, is a report, and a

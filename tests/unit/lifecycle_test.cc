@@ -348,6 +348,14 @@ TEST(Lifecycle, NoReportsIsSaidOncePerAttempt) {
   EXPECT_EQ(NoReportsSeen(job, true, "no progress reported for 5m since start", kT0).events.size(), 1u);
 }
 
+TEST(Lifecycle, ANotebooksJobIsNotToldItHasNotReported) {
+  AttemptMemo memo;
+  Job job = RunningJob(memo);
+  job.spec.labels[std::string(kNotebookLabel)] = "alice-nb";
+  EXPECT_TRUE(NoReportsSeen(job, true, "no progress reported for 5m since start", kT0).empty());
+  EXPECT_TRUE(job.health_reason.empty());
+}
+
 TEST(Retention, AnEndedJobIsDueAfterItsTtlOrTheServersOrWhenItsDeleteWaited) {
   Job job = Queued();
   EXPECT_FALSE(DeleteDueAt(job, seconds(60)));  // not ended
