@@ -211,10 +211,12 @@ TEST(Limits, HttpAndKubeflowReportsPastThePointsLimitAreRefusedWholeAndSaidOnce)
   // The Kubeflow endpoint counts against the same limit.
   const std::string kubeflow =
       "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/capped/status";
-  // (Each with a new loss: a value re-sent unchanged is not stored again.)
+  // (Each a new step with a new loss: a value re-sent unchanged is not
+  // stored again, and a percent alone is no step.)
   auto update = [](int percent) {
     return R"({"trainerStatus": {"progressPercentage": )" + std::to_string(percent) +
            R"(, "metrics": [{"name": "loss", "value": "0.)" + std::to_string(percent) +
+           R"("}, {"name": "step", "value": ")" + std::to_string(percent) +
            R"("}], "lastUpdatedTime": "2026-12-02T10:00:00Z"}})";
   };
   std::string report = update(50);

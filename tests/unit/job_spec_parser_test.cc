@@ -111,7 +111,8 @@ checkpoint_warning: 5m
 ttl_after_finished: 1d
 labels: {project: demo, odd: "\x7f tab\t"}
 policies: {on_stall: reclaim, on_diverge: stop, on_plateau: notify, on_gpu_idle: stop,
-           gpu_idle_after: 10m, gpu_idle_below_percent: 2.5}
+           gpu_idle_after: 10m, gpu_idle_below_percent: 2.5, on_overfit: stop,
+           objective: eval_accuracy, objective_goal: maximize}
 progress_endpoint: {port: 9000, path: /progress, interval: 5s}
 private_tmp: true
 persistent_home: true
@@ -135,6 +136,28 @@ persistent_home: true
   nlohmann::json missing = JobSpecToJson(*ParseJobSpec("name: a\ncommand: [x]\n"));
   missing.erase("labels");
   EXPECT_FALSE(JobSpecFromStoredJson(missing).has_value());
+}
+
+TEST(JobSpecParser, TheObjectiveAndItsDirectionAreNamedOrLeftToTheirDefaults) {
+  auto spec = ParseJobSpec(R"(
+name: a
+command: [x]
+policies: {objective: eval_bleu, objective_goal: maximize, on_overfit: stop}
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->policies.objective, "eval_bleu");
+  EXPECT_EQ(spec->policies.objective_goal, MetricGoal::kMaximize);
+  EXPECT_EQ(spec->policies.on_overfit, HealthAction::kStop);
+  auto plain = ParseJobSpec("name: a\ncommand: [x]\n");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->policies.objective, "");
+  EXPECT_EQ(plain->policies.objective_goal, MetricGoal::kAuto);
+  EXPECT_EQ(plain->policies.on_overfit, HealthAction::kNotify);
+  for (const char* bad : {"policies: {objective_goal: up}", "policies: {objective: \"a b\"}",
+                          "policies: {on_overfit: kill}"}) {
+    auto refused = ParseJobSpec(std::string("name: a\ncommand: [x]\n") + bad + "\n");
+    EXPECT_FALSE(refused.ok()) << bad;
+  }
 }
 
 TEST(JobSpecParser, TheGpuIdlePolicyIsOffUnlessAskedForAndSurvivesARoundTrip) {
