@@ -107,16 +107,9 @@ bool NonFiniteAt(std::span<const MetricSample> series, std::int64_t step) {
   return it != series.end() && it->step == step && !std::isfinite(it->value);
 }
 
-// Whether a loss report says the run holds NaN: a non-finite loss, or a
-// loss of exactly 0 with a non-finite grad_norm or eval_loss at the same
-// step (how Hugging Face's Trainer logs a window of NaN losses: it drops
-// them from its running sum).
 bool IsNaNSignature(const MetricSample& loss, const HealthInput& in) {
-  if (!std::isfinite(loss.value)) {
-    return true;
-  }
-  return loss.value == 0 &&
-         (NonFiniteAt(in.grad_norm, loss.step) || NonFiniteAt(in.eval_loss, loss.step));
+  return LossSaysNaN(loss.value, NonFiniteAt(in.grad_norm, loss.step),
+                     NonFiniteAt(in.eval_loss, loss.step));
 }
 
 std::optional<HealthVerdict> CheckNonFinite(const HealthInput& in, const HealthOptions& options) {
@@ -406,6 +399,10 @@ bool Contains(std::string_view haystack, std::string_view needle) {
 }
 
 }  // namespace
+
+bool LossSaysNaN(double loss, bool non_finite_grad_norm, bool non_finite_eval_loss) {
+  return !std::isfinite(loss) || (loss == 0 && (non_finite_grad_norm || non_finite_eval_loss));
+}
 
 Goal GoalOfMetric(std::string_view name) {
   std::string lower(name);

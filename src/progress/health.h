@@ -79,6 +79,12 @@ enum class Goal { kMinimize, kMaximize };
 // perplexity, error rates) falls.
 Goal GoalOfMetric(std::string_view name);
 
+// Whether a loss report says the run holds NaN: a non-finite loss, or a
+// loss of exactly 0 with a non-finite grad_norm or eval_loss at the same
+// step (how Hugging Face's Trainer logs a window of NaN losses: it drops
+// them from its running sum).
+bool LossSaysNaN(double loss, bool non_finite_grad_norm, bool non_finite_eval_loss);
+
 struct MetricSample {
   std::int64_t step;
   double value;  // may be NaN or inf

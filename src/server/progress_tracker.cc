@@ -320,6 +320,15 @@ void ProgressTracker::Apply(const ProgressBatch& batch) {
       }
     }
     for (const auto& [name, value] : r.metrics) AddMetric(s, name, {r.step, value});
+    if (auto loss = r.metrics.find("loss"); loss != r.metrics.end()) {
+      auto non_finite = [&](const char* name) {
+        auto it = r.metrics.find(name);
+        return it != r.metrics.end() && !std::isfinite(it->second);
+      };
+      if (progress::LossSaysNaN(loss->second, non_finite("grad_norm"), non_finite("eval_loss"))) {
+        s.nan_at = r.step;
+      }
+    }
     if (r.percent) s.reported_percent = r.percent;
     if (r.remaining_seconds) {
       s.reported_eta = r.remaining_seconds;
@@ -384,8 +393,14 @@ progress::HealthVerdict ProgressTracker::Classify(const Job& job, State& s, doub
   }
   progress::ConfirmationOptions confirmation = confirmation_;
   if (ended) confirmation.enter_seconds = confirmation.leave_seconds = 0;
-  return s.confirmation.Update(progress::ClassifyHealth(in, options), s.reports, now_s,
-                               confirmation);
+  progress::HealthVerdict raw = progress::ClassifyHealth(in, options);
+  if (s.nan_at && raw.health != Health::kDiverging) {
+    s.confirmation.Update({Health::kDiverging, "loss was NaN at step " + std::to_string(*s.nan_at),
+                           /*immediate=*/true, std::nullopt},
+                          s.reports, now_s, confirmation);
+  }
+  s.nan_at.reset();
+  return s.confirmation.Update(raw, s.reports, now_s, confirmation);
 }
 
 progress::HealthVerdict ProgressTracker::FinalVerdict(const Job& job, Time now,

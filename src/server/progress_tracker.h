@@ -86,6 +86,9 @@ class ProgressTracker {
     progress::LossHistory loss_history;
     progress::HealthConfirmation confirmation;
     std::uint64_t reports = 0;  // applied since loaded: the confirmation's report count
+    // A loss report that said NaN since the last verdict (ticks may fall
+    // between it and the finite losses after it): announced at once.
+    std::optional<std::int64_t> nan_at;
     std::map<std::string, MetricPoint> latest;        // by metric name: highest step
     std::optional<std::int64_t> total_steps;
     std::optional<double> epoch, total_epochs;
