@@ -805,8 +805,15 @@ Status JobController::Reconcile() {
         step = RecoverLaunch(job, memo, ExecutorFor(job).FindLaunched(AttemptRequest(job)), now);
       } else {
         ExecStatus status = ExecutorFor(job).Poll(job.executor_handle);
-        step = lifecycle::Readopt(job, memo, status,
-                                  job.preempt_requested_at && Completed(job), now);
+        // An attempt that ended while no server watched it (a restart, a
+        // new leader) has its output filed before it is ended: its last
+        // reports count in its progress, its final verdict and whether a
+        // preempted job completed.
+        const bool ended = status.phase == ExecStatus::Phase::kExited ||
+                           status.phase == ExecStatus::Phase::kLost;
+        if (ended) step = ScanMarkers(job, /*final=*/true);
+        step.Then(lifecycle::Readopt(job, memo, status,
+                                     job.preempt_requested_at && Completed(job), now));
       }
       if (IsTerminal(job.state)) {
         std::optional<std::int64_t> last_step;

@@ -50,7 +50,7 @@ class FakeExecutor final : public Executor {
     gpus_[handle] = request.gpu_ids;
     by_run_dir_[request.run_dir] = handle;
     status_[handle] = Running();
-    return Launched{handle, "fake attempt " + handle, {}, {}};
+    return Launched{handle, "fake attempt " + handle, {{0, request.run_dir + "/rank-0.log"}}, {}};
   }
   Result<std::optional<Launched>> FindLaunched(const LaunchRequest& request) override {
     std::lock_guard lock(mu_);
@@ -402,6 +402,36 @@ TEST_F(ControllerTest, AStopThatCannotBeStoredIsRefusedAndSignalsNothing) {
   // Once the store takes writes again, the stop goes through.
   ASSERT_TRUE(controller_->Stop("kept", "by alice").ok());
   EXPECT_THAT(SignalsTo(handle), ElementsAre(SIGTERM));
+}
+
+// A job that ends while leadership moves (or the server restarts): the
+// reports it wrote after the last scan are filed before it is ended.
+TEST_F(ControllerTest, ARestartFilesTheLastOutputOfAnAttemptThatEndedMeanwhile) {
+  Submit("train", 1);
+  Tick();
+  Job job = Get("train");
+  const std::string log = executor_.launches().at(0) + "/rank-0.log";
+  auto write = [&](int first, int last) {
+    std::ofstream out(log, std::ios::app);
+    for (int step = first; step <= last; ++step) {
+      out << "HEADWAY {\"step\": " << step << ", \"total_steps\": 60, \"loss\": "
+          << 1.0 / step << "}\n";
+    }
+  };
+  write(1, 57);
+  Tick(seconds(1));
+  // Its last lines, then its end, while no server watches.
+  write(58, 60);
+  executor_.Exit(job.executor_handle, 0);
+  Start();
+  ASSERT_EQ(Get("train").state, JobState::kSucceeded);
+  auto steps = store_->RecentSteps("train", 100);
+  ASSERT_TRUE(steps.ok());
+  ASSERT_FALSE(steps->empty());
+  EXPECT_EQ(steps->back().step, 60);
+  int losses = 0;
+  ASSERT_TRUE(store_->ScanMetric("train", "loss", [&](const MetricPoint&) { ++losses; }).ok());
+  EXPECT_EQ(losses, 60);
 }
 
 TEST_F(ControllerTest, TheAnnouncedHealthSurvivesARestart) {
