@@ -140,22 +140,33 @@ std::optional<HealthVerdict> CheckNonFinite(const HealthInput& in, const HealthO
 }
 
 // (c) of Diverging: a sustained rise of the loss's level above its held best.
-std::optional<HealthVerdict> CheckRise(const HealthInput& in, const HealthOptions& options) {
+// The series a sustained rise is looked for in: the training loss, or for
+// a job that reports none, its objective the right way round.
+struct Judged {
+  std::span<const MetricSample> series;
+  std::string_view name;
+  Goal goal = Goal::kMinimize;
+  const LossHistory* history = nullptr;  // the loss's only
+};
+
+std::optional<HealthVerdict> CheckRise(const HealthInput& in, const HealthOptions& options,
+                                       const Judged& judged) {
   const int m = std::max(1, options.sustain_reports);
-  Points loss;
-  // The finite losses after the newest non-finite one (NaN signature
+  const double sign = judged.goal == Goal::kMaximize ? -1 : 1;
+  Points loss;  // the judged values, signed so that lower is better
+  // The finite values after the newest non-finite one (NaN signature
   // included), if it came among the newest m reports: they alone say
   // whether the run recovered, however few.
   std::size_t since_nan = 0;
-  for (std::size_t i = 0; i < in.loss.size(); ++i) {
-    const MetricSample& s = in.loss[i];
-    if (IsNaNSignature(s, in)) {
-      if (in.loss.size() - i <= static_cast<std::size_t>(m)) {
+  for (std::size_t i = 0; i < judged.series.size(); ++i) {
+    const MetricSample& s = judged.series[i];
+    if (judged.history ? IsNaNSignature(s, in) : !std::isfinite(s.value)) {
+      if (judged.series.size() - i <= static_cast<std::size_t>(m)) {
         since_nan = loss.size() + 1;  // one past: "some NaN is recent"
       }
       continue;
     }
-    loss.value.push_back(s.value);
+    loss.value.push_back(sign * s.value);
     loss.step.push_back(s.step);
   }
   const std::size_t n = loss.size();
@@ -171,16 +182,16 @@ std::optional<HealthVerdict> CheckRise(const HealthInput& in, const HealthOption
   const double level = *std::min_element(
       loss.value.begin() + static_cast<std::ptrdiff_t>(recent_from), loss.value.end());
   std::optional<Held> best = HeldBest(loss, 0, n, m);
-  if (in.loss_history && in.loss_history->best() &&
-      (!best || *in.loss_history->best() < best->level)) {
-    best = Held{*in.loss_history->best(), in.loss_history->best_step()};
+  const LossHistory* history = judged.history;
+  if (history && history->best() && (!best || *history->best() < best->level)) {
+    best = Held{*history->best(), history->best_step()};
   }
   if (!best) {
     return std::nullopt;
   }
   double start = 0;
-  if (in.loss_history && in.loss_history->start()) {
-    start = *in.loss_history->start();
+  if (history && history->start()) {
+    start = *history->start();
   } else {
     start = *std::max_element(
         loss.value.begin(),
@@ -195,18 +206,22 @@ std::optional<HealthVerdict> CheckRise(const HealthInput& in, const HealthOption
     return std::nullopt;
   }
   const int held = static_cast<int>(n - recent_from);
-  std::string reason = "loss held " + Number(level) + " over the last " + std::to_string(held) +
-                       (held == 1 ? " report" : " reports");
+  const std::string name(judged.name);
+  std::string reason = name + " held " + Number(sign * level) + " over the last " +
+                       std::to_string(held) + (held == 1 ? " report" : " reports");
+  const char* worse = judged.goal == Goal::kMaximize ? " below" : " above";
   if (range > 0 && level >= start - 0.1 * range) {
-    reason += ", back at or above its starting level " + Number(start) + " after reaching " +
-              Number(best->level) + " at step " + std::to_string(best->step);
-  } else {
-    reason += ", " + Number(rise) + " above its held best " + Number(best->level) + " at step " +
+    reason += std::string(", back at or") + worse + " its starting level " + Number(sign * start) +
+              " after reaching " + Number(sign * best->level) + " at step " +
               std::to_string(best->step);
+  } else {
+    reason += ", " + Number(rise) + worse + " its held best " + Number(sign * best->level) +
+              " at step " + std::to_string(best->step);
   }
   reason += " (noise " + Number(noise) + ", learned range " + Number(range) + ", margin " +
             Number(threshold) + ")";
-  HealthEvidence evidence{"loss", level, best->level, best->step, noise, threshold, held};
+  HealthEvidence evidence{name,      sign * level, sign * best->level, best->step, noise,
+                          threshold, held};
   return HealthVerdict{Health::kDiverging, std::move(reason), false, std::move(evidence)};
 }
 
@@ -458,7 +473,16 @@ HealthVerdict ClassifyHealth(const HealthInput& in, const HealthOptions& options
     }
     return {Health::kUnknown, "waiting for first report", false, std::nullopt};
   }
-  for (auto* check : {&CheckNonFinite, &CheckRise, &CheckStall, &CheckOverfit, &CheckPlateau}) {
+  if (auto v = CheckNonFinite(in, options)) {
+    return *v;
+  }
+  const Judged judged = !in.loss.empty()
+                            ? Judged{in.loss, "loss", Goal::kMinimize, in.loss_history}
+                            : Judged{in.objective, in.objective_name, in.objective_goal, nullptr};
+  if (auto v = CheckRise(in, options, judged)) {
+    return *v;
+  }
+  for (auto* check : {&CheckStall, &CheckOverfit, &CheckPlateau}) {
     if (auto v = check(in, options)) {
       return *v;
     }

@@ -32,7 +32,9 @@
 //                best by more than each of noise_margin x noise,
 //                range_margin x (start - best) and level_margin x |best|,
 //                where start is the highest of the run's first
-//                sustain_reports losses (where it began). The
+//                sustain_reports losses (where it began). A job that
+//                reports no loss is judged on its objective, the right way
+//                round (a reward or an accuracy that collapses). The
 //                reason says whether the loss went back to where it began.
 //   Stalled      no new step for longer than max(stall_floor_s,
 //                stall_factor x median interval between recent reports,

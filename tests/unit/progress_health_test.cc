@@ -312,6 +312,28 @@ TEST(ClassifyHealth, LossesNearZeroOrNegativeAreJudgedOnTheirOwnScale) {
   EXPECT_EQ(ClassifyHealth(f.Input()).health, Health::kDiverging);
 }
 
+TEST(ClassifyHealth, AJobWithoutALossIsJudgedOnItsObjectiveTheRightWayRound) {
+  // An RL job reporting only its reward: it learns to 200, then collapses.
+  Fixture f;
+  f.loss.clear();
+  std::vector<MetricSample> reward;
+  for (int i = 1; i <= 100; ++i) reward.push_back({i, 200.0 - 190.0 * std::exp(-i / 20.0)});
+  HealthInput in = f.Input();
+  in.objective = reward;
+  in.objective_name = "reward";
+  in.objective_goal = GoalOfMetric("reward");
+  EXPECT_EQ(ClassifyHealth(in).health, Health::kProgressing) << "a rising reward is progress";
+  for (int i = 101; i <= 104; ++i) reward.push_back({i, 15.0});
+  in.objective = reward;
+  HealthVerdict v = ClassifyHealth(in);
+  EXPECT_EQ(v.health, Health::kDiverging);
+  EXPECT_EQ(v.reason.rfind("reward held 15 over the last 3 reports, back at or below its starting "
+                           "level",
+                           0),
+            0u)
+      << v.reason;
+}
+
 TEST(ClassifyHealth, HuggingFacesNaNSignatureIsDivergingAtOnce) {
   // The Trainer logs a window of NaN losses as loss 0.0 with grad_norm NaN.
   Fixture f;
