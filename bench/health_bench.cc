@@ -5,8 +5,8 @@
 //   health_bench [--runs] [DIR ...]
 //
 // DIR holds labels.csv and curves/ (bench/data/loss-curves/README.md); by
-// default the tuning set bench/data/loss-curves and, when present, the
-// held-out set bench/data/loss-curves/added, each scored on its own.
+// default the tuning set bench/data/loss-curves and the sets gathered after
+// it, bench/data/loss-curves/added and .../holdout, each scored on its own.
 // --runs also prints each run's verdicts.
 #include <cstdio>
 #include <filesystem>
@@ -116,7 +116,9 @@ int main(int argc, char** argv) {
   if (dirs.empty()) {
     const std::string base = HEADWAY_SOURCE_DIR "/bench/data/loss-curves";
     dirs.push_back(base);
-    if (std::filesystem::exists(base + "/added/labels.csv")) dirs.push_back(base + "/added");
+    for (const char* set : {"/added", "/holdout"}) {
+      if (std::filesystem::exists(base + set + "/labels.csv")) dirs.push_back(base + set);
+    }
   }
   std::printf("Health verdicts replayed report by report (current: with its confirmation)\n");
   for (const std::string& dir : dirs) {

@@ -117,6 +117,14 @@ std::optional<HealthVerdict> CheckNonFinite(const HealthInput& in, const HealthO
     if (in.any_non_finite_loss) {
       return HealthVerdict{Health::kDiverging, "loss was non-finite", true, std::nullopt};
     }
+    // No loss: the objective stands in for it.
+    if (!in.objective.empty() && !std::isfinite(in.objective.back().value)) {
+      const MetricSample& newest = in.objective.back();
+      return HealthVerdict{Health::kDiverging,
+                           std::string(in.objective_name) + " is " + NonFiniteName(newest.value) +
+                               " at step " + std::to_string(newest.step),
+                           true, std::nullopt};
+    }
   } else if (const MetricSample& newest = in.loss.back(); IsNaNSignature(newest, in)) {
     std::string what = std::isfinite(newest.value)
                            ? std::string(NonFiniteAt(in.grad_norm, newest.step)

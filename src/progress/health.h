@@ -22,7 +22,8 @@
 //                "no progress reported for 5m since start".
 //   Diverging    (a) the newest loss is NaN or inf, or is 0 with a
 //                non-finite grad_norm or eval_loss at the same step (Hugging
-//                Face's Trainer logs NaN losses that way). Marked `immediate`:
+//                Face's Trainer logs NaN losses that way); for a job that
+//                reports no loss, its newest objective is NaN or inf. Marked `immediate`:
 //                no confirmation is needed. A finite loss after it clears
 //                (a) once the finite losses since the NaN are in range by
 //                (c), judged on those alone until `sustain_reports` follow.

@@ -328,6 +328,9 @@ void ProgressTracker::Apply(const ProgressBatch& batch) {
       if (progress::LossSaysNaN(loss->second, non_finite("grad_norm"), non_finite("eval_loss"))) {
         s.nan_at = r.step;
       }
+    } else if (s.loss.empty() && r.metrics.count("eval_loss") &&
+               !std::isfinite(r.metrics.at("eval_loss"))) {
+      s.nan_at = r.step;  // no loss: the held-out loss stands in for it
     }
     if (r.percent) s.reported_percent = r.percent;
     if (r.remaining_seconds) {

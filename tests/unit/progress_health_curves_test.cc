@@ -55,7 +55,7 @@ TEST(HealthOnRealCurves, TheAddedSetsHealthyRunsMeetTheGoals) {
 
 TEST(HealthOnRealCurves, DivergedRunsAreCaughtAndNaNAtOnce) {
   int diverged = 0, caught = 0;
-  for (const std::string& dir : {kCurves, kCurves + "/added"}) {
+  for (const std::string& dir : {kCurves, kCurves + "/added", kCurves + "/holdout"}) {
     Scored s = ScoreSet(dir);
     diverged += s.summary.diverged;
     caught += s.summary.diverged_caught;
@@ -65,8 +65,9 @@ TEST(HealthOnRealCurves, DivergedRunsAreCaughtAndNaNAtOnce) {
       EXPECT_FALSE(s.scores[i].diverging_before_onset) << run.name;
       bool nan_at_onset = false;
       for (const CurveRow& row : run.rows) {
-        if (row.step == run.onset_step && row.loss &&
-            (!std::isfinite(*row.loss) || *row.loss == 0)) {
+        const bool nan_loss = row.loss && (!std::isfinite(*row.loss) || *row.loss == 0);
+        const bool nan_eval_only = !row.loss && row.eval_loss && !std::isfinite(*row.eval_loss);
+        if (row.step == run.onset_step && (nan_loss || nan_eval_only)) {
           nan_at_onset = true;
         }
       }

@@ -334,6 +334,20 @@ TEST(ClassifyHealth, AJobWithoutALossIsJudgedOnItsObjectiveTheRightWayRound) {
       << v.reason;
 }
 
+TEST(ClassifyHealth, ANaNObjectiveOfAJobWithoutALossIsDivergingAtOnce) {
+  Fixture f;
+  f.loss.clear();
+  std::vector<MetricSample> eval = {{327, 0.98}, {654, 0.955}, {981, kNaN}};
+  HealthInput in = f.Input();
+  in.objective = eval;
+  in.eval_loss = eval;
+  in.objective_name = "eval_loss";
+  HealthVerdict v = ClassifyHealth(in);
+  EXPECT_EQ(v.health, Health::kDiverging);
+  EXPECT_TRUE(v.immediate);
+  EXPECT_EQ(v.reason, "eval_loss is NaN at step 981");
+}
+
 TEST(ClassifyHealth, HuggingFacesNaNSignatureIsDivergingAtOnce) {
   // The Trainer logs a window of NaN losses as loss 0.0 with grad_norm NaN.
   Fixture f;
