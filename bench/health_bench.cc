@@ -8,6 +8,8 @@
 // default the tuning set bench/data/loss-curves and the sets gathered after
 // it, bench/data/loss-curves/added and .../holdout, each scored on its own.
 // --runs also prints each run's verdicts.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -43,9 +45,17 @@ void Report(const std::string& dir, bool per_run) {
                                     Classifier::kBaseline};
   std::vector<headway::bench::Summary> sums;
   std::vector<std::vector<headway::bench::RunScore>> all;
+  std::vector<double> us_per_report;
+  std::size_t reports = 0;
+  for (const auto& run : runs) reports += run.rows.size();
   for (Classifier c : classifiers) {
     std::vector<headway::bench::RunScore> scores;
-    for (const auto& run : runs) scores.push_back(Score(run, Replay(run, c)));
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<headway::bench::Verdicts> verdicts;
+    for (const auto& run : runs) verdicts.push_back(Replay(run, c));
+    const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+    us_per_report.push_back(took.count() / static_cast<double>(std::max<std::size_t>(1, reports)));
+    for (std::size_t i = 0; i < runs.size(); ++i) scores.push_back(Score(runs[i], verdicts[i]));
     sums.push_back(Summarize(runs, scores));
     all.push_back(std::move(scores));
   }
@@ -79,6 +89,9 @@ void Report(const std::string& dir, bool per_run) {
   row("diverged runs Diverging before onset",
       [](const S& s) { return Pct(s.diverged_false_early, s.diverged); });
   row("plateaued runs Plateaued", [](const S& s) { return Pct(s.plateaued_caught, s.plateaued); });
+  std::printf("%-44s", "us per report (replay and verdict)");
+  for (double us : us_per_report) std::printf(" %18.2f", us);
+  std::printf("\n");
   if (!per_run) return;
   std::printf("\n%-32s %-9s %7s | %-28s | %-28s | %-28s\n", "run", "label", "onset",
               "current: div/plat/ovf/flips", "before", "plain");
