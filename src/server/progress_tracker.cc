@@ -109,16 +109,9 @@ ProgressTracker::State& ProgressTracker::Load(const std::string& job) {
                                 [&](const MetricPoint& p) { s.loss_history.Add(p.step, p.value); });
       }
       const bool tail = name == "loss" || name == "eval_loss" || name == "grad_norm";
+      // (The loss's history already holds these steps: adding them again is a no-op.)
       if (auto points = store_.RecentMetric(job, name, tail ? kLossTail : 1); points.ok()) {
-        for (const MetricPoint& p : *points) {
-          auto it = s.latest.find(name);
-          if (it == s.latest.end() || p.step >= it->second.step) s.latest[name] = p;
-          progress::MetricSample sample{p.step, p.value};
-          auto by_step = [](const progress::MetricSample& x) { return x.step; };
-          if (name == "loss") InsertSorted(s.loss, sample, by_step, kLossTail);
-          if (name == "eval_loss") InsertSorted(s.eval_loss, sample, by_step, kLossTail);
-          if (name == "grad_norm") InsertSorted(s.grad_norm, sample, by_step, kLossTail);
-        }
+        for (const MetricPoint& p : *points) AddMetric(s, name, p);
       }
     }
   }
