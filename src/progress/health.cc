@@ -417,10 +417,6 @@ std::optional<HealthVerdict> CheckPlateau(const HealthInput& in, const HealthOpt
   return HealthVerdict{Health::kPlateaued, std::move(reason), false, std::move(evidence)};
 }
 
-bool Contains(std::string_view haystack, std::string_view needle) {
-  return haystack.find(needle) != std::string_view::npos;
-}
-
 }  // namespace
 
 bool LossSaysNaN(double loss, bool non_finite_grad_norm, bool non_finite_eval_loss) {
@@ -428,25 +424,47 @@ bool LossSaysNaN(double loss, bool non_finite_grad_norm, bool non_finite_eval_lo
 }
 
 Goal GoalOfMetric(std::string_view name) {
-  std::string lower(name);
-  for (char& c : lower) {
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
+  // Word by word ("eval_answer_accuracy": eval, answer, accuracy), so that
+  // "answer" is not a word error rate nor "mape" a mean average precision.
+  // Short names must be the whole word; longer ones may begin it.
+  constexpr std::string_view kFallsWhole[] = {"err", "ppl",  "wer",  "cer", "mse",
+                                              "mae", "rmse", "mape", "nll"};
+  constexpr std::string_view kFallsPrefix[] = {"loss", "error", "perplexit"};
+  constexpr std::string_view kRisesWhole[] = {"acc", "f1", "auc", "map", "iou", "dice", "miou"};
+  constexpr std::string_view kRisesPrefix[] = {"accurac", "bleu",  "rouge",  "reward", "precision",
+                                               "recall",  "score", "return", "f1"};
+  std::optional<Goal> goal;
+  std::string word;
+  auto judge = [&] {
+    if (goal || word.empty()) {
+      word.clear();
+      return;
+    }
+    auto whole = [&](std::span<const std::string_view> list) {
+      return std::find(list.begin(), list.end(), word) != list.end();
+    };
+    auto begins = [&](std::span<const std::string_view> list) {
+      return std::any_of(list.begin(), list.end(),
+                         [&](std::string_view p) { return word.starts_with(p); });
+    };
+    if (whole(kFallsWhole) || begins(kFallsPrefix)) {
+      goal = Goal::kMinimize;
+    } else if (whole(kRisesWhole) || begins(kRisesPrefix)) {
+      goal = Goal::kMaximize;
+    }
+    word.clear();
+  };
+  for (char c : name) {
+    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+      word += c;
+    } else if (c >= 'A' && c <= 'Z') {
+      word += static_cast<char>(c - 'A' + 'a');
+    } else {
+      judge();
     }
   }
-  for (std::string_view falls :
-       {"loss", "error", "err", "perplexity", "ppl", "wer", "cer", "mse", "mae", "rmse"}) {
-    if (Contains(lower, falls)) {
-      return Goal::kMinimize;
-    }
-  }
-  for (std::string_view rises : {"acc", "f1", "bleu", "rouge", "reward", "auc", "precision",
-                                 "recall", "map", "iou", "score", "return", "dice"}) {
-    if (Contains(lower, rises)) {
-      return Goal::kMaximize;
-    }
-  }
-  return Goal::kMinimize;
+  judge();
+  return goal.value_or(Goal::kMinimize);
 }
 
 void LossHistory::Add(std::int64_t step, double value) {

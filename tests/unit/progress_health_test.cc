@@ -427,12 +427,13 @@ TEST(ClassifyHealth, EvalLossRisingWithTheTrainingLossIsNotOverfitting) {
 }
 
 TEST(GoalOfMetric, MetricsThatRiseAreMaximised) {
-  for (const char* name : {"accuracy", "eval_accuracy", "val_acc", "f1", "eval_bleu", "rougeL",
-                           "reward", "episode_return", "auc", "mAP", "iou"}) {
+  for (const char* name :
+       {"accuracy", "eval_accuracy", "val_acc", "f1", "eval_bleu", "rougeL", "reward",
+        "episode_return", "auc", "mAP", "iou", "eval_answer_accuracy", "f1_score", "eval/rouge2"}) {
     EXPECT_EQ(GoalOfMetric(name), Goal::kMaximize) << name;
   }
-  for (const char* name :
-       {"loss", "eval_loss", "val_loss", "perplexity", "wer", "error_rate", "mse", "whatever"}) {
+  for (const char* name : {"loss", "eval_loss", "val_loss", "perplexity", "wer", "error_rate",
+                           "mse", "whatever", "eval_mape", "train/nll", "power"}) {
     EXPECT_EQ(GoalOfMetric(name), Goal::kMinimize) << name;
   }
 }
