@@ -147,16 +147,17 @@ std::optional<HealthVerdict> CheckNonFinite(const HealthInput& in, const HealthO
   return std::nullopt;
 }
 
-// (c) of Diverging: a sustained rise of the loss's level above its held best.
 // The series a sustained rise is looked for in: the training loss, or for
 // a job that reports none, its objective the right way round.
 struct Judged {
   std::span<const MetricSample> series;
   std::string_view name;
   Goal goal = Goal::kMinimize;
-  const LossHistory* history = nullptr;  // the loss's only
+  bool is_loss = false;                  // NaN takes Hugging Face's shape too
+  const LossHistory* history = nullptr;  // the whole run's, for the loss
 };
 
+// (c) of Diverging: a sustained rise of the judged series' level above its held best.
 std::optional<HealthVerdict> CheckRise(const HealthInput& in, const HealthOptions& options,
                                        const Judged& judged) {
   const int m = std::max(1, options.sustain_reports);
@@ -168,7 +169,7 @@ std::optional<HealthVerdict> CheckRise(const HealthInput& in, const HealthOption
   std::size_t since_nan = 0;
   for (std::size_t i = 0; i < judged.series.size(); ++i) {
     const MetricSample& s = judged.series[i];
-    if (judged.history ? IsNaNSignature(s, in) : !std::isfinite(s.value)) {
+    if (judged.is_loss ? IsNaNSignature(s, in) : !std::isfinite(s.value)) {
       if (judged.series.size() - i <= static_cast<std::size_t>(m)) {
         since_nan = loss.size() + 1;  // one past: "some NaN is recent"
       }
@@ -502,9 +503,9 @@ HealthVerdict ClassifyHealth(const HealthInput& in, const HealthOptions& options
   if (auto v = CheckNonFinite(in, options)) {
     return *v;
   }
-  const Judged judged = !in.loss.empty()
-                            ? Judged{in.loss, "loss", Goal::kMinimize, in.loss_history}
-                            : Judged{in.objective, in.objective_name, in.objective_goal, nullptr};
+  const Judged judged =
+      !in.loss.empty() ? Judged{in.loss, "loss", Goal::kMinimize, true, in.loss_history}
+                       : Judged{in.objective, in.objective_name, in.objective_goal, false, nullptr};
   if (auto v = CheckRise(in, options, judged)) {
     return *v;
   }
