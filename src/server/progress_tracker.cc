@@ -367,7 +367,11 @@ progress::HealthVerdict ProgressTracker::Classify(const Job& job, State& s, doub
   in.loss_history = &s.loss_history;
   FollowObjective(job, s);
   const std::string& named = job.spec.policies.objective;
-  in.objective_name = !named.empty() ? named : s.eval_loss.empty() ? "loss" : "eval_loss";
+  // (A string_view on every branch: a std::string branch would make the
+  // others temporaries, gone by the time the name is read.)
+  in.objective_name = !named.empty()        ? std::string_view(named)
+                      : s.eval_loss.empty() ? std::string_view("loss")
+                                            : std::string_view("eval_loss");
   in.objective = !named.empty() ? s.objective : DefaultObjective(s);
   switch (job.spec.policies.objective_goal) {
     case MetricGoal::kMinimize: in.objective_goal = progress::Goal::kMinimize; break;
