@@ -319,8 +319,9 @@ std::optional<HealthVerdict> CheckOverfit(const HealthInput& in, const HealthOpt
   const double best = eval.value[best_at];
   const double level =
       *std::min_element(eval.value.end() - static_cast<std::ptrdiff_t>(need), eval.value.end());
-  const double threshold = std::max(
-      {options.overfit_margin * std::abs(best), options.noise_margin * Noise(eval), 1e-12});
+  const double noise = Noise(eval);
+  const double threshold =
+      std::max({options.overfit_margin * std::abs(best), options.noise_margin * noise, 1e-12});
   if (!(level - best > threshold)) {
     return std::nullopt;
   }
@@ -343,8 +344,8 @@ std::optional<HealthVerdict> CheckOverfit(const HealthInput& in, const HealthOpt
       "% above its best " + Number(best) + " at step " + std::to_string(eval.step[best_at]) +
       ", while loss fell " + Number(*then) + " -> " + Number(now) +
       "; the best checkpoint is step " + std::to_string(eval.step[best_at]);
-  HealthEvidence evidence{
-      "eval_loss", level, best, eval.step[best_at], Noise(eval), threshold, static_cast<int>(need)};
+  HealthEvidence evidence{"eval_loss",           level, best, eval.step[best_at], noise, threshold,
+                          static_cast<int>(need)};
   return HealthVerdict{Health::kOverfitting, std::move(reason), false, std::move(evidence)};
 }
 
