@@ -1,9 +1,8 @@
 #include "server/progress_tracker.h"
 
-#include <set>
-
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <span>
 
 namespace headway {
@@ -41,8 +40,7 @@ void InsertSorted(std::vector<Point>& v, const Point& p, Key key, std::size_t ca
 }  // namespace
 
 ProgressTracker::ProgressTracker(Store& store, progress::HealthOptions health_options,
-                                 double plateau_window,
-                                 progress::ConfirmationOptions confirmation)
+                                 double plateau_window, progress::ConfirmationOptions confirmation)
     : store_(store),
       health_options_(health_options),
       plateau_window_(plateau_window),
@@ -50,7 +48,8 @@ ProgressTracker::ProgressTracker(Store& store, progress::HealthOptions health_op
 
 void ProgressTracker::AddStep(State& s, const StepPoint& p) {
   bool newest = s.steps.empty() || p.step >= s.steps.back().step;
-  InsertSorted(s.steps, p, [](const StepPoint& x) { return x.step; }, kStepTail);
+  InsertSorted(
+      s.steps, p, [](const StepPoint& x) { return x.step; }, kStepTail);
   if (newest) {
     if (p.total_steps) s.total_steps = p.total_steps;
     if (p.epoch) s.epoch = p.epoch;
@@ -345,8 +344,8 @@ std::vector<progress::StepSample> ProgressTracker::Samples(const Job& job, const
   const double attempt_start_s =
       job.attempt() > 0 && job.started_at ? ToUnixSeconds(*job.started_at) : -1e300;
   // The newest kStepTail steps (the tail may hold a few more between trims).
-  auto first = s.steps.size() > kStepTail ? s.steps.end() - static_cast<long>(kStepTail)
-                                          : s.steps.begin();
+  auto first =
+      s.steps.size() > kStepTail ? s.steps.end() - static_cast<long>(kStepTail) : s.steps.begin();
   for (const StepPoint& p : std::span(first, s.steps.end())) {
     double t = ToUnixSeconds(p.time);
     if (t >= attempt_start_s) samples.push_back({p.step, t});
@@ -374,9 +373,15 @@ progress::HealthVerdict ProgressTracker::Classify(const Job& job, State& s, doub
                                             : std::string_view("eval_loss");
   in.objective = !named.empty() ? s.objective : DefaultObjective(s);
   switch (job.spec.policies.objective_goal) {
-    case MetricGoal::kMinimize: in.objective_goal = progress::Goal::kMinimize; break;
-    case MetricGoal::kMaximize: in.objective_goal = progress::Goal::kMaximize; break;
-    case MetricGoal::kAuto: in.objective_goal = progress::GoalOfMetric(in.objective_name); break;
+    case MetricGoal::kMinimize:
+      in.objective_goal = progress::Goal::kMinimize;
+      break;
+    case MetricGoal::kMaximize:
+      in.objective_goal = progress::Goal::kMaximize;
+      break;
+    case MetricGoal::kAuto:
+      in.objective_goal = progress::GoalOfMetric(in.objective_name);
+      break;
   }
   if (s.last_report_at) {
     // A stored time from a client clock ahead would hide a stall that began
@@ -394,10 +399,17 @@ progress::HealthVerdict ProgressTracker::Classify(const Job& job, State& s, doub
   progress::ConfirmationOptions confirmation = confirmation_;
   if (ended) confirmation.enter_seconds = confirmation.leave_seconds = 0;
   progress::HealthVerdict raw = progress::ClassifyHealth(in, options);
-  if (s.nan_at && raw.health != Health::kDiverging) {
-    s.confirmation.Update({Health::kDiverging, "loss was NaN at step " + std::to_string(*s.nan_at),
-                           /*immediate=*/true, std::nullopt},
-                          s.reports, now_s, confirmation);
+  if (s.nan_at && !raw.immediate) {
+    const std::string nan = "loss was NaN at step " + std::to_string(*s.nan_at);
+    if (raw.health == Health::kDiverging) {
+      // Finite losses that rose after the NaN: a rise alone would wait for
+      // confirmation, the NaN before it needs none.
+      raw.immediate = true;
+      raw.reason = nan + ", then " + raw.reason;
+    } else {
+      s.confirmation.Update({Health::kDiverging, nan, /*immediate=*/true, std::nullopt}, s.reports,
+                            now_s, confirmation);
+    }
   }
   s.nan_at.reset();
   return s.confirmation.Update(raw, s.reports, now_s, confirmation);
@@ -458,7 +470,8 @@ ProgressView ProgressTracker::View(const Job& job, Time now) {
   }
   if (!v.steps_per_second && samples.size() >= 2) {
     double dt = samples.back().time_s - samples.front().time_s;
-    if (dt > 0) v.steps_per_second = static_cast<double>(samples.back().step - samples.front().step) / dt;
+    if (dt > 0)
+      v.steps_per_second = static_cast<double>(samples.back().step - samples.front().step) / dt;
   }
   if (running) {
     progress::HealthVerdict verdict = Classify(job, s, now_s);
@@ -475,8 +488,8 @@ ProgressView ProgressTracker::View(const Job& job, Time now) {
     if (v.last_report_at && v.step) {
       const std::string ago =
           "last report (step " + std::to_string(*v.step) + ") " +
-          FormatDuration(std::max(Duration(0), std::chrono::duration_cast<Duration>(
-                                                    now - *v.last_report_at))) +
+          FormatDuration(std::max(Duration(0),
+                                  std::chrono::duration_cast<Duration>(now - *v.last_report_at))) +
           " ago";
       if (job.health == Health::kProgressing) {
         v.health_reason = "ended making headway; " + ago;

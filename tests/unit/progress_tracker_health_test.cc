@@ -77,6 +77,21 @@ TEST_F(TrackerHealthTest, ANaNBetweenTwoLooksIsStillAnnouncedAtOnce) {
   EXPECT_EQ(View(121).health, Health::kProgressing);
 }
 
+double NaNThenExploding(std::int64_t step) {
+  if (step < 25) return 1.0 / static_cast<double>(step);
+  return step < 28 ? std::numeric_limits<double>::quiet_NaN() : Exploding(step);
+}
+
+TEST_F(TrackerHealthTest, ANaNFollowedByARiseIsAnnouncedAtOnceToo) {
+  // NaN at steps 25-27, then finite losses far above the run's start, all in
+  // one batch: by the time anyone looks, the newest losses say a (finite)
+  // rise, which alone would wait for confirmation. The NaN needs none.
+  Report(1, 40, NaNThenExploding);
+  ProgressView v = View(41);
+  EXPECT_EQ(v.health, Health::kDiverging) << v.health_reason;
+  EXPECT_THAT(v.health_reason, HasSubstr("NaN at step 27"));
+}
+
 TEST_F(TrackerHealthTest, ARiseIsAnnouncedOnlyOnceConfirmed) {
   Report(1, 100, Learning);
   EXPECT_EQ(View(101).health, Health::kProgressing);
