@@ -2,10 +2,11 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,8 +17,6 @@
 #include <regex>
 #include <sstream>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "api/http_client.h"
 
@@ -56,8 +55,8 @@ RawConnection::RawConnection(const TestServer& server, const std::string& source
   }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(
-      std::stoi(server.url().substr(server.url().rfind(':') + 1))));
+  addr.sin_port = htons(
+      static_cast<std::uint16_t>(std::stoi(server.url().substr(server.url().rfind(':') + 1))));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
 }
@@ -137,7 +136,8 @@ std::vector<pid_t> ProcessesWith(const std::string& marker) {
     int fd = ::open((entry.path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;
     char buf[4096];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) cmdline.append(buf, static_cast<std::size_t>(n));
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+      cmdline.append(buf, static_cast<std::size_t>(n));
     ::close(fd);
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     if (cmdline.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
@@ -180,6 +180,11 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::string
   result.err = ReadFile(err_path);
   fs::remove_all(dir);
   return result;
+}
+
+std::string HeadwayBinary() {
+  const char* chosen = std::getenv("HEADWAY_BIN");
+  return chosen != nullptr && *chosen != '\0' ? chosen : HEADWAY_BIN;
 }
 
 bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
@@ -235,11 +240,12 @@ TestServer::~TestServer() {
 
 void TestServer::Start() {
   std::string listen = "127.0.0.1:" + std::to_string(port_);
-  std::vector<std::string> argv = {HEADWAY_BIN, "server",     "--listen",
-                                   listen,      "--data-dir", data_dir_};
+  std::vector<std::string> argv = {HeadwayBinary(), "server",     "--listen",
+                                   listen,          "--data-dir", data_dir_};
   if (gpus_ >= 0) argv.insert(argv.end(), {"--gpus", std::to_string(gpus_)});
   argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
   std::size_t log_offset = ReadFile(log_path_).size();
+  log_offset_ = log_offset;
   pid_ = ::fork();
   if (pid_ == 0) {
     int log = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -278,15 +284,26 @@ void TestServer::Restart(std::vector<std::string> extra_args) {
 }
 
 void TestServer::Kill() {
+  if (pid_ <= 0) return;  // (kill(-1) would signal every process we may)
   ::kill(pid_, SIGKILL);
   ::waitpid(pid_, nullptr, 0);
   pid_ = -1;
 }
 
 void TestServer::Terminate() {
+  if (pid_ <= 0) return;
   ::kill(pid_, SIGTERM);
   ::waitpid(pid_, nullptr, 0);
   pid_ = -1;
+}
+
+std::string TestServer::LogSinceStart() const { return ReadFile(log_path_).substr(log_offset_); }
+
+bool TestServer::Running() {
+  if (pid_ <= 0) return false;
+  if (::waitpid(pid_, nullptr, WNOHANG) != pid_) return true;
+  pid_ = -1;
+  return false;
 }
 
 CommandResult TestServer::Cli(std::vector<std::string> args, const std::string& input) const {
@@ -294,7 +311,7 @@ CommandResult TestServer::Cli(std::vector<std::string> args, const std::string& 
                                    "HEADWAY_DATA_DIR=" + base_dir_ + "/cli",
                                    "HEADWAY_API_TOKEN=" + token_,
                                    "XDG_CONFIG_HOME=" + base_dir_ + "/cli-config",
-                                   HEADWAY_BIN,
+                                   HeadwayBinary(),
                                    "--server",
                                    url_};
   argv.insert(argv.end(), args.begin(), args.end());

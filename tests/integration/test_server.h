@@ -33,6 +33,10 @@ struct CommandResult {
 // Runs argv to completion (with `input` on stdin), capturing its output.
 CommandResult RunCommand(const std::vector<std::string>& argv, const std::string& input = {});
 
+// The headway binary the harness runs: $HEADWAY_BIN, else the one built
+// beside the tests.
+std::string HeadwayBinary();
+
 // Polls `condition` every 50 ms until it holds or `timeout` passes.
 bool WaitFor(const std::function<bool()>& condition,
              std::chrono::milliseconds timeout = std::chrono::seconds(20));
@@ -113,6 +117,10 @@ class TestServer {
   void Restart(std::vector<std::string> extra_args);
   void Kill();       // SIGKILL, as a crash would
   void Terminate();  // SIGTERM, a clean shutdown
+  // Whether the server process is alive; false once it exited on its own
+  // (as a leader cut off from the database does), or was killed.
+  bool Running();
+  pid_t pid() const { return pid_; }
 
   const std::string& url() const { return url_; }
   const std::string& base_dir() const { return base_dir_; }
@@ -149,6 +157,8 @@ class TestServer {
   bool HasEvent(const std::string& name, const std::string& type,
                 const std::string& text = "") const;
   std::string ServerLog() const;
+  // What it logged since it was last started.
+  std::string LogSinceStart() const;
 
  private:
   void Start();
@@ -159,6 +169,7 @@ class TestServer {
   std::string admin_token_;
   bool token_chosen_ = false;
   std::string log_path_;
+  std::size_t log_offset_ = 0;  // the log's size when it was last started
   std::string url_;
   std::string token_;
   std::string ca_file_;  // the --tls-cert it was started with, trusted by Job() etc.
