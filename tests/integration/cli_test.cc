@@ -32,24 +32,6 @@ using ::testing::Not;
 
 // `headway ARGS...` with exactly the environment given (the harness's Cli
 // always puts --server first and sets a token).
-// Whether some process holds an established TCP connection to 127.0.0.1:PORT
-// (/proc/net/tcp): a follower that has connected, however slowly it started.
-bool SomeoneConnectedTo(const std::string& url) {
-  const int port = std::stoi(url.substr(url.rfind(':') + 1));
-  char wanted[16];
-  std::snprintf(wanted, sizeof wanted, "0100007F:%04X", port);
-  std::istringstream table(ReadFile("/proc/net/tcp"));
-  std::string line;
-  std::getline(table, line);  // the header
-  while (std::getline(table, line)) {
-    std::istringstream fields(line);
-    std::string slot, local, remote, state;
-    fields >> slot >> local >> remote >> state;
-    if (remote == wanted && state == "01") return true;
-  }
-  return false;
-}
-
 CommandResult Headway(const std::vector<std::string>& env, const std::vector<std::string>& args,
                       const std::string& input = {}) {
   std::vector<std::string> argv = {"/usr/bin/env", "-i", "PATH=/usr/bin:/bin"};
@@ -124,9 +106,9 @@ TEST(Cli, WaitRidesOutAServerRestart) {
     return Headway(env,
                    {"--server", url, "wait", "slow", "--until", "Succeeded", "--timeout", "60s"});
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(WaitFor([&] { return SomeoneConnectedTo(url); }));
   server.Kill();
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // away for a while
   server.Restart();
   CommandResult waited = waiting.get();
   // Before: exit 3 ("cannot reach the Headway server") as soon as it was killed.
@@ -420,7 +402,8 @@ TEST(Cli, TopOnATerminalFitsItSortsOnKeysAndQuitsOnQ) {
   ASSERT_TRUE(server.WaitForState("job-8", "Running"));
   TopOnATerminal top(server);
   // However long a slow machine takes to draw a whole first screen.
-  for (int i = 0; i < 20 && top.screen().find("more (a taller terminal") == std::string::npos; ++i) {
+  for (int i = 0; i < 20 && top.screen().find("more (a taller terminal") == std::string::npos;
+       ++i) {
     top.Read(500);
   }
   top.Read(300);
@@ -470,7 +453,8 @@ TEST(Cli, TopGivesTheTerminalBackOnSigterm) {
   TestServer server;
   TopOnATerminal top(server);
   // However long a slow machine takes to draw the first screen.
-  for (int i = 0; i < 20 && top.screen().find("\x1b[?1049h") == std::string::npos; ++i) top.Read(500);
+  for (int i = 0; i < 20 && top.screen().find("\x1b[?1049h") == std::string::npos; ++i)
+    top.Read(500);
   ASSERT_THAT(top.screen(), HasSubstr("\x1b[?1049h"));
   ::kill(top.pid(), SIGTERM);
   EXPECT_EQ(top.Exit(), 0);

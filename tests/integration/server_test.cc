@@ -64,11 +64,12 @@ TEST(JobLifecycle, StopEndsAJobThatHandlesSigterm) {
   TestServer server;
   server.Submit(R"(
 name: polite
-command: "trap 'echo got TERM; exit 0' TERM; while true; do sleep 0.1; done"
+command: "trap 'echo got TERM; exit 0' TERM; echo trap set; while true; do sleep 0.1; done"
 termination_grace: 20s
 )");
-  ASSERT_TRUE(server.WaitForState("polite", "Running"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the trap install
+  ASSERT_TRUE(WaitFor([&] {
+    return server.Cli({"logs", "polite"}).out.find("trap set") != std::string::npos;
+  }));
   CommandResult r = server.Cli({"stop", "polite"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("job/polite"));
@@ -88,7 +89,9 @@ TEST(JobLifecycle, AStopSentBeforeTheRanksStartStillReachesThem) {
   ::setenv("HEADWAY_TEST_SLOW_SUPERVISOR", "1", 1);
   TestServer server;
   ::unsetenv("HEADWAY_TEST_SLOW_SUPERVISOR");
-  server.Submit("name: early\nresources: {processes_per_node: 2}\ncommand: [\"sleep\", \"60.4711\"]\ntermination_grace: 60s\n");
+  server.Submit(
+      "name: early\nresources: {processes_per_node: 2}\ncommand: [\"sleep\", "
+      "\"60.4711\"]\ntermination_grace: 60s\n");
   ASSERT_TRUE(server.WaitForState("early", "Running"));
   ASSERT_EQ(server.Cli({"stop", "early"}).exit_code, 0);
   ASSERT_TRUE(server.WaitForState("early", "Stopped", std::chrono::seconds(20)));
@@ -106,7 +109,9 @@ TEST(JobLifecycle, StopEndsAJobWithNoSignalHandlerAtOnce) {
   ASSERT_TRUE(server.WaitForState("plain", "Stopped", std::chrono::seconds(15)));
   EXPECT_FALSE(server.HasEvent("plain", "Killed"));
   // The job sees SIGTERM and SIGPIPE as any program started from a shell does.
-  server.Submit("name: mask\ncommand: [\"/bin/sh\", \"-c\", \"grep -E '^Sig(Blk|Ign)' /proc/self/status\"]\n");
+  server.Submit(
+      "name: mask\ncommand: [\"/bin/sh\", \"-c\", \"grep -E '^Sig(Blk|Ign)' "
+      "/proc/self/status\"]\n");
   ASSERT_TRUE(server.WaitForState("mask", "Succeeded"));
   std::string status = server.Cli({"logs", "mask"}).out;
   EXPECT_THAT(status, HasSubstr("SigBlk:\t0000000000000000"));
@@ -224,7 +229,8 @@ TEST(Scheduling, JobsWaitInOrderForFreeGpus) {
   server.Submit("name: small\ncommand: \"true\"\nresources: {gpus_per_process: 1}\n");
   server.Submit("name: after\ncommand: \"true\"\nresources: {gpus_per_process: 1}\n");
   server.Submit("name: cpu\ncommand: \"true\"\n");
-  ASSERT_TRUE(WaitFor([&] { return !server.Job("small")["pending_reason"].get<std::string>().empty(); }));
+  ASSERT_TRUE(
+      WaitFor([&] { return !server.Job("small")["pending_reason"].get<std::string>().empty(); }));
   EXPECT_EQ(server.State("small"), "Queued");
   EXPECT_THAT(server.Job("small")["pending_reason"].get<std::string>(),
               HasSubstr("waiting for 1 GPU (0 of 2 free)"));
@@ -276,7 +282,7 @@ TEST(Recovery, ServerKilledMidJobReadoptsItAndLosesNothing) {
   ASSERT_TRUE(server.WaitForState("quick", "Running"));
   server.Kill();
   std::ofstream(end_quick).put('\n');  // "quick" ends while the server is down
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_TRUE(WaitFor([&] { return ProcessesWith(end_quick).empty(); }));
   server.Restart();
   EXPECT_EQ(server.State("survivor"), "Running");
   EXPECT_TRUE(server.HasEvent("survivor", "Readopted"));
@@ -336,11 +342,14 @@ TEST(Recovery, ACrashWhileLaunchingNeverRunsTheAttemptTwice) {
     const std::string release = server.work_dir() + "/release";
     // The server may die before it answers: the job is stored before the
     // control loop wakes to launch it, so the reply is not awaited.
-    server.Cli({"submit", "-f", "-"}, "name: once\nresources: {gpus_per_process: 1}\n"
-                  "env: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\"}\n"
-                  "command: \"" + sleep_command + " & m=$!; while [ ! -e " + release +
-                  " ]; do sleep 0.1; done; /usr/bin/python3 -c 'import headway; "
-                  "headway.report(5, total_steps=5); headway.flush()'; kill $m\"\n");
+    server.Cli({"submit", "-f", "-"},
+               "name: once\nresources: {gpus_per_process: 1}\n"
+               "env: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR
+               "/sdk/python\"}\n"
+               "command: \"" +
+                   sleep_command + " & m=$!; while [ ! -e " + release +
+                   " ]; do sleep 0.1; done; /usr/bin/python3 -c 'import headway; "
+                   "headway.report(5, total_steps=5); headway.flush()'; kill $m\"\n");
     ASSERT_TRUE(WaitFor([&] {
       return server.ServerLog().find("crash point " + point + " reached") != std::string::npos;
     })) << server.ServerLog();
@@ -348,7 +357,8 @@ TEST(Recovery, ACrashWhileLaunchingNeverRunsTheAttemptTwice) {
     server.Restart();
     ASSERT_TRUE(server.WaitForState("once", "Running"));
     ASSERT_TRUE(WaitFor([&] { return ProcessesWith(marker).size() >= 1; }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a second copy would be up by now
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(500));  // a second copy would be up by now
     EXPECT_EQ(ProcessesWith(marker).size(), 1u);
     EXPECT_TRUE(server.HasEvent("once", point == "launch:before" ? "StateChanged" : "Readopted",
                                 point == "launch:before" ? "before launch" : "had started"));
@@ -383,10 +393,8 @@ struct CrashCase {
 
 TEST(Recovery, ACrashAtAnyStepOfStopPreemptionKillOrRestartNeitherRepeatsNorOrphansAnAttempt) {
   const std::vector<CrashCase> cases = {
-      {"signal:TERM", "stopped", "Stopped", 1},
-      {"signal:USR1", "preempted", "Succeeded", 2},
-      {"signal:KILL", "stubborn", "Stopped", 1},
-      {"exit:observed", "flaky", "Failed", 2},
+      {"signal:TERM", "stopped", "Stopped", 1},  {"signal:USR1", "preempted", "Succeeded", 2},
+      {"signal:KILL", "stubborn", "Stopped", 1}, {"exit:observed", "flaky", "Failed", 2},
       {"exit:stored", "flaky", "Failed", 2},
   };
   for (const CrashCase& c : cases) {
@@ -403,13 +411,13 @@ TEST(Recovery, ACrashAtAnyStepOfStopPreemptionKillOrRestartNeitherRepeatsNorOrph
     // shell at once, and the step under test would never be reached.
     const std::string record = "echo start >> " + starts + "; ";
     if (c.job == "stopped") {
-      server.Submit("name: stopped\ntermination_grace: 30s\ncommand: \"" + record +
-                    sleep_forever + " & wait\"\n");
+      server.Submit("name: stopped\ntermination_grace: 30s\ncommand: \"" + record + sleep_forever +
+                    " & wait\"\n");
       ASSERT_TRUE(server.WaitForState("stopped", "Running"));
       server.Cli({"stop", "stopped"});  // the server may die before it answers
     } else if (c.job == "stubborn") {
-      server.Submit("name: stubborn\ntermination_grace: 1s\ncommand: \"trap '' TERM; " +
-                    record + sleep_forever + " & while :; do wait; done\"\n");
+      server.Submit("name: stubborn\ntermination_grace: 1s\ncommand: \"trap '' TERM; " + record +
+                    sleep_forever + " & while :; do wait; done\"\n");
       ASSERT_TRUE(server.WaitForState("stubborn", "Running"));
       ASSERT_TRUE(WaitFor([&] { return ReadFile(starts).find("start") != std::string::npos; }));
       ASSERT_EQ(server.Cli({"stop", "stubborn"}).exit_code, 0);
@@ -420,15 +428,17 @@ TEST(Recovery, ACrashAtAnyStepOfStopPreemptionKillOrRestartNeitherRepeatsNorOrph
       // A checkpointing job, preempted by a higher-priority one: it resumes
       // and finishes once that one is done.
       const std::string warned = server.work_dir() + "/warned";
-      server.Submit("name: preempted\npriority: 0\ncheckpoint_warning: 1s\n"
-                    "resources: {gpus_per_process: 1}\ncommand: \"if [ -e " + warned +
-                    " ]; then " + record + "exit 0; fi; trap 'touch " + warned +
-                    "' USR1; trap 'exit 143' TERM; " + record + sleep_forever +
-                    " & while :; do wait; done\"\n");
+      server.Submit(
+          "name: preempted\npriority: 0\ncheckpoint_warning: 1s\n"
+          "resources: {gpus_per_process: 1}\ncommand: \"if [ -e " +
+          warned + " ]; then " + record + "exit 0; fi; trap 'touch " + warned +
+          "' USR1; trap 'exit 143' TERM; " + record + sleep_forever +
+          " & while :; do wait; done\"\n");
       ASSERT_TRUE(server.WaitForState("preempted", "Running"));
       ASSERT_TRUE(WaitFor([&] { return ReadFile(starts).find("start") != std::string::npos; }));
-      server.Cli({"submit", "-f", "-"}, "name: urgent\npriority: 10\n"
-                                        "resources: {gpus_per_process: 1}\ncommand: \"true\"\n");
+      server.Cli({"submit", "-f", "-"},
+                 "name: urgent\npriority: 10\n"
+                 "resources: {gpus_per_process: 1}\ncommand: \"true\"\n");
     }
     ASSERT_TRUE(WaitFor([&] {
       return server.ServerLog().find("crash point " + c.point + " reached") != std::string::npos;
@@ -436,7 +446,8 @@ TEST(Recovery, ACrashAtAnyStepOfStopPreemptionKillOrRestartNeitherRepeatsNorOrph
     server.Kill();
     server.Restart();
     ASSERT_TRUE(server.WaitForState(c.job, c.expected, std::chrono::seconds(40)))
-        << server.State(c.job) << "\n" << server.ServerLog();
+        << server.State(c.job) << "\n"
+        << server.ServerLog();
     EXPECT_EQ(Count(ReadFile(starts), "start"), c.attempts);
     EXPECT_EQ(server.Job(c.job)["attempt"], c.attempts - 1);
     EXPECT_TRUE(WaitFor([&] { return ProcessesWith(marker).empty(); }));
@@ -513,7 +524,8 @@ TEST(Validation, HttpErrorsAreJsonWithTheRightStatus) {
 
   // Bytes that are not UTF-8 (found by fuzzing): a clear 400 for a spec, a
   // JSON 404 (not a 500) for a path, and no job stored.
-  auto binary = http.Request("POST", "/api/v1/jobs", "name: a\ncommand: [x]\nenv: {K: \"\xff\xfe\"}\n");
+  auto binary =
+      http.Request("POST", "/api/v1/jobs", "name: a\ncommand: [x]\nenv: {K: \"\xff\xfe\"}\n");
   ASSERT_TRUE(binary.ok());
   EXPECT_EQ(binary->status, 400);
   EXPECT_THAT(binary->body, HasSubstr("UTF-8"));
@@ -588,7 +600,7 @@ restart_policy: {max_restarts: 1}
   ASSERT_TRUE(server.WaitForState("chatty", "Running"));
   CommandResult r;
   std::thread follower([&] { r = server.Cli({"logs", "chatty", "-f"}); });
-  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_TRUE(WaitFor([&] { return SomeoneConnectedTo(server.url()); }));  // (a thread runs)
   std::ofstream(server.work_dir() + "/go").put('\n');
   follower.join();
   EXPECT_EQ(r.exit_code, 0) << r.err;

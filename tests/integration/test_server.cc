@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -180,6 +181,22 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::string
   result.err = ReadFile(err_path);
   fs::remove_all(dir);
   return result;
+}
+
+bool SomeoneConnectedTo(const std::string& url) {
+  const int port = std::stoi(url.substr(url.rfind(':') + 1));
+  char wanted[16];
+  std::snprintf(wanted, sizeof wanted, "0100007F:%04X", port);
+  std::istringstream table(ReadFile("/proc/net/tcp"));
+  std::string line;
+  std::getline(table, line);  // the header
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state;
+    fields >> slot >> local >> remote >> state;
+    if (remote == wanted && state == "01") return true;
+  }
+  return false;
 }
 
 std::string HeadwayBinary() {

@@ -47,6 +47,10 @@ int UnusedLoopbackPort();
 // A loopback listener that takes connections into its backlog and never
 // reads them (a hung peer); returns its descriptor and sets `port`.
 int SilentListener(int& port);
+// Whether some process holds an established TCP connection to the server at
+// `url` (127.0.0.1:PORT, from /proc/net/tcp): a client that has connected,
+// however slowly it started.
+bool SomeoneConnectedTo(const std::string& url);
 // Pids of the processes (seen from here) whose command line contains `marker`.
 std::vector<pid_t> ProcessesWith(const std::string& marker);
 void WriteFile(const std::string& path, const std::string& content);
