@@ -516,7 +516,8 @@ void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access
                  if (Status s = r.access_.may_change(current->team); !s.ok()) return ArgoError(s);
                  auto manifest = manifest_of(req);
                  if (!manifest.ok()) return ArgoError(manifest.status());
-                 auto view = r.service_->UpdateManifest(kind, p.at("name"), *manifest);
+                 auto view = r.service_->UpdateManifest(kind, p.at("name"), *manifest,
+                                                           r.access_.admit);
                  if (!view.ok()) return ArgoError(view.status());
                  return ArgoJson(200, view->body);
                }));

@@ -38,27 +38,28 @@ json ProfileToJson(const NotebookProfile& p) {
 
 json NotebookToJson(const NotebookView& v) {
   const NotebookRecord& r = v.record;
-  return {{"name", r.name},
-          {"team", r.team},
-          {"created_by", r.created_by},
-          {"profile", r.profile},
-          {"gpus", r.gpus},
-          {"state", std::string(NotebookStateName(r.state))},
-          {"ready", v.ready},
-          {"job", r.job},
-          {"job_state", v.job_state ? json(std::string(JobStateName(*v.job_state))) : json(nullptr)},
-          {"pending_reason", v.pending_reason},
-          {"queue_position", v.place.position > 0 ? json(v.place.position) : json(nullptr)},
-          {"expected_start", TimeOrNull(v.place.expected_start)},
-          {"message", r.message},
-          {"url", r.hub_user.empty() ? json("/notebooks/" + r.name + "/") : json(nullptr)},
-          {"starts", r.starts},
-          {"created_at", FormatRfc3339(r.created_at)},
-          {"idle_since", TimeOrNull(v.idle_since)},
-          {"cull_at", TimeOrNull(v.cull_at)},
-          {"cull_warned_at", TimeOrNull(r.cull_warned_at)},
-          {"jupyterhub_user", r.hub_user.empty() ? json(nullptr) : json(r.hub_user)},
-          {"server_url", v.server_url.empty() ? json(nullptr) : json(v.server_url)}};
+  return {
+      {"name", r.name},
+      {"team", r.team},
+      {"created_by", r.created_by},
+      {"profile", r.profile},
+      {"gpus", r.gpus},
+      {"state", std::string(NotebookStateName(r.state))},
+      {"ready", v.ready},
+      {"job", r.job},
+      {"job_state", v.job_state ? json(std::string(JobStateName(*v.job_state))) : json(nullptr)},
+      {"pending_reason", v.pending_reason},
+      {"queue_position", v.place.position > 0 ? json(v.place.position) : json(nullptr)},
+      {"expected_start", TimeOrNull(v.place.expected_start)},
+      {"message", r.message},
+      {"url", r.hub_user.empty() ? json("/notebooks/" + r.name + "/") : json(nullptr)},
+      {"starts", r.starts},
+      {"created_at", FormatRfc3339(r.created_at)},
+      {"idle_since", TimeOrNull(v.idle_since)},
+      {"cull_at", TimeOrNull(v.cull_at)},
+      {"cull_warned_at", TimeOrNull(r.cull_warned_at)},
+      {"jupyterhub_user", r.hub_user.empty() ? json(nullptr) : json(r.hub_user)},
+      {"server_url", v.server_url.empty() ? json(nullptr) : json(v.server_url)}};
 }
 
 // {name, team?, profile?, gpus?}; unknown fields are refused.
@@ -69,8 +70,9 @@ Result<NotebookStartRequest> ParseStart(const std::string& body) {
   for (const auto& [key, value] : j.items()) {
     if (key == "name" || key == "team" || key == "profile") {
       if (!value.is_string()) return InvalidArgument("'" + key + "' must be a string");
-      (key == "name" ? request.name : key == "team" ? request.team : request.profile) =
-          value.get<std::string>();
+      (key == "name"   ? request.name
+       : key == "team" ? request.team
+                       : request.profile) = value.get<std::string>();
     } else if (key == "jupyterhub") {
       // From HeadwaySpawner: {"user": "...", "env": {"JUPYTERHUB_...": "..."}}.
       if (!value.is_object()) return InvalidArgument("'jupyterhub' must be an object");
@@ -79,7 +81,8 @@ Result<NotebookStartRequest> ParseStart(const std::string& body) {
           request.hub_user = hub_value.get<std::string>();
         } else if (hub_key == "env" && hub_value.is_object()) {
           for (const auto& [name, text] : hub_value.items()) {
-            if (!text.is_string()) return InvalidArgument("jupyterhub.env." + name + " must be a string");
+            if (!text.is_string())
+              return InvalidArgument("jupyterhub.env." + name + " must be a string");
             request.server_env[name] = text.get<std::string>();
           }
         } else {
@@ -120,8 +123,10 @@ Result<std::string> NotebookLogins::Redeem(const std::string& notebook, const st
   auto it = pending_.find(HashToken(code));
   if (it == pending_.end() || it->second.notebook != notebook ||
       it->second.expires_at <= clock_.Now()) {
-    return NotFound("this login link is unknown, used or expired: ask for a new one with "
-                    "`headway notebook open " + notebook + "`");
+    return NotFound(
+        "this login link is unknown, used or expired: ask for a new one with "
+        "`headway notebook open " +
+        notebook + "`");
   }
   std::string secret = std::move(it->second.secret);
   pending_.erase(it);
@@ -157,7 +162,9 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
     if (request->team.empty()) {
       request->team = existing.ok() ? existing->record.team : JobSpec().team;
     }
-    if (Status s = access.caller.admit(request->team); !s.ok()) return Error(s);
+    PoolRequest pool{request->team};
+    if (Status s = access.caller.admit(pool); !s.ok()) return Error(s);
+    request->team = pool.team;
     if (Status s = access.caller.may_change(request->team); !s.ok()) return Error(s);
     if (existing.ok()) {
       // Names are unique on the server: say nothing of another team's.
@@ -252,7 +259,8 @@ std::string NotebookBannerScript(const std::string& name) {
   return R"JS(
 // Headway: the notebook's idle warning, shown on every Jupyter page.
 (function () {
-  var base = '/notebooks/)JS" + name + R"JS(/';
+  var base = '/notebooks/)JS" +
+         name + R"JS(/';
   var banner = null;
   function clock(iso) { return new Date(iso).toLocaleTimeString([], {hour: '2-digit', minute: '2-digit'}); }
   function hide() { if (banner) { banner.remove(); banner = null; } }
@@ -293,7 +301,8 @@ std::string NotebookBannerScript(const std::string& name) {
 
 nlohmann::json NotebookStatusJson(const NotebookView& view) {
   const auto& warned_at = view.record.cull_warned_at;
-  const bool warned = warned_at && view.idle_since && view.cull_at && *warned_at >= *view.idle_since;
+  const bool warned =
+      warned_at && view.idle_since && view.cull_at && *warned_at >= *view.idle_since;
   return {{"warned", warned},
           {"idle_since", TimeOrNull(view.idle_since)},
           {"cull_at", TimeOrNull(view.cull_at)}};

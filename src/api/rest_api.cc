@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -303,12 +305,16 @@ class Api {
     argo.may_change = [](const std::string& team) { return MayChange(team); };
     argo.visible_team = [] { return VisibleTeam(); };
     argo.creator = [] { return Creator(); };
-    argo.admit = [this](std::string& team) {
-      // As a job's: a member's workflow without a team runs in the member's.
+    argo.admit = [this](PoolRequest& request) {
+      // As a job's: a member's workflow without a team runs in the member's,
+      // and its jobs stay within the team's bounds.
       JobSpec spec;
-      spec.team = team;
+      spec.team = request.team;
+      spec.priority = static_cast<int>(
+          std::clamp<std::int64_t>(request.priority, std::numeric_limits<int>::min(),
+                                   std::numeric_limits<int>::max()));
       HEADWAY_RETURN_IF_ERROR(Admit(spec));
-      team = spec.team;
+      request.team = spec.team;
       return Status::Ok();
     };
     NotebookAccess notebook_access;

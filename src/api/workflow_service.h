@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/caller_access.h"
 #include "core/status.h"
 #include "core/workflow_record.h"
 
@@ -23,14 +24,15 @@ namespace headway::api {
 struct WorkflowView {
   std::string team;
   std::string created_by;  // Job::created_by style: "user/NAME", "cron/NAME", ...
-  std::int64_t seq = 0;  // the store's order: pages of a list continue below it
-  nlohmann::json body;   // Argo's Workflow
+  std::int64_t seq = 0;    // the store's order: pages of a list continue below it
+  nlohmann::json body;     // Argo's Workflow
 };
 
 // Decides the team a new workflow runs under and whether the caller may:
 // it may fill in the caller's team for a workflow that names none, and
-// refuses (PermissionDenied) a team the caller may not change.
-using TeamAdmission = std::function<Status(std::string& team)>;
+// refuses (PermissionDenied) a team the caller may not change, or (InvalidArgument) a
+// priority above the team's bound for members.
+using TeamAdmission = std::function<Status(PoolRequest& request)>;
 
 // A WorkflowTemplate or CronWorkflow, in Argo's JSON shape.
 struct ManifestView {
@@ -90,7 +92,8 @@ class WorkflowService {
                                               std::string_view namespace_,
                                               const TeamAdmission& admit, bool dry_run) = 0;
   virtual Result<ManifestView> UpdateManifest(std::string_view kind, std::string_view name,
-                                              std::string_view manifest) = 0;
+                                              std::string_view manifest,
+                                              const TeamAdmission& admit) = 0;
   virtual Result<ManifestView> GetManifest(std::string_view kind, std::string_view name) = 0;
   // `team` empty: every team's.
   virtual Result<std::vector<ManifestView>> ListManifests(std::string_view kind,

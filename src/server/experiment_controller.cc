@@ -1,6 +1,9 @@
 #include "server/experiment_controller.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 #include "workflow/workflow.h"
 
@@ -35,7 +38,8 @@ hpo::Assignment ParamsFromJson(const std::string& text) {
 }
 
 // The best finite value of the objective metric, or nothing.
-std::optional<double> BestOf(const std::vector<MetricPoint>& series, const hpo::Objective& objective) {
+std::optional<double> BestOf(const std::vector<MetricPoint>& series,
+                             const hpo::Objective& objective) {
   std::optional<double> best;
   for (const MetricPoint& p : series) {
     if (!std::isfinite(p.value)) continue;
@@ -45,7 +49,9 @@ std::optional<double> BestOf(const std::vector<MetricPoint>& series, const hpo::
 }
 
 // The creator recorded on the jobs of an experiment's trials.
-std::string TrialCreator(std::string_view experiment) { return "experiment/" + std::string(experiment); }
+std::string TrialCreator(std::string_view experiment) {
+  return "experiment/" + std::string(experiment);
+}
 
 // Whether `job` is one this experiment created for a trial. A job that merely
 // has the trial's name (another team's `btrain-0` when experiment `btrain`
@@ -60,12 +66,18 @@ std::string TakenMessage(const hpo::ExperimentSpec& spec, const std::string& nam
          " this experiment did not create";
 }
 
-// A trial workflow runs in the experiment's team and no other.
-api::TeamAdmission TrialTeam(std::string team) {
-  return [team](std::string& asked) -> Status {
-    if (asked.empty()) asked = team;
-    if (asked != team) return PermissionDenied("a trial workflow runs in team " + team);
-    return Status::Ok();
+// A trial workflow runs in the experiment's team and no other; `admit`,
+// when set, bounds the priorities its jobs ask for as the caller's jobs are.
+api::TeamAdmission TrialTeam(std::string team, std::function<Status(JobSpec&)> admit = nullptr) {
+  return [team, admit](api::PoolRequest& asked) -> Status {
+    if (asked.team.empty()) asked.team = team;
+    if (asked.team != team) return PermissionDenied("a trial workflow runs in team " + team);
+    if (!admit) return Status::Ok();
+    JobSpec bounds;
+    bounds.team = team;
+    bounds.priority = static_cast<int>(std::clamp<std::int64_t>(
+        asked.priority, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+    return admit(bounds);
   };
 }
 
@@ -112,7 +124,8 @@ Result<ExperimentController::TrialRun> ExperimentController::ObserveTrial(
     run.state = std::string(JobStateName(job->state));
     run.ended = IsTerminal(job->state);
     run.succeeded = job->state == JobState::kSucceeded;
-    run.failure = run.state + ": " + job->reason + (job->message.empty() ? "" : " (" + job->message + ")");
+    run.failure =
+        run.state + ": " + job->reason + (job->message.empty() ? "" : " (" + job->message + ")");
     run.metrics_job = name;
     return run;
   }
@@ -164,7 +177,8 @@ Result<const hpo::ExperimentSpec*> ExperimentController::SpecOf(const Experiment
   auto it = specs_.find(e.name);
   if (it != specs_.end()) return &it->second;
   auto spec = hpo::ParseExperimentSpec(e.spec_json);
-  if (!spec.ok()) return Internal("stored spec of '" + e.name + "' is unreadable: " + spec.status().ToString());
+  if (!spec.ok())
+    return Internal("stored spec of '" + e.name + "' is unreadable: " + spec.status().ToString());
   return &specs_.emplace(e.name, std::move(spec.value())).first->second;
 }
 
@@ -176,7 +190,8 @@ Result<api::ExperimentView> ExperimentController::CreateExperiment(
   if (admit) HEADWAY_RETURN_IF_ERROR(admit(spec->trial_template));
   if (spec->trial_workflow) {
     if (workflows_ == nullptr) {
-      return Status(Unavailable("workflows are not enabled on this server")).WithField("trial_workflow");
+      return Status(Unavailable("workflows are not enabled on this server"))
+          .WithField("trial_workflow");
     }
     // The team admission settled is the one every trial workflow names.
     workflow::ObjectMeta& meta = spec->trial_workflow->metadata;
@@ -188,7 +203,7 @@ Result<api::ExperimentView> ExperimentController::CreateExperiment(
     hpo::Assignment sample = (*sampler)->Suggest(spec->parameters, {}, 0);
     auto lint = workflows_->CreateWorkflow(
         workflow::ToJson(hpo::TrialWorkflow(*spec, 0, sample)).dump(), "default",
-        TrialTeam(spec->trial_template.team), TrialCreator(spec->name), /*dry_run=*/true);
+        TrialTeam(spec->trial_template.team, admit), TrialCreator(spec->name), /*dry_run=*/true);
     if (!lint.ok()) {
       const Status& s = lint.status();
       Status prefixed(s.code(), s.message());
@@ -269,7 +284,8 @@ Result<api::ExperimentView> ExperimentController::View(const ExperimentRecord& e
     auto run = ObserveTrial(spec, t.job);
     if (run.ok() && run->found && run->owned) {
       tv.job_state = run->state;
-      auto job = run->metrics_job.empty() ? Result<Job>(NotFound(t.job)) : jobs_.Get(run->metrics_job);
+      auto job =
+          run->metrics_job.empty() ? Result<Job>(NotFound(t.job)) : jobs_.Get(run->metrics_job);
       if (job.ok()) {
         ProgressView progress = jobs_.Progress(*job);
         tv.step = progress.step;
@@ -303,7 +319,9 @@ void ExperimentController::Finish(ExperimentRecord& e, ExperimentState state, st
   e.message = std::move(message);
   e.finished_at = clock_.Now();
   Status s = store_.SaveExperiment(e);
-  if (!s.ok()) std::fprintf(stderr, "headway: cannot save experiment %s: %s\n", e.name.c_str(), s.ToString().c_str());
+  if (!s.ok())
+    std::fprintf(stderr, "headway: cannot save experiment %s: %s\n", e.name.c_str(),
+                 s.ToString().c_str());
 }
 
 void ExperimentController::LaunchTrial(const hpo::ExperimentSpec& spec, std::int64_t index,
@@ -341,7 +359,8 @@ void ExperimentController::LaunchTrial(const hpo::ExperimentSpec& spec, std::int
   if (submitted.code() == StatusCode::kConflict) {
     // Ours only if this experiment created it; anyone else's is left alone.
     auto existing = ObserveTrial(spec, trial.job);
-    if (!existing.ok() || !existing->found || existing->owned) return;  // not found: Advance resubmits
+    if (!existing.ok() || !existing->found || existing->owned)
+      return;  // not found: Advance resubmits
     trial.state = TrialState::kFailed;
     trial.message = TakenMessage(spec, trial.job);
   } else {
@@ -392,8 +411,8 @@ void ExperimentController::Advance(ExperimentRecord& e, const hpo::ExperimentSpe
       t.state = TrialState::kFailed;
       t.message = !run->succeeded ? run->failure
                   : spec.trial_workflow
-                      ? "succeeded without step '" + spec.objective.step + "' reporting a finite '" +
-                            objective.metric + "'"
+                      ? "succeeded without step '" + spec.objective.step +
+                            "' reporting a finite '" + objective.metric + "'"
                       : "succeeded without reporting a finite '" + objective.metric + "'";
     }
     (void)store_.SaveTrial(t);
@@ -410,7 +429,10 @@ void ExperimentController::Advance(ExperimentRecord& e, const hpo::ExperimentSpe
         auto points = run.ok() && run->owned && !run->metrics_job.empty()
                           ? jobs_.MetricSeries(run->metrics_job, objective.metric)
                           : Result<std::vector<MetricPoint>>(NotFound(t.job));
-        it = series.emplace(t.job, points.ok() ? std::move(points.value()) : std::vector<MetricPoint>{}).first;
+        it = series
+                 .emplace(t.job,
+                          points.ok() ? std::move(points.value()) : std::vector<MetricPoint>{})
+                 .first;
       }
       hpo::TrialCurve curve{t.job, {}};
       for (const MetricPoint& p : it->second) {
@@ -458,7 +480,9 @@ void ExperimentController::Advance(ExperimentRecord& e, const hpo::ExperimentSpe
     for (std::size_t i = 0; i < trials.size(); ++i) {
       const TrialRecord& t = trials[i];
       if (t.state == TrialState::kFailed || !t.objective) continue;
-      if (!best || objective.Minimised(*t.objective) < objective.Minimised(*trials[*best].objective)) best = i;
+      if (!best ||
+          objective.Minimised(*t.objective) < objective.Minimised(*trials[*best].objective))
+        best = i;
     }
     std::string message = "all " + std::to_string(total) + " trials ended";
     if (best) {

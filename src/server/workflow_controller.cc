@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <type_traits>
+#include <variant>
 
 #include "artifact/file_digest.h"
 #include "core/artifact.h"
@@ -143,6 +145,26 @@ void StateFromStatusJson(const json& s, wf::WorkflowState& state) {
       if (p.is_object()) state.outputs.push_back({p.value("name", ""), p.value("value", "")});
     }
   }
+}
+
+// What a manifest's jobs will ask of the pool: its team, and the highest
+// priority any of them asks for (a CronWorkflow's workflowMetadata included).
+api::PoolRequest PoolRequestOf(const wf::Manifest& manifest) {
+  return std::visit(
+      [](const auto& resource) {
+        using T = std::decay_t<decltype(resource)>;
+        api::PoolRequest pool{
+            wf::HeadwayValue(resource.metadata, nullptr, wf::kTeamKey).value_or(JobSpec().team)};
+        if constexpr (std::is_same_v<T, wf::CronWorkflow>) {
+          const auto& extra = resource.spec.workflow_metadata;
+          pool.priority = wf::HighestPriority(resource.metadata, resource.spec.workflow_spec,
+                                              extra ? &*extra : nullptr);
+        } else {
+          pool.priority = wf::HighestPriority(resource.metadata, resource.spec);
+        }
+        return pool;
+      },
+      manifest.resource);
 }
 
 }  // namespace
@@ -407,8 +429,9 @@ void WorkflowController::IngestArtifacts(const Live& live, const std::string& jo
     const bool regular = in >= 0 && ::fstat(in, &st) == 0 && S_ISREG(st.st_mode);
     // The quota is checked before the bytes are copied: a step cannot fill
     // the server's disk with an output its team has no room for.
-    Status room = regular ? artifacts_->CheckRoom(live.record.team, static_cast<std::uint64_t>(st.st_size))
-                          : Status::Ok();
+    Status room =
+        regular ? artifacts_->CheckRoom(live.record.team, static_cast<std::uint64_t>(st.st_size))
+                : Status::Ok();
     if (!room.ok()) {
       ::close(in);
       seen.artifact_error = "outputs.artifacts." + artifact + ": " + room.message();
@@ -777,10 +800,10 @@ Result<api::WorkflowView> WorkflowController::CreateWorkflow(std::string_view te
   if (!std::holds_alternative<wf::Workflow>(manifest->resource)) {
     return InvalidArgument("kind: expected a Workflow").WithField("kind");
   }
+  api::PoolRequest pool = PoolRequestOf(*manifest);
   wf::Workflow workflow = std::get<wf::Workflow>(std::move(manifest->resource));
-  std::string team =
-      wf::HeadwayValue(workflow.metadata, nullptr, wf::kTeamKey).value_or(JobSpec().team);
-  if (admit) HEADWAY_RETURN_IF_ERROR(admit(team));
+  if (admit) HEADWAY_RETURN_IF_ERROR(admit(pool));
+  const std::string team = pool.team;
   std::string ns = namespace_.empty() ? workflow.metadata.namespace_ : std::string(namespace_);
   std::lock_guard lock(mu_);
   return CreateLocked(std::move(workflow), team, created_by, ns, dry_run);
@@ -1087,8 +1110,9 @@ Result<api::ManifestView> WorkflowController::CreateManifest(std::string_view ki
     return InvalidArgument("kind: expected a " + std::string(kind)).WithField("kind");
   }
   wf::ObjectMeta& meta = MetadataOf(*manifest);
-  std::string team = wf::HeadwayValue(meta, nullptr, wf::kTeamKey).value_or(JobSpec().team);
-  if (admit) HEADWAY_RETURN_IF_ERROR(admit(team));
+  api::PoolRequest pool = PoolRequestOf(*manifest);
+  if (admit) HEADWAY_RETURN_IF_ERROR(admit(pool));
+  const std::string team = pool.team;
   if (meta.name.empty()) {
     if (meta.generate_name.empty()) {
       return InvalidArgument("metadata.name or metadata.generateName is required")
@@ -1121,7 +1145,8 @@ Result<api::ManifestView> WorkflowController::CreateManifest(std::string_view ki
 
 Result<api::ManifestView> WorkflowController::UpdateManifest(std::string_view kind,
                                                              std::string_view name,
-                                                             std::string_view text) {
+                                                             std::string_view text,
+                                                             const api::TeamAdmission& admit) {
   auto current = store_.GetWorkflowManifest(kind, name);
   if (!current.ok()) return current.status();
   auto manifest = wf::ParseManifest(text);
@@ -1129,6 +1154,10 @@ Result<api::ManifestView> WorkflowController::UpdateManifest(std::string_view ki
   if (KindOf(*manifest) != kind) {
     return InvalidArgument("kind: expected a " + std::string(kind)).WithField("kind");
   }
+  // Bounded as when it was created, in the team it stays in.
+  api::PoolRequest pool = PoolRequestOf(*manifest);
+  pool.team = current->team;
+  if (admit) HEADWAY_RETURN_IF_ERROR(admit(pool));
   wf::ObjectMeta& meta = MetadataOf(*manifest);
   if (!meta.name.empty() && meta.name != name) {
     return InvalidArgument("metadata.name: '" + meta.name + "' is not '" + std::string(name) + "'");
@@ -1300,7 +1329,14 @@ Result<api::WorkflowView> WorkflowController::SubmitFrom(std::string_view kind,
     if (eq == std::string::npos) {
       return InvalidArgument("submitOptions.labels: '" + term + "' is not key=value");
     }
-    workflow.metadata.labels[term.substr(0, eq)] = term.substr(eq + 1);
+    // The template, admitted for its team when it was created, decides
+    // where its jobs run and at what priority; a submitter does not.
+    const std::string key = term.substr(0, eq);
+    if (key == wf::kPriorityKey || key == wf::kTeamKey || key == wf::kQueueKey) {
+      return InvalidArgument("submitOptions.labels: '" + key +
+                             "' is the template's to set, not the submitter's");
+    }
+    workflow.metadata.labels[key] = term.substr(eq + 1);
   }
   workflow.metadata.name = options.name;
   workflow.metadata.generate_name =

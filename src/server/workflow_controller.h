@@ -87,7 +87,8 @@ class WorkflowController final : public api::WorkflowService {
                                            std::string_view namespace_,
                                            const api::TeamAdmission& admit, bool dry_run) override;
   Result<api::ManifestView> UpdateManifest(std::string_view kind, std::string_view name,
-                                           std::string_view manifest) override;
+                                           std::string_view manifest,
+                                           const api::TeamAdmission& admit) override;
   Result<api::ManifestView> GetManifest(std::string_view kind, std::string_view name) override;
   Result<std::vector<api::ManifestView>> ListManifests(std::string_view kind,
                                                        const std::string& team) override;

@@ -1,8 +1,10 @@
 #include "workflow/workflow.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "core/job.h"
 
@@ -436,6 +438,36 @@ std::optional<std::string> HeadwayValue(const ObjectMeta& workflow, const Templa
     if (auto v = find(tmpl->annotations, tmpl->labels)) return v;
   }
   return find(workflow.annotations, workflow.labels);
+}
+
+std::int64_t HighestPriority(const ObjectMeta& workflow, const WorkflowSpec& spec,
+                             const TemplateMetadata* extra) {
+  std::int64_t highest = std::max<std::int64_t>(0, spec.priority.value_or(0));
+  auto take = [&](const std::map<std::string, std::string>& values) {
+    auto it = values.find(std::string(kPriorityKey));
+    if (it == values.end()) return;
+    std::int64_t priority = 0;
+    const std::string& text = it->second;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), priority);
+    // (Not a number: refused where the manifest is read; out of range: the
+    // highest there is, so that it is refused here.)
+    if (ec == std::errc::result_out_of_range)
+      priority = std::numeric_limits<std::int64_t>::max();
+    else if (ec != std::errc() || end != text.data() + text.size())
+      return;
+    highest = std::max(highest, priority);
+  };
+  take(workflow.annotations);
+  take(workflow.labels);
+  if (extra != nullptr) {
+    take(extra->annotations);
+    take(extra->labels);
+  }
+  for (const Template& t : spec.templates) {
+    take(t.metadata.annotations);
+    take(t.metadata.labels);
+  }
+  return highest;
 }
 
 json ToJson(const Template& t) {

@@ -400,6 +400,13 @@ Result<NodeResources> NodeResourcesOf(const Template& tmpl);
 std::optional<std::string> HeadwayValue(const ObjectMeta& workflow, const TemplateMetadata* tmpl,
                                         std::string_view key);
 
+// The highest priority any job of `spec` can ask for (its templates'
+// headway.dev/priority, the workflow's, spec.podPriority; also `extra`'s, a
+// CronWorkflow's workflowMetadata), and 0 when none asks: what a submission
+// is checked against, as a job's priority is (core/team_policy.h).
+std::int64_t HighestPriority(const ObjectMeta& workflow, const WorkflowSpec& spec,
+                             const TemplateMetadata* extra = nullptr);
+
 std::string_view RetryPolicyName(RetryPolicy policy);
 std::string_view ConcurrencyPolicyName(ConcurrencyPolicy policy);
 std::string_view TemplateKindName(TemplateKind kind);

@@ -13,9 +13,9 @@
 namespace headway::testing {
 namespace {
 
+using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using nlohmann::json;
 
 json Idle(const std::string& name, const std::string& team, json extra = json::object()) {
   json spec = {{"name", name},
@@ -51,7 +51,9 @@ TEST(Policy, MembersStayWithinTheBoundsAdminsSetForTheirTeam) {
   EXPECT_EQ(a.body["error"]["field"], "checkpoint_warning");
   // Lowering priority is always allowed; nothing refused was created.
   EXPECT_EQ(Call(server, alice, "POST", "/api/v1/jobs",
-                 Idle("humble", "vision", {{"priority", -5}}).dump()).status, 201);
+                 Idle("humble", "vision", {{"priority", -5}}).dump())
+                .status,
+            201);
   EXPECT_TRUE(server.Job("greedy").is_null());
   EXPECT_TRUE(server.Job("sticky").is_null());
 
@@ -66,7 +68,8 @@ TEST(Policy, MembersStayWithinTheBoundsAdminsSetForTheirTeam) {
                  Idle("r1", "research", {{"priority", 10}, {"termination_grace", "20m"}}).dump())
                 .status,
             201);
-  a = Call(server, carol, "POST", "/api/v1/jobs", Idle("r2", "research", {{"priority", 11}}).dump());
+  a = Call(server, carol, "POST", "/api/v1/jobs",
+           Idle("r2", "research", {{"priority", 11}}).dump());
   EXPECT_EQ(a.status, 400);
   EXPECT_THAT(a.body["error"]["message"].get<std::string>(), HasSubstr("research's limit of 10"));
 
@@ -86,18 +89,61 @@ TEST(Policy, MembersStayWithinTheBoundsAdminsSetForTheirTeam) {
   EXPECT_EQ(a.body["error"]["field"], "priority");
   EXPECT_EQ(Call(server, alice, "GET", "/api/v1/experiments/sweep").status, 404);
 
+  // So are workflows: the workflow's priority, a template's, a
+  // WorkflowTemplate's (created or updated), and a submit's labels.
+  auto workflow = [](const std::string& metadata, const std::string& template_metadata) {
+    return R"({"workflow": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+        "metadata": {"name": "wf")" +
+           metadata + R"(}, "spec": {"entrypoint": "s",
+        "templates": [{"name": "s", "metadata": {)" +
+           template_metadata + R"(}, "container": {"image": "busybox", "command": ["true"]}}]}}})";
+  };
+  const std::string high = R"("headway.dev/priority": "1000000")";
+  for (const auto& [what, body] :
+       {std::pair{"the workflow's annotation", workflow(", \"annotations\": {" + high + "}", "")},
+        std::pair{"a template's label", workflow("", "\"labels\": {" + high + "}")}}) {
+    a = Call(server, alice, "POST", "/api/v1/workflows/default", body);
+    EXPECT_EQ(a.status, 400) << what << ": " << a.raw;
+    EXPECT_THAT(a.raw, HasSubstr("priority 1000000 is above team vision's limit of 0")) << what;
+  }
+  EXPECT_EQ(Call(server, alice, "GET", "/api/v1/workflows/default/wf").status, 404);
+  const std::string low_template = R"({"template": {"apiVersion": "argoproj.io/v1alpha1",
+      "kind": "WorkflowTemplate", "metadata": {"name": "tpl"}, "spec": {"entrypoint": "s",
+      "templates": [{"name": "s", "container": {"image": "busybox", "command": ["true"]}}]}}})";
+  std::string high_template = low_template;
+  high_template.replace(high_template.find(R"("name": "s", )"), 13,
+                        R"("name": "s", "metadata": {"annotations": {)" + high + "}}, ");
+  a = Call(server, alice, "POST", "/api/v1/workflow-templates/default", high_template);
+  EXPECT_EQ(a.status, 400) << a.raw;
+  ASSERT_EQ(Call(server, alice, "POST", "/api/v1/workflow-templates/default", low_template).status,
+            200);
+  a = Call(server, alice, "PUT", "/api/v1/workflow-templates/default/tpl", high_template);
+  EXPECT_EQ(a.status, 400) << "an update is bounded as a creation is: " << a.raw;
+  a = Call(server, alice, "POST", "/api/v1/workflows/default/submit",
+           R"({"resourceKind": "WorkflowTemplate", "resourceName": "tpl",
+               "submitOptions": {"labels": "headway.dev/priority=1000000"}})");
+  EXPECT_EQ(a.status, 400) << a.raw;
+  EXPECT_THAT(a.raw, HasSubstr("the template's to set"));
+  // An admin's workflow is not bounded.
+  a = Call(server, admin, "POST", "/api/v1/workflows/default",
+           workflow(", \"annotations\": {" + high + ", \"headway.dev/team\": \"vision\"}", ""));
+  EXPECT_EQ(a.status, 200) << a.raw;
+  Call(server, admin, "PUT", "/api/v1/workflows/default/wf/terminate", "{}");
+
   // Queues show what members may ask for.
   ASSERT_TRUE(WaitFor([&] {
     Answer queues = Call(server, admin, "GET", "/api/v1/queues");
     for (const json& q : queues.body["queues"]) {
-      if (q["name"] == "research") return q["member_max_priority"] == 10 && q["member_max_grace"] == "20m";
+      if (q["name"] == "research")
+        return q["member_max_priority"] == 10 && q["member_max_grace"] == "20m";
     }
     return false;
   })) << Call(server, admin, "GET", "/api/v1/queues").body.dump();
   CommandResult queues = server.Cli({"--token", admin, "get", "queues", "-o", "wide"});
   EXPECT_THAT(queues.out, HasSubstr("MAX-PRIORITY"));
   EXPECT_THAT(queues.out, HasSubstr("20m"));
-  for (const char* job : {"humble", "r1", "urgent"}) Call(server, admin, "POST", std::string("/api/v1/jobs/") + job + "/stop", R"({"force": true})");
+  for (const char* job : {"humble", "r1", "urgent"})
+    Call(server, admin, "POST", std::string("/api/v1/jobs/") + job + "/stop", R"({"force": true})");
 }
 
 TEST(Policy, ForceStopKillsAtOnceAndOnlyAdminsMayForce) {
@@ -106,7 +152,8 @@ TEST(Policy, ForceStopKillsAtOnceAndOnlyAdminsMayForce) {
   server.UseToken(admin);
   std::string alice = CreateTokenAs(server, admin, "alice", "vision", "member");
   // Ignores SIGTERM and asks for a long grace (an admin set it; members could not).
-  json stubborn = {{"name", "stubborn"}, {"team", "vision"},
+  json stubborn = {{"name", "stubborn"},
+                   {"team", "vision"},
                    {"command", "trap '' TERM; touch " + server.work_dir() +
                                    "/ready; while true; do sleep 0.2; done"},
                    {"termination_grace", "10m"}};
@@ -119,7 +166,8 @@ TEST(Policy, ForceStopKillsAtOnceAndOnlyAdminsMayForce) {
   EXPECT_THAT(refused.body["error"]["message"].get<std::string>(), HasSubstr("admin"));
   CommandResult cli = server.Cli({"--token", alice, "stop", "--force", "stubborn"});
   EXPECT_EQ(cli.exit_code, 1);
-  EXPECT_EQ(Call(server, alice, "POST", "/api/v1/jobs/stubborn/stop", R"({"force": "yes"})").status, 400);
+  EXPECT_EQ(Call(server, alice, "POST", "/api/v1/jobs/stubborn/stop", R"({"force": "yes"})").status,
+            400);
   // A member's ordinary stop waits out the grace: the job keeps running.
   EXPECT_EQ(Call(server, alice, "POST", "/api/v1/jobs/stubborn/stop").status, 200);
   std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -133,17 +181,24 @@ TEST(Policy, ForceStopKillsAtOnceAndOnlyAdminsMayForce) {
 
   // A queued job just stops; an ended one is a conflict.
   json big = Idle("waiting", "vision", {{"resources", {{"gpus_per_process", 2}}}});
-  ASSERT_EQ(Call(server, admin, "POST", "/api/v1/jobs", Idle("hog", "vision", {{"resources", {{"gpus_per_process", 2}}}}).dump()).status, 201);
+  ASSERT_EQ(Call(server, admin, "POST", "/api/v1/jobs",
+                 Idle("hog", "vision", {{"resources", {{"gpus_per_process", 2}}}}).dump())
+                .status,
+            201);
   ASSERT_EQ(Call(server, admin, "POST", "/api/v1/jobs", big.dump()).status, 201);
   ASSERT_TRUE(server.WaitForState("hog", "Running"));
-  EXPECT_EQ(Call(server, admin, "POST", "/api/v1/jobs/waiting/stop", R"({"force": true})").body["state"], "Stopped");
-  EXPECT_EQ(Call(server, admin, "POST", "/api/v1/jobs/waiting/stop", R"({"force": true})").status, 409);
+  EXPECT_EQ(
+      Call(server, admin, "POST", "/api/v1/jobs/waiting/stop", R"({"force": true})").body["state"],
+      "Stopped");
+  EXPECT_EQ(Call(server, admin, "POST", "/api/v1/jobs/waiting/stop", R"({"force": true})").status,
+            409);
   Call(server, admin, "POST", "/api/v1/jobs/hog/stop", R"({"force": true})");
 }
 
 // Trial jobs report loss QUALITY + 1/step for a few steps.
 std::string TeamExperiment(const std::string& name, const std::string& step_sleep) {
-  return "name: " + name + "\n"
+  return "name: " + name +
+         "\n"
          "objective: {metric: loss, direction: minimize}\n"
          "algorithm: {name: random, seed: 3}\n"
          "parameters:\n  - {name: quality, type: double, min: 1, max: 2}\n"
@@ -152,8 +207,11 @@ std::string TeamExperiment(const std::string& name, const std::string& step_slee
          "  command: [\"/usr/bin/python3\", \"-c\", \"import json, sys, time\\n"
          "q = float(sys.argv[1])\\n"
          "for s in range(1, 11):\\n"
-         "    print('HEADWAY ' + json.dumps({'step': s, 'total_steps': 10, 'metrics': {'loss': q + 1.0 / s}}), flush=True)\\n"
-         "    time.sleep(" + step_sleep + ")\\n\"]\n"
+         "    print('HEADWAY ' + json.dumps({'step': s, 'total_steps': 10, 'metrics': {'loss': q + "
+         "1.0 / s}}), flush=True)\\n"
+         "    time.sleep(" +
+         step_sleep +
+         ")\\n\"]\n"
          "  args: [\"${params.quality}\"]\n"
          "  termination_grace: 1s\n";
 }
@@ -166,20 +224,26 @@ TEST(Experiments, ATrialNeverBindsAJobItDidNotCreate) {
   std::string bob = CreateTokenAs(server, admin, "bob", "b", "member");
   // Team b's job happens to have the name team a's trial 0 will want.
   json victim = Idle("btrain-0", "b");
-  victim["command"] = "echo HEADWAY '{\"step\": 1, \"metrics\": {\"loss\": -100}}'; while true; do sleep 0.2; done";
+  victim["command"] =
+      "echo HEADWAY '{\"step\": 1, \"metrics\": {\"loss\": -100}}'; while true; do sleep 0.2; done";
   ASSERT_EQ(Call(server, bob, "POST", "/api/v1/jobs", victim.dump()).status, 201);
   ASSERT_TRUE(server.WaitForState("btrain-0", "Running"));
   EXPECT_EQ(server.Job("btrain-0")["created_by"], "user/bob");
 
-  CommandResult r = server.Cli({"--token", alice, "exp", "create", "-f", "-"}, TeamExperiment("btrain", "0.3"));
+  CommandResult r =
+      server.Cli({"--token", alice, "exp", "create", "-f", "-"}, TeamExperiment("btrain", "0.3"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Crash while trial 1 runs: the restarted server re-binds the experiment's own trial.
-  ASSERT_TRUE(WaitFor([&] { return server.State("btrain-1") == "Running"; }, std::chrono::seconds(30)));
+  ASSERT_TRUE(
+      WaitFor([&] { return server.State("btrain-1") == "Running"; }, std::chrono::seconds(30)));
   server.Kill();
   server.Restart();
-  ASSERT_TRUE(WaitFor([&] {
-    return Call(server, alice, "GET", "/api/v1/experiments/btrain").body["state"] == "Succeeded";
-  }, std::chrono::seconds(60)));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Call(server, alice, "GET", "/api/v1/experiments/btrain").body["state"] ==
+               "Succeeded";
+      },
+      std::chrono::seconds(60)));
   json e = Call(server, alice, "GET", "/api/v1/experiments/btrain").body;
   ASSERT_EQ(e["trials"].size(), 2u);
   const json& t0 = e["trials"][0];
@@ -210,8 +274,10 @@ TEST(Experiments, ParameterValuesInAShellCommandStayData) {
       "objective: {metric: loss, direction: minimize}\n"
       "algorithm: {name: grid}\n"
       "parameters:\n"
-      "  - {name: opt, type: categorical, values: [\"x; touch " + dir + "/pwned1\", \"$(touch " + dir +
-      "/pwned2)\", \"`touch " + dir + "/pwned3`\", \"it's; touch " + dir + "/pwned4\"]}\n"
+      "  - {name: opt, type: categorical, values: [\"x; touch " +
+      dir + "/pwned1\", \"$(touch " + dir + "/pwned2)\", \"`touch " + dir +
+      "/pwned3`\", \"it's; touch " + dir +
+      "/pwned4\"]}\n"
       "max_trials: 4\nparallel_trials: 2\n"
       "trial_template:\n"
       "  command: >-\n"
@@ -219,15 +285,20 @@ TEST(Experiments, ParameterValuesInAShellCommandStayData) {
       "    echo 'HEADWAY {\"step\": 1, \"total_steps\": 1, \"metrics\": {\"loss\": 1}}'\n";
   CommandResult r = server.Cli({"--token", admin, "exp", "create", "-f", "-"}, yaml);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  ASSERT_TRUE(WaitFor([&] {
-    return Call(server, admin, "GET", "/api/v1/experiments/inject").body["state"] == "Succeeded";
-  }, std::chrono::seconds(60)));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Call(server, admin, "GET", "/api/v1/experiments/inject").body["state"] ==
+               "Succeeded";
+      },
+      std::chrono::seconds(60)));
   for (int i = 1; i <= 4; ++i) {
     EXPECT_FALSE(std::filesystem::exists(dir + "/pwned" + std::to_string(i))) << i;
   }
   std::string logs;
-  for (int i = 0; i < 4; ++i) logs += server.Cli({"--token", admin, "logs", "inject-" + std::to_string(i)}).out;
-  EXPECT_THAT(logs, HasSubstr("opt=x; touch " + dir + "/pwned1 d=x; touch " + dir + "/pwned1 s=x; touch"));
+  for (int i = 0; i < 4; ++i)
+    logs += server.Cli({"--token", admin, "logs", "inject-" + std::to_string(i)}).out;
+  EXPECT_THAT(
+      logs, HasSubstr("opt=x; touch " + dir + "/pwned1 d=x; touch " + dir + "/pwned1 s=x; touch"));
   EXPECT_THAT(logs, HasSubstr("opt=$(touch " + dir + "/pwned2)"));
   EXPECT_THAT(logs, HasSubstr("s=it's; touch"));
 }
@@ -236,10 +307,12 @@ TEST(Experiments, ParameterValuesInAShellCommandStayData) {
 void ExpectNoRawControl(const std::string& what, const std::string& text) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     auto c = static_cast<unsigned char>(text[i]);
-    bool raw = (c < 0x20 && c != '\n') || c == 0x7F ||
-               (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
-                static_cast<unsigned char>(text[i + 1]) <= 0x9F);
-    ASSERT_FALSE(raw) << what << ": raw byte " << static_cast<int>(c) << " at " << i << " in\n" << text;
+    bool raw =
+        (c < 0x20 && c != '\n') || c == 0x7F ||
+        (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+         static_cast<unsigned char>(text[i + 1]) <= 0x9F);
+    ASSERT_FALSE(raw) << what << ": raw byte " << static_cast<int>(c) << " at " << i << " in\n"
+                      << text;
   }
 }
 
@@ -258,13 +331,22 @@ TEST(Output, TheCliNeverPrintsARawControlCharacter) {
   ASSERT_TRUE(server.WaitForState("esc", "Running"));
   // Messages and events carry text from requests too (here a stop reason).
   ASSERT_EQ(Call(server, admin, "POST", "/api/v1/jobs/esc/stop",
-                 R"({"reason": "bye\u001b[31m\u009b\u202e", "force": true})").status, 200);
+                 R"({"reason": "bye\u001b[31m\u009b\u202e", "force": true})")
+                .status,
+            200);
   ASSERT_TRUE(server.WaitForState("esc", "Stopped"));
   std::vector<std::vector<std::string>> commands = {
-      {"get", "jobs"}, {"get", "jobs", "-o", "wide"}, {"get", "job", "esc", "-o", "wide"},
-      {"describe", "job", "esc"}, {"get", "jobs", "-o", "json"}, {"get", "jobs", "-o", "yaml"},
-      {"describe", "job", "esc", "-o", "yaml"}, {"get", "queues"}, {"get", "queues", "-o", "wide"},
-      {"get", "jobs", "-o", "name"}, {"get", "jobs", "--team", "t\x1b]0;x\x07", "-l", "x=\x1b[2J"}};
+      {"get", "jobs"},
+      {"get", "jobs", "-o", "wide"},
+      {"get", "job", "esc", "-o", "wide"},
+      {"describe", "job", "esc"},
+      {"get", "jobs", "-o", "json"},
+      {"get", "jobs", "-o", "yaml"},
+      {"describe", "job", "esc", "-o", "yaml"},
+      {"get", "queues"},
+      {"get", "queues", "-o", "wide"},
+      {"get", "jobs", "-o", "name"},
+      {"get", "jobs", "--team", "t\x1b]0;x\x07", "-l", "x=\x1b[2J"}};
   for (auto args : commands) {
     std::vector<std::string> full = {"--token", admin};
     full.insert(full.end(), args.begin(), args.end());
@@ -278,11 +360,14 @@ TEST(Output, TheCliNeverPrintsARawControlCharacter) {
   EXPECT_THAT(describe.out, HasSubstr("x=\\x1b[2J"));
   EXPECT_THAT(describe.out, HasSubstr("t\\x1b]0;pwned\\x07"));
   EXPECT_THAT(describe.out, HasSubstr("bye\\x1b[31m\\u009b\\u202e"));
-  EXPECT_THAT(server.Cli({"--token", admin, "get", "jobs", "-o", "wide"}).out, HasSubstr("t\\x1b]0;pwned\\x07"));
+  EXPECT_THAT(server.Cli({"--token", admin, "get", "jobs", "-o", "wide"}).out,
+              HasSubstr("t\\x1b]0;pwned\\x07"));
   // JSON keeps the exact value, escaped the JSON way.
   json parsed = json::parse(server.Cli({"--token", admin, "get", "job", "esc", "-o", "json"}).out);
   EXPECT_EQ(parsed["labels"]["x"], "\x1b[2J");
-  EXPECT_EQ(parsed["labels"]["k\x7f"], "\xc2\x9b" "31m");
+  EXPECT_EQ(parsed["labels"]["k\x7f"],
+            "\xc2\x9b"
+            "31m");
   // An error that echoes the request is escaped too.
   CommandResult bad = server.Cli({"--token", admin, "get", "jobs", "--state", "\x1b[2J"});
   EXPECT_EQ(bad.exit_code, 1);
