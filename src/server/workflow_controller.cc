@@ -147,6 +147,30 @@ void StateFromStatusJson(const json& s, wf::WorkflowState& state) {
   }
 }
 
+// A workflow whose written-out loops alone make more nodes than a workflow
+// may have is refused before it is stored: 1000 x 1000 steps would otherwise
+// queue a million jobs, and stall every team's workflows while expanding.
+Status CheckPlannedNodes(const wf::WorkflowSpec& spec) {
+  const std::size_t planned = wf::PlannedNodes(spec);
+  if (planned <= wf::kMaxWorkflowNodes) return Status::Ok();
+  return InvalidArgument("its loops would make more than " + std::to_string(wf::kMaxWorkflowNodes) +
+                         " nodes, the most a workflow may have (nested loops multiply); "
+                         "split it into several workflows")
+      .WithField("spec.templates");
+}
+
+const wf::WorkflowSpec& SpecOf(const wf::Manifest& manifest) {
+  return std::visit(
+      [](const auto& resource) -> const wf::WorkflowSpec& {
+        if constexpr (std::is_same_v<std::decay_t<decltype(resource)>, wf::CronWorkflow>) {
+          return resource.spec.workflow_spec;
+        } else {
+          return resource.spec;
+        }
+      },
+      manifest.resource);
+}
+
 // What a manifest's jobs will ask of the pool: its team, and the highest
 // priority any of them asks for (a CronWorkflow's workflowMetadata included).
 api::PoolRequest PoolRequestOf(const wf::Manifest& manifest) {
@@ -817,6 +841,7 @@ Result<api::WorkflowView> WorkflowController::CreateLocked(wf::Workflow workflow
   if (workflow.spec.workflow_template_ref) {
     HEADWAY_RETURN_IF_ERROR(MergeTemplateRef(workflow, team));
   }
+  HEADWAY_RETURN_IF_ERROR(CheckPlannedNodes(workflow.spec));
   WorkflowRecord record;
   record.name = workflow.metadata.name;
   if (record.name.empty()) {
@@ -1112,6 +1137,7 @@ Result<api::ManifestView> WorkflowController::CreateManifest(std::string_view ki
   wf::ObjectMeta& meta = MetadataOf(*manifest);
   api::PoolRequest pool = PoolRequestOf(*manifest);
   if (admit) HEADWAY_RETURN_IF_ERROR(admit(pool));
+  HEADWAY_RETURN_IF_ERROR(CheckPlannedNodes(SpecOf(*manifest)));
   const std::string team = pool.team;
   if (meta.name.empty()) {
     if (meta.generate_name.empty()) {
@@ -1158,6 +1184,7 @@ Result<api::ManifestView> WorkflowController::UpdateManifest(std::string_view ki
   api::PoolRequest pool = PoolRequestOf(*manifest);
   pool.team = current->team;
   if (admit) HEADWAY_RETURN_IF_ERROR(admit(pool));
+  HEADWAY_RETURN_IF_ERROR(CheckPlannedNodes(SpecOf(*manifest)));
   wf::ObjectMeta& meta = MetadataOf(*manifest);
   if (!meta.name.empty() && meta.name != name) {
     return InvalidArgument("metadata.name: '" + meta.name + "' is not '" + std::string(name) + "'");

@@ -18,9 +18,10 @@ namespace {
 // artifacts live in Headway's store, so a bucket or endpoint elsewhere is refused.
 Result<std::string> KeyOnly(const S3Location& s3, const std::string& key) {
   if (!s3.bucket.empty() || !s3.endpoint.empty()) {
-    return InvalidArgument("give only `key`: a workflow's artifacts live in Headway's artifact "
-                           "store (its artifact repository), not in bucket '" + s3.bucket + "'" +
-                           (s3.endpoint.empty() ? "" : " at " + s3.endpoint));
+    return InvalidArgument(
+        "give only `key`: a workflow's artifacts live in Headway's artifact "
+        "store (its artifact repository), not in bucket '" +
+        s3.bucket + "'" + (s3.endpoint.empty() ? "" : " at " + s3.endpoint));
   }
   return ArtifactNameForKey(key);
 }
@@ -61,7 +62,6 @@ void AddReferencedTasks(const Task& task, std::set<std::string>& out) {
     AddReferencedTasks(a.from_expression, out);
   }
 }
-
 
 using nlohmann::json;
 
@@ -170,8 +170,10 @@ class Operator {
 
   // Resolves a step's or task's template and arguments against `scope`.
   Result<Call> CallOf(const Task& task, const Scope& scope, const std::string& display);
-  // Expands a loop into (child name suffix, item scope) pairs.
+  // Expands a loop into (child name suffix, item scope) pairs, within the
+  // workflow's node limit.
   Result<std::vector<LoopItem>> Items(const Task& task, const Scope& scope);
+  Result<std::vector<LoopItem>> ExpandItems(const Task& task, const Scope& scope);
 
   bool MayStartPod() const {
     if (state_.suspended || state_.shutdown != Shutdown::kNone) return false;
@@ -885,7 +887,8 @@ void Operator::ExecutePod(Node& node, const Call& call, const Scope& scope) {
           if (!key.ok()) return key.status();
           auto stored = KeyOnly(*a.s3, *key);
           if (!stored.ok()) {
-            return InvalidArgument("outputs.artifacts." + a.name + ".s3: " + stored.status().message());
+            return InvalidArgument("outputs.artifacts." + a.name +
+                                   ".s3: " + stored.status().message());
           }
           store_as = *stored;
         }
@@ -1045,6 +1048,17 @@ Result<Call> Operator::CallOf(const Task& task, const Scope& scope, const std::s
 }
 
 Result<std::vector<LoopItem>> Operator::Items(const Task& task, const Scope& scope) {
+  auto items = ExpandItems(task, scope);
+  if (items.ok() && state_.nodes.size() + items->size() > kMaxWorkflowNodes) {
+    return InvalidArgument("its " + std::to_string(items->size()) +
+                           " items would take the workflow past its limit of " +
+                           std::to_string(kMaxWorkflowNodes) + " nodes (it has " +
+                           std::to_string(state_.nodes.size()) + ")");
+  }
+  return items;
+}
+
+Result<std::vector<LoopItem>> Operator::ExpandItems(const Task& task, const Scope& scope) {
   if (task.with_items) {
     // Strings inside items may hold variables.
     auto items = SubstituteJson(json(*task.with_items), scope, Unresolved::kError);
@@ -1731,6 +1745,65 @@ std::string JobNameFor(std::string_view workflow, std::string_view uid,
                 static_cast<std::uint64_t>(Fnv64a(std::string(uid) + "/" + std::string(node_name)) &
                                            0xffffffffffull));
   return prefix.empty() ? std::string("wf-") + hash : prefix + "-" + hash;
+}
+
+namespace {
+
+// How many times a loop written out in the manifest runs; 1 when its size
+// is known only once it expands.
+std::size_t WrittenLoopSize(const Task& task) {
+  if (task.with_items) return task.with_items->size();
+  if (!task.with_sequence) return 1;
+  auto number = [](const std::optional<IntOrString>& v) -> std::optional<std::int64_t> {
+    if (!v) return std::nullopt;
+    return ParseInteger(v->text);
+  };
+  const Sequence& seq = *task.with_sequence;
+  if (auto count = number(seq.count))
+    return static_cast<std::size_t>(std::max<std::int64_t>(0, *count));
+  auto start = seq.start ? number(seq.start) : std::optional<std::int64_t>(0);
+  auto end = number(seq.end);
+  if (!start || !end) return 1;
+  // (Both within int64: their distance, in unsigned arithmetic, cannot wrap.)
+  const std::uint64_t distance =
+      *end >= *start ? static_cast<std::uint64_t>(*end) - static_cast<std::uint64_t>(*start)
+                     : static_cast<std::uint64_t>(*start) - static_cast<std::uint64_t>(*end);
+  return static_cast<std::size_t>(std::min<std::uint64_t>(distance, kMaxWorkflowNodes) + 1);
+}
+
+std::size_t PlannedNodesOf(const WorkflowSpec& spec, const Template* tmpl, int depth) {
+  constexpr std::size_t kCap = kMaxWorkflowNodes + 1;
+  if (tmpl == nullptr || depth > 100) return 1;
+  std::size_t total = 1;
+  auto add = [&](const Task& task) {
+    const Template* called = task.template_ref ? nullptr : spec.FindTemplate(task.template_name);
+    // Recursion is bounded by the engine's depth; counted as it nests.
+    const std::size_t each = called == tmpl ? 1 : PlannedNodesOf(spec, called, depth + 1);
+    const std::size_t times = WrittenLoopSize(task);
+    const std::size_t nodes = times == 0 ? 1 : (each > kCap / times ? kCap : each * times + 1);
+    total = std::min(kCap, total + nodes);
+  };
+  if (tmpl->steps) {
+    for (const auto& group : *tmpl->steps) {
+      total = std::min(kCap, total + 1);
+      for (const Task& task : group) add(task);
+    }
+  }
+  if (tmpl->dag) {
+    for (const Task& task : tmpl->dag->tasks) add(task);
+  }
+  return total;
+}
+
+}  // namespace
+
+std::size_t PlannedNodes(const WorkflowSpec& spec) {
+  std::size_t total = PlannedNodesOf(spec, spec.FindTemplate(spec.entrypoint), 0);
+  if (!spec.on_exit.empty()) {
+    total = std::min(kMaxWorkflowNodes + 1,
+                     total + PlannedNodesOf(spec, spec.FindTemplate(spec.on_exit), 0));
+  }
+  return total;
 }
 
 Actions Operate(const WorkflowSpec& spec, WorkflowState& state, const Environment& env) {

@@ -220,6 +220,17 @@ struct Environment {
 // with a workflowTemplateRef already merged in.
 Actions Operate(const WorkflowSpec& spec, WorkflowState& state, const Environment& env);
 
+// At most this many nodes in one workflow: a loop that would take it past
+// this is an error of its step (nested loops multiply: 300 x 300 is 90,000).
+inline constexpr std::size_t kMaxWorkflowNodes = 20000;
+
+// The nodes running the entrypoint would make if every loop whose size the
+// manifest writes out ran in full (a loop sized by a parameter or output,
+// and a templateRef, count once: Operate bounds those as it expands them),
+// capped just above kMaxWorkflowNodes. What a workflow is checked against
+// before it is stored.
+std::size_t PlannedNodes(const WorkflowSpec& spec);
+
 // The job name a pod node runs as: the workflow name (shortened to fit, '.'
 // as '-') and a hash of the node's name and the workflow's uid, a valid job
 // name of at most 63 characters.

@@ -237,7 +237,8 @@ spec:
     container: {image: alpine, command: [sh, -c, "echo {{workflow.parameters.text}} > /tmp/m"]}
 )y";
   for (const char* text : {"first", "second"}) {
-    CommandResult p = server.Cli({"workflow", "submit", "-", "--wait", "-p", std::string("text=") + text}, publish);
+    CommandResult p = server.Cli(
+        {"workflow", "submit", "-", "--wait", "-p", std::string("text=") + text}, publish);
     ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
   }
   CommandResult read = server.Cli({"workflow", "submit", "-", "--wait", "-o", "name"}, R"y(
@@ -255,9 +256,11 @@ spec:
   std::string consumer = read.out.substr(0, read.out.find('\n'));
   json consumed = Workflow(server, consumer);
   EXPECT_EQ(NodeOf(consumed, consumer)["outputs"]["result"], "second");
-  Answer latest = Call(server, server.admin_token(), "GET", "/api/v1/artifacts/shared.model.txt/versions/2");
+  Answer latest =
+      Call(server, server.admin_token(), "GET", "/api/v1/artifacts/shared.model.txt/versions/2");
   ASSERT_EQ(latest.status, 200) << latest.raw;
-  EXPECT_THAT(latest.raw, HasSubstr(NodeOf(consumed, consumer)["headway"]["job"].get<std::string>()));
+  EXPECT_THAT(latest.raw,
+              HasSubstr(NodeOf(consumed, consumer)["headway"]["job"].get<std::string>()));
 }
 
 // An output over the team's artifact quota ends its step in Error before its
@@ -529,8 +532,10 @@ spec:
 TEST(Workflows, AGpuStepWaitsInTheQueueBehindItsTeamsQuota) {
   TestServer server(/*gpus=*/2, {"--quota", "vision=1:borrow=0"});
   const std::string release = Shared(server) + "/release";
-  server.Submit("name: holder\nteam: vision\nresources: {gpus_per_process: 1}\n"
-                "command: \"while [ ! -e " + release + " ]; do sleep 0.1; done\"\n");
+  server.Submit(
+      "name: holder\nteam: vision\nresources: {gpus_per_process: 1}\n"
+      "command: \"while [ ! -e " +
+      release + " ]; do sleep 0.1; done\"\n");
   ASSERT_TRUE(server.WaitForState("holder", "Running"));
   SubmitWorkflow(server, R"y(
 apiVersion: argoproj.io/v1alpha1
@@ -550,7 +555,8 @@ spec:
   const std::string job = NodeOf(Workflow(server, "train"), "train")["headway"]["job"];
   ASSERT_TRUE(server.WaitForState(job, "Queued"));
   ASSERT_TRUE(WaitFor([&] {
-    return server.Job(job).value("pending_reason", "").find("team quota 1/1 used") != std::string::npos;
+    return server.Job(job).value("pending_reason", "").find("team quota 1/1 used") !=
+           std::string::npos;
   })) << server.Job(job).dump();
   EXPECT_EQ(server.Job(job)["spec"]["team"], "vision");
   EXPECT_EQ(Phase(server, "train"), "Running");  // what Hera's wait() reads while it queues
@@ -710,17 +716,21 @@ TEST(Workflows, FinishedWorkflowsAreServedFromTheArchiveByUidLabelAndName) {
   auto post = [&](const std::string& name, const std::string& app, const std::string& tmpl) {
     Answer a = Call(server, token, "POST", "/api/v1/workflows/default",
                     R"({"workflow": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
-                        "metadata": {"name": ")" + name + R"(", "labels": {"app": ")" + app + R"("}},
-                        "spec": {"entrypoint": "s", "templates": [)" + tmpl + "]}}}");
+                        "metadata": {"name": ")" +
+                        name + R"(", "labels": {"app": ")" + app + R"("}},
+                        "spec": {"entrypoint": "s", "templates": [)" +
+                        tmpl + "]}}}");
     EXPECT_EQ(a.status, 200) << a.raw;
     return a.body["metadata"].value("uid", "");
   };
-  const std::string quick = R"({"name": "s", "container": {"image": "x", "command": ["/bin/true"]}})";
+  const std::string quick =
+      R"({"name": "s", "container": {"image": "x", "command": ["/bin/true"]}})";
   const std::string wait = R"({"name": "s", "suspend": {}})";
   const std::string uid_a = post("arch-a", "etl", quick);
   ASSERT_TRUE(WaitForPhase(server, "arch-a", "Succeeded"));
   post("arch-b", "train", wait);
-  ASSERT_EQ(Call(server, token, "PUT", "/api/v1/workflows/default/arch-b/terminate", "{}").status, 200);
+  ASSERT_EQ(Call(server, token, "PUT", "/api/v1/workflows/default/arch-b/terminate", "{}").status,
+            200);
   ASSERT_TRUE(WaitForPhase(server, "arch-b", "Failed"));
   const std::string uid_live = post("live-c", "etl", wait);
 
@@ -735,7 +745,8 @@ TEST(Workflows, FinishedWorkflowsAreServedFromTheArchiveByUidLabelAndName) {
   using V = std::vector<std::string>;
   EXPECT_EQ(names(""), (V{"arch-b", "arch-a"}));  // newest first, no running one
   EXPECT_EQ(names("?listOptions.labelSelector=app%3Detl"), (V{"arch-a"}));
-  EXPECT_EQ(names("?listOptions.labelSelector=workflows.argoproj.io/phase%3DFailed"), (V{"arch-b"}));
+  EXPECT_EQ(names("?listOptions.labelSelector=workflows.argoproj.io/phase%3DFailed"),
+            (V{"arch-b"}));
   EXPECT_EQ(names("?namePrefix=arch-a"), (V{"arch-a"}));
   EXPECT_EQ(names("?listOptions.fieldSelector=metadata.name%3Darch-b"), (V{"arch-b"}));
   Answer page = Call(server, token, "GET", "/api/v1/archived-workflows?listOptions.limit=1");
@@ -758,8 +769,8 @@ TEST(Workflows, FinishedWorkflowsAreServedFromTheArchiveByUidLabelAndName) {
   Answer keys = Call(server, token, "GET", "/api/v1/archived-workflows-label-keys");
   EXPECT_EQ(HeraProblems("labels", keys.body), "");
   EXPECT_THAT(keys.body["items"].get<V>(), ::testing::Contains("app"));
-  Answer values =
-      Call(server, token, "GET", "/api/v1/archived-workflows-label-values?listOptions.labelSelector=app");
+  Answer values = Call(server, token, "GET",
+                       "/api/v1/archived-workflows-label-values?listOptions.labelSelector=app");
   EXPECT_EQ(values.body["items"].get<V>(), (V{"etl", "train"}));
 
   // Another team's caller finds nothing of it.
@@ -767,7 +778,8 @@ TEST(Workflows, FinishedWorkflowsAreServedFromTheArchiveByUidLabelAndName) {
   EXPECT_TRUE(Call(server, other, "GET", "/api/v1/archived-workflows").body["items"].empty());
   EXPECT_EQ(Call(server, other, "GET", "/api/v1/archived-workflows/" + uid_a).status, 404);
   EXPECT_EQ(Call(server, other, "DELETE", "/api/v1/archived-workflows/" + uid_a).status, 404);
-  EXPECT_TRUE(Call(server, other, "GET", "/api/v1/archived-workflows-label-keys").body["items"].empty());
+  EXPECT_TRUE(
+      Call(server, other, "GET", "/api/v1/archived-workflows-label-keys").body["items"].empty());
 
   Answer again = Call(server, token, "PUT", "/api/v1/archived-workflows/" + uid_a + "/resubmit",
                       R"({"uid": ")" + uid_a + R"(", "memoized": false})");
@@ -775,6 +787,37 @@ TEST(Workflows, FinishedWorkflowsAreServedFromTheArchiveByUidLabelAndName) {
   EXPECT_EQ(again.body["metadata"].value("name", "").rfind("arch-a-", 0), 0u);
   EXPECT_EQ(Call(server, token, "DELETE", "/api/v1/archived-workflows/" + uid_a).status, 200);
   EXPECT_EQ(Call(server, token, "GET", "/api/v1/workflows/default/arch-a").status, 404);
+}
+
+TEST(Workflows, NestedLoopsTooLargeForAWorkflowAreRefusedBeforeAnythingIsStored) {
+  TestServer server;
+  const std::string token = server.admin_token();
+  auto nested = [](int n) {
+    const std::string count = "\"" + std::to_string(n) + "\"";
+    return R"({"workflow": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+        "metadata": {"name": "grid"}, "spec": {"entrypoint": "rows", "templates": [
+          {"name": "rows", "steps": [[{"name": "row", "template": "cells",
+             "withSequence": {"count": )" +
+           count + R"(}}]]},
+          {"name": "cells", "steps": [[{"name": "cell", "template": "leaf",
+             "withSequence": {"count": )" +
+           count + R"(}}]]},
+          {"name": "leaf", "container": {"image": "busybox", "command": ["true"]}}]}}})";
+  };
+  Answer refused = Call(server, token, "POST", "/api/v1/workflows/default", nested(300));
+  EXPECT_EQ(refused.status, 400) << refused.raw;
+  EXPECT_THAT(refused.raw, HasSubstr("nested loops multiply"));
+  EXPECT_EQ(Call(server, token, "GET", "/api/v1/workflows/default").body["items"].size(), 0u);
+  EXPECT_EQ(Call(server, token, "GET", "/api/v1/jobs").body["jobs"].size(), 0u);
+  // A grid that fits runs as it did.
+  Answer taken = Call(server, token, "POST", "/api/v1/workflows/default", nested(3));
+  ASSERT_EQ(taken.status, 200) << taken.raw;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Call(server, token, "GET", "/api/v1/workflows/default/grid")
+                   .body["status"]["phase"] == "Succeeded";
+      },
+      std::chrono::seconds(60)));
 }
 
 TEST(Workflows, ATeamSeesAndChangesOnlyItsOwnWorkflows) {

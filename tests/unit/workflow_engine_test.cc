@@ -164,6 +164,81 @@ spec:
       resources: {limits: {nvidia.com/gpu: 1}}
 )y";
 
+// Nested loops multiply: how many nodes a manifest plans is known before it
+// is stored, and a loop sized only as it runs is bounded as it expands.
+std::string NestedLoops(const std::string& outer, const std::string& inner) {
+  return R"(apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: nested}
+spec:
+  entrypoint: outer
+  templates:
+  - name: outer
+    steps:
+    - - name: row
+        template: inner
+        )" +
+         outer + R"(
+  - name: inner
+    steps:
+    - - name: cell
+        template: leaf
+        )" +
+         inner + R"(
+  - name: leaf
+    container: {image: busybox, command: ["true"]}
+)";
+}
+
+TEST(WorkflowEngine, NestedLoopsArePlannedBeforeTheWorkflowIsStored) {
+  auto planned = [](const std::string& outer, const std::string& inner) {
+    auto manifest = ParseManifest(NestedLoops(outer, inner));
+    EXPECT_TRUE(manifest.ok()) << manifest.status().ToString();
+    return manifest.ok() ? PlannedNodes(std::get<Workflow>(manifest->resource).spec) : 0;
+  };
+  const std::size_t small =
+      planned("withSequence: {count: \"10\"}", "withSequence: {count: \"10\"}");
+  EXPECT_GE(small, 100u);
+  EXPECT_LE(small, 150u);
+  EXPECT_GT(planned("withSequence: {count: \"300\"}", "withSequence: {count: \"300\"}"),
+            kMaxWorkflowNodes);
+  EXPECT_GT(planned("withSequence: {start: \"1\", end: \"1000\"}",
+                    "withItems: [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u]"),
+            kMaxWorkflowNodes);
+  // Sized by a parameter: counted once here, bounded when it expands.
+  EXPECT_LT(
+      planned("withParam: \"{{workflow.parameters.rows}}\"", "withSequence: {count: \"300\"}"),
+      kMaxWorkflowNodes);
+  // From start to end, counting down as Argo's does too.
+  EXPECT_GT(planned("withSequence: {start: \"5000\", end: \"-5000\"}", "withItems: [a, b]"),
+            kMaxWorkflowNodes);
+}
+
+TEST(WorkflowEngine, ALoopSizedAsItRunsStopsAtTheWorkflowsNodeLimit) {
+  // 300 rows of a parameter's length (known only now), 300 cells each.
+  std::string rows = "[";
+  for (int i = 0; i < 300; ++i) rows += (i ? "," : "") + std::to_string(i);
+  rows += "]";
+  std::string yaml =
+      NestedLoops("withParam: \"{{workflow.parameters.rows}}\"", "withSequence: {count: \"300\"}");
+  yaml.replace(
+      yaml.find("  entrypoint: outer\n"), 19,
+      "  entrypoint: outer\n  arguments: {parameters: [{name: rows, value: '" + rows + "'}]}\n");
+  FakePool pool(yaml);
+  pool.Settle();
+  // Checked as each loop expands: past the limit by at most that loop's
+  // structure, never by another loop's worth.
+  EXPECT_LE(pool.state.nodes.size(), kMaxWorkflowNodes + 1000);
+  EXPECT_LE(pool.created.size(), kMaxWorkflowNodes);
+  EXPECT_TRUE(pool.state.Finished());
+  EXPECT_NE(pool.state.phase, NodePhase::kSucceeded) << pool.state.message;
+  bool told = false;
+  for (const auto& [id, node] : pool.state.nodes) {
+    told = told || node.message.find("past its limit of 20000 nodes") != std::string::npos;
+  }
+  EXPECT_TRUE(told);
+}
+
 TEST(WorkflowEngine, ADiamondPassesParametersAndResultsAndEndsWhenItsLastTaskDoes) {
   FakePool pool(kDiamond);
   pool.Step();
