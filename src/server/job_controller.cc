@@ -149,6 +149,7 @@ Result<std::vector<std::string>> JobController::MetricNames(std::string_view nam
 
 lifecycle::Step JobController::ScanMarkers(const Job& job, bool final) {
   lifecycle::Step step;
+  EnsureLogsIndexed(job, step.events);
   auto files = store_.ListLogFiles(job.name());
   if (!files.ok()) return step;
   std::vector<LogFile> current;
@@ -765,7 +766,7 @@ lifecycle::Step JobController::RecoverLaunch(Job& job, lifecycle::AttemptMemo& m
   if (*launched) found = lifecycle::FoundAttempt{(*launched)->handle, (*launched)->description};
   step = lifecycle::RecoverLaunch(job, memo, found, now);
   if (*launched) {
-    IndexLogs(job, **launched, step.events);
+    IndexLogs(job, (*launched)->logs, step.events);
     ExecStatus status = ExecutorFor(job).Poll(job.executor_handle);
     step.Then(lifecycle::Observe(job, memo, status, false, now));
   }
@@ -811,7 +812,10 @@ Status JobController::Reconcile() {
         // preempted job completed.
         const bool ended = status.phase == ExecStatus::Phase::kExited ||
                            status.phase == ExecStatus::Phase::kLost;
-        if (ended) step = ScanMarkers(job, /*final=*/true);
+        // The server that launched it may have stopped before its logs were
+        // indexed (it lost the database): found again from the executor.
+        IndexLogsIfMissing(job, step.events);
+        if (ended) step.Then(ScanMarkers(job, /*final=*/true));
         step.Then(lifecycle::Readopt(job, memo, status,
                                      job.preempt_requested_at && Completed(job), now));
       }
@@ -1224,11 +1228,42 @@ LaunchRequest JobController::AttemptRequest(const Job& job) const {
   return request;
 }
 
-void JobController::IndexLogs(const Job& job, const Launched& launched,
+void JobController::IndexLogs(const Job& job, const std::vector<RankLog>& logs,
                               std::vector<JobEvent>& events) {
-  for (const RankLog& log : launched.logs) {
+  std::vector<RankLog> failed;
+  for (const RankLog& log : logs) {
     Status s = store_.AddLogFile({job.name(), job.attempt(), log.rank, log.path});
-    if (!s.ok()) events.push_back(Event(job, "Warning", "log index: " + s.message()));
+    if (s.ok()) continue;
+    failed.push_back(log);
+    events.push_back(Event(job, "Warning", "log index: " + s.message() + " (retried)"));
+  }
+  // Until they are indexed no marker of theirs is read: each scan tries
+  // again (a database that dropped the connection is back a moment later).
+  if (failed.empty()) {
+    unindexed_logs_.erase(job.name());
+  } else {
+    unindexed_logs_[job.name()] = {job.attempt(), std::move(failed)};
+  }
+}
+
+void JobController::IndexLogsIfMissing(const Job& job, std::vector<JobEvent>& events) {
+  auto files = store_.ListLogFiles(job.name());
+  if (!files.ok()) return;
+  for (const LogFile& f : *files) {
+    if (f.attempt == job.attempt()) return;
+  }
+  auto launched = ExecutorFor(job).FindLaunched(AttemptRequest(job));
+  if (launched.ok() && *launched) IndexLogs(job, (*launched)->logs, events);
+}
+
+void JobController::EnsureLogsIndexed(const Job& job, std::vector<JobEvent>& events) {
+  auto pending = unindexed_logs_.find(job.name());
+  if (pending != unindexed_logs_.end()) {
+    if (pending->second.first != job.attempt()) {
+      unindexed_logs_.erase(pending);
+    } else {
+      IndexLogs(job, std::vector<RankLog>(pending->second.second), events);
+    }
   }
 }
 
@@ -1317,7 +1352,7 @@ void JobController::Launch(const PendingLaunch& pending, Work& work) {
     work.signals.push_back({job.name(), launched->handle, &ExecutorFor(job), SIGKILL});
     return;
   }
-  IndexLogs(job, *launched, step.events);
+  IndexLogs(job, launched->logs, step.events);
   step.Then(lifecycle::Observe(job, memo, *status, false, clock_.Now()));
   (void)Apply(job, std::move(step), work);
 }

@@ -191,7 +191,12 @@ class JobController final : public api::JobService {
   // What launching the job's current attempt asks of its executor (the
   // platform's part is added by Launch).
   LaunchRequest AttemptRequest(const Job& job) const;
-  void IndexLogs(const Job& job, const Launched& launched, std::vector<JobEvent>& events);
+  void IndexLogs(const Job& job, const std::vector<RankLog>& logs, std::vector<JobEvent>& events);
+  // Indexes again what IndexLogs could not store (before a scan reads the index).
+  void EnsureLogsIndexed(const Job& job, std::vector<JobEvent>& events);
+  // After a restart or takeover: an attempt with no indexed log (its
+  // launcher stopped first) gets them from its executor.
+  void IndexLogsIfMissing(const Job& job, std::vector<JobEvent>& events);
   // The job, or Conflict when it already ended; callers hold mu_.
   // The job if it is running (launched, with a handle); else Conflict with its state.
   Result<Job> RunningJob(std::string_view name);
@@ -243,6 +248,8 @@ class JobController final : public api::JobService {
   // tell yet whether it started: asked again each tick, never relaunched
   // until it answers.
   std::set<std::string> unresolved_launches_;  // guarded by mu_
+  // Rank logs whose index entry could not be stored, by job: {attempt, logs}.
+  std::map<std::string, std::pair<int, std::vector<RankLog>>> unindexed_logs_;  // guarded by mu_
   // How long finished jobs ran, for the progress-aware ordering: loaded from
   // the store at its first decision, then fed as jobs succeed.
   sched::RunTimeHistory run_times_;   // guarded by mu_

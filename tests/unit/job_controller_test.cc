@@ -58,7 +58,8 @@ class FakeExecutor final : public Executor {
     if (unreachable_) return Unavailable("squeue: Unable to contact slurm controller");
     auto it = by_run_dir_.find(request.run_dir);
     if (it == by_run_dir_.end()) return std::optional<Launched>();
-    return std::optional<Launched>(Launched{it->second, "fake attempt " + it->second, {}, {}});
+    return std::optional<Launched>(Launched{it->second, "fake attempt " + it->second,
+                                            {{0, request.run_dir + "/rank-0.log"}}, {}});
   }
   // While set, FindLaunched cannot tell (a cluster engine that does not answer).
   void SetUnreachable(bool unreachable) {
@@ -432,6 +433,29 @@ TEST_F(ControllerTest, ARestartFilesTheLastOutputOfAnAttemptThatEndedMeanwhile) 
   int losses = 0;
   ASSERT_TRUE(store_->ScanMetric("train", "loss", [&](const MetricPoint&) { ++losses; }).ok());
   EXPECT_EQ(losses, 60);
+}
+
+// The server that launched an attempt stopped (it lost the database) before
+// the attempt's log files were indexed: the server that takes over finds
+// them from the executor, so the markers its ranks write are read.
+TEST_F(ControllerTest, ATakeoverIndexesTheLogsOfAnAttemptWhoseLauncherStoppedFirst) {
+  Submit("train", 1);
+  Tick();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ + "/headway.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DELETE FROM job_logs", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  {
+    std::ofstream out(executor_.launches().at(0) + "/rank-0.log");
+    for (int step = 1; step <= 5; ++step) out << "HEADWAY {\"step\": " << step << "}\n";
+  }
+  Start();
+  Tick(seconds(1));
+  controller_.reset();  // its writer files what it queued before it goes
+  auto steps = store_->RecentSteps("train", 100);
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), 5u);
+  EXPECT_EQ(steps->back().step, 5);
 }
 
 TEST_F(ControllerTest, TheAnnouncedHealthSurvivesARestart) {
