@@ -160,25 +160,24 @@ lifecycle::Step JobController::ScanMarkers(const Job& job, bool final) {
   std::vector<LogFile> rotated;
   std::string why;
   const std::set<std::string> stdout_metrics = StdoutMetricNames(job.spec);
-  std::vector<ProgressReport> reports =
-      markers_.Scan(current, malformed, &rotated,
-                    stdout_metrics.empty() ? nullptr : &stdout_metrics, &why);
+  std::vector<ProgressReport> reports = markers_.Scan(
+      current, malformed, &rotated, stdout_metrics.empty() ? nullptr : &stdout_metrics, &why);
   if (malformed > 0 && !warned_malformed_[job.name()]) {
     warned_malformed_[job.name()] = true;
-    step.events.push_back(Event(job, "Warning",
-                                "ignored a malformed HEADWAY progress line in the job's output: " +
-                                    why +
-                                    " (the form is HEADWAY {\"step\": 1, \"loss\": 0.5}; later "
-                                    "malformed lines are ignored without another event)"));
+    step.events.push_back(
+        Event(job, "Warning",
+              "ignored a malformed HEADWAY progress line in the job's output: " + why +
+                  " (the form is HEADWAY {\"step\": 1, \"loss\": 0.5}; later "
+                  "malformed lines are ignored without another event)"));
   }
   for (const LogFile& f : rotated) {
-    step.events.push_back(Event(job, "Warning",
-                           "rank " + std::to_string(f.rank) +
-                               "'s output passed half of its log limit of " +
-                               std::to_string(options_.max_log_bytes) +
-                               " bytes (--max-log-bytes): older output moved to " +
-                               std::filesystem::path(f.path).filename().string() +
-                               ".1, and output older than that is dropped; the newest is kept"));
+    step.events.push_back(
+        Event(job, "Warning",
+              "rank " + std::to_string(f.rank) + "'s output passed half of its log limit of " +
+                  std::to_string(options_.max_log_bytes) +
+                  " bytes (--max-log-bytes): older output moved to " +
+                  std::filesystem::path(f.path).filename().string() +
+                  ".1, and output older than that is dropped; the newest is kept"));
   }
   // The same limits as HTTP reports; a job's output cannot be refused, so
   // what is over them is dropped, and the job's events say so once per limit.
@@ -257,17 +256,20 @@ void CrashPointForTests(const std::string& point) {
 
 const char* SignalName(int signal) {
   switch (signal) {
-    case SIGTERM: return "SIGTERM";
-    case SIGKILL: return "SIGKILL";
-    case SIGUSR1: return "SIGUSR1";
-    default: return "signal";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGUSR1:
+      return "SIGUSR1";
+    default:
+      return "signal";
   }
 }
 
 }  // namespace
 
-Status JobController::Apply(Job& job, lifecycle::Step step, Work& work,
-                            const std::string& token) {
+Status JobController::Apply(Job& job, lifecycle::Step step, Work& work, const std::string& token) {
   if (step.empty()) return Status::Ok();
   if (step.changed || !step.events.empty()) {
     HEADWAY_RETURN_IF_ERROR(Save(job, step.events));
@@ -341,7 +343,8 @@ Result<Job> JobController::Submit(JobSpec spec, std::string created_by) {
   job.executor = queue.executor;
   job.created_by = std::move(created_by);
   std::string submitted = "job submitted";
-  if (auto image = job.spec.labels.find(std::string(kStepImageLabel)); image != job.spec.labels.end()) {
+  if (auto image = job.spec.labels.find(std::string(kStepImageLabel));
+      image != job.spec.labels.end()) {
     submitted += "; image " + image->second +
                  " recorded: the step runs as a process on the pool, not in a container";
   }
@@ -373,8 +376,7 @@ Result<std::vector<Job>> JobController::List(const JobFilter& filter) {
   return store_.ListJobs(filter);
 }
 
-Result<std::vector<JobEvent>> JobController::Events(std::string_view name,
-                                                    std::int64_t after_id) {
+Result<std::vector<JobEvent>> JobController::Events(std::string_view name, std::int64_t after_id) {
   auto job = store_.GetJob(name);
   if (!job.ok()) return job.status();
   return store_.ListEvents(name, after_id);
@@ -497,8 +499,8 @@ Result<std::shared_ptr<api::AttachedProcess>> JobController::Exec(std::string_vi
                                             : std::string();
   for (const std::string& a : options.argv) what += (what.empty() ? "`" : " ") + a;
   if (!options.argv.empty()) what = what.substr(0, 200) + "`";
-  const std::string where = " in rank " + std::to_string(options.rank) +
-                            (options.tty ? " on a terminal" : "");
+  const std::string where =
+      " in rank " + std::to_string(options.rank) + (options.tty ? " on a terminal" : "");
   const std::string actor = who.empty() ? std::string("someone (authentication is off)") : who;
   (void)AddEvent(job.name(), "Exec", actor + " ran " + what + where);
 
@@ -544,7 +546,8 @@ Result<std::shared_ptr<api::AttachedProcess>> JobController::Exec(std::string_vi
   attached->exit_code = [reaped]() -> std::optional<int> {
     if (reaped->code) return reaped->code;
     const std::int64_t hung_up = reaped->hung_up.load();
-    if (hung_up != 0 && SteadyNanos() - hung_up >= std::chrono::nanoseconds(reaped->stop_grace).count()) {
+    if (hung_up != 0 &&
+        SteadyNanos() - hung_up >= std::chrono::nanoseconds(reaped->stop_grace).count()) {
       ::kill(-reaped->pid, SIGKILL);
     }
     int status = 0;
@@ -707,7 +710,8 @@ void JobController::RemoveDir(const std::string& dir) {
   if (dir.empty()) return;
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);  // never follows symbolic links
-  if (ec) std::fprintf(stderr, "headway: cannot remove %s: %s\n", dir.c_str(), ec.message().c_str());
+  if (ec)
+    std::fprintf(stderr, "headway: cannot remove %s: %s\n", dir.c_str(), ec.message().c_str());
 }
 
 void JobController::CollectFinished(Time now) {
@@ -756,7 +760,8 @@ lifecycle::Step JobController::RecoverLaunch(Job& job, lifecycle::AttemptMemo& m
       step.changed = true;
       step.events.push_back(Event(job, "LaunchUnresolved",
                                   "cannot tell yet whether the attempt started before the server "
-                                  "stopped (" + launched.status().message() +
+                                  "stopped (" +
+                                      launched.status().message() +
                                       "); asking again before launching anything"));
     }
     return step;
@@ -778,8 +783,8 @@ Status JobController::Reconcile() {
   if (!options_.data_dir.empty()) {
     std::error_code ec;
     std::vector<std::string> left;  // job names never start with '.'
-    for (const auto& entry :
-         std::filesystem::directory_iterator(std::filesystem::path(options_.data_dir) / "jobs", ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(
+             std::filesystem::path(options_.data_dir) / "jobs", ec)) {
       if (entry.path().filename().string().rfind(".deleted-", 0) == 0) left.push_back(entry.path());
     }
     for (const std::string& dir : left) RemoveDir(dir);
@@ -810,14 +815,14 @@ Status JobController::Reconcile() {
         // new leader) has its output filed before it is ended: its last
         // reports count in its progress, its final verdict and whether a
         // preempted job completed.
-        const bool ended = status.phase == ExecStatus::Phase::kExited ||
-                           status.phase == ExecStatus::Phase::kLost;
+        const bool ended =
+            status.phase == ExecStatus::Phase::kExited || status.phase == ExecStatus::Phase::kLost;
         // The server that launched it may have stopped before its logs were
         // indexed (it lost the database): found again from the executor.
         IndexLogsIfMissing(job, step.events);
         if (ended) step.Then(ScanMarkers(job, /*final=*/true));
-        step.Then(lifecycle::Readopt(job, memo, status,
-                                     job.preempt_requested_at && Completed(job), now));
+        step.Then(
+            lifecycle::Readopt(job, memo, status, job.preempt_requested_at && Completed(job), now));
       }
       if (IsTerminal(job.state)) {
         std::optional<std::int64_t> last_step;
@@ -869,7 +874,8 @@ void JobController::Tick() {
           !job.executor_handle.empty()) {
         continue;
       }
-      Duration interval = std::max(ExecutorFor(job).PollInterval(), Duration(std::chrono::seconds(1)));
+      Duration interval =
+          std::max(ExecutorFor(job).PollInterval(), Duration(std::chrono::seconds(1)));
       auto last = last_polled_.find(job.name());
       if (last != last_polled_.end() && now - last->second < interval) continue;
       last_polled_[job.name()] = now;
@@ -1125,13 +1131,12 @@ void JobController::Schedule(std::vector<Job>& active, Work& work) {
       }
     }
     std::string token = api::NewJobToken();
-    (void)Apply(*job->second,
-                lifecycle::Schedule(*job->second, std::move(ids), api::HashToken(token),
-                                    start.backfilled
-                                        ? "backfilled: it cannot delay the job first in line"
-                                        : "",
-                                    now),
-                work, token);
+    (void)Apply(
+        *job->second,
+        lifecycle::Schedule(
+            *job->second, std::move(ids), api::HashToken(token),
+            start.backfilled ? "backfilled: it cannot delay the job first in line" : "", now),
+        work, token);
   }
   PublishPool(std::move(state), active, std::move(decision));
 }
@@ -1198,7 +1203,8 @@ void JobController::PublishPool(sched::ClusterState state, const std::vector<Job
   for (const auto& [queue, head] : heads) {
     api::QueueStatus& q = queues[queue];
     q.next_job = head->name;
-    if (const sched::Pending* p = head_pending[head->name]) q.pending_reason = decision.Reason(state, *p);
+    if (const sched::Pending* p = head_pending[head->name])
+      q.pending_reason = decision.Reason(state, *p);
   }
   std::vector<api::QueueStatus> list;
   for (auto& [name, q] : queues) {
@@ -1215,7 +1221,6 @@ void JobController::PublishPool(sched::ClusterState state, const std::vector<Job
   queues_ = std::move(list);
   nodes_ = {std::move(node)};
 }
-
 
 LaunchRequest JobController::AttemptRequest(const Job& job) const {
   LaunchRequest request;
@@ -1274,8 +1279,7 @@ void JobController::Launch(const PendingLaunch& pending, Work& work) {
     auto stored = store_.GetJob(pending.job);
     // Launched once per stored intent: a job no longer waiting for this
     // launch (or with another attempt's token) is left alone.
-    if (!stored.ok() || stored->state != JobState::kStarting ||
-        !stored->executor_handle.empty() ||
+    if (!stored.ok() || stored->state != JobState::kStarting || !stored->executor_handle.empty() ||
         !api::SameHash(api::HashToken(pending.token), stored->token_hash)) {
       return;
     }
@@ -1290,12 +1294,11 @@ void JobController::Launch(const PendingLaunch& pending, Work& work) {
       std::filesystem::path(options_.data_dir) / "jobs" / job.name();
   std::string checkpoint_dir = (job_dir / "checkpoints").string();
   // A persistent home outlives the job: one per team and user.
-  std::string home_dir =
-      job.spec.persistent_home
-          ? (std::filesystem::path(options_.data_dir) / "homes" / job.spec.team /
-             HomeOwner(job.created_by))
-                .string()
-          : (job_dir / "home").string();
+  std::string home_dir = job.spec.persistent_home
+                             ? (std::filesystem::path(options_.data_dir) / "homes" / job.spec.team /
+                                HomeOwner(job.created_by))
+                                   .string()
+                             : (job_dir / "home").string();
   std::filesystem::create_directories(checkpoint_dir, ec);
   std::filesystem::create_directories(home_dir, ec);
   Status written = WritePrivateFile(token_file, pending.token);
@@ -1341,8 +1344,7 @@ void JobController::Launch(const PendingLaunch& pending, Work& work) {
   generation_ += 1;
   lifecycle::AttemptMemo& memo = memos_[job.name()];
   if (!launched.ok()) {
-    (void)Apply(job, lifecycle::LaunchFailed(job, launched.status().message(), clock_.Now()),
-                work);
+    (void)Apply(job, lifecycle::LaunchFailed(job, launched.status().message(), clock_.Now()), work);
     return;
   }
   lifecycle::Step step = lifecycle::Launched(job, memo, launched->handle, launched->description,
@@ -1376,7 +1378,8 @@ void JobController::PullProgress() {
   }
   const Time now = clock_.Now();
   std::erase_if(pull_memos_, [&](const auto& entry) {
-    return std::none_of(jobs.begin(), jobs.end(), [&](const Job& j) { return j.name() == entry.first; });
+    return std::none_of(jobs.begin(), jobs.end(),
+                        [&](const Job& j) { return j.name() == entry.first; });
   });
   for (const Job& job : jobs) {
     const ProgressEndpoint& endpoint = *job.spec.progress_endpoint;
@@ -1396,8 +1399,9 @@ void JobController::PullProgress() {
         problem = host.status().message();
       }
     }
-    const std::string url = "http://" + (memo.host.find(':') != std::string::npos ? "[" + memo.host + "]" : memo.host) +
-                            ":" + std::to_string(endpoint.port);
+    const std::string url =
+        "http://" + (memo.host.find(':') != std::string::npos ? "[" + memo.host + "]" : memo.host) +
+        ":" + std::to_string(endpoint.port);
     if (problem.empty()) {
       api::HttpClient http(url);
       http.set_timeout(std::chrono::seconds(2));

@@ -62,7 +62,7 @@ struct ControllerOptions {
   // SIGTERM, unless the job's spec sets checkpoint_warning.
   Duration preemption_grace = std::chrono::seconds(30);
   progress::HealthOptions health;
-  double plateau_window = 0.25;  // fraction of total_steps; see ProgressTracker
+  double plateau_window = 0.25;                // fraction of total_steps; see ProgressTracker
   progress::ConfirmationOptions confirmation;  // before a verdict is announced and acted on
   // Distinct metric names one job may report; more are refused (400).
   std::size_t max_series_per_job = 1000;
@@ -142,8 +142,7 @@ class JobController final : public api::JobService {
   ProgressView Progress(const Job& job) override;
   Result<std::vector<MetricPoint>> MetricSeries(std::string_view name,
                                                 std::string_view metric) override;
-  Result<std::vector<MetricPoint>> MetricSeriesAfter(std::string_view name,
-                                                     std::string_view metric,
+  Result<std::vector<MetricPoint>> MetricSeriesAfter(std::string_view name, std::string_view metric,
                                                      std::int64_t after_step,
                                                      std::size_t limit) override;
   Result<std::vector<std::string>> MetricNames(std::string_view name) override;
@@ -241,7 +240,7 @@ class JobController final : public api::JobService {
   bool woken_ = false;     // guarded by mu_
   // Bumped by every change to a job outside the control loop, so a tick
   // that listed the jobs before taking mu_ knows to list them again.
-  std::uint64_t generation_ = 0;                          // guarded by mu_
+  std::uint64_t generation_ = 0;                         // guarded by mu_
   std::map<std::string, lifecycle::AttemptMemo> memos_;  // guarded by mu_
   std::map<std::string, Time> last_polled_;              // guarded by mu_
   // Jobs whose launch a restart interrupted and whose executor could not
@@ -252,14 +251,14 @@ class JobController final : public api::JobService {
   std::map<std::string, std::pair<int, std::vector<RankLog>>> unindexed_logs_;  // guarded by mu_
   // How long finished jobs ran, for the progress-aware ordering: loaded from
   // the store at its first decision, then fed as jobs succeed.
-  sched::RunTimeHistory run_times_;   // guarded by mu_
-  bool run_times_loaded_ = false;     // guarded by mu_
+  sched::RunTimeHistory run_times_;    // guarded by mu_
+  bool run_times_loaded_ = false;      // guarded by mu_
   void RecordRunTime(const Job& job);  // requires mu_
   // Pull mode: the running jobs with an endpoint as of the last tick, and
   // warnings for the tick to store as events.
   std::mutex pull_mu_;
-  std::vector<Job> pull_jobs_;                         // guarded by pull_mu_
-  std::map<std::string, std::string> pull_warnings_;   // guarded by pull_mu_
+  std::vector<Job> pull_jobs_;                        // guarded by pull_mu_
+  std::map<std::string, std::string> pull_warnings_;  // guarded by pull_mu_
   struct PullMemo {
     std::string handle;  // the attempt it is about; a new one starts afresh
     std::string host;
@@ -270,10 +269,10 @@ class JobController final : public api::JobService {
   };
   std::map<std::string, PullMemo> pull_memos_;  // only PullProgress touches it
   ProgressTracker tracker_;
-  IngestWriter writer_;  // after tracker_: it feeds it
-  MarkerScanner markers_;                          // guarded by mu_
-  std::map<std::string, bool> warned_malformed_;   // guarded by mu_
-  std::optional<Time> last_collected_;             // guarded by mu_
+  IngestWriter writer_;                           // after tracker_: it feeds it
+  MarkerScanner markers_;                         // guarded by mu_
+  std::map<std::string, bool> warned_malformed_;  // guarded by mu_
+  std::optional<Time> last_collected_;            // guarded by mu_
   std::mutex tokens_mu_;
   // Report-token hash per job, so a report costs no job read and parse.
   std::map<std::string, std::string> token_hashes_;  // guarded by tokens_mu_
@@ -290,8 +289,8 @@ class JobController final : public api::JobService {
   std::shared_ptr<PoolDecision> pool_decision_;  // guarded by pool_mu_
   // Where `name` is among the last decision's pending jobs; requires pool_mu_.
   const sched::Pending* PendingOf(std::string_view name, std::size_t* position);
-  std::vector<api::QueueStatus> queues_;               // guarded by pool_mu_
-  std::vector<api::NodeStatus> nodes_;                 // guarded by pool_mu_
+  std::vector<api::QueueStatus> queues_;  // guarded by pool_mu_
+  std::vector<api::NodeStatus> nodes_;    // guarded by pool_mu_
 };
 
 }  // namespace headway

@@ -58,8 +58,8 @@ class FakeExecutor final : public Executor {
     if (unreachable_) return Unavailable("squeue: Unable to contact slurm controller");
     auto it = by_run_dir_.find(request.run_dir);
     if (it == by_run_dir_.end()) return std::optional<Launched>();
-    return std::optional<Launched>(Launched{it->second, "fake attempt " + it->second,
-                                            {{0, request.run_dir + "/rank-0.log"}}, {}});
+    return std::optional<Launched>(Launched{
+        it->second, "fake attempt " + it->second, {{0, request.run_dir + "/rank-0.log"}}, {}});
   }
   // While set, FindLaunched cannot tell (a cluster engine that does not answer).
   void SetUnreachable(bool unreachable) {
@@ -415,8 +415,8 @@ TEST_F(ControllerTest, ARestartFilesTheLastOutputOfAnAttemptThatEndedMeanwhile) 
   auto write = [&](int first, int last) {
     std::ofstream out(log, std::ios::app);
     for (int step = first; step <= last; ++step) {
-      out << "HEADWAY {\"step\": " << step << ", \"total_steps\": 60, \"loss\": "
-          << 1.0 / step << "}\n";
+      out << "HEADWAY {\"step\": " << step << ", \"total_steps\": 60, \"loss\": " << 1.0 / step
+          << "}\n";
     }
   };
   write(1, 57);
@@ -577,8 +577,8 @@ TEST_F(ControllerTest, ASilentJobGetsOneNoReportsEventAfterTheGrace) {
     EXPECT_TRUE(events.ok());
     if (!events.ok()) return -1;
     std::vector<JobEvent> list = std::move(events.value());
-    return static_cast<int>(
-        std::count_if(list.begin(), list.end(), [](const JobEvent& e) { return e.type == "NoReports"; }));
+    return static_cast<int>(std::count_if(list.begin(), list.end(),
+                                          [](const JobEvent& e) { return e.type == "NoReports"; }));
   };
   EXPECT_EQ(count(), 0);
   Tick(seconds(2));
