@@ -149,8 +149,8 @@ Result<std::optional<RetentionPolicy>> RetentionFromLabels(
     int n = 0;
     auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), n);
     if (ec != std::errc() || end != it->second.data() + it->second.size() || n < 1 || n > 10000) {
-      return InvalidArgument("label " + std::string(key) + " must be a number from 1 to 10000, got '" +
-                             it->second + "'")
+      return InvalidArgument("label " + std::string(key) +
+                             " must be a number from 1 to 10000, got '" + it->second + "'")
           .WithField("labels");
     }
     out = n;
@@ -159,7 +159,8 @@ Result<std::optional<RetentionPolicy>> RetentionFromLabels(
   };
   HEADWAY_RETURN_IF_ERROR(count(kKeepLatestLabel, policy.keep_latest));
   HEADWAY_RETURN_IF_ERROR(count(kKeepBestLabel, policy.keep_best));
-  if (auto it = labels.find(std::string(kBestMetricLabel)); it != labels.end()) policy.metric = it->second;
+  if (auto it = labels.find(std::string(kBestMetricLabel)); it != labels.end())
+    policy.metric = it->second;
   if (auto it = labels.find(std::string(kBestModeLabel)); it != labels.end()) {
     if (it->second != "min" && it->second != "max") {
       return InvalidArgument("label " + std::string(kBestModeLabel) + " must be min or max")
@@ -188,7 +189,8 @@ std::vector<std::int64_t> VersionsToRelease(const std::vector<Artifact>& version
   std::sort(ready.begin(), ready.end(),
             [](const Artifact* x, const Artifact* y) { return x->version > y->version; });
   if (policy.keep_latest) {
-    for (std::size_t i = 0; i < ready.size() && i < static_cast<std::size_t>(*policy.keep_latest); ++i) {
+    for (std::size_t i = 0; i < ready.size() && i < static_cast<std::size_t>(*policy.keep_latest);
+         ++i) {
       keep.insert(ready[i]->version);
     }
   }
@@ -205,7 +207,8 @@ std::vector<std::int64_t> VersionsToRelease(const std::vector<Artifact>& version
       if (!sx || !sy) return sx.has_value() && !sy.has_value();
       return *sx < *sy;
     });
-    for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(*policy.keep_best); ++i) {
+    for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(*policy.keep_best);
+         ++i) {
       keep.insert(ranked[i]->version);
     }
   }
@@ -219,13 +222,19 @@ std::vector<std::int64_t> VersionsToRelease(const std::vector<Artifact>& version
 
 Status ValidateNewArtifact(const Artifact& a) {
   if (!IsValidArtifactName(a.name)) {
-    return InvalidArgument("must be lowercase letters, digits and - _ . (at most 200), "
-                           "starting and ending with a letter or digit, got '" +
-                           a.name + "'")
+    return InvalidArgument(
+               "must be lowercase letters, digits and - _ . (at most 200), "
+               "starting and ending with a letter or digit, got '" +
+               a.name + "'")
         .WithField("name");
   }
   if (!IsValidDigest(a.digest)) {
     return InvalidArgument("must be sha256: and 64 lowercase hex digits").WithField("digest");
+  }
+  if (a.size > kMaxArtifactBytes) {
+    return InvalidArgument("at most " + std::to_string(kMaxArtifactBytes) + " bytes (1 PiB), got " +
+                           std::to_string(a.size))
+        .WithField("size");
   }
   if (a.labels.size() > kMaxLabels) {
     return InvalidArgument("at most " + std::to_string(kMaxLabels) + " labels").WithField("labels");
@@ -252,7 +261,8 @@ Status ValidateNewArtifact(const Artifact& a) {
     (void)value;  // NaN and infinities are kept as such: a diverged checkpoint says so
   }
   if (!a.content_md5.empty() && !IsValidContentMd5(a.content_md5)) {
-    return InvalidArgument("must be the base64 of 16 bytes (as Content-MD5)").WithField("content_md5");
+    return InvalidArgument("must be the base64 of 16 bytes (as Content-MD5)")
+        .WithField("content_md5");
   }
   if (a.producer.step && *a.producer.step < 0) {
     return InvalidArgument("must be >= 0").WithField("producer.step");

@@ -71,9 +71,9 @@ struct ArtifactUse {
 };
 
 struct ArtifactFilter {
-  std::string team;       // empty: any
-  std::string name;       // empty: any
-  std::string job;        // producer job; empty: any
+  std::string team;  // empty: any
+  std::string name;  // empty: any
+  std::string job;   // producer job; empty: any
   std::optional<ArtifactKind> kind;
   bool ready_only = false;
 };
@@ -134,6 +134,12 @@ struct ArtifactRef {
   std::optional<std::int64_t> version;  // nullopt: the latest ready one
 };
 Result<ArtifactRef> ParseArtifactRef(std::string_view text);
+
+// The largest artifact a client may declare: 1 PiB. Far above any real
+// file, and far enough below 2^63 that no sum of a team's artifacts (how
+// quotas are checked, and how the databases add them up in signed 64-bit
+// integers) can wrap around.
+inline constexpr std::uint64_t kMaxArtifactBytes = std::uint64_t{1} << 50;
 
 // Checks a record a client asks to create: name, kind, digest, size, labels
 // and metrics within bounds. The field that is wrong is named in the error.

@@ -18,7 +18,8 @@ Status ArtifactManager::CheckRoomLocked(const std::string& team, std::uint64_t b
   if (quota == 0) return Status::Ok();
   auto used = store_.TeamArtifactBytes(team);
   if (!used.ok()) return used.status();
-  if (*used + bytes > quota) {
+  // Checked so that no sum wraps: room is what the quota leaves.
+  if (bytes > quota || *used > quota - bytes) {
     return PermissionDenied("team '" + team + "' would hold " + std::to_string(*used + bytes) +
                             " bytes of artifacts, over its quota of " + std::to_string(quota) +
                             " (it holds " + std::to_string(*used) + "): delete old versions first");
@@ -116,14 +117,13 @@ Result<Artifact> ArtifactManager::Receive(std::string_view name, std::int64_t ve
   auto got = DigestFile(path);
   if (!got.ok()) return got.status();
   if (got->size != artifact->size) {
-    return InvalidArgument("the upload has " + std::to_string(got->size) + " bytes; the record of " +
-                           artifact->Ref() + " says " + std::to_string(artifact->size) +
-                           ": nothing was stored");
+    return InvalidArgument("the upload has " + std::to_string(got->size) +
+                           " bytes; the record of " + artifact->Ref() + " says " +
+                           std::to_string(artifact->size) + ": nothing was stored");
   }
   if (got->digest != artifact->digest) {
     return InvalidArgument("the upload's digest is " + got->digest + "; the record of " +
-                           artifact->Ref() + " says " + artifact->digest +
-                           ": nothing was stored");
+                           artifact->Ref() + " says " + artifact->digest + ": nothing was stored");
   }
   HEADWAY_RETURN_IF_ERROR(objects_.PutFile(ObjectKey(*artifact), path));
   return MarkReady(std::move(artifact.value()));
@@ -162,9 +162,9 @@ Result<std::vector<PresignedRequest>> ArtifactManager::PresignParts(
       return InvalidArgument("part " + std::to_string(part.number) + " is not one of the " +
                              std::to_string(plan.part_count) + " parts of " + artifact.Ref());
     }
-    auto request = objects_.PresignPart(ObjectKey(artifact), upload_id, part.number,
-                                        plan.Length(part.number), part.content_md5,
-                                        options_.presign_ttl);
+    auto request =
+        objects_.PresignPart(ObjectKey(artifact), upload_id, part.number, plan.Length(part.number),
+                             part.content_md5, options_.presign_ttl);
     if (!request) return InvalidArgument("this object store takes no multipart uploads");
     out.push_back(std::move(*request));
   }
@@ -285,7 +285,8 @@ Status ArtifactManager::Delete(std::string_view name, std::int64_t version) {
     // are found again by their digest when the same content comes back.
     (void)objects_.Delete(ObjectKey(*artifact));
     // And the parts of an upload that never finished.
-    if (artifact->state == ArtifactState::kPending) (void)objects_.AbortMultiparts(ObjectKey(*artifact));
+    if (artifact->state == ArtifactState::kPending)
+      (void)objects_.AbortMultiparts(ObjectKey(*artifact));
   }
   return Status::Ok();
 }

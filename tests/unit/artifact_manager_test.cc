@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "artifact/file_digest.h"
 #include "artifact/local/local_object_store.h"
@@ -81,7 +82,7 @@ TEST_F(ArtifactManagerTest, TheSweepRemovesOnlyOldObjectsNoVersionHolds) {
   const Artifact kept = Put("resnet", "weights");
   const std::string orphan = "vision/sha256/ab/ab" + std::string(62, '1');
   const std::string other_team = "nlp/" + ContentKey(kept.digest);  // same bytes, no nlp version
-  const std::string foreign = "datasets/imagenet/train-0001.tar";  // not a key Headway makes
+  const std::string foreign = "datasets/imagenet/train-0001.tar";   // not a key Headway makes
   LeaveObject(orphan);
   LeaveObject(other_team);
   LeaveObject(foreign);
@@ -124,6 +125,33 @@ TEST_F(ArtifactManagerTest, APendingVersionKeepsItsBytesFromTheSweep) {
   clock_.Advance(std::chrono::hours(25));
   EXPECT_EQ(manager_->SweepOrphans(std::chrono::hours(24)), 0u);
   EXPECT_TRUE(Exists(key));
+}
+
+// A draft declaring 2^64 - held bytes once made the team's sum wrap back
+// under its quota, so that real uploads beside it went through.
+TEST_F(ArtifactManagerTest, ADraftSizedToWrapTheTeamsSumIsRefusedAndTheQuotaHolds) {
+  ArtifactManagerOptions options;
+  options.quota_bytes["vision"] = 1024;
+  manager_ = std::make_unique<ArtifactManager>(*store_, *objects_, clock_, options);
+  Put("held", std::string(1000, 'x'));
+  Artifact draft;
+  draft.name = "wrap";
+  draft.team = "vision";
+  draft.kind = ArtifactKind::kOutput;
+  draft.digest = "sha256:" + std::string(64, 'd');
+  draft.size = std::numeric_limits<std::uint64_t>::max() - 999;
+  auto created = manager_->Create(draft, false);
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().field(), "size");
+  // Within the declared bound but over the quota: refused, not wrapped.
+  draft.size = kMaxArtifactBytes;
+  created = manager_->Create(draft, false);
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), StatusCode::kPermissionDenied) << created.status().ToString();
+  draft.size = 25;
+  EXPECT_FALSE(manager_->Create(draft, false).ok()) << "1000 + 25 is over 1024";
+  draft.size = 24;
+  EXPECT_TRUE(manager_->Create(draft, false).ok());
 }
 
 TEST(ObjectKeys, ParseBackWhatObjectKeyMakesAndNothingElse) {
