@@ -23,15 +23,20 @@ HttpRequest RequestHead(const boost::beast::http::request<Body, Fields>& raw) {
   req.target = std::string(raw.target());
   SetRequestTarget(req, std::string_view(raw.target().data(), raw.target().size()));
   for (const auto& field : raw) {
-    req.headers[AsciiLower(std::string_view(field.name_string().data(),
-                                            field.name_string().size()))] =
-        std::string(field.value());
+    std::string name =
+        AsciiLower(std::string_view(field.name_string().data(), field.name_string().size()));
+    if (req.headers.count(name) && (name == "host" || name == "origin" || name == "authorization" ||
+                                    name == "cookie" || name == "x-headway-job")) {
+      req.repeated_headers.push_back(name);
+    }
+    req.headers[std::move(name)] = std::string(field.value());
   }
   return req;
 }
 
 // A whole request; its body is moved out of `raw`.
-inline HttpRequest ToHttpRequest(boost::beast::http::request<boost::beast::http::string_body>& raw) {
+inline HttpRequest ToHttpRequest(
+    boost::beast::http::request<boost::beast::http::string_body>& raw) {
   HttpRequest req = RequestHead(raw);
   req.body = std::move(raw.body());
   return req;

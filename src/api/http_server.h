@@ -38,6 +38,11 @@ struct HttpRequest {
   std::string path;    // decoded path, no query
   std::map<std::string, std::string> query;    // decoded; a repeated key keeps the last value
   std::map<std::string, std::string> headers;  // keys lowercased
+  // Headers that decide who asks or from where (host, origin, authorization,
+  // cookie, x-headway-job) that came more than once: which one counts would
+  // differ between this server and a proxy in front of it, so such a request
+  // is refused (CheckHostAndOrigin) rather than read by its last copy.
+  std::vector<std::string> repeated_headers;
   std::string body;
   // For a request whose body was written to a file (see
   // HttpServerOptions::body_to_file): that file, which the server removes

@@ -61,6 +61,10 @@ std::string HostOfHeader(std::string_view value) {
 }
 
 Status CheckHostAndOrigin(const HttpRequest& request, const HostPolicy& policy) {
+  if (!request.repeated_headers.empty()) {
+    return InvalidArgument("the " + request.repeated_headers.front() +
+                           " header came more than once; send it once");
+  }
   std::string host_header = request.Header("host");
   if (!host_header.empty()) {
     std::string host = HostOfHeader(host_header);

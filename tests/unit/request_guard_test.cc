@@ -86,5 +86,25 @@ TEST(RequestGuard, AnOriginMustBeTheRequestsOwn) {
       << "an Origin without a Host to compare with";
 }
 
+// Which of two Host or Origin headers counts differs between servers and
+// proxies: a request with two is refused, not read by its last one.
+TEST(RequestGuard, ARepeatedHostOriginOrTokenIsRefused) {
+  HostPolicy loopback;
+  for (const std::string header : {"Host", "Origin", "Authorization", "X-Headway-Job"}) {
+    std::string raw = "GET /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    if (header != "Host") raw += header + ": a\r\n";
+    raw += header + ": b\r\n\r\n";
+    auto parsed = ParseHttpRequest(raw);
+    ASSERT_TRUE(parsed.ok()) << header << ": " << parsed.status().ToString();
+    Status s = CheckHostAndOrigin(*parsed, loopback);
+    EXPECT_FALSE(s.ok()) << header;
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << header;
+  }
+  auto once =
+      ParseHttpRequest("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: a\r\nAccept: b\r\n\r\n");
+  ASSERT_TRUE(once.ok());
+  EXPECT_TRUE(CheckHostAndOrigin(*once, loopback).ok()) << "other headers may repeat";
+}
+
 }  // namespace
 }  // namespace headway::api
