@@ -1771,14 +1771,19 @@ std::size_t WrittenLoopSize(const Task& task) {
   return static_cast<std::size_t>(std::min<std::uint64_t>(distance, kMaxWorkflowNodes) + 1);
 }
 
-std::size_t PlannedNodesOf(const WorkflowSpec& spec, const Template* tmpl, int depth) {
+// Each template's count once (memo): a chain of templates calling the next
+// twice would otherwise be walked 2^depth times. A template that calls one
+// still being counted (recursion, bounded by the engine's depth) counts once.
+std::size_t PlannedNodesOf(const WorkflowSpec& spec, const Template* tmpl,
+                           std::map<const Template*, std::size_t>& memo) {
   constexpr std::size_t kCap = kMaxWorkflowNodes + 1;
-  if (tmpl == nullptr || depth > 100) return 1;
+  if (tmpl == nullptr) return 1;
+  if (auto it = memo.find(tmpl); it != memo.end()) return it->second;
+  memo[tmpl] = 1;  // while it is being counted
   std::size_t total = 1;
   auto add = [&](const Task& task) {
     const Template* called = task.template_ref ? nullptr : spec.FindTemplate(task.template_name);
-    // Recursion is bounded by the engine's depth; counted as it nests.
-    const std::size_t each = called == tmpl ? 1 : PlannedNodesOf(spec, called, depth + 1);
+    const std::size_t each = PlannedNodesOf(spec, called, memo);
     const std::size_t times = WrittenLoopSize(task);
     const std::size_t nodes = times == 0 ? 1 : (each > kCap / times ? kCap : each * times + 1);
     total = std::min(kCap, total + nodes);
@@ -1792,16 +1797,17 @@ std::size_t PlannedNodesOf(const WorkflowSpec& spec, const Template* tmpl, int d
   if (tmpl->dag) {
     for (const Task& task : tmpl->dag->tasks) add(task);
   }
-  return total;
+  return memo[tmpl] = total;
 }
 
 }  // namespace
 
 std::size_t PlannedNodes(const WorkflowSpec& spec) {
-  std::size_t total = PlannedNodesOf(spec, spec.FindTemplate(spec.entrypoint), 0);
+  std::map<const Template*, std::size_t> memo;
+  std::size_t total = PlannedNodesOf(spec, spec.FindTemplate(spec.entrypoint), memo);
   if (!spec.on_exit.empty()) {
     total = std::min(kMaxWorkflowNodes + 1,
-                     total + PlannedNodesOf(spec, spec.FindTemplate(spec.on_exit), 0));
+                     total + PlannedNodesOf(spec, spec.FindTemplate(spec.on_exit), memo));
   }
   return total;
 }

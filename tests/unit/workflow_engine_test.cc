@@ -214,6 +214,24 @@ TEST(WorkflowEngine, NestedLoopsArePlannedBeforeTheWorkflowIsStored) {
             kMaxWorkflowNodes);
 }
 
+TEST(WorkflowEngine, PlanningADeepChainOfTemplatesTakesNoLongerThanReadingIt) {
+  // t0 calls t1 twice, t1 calls t2 twice, ... t59: 2^60 nodes, counted once
+  // per template (walked per call, the count would take ages).
+  std::string yaml =
+      "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: chain}\n"
+      "spec:\n  entrypoint: t0\n  templates:\n";
+  for (int i = 0; i < 59; ++i) {
+    const std::string next = "t" + std::to_string(i + 1);
+    yaml += "  - name: t" + std::to_string(i) +
+            "\n    steps:\n    - - {name: a, template: " + next +
+            "}\n      - {name: b, template: " + next + "}\n";
+  }
+  yaml += "  - name: t59\n    container: {image: busybox, command: [\"true\"]}\n";
+  auto manifest = ParseManifest(yaml);
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  EXPECT_GT(PlannedNodes(std::get<Workflow>(manifest->resource).spec), kMaxWorkflowNodes);
+}
+
 TEST(WorkflowEngine, ALoopSizedAsItRunsStopsAtTheWorkflowsNodeLimit) {
   // 300 rows of a parameter's length (known only now), 300 cells each.
   std::string rows = "[";
