@@ -282,7 +282,11 @@ TEST(Recovery, ServerKilledMidJobReadoptsItAndLosesNothing) {
   ASSERT_TRUE(server.WaitForState("quick", "Running"));
   server.Kill();
   std::ofstream(end_quick).put('\n');  // "quick" ends while the server is down
-  ASSERT_TRUE(WaitFor([&] { return ProcessesWith(end_quick).empty(); }));
+  // Ended, its supervisor included (which records how it ended).
+  ASSERT_TRUE(WaitFor([&] {
+    return ProcessesWith(end_quick).empty() &&
+           ProcessesWith("shim " + server.data_dir() + "/jobs/quick/").empty();
+  }));
   server.Restart();
   EXPECT_EQ(server.State("survivor"), "Running");
   EXPECT_TRUE(server.HasEvent("survivor", "Readopted"));
