@@ -85,10 +85,12 @@ TEST(Exec, ACommandRunsInsideTheJobAsItsAccountOnlyForItsTeamAndIsAudited) {
   pid_t client = ::fork();
   if (client == 0) {
     ::execl(HEADWAY_BIN, HEADWAY_BIN, "--server", server.url().c_str(), "--token", alice.c_str(),
-            "exec", "trainer", "--", "sh", "-c", ("exec -a " + marker + " sleep 600").c_str(),
+            "exec", "trainer", "--", "sh", "-c", ("sleep 600; : " + marker).c_str(),
             static_cast<char*>(nullptr));
     ::_exit(127);
   }
+  // (The shell stays, named by the marker, while its sleep runs: dash has
+  // no `exec -a`, and a shell that failed on it was gone before a look.)
   ASSERT_TRUE(WaitFor([&] { return !ProcessesWith(marker).empty(); }));
   ::kill(client, SIGKILL);
   ::waitpid(client, nullptr, 0);
@@ -111,8 +113,8 @@ command: ["sleep", "300"]
 )");
   ASSERT_TRUE(server.WaitForState("shell-host", "Running"));
   // `script` gives the client a terminal, as a person's would be.
-  const std::string command = std::string(HEADWAY_BIN) + " --server " + server.url() +
-                              " --token " + server.admin_token() + " ssh shell-host";
+  const std::string command = std::string(HEADWAY_BIN) + " --server " + server.url() + " --token " +
+                              server.admin_token() + " ssh shell-host";
   CommandResult session = RunCommand({"/usr/bin/script", "-qec", command, "/dev/null"},
                                      "tty; echo shell-$((6*7)) as $(id -un); exit 3\n");
   EXPECT_EQ(session.exit_code, 3) << session.out << session.err;
