@@ -80,10 +80,10 @@ std::optional<Held> HeldBest(const Points& p, std::size_t from, std::size_t to, 
 // deviation of second differences (v[i+1] - 2 v[i] + v[i-1]), over sqrt(6).
 // Differences, not values, so a trend or a smooth curve (a parabola of
 // evaluations) does not count as noise. Over the newest `span` values; 0
-// with fewer than 8 differences (too few to say).
-double Noise(const Points& p, std::size_t span = 128) {
+// with fewer than `min_values` values (too few to say).
+double Noise(const Points& p, std::size_t span = 128, std::size_t min_values = 10) {
   const std::size_t n = p.size();
-  if (n < 10) {
+  if (n < std::max<std::size_t>(min_values, 4)) {
     return 0;
   }
   const std::size_t first = n > span ? n - span : 0;
@@ -319,9 +319,21 @@ std::optional<HealthVerdict> CheckOverfit(const HealthInput& in, const HealthOpt
   const double best = eval.value[best_at];
   const double level =
       *std::min_element(eval.value.end() - static_cast<std::ptrdiff_t>(need), eval.value.end());
-  const double noise = Noise(eval);
-  const double threshold =
-      std::max({options.overfit_margin * std::abs(best), options.noise_margin * noise, 1e-12});
+  // Evaluations are few and sparse, so their noise is read from as few as 6
+  // (4 second differences). Below that it is unknown, and the evaluations
+  // that hold the level must at least agree with each other: a rise smaller
+  // than their own spread is a small, noisy evaluation set swinging, not a
+  // model that got worse.
+  const double noise = Noise(eval, 128, 6);
+  const double spread =
+      eval.size() < 6
+          ? *std::max_element(eval.value.end() - static_cast<std::ptrdiff_t>(need),
+                              eval.value.end()) -
+                level
+          : 0;
+  const double threshold = std::max(
+      {options.overfit_margin * std::abs(best), options.overfit_noise_margin * noise, spread,
+       1e-12});
   if (!(level - best > threshold)) {
     return std::nullopt;
   }

@@ -44,7 +44,9 @@
 //                given: a client's clock decides nothing here.
 //   Overfitting  the held-out loss (`eval_loss`) stopped improving: its
 //                newest `overfit_evals` evaluations all exceed its best by
-//                more than overfit_margin x |best| and its noise, while the
+//                more than overfit_margin x |best| and overfit_noise_margin x
+//                their noise (read from 6 evaluations on; with fewer, by more
+//                than those newest evaluations spread apart), while the
 //                training loss fell by more than overfit_loss_fall since
 //                that best. The reason names the step of the best
 //                evaluation (the checkpoint to keep).
@@ -156,6 +158,10 @@ struct HealthOptions {
   // Overfitting.
   int overfit_evals = 2;
   double overfit_margin = 0.01;     // x |best eval_loss|
+  // x the noise of single evaluations: the held level is the lower of the
+  // newest evaluations and the best the lowest of all, so noise alone puts
+  // them 1-2 noise apart; a single loss's margin (6) would hide real rises.
+  double overfit_noise_margin = 3;
   double overfit_loss_fall = 0.02;  // x the training loss at the best evaluation
   // Plateau window, in steps; 0 disables plateau detection (the default: a
   // window only makes sense relative to the job's length, so the caller sets it).

@@ -426,6 +426,23 @@ TEST(ClassifyHealth, EvalLossRisingWithTheTrainingLossIsNotOverfitting) {
   EXPECT_EQ(ClassifyHealth(g.Input()).health, Health::kProgressing);
 }
 
+TEST(ClassifyHealth, ASmallNoisyEvaluationSetSwingingIsNotOverfitting) {
+  // A tiny evaluation set (hf_bert_subjectivity_lowlr): eval_loss swings 30%
+  // between evaluations while the training loss falls. The two newest
+  // evaluations disagree by far more than they sit above the best.
+  OverfitFixture f;
+  f.eval = {{100, 0.726}, {200, 0.951}, {300, 0.738}};
+  EXPECT_EQ(ClassifyHealth(f.Input()).health, Health::kProgressing);
+  // The same three evaluations agreeing on a rise are one.
+  f.eval = {{100, 0.726}, {200, 0.951}, {300, 0.94}};
+  EXPECT_EQ(ClassifyHealth(f.Input()).health, Health::kOverfitting);
+  // A flat eval_loss with 6% noise (hf_serverlog) read over 9 evaluations:
+  // its noise is estimated from them and a 2% bump is inside it.
+  f.eval = {{100, 0.201}, {200, 0.171}, {300, 0.135}, {400, 0.094}, {500, 0.065},
+            {600, 0.0292}, {700, 0.0310}, {800, 0.0298}, {900, 0.0316}};
+  EXPECT_EQ(ClassifyHealth(f.Input()).health, Health::kProgressing);
+}
+
 TEST(GoalOfMetric, MetricsThatRiseAreMaximised) {
   for (const char* name :
        {"accuracy", "eval_accuracy", "val_acc", "f1", "eval_bleu", "rougeL", "reward",
