@@ -31,11 +31,25 @@ nlohmann::json ProgressToJson(const ProgressView& p) {
           {"metrics", metrics}};
 }
 
+namespace {
+nlohmann::json EvidenceToJson(const std::optional<HealthEvidence>& evidence) {
+  if (!evidence) return nullptr;
+  return {{"series", evidence->series},
+          {"level", NumberToJson(evidence->level)},
+          {"best", NumberToJson(evidence->best)},
+          {"best_step", evidence->best_step},
+          {"noise", NumberToJson(evidence->noise)},
+          {"threshold", NumberToJson(evidence->threshold)},
+          {"window_reports", evidence->window_reports}};
+}
+}  // namespace
+
 nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
                          const ProgressView& progress, bool with_spec, const QueuePlace& place) {
   nlohmann::json view = {
       {"health", std::string(HealthName(progress.health))},
       {"health_reason", progress.health_reason},
+      {"health_evidence", EvidenceToJson(progress.health_evidence)},
       {"progress", ProgressToJson(progress)},
       {"name", job.name()},
       {"team", job.spec.team},

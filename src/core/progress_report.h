@@ -61,6 +61,9 @@ struct ProgressView {
   std::map<std::string, double> metrics;  // latest value of each
   Health health = Health::kUnknown;
   std::string health_reason;
+  // What the running job's verdict rests on; unset when it rests on no
+  // series (Unknown, Stalled, Progressing) or the job is not running.
+  std::optional<HealthEvidence> health_evidence;
 };
 
 struct ProgressLimits {

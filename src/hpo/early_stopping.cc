@@ -182,4 +182,13 @@ StopDecision ShouldStop(const TrialCurve& trial, std::span<const TrialCurve> oth
   return {};
 }
 
+StopDecision ShouldStopOnHealth(Health health, const std::string& reason,
+                                const EarlyStoppingOptions& options) {
+  if (std::find(options.stop_on_health.begin(), options.stop_on_health.end(), health) ==
+      options.stop_on_health.end()) {
+    return {};
+  }
+  return {true, std::string(HealthName(health)) + (reason.empty() ? "" : ": " + reason)};
+}
+
 }  // namespace headway::hpo

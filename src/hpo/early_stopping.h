@@ -14,6 +14,14 @@
 //           rung (itself included; ties continue); otherwise it stops. With
 //           fewer than reduction_factor trials at a rung it continues.
 //
+//   health  independent of the rule: a trial whose *confirmed* health
+//           verdict (progress/health.h, confirmed over reports and time, so
+//           one report never stops a trial) is one of `stop_on_health`
+//           stops: a run that diverged or overfits will not improve its best
+//           objective by training on. Its objective stays the best it
+//           reported; for Overfitting that is the evaluation at the step the
+//           verdict names, whose checkpoint to keep.
+//
 // Objectives are minimised (a maximised metric is negated before it gets
 // here). Non-finite values count as worst.
 #pragma once
@@ -23,6 +31,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include "core/health.h"
 
 namespace headway::hpo {
 
@@ -45,6 +55,7 @@ struct EarlyStoppingOptions {
   std::int64_t start_step = 0;      // median: no decision before this step
   std::int64_t min_resource = 1;    // asha: first rung (steps)
   double reduction_factor = 3;      // asha: eta, > 1
+  std::vector<Health> stop_on_health = {Health::kDiverging, Health::kOverfitting};
 };
 
 struct StopDecision {
@@ -56,5 +67,10 @@ struct StopDecision {
 // experiment (running, completed or stopped), never `trial` itself.
 StopDecision ShouldStop(const TrialCurve& trial, std::span<const TrialCurve> others,
                         const EarlyStoppingOptions& options);
+
+// Whether a trial whose job's confirmed verdict is `health` (with `reason`)
+// should stop under options.stop_on_health.
+StopDecision ShouldStopOnHealth(Health health, const std::string& reason,
+                                const EarlyStoppingOptions& options);
 
 }  // namespace headway::hpo

@@ -342,6 +342,22 @@ Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document) {
          if (*d <= 1 || *d > 100) return FieldError(f, v, "must be > 1 and <= 100");
          spec.early_stopping.reduction_factor = *d;
          return Status::Ok();
+       }},
+      {"health", [&](const std::string& f, const YAML::Node& v) -> Status {
+         if (!v.IsSequence()) return FieldError(f, v, "must be a list of verdicts");
+         std::vector<Health> verdicts;
+         for (const YAML::Node& item : v) {
+           std::optional<Health> h = item.IsScalar() ? ParseHealth(item.Scalar()) : std::nullopt;
+           if (!h || (*h != Health::kDiverging && *h != Health::kOverfitting &&
+                      *h != Health::kPlateaued && *h != Health::kStalled)) {
+             return FieldError(f, item, "must be Diverging, Overfitting, Plateaued or Stalled");
+           }
+           if (std::find(verdicts.begin(), verdicts.end(), *h) == verdicts.end()) {
+             verdicts.push_back(*h);
+           }
+         }
+         spec.early_stopping.stop_on_health = std::move(verdicts);
+         return Status::Ok();
        }}};
   std::map<std::string, FieldHandler> top = {
       {"apiVersion", Ignore()},
@@ -508,7 +524,12 @@ nlohmann::json ExperimentSpecToJson(const ExperimentSpec& spec) {
             {"min_trials", e.min_trials},
             {"start_step", e.start_step},
             {"min_resource", e.min_resource},
-            {"reduction_factor", e.reduction_factor}}},
+            {"reduction_factor", e.reduction_factor},
+            {"health", [&] {
+               nlohmann::json names = nlohmann::json::array();
+               for (Health h : e.stop_on_health) names.push_back(std::string(HealthName(h)));
+               return names;
+             }()}}},
           {"trial_template", trial}};
   if (spec.trial_workflow) {
     out.erase("trial_template");

@@ -73,6 +73,7 @@ namespace headway::progress {
 
 // The verdicts are a domain type (core/health.h): jobs carry the last one announced.
 using ::headway::Health;
+using ::headway::HealthEvidence;
 using ::headway::HealthName;
 using ::headway::ParseHealth;
 
@@ -167,17 +168,6 @@ struct HealthOptions {
   // window only makes sense relative to the job's length, so the caller sets it).
   std::int64_t plateau_window_steps = 0;
   double plateau_min_delta = 1e-3;  // relative improvement needed within the window
-};
-
-// What a verdict was decided on, for its event.
-struct HealthEvidence {
-  std::string series;          // "loss", "eval_loss", ...
-  double level = 0;            // the current held level
-  double best = 0;             // the held best it is compared with
-  std::int64_t best_step = 0;  // where that best was held
-  double noise = 0;            // robust scale of single values
-  double threshold = 0;        // the margin the level had to pass
-  int window_reports = 0;      // reports that hold a level
 };
 
 struct HealthVerdict {

@@ -370,6 +370,24 @@ void ExperimentController::LaunchTrial(const hpo::ExperimentSpec& spec, std::int
   (void)store_.SaveTrial(trial);
 }
 
+void ExperimentController::StopIfUnhealthy(const hpo::ExperimentSpec& spec, TrialRecord& t,
+                                           const std::string& metrics_job) {
+  if (t.stop_requested || metrics_job.empty() || spec.early_stopping.stop_on_health.empty()) {
+    return;
+  }
+  auto job = jobs_.Get(metrics_job);
+  if (!job.ok()) return;
+  // The confirmed verdict: the one announced, never a single report's.
+  const ProgressView progress = jobs_.Progress(*job);
+  hpo::StopDecision d =
+      hpo::ShouldStopOnHealth(progress.health, progress.health_reason, spec.early_stopping);
+  if (!d.stop) return;
+  t.stop_requested = true;
+  t.message = d.reason;
+  (void)store_.SaveTrial(t);  // before the stop, so its end is read as EarlyStopped
+  StopTrial(spec, t.job, "early stopped: " + d.reason);
+}
+
 void ExperimentController::Advance(ExperimentRecord& e, const hpo::ExperimentSpec& spec) {
   auto listed = store_.ListTrials(e.name);
   if (!listed.ok()) return;
@@ -401,7 +419,10 @@ void ExperimentController::Advance(ExperimentRecord& e, const hpo::ExperimentSpe
     auto points = run->metrics_job.empty() ? Result<std::vector<MetricPoint>>(NotFound(t.job))
                                            : jobs_.MetricSeries(run->metrics_job, objective.metric);
     series[t.job] = points.ok() ? std::move(points.value()) : std::vector<MetricPoint>{};
-    if (!run->ended) continue;
+    if (!run->ended) {
+      StopIfUnhealthy(spec, t, run->metrics_job);
+      continue;
+    }
     t.objective = BestOf(series[t.job], objective);
     if (t.stop_requested) {
       t.state = TrialState::kEarlyStopped;

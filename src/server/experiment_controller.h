@@ -60,6 +60,10 @@ class ExperimentController final : public api::ExperimentService {
  private:
   // Callers hold mu_.
   void Advance(ExperimentRecord& experiment, const hpo::ExperimentSpec& spec);
+  // Stops a running trial whose job's confirmed verdict is one the spec's
+  // early_stopping.health names.
+  void StopIfUnhealthy(const hpo::ExperimentSpec& spec, TrialRecord& trial,
+                       const std::string& metrics_job);
   void Finish(ExperimentRecord& experiment, ExperimentState state, std::string message,
               std::vector<TrialRecord>& trials);
   void LaunchTrial(const hpo::ExperimentSpec& spec, std::int64_t index,

@@ -477,6 +477,7 @@ ProgressView ProgressTracker::View(const Job& job, Time now) {
     progress::HealthVerdict verdict = Classify(job, s, now_s);
     v.health = verdict.health;
     v.health_reason = verdict.reason;
+    v.health_evidence = verdict.evidence;
     // A stalled job has no credible ETA: the last rate no longer holds.
     if (v.health == Health::kStalled) v.eta_seconds.reset();
   } else if (IsTerminal(job.state)) {

@@ -107,6 +107,37 @@ TEST(Experiments, TheMedianRuleStopsTrialsThatAreWorseThanTheirPeersSoFar) {
   EXPECT_EQ(e["best_trial"]["job"], "median-0");
 }
 
+// A trial whose loss turns NaN is Diverging at once (a confirmed verdict:
+// NaN needs no more reports), and the experiment stops it instead of letting
+// it hold its GPU to the end; its objective is the best it reported.
+TEST(Experiments, ATrialThatDivergesIsStoppedByItsVerdict) {
+  TestServer server(1);
+  Create(server,
+         "name: nan\n"
+         "objective: {metric: loss, direction: minimize}\n"
+         "algorithm: {name: grid}\n"
+         "parameters:\n  - {name: quality, type: discrete, values: [1]}\n"
+         "max_trials: 1\n"
+         "trial_template:\n"
+         "  command: [\"/usr/bin/python3\", \"-c\", \"import json, time\\n"
+         "for s in range(1, 6):\\n"
+         "    print('HEADWAY ' + json.dumps({'step': s, 'total_steps': 1000, 'loss': 1.0 / s}), "
+         "flush=True)\\n"
+         "print('HEADWAY {\\\"step\\\": 6, \\\"total_steps\\\": 1000, \\\"loss\\\": "
+         "\\\"NaN\\\"}', flush=True)\\n"
+         "time.sleep(300)\\n\"]\n"
+         "  termination_grace: 1s\n");
+  ASSERT_TRUE(WaitForExpState(server, "nan", "Succeeded", std::chrono::seconds(60)))
+      << Exp(server, "nan").dump();
+  const json t = Exp(server, "nan")["trials"][0];
+  EXPECT_EQ(t["state"], "EarlyStopped") << t.dump();
+  EXPECT_THAT(t["message"].get<std::string>(), HasSubstr("Diverging: loss is NaN at step 6"));
+  EXPECT_DOUBLE_EQ(t["objective"].get<double>(), 0.2);
+  json job = server.Job("nan-0");
+  EXPECT_EQ(job["state"], "Stopped");
+  EXPECT_THAT(job["message"].get<std::string>(), HasSubstr("early stopped: Diverging"));
+}
+
 TEST(Experiments, AReachedGoalEndsTheExperimentEarly) {
   TestServer server(2);
   std::string spec = Experiment("goal", "algorithm: {name: grid}\n"

@@ -47,6 +47,13 @@ TEST(ExperimentSpec, ReadsEveryField) {
   EXPECT_EQ(spec->parallel_trials, 3);
   EXPECT_EQ(spec->early_stopping.rule, StoppingRule::kAsha);
   EXPECT_EQ(spec->early_stopping.min_resource, 10);
+  // Trials that diverge or overfit stop unless the spec says otherwise.
+  EXPECT_EQ(spec->early_stopping.stop_on_health,
+            (std::vector<Health>{Health::kDiverging, Health::kOverfitting}));
+  auto none = ParseExperimentSpec(std::string(kSpec).replace(
+      std::string(kSpec).find("reduction_factor: 3}"), 20, "reduction_factor: 3, health: []}"));
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->early_stopping.stop_on_health.empty());
   EXPECT_EQ(spec->trial_template.team, "research");
   EXPECT_TRUE(spec->objective.Reached(0.95));
   EXPECT_EQ(spec->objective.Minimised(0.5), -0.5);
@@ -106,6 +113,10 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"direction: maximize", "direction: up", "objective.direction", "minimize or maximize"},
         Bad{"rule: asha", "rule: hyperband", "early_stopping.rule", "none, median or asha"},
         Bad{"reduction_factor: 3", "reduction_factor: 1", "early_stopping.reduction_factor", "> 1"},
+        Bad{"reduction_factor: 3}", "reduction_factor: 3, health: [Progressing]}",
+            "early_stopping.health", "Diverging, Overfitting, Plateaued or Stalled"},
+        Bad{"reduction_factor: 3}", "reduction_factor: 3, health: Diverging}",
+            "early_stopping.health", "a list"},
         Bad{"parallel_trials: 3", "parallel_trials: 0", "parallel_trials", "between"},
         Bad{"max_trials: 20", "max_trialz: 20", "max_trialz", "unknown field"},
         Bad{"  team: research", "  name: x", "trial_template.name", "must not be set"},

@@ -370,5 +370,22 @@ TEST(MedianStoppingRule, SimulationKeepsTheBestCurveAndSavesSteps) {
   EXPECT_GE(sim.completed, 1);
 }
 
+TEST(HealthStopping, AConfirmedVerdictTheSpecNamesStopsTheTrialSayingWhy) {
+  EarlyStoppingOptions options;  // Diverging and Overfitting by default
+  StopDecision d = ShouldStopOnHealth(
+      Health::kOverfitting, "eval_loss held 0.7 ...; the best checkpoint is step 400", options);
+  EXPECT_TRUE(d.stop);
+  EXPECT_EQ(d.reason, "Overfitting: eval_loss held 0.7 ...; the best checkpoint is step 400");
+  EXPECT_TRUE(ShouldStopOnHealth(Health::kDiverging, "loss is NaN at step 3", options).stop);
+  for (Health h : {Health::kProgressing, Health::kStalled, Health::kPlateaued, Health::kUnknown}) {
+    EXPECT_FALSE(ShouldStopOnHealth(h, "", options).stop) << HealthName(h);
+  }
+  options.stop_on_health = {Health::kPlateaued};
+  EXPECT_TRUE(ShouldStopOnHealth(Health::kPlateaued, "", options).stop);
+  EXPECT_FALSE(ShouldStopOnHealth(Health::kDiverging, "", options).stop);
+  options.stop_on_health.clear();
+  EXPECT_FALSE(ShouldStopOnHealth(Health::kDiverging, "", options).stop);
+}
+
 }  // namespace
 }  // namespace headway::hpo

@@ -95,12 +95,21 @@ TEST_F(TrackerHealthTest, ANaNFollowedByARiseIsAnnouncedAtOnceToo) {
 TEST_F(TrackerHealthTest, ARiseIsAnnouncedOnlyOnceConfirmed) {
   Report(1, 100, Learning);
   EXPECT_EQ(View(101).health, Health::kProgressing);
+  EXPECT_FALSE(View(101).health_evidence) << "a run that is learning has nothing to show";
   Report(101, 104, Exploding);
   EXPECT_EQ(View(105).health, Health::kProgressing) << "held by reports, not yet by time";
   EXPECT_EQ(View(120).health, Health::kProgressing);
   ProgressView v = View(136);
   EXPECT_EQ(v.health, Health::kDiverging);
   EXPECT_THAT(v.health_reason, HasSubstr("back at or above its starting level"));
+  // The view carries what the verdict rests on, in numbers.
+  ASSERT_TRUE(v.health_evidence);
+  EXPECT_EQ(v.health_evidence->series, "loss");
+  EXPECT_GE(v.health_evidence->level, 100.0 * 101);
+  EXPECT_NEAR(v.health_evidence->best, Learning(100), 0.01);
+  EXPECT_GT(v.health_evidence->best_step, 90);
+  EXPECT_GT(v.health_evidence->level - v.health_evidence->best, v.health_evidence->threshold);
+  EXPECT_EQ(v.health_evidence->window_reports, 3);
 }
 
 TEST_F(TrackerHealthTest, StalenessCountsFromArrivalAndAClockOffIsToldOnce) {
