@@ -248,6 +248,13 @@ int main(int argc, char** argv) {
                      "(mount and PID namespaces that hide the data directory) or none")
       ->check(CLI::IsMember({"namespace", "none"}))
       ->capture_default_str();
+  std::string job_network = "isolated";
+  server->add_option("--job-network", job_network,
+                     "local jobs' network: isolated (each job has its own, whose only way out is "
+                     "this server's API; an admin may let a job ask for host_network) or host "
+                     "(every job shares the host's, its loopback services included)")
+      ->check(CLI::IsMember({"isolated", "host"}))
+      ->capture_default_str();
   server->add_option("--run-as", server_config.run_as,
                      "root servers: run a team's jobs as a Unix account, TEAM=USER (repeatable; "
                      "TEAM '*' for every team without its own)");
@@ -339,6 +346,7 @@ int main(int argc, char** argv) {
     }
     if (gpus >= 0) server_config.gpus = gpus;
     server_config.isolate_jobs = isolation == "namespace";
+    server_config.isolate_job_network = job_network == "isolated";
     auto ttl = headway::ParseDuration(session_ttl);
     if (!ttl || ttl->count() <= 0) {
       throw CLI::ValidationError("--session-ttl", "must be a positive duration such as 12h");

@@ -25,15 +25,16 @@ function idleText(n, now = Date.now()) {
 }
 
 async function open(n, button) {
-  // A tab opened now, while the click still counts, is not blocked as a popup.
-  const tab = window.open('about:blank', '_blank');
-  if (tab) tab.opener = null;
+  // Opened with noopener once the link is known: the notebook's tab starts
+  // without a copy of this page's sessionStorage (where the dashboard keeps
+  // its sign-in) and without a handle on this window. (A tab opened blank
+  // first and pointed at the link later would get both.)
   button.disabled = true;
   try {
     const { url } = await request(`/api/v1/notebooks/${encodeURIComponent(n.name)}/login`, { method: 'POST', body: {} });
-    if (tab) tab.location.href = url; else location.assign(url);
+    const link = el('a', { href: url, target: '_blank', rel: 'noopener noreferrer' });
+    link.click();
   } catch (error) {
-    tab?.close();
     alert(`Could not open ${n.name}: ${error.message}`);
   } finally {
     button.disabled = false;

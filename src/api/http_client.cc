@@ -80,8 +80,23 @@ std::string HostHeader(const std::string& host, const std::string& port, bool tl
 }
 
 Result<beast::tcp_stream> Connect(net::io_context& io, const std::string& host,
-                                  const std::string& port, const std::string& url) {
+                                  const std::string& port, const std::string& url,
+                                  const std::function<Result<int>()>& connector) {
   beast::error_code ec;
+  if (connector) {
+    auto fd = connector();
+    if (!fd.ok()) return fd.status();
+    beast::tcp_stream stream(io);
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    ::getsockname(*fd, reinterpret_cast<sockaddr*>(&address), &length);
+    stream.socket().assign(address.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), *fd, ec);
+    if (ec) {
+      ::close(*fd);
+      return Unavailable("cannot use the connection to " + url + ": " + ec.message());
+    }
+    return stream;
+  }
   tcp::resolver resolver(io);
   auto endpoints = resolver.resolve(host, port, ec);
   if (ec) return Unavailable("cannot resolve " + host + ": " + ec.message());
@@ -103,10 +118,11 @@ namespace {
 // verified against the system's CAs (and `ca_file`) and the host name.
 template <class Exchange>
 auto OverConnection(const std::string& host, const std::string& port, const std::string& url,
-                    bool tls, const std::string& ca_file, Exchange&& exchange)
+                    bool tls, const std::string& ca_file,
+                    const std::function<Result<int>()>& connector, Exchange&& exchange)
     -> decltype(exchange(std::declval<beast::tcp_stream&>())) {
   net::io_context io;
-  auto stream = Connect(io, host, port, url);
+  auto stream = Connect(io, host, port, url, connector);
   if (!stream.ok()) return stream.status();
   if (!tls) return exchange(*stream);
   net::ssl::context context(net::ssl::context::tls_client);
@@ -148,7 +164,7 @@ Result<ClientResponse> HttpClient::Request(std::string_view method, std::string_
   for (const auto& [name, value] : headers) req.set(name, value);
   req.body() = std::move(body);
   req.prepare_payload();
-  return OverConnection(host, port, base_url_, tls, ca_file_,
+  return OverConnection(host, port, base_url_, tls, ca_file_, connector_,
                         [&](auto& stream) -> Result<ClientResponse> {
     beast::error_code ec;
     beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(60));
@@ -210,7 +226,7 @@ Result<ClientResponse> HttpClient::SendFileRange(
   if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
   for (const auto& [name, value] : headers) req.set(name, value);
   req.content_length(length);
-  return OverConnection(host, port, base_url_, tls, ca_file_,
+  return OverConnection(host, port, base_url_, tls, ca_file_, connector_,
                         [&](auto& stream) -> Result<ClientResponse> {
     beast::error_code ec;
     beast::get_lowest_layer(stream).expires_never();
@@ -256,7 +272,7 @@ Result<int> HttpClient::Stream(std::string_view target,
   req.set(http::field::host, HostHeader(host, port, tls));
   req.set(http::field::user_agent, "headway-cli");
   if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
-  return OverConnection(host, port, base_url_, tls, ca_file_, [&](auto& stream) -> Result<int> {
+  return OverConnection(host, port, base_url_, tls, ca_file_, connector_, [&](auto& stream) -> Result<int> {
     beast::error_code ec;
     http::write(stream, req, ec);
     if (ec) return Unavailable("sending request: " + ec.message());
@@ -301,7 +317,7 @@ Result<int> HttpClient::Exec(std::string_view target, bool forward_stdin, bool t
   HEADWAY_RETURN_IF_ERROR(ParseUrl(host, port, tls));
   const std::string host_header = HostHeader(host, port, tls);
   bool declined = false;
-  auto result = OverConnection(host, port, base_url_, tls, ca_file_, [&](auto& stream) -> Result<int> {
+  auto result = OverConnection(host, port, base_url_, tls, ca_file_, connector_, [&](auto& stream) -> Result<int> {
     using Stream = std::remove_reference_t<decltype(stream)>;
     auto& io = static_cast<net::io_context&>(
         net::query(beast::get_lowest_layer(stream).get_executor(), net::execution::context));

@@ -75,6 +75,10 @@ class HttpClient {
   // Each blocking send or receive of Request fails (Unavailable) after
   // `timeout` without progress; 0 (the default): no bound but the server's.
   void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
+  // Each request goes over a socket `connect` returns (already connected)
+  // instead of one to the URL's host and port, which then name the Host
+  // header only: how the server reaches a port inside a job's own network.
+  void set_connector(std::function<Result<int>()> connect) { connector_ = std::move(connect); }
 
  private:
   Status ParseUrl(std::string& host, std::string& port, bool& tls) const;
@@ -82,6 +86,7 @@ class HttpClient {
   std::string token_;
   std::string ca_file_;
   std::chrono::milliseconds timeout_{0};
+  std::function<Result<int>()> connector_;
 };
 
 }  // namespace headway::api

@@ -398,11 +398,22 @@ class Server final : public HttpServer {
     // Connect, send, read the answer's head: a failure at any step is one 502.
     auto upstream = std::make_shared<beast::tcp_stream>(co_await net::this_coro::executor);
     beast::error_code ec;
-    auto address = net::ip::make_address(target.host, ec);
-    if (!ec) {
-      upstream->expires_after(std::chrono::seconds(10));
-      co_await upstream->async_connect(tcp::endpoint(address, static_cast<unsigned short>(target.port)),
-                                       net::redirect_error(use_awaitable, ec));
+    if (target.connect) {
+      auto fd = target.connect();
+      if (!fd.ok()) {
+        ec = net::error::connection_refused;
+      } else {
+        upstream->socket().assign(tcp::v4(), *fd, ec);
+        if (ec) ::close(*fd);
+      }
+    } else {
+      auto address = net::ip::make_address(target.host, ec);
+      if (!ec) {
+        upstream->expires_after(std::chrono::seconds(10));
+        co_await upstream->async_connect(
+            tcp::endpoint(address, static_cast<unsigned short>(target.port)),
+            net::redirect_error(use_awaitable, ec));
+      }
     }
     if (!ec) {
       upstream->expires_after(options_.read_timeout);

@@ -75,6 +75,10 @@ class ResponseStream {
 struct ProxyTarget {
   std::string host;  // an IP address
   int port = 0;
+  // When set, the upstream connection is the socket this returns (already
+  // connected; blocking, briefly) instead of one to host:port: a port inside
+  // a job's own network.
+  std::function<Result<int>()> connect;
   std::vector<std::string> remove_headers;  // lowercase names, not sent on
   std::vector<std::pair<std::string, std::string>> set_headers;  // sent on, replacing any
   // Called once the upstream answered (its status) or could not be reached (0).

@@ -169,6 +169,13 @@ class JobService {
     (void)name;
     return std::string("127.0.0.1");
   }
+  // A socket connected to `port` where the running job serves it (inside
+  // its own network where it has one); the caller owns the descriptor.
+  virtual Result<int> ConnectToJob(std::string_view name, int port) {
+    (void)name;
+    (void)port;
+    return Unavailable("this server cannot connect to its jobs");
+  }
   // A queued job's place in line, as of the last scheduling pass.
   virtual QueuePlace QueuePlaceOf(std::string_view name) {
     (void)name;

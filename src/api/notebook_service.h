@@ -7,6 +7,7 @@
 
 #include <map>
 #include <optional>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,9 @@ struct NotebookStartRequest {
 struct NotebookEndpoint {
   std::string host;
   int port = 0;
+  // A connection to the notebook's server (inside its job's network); unset:
+  // connect to host:port.
+  std::function<Result<int>()> connect;
   std::string token;  // the server's Jupyter token, sent as "Authorization: token T"
   std::string team;
 };

@@ -591,6 +591,7 @@ class Api {
     auto target = std::make_shared<ProxyTarget>();
     target->host = endpoint->host;
     target->port = endpoint->port;
+    target->connect = endpoint->connect;
     target->remove_headers = {"authorization", "cookie", "x-headway-job"};
     target->set_headers = {{"Authorization", "token " + endpoint->token}};
     std::string cookies = CookieHeaderWithout(req.Header("cookie"), kNotebookCookie);
@@ -753,6 +754,13 @@ class Api {
     if (!tokens_)
       return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
     if (Status s = RequireAdmin(); !s.ok()) return ErrorResponse(s);
+    if (t_caller && !t_caller->parent.empty()) {
+      // A session lives in a browser (or came from a link in a log): it must
+      // not turn into a secret that outlives it.
+      return ErrorResponse(PermissionDenied(
+          "a session (the dashboard's sign-in) cannot create tokens: use `headway token create` "
+          "with your own token"));
+    }
     json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object()) return ErrorResponse(InvalidArgument("body must be a JSON object"));
     std::string name, team, role = "member";

@@ -32,6 +32,8 @@ class TokenService {
   // sooner, and is revoked with it. The dashboard trades the token it is
   // given for one, so only a short-lived secret stays in the browser.
   // Returns the session (its `name` and `expires_at`) and its secret.
+  // A session traded from a sign-in link (CreateSignInLink) lasts the full
+  // session lifetime, capped by the link's own token, and uses up the link.
   virtual Result<std::pair<UserToken, std::string>> CreateSession(const UserToken& owner) = 0;
   virtual Result<std::vector<UserToken>> ListTokens() = 0;
   // Takes effect for the next request. NotFound for an unknown or revoked token.

@@ -103,6 +103,10 @@ struct JobSpec {
   // concurrent steps writing /tmp/out do not collide. Cluster engines give
   // each job its own node-local space already.
   bool private_tmp = false;
+  // The host's network instead of the job's own (local executor): what a job
+  // that must reach services on the host asks for, and only an admin may
+  // grant (checked at submit).
+  bool host_network = false;
   // HOME is its owner's persistent home (DATA_DIR/homes/TEAM/USER, see
   // HomeOwner), kept across jobs, instead of a fresh one per job: what a
   // notebook's files live in, and what a user's batch jobs may share.

@@ -163,6 +163,7 @@ std::optional<JobSpec> JobSpecFromStoredJson(const nlohmann::json& j) {
        }},
       {"private_tmp", [&](auto& v) { return v.is_boolean() && Get(v, spec.private_tmp); }},
       {"persistent_home", [&](auto& v) { return v.is_boolean() && Get(v, spec.persistent_home); }},
+      {"host_network", [&](auto& v) { return v.is_boolean() && Get(v, spec.host_network); }},
   };
   if (!ReadFields(j, top) || required != 13) return std::nullopt;
   return spec;
@@ -214,6 +215,7 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
   if (spec.ttl_after_finished) j["ttl_after_finished"] = DurationText(*spec.ttl_after_finished);
   if (spec.private_tmp) j["private_tmp"] = true;
   if (spec.persistent_home) j["persistent_home"] = true;
+  if (spec.host_network) j["host_network"] = true;
   return j;
 }
 

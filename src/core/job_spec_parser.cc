@@ -179,6 +179,7 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
       {"working_dir", Assign(spec.working_dir, AsString)},
       {"private_tmp", Assign(spec.private_tmp, AsBool)},
       {"persistent_home", Assign(spec.persistent_home, AsBool)},
+      {"host_network", Assign(spec.host_network, AsBool)},
       {"env", Assign(spec.env, AsStringMap)},
       {"labels", Assign(spec.labels, AsStringMap)},
       {"progress_endpoint",

@@ -80,6 +80,12 @@ Result<TeamPolicy> ParseTeamPolicy(const std::vector<std::string>& max_priority,
 
 Status CheckTeamBounds(const UserToken& who, const JobSpec& spec, const TeamPolicy& policy) {
   if (who.role == Role::kAdmin) return Status::Ok();
+  if (spec.host_network) {
+    return PermissionDenied(
+               "host_network: only an admin may run a job on the host's network (it could "
+               "reach every service on the host's loopback, other teams' included)")
+        .WithField("host_network");
+  }
   TeamBounds bounds = policy.For(spec.team);
   auto above = [&](const std::string& field, const std::string& value, const std::string& limit,
                    const std::string& flag, const std::string& placeholder) {

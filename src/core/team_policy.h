@@ -65,7 +65,8 @@ Result<TeamPolicy> ParseTeamPolicy(const std::vector<std::string>& max_priority,
                                    const std::vector<std::string>& max_grace);
 
 // Whether `who` may submit `spec` (into spec.team) as far as the team's bounds
-// go: always for an admin; for anyone else InvalidArgument naming the field
+// go: always for an admin; for anyone else PermissionDenied for host_network
+// (the host's network is an admin's to grant), and InvalidArgument naming the field
 // and the bound of the first field above it, e.g. "priority 1000000 is above
 // team vision's limit of 0 for members; an admin can raise it with
 // --max-priority vision=N".

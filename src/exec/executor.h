@@ -111,6 +111,10 @@ class Executor {
     (void)handle;
     return std::string("127.0.0.1");
   }
+  // A socket connected to `port` where the running attempt `handle` serves
+  // it: inside the job's own network where it has one (the local executor),
+  // else on PrimaryHost. The caller owns the descriptor.
+  virtual Result<int> ConnectToJob(const std::string& handle, int port);
   // Starts a command inside the running attempt `handle` (its namespaces,
   // cgroup, account and environment). Unavailable where the executor cannot.
   virtual Result<ExecProcess> Exec(const std::string& handle, const ExecRequest& request) {
@@ -134,6 +138,10 @@ struct ExecutorOptions {
   CommandRunner* runner = nullptr;  // external commands (sbatch, ...); must outlive executors
   // Local jobs run in namespaces that hide the server's files (exec/local/sandbox.h).
   bool isolate = true;
+  // ...and, with `isolate`, in a network namespace of their own whose only
+  // way out is the control plane (exec/local/job_network.h), unless their
+  // spec asks for the host's network (JobSpec::host_network).
+  bool isolate_network = true;
   // Whether a job may run as root (uid 0); refused at launch otherwise.
   bool allow_root_jobs = false;
   // Variables of the server's environment passed on to jobs besides the
@@ -146,6 +154,9 @@ struct ExecutorOptions {
   // Start-up notes (what isolation and limits this machine supports).
   std::function<void(const std::string&)> log;
 };
+
+// A TCP connection to host:port, blocking, given up after a few seconds.
+Result<int> ConnectTcp(const std::string& host, int port);
 
 // The registry: the one place that lists executors. Unknown name: NotFound.
 Result<std::unique_ptr<Executor>> MakeExecutor(std::string_view name,

@@ -34,6 +34,22 @@ Status ArtifactManager::CheckRoom(const std::string& team, std::uint64_t bytes) 
 
 Result<api::NewArtifact> ArtifactManager::Create(Artifact draft, bool client_multipart) {
   HEADWAY_RETURN_IF_ERROR(ValidateNewArtifact(draft));
+  // "<job>.checkpoint" is the name save_checkpoint() gives that job's
+  // checkpoints: only the job's own team may take it, so no one can claim a
+  // job's checkpoint name before the job saves (and make its saves fail).
+  constexpr std::string_view kCheckpointSuffix = ".checkpoint";
+  if (draft.name.size() > kCheckpointSuffix.size() &&
+      draft.name.compare(draft.name.size() - kCheckpointSuffix.size(), kCheckpointSuffix.size(),
+                         kCheckpointSuffix) == 0) {
+    const std::string job_name = draft.name.substr(0, draft.name.size() - kCheckpointSuffix.size());
+    auto job = store_.GetJob(job_name);
+    if (!job.ok() || job->spec.team != draft.team) {
+      return PermissionDenied("artifact '" + draft.name + "' would be the checkpoint of job '" +
+                              job_name + "', which is not a job of team '" + draft.team +
+                              "': names ending in .checkpoint belong to the job of that name")
+          .WithField("name");
+    }
+  }
   draft.version = 0;
   draft.state = ArtifactState::kPending;
   draft.created_at = clock_.Now();

@@ -409,6 +409,12 @@ Result<std::string> JobController::PrimaryHost(std::string_view name) {
   return ExecutorFor(*job).PrimaryHost(job->executor_handle);
 }
 
+Result<int> JobController::ConnectToJob(std::string_view name, int port) {
+  auto job = RunningJob(name);
+  if (!job.ok()) return job.status();
+  return ExecutorFor(*job).ConnectToJob(job->executor_handle, port);
+}
+
 const sched::Pending* JobController::PendingOf(std::string_view name, std::size_t* position) {
   if (!pool_decision_) return nullptr;
   PoolDecision& pool = *pool_decision_;
@@ -1405,6 +1411,10 @@ void JobController::PullProgress() {
     if (problem.empty()) {
       api::HttpClient http(url);
       http.set_timeout(std::chrono::seconds(2));
+      // Inside the job's own network where it has one, not on the host.
+      http.set_connector([this, &job, port = endpoint.port] {
+        return ExecutorFor(job).ConnectToJob(job.executor_handle, port);
+      });
       auto response = http.Request("GET", endpoint.path);
       if (!response.ok()) {
         problem = response.status().message();

@@ -127,6 +127,7 @@ class JobController final : public api::JobService {
                                                      const std::string& who) override;
   Result<std::vector<LogFile>> LogFiles(std::string_view name) override;
   Result<std::string> PrimaryHost(std::string_view name) override;
+  Result<int> ConnectToJob(std::string_view name, int port) override;
   api::QueuePlace QueuePlaceOf(std::string_view name) override;
   std::string PendingReason(std::string_view name) override;
   std::vector<api::QueueStatus> Queues() override;

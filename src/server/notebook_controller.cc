@@ -257,6 +257,10 @@ Result<api::NotebookView> NotebookController::Start(const api::NotebookStartRequ
     spec.termination_grace = std::chrono::seconds(10);
     spec.labels[std::string(kNotebookLabel)] = record.name;
     spec.persistent_home = true;
+    // JupyterHub's proxy reaches a hub user's server at its host and port
+    // itself, so that server shares the host's network; Headway's own
+    // notebooks are reached through their job's network.
+    spec.host_network = !record.hub_user.empty();
 
     // The record names the job before the job exists, so a crash between
     // the two leaves a notebook whose job is missing (Failed by the loop),
@@ -265,6 +269,18 @@ Result<api::NotebookView> NotebookController::Start(const api::NotebookStartRequ
     HEADWAY_RETURN_IF_ERROR(saved);
     // The home is the creator's: whoever restarts it, it is the same home.
     auto job = jobs_.Submit(spec, record.created_by);
+    // A job already has the name (one left from an earlier server, or taken
+    // on purpose by someone else): the next start's name, a few times over,
+    // so no one can keep a notebook from starting by taking one name.
+    for (int tries = 0; !job.ok() && job.status().code() == StatusCode::kConflict && tries < 8;
+         ++tries) {
+      record.starts += 1;
+      record.job = NotebookJobName(record.name, record.starts);
+      spec.name = record.job;
+      spec.labels[std::string(kNotebookLabel)] = record.name;
+      HEADWAY_RETURN_IF_ERROR(store_.SaveNotebook(record));
+      job = jobs_.Submit(spec, record.created_by);
+    }
     if (!job.ok()) {
       if (create) {
         (void)store_.DeleteNotebook(record.name);
@@ -355,6 +371,7 @@ std::string NotebookController::OwnCustomScript(std::string_view name) {
   const std::string target = "/notebooks/" + std::string(name) + "/custom/custom.js";
   api::HttpClient jupyter("http://" + endpoint->host + ":" + std::to_string(endpoint->port));
   jupyter.set_timeout(std::chrono::seconds(5));
+  if (endpoint->connect) jupyter.set_connector(endpoint->connect);
   auto own = jupyter.Request("GET", target, "", "text/plain",
                              {{"Authorization", "token " + endpoint->token}});
   return own.ok() && own->status == 200 ? own->body : std::string();
@@ -407,6 +424,13 @@ Status NotebookController::Probe(const NotebookRecord& record, const Job& job, L
     }
   }
   endpoint.port = (*file)["port"].get<int>();
+  if (job.executor == "local") {
+    // Inside the job's own network (where it has one): the port is the
+    // notebook's to choose, and no other job's or the host's.
+    endpoint.connect = [this, job = job.name(), port = endpoint.port] {
+      return jobs_.ConnectToJob(job, port);
+    };
+  }
   // The token the server was given: Headway's own, or the hub's for its server.
   json env = json::parse(record.server_env_json, nullptr, false);
   if (env.is_object()) {
@@ -416,6 +440,7 @@ Status NotebookController::Probe(const NotebookRecord& record, const Job& job, L
   endpoint.team = record.team;
   api::HttpClient client("http://" + endpoint.host + ":" + std::to_string(endpoint.port));
   client.set_timeout(std::chrono::seconds(2));
+  if (endpoint.connect) client.set_connector(endpoint.connect);
   // /api/kernels: Jupyter's own activity record of each kernel. (A hub
   // server checks its hub token with the hub, which lets it see its own.)
   auto answer = client.Request("GET", (*file)["base_url"].get<std::string>() + "api/kernels", {},

@@ -158,12 +158,13 @@ std::string DashboardUrl(const ServerConfig& config, UserTokens& tokens,
   std::string secret;
   if (std::ifstream file(AdminTokenPath(config.data_dir)); file) std::getline(file, secret);
   auto admin = tokens.Authenticate(secret);
-  auto session = admin.ok() ? tokens.CreateSession(*admin)
-                            : Result<std::pair<UserToken, std::string>>(admin.status());
-  if (!session.ok()) {
+  auto link = admin.ok() ? tokens.CreateSignInLink(*admin, UserTokens::kSignInLinkTtl)
+                         : Result<std::string>(admin.status());
+  if (!link.ok()) {
     return url + " (sign in with a user token; `headway token create` makes one)";
   }
-  return url + "#token=" + session->second + " (signs in for " +
+  return url + "#token=" + *link + " (signs in once, within " +
+         FormatDuration(UserTokens::kSignInLinkTtl) + ", for " +
          FormatDuration(config.session_ttl) + ")";
 }
 
@@ -452,7 +453,7 @@ int RunServer(const ServerConfig& config) {
   }
   if (config.isolate_jobs) {
     // Before any thread starts: the probe forks.
-    Status isolation = CheckJobIsolation();
+    Status isolation = CheckJobIsolation(config.isolate_job_network);
     if (!isolation.ok()) {
       spdlog::error("jobs cannot be isolated on this machine: {}; start the server with "
                     "--isolation=none to run them without namespaces (they can then read the "
@@ -479,6 +480,7 @@ int RunServer(const ServerConfig& config) {
     executor_options.self_executable = config.self_executable;
     executor_options.runner = runner.get();
     executor_options.isolate = config.isolate_jobs;
+    executor_options.isolate_network = config.isolate_job_network;
     executor_options.allow_root_jobs = config.allow_root_jobs;
     executor_options.job_env = config.job_env;
     executor_options.max_log_bytes = config.max_log_bytes;

@@ -91,6 +91,7 @@ struct ServerConfig {
   std::string web_dir;              // serve the dashboard from here instead of the built-in copy
   // Job isolation (see exec/local/sandbox.h and core/run_as.h).
   bool isolate_jobs = true;            // --isolation=namespace (default) or none
+  bool isolate_job_network = true;     // --job-network=isolated (default) or host
   std::vector<std::string> run_as;     // "TEAM=USER" (root servers only)
   std::string job_user = "nobody";     // root servers: teams without a mapping
   bool allow_root_jobs = false;

@@ -87,16 +87,47 @@ Result<UserToken> UserTokens::Authenticate(std::string_view secret) {
   return it->second;
 }
 
+namespace {
+constexpr std::string_view kSignInPrefix = "signin-";
+}  // namespace
+
 Result<std::pair<UserToken, std::string>> UserTokens::CreateSession(const UserToken& owner) {
+  if (owner.name.rfind(kSignInPrefix, 0) != 0) return NewSession(owner, "session-", session_ttl_);
+  // Traded from a sign-in link: as long as a session made from the token the
+  // link was made from, and the link is used up.
+  UserToken parent = owner;
+  {
+    std::lock_guard lock(mu_);
+    // Used up here, under the lock: two trades of one link make one session.
+    if (active_by_hash_.erase(owner.hash) == 0) {
+      return Unauthenticated("this sign-in link was used already: sign in with a token");
+    }
+    for (const auto& [hash, token] : active_by_hash_) {
+      if (token.name == owner.parent) parent = token;
+    }
+  }
+  HEADWAY_RETURN_IF_ERROR(store_.RevokeUserToken(owner.name, clock_.Now()));
+  return NewSession(parent, "session-", session_ttl_);
+}
+
+Result<std::string> UserTokens::CreateSignInLink(const UserToken& owner, Duration ttl) {
+  auto link = NewSession(owner, std::string(kSignInPrefix), ttl);
+  if (!link.ok()) return link.status();
+  return std::move(link->second);
+}
+
+Result<std::pair<UserToken, std::string>> UserTokens::NewSession(const UserToken& owner,
+                                                                 std::string prefix,
+                                                                 Duration ttl) {
   Time now = clock_.Now();
   UserToken session;
   // 48 random bits: names are not secrets, they only need to be distinct.
-  session.name = "session-" + api::NewUserToken().substr(4, 12);
+  session.name = prefix + api::NewUserToken().substr(4, 12);
   session.team = owner.team;
   session.role = owner.role;
   session.parent = owner.parent.empty() ? owner.name : owner.parent;
   session.created_at = now;
-  session.expires_at = now + session_ttl_;
+  session.expires_at = now + ttl;
   // A session never outlives what it was made from.
   if (owner.expires_at && *owner.expires_at < *session.expires_at) {
     session.expires_at = owner.expires_at;

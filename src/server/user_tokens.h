@@ -37,6 +37,11 @@ class UserTokens final : public api::TokenService {
   Result<std::string> CreateToken(const std::string& name, const std::string& team, Role role,
                                   std::optional<Duration> ttl = {}) override;
   Result<std::pair<UserToken, std::string>> CreateSession(const UserToken& owner) override;
+  // The start-up link's secret: a session of `owner` that lasts `ttl`
+  // (minutes: the link lands in logs and terminals) and works once, to be
+  // traded for a session (the dashboard does at once).
+  Result<std::string> CreateSignInLink(const UserToken& owner, Duration ttl);
+  static constexpr Duration kSignInLinkTtl = std::chrono::minutes(10);
   Result<std::vector<UserToken>> ListTokens() override;
   // Revoking a token also revokes the sessions made from it.
   Status RevokeToken(std::string_view name) override;
@@ -47,6 +52,8 @@ class UserTokens final : public api::TokenService {
   const Duration session_ttl_;
   std::mutex mu_;
   std::map<std::string, UserToken> active_by_hash_;  // guarded by mu_
+  Result<std::pair<UserToken, std::string>> NewSession(const UserToken& owner, std::string prefix,
+                                                       Duration ttl);
 };
 
 }  // namespace headway

@@ -3,6 +3,8 @@
 // CLI's token handling.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <regex>
 #include <sys/stat.h>
 
 #include "api/http_client.h"
@@ -75,6 +77,37 @@ TEST(Auth, IsOnByDefault) {
   std::string log = server.ServerLog();
   EXPECT_THAT(log, HasSubstr(server.url() + "/ui/#token=hwu_"));
   EXPECT_THAT(log, Not(HasSubstr(server.admin_token())));
+}
+
+// The start-up link lands in logs and terminals: it signs in once, within
+// minutes, and neither it nor the session traded for it can mint a token.
+TEST(Auth, TheStartUpLinkSignsInOnceAndMintsNoToken) {
+  TestServer server(1);
+  std::smatch match;
+  std::string log;
+  const std::regex link(R"(#token=(hwu_[A-Za-z0-9_-]+) \(signs in once, within 10m)");
+  ASSERT_TRUE(WaitFor([&] {
+    log = server.ServerLog();
+    return std::regex_search(log, match, link);
+  })) << server.ServerLog();
+  const std::string secret = match[1];
+  Answer minted = Call(server, secret, "POST", "/api/v1/tokens",
+                       R"({"name": "forever", "role": "admin"})");
+  EXPECT_EQ(minted.status, 403) << minted.body.dump();
+  Answer traded = Call(server, secret, "POST", "/api/v1/sessions");
+  ASSERT_EQ(traded.status, 201) << traded.body.dump();
+  const std::string session = traded.body["token"];
+  // Once: the link is used up, the session works, and the session mints nothing either.
+  EXPECT_EQ(Call(server, secret, "POST", "/api/v1/sessions").status, 401);
+  EXPECT_EQ(Call(server, secret, "GET", "/api/v1/jobs").status, 401);
+  EXPECT_EQ(Call(server, session, "GET", "/api/v1/jobs").status, 200);
+  EXPECT_EQ(Call(server, session, "POST", "/api/v1/tokens",
+                 R"({"name": "forever", "role": "admin"})").status,
+            403);
+  // The session lasts as a sign-in does (12 h), not the link's minutes.
+  auto expires = ParseRfc3339(traded.body["expires_at"].get<std::string>());
+  ASSERT_TRUE(expires);
+  EXPECT_GT(*expires, SystemClock().Now() + std::chrono::hours(11));
 }
 
 TEST(Auth, JobsStillReportWithTheirOwnTokens) {

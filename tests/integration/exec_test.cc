@@ -2,6 +2,10 @@
 // the command runs inside the job (its namespaces, account, environment),
 // only the job's team may run one, every one is audited, and a command
 // whose client goes away does not outlive it.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -138,9 +142,21 @@ TEST(Exec, SshOverStdioServesOpenSshClientsForwardingAndFileCopies) {
                 "/usr/bin/python3 -m http.server --bind 127.0.0.1 " +
                 std::to_string(port) + "\"]\n");
   ASSERT_TRUE(server.WaitForState("trainer", "Running"));
-  // Serving: the page is there and the port answers.
+  // Serving: the page is there and the port answers, in the job's own network.
   const std::string page = "http://127.0.0.1:" + std::to_string(port) + "/index.html";
-  ASSERT_TRUE(WaitFor([&] { return RunCommand({"/usr/bin/curl", "-sf", page}).exit_code == 0; }));
+  ASSERT_TRUE(WaitFor([&] {
+    return server.Cli({"exec", "trainer", "--", "/usr/bin/curl", "-sf", page}).exit_code == 0;
+  }));
+  // A service on the host's loopback, which the job's network does not reach.
+  const int host_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in host_at{};
+  host_at.sin_family = AF_INET;
+  host_at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(host_fd, reinterpret_cast<sockaddr*>(&host_at), sizeof host_at), 0);
+  ASSERT_EQ(::listen(host_fd, 4), 0);
+  socklen_t host_len = sizeof host_at;
+  ::getsockname(host_fd, reinterpret_cast<sockaddr*>(&host_at), &host_len);
+  const int host_port = ntohs(host_at.sin_port);
 
   const std::string dir = MakeTempDir("ssh-stdio");
   auto config_for = [&](const std::string& token) {
@@ -182,6 +198,13 @@ TEST(Exec, SshOverStdioServesOpenSshClientsForwardingAndFileCopies) {
                                 "GET /index.html HTTP/1.0\r\n\r\n");
   EXPECT_THAT(forwarded.out, HasSubstr("200 OK"));
   EXPECT_THAT(forwarded.out, HasSubstr("served-inside"));
+  // ...and only inside it: the host's loopback service is out of reach.
+  CommandResult to_host = ssh({"-W", "127.0.0.1:" + std::to_string(host_port), "trainer.headway"},
+                              "hello\n");
+  EXPECT_NE(to_host.exit_code, 0) << to_host.out;
+  pollfd pending{host_fd, POLLIN, 0};
+  EXPECT_EQ(::poll(&pending, 1, 0), 0) << "the host's service got a connection from the job";
+  ::close(host_fd);
   // Files both ways over sftp (scp's protocol), into the job's directory.
   WriteFile(dir + "/local.txt", "copied-in\n");
   CommandResult put =

@@ -235,6 +235,31 @@ TEST(Security, TokensMayExpireAndSessionsDieWithTheirToken) {
   EXPECT_THAT(expired.raw, HasSubstr("token expired"));
 }
 
+// A job's checkpoints are stored as "<job>.checkpoint": another team could
+// take that name first and make the job's saves fail. Only the job's team may.
+TEST(Security, AJobsCheckpointNameIsItsTeamsOnly) {
+  TestServer server(1);
+  const std::string admin = server.admin_token();
+  const std::string a = CreateTokenAs(server, admin, "alice", "a", "member");
+  const std::string b = CreateTokenAs(server, admin, "bob", "b", "member");
+  ASSERT_EQ(Call(server, a, "POST", "/api/v1/jobs",
+                 R"({"name": "train-a", "team": "a", "command": "sleep 30",
+                     "termination_grace": "1s"})")
+                .status,
+            201);
+  const std::string draft = R"({"kind": "checkpoint", "size": 3, "digest": "sha256:)" +
+                            std::string(64, 'a') + R"(", "name": ")";
+  for (const char* squatted : {"train-a.checkpoint", "not-yet-a-job.checkpoint"}) {
+    Answer taken = Call(server, b, "POST", "/api/v1/artifacts", draft + squatted + R"("})");
+    EXPECT_EQ(taken.status, 403) << squatted << " " << taken.body.dump();
+    EXPECT_THAT(taken.body.dump(), HasSubstr("belong to the job of that name"));
+  }
+  // The job's own team may.
+  Answer own = Call(server, a, "POST", "/api/v1/artifacts", draft + R"(train-a.checkpoint"})");
+  EXPECT_EQ(own.status, 201) << own.body.dump();
+  Call(server, admin, "POST", "/api/v1/jobs/train-a/stop");
+}
+
 TEST(Security, ReportsDoNotTellWhetherAJobExists) {
   TestServer server(1);
   ASSERT_EQ(Call(server, server.admin_token(), "POST", "/api/v1/jobs",

@@ -132,11 +132,19 @@ int RunExecHelper(const std::string& run_dir, int rank, const std::vector<std::s
     int user_fd = ::geteuid() == 0 ? -1 : ::open((ns + "user").c_str(), O_RDONLY | O_CLOEXEC);
     int mnt_fd = ::open((ns + "mnt").c_str(), O_RDONLY | O_CLOEXEC);
     int pid_fd = ::open((ns + "pid").c_str(), O_RDONLY | O_CLOEXEC);
-    if (mnt_fd < 0 || pid_fd < 0 || (::geteuid() != 0 && user_fd < 0)) {
+    // The job's own network, where it has one: `ssh -L` and a command's
+    // connections reach what the job reaches, not the host's services.
+    const bool own_network = launch["sandbox"].value("network", json::object()).value("isolated", false);
+    int net_fd = own_network ? ::open((ns + "net").c_str(), O_RDONLY | O_CLOEXEC) : -1;
+    if (mnt_fd < 0 || pid_fd < 0 || (::geteuid() != 0 && user_fd < 0) ||
+        (own_network && net_fd < 0)) {
       return Fail(std::string("cannot open the rank's namespaces: ") + std::strerror(errno));
     }
     if (user_fd >= 0 && ::setns(user_fd, CLONE_NEWUSER) != 0) {
       return Fail(std::string("cannot enter the job's user namespace: ") + std::strerror(errno));
+    }
+    if (net_fd >= 0 && ::setns(net_fd, CLONE_NEWNET) != 0) {
+      return Fail(std::string("cannot enter the job's network: ") + std::strerror(errno));
     }
     if (::setns(mnt_fd, CLONE_NEWNS) != 0 || ::setns(pid_fd, CLONE_NEWPID) != 0) {
       return Fail(std::string("cannot enter the job's namespaces: ") + std::strerror(errno));

@@ -22,6 +22,8 @@
 #include <algorithm>
 #include <set>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "exec/attached_command.h"
@@ -139,6 +141,22 @@ struct Handle {
   }
 };
 
+// The IPv4 address and port of "http(s)://HOST:PORT": where the job's
+// HEADWAY_URL leads, which its relay listens on inside its network. Empty
+// for a host that is not an IPv4 address (the job then has no way out).
+std::pair<std::string, int> ControlAddress(const std::string& url) {
+  const std::size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return {};
+  const std::string rest = url.substr(scheme + 3);
+  const std::size_t colon = rest.rfind(':');
+  if (colon == std::string::npos) return {};
+  const std::string host = rest.substr(0, colon);
+  const int port = std::atoi(rest.substr(colon + 1).c_str());
+  in_addr parsed{};
+  if (::inet_pton(AF_INET, host.c_str(), &parsed) != 1 || port <= 0 || port > 65535) return {};
+  return {host, port};
+}
+
 bool MayPassThrough(const struct stat& st, const internal::UnixAccount& account) {
   if (account.uid == 0) return true;
   if (st.st_uid == account.uid) return st.st_mode & S_IXUSR;
@@ -170,6 +188,7 @@ class LocalExecutor final : public Executor {
   explicit LocalExecutor(const ExecutorOptions& options)
       : self_(options.self_executable),
         isolate_(options.isolate),
+        isolate_network_(options.isolate && options.isolate_network),
         allow_root_(options.allow_root_jobs),
         job_env_(options.job_env),
         max_log_bytes_(options.max_log_bytes),
@@ -177,7 +196,11 @@ class LocalExecutor final : public Executor {
     if (options.log) {
       options.log("local jobs: " + cgroups_.Describe());
       options.log(isolate_ ? "local jobs run in mount and PID namespaces that hide the data "
-                             "directory" + std::string(::geteuid() != 0 ? " (user namespace)" : "")
+                             "directory" + std::string(::geteuid() != 0 ? " (user namespace)" : "") +
+                                 (isolate_network_
+                                      ? ", each with a network of its own whose only way out is "
+                                        "this server"
+                                      : ", on the host's network (--job-network=host)")
                            : "local jobs are NOT isolated from the server's files (--isolation=none)");
     }
   }
@@ -301,6 +324,19 @@ class LocalExecutor final : public Executor {
         fs::create_directories(tmp, ec);
         HEADWAY_RETURN_IF_ERROR(HandOver(tmp, *account, 01777));
         plan.mapped.emplace_back(tmp, "/tmp");
+      }
+      // Its own /dev/shm, as a container has: what one job leaves there
+      // (data loaders' shared tensors) no other job reads.
+      if (fs::is_directory("/dev/shm", ec)) plan.fresh.push_back("/dev/shm");
+      if (isolate_network_ && !spec.host_network) {
+        plan.network.isolated = true;
+        if (auto url = request.platform_env.find("HEADWAY_URL");
+            url != request.platform_env.end()) {
+          std::tie(plan.network.control_host, plan.network.control_port) =
+              ControlAddress(url->second);
+        }
+        plan.network.source_address = internal::AttemptSourceAddress(request.run_dir);
+        plan.network.connect_socket = (fs::path(request.run_dir) / "connect.sock").string();
       }
       plan.exposed_read_only = request.job_files;
       plan.exposed_read_only.insert(plan.exposed_read_only.end(), request.shared_files.begin(),
@@ -454,6 +490,16 @@ class LocalExecutor final : public Executor {
     return ReadResult(handle->run_dir);
   }
 
+  Result<int> ConnectToJob(const std::string& handle_text, int port) override {
+    auto handle = Handle::Decode(handle_text);
+    if (!handle) return Internal("unreadable executor handle");
+    const std::string socket = (fs::path(handle->run_dir) / "connect.sock").string();
+    std::error_code ec;
+    // A job with a network of its own is reached inside it, never on the host.
+    if (fs::exists(socket, ec)) return internal::ConnectIntoJob(socket, port);
+    return ConnectTcp("127.0.0.1", port);
+  }
+
   Result<ExecProcess> Exec(const std::string& handle_text, const ExecRequest& request) override {
     auto handle = Handle::Decode(handle_text);
     if (!handle) return Internal("unreadable executor handle");
@@ -509,6 +555,7 @@ class LocalExecutor final : public Executor {
 
   const std::string self_;
   const bool isolate_;
+  const bool isolate_network_;
   const bool allow_root_;
   const std::vector<std::string> job_env_;
   const std::uint64_t max_log_bytes_;
@@ -523,6 +570,6 @@ std::unique_ptr<Executor> MakeLocalExecutor(const ExecutorOptions& options) {
   return std::make_unique<LocalExecutor>(options);
 }
 
-Status CheckJobIsolation() { return internal::ProbeSandbox(); }
+Status CheckJobIsolation(bool network) { return internal::ProbeSandbox(network); }
 
 }  // namespace headway

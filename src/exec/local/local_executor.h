@@ -26,9 +26,10 @@ namespace headway {
 
 std::unique_ptr<Executor> MakeLocalExecutor(const ExecutorOptions& options);
 
-// Whether this process can isolate local jobs here (namespaces; see
-// exec/local/sandbox.h); the error says why not. Call before starting threads.
-Status CheckJobIsolation();
+// Whether this process can isolate local jobs here (namespaces, a network
+// namespace too with `network`; see exec/local/sandbox.h); the error says
+// why not. Call before starting threads.
+Status CheckJobIsolation(bool network = true);
 
 namespace internal {
 // The descriptor on which the supervisor inherits its attempt's

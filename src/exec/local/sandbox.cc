@@ -106,12 +106,18 @@ nlohmann::json SandboxPlan::ToJson() const {
   return {{"hidden", hidden},
           {"exposed", exposed},
           {"exposed_read_only", exposed_read_only},
-          {"mapped", mapped_json}};
+          {"mapped", mapped_json},
+          {"fresh", fresh},
+          {"network", network.ToJson()}};
 }
 
 SandboxPlan SandboxPlan::FromJson(const nlohmann::json& j) {
-  SandboxPlan plan{
-      Strings(j, "hidden"), Strings(j, "exposed"), Strings(j, "exposed_read_only"), {}};
+  SandboxPlan plan;
+  plan.hidden = Strings(j, "hidden");
+  plan.exposed = Strings(j, "exposed");
+  plan.exposed_read_only = Strings(j, "exposed_read_only");
+  plan.fresh = Strings(j, "fresh");
+  if (j.contains("network")) plan.network = NetworkPlan::FromJson(j["network"]);
   if (j.contains("mapped") && j["mapped"].is_array()) {
     for (const auto& pair : j["mapped"]) {
       if (pair.is_array() && pair.size() == 2 && pair[0].is_string() && pair[1].is_string()) {
@@ -127,10 +133,11 @@ Status EnterSandbox(const SandboxPlan& plan) {
   const gid_t gid = ::getegid();
   int flags = CLONE_NEWNS | CLONE_NEWPID;
   if (uid != 0) flags |= CLONE_NEWUSER;
+  if (plan.network.isolated) flags |= CLONE_NEWNET;
   if (::unshare(flags) != 0) {
-    return Unavailable(Errno(uid != 0 ? "cannot create user, mount and PID namespaces "
+    return Unavailable(Errno(uid != 0 ? "cannot create user, mount, PID and network namespaces "
                                         "(are unprivileged user namespaces disabled?)"
-                                      : "cannot create mount and PID namespaces"));
+                                      : "cannot create mount, PID and network namespaces"));
   }
   if (uid != 0) {
     // Map only ourselves: inside, the job is the same user it is outside.
@@ -140,6 +147,7 @@ Status EnterSandbox(const SandboxPlan& plan) {
       return Unavailable(Errno("cannot map the user namespace"));
     }
   }
+  if (plan.network.isolated) HEADWAY_RETURN_IF_ERROR(SetUpLoopback(plan.network));
   // Nothing done here may reach the server's view of the mounts.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return Unavailable(Errno("cannot make the mounts private"));
@@ -179,6 +187,13 @@ Status EnterSandbox(const SandboxPlan& plan) {
       close_all();
       for (const auto& m : mapped) ::close(m.first);
       return Unavailable(Errno("cannot hide " + path));
+    }
+  }
+  for (const std::string& path : plan.fresh) {
+    if (::mount("tmpfs", path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) {
+      close_all();
+      for (const auto& m : mapped) ::close(m.first);
+      return Unavailable(Errno("cannot give the job its own " + path));
     }
   }
   for (const auto& [fd, to] : mapped) {
@@ -292,14 +307,16 @@ bool BecomeAccount(const UnixAccount& account) {
   return true;
 }
 
-Status ProbeSandbox() {
+Status ProbeSandbox(bool network) {
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) return Unavailable(Errno("pipe"));
   pid_t pid = ::fork();
   if (pid < 0) return Unavailable(Errno("fork"));
   if (pid == 0) {
     ::close(report[0]);
-    Status s = EnterSandbox({});
+    SandboxPlan plan;
+    plan.network.isolated = network;
+    Status s = EnterSandbox(plan);
     if (s.ok()) {
       auto reaper = StartNamespaceReaper({});
       if (reaper.ok()) {

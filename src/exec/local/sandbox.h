@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "exec/local/job_network.h"
 
 namespace headway::internal {
 
@@ -54,13 +55,18 @@ struct SandboxPlan {
   // A directory (first) bound over another path (second), before the
   // exposed ones: a job's own /tmp.
   std::vector<std::pair<std::string, std::string>> mapped;
+  // Fresh, empty tmpfs mounts (the job's own /dev/shm).
+  std::vector<std::string> fresh;
+  // Isolated: a network namespace of the attempt's own (job_network.h).
+  NetworkPlan network;
 
   nlohmann::json ToJson() const;
   static SandboxPlan FromJson(const nlohmann::json& j);
 };
 
 // Moves the calling (single-threaded) process into new mount and PID
-// namespaces, and a user namespace when it is not root, and lays out the
+// namespaces, a user namespace when it is not root, and a network namespace
+// with its loopback up when plan.network is isolated, and lays out the
 // mounts of `plan`. Only the process's later children enter the PID
 // namespace. Paths the caller needs afterwards must be opened before.
 Status EnterSandbox(const SandboxPlan& plan);
@@ -79,6 +85,6 @@ bool BecomeAccount(const UnixAccount& account);
 
 // Whether this process can build a sandbox here; the error says why not.
 // Forks a child that tries, so it changes nothing in the caller.
-Status ProbeSandbox();
+Status ProbeSandbox(bool network = false);
 
 }  // namespace headway::internal

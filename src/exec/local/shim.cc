@@ -75,12 +75,15 @@ class RankLogWriter {
 
   void Write(const char* data, std::size_t n) {
     while (n > 0) {
-      if (half_ == 0 || size_ + n <= half_) {
+      // The log's index counts toward the bound too: a rank that writes a
+      // little every millisecond makes an index larger than its log.
+      const std::uint64_t used = size_ + times_size_ + kMarkRoom;
+      if (half_ == 0 || used + n <= half_) {
         Append(data, n);
         return;
       }
       // What still fits, up to its last complete line.
-      std::size_t room = size_ < half_ ? static_cast<std::size_t>(half_ - size_) : 0;
+      std::size_t room = used < half_ ? static_cast<std::size_t>(half_ - used) : 0;
       std::size_t take = 0;
       for (std::size_t i = std::min(room, n); i > 0; --i) {
         if (data[i - 1] == '\n') {
@@ -105,7 +108,13 @@ class RankLogWriter {
                          0600);
     struct stat log {}, times {};
     if (times_fd_ < 0 || ::fstat(fd_, &log) != 0 || ::fstat(times_fd_, &times) != 0) return;
-    if (times.st_size == 0) WriteAll(times_fd_, LogTimesHeader(log.st_ino));
+    if (times.st_size == 0) {
+      const std::string header = LogTimesHeader(log.st_ino);
+      WriteAll(times_fd_, header);
+      times_size_ = header.size();
+    } else {
+      times_size_ = static_cast<std::uint64_t>(times.st_size);
+    }
     last_ms_ = -1;
   }
 
@@ -128,7 +137,9 @@ class RankLogWriter {
                                       std::chrono::system_clock::now().time_since_epoch())
                                       .count();
       if (now_ms != last_ms_) {
-        WriteAll(times_fd_, LogTimesLine({size_, now_ms}));
+        const std::string mark = LogTimesLine({size_, now_ms});
+        WriteAll(times_fd_, mark);
+        times_size_ += mark.size();
         last_ms_ = now_ms;
       }
     }
@@ -169,7 +180,10 @@ class RankLogWriter {
   std::uint64_t half_;  // 0: never rotated
   std::uint64_t size_ = 0;
   int times_fd_ = -1;
-  std::int64_t last_ms_ = -1;  // the time of the last line of the times file
+  std::uint64_t times_size_ = 0;  // bytes of the times file
+  std::int64_t last_ms_ = -1;     // the time of the last line of the times file
+  // Room kept for the next line of the times file ("OFFSET UNIX_MS\n").
+  static constexpr std::uint64_t kMarkRoom = 40;
 };
 
 struct Rank {
@@ -341,9 +355,13 @@ bool WriteResult(int dir_fd, const json& result) {
 // may the server hand its GPUs to another job.
 void EndEverything(pid_t reaper, const internal::AttemptCgroup& cgroup) {
   if (reaper > 0) {
-    // The PID namespace's first process: when it dies the kernel kills the rest.
+    // The PID namespace's first process: when it dies the kernel kills the
+    // rest, and it is gone once every process of the namespace is reaped,
+    // ours (the network's connector) too: reap all until it is.
     ::kill(reaper, SIGKILL);
-    ::waitpid(reaper, nullptr, 0);
+    for (pid_t pid; (pid = ::waitpid(-1, nullptr, 0)) != reaper;) {
+      if (pid < 0 && errno != EINTR) break;
+    }
   }
   if (cgroup.empty()) return;
   // Usually empty within a millisecond or two of the kill: poll fast first.
@@ -454,7 +472,27 @@ int RunLocalShim(const std::string& run_dir) {
   }
   pid_t reaper = -1;
   if (launch.contains("sandbox") && launch["sandbox"].is_object()) {
-    Status entered = internal::EnterSandbox(internal::SandboxPlan::FromJson(launch["sandbox"]));
+    const internal::SandboxPlan plan = internal::SandboxPlan::FromJson(launch["sandbox"]);
+    // The network's helpers run as the job does: in its cgroup (ended with
+    // it), as its account.
+    auto as_the_job = [&cgroup, &account] {
+      (void)cgroup.JoinSelf();
+      if (account && !internal::BecomeAccount(*account)) ::_exit(126);
+    };
+    internal::ControlPlaneRelay relay;
+    int connect_listener = -1;
+    if (plan.network.isolated) {
+      // Made while this process still has the host's network and sees the run directory.
+      auto started_relay = internal::StartControlPlaneRelay(plan.network, as_the_job);
+      if (!started_relay.ok()) return fail_to_start(started_relay.status().message());
+      relay = *started_relay;
+      auto bound = internal::BindConnectSocket(plan.network.connect_socket);
+      if (!bound.ok()) return fail_to_start(bound.status().message());
+      connect_listener = *bound;
+    }
+    Status entered = internal::EnterSandbox(plan);
+    if (entered.ok()) entered = internal::OpenControlPlane(plan.network, relay);
+    if (relay.channel >= 0) ::close(relay.channel);
     if (!entered.ok()) return fail_to_start(entered.message());
     auto started = internal::StartNamespaceReaper([&cgroup] {
       ::close(internal::kSupervisorLockFd);
@@ -462,6 +500,11 @@ int RunLocalShim(const std::string& run_dir) {
     });
     if (!started.ok()) return fail_to_start(started.status().message());
     reaper = *started;
+    if (connect_listener >= 0) {
+      auto connector = internal::StartConnector(connect_listener, as_the_job);
+      ::close(connect_listener);
+      if (!connector.ok()) return fail_to_start(connector.status().message());
+    }
   }
   const auto failure_grace = std::chrono::milliseconds(launch.value("failure_grace_ms", 10000));
   RankSetup setup{cgroup.empty() ? nullptr : &cgroup, account ? &*account : nullptr};

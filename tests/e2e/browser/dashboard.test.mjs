@@ -905,6 +905,9 @@ step('a notebook: listed with its GPUs and idle time, Open signs a new tab in to
   assert.equal(kernels, 200, 'the cookie authorises the notebook\'s own API');
   const api = await tab.evaluate(async () => (await fetch('/api/v1/jobs')).status);
   assert.equal(api, 401, 'and nothing else of the server');
+  // Opened with noopener: no handle on the dashboard, no copy of its
+  // sessionStorage (where the dashboard keeps its session).
+  assert.deepEqual(await tab.evaluate(() => [window.opener, sessionStorage.length]), [null, 0]);
   // Idle: Jupyter's page shows when it will be stopped; "Keep it running" ends the spell.
   const warned = () => tab.evaluate(async () => {
     const r = await fetch('/notebooks/lab/headway-status');

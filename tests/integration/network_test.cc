@@ -1,0 +1,172 @@
+// A job's network on the real server: each local job has a network of its
+// own. From it, a job reaches its own ranks and the control plane's API, and
+// nothing else of the host: not a service on the host's loopback (another
+// team's notebook or database), not the ports of other jobs. `headway exec`
+// (and so `ssh -L`) runs in the job's network too. The host's network is an
+// admin's to grant.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "test_server.h"
+
+namespace headway::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A service on the host's loopback (team a's, or the host's own): it counts
+// the connections it accepts.
+class HostService {
+ public:
+  HostService() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&at), sizeof at);
+    ::listen(fd_, 16);
+    socklen_t len = sizeof at;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&at), &len);
+    port_ = ntohs(at.sin_port);
+    thread_ = std::thread([this] {
+      for (;;) {
+        int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0 || stopping_) break;
+        ++accepted_;
+        (void)!::write(c, "secret\n", 7);
+        ::close(c);
+      }
+    });
+  }
+  ~HostService() {
+    stopping_ = true;
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+  }
+  int port() const { return port_; }
+  int accepted() const { return accepted_; }
+
+ private:
+  int fd_ = -1, port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> accepted_{0};
+  std::thread thread_;
+};
+
+// A job script: tries the host's service, the control plane (a report with
+// its own token), and its peer rank; writes what it reached.
+std::string Probe(const std::string& report, int host_port) {
+  return "import json, os, socket, time, urllib.request\n"
+         "r = open('" + report + ".' + os.environ['RANK'], 'w')\n"
+         "def reach(port, host='127.0.0.1'):\n"
+         "    try:\n"
+         "        s = socket.create_connection((host, port), timeout=3)\n"
+         "        data = s.recv(16)\n"
+         "        s.close()\n"
+         "        return 'REACHED ' + data.decode().strip()\n"
+         "    except OSError as e:\n"
+         "        return 'REFUSED ' + type(e).__name__\n"
+         "r.write('host-service ' + reach(" + std::to_string(host_port) + ") + '\\n')\n"
+         "url = os.environ['HEADWAY_URL'] + '/api/v1/jobs/' + os.environ['HEADWAY_JOB'] + '/progress'\n"
+         "req = urllib.request.Request(url, data=json.dumps({'step': 7}).encode(), method='POST',\n"
+         "    headers={'Authorization': 'Bearer ' + os.environ['HEADWAY_TOKEN'],\n"
+         "             'Content-Type': 'application/json'})\n"
+         "try:\n"
+         "    r.write('report %d\\n' % urllib.request.urlopen(req, timeout=10).status)\n"
+         "except Exception as e:\n"
+         "    r.write('report failed ' + repr(e) + '\\n')\n"
+         "port = int(os.environ['MASTER_PORT'])\n"
+         "if os.environ['RANK'] == '0':\n"
+         "    l = socket.socket()\n"
+         "    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+         "    l.bind(('127.0.0.1', port))\n"
+         "    l.listen(1)\n"
+         "    l.settimeout(20)\n"
+         "    c, _ = l.accept()\n"
+         "    c.sendall(b'rank0\\n')\n"
+         "    c.close()\n"
+         "else:\n"
+         "    for _ in range(200):\n"
+         "        got = reach(port)\n"
+         "        if got.startswith('REACHED'):\n"
+         "            break\n"
+         "        time.sleep(0.1)\n"
+         "    r.write('peer ' + got + '\\n')\n"
+         "r.close()\n";
+}
+
+TEST(Network, AJobReachesItsRanksAndTheApiButNothingElseOnTheHost) {
+  HostService service;
+  TestServer server;
+  const std::string report = server.work_dir() + "/net";
+  WriteFile(server.work_dir() + "/probe.py", Probe(report, service.port()));
+  server.Submit("name: probe\nteam: b\nresources: {processes_per_node: 2}\n"
+                "command: [/usr/bin/python3, " + server.work_dir() + "/probe.py]\n");
+  ASSERT_TRUE(server.WaitForState("probe", "Succeeded")) << server.Cli({"logs", "probe"}).out;
+  const std::string rank0 = ReadFile(report + ".0"), rank1 = ReadFile(report + ".1");
+  EXPECT_THAT(rank0, HasSubstr("host-service REFUSED")) << rank0;
+  EXPECT_THAT(rank1, HasSubstr("host-service REFUSED")) << rank1;
+  EXPECT_EQ(service.accepted(), 0);
+  EXPECT_THAT(rank0, HasSubstr("report 202")) << rank0;
+  EXPECT_THAT(rank1, HasSubstr("peer REACHED rank0")) << rank1;
+  EXPECT_EQ(server.Job("probe")["progress"]["step"], 7);
+}
+
+TEST(Network, ExecRunsInTheJobsNetwork) {
+  HostService service;
+  TestServer server;
+  // The job serves a port of its own; the host's service is on another.
+  server.Submit("name: serving\ncommand: [/usr/bin/python3, -c, \"import socket\\n"
+                "l = socket.socket()\\nl.bind(('127.0.0.1', 18765))\\nl.listen(4)\\n"
+                "while True:\\n    c, _ = l.accept()\\n    c.sendall(b'job\\\\n')\\n"
+                "    c.close()\\n\"]\ntermination_grace: 1s\n");
+  ASSERT_TRUE(server.WaitForState("serving", "Running"));
+  const std::string connect =
+      "import socket, sys\n"
+      "try:\n"
+      "    print('REACHED', socket.create_connection(('127.0.0.1', int(sys.argv[1])), "
+      "timeout=3).recv(8).decode().strip())\n"
+      "except OSError as e:\n"
+      "    print('REFUSED', type(e).__name__)\n";
+  CommandResult own;
+  ASSERT_TRUE(WaitFor([&] {
+    own = server.Cli({"exec", "serving", "--", "/usr/bin/python3", "-c", connect, "18765"});
+    return own.out.find("REACHED job") != std::string::npos;
+  })) << own.out << own.err;
+  CommandResult host = server.Cli(
+      {"exec", "serving", "--", "/usr/bin/python3", "-c", connect, std::to_string(service.port())});
+  EXPECT_THAT(host.out, HasSubstr("REFUSED")) << host.out << host.err;
+  EXPECT_EQ(service.accepted(), 0);
+  server.Cli({"stop", "serving"});
+}
+
+TEST(Network, TheHostsNetworkIsAnAdminsToGrant) {
+  HostService service;
+  TestServer server;
+  const std::string member = CreateToken(server, "bob", "b", "member");
+  const std::string spec =
+      "name: host-net\nteam: b\nhost_network: true\n"
+      "command: [/usr/bin/python3, -c, \"import socket; "
+      "socket.create_connection(('127.0.0.1', " + std::to_string(service.port()) +
+      "), timeout=3).recv(8)\"]\n";
+  CommandResult refused = RunCommand({HEADWAY_BIN, "--server", server.url(), "--token", member,
+                                      "submit", "-f", "-"}, spec);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, HasSubstr("host_network: only an admin")) << refused.err;
+  server.Submit(spec);  // the harness's token is the admin's
+  ASSERT_TRUE(server.WaitForState("host-net", "Succeeded")) << server.Cli({"logs", "host-net"}).out;
+  EXPECT_EQ(service.accepted(), 1);
+}
+
+}  // namespace
+}  // namespace headway::testing
