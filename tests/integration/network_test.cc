@@ -150,6 +150,35 @@ TEST(Network, ExecRunsInTheJobsNetwork) {
   server.Cli({"stop", "serving"});
 }
 
+// The relay connects from the attempt's own loopback address, so the
+// per-client connection limit counts a job apart from the admin on 127.0.0.1:
+// a job holding many idle connections does not lock the admin out.
+TEST(Network, AJobsIdleConnectionsDoNotLockOthersOut) {
+  TestServer server;
+  const std::string opened = server.work_dir() + "/opened";
+  WriteFile(server.work_dir() + "/hog.py",
+            "import os, socket, time, urllib.parse\n"
+            "u = urllib.parse.urlparse(os.environ['HEADWAY_URL'])\n"
+            "held = []\n"
+            "for _ in range(100):\n"
+            "    try:\n"
+            "        held.append(socket.create_connection((u.hostname, u.port), timeout=3))\n"
+            "    except OSError:\n"
+            "        break\n"
+            "open('" + opened + "', 'w').write(str(len(held)))\n"
+            "time.sleep(120)\n");
+  server.Submit("name: hog\ncommand: [/usr/bin/python3, " + server.work_dir() +
+                "/hog.py]\ntermination_grace: 1s\n");
+  ASSERT_TRUE(WaitFor([&] { return !ReadFile(opened).empty(); })) << server.Cli({"logs", "hog"}).out;
+  EXPECT_GE(std::stoi(ReadFile(opened)), 64) << "the job opened more than one client's share";
+  // Its connections are open, idle, and the admin is still served.
+  for (int i = 0; i < 5; ++i) {
+    Answer jobs = Call(server, server.admin_token(), "GET", "/api/v1/jobs");
+    EXPECT_EQ(jobs.status, 200) << jobs.raw;
+  }
+  server.Cli({"stop", "hog"});
+}
+
 TEST(Network, TheHostsNetworkIsAnAdminsToGrant) {
   HostService service;
   TestServer server;
