@@ -202,6 +202,9 @@ int main(int argc, char** argv) {
   server->add_flag("!--no-auth", server_config.auth,
                    "serve without authentication: anyone who can reach the port may run jobs as "
                    "this user. Refused unless --listen is a loopback address");
+  server->add_option("--jupyterhub-spawner", server_config.jupyterhub_spawners,
+                     "the user token (by name) JupyterHub's HeadwaySpawner uses: only it may start "
+                     "hub users' servers (repeatable)");
   server->add_option("--allow-host", server_config.allow_hosts,
                      "a host name browsers and clients may reach this server by (repeatable). On "
                      "a loopback address only loopback names are accepted; elsewhere, without "

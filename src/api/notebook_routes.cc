@@ -156,6 +156,9 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
     if (Status s = need(); !s.ok()) return Error(s);
     auto request = ParseStart(req.body);
     if (!request.ok()) return Error(request.status());
+    if (!request->hub_user.empty() && access.may_spawn_for_hub) {
+      if (Status s = access.may_spawn_for_hub(); !s.ok()) return Error(s);
+    }
     auto existing = service->Get(request->name);
     // Starting an existing notebook again needs no team; a new one without
     // one is the caller's team's (the default team for an admin).

@@ -52,6 +52,8 @@ struct NotebookAccess {
   std::function<Result<std::string>()> new_session;
   // The job whose own token authenticated the request; null for users.
   std::function<const Job*()> calling_job;
+  // Whether the caller may start a JupyterHub user's server.
+  std::function<Status()> may_spawn_for_hub;
 };
 
 // The name of the cookie that carries a notebook's browser session.

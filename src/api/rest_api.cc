@@ -326,6 +326,18 @@ class Api {
       return session->second;
     };
     notebook_access.calling_job = [] { return t_job; };
+    notebook_access.may_spawn_for_hub = [this, spawners = options.jupyterhub_spawners]() -> Status {
+      // Without authentication anyone acts as the admin; an admin may.
+      if (!tokens_ || !t_caller || t_caller->role == Role::kAdmin) return Status::Ok();
+      const std::string& name = t_caller->parent.empty() ? t_caller->name : t_caller->parent;
+      if (std::find(spawners.begin(), spawners.end(), name) != spawners.end()) {
+        return Status::Ok();
+      }
+      return PermissionDenied(
+                 "only JupyterHub's spawner may start a hub user's server: the server names its "
+                 "token with --jupyterhub-spawner TOKEN_NAME")
+          .WithField("jupyterhub");
+    };
     AddNotebookRoutes(router_, notebooks_, logins_, std::move(notebook_access));
     AddArgoRoutes(router_, options.workflows, std::move(argo));
     router_.Add("POST", "/api/v1/experiments", [this](auto& r, auto&) {

@@ -54,6 +54,11 @@ struct RestApiOptions {
   // Open streams re-check their token every few seconds and end once it is
   // revoked or expired. Only with `tokens`.
   int max_streams_per_token = 32;
+  // The user tokens (by name) that may start JupyterHub users' servers
+  // (a notebook start with "jupyterhub": what HeadwaySpawner sends). Only
+  // with `tokens`; no one else may, so a member cannot start a server under
+  // another hub user's name.
+  std::vector<std::string> jupyterhub_spawners;
 };
 
 // Whether a request uploads an artifact's bytes: what the HTTP server

@@ -771,6 +771,7 @@ int RunServer(const ServerConfig& config) {
   api_options.hosts.listen_address = config.listen_address;
   api_options.hosts.allowed_hosts = config.allow_hosts;
   api_options.team_policy = *team_policy;
+  api_options.jupyterhub_spawners = config.jupyterhub_spawners;
   api_handler = api::MakeRestApi(*controller, api_options);
   ready.store(&api_handler);
 

@@ -86,6 +86,7 @@ struct ServerConfig {
   // Host names requests may use besides loopback ones and the listen address
   // (api/request_guard.h).
   std::vector<std::string> allow_hosts;
+  std::vector<std::string> jupyterhub_spawners;  // --jupyterhub-spawner TOKEN_NAME
   // How long a dashboard session (POST /api/v1/sessions) lasts.
   Duration session_ttl = std::chrono::hours(12);
   std::string web_dir;              // serve the dashboard from here instead of the built-in copy

@@ -132,7 +132,7 @@ def server_env(name):
 
 def test_jupyterhub_spawns_onto_headway_and_its_server_survives_a_hub_restart():
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
-        headway = RealServer(tmp).start()
+        headway = RealServer(tmp, "--jupyterhub-spawner", "spawner").start()
         hub = None
         try:
             client = headway.client()
@@ -141,6 +141,16 @@ def test_jupyterhub_spawns_onto_headway_and_its_server_survives_a_hub_restart():
                                    auth="Bearer")
             assert status == 201, created
             spawner_token = created["token"]
+            # Another member of the team may not start a server in a hub user's name.
+            status, created = call(headway.url + "/api/v1/tokens", "POST", headway.token,
+                                   {"name": "mallory", "team": "research", "role": "member"},
+                                   auth="Bearer")
+            assert status == 201, created
+            status, refused = call(headway.url + "/api/v1/notebooks", "POST", created["token"],
+                                   {"name": "hub-alice", "jupyterhub": {"user": "alice"}},
+                                   auth="Bearer")
+            assert status == 403, refused
+            assert "--jupyterhub-spawner" in refused
 
             hub = Hub(tmp, headway.url, spawner_token)
             hub.start()
