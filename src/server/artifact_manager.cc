@@ -347,25 +347,15 @@ std::size_t ArtifactManager::SweepOrphans(Duration min_age) {
 }
 
 void ArtifactManager::RunLoop(Duration period) {
-  std::unique_lock lock(loop_mu_);
-  while (!stopping_) {
-    lock.unlock();
+  loop_.Run(period, [this] {
     ReleaseStalePending();
     if (!last_sweep_ || clock_.Now() - *last_sweep_ >= options_.orphan_sweep_period) {
       last_sweep_ = clock_.Now();
       SweepOrphans(options_.orphan_min_age);
     }
-    lock.lock();
-    loop_cv_.wait_for(lock, period, [this] { return stopping_; });
-  }
+  });
 }
 
-void ArtifactManager::Shutdown() {
-  {
-    std::lock_guard lock(loop_mu_);
-    stopping_ = true;
-  }
-  loop_cv_.notify_all();
-}
+void ArtifactManager::Shutdown() { loop_.Stop(); }
 
 }  // namespace headway

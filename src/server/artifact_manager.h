@@ -18,6 +18,7 @@
 #include "artifact/object_store.h"
 #include "core/time.h"
 #include "store/store.h"
+#include "server/control_loop.h"
 
 namespace headway {
 
@@ -102,9 +103,7 @@ class ArtifactManager final : public api::ArtifactService {
   // Serialises quota checks with the creations they admit, and deletions
   // with the checks of whether bytes are still referenced.
   std::mutex mu_;
-  std::mutex loop_mu_;
-  std::condition_variable loop_cv_;
-  bool stopping_ = false;  // guarded by loop_mu_
+  ControlLoop loop_;
   std::optional<Time> last_sweep_;  // used by RunLoop's thread only
 };
 

@@ -223,8 +223,7 @@ Result<api::ExperimentView> ExperimentController::CreateExperiment(
     std::lock_guard lock(mu_);
     HEADWAY_RETURN_IF_ERROR(store_.CreateExperiment(record));
     specs_[record.name] = std::move(spec.value());
-    woken_ = true;
-    wake_.notify_all();
+    loop_.Wake();
   }
   return GetExperiment(record.name);
 }
@@ -538,20 +537,9 @@ void ExperimentController::Tick() {
 }
 
 void ExperimentController::RunLoop(Duration period) {
-  std::unique_lock lock(mu_);
-  while (!shutdown_) {
-    lock.unlock();
-    Tick();
-    lock.lock();
-    wake_.wait_for(lock, period, [this] { return shutdown_ || woken_; });
-    woken_ = false;
-  }
+  loop_.Run(period, [this] { Tick(); });
 }
 
-void ExperimentController::Shutdown() {
-  std::lock_guard lock(mu_);
-  shutdown_ = true;
-  wake_.notify_all();
-}
+void ExperimentController::Shutdown() { loop_.Stop(); }
 
 }  // namespace headway

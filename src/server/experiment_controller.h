@@ -34,6 +34,7 @@
 #include "core/time.h"
 #include "hpo/experiment_spec.h"
 #include "store/store.h"
+#include "server/control_loop.h"
 
 namespace headway {
 
@@ -91,9 +92,7 @@ class ExperimentController final : public api::ExperimentService {
   const Clock& clock_;
   api::WorkflowService* workflows_;
   std::mutex mu_;  // serialises experiment mutations
-  std::condition_variable wake_;
-  bool shutdown_ = false;                              // guarded by mu_
-  bool woken_ = false;                                 // guarded by mu_
+  ControlLoop loop_;
   std::map<std::string, hpo::ExperimentSpec> specs_;  // guarded by mu_: parsed specs by name
 };
 

@@ -66,19 +66,9 @@ void GpuIdleWatcher::Tick() {
 }
 
 void GpuIdleWatcher::RunLoop() {
-  std::unique_lock lock(mu_);
-  while (!shutdown_) {
-    lock.unlock();
-    Tick();
-    lock.lock();
-    wake_.wait_for(lock, options_.check_interval, [this] { return shutdown_; });
-  }
+  loop_.Run(options_.check_interval, [this] { Tick(); });
 }
 
-void GpuIdleWatcher::Shutdown() {
-  std::lock_guard lock(mu_);
-  shutdown_ = true;
-  wake_.notify_all();
-}
+void GpuIdleWatcher::Shutdown() { loop_.Stop(); }
 
 }  // namespace headway

@@ -21,6 +21,7 @@
 #include "api/job_service.h"
 #include "core/gpu_idle.h"
 #include "core/time.h"
+#include "server/control_loop.h"
 
 namespace headway {
 
@@ -45,11 +46,10 @@ class GpuIdleWatcher {
   api::JobService& jobs_;
   const Clock& clock_;
   const GpuIdleWatcherOptions options_;
-  std::mutex mu_;  // guards watches_ and shutdown_
+  std::mutex mu_;  // guards watches_
   // By "job/attempt": a restarted attempt starts a spell of its own.
   std::map<std::string, GpuIdleWatch> watches_;
-  std::condition_variable wake_;
-  bool shutdown_ = false;
+  ControlLoop loop_;
 };
 
 }  // namespace headway

@@ -365,8 +365,7 @@ Result<Job> JobController::Submit(JobSpec spec, std::string created_by) {
     HEADWAY_RETURN_IF_ERROR(store_.CreateJob(job, Event(job, "Submitted", submitted)));
   }
   generation_ += 1;
-  woken_ = true;
-  wake_.notify_all();
+  loop_.Wake();
   return job;
 }
 
@@ -608,8 +607,7 @@ Result<Job> JobController::StopFor(std::string_view name, StopReason reason, std
     HEADWAY_RETURN_IF_ERROR(
         Apply(*job, lifecycle::RequestStop(*job, reason, why, clock_.Now()), work));
     generation_ += 1;
-    woken_ = true;
-    wake_.notify_all();
+    loop_.Wake();
   }
   Carry(work);
   return job;
@@ -625,8 +623,7 @@ Result<Job> JobController::ForceStop(std::string_view name, std::string why) {
     HEADWAY_RETURN_IF_ERROR(
         Apply(*job, lifecycle::ForceStop(*job, memos_[job->name()], why, clock_.Now()), work));
     generation_ += 1;
-    woken_ = true;
-    wake_.notify_all();
+    loop_.Wake();
   }
   Carry(work);
   return job;
@@ -667,8 +664,7 @@ Result<Job> JobController::Delete(std::string_view name, bool when_ended) {
         HEADWAY_RETURN_IF_ERROR(Apply(job, std::move(step), work));
       }
       generation_ += 1;
-      woken_ = true;
-      wake_.notify_all();
+      loop_.Wake();
     }
     if (IsTerminal(job.state)) {
       // Ended (a queued job stops at once): gone now.
@@ -1366,14 +1362,7 @@ void JobController::Launch(const PendingLaunch& pending, Work& work) {
 }
 
 void JobController::RunLoop(Duration period) {
-  std::unique_lock lock(mu_);
-  while (!shutdown_) {
-    lock.unlock();
-    Tick();
-    lock.lock();
-    wake_.wait_for(lock, period, [this] { return shutdown_ || woken_; });
-    woken_ = false;
-  }
+  loop_.Run(period, [this] { Tick(); });
 }
 
 void JobController::PullProgress() {
@@ -1449,19 +1438,12 @@ void JobController::PullProgress() {
 }
 
 void JobController::RunPullLoop(Duration period) {
-  std::unique_lock lock(mu_);
-  while (!shutdown_) {
-    lock.unlock();
-    PullProgress();
-    lock.lock();
-    wake_.wait_for(lock, period, [this] { return shutdown_; });
-  }
+  pull_loop_.Run(period, [this] { PullProgress(); });
 }
 
 void JobController::Shutdown() {
-  std::lock_guard lock(mu_);
-  shutdown_ = true;
-  wake_.notify_all();
+  loop_.Stop();
+  pull_loop_.Stop();
 }
 
 }  // namespace headway

@@ -39,6 +39,7 @@
 #include "server/marker_scanner.h"
 #include "server/progress_tracker.h"
 #include "store/store.h"
+#include "server/control_loop.h"
 
 namespace headway {
 
@@ -236,9 +237,8 @@ class JobController final : public api::JobService {
   const ControllerOptions options_;
 
   std::mutex mu_;  // serialises every job mutation
-  std::condition_variable wake_;
-  bool shutdown_ = false;  // guarded by mu_
-  bool woken_ = false;     // guarded by mu_
+  ControlLoop loop_;       // Tick's
+  ControlLoop pull_loop_;  // PullProgress's
   // Bumped by every change to a job outside the control loop, so a tick
   // that listed the jobs before taking mu_ knows to list them again.
   std::uint64_t generation_ = 0;                         // guarded by mu_

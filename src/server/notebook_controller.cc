@@ -587,19 +587,9 @@ void NotebookController::Tick() {
 }
 
 void NotebookController::RunLoop(Duration period) {
-  std::unique_lock lock(mu_);
-  while (!shutdown_) {
-    lock.unlock();
-    Tick();
-    lock.lock();
-    wake_.wait_for(lock, period, [this] { return shutdown_; });
-  }
+  loop_.Run(period, [this] { Tick(); });
 }
 
-void NotebookController::Shutdown() {
-  std::lock_guard lock(mu_);
-  shutdown_ = true;
-  wake_.notify_all();
-}
+void NotebookController::Shutdown() { loop_.Stop(); }
 
 }  // namespace headway

@@ -29,6 +29,7 @@
 #include "core/notebook.h"
 #include "core/time.h"
 #include "store/store.h"
+#include "server/control_loop.h"
 
 namespace headway {
 
@@ -99,8 +100,7 @@ class NotebookController final : public api::NotebookService {
   const NotebookControllerOptions options_;
   std::mutex mu_;  // guards live_, the records' writes and the loop's state
   std::map<std::string, Live> live_;
-  std::condition_variable wake_;
-  bool shutdown_ = false;
+  ControlLoop loop_;
 };
 
 }  // namespace headway

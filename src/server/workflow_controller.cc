@@ -256,32 +256,12 @@ WorkflowController::WorkflowController(Store& store, api::JobService& jobs, cons
       data_dir_(std::move(data_dir)),
       artifacts_(artifacts) {}
 
-void WorkflowController::Wake() {
-  {
-    std::lock_guard lock(mu_);
-    woken_ = true;
-  }
-  wake_.notify_all();
-}
+void WorkflowController::Wake() { loop_.Wake(); }
 
-void WorkflowController::Shutdown() {
-  {
-    std::lock_guard lock(mu_);
-    shutdown_ = true;
-  }
-  wake_.notify_all();
-}
+void WorkflowController::Shutdown() { loop_.Stop(); }
 
 void WorkflowController::RunLoop(Duration period) {
-  while (true) {
-    {
-      std::unique_lock lock(mu_);
-      wake_.wait_for(lock, period, [&] { return shutdown_ || woken_; });
-      if (shutdown_) return;
-      woken_ = false;
-    }
-    Tick();
-  }
+  loop_.Run(period, [this] { Tick(); });
 }
 
 void WorkflowController::Tick() {

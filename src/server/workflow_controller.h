@@ -38,6 +38,7 @@
 #include "store/store.h"
 #include "workflow/engine.h"
 #include "workflow/workflow.h"
+#include "server/control_loop.h"
 
 namespace headway {
 
@@ -155,9 +156,7 @@ class WorkflowController final : public api::WorkflowService {
   const std::string data_dir_;
   api::ArtifactService* artifacts_;
   std::mutex mu_;  // serialises workflow mutations
-  std::condition_variable wake_;
-  bool shutdown_ = false;             // guarded by mu_
-  bool woken_ = false;                // guarded by mu_
+  ControlLoop loop_;
   std::map<std::string, Live> live_;  // guarded by mu_: unfinished workflows by name
   // Which workflow each job belongs to, for the jobs of workflows in live_
   // (entries of workflows gone since are harmless: nothing acts on them).
