@@ -148,15 +148,9 @@ TEST(Exec, SshOverStdioServesOpenSshClientsForwardingAndFileCopies) {
     return server.Cli({"exec", "trainer", "--", "/usr/bin/curl", "-sf", page}).exit_code == 0;
   }));
   // A service on the host's loopback, which the job's network does not reach.
-  const int host_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in host_at{};
-  host_at.sin_family = AF_INET;
-  host_at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(host_fd, reinterpret_cast<sockaddr*>(&host_at), sizeof host_at), 0);
-  ASSERT_EQ(::listen(host_fd, 4), 0);
-  socklen_t host_len = sizeof host_at;
-  ::getsockname(host_fd, reinterpret_cast<sockaddr*>(&host_at), &host_len);
-  const int host_port = ntohs(host_at.sin_port);
+  int host_port = 0;
+  const int host_fd = SilentListener(host_port);
+  ASSERT_GE(host_fd, 0);
 
   const std::string dir = MakeTempDir("ssh-stdio");
   auto config_for = [&](const std::string& token) {

@@ -28,15 +28,7 @@ using ::testing::Not;
 class HostService {
  public:
   HostService() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in at{};
-    at.sin_family = AF_INET;
-    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&at), sizeof at);
-    ::listen(fd_, 16);
-    socklen_t len = sizeof at;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&at), &len);
-    port_ = ntohs(at.sin_port);
+    fd_ = SilentListener(port_);
     thread_ = std::thread([this] {
       for (;;) {
         int c = ::accept(fd_, nullptr, nullptr);
