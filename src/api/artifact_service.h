@@ -58,7 +58,10 @@ class ArtifactService {
   // quota (ResourceExhausted beyond it) and stored as a new Pending version
   // (Ready at once when its bytes are stored already). `client_multipart`:
   // the client can drive a multipart upload, which large versions then get.
-  virtual Result<NewArtifact> Create(Artifact draft, bool client_multipart) = 0;
+  // `direct`: the client may send the bytes to the object store itself
+  // (presigned); otherwise it uploads them through the server (a job whose
+  // network reaches only the server).
+  virtual Result<NewArtifact> Create(Artifact draft, bool client_multipart, bool direct = true) = 0;
   // Whether `team`'s quota has room for `bytes` more: Create's check, for a
   // caller that would copy the bytes somewhere first (PermissionDenied if not).
   virtual Status CheckRoom(const std::string& team, std::uint64_t bytes) = 0;

@@ -205,6 +205,8 @@ class Api {
         artifacts_(options.artifacts),
         notebooks_(options.notebooks),
         tls_(options.tls),
+        local_jobs_reach_only_the_server_(options.local_jobs_reach_only_the_server),
+        spool_dir_(options.spool_dir),
         tokens_(options.tokens),
         hosts_(options.hosts),
         team_policy_(options.team_policy),
@@ -1141,7 +1143,8 @@ class Api {
       }
       draft->created_by = Creator();
     }
-    auto created = artifacts_->Create(std::move(draft.value()), multipart);
+    const bool direct = !ReachesOnlyTheServer(t_job);
+    auto created = artifacts_->Create(std::move(draft.value()), multipart && direct, direct);
     if (!created.ok()) return ErrorResponse(created.status());
     json upload = nullptr;
     if (created->multipart) {
@@ -1394,14 +1397,30 @@ class Api {
     if (t_job) use = ArtifactUse{a->name, a->version, t_job->name(), t_job->attempt(), {}};
     auto download = artifacts_->Open(a->name, a->version, use);
     if (!download.ok()) return ErrorResponse(download.status());
-    if (download->presigned) {
+    if (download->presigned && !ReachesOnlyTheServer(t_job)) {
       HttpResponse r{307, "application/json",
                      JsonText({{"url", download->presigned->url}}), {}, nullptr};
       r.headers.emplace_back("Location", download->presigned->url);
       return r;
     }
-    if (!download->local_path) return ErrorResponse(Unavailable("the artifact store cannot serve it"));
-    auto file = FileStream::Open(*download->local_path);
+    std::shared_ptr<FileStream> file;
+    if (download->local_path) {
+      file = FileStream::Open(*download->local_path);
+    } else if (!spool_dir_.empty()) {
+      // Through the server, for a job that cannot reach the object store:
+      // a private copy, unlinked once open (gone when the answer is sent).
+      std::string spooled = spool_dir_ + "/download-XXXXXX";
+      int fd = ::mkstemp(spooled.data());
+      if (fd < 0) return ErrorResponse(Unavailable("cannot spool " + a->Ref()));
+      ::close(fd);
+      Status fetched = artifacts_->Fetch(a->name, a->version, spooled, std::nullopt);
+      if (fetched.ok()) file = FileStream::Open(spooled);
+      ::unlink(spooled.c_str());
+      if (!fetched.ok()) return ErrorResponse(fetched);
+    }
+    if (!file && !download->local_path) {
+      return ErrorResponse(Unavailable("the artifact store cannot serve it"));
+    }
     if (!file) return ErrorResponse(Unavailable("cannot read the bytes of " + a->Ref()));
     HttpResponse r{200, "application/octet-stream", "", {}, nullptr};
     r.headers.emplace_back("X-Headway-Digest", a->digest);
@@ -1696,11 +1715,20 @@ class Api {
     }
   }
 
+  // Whether the calling job's network reaches only this server (a local
+  // job on its own network): it cannot reach a presigned URL.
+  bool ReachesOnlyTheServer(const Job* job) const {
+    return job != nullptr && local_jobs_reach_only_the_server_ && job->executor == "local" &&
+           !job->spec.host_network;
+  }
+
   JobService& service_;
   ExperimentService* experiments_;
   ArtifactService* artifacts_;
   NotebookService* notebooks_;
   const bool tls_;
+  const bool local_jobs_reach_only_the_server_;
+  const std::string spool_dir_;
   NotebookLogins logins_{system_clock_};
   TokenService* tokens_;
   HostPolicy hosts_;

@@ -59,6 +59,12 @@ struct RestApiOptions {
   // with `tokens`; no one else may, so a member cannot start a server under
   // another hub user's name.
   std::vector<std::string> jupyterhub_spawners;
+  // Local jobs run on a network of their own that reaches only this server
+  // (exec/local/job_network.h): their artifact bytes go through the server,
+  // never to a presigned URL of the object store. `spool_dir` (private to
+  // the server) holds a download while it is sent.
+  bool local_jobs_reach_only_the_server = false;
+  std::string spool_dir;
 };
 
 // Whether a request uploads an artifact's bytes: what the HTTP server

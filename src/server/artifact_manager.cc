@@ -32,7 +32,8 @@ Status ArtifactManager::CheckRoom(const std::string& team, std::uint64_t bytes) 
   return CheckRoomLocked(team, bytes);
 }
 
-Result<api::NewArtifact> ArtifactManager::Create(Artifact draft, bool client_multipart) {
+Result<api::NewArtifact> ArtifactManager::Create(Artifact draft, bool client_multipart,
+                                                 bool direct) {
   HEADWAY_RETURN_IF_ERROR(ValidateNewArtifact(draft));
   // "<job>.checkpoint" is the name save_checkpoint() gives that job's
   // checkpoints: only the job's own team may take it, so no one can claim a
@@ -79,6 +80,10 @@ Result<api::NewArtifact> ArtifactManager::Create(Artifact draft, bool client_mul
     return out;
   }
   out.artifact = draft;
+  if (!direct) {
+    out.upload_through_server = true;
+    return out;
+  }
   if (client_multipart && draft.size >= options_.multipart_threshold) {
     auto upload_id = objects_.OpenMultipart(key);
     if (!upload_id.ok()) return upload_id.status();

@@ -48,7 +48,8 @@ class ArtifactManager final : public api::ArtifactService {
   ArtifactManager(Store& store, ObjectStore& objects, const Clock& clock,
                   ArtifactManagerOptions options = {});
 
-  Result<api::NewArtifact> Create(Artifact draft, bool client_multipart) override;
+  Result<api::NewArtifact> Create(Artifact draft, bool client_multipart,
+                                  bool direct = true) override;
   Status CheckRoom(const std::string& team, std::uint64_t bytes) override;
   Result<Artifact> Receive(std::string_view name, std::int64_t version,
                            const std::string& path) override;

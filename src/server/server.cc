@@ -618,6 +618,10 @@ int RunServer(const ServerConfig& config) {
       return 1;
     }
     s3.client.credentials = {key_id, secret, session ? session : ""};
+    // The server's own uploads (what jobs on their own network send through
+    // it) go up in the same parts as the clients' do.
+    s3.client.part_size = config.s3_part_size;
+    s3.client.multipart_threshold = config.s3_part_size;
     s3.bucket = config.s3_bucket;
     s3.prefix = config.s3_prefix;
     s3.public_endpoint = config.s3_public_endpoint;
@@ -772,6 +776,8 @@ int RunServer(const ServerConfig& config) {
   api_options.hosts.allowed_hosts = config.allow_hosts;
   api_options.team_policy = *team_policy;
   api_options.jupyterhub_spawners = config.jupyterhub_spawners;
+  api_options.local_jobs_reach_only_the_server = config.isolate_jobs && config.isolate_job_network;
+  api_options.spool_dir = upload_dir;
   api_handler = api::MakeRestApi(*controller, api_options);
   ready.store(&api_handler);
 

@@ -218,6 +218,27 @@ resources: {gpus_per_process: 1}
   EXPECT_TRUE(server.WaitForState(lab["job"], "Stopped"));
 }
 
+// A notebook's job is named for its start ("notebook-NAME-N"): another team
+// taking that name first does not keep the notebook from starting.
+TEST(Notebooks, ANameTakenByAnotherTeamDoesNotKeepANotebookFromStarting) {
+  const std::string dir = MakeTempDir("headway-notebook-profiles");
+  TestServer server(1, NotebookArgs(dir));
+  const std::string alice = CreateToken(server, "alice", "a", "member");
+  const std::string bob = CreateToken(server, "bob", "b", "member");
+  ASSERT_EQ(Call(server, bob, "POST", "/api/v1/jobs",
+                 R"({"name": "notebook-nb-1", "team": "b", "command": "sleep 60",
+                     "termination_grace": "1s"})")
+                .status,
+            201);
+  Answer started = Call(server, alice, "POST", "/api/v1/notebooks", R"({"name": "nb", "team": "a"})");
+  ASSERT_EQ(started.status, 201) << started.raw;
+  EXPECT_EQ(started.body["job"], "notebook-nb-2");
+  json squatter = server.Job("notebook-nb-1");
+  EXPECT_EQ(squatter["team"], "b") << "bob's job is left alone";
+  EXPECT_EQ(Call(server, alice, "POST", "/api/v1/notebooks/nb/stop", "{}").status, 200);
+  Call(server, bob, "POST", "/api/v1/jobs/notebook-nb-1/stop");
+}
+
 TEST(Notebooks, BadStartsAreRefusedWithTheReason) {
   const std::string dir = MakeTempDir("headway-notebook-profiles");
   TestServer server(1, NotebookArgs(dir));
