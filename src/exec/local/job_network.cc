@@ -182,7 +182,10 @@ bool UnixAddress(const std::string& path, sockaddr_un& at, int& dir_fd) {
   ParseIpv4(plan.control_host, server.sin_addr);
   sockaddr_in source{};
   source.sin_family = AF_INET;
-  const bool bind_source = ParseIpv4(plan.source_address, source.sin_addr);
+  // A loopback source only toward a loopback server: a server on another
+  // address of the host is reached from the host's own.
+  const bool bind_source =
+      ParseIpv4(plan.source_address, source.sin_addr) && IsLoopback(server.sin_addr);
   std::list<Pair> pairs;
   for (;;) {
     std::vector<pollfd> fds;
