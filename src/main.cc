@@ -202,6 +202,11 @@ int main(int argc, char** argv) {
   server->add_flag("!--no-auth", server_config.auth,
                    "serve without authentication: anyone who can reach the port may run jobs as "
                    "this user. Refused unless --listen is a loopback address");
+  server->add_option("--max-queued-jobs", server_config.max_queued_jobs_per_team,
+                     "how many jobs of one team may wait at once before a member's next submit "
+                     "is refused (429); admins are not bounded; 0: no bound")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   server->add_option("--jupyterhub-spawner", server_config.jupyterhub_spawners,
                      "the user token (by name) JupyterHub's HeadwaySpawner uses: only it may start "
                      "hub users' servers (repeatable)");

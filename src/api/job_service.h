@@ -176,6 +176,12 @@ class JobService {
     (void)port;
     return Unavailable("this server cannot connect to its jobs");
   }
+  // How many of `team`'s jobs wait (queued or preempted), as of the last
+  // scheduling pass and the submissions since.
+  virtual int QueuedJobsOf(std::string_view team) {
+    (void)team;
+    return 0;
+  }
   // A queued job's place in line, as of the last scheduling pass.
   virtual QueuePlace QueuePlaceOf(std::string_view name) {
     (void)name;

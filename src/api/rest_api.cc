@@ -206,6 +206,7 @@ class Api {
         notebooks_(options.notebooks),
         tls_(options.tls),
         local_jobs_reach_only_the_server_(options.local_jobs_reach_only_the_server),
+        max_queued_jobs_per_team_(options.max_queued_jobs_per_team),
         spool_dir_(options.spool_dir),
         tokens_(options.tokens),
         hosts_(options.hosts),
@@ -870,6 +871,15 @@ class Api {
     if (!spec.ok()) return ErrorResponse(spec.status());
     if (!name.empty()) spec->name = name;
     if (Status s = Admit(*spec); !s.ok()) return ErrorResponse(s);
+    if (tokens_ && t_caller && t_caller->role != Role::kAdmin && max_queued_jobs_per_team_ > 0) {
+      if (int waiting = service_.QueuedJobsOf(spec->team); waiting >= max_queued_jobs_per_team_) {
+        return ErrorResponse(Status(
+            StatusCode::kResourceExhausted,
+            "team " + spec->team + " has " + std::to_string(waiting) +
+                " jobs waiting, its limit for members (--max-queued-jobs " +
+                std::to_string(max_queued_jobs_per_team_) + "): submit again once some start"));
+      }
+    }
     ApplySubmitDir(*spec, req.Header("x-headway-submit-dir"));
     auto job = service_.Submit(std::move(spec.value()), Creator());
     if (!job.ok()) return ErrorResponse(job.status());
@@ -1728,6 +1738,7 @@ class Api {
   NotebookService* notebooks_;
   const bool tls_;
   const bool local_jobs_reach_only_the_server_;
+  const int max_queued_jobs_per_team_;
   const std::string spool_dir_;
   NotebookLogins logins_{system_clock_};
   TokenService* tokens_;

@@ -64,6 +64,10 @@ struct RestApiOptions {
   // never to a presigned URL of the object store. `spool_dir` (private to
   // the server) holds a download while it is sent.
   bool local_jobs_reach_only_the_server = false;
+  // How many jobs of one team may wait at once before a member's next
+  // submit is refused (429): one member's loop of submissions cannot fill
+  // the queue for everyone. Admins are not bounded; 0: no bound.
+  int max_queued_jobs_per_team = 0;
   std::string spool_dir;
 };
 

@@ -365,6 +365,10 @@ Result<Job> JobController::Submit(JobSpec spec, std::string created_by) {
     HEADWAY_RETURN_IF_ERROR(store_.CreateJob(job, Event(job, "Submitted", submitted)));
   }
   generation_ += 1;
+  {
+    std::lock_guard pool(pool_mu_);
+    queued_by_team_[job.spec.team] += 1;
+  }
   loop_.Wake();
   return job;
 }
@@ -406,6 +410,12 @@ Result<std::string> JobController::PrimaryHost(std::string_view name) {
   auto job = RunningJob(name);
   if (!job.ok()) return job.status();
   return ExecutorFor(*job).PrimaryHost(job->executor_handle);
+}
+
+int JobController::QueuedJobsOf(std::string_view team) {
+  std::lock_guard lock(pool_mu_);
+  auto it = queued_by_team_.find(team);
+  return it == queued_by_team_.end() ? 0 : it->second;
 }
 
 Result<int> JobController::ConnectToJob(std::string_view name, int port) {
@@ -1165,7 +1175,11 @@ void JobController::PublishPool(sched::ClusterState state, const std::vector<Job
     node.name = n.name;
     node.gpus = n.gpus;
   }
+  std::map<std::string, int, std::less<>> queued_by_team;
   for (const Job& job : active) {
+    if (job.state == JobState::kQueued || job.state == JobState::kPreempted) {
+      queued_by_team[job.spec.team] += 1;
+    }
     bool local = RunsLocally(job);
     const std::string& key = local ? job.spec.team : job.spec.queue;
     api::QueueStatus& q = queues[key];
@@ -1222,6 +1236,7 @@ void JobController::PublishPool(sched::ClusterState state, const std::vector<Job
   pool_decision_ = std::move(published);
   queues_ = std::move(list);
   nodes_ = {std::move(node)};
+  queued_by_team_ = std::move(queued_by_team);
 }
 
 LaunchRequest JobController::AttemptRequest(const Job& job) const {

@@ -129,6 +129,7 @@ class JobController final : public api::JobService {
   Result<std::vector<LogFile>> LogFiles(std::string_view name) override;
   Result<std::string> PrimaryHost(std::string_view name) override;
   Result<int> ConnectToJob(std::string_view name, int port) override;
+  int QueuedJobsOf(std::string_view team) override;
   api::QueuePlace QueuePlaceOf(std::string_view name) override;
   std::string PendingReason(std::string_view name) override;
   std::vector<api::QueueStatus> Queues() override;
@@ -292,6 +293,8 @@ class JobController final : public api::JobService {
   const sched::Pending* PendingOf(std::string_view name, std::size_t* position);
   std::vector<api::QueueStatus> queues_;  // guarded by pool_mu_
   std::vector<api::NodeStatus> nodes_;    // guarded by pool_mu_
+  // Waiting jobs by team: the last pass's count plus the submissions since.
+  std::map<std::string, int, std::less<>> queued_by_team_;  // guarded by pool_mu_
 };
 
 }  // namespace headway

@@ -778,6 +778,7 @@ int RunServer(const ServerConfig& config) {
   api_options.jupyterhub_spawners = config.jupyterhub_spawners;
   api_options.local_jobs_reach_only_the_server = config.isolate_jobs && config.isolate_job_network;
   api_options.spool_dir = upload_dir;
+  api_options.max_queued_jobs_per_team = config.max_queued_jobs_per_team;
   api_handler = api::MakeRestApi(*controller, api_options);
   ready.store(&api_handler);
 

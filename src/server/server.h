@@ -87,6 +87,7 @@ struct ServerConfig {
   // (api/request_guard.h).
   std::vector<std::string> allow_hosts;
   std::vector<std::string> jupyterhub_spawners;  // --jupyterhub-spawner TOKEN_NAME
+  int max_queued_jobs_per_team = 1000;           // --max-queued-jobs (members' submits)
   // How long a dashboard session (POST /api/v1/sessions) lasts.
   Duration session_ttl = std::chrono::hours(12);
   std::string web_dir;              // serve the dashboard from here instead of the built-in copy

@@ -299,6 +299,36 @@ std::string NumberedLines(int first, int last) {
   return out;
 }
 
+// One member's loop of submissions cannot fill the queue: past
+// --max-queued-jobs waiting jobs of a team, a member's next submit is 429
+// (an admin's is not bounded), and it is taken again once some start.
+TEST(Limits, AMembersSubmitsStopAtTheTeamsQueuedJobLimit) {
+  TestServer server(1, {"--max-queued-jobs", "3"});
+  const std::string alice = CreateToken(server, "alice", "a", "member");
+  auto submit = [&](const std::string& token, const std::string& name) {
+    return Call(server, token, "POST", "/api/v1/jobs",
+                R"({"name": ")" + name + R"(", "team": "a", "command": "sleep 60",
+                    "termination_grace": "1s", "resources": {"gpus_per_process": 1}})");
+  };
+  ASSERT_EQ(submit(alice, "holds-the-gpu").status, 201);
+  ASSERT_TRUE(server.WaitForState("holds-the-gpu", "Running"));
+  for (const char* name : {"waits-1", "waits-2", "waits-3"}) {
+    ASSERT_EQ(submit(alice, name).status, 201) << name;
+  }
+  Answer refused = submit(alice, "waits-4");
+  EXPECT_EQ(refused.status, 429) << refused.raw;
+  EXPECT_THAT(refused.raw, HasSubstr("--max-queued-jobs 3"));
+  EXPECT_EQ(submit(server.admin_token(), "admins-job").status, 201);
+  // Once one of them runs, a member may submit again.
+  Call(server, server.admin_token(), "POST", "/api/v1/jobs/admins-job/stop");
+  Call(server, server.admin_token(), "POST", "/api/v1/jobs/holds-the-gpu/stop");
+  ASSERT_TRUE(server.WaitForState("waits-1", "Running"));
+  EXPECT_TRUE(WaitFor([&] { return submit(alice, "waits-4").status == 201; }));
+  for (const char* name : {"waits-1", "waits-2", "waits-3", "waits-4"}) {
+    Call(server, server.admin_token(), "POST", std::string("/api/v1/jobs/") + name + "/stop");
+  }
+}
+
 TEST(Limits, ARankLogIsRotatedSoAFastWriterCannotFillTheDisk) {
   TestServer server(1, {"--max-log-bytes", "65536"});
   // About 6.9 MB of numbered lines, as fast as the machine writes them.
