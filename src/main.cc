@@ -204,8 +204,14 @@ int main(int argc, char** argv) {
                    "this user. Refused unless --listen is a loopback address");
   server->add_option("--max-queued-jobs", server_config.max_queued_jobs_per_team,
                      "how many jobs of one team may wait at once before a member's next submit "
-                     "is refused (429); admins are not bounded; 0: no bound")
+                     "is refused (429), and before the team's workflows start more steps; "
+                     "admins' submits are not bounded; 0: no bound")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  server->add_option("--max-workflow-nodes", server_config.max_workflow_nodes_per_team,
+                     "how many nodes one team's unfinished workflows may hold in all: a workflow "
+                     "that would pass it is refused (429), a loop that would is its step's error")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   server->add_option("--jupyterhub-spawner", server_config.jupyterhub_spawners,
                      "the user token (by name) JupyterHub's HeadwaySpawner uses: only it may start "
@@ -262,6 +268,13 @@ int main(int argc, char** argv) {
                      "this server's API; an admin may let a job ask for host_network) or host "
                      "(every job shares the host's, its loopback services included)")
       ->check(CLI::IsMember({"isolated", "host"}))
+      ->capture_default_str();
+  std::string job_tmp = "own";
+  server->add_option("--job-tmp", job_tmp,
+                     "local jobs' /tmp: own (each job reads the host's /tmp through a layer of "
+                     "its own that takes what it writes, so no job sees another's files) or "
+                     "host (every job shares the host's /tmp)")
+      ->check(CLI::IsMember({"own", "host"}))
       ->capture_default_str();
   server->add_option("--run-as", server_config.run_as,
                      "root servers: run a team's jobs as a Unix account, TEAM=USER (repeatable; "
@@ -355,6 +368,7 @@ int main(int argc, char** argv) {
     if (gpus >= 0) server_config.gpus = gpus;
     server_config.isolate_jobs = isolation == "namespace";
     server_config.isolate_job_network = job_network == "isolated";
+    server_config.own_job_tmp = job_tmp == "own";
     auto ttl = headway::ParseDuration(session_ttl);
     if (!ttl || ttl->count() <= 0) {
       throw CLI::ValidationError("--session-ttl", "must be a positive duration such as 12h");

@@ -142,6 +142,9 @@ struct ExecutorOptions {
   // way out is the control plane (exec/local/job_network.h), unless their
   // spec asks for the host's network (JobSpec::host_network).
   bool isolate_network = true;
+  // ...and, with `isolate`, what a job writes in /tmp is its own: it sees
+  // the host's /tmp through an overlay (sandbox.h, SandboxPlan::tmp_layer).
+  bool own_tmp = true;
   // Whether a job may run as root (uid 0); refused at launch otherwise.
   bool allow_root_jobs = false;
   // Variables of the server's environment passed on to jobs besides the
@@ -153,6 +156,10 @@ struct ExecutorOptions {
   std::uint64_t max_log_bytes = 0;
   // Start-up notes (what isolation and limits this machine supports).
   std::function<void(const std::string&)> log;
+  // The device node minor (/dev/nvidiaMINOR) of each GPU of the pool by
+  // index: an isolated local job sees only its own GPUs' nodes; the others
+  // are masked in its sandbox.
+  std::map<int, int> gpu_device_minors;
 };
 
 // A TCP connection to host:port, blocking, given up after a few seconds.

@@ -470,6 +470,24 @@ int RunServer(const ServerConfig& config) {
     spdlog::error("{}", team_policy.status().ToString());
     return 2;
   }
+  // The GPUs' own library where the driver installed it, else nvidia-smi.
+  std::unique_ptr<Nvml> nvml = Nvml::Load(config.nvml_library);
+  spdlog::info("GPU telemetry: {}", nvml ? "NVML (" + config.nvml_library + ")"
+                                         : "nvidia-smi (" + config.nvidia_smi + ") where present");
+  int gpus = 0;
+  // Each GPU's /dev/nvidiaN, so that a local job sees only its own.
+  std::map<int, int> gpu_device_minors;
+  if (config.gpus) {
+    gpus = *config.gpus;
+    spdlog::info("GPU pool: {} logical GPU(s) (--gpus)", gpus);
+    gpu_device_minors = DeviceMinorsByIndex(LogicalGpus(gpus), {});
+  } else {
+    auto detected = nvml ? nvml->Devices() : DetectNvidiaGpus();
+    gpus = static_cast<int>(detected.size());
+    gpu_device_minors = DeviceMinorsByIndex(detected, ReadNvidiaDeviceMinors());
+    for (const auto& g : detected) spdlog::info("GPU {}: {} {}", g.index, g.name, g.uuid);
+    if (gpus == 0) spdlog::info("no GPUs found; jobs that request GPUs are refused (--gpus N adds logical ones)");
+  }
   std::unique_ptr<CommandRunner> runner = MakeProcessRunner();
   std::map<std::string, std::unique_ptr<Executor>> owned;
   std::map<std::string, Executor*> executors;
@@ -481,6 +499,8 @@ int RunServer(const ServerConfig& config) {
     executor_options.runner = runner.get();
     executor_options.isolate = config.isolate_jobs;
     executor_options.isolate_network = config.isolate_job_network;
+    executor_options.own_tmp = config.own_job_tmp;
+    executor_options.gpu_device_minors = gpu_device_minors;
     executor_options.allow_root_jobs = config.allow_root_jobs;
     executor_options.job_env = config.job_env;
     executor_options.max_log_bytes = config.max_log_bytes;
@@ -494,20 +514,6 @@ int RunServer(const ServerConfig& config) {
     owned[name] = std::move(executor.value());
   }
 
-  // The GPUs' own library where the driver installed it, else nvidia-smi.
-  std::unique_ptr<Nvml> nvml = Nvml::Load(config.nvml_library);
-  spdlog::info("GPU telemetry: {}", nvml ? "NVML (" + config.nvml_library + ")"
-                                         : "nvidia-smi (" + config.nvidia_smi + ") where present");
-  int gpus = 0;
-  if (config.gpus) {
-    gpus = *config.gpus;
-    spdlog::info("GPU pool: {} logical GPU(s) (--gpus)", gpus);
-  } else {
-    auto detected = nvml ? nvml->Devices() : DetectNvidiaGpus();
-    gpus = static_cast<int>(detected.size());
-    for (const auto& g : detected) spdlog::info("GPU {}: {} {}", g.index, g.name, g.uuid);
-    if (gpus == 0) spdlog::info("no GPUs found; jobs that request GPUs are refused (--gpus N adds logical ones)");
-  }
 
   // Block the stop signals in every thread; the main thread waits for them.
   sigset_t stop_signals;
@@ -736,6 +742,10 @@ int RunServer(const ServerConfig& config) {
   workflows = std::make_unique<WorkflowController>(**store, *controller, clock, config.data_dir,
                                                    &artifacts);
   workflows->FollowJobChanges(watch_cache.get());
+  WorkflowBounds workflow_bounds;
+  workflow_bounds.max_queued_jobs_per_team = config.max_queued_jobs_per_team;
+  workflow_bounds.max_nodes_per_team = config.max_workflow_nodes_per_team;
+  workflows->SetBounds(workflow_bounds);
   experiments = std::make_unique<ExperimentController>(**store, *controller, clock, workflows.get());
   NotebookControllerOptions notebook_options;
   notebook_options.data_dir = config.data_dir;

@@ -88,12 +88,14 @@ struct ServerConfig {
   std::vector<std::string> allow_hosts;
   std::vector<std::string> jupyterhub_spawners;  // --jupyterhub-spawner TOKEN_NAME
   int max_queued_jobs_per_team = 1000;           // --max-queued-jobs (members' submits)
+  std::size_t max_workflow_nodes_per_team = 100000;  // --max-workflow-nodes
   // How long a dashboard session (POST /api/v1/sessions) lasts.
   Duration session_ttl = std::chrono::hours(12);
   std::string web_dir;              // serve the dashboard from here instead of the built-in copy
   // Job isolation (see exec/local/sandbox.h and core/run_as.h).
   bool isolate_jobs = true;            // --isolation=namespace (default) or none
   bool isolate_job_network = true;     // --job-network=isolated (default) or host
+  bool own_job_tmp = true;             // --job-tmp=own (default) or host
   std::vector<std::string> run_as;     // "TEAM=USER" (root servers only)
   std::string job_user = "nobody";     // root servers: teams without a mapping
   bool allow_root_jobs = false;

@@ -305,6 +305,19 @@ void WorkflowController::Tick() {
   }
 }
 
+void WorkflowController::SetBounds(const WorkflowBounds& bounds) {
+  std::lock_guard lock(mu_);
+  bounds_ = bounds;
+}
+
+std::size_t WorkflowController::TeamNodes(const std::string& team, std::string_view except) const {
+  std::size_t nodes = 0;
+  for (const auto& [name, live] : live_) {
+    if (live.record.team == team && name != except) nodes += live.state.nodes.size();
+  }
+  return nodes;
+}
+
 void WorkflowController::FollowJobChanges(api::WatchCache* changes) {
   std::lock_guard lock(mu_);
   job_changes_ = changes;
@@ -634,11 +647,34 @@ void WorkflowController::Advance(Live& live) {
     return MemoLookup(team, cache, key);
   };
   env.resolve_ref = [&](const wf::TemplateRef& ref) { return ResolveRef(ref, team); };
+  env.max_new_pods = bounds_.max_new_pods_per_pass;
+  bool held_by_team_bound = false;
+  if (bounds_.max_queued_jobs_per_team > 0) {
+    const int room = bounds_.max_queued_jobs_per_team - jobs_.QueuedJobsOf(team);
+    const std::size_t team_room = static_cast<std::size_t>(std::max(0, room));
+    if (team_room < env.max_new_pods) {
+      env.max_new_pods = team_room;
+      held_by_team_bound = true;
+    }
+  }
+  const std::size_t others = TeamNodes(team, workflow_name);
+  env.max_nodes = others >= bounds_.max_nodes_per_team ? 0 : bounds_.max_nodes_per_team - others;
+  env.node_limit_reason = "what its team's workflows may still hold (--max-workflow-nodes " +
+                          std::to_string(bounds_.max_nodes_per_team) + " in all)";
+  if (env.max_nodes >= wf::kMaxWorkflowNodes) {
+    env.node_limit_reason = "a workflow's limit";
+  }
   wf::Actions actions = wf::Operate(live.manifest.spec, live.state, env);
   // What changed may let more happen (a finished step frees its dependents):
   // look again next pass. Otherwise only a job's change or a timer will.
   live.dirty = actions.changed || !actions.create.empty() || !actions.stop.empty();
   live.wake_at = actions.wake_at;
+  // Steps held by the team's queued-job bound start as the team's queue
+  // drains, which other workflows' jobs may do: look again soon.
+  if (held_by_team_bound) {
+    const Time soon = env.now + std::chrono::seconds(1);
+    if (!live.wake_at || soon < *live.wake_at) live.wake_at = soon;
+  }
   for (const wf::JobToCreate& create : actions.create) job_owner_[create.spec.name] = workflow_name;
   if (actions.changed) {
     Status saved = Save(live);
@@ -822,6 +858,18 @@ Result<api::WorkflowView> WorkflowController::CreateLocked(wf::Workflow workflow
     HEADWAY_RETURN_IF_ERROR(MergeTemplateRef(workflow, team));
   }
   HEADWAY_RETURN_IF_ERROR(CheckPlannedNodes(workflow.spec));
+  if (!dry_run) {
+    const std::size_t held = TeamNodes(team, "");
+    const std::size_t planned = wf::PlannedNodes(workflow.spec);
+    if (held + planned > bounds_.max_nodes_per_team) {
+      return Status(StatusCode::kResourceExhausted,
+                    "team " + team + "'s unfinished workflows hold " + std::to_string(held) +
+                        " nodes and this one plans " + std::to_string(planned) +
+                        ", past the team's limit (--max-workflow-nodes " +
+                        std::to_string(bounds_.max_nodes_per_team) +
+                        "): submit it once some finish");
+    }
+  }
   WorkflowRecord record;
   record.name = workflow.metadata.name;
   if (record.name.empty()) {

@@ -49,6 +49,18 @@ namespace headway {
 std::vector<std::string> StepCommand(const workflow::JobToCreate& job, const std::string& step_dir,
                                      const std::string& inputs_dir);
 
+// How much of the pool's bookkeeping one team's workflows may take, so that
+// one member's workflows cannot stall the engine for every team.
+struct WorkflowBounds {
+  // Waiting jobs a team may have (--max-queued-jobs): past it, its steps
+  // wait to be started, as members' own submits are refused. 0: unbounded.
+  int max_queued_jobs_per_team = 0;
+  // Nodes a team's unfinished workflows may have in all (--max-workflow-nodes).
+  std::size_t max_nodes_per_team = 100000;
+  // Steps one workflow may start in one pass; the others start next pass.
+  std::size_t max_new_pods_per_pass = 200;
+};
+
 class WorkflowController final : public api::WorkflowService {
  public:
   // `data_dir` is the server's (jobs' homes are under it). Without
@@ -65,6 +77,8 @@ class WorkflowController final : public api::WorkflowService {
   // controller feeds). Call before the loop starts; `changes` must outlive
   // the controller.
   void FollowJobChanges(api::WatchCache* changes);
+  // Call before the loop starts.
+  void SetBounds(const WorkflowBounds& bounds);
   static constexpr Duration kFullPassEvery = std::chrono::seconds(10);
   void RunLoop(Duration period);
   void Shutdown();
@@ -146,6 +160,8 @@ class WorkflowController final : public api::WorkflowService {
   // The template a templateRef names, from this pass's cache of the team's
   // WorkflowTemplates; nullptr when there is none. Callers hold mu_.
   const workflow::Template* ResolveRef(const workflow::TemplateRef& ref, const std::string& team);
+  // Nodes of the team's unfinished workflows but `except` (callers hold mu_).
+  std::size_t TeamNodes(const std::string& team, std::string_view except) const;
   // Starts the CronWorkflows that are due, prunes their history.
   void RunCrons();
   api::ManifestView ManifestViewOf(const WorkflowManifestRecord& record) const;
@@ -161,6 +177,7 @@ class WorkflowController final : public api::WorkflowService {
   // Which workflow each job belongs to, for the jobs of workflows in live_
   // (entries of workflows gone since are harmless: nothing acts on them).
   std::map<std::string, std::string> job_owner_;  // guarded by mu_
+  WorkflowBounds bounds_;  // guarded by mu_
   api::WatchCache* job_changes_ = nullptr;
   std::uint64_t seen_changes_ = 0;  // guarded by mu_: the watch cache version read so far
   Time last_full_pass_{};           // guarded by mu_

@@ -177,6 +177,7 @@ class Operator {
 
   bool MayStartPod() const {
     if (state_.suspended || state_.shutdown != Shutdown::kNone) return false;
+    if (new_pods_ >= env_.max_new_pods) return false;
     return !spec_.parallelism || active_pods_ < *spec_.parallelism;
   }
   bool Stopping() const { return state_.shutdown != Shutdown::kNone; }
@@ -195,6 +196,7 @@ class Operator {
   Actions& out_;
   Scope global_;
   std::int64_t active_pods_ = 0;
+  std::size_t new_pods_ = 0;  // started by this call (Environment::max_new_pods)
   bool deadline_passed_ = false;
   // Set while an exit handler runs: its nodes are marked on_exit, so a stop
   // (which lets exit handlers run) does not stop them.
@@ -748,6 +750,7 @@ void Operator::ExecutePod(Node& node, const Call& call, const Scope& scope) {
         state_.generation == 0 ? state_.uid : state_.uid + "/" + std::to_string(state_.generation),
         node.name);
     ++active_pods_;
+    ++new_pods_;
     out_.changed = true;
   }
   std::optional<JobObservation> seen =
@@ -1049,10 +1052,11 @@ Result<Call> Operator::CallOf(const Task& task, const Scope& scope, const std::s
 
 Result<std::vector<LoopItem>> Operator::Items(const Task& task, const Scope& scope) {
   auto items = ExpandItems(task, scope);
-  if (items.ok() && state_.nodes.size() + items->size() > kMaxWorkflowNodes) {
+  const std::size_t limit = std::min(env_.max_nodes, kMaxWorkflowNodes);
+  if (items.ok() && state_.nodes.size() + items->size() > limit) {
     return InvalidArgument("its " + std::to_string(items->size()) +
-                           " items would take the workflow past its limit of " +
-                           std::to_string(kMaxWorkflowNodes) + " nodes (it has " +
+                           " items would take the workflow past " + env_.node_limit_reason +
+                           " of " + std::to_string(limit) + " nodes (it has " +
                            std::to_string(state_.nodes.size()) + ")");
   }
   return items;

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -200,8 +201,22 @@ struct Actions {
 };
 
 // What the engine needs from outside, all optional.
+// At most this many nodes in one workflow: a loop that would take it past
+// this is an error of its step (nested loops multiply: 300 x 300 is 90,000).
+inline constexpr std::size_t kMaxWorkflowNodes = 20000;
+
 struct Environment {
   Time now{};
+  // Pods this call may start at most; the others wait (as under
+  // `parallelism`) for a later call. The controller bounds each pass this
+  // way, so one workflow's wide fan-out cannot hold it (and every other
+  // workflow) for long, and a team at its queued-job bound starts none.
+  std::size_t max_new_pods = std::numeric_limits<std::size_t>::max();
+  // Nodes the workflow may have at most: kMaxWorkflowNodes, or fewer where
+  // its team's other workflows hold most of the team's bound. A loop that
+  // would pass it is an error of its step, which `node_limit_reason` names.
+  std::size_t max_nodes = kMaxWorkflowNodes;
+  std::string node_limit_reason = "the workflow's limit";
   // The job of a pod node; nullopt when the caller has no such job (not
   // created yet, or deleted).
   std::function<std::optional<JobObservation>(const std::string& job)> observe;
@@ -220,9 +235,6 @@ struct Environment {
 // with a workflowTemplateRef already merged in.
 Actions Operate(const WorkflowSpec& spec, WorkflowState& state, const Environment& env);
 
-// At most this many nodes in one workflow: a loop that would take it past
-// this is an error of its step (nested loops multiply: 300 x 300 is 90,000).
-inline constexpr std::size_t kMaxWorkflowNodes = 20000;
 
 // The nodes running the entrypoint would make if every loop whose size the
 // manifest writes out ran in full (a loop sized by a parameter or output,

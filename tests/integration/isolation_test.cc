@@ -7,8 +7,11 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -145,6 +148,91 @@ TEST(Isolation, TheDataDirectoryAndItsFilesArePrivate) {
   server.Restart();
   EXPECT_EQ(ModeOf(data), 0700u);
   EXPECT_EQ(ModeOf(data + "/headway.db"), 0600u);
+}
+
+// Team b's job looks for (and tries to append to) what team a's job writes
+// in /tmp while both run; a's job reads what the host keeps in /tmp. Each
+// job's /tmp is the host's seen through a layer of its own.
+TEST(Isolation, EachJobWritesATmpOfItsOwnAndStillReadsTheHosts) {
+  TestServer server(/*gpus=*/0);
+  const std::string work = server.work_dir();
+  const std::string host_dir = MakeTempDir("headway-host-files");
+  const std::string host_tmp = "/tmp/" + fs::path(host_dir).filename().string();
+  fs::create_directories(host_tmp);
+  ::chmod(host_tmp.c_str(), 0755);
+  WriteFile(host_tmp + "/dataset.txt", "from the host\n");
+  ::chmod((host_tmp + "/dataset.txt").c_str(), 0644);
+  const std::string secret = host_tmp + "-secret.txt";
+  WriteFile(work + "/a.py",
+            "import os, time\n"
+            "open('" + work + "/a-read', 'w').write(open('" + host_tmp + "/dataset.txt').read())\n"
+            "with open('" + secret + "', 'w') as f: f.write('a secret')\n"
+            "open('" + work + "/a-ready', 'w').close()\n"
+            "for _ in range(600):\n"
+            "    if os.path.exists('" + work + "/b-done'): break\n"
+            "    time.sleep(0.05)\n"
+            "print('a still reads', open('" + secret + "').read())\n");
+  WriteFile(work + "/b.py",
+            "import os, time\n"
+            "for _ in range(600):\n"
+            "    if os.path.exists('" + work + "/a-ready'): break\n"
+            "    time.sleep(0.05)\n"
+            "seen = 'present' if os.path.exists('" + secret + "') else 'absent'\n"
+            "with open('" + secret + "', 'a') as f: f.write(' and b was here')\n"
+            "open('" + work + "/b-saw', 'w').write(seen)\n"
+            "open('" + work + "/b-done', 'w').close()\n");
+  server.Submit("name: a-job\nteam: a\ncommand: [/usr/bin/python3, " + work + "/a.py]\n");
+  server.Submit("name: b-job\nteam: b\ncommand: [/usr/bin/python3, " + work + "/b.py]\n");
+  ASSERT_TRUE(server.WaitForState("a-job", "Succeeded")) << server.Cli({"logs", "a-job"}).out;
+  ASSERT_TRUE(server.WaitForState("b-job", "Succeeded")) << server.Cli({"logs", "b-job"}).out;
+  EXPECT_EQ(ReadFile(work + "/a-read"), "from the host\n");
+  EXPECT_EQ(ReadFile(work + "/b-saw"), "absent");
+  EXPECT_THAT(server.Cli({"logs", "a-job"}).out, HasSubstr("a still reads a secret\n"));
+  // Nothing either wrote reached the host's /tmp.
+  EXPECT_FALSE(fs::exists(secret));
+  fs::remove_all(host_tmp);
+}
+
+// A job that sets CUDA_VISIBLE_DEVICES itself still reaches only its own
+// GPUs: the others' device nodes are /dev/null in its sandbox. There is no
+// GPU here, so the test makes /dev/nvidia0 and /dev/nvidia1 as the driver
+// would (character devices 195:N) for a pool of two logical GPUs.
+TEST(Isolation, AJobSeesOnlyItsOwnGpusDeviceNodes) {
+  if (::geteuid() != 0) GTEST_SKIP() << "making device nodes needs root";
+  if (fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidia1")) {
+    GTEST_SKIP() << "this machine has NVIDIA device nodes of its own";
+  }
+  struct Nodes {
+    Nodes() {
+      for (int minor : {0, 1}) {
+        const std::string path = "/dev/nvidia" + std::to_string(minor);
+        made = ::mknod(path.c_str(), S_IFCHR | 0666, makedev(195, minor)) == 0 && made;
+      }
+    }
+    ~Nodes() {
+      ::unlink("/dev/nvidia0");
+      ::unlink("/dev/nvidia1");
+    }
+    bool made = true;
+  } nodes;
+  ASSERT_TRUE(nodes.made) << std::strerror(errno);
+  TestServer server(/*gpus=*/2);
+  const std::string look =
+      "command: \"echo gpus=$CUDA_VISIBLE_DEVICES; stat -c '%n %t:%T' /dev/nvidia0 /dev/nvidia1\"\n";
+  server.Submit("name: one-gpu\nresources: {gpus_per_process: 1}\n" + look);
+  server.Submit("name: no-gpu\n" + look);
+  ASSERT_TRUE(server.WaitForState("one-gpu", "Succeeded")) << server.Cli({"logs", "one-gpu"}).out;
+  ASSERT_TRUE(server.WaitForState("no-gpu", "Succeeded")) << server.Cli({"logs", "no-gpu"}).out;
+  const std::string one = server.Cli({"logs", "one-gpu"}).out;
+  std::smatch own;
+  ASSERT_TRUE(std::regex_search(one, own, std::regex("gpus=([01])\n"))) << one;
+  const std::string mine = own[1], other = mine == "0" ? "1" : "0";
+  // Its own node is the GPU's (c3 is 195); the other is /dev/null's (1:3).
+  EXPECT_THAT(one, HasSubstr("/dev/nvidia" + mine + " c3:" + mine + "\n")) << one;
+  EXPECT_THAT(one, HasSubstr("/dev/nvidia" + other + " 1:3\n")) << one;
+  const std::string none = server.Cli({"logs", "no-gpu"}).out;
+  EXPECT_THAT(none, HasSubstr("/dev/nvidia0 1:3\n")) << none;
+  EXPECT_THAT(none, HasSubstr("/dev/nvidia1 1:3\n")) << none;
 }
 
 TEST(Isolation, StopEndsDaemonsThatLeftTheJobsSessionBeforeItsGpusAreFreed) {

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -25,8 +26,13 @@ namespace headway::testing {
 
 namespace fs = std::filesystem;
 
+std::string TestTempRoot() {
+  const char* root = std::getenv("HEADWAY_TEST_TMPDIR");
+  return root != nullptr && *root != '\0' ? root : "/var/tmp";
+}
+
 std::string MakeTempDir(const std::string& prefix) {
-  std::string pattern = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  std::string pattern = (fs::path(TestTempRoot()) / (prefix + "-XXXXXX")).string();
   char* dir = ::mkdtemp(pattern.data());
   if (dir == nullptr) throw std::runtime_error("mkdtemp failed");
   return dir;

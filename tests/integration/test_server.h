@@ -41,6 +41,11 @@ std::string HeadwayBinary();
 bool WaitFor(const std::function<bool()>& condition,
              std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
+// Where the tests keep what a job and the test both read and write: not
+// /tmp, which each job sees through a layer of its own (what it writes
+// there, the test would not see). $HEADWAY_TEST_TMPDIR, else /var/tmp.
+std::string TestTempRoot();
+// A new directory PREFIX-XXXXXX under TestTempRoot().
 std::string MakeTempDir(const std::string& prefix);
 // A TCP port on 127.0.0.1 that nothing listens on at the time of the call.
 int UnusedLoopbackPort();

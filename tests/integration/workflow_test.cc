@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "core/time.h"
@@ -818,6 +819,62 @@ TEST(Workflows, NestedLoopsTooLargeForAWorkflowAreRefusedBeforeAnythingIsStored)
                    .body["status"]["phase"] == "Succeeded";
       },
       std::chrono::seconds(60)));
+}
+
+// One member's workflows cannot bury the pool: a team's steps wait to start
+// while the team has --max-queued-jobs jobs waiting, and its unfinished
+// workflows hold at most --max-workflow-nodes nodes in all.
+TEST(Workflows, ATeamsWorkflowsAreBoundedInWaitingJobsAndInNodes) {
+  TestServer server(/*gpus=*/1, {"--max-queued-jobs", "2", "--max-workflow-nodes", "40"});
+  const std::string member = CreateToken(server, "ana", "vision", "member");
+  const std::string release = Shared(server) + "/release-fan";
+  const std::string fan = R"({"workflow": {"apiVersion": "argoproj.io/v1alpha1",
+      "kind": "Workflow", "metadata": {"name": "fan"}, "spec": {"entrypoint": "all",
+      "templates": [{"name": "all", "steps": [[{"name": "gpu", "template": "wait",
+                     "withSequence": {"count": "6"}}]]},
+                    {"name": "wait", "container": {"image": "busybox",
+                     "command": ["sh", "-c", "while [ ! -e )" + release + R"( ]; do sleep 0.1; done"],
+                     "resources": {"limits": {"nvidia.com/gpu": 1}}}}]}}})";
+  Answer created = Call(server, member, "POST", "/api/v1/workflows/default", fan);
+  ASSERT_EQ(created.status, 200) << created.raw;
+  auto jobs_of_fan = [&] {
+    int queued = 0, all = 0;
+    const Answer listed = Call(server, member, "GET", "/api/v1/jobs");
+    for (const json& job : listed.body["jobs"]) {
+      if (job["spec"]["labels"].value("headway.dev/workflow", "") != "fan") continue;
+      ++all;
+      if (job["state"] == "Queued") ++queued;
+    }
+    return std::make_pair(all, queued);
+  };
+  // One step runs on the GPU, two wait: the team's bound.
+  ASSERT_TRUE(WaitFor([&] { return jobs_of_fan() == std::make_pair(3, 2); }))
+      << Call(server, member, "GET", "/api/v1/jobs").raw;
+  // ...and stays so for several passes of the workflow engine.
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_EQ(jobs_of_fan().first, 3);
+  }
+  EXPECT_EQ(Phase(server, "fan"), "Running");
+  // The member's own submits meet the same bound.
+  Answer own = Call(server, member, "POST", "/api/v1/jobs",
+                    R"({"name": "own", "command": ["true"], "team": "vision"})");
+  EXPECT_EQ(own.status, 429) << own.raw;
+  // A second workflow that would take the team past its nodes is refused,
+  // and nothing of it is stored.
+  Answer grid = Call(server, member, "POST", "/api/v1/workflows/default",
+                     R"({"workflow": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+                         "metadata": {"name": "grid"}, "spec": {"entrypoint": "all", "templates": [
+                         {"name": "all", "steps": [[{"name": "c", "template": "leaf",
+                           "withSequence": {"count": "40"}}]]},
+                         {"name": "leaf", "container": {"image": "busybox", "command": ["true"]}}]}}})");
+  EXPECT_EQ(grid.status, 429) << grid.raw;
+  EXPECT_THAT(grid.raw, HasSubstr("--max-workflow-nodes 40"));
+  EXPECT_EQ(Call(server, member, "GET", "/api/v1/workflows/default/grid").status, 404);
+  // Released, the steps start as the queue drains, and all six run.
+  WriteFile(release, "");
+  ASSERT_TRUE(WaitForPhase(server, "fan", "Succeeded")) << Workflow(server, "fan").dump(2);
+  EXPECT_EQ(jobs_of_fan().first, 6);
 }
 
 TEST(Workflows, ATeamSeesAndChangesOnlyItsOwnWorkflows) {

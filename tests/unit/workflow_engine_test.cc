@@ -32,6 +32,9 @@ class FakePool {
     Environment env;
     env.now = now;
     env.team = "vision";
+    env.max_new_pods = max_new_pods;
+    env.max_nodes = max_nodes;
+    if (max_nodes < kMaxWorkflowNodes) env.node_limit_reason = "what its team may still hold";
     env.metadata = workflow_.metadata;
     env.observe = [this](const std::string& job) -> std::optional<JobObservation> {
       auto it = jobs.find(job);
@@ -72,6 +75,9 @@ class FakePool {
     }
     return last;
   }
+
+  std::size_t max_new_pods = std::numeric_limits<std::size_t>::max();
+  std::size_t max_nodes = kMaxWorkflowNodes;
 
   const Node& NodeNamed(const std::string& name) const {
     const Node* node = state.FindByName(name);
@@ -252,7 +258,38 @@ TEST(WorkflowEngine, ALoopSizedAsItRunsStopsAtTheWorkflowsNodeLimit) {
   EXPECT_NE(pool.state.phase, NodePhase::kSucceeded) << pool.state.message;
   bool told = false;
   for (const auto& [id, node] : pool.state.nodes) {
-    told = told || node.message.find("past its limit of 20000 nodes") != std::string::npos;
+    told = told || node.message.find("past the workflow's limit of 20000 nodes") != std::string::npos;
+  }
+  EXPECT_TRUE(told);
+}
+
+TEST(WorkflowEngine, AWideFanOutStartsAFewStepsPerPassAndTheRestLater) {
+  FakePool pool(NestedLoops("withSequence: {count: \"1\"}", "withSequence: {count: \"450\"}"));
+  pool.max_new_pods = 200;
+  EXPECT_EQ(pool.Step().create.size(), 200u);
+  EXPECT_EQ(pool.Step().create.size(), 200u);
+  EXPECT_EQ(pool.Step().create.size(), 50u);
+  EXPECT_EQ(pool.created.size(), 450u);
+  // A team at its queued-job bound starts none, and nothing fails meanwhile.
+  FakePool held(NestedLoops("withSequence: {count: \"1\"}", "withSequence: {count: \"5\"}"));
+  held.max_new_pods = 0;
+  held.Settle();
+  EXPECT_TRUE(held.created.empty());
+  EXPECT_EQ(held.state.phase, NodePhase::kRunning);
+  held.max_new_pods = 200;
+  EXPECT_EQ(held.Step().create.size(), 5u);
+}
+
+TEST(WorkflowEngine, ALoopPastWhatItsTeamMayStillHoldIsItsStepsError) {
+  FakePool pool(NestedLoops("withSequence: {count: \"1\"}", "withSequence: {count: \"100\"}"));
+  pool.max_nodes = 50;
+  pool.Settle();
+  EXPECT_TRUE(pool.created.empty());
+  EXPECT_TRUE(pool.state.Finished());
+  bool told = false;
+  for (const auto& [id, node] : pool.state.nodes) {
+    told = told || node.message.find("past what its team may still hold of 50 nodes") !=
+                       std::string::npos;
   }
   EXPECT_TRUE(told);
 }

@@ -8,6 +8,12 @@ built, and the Python one.
 
 import os
 import sys
+import tempfile
+
+# What a job and a test both read and write lives outside /tmp: each job sees
+# the host's /tmp through a layer of its own, so what it writes there the
+# test would not see.
+tempfile.tempdir = os.environ.get("HEADWAY_TEST_TMPDIR") or "/var/tmp"
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <cstdio>
 #include <sstream>
 
@@ -78,6 +80,48 @@ std::vector<GpuDevice> LogicalGpus(int count) {
   std::vector<GpuDevice> gpus;
   for (int i = 0; i < count; ++i) gpus.push_back({i, "", "logical"});
   return gpus;
+}
+
+std::pair<std::string, int> ParseNvidiaGpuInformation(const std::string& text) {
+  std::pair<std::string, int> found{"", -1};
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = Trim(line.substr(0, colon));
+    const std::string value = Trim(line.substr(colon + 1));
+    if (key == "GPU UUID") {
+      found.first = value;
+    } else if (key == "Device Minor" && !value.empty() && value.size() <= 6 &&
+               value.find_first_not_of("0123456789") == std::string::npos) {
+      found.second = std::stoi(value);
+    }
+  }
+  return found;
+}
+
+std::map<std::string, int> ReadNvidiaDeviceMinors(const std::string& proc_dir) {
+  std::map<std::string, int> minors;
+  std::error_code ec;
+  for (const auto& gpu : std::filesystem::directory_iterator(proc_dir, ec)) {
+    std::ifstream in(gpu.path() / "information");
+    std::stringstream text;
+    text << in.rdbuf();
+    auto [uuid, minor] = ParseNvidiaGpuInformation(text.str());
+    if (!uuid.empty() && minor >= 0) minors[uuid] = minor;
+  }
+  return minors;
+}
+
+std::map<int, int> DeviceMinorsByIndex(const std::vector<GpuDevice>& gpus,
+                                       const std::map<std::string, int>& minor_by_uuid) {
+  std::map<int, int> minors;
+  for (const GpuDevice& gpu : gpus) {
+    auto it = minor_by_uuid.find(gpu.uuid);
+    minors[gpu.index] = it != minor_by_uuid.end() ? it->second : gpu.index;
+  }
+  return minors;
 }
 
 }  // namespace headway

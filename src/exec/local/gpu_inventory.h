@@ -3,6 +3,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace headway {
@@ -28,5 +29,18 @@ std::map<int, double> ParseGpuUtilizationCsv(const std::string& text);
 // `count` logical GPUs, for machines without any: they schedule like real ones
 // and CUDA_VISIBLE_DEVICES names their indices.
 std::vector<GpuDevice> LogicalGpus(int count);
+
+// The driver's device minor of each GPU by UUID (/dev/nvidiaMINOR), from
+// the "GPU UUID:" and "Device Minor:" lines of each
+// /proc/driver/nvidia/gpus/*/information; empty without the driver.
+std::map<std::string, int> ReadNvidiaDeviceMinors(
+    const std::string& proc_dir = "/proc/driver/nvidia/gpus");
+// One such file: the UUID and minor it names; minor -1 when it has none.
+std::pair<std::string, int> ParseNvidiaGpuInformation(const std::string& text);
+// Each GPU's device node minor by its pool index: the driver's where it
+// names the GPU's UUID, else the index (logical GPUs, and nvidia-smi's
+// order, which is the minors' without MIG or a changed PCI order).
+std::map<int, int> DeviceMinorsByIndex(const std::vector<GpuDevice>& gpus,
+                                       const std::map<std::string, int>& minor_by_uuid);
 
 }  // namespace headway

@@ -189,6 +189,8 @@ class LocalExecutor final : public Executor {
       : self_(options.self_executable),
         isolate_(options.isolate),
         isolate_network_(options.isolate && options.isolate_network),
+        own_tmp_(options.isolate && options.own_tmp),
+        gpu_device_minors_(options.gpu_device_minors),
         allow_root_(options.allow_root_jobs),
         job_env_(options.job_env),
         max_log_bytes_(options.max_log_bytes),
@@ -200,7 +202,9 @@ class LocalExecutor final : public Executor {
                                  (isolate_network_
                                       ? ", each with a network of its own whose only way out is "
                                         "this server"
-                                      : ", on the host's network (--job-network=host)")
+                                      : ", on the host's network (--job-network=host)") +
+                                 (own_tmp_ ? "; each writes a /tmp of its own over the host's"
+                                           : "; all share the host's /tmp (--job-tmp=host)")
                            : "local jobs are NOT isolated from the server's files (--isolation=none)");
     }
   }
@@ -324,7 +328,14 @@ class LocalExecutor final : public Executor {
         fs::create_directories(tmp, ec);
         HEADWAY_RETURN_IF_ERROR(HandOver(tmp, *account, 01777));
         plan.mapped.emplace_back(tmp, "/tmp");
+      } else if (own_tmp_) {
+        // What the job writes in /tmp is its own; the host's is read through.
+        const std::string layer = (fs::path(request.run_dir) / "tmp-layer").string();
+        fs::remove_all(layer, ec);
+        fs::create_directories(layer, ec);
+        plan.tmp_layer = layer;
       }
+      plan.masked = OtherGpusDeviceNodes(request.gpu_ids);
       // Its own /dev/shm, as a container has: what one job leaves there
       // (data loaders' shared tensors) no other job reads.
       if (fs::is_directory("/dev/shm", ec)) plan.fresh.push_back("/dev/shm");
@@ -538,6 +549,31 @@ class LocalExecutor final : public Executor {
   }
 
  private:
+  // The machine's GPU device nodes (/dev/nvidiaN, a character device each)
+  // that are not of `gpu_ids`: what the job's sandbox masks, so a job sees
+  // its own GPUs only, whatever CUDA_VISIBLE_DEVICES it sets itself.
+  std::vector<std::string> OtherGpusDeviceNodes(const std::vector<int>& gpu_ids) const {
+    std::set<int> own;
+    for (int id : gpu_ids) {
+      auto minor = gpu_device_minors_.find(id);
+      own.insert(minor != gpu_device_minors_.end() ? minor->second : id);
+    }
+    std::vector<std::string> others;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/dev", ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.size() <= 6 || name.size() > 12 || name.compare(0, 6, "nvidia") != 0 ||
+          name.find_first_not_of("0123456789", 6) != std::string::npos) {
+        continue;
+      }
+      struct stat st {};
+      if (::stat(entry.path().c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) continue;
+      if (own.count(std::stoi(name.substr(6))) == 0) others.push_back(entry.path().string());
+    }
+    std::sort(others.begin(), others.end());
+    return others;
+  }
+
   static ExecStatus ReadResult(const std::string& run_dir) {
     std::ifstream in(fs::path(run_dir) / "result.json");
     if (!in) {
@@ -556,6 +592,8 @@ class LocalExecutor final : public Executor {
   const std::string self_;
   const bool isolate_;
   const bool isolate_network_;
+  const bool own_tmp_;
+  const std::map<int, int> gpu_device_minors_;  // pool index -> /dev/nvidiaMINOR
   const bool allow_root_;
   const std::vector<std::string> job_env_;
   const std::uint64_t max_log_bytes_;

@@ -45,6 +45,41 @@ std::vector<std::string> Strings(const nlohmann::json& j, const char* key) {
   return out;
 }
 
+// Mounts an overlay on /tmp: the host's /tmp below, `layer`/upper above.
+// The upper folder is /tmp's mode (1777), so every account may write there,
+// as in /tmp; a root supervisor makes it root's, as /tmp is.
+bool MountTmpOverlay(const std::string& layer) {
+  const std::string upper = layer + "/upper";
+  const std::string work = layer + "/work";
+  for (const std::string& dir : {upper, work}) {
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return false;
+  }
+  if (::chmod(upper.c_str(), 01777) != 0) return false;
+  std::string options = "lowerdir=/tmp,upperdir=" + upper + ",workdir=" + work;
+  // In a user namespace the overlay's own records are user.* attributes.
+  if (::geteuid() != 0 && ::mount("overlay", "/tmp", "overlay", MS_NOSUID | MS_NODEV,
+                                  (options + ",userxattr").c_str()) == 0) {
+    return true;
+  }
+  return ::mount("overlay", "/tmp", "overlay", MS_NOSUID | MS_NODEV, options.c_str()) == 0;
+}
+
+Status OverlayHostTmp(const std::string& layer) {
+  if (MountTmpOverlay(layer)) return Status::Ok();
+  // The layer's file system refused to be an upper layer (one inside /tmp
+  // overlaps the lower; an overlay cannot be one): a tmpfs of the job's
+  // own holds it instead, charged to the job's memory like /dev/shm.
+  const int disk_error = errno;
+  if (::mount("tmpfs", layer.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0 ||
+      !MountTmpOverlay(layer)) {
+    const int tmpfs_error = errno;
+    return Unavailable("cannot give the job its own /tmp (an overlay on the host's): " +
+                       std::string(std::strerror(disk_error)) + "; on a tmpfs: " +
+                       std::strerror(tmpfs_error));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 nlohmann::json UnixAccount::ToJson() const {
@@ -108,6 +143,8 @@ nlohmann::json SandboxPlan::ToJson() const {
           {"exposed_read_only", exposed_read_only},
           {"mapped", mapped_json},
           {"fresh", fresh},
+          {"tmp_layer", tmp_layer},
+          {"masked", masked},
           {"network", network.ToJson()}};
 }
 
@@ -117,6 +154,10 @@ SandboxPlan SandboxPlan::FromJson(const nlohmann::json& j) {
   plan.exposed = Strings(j, "exposed");
   plan.exposed_read_only = Strings(j, "exposed_read_only");
   plan.fresh = Strings(j, "fresh");
+  plan.masked = Strings(j, "masked");
+  if (j.is_object() && j.contains("tmp_layer") && j["tmp_layer"].is_string()) {
+    plan.tmp_layer = j["tmp_layer"].get<std::string>();
+  }
   if (j.contains("network")) plan.network = NetworkPlan::FromJson(j["network"]);
   if (j.contains("mapped") && j["mapped"].is_array()) {
     for (const auto& pair : j["mapped"]) {
@@ -182,6 +223,14 @@ Status EnterSandbox(const SandboxPlan& plan) {
     }
     mapped.emplace_back(fd, to);
   }
+  if (!plan.tmp_layer.empty()) {
+    Status layered = OverlayHostTmp(plan.tmp_layer);
+    if (!layered.ok()) {
+      close_all();
+      for (const auto& m : mapped) ::close(m.first);
+      return layered;
+    }
+  }
   for (const std::string& path : plan.hidden) {
     if (::mount("tmpfs", path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k") != 0) {
       close_all();
@@ -194,6 +243,13 @@ Status EnterSandbox(const SandboxPlan& plan) {
       close_all();
       for (const auto& m : mapped) ::close(m.first);
       return Unavailable(Errno("cannot give the job its own " + path));
+    }
+  }
+  for (const std::string& path : plan.masked) {
+    if (::mount("/dev/null", path.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+      close_all();
+      for (const auto& m : mapped) ::close(m.first);
+      return Unavailable(Errno("cannot mask " + path));
     }
   }
   for (const auto& [fd, to] : mapped) {

@@ -57,6 +57,17 @@ struct SandboxPlan {
   std::vector<std::pair<std::string, std::string>> mapped;
   // Fresh, empty tmpfs mounts (the job's own /dev/shm).
   std::vector<std::string> fresh;
+  // Non-empty: the job sees the host's /tmp through an overlay whose upper
+  // layer is made in this (attempt's own, hidden) directory, so it reads what
+  // the host keeps there but what it writes is its own: no other job sees or
+  // changes it. Laid before the hidden paths are covered, as the overlay
+  // shows the lower /tmp's folders without the mounts on them. Where the
+  // directory cannot hold an upper layer (it lies in /tmp itself, or on an
+  // overlay), a tmpfs mounted on it does.
+  std::string tmp_layer;
+  // Device nodes covered by /dev/null (as runc's masked paths are): the
+  // GPUs of the machine that are not the job's.
+  std::vector<std::string> masked;
   // Isolated: a network namespace of the attempt's own (job_network.h).
   NetworkPlan network;
 
