@@ -1,5 +1,10 @@
 #include "server/artifact_manager.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
 #include "artifact/file_digest.h"
 
 namespace headway {
@@ -57,19 +62,35 @@ Result<api::NewArtifact> ArtifactManager::Create(Artifact draft, bool client_mul
   draft.ready_at.reset();
   const std::string key = ObjectKey(draft);
   bool stored_already = false;
+  bool unchecked = false;
   {
     // Under the lock: the orphan sweep cannot delete the object between
     // this look and the record that then holds it.
     std::lock_guard lock(mu_);
     auto existing = objects_.Head(key);
     if (!existing.ok()) return existing.status();
-    // An object under the team's key for this digest holds these bytes: the
-    // local store checks them (Receive); a presigned upload is bound to its
-    // MD5 and size, and readers check the SHA-256 (ObjectKey says why that
-    // is enough).
+    auto checked = store_.CountReadyArtifactsWithDigest(draft.team, draft.digest);
+    if (!checked.ok()) return checked.status();
+    // An object under the team's key for this digest that a Ready version
+    // holds has these bytes: they were checked when that version was
+    // committed. One no Ready version holds yet is checked below.
+    if (existing->has_value() && *checked > 0 && (*existing)->size != draft.size) {
+      return InvalidArgument("the bytes with digest " + draft.digest + " are " +
+                             std::to_string((*existing)->size) + " bytes long, not " +
+                             std::to_string(draft.size))
+          .WithField("size");
+    }
     stored_already = existing->has_value() && (*existing)->size == draft.size;
+    unchecked = stored_already && *checked == 0;
     HEADWAY_RETURN_IF_ERROR(CheckRoomLocked(draft.team, draft.size));
     HEADWAY_RETURN_IF_ERROR(store_.CreateArtifact(draft));
+  }
+  if (unchecked) {
+    // Left by an upload never committed (or one that is being committed):
+    // the same bytes only if they hash to the digest; else upload again.
+    auto match = StoredBytesMatch(draft);
+    if (!match.ok()) return match.status();
+    stored_already = *match;
   }
   api::NewArtifact out;
   if (stored_already) {
@@ -254,7 +275,44 @@ Result<Artifact> ArtifactManager::Commit(std::string_view name, std::int64_t ver
                     std::to_string((*info)->size) + " bytes; the record says " +
                     std::to_string(artifact->size));
   }
+  auto checked = store_.CountReadyArtifactsWithDigest(artifact->team, artifact->digest);
+  if (!checked.ok()) return checked.status();
+  if (*checked == 0) {
+    // A presigned upload is bound to the MD5 its uploader chose, and a
+    // multipart one to its parts': neither to the SHA-256 the record names,
+    // which other versions of the team will trust once this one is Ready.
+    auto match = StoredBytesMatch(*artifact);
+    if (!match.ok()) return match.status();
+    if (!*match) {
+      {
+        std::lock_guard lock(mu_);
+        auto now_checked = store_.CountReadyArtifactsWithDigest(artifact->team, artifact->digest);
+        if (now_checked.ok() && *now_checked == 0) (void)objects_.Delete(ObjectKey(*artifact));
+      }
+      return InvalidArgument("the bytes uploaded for " + artifact->Ref() +
+                             " do not have the digest its record names (" + artifact->digest +
+                             "): they were removed; upload the file again");
+    }
+  }
   return MarkReady(std::move(artifact.value()));
+}
+
+Result<bool> ArtifactManager::StoredBytesMatch(const Artifact& artifact) {
+  const std::string key = ObjectKey(artifact);
+  if (objects_.LocalPath(key)) return true;
+  std::error_code ec;
+  const std::string dir = options_.scratch_dir.empty()
+                              ? std::filesystem::temp_directory_path(ec).string()
+                              : options_.scratch_dir;
+  std::string path = (std::filesystem::path(dir) / "verify-XXXXXX").string();
+  const int fd = ::mkstemp(path.data());
+  if (fd < 0) return Unavailable("cannot make a file in " + dir + " to check an upload");
+  ::close(fd);
+  Status got = objects_.GetFile(key, path);
+  Result<FileDigest> digest = got.ok() ? DigestFile(path) : Result<FileDigest>(got);
+  ::unlink(path.c_str());
+  if (!digest.ok()) return digest.status();
+  return digest->digest == artifact.digest && digest->size == artifact.size;
 }
 
 Result<Artifact> ArtifactManager::Get(std::string_view name, std::optional<std::int64_t> version) {

@@ -40,6 +40,9 @@ struct ArtifactManagerOptions {
   // an object must be before it goes.
   Duration orphan_sweep_period = std::chrono::hours(24);
   Duration orphan_min_age = std::chrono::hours(24);
+  // Where bytes read back from the object store are checked (its SHA-256)
+  // before a directly uploaded version is Ready; empty: the system's temp.
+  std::string scratch_dir;
 };
 
 class ArtifactManager final : public api::ArtifactService {
@@ -96,6 +99,11 @@ class ArtifactManager final : public api::ArtifactService {
   Result<std::pair<Artifact, PartPlan>> PendingMultipart(std::string_view name,
                                                          std::int64_t version);
   Status CompleteMultipart(const Artifact& artifact, const std::string& upload_id);
+  // Whether the object of `artifact` holds the bytes its digest names: read
+  // back and hashed where the store could not check them as they came (a
+  // presigned or multipart upload); true at once for the local store, which
+  // checked them in Receive.
+  Result<bool> StoredBytesMatch(const Artifact& artifact);
 
   Store& store_;
   ObjectStore& objects_;

@@ -143,6 +143,9 @@ class Store {
   // How many of `team`'s versions (of any name) hold the bytes with `digest`.
   virtual Result<std::uint64_t> CountArtifactsWithDigest(std::string_view team,
                                                          std::string_view digest) = 0;
+  // How many of them are Ready: their bytes were checked when committed.
+  virtual Result<std::uint64_t> CountReadyArtifactsWithDigest(std::string_view team,
+                                                              std::string_view digest) = 0;
   // The bytes a team's versions hold, Pending ones included (an upload in
   // flight has its room reserved).
   virtual Result<std::uint64_t> TeamArtifactBytes(std::string_view team) = 0;

@@ -247,6 +247,54 @@ TEST_F(ArtifactsOnS3, APresignedUploadTakesOnlyTheBytesItWasMadeFor) {
   EXPECT_EQ(commit.body["state"], "Ready");
 }
 
+// A presigned upload is bound to the MD5 its uploader declares, not to the
+// SHA-256 the record names: a member who declares one file's digest and
+// another's MD5 gets the other's bytes accepted by the store, and they would
+// stand for the first file for the whole team. The commit reads them back.
+TEST_F(ArtifactsOnS3, ACommitChecksTheDigestOfWhatArrived) {
+  auto server = Server("headway-digest");
+  const std::string file = server->work_dir() + "/real.bin";
+  const std::string other = server->work_dir() + "/other.bin";
+  std::ofstream(file, std::ios::binary) << RandomBytes(100000, 21);
+  std::ofstream(other, std::ios::binary) << RandomBytes(100000, 22);
+  auto real = DigestFile(file), fake = DigestFile(other);
+  ASSERT_TRUE(real.ok() && fake.ok());
+  api::HttpClient store(s3_->endpoint());
+  auto draft = [&](const std::string& name, const std::string& md5) {
+    return Call(*server, server->admin_token(), "POST", "/api/v1/artifacts",
+                json{{"name", name}, {"kind", "dataset"}, {"size", 100000},
+                     {"digest", real->digest}, {"content_md5", md5}}.dump());
+  };
+  Answer created = draft("poisoned", fake->content_md5);
+  ASSERT_EQ(created.status, 201) << created.raw;
+  std::string url = created.body["upload"]["url"];
+  auto sent = store.SendFile("PUT", url.substr(s3_->endpoint().size()), other,
+                             {{"Content-MD5", fake->content_md5}});
+  ASSERT_TRUE(sent.ok());
+  ASSERT_EQ(sent->status, 200) << "the store took the bytes their MD5 was declared for";
+  Answer commit =
+      Call(*server, server->admin_token(), "POST", "/api/v1/artifacts/poisoned/versions/1/commit");
+  EXPECT_EQ(commit.status, 400) << commit.raw;
+  EXPECT_THAT(commit.raw, HasSubstr("do not have the digest its record names"));
+  const std::string hex = real->digest.substr(7);
+  CommandResult head = Aws({"s3api", "head-object", "--bucket", "headway-digest", "--key",
+                            "default/sha256/" + hex.substr(0, 2) + "/" + hex});
+  EXPECT_NE(head.exit_code, 0) << "the wrong bytes were left in the bucket";
+  // The real file's next upload is not taken for the wrong bytes.
+  Answer honest = draft("honest", real->content_md5);
+  ASSERT_EQ(honest.status, 201) << honest.raw;
+  ASSERT_TRUE(honest.body["upload"].is_object()) << honest.raw;
+  url = honest.body["upload"]["url"];
+  sent = store.SendFile("PUT", url.substr(s3_->endpoint().size()), file,
+                        {{"Content-MD5", real->content_md5}});
+  ASSERT_TRUE(sent.ok() && sent->status == 200);
+  commit = Call(*server, server->admin_token(), "POST", "/api/v1/artifacts/honest/versions/1/commit");
+  EXPECT_EQ(commit.status, 200) << commit.raw;
+  CommandResult got = server->Cli({"artifacts", "get", "honest", server->work_dir() + "/back.bin"});
+  ASSERT_EQ(got.exit_code, 0) << got.err;
+  EXPECT_TRUE(ReadFile(server->work_dir() + "/back.bin") == ReadFile(file));
+}
+
 TEST_F(ArtifactsOnS3, ALargeUploadGoesUpInPresignedPartsAndResumesWhereItStopped) {
   auto server = Server("headway-parts", {"--s3-part-size", "5Mi"});
   const std::string file = server->work_dir() + "/big.bin";

@@ -852,7 +852,9 @@ TEST_P(StoreConformance, ArtifactsAreListedCountedAndTheirUsesRecorded) {
   {
     auto store = Open();
     Artifact a = MakeArtifact("data-mnist", "vision", 'a');
+    a.state = ArtifactState::kReady;
     Artifact b = MakeArtifact("model", "vision", 'a');  // the same bytes
+    b.state = ArtifactState::kPending;
     b.kind = ArtifactKind::kModel;
     b.producer = {"other", 1, std::nullopt, "train-node"};
     Artifact c = MakeArtifact("nlp-model", "nlp", 'c');
@@ -865,6 +867,8 @@ TEST_P(StoreConformance, ArtifactsAreListedCountedAndTheirUsesRecorded) {
   auto store = Open();  // all of it survives reopening
   EXPECT_EQ(*store->CountArtifactsWithDigest("vision", "sha256:" + std::string(64, 'a')), 2u);
   EXPECT_EQ(*store->CountArtifactsWithDigest("nlp", "sha256:" + std::string(64, 'a')), 0u);
+  // `a` was made Ready, `b` is Pending.
+  EXPECT_EQ(*store->CountReadyArtifactsWithDigest("vision", "sha256:" + std::string(64, 'a')), 1u);
   EXPECT_EQ(*store->TeamArtifactBytes("vision"), 200u);
   EXPECT_EQ(*store->TeamArtifactBytes("nobody"), 0u);
   ArtifactFilter vision;

@@ -1194,6 +1194,17 @@ class SqlStore final : public Store {
     return static_cast<std::uint64_t>(q.ColumnInt64(0));
   }
 
+  Result<std::uint64_t> CountReadyArtifactsWithDigest(std::string_view team,
+                                                      std::string_view digest) override {
+    std::lock_guard lock(mu_);
+    Statement q(*db_, "SELECT COUNT(*) FROM artifacts WHERE digest = ? AND team = ? AND state = ?");
+    q.Bind(1, std::string(digest));
+    q.Bind(2, std::string(team));
+    q.Bind(3, std::string(ArtifactStateName(ArtifactState::kReady)));
+    if (!q.Step()) return Unavailable("count artifacts: " + LastError());
+    return static_cast<std::uint64_t>(q.ColumnInt64(0));
+  }
+
   Result<std::uint64_t> TeamArtifactBytes(std::string_view team) override {
     std::lock_guard lock(mu_);
     Statement q(*db_, "SELECT COALESCE(SUM(size), 0) FROM artifacts WHERE team = ?");
