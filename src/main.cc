@@ -315,6 +315,12 @@ int main(int argc, char** argv) {
                      "objects in the artifact store that no version holds are deleted once this "
                      "old (looked for at start and daily)")
       ->capture_default_str();
+  std::string presign_ttl = "10m";
+  server->add_option("--presign-ttl", presign_ttl,
+                     "how long a presigned S3 URL the server hands out stays valid (1m..7d): a "
+                     "download or upload must start within it, and a URL handed to a token "
+                     "revoked since works no longer than this")
+      ->capture_default_str();
   std::string s3_part_size = "64Mi";
   server->add_option("--s3-part-size", s3_part_size,
                      "artifacts this large and over go up to the S3 store in parts of this size "
@@ -344,6 +350,13 @@ int main(int argc, char** argv) {
     } else {
       throw CLI::ValidationError("--artifact-orphan-age",
                                  "must be a duration such as 24h, got '" + orphan_age + "'");
+    }
+    if (auto ttl = headway::ParseDuration(presign_ttl);
+        ttl && *ttl >= std::chrono::minutes(1) && *ttl <= std::chrono::hours(24 * 7)) {
+      server_config.presign_ttl = std::chrono::duration_cast<std::chrono::seconds>(*ttl);
+    } else {
+      throw CLI::ValidationError("--presign-ttl", "must be a duration from 1m to 7d such as 10m, "
+                                                  "got '" + presign_ttl + "'");
     }
     if (auto bytes = headway::ParseByteQuantity(s3_part_size);
         bytes && *bytes >= (5ll << 20) && *bytes <= (5ll << 30)) {

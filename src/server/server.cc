@@ -647,6 +647,7 @@ int RunServer(const ServerConfig& config) {
   artifact_options.orphan_min_age = config.artifact_orphan_age;
   artifact_options.multipart_threshold = config.s3_part_size;
   artifact_options.scratch_dir = upload_dir;
+  artifact_options.presign_ttl = config.presign_ttl;
   ArtifactManager artifacts(**store, **objects, clock, artifact_options);
   api::HttpHandler api_handler;
   api::HttpHandler forward_handler;  // a replica's, while another server leads

@@ -68,6 +68,7 @@ struct ServerConfig {
   std::string s3_prefix;           // before every key
   std::uint64_t s3_part_size = 64ull << 20;  // and the size from which uploads go in parts
   Duration artifact_orphan_age = std::chrono::hours(24);  // objects no version holds go then
+  std::chrono::seconds presign_ttl{600};                  // --presign-ttl
   std::string s3_public_endpoint;  // in presigned URLs, when clients reach the store elsewhere
   std::string s3_ca_file;
   double stall_floor_s = 60;        // never call a job Stalled sooner than this

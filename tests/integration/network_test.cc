@@ -189,5 +189,42 @@ TEST(Network, TheHostsNetworkIsAnAdminsToGrant) {
   EXPECT_EQ(service.accepted(), 1);
 }
 
+// A job on the host's network names the port the server pulls its progress
+// from (or its notebook serves on): the server connects only to a port a
+// process of the job listens on, never to another service's on the host.
+TEST(Network, OnTheHostsNetworkTheServerReachesOnlyPortsTheJobListensOn) {
+  HostService service;
+  TestServer server;
+  const int own = UnusedLoopbackPort();
+  WriteFile(server.work_dir() + "/serve.py",
+            "import http.server, json, sys\n"
+            "class H(http.server.BaseHTTPRequestHandler):\n"
+            "    def log_message(self, *a): pass\n"
+            "    def do_GET(self):\n"
+            "        body = json.dumps({'currentStep': 5, 'totalSteps': 10}).encode()\n"
+            "        self.send_response(200)\n"
+            "        self.send_header('Content-Type', 'application/json')\n"
+            "        self.end_headers()\n"
+            "        self.wfile.write(body)\n"
+            "http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\n");
+  server.Submit("name: serves\nhost_network: true\ntermination_grace: 1s\n"
+                "command: [/usr/bin/python3, " + server.work_dir() + "/serve.py, \"" +
+                std::to_string(own) + "\"]\n"
+                "progress_endpoint: {port: " + std::to_string(own) + ", interval: 1s}\n");
+  server.Submit("name: points-away\nhost_network: true\ncommand: \"sleep 60\"\n"
+                "termination_grace: 1s\n"
+                "progress_endpoint: {port: " + std::to_string(service.port()) +
+                ", interval: 1s}\n");
+  ASSERT_TRUE(WaitFor([&] { return server.Job("serves")["progress"]["step"] == 5; }))
+      << server.Job("serves").dump();
+  ASSERT_TRUE(WaitFor([&] {
+    return server.HasEvent("points-away", "Warning", "no process of the job listens on port " +
+                                                         std::to_string(service.port()));
+  })) << nlohmann::json(server.Events("points-away")).dump();
+  EXPECT_EQ(service.accepted(), 0);
+  server.Cli({"stop", "serves"});
+  server.Cli({"stop", "points-away"});
+}
+
 }  // namespace
 }  // namespace headway::testing

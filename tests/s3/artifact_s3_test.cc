@@ -268,6 +268,8 @@ TEST_F(ArtifactsOnS3, ACommitChecksTheDigestOfWhatArrived) {
   Answer created = draft("poisoned", fake->content_md5);
   ASSERT_EQ(created.status, 201) << created.raw;
   std::string url = created.body["upload"]["url"];
+  // Valid for --presign-ttl (10 minutes), not for an hour.
+  EXPECT_THAT(url, HasSubstr("X-Amz-Expires=600"));
   auto sent = store.SendFile("PUT", url.substr(s3_->endpoint().size()), other,
                              {{"Content-MD5", fake->content_md5}});
   ASSERT_TRUE(sent.ok());

@@ -124,6 +124,11 @@ void AttemptCgroup::SignalAll(int signal) const {
   for (pid_t pid : Procs(dir)) ::kill(pid, signal);
 }
 
+std::vector<pid_t> AttemptCgroup::Processes() const {
+  const std::string& dir = !unified.empty() ? unified : freezer;
+  return dir.empty() ? std::vector<pid_t>{} : Procs(dir);
+}
+
 bool AttemptCgroup::OomKilled() const {
   auto count = [](const std::string& text) {
     auto at = text.find("oom_kill ");

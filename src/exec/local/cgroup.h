@@ -48,6 +48,8 @@ struct AttemptCgroup {
   Status Kill() const;
   // Sends `signal` to every process in it (SIGTERM, SIGUSR1 reach daemons too).
   void SignalAll(int signal) const;
+  // The processes in it now.
+  std::vector<pid_t> Processes() const;
   // Whether the kernel OOM-killed a process of it.
   bool OomKilled() const;
   // Removes the directories; only works once it is empty.

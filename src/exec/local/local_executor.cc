@@ -508,6 +508,13 @@ class LocalExecutor final : public Executor {
     std::error_code ec;
     // A job with a network of its own is reached inside it, never on the host.
     if (fs::exists(socket, ec)) return internal::ConnectIntoJob(socket, port);
+    // On the host's network a port the job names (in its notebook's start-up
+    // file, its progress endpoint) could be another service's: only one a
+    // process of the attempt listens on is reached.
+    if (!handle->cgroup.empty() && !internal::AnyListensOn(handle->cgroup.Processes(), port)) {
+      return PermissionDenied("no process of the job listens on port " + std::to_string(port) +
+                              " of the host");
+    }
     return ConnectTcp("127.0.0.1", port);
   }
 
