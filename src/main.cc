@@ -220,6 +220,11 @@ int main(int argc, char** argv) {
                      "a host name browsers and clients may reach this server by (repeatable). On "
                      "a loopback address only loopback names are accepted; elsewhere, without "
                      "any, every name is");
+  server->add_option("--notebook-domain", server_config.notebook_domain,
+                     "notebooks get origins of their own: notebook NAME is served at NAME.DOMAIN "
+                     "(a wildcard DNS name pointing at this server; on a loopback address the "
+                     "default, localhost, needs none), so a notebook's pages share nothing with "
+                     "the dashboard or other notebooks. 'none': under the server's own origin");
   server->add_option("--notebook-profiles", server_config.notebook_profiles_file,
                      "a YAML file of the notebook profiles users may start (resources, limits, "
                      "idle_timeout, cull_warning; see docs). Default: one profile, no GPUs, "

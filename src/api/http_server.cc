@@ -437,6 +437,19 @@ class Server final : public HttpServer {
     }
     auto& head = parser.get();
     if (target.on_answer) target.on_answer(head.result_int());
+    if (target.rewrite_set_cookie) {
+      std::vector<std::string> cookies;
+      for (const auto& field : head) {
+        if (field.name() == http::field::set_cookie) cookies.emplace_back(field.value());
+      }
+      head.erase(http::field::set_cookie);
+      for (const std::string& cookie : cookies) {
+        head.insert(http::field::set_cookie, target.rewrite_set_cookie(cookie));
+      }
+    }
+    for (const auto& [name, value] : target.default_response_headers) {
+      if (head.find(name) == head.end()) head.set(name, value);
+    }
     if (upgrade && head.result() == http::status::switching_protocols) {
       http::response<http::empty_body> switched{head.base()};
       client_tcp.expires_after(std::chrono::seconds(10));

@@ -83,6 +83,11 @@ struct ProxyTarget {
   std::vector<std::pair<std::string, std::string>> set_headers;  // sent on, replacing any
   // Called once the upstream answered (its status) or could not be reached (0).
   std::function<void(int status)> on_answer;
+  // When set, each Set-Cookie of the answer is replaced by what this makes
+  // of it (a notebook's cookies confined to its path and host).
+  std::function<std::string(std::string_view set_cookie)> rewrite_set_cookie;
+  // Headers the answer gets when the upstream sent none of that name.
+  std::vector<std::pair<std::string, std::string>> default_response_headers;
 };
 
 // A process attached to a WebSocket (HttpResponse::attach) with Kubernetes'

@@ -4,6 +4,7 @@
 
 #include "api/auth.h"
 #include "api/job_json.h"
+#include "core/ascii.h"
 
 namespace headway::api {
 namespace {
@@ -217,14 +218,20 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
     if (!env.ok()) return Error(env.status());
     return Json(200, {{"env", *env}});
   });
-  router.Add("POST", "/api/v1/notebooks/{name}/login", [=, &logins](auto&, auto& p) {
+  router.Add("POST", "/api/v1/notebooks/{name}/login", [=, &logins](auto& req, auto& p) {
     auto v = visible(p.at("name"), true);
     if (!v.ok()) return Error(v.status());
     if (!v->record.hub_user.empty()) {
       return Error(Conflict("notebook '" + v->record.name + "' belongs to JupyterHub user " +
                             v->record.hub_user + ": open it through the hub"));
     }
-    const std::string base = "/notebooks/" + v->record.name + "/";
+    // On its own origin where notebooks have one: the link is absolute.
+    const std::string base =
+        (access.notebook_domain.empty()
+             ? std::string()
+             : NotebookOrigin(v->record.name, access.notebook_domain, req.Header("host"),
+                              access.tls)) +
+        "/notebooks/" + v->record.name + "/";
     auto secret = access.new_session();
     if (!secret.ok()) return Error(secret.status());
     if (secret->empty()) return Json(200, {{"url", base + "tree"}, {"expires_in", nullptr}});
@@ -240,6 +247,60 @@ std::string NotebookOfPath(std::string_view path) {
   path.remove_prefix(std::string_view("/notebooks/").size());
   std::string name(path.substr(0, path.find('/')));
   return IsValidJobName(name) ? name : std::string();
+}
+
+std::string NotebookOfHost(std::string_view host, std::string_view domain) {
+  if (domain.empty() || host.size() <= domain.size() + 1 || !host.ends_with(domain) ||
+      host[host.size() - domain.size() - 1] != '.') {
+    return {};
+  }
+  std::string name(host.substr(0, host.size() - domain.size() - 1));
+  return IsValidJobName(name) ? name : std::string();
+}
+
+std::string NotebookOrigin(std::string_view name, std::string_view domain,
+                           std::string_view host_header, bool tls) {
+  std::string port;
+  // "host:port" or "[v6]:port"; a bare IPv6 address has no port.
+  const auto close = host_header.rfind(']');
+  const auto colon = host_header.rfind(':');
+  if (colon != std::string_view::npos && (close == std::string_view::npos ? host_header.find(':') == colon
+                                                                          : colon > close)) {
+    port = std::string(host_header.substr(colon));
+  }
+  return std::string(tls ? "https://" : "http://") + std::string(name) + "." +
+         std::string(domain) + port;
+}
+
+std::string ConfineSetCookie(std::string_view value, std::string_view base) {
+  std::string out;
+  bool path_set = false;
+  std::size_t start = 0;
+  bool first = true;
+  while (start <= value.size()) {
+    auto semi = value.find(';', start);
+    if (semi == std::string_view::npos) semi = value.size();
+    std::string_view part = value.substr(start, semi - start);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
+    start = semi + 1;
+    if (first) {
+      out = std::string(part);  // name=value
+      first = false;
+      continue;
+    }
+    const auto eq = part.find('=');
+    const std::string key = AsciiLower(part.substr(0, eq));
+    if (key == "domain") continue;
+    if (key == "path") {
+      const std::string_view path = eq == std::string_view::npos ? "" : part.substr(eq + 1);
+      if (!path.starts_with(base)) continue;  // set below
+      path_set = true;
+    }
+    if (!part.empty()) out += "; " + std::string(part);
+  }
+  if (!path_set) out += "; Path=" + std::string(base);
+  return out;
 }
 
 std::string CookieValue(std::string_view header, std::string_view name) {

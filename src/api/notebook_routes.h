@@ -54,6 +54,10 @@ struct NotebookAccess {
   std::function<const Job*()> calling_job;
   // Whether the caller may start a JupyterHub user's server.
   std::function<Status()> may_spawn_for_hub;
+  // Non-empty: each notebook has an origin of its own, NAME.DOMAIN (see
+  // NotebookOrigin), where its login link leads.
+  std::string notebook_domain;
+  bool tls = false;
 };
 
 // The name of the cookie that carries a notebook's browser session.
@@ -94,6 +98,24 @@ std::string NotebookBannerScript(const std::string& name);
 // {"warned": bool, "idle_since": time|null, "cull_at": time|null}: warned
 // while the notebook's current idle spell has been warned of.
 nlohmann::json NotebookStatusJson(const NotebookView& view);
+
+// Notebooks on origins of their own (--notebook-domain): notebook NAME is
+// served at NAME.DOMAIN only, so its pages (and a member's custom.js in
+// them) share no origin with the dashboard, the API or another notebook:
+// they cannot read the dashboard's storage, frame its pages as same-origin,
+// or send another notebook's cookie.
+//
+// The notebook a Host names ("name.domain", lowercase, without its port);
+// empty when it names none.
+std::string NotebookOfHost(std::string_view host, std::string_view domain);
+// "http[s]://NAME.DOMAIN[:PORT]", with the port of `host_header` (the
+// request's Host, as the browser reached the server).
+std::string NotebookOrigin(std::string_view name, std::string_view domain,
+                           std::string_view host_header, bool tls);
+// An upstream Set-Cookie confined to its notebook: Domain dropped (so the
+// cookie is its host's alone, never its parent domain's) and Path set to
+// `base` unless it lies within it.
+std::string ConfineSetCookie(std::string_view set_cookie, std::string_view base);
 
 // The value of cookie `name` in a Cookie header; empty when absent.
 std::string CookieValue(std::string_view cookie_header, std::string_view name);

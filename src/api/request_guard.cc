@@ -69,6 +69,11 @@ Status CheckHostAndOrigin(const HttpRequest& request, const HostPolicy& policy) 
   if (!host_header.empty()) {
     std::string host = HostOfHeader(host_header);
     bool ok = IsLoopbackHost(host);
+    const std::string& domain = policy.notebook_domain;
+    if (!ok && !domain.empty() && host.size() > domain.size() + 1 && host.ends_with(domain) &&
+        host[host.size() - domain.size() - 1] == '.') {
+      ok = true;
+    }
     if (!ok && !IsLoopbackHost(policy.listen_address)) {
       std::string listen = HostOfHeader(policy.listen_address);
       if (policy.allowed_hosts.empty()) {

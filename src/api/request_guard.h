@@ -29,6 +29,9 @@ struct HostPolicy {
   // non-loopback address with none, any Host is accepted (tokens are
   // required there), as Jupyter does with allow_remote_access.
   std::vector<std::string> allowed_hosts;
+  // Notebooks' own origins (api/notebook_routes.h): NAME.DOMAIN is a name of
+  // this server too. ("localhost" names are loopback names, RFC 6761.)
+  std::string notebook_domain;
 };
 
 // Whether `host` (no port; IPv6 with or without brackets) is "localhost",

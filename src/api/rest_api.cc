@@ -209,7 +209,12 @@ class Api {
         max_queued_jobs_per_team_(options.max_queued_jobs_per_team),
         spool_dir_(options.spool_dir),
         tokens_(options.tokens),
-        hosts_(options.hosts),
+        hosts_([&] {
+          HostPolicy hosts = options.hosts;
+          hosts.notebook_domain = options.notebook_domain;
+          return hosts;
+        }()),
+        notebook_domain_(options.notebook_domain),
         team_policy_(options.team_policy),
         dashboard_(options.web_dir),
         own_cache_(options.watch_cache ? nullptr : std::make_unique<WatchCache>(service)),
@@ -329,6 +334,8 @@ class Api {
       return session->second;
     };
     notebook_access.calling_job = [] { return t_job; };
+    notebook_access.notebook_domain = options.notebook_domain;
+    notebook_access.tls = options.tls;
     notebook_access.may_spawn_for_hub = [this, spawners = options.jupyterhub_spawners]() -> Status {
       // Without authentication anyone acts as the admin; an admin may.
       if (!tokens_ || !t_caller || t_caller->role == Role::kAdmin) return Status::Ok();
@@ -428,6 +435,28 @@ class Api {
       ~CallerScope() { t_caller = nullptr; t_secret = nullptr; }
     } scope;
     std::string secret;  // outlives the handler, like `caller`
+    if (!notebook_domain_.empty()) {
+      // A notebook's own origin serves that notebook and nothing else: not
+      // the API, not the dashboard, not another notebook.
+      const std::string own = NotebookOfHost(HostOfHeader(req.Header("host")), notebook_domain_);
+      if (!own.empty()) {
+        if (NotebookOfPath(req.path) != own) {
+          return ErrorResponse(NotFound("this origin serves notebook " + own +
+                                        " alone, under /notebooks/" + own + "/"));
+        }
+        return NotebookProxy(req, caller, secret);
+      }
+      if (IsNotebookPath(req.path) && BearerToken(req.Header("authorization")).empty()) {
+        // A browser (programs send their token): to the notebook's origin.
+        const std::string name = NotebookOfPath(req.path);
+        if (name.empty()) return ErrorResponse(NotFound("no notebook at " + req.path));
+        HttpResponse r{302, "text/plain; charset=utf-8", "", {}, nullptr, nullptr};
+        r.headers.emplace_back("Location", NotebookOrigin(name, notebook_domain_,
+                                                          req.Header("host"), tls_) +
+                                               req.target);
+        return r;
+      }
+    }
     if (IsNotebookPath(req.path)) return NotebookProxy(req, caller, secret);
     if (auto missing = KubeflowNotFound(req.method, req.path)) {
       return JsonResponse(missing->code, missing->body);
@@ -611,6 +640,13 @@ class Api {
     target->set_headers = {{"Authorization", "token " + endpoint->token}};
     std::string cookies = CookieHeaderWithout(req.Header("cookie"), kNotebookCookie);
     if (!cookies.empty()) target->set_headers.emplace_back("Cookie", cookies);
+    // What Jupyter sets stays this notebook's: its host, its path.
+    target->rewrite_set_cookie = [base](std::string_view cookie) {
+      return ConfineSetCookie(cookie, base);
+    };
+    // Its pages are framed by its own origin at most.
+    target->default_response_headers = {{"Content-Security-Policy", "frame-ancestors 'self'"},
+                                        {"X-Content-Type-Options", "nosniff"}};
     HttpResponse r;
     r.proxy = std::move(target);
     return r;
@@ -1743,6 +1779,7 @@ class Api {
   NotebookLogins logins_{system_clock_};
   TokenService* tokens_;
   HostPolicy hosts_;
+  const std::string notebook_domain_;
   const TeamPolicy team_policy_;
   Dashboard dashboard_;
   // Shared with deferred answers, which may complete after this Api is gone.

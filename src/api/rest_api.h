@@ -40,6 +40,10 @@ struct RestApiOptions {
   // Which Host and Origin headers are accepted (api/request_guard.h); every
   // request but GET /healthz is checked, refusals are 403.
   HostPolicy hosts;
+  // Non-empty: notebook NAME is served at the origin NAME.DOMAIN alone
+  // (api/notebook_routes.h, NotebookOrigin); a browser that asks the
+  // server's own origin for it is sent there. Also a host name hosts accept.
+  std::string notebook_domain;
   // Serve the dashboard from this folder instead of the copy built in.
   std::string web_dir;
   // Bounds on the specs members submit (jobs and experiment trial templates);

@@ -1100,7 +1100,10 @@ int NotebookOpen(const Options& o) {
   if (PrintStructured(o, *link)) return kExitOk;
   // A one-time link: good once, for a minute; it signs the browser in to
   // this notebook alone.
-  std::cout << Client::ServerUrl(o) << FieldText(*link, "url", "") << "\n";
+  // Absolute where the notebook has an origin of its own (NAME.DOMAIN).
+  const std::string url = FieldText(*link, "url", "");
+  std::cout << (url.starts_with("http://") || url.starts_with("https://") ? "" : Client::ServerUrl(o))
+            << url << "\n";
   return kExitOk;
 }
 

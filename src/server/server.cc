@@ -786,6 +786,18 @@ int RunServer(const ServerConfig& config) {
   api_options.web_dir = config.web_dir;
   api_options.hosts.listen_address = config.listen_address;
   api_options.hosts.allowed_hosts = config.allow_hosts;
+  if (config.notebook_domain.empty()) {
+    api_options.notebook_domain = api::IsLoopbackHost(config.listen_address) ? "localhost" : "";
+  } else if (config.notebook_domain != "none") {
+    api_options.notebook_domain = api::HostOfHeader(config.notebook_domain);
+  }
+  if (api_options.notebook_domain.empty()) {
+    spdlog::warn("notebooks are served under this server's own origin, so a notebook's pages "
+                 "(and what its team puts in them) share it with the dashboard: give them their "
+                 "own with --notebook-domain DOMAIN");
+  } else {
+    spdlog::info("notebook NAME is served at its own origin, NAME.{}", api_options.notebook_domain);
+  }
   api_options.team_policy = *team_policy;
   api_options.jupyterhub_spawners = config.jupyterhub_spawners;
   api_options.local_jobs_reach_only_the_server = config.isolate_jobs && config.isolate_job_network;

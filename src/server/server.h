@@ -87,6 +87,9 @@ struct ServerConfig {
   // Host names requests may use besides loopback ones and the listen address
   // (api/request_guard.h).
   std::vector<std::string> allow_hosts;
+  // --notebook-domain: empty means localhost on a loopback address and none
+  // elsewhere; "none" turns notebooks' own origins off.
+  std::string notebook_domain;
   std::vector<std::string> jupyterhub_spawners;  // --jupyterhub-spawner TOKEN_NAME
   int max_queued_jobs_per_team = 1000;           // --max-queued-jobs (members' submits)
   std::size_t max_workflow_nodes_per_team = 100000;  // --max-workflow-nodes

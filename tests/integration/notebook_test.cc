@@ -126,8 +126,21 @@ resources: {gpus_per_process: 1}
 )");
   EXPECT_EQ(server.State("waits-for-gpu"), "Queued");
 
+  // The notebook has an origin of its own, lab.localhost: a browser that
+  // asks the server's own origin for it is sent there, and there it is the
+  // only thing served (no API, no dashboard, no other notebook).
+  const std::string port = server.url().substr(server.url().rfind(':') + 1);
+  const std::vector<std::pair<std::string, std::string>> at_lab = {
+      {"Host", "lab.localhost:" + port}};
+  Answer sent = Call(server, "", "GET", "/notebooks/lab/api/kernels");
+  EXPECT_EQ(sent.status, 302);
+  EXPECT_EQ(sent.response.Header("location"),
+            "http://lab.localhost:" + port + "/notebooks/lab/api/kernels");
+  EXPECT_EQ(Call(server, "", "GET", "/notebooks/lab/api/kernels", {}, at_lab).status, 401);
+  EXPECT_EQ(Call(server, alice, "GET", "/api/v1/jobs", {}, at_lab).status, 404);
+  EXPECT_EQ(Call(server, alice, "GET", "/notebooks/other/api/kernels", {}, at_lab).status, 404);
+  EXPECT_EQ(Call(server, alice, "GET", "/", {}, at_lab).status, 404);
   // Only its team's members reach it; viewers and other teams do not.
-  EXPECT_EQ(Call(server, "", "GET", "/notebooks/lab/api/kernels").status, 401);
   EXPECT_EQ(Call(server, bob, "GET", "/notebooks/lab/api/kernels").status, 403);
   EXPECT_EQ(Call(server, bob, "GET", "/api/v1/notebooks/lab").status, 403);
   EXPECT_EQ(Call(server, watcher, "GET", "/notebooks/lab/api/kernels").status, 403);
@@ -159,16 +172,28 @@ resources: {gpus_per_process: 1}
   EXPECT_THAT(left, ::testing::Not(HasSubstr("token")));
 
   // A one-time link signs a browser in with a cookie for this notebook only.
+  // It leads to the notebook's own origin, where the cookie is set (a
+  // host-only cookie: no other origin gets it).
   Answer link = Call(server, alice, "POST", "/api/v1/notebooks/lab/login", "{}");
   ASSERT_EQ(link.status, 200) << link.raw;
-  Answer login = Call(server, "", "GET", link.body["url"].get<std::string>());
+  const std::string url = link.body["url"];
+  const std::string origin = "http://lab.localhost:" + port;
+  ASSERT_EQ(url.rfind(origin + "/notebooks/lab/headway-login?code=", 0), 0u) << url;
+  const std::string login_path = url.substr(origin.size());
+  Answer login = Call(server, "", "GET", login_path, {}, at_lab);
   ASSERT_EQ(login.status, 302) << login.raw;
   const std::string cookie = login.response.Header("set-cookie");
   EXPECT_THAT(cookie, HasSubstr("HttpOnly"));
   EXPECT_THAT(cookie, HasSubstr("Path=/notebooks/lab/"));
+  EXPECT_THAT(cookie, ::testing::Not(HasSubstr("Domain")));
   const std::string pair = cookie.substr(0, cookie.find(';'));
-  EXPECT_EQ(Call(server, "", "GET", "/notebooks/lab/api/status", {}, {{"Cookie", pair}}).status, 200);
-  EXPECT_EQ(Call(server, "", "GET", link.body["url"].get<std::string>()).status, 404)
+  std::vector<std::pair<std::string, std::string>> with_cookie = at_lab;
+  with_cookie.emplace_back("Cookie", pair);
+  Answer by_cookie = Call(server, "", "GET", "/notebooks/lab/api/status", {}, with_cookie);
+  EXPECT_EQ(by_cookie.status, 200);
+  // Its pages may be framed by its own origin at most.
+  EXPECT_THAT(by_cookie.response.Header("content-security-policy"), HasSubstr("frame-ancestors"));
+  EXPECT_EQ(Call(server, "", "GET", login_path, {}, at_lab).status, 404)
       << "a login link works once";
 
   // Idle kernels and no GPU use: warned, then culled, and the GPU goes back.

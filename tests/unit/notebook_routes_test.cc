@@ -25,6 +25,34 @@ TEST(NotebookPaths, NameTheNotebook) {
   EXPECT_EQ(NotebookOfPath("/api/v1/notebooks/lab"), "");
 }
 
+TEST(NotebookOrigins, NameTheNotebookAndItsOriginAsTheBrowserReachedTheServer) {
+  EXPECT_EQ(NotebookOfHost("lab.localhost", "localhost"), "lab");
+  EXPECT_EQ(NotebookOfHost("lab.nb.example.com", "nb.example.com"), "lab");
+  EXPECT_EQ(NotebookOfHost("localhost", "localhost"), "");
+  EXPECT_EQ(NotebookOfHost("a.b.localhost", "localhost"), "");  // not a notebook name
+  EXPECT_EQ(NotebookOfHost("labxlocalhost", "localhost"), "");
+  EXPECT_EQ(NotebookOfHost("lab.localhost", ""), "");
+  EXPECT_EQ(NotebookOrigin("lab", "localhost", "127.0.0.1:8080", false), "http://lab.localhost:8080");
+  EXPECT_EQ(NotebookOrigin("lab", "nb.example.com", "gpu.example.com", true),
+            "https://lab.nb.example.com");
+  EXPECT_EQ(NotebookOrigin("lab", "localhost", "[::1]:9000", false), "http://lab.localhost:9000");
+  EXPECT_EQ(NotebookOrigin("lab", "localhost", "::1", false), "http://lab.localhost");
+}
+
+// Jupyter's cookies stay the notebook's: its host (no Domain, which would
+// reach the parent domain and every other notebook) and its path.
+TEST(NotebookOrigins, AnUpstreamCookieIsConfinedToItsNotebook) {
+  const std::string base = "/notebooks/lab/";
+  EXPECT_EQ(ConfineSetCookie("_xsrf=2|ab; Path=/notebooks/lab/; SameSite=Lax", base),
+            "_xsrf=2|ab; Path=/notebooks/lab/; SameSite=Lax");
+  EXPECT_EQ(ConfineSetCookie("username-x=\"y\"; Domain=.localhost; Path=/; HttpOnly", base),
+            "username-x=\"y\"; HttpOnly; Path=/notebooks/lab/");
+  EXPECT_EQ(ConfineSetCookie("a=b", base), "a=b; Path=/notebooks/lab/");
+  EXPECT_EQ(ConfineSetCookie("a=b; domain=example.com; path=/notebooks/lab/tree", base),
+            "a=b; path=/notebooks/lab/tree");
+  EXPECT_EQ(ConfineSetCookie("a=b; Path=/notebooks/other/", base), "a=b; Path=/notebooks/lab/");
+}
+
 TEST(NotebookLogins, ACodeWorksOnceForItsNotebookForAMinute) {
   ManualClock clock(FromUnixMillis(1796400000000));
   NotebookLogins logins(clock);

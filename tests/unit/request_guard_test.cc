@@ -60,17 +60,35 @@ TEST(RequestGuard, OnALoopbackAddressOnlyLoopbackNamesPass) {
 }
 
 TEST(RequestGuard, ElsewhereTheListenAddressAndAllowedNamesPass) {
-  HostPolicy open{"0.0.0.0", {}};
+  HostPolicy open{"0.0.0.0", {}, ""};
   EXPECT_TRUE(CheckHostAndOrigin(Request("anything.example:80"), open).ok())
       << "no --allow-host: any name (tokens are required there)";
-  HostPolicy named{"10.0.0.5", {"gpu.example.com", "Alias.Example.com:443"}};
+  HostPolicy named{"10.0.0.5", {"gpu.example.com", "Alias.Example.com:443"}, ""};
   EXPECT_TRUE(CheckHostAndOrigin(Request("10.0.0.5:8080"), named).ok());
   EXPECT_TRUE(CheckHostAndOrigin(Request("GPU.example.com"), named).ok());
   EXPECT_TRUE(CheckHostAndOrigin(Request("alias.example.com:8080"), named).ok());
   EXPECT_TRUE(CheckHostAndOrigin(Request("127.0.0.1:8080"), named).ok());
   EXPECT_FALSE(CheckHostAndOrigin(Request("attacker.example"), named).ok());
-  HostPolicy any_address{"0.0.0.0", {"gpu.example.com"}};
+  HostPolicy any_address{"0.0.0.0", {"gpu.example.com"}, ""};
   EXPECT_FALSE(CheckHostAndOrigin(Request("0.0.0.0"), any_address).ok());
+}
+
+// Notebooks on origins of their own: NAME.DOMAIN names this server too, and
+// a notebook's page may send requests to its own origin only.
+TEST(RequestGuard, NotebooksOwnOriginsAreNamesOfThisServer) {
+  HostPolicy loopback{"127.0.0.1", {}, "localhost"};
+  EXPECT_TRUE(CheckHostAndOrigin(Request("lab.localhost:8080"), loopback).ok());
+  EXPECT_TRUE(CheckHostAndOrigin(Request("lab.localhost:8080", "http://lab.localhost:8080"),
+                                 loopback).ok());
+  EXPECT_FALSE(CheckHostAndOrigin(Request("lab.localhost:8080", "http://other.localhost:8080"),
+                                  loopback).ok());
+  EXPECT_FALSE(CheckHostAndOrigin(Request("127.0.0.1:8080", "http://lab.localhost:8080"),
+                                  loopback).ok());
+  EXPECT_FALSE(CheckHostAndOrigin(Request("lab.localhost.attacker.example"), loopback).ok());
+  EXPECT_FALSE(CheckHostAndOrigin(Request("evillocalhost"), loopback).ok());
+  HostPolicy named{"10.0.0.5", {"gpu.example.com"}, "nb.example.com"};
+  EXPECT_TRUE(CheckHostAndOrigin(Request("lab.nb.example.com"), named).ok());
+  EXPECT_FALSE(CheckHostAndOrigin(Request("nb.example.com.attacker.example"), named).ok());
 }
 
 TEST(RequestGuard, AnOriginMustBeTheRequestsOwn) {

@@ -903,11 +903,26 @@ step('a notebook: listed with its GPUs and idle time, Open signs a new tab in to
   assert.match(await tab.title(), /Home Page|Jupyter/);
   const kernels = await tab.evaluate(async () => (await fetch('/notebooks/lab/api/kernels')).status);
   assert.equal(kernels, 200, 'the cookie authorises the notebook\'s own API');
+  // On an origin of its own (lab.localhost): its pages, and a member's
+  // custom.js in them, share nothing with the dashboard's origin.
+  const port = new URL(server.url).port;
+  assert.equal(new URL(tab.url()).origin, `http://lab.localhost:${port}`);
   const api = await tab.evaluate(async () => (await fetch('/api/v1/jobs')).status);
-  assert.equal(api, 401, 'and nothing else of the server');
+  assert.equal(api, 404, 'and nothing else of the server');
   // Opened with noopener: no handle on the dashboard, no copy of its
   // sessionStorage (where the dashboard keeps its session).
   assert.deepEqual(await tab.evaluate(() => [window.opener, sessionStorage.length]), [null, 0]);
+  // A page of the notebook cannot read the dashboard (another origin), and
+  // its requests to the dashboard's origin carry no credentials it has.
+  const cross = await tab.evaluate(async (dashboard) => {
+    try {
+      const r = await fetch(`${dashboard}/api/v1/jobs`, { credentials: 'include' });
+      return `read ${r.status}`;
+    } catch (e) {
+      return 'refused';
+    }
+  }, server.url);
+  assert.equal(cross, 'refused', 'the dashboard\'s origin does not answer the notebook\'s pages');
   // Idle: Jupyter's page shows when it will be stopped; "Keep it running" ends the spell.
   const warned = () => tab.evaluate(async () => {
     const r = await fetch('/notebooks/lab/headway-status');
