@@ -208,6 +208,11 @@ int main(int argc, char** argv) {
                      "admins' submits are not bounded; 0: no bound")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  std::string max_workflow_status = "64Mi";
+  server->add_option("--max-workflow-status-bytes", max_workflow_status,
+                     "how large one workflow's status (its nodes and their outputs) may grow: "
+                     "past it the workflow is stopped as a terminate stops it, and says why")
+      ->capture_default_str();
   server->add_option("--max-workflow-nodes", server_config.max_workflow_nodes_per_team,
                      "how many nodes one team's unfinished workflows may hold in all: a workflow "
                      "that would pass it is refused (429), a loop that would is its step's error")
@@ -355,6 +360,13 @@ int main(int argc, char** argv) {
     } else {
       throw CLI::ValidationError("--artifact-orphan-age",
                                  "must be a duration such as 24h, got '" + orphan_age + "'");
+    }
+    if (auto bytes = headway::ParseByteQuantity(max_workflow_status); bytes && *bytes >= 4096) {
+      server_config.max_workflow_status_bytes = static_cast<std::size_t>(*bytes);
+    } else {
+      throw CLI::ValidationError("--max-workflow-status-bytes",
+                                 "must be a size of at least 4Ki such as 64Mi, got '" +
+                                     max_workflow_status + "'");
     }
     if (auto ttl = headway::ParseDuration(presign_ttl);
         ttl && *ttl >= std::chrono::minutes(1) && *ttl <= std::chrono::hours(24 * 7)) {

@@ -747,6 +747,7 @@ int RunServer(const ServerConfig& config) {
   WorkflowBounds workflow_bounds;
   workflow_bounds.max_queued_jobs_per_team = config.max_queued_jobs_per_team;
   workflow_bounds.max_nodes_per_team = config.max_workflow_nodes_per_team;
+  workflow_bounds.max_status_bytes = config.max_workflow_status_bytes;
   workflows->SetBounds(workflow_bounds);
   experiments = std::make_unique<ExperimentController>(**store, *controller, clock, workflows.get());
   NotebookControllerOptions notebook_options;

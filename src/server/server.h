@@ -93,6 +93,7 @@ struct ServerConfig {
   std::vector<std::string> jupyterhub_spawners;  // --jupyterhub-spawner TOKEN_NAME
   int max_queued_jobs_per_team = 1000;           // --max-queued-jobs (members' submits)
   std::size_t max_workflow_nodes_per_team = 100000;  // --max-workflow-nodes
+  std::size_t max_workflow_status_bytes = 64u << 20;  // --max-workflow-status-bytes
   // How long a dashboard session (POST /api/v1/sessions) lasts.
   Duration session_ttl = std::chrono::hours(12);
   std::string web_dir;              // serve the dashboard from here instead of the built-in copy

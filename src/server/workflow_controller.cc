@@ -345,6 +345,7 @@ Result<WorkflowController::Live*> WorkflowController::Load(std::string_view name
     auto node = wf::NodeFromJson(json::parse(n.body, nullptr, false));
     if (!node.ok()) return Internal("stored node " + n.id + ": " + node.status().message());
     live.saved_bodies[n.id] = n.body;
+    live.status_bytes += n.body.size();
     if (!node->job.empty()) job_owner_[node->job] = live.record.name;
     live.state.nodes.emplace(node->id, std::move(*node));
   }
@@ -631,6 +632,8 @@ Status WorkflowController::Save(Live& live) {
     }
   }
   for (WorkflowNodeRecord& n : changed) live.saved_bodies[n.id] = std::move(n.body);
+  live.status_bytes = 0;
+  for (const auto& [id, body] : live.saved_bodies) live.status_bytes += body.size();
   return Status::Ok();
 }
 
@@ -663,6 +666,11 @@ void WorkflowController::Advance(Live& live) {
                           std::to_string(bounds_.max_nodes_per_team) + " in all)";
   if (env.max_nodes >= wf::kMaxWorkflowNodes) {
     env.node_limit_reason = "a workflow's limit";
+  }
+  if (live.status_bytes > bounds_.max_status_bytes) {
+    env.stop_reason = "its status (its steps' outputs) holds " + std::to_string(live.status_bytes) +
+                      " bytes, more than a workflow may (" +
+                      std::to_string(bounds_.max_status_bytes) + "): stopped";
   }
   wf::Actions actions = wf::Operate(live.manifest.spec, live.state, env);
   // What changed may let more happen (a finished step frees its dependents):

@@ -59,6 +59,9 @@ struct WorkflowBounds {
   std::size_t max_nodes_per_team = 100000;
   // Steps one workflow may start in one pass; the others start next pass.
   std::size_t max_new_pods_per_pass = 200;
+  // Bytes of one workflow's status (its nodes, with their outputs): past
+  // it, the workflow is stopped as a terminate stops it, and says why.
+  std::size_t max_status_bytes = 64u << 20;
 };
 
 class WorkflowController final : public api::WorkflowService {
@@ -123,6 +126,7 @@ class WorkflowController final : public api::WorkflowService {
     bool stale = false;  // a save failed: read it again from the store
     bool dirty = true;   // advance it next pass, whatever its jobs did
     std::optional<Time> wake_at;  // a timer of the engine's (backoff, deadline, ...)
+    std::size_t status_bytes = 0;  // of the nodes as last saved
   };
 
   // Callers hold mu_.

@@ -182,6 +182,7 @@ class Operator {
   }
   bool Stopping() const { return state_.shutdown != Shutdown::kNone; }
   std::string ShutdownMessage() const {
+    if (!env_.stop_reason.empty()) return env_.stop_reason;
     if (deadline_passed_) return std::string(kDeadline);
     return std::string(state_.shutdown == Shutdown::kTerminate ? kTerminated : kStopped);
   }
@@ -282,6 +283,10 @@ void Operator::Run() {
     } else {
       Wake(deadline);
     }
+  }
+  if (!env_.stop_reason.empty() && state_.shutdown != Shutdown::kTerminate) {
+    state_.shutdown = Shutdown::kTerminate;
+    out_.changed = true;
   }
   // Stopping: every unfinished step's job is asked to stop, once.
   if (Stopping()) {

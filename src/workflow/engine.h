@@ -217,6 +217,9 @@ struct Environment {
   // would pass it is an error of its step, which `node_limit_reason` names.
   std::size_t max_nodes = kMaxWorkflowNodes;
   std::string node_limit_reason = "the workflow's limit";
+  // Non-empty: the workflow is past a bound of the server's (the bytes of
+  // its status): it stops as a terminate stops it, and this is its message.
+  std::string stop_reason;
   // The job of a pod node; nullopt when the caller has no such job (not
   // created yet, or deleted).
   std::function<std::optional<JobObservation>(const std::string& job)> observe;

@@ -877,6 +877,33 @@ TEST(Workflows, ATeamsWorkflowsAreBoundedInWaitingJobsAndInNodes) {
   EXPECT_EQ(jobs_of_fan().first, 6);
 }
 
+// Outputs fill a workflow's status; past --max-workflow-status-bytes it is
+// stopped (as a terminate stops it) and says why, instead of growing on.
+TEST(Workflows, AWorkflowWhoseOutputsOutgrowItsStatusBoundIsStopped) {
+  TestServer server(/*gpus=*/0, {"--max-workflow-status-bytes", "8Ki"});
+  const std::string release = Shared(server) + "/release-talk";
+  SubmitWorkflow(server, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: talkative}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: loud, template: loud}
+    - - {name: waits, template: waits}
+  - name: loud
+    script: {image: python, command: [python3], source: "print('x' * 20000)"}
+  - name: waits
+    container: {image: busybox, command: [sh, -c, "while [ ! -e )y" + release + R"y( ]; do sleep 0.1; done"]}
+)y");
+  ASSERT_TRUE(WaitForPhase(server, "talkative", "Failed")) << Workflow(server, "talkative").dump(2);
+  EXPECT_THAT(Workflow(server, "talkative")["status"]["message"].get<std::string>(),
+              HasSubstr("more than a workflow may (8192): stopped"));
+  WriteFile(release, "");
+}
+
 TEST(Workflows, ATeamSeesAndChangesOnlyItsOwnWorkflows) {
   TestServer server;
   std::string vision = CreateToken(server, "ana", "vision", "member");

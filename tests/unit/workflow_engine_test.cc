@@ -34,6 +34,7 @@ class FakePool {
     env.team = "vision";
     env.max_new_pods = max_new_pods;
     env.max_nodes = max_nodes;
+    env.stop_reason = stop_reason;
     if (max_nodes < kMaxWorkflowNodes) env.node_limit_reason = "what its team may still hold";
     env.metadata = workflow_.metadata;
     env.observe = [this](const std::string& job) -> std::optional<JobObservation> {
@@ -78,6 +79,7 @@ class FakePool {
 
   std::size_t max_new_pods = std::numeric_limits<std::size_t>::max();
   std::size_t max_nodes = kMaxWorkflowNodes;
+  std::string stop_reason;
 
   const Node& NodeNamed(const std::string& name) const {
     const Node* node = state.FindByName(name);
@@ -278,6 +280,22 @@ TEST(WorkflowEngine, AWideFanOutStartsAFewStepsPerPassAndTheRestLater) {
   EXPECT_EQ(held.state.phase, NodePhase::kRunning);
   held.max_new_pods = 200;
   EXPECT_EQ(held.Step().create.size(), 5u);
+}
+
+// Past a bound of the server's (the bytes of its status), a workflow stops
+// as a terminate stops it: its running steps' jobs are stopped, no exit
+// handler runs, and the reason is its message.
+TEST(WorkflowEngine, AWorkflowPastTheServersBoundStopsAndSaysWhy) {
+  FakePool pool(NestedLoops("withSequence: {count: \"1\"}", "withSequence: {count: \"3\"}"));
+  pool.Step();
+  ASSERT_EQ(pool.created.size(), 3u);
+  pool.stop_reason = "its status holds 99 bytes, more than a workflow may (64): stopped";
+  pool.Settle();
+  EXPECT_EQ(pool.stops.size(), 3u);
+  EXPECT_TRUE(pool.state.Finished());
+  EXPECT_EQ(pool.state.phase, NodePhase::kFailed);
+  EXPECT_EQ(pool.state.message, pool.stop_reason);
+  EXPECT_EQ(pool.created.size(), 3u);
 }
 
 TEST(WorkflowEngine, ALoopPastWhatItsTeamMayStillHoldIsItsStepsError) {
