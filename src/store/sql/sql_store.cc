@@ -1186,21 +1186,24 @@ class SqlStore final : public Store {
 
   Result<std::uint64_t> CountArtifactsWithDigest(std::string_view team,
                                                  std::string_view digest) override {
-    std::lock_guard lock(mu_);
-    Statement q(*db_, "SELECT COUNT(*) FROM artifacts WHERE digest = ? AND team = ?");
-    q.Bind(1, std::string(digest));
-    q.Bind(2, std::string(team));
-    if (!q.Step()) return Unavailable("count artifacts: " + LastError());
-    return static_cast<std::uint64_t>(q.ColumnInt64(0));
+    return CountWithDigest(team, digest, std::nullopt);
   }
 
   Result<std::uint64_t> CountReadyArtifactsWithDigest(std::string_view team,
                                                       std::string_view digest) override {
+    return CountWithDigest(team, digest, ArtifactState::kReady);
+  }
+
+  // Versions of `team` holding `digest`, in `state` where one is given.
+  Result<std::uint64_t> CountWithDigest(std::string_view team, std::string_view digest,
+                                        std::optional<ArtifactState> state) {
     std::lock_guard lock(mu_);
-    Statement q(*db_, "SELECT COUNT(*) FROM artifacts WHERE digest = ? AND team = ? AND state = ?");
+    Statement q(*db_, state ? "SELECT COUNT(*) FROM artifacts WHERE digest = ? AND team = ? "
+                              "AND state = ?"
+                            : "SELECT COUNT(*) FROM artifacts WHERE digest = ? AND team = ?");
     q.Bind(1, std::string(digest));
     q.Bind(2, std::string(team));
-    q.Bind(3, std::string(ArtifactStateName(ArtifactState::kReady)));
+    if (state) q.Bind(3, std::string(ArtifactStateName(*state)));
     if (!q.Step()) return Unavailable("count artifacts: " + LastError());
     return static_cast<std::uint64_t>(q.ColumnInt64(0));
   }
