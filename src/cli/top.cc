@@ -16,6 +16,7 @@
 
 #include "cli/job_table.h"
 #include "cli/output.h"
+#include "core/job.h"
 #include "core/terminal_text.h"
 
 namespace headway::cli {
@@ -34,6 +35,23 @@ std::string RenderTop(std::vector<json> jobs, const TopView& view, Time now) {
   std::string out;
   auto line = [&](const std::string& text) { out += TruncateToWidth(text, width) + "\n"; };
   if (!SortJobs(jobs, view.sort_key, view.descending).ok()) (void)SortJobs(jobs, "name");
+  // What runs or waits comes first, in the chosen order; then the ended
+  // jobs, the most recently ended first: a screen of finished jobs would
+  // otherwise hide the ones being watched.
+  auto ended = [](const json& job) {
+    auto state = ParseJobState(job.value("state", ""));
+    return state && IsTerminal(*state);
+  };
+  auto first_ended = std::stable_partition(jobs.begin(), jobs.end(),
+                                           [&](const json& job) { return !ended(job); });
+  std::stable_sort(first_ended, jobs.end(), [](const json& a, const json& b) {
+    auto finished = [](const json& job) {
+      return job.contains("finished_at") && job["finished_at"].is_string()
+                 ? job["finished_at"].get<std::string>()
+                 : std::string();
+    };
+    return finished(a) > finished(b);  // RFC 3339 in UTC: text order is time order
+  });
   line("headway top   " + std::to_string(jobs.size()) + " jobs   sort: " + view.sort_key +
        (view.descending ? " (desc)" : " (asc)") + "   " + Safe(view.server) + "   " +
        FormatRfc3339(now).substr(0, 19) + "   q quit  s sort  r reverse");

@@ -221,6 +221,35 @@ TEST(CliTop, FitsTheTerminalAndSorts) {
   EXPECT_THAT(lines[0], HasSubstr("sort: name"));
 }
 
+// 33 jobs, 30 of them ended at 100%, on a 24-row terminal: sorted by
+// progress, the ended ones would fill the screen. Active jobs come first,
+// then the most recently ended.
+TEST(CliTop, ActiveJobsComeFirstThenTheMostRecentlyEnded) {
+  std::vector<json> jobs;
+  for (int i = 0; i < 30; ++i) {
+    json done = Job("done-" + std::to_string(10 + i), 100, 0, "2026-12-03T08:00:00Z");
+    done["state"] = i % 2 ? "Succeeded" : "Failed";
+    done["finished_at"] = "2026-12-03T09:" + std::to_string(10 + i) + ":00Z";
+    jobs.push_back(done);
+  }
+  jobs.push_back(Job("running-a", 40, 1, "2026-12-03T09:00:00Z"));
+  json waiting = Job("waiting", std::nullopt, 1, "2026-12-03T09:30:00Z");
+  waiting["state"] = "Queued";
+  jobs.push_back(waiting);
+  jobs.push_back(Job("running-b", 70, 1, "2026-12-03T09:00:00Z"));
+  TopView view;
+  view.rows = 24;
+  view.columns = 100;
+  view.sort_key = "progress";
+  view.descending = true;
+  auto lines = Lines(RenderTop(jobs, view, *ParseRfc3339("2026-12-03T10:00:00Z")));
+  EXPECT_THAT(lines[3], HasSubstr("running-b"));
+  EXPECT_THAT(lines[4], HasSubstr("running-a"));
+  EXPECT_THAT(lines[5], HasSubstr("waiting"));
+  EXPECT_THAT(lines[6], HasSubstr("done-39"));  // ended last, at 09:39
+  EXPECT_THAT(lines[7], HasSubstr("done-38"));
+}
+
 TEST(CliTop, ShowsItsNoticeAndNoEscapes) {
   TopView view;
   view.notice = "server unreachable; reconnecting in 1s";
