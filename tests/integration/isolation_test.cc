@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -233,6 +234,33 @@ TEST(Isolation, AJobSeesOnlyItsOwnGpusDeviceNodes) {
   const std::string none = server.Cli({"logs", "no-gpu"}).out;
   EXPECT_THAT(none, HasSubstr("/dev/nvidia0 1:3\n")) << none;
   EXPECT_THAT(none, HasSubstr("/dev/nvidia1 1:3\n")) << none;
+}
+
+// A root server passes its PATH on; as `nobody`, a job cannot search root's
+// folders on it (here one of mode 0700, as /root/.local/bin is). A missing
+// command is still "not found" (127), in the job and in `headway exec`, not
+// "Permission denied" (126).
+TEST(Isolation, AMissingCommandIsNotFoundEvenWithRootsFoldersOnThePath) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs a server that runs jobs as another account";
+  const std::string closed = MakeTempDir("headway-root-only-bin");
+  ::chmod(closed.c_str(), 0700);
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+  ::setenv("PATH", (closed + ":" + path).c_str(), 1);
+  TestServer server(/*gpus=*/0);
+  ::setenv("PATH", path.c_str(), 1);
+  server.Submit("name: typo\ncommand: [no-such-program-here]\n");
+  server.Submit("name: sleeper\ncommand: \"sleep 300\"\ntermination_grace: 1s\n");
+  ASSERT_TRUE(server.WaitForState("typo", "Failed"));
+  EXPECT_EQ(server.Job("typo")["exit_code"], 127) << server.Cli({"logs", "typo"}).out;
+  EXPECT_THAT(server.Cli({"logs", "typo"}).out, HasSubstr("No such file or directory"));
+  ASSERT_TRUE(server.WaitForState("sleeper", "Running"));
+  CommandResult exec = server.Cli({"exec", "sleeper", "--", "no-such-program-here"});
+  EXPECT_EQ(exec.exit_code, 127) << exec.err;
+  // The job's own PATH leaves the folder out too, and keeps the rest.
+  CommandResult seen = server.Cli({"exec", "sleeper", "--", "sh", "-c", "echo $PATH"});
+  EXPECT_THAT(seen.out, Not(HasSubstr(closed))) << seen.out;
+  EXPECT_THAT(seen.out, HasSubstr("/usr/bin"));
+  server.Cli({"stop", "sleeper"});
 }
 
 TEST(Isolation, StopEndsDaemonsThatLeftTheJobsSessionBeforeItsGpusAreFreed) {

@@ -188,6 +188,10 @@ int RunExecHelper(const std::string& run_dir, int rank, const std::vector<std::s
     std::vector<char*> args, envp;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
+    // As the account: what it may search of the PATH.
+    for (auto& e : env) {
+      if (e.rfind("PATH=", 0) == 0) e = "PATH=" + internal::SearchablePath(e.substr(5));
+    }
     for (auto& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
     // execvp looks the command up in the job's PATH.

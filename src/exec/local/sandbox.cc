@@ -363,6 +363,23 @@ bool BecomeAccount(const UnixAccount& account) {
   return true;
 }
 
+std::string SearchablePath(const std::string& path) {
+  std::string out;
+  std::size_t start = 0;
+  bool first = true;
+  while (start <= path.size()) {
+    std::size_t colon = path.find(':', start);
+    if (colon == std::string::npos) colon = path.size();
+    const std::string dir = path.substr(start, colon - start);
+    start = colon + 1;
+    if (!dir.empty() && ::access(dir.c_str(), X_OK) != 0 && errno == EACCES) continue;
+    if (!first) out += ':';
+    out += dir;
+    first = false;
+  }
+  return out;
+}
+
 Status ProbeSandbox(bool network) {
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) return Unavailable(Errno("pipe"));

@@ -94,6 +94,12 @@ Result<pid_t> StartNamespaceReaper(const std::function<void()>& before_mount);
 // Returns false (errno set) when it did not.
 bool BecomeAccount(const UnixAccount& account);
 
+// `path` (a PATH) without the folders this process may not search: once a
+// root server's job has become its account, root's folders on the PATH it
+// passed on would make a missing command "Permission denied" (126) instead
+// of "not found" (127). Empty entries (the working directory) are kept.
+std::string SearchablePath(const std::string& path);
+
 // Whether this process can build a sandbox here; the error says why not.
 // Forks a child that tries, so it changes nothing in the caller.
 Status ProbeSandbox(bool network = false);

@@ -329,6 +329,12 @@ pid_t StartRank(Rank& r, const RankSetup& setup) {
                  std::strerror(errno));
     ::_exit(126);
   }
+  // As the account: what it may search of the PATH (its own and its lookup).
+  path = internal::SearchablePath(path);
+  std::string path_entry = "PATH=" + path;
+  for (char*& e : envp) {
+    if (e != nullptr && std::strncmp(e, "PATH=", 5) == 0) e = path_entry.data();
+  }
   ::setenv("PATH", path.c_str(), 1);
   ::execvpe(argv[0], argv.data(), envp.data());
   std::fprintf(stderr, "headway: cannot run '%s': %s\n", argv[0], std::strerror(errno));
