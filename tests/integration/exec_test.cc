@@ -95,10 +95,10 @@ TEST(Exec, ACommandRunsInsideTheJobAsItsAccountOnlyForItsTeamAndIsAudited) {
   }
   // (The shell stays, named by the marker, while its sleep runs: dash has
   // no `exec -a`, and a shell that failed on it was gone before a look.)
-  ASSERT_TRUE(WaitFor([&] { return !ProcessesWith(marker).empty(); }));
+  ASSERT_TRUE(WaitFor([&] { return !ProcessesWith(marker, "HEADWAY_URL=" + server.url()).empty(); }));
   ::kill(client, SIGKILL);
   ::waitpid(client, nullptr, 0);
-  EXPECT_TRUE(WaitFor([&] { return ProcessesWith(marker).empty(); }))
+  EXPECT_TRUE(WaitFor([&] { return ProcessesWith(marker, "HEADWAY_URL=" + server.url()).empty(); }))
       << "the command outlived its client";
   EXPECT_TRUE(WaitFor(all_ended));
   EXPECT_EQ(server.State("trainer"), "Running");

@@ -274,15 +274,16 @@ TEST(Isolation, StopEndsDaemonsThatLeftTheJobsSessionBeforeItsGpusAreFreed) {
       "(sh -c 'exec sleep 4343.43' &) ; touch " + started + "; sleep 1000\"\n");
   ASSERT_TRUE(WaitFor([&] { return fs::exists(started); })) << server.Cli({"logs", "escaper"}).out;
   ASSERT_TRUE(WaitFor([&] {
-    return !ProcessesWith("sleep 4242.42").empty() && !ProcessesWith("sleep 4343.43").empty();
+    return !ProcessesWith("sleep 4242.42", "HEADWAY_URL=" + server.url()).empty() &&
+           !ProcessesWith("sleep 4343.43", "HEADWAY_URL=" + server.url()).empty();
   }));
   // The next job waits for the GPU the escaper holds.
   server.Submit("name: next\nresources: {gpus_per_process: 1}\ncommand: \"true\"\n");
   ASSERT_EQ(server.Cli({"stop", "escaper"}).exit_code, 0);
   ASSERT_TRUE(server.WaitForState("escaper", "Stopped"));
   // By the time the attempt is recorded as ended, nothing of it is left.
-  EXPECT_THAT(ProcessesWith("sleep 4242.42"), ::testing::IsEmpty());
-  EXPECT_THAT(ProcessesWith("sleep 4343.43"), ::testing::IsEmpty());
+  EXPECT_THAT(ProcessesWith("sleep 4242.42", "HEADWAY_URL=" + server.url()), ::testing::IsEmpty());
+  EXPECT_THAT(ProcessesWith("sleep 4343.43", "HEADWAY_URL=" + server.url()), ::testing::IsEmpty());
   EXPECT_TRUE(server.WaitForState("next", "Succeeded"));
 }
 
@@ -296,7 +297,7 @@ TEST(Isolation, AForceStopBeforeTheRanksStartedStillEndsThem) {
   ASSERT_TRUE(server.WaitForState("early", "Running"));
   ASSERT_EQ(server.Cli({"stop", "--force", "early"}).exit_code, 0);
   ASSERT_TRUE(server.WaitForState("early", "Stopped")) << server.Job("early").dump();
-  EXPECT_THAT(ProcessesWith("sleep 4949.49"), ::testing::IsEmpty());
+  EXPECT_THAT(ProcessesWith("sleep 4949.49", "HEADWAY_URL=" + server.url()), ::testing::IsEmpty());
 }
 
 TEST(Isolation, TimeLimitsEndDaemonsToo) {
@@ -306,7 +307,7 @@ TEST(Isolation, TimeLimitsEndDaemonsToo) {
       "command: \"setsid sh -c 'trap \\\"\\\" TERM HUP; exec sleep 4545.45' & sleep 1000\"\n");
   ASSERT_TRUE(server.WaitForState("overtime", "Failed", std::chrono::seconds(30)));
   EXPECT_EQ(server.Job("overtime")["reason"], "TimeLimitExceeded");
-  EXPECT_THAT(ProcessesWith("sleep 4545.45"), ::testing::IsEmpty());
+  EXPECT_THAT(ProcessesWith("sleep 4545.45", "HEADWAY_URL=" + server.url()), ::testing::IsEmpty());
 }
 
 TEST(Isolation, JobsRunAsTheTeamsAccountAndNeverAsRootUnlessAllowed) {

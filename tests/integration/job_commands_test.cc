@@ -56,7 +56,7 @@ TEST(JobCommands, ARunningJobIsDeletedOnlyWithForceWhichStopsItFirst) {
   EXPECT_EQ(forced.exit_code, 0) << forced.err;
   EXPECT_EQ(forced.out, "job/long stopping; deleted once it has ended\n");
   EXPECT_TRUE(WaitFor([&] { return Gone(server, "long"); }));
-  EXPECT_TRUE(ProcessesWith("sleep 60").empty());
+  EXPECT_TRUE(ProcessesWith("sleep 60", "HEADWAY_URL=" + server.url()).empty());
 }
 
 TEST(JobCommands, DeletingNeedsATokenThatMayChangeTheJobsTeam) {

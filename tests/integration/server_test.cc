@@ -96,7 +96,7 @@ TEST(JobLifecycle, AStopSentBeforeTheRanksStartStillReachesThem) {
   ASSERT_EQ(server.Cli({"stop", "early"}).exit_code, 0);
   ASSERT_TRUE(server.WaitForState("early", "Stopped", std::chrono::seconds(20)));
   EXPECT_FALSE(server.HasEvent("early", "Killed"));
-  EXPECT_TRUE(ProcessesWith("sleep 60.4711").empty());
+  EXPECT_TRUE(ProcessesWith("sleep 60.4711", "HEADWAY_URL=" + server.url()).empty());
 }
 
 TEST(JobLifecycle, StopEndsAJobWithNoSignalHandlerAtOnce) {
@@ -284,7 +284,7 @@ TEST(Recovery, ServerKilledMidJobReadoptsItAndLosesNothing) {
   std::ofstream(end_quick).put('\n');  // "quick" ends while the server is down
   // Ended, its supervisor included (which records how it ended).
   ASSERT_TRUE(WaitFor([&] {
-    return ProcessesWith(end_quick).empty() &&
+    return ProcessesWith(end_quick, "HEADWAY_URL=" + server.url()).empty() &&
            ProcessesWith("shim " + server.data_dir() + "/jobs/quick/").empty();
   }));
   server.Restart();
@@ -360,10 +360,10 @@ TEST(Recovery, ACrashWhileLaunchingNeverRunsTheAttemptTwice) {
     server.Kill();
     server.Restart();
     ASSERT_TRUE(server.WaitForState("once", "Running"));
-    ASSERT_TRUE(WaitFor([&] { return ProcessesWith(marker).size() >= 1; }));
+    ASSERT_TRUE(WaitFor([&] { return ProcessesWith(marker, "HEADWAY_URL=" + server.url()).size() >= 1; }));
     std::this_thread::sleep_for(
         std::chrono::milliseconds(500));  // a second copy would be up by now
-    EXPECT_EQ(ProcessesWith(marker).size(), 1u);
+    EXPECT_EQ(ProcessesWith(marker, "HEADWAY_URL=" + server.url()).size(), 1u);
     EXPECT_TRUE(server.HasEvent("once", point == "launch:before" ? "StateChanged" : "Readopted",
                                 point == "launch:before" ? "before launch" : "had started"));
     WriteFile(release, "");
@@ -454,7 +454,7 @@ TEST(Recovery, ACrashAtAnyStepOfStopPreemptionKillOrRestartNeitherRepeatsNorOrph
         << server.ServerLog();
     EXPECT_EQ(Count(ReadFile(starts), "start"), c.attempts);
     EXPECT_EQ(server.Job(c.job)["attempt"], c.attempts - 1);
-    EXPECT_TRUE(WaitFor([&] { return ProcessesWith(marker).empty(); }));
+    EXPECT_TRUE(WaitFor([&] { return ProcessesWith(marker, "HEADWAY_URL=" + server.url()).empty(); }));
     if (c.job == "preempted") {
       EXPECT_EQ(server.State("urgent"), "Succeeded");
       EXPECT_TRUE(server.HasEvent("preempted", "Preempting", "SIGUSR1 sent again"));

@@ -131,23 +131,40 @@ int UnusedLoopbackPort() {
   return ntohs(addr.sin_port);
 }
 
-std::vector<pid_t> ProcessesWith(const std::string& marker) {
+namespace {
+
+// /proc/PID/FILE, whole; empty when the process is gone.
+std::string ReadProcFile(const fs::path& process, const char* file) {
+  std::string text;
+  // A process may end between the listing and the read (ESRCH): read
+  // with read(2), which reports that as an error instead of throwing.
+  int fd = ::open((process / file).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return text;
+}
+
+}  // namespace
+
+std::vector<pid_t> ProcessesWith(const std::string& marker, const std::string& environment) {
   std::vector<pid_t> pids;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     std::string name = entry.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    // A process may end between the listing and the read (ESRCH): read
-    // with read(2), which reports that as an error instead of throwing.
-    std::string cmdline;
-    int fd = ::open((entry.path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
-      cmdline.append(buf, static_cast<std::size_t>(n));
-    ::close(fd);
+    std::string cmdline = ReadProcFile(entry.path(), "cmdline");
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
+    if (cmdline.find(marker) == std::string::npos) continue;
+    if (!environment.empty()) {
+      const std::string env = '\0' + ReadProcFile(entry.path(), "environ");
+      if (env.find('\0' + environment + '\0') == std::string::npos &&
+          !env.ends_with('\0' + environment)) {
+        continue;
+      }
+    }
+    pids.push_back(std::stoi(name));
   }
   return pids;
 }

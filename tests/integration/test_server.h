@@ -57,7 +57,11 @@ int SilentListener(int& port);
 // however slowly it started.
 bool SomeoneConnectedTo(const std::string& url);
 // Pids of the processes (seen from here) whose command line contains `marker`.
-std::vector<pid_t> ProcessesWith(const std::string& marker);
+// The processes whose command line holds `marker`; with `environment`, only
+// those whose environment holds that entry too (a job's "HEADWAY_URL=" +
+// its server's url(), so that another suite's run beside this one on the
+// machine is not counted).
+std::vector<pid_t> ProcessesWith(const std::string& marker, const std::string& environment = "");
 void WriteFile(const std::string& path, const std::string& content);
 std::string ReadFile(const std::string& path);
 
