@@ -469,6 +469,15 @@ TEST(Isolation, ASingleUserServerHidesItsFilesFromItsOwnJobs) {
                .out.find("Succeeded") != std::string::npos;
   })) << ReadFile(log);
   std::string out = ReadFile(report);
+  // Deleted, the job leaves nothing behind: not even the folders its /tmp
+  // overlay's kernel-made work folder (mode 000) sits in.
+  CommandResult deleted =
+      RunCommand({HEADWAY_BIN, "--server", url, "--token", token, "delete", "job", "probe"});
+  EXPECT_EQ(deleted.exit_code, 0) << deleted.err;
+  EXPECT_TRUE(WaitFor([&] {
+    std::error_code gone;
+    return fs::is_empty(data + "/jobs", gone) && !gone;
+  })) << ReadFile(log);
   ::kill(server, SIGTERM);
   ::waitpid(server, nullptr, 0);
   std::error_code ec;
