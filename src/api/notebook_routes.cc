@@ -4,6 +4,7 @@
 
 #include "api/auth.h"
 #include "api/job_json.h"
+#include "api/request_guard.h"
 #include "core/ascii.h"
 
 namespace headway::api {
@@ -250,26 +251,15 @@ std::string NotebookOfPath(std::string_view path) {
 }
 
 std::string NotebookOfHost(std::string_view host, std::string_view domain) {
-  if (domain.empty() || host.size() <= domain.size() + 1 || !host.ends_with(domain) ||
-      host[host.size() - domain.size() - 1] != '.') {
-    return {};
-  }
+  if (!IsNameUnder(host, domain)) return {};
   std::string name(host.substr(0, host.size() - domain.size() - 1));
   return IsValidJobName(name) ? name : std::string();
 }
 
 std::string NotebookOrigin(std::string_view name, std::string_view domain,
                            std::string_view host_header, bool tls) {
-  std::string port;
-  // "host:port" or "[v6]:port"; a bare IPv6 address has no port.
-  const auto close = host_header.rfind(']');
-  const auto colon = host_header.rfind(':');
-  if (colon != std::string_view::npos && (close == std::string_view::npos ? host_header.find(':') == colon
-                                                                          : colon > close)) {
-    port = std::string(host_header.substr(colon));
-  }
   return std::string(tls ? "https://" : "http://") + std::string(name) + "." +
-         std::string(domain) + port;
+         std::string(domain) + PortOfHeader(host_header);
 }
 
 std::string ConfineSetCookie(std::string_view value, std::string_view base) {

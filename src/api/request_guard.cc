@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 #include "core/ascii.h"
 
@@ -43,19 +44,38 @@ bool IsLoopbackHost(std::string_view host) {
   return FirstOctetOfIpv4(h) == 127;
 }
 
-std::string HostOfHeader(std::string_view value) {
-  std::string host;
+namespace {
+
+// A Host header value's host and port parts: "[v6]:port", "name:port", or
+// either without a port. More than one colon without brackets is a bare
+// IPv6 address, whole.
+std::pair<std::string_view, std::string_view> SplitHostHeader(std::string_view value) {
   if (!value.empty() && value.front() == '[') {
     auto close = value.find(']');
-    host = close == std::string_view::npos ? std::string(value)
-                                           : std::string(value.substr(1, close - 1));
-  } else {
-    auto colon = value.rfind(':');
-    // More than one colon without brackets is not host:port; keep it whole.
-    if (colon != std::string_view::npos && value.find(':') == colon) value = value.substr(0, colon);
-    host = std::string(value);
+    if (close == std::string_view::npos) return {value, {}};
+    std::string_view rest = value.substr(close + 1);
+    return {value.substr(1, close - 1), rest.starts_with(':') ? rest : std::string_view()};
   }
-  host = AsciiLower(host);
+  auto colon = value.rfind(':');
+  if (colon != std::string_view::npos && value.find(':') == colon) {
+    return {value.substr(0, colon), value.substr(colon)};
+  }
+  return {value, {}};
+}
+
+}  // namespace
+
+std::string PortOfHeader(std::string_view host_header) {
+  return std::string(SplitHostHeader(host_header).second);
+}
+
+bool IsNameUnder(std::string_view host, std::string_view domain) {
+  return !domain.empty() && host.size() > domain.size() + 1 && host.ends_with(domain) &&
+         host[host.size() - domain.size() - 1] == '.';
+}
+
+std::string HostOfHeader(std::string_view value) {
+  std::string host = AsciiLower(SplitHostHeader(value).first);
   if (!host.empty() && host.back() == '.') host.pop_back();
   return host;
 }
@@ -68,12 +88,7 @@ Status CheckHostAndOrigin(const HttpRequest& request, const HostPolicy& policy) 
   std::string host_header = request.Header("host");
   if (!host_header.empty()) {
     std::string host = HostOfHeader(host_header);
-    bool ok = IsLoopbackHost(host);
-    const std::string& domain = policy.notebook_domain;
-    if (!ok && !domain.empty() && host.size() > domain.size() + 1 && host.ends_with(domain) &&
-        host[host.size() - domain.size() - 1] == '.') {
-      ok = true;
-    }
+    bool ok = IsLoopbackHost(host) || IsNameUnder(host, policy.notebook_domain);
     if (!ok && !IsLoopbackHost(policy.listen_address)) {
       std::string listen = HostOfHeader(policy.listen_address);
       if (policy.allowed_hosts.empty()) {

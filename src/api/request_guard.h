@@ -42,6 +42,15 @@ bool IsLoopbackHost(std::string_view host);
 // "[::1]:80" -> "::1". Lowercased, without a trailing dot.
 std::string HostOfHeader(std::string_view host_header);
 
+// The port of a Host header value, with its colon (":8080"); empty when it
+// names none ("example.com", "[::1]", a bare "::1").
+std::string PortOfHeader(std::string_view host_header);
+
+// Whether `host` (as HostOfHeader gives it) is a name under `domain`:
+// "lab.localhost" is under "localhost", "localhost" and "evillocalhost" are
+// not. False for an empty domain.
+bool IsNameUnder(std::string_view host, std::string_view domain);
+
 // Ok, or PermissionDenied saying which header was refused and why.
 // Requests without a Host header (HTTP/1.0 programs; browsers always send
 // one) pass the host check.

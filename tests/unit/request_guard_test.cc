@@ -31,6 +31,11 @@ TEST(RequestGuard, HostOfHeader) {
   EXPECT_EQ(HostOfHeader("[::1]:80"), "::1");
   EXPECT_EQ(HostOfHeader("localhost."), "localhost");
   EXPECT_EQ(HostOfHeader("fd00::1"), "fd00::1");
+  EXPECT_EQ(PortOfHeader("Example.COM:8080"), ":8080");
+  EXPECT_EQ(PortOfHeader("[::1]:80"), ":80");
+  EXPECT_EQ(PortOfHeader("[::1]"), "");
+  EXPECT_EQ(PortOfHeader("fd00::1"), "");
+  EXPECT_EQ(PortOfHeader("localhost"), "");
 }
 
 TEST(RequestGuard, OnALoopbackAddressOnlyLoopbackNamesPass) {
