@@ -279,6 +279,18 @@ int main(int argc, char** argv) {
                      "(every job shares the host's, its loopback services included)")
       ->check(CLI::IsMember({"isolated", "host"}))
       ->capture_default_str();
+  std::string job_outbound = "none";
+  server->add_option("--job-outbound", job_outbound,
+                     "isolated local jobs' way to the internet: none (only this server's API) or "
+                     "public (public addresses, through an egress proxy their HTTPS_PROXY and "
+                     "HTTP_PROXY name; never the host itself, its loopback or a private, "
+                     "link-local or reserved range)")
+      ->check(CLI::IsMember({"none", "public"}))
+      ->capture_default_str();
+  server->add_option("--job-outbound-allow", server_config.job_outbound_allow,
+                     "with --job-outbound=public: a private range jobs may reach too, such as a "
+                     "dataset mirror's (10.0.5.0/24; repeatable; never loopback or the host's "
+                     "own addresses)");
   std::string job_tmp = "own";
   server->add_option("--job-tmp", job_tmp,
                      "local jobs' /tmp: own (each job reads the host's /tmp through a layer of "
@@ -398,6 +410,7 @@ int main(int argc, char** argv) {
     if (gpus >= 0) server_config.gpus = gpus;
     server_config.isolate_jobs = isolation == "namespace";
     server_config.isolate_job_network = job_network == "isolated";
+    server_config.job_outbound = job_outbound == "public";
     server_config.own_job_tmp = job_tmp == "own";
     auto ttl = headway::ParseDuration(session_ttl);
     if (!ttl || ttl->count() <= 0) {

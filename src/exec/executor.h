@@ -142,6 +142,12 @@ struct ExecutorOptions {
   // way out is the control plane (exec/local/job_network.h), unless their
   // spec asks for the host's network (JobSpec::host_network).
   bool isolate_network = true;
+  // ...and, in a network of its own, whether a job reaches the internet
+  // (public addresses only, through an egress proxy the job's HTTPS_PROXY
+  // names; exec/local/egress_proxy.h), and the private ranges the site opens
+  // to it ("10.0.5.0/24"; CheckOutboundRanges).
+  bool outbound = false;
+  std::vector<std::string> outbound_allow;
   // ...and, with `isolate`, what a job writes in /tmp is its own: it sees
   // the host's /tmp through an overlay (sandbox.h, SandboxPlan::tmp_layer).
   bool own_tmp = true;

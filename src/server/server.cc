@@ -465,6 +465,17 @@ int RunServer(const ServerConfig& config) {
     spdlog::warn("--isolation=none: jobs are not hidden from the server's data directory{}",
                  root ? "" : ", and run as the server's user: any job can read its tokens");
   }
+  if (Status ranges = CheckOutboundRanges(config.job_outbound_allow); !ranges.ok()) {
+    spdlog::error("--job-outbound-allow {}", ranges.message());
+    return 2;
+  }
+  if (config.job_outbound && !(config.isolate_jobs && config.isolate_job_network)) {
+    spdlog::warn("--job-outbound=public changes nothing: jobs share the host's network "
+                 "(--job-network=host or --isolation=none) and reach whatever it reaches");
+  }
+  if (!config.job_outbound_allow.empty() && !config.job_outbound) {
+    spdlog::warn("--job-outbound-allow changes nothing without --job-outbound=public");
+  }
   auto team_policy = ParseTeamPolicy(config.max_priority, config.max_grace);
   if (!team_policy.ok()) {
     spdlog::error("{}", team_policy.status().ToString());
@@ -499,6 +510,8 @@ int RunServer(const ServerConfig& config) {
     executor_options.runner = runner.get();
     executor_options.isolate = config.isolate_jobs;
     executor_options.isolate_network = config.isolate_job_network;
+    executor_options.outbound = config.job_outbound;
+    executor_options.outbound_allow = config.job_outbound_allow;
     executor_options.own_tmp = config.own_job_tmp;
     executor_options.gpu_device_minors = gpu_device_minors;
     executor_options.allow_root_jobs = config.allow_root_jobs;

@@ -100,6 +100,8 @@ struct ServerConfig {
   // Job isolation (see exec/local/sandbox.h and core/run_as.h).
   bool isolate_jobs = true;            // --isolation=namespace (default) or none
   bool isolate_job_network = true;     // --job-network=isolated (default) or host
+  bool job_outbound = false;           // --job-outbound=public, or none (default)
+  std::vector<std::string> job_outbound_allow;  // --job-outbound-allow RANGE
   bool own_job_tmp = true;             // --job-tmp=own (default) or host
   std::vector<std::string> run_as;     // "TEAM=USER" (root servers only)
   std::string job_user = "nobody";     // root servers: teams without a mapping

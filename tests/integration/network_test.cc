@@ -3,9 +3,12 @@
 // nothing else of the host: not a service on the host's loopback (another
 // team's notebook or database), not the ports of other jobs. `headway exec`
 // (and so `ssh -L`) runs in the job's network too. The host's network is an
-// admin's to grant.
+// admin's to grant. Outbound access (public addresses only, through an
+// egress proxy) is the site's to grant.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -224,6 +227,187 @@ TEST(Network, OnTheHostsNetworkTheServerReachesOnlyPortsTheJobListensOn) {
   EXPECT_EQ(service.accepted(), 0);
   server.Cli({"stop", "serves"});
   server.Cli({"stop", "points-away"});
+}
+
+// The internet, as far as a test can have one: a network namespace of its
+// own, reached from the host through a veth pair, on documentation addresses
+// (198.51.100.0/24, RFC 5737: public, not private), with a web server in it
+// that counts its visitors.
+class Internet {
+ public:
+  static constexpr const char* kHostSide = "198.51.100.1";
+  static constexpr const char* kServer = "198.51.100.2";
+
+  Internet() {
+    const std::string id = std::to_string(::getpid());
+    name_ = "hw-inet-" + id;
+    host_if_ = "hwo" + id;
+    const std::string peer = "hwp" + id;
+    ok_ = Ip({"netns", "add", name_}) && Ip({"link", "add", host_if_, "type", "veth", "peer",
+                                             "name", peer}) &&
+          Ip({"link", "set", peer, "netns", name_}) &&
+          Ip({"addr", "add", std::string(kHostSide) + "/24", "dev", host_if_}) &&
+          Ip({"link", "set", host_if_, "up"}) &&
+          Ip({"-n", name_, "addr", "add", std::string(kServer) + "/24", "dev", peer}) &&
+          Ip({"-n", name_, "link", "set", peer, "up"}) &&
+          Ip({"-n", name_, "link", "set", "lo", "up"});
+    if (!ok_) return;
+    // A socket made while this thread is in the namespace stays in it.
+    const int here = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    const int there = ::open(("/run/netns/" + name_).c_str(), O_RDONLY | O_CLOEXEC);
+    ok_ = here >= 0 && there >= 0 && ::setns(there, CLONE_NEWNET) == 0;
+    if (ok_) {
+      fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in at{};
+      at.sin_family = AF_INET;
+      ::inet_pton(AF_INET, kServer, &at.sin_addr);
+      ok_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0 && ::listen(fd_, 16) == 0;
+      socklen_t len = sizeof at;
+      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&at), &len);
+      port_ = ntohs(at.sin_port);
+      ok_ = ::setns(here, CLONE_NEWNET) == 0 && ok_;
+    }
+    if (here >= 0) ::close(here);
+    if (there >= 0) ::close(there);
+    if (!ok_) return;
+    thread_ = std::thread([this] {
+      for (;;) {
+        int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0 || stopping_) break;
+        ++visits_;
+        std::string request;
+        char chunk[1024];
+        ssize_t n;
+        while (request.find("\r\n\r\n") == std::string::npos &&
+               (n = ::read(c, chunk, sizeof chunk)) > 0) {
+          request.append(chunk, static_cast<std::size_t>(n));
+        }
+        const std::string body = "hello from the internet\n";
+        const std::string reply = "HTTP/1.0 200 OK\r\nContent-Length: " +
+                                  std::to_string(body.size()) + "\r\n\r\n" + body;
+        (void)!::write(c, reply.data(), reply.size());
+        ::close(c);
+      }
+    });
+  }
+  ~Internet() {
+    stopping_ = true;
+    if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) ::close(fd_);
+    Ip({"link", "del", host_if_});
+    Ip({"netns", "del", name_});
+  }
+  bool ok() const { return ok_; }
+  int port() const { return port_; }
+  int visits() const { return visits_; }
+
+ private:
+  static bool Ip(std::vector<std::string> args) {
+    args.insert(args.begin(), "/sbin/ip");
+    CommandResult r = RunCommand(args);
+    if (r.exit_code != 0) ADD_FAILURE() << "ip failed: " << r.err;
+    return r.exit_code == 0;
+  }
+
+  std::string name_, host_if_;
+  bool ok_ = false;
+  int fd_ = -1, port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> visits_{0};
+  std::thread thread_;
+};
+
+// Tries a destination through the job's proxy (as pip or requests would:
+// the proxy from the environment), by a tunnel (CONNECT) or a plain request,
+// and one directly; prints one line per try.
+constexpr const char* kOutboundProbe = R"(import http.client, os, socket, sys, urllib.request
+def fetch(url):
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return 'GOT ' + r.read().decode().strip()
+    except Exception as e:
+        return 'REFUSED ' + str(e)
+def tunnel(host, port):
+    proxy = os.environ.get('HTTPS_PROXY', 'none')
+    if proxy == 'none':
+        return 'REFUSED no proxy'
+    c = http.client.HTTPConnection('127.0.0.1', int(proxy.rsplit(':', 1)[1]), timeout=10)
+    try:
+        c.set_tunnel(host, port)
+        c.request('GET', '/tunnelled')
+        return 'GOT ' + c.getresponse().read().decode().strip()
+    except Exception as e:
+        return 'REFUSED ' + str(e)
+def direct(host, port):
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+        return 'GOT connected'
+    except OSError as e:
+        return 'REFUSED ' + type(e).__name__
+internet, port, host_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+print('proxy', os.environ.get('HTTPS_PROXY', 'none'))
+print('plain', fetch('http://%s:%d/plain' % (internet, port)))
+print('tunnel', tunnel(internet, port))
+print('direct', direct(internet, port))
+print('loopback', tunnel('127.0.0.1', host_port))
+print('by-name', tunnel('localhost', host_port))
+print('host-itself', fetch('http://198.51.100.1:%d/' % host_port))
+print('private', tunnel('10.255.255.1', 80))
+print('metadata', fetch('http://169.254.169.254/latest/meta-data/'))
+)";
+
+TEST(Network, OutboundIsTheSitesToGrantAndReachesOnlyPublicAddresses) {
+  if (::geteuid() != 0) GTEST_SKIP() << "making a network namespace for the test's internet needs root";
+  Internet internet;
+  ASSERT_TRUE(internet.ok());
+  HostService service;
+  const std::string probe_args = std::string(", \"") + Internet::kServer + "\", \"" +
+                                 std::to_string(internet.port()) + "\", \"" +
+                                 std::to_string(service.port()) + "\"]\n";
+  {
+    // Without the site's word a job has no way out but the control plane.
+    TestServer closed;
+    WriteFile(closed.work_dir() + "/probe.py", kOutboundProbe);
+    closed.Submit("name: closed\ncommand: [/usr/bin/python3, " + closed.work_dir() + "/probe.py" +
+                  probe_args);
+    ASSERT_TRUE(closed.WaitForState("closed", "Succeeded"));
+    const std::string out = closed.Cli({"logs", "closed"}).out;
+    EXPECT_THAT(out, HasSubstr("proxy none")) << out;
+    EXPECT_THAT(out, HasSubstr("plain REFUSED")) << out;
+    EXPECT_THAT(out, HasSubstr("direct REFUSED")) << out;
+    EXPECT_EQ(internet.visits(), 0);
+  }
+  TestServer server(4, {"--job-outbound=public"});
+  WriteFile(server.work_dir() + "/probe.py", kOutboundProbe);
+  server.Submit("name: open\nteam: b\ncommand: [/usr/bin/python3, " + server.work_dir() +
+                "/probe.py" + probe_args);
+  ASSERT_TRUE(server.WaitForState("open", "Succeeded")) << server.Cli({"logs", "open"}).out;
+  const std::string out = server.Cli({"logs", "open"}).out;
+  EXPECT_THAT(out, HasSubstr("proxy http://127.0.0.1:3128")) << out;
+  EXPECT_THAT(out, HasSubstr("plain GOT hello from the internet")) << out;
+  EXPECT_THAT(out, HasSubstr("tunnel GOT hello from the internet")) << out;
+  EXPECT_EQ(internet.visits(), 2);
+  // Raw sockets still reach nothing: only the proxy leads out.
+  EXPECT_THAT(out, HasSubstr("direct REFUSED")) << out;
+  // Nothing of the host nor of the site, whatever it is called.
+  EXPECT_THAT(out, HasSubstr("loopback REFUSED Tunnel connection failed: 403")) << out;
+  EXPECT_THAT(out, HasSubstr("127.0.0.1 is the host's loopback")) << out;
+  EXPECT_THAT(out, HasSubstr("by-name REFUSED Tunnel connection failed: 403")) << out;
+  EXPECT_THAT(out, HasSubstr("host-itself REFUSED HTTP Error 403")) << out;
+  EXPECT_THAT(out, HasSubstr("private REFUSED Tunnel connection failed: 403")) << out;
+  EXPECT_THAT(out, HasSubstr("10.255.255.1 is a private address")) << out;
+  EXPECT_THAT(out, HasSubstr("metadata REFUSED HTTP Error 403")) << out;
+  EXPECT_EQ(service.accepted(), 0);
+  // The control plane is still reached directly (NO_PROXY): reports land.
+  server.Submit("name: reports\nteam: b\ncommand: [/usr/bin/python3, -c, \"import json, os, "
+                "urllib.request; urllib.request.urlopen(urllib.request.Request("
+                "os.environ['HEADWAY_URL'] + '/api/v1/jobs/' + os.environ['HEADWAY_JOB'] + "
+                "'/progress', data=json.dumps({'step': 3}).encode(), headers={'Authorization': "
+                "'Bearer ' + os.environ['HEADWAY_TOKEN'], 'Content-Type': 'application/json'}), "
+                "timeout=10)\"]\n");
+  ASSERT_TRUE(server.WaitForState("reports", "Succeeded")) << server.Cli({"logs", "reports"}).out;
+  EXPECT_EQ(server.Job("reports")["progress"]["step"], 3);
 }
 
 }  // namespace

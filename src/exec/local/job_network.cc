@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "exec/local/egress_proxy.h"
+
 namespace headway::internal {
 namespace {
 
@@ -314,6 +316,49 @@ bool UnixAddress(const std::string& path, sockaddr_un& at, int& dir_fd) {
   }
 }
 
+// Forks a helper that stays in the host's network; `serve` gets the channel
+// on which the listening socket will come, and never returns.
+Result<NetworkHelper> StartHelper(const std::string& what, const std::function<void()>& in_child,
+                                  const std::function<void(int)>& serve) {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+    return Unavailable(NetError("socketpair"));
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(pair[0]);
+    ::close(pair[1]);
+    return Unavailable(NetError("cannot start " + what));
+  }
+  if (pid == 0) {
+    const pid_t parent = ::getppid();
+    BecomeHelper({pair[1]});
+    if (in_child) in_child();
+    DieWith(parent);
+    serve(pair[1]);
+    ::_exit(0);
+  }
+  ::close(pair[1]);
+  return NetworkHelper{pid, pair[0]};
+}
+
+// Inside the namespace: listens at `at` and hands the socket to `helper`.
+Status HandListener(NetworkHelper& helper, const sockaddr_in& at, const std::string& what) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  if (fd < 0 || ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+      ::bind(fd, reinterpret_cast<const sockaddr*>(&at), sizeof at) != 0 ||
+      ::listen(fd, 128) != 0) {
+    Status s = Unavailable(NetError("cannot listen for " + what + " in the job"));
+    if (fd >= 0) ::close(fd);
+    return s;
+  }
+  bool sent = SendFd(helper.channel, fd, 0);
+  ::close(fd);
+  if (!sent) return Unavailable(NetError("cannot hand " + what + " to its helper"));
+  return Status::Ok();
+}
+
 }  // namespace
 
 nlohmann::json NetworkPlan::ToJson() const {
@@ -321,7 +366,9 @@ nlohmann::json NetworkPlan::ToJson() const {
           {"control_host", control_host},
           {"control_port", control_port},
           {"source_address", source_address},
-          {"connect_socket", connect_socket}};
+          {"connect_socket", connect_socket},
+          {"outbound", outbound},
+          {"outbound_allow", outbound_allow}};
 }
 
 NetworkPlan NetworkPlan::FromJson(const nlohmann::json& j) {
@@ -332,6 +379,8 @@ NetworkPlan NetworkPlan::FromJson(const nlohmann::json& j) {
   plan.control_port = j.value("control_port", 0);
   plan.source_address = j.value("source_address", std::string());
   plan.connect_socket = j.value("connect_socket", std::string());
+  plan.outbound = j.value("outbound", false);
+  plan.outbound_allow = j.value("outbound_allow", std::vector<std::string>{});
   return plan;
 }
 
@@ -377,53 +426,52 @@ Status SetUpLoopback(const NetworkPlan& plan) {
   return Status::Ok();
 }
 
-Result<ControlPlaneRelay> StartControlPlaneRelay(const NetworkPlan& plan,
-                                                 const std::function<void()>& in_child) {
+Result<NetworkHelper> StartControlPlaneRelay(const NetworkPlan& plan,
+                                             const std::function<void()>& in_child) {
   in_addr ignored{};
   if (!ParseIpv4(plan.control_host, ignored) || plan.control_port <= 0) {
-    return ControlPlaneRelay{};  // no way out
+    return NetworkHelper{};  // no way out
   }
-  int pair[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
-    return Unavailable(NetError("socketpair"));
-  }
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(pair[0]);
-    ::close(pair[1]);
-    return Unavailable(NetError("cannot start the job's control-plane relay"));
-  }
-  if (pid == 0) {
-    const pid_t parent = ::getppid();
-    BecomeHelper({pair[1]});
-    if (in_child) in_child();
-    DieWith(parent);
-    RunRelay(pair[1], plan);
-  }
-  ::close(pair[1]);
-  return ControlPlaneRelay{pid, pair[0]};
+  return StartHelper("the job's control-plane relay", in_child,
+                     [&plan](int channel) { RunRelay(channel, plan); });
 }
 
-Status OpenControlPlane(const NetworkPlan& plan, ControlPlaneRelay& relay) {
+Status OpenControlPlane(const NetworkPlan& plan, NetworkHelper& relay) {
   if (relay.channel < 0) return Status::Ok();
   sockaddr_in at{};
   at.sin_family = AF_INET;
   at.sin_port = htons(static_cast<std::uint16_t>(plan.control_port));
   ParseIpv4(plan.control_host, at.sin_addr);
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int one = 1;
-  if (fd < 0 || ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-      ::bind(fd, reinterpret_cast<const sockaddr*>(&at), sizeof at) != 0 ||
-      ::listen(fd, 128) != 0) {
-    Status s = Unavailable(NetError("cannot listen for the control plane at " + plan.control_host +
-                                 ":" + std::to_string(plan.control_port) + " in the job"));
-    if (fd >= 0) ::close(fd);
-    return s;
+  return HandListener(relay, at,
+                      "the control plane at " + plan.control_host + ":" +
+                          std::to_string(plan.control_port));
+}
+
+Result<NetworkHelper> StartEgressProxy(const NetworkPlan& plan,
+                                       const std::function<void()>& in_child) {
+  if (!plan.outbound) return NetworkHelper{};
+  EgressPolicy policy;
+  for (const std::string& range : plan.outbound_allow) {
+    auto cidr = Cidr::Parse(range);
+    if (!cidr.ok()) return cidr.status();
+    policy.allow.push_back(*cidr);
   }
-  bool sent = SendFd(relay.channel, fd, 0);
-  ::close(fd);
-  if (!sent) return Unavailable(NetError("cannot hand the control plane to its relay"));
-  return Status::Ok();
+  return StartHelper("the job's egress proxy", in_child, [policy](int channel) {
+    char status = 0;
+    const int listener = ReceiveFd(channel, status);
+    if (listener < 0) ::_exit(0);  // the supervisor ended first
+    ::close(channel);
+    RunEgressProxy(listener, policy);
+  });
+}
+
+Status OpenEgressProxy(NetworkHelper& proxy) {
+  if (proxy.channel < 0) return Status::Ok();
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(static_cast<std::uint16_t>(kEgressProxyPort));
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return HandListener(proxy, at, "the egress proxy at 127.0.0.1:" + std::to_string(kEgressProxyPort));
 }
 
 Result<int> BindConnectSocket(const std::string& path) {

@@ -29,6 +29,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -44,6 +45,11 @@ struct NetworkPlan {
   std::string source_address;
   // The Unix socket through which the server connects into the job.
   std::string connect_socket;
+  // Whether the job may reach the internet through its egress proxy
+  // (egress_proxy.h), and the special ranges the site opens to it
+  // (egress_policy.h).
+  bool outbound = false;
+  std::vector<std::string> outbound_allow;
 
   nlohmann::json ToJson() const;
   static NetworkPlan FromJson(const nlohmann::json& j);
@@ -58,19 +64,27 @@ std::string AttemptSourceAddress(const std::string& run_dir);
 // the job's HEADWAY_URL leads to the relay.
 Status SetUpLoopback(const NetworkPlan& plan);
 
-struct ControlPlaneRelay {
+// A helper process that stays in the host's network and serves a socket
+// made inside the job's.
+struct NetworkHelper {
   pid_t pid = -1;
-  int channel = -1;  // where OpenControlPlane sends the listening socket
+  int channel = -1;  // where the listening socket is sent, once made
 };
 
 // Before the namespace is made: forks the relay, which stays in the host's
 // network. `in_child` runs in it first (joining the attempt's cgroup, taking
 // the job's account). It dies with the caller.
-Result<ControlPlaneRelay> StartControlPlaneRelay(const NetworkPlan& plan,
-                                                 const std::function<void()>& in_child);
+Result<NetworkHelper> StartControlPlaneRelay(const NetworkPlan& plan,
+                                             const std::function<void()>& in_child);
 // After SetUpLoopback: listens on the control address inside the namespace
 // and hands the socket to the relay.
-Status OpenControlPlane(const NetworkPlan& plan, ControlPlaneRelay& relay);
+Status OpenControlPlane(const NetworkPlan& plan, NetworkHelper& relay);
+
+// The same two steps for the egress proxy, where plan.outbound: it listens
+// on 127.0.0.1:kEgressProxyPort inside the namespace.
+Result<NetworkHelper> StartEgressProxy(const NetworkPlan& plan,
+                                       const std::function<void()>& in_child);
+Status OpenEgressProxy(NetworkHelper& proxy);
 
 // Before the mount namespace hides the run directory: the connect socket,
 // listening (any old one removed first).

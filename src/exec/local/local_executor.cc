@@ -28,6 +28,8 @@
 
 #include "exec/attached_command.h"
 #include "exec/local/cgroup.h"
+#include "exec/local/egress_policy.h"
+#include "exec/local/egress_proxy.h"
 #include "exec/local/process_identity.h"
 #include "exec/local/sandbox.h"
 
@@ -189,6 +191,8 @@ class LocalExecutor final : public Executor {
       : self_(options.self_executable),
         isolate_(options.isolate),
         isolate_network_(options.isolate && options.isolate_network),
+        outbound_(isolate_network_ && options.outbound),
+        outbound_allow_(options.outbound_allow),
         own_tmp_(options.isolate && options.own_tmp),
         gpu_device_minors_(options.gpu_device_minors),
         allow_root_(options.allow_root_jobs),
@@ -200,8 +204,11 @@ class LocalExecutor final : public Executor {
       options.log(isolate_ ? "local jobs run in mount and PID namespaces that hide the data "
                              "directory" + std::string(::geteuid() != 0 ? " (user namespace)" : "") +
                                  (isolate_network_
-                                      ? ", each with a network of its own whose only way out is "
-                                        "this server"
+                                      ? std::string(", each with a network of its own whose only "
+                                                    "way out is this server") +
+                                            (outbound_ ? " and an egress proxy to public "
+                                                         "addresses (--job-outbound=public)"
+                                                       : "")
                                       : ", on the host's network (--job-network=host)") +
                                  (own_tmp_ ? "; each writes a /tmp of its own over the host's"
                                            : "; all share the host's /tmp (--job-tmp=host)")
@@ -210,6 +217,9 @@ class LocalExecutor final : public Executor {
   }
 
   std::string_view Name() const override { return "local"; }
+
+  // A job in a network of its own, where the site lets jobs out.
+  bool JobGetsOutbound(const JobSpec& spec) const { return outbound_ && !spec.host_network; }
 
   Status Admit(const JobSpec& spec) const override {
     if (spec.resources.nodes > 1) {
@@ -276,6 +286,19 @@ class LocalExecutor final : public Executor {
     if (!account->shell.empty()) base["SHELL"] = account->shell;
     for (const auto& [k, v] : spec.env) base[k] = v;
     for (const auto& [k, v] : request.platform_env) base[k] = v;
+    if (JobGetsOutbound(spec)) {
+      // Both spellings: curl reads only the lower-case http_proxy.
+      const std::string proxy = "http://127.0.0.1:" + std::to_string(internal::kEgressProxyPort);
+      std::string bypass = "localhost,127.0.0.1,::1";
+      if (auto url = request.platform_env.find("HEADWAY_URL"); url != request.platform_env.end()) {
+        const std::string control = ControlAddress(url->second).first;
+        if (!control.empty() && control != "127.0.0.1") bypass += "," + control;
+      }
+      for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) {
+        base.emplace(name, proxy);
+      }
+      for (const char* name : {"NO_PROXY", "no_proxy"}) base.emplace(name, bypass);
+    }
     base["HEADWAY_ATTEMPT"] = std::to_string(request.attempt);
     base["WORLD_SIZE"] = std::to_string(world);
     base["LOCAL_WORLD_SIZE"] = std::to_string(spec.resources.processes_per_node);
@@ -348,6 +371,8 @@ class LocalExecutor final : public Executor {
         }
         plan.network.source_address = internal::AttemptSourceAddress(request.run_dir);
         plan.network.connect_socket = (fs::path(request.run_dir) / "connect.sock").string();
+        plan.network.outbound = JobGetsOutbound(spec);
+        plan.network.outbound_allow = outbound_allow_;
       }
       plan.exposed_read_only = request.job_files;
       plan.exposed_read_only.insert(plan.exposed_read_only.end(), request.shared_files.begin(),
@@ -599,6 +624,8 @@ class LocalExecutor final : public Executor {
   const std::string self_;
   const bool isolate_;
   const bool isolate_network_;
+  const bool outbound_;
+  const std::vector<std::string> outbound_allow_;
   const bool own_tmp_;
   const std::map<int, int> gpu_device_minors_;  // pool index -> /dev/nvidiaMINOR
   const bool allow_root_;
@@ -616,5 +643,13 @@ std::unique_ptr<Executor> MakeLocalExecutor(const ExecutorOptions& options) {
 }
 
 Status CheckJobIsolation(bool network) { return internal::ProbeSandbox(network); }
+
+Status CheckOutboundRanges(const std::vector<std::string>& ranges) {
+  for (const std::string& range : ranges) {
+    auto parsed = internal::Cidr::Parse(range);
+    if (!parsed.ok()) return parsed.status();
+  }
+  return Status::Ok();
+}
 
 }  // namespace headway

@@ -31,6 +31,10 @@ std::unique_ptr<Executor> MakeLocalExecutor(const ExecutorOptions& options);
 // why not. Call before starting threads.
 Status CheckJobIsolation(bool network = true);
 
+// Whether each of a site's --job-outbound-allow ranges is one ("10.0.5.0/24",
+// "fd00:5::/64", or one address); the error names the bad one.
+Status CheckOutboundRanges(const std::vector<std::string>& ranges);
+
 namespace internal {
 // The descriptor on which the supervisor inherits its attempt's
 // supervisor.lock, held (flock) for as long as it lives.

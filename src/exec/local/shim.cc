@@ -485,20 +485,25 @@ int RunLocalShim(const std::string& run_dir) {
       (void)cgroup.JoinSelf();
       if (account && !internal::BecomeAccount(*account)) ::_exit(126);
     };
-    internal::ControlPlaneRelay relay;
+    internal::NetworkHelper relay, egress;
     int connect_listener = -1;
     if (plan.network.isolated) {
       // Made while this process still has the host's network and sees the run directory.
       auto started_relay = internal::StartControlPlaneRelay(plan.network, as_the_job);
       if (!started_relay.ok()) return fail_to_start(started_relay.status().message());
       relay = *started_relay;
+      auto started_egress = internal::StartEgressProxy(plan.network, as_the_job);
+      if (!started_egress.ok()) return fail_to_start(started_egress.status().message());
+      egress = *started_egress;
       auto bound = internal::BindConnectSocket(plan.network.connect_socket);
       if (!bound.ok()) return fail_to_start(bound.status().message());
       connect_listener = *bound;
     }
     Status entered = internal::EnterSandbox(plan);
     if (entered.ok()) entered = internal::OpenControlPlane(plan.network, relay);
+    if (entered.ok()) entered = internal::OpenEgressProxy(egress);
     if (relay.channel >= 0) ::close(relay.channel);
+    if (egress.channel >= 0) ::close(egress.channel);
     if (!entered.ok()) return fail_to_start(entered.message());
     auto started = internal::StartNamespaceReaper([&cgroup] {
       ::close(internal::kSupervisorLockFd);
