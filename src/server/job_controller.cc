@@ -19,6 +19,7 @@
 #include "api/http_client.h"
 #include "api/kubeflow_status.h"
 #include "core/stdout_metrics.h"
+#include "exec/local/local_executor.h"
 #include "exec/ssh_server.h"
 #include "lifecycle/retention.h"
 
@@ -719,28 +720,9 @@ Result<std::string> JobController::Remove(const Job& job) {
 }
 
 void JobController::RemoveDir(const std::string& dir) {
-  if (dir.empty()) return;
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::remove_all(dir, ec);  // never follows symbolic links
-  // A folder its owner may not enter stops it: the work folder the kernel
-  // leaves in a job's /tmp overlay (mode 000), which a server run as an
-  // ordinary user owns but cannot list. Opened to the owner, then removed.
-  for (int pass = 0; ec && pass < 3; ++pass) {
-    std::error_code walk;
-    for (auto it = fs::recursive_directory_iterator(
-             dir, fs::directory_options::skip_permission_denied, walk);
-         !walk && it != fs::recursive_directory_iterator(); it.increment(walk)) {
-      std::error_code ignored;
-      if (it->is_directory(ignored) && !it->is_symlink(ignored)) {
-        fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ignored);
-      }
-    }
-    ec.clear();
-    fs::remove_all(dir, ec);
+  if (Status removed = RemoveTree(dir); !removed.ok()) {
+    std::fprintf(stderr, "headway: %s\n", removed.message().c_str());
   }
-  if (ec)
-    std::fprintf(stderr, "headway: cannot remove %s: %s\n", dir.c_str(), ec.message().c_str());
 }
 
 void JobController::CollectFinished(Time now) {

@@ -347,14 +347,14 @@ class LocalExecutor final : public Executor {
         // it by this (root) process, and links a previous attempt left
         // there must not lead those anywhere else.
         const std::string tmp = (fs::path(request.run_dir).parent_path() / "tmp").string();
-        fs::remove_all(tmp, ec);
+        HEADWAY_RETURN_IF_ERROR(RemoveTree(tmp));
         fs::create_directories(tmp, ec);
         HEADWAY_RETURN_IF_ERROR(HandOver(tmp, *account, 01777));
         plan.mapped.emplace_back(tmp, "/tmp");
       } else if (own_tmp_) {
         // What the job writes in /tmp is its own; the host's is read through.
         const std::string layer = (fs::path(request.run_dir) / "tmp-layer").string();
-        fs::remove_all(layer, ec);
+        HEADWAY_RETURN_IF_ERROR(RemoveTree(layer));
         fs::create_directories(layer, ec);
         plan.tmp_layer = layer;
       }
@@ -643,6 +643,28 @@ std::unique_ptr<Executor> MakeLocalExecutor(const ExecutorOptions& options) {
 }
 
 Status CheckJobIsolation(bool network) { return internal::ProbeSandbox(network); }
+
+Status RemoveTree(const std::string& dir) {
+  if (dir.empty()) return Status::Ok();
+  std::error_code ec;
+  fs::remove_all(dir, ec);  // never follows symbolic links
+  // A folder its owner may not enter stops it: opened to the owner, then removed.
+  for (int pass = 0; ec && pass < 3; ++pass) {
+    std::error_code walk;
+    for (auto it = fs::recursive_directory_iterator(
+             dir, fs::directory_options::skip_permission_denied, walk);
+         !walk && it != fs::recursive_directory_iterator(); it.increment(walk)) {
+      std::error_code ignored;
+      if (it->is_directory(ignored) && !it->is_symlink(ignored)) {
+        fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ignored);
+      }
+    }
+    ec.clear();
+    fs::remove_all(dir, ec);
+  }
+  if (ec) return Unavailable("cannot remove " + dir + ": " + ec.message());
+  return Status::Ok();
+}
 
 Status CheckOutboundRanges(const std::vector<std::string>& ranges) {
   for (const std::string& range : ranges) {

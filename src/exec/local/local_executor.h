@@ -31,6 +31,11 @@ std::unique_ptr<Executor> MakeLocalExecutor(const ExecutorOptions& options);
 // why not. Call before starting threads.
 Status CheckJobIsolation(bool network = true);
 
+// Removes `dir` whole without following links, the work folder the kernel
+// leaves in a job's /tmp overlay included (mode 000: a server run as an
+// ordinary user owns it but cannot list it). Empty `dir`: nothing.
+Status RemoveTree(const std::string& dir);
+
 // Whether each of a site's --job-outbound-allow ranges is one ("10.0.5.0/24",
 // "fd00:5::/64", or one address); the error names the bad one.
 Status CheckOutboundRanges(const std::vector<std::string>& ranges);
