@@ -145,8 +145,8 @@ Status FieldSelector(const std::string& text, WorkflowFilter& filter, std::strin
 
 class ArgoRoutes {
  public:
-  ArgoRoutes(WorkflowService* service, CallerAccess access)
-      : service_(service), access_(std::move(access)) {}
+  // One per request: `ctx` is who asks.
+  ArgoRoutes(WorkflowService* service, const RequestContext& ctx) : service_(service), ctx_(ctx) {}
 
   HttpResponse Create(const HttpRequest& req, const std::string& ns, bool lint) {
     auto body = RequestBody(req);
@@ -166,7 +166,7 @@ class ArgoRoutes {
     auto server_dry_run = BoolField(*body, "serverDryRun");
     if (!server_dry_run.ok()) return ArgoError(server_dry_run.status());
     bool dry_run = lint || *server_dry_run;
-    auto view = service_->CreateWorkflow(manifest, ns, access_.admit, access_.creator(), dry_run);
+    auto view = service_->CreateWorkflow(manifest, ns, Admission(), ctx_.Creator(), dry_run);
     if (!view.ok()) return ArgoError(view.status());
     return ArgoJson(200, view->body);
   }
@@ -175,7 +175,7 @@ class ArgoRoutes {
   // here the same rows, indexed, kept until deleted).
   HttpResponse List(const HttpRequest& req, bool archived) {
     WorkflowFilter filter;
-    filter.team = access_.visible_team();
+    filter.team = ctx_.VisibleTeam();
     filter.finished_only = archived;
     auto labels = LabelSelector(req.Query("listOptions.labelSelector"));
     if (!labels.ok()) return ArgoError(labels.status());
@@ -218,7 +218,7 @@ class ArgoRoutes {
     json items = json::array();
     const std::string name_filter = req.Query("nameFilter");
     for (const WorkflowView& w : *all) {
-      if (!access_.may_see(w.team).ok()) continue;
+      if (!ctx_.MaySee(w.team).ok()) continue;
       if (!exact_name.empty() && w.body["metadata"].value("name", "") != exact_name) continue;
       if (!name_filter.empty() &&
           w.body["metadata"].value("name", "").find(name_filter) == std::string::npos) {
@@ -242,7 +242,7 @@ class ArgoRoutes {
     filter.limit = 1;
     auto found = service_->ListWorkflows(filter);
     if (!found.ok()) return found.status();
-    if (found->empty() || !access_.may_see(found->front().team).ok()) {
+    if (found->empty() || !ctx_.MaySee(found->front().team).ok()) {
       return NotFound("archived workflow '" + uid + "' not found");
     }
     return Visible(found->front().body["metadata"].value("name", ""));
@@ -252,13 +252,13 @@ class ArgoRoutes {
   // of one key.
   HttpResponse ArchivedLabels(const std::string& key) {
     WorkflowFilter filter;
-    filter.team = access_.visible_team();
+    filter.team = ctx_.VisibleTeam();
     filter.finished_only = true;
     auto all = service_->ListWorkflows(filter);
     if (!all.ok()) return ArgoError(all.status());
     std::set<std::string> found;
     for (const WorkflowView& w : *all) {
-      if (!access_.may_see(w.team).ok()) continue;
+      if (!ctx_.MaySee(w.team).ok()) continue;
       const json& labels = w.body["metadata"]["labels"];
       if (!labels.is_object()) continue;
       for (const auto& [k, v] : labels.items()) {
@@ -275,7 +275,7 @@ class ArgoRoutes {
   Result<WorkflowView> Visible(const std::string& name) {
     auto view = service_->GetWorkflow(name);
     if (!view.ok()) return view.status();
-    HEADWAY_RETURN_IF_ERROR(access_.may_see(view->team));
+    HEADWAY_RETURN_IF_ERROR(ctx_.MaySee(view->team));
     return view;
   }
 
@@ -283,7 +283,7 @@ class ArgoRoutes {
   HttpResponse Change(const std::string& name, Act act) {
     auto current = Visible(name);
     if (!current.ok()) return ArgoError(current.status());
-    if (Status s = access_.may_change(current->team); !s.ok()) return ArgoError(s);
+    if (Status s = ctx_.MayChange(current->team); !s.ok()) return ArgoError(s);
     Result<WorkflowView> view = act();
     if (!view.ok()) return ArgoError(view.status());
     return ArgoJson(200, view->body);
@@ -292,7 +292,7 @@ class ArgoRoutes {
   HttpResponse Delete(const std::string& name) {
     auto current = Visible(name);
     if (!current.ok()) return ArgoError(current.status());
-    if (Status s = access_.may_change(current->team); !s.ok()) return ArgoError(s);
+    if (Status s = ctx_.MayChange(current->team); !s.ok()) return ArgoError(s);
     if (Status s = service_->DeleteWorkflow(name); !s.ok()) return ArgoError(s);
     return ArgoJson(200, json::object());
   }
@@ -317,7 +317,7 @@ class ArgoRoutes {
     if (!body.ok()) return ArgoError(body.status());
     auto memoized = BoolField(*body, "memoized");
     if (!memoized.ok()) return ArgoError(memoized.status());
-    return Change(name, [&] { return service_->ResubmitWorkflow(name, *memoized, access_.creator()); });
+    return Change(name, [&] { return service_->ResubmitWorkflow(name, *memoized, ctx_.Creator()); });
   }
 
   // The name of the archived workflow `uid` names, for the calls above.
@@ -328,8 +328,13 @@ class ArgoRoutes {
     return act(view->body["metadata"].value("name", ""));
   }
 
+  // The caller's team rule, for what a workflow or template asks of the pool.
+  TeamAdmission Admission() const {
+    return [&ctx = ctx_](PoolRequest& request) { return ctx.Admit(request); };
+  }
+
   WorkflowService* service_;
-  CallerAccess access_;
+  const RequestContext& ctx_;
 };
 
 }  // namespace
@@ -364,14 +369,15 @@ void ToArgoError(HttpResponse& response) {
   response.body = JsonText({{"code", GrpcCode(status.code())}, {"message", MessageOf(status)}});
 }
 
-void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access) {
-  auto routes = std::make_shared<ArgoRoutes>(service, std::move(access));
-  auto guarded = [routes](auto handler) {
-    return [routes, handler](const HttpRequest& req, const PathParams& p) {
-      if (routes->service_ == nullptr) {
+void AddArgoRoutes(Router& router, WorkflowService* service) {
+  auto guarded = [service](auto handler) {
+    return [service, handler](const HttpRequest& req, const PathParams& p,
+                              const RequestContext& ctx) {
+      if (service == nullptr) {
         return ArgoError(Unavailable("workflows are not enabled on this server"));
       }
-      return handler(*routes, req, p);
+      ArgoRoutes routes(service, ctx);
+      return handler(routes, req, p);
     };
   };
   const std::string base = "/api/v1/workflows/{ns}";
@@ -414,7 +420,7 @@ void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access
                return r.Resubmit(req, p.at("name"));
              }));
   router.Add("PUT", base + "/{name}/set",
-             [](auto&, auto&) { return NotImplemented("setting a node's outputs"); });
+             [](auto&, auto&, auto&) { return NotImplemented("setting a node's outputs"); });
   router.Add(
       "POST", base + "/submit", guarded([](ArgoRoutes& r, auto& req, auto&) {
         auto body = RequestBody(req);
@@ -434,7 +440,7 @@ void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access
         }
         auto source = r.service_->GetManifest(k, *name);
         if (!source.ok()) return ArgoError(source.status());
-        if (Status s = r.access_.may_change(source->team); !s.ok()) return ArgoError(s);
+        if (Status s = r.ctx_.MayChange(source->team); !s.ok()) return ArgoError(s);
         SubmitOptions options;
         if (body->contains("submitOptions") && (*body)["submitOptions"].is_object()) {
           const json& o = (*body)["submitOptions"];
@@ -455,14 +461,14 @@ void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access
           options.name = *wf_name;
           options.generate_name = *generate;
         }
-        auto view = r.service_->SubmitFrom(k, *name, options, r.access_.creator());
+        auto view = r.service_->SubmitFrom(k, *name, options, r.ctx_.Creator());
         if (!view.ok()) return ArgoError(view.status());
         return ArgoJson(200, view->body);
       }));
-  router.Add("GET", "/api/v1/info", [](auto&, auto&) {
+  router.Add("GET", "/api/v1/info", [](auto&, auto&, auto&) {
     return ArgoJson(200, {{"modals", json::object()}, {"navColor", ""}});
   });
-  router.Add("GET", "/api/v1/userinfo", [](auto&, auto&) { return ArgoJson(200, json::object()); });
+  router.Add("GET", "/api/v1/userinfo", [](auto&, auto&, auto&) { return ArgoJson(200, json::object()); });
   // WorkflowTemplates and CronWorkflows: the same five calls each, the
   // resource under its own key in the request body.
   struct Library {
@@ -488,44 +494,44 @@ void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access
                    auto manifest = manifest_of(req);
                    if (!manifest.ok()) return ArgoError(manifest.status());
                    auto view = r.service_->CreateManifest(kind, *manifest, p.at("ns"),
-                                                          r.access_.admit, lint);
+                                                          r.Admission(), lint);
                    if (!view.ok()) return ArgoError(view.status());
                    return ArgoJson(200, view->body);
                  }));
     }
     router.Add("GET", lib.path, guarded([kind](ArgoRoutes& r, auto&, auto&) {
-                 auto all = r.service_->ListManifests(kind, r.access_.visible_team());
+                 auto all = r.service_->ListManifests(kind, r.ctx_.VisibleTeam());
                  if (!all.ok()) return ArgoError(all.status());
                  json items = json::array();
                  for (const ManifestView& m : *all) {
-                   if (r.access_.may_see(m.team).ok()) items.push_back(m.body);
+                   if (r.ctx_.MaySee(m.team).ok()) items.push_back(m.body);
                  }
                  return ArgoJson(200, {{"metadata", json::object()}, {"items", items}});
                }));
     router.Add("GET", lib.path + "/{name}", guarded([kind](ArgoRoutes& r, auto&, auto& p) {
                  auto view = r.service_->GetManifest(kind, p.at("name"));
                  if (!view.ok()) return ArgoError(view.status());
-                 if (Status s = r.access_.may_see(view->team); !s.ok()) return ArgoError(s);
+                 if (Status s = r.ctx_.MaySee(view->team); !s.ok()) return ArgoError(s);
                  return ArgoJson(200, view->body);
                }));
     router.Add("PUT", lib.path + "/{name}",
                guarded([kind, manifest_of](ArgoRoutes& r, auto& req, auto& p) {
                  auto current = r.service_->GetManifest(kind, p.at("name"));
                  if (!current.ok()) return ArgoError(current.status());
-                 if (Status s = r.access_.may_see(current->team); !s.ok()) return ArgoError(s);
-                 if (Status s = r.access_.may_change(current->team); !s.ok()) return ArgoError(s);
+                 if (Status s = r.ctx_.MaySee(current->team); !s.ok()) return ArgoError(s);
+                 if (Status s = r.ctx_.MayChange(current->team); !s.ok()) return ArgoError(s);
                  auto manifest = manifest_of(req);
                  if (!manifest.ok()) return ArgoError(manifest.status());
                  auto view = r.service_->UpdateManifest(kind, p.at("name"), *manifest,
-                                                           r.access_.admit);
+                                                           r.Admission());
                  if (!view.ok()) return ArgoError(view.status());
                  return ArgoJson(200, view->body);
                }));
     router.Add("DELETE", lib.path + "/{name}", guarded([kind](ArgoRoutes& r, auto&, auto& p) {
                  auto current = r.service_->GetManifest(kind, p.at("name"));
                  if (!current.ok()) return ArgoError(current.status());
-                 if (Status s = r.access_.may_see(current->team); !s.ok()) return ArgoError(s);
-                 if (Status s = r.access_.may_change(current->team); !s.ok()) return ArgoError(s);
+                 if (Status s = r.ctx_.MaySee(current->team); !s.ok()) return ArgoError(s);
+                 if (Status s = r.ctx_.MayChange(current->team); !s.ok()) return ArgoError(s);
                  if (Status s = r.service_->DeleteManifest(kind, p.at("name")); !s.ok())
                    return ArgoError(s);
                  return ArgoJson(200, json::object());
@@ -538,8 +544,8 @@ void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access
         guarded([suspend](ArgoRoutes& r, auto&, auto& p) {
           auto current = r.service_->GetManifest(kCronWorkflowKind, p.at("name"));
           if (!current.ok()) return ArgoError(current.status());
-          if (Status s = r.access_.may_see(current->team); !s.ok()) return ArgoError(s);
-          if (Status s = r.access_.may_change(current->team); !s.ok()) return ArgoError(s);
+          if (Status s = r.ctx_.MaySee(current->team); !s.ok()) return ArgoError(s);
+          if (Status s = r.ctx_.MayChange(current->team); !s.ok()) return ArgoError(s);
           auto view = r.service_->SuspendCron(p.at("name"), suspend);
           if (!view.ok()) return ArgoError(view.status());
           return ArgoJson(200, view->body);
@@ -579,7 +585,7 @@ void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access
                return r.ArchivedLabels(key);
              }));
   router.Add("GET", "/api/v1/cluster-workflow-templates",
-             [](auto&, auto&) { return NotImplemented("ClusterWorkflowTemplates"); });
+             [](auto&, auto&, auto&) { return NotImplemented("ClusterWorkflowTemplates"); });
 }
 
 }  // namespace headway::api

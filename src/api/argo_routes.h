@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "api/caller_access.h"
+#include "api/request_context.h"
 #include "api/http_server.h"
 #include "api/router.h"
 #include "api/workflow_service.h"
@@ -25,7 +25,7 @@
 namespace headway::api {
 
 // `service` may be null: the routes then answer 503.
-void AddArgoRoutes(Router& router, WorkflowService* service, CallerAccess access);
+void AddArgoRoutes(Router& router, WorkflowService* service);
 
 // Whether `path` is one of Argo's (errors there take Argo's shape).
 bool IsArgoPath(std::string_view path);

@@ -140,26 +140,26 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
   auto need = [service]() -> Status {
     return service ? Status::Ok() : Unavailable("notebooks are not enabled on this server");
   };
-  router.Add("GET", "/api/v1/notebook-profiles", [=](auto&, auto&) {
+  router.Add("GET", "/api/v1/notebook-profiles", [=](auto&, auto&, const RequestContext&) {
     if (Status s = need(); !s.ok()) return Error(s);
     json items = json::array();
     for (const NotebookProfile& p : service->Profiles()) items.push_back(ProfileToJson(p));
     return Json(200, {{"profiles", items}});
   });
-  router.Add("GET", "/api/v1/notebooks", [=](auto&, auto&) {
+  router.Add("GET", "/api/v1/notebooks", [=](auto&, auto&, const RequestContext& ctx) {
     if (Status s = need(); !s.ok()) return Error(s);
-    auto all = service->List(access.caller.visible_team());
+    auto all = service->List(ctx.VisibleTeam());
     if (!all.ok()) return Error(all.status());
     json items = json::array();
     for (const NotebookView& v : *all) items.push_back(NotebookToJson(v));
     return Json(200, {{"notebooks", items}});
   });
-  router.Add("POST", "/api/v1/notebooks", [=](auto& req, auto&) {
+  router.Add("POST", "/api/v1/notebooks", [=](auto& req, auto&, const RequestContext& ctx) {
     if (Status s = need(); !s.ok()) return Error(s);
     auto request = ParseStart(req.body);
     if (!request.ok()) return Error(request.status());
     if (!request->hub_user.empty() && access.may_spawn_for_hub) {
-      if (Status s = access.may_spawn_for_hub(); !s.ok()) return Error(s);
+      if (Status s = access.may_spawn_for_hub(ctx); !s.ok()) return Error(s);
     }
     auto existing = service->Get(request->name);
     // Starting an existing notebook again needs no team; a new one without
@@ -168,50 +168,51 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
       request->team = existing.ok() ? existing->record.team : JobSpec().team;
     }
     PoolRequest pool{request->team};
-    if (Status s = access.caller.admit(pool); !s.ok()) return Error(s);
+    if (Status s = ctx.Admit(pool); !s.ok()) return Error(s);
     request->team = pool.team;
-    if (Status s = access.caller.may_change(request->team); !s.ok()) return Error(s);
+    if (Status s = ctx.MayChange(request->team); !s.ok()) return Error(s);
     if (existing.ok()) {
       // Names are unique on the server: say nothing of another team's.
-      if (Status s = access.caller.may_see(existing->record.team); !s.ok()) return Error(s);
+      if (Status s = ctx.MaySee(existing->record.team); !s.ok()) return Error(s);
     }
     bool existed = existing.ok();
-    auto started = service->Start(*request, access.caller.creator());
+    auto started = service->Start(*request, ctx.Creator());
     if (!started.ok()) return Error(started.status());
     return Json(existed ? 200 : 201, NotebookToJson(*started));
   });
   // The notebook `name` if the caller may see it (and change it, with `change`).
-  auto visible = [=](const std::string& name, bool change) -> Result<NotebookView> {
+  auto visible = [=](const RequestContext& ctx, const std::string& name,
+                     bool change) -> Result<NotebookView> {
     HEADWAY_RETURN_IF_ERROR(need());
     auto v = service->Get(name);
     if (!v.ok()) return v.status();
-    HEADWAY_RETURN_IF_ERROR(access.caller.may_see(v->record.team));
-    if (change) HEADWAY_RETURN_IF_ERROR(access.caller.may_change(v->record.team));
+    HEADWAY_RETURN_IF_ERROR(ctx.MaySee(v->record.team));
+    if (change) HEADWAY_RETURN_IF_ERROR(ctx.MayChange(v->record.team));
     return v;
   };
-  router.Add("GET", "/api/v1/notebooks/{name}", [=](auto&, auto& p) {
-    auto v = visible(p.at("name"), false);
+  router.Add("GET", "/api/v1/notebooks/{name}", [=](auto&, auto& p, const RequestContext& ctx) {
+    auto v = visible(ctx, p.at("name"), false);
     if (!v.ok()) return Error(v.status());
     return Json(200, NotebookToJson(*v));
   });
-  router.Add("POST", "/api/v1/notebooks/{name}/stop", [=](auto&, auto& p) {
-    auto v = visible(p.at("name"), true);
+  router.Add("POST", "/api/v1/notebooks/{name}/stop", [=](auto&, auto& p, const RequestContext& ctx) {
+    auto v = visible(ctx, p.at("name"), true);
     if (!v.ok()) return Error(v.status());
     auto stopped = service->Stop(p.at("name"));
     if (!stopped.ok()) return Error(stopped.status());
     return Json(200, NotebookToJson(*stopped));
   });
-  router.Add("DELETE", "/api/v1/notebooks/{name}", [=](auto&, auto& p) {
-    auto v = visible(p.at("name"), true);
+  router.Add("DELETE", "/api/v1/notebooks/{name}", [=](auto&, auto& p, const RequestContext& ctx) {
+    auto v = visible(ctx, p.at("name"), true);
     if (!v.ok()) return Error(v.status());
     if (Status s = service->Delete(p.at("name")); !s.ok()) return Error(s);
     return Json(200, NotebookToJson(*v));
   });
   // A JupyterHub notebook's job asks for its server's environment with its
   // own token (the REST API checked it and names the job).
-  router.Add("GET", "/api/v1/notebooks/{name}/server-env", [=](auto&, auto& p) {
+  router.Add("GET", "/api/v1/notebooks/{name}/server-env", [=](auto&, auto& p, const RequestContext& ctx) {
     if (Status s = need(); !s.ok()) return Error(s);
-    const Job* job = access.calling_job ? access.calling_job() : nullptr;
+    const Job* job = ctx.job();
     if (job == nullptr) {
       return Error(PermissionDenied("only the notebook's own job may read its server environment"));
     }
@@ -219,8 +220,8 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
     if (!env.ok()) return Error(env.status());
     return Json(200, {{"env", *env}});
   });
-  router.Add("POST", "/api/v1/notebooks/{name}/login", [=, &logins](auto& req, auto& p) {
-    auto v = visible(p.at("name"), true);
+  router.Add("POST", "/api/v1/notebooks/{name}/login", [=, &logins](auto& req, auto& p, const RequestContext& ctx) {
+    auto v = visible(ctx, p.at("name"), true);
     if (!v.ok()) return Error(v.status());
     if (!v->record.hub_user.empty()) {
       return Error(Conflict("notebook '" + v->record.name + "' belongs to JupyterHub user " +
@@ -233,7 +234,7 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
              : NotebookOrigin(v->record.name, access.notebook_domain, req.Header("host"),
                               access.tls)) +
         "/notebooks/" + v->record.name + "/";
-    auto secret = access.new_session();
+    auto secret = access.new_session(ctx);
     if (!secret.ok()) return Error(secret.status());
     if (secret->empty()) return Json(200, {{"url", base + "tree"}, {"expires_in", nullptr}});
     std::string code = logins.Issue(v->record.name, *secret);

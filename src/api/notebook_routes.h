@@ -35,7 +35,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api/caller_access.h"
+#include "api/request_context.h"
 #include "api/http_server.h"
 #include "api/notebook_service.h"
 #include "api/router.h"
@@ -44,16 +44,15 @@
 
 namespace headway::api {
 
+// What the notebook routes ask of the server beyond who is asking (the
+// RequestContext each route gets: a member's notebook without a team is its
+// team's, and the job whose own token was sent reads its server's env).
 struct NotebookAccess {
-  // A member's notebook without a team is its team's (admit).
-  CallerAccess caller;
   // A browser session secret for the caller; empty when the server runs
   // without authentication (then no cookie is needed).
-  std::function<Result<std::string>()> new_session;
-  // The job whose own token authenticated the request; null for users.
-  std::function<const Job*()> calling_job;
+  std::function<Result<std::string>(const RequestContext&)> new_session;
   // Whether the caller may start a JupyterHub user's server.
-  std::function<Status()> may_spawn_for_hub;
+  std::function<Status(const RequestContext&)> may_spawn_for_hub;
   // Non-empty: each notebook has an origin of its own, NAME.DOMAIN (see
   // NotebookOrigin), where its login link leads.
   std::string notebook_domain;

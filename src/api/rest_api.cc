@@ -23,6 +23,7 @@
 #include "api/kubeflow_status.h"
 #include "api/log_stream.h"
 #include "api/notebook_routes.h"
+#include "api/request_context.h"
 #include "api/prometheus.h"
 #include "api/request_guard.h"
 #include "api/router.h"
@@ -101,16 +102,6 @@ Result<JobFilter> ParseFilter(const HttpRequest& req) {
   return filter;
 }
 
-// Who sent the request being handled on this thread (handlers run start to
-// end on one thread); unset when authentication is off. Route handlers read
-// it instead of every one of them taking the caller as a parameter.
-thread_local const UserToken* t_caller = nullptr;
-// The secret the caller sent (set with t_caller): streams re-check it.
-thread_local const std::string* t_secret = nullptr;
-// The job a request comes from, for the routes a job may call with its own
-// token ("X-Headway-Job: NAME", "Authorization: Bearer $HEADWAY_TOKEN"):
-// the artifact routes. Unset for users.
-thread_local const Job* t_job = nullptr;
 
 // A file sent as a response body, 1 MiB per turn.
 class FileStream final : public ResponseStream {
@@ -192,9 +183,6 @@ class TokenBoundStream final : public ResponseStream {
   std::chrono::steady_clock::time_point next_check_;
 };
 
-// A viewer token with this team sees every team (for monitoring).
-constexpr const char* kEveryTeam = "*";
-
 class Api {
   SystemClock system_clock_;  // first: what the members below read time from
 
@@ -220,20 +208,20 @@ class Api {
         own_cache_(options.watch_cache ? nullptr : std::make_unique<WatchCache>(service)),
         cache_(options.watch_cache ? *options.watch_cache : *own_cache_),
         streams_(options.max_streams_per_token) {
-    router_.Add("GET", "/healthz", [](const HttpRequest&, const PathParams&) {
+    router_.Add("GET", "/healthz", [](const HttpRequest&, const PathParams&, const RequestContext&) {
       return JsonResponse(200, {{"status", "ok"}});
     });
-    router_.Add("GET", "/metrics", [this](auto&, auto&) {
+    router_.Add("GET", "/metrics", [this](auto&, auto&, auto& ctx) {
       return HttpResponse{200,
                           "text/plain; version=0.0.4; charset=utf-8",
-                          RenderPrometheus(service_, *counters_, VisibleTeam(), artifacts_),
+                          RenderPrometheus(service_, *counters_, ctx.VisibleTeam(), artifacts_),
                           {},
                           nullptr};
     });
-    router_.Add("GET", "/api/v1/watch/jobs", [this](auto& r, auto&) { return WatchAll(r); });
+    router_.Add("GET", "/api/v1/watch/jobs", [this](auto& r, auto&, auto& ctx) { return WatchAll(ctx, r); });
     router_.Add("GET", "/api/v1/jobs/{name}/watch",
-                [this](auto& r, auto& p) { return WatchOne(r, p.at("name")); });
-    router_.Add("GET", "/api/v1/version", [](auto&, auto&) {
+                [this](auto& r, auto& p, auto& ctx) { return WatchOne(ctx, r, p.at("name")); });
+    router_.Add("GET", "/api/v1/version", [](auto&, auto&, auto&) {
       // Also the shape of Argo Server's answer, whose eight fields Hera's
       // get_version() requires as strings; Go's fields are empty here.
 #if defined(__x86_64__)
@@ -252,94 +240,76 @@ class Api {
                                 {"compiler", "gcc " __VERSION__},
                                 {"platform", platform}});
     });
-    router_.Add("GET", "/api/v1/whoami", [](auto&, auto&) {
-      if (!t_caller) return JsonResponse(200, {{"authentication", false}});
-      return JsonResponse(200, {{"authentication", true}, {"name", t_caller->name},
-                                {"team", t_caller->team}, {"role", RoleName(t_caller->role)}});
+    router_.Add("GET", "/api/v1/whoami", [](auto&, auto&, auto& ctx) {
+      if (!ctx.caller()) return JsonResponse(200, {{"authentication", false}});
+      return JsonResponse(200, {{"authentication", true}, {"name", ctx.caller()->name},
+                                {"team", ctx.caller()->team}, {"role", RoleName(ctx.caller()->role)}});
     });
-    router_.Add("GET", "/api/v1/tokens", [this](auto&, auto&) { return ListTokens(); });
-    router_.Add("POST", "/api/v1/tokens", [this](auto& r, auto&) { return CreateToken(r); });
+    router_.Add("GET", "/api/v1/tokens", [this](auto&, auto&, auto& ctx) { return ListTokens(ctx); });
+    router_.Add("POST", "/api/v1/tokens", [this](auto& r, auto&, auto& ctx) { return CreateToken(ctx, r); });
     router_.Add("DELETE", "/api/v1/tokens/{name}",
-                [this](auto&, auto& p) { return RevokeToken(p.at("name")); });
-    router_.Add("POST", "/api/v1/sessions", [this](auto&, auto&) { return CreateSession(); });
-    router_.Add("POST", "/api/v1/jobs", [this](auto& r, auto&) { return Submit(r); });
-    router_.Add("GET", "/api/v1/jobs", [this](auto& r, auto&) { return List(r); });
+                [this](auto&, auto& p, auto& ctx) { return RevokeToken(ctx, p.at("name")); });
+    router_.Add("POST", "/api/v1/sessions", [this](auto&, auto&, auto& ctx) { return CreateSession(ctx); });
+    router_.Add("POST", "/api/v1/jobs", [this](auto& r, auto&, auto& ctx) { return Submit(ctx, r); });
+    router_.Add("GET", "/api/v1/jobs", [this](auto& r, auto&, auto& ctx) { return List(ctx, r); });
     router_.Add("GET", "/api/v1/jobs/{name}",
-                [this](auto&, auto& p) { return Get(p.at("name")); });
+                [this](auto&, auto& p, auto& ctx) { return Get(ctx, p.at("name")); });
     router_.Add("GET", "/api/v1/jobs/{name}/exec",
-                [this](auto& r, auto& p) { return Exec(r, p.at("name")); });
+                [this](auto& r, auto& p, auto& ctx) { return Exec(ctx, r, p.at("name")); });
     router_.Add("POST", "/api/v1/jobs/{name}/stop",
-                [this](auto& r, auto& p) { return Stop(r, p.at("name")); });
+                [this](auto& r, auto& p, auto& ctx) { return Stop(ctx, r, p.at("name")); });
     router_.Add("DELETE", "/api/v1/jobs/{name}",
-                [this](auto& r, auto& p) { return Delete(r, p.at("name")); });
+                [this](auto& r, auto& p, auto& ctx) { return Delete(ctx, r, p.at("name")); });
     router_.Add("POST", "/api/v1/jobs/{name}/rerun",
-                [this](auto&, auto& p) { return Rerun(p.at("name")); });
+                [this](auto&, auto& p, auto& ctx) { return Rerun(ctx, p.at("name")); });
     router_.Add("GET", "/api/v1/jobs/{name}/events",
-                [this](auto& r, auto& p) { return Events(r, p.at("name")); });
+                [this](auto& r, auto& p, auto& ctx) { return Events(ctx, r, p.at("name")); });
     router_.Add("POST", "/api/v1/jobs/{name}/progress",
-                [this](auto& r, auto& p) { return Report(r, p.at("name")); });
+                [this](auto& r, auto& p, auto&) { return Report(r, p.at("name")); });
     router_.Add("GET", "/api/v1/jobs/{name}/metrics",
-                [this](auto&, auto& p) { return MetricNames(p.at("name")); });
+                [this](auto&, auto& p, auto& ctx) { return MetricNames(ctx, p.at("name")); });
     router_.Add("GET", "/api/v1/jobs/{name}/metrics/{metric}",
-                [this](auto& r, auto& p) { return Metric(r, p.at("name"), p.at("metric")); });
+                [this](auto& r, auto& p, auto& ctx) { return Metric(ctx, r, p.at("name"), p.at("metric")); });
     router_.Add("POST", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainjobs/{name}/status",
-                [this](auto& r, auto& p) { return KubeflowStatus(r, p.at("ns"), p.at("name")); });
-    router_.Add("GET", "/api/v1/queues", [this](auto&, auto&) { return Queues(VisibleTeam()); });
-    router_.Add("GET", "/api/v1/nodes", [this](auto&, auto&) { return Nodes(VisibleTeam()); });
+                [this](auto& r, auto& p, auto&) { return KubeflowStatus(r, p.at("ns"), p.at("name")); });
+    router_.Add("GET", "/api/v1/queues", [this](auto&, auto&, auto& ctx) { return Queues(ctx.VisibleTeam()); });
+    router_.Add("GET", "/api/v1/nodes", [this](auto&, auto&, auto& ctx) { return Nodes(ctx.VisibleTeam()); });
     router_.Add("GET", "/api/v1/jobs/{name}/logs",
-                [this](auto& r, auto& p) { return Logs(r, p.at("name")); });
-    router_.Add("POST", "/api/v1/artifacts", [this](auto& r, auto&) { return CreateArtifact(r); });
-    router_.Add("GET", "/api/v1/artifacts", [this](auto& r, auto&) { return ListArtifacts(r); });
+                [this](auto& r, auto& p, auto& ctx) { return Logs(ctx, r, p.at("name")); });
+    router_.Add("POST", "/api/v1/artifacts", [this](auto& r, auto&, auto& ctx) { return CreateArtifact(ctx, r); });
+    router_.Add("GET", "/api/v1/artifacts", [this](auto& r, auto&, auto& ctx) { return ListArtifacts(ctx, r); });
     router_.Add("GET", "/api/v1/artifacts/{name}",
-                [this](auto&, auto& p) { return ArtifactVersions(p.at("name")); });
+                [this](auto&, auto& p, auto& ctx) { return ArtifactVersions(ctx, p.at("name")); });
     router_.Add("GET", "/api/v1/artifacts/{name}/versions/{version}",
-                [this](auto&, auto& p) { return DescribeArtifact(p.at("name"), p.at("version")); });
+                [this](auto&, auto& p, auto& ctx) { return DescribeArtifact(ctx, p.at("name"), p.at("version")); });
     router_.Add("PUT", "/api/v1/artifacts/{name}/versions/{version}/content",
-                [this](auto& r, auto& p) { return UploadArtifact(r, p.at("name"), p.at("version")); });
+                [this](auto& r, auto& p, auto& ctx) { return UploadArtifact(ctx, r, p.at("name"), p.at("version")); });
     router_.Add("POST", "/api/v1/artifacts/{name}/versions/{version}/commit",
-                [this](auto& r, auto& p) { return CommitArtifact(r, p.at("name"), p.at("version")); });
+                [this](auto& r, auto& p, auto& ctx) { return CommitArtifact(ctx, r, p.at("name"), p.at("version")); });
     router_.Add("GET", "/api/v1/artifacts/{name}/versions/{version}/parts",
-                [this](auto& r, auto& p) { return UploadedParts(r, p.at("name"), p.at("version")); });
+                [this](auto& r, auto& p, auto& ctx) { return UploadedParts(ctx, r, p.at("name"), p.at("version")); });
     router_.Add("POST", "/api/v1/artifacts/{name}/versions/{version}/parts",
-                [this](auto& r, auto& p) { return PresignParts(r, p.at("name"), p.at("version")); });
+                [this](auto& r, auto& p, auto& ctx) { return PresignParts(ctx, r, p.at("name"), p.at("version")); });
     router_.Add("GET", "/api/v1/artifacts/{name}/versions/{version}/content",
-                [this](auto&, auto& p) { return DownloadArtifact(p.at("name"), p.at("version")); });
+                [this](auto&, auto& p, auto& ctx) { return DownloadArtifact(ctx, p.at("name"), p.at("version")); });
     router_.Add("DELETE", "/api/v1/artifacts/{name}/versions/{version}",
-                [this](auto&, auto& p) { return DeleteArtifact(p.at("name"), p.at("version")); });
+                [this](auto&, auto& p, auto& ctx) { return DeleteArtifact(ctx, p.at("name"), p.at("version")); });
     router_.Add("GET", "/api/v1/jobs/{name}/artifacts",
-                [this](auto&, auto& p) { return JobArtifacts(p.at("name")); });
-    CallerAccess argo;
-    argo.may_see = [](const std::string& team) { return MaySee(team); };
-    argo.may_change = [](const std::string& team) { return MayChange(team); };
-    argo.visible_team = [] { return VisibleTeam(); };
-    argo.creator = [] { return Creator(); };
-    argo.admit = [this](PoolRequest& request) {
-      // As a job's: a member's workflow without a team runs in the member's,
-      // and its jobs stay within the team's bounds.
-      JobSpec spec;
-      spec.team = request.team;
-      spec.priority = static_cast<int>(
-          std::clamp<std::int64_t>(request.priority, std::numeric_limits<int>::min(),
-                                   std::numeric_limits<int>::max()));
-      HEADWAY_RETURN_IF_ERROR(Admit(spec));
-      request.team = spec.team;
-      return Status::Ok();
-    };
+                [this](auto&, auto& p, auto& ctx) { return JobArtifacts(ctx, p.at("name")); });
     NotebookAccess notebook_access;
-    notebook_access.caller = argo;
-    notebook_access.new_session = [this]() -> Result<std::string> {
-      if (!tokens_ || !t_caller) return std::string();
-      auto session = tokens_->CreateSession(*t_caller);
+    notebook_access.new_session = [this](const RequestContext& ctx) -> Result<std::string> {
+      if (!tokens_ || !ctx.caller()) return std::string();
+      auto session = tokens_->CreateSession(*ctx.caller());
       if (!session.ok()) return session.status();
       return session->second;
     };
-    notebook_access.calling_job = [] { return t_job; };
     notebook_access.notebook_domain = options.notebook_domain;
     notebook_access.tls = options.tls;
-    notebook_access.may_spawn_for_hub = [this, spawners = options.jupyterhub_spawners]() -> Status {
+    notebook_access.may_spawn_for_hub = [this, spawners = options.jupyterhub_spawners](
+                                             const RequestContext& ctx) -> Status {
       // Without authentication anyone acts as the admin; an admin may.
-      if (!tokens_ || !t_caller || t_caller->role == Role::kAdmin) return Status::Ok();
-      const std::string& name = t_caller->parent.empty() ? t_caller->name : t_caller->parent;
+      if (!tokens_ || !ctx.caller() || ctx.caller()->role == Role::kAdmin) return Status::Ok();
+      const std::string name = ctx.Owner();
       if (std::find(spawners.begin(), spawners.end(), name) != spawners.end()) {
         return Status::Ok();
       }
@@ -349,37 +319,37 @@ class Api {
           .WithField("jupyterhub");
     };
     AddNotebookRoutes(router_, notebooks_, logins_, std::move(notebook_access));
-    AddArgoRoutes(router_, options.workflows, std::move(argo));
-    router_.Add("POST", "/api/v1/experiments", [this](auto& r, auto&) {
+    AddArgoRoutes(router_, options.workflows);
+    router_.Add("POST", "/api/v1/experiments", [this](auto& r, auto&, auto& ctx) {
       if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
       auto e = experiments_->CreateExperiment(r.body, r.Header("x-headway-submit-dir"),
-                                              [this](JobSpec& spec) { return Admit(spec); });
+                                              [&ctx](JobSpec& spec) { return ctx.Admit(spec); });
       if (!e.ok()) return ErrorResponse(e.status());
       return JsonResponse(201, ExperimentToJson(*e, true));
     });
-    router_.Add("GET", "/api/v1/experiments", [this](auto&, auto&) {
+    router_.Add("GET", "/api/v1/experiments", [this](auto&, auto&, auto& ctx) {
       if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
       auto all = experiments_->ListExperiments();
       if (!all.ok()) return ErrorResponse(all.status());
       json items = json::array();
       for (const ExperimentView& e : *all) {
-        if (MaySee(TeamOf(e)).ok()) items.push_back(ExperimentToJson(e, false));
+        if (ctx.MaySee(TeamOf(e)).ok()) items.push_back(ExperimentToJson(e, false));
       }
       return JsonResponse(200, {{"experiments", items}});
     });
-    router_.Add("GET", "/api/v1/experiments/{name}", [this](auto&, auto& p) {
+    router_.Add("GET", "/api/v1/experiments/{name}", [this](auto&, auto& p, auto& ctx) {
       if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
       auto e = experiments_->GetExperiment(p.at("name"));
       if (!e.ok()) return ErrorResponse(e.status());
-      if (Status s = MaySee(TeamOf(*e)); !s.ok()) return ErrorResponse(s);
+      if (Status s = ctx.MaySee(TeamOf(*e)); !s.ok()) return ErrorResponse(s);
       return JsonResponse(200, ExperimentToJson(*e, true));
     });
-    router_.Add("POST", "/api/v1/experiments/{name}/stop", [this](auto&, auto& p) {
+    router_.Add("POST", "/api/v1/experiments/{name}/stop", [this](auto&, auto& p, auto& ctx) {
       if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
-      if (t_caller) {
+      if (ctx.caller()) {
         auto current = experiments_->GetExperiment(p.at("name"));
         if (!current.ok()) return ErrorResponse(current.status());
-        if (Status s = MayChange(TeamOf(*current)); !s.ok()) return ErrorResponse(s);
+        if (Status s = ctx.MayChange(TeamOf(*current)); !s.ok()) return ErrorResponse(s);
       }
       auto e = experiments_->StopExperiment(p.at("name"));
       if (!e.ok()) return ErrorResponse(e.status());
@@ -428,13 +398,9 @@ class Api {
   }
 
   HttpResponse Authorized(const HttpRequest& req) {
+    // Who is asking, for the handler: these outlive it.
     UserToken caller;
-    // Cleared however the handler leaves, a thrown exception included.
-    struct CallerScope {
-      CallerScope() { t_caller = nullptr; t_secret = nullptr; }
-      ~CallerScope() { t_caller = nullptr; t_secret = nullptr; }
-    } scope;
-    std::string secret;  // outlives the handler, like `caller`
+    std::string secret;
     if (!notebook_domain_.empty()) {
       // A notebook's own origin serves that notebook and nothing else: not
       // the API, not the dashboard, not another notebook.
@@ -462,11 +428,7 @@ class Api {
       return JsonResponse(missing->code, missing->body);
     }
     if (auto page = dashboard_.Serve(req)) return std::move(*page);
-    Job job;             // likewise, for t_job
-    struct JobScope {
-      JobScope() { t_job = nullptr; }
-      ~JobScope() { t_job = nullptr; }
-    } job_scope;
+    Job job;  // likewise
     if (!req.Header("x-headway-job").empty() &&
         (IsArtifactPath(req.path) || IsNotebookServerEnvPath(req.path))) {
       // A job's own token, for its checkpoints and the inputs it reads.
@@ -476,8 +438,7 @@ class Api {
       auto found = service_.Get(name);
       if (!found.ok()) return ErrorResponse(found.status());
       job = std::move(found.value());
-      t_job = &job;
-      return router_.Dispatch(req);
+      return router_.Dispatch(req, RequestContext(job));
     }
     if (tokens_ && NeedsUserToken(req)) {
       secret = BearerToken(req.Header("authorization"));
@@ -493,21 +454,20 @@ class Api {
           req.path != "/api/v1/sessions") {
         return ErrorResponse(PermissionDenied("token '" + caller.name + "' is a viewer: it may only read"));
       }
-      t_caller = &caller;
-      t_secret = &secret;
+      return router_.Dispatch(req, RequestContext(caller, secret, team_policy_));
     }
-    return router_.Dispatch(req);
+    return router_.Dispatch(req, RequestContext());
   }
 
   // GET /api/v1/jobs/{name}/exec?command=A&command=B&stdin=true&tty=true&rank=N&columns=C&rows=R,
   // upgraded to a WebSocket in Kubernetes' exec protocol (api/http_server.h,
   // AttachedProcess). No command: the job account's login shell. ssh=true
   // (with stdin=true): an SSH connection's bytes, served inside the job.
-  HttpResponse Exec(const HttpRequest& req, const std::string& name) {
-    auto job = Visible(name);
+  HttpResponse Exec(const RequestContext& ctx, const HttpRequest& req, const std::string& name) {
+    auto job = Visible(ctx, name);
     if (!job.ok()) return ErrorResponse(job.status());
     // A command in a job acts as the team: members and admins, never viewers.
-    if (Status s = MayChange(job->spec.team); !s.ok()) return ErrorResponse(s);
+    if (Status s = ctx.MayChange(job->spec.team); !s.ok()) return ErrorResponse(s);
     if (job->state != JobState::kRunning) {
       return ErrorResponse(Conflict("job '" + name + "' is not running (" +
                                     std::string(JobStateName(job->state)) + ")"));
@@ -544,7 +504,7 @@ class Api {
       return ErrorResponse(InvalidArgument(
           "ssh=true carries an SSH connection: it takes stdin=true and no command or tty"));
     }
-    auto attached = service_.Exec(name, options, Creator());
+    auto attached = service_.Exec(name, options, ctx.Creator());
     if (!attached.ok()) return ErrorResponse(attached.status());
     HttpResponse r;
     r.attach = std::move(attached.value());
@@ -573,6 +533,7 @@ class Api {
   // /notebooks/NAME/...: to the notebook's server (api/notebook_routes.h),
   // for members of its team, by user token or the notebook's cookie.
   HttpResponse NotebookProxy(const HttpRequest& req, UserToken& caller, std::string& secret) {
+    RequestContext ctx;  // no caller: authentication is off
     if (!notebooks_) return ErrorResponse(Unavailable("notebooks are not enabled on this server"));
     const std::string name = NotebookOfPath(req.path);
     if (name.empty()) return ErrorResponse(NotFound("no notebook at " + req.path));
@@ -601,19 +562,18 @@ class Api {
       auto who = tokens_->Authenticate(secret);
       if (!who.ok()) return ErrorResponse(who.status());
       caller = std::move(who.value());
-      t_caller = &caller;
-      t_secret = &secret;
+      ctx = RequestContext(caller, secret, team_policy_);
     }
     auto endpoint = notebooks_->Endpoint(name);
     if (!endpoint.ok()) {
       // Its team only learns it is starting; others learn nothing of it.
       auto view = notebooks_->Get(name);
       if (!view.ok()) return ErrorResponse(view.status());
-      if (Status s = MayChange(view->record.team); !s.ok()) return ErrorResponse(s);
+      if (Status s = ctx.MayChange(view->record.team); !s.ok()) return ErrorResponse(s);
       return ErrorResponse(endpoint.status());
     }
     // A notebook runs code as its team: members and admins only, never viewers.
-    if (Status s = MayChange(endpoint->team); !s.ok()) return ErrorResponse(s);
+    if (Status s = ctx.MayChange(endpoint->team); !s.ok()) return ErrorResponse(s);
     if (req.path == base + "headway-status" && req.method == "GET") {
       auto view = notebooks_->Get(name);
       if (!view.ok()) return ErrorResponse(view.status());
@@ -658,36 +618,21 @@ class Api {
     return !IsJobReport(req.method, req.path);
   }
 
-  // Whether the caller may see what belongs to `team`: admins and viewers of
-  // every team ("*") see all; other tokens their own team's.
-  static Status MaySee(const std::string& team) {
-    if (!t_caller || t_caller->role == Role::kAdmin || t_caller->team == kEveryTeam ||
-        t_caller->team == team) {
-      return Status::Ok();
-    }
-    return PermissionDenied("token '" + t_caller->name + "' sees team '" + t_caller->team +
-                            "' only, not '" + team + "'");
-  }
 
-  // The team a token confines reads to; empty when it sees all.
-  static std::string VisibleTeam() {
-    if (!t_caller || MaySee("").ok()) return {};
-    return t_caller->team;
-  }
 
   // The job `name` if the caller may see it.
-  Result<Job> Visible(const std::string& name) {
+  Result<Job> Visible(const RequestContext& ctx, const std::string& name) {
     auto job = service_.Get(name);
     if (!job.ok()) return job.status();
-    HEADWAY_RETURN_IF_ERROR(MaySee(job->spec.team));
+    HEADWAY_RETURN_IF_ERROR(ctx.MaySee(job->spec.team));
     return job;
   }
 
-  // Visible() for routes that need no job of their own: a caller who sees
+  // Visible(ctx) for routes that need no job of their own: a caller who sees
   // every team costs no extra read (the service reports an unknown job itself).
-  Status CheckVisible(const std::string& name) {
-    if (VisibleTeam().empty()) return Status::Ok();
-    return Visible(name).status();
+  Status CheckVisible(const RequestContext& ctx, const std::string& name) {
+    if (ctx.VisibleTeam().empty()) return Status::Ok();
+    return Visible(ctx, name).status();
   }
 
   static std::string TeamOf(const ExperimentView& e) {
@@ -695,31 +640,8 @@ class Api {
     return e.spec["trial_template"].value("team", JobSpec().team);
   }
 
-  // Authorisation of a change to something of `team`.
-  static Status MayChange(const std::string& team) {
-    if (!t_caller || MayModify(*t_caller, team)) return Status::Ok();
-    return PermissionDenied("token '" + t_caller->name + "' (" + std::string(RoleName(t_caller->role)) +
-                            (t_caller->team.empty() ? "" : " of team " + t_caller->team) +
-                            ") may not change team '" + team + "'");
-  }
 
-  // A member's job without a team goes to the member's team, and stays
-  // within the team's bounds on priority and grace (core/team_policy.h).
-  Status Admit(JobSpec& spec) const {
-    if (t_caller && t_caller->role == Role::kMember && spec.team == JobSpec().team) {
-      spec.team = t_caller->team;
-    }
-    HEADWAY_RETURN_IF_ERROR(MayChange(spec.team));
-    if (!t_caller) return Status::Ok();
-    return CheckTeamBounds(*t_caller, spec, team_policy_);
-  }
 
-  // What Job::created_by records for a job the caller submits.
-  // A session acts for the token it was made from: that token's user.
-  static std::string Creator() {
-    if (!t_caller) return std::string();
-    return "user/" + (t_caller->parent.empty() ? t_caller->name : t_caller->parent);
-  }
 
   // A local queue is a team: what its members may ask for (admins are not bounded).
   json WithMemberBounds(json queue) const {
@@ -730,25 +652,21 @@ class Api {
     return queue;
   }
 
-  static Status RequireAdmin() {
-    if (!t_caller || t_caller->role == Role::kAdmin) return Status::Ok();
-    return PermissionDenied("managing tokens needs an admin token");
-  }
 
-  HttpResponse EventStream(std::shared_ptr<ResponseStream> stream) {
+  HttpResponse EventStream(const RequestContext& ctx, std::shared_ptr<ResponseStream> stream) {
     HttpResponse r{200, "text/event-stream", "", {}, nullptr};
     r.headers.emplace_back("X-Accel-Buffering", "no");
-    return Bound(std::move(r), std::move(stream));
+    return Bound(ctx, std::move(r), std::move(stream));
   }
 
   // Puts `stream` in `response`, bound to the caller's token (see
   // TokenBoundStream), or answers 429 when the token has too many open.
-  HttpResponse Bound(HttpResponse response, std::shared_ptr<ResponseStream> stream) {
-    if (!t_caller || !t_secret) {
+  HttpResponse Bound(const RequestContext& ctx, HttpResponse response, std::shared_ptr<ResponseStream> stream) {
+    if (!ctx.caller() || !ctx.secret()) {
       response.stream = std::move(stream);
       return response;
     }
-    std::string owner = t_caller->parent.empty() ? t_caller->name : t_caller->parent;
+    std::string owner = ctx.Owner();
     auto slot = streams_.Take(owner);
     if (!slot) {
       return ErrorResponse(Status(
@@ -757,11 +675,11 @@ class Api {
           " streams open, the limit (--max-streams-per-token); close one first"));
     }
     response.stream =
-        std::make_shared<TokenBoundStream>(std::move(stream), tokens_, *t_secret, std::move(slot));
+        std::make_shared<TokenBoundStream>(std::move(stream), tokens_, *ctx.secret(), std::move(slot));
     return response;
   }
 
-  HttpResponse WatchAll(const HttpRequest& req) {
+  HttpResponse WatchAll(const RequestContext& ctx, const HttpRequest& req) {
     bool compact = false;
     for (const auto& [key, value] : req.query) {
       if (key != "compact")
@@ -770,10 +688,10 @@ class Api {
       if (!on.ok()) return ErrorResponse(on.status());
       compact = *on;
     }
-    return EventStream(WatchJobs(cache_, service_, VisibleTeam(), compact));
+    return EventStream(ctx, WatchJobs(cache_, service_, ctx.VisibleTeam(), compact));
   }
 
-  HttpResponse WatchOne(const HttpRequest& req, const std::string& name) {
+  HttpResponse WatchOne(const RequestContext& ctx, const HttpRequest& req, const std::string& name) {
     std::size_t buckets = 300;
     for (const auto& [key, value] : req.query) {
       if (key != "buckets") return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
@@ -784,16 +702,16 @@ class Api {
       }
       buckets = static_cast<std::size_t>(*n);
     }
-    if (Status s = CheckVisible(name); !s.ok()) return ErrorResponse(s);
+    if (Status s = CheckVisible(ctx, name); !s.ok()) return ErrorResponse(s);
     auto stream = WatchJob(cache_, service_, name, buckets);
     if (!stream.ok()) return ErrorResponse(stream.status());
-    return EventStream(std::move(stream.value()));
+    return EventStream(ctx, std::move(stream.value()));
   }
 
-  HttpResponse ListTokens() {
+  HttpResponse ListTokens(const RequestContext& ctx) {
     if (!tokens_)
       return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
-    if (Status s = RequireAdmin(); !s.ok()) return ErrorResponse(s);
+    if (Status s = ctx.RequireAdmin(); !s.ok()) return ErrorResponse(s);
     auto all = tokens_->ListTokens();
     if (!all.ok()) return ErrorResponse(all.status());
     json items = json::array();
@@ -801,11 +719,11 @@ class Api {
     return JsonResponse(200, {{"tokens", items}});
   }
 
-  HttpResponse CreateToken(const HttpRequest& req) {
+  HttpResponse CreateToken(const RequestContext& ctx, const HttpRequest& req) {
     if (!tokens_)
       return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
-    if (Status s = RequireAdmin(); !s.ok()) return ErrorResponse(s);
-    if (t_caller && !t_caller->parent.empty()) {
+    if (Status s = ctx.RequireAdmin(); !s.ok()) return ErrorResponse(s);
+    if (ctx.caller() && !ctx.caller()->parent.empty()) {
       // A session lives in a browser (or came from a link in a log): it must
       // not turn into a secret that outlives it.
       return ErrorResponse(PermissionDenied(
@@ -854,11 +772,11 @@ class Api {
 
   // Trades the caller's token for a short-lived session token with the same
   // team and role (the dashboard keeps only that one).
-  HttpResponse CreateSession() {
-    if (!tokens_ || !t_caller) {
+  HttpResponse CreateSession(const RequestContext& ctx) {
+    if (!tokens_ || !ctx.caller()) {
       return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
     }
-    auto session = tokens_->CreateSession(*t_caller);
+    auto session = tokens_->CreateSession(*ctx.caller());
     if (!session.ok()) return ErrorResponse(session.status());
     const UserToken& s = session->first;
     return JsonResponse(
@@ -870,10 +788,10 @@ class Api {
               {"expires_at", s.expires_at ? json(FormatRfc3339(*s.expires_at)) : json(nullptr)}});
   }
 
-  HttpResponse RevokeToken(const std::string& name) {
+  HttpResponse RevokeToken(const RequestContext& ctx, const std::string& name) {
     if (!tokens_)
       return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
-    if (Status s = RequireAdmin(); !s.ok()) return ErrorResponse(s);
+    if (Status s = ctx.RequireAdmin(); !s.ok()) return ErrorResponse(s);
     Status s = tokens_->RevokeToken(name);
     if (!s.ok()) return ErrorResponse(s);
     return JsonResponse(200, {{"name", name}, {"revoked", true}});
@@ -891,7 +809,7 @@ class Api {
 
   json View(const Job& job) { return JobView(service_, job); }
 
-  HttpResponse Submit(const HttpRequest& req) {
+  HttpResponse Submit(const RequestContext& ctx, const HttpRequest& req) {
     // ?name=NAME names the job whatever its spec says (headway submit --name).
     std::string name;
     for (const auto& [key, value] : req.query) {
@@ -906,8 +824,8 @@ class Api {
     auto spec = ParseJobSpec(req.body, /*name_required=*/name.empty());
     if (!spec.ok()) return ErrorResponse(spec.status());
     if (!name.empty()) spec->name = name;
-    if (Status s = Admit(*spec); !s.ok()) return ErrorResponse(s);
-    if (tokens_ && t_caller && t_caller->role != Role::kAdmin && max_queued_jobs_per_team_ > 0) {
+    if (Status s = ctx.Admit(*spec); !s.ok()) return ErrorResponse(s);
+    if (tokens_ && ctx.caller() && ctx.caller()->role != Role::kAdmin && max_queued_jobs_per_team_ > 0) {
       if (int waiting = service_.QueuedJobsOf(spec->team); waiting >= max_queued_jobs_per_team_) {
         return ErrorResponse(Status(
             StatusCode::kResourceExhausted,
@@ -917,17 +835,17 @@ class Api {
       }
     }
     ApplySubmitDir(*spec, req.Header("x-headway-submit-dir"));
-    auto job = service_.Submit(std::move(spec.value()), Creator());
+    auto job = service_.Submit(std::move(spec.value()), ctx.Creator());
     if (!job.ok()) return ErrorResponse(job.status());
     cache_.OnSubmitted(*job);
     return JsonResponse(201, View(*job));
   }
 
-  HttpResponse List(const HttpRequest& req) {
+  HttpResponse List(const RequestContext& ctx, const HttpRequest& req) {
     auto filter = ParseFilter(req);
     if (!filter.ok()) return ErrorResponse(filter.status());
-    if (std::string team = VisibleTeam(); !team.empty()) {
-      if (!filter->team.empty() && filter->team != team) return ErrorResponse(MaySee(filter->team));
+    if (std::string team = ctx.VisibleTeam(); !team.empty()) {
+      if (!filter->team.empty() && filter->team != team) return ErrorResponse(ctx.MaySee(filter->team));
       filter->team = team;
     }
     auto jobs = service_.List(*filter);
@@ -946,21 +864,21 @@ class Api {
     return {200, "application/json", std::move(body), {}, nullptr};
   }
 
-  HttpResponse Get(const std::string& name) {
-    auto job = Visible(name);
+  HttpResponse Get(const RequestContext& ctx, const std::string& name) {
+    auto job = Visible(ctx, name);
     if (!job.ok()) return ErrorResponse(job.status());
     return JsonResponse(200, View(*job));
   }
 
-  HttpResponse Stop(const HttpRequest& req, const std::string& name) {
+  HttpResponse Stop(const RequestContext& ctx, const HttpRequest& req, const std::string& name) {
     std::string team;
-    if (t_caller) {
-      auto current = Visible(name);
+    if (ctx.caller()) {
+      auto current = Visible(ctx, name);
       if (!current.ok()) return ErrorResponse(current.status());
-      if (Status s = MayChange(current->spec.team); !s.ok()) return ErrorResponse(s);
+      if (Status s = ctx.MayChange(current->spec.team); !s.ok()) return ErrorResponse(s);
       team = current->spec.team;
     }
-    std::string why = t_caller ? "stopped by " + t_caller->name : "stopped by user";
+    std::string why = ctx.caller() ? "stopped by " + ctx.caller()->name : "stopped by user";
     bool force = false;
     if (!req.body.empty()) {
       auto body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
@@ -980,9 +898,9 @@ class Api {
     }
     if (force) {
       // Skipping the grace loses the job's unsaved work: admins only.
-      if (t_caller && !MayForceStop(*t_caller, team)) {
-        return ErrorResponse(PermissionDenied("token '" + t_caller->name + "' (" +
-                                              std::string(RoleName(t_caller->role)) +
+      if (ctx.caller() && !MayForceStop(*ctx.caller(), team)) {
+        return ErrorResponse(PermissionDenied("token '" + ctx.caller()->name + "' (" +
+                                              std::string(RoleName(ctx.caller()->role)) +
                                               ") may not force a stop: that needs an admin token"));
       }
       auto job = service_.ForceStop(name, why);
@@ -996,7 +914,7 @@ class Api {
 
   // DELETE /api/v1/jobs/NAME[?force=true]: 200 once deleted; 202 when the
   // job had not ended and force asked for it to be stopped and deleted then.
-  HttpResponse Delete(const HttpRequest& req, const std::string& name) {
+  HttpResponse Delete(const RequestContext& ctx, const HttpRequest& req, const std::string& name) {
     bool force = false;
     for (const auto& [key, value] : req.query) {
       if (key != "force") return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
@@ -1005,9 +923,9 @@ class Api {
       }
       force = value == "true" || value == "1";
     }
-    auto current = Visible(name);
+    auto current = Visible(ctx, name);
     if (!current.ok()) return ErrorResponse(current.status());
-    if (Status s = MayChange(current->spec.team); !s.ok()) return ErrorResponse(s);
+    if (Status s = ctx.MayChange(current->spec.team); !s.ok()) return ErrorResponse(s);
     auto job = service_.Delete(name, force);
     if (!job.ok()) return ErrorResponse(job.status());
     bool deleted = IsTerminal(job->state);
@@ -1021,18 +939,18 @@ class Api {
 
   // POST /api/v1/jobs/NAME/rerun: a new job with NAME's spec, named NAME-2
   // (or the first of NAME-3, NAME-4, ... that is free).
-  HttpResponse Rerun(const std::string& name) {
-    auto job = Visible(name);
+  HttpResponse Rerun(const RequestContext& ctx, const std::string& name) {
+    auto job = Visible(ctx, name);
     if (!job.ok()) return ErrorResponse(job.status());
     JobSpec spec = job->spec;
-    if (Status s = Admit(spec); !s.ok()) return ErrorResponse(s);
+    if (Status s = ctx.Admit(spec); !s.ok()) return ErrorResponse(s);
     for (int n = 2; n < 10000; ++n) {
       std::string suffix = "-" + std::to_string(n);
       std::string base = job->name().substr(0, 63 - suffix.size());
       while (!base.empty() && base.back() == '-') base.pop_back();
       spec.name = base + suffix;
       if (service_.Get(spec.name).ok()) continue;
-      auto created = service_.Submit(spec, Creator());
+      auto created = service_.Submit(spec, ctx.Creator());
       if (created.ok()) {
         cache_.OnSubmitted(*created);
         json view = View(*created);
@@ -1078,14 +996,14 @@ class Api {
     return JsonResponse(a.code, a.body);
   }
 
-  HttpResponse MetricNames(const std::string& name) {
-    if (Status s = CheckVisible(name); !s.ok()) return ErrorResponse(s);
+  HttpResponse MetricNames(const RequestContext& ctx, const std::string& name) {
+    if (Status s = CheckVisible(ctx, name); !s.ok()) return ErrorResponse(s);
     auto names = service_.MetricNames(name);
     if (!names.ok()) return ErrorResponse(names.status());
     return JsonResponse(200, {{"metrics", *names}});
   }
 
-  HttpResponse Metric(const HttpRequest& req, const std::string& name, const std::string& metric) {
+  HttpResponse Metric(const RequestContext& ctx, const HttpRequest& req, const std::string& name, const std::string& metric) {
     std::size_t buckets = 0;
     for (const auto& [key, value] : req.query) {
       if (key != "buckets") return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
@@ -1093,7 +1011,7 @@ class Api {
       if (!n.ok()) return ErrorResponse(n.status());
       buckets = static_cast<std::size_t>(*n);
     }
-    if (Status s = CheckVisible(name); !s.ok()) return ErrorResponse(s);
+    if (Status s = CheckVisible(ctx, name); !s.ok()) return ErrorResponse(s);
     auto chart = service_.MetricChartOf(name, metric, buckets);
     if (!chart.ok()) return ErrorResponse(chart.status());
     json out = {{"metric", metric}, {"count", chart->count}};
@@ -1128,17 +1046,17 @@ class Api {
   }
 
   // Who may see and change an artifact: its team's users, or a job of its team.
-  static Status MaySeeArtifact(const Artifact& a) {
-    if (t_job) {
-      if (t_job->spec.team == a.team) return Status::Ok();
-      return PermissionDenied("job '" + t_job->name() + "' of team '" + t_job->spec.team +
+  static Status MaySeeArtifact(const RequestContext& ctx, const Artifact& a) {
+    if (ctx.job()) {
+      if (ctx.job()->spec.team == a.team) return Status::Ok();
+      return PermissionDenied("job '" + ctx.job()->name() + "' of team '" + ctx.job()->spec.team +
                               "' may not read artifacts of team '" + a.team + "'");
     }
-    return MaySee(a.team);
+    return ctx.MaySee(a.team);
   }
-  static Status MayChangeArtifact(const Artifact& a) {
-    if (t_job) return MaySeeArtifact(a);
-    return MayChange(a.team);
+  static Status MayChangeArtifact(const RequestContext& ctx, const Artifact& a) {
+    if (ctx.job()) return MaySeeArtifact(ctx, a);
+    return ctx.MayChange(a.team);
   }
 
   Result<std::optional<std::int64_t>> ParseVersion(const std::string& text) {
@@ -1151,45 +1069,45 @@ class Api {
   }
 
   // The version named in a path, visible to the caller.
-  Result<Artifact> VisibleArtifact(const std::string& name, const std::string& version) {
+  Result<Artifact> VisibleArtifact(const RequestContext& ctx, const std::string& name, const std::string& version) {
     auto v = ParseVersion(version);
     if (!v.ok()) return v.status();
     auto a = artifacts_->Get(name, *v);
     if (!a.ok()) return a.status();
-    HEADWAY_RETURN_IF_ERROR(MaySeeArtifact(*a));
+    HEADWAY_RETURN_IF_ERROR(MaySeeArtifact(ctx, *a));
     return a;
   }
 
-  HttpResponse CreateArtifact(const HttpRequest& req) {
+  HttpResponse CreateArtifact(const RequestContext& ctx, const HttpRequest& req) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
     bool multipart = false;
     auto draft = ParseNewArtifact(req.body, &multipart);
     if (!draft.ok()) return ErrorResponse(draft.status());
-    if (t_job) {
+    if (ctx.job()) {
       // A job's artifacts are its team's, and it is their producer.
-      if (!draft->team.empty() && draft->team != t_job->spec.team) {
-        return ErrorResponse(PermissionDenied("job '" + t_job->name() + "' may create artifacts "
-                                              "of its team '" + t_job->spec.team + "' only")
+      if (!draft->team.empty() && draft->team != ctx.job()->spec.team) {
+        return ErrorResponse(PermissionDenied("job '" + ctx.job()->name() + "' may create artifacts "
+                                              "of its team '" + ctx.job()->spec.team + "' only")
                                  .WithField("team"));
       }
-      draft->team = t_job->spec.team;
-      draft->producer.job = t_job->name();
-      if (!draft->producer.attempt) draft->producer.attempt = t_job->attempt();
-      draft->created_by = "job/" + t_job->name();
+      draft->team = ctx.job()->spec.team;
+      draft->producer.job = ctx.job()->name();
+      if (!draft->producer.attempt) draft->producer.attempt = ctx.job()->attempt();
+      draft->created_by = "job/" + ctx.job()->name();
     } else {
       if (draft->team.empty()) {
-        draft->team = t_caller && t_caller->team != kEveryTeam && !t_caller->team.empty()
-                          ? t_caller->team
+        draft->team = ctx.caller() && ctx.caller()->team != kEveryTeam && !ctx.caller()->team.empty()
+                          ? ctx.caller()->team
                           : JobSpec().team;
       }
-      if (Status s = MayChange(draft->team); !s.ok()) return ErrorResponse(s);
+      if (Status s = ctx.MayChange(draft->team); !s.ok()) return ErrorResponse(s);
       if (!draft->producer.job.empty()) {
         // Lineage names only jobs the caller may see.
-        if (Status s = Visible(draft->producer.job).status(); !s.ok()) return ErrorResponse(s);
+        if (Status s = Visible(ctx, draft->producer.job).status(); !s.ok()) return ErrorResponse(s);
       }
-      draft->created_by = Creator();
+      draft->created_by = ctx.Creator();
     }
-    const bool direct = !ReachesOnlyTheServer(t_job);
+    const bool direct = !ReachesOnlyTheServer(ctx.job());
     auto created = artifacts_->Create(std::move(draft.value()), multipart && direct, direct);
     if (!created.ok()) return ErrorResponse(created.status());
     json upload = nullptr;
@@ -1215,7 +1133,7 @@ class Api {
     return JsonResponse(201, {{"artifact", ArtifactToJson(created->artifact)}, {"upload", upload}});
   }
 
-  HttpResponse ListArtifacts(const HttpRequest& req) {
+  HttpResponse ListArtifacts(const RequestContext& ctx, const HttpRequest& req) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
     ArtifactFilter filter;
     for (const auto& [key, value] : req.query) {
@@ -1238,10 +1156,10 @@ class Api {
       }
     }
     // Confined callers see their own team's only.
-    const std::string confined = t_job ? t_job->spec.team : VisibleTeam();
+    const std::string confined = ctx.job() ? ctx.job()->spec.team : ctx.VisibleTeam();
     if (!confined.empty()) {
       if (!filter.team.empty() && filter.team != confined) {
-        return ErrorResponse(MaySee(filter.team));
+        return ErrorResponse(ctx.MaySee(filter.team));
       }
       filter.team = confined;
     }
@@ -1252,14 +1170,14 @@ class Api {
     return JsonResponse(200, {{"artifacts", items}});
   }
 
-  HttpResponse ArtifactVersions(const std::string& name) {
+  HttpResponse ArtifactVersions(const RequestContext& ctx, const std::string& name) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
     ArtifactFilter filter;
     filter.name = name;
     auto all = artifacts_->List(filter);
     if (!all.ok()) return ErrorResponse(all.status());
     if (all->empty()) return ErrorResponse(NotFound("artifact '" + name + "' not found"));
-    if (Status s = MaySeeArtifact(all->front()); !s.ok()) return ErrorResponse(s);
+    if (Status s = MaySeeArtifact(ctx, all->front()); !s.ok()) return ErrorResponse(s);
     json items = json::array();
     for (const Artifact& a : *all) items.push_back(ArtifactToJson(a));
     return JsonResponse(200, {{"name", name}, {"team", all->front().team}, {"versions", items}});
@@ -1267,15 +1185,15 @@ class Api {
 
   // A version with its lineage: the job that made it (what it ran with and
   // what it read) and the jobs that used it.
-  HttpResponse DescribeArtifact(const std::string& name, const std::string& version) {
+  HttpResponse DescribeArtifact(const RequestContext& ctx, const std::string& name, const std::string& version) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
-    auto a = VisibleArtifact(name, version);
+    auto a = VisibleArtifact(ctx, name, version);
     if (!a.ok()) return ErrorResponse(a.status());
     json out = ArtifactToJson(*a);
     json lineage = {{"producer", nullptr}, {"inputs", json::array()}, {"used_by", json::array()}};
     if (!a->producer.job.empty()) {
       auto producer = service_.Get(a->producer.job);
-      if (producer.ok() && MaySee(producer->spec.team).ok()) {
+      if (producer.ok() && ctx.MaySee(producer->spec.team).ok()) {
         lineage["producer"] = {{"job", producer->name()},
                                {"state", JobStateName(producer->state)},
                                {"labels", producer->spec.labels},
@@ -1297,25 +1215,25 @@ class Api {
     return JsonResponse(200, out);
   }
 
-  HttpResponse UploadArtifact(const HttpRequest& req, const std::string& name,
+  HttpResponse UploadArtifact(const RequestContext& ctx, const HttpRequest& req, const std::string& name,
                               const std::string& version) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
     if (req.body_file.empty()) {
       return ErrorResponse(InvalidArgument("send the artifact's bytes as the request body"));
     }
-    auto a = VisibleArtifact(name, version);
+    auto a = VisibleArtifact(ctx, name, version);
     if (!a.ok()) return ErrorResponse(a.status());
-    if (Status s = MayChangeArtifact(*a); !s.ok()) return ErrorResponse(s);
+    if (Status s = MayChangeArtifact(ctx, *a); !s.ok()) return ErrorResponse(s);
     auto stored = artifacts_->Receive(a->name, a->version, req.body_file);
     if (!stored.ok()) return ErrorResponse(stored.status());
     return JsonResponse(200, ArtifactToJson(*stored));
   }
 
   // The Pending version a multipart request names, which the caller may change.
-  Result<Artifact> ChangeableArtifact(const std::string& name, const std::string& version) {
-    auto a = VisibleArtifact(name, version);
+  Result<Artifact> ChangeableArtifact(const RequestContext& ctx, const std::string& name, const std::string& version) {
+    auto a = VisibleArtifact(ctx, name, version);
     if (!a.ok()) return a.status();
-    HEADWAY_RETURN_IF_ERROR(MayChangeArtifact(*a));
+    HEADWAY_RETURN_IF_ERROR(MayChangeArtifact(ctx, *a));
     return a;
   }
 
@@ -1328,7 +1246,7 @@ class Api {
     return id.get<std::string>();
   }
 
-  HttpResponse CommitArtifact(const HttpRequest& req, const std::string& name,
+  HttpResponse CommitArtifact(const RequestContext& ctx, const HttpRequest& req, const std::string& name,
                               const std::string& version) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
     std::optional<std::string> upload_id;
@@ -1346,7 +1264,7 @@ class Api {
         upload_id = *id;
       }
     }
-    auto a = ChangeableArtifact(name, version);
+    auto a = ChangeableArtifact(ctx, name, version);
     if (!a.ok()) return ErrorResponse(a.status());
     auto ready = artifacts_->Commit(a->name, a->version, upload_id);
     if (!ready.ok()) return ErrorResponse(ready.status());
@@ -1355,7 +1273,7 @@ class Api {
 
   // GET .../parts?upload_id=ID: the parts of a multipart upload the store
   // holds, so that a client resuming it sends only the others.
-  HttpResponse UploadedParts(const HttpRequest& req, const std::string& name,
+  HttpResponse UploadedParts(const RequestContext& ctx, const HttpRequest& req, const std::string& name,
                              const std::string& version) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
     std::string upload_id;
@@ -1367,7 +1285,7 @@ class Api {
     }
     auto id = UploadIdField(json{{"upload_id", upload_id}});
     if (!id.ok()) return ErrorResponse(id.status());
-    auto a = ChangeableArtifact(name, version);
+    auto a = ChangeableArtifact(ctx, name, version);
     if (!a.ok()) return ErrorResponse(a.status());
     auto parts = artifacts_->UploadedParts(a->name, a->version, *id);
     if (!parts.ok()) return ErrorResponse(parts.status());
@@ -1380,7 +1298,7 @@ class Api {
 
   // POST .../parts {"upload_id", "parts": [{"number", "content_md5"}]}:
   // a presigned request for each part, bound to its size and MD5.
-  HttpResponse PresignParts(const HttpRequest& req, const std::string& name,
+  HttpResponse PresignParts(const RequestContext& ctx, const HttpRequest& req, const std::string& name,
                             const std::string& version) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
     constexpr std::size_t kMaxPartsPerRequest = 1000;
@@ -1419,7 +1337,7 @@ class Api {
       }
       parts.push_back({static_cast<int>(number), md5});
     }
-    auto a = ChangeableArtifact(name, version);
+    auto a = ChangeableArtifact(ctx, name, version);
     if (!a.ok()) return ErrorResponse(a.status());
     auto requests = artifacts_->PresignParts(a->name, a->version, *id, parts);
     if (!requests.ok()) return ErrorResponse(requests.status());
@@ -1435,15 +1353,15 @@ class Api {
     return JsonResponse(200, {{"parts", out}});
   }
 
-  HttpResponse DownloadArtifact(const std::string& name, const std::string& version) {
+  HttpResponse DownloadArtifact(const RequestContext& ctx, const std::string& name, const std::string& version) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
-    auto a = VisibleArtifact(name, version);
+    auto a = VisibleArtifact(ctx, name, version);
     if (!a.ok()) return ErrorResponse(a.status());
     std::optional<ArtifactUse> use;
-    if (t_job) use = ArtifactUse{a->name, a->version, t_job->name(), t_job->attempt(), {}};
+    if (ctx.job()) use = ArtifactUse{a->name, a->version, ctx.job()->name(), ctx.job()->attempt(), {}};
     auto download = artifacts_->Open(a->name, a->version, use);
     if (!download.ok()) return ErrorResponse(download.status());
-    if (download->presigned && !ReachesOnlyTheServer(t_job)) {
+    if (download->presigned && !ReachesOnlyTheServer(ctx.job())) {
       HttpResponse r{307, "application/json",
                      JsonText({{"url", download->presigned->url}}), {}, nullptr};
       r.headers.emplace_back("Location", download->presigned->url);
@@ -1471,24 +1389,24 @@ class Api {
     HttpResponse r{200, "application/octet-stream", "", {}, nullptr};
     r.headers.emplace_back("X-Headway-Digest", a->digest);
     r.headers.emplace_back("X-Headway-Size", std::to_string(a->size));
-    return Bound(std::move(r), std::move(file));
+    return Bound(ctx, std::move(r), std::move(file));
   }
 
-  HttpResponse DeleteArtifact(const std::string& name, const std::string& version) {
+  HttpResponse DeleteArtifact(const RequestContext& ctx, const std::string& name, const std::string& version) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
     if (version == "latest") {
       return ErrorResponse(InvalidArgument("name the version to delete (NAME:N), not 'latest'"));
     }
-    auto a = VisibleArtifact(name, version);
+    auto a = VisibleArtifact(ctx, name, version);
     if (!a.ok()) return ErrorResponse(a.status());
-    if (Status s = MayChangeArtifact(*a); !s.ok()) return ErrorResponse(s);
+    if (Status s = MayChangeArtifact(ctx, *a); !s.ok()) return ErrorResponse(s);
     if (Status s = artifacts_->Delete(a->name, a->version); !s.ok()) return ErrorResponse(s);
     return JsonResponse(200, {{"deleted", a->Ref()}});
   }
 
-  HttpResponse JobArtifacts(const std::string& job_name) {
+  HttpResponse JobArtifacts(const RequestContext& ctx, const std::string& job_name) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
-    if (Status s = CheckVisible(job_name); !s.ok()) return ErrorResponse(s);
+    if (Status s = CheckVisible(ctx, job_name); !s.ok()) return ErrorResponse(s);
     ArtifactFilter produced;
     produced.job = job_name;
     auto made = artifacts_->List(produced);
@@ -1501,14 +1419,14 @@ class Api {
     return JsonResponse(200, out);
   }
 
-  HttpResponse Events(const HttpRequest& req, const std::string& name) {
+  HttpResponse Events(const RequestContext& ctx, const HttpRequest& req, const std::string& name) {
     std::int64_t after = 0;
     if (req.query.count("after")) {
       auto n = ParseNonNegativeInt("after", req.query.at("after"));
       if (!n.ok()) return ErrorResponse(n.status());
       after = *n;
     }
-    if (Status s = CheckVisible(name); !s.ok()) return ErrorResponse(s);
+    if (Status s = CheckVisible(ctx, name); !s.ok()) return ErrorResponse(s);
     auto events = service_.Events(name, after);
     if (!events.ok()) return ErrorResponse(events.status());
     json items = json::array();
@@ -1516,8 +1434,8 @@ class Api {
     return JsonResponse(200, {{"events", items}});
   }
 
-  HttpResponse Logs(const HttpRequest& req, const std::string& name) {
-    auto job = Visible(name);
+  HttpResponse Logs(const RequestContext& ctx, const HttpRequest& req, const std::string& name) {
+    auto job = Visible(ctx, name);
     if (!job.ok()) return ErrorResponse(job.status());
     auto files = service_.LogFiles(name);
     if (!files.ok()) return ErrorResponse(files.status());
@@ -1643,7 +1561,7 @@ class Api {
         seen->view = v;
         return v;
       };
-      return Bound(std::move(resp),
+      return Bound(ctx, std::move(resp),
                    std::make_shared<LogFollowStream>(view, attempt, std::move(selected), prefix,
                                                      req.query.count("attempt") > 0, start,
                                                      limit_bytes));

@@ -20,7 +20,7 @@ void Router::Add(std::string method, std::string pattern, RouteHandler handler) 
   routes_.push_back({std::move(method), SplitPath(pattern), std::move(handler)});
 }
 
-HttpResponse Router::Dispatch(const HttpRequest& request) const {
+HttpResponse Router::Dispatch(const HttpRequest& request, const RequestContext& context) const {
   std::vector<std::string> segments = SplitPath(request.path);
   bool path_known = false;
   for (const Route& route : routes_) {
@@ -37,7 +37,7 @@ HttpResponse Router::Dispatch(const HttpRequest& request) const {
     }
     if (!match) continue;
     path_known = true;
-    if (route.method == request.method) return route.handler(request, params);
+    if (route.method == request.method) return route.handler(request, params, context);
   }
   Status status = path_known ? Status(StatusCode::kInvalidArgument,
                                       "method " + request.method + " is not allowed here")

@@ -9,16 +9,19 @@
 #include <vector>
 
 #include "api/http_server.h"
+#include "api/request_context.h"
 
 namespace headway::api {
 
 using PathParams = std::map<std::string, std::string>;
-using RouteHandler = std::function<HttpResponse(const HttpRequest&, const PathParams&)>;
+// Each handler gets who is asking explicitly (api/request_context.h).
+using RouteHandler =
+    std::function<HttpResponse(const HttpRequest&, const PathParams&, const RequestContext&)>;
 
 class Router {
  public:
   void Add(std::string method, std::string pattern, RouteHandler handler);
-  HttpResponse Dispatch(const HttpRequest& request) const;
+  HttpResponse Dispatch(const HttpRequest& request, const RequestContext& context) const;
 
  private:
   struct Route {

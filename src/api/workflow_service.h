@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api/caller_access.h"
+#include "api/request_context.h"
 #include "core/status.h"
 #include "core/workflow_record.h"
 

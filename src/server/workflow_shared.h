@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "api/caller_access.h"
+#include "api/request_context.h"
 #include "core/status.h"
 #include "core/time.h"
 #include "workflow/manifest.h"
