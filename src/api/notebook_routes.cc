@@ -4,6 +4,7 @@
 
 #include "api/auth.h"
 #include "api/job_json.h"
+#include "api/json_response.h"
 #include "api/request_guard.h"
 #include "core/ascii.h"
 
@@ -11,14 +12,6 @@ namespace headway::api {
 namespace {
 
 using nlohmann::json;
-
-HttpResponse Json(int status, const json& body) {
-  return {status, "application/json", JsonText(body), {}, nullptr, nullptr};
-}
-
-HttpResponse Error(const Status& status) {
-  return Json(HttpStatusFor(status.code()), ErrorToJson(status));
-}
 
 json TimeOrNull(const std::optional<Time>& t) {
   return t ? json(FormatRfc3339(*t)) : json(nullptr);
@@ -141,25 +134,25 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
     return service ? Status::Ok() : Unavailable("notebooks are not enabled on this server");
   };
   router.Add("GET", "/api/v1/notebook-profiles", [=](auto&, auto&, const RequestContext&) {
-    if (Status s = need(); !s.ok()) return Error(s);
+    if (Status s = need(); !s.ok()) return ErrorResponse(s);
     json items = json::array();
     for (const NotebookProfile& p : service->Profiles()) items.push_back(ProfileToJson(p));
-    return Json(200, {{"profiles", items}});
+    return JsonResponse(200, {{"profiles", items}});
   });
   router.Add("GET", "/api/v1/notebooks", [=](auto&, auto&, const RequestContext& ctx) {
-    if (Status s = need(); !s.ok()) return Error(s);
+    if (Status s = need(); !s.ok()) return ErrorResponse(s);
     auto all = service->List(ctx.VisibleTeam());
-    if (!all.ok()) return Error(all.status());
+    if (!all.ok()) return ErrorResponse(all.status());
     json items = json::array();
     for (const NotebookView& v : *all) items.push_back(NotebookToJson(v));
-    return Json(200, {{"notebooks", items}});
+    return JsonResponse(200, {{"notebooks", items}});
   });
   router.Add("POST", "/api/v1/notebooks", [=](auto& req, auto&, const RequestContext& ctx) {
-    if (Status s = need(); !s.ok()) return Error(s);
+    if (Status s = need(); !s.ok()) return ErrorResponse(s);
     auto request = ParseStart(req.body);
-    if (!request.ok()) return Error(request.status());
+    if (!request.ok()) return ErrorResponse(request.status());
     if (!request->hub_user.empty() && access.may_spawn_for_hub) {
-      if (Status s = access.may_spawn_for_hub(ctx); !s.ok()) return Error(s);
+      if (Status s = access.may_spawn_for_hub(ctx); !s.ok()) return ErrorResponse(s);
     }
     auto existing = service->Get(request->name);
     // Starting an existing notebook again needs no team; a new one without
@@ -168,17 +161,17 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
       request->team = existing.ok() ? existing->record.team : JobSpec().team;
     }
     PoolRequest pool{request->team};
-    if (Status s = ctx.Admit(pool); !s.ok()) return Error(s);
+    if (Status s = ctx.Admit(pool); !s.ok()) return ErrorResponse(s);
     request->team = pool.team;
-    if (Status s = ctx.MayChange(request->team); !s.ok()) return Error(s);
+    if (Status s = ctx.MayChange(request->team); !s.ok()) return ErrorResponse(s);
     if (existing.ok()) {
       // Names are unique on the server: say nothing of another team's.
-      if (Status s = ctx.MaySee(existing->record.team); !s.ok()) return Error(s);
+      if (Status s = ctx.MaySee(existing->record.team); !s.ok()) return ErrorResponse(s);
     }
     bool existed = existing.ok();
     auto started = service->Start(*request, ctx.Creator());
-    if (!started.ok()) return Error(started.status());
-    return Json(existed ? 200 : 201, NotebookToJson(*started));
+    if (!started.ok()) return ErrorResponse(started.status());
+    return JsonResponse(existed ? 200 : 201, NotebookToJson(*started));
   });
   // The notebook `name` if the caller may see it (and change it, with `change`).
   auto visible = [=](const RequestContext& ctx, const std::string& name,
@@ -192,39 +185,39 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
   };
   router.Add("GET", "/api/v1/notebooks/{name}", [=](auto&, auto& p, const RequestContext& ctx) {
     auto v = visible(ctx, p.at("name"), false);
-    if (!v.ok()) return Error(v.status());
-    return Json(200, NotebookToJson(*v));
+    if (!v.ok()) return ErrorResponse(v.status());
+    return JsonResponse(200, NotebookToJson(*v));
   });
   router.Add("POST", "/api/v1/notebooks/{name}/stop", [=](auto&, auto& p, const RequestContext& ctx) {
     auto v = visible(ctx, p.at("name"), true);
-    if (!v.ok()) return Error(v.status());
+    if (!v.ok()) return ErrorResponse(v.status());
     auto stopped = service->Stop(p.at("name"));
-    if (!stopped.ok()) return Error(stopped.status());
-    return Json(200, NotebookToJson(*stopped));
+    if (!stopped.ok()) return ErrorResponse(stopped.status());
+    return JsonResponse(200, NotebookToJson(*stopped));
   });
   router.Add("DELETE", "/api/v1/notebooks/{name}", [=](auto&, auto& p, const RequestContext& ctx) {
     auto v = visible(ctx, p.at("name"), true);
-    if (!v.ok()) return Error(v.status());
-    if (Status s = service->Delete(p.at("name")); !s.ok()) return Error(s);
-    return Json(200, NotebookToJson(*v));
+    if (!v.ok()) return ErrorResponse(v.status());
+    if (Status s = service->Delete(p.at("name")); !s.ok()) return ErrorResponse(s);
+    return JsonResponse(200, NotebookToJson(*v));
   });
   // A JupyterHub notebook's job asks for its server's environment with its
   // own token (the REST API checked it and names the job).
   router.Add("GET", "/api/v1/notebooks/{name}/server-env", [=](auto&, auto& p, const RequestContext& ctx) {
-    if (Status s = need(); !s.ok()) return Error(s);
+    if (Status s = need(); !s.ok()) return ErrorResponse(s);
     const Job* job = ctx.job();
     if (job == nullptr) {
-      return Error(PermissionDenied("only the notebook's own job may read its server environment"));
+      return ErrorResponse(PermissionDenied("only the notebook's own job may read its server environment"));
     }
     auto env = service->ServerEnv(p.at("name"), job->name());
-    if (!env.ok()) return Error(env.status());
-    return Json(200, {{"env", *env}});
+    if (!env.ok()) return ErrorResponse(env.status());
+    return JsonResponse(200, {{"env", *env}});
   });
   router.Add("POST", "/api/v1/notebooks/{name}/login", [=, &logins](auto& req, auto& p, const RequestContext& ctx) {
     auto v = visible(ctx, p.at("name"), true);
-    if (!v.ok()) return Error(v.status());
+    if (!v.ok()) return ErrorResponse(v.status());
     if (!v->record.hub_user.empty()) {
-      return Error(Conflict("notebook '" + v->record.name + "' belongs to JupyterHub user " +
+      return ErrorResponse(Conflict("notebook '" + v->record.name + "' belongs to JupyterHub user " +
                             v->record.hub_user + ": open it through the hub"));
     }
     // On its own origin where notebooks have one: the link is absolute.
@@ -235,10 +228,10 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
                               access.tls)) +
         "/notebooks/" + v->record.name + "/";
     auto secret = access.new_session(ctx);
-    if (!secret.ok()) return Error(secret.status());
-    if (secret->empty()) return Json(200, {{"url", base + "tree"}, {"expires_in", nullptr}});
+    if (!secret.ok()) return ErrorResponse(secret.status());
+    if (secret->empty()) return JsonResponse(200, {{"url", base + "tree"}, {"expires_in", nullptr}});
     std::string code = logins.Issue(v->record.name, *secret);
-    return Json(200, {{"url", base + "headway-login?code=" + code}, {"expires_in", 60}});
+    return JsonResponse(200, {{"url", base + "headway-login?code=" + code}, {"expires_in", 60}});
   });
 }
 
