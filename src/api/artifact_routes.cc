@@ -8,6 +8,7 @@
 
 #include "api/artifact_json.h"
 #include "api/json_response.h"
+#include "api/visible_job.h"
 
 namespace headway::api {
 namespace {
@@ -104,7 +105,7 @@ class ArtifactRoutes {
       if (Status s = ctx.MayChange(draft->team); !s.ok()) return ErrorResponse(s);
       if (!draft->producer.job.empty()) {
         // Lineage names only jobs the caller may see.
-        if (Status s = Visible(ctx, draft->producer.job).status(); !s.ok()) return ErrorResponse(s);
+        if (Status s = VisibleJob(*jobs_, ctx, draft->producer.job).status(); !s.ok()) return ErrorResponse(s);
       }
       draft->created_by = ctx.Creator();
     }
@@ -407,7 +408,7 @@ class ArtifactRoutes {
 
   HttpResponse JobArtifacts(const RequestContext& ctx, const std::string& job_name) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
-    if (Status s = CheckJobVisible(ctx, job_name); !s.ok()) return ErrorResponse(s);
+    if (Status s = CheckJobVisible(*jobs_, ctx, job_name); !s.ok()) return ErrorResponse(s);
     ArtifactFilter produced;
     produced.job = job_name;
     auto made = artifacts_->List(produced);
@@ -418,21 +419,6 @@ class ArtifactRoutes {
     for (const Artifact& a : *made) out["produced"].push_back(ArtifactToJson(a));
     for (const ArtifactUse& u : *used) out["used"].push_back(ArtifactUseToJson(u));
     return JsonResponse(200, out);
-  }
-
-  // The job `name` if the caller may see it.
-  Result<Job> Visible(const RequestContext& ctx, const std::string& name) {
-    auto job = jobs_->Get(name);
-    if (!job.ok()) return job.status();
-    HEADWAY_RETURN_IF_ERROR(ctx.MaySee(job->spec.team));
-    return job;
-  }
-
-  // Visible() for a route that needs no job of its own: a caller who sees
-  // every team costs no extra read.
-  Status CheckJobVisible(const RequestContext& ctx, const std::string& name) {
-    if (ctx.VisibleTeam().empty()) return Status::Ok();
-    return Visible(ctx, name).status();
   }
 
   // Whether the calling job's network reaches only this server (a local

@@ -17,14 +17,19 @@
 #include "api/artifact_json.h"
 #include "api/auth.h"
 #include "api/dashboard.h"
+#include "api/experiment_routes.h"
 #include "api/job_json.h"
 #include "api/json_response.h"
 #include "api/kubeflow_status.h"
 #include "api/log_stream.h"
+#include "api/log_routes.h"
 #include "api/notebook_routes.h"
+#include "api/query_params.h"
+#include "api/visible_job.h"
 #include "api/request_context.h"
 #include "api/prometheus.h"
 #include "api/request_guard.h"
+#include "api/token_routes.h"
 #include "api/router.h"
 #include "api/watch.h"
 #include "core/ascii.h"
@@ -36,30 +41,6 @@ namespace headway::api {
 namespace {
 
 using nlohmann::json;
-
-Result<int> ParseNonNegativeInt(const std::string& name, const std::string& text) {
-  try {
-    std::size_t used = 0;
-    int v = std::stoi(text, &used);
-    if (used == text.size() && v >= 0) return v;
-  } catch (const std::exception&) {
-  }
-  return InvalidArgument("query parameter '" + name + "' must be a non-negative integer");
-}
-
-Result<std::uint64_t> ParseCount(const std::string& name, const std::string& text) {
-  bool digits = !text.empty() && text.size() <= 18 &&
-                text.find_first_not_of("0123456789") == std::string::npos;
-  if (digits) return static_cast<std::uint64_t>(std::stoull(text));
-  return InvalidArgument("query parameter '" + name + "' must be a non-negative integer");
-}
-
-// A query parameter that is a switch: true/1 or false/0, nothing else.
-Result<bool> ParseSwitch(const std::string& name, const std::string& text) {
-  if (text == "true" || text == "1") return true;
-  if (text == "false" || text == "0") return false;
-  return InvalidArgument("query parameter '" + name + "' must be true or false").WithField(name);
-}
 
 Result<JobFilter> ParseFilter(const HttpRequest& req) {
   JobFilter filter;
@@ -208,16 +189,7 @@ class Api {
                                 {"compiler", "gcc " __VERSION__},
                                 {"platform", platform}});
     });
-    router_.Add("GET", "/api/v1/whoami", [](auto&, auto&, auto& ctx) {
-      if (!ctx.caller()) return JsonResponse(200, {{"authentication", false}});
-      return JsonResponse(200, {{"authentication", true}, {"name", ctx.caller()->name},
-                                {"team", ctx.caller()->team}, {"role", RoleName(ctx.caller()->role)}});
-    });
-    router_.Add("GET", "/api/v1/tokens", [this](auto&, auto&, auto& ctx) { return ListTokens(ctx); });
-    router_.Add("POST", "/api/v1/tokens", [this](auto& r, auto&, auto& ctx) { return CreateToken(ctx, r); });
-    router_.Add("DELETE", "/api/v1/tokens/{name}",
-                [this](auto&, auto& p, auto& ctx) { return RevokeToken(ctx, p.at("name")); });
-    router_.Add("POST", "/api/v1/sessions", [this](auto&, auto&, auto& ctx) { return CreateSession(ctx); });
+    AddTokenRoutes(router_, tokens_);
     router_.Add("POST", "/api/v1/jobs", [this](auto& r, auto&, auto& ctx) { return Submit(ctx, r); });
     router_.Add("GET", "/api/v1/jobs", [this](auto& r, auto&, auto& ctx) { return List(ctx, r); });
     router_.Add("GET", "/api/v1/jobs/{name}",
@@ -230,8 +202,6 @@ class Api {
                 [this](auto& r, auto& p, auto& ctx) { return Delete(ctx, r, p.at("name")); });
     router_.Add("POST", "/api/v1/jobs/{name}/rerun",
                 [this](auto&, auto& p, auto& ctx) { return Rerun(ctx, p.at("name")); });
-    router_.Add("GET", "/api/v1/jobs/{name}/events",
-                [this](auto& r, auto& p, auto& ctx) { return Events(ctx, r, p.at("name")); });
     router_.Add("POST", "/api/v1/jobs/{name}/progress",
                 [this](auto& r, auto& p, auto&) { return Report(r, p.at("name")); });
     router_.Add("GET", "/api/v1/jobs/{name}/metrics",
@@ -242,8 +212,14 @@ class Api {
                 [this](auto& r, auto& p, auto&) { return KubeflowStatus(r, p.at("ns"), p.at("name")); });
     router_.Add("GET", "/api/v1/queues", [this](auto&, auto&, auto& ctx) { return Queues(ctx.VisibleTeam()); });
     router_.Add("GET", "/api/v1/nodes", [this](auto&, auto&, auto& ctx) { return Nodes(ctx.VisibleTeam()); });
-    router_.Add("GET", "/api/v1/jobs/{name}/logs",
-                [this](auto& r, auto& p, auto& ctx) { return Logs(ctx, r, p.at("name")); });
+    LogRoutesOptions log_routes;
+    log_routes.jobs = &service_;
+    log_routes.cache = &cache_;
+    log_routes.bind_stream = [this](const RequestContext& ctx, HttpResponse response,
+                                    std::shared_ptr<ResponseStream> stream) {
+      return Bound(ctx, std::move(response), std::move(stream));
+    };
+    AddLogRoutes(router_, std::move(log_routes));
     ArtifactRoutesOptions artifact_routes;
     artifact_routes.artifacts = artifacts_;
     artifact_routes.jobs = &service_;
@@ -278,41 +254,7 @@ class Api {
     };
     AddNotebookRoutes(router_, notebooks_, logins_, std::move(notebook_access));
     AddArgoRoutes(router_, options.workflows);
-    router_.Add("POST", "/api/v1/experiments", [this](auto& r, auto&, auto& ctx) {
-      if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
-      auto e = experiments_->CreateExperiment(r.body, r.Header("x-headway-submit-dir"),
-                                              [&ctx](JobSpec& spec) { return ctx.Admit(spec); });
-      if (!e.ok()) return ErrorResponse(e.status());
-      return JsonResponse(201, ExperimentToJson(*e, true));
-    });
-    router_.Add("GET", "/api/v1/experiments", [this](auto&, auto&, auto& ctx) {
-      if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
-      auto all = experiments_->ListExperiments();
-      if (!all.ok()) return ErrorResponse(all.status());
-      json items = json::array();
-      for (const ExperimentView& e : *all) {
-        if (ctx.MaySee(TeamOf(e)).ok()) items.push_back(ExperimentToJson(e, false));
-      }
-      return JsonResponse(200, {{"experiments", items}});
-    });
-    router_.Add("GET", "/api/v1/experiments/{name}", [this](auto&, auto& p, auto& ctx) {
-      if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
-      auto e = experiments_->GetExperiment(p.at("name"));
-      if (!e.ok()) return ErrorResponse(e.status());
-      if (Status s = ctx.MaySee(TeamOf(*e)); !s.ok()) return ErrorResponse(s);
-      return JsonResponse(200, ExperimentToJson(*e, true));
-    });
-    router_.Add("POST", "/api/v1/experiments/{name}/stop", [this](auto&, auto& p, auto& ctx) {
-      if (!experiments_) return ErrorResponse(Unavailable("experiments are not enabled"));
-      if (ctx.caller()) {
-        auto current = experiments_->GetExperiment(p.at("name"));
-        if (!current.ok()) return ErrorResponse(current.status());
-        if (Status s = ctx.MayChange(TeamOf(*current)); !s.ok()) return ErrorResponse(s);
-      }
-      auto e = experiments_->StopExperiment(p.at("name"));
-      if (!e.ok()) return ErrorResponse(e.status());
-      return JsonResponse(200, ExperimentToJson(*e, true));
-    });
+    AddExperimentRoutes(router_, experiments_);
   }
 
   HttpResponse Handle(const HttpRequest& req) {
@@ -578,28 +520,12 @@ class Api {
 
 
 
-  // The job `name` if the caller may see it.
   Result<Job> Visible(const RequestContext& ctx, const std::string& name) {
-    auto job = service_.Get(name);
-    if (!job.ok()) return job.status();
-    HEADWAY_RETURN_IF_ERROR(ctx.MaySee(job->spec.team));
-    return job;
+    return VisibleJob(service_, ctx, name);
   }
-
-  // Visible(ctx) for routes that need no job of their own: a caller who sees
-  // every team costs no extra read (the service reports an unknown job itself).
   Status CheckVisible(const RequestContext& ctx, const std::string& name) {
-    if (ctx.VisibleTeam().empty()) return Status::Ok();
-    return Visible(ctx, name).status();
+    return CheckJobVisible(service_, ctx, name);
   }
-
-  static std::string TeamOf(const ExperimentView& e) {
-    if (!e.spec.is_object() || !e.spec.contains("trial_template")) return JobSpec().team;
-    return e.spec["trial_template"].value("team", JobSpec().team);
-  }
-
-
-
 
   // A local queue is a team: what its members may ask for (admins are not bounded).
   json WithMemberBounds(json queue) const {
@@ -664,105 +590,6 @@ class Api {
     auto stream = WatchJob(cache_, service_, name, buckets);
     if (!stream.ok()) return ErrorResponse(stream.status());
     return EventStream(ctx, std::move(stream.value()));
-  }
-
-  HttpResponse ListTokens(const RequestContext& ctx) {
-    if (!tokens_)
-      return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
-    if (Status s = ctx.RequireAdmin(); !s.ok()) return ErrorResponse(s);
-    auto all = tokens_->ListTokens();
-    if (!all.ok()) return ErrorResponse(all.status());
-    json items = json::array();
-    for (const UserToken& t : *all) items.push_back(TokenToJson(t));
-    return JsonResponse(200, {{"tokens", items}});
-  }
-
-  HttpResponse CreateToken(const RequestContext& ctx, const HttpRequest& req) {
-    if (!tokens_)
-      return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
-    if (Status s = ctx.RequireAdmin(); !s.ok()) return ErrorResponse(s);
-    if (ctx.caller() && !ctx.caller()->parent.empty()) {
-      // A session lives in a browser (or came from a link in a log): it must
-      // not turn into a secret that outlives it.
-      return ErrorResponse(PermissionDenied(
-          "a session (the dashboard's sign-in) cannot create tokens: use `headway token create` "
-          "with your own token"));
-    }
-    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-    if (!body.is_object()) return ErrorResponse(InvalidArgument("body must be a JSON object"));
-    std::string name, team, role = "member";
-    std::optional<Duration> ttl;
-    for (auto it = body.begin(); it != body.end(); ++it) {
-      if (!it.value().is_string()) return ErrorResponse(InvalidArgument("must be a string").WithField(it.key()));
-      if (it.key() == "name") {
-        name = it.value().get<std::string>();
-      } else if (it.key() == "team") {
-        team = it.value().get<std::string>();
-      } else if (it.key() == "role") {
-        role = it.value().get<std::string>();
-      } else if (it.key() == "ttl") {
-        ttl = ParseDuration(it.value().get<std::string>());
-        if (!ttl || ttl->count() <= 0) {
-          return ErrorResponse(InvalidArgument("must be a positive duration such as 30m, 24h or 7d")
-                                   .WithField("ttl"));
-        }
-      } else {
-        return ErrorResponse(InvalidArgument("unknown field").WithField(it.key().substr(0, 64)));
-      }
-    }
-    auto parsed_role = ParseRole(role);
-    if (!parsed_role) {
-      return ErrorResponse(InvalidArgument("must be viewer, member or admin").WithField("role"));
-    }
-    auto secret = tokens_->CreateToken(name, team, *parsed_role, ttl);
-    if (!secret.ok()) return ErrorResponse(secret.status());
-    // The token's own expiry is the one stored; read it back rather than recompute it.
-    json expires_at = nullptr;
-    if (auto who = tokens_->Authenticate(*secret); who.ok() && who->expires_at) {
-      expires_at = FormatRfc3339(*who->expires_at);
-    }
-    return JsonResponse(201, {{"name", name},
-                              {"team", team},
-                              {"role", role},
-                              {"token", *secret},
-                              {"expires_at", expires_at}});
-  }
-
-  // Trades the caller's token for a short-lived session token with the same
-  // team and role (the dashboard keeps only that one).
-  HttpResponse CreateSession(const RequestContext& ctx) {
-    if (!tokens_ || !ctx.caller()) {
-      return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
-    }
-    auto session = tokens_->CreateSession(*ctx.caller());
-    if (!session.ok()) return ErrorResponse(session.status());
-    const UserToken& s = session->first;
-    return JsonResponse(
-        201, {{"name", s.name},
-              {"team", s.team},
-              {"role", RoleName(s.role)},
-              {"session_of", s.parent},
-              {"token", session->second},
-              {"expires_at", s.expires_at ? json(FormatRfc3339(*s.expires_at)) : json(nullptr)}});
-  }
-
-  HttpResponse RevokeToken(const RequestContext& ctx, const std::string& name) {
-    if (!tokens_)
-      return ErrorResponse(Unavailable("authentication is off (the server runs with --no-auth)"));
-    if (Status s = ctx.RequireAdmin(); !s.ok()) return ErrorResponse(s);
-    Status s = tokens_->RevokeToken(name);
-    if (!s.ok()) return ErrorResponse(s);
-    return JsonResponse(200, {{"name", name}, {"revoked", true}});
-  }
-
-  static json TokenToJson(const UserToken& t) {
-    return {{"name", t.name},
-            {"team", t.team},
-            {"role", RoleName(t.role)},
-            {"created_at", FormatRfc3339(t.created_at)},
-            {"revoked_at", t.revoked_at ? json(FormatRfc3339(*t.revoked_at)) : json(nullptr)},
-            {"expires_at", t.expires_at ? json(FormatRfc3339(*t.expires_at)) : json(nullptr)},
-            {"session_of", t.parent.empty() ? json(nullptr) : json(t.parent)}};
   }
 
   json View(const Job& job) { return JobView(service_, job); }
@@ -995,166 +822,6 @@ class Api {
     std::vector<std::string> parts = SplitPath(path);
     return parts.size() == 5 && parts[0] == "api" && parts[2] == "notebooks" &&
            parts[4] == "server-env";
-  }
-
-  HttpResponse Events(const RequestContext& ctx, const HttpRequest& req, const std::string& name) {
-    std::int64_t after = 0;
-    if (req.query.count("after")) {
-      auto n = ParseNonNegativeInt("after", req.query.at("after"));
-      if (!n.ok()) return ErrorResponse(n.status());
-      after = *n;
-    }
-    if (Status s = CheckVisible(ctx, name); !s.ok()) return ErrorResponse(s);
-    auto events = service_.Events(name, after);
-    if (!events.ok()) return ErrorResponse(events.status());
-    json items = json::array();
-    for (const JobEvent& e : *events) items.push_back(EventToJson(e));
-    return JsonResponse(200, {{"events", items}});
-  }
-
-  HttpResponse Logs(const RequestContext& ctx, const HttpRequest& req, const std::string& name) {
-    auto job = Visible(ctx, name);
-    if (!job.ok()) return ErrorResponse(job.status());
-    auto files = service_.LogFiles(name);
-    if (!files.ok()) return ErrorResponse(files.status());
-    for (const auto& [key, value] : req.query) {
-      if (key != "rank" && key != "attempt" && key != "follow" && key != "tail" &&
-          key != "limit_bytes" && key != "since" && key != "since_time" && key != "timestamps") {
-        return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
-      }
-    }
-    // tail=N: each rank's newest N lines; limit_bytes=N: at most N bytes of
-    // whole lines (with tail, the newest that fit). Without them, everything
-    // kept is sent, however long.
-    LogStart start;
-    std::optional<std::uint64_t> limit_bytes;
-    if (req.query.count("tail")) {
-      auto n = ParseCount("tail", req.query.at("tail"));
-      if (!n.ok()) return ErrorResponse(n.status());
-      start.tail_lines = *n;
-    }
-    // since=DURATION ("90s", "5m") or since_time=RFC3339: only lines written
-    // from then on; timestamps=true: each line starts with when it was.
-    if (req.query.count("since") && req.query.count("since_time")) {
-      return ErrorResponse(InvalidArgument("give 'since' or 'since_time', not both"));
-    }
-    if (req.query.count("since")) {
-      auto d = ParseDuration(req.query.at("since"));
-      if (!d) {
-        return ErrorResponse(InvalidArgument("query parameter 'since' must be a duration such as "
-                                             "90s, 5m or 2h, got '" + req.query.at("since") + "'")
-                                 .WithField("since"));
-      }
-      start.since = SystemClock().Now() - *d;
-    }
-    if (req.query.count("since_time")) {
-      auto t = ParseRfc3339(req.query.at("since_time"));
-      if (!t) {
-        return ErrorResponse(InvalidArgument("query parameter 'since_time' must be an RFC 3339 "
-                                             "time such as 2026-12-03T10:00:00Z, got '" +
-                                             req.query.at("since_time") + "'")
-                                 .WithField("since_time"));
-      }
-      start.since = *t;
-    }
-    if (req.query.count("timestamps")) {
-      auto on = ParseSwitch("timestamps", req.query.at("timestamps"));
-      if (!on.ok()) return ErrorResponse(on.status());
-      start.timestamps = *on;
-    }
-    if (req.query.count("limit_bytes")) {
-      auto n = ParseCount("limit_bytes", req.query.at("limit_bytes"));
-      if (!n.ok()) return ErrorResponse(n.status());
-      if (*n == 0) {
-        return ErrorResponse(InvalidArgument("query parameter 'limit_bytes' must be at least 1")
-                                 .WithField("limit_bytes"));
-      }
-      limit_bytes = *n;
-    }
-    // Default: the latest attempt, all ranks.
-    int attempt = files->empty() ? 0 : files->back().attempt;
-    if (req.query.count("attempt")) {
-      auto n = ParseNonNegativeInt("attempt", req.query.at("attempt"));
-      if (!n.ok()) return ErrorResponse(n.status());
-      attempt = *n;
-    }
-    std::optional<int> rank;
-    if (req.query.count("rank")) {
-      auto n = ParseNonNegativeInt("rank", req.query.at("rank"));
-      if (!n.ok()) return ErrorResponse(n.status());
-      rank = *n;
-      if (*n >= job->spec.resources.processes()) {
-        return ErrorResponse(NotFound("job '" + name + "' has no rank " + std::to_string(*n) +
-                                      " (it has " +
-                                      std::to_string(job->spec.resources.processes()) + ")"));
-      }
-    }
-    auto select = [rank](const std::vector<LogFile>& all, int of_attempt) {
-      std::vector<LogFile> out;
-      for (const LogFile& f : all) {
-        if (f.attempt == of_attempt && (!rank || f.rank == *rank)) out.push_back(f);
-      }
-      return out;
-    };
-    std::vector<LogFile> selected = select(*files, attempt);
-    bool prefix = !rank && job->spec.resources.processes() > 1;
-    if (start.tail_lines && limit_bytes) {
-      // The newest lines that fit: each rank's share of the bytes.
-      std::uint64_t ranks = std::max<std::uint64_t>(1, selected.size());
-      start.tail_bytes = *limit_bytes / ranks;
-    }
-    HttpResponse resp{200, "text/plain; charset=utf-8", "", {}, nullptr};
-    std::string follow = req.Query("follow");
-    if (follow == "true" || follow == "1") {
-      std::string job_name = name;
-      JobService& service = service_;
-      WatchCache& cache = cache_;
-      // The stream looks every 200 ms; the store is read only when the
-      // job's cached view changed (its state, attempt, progress) or 2 s have
-      // passed, so followers cost the database next to nothing.
-      struct Seen {
-        std::uint64_t version = 0;
-        std::chrono::steady_clock::time_point read_at;
-        std::optional<FollowView> view;
-      };
-      auto view = [&service, &cache, job_name, select, seen = std::make_shared<Seen>()]() {
-        auto entry = cache.Find(job_name);
-        const auto now = std::chrono::steady_clock::now();
-        if (seen->view && entry && entry->version == seen->version &&
-            now - seen->read_at < std::chrono::seconds(2)) {
-          return *seen->view;
-        }
-        FollowView v;
-        auto j = service.Get(job_name);
-        auto all = service.LogFiles(job_name);
-        if (!j.ok() || !all.ok()) {
-          v.finished = true;  // deleted or unreadable: end the stream
-          return v;
-        }
-        v.finished = IsTerminal(j->state);
-        v.attempt = all->empty() ? 0 : all->back().attempt;
-        v.files = select(*all, v.attempt);
-        seen->version = entry ? entry->version : 0;
-        seen->read_at = now;
-        seen->view = v;
-        return v;
-      };
-      return Bound(ctx, std::move(resp),
-                   std::make_shared<LogFollowStream>(view, attempt, std::move(selected), prefix,
-                                                     req.query.count("attempt") > 0, start,
-                                                     limit_bytes));
-    }
-    // What is there now, streamed: a log of any size, never cut silently.
-    auto now = [attempt, files = selected]() {
-      FollowView v;
-      v.finished = true;
-      v.attempt = attempt;
-      v.files = files;
-      return v;
-    };
-    resp.stream = std::make_shared<LogFollowStream>(now, attempt, std::move(selected), prefix,
-                                                    /*pin_attempt=*/true, start, limit_bytes);
-    return resp;
   }
 
   // Reports need no user token, so their answers must not tell whether a
