@@ -13,6 +13,13 @@
 // Thread safety: all public methods are thread-safe. Tick() is called by one
 // background loop; Submit/Stop wake it. No executor call is made holding
 // the lock that API calls take.
+//
+// Its definitions are split by concern: job_controller.cc (submission,
+// stop, reconcile, the tick), job_controller_launch.cc (scheduling, the
+// pool's view, launches), job_controller_progress.cc (report intake, report
+// tokens, stdout markers, pulled progress), job_controller_exec.cc (exec
+// sessions) and job_controller_retention.cc (deletion, collection of ended
+// jobs).
 #pragma once
 
 #include <condition_variable>
