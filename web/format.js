@@ -150,7 +150,7 @@ export function barWidth(pct) {
 export function barTone(job) {
   const health = String(job.health || '').toLowerCase();
   const bad = ['diverging', 'stalled', 'plateaued', 'overfitting'].includes(health);
-  if (job.state === 'Succeeded' || job.state === 'Failed' || job.state === 'Stopped') {
+  if (ENDED_STATES.has(job.state)) {
     return bad && job.state !== 'Failed' ? `tone-${health}` : `tone-${job.state.toLowerCase()}`;
   }
   return bad ? `tone-${health}` : 'tone-normal';

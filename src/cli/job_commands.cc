@@ -321,7 +321,7 @@ namespace {
 // was not healthy; empty otherwise.
 std::string FinalVerdict(const json& j) {
   std::string state = FieldText(j, "state"), health = FieldText(j, "health");
-  if (state != "Succeeded" && state != "Failed" && state != "Stopped") return {};
+  if (!IsEndedState(state)) return {};
   std::string what = health == "Diverging"   ? "diverged"
                      : health == "Stalled"   ? "stalled"
                      : health == "Plateaued"   ? "plateaued"
@@ -519,10 +519,6 @@ class LogResume {
   std::map<std::string, std::size_t> skip_partial_;
 };
 
-bool Ended(const std::string& state) {
-  return state == "Succeeded" || state == "Failed" || state == "Stopped";
-}
-
 }  // namespace
 
 int Logs(const Options& o) {
@@ -603,7 +599,7 @@ int Logs(const Options& o) {
     auto now = client.CallRetrying("/api/v1/jobs/" + UrlEncode(o.name), std::nullopt, timed_out);
     if (!now) return client.exit_code;
     int latest = now->value("attempt", 0);
-    if (!away && Ended((*now)["state"].get<std::string>()) &&
+    if (!away && IsEndedState((*now)["state"].get<std::string>()) &&
         (o.attempt >= 0 || latest == attempt)) {
       return kExitOk;
     }
@@ -797,7 +793,7 @@ int Wait(const Options& o) {
     }
     if (!job) return client.exit_code;
     std::string state = (*job)["state"].get<std::string>();
-    bool ended = state == "Succeeded" || state == "Failed" || state == "Stopped";
+    const bool ended = IsEndedState(state);
     const json& p = (*job)["progress"];
     bool met = false;
     if (kind == "ended") met = ended;

@@ -7,6 +7,7 @@
 
 #include "cli/output.h"
 #include "core/ascii.h"
+#include "core/job.h"
 
 namespace headway::cli {
 
@@ -22,6 +23,11 @@ const json& Field(const json& j, const char* key) {
 }
 
 }  // namespace
+
+bool IsEndedState(std::string_view state) {
+  const auto parsed = ParseJobState(state);
+  return parsed && IsTerminal(*parsed);
+}
 
 std::string FieldText(const json& j, const char* key, const std::string& fallback) {
   if (!j.is_object() || !j.contains(key) || j[key].is_null()) return fallback;
@@ -72,7 +78,7 @@ std::vector<std::string> JobRow(const json& job, bool wide, Time now) {
   const json& metrics = Field(progress, "metrics");
   if (metrics.is_object() && metrics.contains("loss")) loss = FormatMetric(metrics["loss"]);
   // Running jobs' live health; ended ones keep the verdict the run ended with.
-  bool ended = state == "Succeeded" || state == "Failed" || state == "Stopped";
+  const bool ended = IsEndedState(state);
   std::string health = state == "Running" || (ended && FieldText(job, "health") != "Unknown")
                            ? FieldText(job, "health")
                            : "-";

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -18,6 +19,9 @@ std::string FormatEta(const nlohmann::json& progress, const std::string& state);
 
 // A field of an API object as a table cell: strings as they are, other
 // values as JSON, `fallback` where it is missing, null or empty.
+// Whether a job state's name (as the API sends it) is an ended one (core/job.h).
+bool IsEndedState(std::string_view state);
+
 std::string FieldText(const nlohmann::json& j, const char* key, const std::string& fallback = "-");
 
 std::vector<std::string> JobHeader(bool wide);

@@ -27,9 +27,7 @@ std::string_view JobStateName(JobState state) {
 }
 
 std::optional<JobState> ParseJobState(std::string_view name) {
-  for (JobState s : {JobState::kQueued, JobState::kStarting, JobState::kRunning,
-                     JobState::kSucceeded, JobState::kFailed, JobState::kStopped,
-                     JobState::kPreempted}) {
+  for (JobState s : kAllJobStates) {
     if (EqualsIgnoringCase(JobStateName(s), name)) return s;
   }
   return std::nullopt;

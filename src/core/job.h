@@ -133,6 +133,10 @@ std::string_view StopReasonName(StopReason reason);
 std::optional<StopReason> ParseStopReason(std::string_view name);
 
 enum class JobState { kQueued, kStarting, kRunning, kSucceeded, kFailed, kStopped, kPreempted };
+inline constexpr JobState kAllJobStates[] = {JobState::kQueued,    JobState::kStarting,
+                                            JobState::kRunning,   JobState::kSucceeded,
+                                            JobState::kFailed,    JobState::kStopped,
+                                            JobState::kPreempted};
 
 std::string_view JobStateName(JobState state);
 std::optional<JobState> ParseJobState(std::string_view name);

@@ -22,6 +22,19 @@
 namespace headway {
 namespace {
 
+// "('Succeeded', 'Failed', 'Stopped')": the ended states, as core/job.h says.
+const std::string& EndedStatesSql() {
+  static const std::string list = [] {
+    std::string out;
+    for (JobState state : kAllJobStates) {
+      if (!IsTerminal(state)) continue;
+      out += (out.empty() ? "('" : ", '") + std::string(JobStateName(state)) + "'";
+    }
+    return out + ")";
+  }();
+  return list;
+}
+
 using sql::Constraint;
 using sql::Statement;
 
@@ -141,8 +154,8 @@ class SqlStore final : public Store {
     Query sql(std::string(kSelectJob) + " WHERE 1=1");
     if (filter.state) sql.Add(" AND state = ?", std::string(JobStateName(*filter.state)));
     if (!filter.team.empty()) sql.Add(" AND team = ?", filter.team);
-    if (filter.active_only) sql.Add(" AND state NOT IN ('Succeeded', 'Failed', 'Stopped')");
-    if (filter.ended_only) sql.Add(" AND state IN ('Succeeded', 'Failed', 'Stopped')");
+    if (filter.active_only) sql.Add(" AND state NOT IN " + EndedStatesSql());
+    if (filter.ended_only) sql.Add(" AND state IN " + EndedStatesSql());
     if (filter.submitted_after > 0) sql.Add(" AND seq > ?", filter.submitted_after);
     if (!filter.labels.empty()) {
       // Escaped as the stored specs are, for a backend that compares the
