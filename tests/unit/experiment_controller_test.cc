@@ -8,20 +8,13 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
-
-#include <filesystem>
-
-#include "fake_executor.h"
-#include "server/job_controller.h"
+#include "job_controller_fixture.h"
 
 namespace headway {
 namespace {
 
 using std::chrono::seconds;
 using ::testing::HasSubstr;
-
-const Time kExperimentsT0 = FromUnixMillis(1'800'000'000'000);
 
 std::string Spec(int max_trials, int parallel, int max_failed, const std::string& goal = "") {
   return "name: sweep\n"
@@ -39,29 +32,15 @@ std::string Spec(int max_trials, int parallel, int max_failed, const std::string
          "  resources: {gpus_per_process: 1}\n";
 }
 
-class ExperimentControllerTest : public ::testing::Test {
+class ExperimentControllerTest : public JobControllerFixture {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/headway-experiments-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-    auto store = OpenSqliteStore(dir_ + "/headway.db");
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(*store);
-    ControllerOptions options;
-    options.total_gpus = 4;
-    options.data_dir = dir_;
-    options.advertise_url = "http://127.0.0.1:1";
-    jobs_ = std::make_unique<JobController>(
-        *store_, std::map<std::string, Executor*>{{"local", &executor_}}, clock_, options);
-    ASSERT_TRUE(jobs_->Reconcile().ok());
+    StartJobs(4);
     experiments_ = std::make_unique<ExperimentController>(*store_, *jobs_, clock_);
   }
   void TearDown() override {
     experiments_.reset();
-    jobs_.reset();
-    store_.reset();
-    std::filesystem::remove_all(dir_);
+    JobControllerFixture::TearDown();
   }
 
   // One pass of each loop, as the server runs them, after `advance`.
@@ -97,11 +76,6 @@ class ExperimentControllerTest : public ::testing::Test {
     executor_.Exit(handle, code);
   }
 
-  std::string dir_;
-  std::unique_ptr<Store> store_;
-  ManualClock clock_{kExperimentsT0};
-  FakeExecutor executor_;
-  std::unique_ptr<JobController> jobs_;
   std::unique_ptr<ExperimentController> experiments_;
 };
 

@@ -5,12 +5,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
-
-#include <filesystem>
-
-#include "fake_executor.h"
-#include "server/job_controller.h"
+#include "job_controller_fixture.h"
 
 namespace headway {
 namespace {
@@ -18,24 +13,10 @@ namespace {
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-const Time kGpuIdleT0 = FromUnixMillis(1'800'000'000'000);
-
-class GpuIdleWatcherTest : public ::testing::Test {
+class GpuIdleWatcherTest : public JobControllerFixture {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/headway-gpu-idle-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-    auto store = OpenSqliteStore(dir_ + "/headway.db");
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(*store);
-    ControllerOptions options;
-    options.total_gpus = 2;
-    options.data_dir = dir_;
-    options.advertise_url = "http://127.0.0.1:1";
-    jobs_ = std::make_unique<JobController>(
-        *store_, std::map<std::string, Executor*>{{"local", &executor_}}, clock_, options);
-    ASSERT_TRUE(jobs_->Reconcile().ok());
+    StartJobs(2);
     GpuIdleWatcherOptions watcher;
     watcher.gpu_utilization = [this] {
       std::lock_guard lock(mu_);
@@ -45,9 +26,7 @@ class GpuIdleWatcherTest : public ::testing::Test {
   }
   void TearDown() override {
     watcher_.reset();
-    jobs_.reset();
-    store_.reset();
-    std::filesystem::remove_all(dir_);
+    JobControllerFixture::TearDown();
   }
 
   void Submit(const std::string& name, HealthAction action) {
@@ -80,26 +59,9 @@ class GpuIdleWatcherTest : public ::testing::Test {
     jobs_->Tick();
   }
   int GpuIdleEvents(const std::string& name) {
-    auto events = jobs_->Events(name, 0);
-    int n = 0;
-    if (events.ok()) {
-      for (const JobEvent& e : *events) n += e.type == "GpuIdle";
-    }
-    return n;
-  }
-  bool Signalled(const std::string& name) {
-    const std::string handle = executor_.AttemptOf(name).first;
-    for (const auto& [h, signal] : executor_.signals()) {
-      if (h == handle) return true;
-    }
-    return false;
+    return static_cast<int>(EventsOf(name, "GpuIdle").size());
   }
 
-  std::string dir_;
-  std::unique_ptr<Store> store_;
-  ManualClock clock_{kGpuIdleT0};
-  FakeExecutor executor_;
-  std::unique_ptr<JobController> jobs_;
   std::unique_ptr<GpuIdleWatcher> watcher_;
   std::mutex mu_;
   std::map<int, double> readings_;

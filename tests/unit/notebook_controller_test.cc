@@ -19,8 +19,7 @@
 #include <fstream>
 #include <thread>
 
-#include "fake_executor.h"
-#include "server/job_controller.h"
+#include "job_controller_fixture.h"
 
 namespace headway {
 namespace {
@@ -29,7 +28,7 @@ using std::chrono::minutes;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
-const Time kNotebookT0 = FromUnixMillis(1'800'000'000'000);
+const Time kNotebookT0 = FromUnixMillis(JobControllerFixture::kStartMillis);
 
 // Answers every request with the kernel list it holds, as Jupyter's
 // GET /api/kernels does ([{"execution_state", "last_activity"}]).
@@ -91,22 +90,10 @@ class KernelsStandIn {
   std::thread thread_;
 };
 
-class NotebookControllerTest : public ::testing::Test {
+class NotebookControllerTest : public JobControllerFixture {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/headway-notebooks-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-    auto store = OpenSqliteStore(dir_ + "/headway.db");
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(*store);
-    ControllerOptions options;
-    options.total_gpus = 1;
-    options.data_dir = dir_;
-    options.advertise_url = "http://127.0.0.1:1";
-    jobs_ = std::make_unique<JobController>(
-        *store_, std::map<std::string, Executor*>{{"local", &executor_}}, clock_, options);
-    ASSERT_TRUE(jobs_->Reconcile().ok());
+    StartJobs(1);
     NotebookControllerOptions notebooks;
     NotebookProfile profile;
     profile.idle_timeout = std::chrono::hours(1);
@@ -118,9 +105,7 @@ class NotebookControllerTest : public ::testing::Test {
   }
   void TearDown() override {
     notebooks_.reset();
-    jobs_.reset();
-    store_.reset();
-    std::filesystem::remove_all(dir_);
+    JobControllerFixture::TearDown();
   }
 
   // Starts notebook `name`; its server comes up on the stand-in's port.
@@ -144,35 +129,13 @@ class NotebookControllerTest : public ::testing::Test {
     notebooks_->Tick();
     jobs_->Tick();
   }
-  std::vector<JobEvent> EventsOf(const std::string& job, const std::string& type) {
-    std::vector<JobEvent> out;
-    auto events = jobs_->Events(job, 0);
-    if (events.ok()) {
-      for (const JobEvent& e : *events) {
-        if (e.type == type) out.push_back(e);
-      }
-    }
-    return out;
-  }
-  bool Signalled(const std::string& job) {
-    const std::string handle = executor_.AttemptOf(job).first;
-    for (const auto& [h, signal] : executor_.signals()) {
-      if (h == handle) return true;
-    }
-    return false;
-  }
   api::NotebookView View(const std::string& name) {
     auto view = notebooks_->Get(name);
     EXPECT_TRUE(view.ok());
     return view.ok() ? *view : api::NotebookView{};
   }
 
-  std::string dir_;
-  std::unique_ptr<Store> store_;
-  ManualClock clock_{kNotebookT0};
-  FakeExecutor executor_;
   KernelsStandIn kernels_;
-  std::unique_ptr<JobController> jobs_;
   std::unique_ptr<NotebookController> notebooks_;
 };
 
