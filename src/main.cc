@@ -291,6 +291,25 @@ int main(int argc, char** argv) {
                      "with --job-outbound=public: a private range jobs may reach too, such as a "
                      "dataset mirror's (10.0.5.0/24; repeatable; never loopback or the host's "
                      "own addresses)");
+  server
+      ->add_option("--image-cache", server_config.image_cache,
+                   "bound on the disk the images of jobs that name one take "
+                   "(DATA_DIR/images), least recently used evicted first (a quantity: 20Gi; "
+                   "0: unbounded)")
+      ->capture_default_str()
+      ->check([](const std::string& value) -> std::string {
+        return headway::ParseMemoryQuantity(value) ? "" : "--image-cache must be a size such as 20Gi";
+      });
+  server->add_option("--insecure-registry", server_config.insecure_registries,
+                     "an image registry reached over plain HTTP or without checking its "
+                     "certificate (HOST:PORT, repeatable; as registries.conf's insecure)");
+  server->add_option("--registry-auth", server_config.registry_auth,
+                     "TEAM=FILE: a Docker config.json with the registry credentials a team's "
+                     "images are pulled with ('*=FILE' for every other team; repeatable; the "
+                     "file must not be readable by other users)");
+  server->add_option("--cdi-spec", server_config.cdi_spec,
+                     "write the pool's GPUs as a CDI spec here (nvidia.com/gpu=INDEX), for "
+                     "podman and other CDI consumers (e.g. /var/run/cdi/headway.json)");
   std::string job_tmp = "own";
   server->add_option("--job-tmp", job_tmp,
                      "local jobs' /tmp: own (each job reads the host's /tmp through a layer of "

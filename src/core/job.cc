@@ -121,6 +121,9 @@ std::string FormatMemoryQuantity(std::int64_t bytes) {
 
 void ApplySubmitDir(JobSpec& spec, std::string_view submit_dir) {
   if (submit_dir.empty() || submit_dir.front() != '/') return;
+  // A job in an image starts where its image or spec says: the submitter's
+  // directory is a path on their machine, not in the image.
+  if (!spec.image.empty()) return;
   if (spec.working_dir.empty()) {
     spec.working_dir = std::string(submit_dir);
   } else if (spec.working_dir.front() != '/') {

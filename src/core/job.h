@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/health.h"
+#include "core/image_ref.h"
 #include "core/time.h"
 
 namespace headway {
@@ -111,6 +112,10 @@ struct JobSpec {
   // HomeOwner), kept across jobs, instead of a fresh one per job: what a
   // notebook's files live in, and what a user's batch jobs may share.
   bool persistent_home = false;
+  // The OCI image the job runs in (local executor: pulled with skopeo,
+  // unpacked with umoci, run by crun; exec/oci/). Empty: on the host.
+  std::string image;
+  ImagePullPolicy image_pull_policy = ImagePullPolicy::kDefault;
 
   std::vector<std::string> Argv() const;
 };
@@ -236,7 +241,7 @@ std::string FormatMemoryQuantity(std::int64_t bytes);
 
 // Like sbatch, a job runs where it was submitted from unless it says
 // otherwise, and a relative working_dir is taken from there. A submit_dir
-// that is not absolute changes nothing.
+// that is not absolute, or a job in an image, changes nothing.
 void ApplySubmitDir(JobSpec& spec, std::string_view submit_dir);
 
 }  // namespace headway

@@ -164,6 +164,16 @@ std::optional<JobSpec> JobSpecFromStoredJson(const nlohmann::json& j) {
       {"private_tmp", [&](auto& v) { return v.is_boolean() && Get(v, spec.private_tmp); }},
       {"persistent_home", [&](auto& v) { return v.is_boolean() && Get(v, spec.persistent_home); }},
       {"host_network", [&](auto& v) { return v.is_boolean() && Get(v, spec.host_network); }},
+      {"image", [&](auto& v) { return Get(v, spec.image) && ParseImageRef(spec.image).ok(); }},
+      {"image_pull_policy",
+       [&](auto& v) {
+         std::string text;
+         if (!Get(v, text)) return false;
+         auto policy = ParseImagePullPolicy(text);
+         if (!policy) return false;
+         spec.image_pull_policy = *policy;
+         return true;
+       }},
   };
   if (!ReadFields(j, top) || required != 13) return std::nullopt;
   return spec;
@@ -216,6 +226,10 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
   if (spec.private_tmp) j["private_tmp"] = true;
   if (spec.persistent_home) j["persistent_home"] = true;
   if (spec.host_network) j["host_network"] = true;
+  if (!spec.image.empty()) j["image"] = spec.image;
+  if (spec.image_pull_policy != ImagePullPolicy::kDefault) {
+    j["image_pull_policy"] = ImagePullPolicyName(spec.image_pull_policy);
+  }
   return j;
 }
 

@@ -150,6 +150,16 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
        }},
   };
   YAML::Node command_node;
+  const FieldHandler pull_policy = [&](const std::string& f, const YAML::Node& v) -> Status {
+    auto text = AsString(f, v);
+    if (!text.ok()) return text.status();
+    auto policy = ParseImagePullPolicy(*text);
+    if (!policy || text->empty()) {
+      return FieldError(f, v, "must be Always, IfNotPresent or Never");
+    }
+    spec.image_pull_policy = *policy;
+    return Status::Ok();
+  };
   std::map<std::string, FieldHandler> top = {
       {"apiVersion", Ignore()},
       {"kind",
@@ -180,6 +190,17 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
       {"private_tmp", Assign(spec.private_tmp, AsBool)},
       {"persistent_home", Assign(spec.persistent_home, AsBool)},
       {"host_network", Assign(spec.host_network, AsBool)},
+      {"image",
+       [&](const std::string& f, const YAML::Node& v) -> Status {
+         auto text = AsString(f, v);
+         if (!text.ok()) return text.status();
+         auto ref = ParseImageRef(*text);
+         if (!ref.ok()) return FieldError(f, v, std::string(ref.status().message()));
+         spec.image = *text;
+         return Status::Ok();
+       }},
+      {"imagePullPolicy", pull_policy},
+      {"image_pull_policy", pull_policy},
       {"env", Assign(spec.env, AsStringMap)},
       {"labels", Assign(spec.labels, AsStringMap)},
       {"progress_endpoint",
@@ -234,8 +255,20 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
                       "must be 1-63 lowercase letters, digits or '-', starting and ending with a "
                       "letter or digit, got '" + spec.name + "'");
   }
-  if (!root["command"]) return InvalidArgument("is required").WithField(path("command"));
-  if (spec.command.empty() || spec.command.front().empty()) {
+  if (root["imagePullPolicy"] && root["image_pull_policy"]) {
+    return FieldError(path("image_pull_policy"), root["image_pull_policy"],
+                      "give imagePullPolicy or image_pull_policy, not both");
+  }
+  if (spec.image.empty() && (root["imagePullPolicy"] || root["image_pull_policy"])) {
+    return InvalidArgument("applies only to a job that names an image").WithField(
+        path("imagePullPolicy"));
+  }
+  // In an image, no command runs the image's own entrypoint, as in Kubernetes.
+  if (!root["command"] && spec.image.empty()) {
+    return InvalidArgument("is required (or an image whose entrypoint runs)")
+        .WithField(path("command"));
+  }
+  if (root["command"] && (spec.command.empty() || spec.command.front().empty())) {
     return FieldError(path("command"), command_node, "must name a program to run");
   }
   for (const auto& [key, unused] : spec.env) {

@@ -166,6 +166,17 @@ struct ExecutorOptions {
   // index: an isolated local job sees only its own GPUs' nodes; the others
   // are masked in its sandbox.
   std::map<int, int> gpu_device_minors;
+  // Jobs in images (JobSpec::image, exec/oci/image_store.h): the image
+  // cache (empty: images are refused), its bound in bytes (0: none),
+  // registries reached without TLS ("127.0.0.1:5000"), and a Docker
+  // config.json of registry credentials per team ("*": any other team).
+  std::string image_dir;
+  std::uint64_t image_cache_bytes = 0;
+  std::vector<std::string> insecure_registries;
+  std::map<std::string, std::string> registry_auth;
+  // Where the pool's CDI spec (exec/oci/cdi.h) is written for other CDI
+  // consumers (podman --device nvidia.com/gpu=N); empty: not written.
+  std::string cdi_spec_path;
 };
 
 // A TCP connection to host:port, blocking, given up after a few seconds.

@@ -145,6 +145,35 @@ std::string AdminTokenPath(const std::string& data_dir) {
 
 namespace {
 
+// --registry-auth TEAM=FILE, checked: the file exists and no other user can
+// read it (it holds registry passwords).
+Result<std::map<std::string, std::string>> RegistryAuthFiles(
+    const std::vector<std::string>& entries) {
+  std::map<std::string, std::string> out;
+  for (const std::string& entry : entries) {
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == entry.size()) {
+      return InvalidArgument("'" + entry + "' is not TEAM=FILE");
+    }
+    const std::string team = entry.substr(0, eq);
+    std::string file = entry.substr(eq + 1);
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return InvalidArgument(file + " is not a readable file");
+    }
+    if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+      return InvalidArgument(file + " holds registry credentials and is readable by other " +
+                             "users: chmod 600 it");
+    }
+    std::error_code ec;
+    file = std::filesystem::absolute(file, ec).string();
+    if (!out.emplace(team, file).second) {
+      return InvalidArgument("team '" + team + "' has two credential files");
+    }
+  }
+  return out;
+}
+
 // The dashboard's address to print at start, like Jupyter's: with
 // authentication on, it carries a session made from the admin token, so
 // opening it signs in. Not the admin token itself: server output ends up in
@@ -502,6 +531,11 @@ int RunServer(const ServerConfig& config) {
   std::unique_ptr<CommandRunner> runner = MakeProcessRunner();
   std::map<std::string, std::unique_ptr<Executor>> owned;
   std::map<std::string, Executor*> executors;
+  auto registry_auth = RegistryAuthFiles(config.registry_auth);
+  if (!registry_auth.ok()) {
+    spdlog::error("--registry-auth {}", registry_auth.status().message());
+    return 2;
+  }
   std::set<std::string> wanted = {"local"};
   for (const auto& [name, queue] : *queues) wanted.insert(queue.executor);
   for (const std::string& name : wanted) {
@@ -517,6 +551,12 @@ int RunServer(const ServerConfig& config) {
     executor_options.allow_root_jobs = config.allow_root_jobs;
     executor_options.job_env = config.job_env;
     executor_options.max_log_bytes = config.max_log_bytes;
+    executor_options.image_dir = (std::filesystem::path(config.data_dir) / "images").string();
+    executor_options.image_cache_bytes =
+        static_cast<std::uint64_t>(ParseMemoryQuantity(config.image_cache).value_or(0));
+    executor_options.insecure_registries = config.insecure_registries;
+    executor_options.registry_auth = *registry_auth;
+    executor_options.cdi_spec_path = config.cdi_spec;
     executor_options.log = [](const std::string& line) { spdlog::info("{}", line); };
     auto executor = MakeExecutor(name, executor_options);
     if (!executor.ok()) {

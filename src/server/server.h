@@ -103,6 +103,11 @@ struct ServerConfig {
   bool job_outbound = false;           // --job-outbound=public, or none (default)
   std::vector<std::string> job_outbound_allow;  // --job-outbound-allow RANGE
   bool own_job_tmp = true;             // --job-tmp=own (default) or host
+  // Jobs in images (JobSpec::image; exec/oci/image_store.h).
+  std::string image_cache = "20Gi";             // --image-cache: bound on DATA_DIR/images
+  std::vector<std::string> insecure_registries;  // --insecure-registry HOST[:PORT]
+  std::vector<std::string> registry_auth;        // --registry-auth TEAM=FILE ("*=FILE")
+  std::string cdi_spec;  // --cdi-spec PATH: the pool's GPUs for CDI consumers
   std::vector<std::string> run_as;     // "TEAM=USER" (root servers only)
   std::string job_user = "nobody";     // root servers: teams without a mapping
   bool allow_root_jobs = false;

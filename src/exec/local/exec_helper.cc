@@ -67,6 +67,18 @@ pid_t ParentOf(pid_t pid) {
   return parent;
 }
 
+// A child of `parent` (the first /proc lists), or -1.
+pid_t ChildOf(pid_t parent) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (ParentOf(pid) == parent) return pid;
+  }
+  return -1;
+}
+
 pid_t g_child = -1;
 
 void PassOn(int sig) {
@@ -114,6 +126,20 @@ int RunExecHelper(const std::string& run_dir, int rank, const std::vector<std::s
   }
   std::vector<std::string> env = rank_launch.value("env", std::vector<std::string>{});
   std::string cwd = rank_launch.value("cwd", std::string("/"));
+  // A job in an image: the rank is crun, and its container (crun's child)
+  // holds the mount namespace whose root is the image; the command runs
+  // there, with the container's environment and working directory.
+  pid_t namespace_pid = pid;
+  if (launch.contains("container")) {
+    namespace_pid = ChildOf(pid);
+    json config = ReadJson(fs::path(run_dir) / "image" / ("rank-" + std::to_string(rank)) /
+                           "config.json");
+    if (namespace_pid <= 0 || !config.is_object() || !config.contains("process")) {
+      return Fail("rank " + std::to_string(rank) + "'s container is not running");
+    }
+    env = config["process"].value("env", std::vector<std::string>{});
+    cwd = config["process"].value("cwd", std::string("/"));
+  }
   std::optional<internal::UnixAccount> account;
   if (launch.contains("account") && launch["account"].is_object()) {
     account = internal::UnixAccount::FromJson(launch["account"]);
@@ -128,7 +154,7 @@ int RunExecHelper(const std::string& run_dir, int rank, const std::vector<std::s
   if (launch.contains("sandbox")) {
     // The rank's namespaces, opened before any is joined (joining the mount
     // namespace changes what /proc shows).
-    const std::string ns = "/proc/" + std::to_string(pid) + "/ns/";
+    const std::string ns = "/proc/" + std::to_string(namespace_pid) + "/ns/";
     int user_fd = ::geteuid() == 0 ? -1 : ::open((ns + "user").c_str(), O_RDONLY | O_CLOEXEC);
     int mnt_fd = ::open((ns + "mnt").c_str(), O_RDONLY | O_CLOEXEC);
     int pid_fd = ::open((ns + "pid").c_str(), O_RDONLY | O_CLOEXEC);
@@ -145,6 +171,14 @@ int RunExecHelper(const std::string& run_dir, int rank, const std::vector<std::s
     }
     if (net_fd >= 0 && ::setns(net_fd, CLONE_NEWNET) != 0) {
       return Fail(std::string("cannot enter the job's network: ") + std::strerror(errno));
+    }
+    // A container's mount namespace shows no cgroup hierarchy at the host's
+    // paths: its cgroup is joined here, before, and the command inherits it.
+    if (launch.contains("container") && !cgroup.empty()) {
+      if (!cgroup.JoinSelf()) {
+        return Fail(std::string("cannot join the job's cgroup: ") + std::strerror(errno));
+      }
+      cgroup = internal::AttemptCgroup{};
     }
     if (::setns(mnt_fd, CLONE_NEWNS) != 0 || ::setns(pid_fd, CLONE_NEWPID) != 0) {
       return Fail(std::string("cannot enter the job's namespaces: ") + std::strerror(errno));

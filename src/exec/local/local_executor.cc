@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,7 +19,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <algorithm>
 #include <set>
 #include <thread>
@@ -28,10 +31,14 @@
 
 #include "exec/attached_command.h"
 #include "exec/local/cgroup.h"
+#include "exec/local/container.h"
 #include "exec/local/egress_policy.h"
 #include "exec/local/egress_proxy.h"
 #include "exec/local/process_identity.h"
 #include "exec/local/sandbox.h"
+#include "exec/oci/cdi.h"
+#include "exec/oci/image_store.h"
+#include "exec/oci/runtime_config.h"
 
 extern char** environ;
 
@@ -40,6 +47,32 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// A character device of the host as a CDI device node; nullopt when absent.
+std::optional<oci::DeviceNode> HostDeviceNode(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) return std::nullopt;
+  return oci::DeviceNode{path, 'c', static_cast<int>(major(st.st_rdev)),
+                         static_cast<int>(minor(st.st_rdev))};
+}
+
+// The pool's GPUs as CDI devices named by pool index, with the driver's
+// control nodes as common edits, as nvidia-ctk writes them.
+json PoolCdiSpec(const std::map<int, int>& gpu_device_minors) {
+  constexpr int kNvidiaMajor = 195;
+  std::vector<oci::CdiGpu> gpus;
+  for (const auto& [index, minor_number] : gpu_device_minors) {
+    const std::string path = "/dev/nvidia" + std::to_string(minor_number);
+    gpus.push_back({index, {HostDeviceNode(path).value_or(
+                               oci::DeviceNode{path, 'c', kNvidiaMajor, minor_number})}});
+  }
+  std::vector<oci::DeviceNode> common;
+  for (const char* path :
+       {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"}) {
+    if (auto node = HostDeviceNode(path)) common.push_back(*node);
+  }
+  return oci::CdiSpec(gpus, common);
+}
 
 // A TCP port free right now on loopback, for MASTER_PORT. Another process may
 // take it before rank 0 binds it; torchrun has the same window.
@@ -198,7 +231,19 @@ class LocalExecutor final : public Executor {
         allow_root_(options.allow_root_jobs),
         job_env_(options.job_env),
         max_log_bytes_(options.max_log_bytes),
-        cgroups_(internal::CgroupManager::Detect()) {
+        cgroups_(internal::CgroupManager::Detect()),
+        cdi_spec_(PoolCdiSpec(options.gpu_device_minors)) {
+    if (!options.image_dir.empty()) {
+      if (options.runner == nullptr) own_runner_ = MakeProcessRunner();
+      oci::ImageStoreOptions store;
+      store.dir = options.image_dir;
+      store.max_bytes = options.image_cache_bytes;
+      store.insecure_registries = options.insecure_registries;
+      store.auth_files = options.registry_auth;
+      images_ = std::make_unique<oci::ImageStore>(
+          store, options.runner != nullptr ? *options.runner : *own_runner_);
+    }
+    if (!options.cdi_spec_path.empty()) WriteCdiSpec(options.cdi_spec_path, options.log);
     if (options.log) {
       options.log("local jobs: " + cgroups_.Describe());
       options.log(isolate_ ? "local jobs run in mount and PID namespaces that hide the data "
@@ -252,6 +297,23 @@ class LocalExecutor final : public Executor {
           "jobs may not run as root: map the team to an unprivileged account with "
           "--run-as TEAM=USER, or let an admin allow root jobs with --allow-root-jobs");
     }
+    std::optional<oci::PreparedImage> image;
+    std::string runtime;
+    if (!spec.image.empty()) {
+      if (!images_) {
+        return Unavailable("this server does not run jobs in images (no image cache is set up)");
+      }
+      if (!isolate_ || ::geteuid() != 0) {
+        return Unavailable("jobs in images need a server run as root with job isolation on");
+      }
+      auto found = internal::FindContainerRuntime();
+      if (!found.ok()) return found.status();
+      runtime = *found;
+      auto prepared = images_->Prepare(spec.image, spec.image_pull_policy, spec.team, account->uid,
+                                       account->gid);
+      if (!prepared.ok()) return prepared.status();
+      image = std::move(*prepared);
+    }
     for (const std::string& dir : request.job_dirs) {
       HEADWAY_RETURN_IF_ERROR(HandOver(dir, *account, 0700));
     }
@@ -280,6 +342,8 @@ class LocalExecutor final : public Executor {
     if (!cgroup.ok()) return cgroup.status();
 
     std::map<std::string, std::string> base = BaseEnvironment(job_env_);
+    // In an image, the image's PATH (unless the spec sets one), not the host's.
+    if (image) base.erase("PATH");
     base["HOME"] = home;
     base["USER"] = account->name;
     base["LOGNAME"] = account->name;
@@ -328,6 +392,34 @@ class LocalExecutor final : public Executor {
           {{"rank", rank}, {"argv", spec.Argv()}, {"env", env_list}, {"cwd", cwd}, {"log", log}});
       launched.logs.push_back({rank, log});
     }
+    std::string image_note;
+    std::optional<internal::ContainerLaunch> container;
+    if (image) {
+      container.emplace();
+      container->lower = image->rootfs;
+      container->dir = (fs::path(request.run_dir) / "image").string();
+      container->lock = image->lock_path;
+      container->crun = runtime;
+      auto configs = ContainerConfigs(request, *image, *account, *container, ranks);
+      if (!configs.ok()) return configs.status();
+      HEADWAY_RETURN_IF_ERROR(
+          internal::LayOutContainer(*container, account->uid, account->gid, *configs));
+      char note[256];
+      std::snprintf(note, sizeof note, ", in image %s (%s", spec.image.substr(0, 160).c_str(),
+                    image->digest.substr(0, 19).c_str());
+      image_note = note;
+      if (image->pulled) {
+        std::snprintf(note, sizeof note, "; pulled %.1f MB in %.2f s",
+                      static_cast<double>(image->pull_bytes) / 1e6, image->pull_seconds);
+        image_note += note;
+      } else {
+        image_note += "; cached";
+      }
+      if (image->evicted > 0) {
+        image_note += "; " + std::to_string(image->evicted) + " older image(s) evicted from the cache";
+      }
+      image_note += ")";
+    }
     json launch = {{"ranks", ranks},
                    {"failure_grace_ms", spec.termination_grace.count()},
                    {"max_log_bytes", max_log_bytes_},
@@ -340,6 +432,10 @@ class LocalExecutor final : public Executor {
         plan.hidden.push_back(CoverFor(dir, *account));
       }
       plan.exposed = request.job_dirs;
+      if (container) {
+        plan.exposed.push_back(container->dir);
+        plan.exposed.push_back(image->bundle);
+      }
       if (spec.private_tmp && !request.job_home.empty()) {
         // Beside the attempt's run directory, in the job's own folder (not
         // beside a persistent home, which other jobs share). Made afresh for
@@ -379,6 +475,7 @@ class LocalExecutor final : public Executor {
                                     request.shared_files.end());
       launch["sandbox"] = plan.ToJson();
     }
+    if (container) launch["container"] = container->ToJson();
     // A relaunch of the same attempt starts clean (see FindLaunched).
     for (const char* stale : {"supervisor.json", "result.json", "kill-requested"}) {
       fs::remove(fs::path(request.run_dir) / stale, ec);
@@ -456,7 +553,7 @@ class LocalExecutor final : public Executor {
     }
     launched.handle = handle.Encode();
     launched.description = "supervisor pid " + std::to_string(pid) + ", running as " +
-                           account->name;
+                           account->name + image_note;
     launched.warnings = std::move(warnings);
     return launched;
   }
@@ -584,6 +681,71 @@ class LocalExecutor final : public Executor {
   // The machine's GPU device nodes (/dev/nvidiaN, a character device each)
   // that are not of `gpu_ids`: what the job's sandbox masks, so a job sees
   // its own GPUs only, whatever CUDA_VISIBLE_DEVICES it sets itself.
+  void WriteCdiSpec(const std::string& path,
+                    const std::function<void(const std::string&)>& log) const {
+    std::error_code ec;
+    fs::create_directories(fs::path(path).parent_path(), ec);
+    Status written = WriteFileAtomically(path, cdi_spec_.dump(2) + "\n", 0644);
+    if (log) {
+      log(written.ok() ? "wrote the CDI spec of " + std::to_string(cdi_spec_["devices"].size()) +
+                             " GPU(s) to " + path
+                       : "cannot write the CDI spec: " + std::string(written.message()));
+    }
+  }
+
+  // The container of each rank of a job in an image: its config.json (see
+  // exec/oci/runtime_config.h and exec/local/container.h).
+  Result<std::vector<json>> ContainerConfigs(const LaunchRequest& request,
+                                             const oci::PreparedImage& image,
+                                             const internal::UnixAccount& account,
+                                             const internal::ContainerLaunch& container,
+                                             const json& ranks) const {
+    const JobSpec& spec = request.spec;
+    oci::ContainerPlan plan;
+    plan.rootfs = container.Root();
+    for (const std::string& dir : request.job_dirs) plan.binds.push_back({dir, dir, false});
+    for (const std::string& file : request.job_files) plan.binds.push_back({file, file, true});
+    for (const std::string& file : request.shared_files) plan.binds.push_back({file, file, true});
+    std::vector<json> configs;
+    const int gpus_each = spec.resources.gpus_per_process;
+    for (const json& rank : ranks) {
+      oci::ContainerProcess process;
+      process.command = spec.command;
+      process.args = spec.args;
+      process.cwd = spec.working_dir;
+      process.uid = account.uid;
+      process.gid = account.gid;
+      process.groups = account.groups;
+      for (const json& entry : rank["env"]) {
+        const std::string text = entry.get<std::string>();
+        const auto eq = text.find('=');
+        if (eq != std::string::npos) process.env[text.substr(0, eq)] = text.substr(eq + 1);
+      }
+      if (oci::ContainerArgv(image.defaults, process).empty()) {
+        return InvalidArgument("neither the job nor image " + spec.image +
+                               " names a command to run")
+            .WithField("command");
+      }
+      std::vector<std::string> devices;
+      const int r = rank["rank"].get<int>();
+      for (int i = r * gpus_each; i < (r + 1) * gpus_each &&
+                                  i < static_cast<int>(request.gpu_ids.size());
+           ++i) {
+        const int gpu = request.gpu_ids[static_cast<std::size_t>(i)];
+        if (gpu_device_minors_.count(gpu) != 0) {
+          devices.push_back(std::string(oci::kCdiGpuKind) + "=" + std::to_string(gpu));
+        }
+      }
+      auto edits = oci::CdiEditsFor(cdi_spec_, devices);
+      if (!edits.ok()) return edits.status();
+      oci::ContainerPlan rank_plan = plan;
+      rank_plan.devices = edits->devices;
+      rank_plan.extra_env = edits->env;
+      configs.push_back(oci::RuntimeConfig(image.defaults, process, rank_plan));
+    }
+    return configs;
+  }
+
   std::vector<std::string> OtherGpusDeviceNodes(const std::vector<int>& gpu_ids) const {
     std::set<int> own;
     for (int id : gpu_ids) {
@@ -632,6 +794,9 @@ class LocalExecutor final : public Executor {
   const std::vector<std::string> job_env_;
   const std::uint64_t max_log_bytes_;
   const internal::CgroupManager cgroups_;
+  const json cdi_spec_;  // the pool's GPUs as CDI devices (exec/oci/cdi.h)
+  std::unique_ptr<CommandRunner> own_runner_;
+  std::unique_ptr<oci::ImageStore> images_;  // null: jobs in images are refused
   std::mutex mu_;
   std::set<pid_t> children_;  // guarded by mu_: supervisors this process forked and must reap
 };

@@ -28,6 +28,7 @@
 
 #include "core/log_times.h"
 #include "exec/local/cgroup.h"
+#include "exec/local/container.h"
 #include "exec/local/local_executor.h"
 #include "exec/local/process_identity.h"
 #include "exec/local/sandbox.h"
@@ -283,6 +284,7 @@ int ExitCodeOf(int status) {
 struct RankSetup {
   const internal::AttemptCgroup* cgroup = nullptr;
   const internal::UnixAccount* account = nullptr;
+  bool container = false;  // the rank runs crun (exec/local/container.h)
 };
 
 pid_t StartRank(Rank& r, const RankSetup& setup) {
@@ -315,6 +317,11 @@ pid_t StartRank(Rank& r, const RankSetup& setup) {
   if (null_fd >= 0) ::dup2(null_fd, 0);
   if (setup.cgroup != nullptr && !setup.cgroup->JoinSelf()) {
     std::fprintf(stderr, "headway: cannot join the job's cgroup: %s\n", std::strerror(errno));
+    ::_exit(126);
+  }
+  if (setup.container && !internal::ShowRuntimeUnifiedCgroups()) {
+    std::fprintf(stderr, "headway: cannot show the container runtime the cgroup v2 hierarchy: %s\n",
+                 std::strerror(errno));
     ::_exit(126);
   }
   if (setup.account != nullptr && !internal::BecomeAccount(*setup.account)) {
@@ -476,6 +483,18 @@ int RunLocalShim(const std::string& run_dir) {
       return fail_to_start(std::string("cannot record the supervisor: ") + std::strerror(errno));
     }
   }
+  // A job in an image: each rank is its container, started by crun as root
+  // (crun takes on the job's account inside; see exec/local/container.h).
+  std::optional<internal::ContainerLaunch> container;
+  if (launch.contains("container") && launch["container"].is_object()) {
+    if (!launch.contains("sandbox")) return fail_to_start("a job in an image needs its sandbox");
+    container = internal::ContainerLaunch::FromJson(launch["container"]);
+    for (Rank& r : ranks) {
+      r.argv = internal::ContainerRankArgv(*container, r.rank);
+      r.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+      r.cwd = "/";
+    }
+  }
   pid_t reaper = -1;
   if (launch.contains("sandbox") && launch["sandbox"].is_object()) {
     const internal::SandboxPlan plan = internal::SandboxPlan::FromJson(launch["sandbox"]);
@@ -505,6 +524,10 @@ int RunLocalShim(const std::string& run_dir) {
     if (relay.channel >= 0) ::close(relay.channel);
     if (egress.channel >= 0) ::close(egress.channel);
     if (!entered.ok()) return fail_to_start(entered.message());
+    if (container) {
+      Status mounted = internal::MountContainerRoot(*container);
+      if (!mounted.ok()) return fail_to_start(mounted.message());
+    }
     auto started = internal::StartNamespaceReaper([&cgroup] {
       ::close(internal::kSupervisorLockFd);
       (void)cgroup.JoinSelf();
@@ -518,7 +541,8 @@ int RunLocalShim(const std::string& run_dir) {
     }
   }
   const auto failure_grace = std::chrono::milliseconds(launch.value("failure_grace_ms", 10000));
-  RankSetup setup{cgroup.empty() ? nullptr : &cgroup, account ? &*account : nullptr};
+  RankSetup setup{cgroup.empty() ? nullptr : &cgroup,
+                  account && !container ? &*account : nullptr, container.has_value()};
   for (Rank& r : ranks) {
     int fds[2];
     if (r.log_writer && ::pipe2(fds, O_CLOEXEC) == 0) {
