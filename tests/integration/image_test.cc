@@ -90,9 +90,9 @@ class Registry {
 
   // Builds a busybox image holding /bin/special-tool (which the host lacks)
   // and pushes it as REPOSITORY:1; returns the reference.
-  std::string PushToolsImage(const std::string& repository) const {
+  std::string PushToolsImage(const std::string& repository, const std::string& filler = "") const {
     const std::string reference = host() + "/" + repository + ":1";
-    const std::string script =
+    std::string script =
         "set -e\n"
         "c=$(buildah from scratch)\n"
         "trap 'buildah rm $c >/dev/null' EXIT\n"
@@ -101,13 +101,14 @@ class Registry {
         "cp /bin/busybox $m/bin/busybox\n"
         "for a in sh ls cat echo id mkdir wget env; do ln -s busybox $m/bin/$a; done\n"
         "printf '#!/bin/sh\\necho special-tool ran with \"$@\"\\n' > $m/bin/special-tool\n"
-        "chmod 755 $m/bin/special-tool\n"
-        "buildah config --env PATH=/bin --env FROM_IMAGE=yes --workingdir /mnt "
-        "--entrypoint '[\"/bin/special-tool\"]' --cmd default-arg $c\n"
-        "buildah commit -q $c " + repository + "-build >/dev/null\n"
-        "buildah push -q --tls-verify=false --creds alice:s3cret-pass " + repository +
-        "-build docker://" + reference + "\n"
-        "buildah rmi " + repository + "-build >/dev/null\n";
+        "chmod 755 $m/bin/special-tool\n";
+    if (!filler.empty()) script += "head -c " + filler + " /dev/urandom > $m/filler\n";
+    script += "buildah config --env PATH=/bin --env FROM_IMAGE=yes --workingdir /mnt "
+              "--entrypoint '[\"/bin/special-tool\"]' --cmd default-arg $c\n"
+              "buildah commit -q $c " + repository + "-build >/dev/null\n"
+              "buildah push -q --tls-verify=false --creds alice:s3cret-pass " + repository +
+              "-build docker://" + reference + "\n"
+              "buildah rmi " + repository + "-build >/dev/null\n";
     CommandResult built = RunCommand({"/bin/sh", "-c", script});
     EXPECT_EQ(built.exit_code, 0) << built.out << built.err;
     return reference;
@@ -243,6 +244,44 @@ TEST(Images, APrivateRegistryNeedsTheTeamsCredentialsAndAWrongPasswordSaysSo) {
                                     "127.0.0.1:0", "--registry-auth", "nlp=" + bad});
   EXPECT_NE(start.exit_code, 0);
   EXPECT_THAT(start.out + start.err, HasSubstr("chmod 600"));
+}
+
+TEST(Images, TheCacheKeepsWithinItsBoundEvictingTheLeastRecentlyUsedImageNoJobRuns) {
+  Registry registry(/*with_password=*/false);
+  ASSERT_TRUE(registry.ready());
+  // Three images of about 5.4 MB each (a busybox and 1 MB of random bytes,
+  // unpacked 3.3 MB, as pulled 2.1 MB) in a 12 MiB cache: two fit, a third
+  // evicts one.
+  const std::string first = registry.PushToolsImage("first", "1000000");
+  const std::string second = registry.PushToolsImage("second", "1000000");
+  const std::string third = registry.PushToolsImage("third", "1000000");
+  TestServer server(/*gpus=*/0, {"--insecure-registry", registry.host(), "--image-cache", "12Mi"});
+  const std::string roots = server.data_dir() + "/images/roots";
+  auto cached = [&] {
+    int n = 0;
+    for (const auto& entry : fs::directory_iterator(roots)) n += entry.is_directory() ? 1 : 0;
+    return n;
+  };
+  const std::string release = server.work_dir() + "/release";
+  // The first image stays in use while the others come and go.
+  server.Submit("name: holder\nimage: " + first + "\ncommand: [/bin/sh, -c, \"echo held; while [ ! "
+                "-e /mnt/out ]; do sleep 0.1; done\"]\n");
+  ASSERT_TRUE(WaitFor([&] { return Log(server, "holder").find("held") != std::string::npos; }))
+      << server.ServerLog();
+  server.Submit("name: b\nimage: " + second + "\nargs: [b]\n");
+  ASSERT_TRUE(server.WaitForState("b", "Succeeded")) << server.ServerLog();
+  EXPECT_EQ(cached(), 2);
+  server.Submit("name: c\nimage: " + third + "\nargs: [c]\n");
+  ASSERT_TRUE(server.WaitForState("c", "Succeeded")) << server.ServerLog();
+  // The second (least recently used and idle) went; the first is in use.
+  EXPECT_TRUE(server.HasEvent("c", "Launched", "1 older image(s) evicted from the cache"));
+  EXPECT_EQ(cached(), 2);
+  server.Submit("name: b-again\nimage: " + second + "\nargs: [again]\n");
+  ASSERT_TRUE(server.WaitForState("b-again", "Succeeded")) << server.ServerLog();
+  EXPECT_TRUE(server.HasEvent("b-again", "Launched", " MB in "));  // pulled again
+  CommandResult released = server.Cli({"exec", "holder", "--", "/bin/mkdir", "/mnt/out"});
+  EXPECT_EQ(released.exit_code, 0) << released.err;
+  ASSERT_TRUE(server.WaitForState("holder", "Succeeded"));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "exec/local/container.h"
 
+#include "exec/local/local_executor.h"
+
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/file.h>
@@ -31,14 +33,13 @@ Status ContainerErrno(const std::string& what) {
 }  // namespace
 
 json ContainerLaunch::ToJson() const {
-  return {{"lower", lower}, {"dir", dir}, {"lock", lock}, {"crun", crun}};
+  return {{"lower", lower}, {"dir", dir}, {"crun", crun}};
 }
 
 ContainerLaunch ContainerLaunch::FromJson(const json& j) {
   ContainerLaunch out;
   out.lower = j.value("lower", "");
   out.dir = j.value("dir", "");
-  out.lock = j.value("lock", "");
   out.crun = j.value("crun", "");
   return out;
 }
@@ -80,10 +81,9 @@ Status LayOutContainer(const ContainerLaunch& launch, uid_t uid, gid_t gid,
 }
 
 Status MountContainerRoot(const ContainerLaunch& launch) {
-  // Held shared for the supervisor's life, so the image is not evicted
-  // from the cache under a running attempt; not passed on to the ranks.
-  int lock_fd = ::open(launch.lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock_fd < 0 || ::flock(lock_fd, LOCK_SH) != 0) return ContainerErrno("cannot lock " + launch.lock);
+  // The image's lock (held shared since the launch, on kImageLockFd) stays with
+  // the supervisor, not with the ranks.
+  ::fcntl(kImageLockFd, F_SETFD, FD_CLOEXEC);
   const std::string options = "lowerdir=" + launch.lower + ",upperdir=" + launch.dir +
                               "/upper,workdir=" + launch.dir + "/work";
   const std::string root = launch.Root();

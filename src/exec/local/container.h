@@ -24,7 +24,6 @@ namespace headway::internal {
 struct ContainerLaunch {
   std::string lower;  // the image's root filesystem (exec/oci/image_store.h)
   std::string dir;    // RUN_DIR/image
-  std::string lock;   // the image's lock, held shared while the attempt runs
   std::string crun;   // the runtime's path
 
   std::string Root() const { return dir + "/root"; }
@@ -44,8 +43,8 @@ Status LayOutContainer(const ContainerLaunch& launch, uid_t uid, gid_t gid,
                        const std::vector<nlohmann::json>& configs);
 
 // Supervisor side, inside its sandbox: mounts the image's root (an overlay
-// of `lower` under the attempt's layer) at Root() and takes the image's
-// lock shared (kept open for the supervisor's life).
+// of `lower` under the attempt's layer) at Root(); keeps the image's lock
+// (inherited on kImageLockFd) from the ranks.
 Status MountContainerRoot(const ContainerLaunch& launch);
 
 // In a rank's child, after it joined the attempt's cgroup and before it

@@ -313,7 +313,20 @@ class LocalExecutor final : public Executor {
                                        account->gid);
       if (!prepared.ok()) return prepared.status();
       image = std::move(*prepared);
+      // Above the descriptors the supervisor is handed, so the child's dup2s cannot clobber it.
+      if (image->lock_fd <= internal::kImageLockFd) {
+        const int high = ::fcntl(image->lock_fd, F_DUPFD_CLOEXEC, internal::kImageLockFd + 1);
+        ::close(image->lock_fd);
+        image->lock_fd = high;
+      }
     }
+    // Closed when this launch ends, failed or handed to the supervisor.
+    struct CloseOnReturn {
+      int fd;
+      ~CloseOnReturn() {
+        if (fd >= 0) ::close(fd);
+      }
+    } image_lock{image ? image->lock_fd : -1};
     for (const std::string& dir : request.job_dirs) {
       HEADWAY_RETURN_IF_ERROR(HandOver(dir, *account, 0700));
     }
@@ -398,7 +411,6 @@ class LocalExecutor final : public Executor {
       container.emplace();
       container->lower = image->rootfs;
       container->dir = (fs::path(request.run_dir) / "image").string();
-      container->lock = image->lock_path;
       container->crun = runtime;
       auto configs = ContainerConfigs(request, *image, *account, *container, ranks);
       if (!configs.ok()) return configs.status();
@@ -533,7 +545,8 @@ class LocalExecutor final : public Executor {
       } else {
         ::dup2(lock_fd, internal::kSupervisorLockFd);  // a dup is not close-on-exec
       }
-      ::closefrom(internal::kSupervisorLockFd + 1);
+      if (image_lock.fd >= 0) ::dup2(image_lock.fd, internal::kImageLockFd);
+      ::closefrom(image_lock.fd >= 0 ? internal::kImageLockFd + 1 : internal::kSupervisorLockFd + 1);
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }

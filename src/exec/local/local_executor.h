@@ -44,6 +44,9 @@ namespace internal {
 // The descriptor on which the supervisor inherits its attempt's
 // supervisor.lock, held (flock) for as long as it lives.
 inline constexpr int kSupervisorLockFd = 3;
+// ...and, for a job in an image, the image's lock, held shared for as long
+// as it lives (exec/oci/image_store.h).
+inline constexpr int kImageLockFd = 4;
 }  // namespace internal
 
 // Entry point of `headway shim RUN_DIR`; returns the process exit code.

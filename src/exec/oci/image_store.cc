@@ -237,7 +237,8 @@ Result<PreparedImage> ImageStore::Prepare(const std::string& reference, ImagePul
                           (hex + "-" + std::to_string(uid) + "-" + std::to_string(gid));
   out.bundle = bundle.string();
   out.rootfs = (bundle / "rootfs").string();
-  out.lock_path = bundle.string() + ".lock";
+  // Inside the bundle: the attempt's sandbox shows it the bundle only.
+  out.lock_path = (bundle / "lock").string();
   if (!fs::exists(bundle / "ready", ec)) {
     const fs::path partial = bundle.string() + ".partial";
     fs::remove_all(partial, ec);
@@ -261,7 +262,11 @@ Result<PreparedImage> ImageStore::Prepare(const std::string& reference, ImagePul
     WriteImageFile(bundle / "ready", out.digest);
   }
   TouchImageFile(bundle / "used");
-  TouchImageFile(out.lock_path);
+  out.lock_fd = ::open(out.lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (out.lock_fd < 0 || ::flock(out.lock_fd, LOCK_SH) != 0) {
+    if (out.lock_fd >= 0) ::close(out.lock_fd);
+    return Internal("cannot lock image " + reference + ": " + std::strerror(errno));
+  }
   if (options_.max_bytes > 0) Evict(bundle.string(), out);
   return out;
 }
@@ -297,7 +302,7 @@ void ImageStore::Evict(const std::string& keep, PreparedImage& out) {
   for (const Root& root : roots) {
     if (total <= options_.max_bytes) break;
     // An attempt that runs the image holds its lock shared.
-    const std::string lock_path = root.dir.string() + ".lock";
+    const std::string lock_path = (root.dir / "lock").string();
     int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) continue;
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -306,7 +311,6 @@ void ImageStore::Evict(const std::string& keep, PreparedImage& out) {
     }
     const std::string tag = ReadImageFile(root.dir / "tag");
     fs::remove_all(root.dir, ec);
-    fs::remove(lock_path, ec);
     ::close(fd);
     ++out.evicted;
     bool tag_in_use = false;

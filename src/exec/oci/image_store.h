@@ -48,7 +48,11 @@ struct PreparedImage {
   std::string digest;      // the manifest's
   std::string bundle;      // umoci's bundle directory; its rootfs/ is the image
   std::string rootfs;
-  std::string lock_path;   // held shared by each attempt that runs it (flock)
+  // BUNDLE/lock, held shared (flock) by each attempt that runs the image,
+  // so eviction passes it by; opened and locked by Prepare (the caller
+  // hands it to the attempt or closes it).
+  std::string lock_path;
+  int lock_fd = -1;
   ImageDefaults defaults;
   bool pulled = false;     // whether this call pulled it
   double pull_seconds = 0;
@@ -61,7 +65,7 @@ class ImageStore {
   ImageStore(ImageStoreOptions options, CommandRunner& runner);
 
   // The image `reference` ready to run as uid:gid, pulled as `policy` says
-  // with `team`'s credentials. Errors say which image and why: a refused
+  // with `team`'s credentials, its lock held (PreparedImage::lock_fd). Errors say which image and why: a refused
   // login, a missing image, a Never policy without the image, a failed
   // unpack.
   Result<PreparedImage> Prepare(const std::string& reference, ImagePullPolicy policy,
