@@ -234,6 +234,7 @@ Status WorkflowController::MergeTemplateRef(wf::Workflow& workflow, const std::s
     }
   }
   if (!own.on_exit.empty()) merged.on_exit = own.on_exit;
+  if (own.exit_hook) merged.exit_hook = own.exit_hook;
   if (own.parallelism) merged.parallelism = own.parallelism;
   if (own.active_deadline_seconds) merged.active_deadline_seconds = own.active_deadline_seconds;
   if (own.suspend) merged.suspend = own.suspend;

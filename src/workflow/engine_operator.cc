@@ -168,7 +168,7 @@ void Operator::Run() {
                         ? NodePhase::kSucceeded
                         : root->phase;
   std::string message = root->message;
-  if (!spec_.on_exit.empty() && state_.shutdown != Shutdown::kTerminate) {
+  if ((!spec_.on_exit.empty() || spec_.exit_hook) && state_.shutdown != Shutdown::kTerminate) {
     Scope scope = global_;
     scope["workflow.status"] = std::string(NodePhaseName(phase));
     json failures = json::array();
@@ -188,19 +188,29 @@ void Operator::Run() {
       scope["workflow.duration"] =
           FormatJsonNumber(static_cast<double>((env_.now - *state_.started_at).count()) / 1000.0);
     }
-    Call exit_call;
-    exit_call.tmpl = spec_.FindTemplate(spec_.on_exit);
-    exit_call.display_name = state_.name + ".onExit";
-    exit_call.on_exit = true;
-    if (exit_call.tmpl == nullptr) {
-      phase = NodePhase::kError;
-      message = "onExit template '" + spec_.on_exit + "' not found";
+    // onExit, or spec.hooks.exit (Argo's GetExitHook): without arguments
+    // of its own, the handler is given the workflow's.
+    Task hook;
+    hook.name = "onExit";
+    if (!spec_.on_exit.empty()) {
+      hook.template_name = spec_.on_exit;
     } else {
+      hook.template_name = spec_.exit_hook->template_name;
+      hook.template_ref = spec_.exit_hook->template_ref;
+      hook.arguments = spec_.exit_hook->arguments;
+    }
+    if (hook.arguments.empty()) hook.arguments = spec_.arguments;
+    auto exit_call = CallOf(hook, scope, state_.name + ".onExit", Call{});
+    if (!exit_call.ok()) {
+      phase = NodePhase::kError;
+      message = "onExit: " + exit_call.status().message();
+    } else {
+      exit_call->on_exit = true;
       // Exit handlers run even after a stop: lift it for them.
       Shutdown saved = state_.shutdown;
       if (saved == Shutdown::kStop) state_.shutdown = Shutdown::kNone;
       in_exit_handler_ = true;
-      Node* handler = Execute(state_.name + ".onExit", exit_call, "", scope);
+      Node* handler = Execute(state_.name + ".onExit", *exit_call, "", scope);
       in_exit_handler_ = false;
       state_.shutdown = saved;
       if (handler == nullptr || !handler->Fulfilled()) return;

@@ -886,6 +886,7 @@ Status ParseWorkflowSpec(Context& ctx, const std::string& path, const YAML::Node
                           });
        }},
       {"onExit", Text(s.on_exit)},
+      {"hooks", Hooks(ctx, s.exit_hook, s.recorded)},
       {"parallelism", Integer(s.parallelism, 0, 1'000'000)},
       {"activeDeadlineSeconds", Integer(s.active_deadline_seconds, 0, std::int64_t{1} << 40)},
       {"ttlStrategy",
@@ -941,7 +942,6 @@ Status ParseWorkflowSpec(Context& ctx, const std::string& path, const YAML::Node
   rules.ignored["archiveLogs"] = "logs are kept by Headway for every job";
   rules.ignored["artifactRepositoryRef"] = "artifacts go to the server's artifact store";
   rules.ignored["artifactGC"] = "artifacts follow the artifact store's retention";
-  rules.ignored["hooks"] = "lifecycle hooks are not run yet";
   rules.ignored["workflowMetadata"] = "labels come from metadata";
   rules.ignored["shutdown"] = "stop a workflow with the API";
   rules.refused = {{"templateDefaults", "write the fields on each template"}};
@@ -1187,6 +1187,11 @@ class Validator {
     if (!TemplatesAreHere()) return Status::Ok();
     if (!spec_.on_exit.empty() && !spec_.FindTemplate(spec_.on_exit)) {
       return Error(prefix + ".onExit", "no template named '" + spec_.on_exit + "'");
+    }
+    if (spec_.exit_hook && !spec_.exit_hook->template_ref &&
+        !spec_.FindTemplate(spec_.exit_hook->template_name)) {
+      return Error(prefix + ".hooks.exit.template",
+                   "no template named '" + spec_.exit_hook->template_name + "'");
     }
     if (spec_.entrypoint.empty()) {
       if (owner_ == SpecOwner::kWorkflowTemplate) return Status::Ok();

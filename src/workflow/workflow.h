@@ -349,6 +349,7 @@ struct WorkflowSpec {
   Arguments arguments;
   std::vector<Template> templates;
   std::string on_exit;  // onExit: a template run when the workflow ends
+  std::optional<LifecycleHook> exit_hook;  // hooks.exit: run as onExit is
   std::optional<std::int64_t> parallelism;
   std::optional<std::int64_t> active_deadline_seconds;       // activeDeadlineSeconds
   std::optional<TtlStrategy> ttl_strategy;                   // ttlStrategy
@@ -358,7 +359,7 @@ struct WorkflowSpec {
   std::optional<bool> suspend;
   std::optional<std::int32_t> priority;
   std::map<std::string, std::string> node_selector;  // nodeSelector: recorded
-  RecordedFields recorded;                           // volumes, podGC, imagePullSecrets, hooks, ...
+  RecordedFields recorded;  // volumes, podGC, imagePullSecrets, hooks (as written), ...
   bool operator==(const WorkflowSpec&) const = default;
 
   const Template* FindTemplate(std::string_view name) const;

@@ -324,5 +324,56 @@ spec:
               ElementsAre("echo", "2026-12-04T10:00:00Z"));
 }
 
+TEST(WorkflowArgoSemantics, TheWorkflowsExitHookRunsAsItsOnExitWithItsArguments) {
+  FakePool pool(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: wh}
+spec:
+  entrypoint: main
+  arguments: {parameters: [{name: channel, value: ops}]}
+  hooks:
+    exit:
+      template: notify
+      arguments:
+        parameters: [{name: text, value: "{{workflow.name}} {{workflow.status}}"}]
+  templates:
+  - name: main
+    container: {image: alpine, command: [work]}
+  - name: notify
+    inputs: {parameters: [{name: text}, {name: channel, default: none}]}
+    container: {image: alpine, command: [echo, "{{inputs.parameters.text}}", "{{inputs.parameters.channel}}"]}
+)y");
+  pool.Step();
+  pool.Succeed("wh");
+  pool.Step();
+  EXPECT_THAT(pool.SpecOf("wh.onExit").command, ElementsAre("echo", "wh Succeeded", "none"));
+  pool.Succeed("wh.onExit");
+  pool.Settle();
+  EXPECT_EQ(pool.state.phase, NodePhase::kSucceeded);
+}
+
+TEST(WorkflowArgoSemantics, AnOnExitHandlerIsGivenTheWorkflowsArguments) {
+  FakePool pool(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: wa}
+spec:
+  entrypoint: main
+  onExit: notify
+  arguments: {parameters: [{name: channel, value: ops}]}
+  templates:
+  - name: main
+    container: {image: alpine, command: [work]}
+  - name: notify
+    inputs: {parameters: [{name: channel, default: none}]}
+    container: {image: alpine, command: [echo, "{{inputs.parameters.channel}}"]}
+)y");
+  pool.Step();
+  pool.Succeed("wa");
+  pool.Step();
+  EXPECT_THAT(pool.SpecOf("wa.onExit").command, ElementsAre("echo", "ops"));
+}
+
 }  // namespace
 }  // namespace headway::workflow
