@@ -375,5 +375,33 @@ spec:
   EXPECT_THAT(pool.SpecOf("wa.onExit").command, ElementsAre("echo", "ops"));
 }
 
+TEST(WorkflowArgoSemantics, RetryingASingleContainerEntrypointRunsItAgainAsANewJob) {
+  FakePool pool(R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: one}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    container: {image: alpine, command: [work]}
+)y");
+  pool.Step();
+  const std::string first = pool.JobOf("one");
+  pool.Fail("one");
+  pool.Settle();
+  ASSERT_EQ(pool.state.phase, NodePhase::kFailed);
+  std::string error;
+  ASSERT_TRUE(Retry(pool.state, false, "", &error)) << error;
+  pool.Step();
+  EXPECT_EQ(pool.state.phase, NodePhase::kRunning);
+  const std::string second = pool.JobOf("one");
+  EXPECT_NE(second, first);
+  EXPECT_THAT(pool.Active(), ElementsAre("one"));
+  pool.Succeed("one");
+  pool.Settle();
+  EXPECT_EQ(pool.state.phase, NodePhase::kSucceeded);
+}
+
 }  // namespace
 }  // namespace headway::workflow
