@@ -168,7 +168,12 @@ class ArgoRoutes {
     bool dry_run = lint || *server_dry_run;
     auto view = service_->CreateWorkflow(manifest, ns, Admission(), ctx_.Creator(), dry_run);
     if (!view.ok()) return ArgoError(view.status());
-    return ArgoJson(200, view->body);
+    HttpResponse reply = ArgoJson(200, view->body);
+    // Kubernetes' warnings: `Warning: 299 - "TEXT"`, one header each.
+    for (const std::string& warning : view->warnings) {
+      reply.headers.emplace_back("Warning", "299 - " + nlohmann::json(warning).dump());
+    }
+    return reply;
   }
 
   // Live workflows, or with `archived` the finished ones (Argo's archive:

@@ -26,6 +26,10 @@ struct WorkflowView {
   std::string created_by;  // Job::created_by style: "user/NAME", "cron/NAME", ...
   std::int64_t seq = 0;    // the store's order: pages of a list continue below it
   nlohmann::json body;     // Argo's Workflow
+  // What the manifest's parser reported (known fields that are not acted
+  // on, hooks that do not run, ...): "FIELD (line N): MESSAGE". Sent as
+  // HTTP Warning headers, as a Kubernetes API server does.
+  std::vector<std::string> warnings;
 };
 
 // Decides the team a new workflow runs under and whether the caller may:

@@ -115,6 +115,12 @@ json StatusJson(const wf::WorkflowState& state, const std::string& namespace_,
     for (const auto& p : state.outputs) params.push_back({{"name", p.name}, {"value", p.value}});
     s["outputs"] = params;
   }
+  if (!state.output_artifacts.empty()) {
+    json artifacts = json::array();
+    for (const auto& a : state.output_artifacts)
+      artifacts.push_back({{"name", a.name}, {"headway", {{"artifact", a.ref}}}});
+    s["outputArtifacts"] = artifacts;
+  }
   return s;
 }
 
@@ -139,6 +145,14 @@ void StateFromStatusJson(const json& s, wf::WorkflowState& state) {
       if (p.is_object()) state.outputs.push_back({p.value("name", ""), p.value("value", "")});
     }
   }
+  if (s.contains("outputArtifacts") && s["outputArtifacts"].is_array()) {
+    for (const json& a : s["outputArtifacts"]) {
+      if (!a.is_object()) continue;
+      const json headway = a.value("headway", json::object());
+      state.output_artifacts.push_back(
+          {a.value("name", ""), "", headway.is_object() ? headway.value("artifact", "") : ""});
+    }
+  }
 }
 
 }  // namespace
@@ -146,7 +160,8 @@ void StateFromStatusJson(const json& s, wf::WorkflowState& state) {
 std::vector<std::string> StepCommand(const wf::JobToCreate& job, const std::string& step_dir,
                                      const std::string& inputs_dir) {
   // $1 is the step's folder, made afresh; $2 "script" when $3 is a script's
-  // source, written to a file whose path goes after the command. The step's
+  // source, written to a file whose path goes after the command (0755, as
+  // Argo's executor stages it: `command: [sh, -c]` runs it as a program). The step's
   // stdout goes to the log through tee and, its first 256 kB, to a file
   // (tee -p goes on writing the log once head has what it needs); then the
   // output parameters' files are copied in. The step's own exit status is
@@ -163,7 +178,7 @@ std::vector<std::string> StepCommand(const wf::JobToCreate& job, const std::stri
   }
   script +=
       "if [ \"$kind\" = script ]; then\n"
-      "  printf '%s' \"$source\" > \"$d/script\" || exit 1\n"
+      "  printf '%s' \"$source\" > \"$d/script\" && chmod 0755 \"$d/script\" || exit 1\n"
       "  set -- \"$@\" \"$d/script\"\n"
       "fi\n"
       "unset source\n"
@@ -615,7 +630,8 @@ api::WorkflowView WorkflowController::ViewOfRecord(const WorkflowRecord& record)
       record.finished_at ? json(headway::FormatRfc3339(*record.finished_at)) : json(nullptr);
   if (status.contains("message")) out["message"] = status["message"];
   if (status.contains("progress")) out["progress"] = status["progress"];
-  if (status.contains("outputs")) out["outputs"] = {{"parameters", status["outputs"]}};
+  if (status.contains("outputs")) out["outputs"]["parameters"] = status["outputs"];
+  if (status.contains("outputArtifacts")) out["outputs"]["artifacts"] = status["outputArtifacts"];
   body["status"] = std::move(out);
   view.body = std::move(body);
   return view;
@@ -636,8 +652,15 @@ Result<api::WorkflowView> WorkflowController::CreateWorkflow(std::string_view te
   if (admit) HEADWAY_RETURN_IF_ERROR(admit(pool));
   const std::string team = pool.team;
   std::string ns = namespace_.empty() ? workflow.metadata.namespace_ : std::string(namespace_);
+  std::vector<std::string> warnings;
+  for (const wf::Warning& w : manifest->warnings) {
+    warnings.push_back(w.field + (w.line > 0 ? " (line " + std::to_string(w.line) + ")" : "") +
+                       ": " + w.message);
+  }
   std::lock_guard lock(mu_);
-  return CreateLocked(std::move(workflow), team, created_by, ns, dry_run);
+  auto view = CreateLocked(std::move(workflow), team, created_by, ns, dry_run);
+  if (view.ok()) view->warnings = std::move(warnings);
+  return view;
 }
 
 Result<api::WorkflowView> WorkflowController::CreateLocked(wf::Workflow workflow,

@@ -185,6 +185,9 @@ class WorkflowController final : public api::WorkflowService {
   api::WatchCache* job_changes_ = nullptr;
   std::uint64_t seen_changes_ = 0;  // guarded by mu_: the watch cache version read so far
   Time last_full_pass_{};           // guarded by mu_
+  // When this controller first ran the CronWorkflows: fire times before it
+  // were missed while it was down (startingDeadlineSeconds decides those).
+  std::optional<Time> crons_since_;   // guarded by mu_
   bool loaded_ = false;               // guarded by mu_: live_ read from the store
   // WorkflowTemplates read this pass (cleared at each Tick), by name.
   std::map<std::string, workflow::WorkflowTemplate> templates_;  // guarded by mu_

@@ -1,5 +1,6 @@
 // The workflow controller's WorkflowTemplates and CronWorkflows: stored
 // manifests, submitting from them, and the crons' schedule.
+#include <algorithm>
 #include <type_traits>
 #include <variant>
 
@@ -233,6 +234,7 @@ Status WorkflowController::MergeTemplateRef(wf::Workflow& workflow, const std::s
     }
   }
   if (!own.on_exit.empty()) merged.on_exit = own.on_exit;
+  if (own.exit_hook) merged.exit_hook = own.exit_hook;
   if (own.parallelism) merged.parallelism = own.parallelism;
   if (own.active_deadline_seconds) merged.active_deadline_seconds = own.active_deadline_seconds;
   if (own.suspend) merged.suspend = own.suspend;
@@ -331,6 +333,7 @@ void WorkflowController::RunCrons() {
   auto crons = store_.ListWorkflowManifests(api::kCronWorkflowKind, "");
   if (!crons.ok()) return;
   const Time now = clock_.Now();
+  if (!crons_since_) crons_since_ = now;
   for (WorkflowManifestRecord& record : *crons) {
     auto manifest = ParseStored(record);
     if (!manifest.ok()) continue;
@@ -361,7 +364,7 @@ void WorkflowController::RunCrons() {
     wf::CronDecision decision =
         wf::DecideCron(schedules, *zone, cron.spec.suspend, cron.spec.concurrency_policy,
                        cron.spec.starting_deadline_seconds, record.created_at, last, now,
-                       static_cast<int>(active.size()));
+                       static_cast<int>(active.size()), *crons_since_);
     if (decision.run) {
       if (decision.stop_active) {
         for (const std::string& name : active) {
@@ -381,6 +384,8 @@ void WorkflowController::RunCrons() {
         workflow.metadata.annotations = cron.spec.workflow_metadata->annotations;
       }
       workflow.metadata.labels[kCronLabel] = record.name;
+      workflow.metadata.annotations[std::string(wf::kScheduledTimeAnnotation)] =
+          workflow_shared::ArgoTime(*decision.run);
       // Named for its fire time, so a pass repeated after a crash finds it made.
       workflow.metadata.name =
           record.name + "-" + std::to_string(ToUnixMillis(*decision.run) / 1000);
@@ -396,13 +401,17 @@ void WorkflowController::RunCrons() {
       status["lastScheduledTime"] = workflow_shared::ArgoTime(*decision.scheduled);
       if (!decision.skipped.empty()) status["lastSkipped"] = decision.skipped;
     }
-    json active_refs = json::array();
-    for (const std::string& name : active) {
-      active_refs.push_back(
-          {{"kind", "Workflow"}, {"name", name}, {"apiVersion", "argoproj.io/v1alpha1"}});
+    std::vector<wf::CronRun> counted;
+    for (const WorkflowRecord& r : *runs) {
+      counted.push_back({r.name, r.finished_at.has_value(), r.phase == "Succeeded"});
     }
-    status["active"] = active_refs;
-    if (!status.contains("conditions")) status["conditions"] = json::array();
+    for (const std::string& name : active) {
+      if (std::none_of(counted.begin(), counted.end(),
+                       [&](const wf::CronRun& c) { return c.name == name; })) {
+        counted.push_back({name, false, false});
+      }
+    }
+    status = wf::CronStatus(status, counted);
     // History: the newest successful and failed runs are kept, the rest deleted.
     int succeeded = 0, failed = 0;
     const int keep_succeeded = cron.spec.successful_jobs_history_limit.value_or(3);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <set>
 #include <vector>
 
 #include "core/ascii.h"
@@ -260,7 +261,8 @@ Result<const date::time_zone*> LookupTimeZone(std::string_view name) {
 CronDecision DecideCron(const std::vector<CronSchedule>& schedules, const date::time_zone* zone,
                         bool suspended, ConcurrencyPolicy policy,
                         std::optional<std::int64_t> starting_deadline_seconds, Time created_at,
-                        std::optional<Time> last_scheduled, Time now, int active) {
+                        std::optional<Time> last_scheduled, Time now, int active,
+                        Time watching_since) {
   CronDecision out;
   const Time from = last_scheduled.value_or(created_at);
   // The latest fire time in (from, now], and the first after now.
@@ -280,9 +282,16 @@ CronDecision DecideCron(const std::vector<CronSchedule>& schedules, const date::
     out.skipped = "suspended";
     return out;
   }
-  if (starting_deadline_seconds && now - *due > std::chrono::seconds(*starting_deadline_seconds)) {
-    out.skipped = "missed its starting deadline";
-    return out;
+  if (*due <= watching_since) {
+    // Missed while the controller was down.
+    if (!last_scheduled || !starting_deadline_seconds) {
+      out.skipped = "missed while the controller was down (no startingDeadlineSeconds)";
+      return out;
+    }
+    if (now - *due >= std::chrono::seconds(*starting_deadline_seconds)) {
+      out.skipped = "missed its starting deadline";
+      return out;
+    }
   }
   if (active > 0 && policy == ConcurrencyPolicy::kForbid) {
     out.skipped = "a workflow it started is still running (concurrencyPolicy: Forbid)";
@@ -291,6 +300,38 @@ CronDecision DecideCron(const std::vector<CronSchedule>& schedules, const date::
   out.stop_active = active > 0 && policy == ConcurrencyPolicy::kReplace;
   out.run = due;
   return out;
+}
+
+nlohmann::json CronStatus(const nlohmann::json& previous, const std::vector<CronRun>& runs) {
+  nlohmann::json status = previous.is_object() ? previous : nlohmann::json::object();
+  std::set<std::string> was_active;
+  if (status.contains("active") && status["active"].is_array()) {
+    for (const nlohmann::json& ref : status["active"]) {
+      if (ref.is_object() && ref.contains("name") && ref["name"].is_string()) {
+        was_active.insert(ref["name"].get<std::string>());
+      }
+    }
+  }
+  auto count = [&](const char* key) -> std::int64_t {
+    return status.contains(key) && status[key].is_number_integer() ? status[key].get<std::int64_t>()
+                                                                   : 0;
+  };
+  std::int64_t succeeded = count("succeeded"), failed = count("failed");
+  nlohmann::json active = nlohmann::json::array();
+  for (const CronRun& run : runs) {
+    if (!run.finished) {
+      active.push_back(
+          {{"kind", "Workflow"}, {"name", run.name}, {"apiVersion", std::string(kApiVersion)}});
+    } else if (was_active.count(run.name)) {
+      ++(run.succeeded ? succeeded : failed);
+    }
+  }
+  status["active"] = std::move(active);
+  status["succeeded"] = succeeded;
+  status["failed"] = failed;
+  status["phase"] = "Active";
+  if (!status.contains("conditions")) status["conditions"] = nlohmann::json::array();
+  return status;
 }
 
 }  // namespace headway::workflow

@@ -64,12 +64,18 @@ class CronSchedule {
 // InvalidArgument for an unknown name.
 Result<const date::time_zone*> LookupTimeZone(std::string_view name);
 
-// What a CronWorkflow does now (Argo's cron controller, as Kubernetes'
-// CronJob): of the fire times since the last one it scheduled (or since it
-// was created), only the latest runs, and only if it is within
-// startingDeadlineSeconds of now; concurrencyPolicy decides what happens
-// when workflows it started are still running: Allow starts another,
-// Forbid skips this run, Replace stops them and starts the new one.
+// What a CronWorkflow does now (Argo's cron controller). Fire times since
+// the last one it scheduled (or since it was created) come in two kinds:
+//  - on time: after `watching_since` (when this controller started running
+//    its schedule). The latest of them runs, whatever
+//    startingDeadlineSeconds says (Argo's scheduler starts it on time);
+//  - missed while the controller was down: at or before `watching_since`.
+//    As Argo's runOutstandingWorkflows: only a CronWorkflow that ran before
+//    (`last_scheduled`) with a startingDeadlineSeconds runs the latest of
+//    them, and only while now is within that many seconds of it.
+// concurrencyPolicy decides what happens when workflows it started are
+// still running: Allow starts another, Forbid skips this run, Replace stops
+// them and starts the new one.
 struct CronDecision {
   std::optional<Time> run;        // start a workflow for this fire time
   bool stop_active = false;       // Replace: stop the running ones first
@@ -83,6 +89,21 @@ struct CronDecision {
 CronDecision DecideCron(const std::vector<CronSchedule>& schedules, const date::time_zone* zone,
                         bool suspended, ConcurrencyPolicy policy,
                         std::optional<std::int64_t> starting_deadline_seconds, Time created_at,
-                        std::optional<Time> last_scheduled, Time now, int active);
+                        std::optional<Time> last_scheduled, Time now, int active,
+                        Time watching_since);
+
+// A workflow a CronWorkflow started, as its status counts it.
+struct CronRun {
+  std::string name;
+  bool finished = false;
+  bool succeeded = false;
+};
+
+// Argo's CronWorkflowStatus besides lastScheduledTime: `active` (references
+// to the runs not ended), `succeeded` and `failed` (a run counts once, when
+// it is seen ended after being active: Failed and Error count as failed),
+// `phase` (Active: Stopped comes from stopStrategy, which is not run) and
+// `conditions`; other fields of `previous` are kept.
+nlohmann::json CronStatus(const nlohmann::json& previous, const std::vector<CronRun>& runs);
 
 }  // namespace headway::workflow

@@ -362,6 +362,17 @@ bool Retry(WorkflowState& state, bool restart_successful, const std::string& nod
     node.message.clear();
     node.finished_at.reset();
     node.outputs.clear();
+    if (node.type == NodeType::kPod) {
+      // A single-container entrypoint (the root, kept): its step runs again
+      // as a new job, named for the new generation, as a new node would.
+      node.phase = NodePhase::kPending;
+      node.job.clear();
+      node.started_at.reset();
+      node.exit_code.reset();
+      node.result.reset();
+      node.output_artifacts.clear();
+      node.artifact_names.clear();
+    }
   }
   for (const std::string& id : removed) state.nodes.erase(id);
   for (auto& [id, node] : state.nodes) {

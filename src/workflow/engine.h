@@ -88,6 +88,7 @@ struct Node {
   // Memoized nodes: {key, hit, cacheName} as Argo's memoizationStatus.
   std::string memo_key;
   std::optional<bool> memo_hit;
+  std::string memo_cache;  // memoize.cache.configMap.name ("default" when none)
   // Whether the node stands for an exit handler (its parent's onExit).
   bool on_exit = false;
   // Pod nodes: output artifacts with an s3.key, by name -> the artifact
@@ -118,7 +119,10 @@ struct WorkflowState {
   std::optional<Time> finished_at;
   bool suspended = false;  // spec.suspend: no new step starts until resumed
   Shutdown shutdown = Shutdown::kNone;
-  std::vector<NodeParameter> outputs;  // workflow.outputs.parameters (globalName)
+  // workflow.outputs: what nodes' outputs with a globalName published, as
+  // soon as each node finished (Argo's status.outputs).
+  std::vector<NodeParameter> outputs;          // workflow.outputs.parameters
+  std::vector<NodeArtifact> output_artifacts;  // workflow.outputs.artifacts
   int generation = 0;                  // how many times Retry() ran: new jobs' names differ
   std::map<std::string, Node> nodes;   // by id
 

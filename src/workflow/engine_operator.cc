@@ -121,8 +121,15 @@ void Operator::Run() {
   meta.labels = env_.metadata.labels;
   meta.annotations = env_.metadata.annotations;
   AddWorkflowVariables(meta, &global_);
+  // A CronWorkflow's run: the fire time it was started for.
+  if (auto it = env_.metadata.annotations.find(std::string(kScheduledTimeAnnotation));
+      it != env_.metadata.annotations.end()) {
+    global_["workflow.scheduledTime"] = it->second;
+  }
   for (const NodeParameter& p : state_.outputs)
     global_["workflow.outputs.parameters." + p.name] = p.value;
+  for (const NodeArtifact& a : state_.output_artifacts)
+    global_["workflow.outputs.artifacts." + a.name] = a.ref;
 
   const Template* entry = spec_.FindTemplate(spec_.entrypoint);
   if (entry == nullptr) {
@@ -138,6 +145,15 @@ void Operator::Run() {
   for (const Parameter& p : spec_.arguments.parameters) {
     if (p.value) root_call.arguments.push_back({p.name, *p.value});
   }
+  // spec.arguments.artifacts: the entrypoint's input artifacts.
+  for (const Artifact& a : spec_.arguments.artifacts) {
+    Artifact given = a;
+    if (a.raw_data) {
+      auto raw = Substitute(*a.raw_data, global_, Unresolved::kKeep);
+      if (raw.ok()) given.raw_data = *raw;
+    }
+    root_call.artifact_arguments.push_back(std::move(given));
+  }
   Node* root = Execute(state_.name, root_call, "", global_);
   if (root == nullptr || !root->Fulfilled()) {
     if (root != nullptr) {
@@ -152,7 +168,7 @@ void Operator::Run() {
                         ? NodePhase::kSucceeded
                         : root->phase;
   std::string message = root->message;
-  if (!spec_.on_exit.empty() && state_.shutdown != Shutdown::kTerminate) {
+  if ((!spec_.on_exit.empty() || spec_.exit_hook) && state_.shutdown != Shutdown::kTerminate) {
     Scope scope = global_;
     scope["workflow.status"] = std::string(NodePhaseName(phase));
     json failures = json::array();
@@ -172,19 +188,29 @@ void Operator::Run() {
       scope["workflow.duration"] =
           FormatJsonNumber(static_cast<double>((env_.now - *state_.started_at).count()) / 1000.0);
     }
-    Call exit_call;
-    exit_call.tmpl = spec_.FindTemplate(spec_.on_exit);
-    exit_call.display_name = state_.name + ".onExit";
-    exit_call.on_exit = true;
-    if (exit_call.tmpl == nullptr) {
-      phase = NodePhase::kError;
-      message = "onExit template '" + spec_.on_exit + "' not found";
+    // onExit, or spec.hooks.exit (Argo's GetExitHook): without arguments
+    // of its own, the handler is given the workflow's.
+    Task hook;
+    hook.name = "onExit";
+    if (!spec_.on_exit.empty()) {
+      hook.template_name = spec_.on_exit;
     } else {
+      hook.template_name = spec_.exit_hook->template_name;
+      hook.template_ref = spec_.exit_hook->template_ref;
+      hook.arguments = spec_.exit_hook->arguments;
+    }
+    if (hook.arguments.empty()) hook.arguments = spec_.arguments;
+    auto exit_call = CallOf(hook, scope, state_.name + ".onExit", Call{});
+    if (!exit_call.ok()) {
+      phase = NodePhase::kError;
+      message = "onExit: " + exit_call.status().message();
+    } else {
+      exit_call->on_exit = true;
       // Exit handlers run even after a stop: lift it for them.
       Shutdown saved = state_.shutdown;
       if (saved == Shutdown::kStop) state_.shutdown = Shutdown::kNone;
       in_exit_handler_ = true;
-      Node* handler = Execute(state_.name + ".onExit", exit_call, "", scope);
+      Node* handler = Execute(state_.name + ".onExit", *exit_call, "", scope);
       in_exit_handler_ = false;
       state_.shutdown = saved;
       if (handler == nullptr || !handler->Fulfilled()) return;
@@ -257,6 +283,8 @@ Node* Operator::Execute(const std::string& name, const Call& call, const std::st
   Scope scope = global_;
   for (auto it = outer.lower_bound("workflow.");
        it != outer.end() && it->first.rfind("workflow.", 0) == 0; ++it) {
+    // The published outputs are the global scope's: the caller's may be older.
+    if (it->first.rfind("workflow.outputs.", 0) == 0) continue;
     scope[it->first] = it->second;
   }
   for (const char* key : {"steps.status", "tasks.status"}) {
@@ -277,7 +305,9 @@ Node* Operator::Execute(const std::string& name, const Call& call, const std::st
       return &Create(name, NodeType::kPod, bad, boundary, NodePhase::kError,
                      "inputs.parameters." + p.name + " was not supplied");
     }
-    auto substituted = Substitute(*value, global_, Unresolved::kKeep);
+    // Argo substitutes the template with the global variables (an exit
+    // handler's workflow.status among them) before its inputs.
+    auto substituted = Substitute(*value, scope, Unresolved::kKeep);
     if (substituted.ok()) value = *substituted;
     if (!p.enum_values.empty() &&
         std::find(p.enum_values.begin(), p.enum_values.end(), *value) == p.enum_values.end()) {
@@ -367,8 +397,10 @@ Node* Operator::Execute(const std::string& name, const Call& call, const std::st
         Node& n = Create(name, NodeType::kPod, resolved_call, boundary, NodePhase::kSucceeded);
         n.memo_key = *key;
         n.memo_hit = true;
+        n.memo_cache = cache;
         n.outputs = hit->outputs;
         n.result = hit->result;
+        PublishGlobalOutputs(tmpl, n);
         return &n;
       }
     }
@@ -395,6 +427,8 @@ Node* Operator::Execute(const std::string& name, const Call& call, const std::st
       auto key = Substitute(tmpl.memoize->key, scope, Unresolved::kKeep);
       node->memo_key = key.ok() ? *key : tmpl.memoize->key;
       node->memo_hit = false;
+      node->memo_cache =
+          tmpl.memoize->config_map_name.empty() ? "default" : tmpl.memoize->config_map_name;
     }
   }
   switch (tmpl.kind) {
@@ -412,6 +446,9 @@ Node* Operator::Execute(const std::string& name, const Call& call, const std::st
       ExecuteSuspend(*node, resolved_call, scope);
       break;
   }
+  // Argo publishes a node's global outputs as soon as it finishes, so the
+  // steps after it read them as workflow.outputs.*.
+  if (node->phase == NodePhase::kSucceeded) PublishGlobalOutputs(tmpl, *node);
   if (node->Fulfilled() && node->phase == NodePhase::kSucceeded && tmpl.memoize &&
       !node->memo_hit.value_or(false) && !node->memo_key.empty()) {
     MemoEntry entry;
@@ -762,15 +799,6 @@ void Operator::ExecutePod(Node& node, const Call& call, const Scope& scope) {
             return;
           }
           node.outputs.push_back({p.name, *value});
-          if (!p.global_name.empty()) {
-            auto g = std::find_if(state_.outputs.begin(), state_.outputs.end(),
-                                  [&](const NodeParameter& o) { return o.name == p.global_name; });
-            if (g == state_.outputs.end()) {
-              state_.outputs.push_back({p.global_name, *value});
-            } else {
-              g->value = *value;
-            }
-          }
         }
       }
       if (!seen->artifact_error.empty()) {
@@ -815,7 +843,18 @@ void Operator::ExecutePod(Node& node, const Call& call, const Scope& scope) {
   }
 }
 
-Result<Call> Operator::CallOf(const Task& task, const Scope& scope, const std::string& display) {
+const Template* Operator::Resolve(const std::string& name, const Call& parent,
+                                  std::string* template_ref) const {
+  if (!parent.ref_scope) return spec_.FindTemplate(name);
+  if (!env_.resolve_ref) return nullptr;
+  TemplateRef ref = *parent.ref_scope;
+  ref.template_name = name;
+  *template_ref = ref.name + "/" + name;
+  return env_.resolve_ref(ref);
+}
+
+Result<Call> Operator::CallOf(const Task& task, const Scope& scope, const std::string& display,
+                              const Call& parent) {
   Call call;
   call.display_name = display;
   if (task.template_ref) {
@@ -826,9 +865,17 @@ Result<Call> Operator::CallOf(const Task& task, const Scope& scope, const std::s
                       "' in WorkflowTemplate '" + task.template_ref->name + "'");
     }
     call.template_ref = task.template_ref->name + "/" + task.template_ref->template_name;
+    call.ref_scope = task.template_ref;
   } else {
-    call.tmpl = spec_.FindTemplate(task.template_name);
-    if (call.tmpl == nullptr) return NotFound("no template named '" + task.template_name + "'");
+    // Argo resolves a plain template name in the scope of the template
+    // that holds the step: inside a WorkflowTemplate, in that one.
+    call.tmpl = Resolve(task.template_name, parent, &call.template_ref);
+    call.ref_scope = parent.ref_scope;
+    if (call.tmpl == nullptr) {
+      return NotFound("no template named '" + task.template_name + "'" +
+                      (parent.ref_scope ? " in WorkflowTemplate '" + parent.ref_scope->name + "'"
+                                        : std::string()));
+    }
   }
   for (const Parameter& p : task.arguments.parameters) {
     std::string value = p.value.value_or(p.default_value.value_or(""));

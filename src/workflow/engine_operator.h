@@ -62,6 +62,9 @@ struct Call {
   std::vector<InputArtifact> input_artifacts;  // resolved for the template
   std::string display_name;
   bool on_exit = false;
+  // The WorkflowTemplate the template came from by templateRef: a plain
+  // `template:` inside it names one of that WorkflowTemplate's templates.
+  std::optional<TemplateRef> ref_scope;
 };
 
 class Operator {
@@ -100,15 +103,29 @@ class Operator {
   void ExecuteSteps(Node& node, const Call& call, Scope scope);
   void ExecuteDag(Node& node, const Call& call, Scope scope);
   void ExecuteSuspend(Node& node, const Call& call, const Scope& scope);
-  // Runs a step's or task's onExit handler once `node` is done; true when
-  // there is none or it is done too.
-  bool ExitHandlerDone(const Node& node, const std::string& on_exit, const std::string& boundary,
-                       const Scope& scope);
+  // Runs a step's or task's onExit handler (or its exit hook) once `node` is
+  // done; true when there is none or it is done too. `prefix` is how its
+  // outputs are named ("steps.NAME", "tasks.NAME"); `parent` the call of the
+  // steps or DAG template it is in.
+  bool ExitHandlerDone(const Node& node, const Task& task, const std::string& prefix,
+                       const std::string& boundary, const Scope& scope, const Call& parent);
+  // Publishes a finished node's outputs that have a globalName as the
+  // workflow's (workflow.outputs.parameters.G / .artifacts.G), at once.
+  void PublishGlobalOutputs(const Template& tmpl, const Node& node);
+  // Copies the workflow's published outputs into `scope`: those published
+  // in this pass are not in the scope a template was entered with.
+  void AddGlobalOutputs(Scope& scope) const;
   void FinishWithOutputs(Node& node, const Call& call, const Scope& scope, NodePhase phase,
                          std::string message = "");
 
   // Resolves a step's or task's template and arguments against `scope`.
-  Result<Call> CallOf(const Task& task, const Scope& scope, const std::string& display);
+  Result<Call> CallOf(const Task& task, const Scope& scope, const std::string& display,
+                      const Call& parent);
+  // A template by name, where `parent` was found: the workflow's, or the
+  // WorkflowTemplate's that a templateRef reached. nullptr when none;
+  // `template_ref` says "WFT/NAME" for one of a WorkflowTemplate.
+  const Template* Resolve(const std::string& name, const Call& parent,
+                          std::string* template_ref) const;
   // Expands a loop into (child name suffix, item scope) pairs, within the
   // workflow's node limit.
   Result<std::vector<LoopItem>> Items(const Task& task, const Scope& scope);

@@ -33,21 +33,89 @@ NodeOutputs OutputsOf(const Node& node) {
 }
 }  // namespace
 
-bool Operator::ExitHandlerDone(const Node& node, const std::string& on_exit,
-                               const std::string& boundary, const Scope& scope) {
-  if (on_exit.empty() || state_.shutdown == Shutdown::kTerminate) return true;
-  Call call;
-  call.tmpl = spec_.FindTemplate(on_exit);
-  call.display_name = node.display_name + ".onExit";
-  call.on_exit = true;
-  if (call.tmpl == nullptr) return true;
+void Operator::PublishGlobalOutputs(const Template& tmpl, const Node& node) {
+  for (const Parameter& p : tmpl.outputs.parameters) {
+    if (p.global_name.empty()) continue;
+    auto value = std::find_if(node.outputs.begin(), node.outputs.end(),
+                              [&](const NodeParameter& o) { return o.name == p.name; });
+    if (value == node.outputs.end()) continue;
+    global_["workflow.outputs.parameters." + p.global_name] = value->value;
+    auto g = std::find_if(state_.outputs.begin(), state_.outputs.end(),
+                          [&](const NodeParameter& o) { return o.name == p.global_name; });
+    if (g == state_.outputs.end()) {
+      state_.outputs.push_back({p.global_name, value->value});
+    } else if (g->value != value->value) {
+      g->value = value->value;
+    } else {
+      continue;
+    }
+    out_.changed = true;
+  }
+  for (const Artifact& a : tmpl.outputs.artifacts) {
+    if (a.global_name.empty()) continue;
+    auto stored = std::find_if(node.output_artifacts.begin(), node.output_artifacts.end(),
+                               [&](const NodeArtifact& o) { return o.name == a.name; });
+    if (stored == node.output_artifacts.end()) continue;
+    global_["workflow.outputs.artifacts." + a.global_name] = stored->ref;
+    // As Argo: named by its globalName, without the path it had in the step.
+    auto g = std::find_if(state_.output_artifacts.begin(), state_.output_artifacts.end(),
+                          [&](const NodeArtifact& o) { return o.name == a.global_name; });
+    if (g == state_.output_artifacts.end()) {
+      state_.output_artifacts.push_back({a.global_name, "", stored->ref});
+    } else if (g->ref != stored->ref) {
+      g->ref = stored->ref;
+    } else {
+      continue;
+    }
+    out_.changed = true;
+  }
+}
+
+void Operator::AddGlobalOutputs(Scope& scope) const {
+  for (auto it = global_.lower_bound("workflow.outputs.");
+       it != global_.end() && it->first.rfind("workflow.outputs.", 0) == 0; ++it) {
+    scope[it->first] = it->second;
+  }
+}
+
+bool Operator::ExitHandlerDone(const Node& node, const Task& task, const std::string& prefix,
+                               const std::string& boundary, const Scope& scope,
+                               const Call& parent) {
+  if ((task.on_exit.empty() && !task.exit_hook) || state_.shutdown == Shutdown::kTerminate) {
+    return true;
+  }
+  // Argo (GetExitHook, runOnExitNode): onExit is an exit hook without
+  // arguments; a hook without arguments is given the workflow's, and its
+  // arguments may read the node's outputs by its step's or task's name.
+  Task hook;
+  hook.name = task.name;
+  if (!task.on_exit.empty()) {
+    hook.template_name = task.on_exit;
+  } else {
+    hook.template_name = task.exit_hook->template_name;
+    hook.template_ref = task.exit_hook->template_ref;
+    hook.arguments = task.exit_hook->arguments;
+  }
+  if (hook.arguments.empty()) hook.arguments = spec_.arguments;
   Scope exit_scope = scope;
   exit_scope["steps.status"] = exit_scope["tasks.status"] = std::string(NodePhaseName(node.phase));
+  AddNodeVariables(prefix, OutputsOf(node), &exit_scope);
+  AddArtifactRefs(prefix, node, &exit_scope);
+  const std::string name = node.name + ".onExit";
+  auto call = CallOf(hook, exit_scope, node.display_name + ".onExit", parent);
+  if (!call.ok()) {
+    if (Find(name) == nullptr) {
+      Create(name, NodeType::kPod, Call{}, boundary, NodePhase::kError, call.status().message())
+          .on_exit = true;
+    }
+    return true;
+  }
+  call->on_exit = true;
   Shutdown saved = state_.shutdown;
   if (saved == Shutdown::kStop) state_.shutdown = Shutdown::kNone;
   const bool outer = in_exit_handler_;
   in_exit_handler_ = true;
-  Node* handler = Execute(node.name + ".onExit", call, boundary, exit_scope);
+  Node* handler = Execute(name, *call, boundary, exit_scope);
   in_exit_handler_ = outer;
   state_.shutdown = saved;
   return handler != nullptr && handler->Fulfilled();
@@ -79,7 +147,6 @@ void Operator::FinishWithOutputs(Node& node, const Call& call, const Scope& scop
         }
       }
       node.outputs.push_back({p.name, *v});
-      if (!p.global_name.empty()) state_.outputs.push_back({p.global_name, *v});
     }
     node.output_artifacts.clear();
     for (const Artifact& a : call.tmpl->outputs.artifacts) {
@@ -174,7 +241,7 @@ void Operator::ExecuteSteps(Node& steps_node, const Call& call, Scope scope) {
             continue;
           }
         }
-        auto step_call = CallOf(step, item_scope, step.name + suffix);
+        auto step_call = CallOf(step, item_scope, step.name + suffix, call);
         if (!step_call.ok()) {
           if (child == nullptr) {
             Settled(name, step.name + suffix, NodeType::kPod, steps_id, group_id, NodePhase::kError,
@@ -196,7 +263,7 @@ void Operator::ExecuteSteps(Node& steps_node, const Call& call, Scope scope) {
           all_done = false;
           continue;
         }
-        if (!ExitHandlerDone(*child, step.on_exit, steps_id, item_scope)) {
+        if (!ExitHandlerDone(*child, step, "steps." + step.name, steps_id, item_scope, call)) {
           all_done = false;
           continue;
         }
@@ -225,6 +292,7 @@ void Operator::ExecuteSteps(Node& steps_node, const Call& call, Scope scope) {
       return;
     }
     SetPhase(*group, NodePhase::kSucceeded);
+    AddGlobalOutputs(scope);
     // What later groups may read: steps.NAME.* (a loop's aggregated).
     for (const Task& step : groups[g]) {
       const std::string step_name = group_name + "." + step.name;
@@ -379,6 +447,7 @@ void Operator::ExecuteDag(Node& dag_node, const Call& call, Scope scope) {
           outcome.children.push_back(state_.nodes.at(c).phase);
       }
       outcomes[task->name] = outcome;
+      AddGlobalOutputs(scope);
       if (IsFailure(node.phase) && !handled.count(task->name) &&
           !(task->continue_on && ((node.phase == NodePhase::kFailed && task->continue_on->failed) ||
                                   (node.phase == NodePhase::kError && task->continue_on->error)))) {
@@ -402,7 +471,7 @@ void Operator::ExecuteDag(Node& dag_node, const Call& call, Scope scope) {
     };
     Node* existing = Find(task_name);
     if (existing != nullptr && existing->Fulfilled() &&
-        ExitHandlerDone(*existing, task->on_exit, dag_id, scope)) {
+        ExitHandlerDone(*existing, *task, "tasks." + task->name, dag_id, scope, call)) {
       record(*existing);
       continue;
     }
@@ -491,7 +560,7 @@ void Operator::ExecuteDag(Node& dag_node, const Call& call, Scope scope) {
             continue;
           }
         }
-        auto task_call = CallOf(*task, s, task->name + item.node_suffix);
+        auto task_call = CallOf(*task, s, task->name + item.node_suffix, call);
         if (!task_call.ok()) {
           if (child == nullptr) {
             Settled(name, task->name + item.node_suffix, NodeType::kPod, dag_id, group_id,
@@ -528,14 +597,14 @@ void Operator::ExecuteDag(Node& dag_node, const Call& call, Scope scope) {
       } else {
         SetPhase(g, group_failed ? NodePhase::kFailed : NodePhase::kSucceeded, group_failure);
       }
-      if (!ExitHandlerDone(g, task->on_exit, dag_id, scope)) {
+      if (!ExitHandlerDone(g, *task, "tasks." + task->name, dag_id, scope, call)) {
         all_done = false;
         continue;
       }
       record(g);
       continue;
     }
-    auto task_call = CallOf(*task, scope, task->name);
+    auto task_call = CallOf(*task, scope, task->name, call);
     if (!task_call.ok()) {
       Node* n = existing;
       if (n == nullptr) {
@@ -555,7 +624,8 @@ void Operator::ExecuteDag(Node& dag_node, const Call& call, Scope scope) {
     }
     if (existing == nullptr && !child->Fulfilled()) ++running;
     AddChild(state_.nodes.at(dag_id), *child);
-    if (!child->Fulfilled() || !ExitHandlerDone(*child, task->on_exit, dag_id, scope)) {
+    if (!child->Fulfilled() ||
+        !ExitHandlerDone(*child, *task, "tasks." + task->name, dag_id, scope, call)) {
       all_done = false;
       continue;
     }

@@ -13,6 +13,8 @@
 #include <utility>
 #include <variant>
 
+#include "workflow/expression_internal.h"
+
 namespace headway::workflow {
 
 namespace {
@@ -908,128 +910,7 @@ Result<bool> EvaluateWhen(std::string_view expression) {
 
 namespace {
 
-struct XValue {
-  enum Type { kNil, kBool, kInt, kFloat, kStr, kList } type = kNil;
-  bool b = false;
-  int64_t i = 0;
-  double f = 0;
-  std::string s;
-  std::vector<XValue> list;
-
-  static XValue Bool(bool x) {
-    XValue v;
-    v.type = kBool;
-    v.b = x;
-    return v;
-  }
-  static XValue Int(int64_t x) {
-    XValue v;
-    v.type = kInt;
-    v.i = x;
-    return v;
-  }
-  static XValue Float(double x) {
-    XValue v;
-    v.type = kFloat;
-    v.f = x;
-    return v;
-  }
-  static XValue Str(std::string x) {
-    XValue v;
-    v.type = kStr;
-    v.s = std::move(x);
-    return v;
-  }
-  bool numeric() const { return type == kInt || type == kFloat; }
-  double AsDouble() const { return type == kInt ? static_cast<double>(i) : f; }
-};
-
-const char* TypeName(const XValue& v) {
-  switch (v.type) {
-    case XValue::kNil:
-      return "nil";
-    case XValue::kBool:
-      return "bool";
-    case XValue::kInt:
-      return "int";
-    case XValue::kFloat:
-      return "float64";
-    case XValue::kStr:
-      return "string";
-    case XValue::kList:
-      return "array";
-  }
-  return "?";
-}
-
-std::string XGoString(const XValue& v) {
-  switch (v.type) {
-    case XValue::kNil:
-      return "<nil>";
-    case XValue::kBool:
-      return v.b ? "true" : "false";
-    case XValue::kInt:
-      return std::to_string(v.i);
-    case XValue::kFloat:
-      return FormatGoFloat(v.f);
-    case XValue::kStr:
-      return v.s;
-    case XValue::kList: {
-      std::string out = "[";
-      for (size_t k = 0; k < v.list.size(); ++k) {
-        if (k) out += " ";
-        out += XGoString(v.list[k]);
-      }
-      return out + "]";
-    }
-  }
-  return "";
-}
-
-nlohmann::json XToJson(const XValue& v) {
-  switch (v.type) {
-    case XValue::kNil:
-      return nullptr;
-    case XValue::kBool:
-      return v.b;
-    case XValue::kInt:
-      return v.i;
-    case XValue::kFloat:
-      return v.f;
-    case XValue::kStr:
-      return v.s;
-    case XValue::kList: {
-      nlohmann::json a = nlohmann::json::array();
-      for (const auto& e : v.list) a.push_back(XToJson(e));
-      return a;
-    }
-  }
-  return nullptr;
-}
-
-bool XEqual(const XValue& a, const XValue& b) {
-  if (a.numeric() && b.numeric()) {
-    if (a.type == XValue::kInt && b.type == XValue::kInt) return a.i == b.i;
-    return a.AsDouble() == b.AsDouble();
-  }
-  if (a.type != b.type) return false;
-  switch (a.type) {
-    case XValue::kNil:
-      return true;
-    case XValue::kBool:
-      return a.b == b.b;
-    case XValue::kStr:
-      return a.s == b.s;
-    case XValue::kList:
-      if (a.list.size() != b.list.size()) return false;
-      for (size_t k = 0; k < a.list.size(); ++k) {
-        if (!XEqual(a.list[k], b.list[k])) return false;
-      }
-      return true;
-    default:
-      return false;
-  }
-}
+using namespace expr_internal;
 
 struct XToken {
   enum Kind { kInt, kFloat, kStr, kIdent, kOp, kEnd } kind;
@@ -1297,6 +1178,9 @@ class ExprEvaluator {
       return XValue::Bool(res);
     }
     if (op == "in") {
+      if (r.type == XValue::kMap && l.type == XValue::kStr) {
+        return XValue::Bool(r.map.contains(l.s));
+      }
       if (r.type != XValue::kList) return Mismatch(pos, op, l, r);
       for (const auto& e : r.list) {
         if (XEqual(l, e)) return XValue::Bool(true);
@@ -1385,7 +1269,12 @@ class ExprEvaluator {
           if (!v.ok()) return v;
           if (!IsOp(")")) return Err(Peek().pos, "expected ')'");
           ++next_;
-          return v;
+          return Members(std::move(*v), skip, depth);
+        }
+        if (t.text == "#" || (t.text == "." && !closure_.empty())) {
+          if (closure_.empty()) return Err(t.pos, "'#' outside a predicate");
+          if (t.text == "#") ++next_;
+          return Members(skip ? XValue() : closure_.back(), skip, depth);
         }
         if (t.text == "[") {
           ++next_;
@@ -1409,7 +1298,7 @@ class ExprEvaluator {
             }
             return Err(Peek().pos, "expected ',' or ']'");
           }
-          return list;
+          return Members(std::move(list), skip, depth);
         }
         return Unexpected(t);
       case XToken::kEnd:
@@ -1424,7 +1313,11 @@ class ExprEvaluator {
     if (t.text == "true") return XValue::Bool(true);
     if (t.text == "false") return XValue::Bool(false);
     if (t.text == "nil") return XValue();
-    if (IsOp("(")) return Call(t, skip, depth);
+    if (IsOp("(")) {
+      auto v = Call(t.text, t.pos, skip, depth);
+      if (!v.ok()) return v;
+      return Members(std::move(*v), skip, depth);
+    }
     // A variable path: ident ('.' ident | '[' 'string' ']')*
     std::string path = t.text;
     while (true) {
@@ -1433,7 +1326,12 @@ class ExprEvaluator {
         if (Peek().kind != XToken::kIdent) return Err(Peek().pos, "expected a name after '.'");
         path += "." + Peek().text;
         ++next_;
-        if (IsOp("(")) return Unsupported(Peek().pos, "method calls");
+        if (IsOp("(")) {
+          if (path.rfind("sprig.", 0) != 0) return Unsupported(Peek().pos, "method calls");
+          auto v = Call(path, t.pos, skip, depth);
+          if (!v.ok()) return v;
+          return Members(std::move(*v), skip, depth);
+        }
         continue;
       }
       if (IsOp("[")) {
@@ -1460,10 +1358,12 @@ class ExprEvaluator {
     return XValue::Str(it->second);
   }
 
-  Result<XValue> Call(const XToken& fn, bool skip, int depth) {
-    static const std::set<std::string> kFns = {"asInt",  "asFloat", "string", "int", "float",
-                                               "toJson", "lower",   "upper",  "trim"};
-    if (!kFns.count(fn.text)) return Unsupported(fn.pos, "the function '" + fn.text + "'");
+  // `name(args...)`, the token after the name being '('.
+  Result<XValue> Call(const std::string& name, size_t pos, bool skip, int depth) {
+    static const std::set<std::string, std::less<>> kPredicates = {"filter", "map", "all",  "any",
+                                                                   "none",   "one", "count"};
+    if (kPredicates.count(name)) return Predicate(name, pos, skip, depth);
+    if (!IsFunction(name)) return Unsupported(pos, "the function '" + name + "'");
     ++next_;  // (
     std::vector<XValue> args;
     if (!IsOp(")")) {
@@ -1480,59 +1380,112 @@ class ExprEvaluator {
     }
     if (!IsOp(")")) return Err(Peek().pos, "expected ')'");
     ++next_;
-    if (args.size() != 1) {
-      return Err(fn.pos,
-                 fn.text + "() takes exactly one argument, got " + std::to_string(args.size()));
-    }
     if (skip) return XValue();
-    const XValue& a = args[0];
-    const std::string& f = fn.text;
-    auto bad = [&]() {
-      return Err(fn.pos, "cannot use " + std::string(TypeName(a)) + " '" + XGoString(a) +
-                             "' as argument of " + f + "()");
-    };
-    if (f == "string") return XValue::Str(XGoString(a));
-    if (f == "toJson") return XValue::Str(XToJson(a).dump());
-    if (f == "lower" || f == "upper" || f == "trim") {
-      if (a.type != XValue::kStr) return bad();
-      std::string s = a.s;
-      if (f == "lower") {
-        for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      } else if (f == "upper") {
-        for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-      } else {
-        size_t b = 0, e = s.size();
-        while (b < e && IsSpace(s[b])) ++b;
-        while (e > b && IsSpace(s[e - 1])) --e;
-        s = s.substr(b, e - b);
+    auto result = CallFunction(name, args);
+    if (!result.ok()) return Err(pos, result.status().message());
+    return result;
+  }
+
+  // expr-lang's predicate builtins: filter(list, {# > 1}), map(list,
+  // {#.name}), all, any, none, one, count. Inside the braces `#` is the
+  // element, and `.name` a member of it.
+  Result<XValue> Predicate(const std::string& name, size_t pos, bool skip, int depth) {
+    ++next_;  // (
+    auto list = Ternary(skip, depth + 1);
+    if (!list.ok()) return list;
+    if (!IsOp(",")) return Err(Peek().pos, "expected ',' after " + name + "()'s first argument");
+    ++next_;
+    if (!IsOp("{"))
+      return Err(Peek().pos, "expected a predicate in { } as " + name + "()'s second argument");
+    ++next_;
+    if (!skip && list->type != XValue::kList) {
+      return Err(pos, "cannot use " + std::string(TypeName(*list)) + " as " + name +
+                          "()'s first argument");
+    }
+    const size_t body = next_;
+    closure_.emplace_back();
+    auto checked = Ternary(true, depth + 1);  // its syntax, once
+    if (!checked.ok()) {
+      closure_.pop_back();
+      return checked;
+    }
+    const size_t end = next_;
+    std::vector<XValue> kept;
+    int64_t count = 0;
+    if (!skip) {
+      for (const XValue& e : list->list) {
+        next_ = body;
+        closure_.back() = e;
+        auto v = Ternary(false, depth + 1);
+        if (!v.ok()) {
+          closure_.pop_back();
+          return v;
+        }
+        if (name == "map") {
+          kept.push_back(std::move(*v));
+          continue;
+        }
+        if (v->type != XValue::kBool) {
+          closure_.pop_back();
+          return Err(pos, name + "(): the predicate gave " + TypeName(*v) + ", not bool");
+        }
+        if (v->b) {
+          ++count;
+          if (name == "filter") kept.push_back(e);
+        }
       }
-      return XValue::Str(s);
     }
-    bool want_int = f == "asInt" || f == "int";
-    if (a.numeric()) {
-      if (want_int) return XValue::Int(a.type == XValue::kInt ? a.i : static_cast<int64_t>(a.f));
-      return XValue::Float(a.AsDouble());
-    }
-    if (a.type != XValue::kStr) return bad();
-    std::string s = a.s;
-    if (want_int) {
-      int64_t v = 0;
-      auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) {
-        return Err(fn.pos, f + "(): cannot parse '" + s + "' as an integer");
+    closure_.pop_back();
+    next_ = end;
+    if (!IsOp("}")) return Err(Peek().pos, "expected '}'");
+    ++next_;
+    if (!IsOp(")")) return Err(Peek().pos, "expected ')'");
+    ++next_;
+    if (skip) return XValue();
+    const int64_t size = static_cast<int64_t>(list->list.size());
+    if (name == "filter" || name == "map") return XValue::List(std::move(kept));
+    if (name == "all") return XValue::Bool(count == size);
+    if (name == "any") return XValue::Bool(count > 0);
+    if (name == "none") return XValue::Bool(count == 0);
+    if (name == "one") return XValue::Bool(count == 1);
+    return XValue::Int(count);
+  }
+
+  // Member access after a value: `[index]`, `['key']`, `.key`.
+  Result<XValue> Members(XValue v, bool skip, int depth) {
+    while (true) {
+      if (IsOp(".")) {
+        ++next_;
+        if (Peek().kind != XToken::kIdent) return Err(Peek().pos, "expected a name after '.'");
+        const XToken name = Peek();
+        ++next_;
+        if (IsOp("(")) return Unsupported(Peek().pos, "method calls");
+        if (skip) continue;
+        auto m = Member(v, XValue::Str(name.text));
+        if (!m.ok()) return Err(name.pos, m.status().message());
+        v = std::move(*m);
+        continue;
       }
-      return XValue::Int(v);
+      if (IsOp("[")) {
+        const size_t pos = Peek().pos;
+        ++next_;
+        auto key = Ternary(skip, depth + 1);
+        if (!key.ok()) return key;
+        if (!IsOp("]")) return Err(Peek().pos, "expected ']'");
+        ++next_;
+        if (skip) continue;
+        auto m = Member(v, *key);
+        if (!m.ok()) return Err(pos, m.status().message());
+        v = std::move(*m);
+        continue;
+      }
+      return v;
     }
-    double d = 0;
-    auto r = std::from_chars(s.data(), s.data() + s.size(), d);
-    if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) {
-      return Err(fn.pos, f + "(): cannot parse '" + s + "' as a number");
-    }
-    return XValue::Float(d);
   }
 
   std::string_view text_;
   const ExprVars& vars_;
+  std::vector<XValue> closure_;  // the elements of the predicates being evaluated
   std::vector<XToken> tokens_;
   size_t next_ = 0;
 };

@@ -5,7 +5,8 @@
 //    `A && (B.Succeeded || C.Failed) && !D.Skipped`;
 //  * `when` on a step or task, evaluated after variable substitution with the
 //    grammar of github.com/Knetic/govaluate, which Argo uses for it;
-//  * `{{=...}}` expression tags (expr-lang, Argo v3.1+): a documented subset.
+//  * `{{=...}}` expression tags (expr-lang, Argo v3.1+): a documented subset,
+//    with the functions Argo documents (jsonpath, sprig.*, ...).
 //
 // Everything here is pure (no I/O, no clocks, no globals), thread-safe and
 // returns a Status naming the position (0-based byte offset) of what is wrong.
@@ -166,17 +167,28 @@ using ExprVars = std::map<std::string, std::string, std::less<>>;
 // Supported subset of expr-lang: literals (integers, floats, 'str', "str",
 // true, false, nil, [a, b]); variables by path (`inputs.parameters.x`,
 // `inputs.parameters['my-param']`, `steps['a-b'].outputs.result`, `item`),
-// which read the flat key joined with '.'; unary `-` `!` `not`; `*` `/` `%`;
-// `+` `-` (string + string concatenates); `==` `!=` `<` `<=` `>` `>=`; `in`
-// (against a list); `&&` `and`; `||` `or`; `? :` (right-associative) and
-// `??`; `contains` `startsWith` `endsWith` `matches`; functions asInt(x),
-// asFloat(x), string(x), int(x), float(x), toJson(x), lower(x), upper(x),
-// trim(x).
+// which read the flat key joined with '.'; member access on values
+// (`fromJSON(x).key`, `list[0]`, `list[-1]`, `map['k']`); unary `-` `!`
+// `not`; `*` `/` `%`; `+` `-` (string + string concatenates); `==` `!=` `<`
+// `<=` `>` `>=`; `in` (a list, or a map's keys); `&&` `and`; `||` `or`;
+// `? :` (right-associative) and `??`; `contains` `startsWith` `endsWith`
+// `matches`; the predicates filter, map, all, any, none, one, count
+// (`filter(xs, {# > 1})`, `map(xs, {.name})`); and the functions of
+// expression_functions.cc: Argo's asInt, asFloat, toJson, jsonpath(json,
+// path) (`$`, `.key`, `['key']`, `[n]`, `[*]`, `.*`, `..key`); expr-lang's
+// string, int, float, len, lower, upper, trim, trimPrefix, trimSuffix,
+// split, join, replace, indexOf, abs, ceil, floor, round, max, min, sum,
+// first, last, reverse, keys, values, toJSON, fromJSON; and sprig.* (with
+// sprig's argument order): upper, lower, trim, trimAll, trimPrefix,
+// trimSuffix, replace, contains, hasPrefix, hasSuffix, splitList, join,
+// repeat, substr, trunc, nospace, title, quote, squote, default, empty,
+// coalesce, ternary, toString, toJson, fromJson, int, int64, atoi, float64,
+// add, sub, mul, div, mod, max, min, b64enc, b64dec, list, first, last.
 // Errors: NotFound naming the variable when a path is not in `vars` (Argo
 // leaves such a tag for a later phase); InvalidArgument "unsupported
-// expression ..." for anything outside the subset (lambdas, sprig.*, jsonpath,
-// filter/map, member calls, ...); InvalidArgument for type errors
-// ("'a' + 1").
+// expression ..." naming anything outside the subset (another function,
+// e.g. sprig.env, which Argo removes too; method calls; lambdas other than
+// the predicates' braces); InvalidArgument for type errors ("'a' + 1").
 Result<std::string> EvaluateExprTag(std::string_view body, const ExprVars& vars);
 
 // How Argo renders a number it read from JSON (Go's encoding/json float64

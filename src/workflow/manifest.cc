@@ -561,25 +561,67 @@ Status ParseSequence(Context& ctx, const std::string& path, const YAML::Node& no
   return Status::Ok();
 }
 
+Handler TemplateRefField(Context& ctx, std::optional<TemplateRef>& out) {
+  return [&ctx, &out](const std::string& p, const YAML::Node& n) -> Status {
+    TemplateRef ref;
+    FieldRules r;
+    r.parse = {{"name", Text(ref.name)},
+               {"template", Text(ref.template_name)},
+               {"clusterScope", Bool(ref.cluster_scope)}};
+    HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, p, n, r));
+    if (ref.name.empty() || ref.template_name.empty()) {
+      return FieldError(p, n, "needs name (a WorkflowTemplate) and template");
+    }
+    out = std::move(ref);
+    return Status::Ok();
+  };
+}
+
+// hooks (LifecycleHooks): kept as written in `recorded`; the exit hook is
+// also parsed to be run, the others are reported as not run.
+Handler Hooks(Context& ctx, std::optional<LifecycleHook>& exit, RecordedFields& recorded) {
+  return [&ctx, &exit, &recorded](const std::string& p, const YAML::Node& n) -> Status {
+    auto value = ToJsonValue(ctx, p, n, 0);
+    if (!value.ok()) return value.status();
+    if (!n.IsMap()) return FieldError(p, n, "must be a map, got " + TypeName(n));
+    for (const auto& kv : n) {
+      if (!kv.first.IsScalar()) return FieldError(p, kv.first, "hook names must be strings");
+      const std::string name = kv.first.Scalar();
+      const std::string hp = p + "." + name;
+      LifecycleHook hook;
+      FieldRules r;
+      r.parse = {{"template", Text(hook.template_name)},
+                 {"templateRef", TemplateRefField(ctx, hook.template_ref)},
+                 {"arguments", Io(ctx, hook.arguments)},
+                 {"expression", Text(hook.expression)}};
+      HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, hp, kv.second, r));
+      if (hook.template_name.empty() == !hook.template_ref.has_value()) {
+        return FieldError(hp, kv.second, "needs exactly one of template and templateRef");
+      }
+      if (name != "exit") {
+        ctx.warnings.push_back({hp, LineOf(kv.first),
+                                "ignored: only the exit hook is run; other lifecycle hooks "
+                                "are not run yet"});
+        continue;
+      }
+      if (!hook.expression.empty()) {
+        ctx.warnings.push_back(
+            {hp + ".expression", LineOf(kv.first), "ignored: the exit hook always runs"});
+      }
+      exit = std::move(hook);
+    }
+    recorded["hooks"] = std::move(*value);
+    return Status::Ok();
+  };
+}
+
 Status ParseTask(Context& ctx, const std::string& path, const YAML::Node& node, Task& t, bool dag) {
   HEADWAY_RETURN_IF_ERROR(ctx.CountTemplateOrTask(path, node));
   FieldRules rules;
   rules.parse = {{"name", Text(t.name)},
                  {"template", Text(t.template_name)},
-                 {"templateRef",
-                  [&](const std::string& p, const YAML::Node& n) -> Status {
-                    TemplateRef ref;
-                    FieldRules r;
-                    r.parse = {{"name", Text(ref.name)},
-                               {"template", Text(ref.template_name)},
-                               {"clusterScope", Bool(ref.cluster_scope)}};
-                    HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, p, n, r));
-                    if (ref.name.empty() || ref.template_name.empty()) {
-                      return FieldError(p, n, "needs name (a WorkflowTemplate) and template");
-                    }
-                    t.template_ref = std::move(ref);
-                    return Status::Ok();
-                  }},
+                 {"templateRef", TemplateRefField(ctx, t.template_ref)},
+                 {"hooks", Hooks(ctx, t.exit_hook, t.recorded)},
                  {"arguments", Io(ctx, t.arguments)},
                  {"when", NonEmptyText(t.when)},
                  {"withItems",
@@ -617,7 +659,6 @@ Status ParseTask(Context& ctx, const std::string& path, const YAML::Node& node, 
     rules.refused = {{"dependencies", "steps run in the order of their groups; use a dag template"},
                      {"depends", "steps run in the order of their groups; use a dag template"}};
   }
-  rules.ignored = {{"hooks", "lifecycle hooks are not run yet"}};
   rules.refused["inline"] = "name a template of spec.templates instead";
   HEADWAY_RETURN_IF_ERROR(WalkFields(ctx, path, node, rules, &t.recorded));
   int loops = t.with_items.has_value() + !t.with_param.empty() + t.with_sequence.has_value();
@@ -845,6 +886,7 @@ Status ParseWorkflowSpec(Context& ctx, const std::string& path, const YAML::Node
                           });
        }},
       {"onExit", Text(s.on_exit)},
+      {"hooks", Hooks(ctx, s.exit_hook, s.recorded)},
       {"parallelism", Integer(s.parallelism, 0, 1'000'000)},
       {"activeDeadlineSeconds", Integer(s.active_deadline_seconds, 0, std::int64_t{1} << 40)},
       {"ttlStrategy",
@@ -900,7 +942,6 @@ Status ParseWorkflowSpec(Context& ctx, const std::string& path, const YAML::Node
   rules.ignored["archiveLogs"] = "logs are kept by Headway for every job";
   rules.ignored["artifactRepositoryRef"] = "artifacts go to the server's artifact store";
   rules.ignored["artifactGC"] = "artifacts follow the artifact store's retention";
-  rules.ignored["hooks"] = "lifecycle hooks are not run yet";
   rules.ignored["workflowMetadata"] = "labels come from metadata";
   rules.ignored["shutdown"] = "stop a workflow with the API";
   rules.refused = {{"templateDefaults", "write the fields on each template"}};
@@ -1147,6 +1188,11 @@ class Validator {
     if (!spec_.on_exit.empty() && !spec_.FindTemplate(spec_.on_exit)) {
       return Error(prefix + ".onExit", "no template named '" + spec_.on_exit + "'");
     }
+    if (spec_.exit_hook && !spec_.exit_hook->template_ref &&
+        !spec_.FindTemplate(spec_.exit_hook->template_name)) {
+      return Error(prefix + ".hooks.exit.template",
+                   "no template named '" + spec_.exit_hook->template_name + "'");
+    }
     if (spec_.entrypoint.empty()) {
       if (owner_ == SpecOwner::kWorkflowTemplate) return Status::Ok();
       return Error(prefix + ".entrypoint", "is required: the name of the template to run first");
@@ -1356,6 +1402,13 @@ class Validator {
     if (!TemplatesAreHere()) return Status::Ok();
     if (!task.on_exit.empty() && !spec_.FindTemplate(task.on_exit)) {
       return Error(path + ".onExit", "no template named '" + task.on_exit + "'");
+    }
+    if (task.exit_hook && !task.exit_hook->template_ref) {
+      const Template* hook = spec_.FindTemplate(task.exit_hook->template_name);
+      if (!hook) {
+        return Error(path + ".hooks.exit.template",
+                     "no template named '" + task.exit_hook->template_name + "'");
+      }
     }
     if (task.template_ref) return Status::Ok();  // resolved by the controller
     const Template* callee = spec_.FindTemplate(task.template_name);

@@ -89,8 +89,9 @@ json ToJson(const Node& node) {
   if (node.exit_code) outputs["exitCode"] = *node.exit_code;
   if (!outputs.empty()) j["outputs"] = outputs;
   if (node.memo_hit) {
-    j["memoizationStatus"] = {
-        {"hit", *node.memo_hit}, {"key", node.memo_key}, {"cacheName", "default"}};
+    j["memoizationStatus"] = {{"hit", *node.memo_hit},
+                              {"key", node.memo_key},
+                              {"cacheName", node.memo_cache.empty() ? "default" : node.memo_cache}};
   }
   if (node.on_exit) j["nodeFlag"] = {{"hooked", true}};
   json headway = json::object();
@@ -164,6 +165,7 @@ Result<Node> NodeFromJson(const json& j) {
   }
   if (j.contains("memoizationStatus") && j["memoizationStatus"].is_object()) {
     node.memo_hit = j["memoizationStatus"].value("hit", false);
+    node.memo_cache = j["memoizationStatus"].value("cacheName", "");
   }
   if (j.contains("headway") && j["headway"].is_object()) {
     const json& h = j["headway"];

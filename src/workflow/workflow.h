@@ -55,6 +55,11 @@ inline constexpr std::string_view kQueueKey = "headway.dev/queue";
 inline constexpr std::string_view kPriorityKey = "headway.dev/priority";
 inline constexpr std::string_view kGpusKey = "headway.dev/gpus";
 
+// The annotation a CronWorkflow puts on each workflow it starts: the fire
+// time it runs for (RFC 3339), which the workflow reads as
+// {{workflow.scheduledTime}}.
+inline constexpr std::string_view kScheduledTimeAnnotation = "workflows.argoproj.io/scheduled-time";
+
 // Known fields kept verbatim, by Argo name (see the file comment).
 using RecordedFields = std::map<std::string, nlohmann::json>;
 
@@ -218,6 +223,19 @@ struct ContinueOn {
   bool operator==(const ContinueOn&) const = default;
 };
 
+// A lifecycle hook (LifecycleHook). Headway runs the `exit` hook of a step
+// or task, as Argo does, like its onExit: `template` (or `templateRef`) runs
+// as "<node>.onExit" once the node ends, with `arguments` resolved against
+// the node's outputs (steps.NAME.outputs.* / tasks.NAME.outputs.*). Other
+// hooks are kept with a warning.
+struct LifecycleHook {
+  std::string template_name;                // template
+  std::optional<TemplateRef> template_ref;  // templateRef
+  Arguments arguments;
+  std::string expression;  // kept; an exit hook runs whatever it says
+  bool operator==(const LifecycleHook&) const = default;
+};
+
 // A DAG task (DAGTask) or a step (WorkflowStep): a step has no
 // dependencies/depends; its order comes from its group.
 struct Task {
@@ -234,7 +252,8 @@ struct Task {
   std::optional<Sequence> with_sequence;  // withSequence
   std::optional<ContinueOn> continue_on;  // continueOn
   std::string on_exit;                    // onExit: a template run after this node
-  RecordedFields recorded;                // hooks, inline
+  std::optional<LifecycleHook> exit_hook;  // hooks.exit: run as onExit is
+  RecordedFields recorded;                 // hooks (all of them, as written), inline
   bool operator==(const Task&) const = default;
 
   bool HasLoop() const { return with_items || !with_param.empty() || with_sequence; }
@@ -330,6 +349,7 @@ struct WorkflowSpec {
   Arguments arguments;
   std::vector<Template> templates;
   std::string on_exit;  // onExit: a template run when the workflow ends
+  std::optional<LifecycleHook> exit_hook;  // hooks.exit: run as onExit is
   std::optional<std::int64_t> parallelism;
   std::optional<std::int64_t> active_deadline_seconds;       // activeDeadlineSeconds
   std::optional<TtlStrategy> ttl_strategy;                   // ttlStrategy
@@ -339,7 +359,7 @@ struct WorkflowSpec {
   std::optional<bool> suspend;
   std::optional<std::int32_t> priority;
   std::map<std::string, std::string> node_selector;  // nodeSelector: recorded
-  RecordedFields recorded;                           // volumes, podGC, imagePullSecrets, hooks, ...
+  RecordedFields recorded;  // volumes, podGC, imagePullSecrets, hooks (as written), ...
   bool operator==(const WorkflowSpec&) const = default;
 
   const Template* FindTemplate(std::string_view name) const;

@@ -1,9 +1,9 @@
 // Cron schedules: fields, descriptors, the day-of-month/day-of-week rule, and
 // fire times across daylight-saving changes in a real time zone.
-#include "workflow/cron.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "workflow/cron.h"
 
 namespace headway::workflow {
 namespace {
@@ -72,7 +72,8 @@ TEST(CronSchedule, ASkippedWallTimeDoesNotFireAndARepeatedOneFiresOnce) {
   // A schedule of every hour follows real time: through the skipped hour...
   EXPECT_EQ(Next("15 * * * *", "2026-03-29T00:20:00Z", "Europe/Paris"), "2026-03-29T01:15:00.000Z");
   // ...and through the repeated one, every 15 minutes, never going back.
-  EXPECT_EQ(Next("*/15 * * * *", "2026-10-25T00:50:00Z", "Europe/Paris"), "2026-10-25T01:00:00.000Z");
+  EXPECT_EQ(Next("*/15 * * * *", "2026-10-25T00:50:00Z", "Europe/Paris"),
+            "2026-10-25T01:00:00.000Z");
 }
 
 TEST(CronSchedule, BadSchedulesSayWhatIsWrong) {
@@ -101,37 +102,86 @@ Time At(const char* rfc3339) { return *ParseRfc3339(rfc3339); }
 
 std::vector<CronSchedule> Every(const char* spec) { return {*CronSchedule::Parse(spec)}; }
 
+// The controller has been running the schedules since before these tests' times.
+const Time kLongAgo = FromUnixMillis(0);
+
 TEST(CronDecision, NothingRunsBeforeTheFirstFireTime) {
-  auto d = DecideCron(Every("*/5 * * * *"), nullptr, false, ConcurrencyPolicy::kAllow, std::nullopt,
-                      At("2026-12-04T10:01:00Z"), std::nullopt, At("2026-12-04T10:04:59Z"), 0);
+  auto d =
+      DecideCron(Every("*/5 * * * *"), nullptr, false, ConcurrencyPolicy::kAllow, std::nullopt,
+                 At("2026-12-04T10:01:00Z"), std::nullopt, At("2026-12-04T10:04:59Z"), 0, kLongAgo);
   EXPECT_FALSE(d.run);
   EXPECT_EQ(d.next, At("2026-12-04T10:05:00Z"));
 }
 
-TEST(CronDecision, OnlyTheLatestMissedFireTimeRuns) {
+TEST(CronDecision, OnlyTheLatestMissedFireTimeRunsWithinItsStartingDeadline) {
   // Down from 10:02 to 10:31: 10:05 ... 10:30 were missed; 10:30 runs once.
-  auto d = DecideCron(Every("*/5 * * * *"), nullptr, false, ConcurrencyPolicy::kAllow, std::nullopt,
+  auto d = DecideCron(Every("*/5 * * * *"), nullptr, false, ConcurrencyPolicy::kAllow, 120,
                       At("2026-12-04T10:00:00Z"), At("2026-12-04T10:00:00Z"),
-                      At("2026-12-04T10:31:00Z"), 0);
+                      At("2026-12-04T10:31:00Z"), 0, /*watching_since=*/At("2026-12-04T10:31:00Z"));
   EXPECT_EQ(d.run, At("2026-12-04T10:30:00Z"));
   EXPECT_EQ(d.scheduled, At("2026-12-04T10:30:00Z"));
   EXPECT_EQ(d.next, At("2026-12-04T10:35:00Z"));
 }
 
-TEST(CronDecision, AFireTimePastItsStartingDeadlineIsSkipped) {
+TEST(CronDecision, AFireTimeMissedWhileDownAndPastItsStartingDeadlineIsSkipped) {
   auto d = DecideCron(Every("*/5 * * * *"), nullptr, false, ConcurrencyPolicy::kAllow, 30,
                       At("2026-12-04T10:00:00Z"), At("2026-12-04T10:00:00Z"),
-                      At("2026-12-04T10:06:00Z"), 0);
+                      At("2026-12-04T10:06:00Z"), 0, /*watching_since=*/At("2026-12-04T10:06:00Z"));
   EXPECT_FALSE(d.run);
   EXPECT_EQ(d.scheduled, At("2026-12-04T10:05:00Z"));  // not tried again later
   EXPECT_EQ(d.skipped, "missed its starting deadline");
+}
+
+TEST(CronDecision, AFireTimeMissedWhileDownRunsOnlyWithAStartingDeadline) {
+  // Argo runs missed fire times only for a CronWorkflow that ran before and
+  // has a startingDeadlineSeconds.
+  auto d = DecideCron(Every("*/5 * * * *"), nullptr, false, ConcurrencyPolicy::kAllow, std::nullopt,
+                      At("2026-12-04T10:00:00Z"), At("2026-12-04T10:00:00Z"),
+                      At("2026-12-04T10:06:00Z"), 0, /*watching_since=*/At("2026-12-04T10:06:00Z"));
+  EXPECT_FALSE(d.run);
+  EXPECT_THAT(d.skipped, ::testing::HasSubstr("controller was down"));
+  auto never_ran = DecideCron(Every("*/5 * * * *"), nullptr, false, ConcurrencyPolicy::kAllow, 600,
+                              At("2026-12-04T10:00:00Z"), std::nullopt, At("2026-12-04T10:06:00Z"),
+                              0, /*watching_since=*/At("2026-12-04T10:06:00Z"));
+  EXPECT_FALSE(never_ran.run);
+}
+
+TEST(CronDecision, AStartingDeadlineOfZeroStillRunsOnTime) {
+  // The controller was up: the fire time is on time, however late this pass.
+  for (const char* now : {"2026-12-04T10:05:00Z", "2026-12-04T10:05:02Z"}) {
+    auto d = DecideCron(Every("*/5 * * * *"), nullptr, false, ConcurrencyPolicy::kAllow, 0,
+                        At("2026-12-04T09:00:00Z"), At("2026-12-04T10:00:00Z"), At(now), 0,
+                        /*watching_since=*/At("2026-12-04T09:00:00Z"));
+    EXPECT_EQ(d.run, At("2026-12-04T10:05:00Z")) << now;
+    EXPECT_EQ(d.skipped, "") << now;
+  }
+}
+
+TEST(CronStatus, CountsEachEndedRunOnceAndHasThePhase) {
+  nlohmann::json status = CronStatus(nlohmann::json::object(), {{"c-1", false, false}});
+  EXPECT_EQ(status["active"].size(), 1u);
+  EXPECT_EQ(status["active"][0]["name"], "c-1");
+  EXPECT_EQ(status["succeeded"], 0);
+  EXPECT_EQ(status["failed"], 0);
+  EXPECT_EQ(status["phase"], "Active");
+  EXPECT_TRUE(status["conditions"].is_array());
+  status["lastScheduledTime"] = "2026-12-04T10:00:00Z";
+  status = CronStatus(status, {{"c-1", true, true}, {"c-2", false, false}});
+  EXPECT_EQ(status["succeeded"], 1);
+  EXPECT_EQ(status["active"].size(), 1u);
+  EXPECT_EQ(status["lastScheduledTime"], "2026-12-04T10:00:00Z");
+  // c-1 is counted already; c-2 failed.
+  status = CronStatus(status, {{"c-1", true, true}, {"c-2", true, false}});
+  EXPECT_EQ(status["succeeded"], 1);
+  EXPECT_EQ(status["failed"], 1);
+  EXPECT_TRUE(status["active"].empty());
 }
 
 TEST(CronDecision, ConcurrencyPolicyDecidesWhileOneStillRuns) {
   auto decide = [](ConcurrencyPolicy policy) {
     return DecideCron(Every("* * * * *"), nullptr, false, policy, std::nullopt,
                       At("2026-12-04T10:00:00Z"), At("2026-12-04T10:00:00Z"),
-                      At("2026-12-04T10:01:00Z"), /*active=*/1);
+                      At("2026-12-04T10:01:00Z"), /*active=*/1, kLongAgo);
   };
   EXPECT_TRUE(decide(ConcurrencyPolicy::kAllow).run);
   EXPECT_FALSE(decide(ConcurrencyPolicy::kAllow).stop_active);
@@ -142,8 +192,9 @@ TEST(CronDecision, ConcurrencyPolicyDecidesWhileOneStillRuns) {
 }
 
 TEST(CronDecision, ASuspendedCronWorkflowRunsNothing) {
-  auto d = DecideCron(Every("* * * * *"), nullptr, true, ConcurrencyPolicy::kAllow, std::nullopt,
-                      At("2026-12-04T10:00:00Z"), std::nullopt, At("2026-12-04T10:03:00Z"), 0);
+  auto d =
+      DecideCron(Every("* * * * *"), nullptr, true, ConcurrencyPolicy::kAllow, std::nullopt,
+                 At("2026-12-04T10:00:00Z"), std::nullopt, At("2026-12-04T10:03:00Z"), 0, kLongAgo);
   EXPECT_FALSE(d.run);
   EXPECT_EQ(d.skipped, "suspended");
 }
@@ -151,8 +202,9 @@ TEST(CronDecision, ASuspendedCronWorkflowRunsNothing) {
 TEST(CronDecision, TheEarliestOfSeveralSchedulesComesNext) {
   std::vector<CronSchedule> both = {*CronSchedule::Parse("0 * * * *"),
                                     *CronSchedule::Parse("30 * * * *")};
-  auto d = DecideCron(both, nullptr, false, ConcurrencyPolicy::kAllow, std::nullopt,
-                      At("2026-12-04T10:10:00Z"), std::nullopt, At("2026-12-04T10:20:00Z"), 0);
+  auto d =
+      DecideCron(both, nullptr, false, ConcurrencyPolicy::kAllow, std::nullopt,
+                 At("2026-12-04T10:10:00Z"), std::nullopt, At("2026-12-04T10:20:00Z"), 0, kLongAgo);
   EXPECT_FALSE(d.run);
   EXPECT_EQ(d.next, At("2026-12-04T10:30:00Z"));
 }

@@ -516,6 +516,64 @@ TEST(WorkflowExprTag, LogicTernaryAndMembership) {
   EXPECT_EQ(Expr("false ? asInt('x') : 7"), "7");
 }
 
+TEST(WorkflowExprTag, FunctionsArgoDocuments) {
+  const ExprVars vars = {
+      {"inputs.parameters.json",
+       R"({"a": {"b": [1, 2, 3]}, "name": "x", "items": [{"n": "p", "v": 2}, {"n": "q", "v": 5}]})"},
+      {"inputs.parameters.s", "  Hello World  "},
+      {"inputs.parameters.n", "7"},
+  };
+  auto eval = [&](const char* body) {
+    auto r = EvaluateExprTag(body, vars);
+    EXPECT_TRUE(r.ok()) << body << ": " << r.status().ToString();
+    return r.ok() ? *r : std::string();
+  };
+  // jsonpath, as Argo's evilmonkeyinc/jsonpath: numbers are float64.
+  EXPECT_EQ(eval("jsonpath(inputs.parameters.json, '$.name')"), "x");
+  EXPECT_EQ(eval("jsonpath(inputs.parameters.json, '$.a.b[1]')"), "2");
+  EXPECT_EQ(eval("jsonpath(inputs.parameters.json, '$.a.b')"), "[1 2 3]");
+  EXPECT_EQ(eval("jsonpath(inputs.parameters.json, \"$['a']['b'][-1]\")"), "3");
+  EXPECT_EQ(eval("jsonpath(inputs.parameters.json, '$.items[*].n')"), "[p q]");
+  EXPECT_EQ(eval("jsonpath(inputs.parameters.json, '$..v')"), "[2 5]");
+  EXPECT_EQ(eval("jsonpath(inputs.parameters.json, '$.a')"), "map[b:[1 2 3]]");
+  EXPECT_EQ(eval("toJson(jsonpath(inputs.parameters.json, '$.a'))"), R"({"b":[1,2,3]})");
+  EXPECT_EQ(eval("asInt(jsonpath(inputs.parameters.json, '$.a.b[2]')) + 1"), "4");
+  EXPECT_EQ(eval("len(jsonpath(inputs.parameters.json, '$.items'))"), "2");
+  // expr-lang builtins.
+  EXPECT_EQ(eval("len(inputs.parameters.s)"), "15");
+  EXPECT_EQ(eval("trim(inputs.parameters.s)"), "Hello World");
+  EXPECT_EQ(eval("split('a,b,c', ',')"), "[a b c]");
+  EXPECT_EQ(eval("join(['a', 'b'], '-')"), "a-b");
+  EXPECT_EQ(eval("replace('a-b-c', '-', '+')"), "a+b+c");
+  EXPECT_EQ(eval("fromJSON(inputs.parameters.json).name"), "x");
+  EXPECT_EQ(eval("fromJSON(inputs.parameters.json)['a']['b'][0]"), "1");
+  EXPECT_EQ(eval("'name' in fromJSON(inputs.parameters.json)"), "true");
+  EXPECT_EQ(eval("max(1, 5, 3)"), "5");
+  EXPECT_EQ(eval("string(int(inputs.parameters.n) * 2)"), "14");
+  EXPECT_EQ(eval("float('2.5') * 2"), "5");
+  EXPECT_EQ(eval("filter([1, 2, 3, 4], {# > 2})"), "[3 4]");
+  EXPECT_EQ(eval("map([1, 2, 3], {# * 10})"), "[10 20 30]");
+  EXPECT_EQ(eval("map(fromJSON(inputs.parameters.json).items, {.n})"), "[p q]");
+  EXPECT_EQ(eval("all([1, 2], {# > 0}) && any([1, 2], {# > 1}) && none([1], {# > 1})"), "true");
+  EXPECT_EQ(eval("count(jsonpath(inputs.parameters.json, '$.items'), {#.v > 3})"), "1");
+  // sprig, with sprig's argument order.
+  EXPECT_EQ(eval("sprig.upper('abc')"), "ABC");
+  EXPECT_EQ(eval("sprig.trim(inputs.parameters.s)"), "Hello World");
+  EXPECT_EQ(eval("sprig.replace('-', '_', 'a-b')"), "a_b");
+  EXPECT_EQ(eval("sprig.default('none', '')"), "none");
+  EXPECT_EQ(eval("sprig.default('none', 'given')"), "given");
+  EXPECT_EQ(eval("sprig.int(inputs.parameters.n) + 1"), "8");
+  EXPECT_EQ(eval("sprig.atoi('12')"), "12");
+  EXPECT_EQ(eval("sprig.float64('1.5')"), "1.5");
+  EXPECT_EQ(eval("sprig.toString(3)"), "3");
+  EXPECT_EQ(eval("sprig.contains('ell', inputs.parameters.s)"), "true");
+  EXPECT_EQ(eval("sprig.join(',', sprig.splitList('-', 'a-b'))"), "a,b");
+  EXPECT_EQ(eval("sprig.b64enc('hi')"), "aGk=");
+  EXPECT_EQ(eval("sprig.b64dec('aGk=')"), "hi");
+  EXPECT_EQ(eval("sprig.add(1, 2, 3)"), "6");
+  EXPECT_EQ(eval("sprig.ternary('y', 'n', 1 > 0)"), "y");
+}
+
 TEST(WorkflowExprTag, Errors) {
   auto missing = EvaluateExprTag("inputs.parameters.nope == 1", {});
   ASSERT_FALSE(missing.ok());
@@ -526,9 +584,15 @@ TEST(WorkflowExprTag, Errors) {
     const char* body;
     const char* want;
   } cases[] = {
-      {"sprig.trim(x)", "unsupported expression: method calls"},
-      {"filter([1, 2], {# > 1})", "unsupported expression: the function 'filter'"},
-      {"jsonpath(x, '$.a')", "unsupported expression: the function 'jsonpath'"},
+      {"x.trim()", "unsupported expression: method calls"},
+      {"sprig.env('HOME')", "unsupported expression: the function 'sprig.env'"},
+      {"sprig.nosuch(x)", "unsupported expression: the function 'sprig.nosuch'"},
+      {"nosuch(1)", "unsupported expression: the function 'nosuch'"},
+      {"jsonpath('{a', '$.a')", "jsonpath(): '{a' is not JSON"},
+      {"jsonpath('{}', '$.a')", "jsonpath '$.a': not found"},
+      {"len(1)", "cannot use int '1' as argument of len()"},
+      {"upper()", "upper() takes 1 argument, got 0"},
+      {"filter([1, 2], {#})", "filter(): the predicate gave int, not bool"},
       {"'a' + 1", "invalid operation: + (mismatched types string and int)"},
       {"1 && true", "invalid operation: && on int"},
       {"asInt('x')", "asInt(): cannot parse 'x' as an integer"},

@@ -48,6 +48,11 @@ class FakePool {
       if (it == memo.end()) return std::nullopt;
       return it->second;
     };
+    env.resolve_ref = [this](const TemplateRef& ref) -> const Template* {
+      auto it = workflow_templates.find(ref.name);
+      return it == workflow_templates.end() ? nullptr
+                                            : it->second.spec.FindTemplate(ref.template_name);
+    };
     Actions actions = Operate(workflow_.spec, state, env);
     for (const JobToCreate& job : actions.create) {
       ++creations[job.spec.name];
@@ -128,7 +133,16 @@ class FakePool {
     return out;
   }
 
+  // A WorkflowTemplate that templateRefs may name.
+  void AddWorkflowTemplate(const std::string& yaml) {
+    auto manifest = ParseManifest(yaml);
+    ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+    auto wft = std::get<WorkflowTemplate>(manifest->resource);
+    workflow_templates[wft.metadata.name] = std::move(wft);
+  }
+
   WorkflowState state;
+  std::map<std::string, WorkflowTemplate> workflow_templates;
   Time now = FromUnixMillis(1'700'000'000'000);
   std::map<std::string, JobObservation> jobs;
   std::map<std::string, JobToCreate> created;

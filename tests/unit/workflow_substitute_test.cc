@@ -86,7 +86,7 @@ TEST(WorkflowSubstitute, ExpressionTags) {
   ASSERT_FALSE(strict.ok());
   EXPECT_NE(strict.status().message().find("variable 'tasks.A.outputs.result' is not defined"),
             std::string::npos);
-  auto unsupported = Substitute("{{=sprig.trim(inputs.parameters.n)}}", s, Unresolved::kError);
+  auto unsupported = Substitute("{{=sprig.env(inputs.parameters.n)}}", s, Unresolved::kError);
   ASSERT_FALSE(unsupported.ok());
   EXPECT_NE(unsupported.status().message().find("unsupported expression"), std::string::npos);
   // `{{ =x}}` is a simple tag named "=x", not an expression (the '=' must follow the braces).
