@@ -273,6 +273,11 @@ class LocalExecutor final : public Executor {
                              " (submit it to a Slurm queue instead)")
           .WithField("resources.nodes");
     }
+    if (!spec.image.empty() && (!images_ || !isolate_ || ::geteuid() != 0)) {
+      return InvalidArgument("this server cannot run jobs in images: that needs a server run as "
+                             "root with job isolation on")
+          .WithField("image");
+    }
     return Status::Ok();
   }
 

@@ -52,7 +52,14 @@ class SlurmExecutor final : public Executor {
 
   std::string_view Name() const override { return "slurm"; }
 
-  Status Admit(const JobSpec&) const override { return Status::Ok(); }
+  Status Admit(const JobSpec& spec) const override {
+    if (!spec.image.empty()) {
+      return InvalidArgument("jobs in images run on the local executor only, not yet on a Slurm "
+                             "queue: drop image: or submit to a local queue")
+          .WithField("image");
+    }
+    return Status::Ok();
+  }
   bool EnforcesTimeLimit() const override { return true; }
   // One scontrol per job every 2 s keeps slurmctld's load negligible (its
   // default MessageTimeout is 10 s) while state changes show up promptly.
