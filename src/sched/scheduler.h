@@ -45,6 +45,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -172,7 +173,21 @@ Explanation Explain(const ClusterState& state, const Decision& decision);
 enum class Ordering {
   kFairShare,     // FIFO within a queue, lowest weighted share across queues
   kShortestWork,  // smallest expected work first; nominal quota before borrowing
+  // kShortestWork with a starvation bound in slowdown, not hours: a job
+  // starves once it has waited `balanced_slowdown` x its expected run, that
+  // factor scaled by the pool's load (GPUs running and asked for / GPUs of
+  // the pool, at least 1), so a busy pool does not turn back into FIFO and
+  // a quiet one does not let big jobs wait.
+  kBalanced,
 };
+
+// The server's default (`headway server --scheduling-policy`); the
+// simulator marks its rows.
+inline constexpr Ordering kDefaultOrdering = Ordering::kFairShare;
+
+// "fair-share", "progress-aware", "balanced": the server's names.
+std::string_view OrderingName(Ordering ordering);
+std::optional<Ordering> ParseOrdering(std::string_view name);
 
 struct SchedulerOptions {
   Ordering ordering = Ordering::kFairShare;
@@ -196,6 +211,12 @@ struct SchedulerOptions {
   // this many times its expected run time (of 0, 1, 2 and 4, 4 did best on
   // the tuning trace).
   double starvation_slowdown = 4.0;
+  // kBalanced: a waiting job starves once it has waited this many times its
+  // expected run (at least `min_run_before_preemption`) times the pool's
+  // load; the fixed `starvation_bound` applies only to jobs whose work is
+  // unknown.
+  double balanced_slowdown = kBalancedSlowdown;
+  static constexpr double kBalancedSlowdown = 4.0;
 
   // kShortestWork with preemption: a checkpointable job is preempted for a
   // waiting one only when its remaining GPU-time exceeds `preempt_ratio` x
