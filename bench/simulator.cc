@@ -506,6 +506,7 @@ class Simulation {
         // A requeued job gets its whole limit again, as under Slurm.
         w.time_limit = Duration(static_cast<std::int64_t>(T(i).time_limit * 1000));
         w.queued_at = At(js.queued_at);
+        w.submitted_at = At(T(i).submit);
         if (UsesProgress(policy_)) {
           // A preempted job's last ETA; else its history, less what it ran.
           if (js.reported_left) {

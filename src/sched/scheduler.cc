@@ -212,7 +212,7 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     if (balanced && std::isfinite(work)) {
       double run =
           std::max(work / std::max(1, w.gpus()), Seconds(options.min_run_before_preemption));
-      return Seconds(waited) >= balanced_bound * run;
+      return Seconds(state.now - w.submitted_at.value_or(w.queued_at)) >= balanced_bound * run;
     }
     if (!options.starvation_bound) return false;
     if (waited < *options.starvation_bound) return false;
@@ -401,6 +401,9 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
   std::vector<bool> blocked_queues(queue_count, false);
   std::optional<Reservation> reservation;
   std::set<std::string> preempted;
+  // kBalanced: shapes (nodes, GPUs per node, within nominal quota) that
+  // found no victims in this decision.
+  std::set<std::tuple<int, int, bool>> no_victims_for;
   // Every job the loop takes either starts or is left waiting, with a reason
   // and its place among those left (1: next in line).
   const WaitingJob* job = nullptr;
@@ -552,8 +555,9 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
         }
       }
       pend({.why = Pending::Why::kOverQuota, .usage = usage[job_queue]});
-      // FIFO within a queue; kBalanced: only a starving job holds its
-      // team's later (smaller) work, which may otherwise pass it.
+      // FIFO within a queue. kBalanced: its team's smaller work may pass it
+      // until it starves; then it holds them (once its own team's work could
+      // not make room for it above).
       if (!balanced || best_key->starving) blocked_queues[job_queue] = true;
       continue;
     }
@@ -600,8 +604,13 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     }
 
     // The first job that cannot start: preempt for it, or reserve for it.
+    // kBalanced: any job that cannot start may preempt (once per shape that
+    // found no victims), but only a starving one holds the reservation, so
+    // a big job does not hold back every shorter one before its bound.
     bool within_nominal = usage[job_queue] + need <= q.nominal_gpus;
-    if (options.preemption) {
+    const auto shape_key = std::make_tuple(shape.nodes, shape.gpus_per_node, within_nominal);
+    if (options.preemption && !(balanced && !best_key->starving &&
+                                no_victims_for.count(shape_key))) {
       std::vector<const RunningJob*> victims;
       FreeMap after = free;
       std::vector<const RunningJob*> leaving;
@@ -724,6 +733,14 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       }
     }
 
+    if (balanced && !best_key->starving) {
+      no_victims_for.insert(shape_key);
+      pend({.why = need > total ? Pending::Why::kTooBig : Pending::Why::kNoRoom,
+            .over_nominal = has_quota && usage[job_queue] + need > q.nominal_gpus,
+            .count = free_total(),
+            .usage = usage[job_queue]});
+      continue;
+    }
     // EASY backfill reservation at the earliest time enough GPUs free up.
     Reservation r{index_of(job), std::nullopt, FreeMap(free.size(), 0)};
     std::vector<const RunningJob*> ending;

@@ -94,6 +94,10 @@ struct WaitingJob {
   // FIFO key within equal priority: when it (last) entered the queue. A
   // preempted job re-enters at its preemption, behind the job it made room for.
   Time queued_at{};
+  // When it was first submitted (nullopt: queued_at). kBalanced measures a
+  // job's slowdown from here, so a job preempted again and again still
+  // comes to its turn.
+  std::optional<Time> submitted_at;
   int nodes = 1;
   int gpus_per_node = 0;
   std::optional<Duration> time_limit;  // for backfill: how long it may hold its GPUs
@@ -230,5 +234,6 @@ struct SchedulerOptions {
 };
 
 Decision Schedule(const ClusterState& state, const SchedulerOptions& options = {});
+
 
 }  // namespace headway::sched
