@@ -609,8 +609,8 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     // a big job does not hold back every shorter one before its bound.
     bool within_nominal = usage[job_queue] + need <= q.nominal_gpus;
     const auto shape_key = std::make_tuple(shape.nodes, shape.gpus_per_node, within_nominal);
-    if (options.preemption && !(balanced && !best_key->starving &&
-                                no_victims_for.count(shape_key))) {
+    if (options.preemption &&
+        !(balanced && !best_key->starving && no_victims_for.count(shape_key))) {
       std::vector<const RunningJob*> victims;
       FreeMap after = free;
       std::vector<const RunningJob*> leaving;

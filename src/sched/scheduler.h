@@ -235,5 +235,4 @@ struct SchedulerOptions {
 
 Decision Schedule(const ClusterState& state, const SchedulerOptions& options = {});
 
-
 }  // namespace headway::sched
