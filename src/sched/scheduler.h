@@ -39,6 +39,12 @@
 //    is first granted a run (`min_run_before_preemption`, doubled for each
 //    earlier preemption), so long and borrowing jobs are not sent back each
 //    time short ones come.
+//  - Ordering::kBalanced (balanced) orders as kShortestWork, but a job
+//    starves once its time since submission reaches `balanced_slowdown` x
+//    its expected run x the pool's load (no fixed hours); a job over its
+//    team's quota may preempt the team's own much longer checkpointable
+//    work, and the team's smaller jobs may pass it until it starves; only a
+//    starving job that cannot start holds the backfill reservation.
 #pragma once
 
 #include <cstdint>
