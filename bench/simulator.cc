@@ -69,6 +69,12 @@
 //   simulator --generate N SEED > trace.csv     # a synthetic trace
 //
 // Several pool sizes, e.g. "4,6,8", replay the trace at several loads.
+//
+// Checkpoints (sim_checkpoint.cc): each job's run meets interruptions at
+// balanced's preemption rate per GPU-hour plus `--gpu-failure-rate`; the
+// GPU-hours lost (work redone, restarts, checkpoint writes of
+// `--checkpoint-cost`) with no checkpoints, one every `--checkpoint-interval`
+// and at the Young/Daly interval (none in a job's last interval).
 // Trace formats (told apart by the header): see bench/data/README.md.
 #include <algorithm>
 #include <chrono>
@@ -89,6 +95,7 @@
 
 #include "sched/run_time_history.h"
 #include "sched/scheduler.h"
+#include "sim_checkpoint.h"
 #include "sim_trace.h"
 
 namespace {
@@ -127,6 +134,8 @@ struct Settings {
   SchedulerOptions headway;
   std::optional<Duration> aware_starvation_bound = SchedulerOptions::kShortestWorkStarvationBound;
   double balanced_slowdown = SchedulerOptions::kBalancedSlowdown;
+  CheckpointSettings checkpoints;
+  double gpu_failure_rate = 2e-5;  // interruptions per GPU-hour from failures
 };
 
 struct Result {
@@ -668,6 +677,25 @@ int RunPool(const std::vector<TraceJob>& all, const std::string& path, Settings 
       "\ncheck: an independent FIFO replay %s the simulator's FIFO (%zu/%zu jobs end at "
       "the same time)\n",
       same == trace.size() ? "agrees with" : "DISAGREES with", same, trace.size());
+  // Checkpoints: what interruptions at balanced's preemption rate, plus
+  // failures, cost each job under three checkpoint policies.
+  CheckpointSettings ck = set.checkpoints;
+  ck.restart = set.restart_cost;
+  ck.per_gpu_hour =
+      set.gpu_failure_rate + (gpu_time > 0 ? results.back().preemptions / (gpu_time / 3600) : 0);
+  const CheckpointLosses lost = LostToInterruptions(trace, set.per_node, ck);
+  std::printf(
+      "\ncheckpoints: %.4f interruptions per GPU-hour (balanced's preemptions, failures "
+      "%.0e), write %.0f s, restart %.0f s\n",
+      ck.per_gpu_hour, set.gpu_failure_rate, ck.cost, ck.restart);
+  std::printf("%-28s %12s %14s\n", "checkpoint policy", "lost GPUh", "interruptions");
+  const std::string names[] = {
+      "none", "every " + std::to_string(static_cast<int>(ck.fixed_interval / 60)) + " min",
+      "Young/Daly (Headway)"};
+  for (std::size_t p = 0; p < 3; ++p) {
+    const std::string& name = names[p];
+    std::printf("%-28s %12.1f %14ld\n", name.c_str(), lost.lost_gpu_h[p], lost.interruptions[p]);
+  }
   const std::vector<double>& fifo = results[0].big_jct;
   if (fifo.empty()) return same == trace.size() ? 0 : 1;
   std::printf("\nbig jobs (>= %d GPUs): %zu\n", set.per_node, fifo.size());
@@ -730,6 +758,12 @@ int main(int argc, char** argv) {
       set.headway.starvation_slowdown = v;
     } else if (arg == "--balanced-slowdown" && ok && v > 0) {
       set.balanced_slowdown = v;
+    } else if (arg == "--checkpoint-cost" && ok) {
+      set.checkpoints.cost = v;
+    } else if (arg == "--checkpoint-interval" && ok && v > 0) {
+      set.checkpoints.fixed_interval = v;
+    } else if (arg == "--gpu-failure-rate" && ok) {
+      set.gpu_failure_rate = v;
     } else if (arg == "--las-threshold" && ok && v > 0) {
       set.las_threshold = v;
     } else if (arg == "--preempt-ratio" && ok && v > 0) {
@@ -748,6 +782,7 @@ int main(int argc, char** argv) {
         "                 [--balanced-slowdown X] [--eta-error SIGMA] [--limit-spread SIGMA]\n"
         "                 [--early-end-rate P] [--restart-cost S] [--borrow X] [--tick S]\n"
         "                 [--preempt-ratio X] [--las-threshold GPU_SECONDS]\n"
+        "                 [--checkpoint-cost S] [--checkpoint-interval S] [--gpu-failure-rate R]\n"
         "       simulator --generate N SEED\n");
     return 2;
   }
