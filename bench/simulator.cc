@@ -9,48 +9,72 @@
 //   SRSF, oracle      shortest remaining GPU-time first, preemptive: knows
 //                     every job's true remaining work
 //   2D-LAS            Tiresias' discretized two-dimensional least attained
-//                     service (NSDI '19): preemptive, knows nothing about jobs
-//   headway, fair share, time limits   the default policy when jobs report
-//                     no progress: expected ends are time limits
-//   headway, fair share, ETA           the same with progress ETAs and stall
-//                     auto-stop
-//   headway, progress-aware            Ordering::kShortestWork: learned run
-//                     times for queued jobs, live ETAs for running ones,
-//                     preemption of much longer checkpointable work
+//                     service (NSDI '19): preemptive, knows nothing about jobs;
+//                     within a queue running jobs keep their GPUs
+//   fair-share, limits   Headway's old default when jobs report no progress:
+//                     expected ends are time limits
+//   fair-share, ETA   the same with progress ETAs and stall auto-stop
+//   progress-aware    Ordering::kShortestWork: learned run times for queued
+//                     jobs, live ETAs for running ones, preemption of much
+//                     longer checkpointable work, an 8 h starvation bound
+//   balanced          Ordering::kBalanced: progress-aware's order, a
+//                     starvation bound in slowdown scaled by load, and much
+//                     longer work of a team at its quota makes room for the
+//                     team's shorter jobs
+// The row of the server's default (sched::kDefaultOrdering) says "(default)".
 //
 // The same rules for every policy:
 //  - gang placement: a job of a node or more takes whole nodes, a smaller one
 //    stays on one node (best fit);
-//  - quotas that bind: each team's nominal share is its part of the trace's
-//    GPU-time; it may use up to `--borrow` times that (at least its largest
-//    job). Baselines skip a job whose team is at its cap; Headway borrows,
-//    and reclaims borrowed GPUs, by its own rules;
+//  - quotas that bind, as a site sets them (`--quotas`): equal shares by
+//    default, or a fixed split (TEAM=FRACTION,...); "demand" sizes them
+//    from the trace's future GPU-time, for comparison only. A team may use
+//    up to `--borrow` times its share (at least its largest job). A job of a
+//    team at its cap does not start; the preemptive baselines first push out
+//    the team's own lower-ranked jobs; Headway borrows and reclaims by its
+//    own rules;
+//  - strict FIFO: the first job that does not fit holds every later one;
 //  - a restart cost (`--restart-cost`, 5 min): a preempted job redoes that
 //    much work (lost since its checkpoint, plus starting again);
 //  - decisions at every arrival and completion and every `--tick` seconds
 //    while jobs wait.
 //
-// What a scheduler may know, drawn once per job with a fixed seed:
-//  - time limits: where the trace has none, the run time times a factor
-//    drawn from a log-normal (median 2, sigma 0.7), rounded up to the
-//    limits users pick (30 min, 1, 2, 4, 8, 12, 24, 48, 72 h, then weeks):
-//    users over-ask, by a factor of 2 to 10 and more (Tsafrir et al. 2007);
+// What a scheduler may know, drawn once per job with a fixed seed
+// (sim_trace.cc):
+//  - jobs that fail or are cancelled early (`--early-end-rate`, 15%): they
+//    hold their GPUs for the trace's run time, but their ETAs and limits are
+//    for the run they were meant to do, 1.1 to 10 times longer;
+//  - time limits: where the trace has none, the intended run times a factor
+//    drawn from a log-normal (median 2, sigma `--limit-spread` 0.8), rounded
+//    up to the limits users pick (30 min, 1, 2, 4, 8, 12, 24, 48, 72 h, then
+//    weeks): users over-ask, by 2 to 10 and more (Tsafrir et al. 2007), but
+//    some ask too little and their job is killed at the limit;
 //  - progress ETAs: none for the first 5% of a run (at least 2 min), then
-//    the true remaining time off by a per-job factor exp(N(0, --eta-error)),
-//    0.25 by default: about twice the mean error eta_bench measures on
-//    training curves, since real jobs report coarsely;
+//    the true remaining time of the intended run off by a per-job factor
+//    exp(N(0, --eta-error)), 0.25 by default;
 //  - learned run times: the median of the last 20 finished runs of the same
 //    user (else team), as the server's RunTimeHistory keeps them.
 //
 // Utilisation is busy GPU-time over a fixed window, from the first to the
 // last arrival, so a policy that finishes the last long job later is not
-// credited for it. "big" jobs use a whole node or more.
+// credited for it. "big" jobs use a whole node or more. A second, separate
+// event loop replays strict FIFO (sim_trace.cc, ReplayFifo) and each table
+// says whether it agrees with the simulator's FIFO job by job.
 //
-//   simulator TRACE.csv [nodes=16] [gpus_per_node=8] [--starvation-bound S|off]
-//             [--aware-starvation-bound S|off] [--eta-error SIGMA] [--restart-cost S]
-//             [--borrow X] [--tick S] [--preempt-ratio X] [--las-threshold GPU_S]
+//   simulator TRACE.csv [nodes[,nodes...]] [gpus_per_node=8] [--quotas equal|demand|T=F,...]
+//             [--starvation-bound S|off] [--aware-starvation-bound S|off]
+//             [--balanced-slowdown X] [--eta-error SIGMA] [--limit-spread SIGMA]
+//             [--early-end-rate P] [--restart-cost S] [--borrow X] [--tick S]
+//             [--preempt-ratio X] [--las-threshold GPU_S]
 //   simulator --generate N SEED > trace.csv     # a synthetic trace
 //
+// Several pool sizes, e.g. "4,6,8", replay the trace at several loads.
+//
+// Checkpoints (sim_checkpoint.cc): each job's run meets interruptions at
+// balanced's preemption rate per GPU-hour plus `--gpu-failure-rate`; the
+// GPU-hours lost (work redone, restarts, checkpoint writes of
+// `--checkpoint-cost`) with no checkpoints, one every `--checkpoint-interval`
+// and at the Young/Daly interval (none in a job's last interval).
 // Trace formats (told apart by the header): see bench/data/README.md.
 #include <algorithm>
 #include <chrono>
@@ -66,214 +90,21 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sched/run_time_history.h"
 #include "sched/scheduler.h"
+#include "sim_checkpoint.h"
+#include "sim_trace.h"
 
 namespace {
 
 using namespace headway;
 using namespace headway::sched;
+using namespace headway::sim;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-struct TraceJob {
-  double submit = 0, duration = 0;
-  int gpus = 1;
-  std::string team, user;
-  bool stalled = false;
-  double time_limit = 0;  // seconds; drawn where the trace has none
-  double eta_factor = 1;  // reported remaining time / true remaining time
-};
-
-std::vector<std::string> SplitCsv(const std::string& line) {
-  std::vector<std::string> fields;
-  std::string f;
-  bool quoted = false;
-  for (char c : line) {
-    if (c == '"') {
-      quoted = !quoted;
-    } else if (c == ',' && !quoted) {
-      fields.push_back(f);
-      f.clear();
-    } else {
-      f += c;
-    }
-  }
-  fields.push_back(f);
-  return fields;
-}
-
-// Column positions by name, from a header line.
-struct Columns {
-  std::map<std::string, std::size_t> at;
-  explicit Columns(const std::vector<std::string>& header) {
-    for (std::size_t i = 0; i < header.size(); ++i) at[header[i]] = i;
-  }
-  bool has(const std::string& name) const { return at.count(name) > 0; }
-  const std::string& get(const std::vector<std::string>& row, const std::string& name) const {
-    static const std::string empty;
-    auto it = at.find(name);
-    return it == at.end() || it->second >= row.size() ? empty : row[it->second];
-  }
-};
-
-double Number(const std::string& s, double fallback = 0) {
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  return end == s.c_str() ? fallback : v;
-}
-
-// Reads the formats bench/data/README.md describes; `false` skips the row.
-using RowReader = std::function<bool(const std::vector<std::string>&, TraceJob&)>;
-
-RowReader ReaderFor(const Columns& c) {
-  if (c.has("gpu_milli") && c.has("scheduled_time")) {
-    // Alibaba cluster-trace-gpu-v2023 (openb): scheduled GPU tasks; runtime
-    // is deletion - scheduled. A fractional GPU takes a whole one here. No
-    // teams or users: the QoS class stands in for the team.
-    return [c](const std::vector<std::string>& f, TraceJob& j) {
-      if (c.get(f, "scheduled_time").empty()) return false;
-      j.gpus = static_cast<int>(Number(c.get(f, "num_gpu")));
-      if (j.gpus <= 0) return false;
-      j.submit = Number(c.get(f, "creation_time"));
-      j.duration = Number(c.get(f, "deletion_time")) - Number(c.get(f, "scheduled_time"));
-      j.team = c.get(f, "qos");
-      return true;
-    };
-  }
-  if (c.has("timestamp") && c.has("num_gpus") && c.has("cluster")) {
-    // Microsoft Philly (2017) as Pollux ships it: submit time as
-    // "YYYY-MM-DD HH:MM:SS", run time in seconds over all attempts; the
-    // virtual cluster stands in for the team. No users.
-    return [c](const std::vector<std::string>& f, TraceJob& j) {
-      std::tm tm{};
-      const std::string& when = c.get(f, "timestamp");
-      if (std::sscanf(when.c_str(), "%d-%d-%d %d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                      &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6) {
-        return false;
-      }
-      tm.tm_year -= 1900;
-      tm.tm_mon -= 1;
-      j.submit = static_cast<double>(timegm(&tm));
-      j.duration = Number(c.get(f, "duration"));
-      j.gpus = static_cast<int>(Number(c.get(f, "num_gpus")));
-      j.team = c.get(f, "cluster");
-      return j.gpus > 0;
-    };
-  }
-  if (c.has("submit_time") && c.has("num_gpu") && c.has("real_duration")) {
-    // Microsoft Philly, one virtual cluster, as ElasticFlow ships it: submit
-    // time in seconds from the first job, run time in seconds. Its model and
-    // iteration columns were added by ElasticFlow's authors and are ignored.
-    return [c](const std::vector<std::string>& f, TraceJob& j) {
-      j.submit = Number(c.get(f, "submit_time"));
-      j.duration = Number(c.get(f, "duration"));
-      j.gpus = static_cast<int>(Number(c.get(f, "num_gpu")));
-      j.team = "vc";
-      return j.gpus > 0;
-    };
-  }
-  if (c.has("submit_s") && c.has("duration_s")) {
-    // Headway's own: submit_s,duration_s,gpus,team[,status][,user][,time_limit_s]
-    return [c](const std::vector<std::string>& f, TraceJob& j) {
-      j.submit = Number(c.get(f, "submit_s"));
-      j.duration = Number(c.get(f, "duration_s"));
-      j.gpus = static_cast<int>(Number(c.get(f, "gpus"), 1));
-      j.team = c.get(f, "team");
-      j.user = c.get(f, "user");
-      j.stalled = c.get(f, "status").find("stalled") != std::string::npos;
-      j.time_limit = Number(c.get(f, "time_limit_s"));
-      return j.gpus > 0;
-    };
-  }
-  return nullptr;
-}
-
-// Users' time limits: the values they pick, above what the job needs.
-double DrawTimeLimit(double duration, std::mt19937& rng) {
-  std::lognormal_distribution<double> over(std::log(2.0), 0.7);
-  double want = duration * std::max(1.05, over(rng));
-  for (double h : {0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 24.0, 48.0, 72.0}) {
-    if (want <= h * 3600) return h * 3600;
-  }
-  return std::ceil(want / (168 * 3600)) * 168 * 3600;
-}
-
-std::vector<TraceJob> ReadTrace(const std::string& path, double eta_sigma) {
-  std::ifstream in(path);
-  if (!in) {
-    std::fprintf(stderr, "cannot read %s\n", path.c_str());
-    std::exit(2);
-  }
-  std::vector<TraceJob> jobs;
-  std::string line;
-  RowReader read;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> f = SplitCsv(line);
-    if (!read) {
-      read = ReaderFor(Columns(f));
-      if (!read) {
-        std::fprintf(stderr, "%s: unknown trace format (header: %s)\n", path.c_str(), line.c_str());
-        std::exit(2);
-      }
-      continue;
-    }
-    TraceJob j;
-    try {
-      if (!read(f, j)) continue;
-    } catch (const std::exception&) {
-      continue;
-    }
-    if (!std::isfinite(j.submit) || !std::isfinite(j.duration)) continue;
-    j.duration = std::max(1.0, j.duration);
-    if (j.team.empty()) j.team = "default";
-    jobs.push_back(j);
-  }
-  std::stable_sort(jobs.begin(), jobs.end(), [](auto& a, auto& b) { return a.submit < b.submit; });
-  // Rebase to the first arrival; draw what schedulers may know (fixed seed:
-  // every policy and every run sees the same limits and errors).
-  std::mt19937 rng(2023);
-  std::normal_distribution<double> error(0.0, eta_sigma);
-  double first = jobs.empty() ? 0 : jobs.front().submit;
-  for (TraceJob& j : jobs) {
-    j.submit -= first;
-    if (j.time_limit < j.duration) j.time_limit = DrawTimeLimit(j.duration, rng);
-    j.eta_factor = std::exp(std::clamp(error(rng), -3 * eta_sigma, 3 * eta_sigma));
-  }
-  return jobs;
-}
-
-void Generate(int n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::exponential_distribution<double> gap(1.0 / 120.0);             // a job every 2 min
-  std::lognormal_distribution<double> duration(std::log(1800), 1.2);  // median 30 min
-  const int sizes[] = {1, 1, 1, 1, 2, 2, 4, 8, 8, 16};
-  const char* teams[] = {"vision", "vision", "vision", "speech", "speech", "nlp", "rl", "infra"};
-  std::printf("submit_s,duration_s,gpus,team,status\n");
-  double t = 0;
-  for (int i = 0; i < n; ++i) {
-    t += gap(rng);
-    bool stalled = rng() % 20 == 0;  // 5% of jobs hang
-    std::printf("%.0f,%.0f,%d,%s,%s\n", t, std::min(duration(rng), 86400.0), sizes[rng() % 10],
-                teams[rng() % 8], stalled ? "stalled" : "ok");
-  }
-}
-
-double Pct(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))];
-}
-
-double Mean(const std::vector<double>& v) {
-  double sum = 0;
-  for (double x : v) sum += x;
-  return v.empty() ? 0 : sum / static_cast<double>(v.size());
-}
 
 enum class Policy {
   kFifo,
@@ -282,8 +113,13 @@ enum class Policy {
   kLas,
   kFairShareLimits,
   kFairShareEta,
-  kProgressAware
+  kProgressAware,
+  kBalanced
 };
+
+// Whether a policy reads progress (ETAs, learned run times, stall auto-stop)
+// and lets running jobs checkpoint.
+bool UsesProgress(Policy p) { return p == Policy::kProgressAware || p == Policy::kBalanced; }
 
 struct Settings {
   int nodes = 16, per_node = 8;
@@ -297,76 +133,42 @@ struct Settings {
   double las_promote = 8;  // 2D-LAS: waited this many times what it ran: back to the first
   SchedulerOptions headway;
   std::optional<Duration> aware_starvation_bound = SchedulerOptions::kShortestWorkStarvationBound;
+  double balanced_slowdown = SchedulerOptions::kBalancedSlowdown;
+  CheckpointSettings checkpoints;
+  double gpu_failure_rate = 2e-5;  // interruptions per GPU-hour from failures
 };
 
 struct Result {
   std::vector<double> jct, wait, big_jct;
+  std::vector<double> done;  // each job's completion time, in trace order
   double busy_in_window = 0, window = 0, lost_gpu_h = 0, stalled_gpu_h = 0;
   int preemptions = 0, never_ran = 0;
 };
 
-using Placement = std::vector<std::pair<int, int>>;  // node, GPUs
-
-struct Shape {
-  int nodes = 1, each = 1;
-  int held() const { return nodes * each; }
-};
-
-Shape ShapeOf(const TraceJob& j, int per_node) {
-  if (j.gpus > per_node) return {(j.gpus + per_node - 1) / per_node, per_node};
-  return {1, j.gpus};
-}
-
-// Best fit, as Headway places: the fullest nodes that still have room.
-std::optional<Placement> Place(const Shape& s, const std::vector<int>& free) {
-  std::vector<int> fits;
-  for (int n = 0; n < static_cast<int>(free.size()); ++n) {
-    if (free[static_cast<std::size_t>(n)] >= s.each) fits.push_back(n);
-  }
-  if (static_cast<int>(fits.size()) < s.nodes) return std::nullopt;
-  std::partial_sort(fits.begin(), fits.begin() + s.nodes, fits.end(), [&](int a, int b) {
-    int fa = free[static_cast<std::size_t>(a)], fb = free[static_cast<std::size_t>(b)];
-    return fa != fb ? fa < fb : a < b;
-  });
-  Placement p;
-  for (int k = 0; k < s.nodes; ++k) p.push_back({fits[static_cast<std::size_t>(k)], s.each});
-  return p;
-}
-
 class Simulation {
  public:
-  Simulation(const std::vector<TraceJob>& trace, const Settings& settings, Policy policy)
+  Simulation(const std::vector<TraceJob>& trace, const Settings& settings, Policy policy,
+             const std::map<std::string, TeamQuota>& quotas)
       : trace_(trace),
         set_(settings),
         policy_(policy),
         jobs_(trace.size()),
         free_(static_cast<std::size_t>(settings.nodes), settings.per_node) {
-    // Quotas: each team's share of the trace's GPU-time.
-    double total_demand = 0;
-    std::map<std::string, double> demand;
-    std::map<std::string, int> largest;
-    for (const TraceJob& j : trace) {
-      demand[j.team] += j.duration * j.gpus;
-      total_demand += j.duration * j.gpus;
-      largest[j.team] = std::max(largest[j.team], ShapeOf(j, set_.per_node).held());
-    }
-    const int pool = set_.nodes * set_.per_node;
-    for (const auto& [team, d] : demand) {
-      Team t;
-      t.weight = std::max(1e-3, d / std::max(1.0, total_demand));
-      t.nominal = std::max(1, static_cast<int>(std::lround(pool * t.weight)));
-      t.cap = std::min(
-          pool, std::max(largest[team], static_cast<int>(std::lround(t.nominal * set_.borrow))));
-      teams_[team] = t;
-    }
+    for (const auto& [team, q] : quotas) teams_[team] = {q.nominal, q.cap, 0, q.weight};
     for (std::size_t i = 0; i < trace.size(); ++i) {
       const TraceJob& j = trace[i];
       jobs_[i].shape = ShapeOf(j, set_.per_node);
-      bool stop_stalls = policy == Policy::kFairShareEta || policy == Policy::kProgressAware;
-      jobs_[i].left = !j.stalled    ? j.duration
-                      : stop_stalls ? j.duration + set_.stall_detect
-                                    : j.time_limit;
+      bool stop_stalls = policy == Policy::kFairShareEta || UsesProgress(policy);
+      // Its time limit kills it, or it fails or is cancelled early, or a hung
+      // job is stopped by its limit or (with progress) by auto-stop.
+      jobs_[i].left = j.stalled && stop_stalls
+                          ? std::min(j.time_limit, j.duration + set_.stall_detect)
+                          : j.Work();
+      // What its user meant it to run, which its ETAs tell: for a hung job,
+      // its work.
+      jobs_[i].intended_left = std::max(jobs_[i].left, std::min(j.intended, j.time_limit));
     }
+    res_.done.assign(trace.size(), -1);
     res_.window = trace.empty() ? 0 : trace.back().submit;
   }
 
@@ -401,9 +203,11 @@ class Simulation {
   };
   struct JobState {
     Shape shape;
-    double left = 0;      // seconds of holding its GPUs still needed
-    double end = 0;       // while running
-    double started = -1;  // this run's start
+    double left = 0;           // seconds of holding its GPUs still needed
+    double intended_left = 0;  // what its ETA tracks: left, or more for a job ending early
+    double intended_end = 0;   // while running
+    double end = 0;            // while running
+    double started = -1;       // this run's start
     double first_start = -1;
     double queued_at = 0;
     double ran = 0;  // seconds run in all (earlier runs)
@@ -444,11 +248,15 @@ class Simulation {
       Account(i, s.started, s.end);
       Release(i);
       double jct = s.end - T(i).submit;
+      res_.done[i] = s.end;
       res_.jct.push_back(jct);
       if (T(i).gpus >= set_.per_node) res_.big_jct.push_back(jct);
-      if (T(i).stalled) res_.stalled_gpu_h += (s.left - T(i).duration) * s.shape.held() / 3600;
+      if (T(i).stalled)
+        res_.stalled_gpu_h += std::max(0.0, s.left - T(i).duration) * s.shape.held() / 3600;
       // What the server learns when a job ends: how long it ran in all.
-      history_.Record(Keys(i), Duration(static_cast<std::int64_t>(T(i).duration * 1000)));
+      history_.Record(
+          Keys(i),
+          Duration(static_cast<std::int64_t>(std::min(T(i).Work(), T(i).duration) * 1000)));
       it = running_.erase(it);
     }
   }
@@ -471,6 +279,7 @@ class Simulation {
       res_.wait.push_back(now_ - T(i).submit);
     }
     s.end = now_ + s.left;
+    s.intended_end = now_ + s.intended_left;
     s.running = true;
     running_.push_back(i);
     std::erase(waiting_, i);
@@ -482,10 +291,11 @@ class Simulation {
     Release(i);
     const double this_run = now_ - s.started;
     if (EtaKnown(i))
-      s.reported_left = std::max(0.0, s.end - now_) * T(i).eta_factor + set_.restart_cost;
+      s.reported_left = std::max(0.0, s.intended_end - now_) * T(i).eta_factor + set_.restart_cost;
     s.ran += this_run;
     s.running = false;
     s.left = std::max(0.0, s.end - now_) + set_.restart_cost;
+    s.intended_left = std::max(0.0, s.intended_end - now_) + set_.restart_cost;
     s.queued_at = now_;
     ++s.preemptions;
     res_.lost_gpu_h += set_.restart_cost * s.shape.held() / 3600;
@@ -524,17 +334,18 @@ class Simulation {
       return jobs_[a].queued_at != jobs_[b].queued_at ? jobs_[a].queued_at < jobs_[b].queued_at
                                                       : a < b;
     });
-    // A job over its team's cap holds its team's later jobs (a queue is
-    // FIFO), not other teams'; the first job that does not fit holds all.
+    // Strict FIFO: the first job that does not fit the free GPUs holds
+    // every later one. A job that fits but is over its team's cap holds its
+    // team's later jobs (a queue is FIFO), not other teams'.
     std::set<std::string> held_teams;
     for (std::size_t i : order) {
       if (held_teams.count(T(i).team)) continue;
+      auto p = Place(jobs_[i].shape, free_);
+      if (!p) break;
       if (!WithinCap(i)) {
         held_teams.insert(T(i).team);
         continue;
       }
-      auto p = Place(jobs_[i].shape, free_);
-      if (!p) break;
       Start(i, *p);
     }
   }
@@ -582,23 +393,36 @@ class Simulation {
     }
     for (const auto& [k, i] : keyed) {
       if (!chosen.count(i) || jobs_[i].running) continue;
-      if (!WithinCap(i)) continue;
-      auto p = Place(jobs_[i].shape, free_);
-      if (!p) {
-        std::vector<int> after = free_;
-        std::size_t take = 0;
-        while (take < evictable.size() && !p) {
-          for (auto [n, g] : jobs_[evictable[take]].placement)
-            after[static_cast<std::size_t>(n)] += g;
-          ++take;
-          p = Place(jobs_[i].shape, after);
-        }
-        if (!p) continue;
-        for (std::size_t v = 0; v < take; ++v) Preempt(evictable[v]);
-        evictable.erase(evictable.begin(), evictable.begin() + static_cast<long>(take));
-        p = Place(jobs_[i].shape, free_);
-        if (!p) continue;
+      // Its team's cap: the team's running jobs left out make room first,
+      // worst first (the chosen ones fit the cap together).
+      std::vector<std::size_t> take;
+      std::vector<int> after = free_;
+      int team_used = TeamOf(i).used;
+      const int g = jobs_[i].shape.held();
+      auto evict = [&](std::size_t v) {
+        take.push_back(v);
+        for (auto [n, h] : jobs_[v].placement) after[static_cast<std::size_t>(n)] += h;
+        if (T(v).team == T(i).team) team_used -= jobs_[v].shape.held();
+      };
+      for (std::size_t v : evictable) {
+        if (team_used + g <= TeamOf(i).cap) break;
+        if (T(v).team == T(i).team) evict(v);
       }
+      if (team_used + g > TeamOf(i).cap) continue;
+      auto p = Place(jobs_[i].shape, after);
+      for (std::size_t v : evictable) {
+        if (p) break;
+        if (std::find(take.begin(), take.end(), v) != take.end()) continue;
+        evict(v);
+        p = Place(jobs_[i].shape, after);
+      }
+      if (!p) continue;
+      for (std::size_t v : take) {
+        Preempt(v);
+        std::erase(evictable, v);
+      }
+      p = Place(jobs_[i].shape, free_);
+      if (!p) continue;
       Start(i, *p);
     }
   }
@@ -636,11 +460,13 @@ class Simulation {
         s.las_entered = now_;
       }
     }
+    // Within a queue, running jobs keep their GPUs ahead of waiting ones
+    // (Tiresias preempts only across queues), then first come first served.
     DecidePreemptive([this](std::size_t i) {
       const JobState& s = jobs_[i];
       double entered = s.las_demoted >= 0 ? s.las_demoted : std::max(s.las_entered, T(i).submit);
-      return std::make_pair(s.las_demoted >= 0 ? 1.0 : 0.0,
-                            entered + 1e-9 * static_cast<double>(i));
+      return std::make_tuple(s.las_demoted >= 0 ? 1 : 0, s.running ? 0 : 1,
+                             entered + 1e-9 * static_cast<double>(i));
     });
   }
 
@@ -653,6 +479,9 @@ class Simulation {
     if (policy_ == Policy::kProgressAware) {
       options.ordering = Ordering::kShortestWork;
       options.starvation_bound = set_.aware_starvation_bound;
+    } else if (policy_ == Policy::kBalanced) {
+      options.ordering = Ordering::kBalanced;
+      options.balanced_slowdown = set_.balanced_slowdown;
     }
     // A decision may preempt; the victims leave at once here (the server
     // waits their checkpoint grace), and the job they made room for starts
@@ -671,7 +500,7 @@ class Simulation {
         for (auto [n, g] : js.placement) r.placement.push_back({std::to_string(n), g});
         r.started_at = At(js.started);
         r.expected_end = At(ExpectedEnd(i));
-        r.checkpointable = policy_ == Policy::kProgressAware;
+        r.checkpointable = UsesProgress(policy_);
         r.preemptions = js.preemptions;
         s.running.push_back(r);
       }
@@ -686,7 +515,8 @@ class Simulation {
         // A requeued job gets its whole limit again, as under Slurm.
         w.time_limit = Duration(static_cast<std::int64_t>(T(i).time_limit * 1000));
         w.queued_at = At(js.queued_at);
-        if (policy_ == Policy::kProgressAware) {
+        w.submitted_at = At(T(i).submit);
+        if (UsesProgress(policy_)) {
           // A preempted job's last ETA; else its history, less what it ran.
           if (js.reported_left) {
             w.expected_run = Duration(static_cast<std::int64_t>(*js.reported_left * 1000));
@@ -711,7 +541,7 @@ class Simulation {
   // Whether a running job has reported enough for an ETA: after 5% of its
   // run (at least 2 min) since it (re)started.
   bool EtaKnown(std::size_t i) const {
-    return now_ - jobs_[i].started >= std::max(120.0, 0.05 * T(i).duration);
+    return now_ - jobs_[i].started >= std::max(120.0, 0.05 * T(i).intended);
   }
 
   // When the scheduler expects a running job to end: its time limit without
@@ -726,7 +556,7 @@ class Simulation {
       // also knows what its history predicts, and for a resumed job, what its
       // reports from before its preemption said was left.
       double expected = limit_end;
-      if (policy_ == Policy::kProgressAware) {
+      if (UsesProgress(policy_)) {
         if (s.reported_left) {
           expected = s.started + *s.reported_left;
         } else if (auto e = history_.Expect(Keys(i))) {
@@ -735,7 +565,7 @@ class Simulation {
       }
       return std::max(now_, std::min(limit_end, expected));
     }
-    return std::max(now_, std::min(limit_end, now_ + (s.end - now_) * T(i).eta_factor));
+    return std::max(now_, std::min(limit_end, now_ + (s.intended_end - now_) * T(i).eta_factor));
   }
 
   const std::vector<TraceJob>& trace_;
@@ -758,6 +588,128 @@ bool ParseSeconds(const std::string& value, double& out) {
   return true;
 }
 
+// Whether two completion times are the same event (they are sums of the
+// same seconds in another order).
+bool SameTime(double a, double b) { return std::abs(a - b) <= 1e-6 * std::max(1.0, std::abs(a)); }
+
+int RunPool(const std::vector<TraceJob>& all, const std::string& path, Settings set,
+            const std::string& quota_spec, const DrawOptions& draw) {
+  // Jobs larger than the pool can never run anywhere; drop them for every policy alike.
+  std::vector<TraceJob> trace = all;
+  std::erase_if(trace, [&](const TraceJob& j) {
+    return ShapeOf(j, set.per_node).held() > set.nodes * set.per_node;
+  });
+  const auto quotas = Quotas(trace, set.nodes, set.per_node, quota_spec, set.borrow);
+  if (quotas.empty() && !trace.empty()) {
+    std::fprintf(stderr, "--quotas: \"%s\" is not equal, demand or TEAM=FRACTION,...\n",
+                 quota_spec.c_str());
+    return 2;
+  }
+  std::set<std::string> users;
+  double gpu_time = 0;
+  int killed = 0, early = 0;
+  for (const TraceJob& j : trace) {
+    if (!j.user.empty()) users.insert(j.user);
+    gpu_time += j.Work() * ShapeOf(j, set.per_node).held();
+    killed += j.KilledAtLimit() ? 1 : 0;
+    early += j.ends_early ? 1 : 0;
+  }
+  const int pool = set.nodes * set.per_node;
+  const double span = trace.empty() ? 0 : trace.back().submit;
+  std::printf(
+      "trace %s: %zu jobs, %zu teams, %zu users, on %d nodes x %d GPUs; offered load %.2f\n",
+      path.c_str(), trace.size(), quotas.size(), users.size(), set.nodes, set.per_node,
+      span > 0 ? gpu_time / (span * pool) : 0);
+  std::printf(
+      "quotas %s, cap %.1fx; %d jobs killed at their time limit, %d end early (failed or "
+      "cancelled); restart cost %.0f s; ETA error sigma %.2f\n\n",
+      quota_spec.c_str(), set.borrow, killed, early, set.restart_cost, draw.eta_sigma);
+  struct Row {
+    const char* name;
+    Policy policy;
+    bool is_default;
+  };
+  // The server's default ordering (sched::kDefaultOrdering) marks its rows.
+  const bool fair_default = kDefaultOrdering == Ordering::kFairShare;
+  const std::vector<Row> rows = {
+      {"FIFO", Policy::kFifo, false},
+      {"SJF, oracle", Policy::kSjfOracle, false},
+      {"SRSF, oracle", Policy::kSrsfOracle, false},
+      {"2D-LAS (Tiresias)", Policy::kLas, false},
+      {"fair-share, limits", Policy::kFairShareLimits, fair_default},
+      {"fair-share, ETA", Policy::kFairShareEta, fair_default},
+      {"progress-aware", Policy::kProgressAware, kDefaultOrdering == Ordering::kShortestWork},
+      {"balanced", Policy::kBalanced, kDefaultOrdering == Ordering::kBalanced}};
+  std::vector<Result> results;
+  for (const Row& row : rows) {
+    auto began = std::chrono::steady_clock::now();
+    results.push_back(Simulation(trace, set, row.policy, quotas).Run());
+    std::fprintf(stderr, "  %s: %.1f s\n", row.name,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
+  }
+  std::printf("%-28s %9s %9s %9s %9s %9s %7s %8s %9s %7s %7s %7s\n", "policy", "JCT avg h",
+              "JCT p50 h", "JCT p99 h", "big JCT h", "wait avg", "util %", "preempt", "lost GPUh",
+              "avg/LAS", "p99/LAS", "big/LAS");
+  const Result& las = results[3];
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const Result& r = results[k];
+    double util = r.window > 0 ? 100 * r.busy_in_window / (r.window * pool) : 0;
+    char big[16] = "-", big_ratio[16] = "-";
+    if (!r.big_jct.empty()) {
+      std::snprintf(big, sizeof big, "%.2f", Mean(r.big_jct) / 3600);
+      std::snprintf(big_ratio, sizeof big_ratio, "%.2f", ratio(Mean(r.big_jct), Mean(las.big_jct)));
+    }
+    std::string name = std::string(rows[k].name) + (rows[k].is_default ? " (default)" : "");
+    std::printf("%-28s %9.2f %9.2f %9.2f %9s %8.2fh %7.1f %8d %9.1f %7.2f %7.2f %7s%s\n",
+                name.c_str(), Mean(r.jct) / 3600, Pct(r.jct, 0.5) / 3600, Pct(r.jct, 0.99) / 3600,
+                big, Mean(r.wait) / 3600, util, r.preemptions, r.lost_gpu_h + r.stalled_gpu_h,
+                ratio(Mean(r.jct), Mean(las.jct)), ratio(Pct(r.jct, 0.99), Pct(las.jct, 0.99)),
+                big_ratio,
+                r.never_ran ? (" (" + std::to_string(r.never_ran) + " never ran)").c_str() : "");
+  }
+  // The cross-check: strict FIFO replayed by an event loop of its own.
+  const std::vector<double> replay = ReplayFifo(trace, set.nodes, set.per_node, quotas);
+  std::size_t same = 0;
+  for (std::size_t i = 0; i < trace.size(); ++i)
+    same += SameTime(replay[i], results[0].done[i]) ? 1 : 0;
+  std::printf(
+      "\ncheck: an independent FIFO replay %s the simulator's FIFO (%zu/%zu jobs end at "
+      "the same time)\n",
+      same == trace.size() ? "agrees with" : "DISAGREES with", same, trace.size());
+  // Checkpoints: what interruptions at balanced's preemption rate, plus
+  // failures, cost each job under three checkpoint policies.
+  CheckpointSettings ck = set.checkpoints;
+  ck.restart = set.restart_cost;
+  ck.per_gpu_hour =
+      set.gpu_failure_rate + (gpu_time > 0 ? results.back().preemptions / (gpu_time / 3600) : 0);
+  const CheckpointLosses lost = LostToInterruptions(trace, set.per_node, ck);
+  std::printf(
+      "\ncheckpoints: %.4f interruptions per GPU-hour (balanced's preemptions, failures "
+      "%.0e), write %.0f s, restart %.0f s\n",
+      ck.per_gpu_hour, set.gpu_failure_rate, ck.cost, ck.restart);
+  std::printf("%-28s %12s %14s\n", "checkpoint policy", "lost GPUh", "interruptions");
+  const std::string names[] = {
+      "none", "every " + std::to_string(static_cast<int>(ck.fixed_interval / 60)) + " min",
+      "Young/Daly (Headway)"};
+  for (std::size_t p = 0; p < 3; ++p) {
+    const std::string& name = names[p];
+    std::printf("%-28s %12.1f %14ld\n", name.c_str(), lost.lost_gpu_h[p], lost.interruptions[p]);
+  }
+  const std::vector<double>& fifo = results[0].big_jct;
+  if (fifo.empty()) return same == trace.size() ? 0 : 1;
+  std::printf("\nbig jobs (>= %d GPUs): %zu\n", set.per_node, fifo.size());
+  std::printf("%-28s %9s %9s %9s %9s %9s %9s\n", "policy", "avg h", "p50 h", "p95 h", "max h",
+              "avg/FIFO", "p95/FIFO");
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const std::vector<double>& big = results[k].big_jct;
+    std::printf("%-28s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", rows[k].name, Mean(big) / 3600,
+                Pct(big, 0.5) / 3600, Pct(big, 0.95) / 3600, Pct(big, 1.0) / 3600,
+                ratio(Mean(big), Mean(fifo)), ratio(Pct(big, 0.95), Pct(fifo, 0.95)));
+  }
+  return same == trace.size() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -767,7 +719,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   Settings set;
-  double eta_sigma = 0.25;
+  DrawOptions draw;
+  std::string quota_spec = "equal";
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -787,7 +740,13 @@ int main(int argc, char** argv) {
     } else if (arg == "--aware-starvation-bound" && ok) {
       set.aware_starvation_bound = Duration(static_cast<std::int64_t>(v * 1000));
     } else if (arg == "--eta-error" && ok) {
-      eta_sigma = v;
+      draw.eta_sigma = v;
+    } else if (arg == "--limit-spread" && ok) {
+      draw.limit_sigma = v;
+    } else if (arg == "--early-end-rate" && ok && v <= 1) {
+      draw.early_end_rate = v;
+    } else if (arg == "--quotas" && !value.empty()) {
+      quota_spec = value;
     } else if (arg == "--restart-cost" && ok) {
       set.restart_cost = v;
       set.headway.restart_cost = Duration(static_cast<std::int64_t>(v * 1000));
@@ -797,6 +756,14 @@ int main(int argc, char** argv) {
       set.tick = v;
     } else if (arg == "--starvation-slowdown" && ok) {
       set.headway.starvation_slowdown = v;
+    } else if (arg == "--balanced-slowdown" && ok && v > 0) {
+      set.balanced_slowdown = v;
+    } else if (arg == "--checkpoint-cost" && ok) {
+      set.checkpoints.cost = v;
+    } else if (arg == "--checkpoint-interval" && ok && v > 0) {
+      set.checkpoints.fixed_interval = v;
+    } else if (arg == "--gpu-failure-rate" && ok) {
+      set.gpu_failure_rate = v;
     } else if (arg == "--las-threshold" && ok && v > 0) {
       set.las_threshold = v;
     } else if (arg == "--preempt-ratio" && ok && v > 0) {
@@ -807,83 +774,36 @@ int main(int argc, char** argv) {
     }
   }
   if (args.empty()) {
-    std::fprintf(stderr,
-                 "usage: simulator TRACE.csv [nodes] [gpus_per_node] [--starvation-bound S|off]\n"
-                 "                 [--aware-starvation-bound S|off] [--eta-error SIGMA]\n"
-                 "                 [--restart-cost S] [--borrow X] [--tick S] [--preempt-ratio X]\n"
-                 "                 [--las-threshold GPU_SECONDS]\n"
-                 "       simulator --generate N SEED\n");
+    std::fprintf(
+        stderr,
+        "usage: simulator TRACE.csv [nodes[,nodes...]] [gpus_per_node] [--quotas equal|demand|"
+        "TEAM=FRACTION,...]\n"
+        "                 [--starvation-bound S|off] [--aware-starvation-bound S|off]\n"
+        "                 [--balanced-slowdown X] [--eta-error SIGMA] [--limit-spread SIGMA]\n"
+        "                 [--early-end-rate P] [--restart-cost S] [--borrow X] [--tick S]\n"
+        "                 [--preempt-ratio X] [--las-threshold GPU_SECONDS]\n"
+        "                 [--checkpoint-cost S] [--checkpoint-interval S] [--gpu-failure-rate R]\n"
+        "       simulator --generate N SEED\n");
     return 2;
   }
-  set.nodes = args.size() > 1 ? std::atoi(args[1].c_str()) : 16;
+  // Several pool sizes ("8,16,32"): the same trace at several loads.
+  std::vector<int> pools;
+  {
+    std::stringstream list(args.size() > 1 ? args[1] : "16");
+    for (std::string item; std::getline(list, item, ',');) pools.push_back(std::atoi(item.c_str()));
+  }
   set.per_node = args.size() > 2 ? std::atoi(args[2].c_str()) : 8;
-  if (set.nodes <= 0 || set.per_node <= 0) {
+  if (pools.empty() || set.per_node <= 0 ||
+      std::any_of(pools.begin(), pools.end(), [](int n) { return n <= 0; })) {
     std::fprintf(stderr, "nodes and gpus_per_node must be positive\n");
     return 2;
   }
-  auto trace = ReadTrace(args[0], eta_sigma);
-  // Jobs larger than the pool can never run anywhere; drop them for every policy alike.
-  std::erase_if(trace, [&](const TraceJob& j) {
-    return ShapeOf(j, set.per_node).held() > set.nodes * set.per_node;
-  });
-  std::set<std::string> teams, users;
-  for (const TraceJob& j : trace) {
-    teams.insert(j.team);
-    if (!j.user.empty()) users.insert(j.user);
+  const auto trace = ReadTrace(args[0], draw);
+  int rc = 0;
+  for (std::size_t k = 0; k < pools.size(); ++k) {
+    if (k > 0) std::printf("\n----\n\n");
+    set.nodes = pools[k];
+    rc = std::max(rc, RunPool(trace, args[0], set, quota_spec, draw));
   }
-  std::printf("trace %s: %zu jobs, %zu teams, %zu users, on %d nodes x %d GPUs\n", args[0].c_str(),
-              trace.size(), teams.size(), users.size(), set.nodes, set.per_node);
-  std::printf(
-      "quotas: share of GPU-time, cap %.1fx; restart cost %.0f s; ETA error sigma %.2f; "
-      "starvation bound %s\n\n",
-      set.borrow, set.restart_cost, eta_sigma,
-      set.headway.starvation_bound
-          ? (std::to_string(set.headway.starvation_bound->count() / 1000) + " s").c_str()
-          : "off");
-  struct Row {
-    const char* name;
-    Policy policy;
-  };
-  const std::vector<Row> rows = {{"FIFO", Policy::kFifo},
-                                 {"SJF, oracle", Policy::kSjfOracle},
-                                 {"SRSF, oracle", Policy::kSrsfOracle},
-                                 {"2D-LAS (Tiresias)", Policy::kLas},
-                                 {"headway fair, limits", Policy::kFairShareLimits},
-                                 {"headway fair, ETA", Policy::kFairShareEta},
-                                 {"headway progress-aware", Policy::kProgressAware}};
-  std::printf("%-24s %9s %9s %9s %9s %9s %7s %8s %9s %9s %9s\n", "policy", "JCT avg h", "JCT p50 h",
-              "JCT p99 h", "big JCT h", "wait avg", "util %", "preempt", "lost GPUh", "avg/LAS",
-              "avg/SJF");
-  std::vector<Result> results;
-  for (const Row& row : rows) {
-    auto began = std::chrono::steady_clock::now();
-    results.push_back(Simulation(trace, set, row.policy).Run());
-    std::fprintf(stderr, "  %s: %.1f s\n", row.name,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
-  }
-  const double las = Mean(results[3].jct), sjf = Mean(results[1].jct);
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    const Result& r = results[k];
-    double util = r.window > 0 ? 100 * r.busy_in_window / (r.window * set.nodes * set.per_node) : 0;
-    char big[16] = "-";
-    if (!r.big_jct.empty()) std::snprintf(big, sizeof big, "%.2f", Mean(r.big_jct) / 3600);
-    std::printf("%-24s %9.2f %9.2f %9.2f %9s %8.2fh %7.1f %8d %9.1f %9.2f %9.2f%s\n", rows[k].name,
-                Mean(r.jct) / 3600, Pct(r.jct, 0.5) / 3600, Pct(r.jct, 0.99) / 3600, big,
-                Mean(r.wait) / 3600, util, r.preemptions, r.lost_gpu_h + r.stalled_gpu_h,
-                las > 0 ? Mean(r.jct) / las : 0, sjf > 0 ? Mean(r.jct) / sjf : 0,
-                r.never_ran ? (" (" + std::to_string(r.never_ran) + " never ran)").c_str() : "");
-  }
-  const std::vector<double>& fifo = results[0].big_jct;
-  if (fifo.empty()) return 0;
-  std::printf("\nbig jobs (>= %d GPUs): %zu\n", set.per_node, fifo.size());
-  std::printf("%-24s %9s %9s %9s %9s %9s %9s\n", "policy", "avg h", "p50 h", "p95 h", "max h",
-              "avg/FIFO", "p95/FIFO");
-  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    const std::vector<double>& big = results[k].big_jct;
-    std::printf("%-24s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", rows[k].name, Mean(big) / 3600,
-                Pct(big, 0.5) / 3600, Pct(big, 0.95) / 3600, Pct(big, 1.0) / 3600,
-                ratio(Mean(big), Mean(fifo)), ratio(Pct(big, 0.95), Pct(fifo, 0.95)));
-  }
-  return 0;
+  return rc;
 }

@@ -120,20 +120,27 @@ int main(int argc, char** argv) {
                      "delete ended jobs (with their progress, events, logs and files) this long "
                      "after they ended, unless their spec sets ttl_after_finished; e.g. 7d, or off")
       ->capture_default_str();
-  std::string scheduling_policy = "fair-share";
+  std::string scheduling_policy{headway::sched::OrderingName(headway::sched::kDefaultOrdering)};
   server->add_option("--scheduling-policy", scheduling_policy,
-                     "fair-share: FIFO within a team, the team using least of its share first; "
-                     "progress-aware: least expected work first (learned run times, live ETAs), "
-                     "teams within their quota first, and jobs whose spec sets "
-                     "checkpoint_warning may be preempted for much shorter work")
-      ->check(CLI::IsMember({"fair-share", "progress-aware"}))
+                     "fair-share (the default): FIFO within a team, the team using least of its "
+                     "share first; progress-aware: least expected work first (learned run times, "
+                     "live ETAs), teams within their quota first, jobs whose spec sets "
+                     "checkpoint_warning may be preempted for much shorter work, and a job starves "
+                     "after the starvation bound and 4x its expected run; balanced: "
+                     "progress-aware's order, but a job starves once its time since submission "
+                     "reaches 4x its expected run times the pool's load (GPUs running and asked "
+                     "for / GPUs), a team at its quota may preempt its own much longer "
+                     "checkpointable work, and its smaller jobs may pass one over the quota until "
+                     "that starves (bench/README.md compares them)")
+      ->check(CLI::IsMember({"fair-share", "progress-aware", "balanced"}))
       ->capture_default_str();
   std::string starvation_bound;
   server->add_option("--starvation-bound", starvation_bound,
                      "a job waiting this long goes ahead of the policy's order, oldest first, and "
                      "holds the backfill reservation until it starts (e.g. 30m, 2h; 0 = plain FIFO "
                      "across teams; off = never); default 30m, or 8h with progress-aware, where a "
-                     "job must also have waited 4x its expected run");
+                     "job must also have waited 4x its expected run; balanced applies it only to "
+                     "jobs of unknown work");
   server->add_option("--webhook", server_config.webhooks,
                      "http:// URL to POST every job state and health change to (repeatable)");
   server->add_option("--webhook-secret-file", server_config.webhook_secret_file,
@@ -455,8 +462,9 @@ int main(int argc, char** argv) {
     } else {
       throw CLI::ValidationError("--finished-job-ttl", "must be a duration such as 7d, or off");
     }
-    if (scheduling_policy == "progress-aware") {
-      server_config.ordering = headway::sched::Ordering::kShortestWork;
+    server_config.ordering =
+        headway::sched::ParseOrdering(scheduling_policy).value_or(headway::sched::kDefaultOrdering);
+    if (server_config.ordering == headway::sched::Ordering::kShortestWork) {
       server_config.starvation_bound = headway::sched::SchedulerOptions::kShortestWorkStarvationBound;
     }
     if (starvation_bound.empty()) {

@@ -105,6 +105,25 @@ int GpusOf(const RunningJob& job) {
 
 }  // namespace
 
+std::string_view OrderingName(Ordering ordering) {
+  switch (ordering) {
+    case Ordering::kFairShare:
+      return "fair-share";
+    case Ordering::kShortestWork:
+      return "progress-aware";
+    case Ordering::kBalanced:
+      return "balanced";
+  }
+  return "fair-share";
+}
+
+std::optional<Ordering> ParseOrdering(std::string_view name) {
+  for (Ordering o : {Ordering::kFairShare, Ordering::kShortestWork, Ordering::kBalanced}) {
+    if (OrderingName(o) == name) return o;
+  }
+  return std::nullopt;
+}
+
 std::string Decision::Reason(const ClusterState& state, const Pending& p) const {
   const WaitingJob& job = state.waiting.at(p.job);
   const std::string need = Gpus(job.gpus());
@@ -172,14 +191,30 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
   decision.pool_gpus = total;
   // A job that has waited past the bound goes ahead of fair share, oldest
   // first, so the first of them that cannot start holds the reservation.
-  const bool by_work = options.ordering == Ordering::kShortestWork;
+  const bool by_work = options.ordering != Ordering::kFairShare;
+  const bool balanced = options.ordering == Ordering::kBalanced;
+  // kBalanced: the pool's load, GPUs running and asked for over the pool's
+  // (at least 1), scales the slowdown a job may wait.
+  double load = 1;
+  if (balanced && total > 0) {
+    double asked = 0;
+    for (const RunningJob& r : state.running) asked += GpusOf(r);
+    for (const WaitingJob& w : state.waiting) asked += w.gpus();
+    load = std::max(1.0, asked / total);
+  }
+  const double balanced_bound = options.balanced_slowdown * load;
   // kShortestWork ages by slowdown as well: a job starves once it has waited
   // the bound and as long as it is expected to run, so a long job is not
   // rescued ahead of short ones merely for being old.
   // `work`: the job's ExpectedWork (kShortestWork only).
   auto starving = [&](const WaitingJob& w, double work) {
-    if (!options.starvation_bound) return false;
     Duration waited = state.now - w.queued_at;
+    if (balanced && std::isfinite(work)) {
+      double run =
+          std::max(work / std::max(1, w.gpus()), Seconds(options.min_run_before_preemption));
+      return Seconds(state.now - w.submitted_at.value_or(w.queued_at)) >= balanced_bound * run;
+    }
+    if (!options.starvation_bound) return false;
     if (waited < *options.starvation_bound) return false;
     if (!by_work) return true;
     double run = work / std::max(1, w.gpus());
@@ -366,6 +401,9 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
   std::vector<bool> blocked_queues(queue_count, false);
   std::optional<Reservation> reservation;
   std::set<std::string> preempted;
+  // kBalanced: shapes (nodes, GPUs per node, within nominal quota) that
+  // found no victims in this decision.
+  std::set<std::tuple<int, int, bool>> no_victims_for;
   // Every job the loop takes either starts or is left waiting, with a reason
   // and its place among those left (1: next in line).
   const WaitingJob* job = nullptr;
@@ -375,6 +413,16 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
   auto pend = [&](Pending p) {
     p.job = index_of(job);
     decision.pending.push_back(p);
+  };
+
+  // Remaining GPU-seconds of a running job, where its end is known.
+  auto remaining_of = [&](const RunningJob& r) {
+    return r.expected_end ? std::max(0.0, Seconds(*r.expected_end - state.now)) * GpusOf(r) : 0.0;
+  };
+  // Each preemption doubles the run a job is granted before the next.
+  auto granted_run = [&](const RunningJob& r) {
+    return state.now - r.started_at >=
+           options.min_run_before_preemption * (1LL << std::min(r.preemptions, 20));
   };
 
   for (;;) {
@@ -433,8 +481,84 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     }
     bool has_quota = has_quotas[job_queue];
     if (has_quota && usage[job_queue] + need > q.nominal_gpus + q.borrowing_limit) {
+      if (balanced && options.preemption) {
+        // kBalanced: its own team's much longer checkpointable work makes
+        // room within the team's quota, as it would for any other job of
+        // the team; the GPUs it takes are the victims' and the free ones no
+        // reservation needs.
+        std::vector<const RunningJob*> chosen, leaving;
+        FreeMap after = reservation ? reservation->spare : free;
+        int team_usage = usage[job_queue];
+        auto release = [&](const RunningJob& r) {
+          for (const NodeGpus& p : r.placement) after[node_index[p.node]] += p.gpus;
+          team_usage -= GpusOf(r);
+        };
+        for (const RunningJob& r : state.running) {
+          if (r.leaving && !preempted.count(r.name) && r.queue == job->queue) {
+            release(r);
+            leaving.push_back(&r);
+          }
+        }
+        const double job_work = ExpectedWork(*job);
+        std::vector<const RunningJob*> victims;
+        for (const RunningJob& r : state.running) {
+          if (r.queue != job->queue || r.leaving || preempted.count(r.name)) continue;
+          if (!r.checkpointable || !r.expected_end || !std::isfinite(job_work)) continue;
+          if (r.priority > job->priority || !granted_run(r)) continue;
+          double restart = Seconds(options.restart_cost) * GpusOf(r);
+          if (remaining_of(r) > options.preempt_ratio * (job_work + restart)) victims.push_back(&r);
+        }
+        std::sort(victims.begin(), victims.end(), [&](const RunningJob* a, const RunningJob* b) {
+          return remaining_of(*a) > remaining_of(*b);
+        });
+        auto fits = [&] {
+          return team_usage + need <= q.nominal_gpus + q.borrowing_limit ? Place(*job, after)
+                                                                         : std::nullopt;
+        };
+        auto fit = leaving.empty() ? std::nullopt : fits();
+        for (const RunningJob* v : victims) {
+          if (fit) break;
+          chosen.push_back(v);
+          release(*v);
+          fit = fits();
+        }
+        if (fit) {
+          for (const RunningJob* l : leaving) {
+            preempted.insert(l->name);
+            usage_of(l->queue) -= GpusOf(*l);
+          }
+          for (const RunningJob* v : chosen) {
+            decision.preemptions.push_back(
+                {v->name,
+                 "preempted for shorter work (" + job->name +
+                     ", within its team's quota); it resumes from its checkpoint",
+                 job->name});
+            preempted.insert(v->name);
+            usage_of(v->queue) -= GpusOf(*v);
+          }
+          shares_stale = true;
+          // What it takes of the free GPUs, nobody else may take meanwhile.
+          FreeMap& spare_of = reservation ? reservation->spare : free;
+          if (!reservation) {
+            Reservation r{index_of(job), state.now, free};
+            reservation = r;
+          }
+          for (const auto& [node, gpus] : *fit) {
+            int released = after[node] - spare_of[node];
+            int from_free = std::max(0, gpus - released);
+            reservation->spare[node] = std::max(0, reservation->spare[node] - from_free);
+          }
+          if (reservation->job == index_of(job)) decision.expected_starts[job->name] = state.now;
+          pend({.why = chosen.empty() ? Pending::Why::kVictimsLeaving : Pending::Why::kPreempting,
+                .count = static_cast<std::int32_t>(chosen.size() + leaving.size())});
+          continue;
+        }
+      }
       pend({.why = Pending::Why::kOverQuota, .usage = usage[job_queue]});
-      blocked_queues[job_queue] = true;  // FIFO within a queue
+      // FIFO within a queue. kBalanced: its team's smaller work may pass it
+      // until it starves; then it holds them (once its own team's work could
+      // not make room for it above).
+      if (!balanced || best_key->starving) blocked_queues[job_queue] = true;
       continue;
     }
 
@@ -480,8 +604,13 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
     }
 
     // The first job that cannot start: preempt for it, or reserve for it.
+    // kBalanced: any job that cannot start may preempt (once per shape that
+    // found no victims), but only a starving one holds the reservation, so
+    // a big job does not hold back every shorter one before its bound.
     bool within_nominal = usage[job_queue] + need <= q.nominal_gpus;
-    if (options.preemption) {
+    const auto shape_key = std::make_tuple(shape.nodes, shape.gpus_per_node, within_nominal);
+    if (options.preemption &&
+        !(balanced && !best_key->starving && no_victims_for.count(shape_key))) {
       std::vector<const RunningJob*> victims;
       FreeMap after = free;
       std::vector<const RunningJob*> leaving;
@@ -604,6 +733,14 @@ Decision Schedule(const ClusterState& state, const SchedulerOptions& options) {
       }
     }
 
+    if (balanced && !best_key->starving) {
+      no_victims_for.insert(shape_key);
+      pend({.why = need > total ? Pending::Why::kTooBig : Pending::Why::kNoRoom,
+            .over_nominal = has_quota && usage[job_queue] + need > q.nominal_gpus,
+            .count = free_total(),
+            .usage = usage[job_queue]});
+      continue;
+    }
     // EASY backfill reservation at the earliest time enough GPUs free up.
     Reservation r{index_of(job), std::nullopt, FreeMap(free.size(), 0)};
     std::vector<const RunningJob*> ending;

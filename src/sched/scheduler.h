@@ -39,12 +39,19 @@
 //    is first granted a run (`min_run_before_preemption`, doubled for each
 //    earlier preemption), so long and borrowing jobs are not sent back each
 //    time short ones come.
+//  - Ordering::kBalanced (balanced) orders as kShortestWork, but a job
+//    starves once its time since submission reaches `balanced_slowdown` x
+//    its expected run x the pool's load (no fixed hours); a job over its
+//    team's quota may preempt the team's own much longer checkpointable
+//    work, and the team's smaller jobs may pass it until it starves; only a
+//    starving job that cannot start holds the backfill reservation.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -93,6 +100,10 @@ struct WaitingJob {
   // FIFO key within equal priority: when it (last) entered the queue. A
   // preempted job re-enters at its preemption, behind the job it made room for.
   Time queued_at{};
+  // When it was first submitted (nullopt: queued_at). kBalanced measures a
+  // job's slowdown from here, so a job preempted again and again still
+  // comes to its turn.
+  std::optional<Time> submitted_at;
   int nodes = 1;
   int gpus_per_node = 0;
   std::optional<Duration> time_limit;  // for backfill: how long it may hold its GPUs
@@ -172,7 +183,21 @@ Explanation Explain(const ClusterState& state, const Decision& decision);
 enum class Ordering {
   kFairShare,     // FIFO within a queue, lowest weighted share across queues
   kShortestWork,  // smallest expected work first; nominal quota before borrowing
+  // kShortestWork with a starvation bound in slowdown, not hours: a job
+  // starves once it has waited `balanced_slowdown` x its expected run, that
+  // factor scaled by the pool's load (GPUs running and asked for / GPUs of
+  // the pool, at least 1), so a busy pool does not turn back into FIFO and
+  // a quiet one does not let big jobs wait.
+  kBalanced,
 };
+
+// The server's default (`headway server --scheduling-policy`); the
+// simulator marks its rows.
+inline constexpr Ordering kDefaultOrdering = Ordering::kFairShare;
+
+// "fair-share", "progress-aware", "balanced": the server's names.
+std::string_view OrderingName(Ordering ordering);
+std::optional<Ordering> ParseOrdering(std::string_view name);
 
 struct SchedulerOptions {
   Ordering ordering = Ordering::kFairShare;
@@ -196,6 +221,12 @@ struct SchedulerOptions {
   // this many times its expected run time (of 0, 1, 2 and 4, 4 did best on
   // the tuning trace).
   double starvation_slowdown = 4.0;
+  // kBalanced: a waiting job starves once it has waited this many times its
+  // expected run (at least `min_run_before_preemption`) times the pool's
+  // load; the fixed `starvation_bound` applies only to jobs whose work is
+  // unknown.
+  double balanced_slowdown = kBalancedSlowdown;
+  static constexpr double kBalancedSlowdown = 4.0;
 
   // kShortestWork with preemption: a checkpointable job is preempted for a
   // waiting one only when its remaining GPU-time exceeds `preempt_ratio` x

@@ -73,7 +73,7 @@ void JobController::RecordRunTime(const Job& job) {
 void JobController::Schedule(std::vector<Job>& active, Work& work) {
   static const std::string kNode = NodeName();
   const Time now = clock_.Now();
-  const bool by_work = options_.scheduling.ordering == sched::Ordering::kShortestWork;
+  const bool by_work = options_.scheduling.ordering != sched::Ordering::kFairShare;
   if (by_work && !run_times_loaded_) {
     JobFilter succeeded;
     succeeded.state = JobState::kSucceeded;
@@ -155,6 +155,7 @@ void JobController::Schedule(std::vector<Job>& active, Work& work) {
       w.priority = job.spec.priority;
       w.submit_seq = job.submit_seq;
       w.queued_at = job.requeued_at.value_or(job.created_at);
+      w.submitted_at = job.created_at;
       w.nodes = 1;  // the local executor runs on this one machine
       w.gpus_per_node = job.spec.resources.gpus();
       w.time_limit = job.spec.time_limit;

@@ -38,9 +38,9 @@ struct ServerConfig {
   bool backfill = true;
   // See sched::SchedulerOptions::starvation_bound; nullopt: fair share only.
   std::optional<Duration> starvation_bound = sched::SchedulerOptions::kDefaultStarvationBound;
-  // fair share (FIFO within a team) or progress-aware (least expected work
-  // first); see sched::Ordering.
-  sched::Ordering ordering = sched::Ordering::kFairShare;
+  // fair share (FIFO within a team), progress-aware (least expected work
+  // first) or balanced; see sched::Ordering.
+  sched::Ordering ordering = sched::kDefaultOrdering;
   std::string self_executable;   // this binary, for the local executor's supervisor
   // Threads for request handlers, which may block (store reads, a request
   // forwarded to the leader); sockets and progress reports are served by

@@ -630,5 +630,113 @@ TEST(Scheduler, ShortestWorkDoesNotTakeATeamBelowItsQuotaForABorrower) {
   EXPECT_EQ(d.preemptions[0].job, "b-long");
 }
 
+// --- Ordering::kBalanced ---
+
+SchedulerOptions Balanced(bool preemption = false) {
+  SchedulerOptions o;
+  o.ordering = Ordering::kBalanced;
+  o.preemption = preemption;
+  return o;
+}
+
+TEST(Scheduler, OrderingsHaveTheServersNames) {
+  for (Ordering o : {Ordering::kFairShare, Ordering::kShortestWork, Ordering::kBalanced})
+    EXPECT_EQ(ParseOrdering(OrderingName(o)), o);
+  EXPECT_EQ(OrderingName(kDefaultOrdering), "fair-share");
+  EXPECT_EQ(ParseOrdering("fifo"), std::nullopt);
+}
+
+TEST(Scheduler, BalancedStarvesAJobBySlowdownScaledByTheLoad) {
+  ClusterState s;
+  s.nodes = {{"n1", 1}};
+  WaitingJob old = Expecting(Waiting("old", "a", 1, 1), minutes(30));
+  WaitingJob fresh = Expecting(Waiting("fresh-short", "a", 1, 2), minutes(1));
+  // Two 1-GPU jobs ask for a 1-GPU pool: load 2, so "old" starves after
+  // 4 x 2 x its 30 min = 4 h in the system, not at a fixed bound.
+  s.now = T(239);
+  fresh.queued_at = T(238);
+  s.waiting = {fresh, old};
+  Decision d = Schedule(s, Balanced());
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, "fresh-short");
+  s.now = T(240);
+  d = Schedule(s, Balanced());
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, "old");
+  // A third job asking for the GPU raises the load: the bound moves to 6 h.
+  s.waiting.push_back(Expecting(Waiting("third", "b", 1, 3), hours(2)));
+  d = Schedule(s, Balanced());
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, "fresh-short");
+}
+
+TEST(Scheduler, BalancedCountsSlowdownFromSubmissionNotFromTheLastPreemption) {
+  ClusterState s;
+  s.nodes = {{"n1", 1}};
+  s.now = T(600);
+  // Preempted a minute ago, but submitted 10 h ago for 1 h of work: load 2
+  // makes its bound 8 h, long past.
+  WaitingJob resumed = Expecting(Waiting("resumed", "a", 1, 1), hours(1));
+  resumed.queued_at = T(599);
+  resumed.submitted_at = T(0);
+  WaitingJob fresh = Expecting(Waiting("fresh-short", "a", 1, 2), minutes(1));
+  fresh.queued_at = T(599);
+  s.waiting = {fresh, resumed};
+  Decision d = Schedule(s, Balanced());
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, "resumed");
+  // Without a submission time, its wait counts from its requeue.
+  s.waiting[1].submitted_at.reset();
+  d = Schedule(s, Balanced());
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, "fresh-short");
+}
+
+TEST(Scheduler, BalancedMakesRoomWithinATeamsQuotaFromItsOwnMuchLongerWork) {
+  ClusterState s;
+  s.now = T(0);
+  s.nodes = {{"n1", 2}};
+  s.queues = {{"a", {1, 0, 1}}, {"b", {1, 0, 1}}};
+  // a is at its quota with 10 h of checkpointable work left; a GPU is idle.
+  s.running = {Checkpointing(Running("a-long", "a", {{"n1", 1}}), T(600))};
+  s.waiting = {Expecting(Waiting("a-short", "a", 1, 1), minutes(10))};
+  Decision d = Schedule(s, Balanced(true));
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_EQ(d.preemptions[0].job, "a-long");
+  EXPECT_EQ(d.preemptions[0].for_job, "a-short");
+  EXPECT_THAT(d.preemptions[0].reason, HasSubstr("within its team's quota"));
+  EXPECT_EQ(d.expected_starts.at("a-short"), T(0));
+  // Progress-aware leaves the job waiting on its team's quota.
+  EXPECT_TRUE(Schedule(s, ShortestWork(true)).preemptions.empty());
+  // Not for work that is not much shorter, nor a job that just started.
+  s.waiting[0].expected_run = hours(8);
+  EXPECT_TRUE(Schedule(s, Balanced(true)).preemptions.empty());
+  s.waiting[0].expected_run = minutes(10);
+  s.running[0].started_at = T(-2);
+  EXPECT_TRUE(Schedule(s, Balanced(true)).preemptions.empty());
+}
+
+TEST(Scheduler, BalancedLetsATeamsSmallerWorkPassItsOverQuotaJobUntilThatStarves) {
+  ClusterState s;
+  s.nodes = {{"n1", 4}};
+  s.queues = {{"a", {2, 0, 1}}};
+  s.running = {Running("a-run", "a", {{"n1", 1}})};
+  // "pair" comes first by work (1.5 GPU-hours) but would take a to 3 of 2.
+  WaitingJob pair = Expecting(Waiting("pair", "a", 2, 1), minutes(45));
+  WaitingJob single = Expecting(Waiting("single", "a", 1, 2), hours(2));
+  s.now = T(10);
+  s.waiting = {pair, single};
+  Decision d = Schedule(s, Balanced());
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, "single");
+  // Fair share keeps a queue FIFO: "pair" holds "single".
+  EXPECT_TRUE(Schedule(s, SchedulerOptions{}).starts.empty());
+  // Starving (4 x load 1 x 45 min = 3 h), "pair" holds its team's later work.
+  s.now = T(180);
+  d = Schedule(s, Balanced());
+  EXPECT_TRUE(d.starts.empty());
+  EXPECT_EQ(Explain(s, d).reasons.at("single"), "waiting behind earlier jobs of queue a");
+}
+
 }  // namespace
 }  // namespace headway::sched
