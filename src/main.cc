@@ -314,6 +314,14 @@ int main(int argc, char** argv) {
                      "TEAM=FILE: a Docker config.json with the registry credentials a team's "
                      "images are pulled with ('*=FILE' for every other team; repeatable; the "
                      "file must not be readable by other users)");
+  std::string workflow_images = "record";
+  server
+      ->add_option("--workflow-images", workflow_images,
+                   "Argo container and script steps: run (each in its image, pulled as a job's "
+                   "image is; needs a root server) or record (the image is recorded and the "
+                   "step runs on the host)")
+      ->check(CLI::IsMember({"run", "record"}))
+      ->capture_default_str();
   server->add_option("--cdi-spec", server_config.cdi_spec,
                      "write the pool's GPUs as a CDI spec here (nvidia.com/gpu=INDEX), for "
                      "podman and other CDI consumers (e.g. /var/run/cdi/headway.json)");
@@ -437,6 +445,7 @@ int main(int argc, char** argv) {
     server_config.isolate_jobs = isolation == "namespace";
     server_config.isolate_job_network = job_network == "isolated";
     server_config.job_outbound = job_outbound == "public";
+    server_config.workflow_images_run = workflow_images == "run";
     server_config.own_job_tmp = job_tmp == "own";
     auto ttl = headway::ParseDuration(session_ttl);
     if (!ttl || ttl->count() <= 0) {

@@ -802,6 +802,7 @@ int RunServer(const ServerConfig& config) {
   workflow_bounds.max_nodes_per_team = config.max_workflow_nodes_per_team;
   workflow_bounds.max_status_bytes = config.max_workflow_status_bytes;
   workflows->SetBounds(workflow_bounds);
+  workflows->SetRunStepImages(config.workflow_images_run);
   experiments = std::make_unique<ExperimentController>(**store, *controller, clock, workflows.get());
   NotebookControllerOptions notebook_options;
   notebook_options.data_dir = config.data_dir;

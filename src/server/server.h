@@ -108,6 +108,7 @@ struct ServerConfig {
   std::vector<std::string> insecure_registries;  // --insecure-registry HOST[:PORT]
   std::vector<std::string> registry_auth;        // --registry-auth TEAM=FILE ("*=FILE")
   std::string cdi_spec;  // --cdi-spec PATH: the pool's GPUs for CDI consumers
+  bool workflow_images_run = false;  // --workflow-images=run (or record, the default)
   std::vector<std::string> run_as;     // "TEAM=USER" (root servers only)
   std::string job_user = "nobody";     // root servers: teams without a mapping
   bool allow_root_jobs = false;

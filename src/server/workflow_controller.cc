@@ -15,6 +15,7 @@
 
 #include "artifact/file_digest.h"
 #include "core/artifact.h"
+#include "core/container_tools.h"
 #include "core/job_spec_json.h"
 #include "core/job_spec_parser.h"
 #include "core/terminal_text.h"
@@ -158,56 +159,61 @@ void StateFromStatusJson(const json& s, wf::WorkflowState& state) {
 }  // namespace
 
 std::vector<std::string> StepCommand(const wf::JobToCreate& job, const std::string& step_dir,
-                                     const std::string& inputs_dir) {
+                                     const std::string& inputs_dir, bool in_image) {
   // $1 is the step's folder, made afresh; $2 "script" when $3 is a script's
   // source, written to a file whose path goes after the command (0755, as
   // Argo's executor stages it: `command: [sh, -c]` runs it as a program). The step's
-  // stdout goes to the log through tee and, its first 256 kB, to a file
-  // (tee -p goes on writing the log once head has what it needs); then the
-  // output parameters' files are copied in. The step's own exit status is
-  // the job's.
+  // stdout goes to the log through tee and, its first 256 kB, to a file (the
+  // rest is read and dropped, so tee never writes into a closed pipe); then
+  // the output parameters' files are copied in. The step's own exit status
+  // is the job's. In an image the wrapper needs nothing of it: it runs its
+  // own tools from the static busybox every container is given (as Argo
+  // gives each pod its executor), and the step's command with the image's.
+  const std::string t = in_image ? std::string(kContainerBusybox) + " " : "";
   std::string script =
       "d=\"$1\"; kind=\"$2\"; source=\"$3\"; in=\"$4\"; shift 4\n"
-      "rm -rf \"$d\" && mkdir -p \"$d/parameters\" \"$d/artifacts\" || exit 1\n";
+      "" + t + "rm -rf \"$d\" && " + t + "mkdir -p \"$d/parameters\" \"$d/artifacts\" || exit 1\n";
   // Input artifacts: a directory comes as NAME.tar, a file as NAME.
   for (const wf::InputArtifact& a : job.input_artifacts) {
     const std::string path = ShellQuote(a.path), staged = "\"$in/\"" + ShellQuote(a.name);
-    script += "if [ -f " + staged + ".tar ]; then mkdir -p " + path + " && tar -xf " + staged +
-              ".tar -C " + path + " || exit 1; else mkdir -p \"$(dirname " + path +
-              ")\" && cp -- " + staged + " " + path + " || exit 1; fi\n";
+    script += "if [ -f " + staged + ".tar ]; then " + t + "mkdir -p " + path + " && " + t +
+              "tar -xf " + staged + ".tar -C " + path + " || exit 1; else " + t + "mkdir -p \"$(" +
+              t + "dirname " + path + ")\" && " + t + "cp -- " + staged + " " + path +
+              " || exit 1; fi\n";
   }
   script +=
       "if [ \"$kind\" = script ]; then\n"
-      "  printf '%s' \"$source\" > \"$d/script\" && chmod 0755 \"$d/script\" || exit 1\n"
+      "  printf '%s' \"$source\" > \"$d/script\" && " + t + "chmod 0755 \"$d/script\" || exit 1\n"
       "  set -- \"$@\" \"$d/script\"\n"
       "fi\n"
-      "unset source\n"
-      "mkfifo \"$d/stdout.fifo\" || exit 1\n"
-      "head -c " +
+      "unset source\n" +
+      t + "mkfifo \"$d/stdout.fifo\" || exit 1\n"
+      "{ " + t + "head -c " +
       std::to_string(kMaxOutputRead) +
-      " < \"$d/stdout.fifo\" > \"$d/stdout\" & h=$!\n"
-      "{ \"$@\"; echo $? > \"$d/exit-code\"; } | tee -p \"$d/stdout.fifo\"\n"
+      " > \"$d/stdout\"; " + t + "cat > /dev/null; } < \"$d/stdout.fifo\" & h=$!\n"
+      "{ \"$@\"; echo $? > \"$d/exit-code\"; } | " + t + "tee \"$d/stdout.fifo\"\n"
       "wait $h\n"
-      "rc=$(cat \"$d/exit-code\" 2>/dev/null || echo 1)\n";
+      "rc=$(" + t + "cat \"$d/exit-code\" 2>/dev/null || echo 1)\n";
   for (const auto& [name, path] : job.output_paths) {
-    script += "[ -f " + ShellQuote(path) + " ] && cp -- " + ShellQuote(path) +
+    script += "[ -f " + ShellQuote(path) + " ] && " + t + "cp -- " + ShellQuote(path) +
               " \"$d/parameters/\"" + ShellQuote(name) + "\n";
   }
   for (const wf::OutputArtifact& a : job.output_artifacts) {
     const std::string path = ShellQuote(a.path), kept = "\"$d/artifacts/\"" + ShellQuote(a.name);
-    script += "if [ $rc = 0 ]; then if [ -d " + path + " ]; then tar -cf " + kept + ".tar -C " +
-              path + " . || rc=1; elif [ -f " + path + " ]; then cp -- " + path + " " + kept +
-              " || rc=1; fi; fi\n";
+    script += "if [ $rc = 0 ]; then if [ -d " + path + " ]; then " + t + "tar -cf " + kept +
+              ".tar -C " + path + " . || rc=1; elif [ -f " + path + " ]; then " + t + "cp -- " +
+              path + " " + kept + " || rc=1; fi; fi\n";
   }
   script += "exit $rc\n";
-  std::vector<std::string> argv = {"/bin/sh",
-                                   "-c",
-                                   script,
-                                   "headway-step",
-                                   step_dir,
-                                   job.script_source ? "script" : "container",
-                                   job.script_source.value_or(""),
-                                   inputs_dir};
+  std::vector<std::string> argv;
+  if (in_image) {
+    argv = {std::string(kContainerBusybox), "sh"};
+  } else {
+    argv = {"/bin/sh"};
+  }
+  argv.insert(argv.end(), {"-c", script, "headway-step", step_dir,
+                           job.script_source ? "script" : "container",
+                           job.script_source.value_or(""), inputs_dir});
   argv.insert(argv.end(), job.spec.command.begin(), job.spec.command.end());
   argv.insert(argv.end(), job.spec.args.begin(), job.spec.args.end());
   return argv;
@@ -509,11 +515,16 @@ void WorkflowController::Advance(Live& live) {
       continue;
     }
     const std::string home = data_dir_ + "/jobs/" + spec.name + "/home/";
-    spec.command = StepCommand(create, home + kStepDir, home + kInputsDir);
+    const bool in_image = run_step_images_ && !create.image.empty();
+    spec.command = StepCommand(create, home + kStepDir, home + kInputsDir, in_image);
     spec.args.clear();
     spec.labels["headway.dev/workflow"] = workflow_name;
-    // Recorded, and said in the job's Submitted event: no container runs it.
-    if (!create.image.empty()) {
+    if (in_image) {
+      spec.image = create.image;
+      auto policy = ParseImagePullPolicy(create.image_pull_policy);
+      spec.image_pull_policy = policy.value_or(ImagePullPolicy::kDefault);
+    } else if (!create.image.empty()) {
+      // Recorded, and said in the job's Submitted event: no container runs it.
       spec.labels[std::string(kStepImageLabel)] = EscapeForTerminal(create.image.substr(0, 256));
     }
     // As in a container: concurrent steps writing /tmp/out must not collide.

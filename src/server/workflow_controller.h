@@ -45,9 +45,10 @@ namespace headway {
 // The command line that runs a pod node's job (see the file comment).
 // Pure: exposed for tests.
 // `step_dir` is where the step leaves its outputs, `inputs_dir` where its
-// input artifacts were staged.
+// input artifacts were staged; `in_image`: the job runs in the step's image,
+// and the wrapper uses the busybox at kContainerBusybox instead of the host's tools.
 std::vector<std::string> StepCommand(const workflow::JobToCreate& job, const std::string& step_dir,
-                                     const std::string& inputs_dir);
+                                     const std::string& inputs_dir, bool in_image = false);
 
 // How much of the pool's bookkeeping one team's workflows may take, so that
 // one member's workflows cannot stall the engine for every team.
@@ -82,6 +83,9 @@ class WorkflowController final : public api::WorkflowService {
   void FollowJobChanges(api::WatchCache* changes);
   // Call before the loop starts.
   void SetBounds(const WorkflowBounds& bounds);
+  // Whether container and script steps run in their image (--workflow-images=run)
+  // or record it and run on the host (record). Set before the loop starts.
+  void SetRunStepImages(bool run) { run_step_images_ = run; }
   static constexpr Duration kFullPassEvery = std::chrono::seconds(10);
   void RunLoop(Duration period);
   void Shutdown();
@@ -182,6 +186,7 @@ class WorkflowController final : public api::WorkflowService {
   // (entries of workflows gone since are harmless: nothing acts on them).
   std::map<std::string, std::string> job_owner_;  // guarded by mu_
   WorkflowBounds bounds_;  // guarded by mu_
+  bool run_step_images_ = false;  // set before the loop starts
   api::WatchCache* job_changes_ = nullptr;
   std::uint64_t seen_changes_ = 0;  // guarded by mu_: the watch cache version read so far
   Time last_full_pass_{};           // guarded by mu_

@@ -185,7 +185,8 @@ struct JobToCreate {
   std::map<std::string, std::string> output_paths;
   std::vector<InputArtifact> input_artifacts;
   std::vector<OutputArtifact> output_artifacts;
-  std::string image;  // recorded: steps run as processes on the pool
+  std::string image;              // the container's image
+  std::string image_pull_policy;  // its imagePullPolicy, as written ("" when none)
 };
 
 struct MemoEntry {

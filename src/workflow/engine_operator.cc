@@ -617,6 +617,10 @@ void Operator::ExecutePod(Node& node, const Call& call, const Scope& scope) {
       JobToCreate job;
       job.node_id = node.id;
       job.image = c.image;
+      if (auto policy = c.recorded.find("imagePullPolicy");
+          policy != c.recorded.end() && policy->second.is_string()) {
+        job.image_pull_policy = policy->second.get<std::string>();
+      }
       JobSpec& spec = job.spec;
       spec.name = node.job;
       spec.team = env_.team;

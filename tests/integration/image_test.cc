@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "test_server.h"
+#include "workflow_test_support.h"
 
 namespace headway::testing {
 namespace {
@@ -282,6 +283,59 @@ TEST(Images, TheCacheKeepsWithinItsBoundEvictingTheLeastRecentlyUsedImageNoJobRu
   CommandResult released = server.Cli({"exec", "holder", "--", "/bin/mkdir", "/mnt/out"});
   EXPECT_EQ(released.exit_code, 0) << released.err;
   ASSERT_TRUE(server.WaitForState("holder", "Succeeded"));
+}
+
+TEST(Images, WorkflowStepsRunInTheirImagesAndTheirOutputsAreCollectedFromThere) {
+  Registry registry(/*with_password=*/false);
+  ASSERT_TRUE(registry.ready());
+  const std::string image = registry.PushToolsImage("steps");
+  TestServer server(/*gpus=*/0, {"--insecure-registry", registry.host(), "--workflow-images", "run"});
+  // Writes where a container may and a host process may not (/mnt/out,
+  // /outputs), as Argo examples do; the next step reads the artifact back.
+  CommandResult r = server.Cli({"workflow", "submit", "-", "--wait"}, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: boxed-steps}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: produce, template: produce}
+    - - name: consume
+        template: consume
+        arguments:
+          artifacts: [{name: model, from: "{{steps.produce.outputs.artifacts.model}}"}]
+  - name: produce
+    outputs:
+      parameters: [{name: x, valueFrom: {path: /mnt/out/x}}]
+      artifacts: [{name: model, path: /outputs/model}]
+    container:
+      image: )y" + image + R"y(
+      imagePullPolicy: IfNotPresent
+      command: [/bin/sh, -c, "mkdir -p /mnt/out /outputs/model && special-tool made > /mnt/out/x && echo w1 > /outputs/model/weights"]
+  - name: consume
+    inputs:
+      artifacts: [{name: model, path: /in/model}]
+    script:
+      image: )y" + image + R"y(
+      command: [/bin/sh]
+      source: |
+        cat /in/model/weights
+        special-tool consumed
+)y");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << server.ServerLog();
+  json wf = Workflow(server, "boxed-steps");
+  EXPECT_EQ(NodeOf(wf, "produce")["outputs"]["parameters"][0]["value"],
+            "special-tool ran with made")
+      << wf.dump(2);
+  EXPECT_EQ(NodeOf(wf, "consume")["outputs"]["result"], "w1\nspecial-tool ran with consumed")
+      << wf.dump(2);
+  // Each step's job ran in the image (its Launched event says so).
+  for (const char* step : {"produce", "consume"}) {
+    const std::string job = NodeOf(wf, step)["headway"]["job"].get<std::string>();
+    EXPECT_TRUE(server.HasEvent(job, "Launched", "in image " + image)) << job;
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "exec/local/local_executor.h"
 
+#include <elf.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/file.h>
@@ -42,6 +43,27 @@ ContainerLaunch ContainerLaunch::FromJson(const json& j) {
   out.dir = j.value("dir", "");
   out.crun = j.value("crun", "");
   return out;
+}
+
+std::string StaticBusybox() {
+  for (const char* path : {"/bin/busybox", "/usr/bin/busybox"}) {
+    std::ifstream in(path, std::ios::binary);
+    Elf64_Ehdr header{};
+    if (!in.read(reinterpret_cast<char*>(&header), sizeof header)) continue;
+    if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64) {
+      continue;
+    }
+    bool dynamic = false;
+    for (int i = 0; i < header.e_phnum; ++i) {
+      Elf64_Phdr program{};
+      in.seekg(static_cast<std::streamoff>(header.e_phoff + static_cast<std::uint64_t>(i) *
+                                                                 header.e_phentsize));
+      if (!in.read(reinterpret_cast<char*>(&program), sizeof program)) break;
+      if (program.p_type == PT_INTERP) dynamic = true;
+    }
+    if (!dynamic) return path;
+  }
+  return "";
 }
 
 Result<std::string> FindContainerRuntime() {

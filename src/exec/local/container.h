@@ -33,6 +33,10 @@ struct ContainerLaunch {
   static ContainerLaunch FromJson(const nlohmann::json& j);
 };
 
+// A statically linked busybox of the host's (Debian's busybox-static), bound
+// into every container at kContainerBusybox; empty when there is none.
+std::string StaticBusybox();
+
 // The runtime on this machine's PATH ("/usr/bin/crun"), or an error naming
 // the package to install.
 Result<std::string> FindContainerRuntime();

@@ -29,6 +29,7 @@
 #include <utility>
 #include <nlohmann/json.hpp>
 
+#include "core/container_tools.h"
 #include "exec/attached_command.h"
 #include "exec/local/cgroup.h"
 #include "exec/local/container.h"
@@ -724,6 +725,9 @@ class LocalExecutor final : public Executor {
     for (const std::string& dir : request.job_dirs) plan.binds.push_back({dir, dir, false});
     for (const std::string& file : request.job_files) plan.binds.push_back({file, file, true});
     for (const std::string& file : request.shared_files) plan.binds.push_back({file, file, true});
+    if (const std::string busybox = internal::StaticBusybox(); !busybox.empty()) {
+      plan.binds.push_back({busybox, std::string(kContainerBusybox), true});
+    }
     std::vector<json> configs;
     const int gpus_each = spec.resources.gpus_per_process;
     for (const json& rank : ranks) {
