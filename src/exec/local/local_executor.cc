@@ -264,6 +264,10 @@ class LocalExecutor final : public Executor {
 
   std::string_view Name() const override { return "local"; }
 
+  // Whether jobs in images can run here: an image cache, and a root server
+  // that isolates jobs (crun and the overlay need both).
+  bool RunsImages() const { return images_ != nullptr && isolate_ && ::geteuid() == 0; }
+
   // A job in a network of its own, where the site lets jobs out.
   bool JobGetsOutbound(const JobSpec& spec) const { return outbound_ && !spec.host_network; }
 
@@ -274,7 +278,7 @@ class LocalExecutor final : public Executor {
                              " (submit it to a Slurm queue instead)")
           .WithField("resources.nodes");
     }
-    if (!spec.image.empty() && (!images_ || !isolate_ || ::geteuid() != 0)) {
+    if (!spec.image.empty() && !RunsImages()) {
       return InvalidArgument("this server cannot run jobs in images: that needs a server run as "
                              "root with job isolation on")
           .WithField("image");
@@ -306,10 +310,8 @@ class LocalExecutor final : public Executor {
     std::optional<oci::PreparedImage> image;
     std::string runtime;
     if (!spec.image.empty()) {
-      if (!images_) {
-        return Unavailable("this server does not run jobs in images (no image cache is set up)");
-      }
-      if (!isolate_ || ::geteuid() != 0) {
+      // Admitted at submit; checked again for a job submitted before a restart with other flags.
+      if (!RunsImages()) {
         return Unavailable("jobs in images need a server run as root with job isolation on");
       }
       auto found = internal::FindContainerRuntime();

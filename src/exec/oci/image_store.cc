@@ -1,7 +1,6 @@
 #include "exec/oci/image_store.h"
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -46,34 +45,28 @@ std::string LayoutTag(const std::string& canonical) {
   return out;
 }
 
-std::uint64_t g_tree_bytes = 0;
-uid_t g_owner_uid = 0;
-gid_t g_owner_gid = 0;
-bool g_chown_failed = false;
-
-int AddImageEntryBytes(const char*, const struct stat* st, int, struct FTW*) {
-  g_tree_bytes += static_cast<std::uint64_t>(st->st_blocks) * 512;
-  return 0;
-}
-
-int ChownImageEntry(const char* path, const struct stat*, int, struct FTW*) {
-  if (::lchown(path, g_owner_uid, g_owner_gid) != 0) g_chown_failed = true;
-  return 0;
-}
-
-// nftw takes no context argument; callers hold the store's mutex.
+// Disk blocks under `dir`, links not followed.
 std::uint64_t TreeBytes(const std::string& dir) {
-  g_tree_bytes = 0;
-  ::nftw(dir.c_str(), AddImageEntryBytes, 32, FTW_PHYS);
-  return g_tree_bytes;
+  std::uint64_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) == 0) {
+      total += static_cast<std::uint64_t>(st.st_blocks) * 512;
+    }
+  }
+  return total;
 }
 
+// Every entry under `dir` (and `dir`) owned by uid:gid, links themselves
+// rather than what they point to.
 bool ChownTree(const std::string& dir, uid_t uid, gid_t gid) {
-  g_owner_uid = uid;
-  g_owner_gid = gid;
-  g_chown_failed = false;
-  if (::nftw(dir.c_str(), ChownImageEntry, 32, FTW_PHYS) != 0) return false;
-  return !g_chown_failed;
+  if (::lchown(dir.c_str(), uid, gid) != 0) return false;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; it != end; it.increment(ec)) {
+    if (ec || ::lchown(it->path().c_str(), uid, gid) != 0) return false;
+  }
+  return !ec;
 }
 
 // skopeo's and umoci's errors, without their logger's decoration
