@@ -164,7 +164,10 @@ const ACTIONS = [
 
 function detail(container, { ns, name }) {
   const header = el('div', { class: 'wf-header' });
+  // An action's failure and a refresh's failure are shown apart, so the next
+  // refresh cannot wipe out what the user's own click was answered.
   const error = el('p', { class: 'panel-error wf-error', role: 'alert', hidden: true });
+  const refreshError = el('p', { class: 'panel-error wf-refresh-error', role: 'status', hidden: true });
   const buttons = new Map(ACTIONS.map(([label, route, , danger]) => [route, el('button', {
     type: 'button', class: danger ? 'danger' : null, dataset: { action: route }, onclick: () => act(route),
   }, label)]));
@@ -185,7 +188,7 @@ function detail(container, { ns, name }) {
       el('span', { class: 'wf-phase' }),
       el('span', { class: 'grow' }),
       el('span', { class: 'wf-actions' }, [...buttons.values()])),
-    error, header,
+    error, refreshError, header,
     el('div', { class: 'dag-toolbar' },
       el('button', { type: 'button', class: 'chart-toggle', title: 'Zoom in (+)', onclick: () => dag.zoom(1.25) }, '+'),
       el('button', { type: 'button', class: 'chart-toggle', title: 'Zoom out (\u2212)', onclick: () => dag.zoom(0.8) }, '\u2212'),
@@ -332,13 +335,13 @@ function detail(container, { ns, name }) {
       next = await request(wfPath(ns, name), { signal });
     } catch (err) {
       if (!signal.aborted) {
-        error.textContent = err.status === 404 ? `No workflow named ${name} in ${ns}. (${err.message})` : `Could not refresh: ${err.message}`;
-        error.hidden = false;
+        refreshError.textContent = err.status === 404 ? `No workflow named ${name} in ${ns}. (${err.message})` : `Could not refresh: ${err.message}`;
+        refreshError.hidden = false;
       }
       throw err;
     }
     if (signal.aborted) return;
-    if (error.textContent.startsWith('Could not refresh') || error.textContent.startsWith('No workflow')) error.hidden = true;
+    refreshError.hidden = true;
     wf = next;
     const nodes = wf.status?.nodes || {};
     const k = layoutKey(nodes);

@@ -800,6 +800,11 @@ step('a workflow: listed, its graph reaches Succeeded, a Pod node opens its job'
   await page.locator('[data-action="delete"]').click();
   await page.locator('[data-action="delete"]').filter({ hasText: /sure/ }).click();
   await page.locator('.wf-error').filter({ hasText: /Delete failed: workflow 'diamond' not found/ }).waitFor();
+  // The next refresh finds it gone too, and says so beside the action's
+  // error instead of over it.
+  await page.locator('.wf-refresh-error').filter({ hasText: /No workflow named diamond/ }).waitFor();
+  assert.match(await page.locator('.wf-error').textContent(), /Delete failed: workflow 'diamond' not found/);
+  assert.ok(await page.locator('.wf-error').isVisible());
 });
 
 step('a workflow of 5,000 nodes: drawn in seconds, pans and zooms to far nodes, terminated', async () => {
