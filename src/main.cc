@@ -111,6 +111,16 @@ int main(int argc, char** argv) {
                      "unless its spec sets checkpoint_warning")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  server->add_option("--elastic-interval", server_config.elastic_interval_s,
+                     "seconds an elastic job runs at a size before it grows again or gives back a "
+                     "GPU that does not help (at least 4 of its measured restarts; shrinking for "
+                     "a waiting job is never held back)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  server->add_option("--elastic-restart-cost", server_config.elastic_restart_cost_s,
+                     "seconds a resize is assumed to cost an elastic job until one is measured")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   server->add_flag("!--no-preemption", server_config.preemption,
                    "never preempt running jobs for waiting ones");
   server->add_flag("!--no-backfill", server_config.backfill,

@@ -65,7 +65,9 @@ nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
       {"restarts", job.restarts},
       {"preemptions", job.preemptions},
       {"attempt", job.attempt()},
-      {"gpus", job.spec.resources.gpus()},
+      // An elastic job's GPUs are those it holds now, once it holds some.
+      {"gpus", job.spec.elastic && !job.gpu_ids.empty() ? static_cast<int>(job.gpu_ids.size())
+                                                        : job.spec.resources.gpus()},
       {"gpu_ids", job.gpu_ids},
       {"executor", job.executor},
       {"labels", job.spec.labels},
@@ -75,6 +77,17 @@ nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
       {"finished_at", OptionalTime(job.finished_at)},
       {"stop_requested_at", OptionalTime(job.stop_requested_at)},
   };
+  if (job.spec.elastic) {
+    const ElasticRange& e = *job.spec.elastic;
+    const int per_unit = e.ByNodes() ? job.spec.resources.gpus_per_process *
+                                           job.spec.resources.processes_per_node
+                                     : job.spec.resources.gpus_per_process;
+    const int held = per_unit > 0 ? static_cast<int>(job.gpu_ids.size()) / per_unit : 0;
+    view["elastic"] = {{"unit", e.ByNodes() ? "nodes" : "rank groups"},
+                       {"size", held > 0 ? nlohmann::json(held) : nlohmann::json(nullptr)},
+                       {"min", e.MinUnits()},
+                       {"max", e.MaxUnits()}};
+  }
   if (with_spec) view["spec"] = JobSpecToJson(job.spec);
   return view;
 }

@@ -378,6 +378,13 @@ int Describe(const Options& o) {
   line("Resources", std::to_string(r["nodes"].get<int>()) + " node(s) x " +
                         std::to_string(r["processes_per_node"].get<int>()) + " process(es) x " +
                         std::to_string(r["gpus_per_process"].get<int>()) + " GPU(s)");
+  if (j.contains("elastic") && j["elastic"].is_object()) {
+    const json& e = j["elastic"];
+    const std::string range = e["min"].dump() + "-" + e["max"].dump() + " " +
+                              e["unit"].get<std::string>();
+    line("Elastic", e["size"].is_number() ? e["size"].dump() + " now, of " + range
+                                          : range + ", admitted at " + e["min"].dump());
+  }
   std::string gpu_ids;
   for (const auto& id : j["gpu_ids"]) gpu_ids += (gpu_ids.empty() ? "" : ",") + id.dump();
   line("GPU ids", gpu_ids.empty() ? "-" : gpu_ids);

@@ -65,6 +65,23 @@ struct ProgressEndpoint {
   Duration interval = std::chrono::seconds(30);
 };
 
+// An elastic job (sched/elastic.h) runs between a minimum and a maximum of
+// units and is resized while it runs: whole nodes (min_nodes..max_nodes), or
+// ranks of gpus_per_process GPUs each on one node (min_ranks..max_ranks).
+// It is admitted at its minimum, which resources.nodes or
+// processes_per_node then hold.
+struct ElasticRange {
+  int min_nodes = 0;
+  int max_nodes = 0;
+  int min_ranks = 0;
+  int max_ranks = 0;
+
+  bool ByNodes() const { return max_nodes > 0; }
+  int MinUnits() const { return ByNodes() ? min_nodes : min_ranks; }
+  int MaxUnits() const { return ByNodes() ? max_nodes : max_ranks; }
+  friend bool operator==(const ElasticRange&, const ElasticRange&) = default;
+};
+
 // Label of a job that runs a workflow step: the step's container image,
 // recorded (the step runs as a process on the pool, not in the image); the
 // job's Submitted event says so.
@@ -116,6 +133,7 @@ struct JobSpec {
   // unpacked with umoci, run by crun; exec/oci/). Empty: on the host.
   std::string image;
   ImagePullPolicy image_pull_policy = ImagePullPolicy::kDefault;
+  std::optional<ElasticRange> elastic;  // unset: a fixed size
 
   std::vector<std::string> Argv() const;
 };

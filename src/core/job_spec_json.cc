@@ -165,6 +165,21 @@ std::optional<JobSpec> JobSpecFromStoredJson(const nlohmann::json& j) {
       {"persistent_home", [&](auto& v) { return v.is_boolean() && Get(v, spec.persistent_home); }},
       {"host_network", [&](auto& v) { return v.is_boolean() && Get(v, spec.host_network); }},
       {"image", [&](auto& v) { return Get(v, spec.image) && ParseImageRef(spec.image).ok(); }},
+      {"elastic",
+       [&](auto& v) {
+         ElasticRange range;
+         const std::vector<std::pair<std::string, Reader>> fields = {
+             {"min_nodes", [&](auto& x) { return Get(x, range.min_nodes); }},
+             {"max_nodes", [&](auto& x) { return Get(x, range.max_nodes); }},
+             {"min_ranks", [&](auto& x) { return Get(x, range.min_ranks); }},
+             {"max_ranks", [&](auto& x) { return Get(x, range.max_ranks); }},
+         };
+         if (!ReadFields(v, fields) || range.MinUnits() < 1 || range.MaxUnits() < range.MinUnits()) {
+           return false;
+         }
+         spec.elastic = range;
+         return true;
+       }},
       {"image_pull_policy",
        [&](auto& v) {
          std::string text;
@@ -229,6 +244,11 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
   if (!spec.image.empty()) j["image"] = spec.image;
   if (spec.image_pull_policy != ImagePullPolicy::kDefault) {
     j["image_pull_policy"] = ImagePullPolicyName(spec.image_pull_policy);
+  }
+  if (spec.elastic) {
+    const ElasticRange& e = *spec.elastic;
+    j["elastic"] = e.ByNodes() ? nlohmann::json{{"min_nodes", e.min_nodes}, {"max_nodes", e.max_nodes}}
+                               : nlohmann::json{{"min_ranks", e.min_ranks}, {"max_ranks", e.max_ranks}};
   }
   return j;
 }

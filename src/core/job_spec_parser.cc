@@ -86,6 +86,53 @@ Result<ProgressEndpoint> AsProgressEndpoint(const std::string& field, const YAML
   return endpoint;
 }
 
+// Checks an `elastic:` range and admits the job at its minimum.
+static Status ApplyElastic(const std::string& prefix, const YAML::Node& root,
+                           const ElasticRange& range, JobSpec& spec) {
+  auto path = [&](const std::string& f) { return prefix.empty() ? f : prefix + "." + f; };
+  const std::string field = path("elastic");
+  const YAML::Node node = root["elastic"];
+  const bool nodes = range.min_nodes > 0 || range.max_nodes > 0;
+  const bool ranks = range.min_ranks > 0 || range.max_ranks > 0;
+  if (nodes == ranks) {
+    return FieldError(field, node,
+                      "give min_nodes and max_nodes (whole nodes), or min_ranks and max_ranks "
+                      "(ranks on one node), not both and not neither");
+  }
+  const int min = nodes ? range.min_nodes : range.min_ranks;
+  const int max = nodes ? range.max_nodes : range.max_ranks;
+  const std::string unit = nodes ? "nodes" : "ranks";
+  if (min == 0 || max == 0) {
+    return FieldError(field, node, "needs both min_" + unit + " and max_" + unit);
+  }
+  if (min > max) {
+    return FieldError(field + ".min_" + unit, node["min_" + unit],
+                      "must be at most max_" + unit + " (" + std::to_string(max) + ")");
+  }
+  const YAML::Node resources = root["resources"];
+  if (spec.resources.gpus_per_process < 1) {
+    return FieldError(path("resources.gpus_per_process"),
+                      resources && resources["gpus_per_process"] ? resources["gpus_per_process"]
+                                                                 : node,
+                      "must be at least 1 for an elastic job: it grows into idle GPUs");
+  }
+  // The job is admitted at its minimum: the size fields say it already.
+  const char* size_field = nodes ? "nodes" : "processes_per_node";
+  int& size = nodes ? spec.resources.nodes : spec.resources.processes_per_node;
+  if (resources && resources[size_field] && size != min) {
+    return FieldError(path("resources." + std::string(size_field)), resources[size_field],
+                      "is an elastic job's starting size, its elastic.min_" + unit + " (" +
+                          std::to_string(min) + "): leave it out");
+  }
+  if (ranks && spec.resources.nodes != 1) {
+    return FieldError(path("resources.nodes"), resources["nodes"],
+                      "must be 1 for ranks that grow on one node (or use min_nodes/max_nodes)");
+  }
+  size = min;
+  spec.elastic = range;
+  return Status::Ok();
+}
+
 Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& prefix,
                                  bool name_required) {
   auto path = [&](const std::string& f) { return prefix.empty() ? f : prefix + "." + f; };
@@ -148,6 +195,13 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
          spec.policies.gpu_idle_below_percent = *percent;
          return Status::Ok();
        }},
+  };
+  ElasticRange elastic;
+  std::map<std::string, FieldHandler> elastic_fields = {
+      {"min_nodes", AssignInt(elastic.min_nodes, 1, kMaxCount)},
+      {"max_nodes", AssignInt(elastic.max_nodes, 1, kMaxCount)},
+      {"min_ranks", AssignInt(elastic.min_ranks, 1, 256)},
+      {"max_ranks", AssignInt(elastic.max_ranks, 1, 256)},
   };
   YAML::Node command_node;
   const FieldHandler pull_policy = [&](const std::string& f, const YAML::Node& v) -> Status {
@@ -212,6 +266,8 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
        }},
       {"resources",
        [&](const std::string& f, const YAML::Node& v) { return ForEachField(f, v, resources); }},
+      {"elastic",
+       [&](const std::string& f, const YAML::Node& v) { return ForEachField(f, v, elastic_fields); }},
       {"restart_policy", [&](const std::string& f,
                              const YAML::Node& v) { return ForEachField(f, v, restart_policy); }},
       {"policies",
@@ -279,6 +335,9 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
   }
   if (spec.team.empty() || spec.team.size() > 63) {
     return FieldError(path("team"), root["team"], "must be 1-63 characters");
+  }
+  if (root["elastic"]) {
+    HEADWAY_RETURN_IF_ERROR(ApplyElastic(prefix, root, elastic, spec));
   }
   return spec;
 }

@@ -16,6 +16,25 @@ using namespace yaml_fields;  // NOLINT: the parser is written in terms of these
 constexpr std::string_view kTrainerGroup = "trainer.kubeflow.org/";
 
 // The torchrun variables Kubeflow's torch runtime sets; a TrainJob may not.
+// "MIN:MAX" of PET_NNODES, 1 <= MIN <= MAX <= 4096; nullopt otherwise.
+std::optional<std::pair<int, int>> ElasticNodes(const std::string& value) {
+  const auto colon = value.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  auto number = [](std::string_view text) -> std::optional<int> {
+    if (text.empty() || text.size() > 4) return std::nullopt;
+    int n = 0;
+    for (char c : text) {
+      if (c < '0' || c > '9') return std::nullopt;
+      n = n * 10 + (c - '0');
+    }
+    return n;
+  };
+  const auto min = number(std::string_view(value).substr(0, colon));
+  const auto max = number(std::string_view(value).substr(colon + 1));
+  if (!min || !max || *min < 1 || *max < *min || *max > 4096) return std::nullopt;
+  return std::pair{*min, *max};
+}
+
 const std::set<std::string> kTorchReserved = {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK",
                                               "PET_MASTER_ADDR", "PET_MASTER_PORT"};
 
@@ -102,7 +121,8 @@ Result<std::map<std::string, std::string>> AsEnvList(const std::string& field,
                                "or pass a server variable with `headway server --job-env NAME`");
           }}}));
     if (name.empty()) return FieldError(path + ".name", item, "is required");
-    if (kTorchReserved.count(name)) {
+    // PET_NNODES=MIN:MAX is how an elastic torch job is asked for.
+    if (kTorchReserved.count(name) && !(name == "PET_NNODES" && ElasticNodes(value))) {
       return FieldError(path + ".name", item["name"],
                         "'" + name + "' is set by the torch runtime and may not be given");
     }
@@ -369,7 +389,23 @@ Result<JobSpec> ParseTrainJobNode(const YAML::Node& root, const std::string& pre
   }
   // One process per node, which is torchrun's to fan out, as on Kubeflow.
   spec.resources.processes_per_node = 1;
-  spec.env["PET_NNODES"] = std::to_string(spec.resources.nodes);
+  if (auto nnodes = spec.env.find("PET_NNODES"); nnodes != spec.env.end()) {
+    const auto [min, max] = *ElasticNodes(nnodes->second);
+    if (root["spec"]["trainer"]["numNodes"] &&
+        (spec.resources.nodes < min || spec.resources.nodes > max)) {
+      return FieldError("spec.trainer.numNodes", root["spec"]["trainer"]["numNodes"],
+                        "must be within PET_NNODES=" + nnodes->second);
+    }
+    // Admitted at its minimum; it grows to its maximum while GPUs are idle.
+    spec.resources.nodes = min;
+    ElasticRange range;
+    range.min_nodes = min;
+    range.max_nodes = max;
+    spec.elastic = range;
+  }
+  spec.env["PET_NNODES"] = spec.elastic ? std::to_string(spec.elastic->min_nodes) + ":" +
+                                              std::to_string(spec.elastic->max_nodes)
+                                        : std::to_string(spec.resources.nodes);
   spec.env["PET_NPROC_PER_NODE"] = procs_per_node;
   if (spec.team.empty()) spec.team = "default";
   if (!spec.name.empty() && !IsValidJobName(spec.name)) {

@@ -122,6 +122,16 @@ class Executor {
     (void)request;
     return Unavailable("this executor cannot run commands inside its jobs");
   }
+  // An elastic job's new size (JobSpec::elastic): `unit_gpus[i]` are the GPUs
+  // of its rank group (or node) i, one entry per unit of the new size. Units
+  // above it are stopped, units below it started; the job's elastic agents
+  // restart its workers at the new size. Returns once the request is handed
+  // over, not once it took effect.
+  virtual Status Resize(const std::string& handle, const std::vector<std::vector<int>>& unit_gpus) {
+    (void)handle;
+    (void)unit_gpus;
+    return Unavailable("this executor cannot resize a running job");
+  }
   // Delivers `signal` to every process of the attempt. Ok if it already ended.
   virtual Status Signal(const std::string& handle, int signal) = 0;
   // True when the backend itself ends attempts at spec.time_limit (and sends

@@ -351,6 +351,20 @@ Step Preempt(Job& job, const std::string& reason, const std::string& for_job,
   return step;
 }
 
+Step Resize(Job& job, std::vector<int> gpu_ids, const std::string& reason, Time now) {
+  Step step;
+  if (job.state != JobState::kRunning || job.executor_handle.empty() || job.stop_requested_at ||
+      job.preempt_requested_at || !job.spec.elastic || gpu_ids.empty() ||
+      gpu_ids == job.gpu_ids) {
+    return step;
+  }
+  job.gpu_ids = std::move(gpu_ids);
+  step.changed = true;
+  step.events.push_back(Event(job, now, "Resized", reason));
+  step.actions.push_back({Action::Kind::kResize, 0});
+  return step;
+}
+
 Step EnforceDeadlines(Job& job, AttemptMemo& memo, const DeadlineOptions& options, Time now) {
   Step step;
   if (job.state != JobState::kRunning || job.executor_handle.empty()) return step;

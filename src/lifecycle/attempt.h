@@ -34,7 +34,8 @@ namespace headway::lifecycle {
 
 // Something the controller does once the step's record and events are stored.
 struct Action {
-  enum class Kind { kLaunch, kSignal };
+  // kResize: hand an elastic job's new GPUs (the record's gpu_ids) to its attempt.
+  enum class Kind { kLaunch, kSignal, kResize };
   Kind kind = Kind::kSignal;
   int signal = 0;  // kSignal: SIGUSR1 (checkpoint warning), SIGTERM or SIGKILL
 
@@ -81,6 +82,11 @@ StopReason StopReasonFor(Health health);
 // token's hash) becomes part of the record, then Launch. Queued or Preempted only.
 Step Schedule(Job& job, std::vector<int> gpu_ids, std::string token_hash, std::string why,
               Time now);
+// An elastic job's running attempt takes `gpu_ids` instead of the GPUs it
+// held (sched/elastic.h decided it, for `reason`): the record holds the new
+// grant, then Resize. Running, and not being stopped or preempted, only.
+Step Resize(Job& job, std::vector<int> gpu_ids, const std::string& reason, Time now);
+
 // The executor started the attempt. A stop that came while it was being
 // launched is delivered now.
 Step Launched(Job& job, AttemptMemo& memo, const std::string& handle,

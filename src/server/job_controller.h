@@ -40,6 +40,7 @@
 #include "exec/executor.h"
 #include "lifecycle/attempt.h"
 #include "progress/health.h"
+#include "sched/elastic.h"
 #include "sched/run_time_history.h"
 #include "sched/scheduler.h"
 #include "server/ingest_writer.h"
@@ -66,6 +67,8 @@ struct ControllerOptions {
   // Quotas of the local pool by team; a team not listed is bounded by the pool.
   std::map<std::string, sched::QueueQuota> team_quotas;
   sched::SchedulerOptions scheduling;
+  // How elastic jobs (JobSpec::elastic) are resized (sched/elastic.h).
+  sched::ElasticOptions elastic;
   // Between the checkpoint warning (SIGUSR1) of a preempted job and its
   // SIGTERM, unless the job's spec sets checkpoint_warning.
   Duration preemption_grace = std::chrono::seconds(30);
@@ -176,9 +179,16 @@ class JobController final : public api::JobService {
     Executor* executor = nullptr;
     int signal = 0;
   };
+  struct PendingResize {
+    std::string job;
+    std::string handle;
+    Executor* executor = nullptr;
+    std::vector<std::vector<int>> unit_gpus;
+  };
   struct Work {
     std::vector<PendingLaunch> launches;
     std::vector<PendingSignal> signals;
+    std::vector<PendingResize> resizes;
   };
   // A poll of a launched attempt, made outside mu_.
   struct Polled {
@@ -231,6 +241,29 @@ class JobController final : public api::JobService {
   // once per retention_interval. Takes mu_ per job.
   void CollectFinished(Time now);
   void Schedule(std::vector<Job>& active, Work& work);
+  // Elastic jobs (job_controller_elastic.cc), callers hold mu_. What the
+  // controller knows of each running one: its throughput at each size,
+  // measured from its reports, and the GPUs a shrink is giving back.
+  struct ElasticMemo {
+    std::string handle;  // the attempt it is about; a new one starts afresh
+    int units = 0;       // the size the measurements below are for
+    Time last_change{};  // the attempt's start or its last resize
+    std::optional<std::pair<std::int64_t, Time>> anchor;  // first report at this size
+    std::optional<Duration> restart_cost;
+    std::map<int, double> throughput;  // steps/s by size
+    std::vector<int> releasing;        // GPUs given back, not free before `released_at`
+    Time released_at{};
+  };
+  // The running elastic jobs as the sizing decision sees them; marks the
+  // GPUs shrinks are giving back as `used`.
+  std::vector<sched::ElasticJob> ElasticJobs(const std::vector<Job>& active,
+                                             const std::string& node, std::vector<bool>& used,
+                                             Time now);
+  // Carries out the sizing decision's resizes: new GPU grants, stored with
+  // a Resized event, then handed to the executor.
+  void ApplyResizes(const std::vector<sched::Resize>& resizes,
+                    std::map<std::string, Job*>& by_name, std::vector<bool>& used, Work& work,
+                    Time now);
   void PublishPool(sched::ClusterState state, const std::vector<Job>& active,
                    sched::Decision decision);
   JobEvent Event(const Job& job, std::string type, std::string message) const;
@@ -251,6 +284,7 @@ class JobController final : public api::JobService {
   // that listed the jobs before taking mu_ knows to list them again.
   std::uint64_t generation_ = 0;                         // guarded by mu_
   std::map<std::string, lifecycle::AttemptMemo> memos_;  // guarded by mu_
+  std::map<std::string, ElasticMemo> elastic_;           // guarded by mu_
   std::map<std::string, Time> last_polled_;              // guarded by mu_
   // Jobs whose launch a restart interrupted and whose executor could not
   // tell yet whether it started: asked again each tick, never relaunched

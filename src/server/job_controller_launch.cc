@@ -163,7 +163,19 @@ void JobController::Schedule(std::vector<Job>& active, Work& work) {
       state.waiting.push_back(std::move(w));
     }
   }
-  sched::Decision decision = sched::Schedule(state, options_.scheduling);
+  // Elastic jobs: sized around the decision (shrink before preempting,
+  // idle GPUs to the best measured gain).
+  std::vector<sched::ElasticJob> elastic = ElasticJobs(active, kNode, used, now);
+  std::vector<sched::Resize> resizes;
+  sched::Decision decision;
+  if (elastic.empty()) {
+    decision = sched::Schedule(state, options_.scheduling);
+  } else {
+    sched::ElasticPlan plan =
+        sched::PlanWithElastic(state, elastic, options_.scheduling, options_.elastic);
+    decision = std::move(plan.decision);
+    resizes = std::move(plan.resizes);
+  }
   for (const sched::Preemption& p : decision.preemptions) {
     auto victim = by_name.find(p.job);
     if (victim == by_name.end()) continue;
@@ -197,6 +209,7 @@ void JobController::Schedule(std::vector<Job>& active, Work& work) {
             start.backfilled ? "backfilled: it cannot delay the job first in line" : "", now),
         work, token);
   }
+  ApplyResizes(resizes, by_name, used, work, now);
   PublishPool(std::move(state), active, std::move(decision));
 }
 

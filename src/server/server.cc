@@ -611,6 +611,10 @@ int RunServer(const ServerConfig& config) {
   options.scheduling.ordering = config.ordering;
   options.preemption_grace =
       std::chrono::milliseconds(static_cast<std::int64_t>(config.preemption_grace_s * 1000));
+  options.elastic.min_interval =
+      std::chrono::milliseconds(static_cast<std::int64_t>(config.elastic_interval_s * 1000));
+  options.elastic.default_restart_cost =
+      std::chrono::milliseconds(static_cast<std::int64_t>(config.elastic_restart_cost_s * 1000));
   WebhookOptions webhook_options;
   webhook_options.urls = config.webhooks;
   if (!config.webhooks.empty()) {

@@ -34,6 +34,11 @@ struct ServerConfig {
   std::vector<std::string> max_priority;
   std::vector<std::string> max_grace;
   double preemption_grace_s = 30;  // checkpoint warning → SIGTERM for preempted jobs
+  // Elastic jobs: the shortest time between two resizes of one job that a
+  // job chooses (growth, giving back a useless unit), and the restart cost
+  // a job is assumed to pay until one of its resizes is measured.
+  double elastic_interval_s = 120;
+  double elastic_restart_cost_s = 60;
   bool preemption = true;
   bool backfill = true;
   // See sched::SchedulerOptions::starvation_bound; nullopt: fair share only.

@@ -47,6 +47,54 @@ policies: {on_stall: stop, on_diverge: stop, on_plateau: notify}
   EXPECT_EQ(spec->policies.on_plateau, HealthAction::kNotify);
 }
 
+TEST(JobSpecParser, AnElasticJobIsAdmittedAtItsMinimum) {
+  auto ranks = ParseJobSpec(
+      "name: grows\ncommand: [torchrun, train.py]\nresources: {gpus_per_process: 2}\n"
+      "elastic: {min_ranks: 1, max_ranks: 3}\n");
+  ASSERT_TRUE(ranks.ok()) << ranks.status().ToString();
+  ASSERT_TRUE(ranks->elastic.has_value());
+  EXPECT_FALSE(ranks->elastic->ByNodes());
+  EXPECT_EQ(ranks->elastic->MinUnits(), 1);
+  EXPECT_EQ(ranks->elastic->MaxUnits(), 3);
+  EXPECT_EQ(ranks->resources.processes_per_node, 1);
+  EXPECT_EQ(ranks->resources.gpus(), 2);
+
+  auto nodes = ParseJobSpec(
+      "name: wide\ncommand: [torchrun, train.py]\nresources: {gpus_per_process: 4}\n"
+      "elastic: {min_nodes: 2, max_nodes: 4}\n");
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  EXPECT_TRUE(nodes->elastic->ByNodes());
+  EXPECT_EQ(nodes->resources.nodes, 2);
+
+  auto fixed = ParseJobSpec("name: fixed\ncommand: [sh]\n");
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_FALSE(fixed->elastic.has_value());
+}
+
+TEST(JobSpecParser, AnElasticRangeThatCannotBeMetIsRefusedByItsField) {
+  auto error = [](const std::string& tail) {
+    auto spec = ParseJobSpec("name: e\ncommand: [sh]\n" + tail);
+    if (tail.find("resources") == std::string::npos) {
+      spec = ParseJobSpec("name: e\ncommand: [sh]\nresources: {gpus_per_process: 1}\n" + tail);
+    }
+    return spec.ok() ? std::string("accepted") : spec.status().ToString();
+  };
+  EXPECT_THAT(error("elastic: {min_ranks: 3, max_ranks: 2}\n"),
+              HasSubstr("elastic.min_ranks (line 4): must be at most max_ranks (2)"));
+  EXPECT_THAT(error("elastic: {min_ranks: 1}\n"), HasSubstr("needs both min_ranks and max_ranks"));
+  EXPECT_THAT(error("elastic: {min_ranks: 1, max_ranks: 2, min_nodes: 1, max_nodes: 2}\n"),
+              HasSubstr("not both"));
+  EXPECT_THAT(error("elastic: {min_ranks: 0, max_ranks: 2}\n"), HasSubstr("elastic.min_ranks"));
+  EXPECT_THAT(error("elastic: {min_rank: 1, max_ranks: 2}\n"), HasSubstr("min_rank"));
+  EXPECT_THAT(error("resources: {processes_per_node: 4, gpus_per_process: 1}\n"
+                    "elastic: {min_ranks: 1, max_ranks: 4}\n"),
+              HasSubstr("resources.processes_per_node (line 3): is an elastic job's starting size"));
+  EXPECT_THAT(error("resources: {nodes: 2, gpus_per_process: 1}\nelastic: {min_ranks: 1, max_ranks: 4}\n"),
+              HasSubstr("resources.nodes (line 3): must be 1"));
+  EXPECT_THAT(error("resources: {cpus: 2}\nelastic: {min_ranks: 1, max_ranks: 4}\n"),
+              HasSubstr("resources.gpus_per_process (line 4): must be at least 1 for an elastic job"));
+}
+
 TEST(JobSpecParser, DefaultsAreSensible) {
   auto spec = ParseJobSpec("name: a\ncommand: [x]\n");
   ASSERT_TRUE(spec.ok());
@@ -116,7 +164,11 @@ policies: {on_stall: reclaim, on_diverge: stop, on_plateau: notify, on_gpu_idle:
 progress_endpoint: {port: 9000, path: /progress, interval: 5s}
 private_tmp: true
 persistent_home: true
-)"};
+)",
+      "name: grows\ncommand: [torchrun, train.py]\nresources: {gpus_per_process: 1}\n"
+      "elastic: {min_ranks: 1, max_ranks: 3}\n",
+      "name: wide\ncommand: [torchrun, train.py]\nresources: {gpus_per_process: 1}\n"
+      "elastic: {min_nodes: 2, max_nodes: 4}\n"};
   for (const std::string& document : documents) {
     auto parsed = ParseJobSpec(document);
     ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();

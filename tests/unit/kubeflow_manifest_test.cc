@@ -77,6 +77,46 @@ spec:
   EXPECT_FALSE(spec->time_limit.has_value());
 }
 
+TEST(TrainJobManifest, PetNnodesAsARangeMakesAnElasticJob) {
+  auto spec = ParseTrainJobManifest(R"(apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: stretchy}
+spec:
+  runtimeRef: {name: torch-distributed}
+  trainer:
+    command: [torchrun, train.py]
+    env: [{name: PET_NNODES, value: "1:3"}]
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_TRUE(spec->elastic.has_value());
+  EXPECT_EQ(spec->elastic->min_nodes, 1);
+  EXPECT_EQ(spec->elastic->max_nodes, 3);
+  EXPECT_EQ(spec->resources.nodes, 1);
+  EXPECT_EQ(spec->env.at("PET_NNODES"), "1:3");
+
+  auto outside = ParseTrainJobManifest(R"(apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: stretchy}
+spec:
+  trainer:
+    command: [torchrun, train.py]
+    numNodes: 5
+    env: [{name: PET_NNODES, value: "1:3"}]
+)");
+  ASSERT_FALSE(outside.ok());
+  EXPECT_THAT(outside.status().ToString(), HasSubstr("must be within PET_NNODES=1:3"));
+  auto fixed = ParseTrainJobManifest(R"(apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: stretchy}
+spec:
+  trainer:
+    command: [torchrun, train.py]
+    env: [{name: PET_NNODES, value: "3"}]
+)");
+  ASSERT_FALSE(fixed.ok());  // a fixed count is numNodes' to give
+  EXPECT_THAT(fixed.status().ToString(), HasSubstr("is set by the torch runtime"));
+}
+
 TEST(TrainJobManifest, OpenShiftAiProgressionAnnotationsTurnOnPullMode) {
   auto spec = ParseTrainJobManifest(R"(apiVersion: trainer.kubeflow.org/v1alpha1
 kind: TrainJob

@@ -75,6 +75,26 @@ TEST(Lifecycle, ALaunchedAttemptRunsAndSucceeds) {
   EXPECT_TRUE(step.actions.empty());
 }
 
+TEST(Lifecycle, AnElasticJobsResizeIsStoredWithItsReasonBeforeTheExecutorIsAsked) {
+  AttemptMemo memo;
+  Job job = RunningJob(memo);
+  // A job that is not elastic is never resized.
+  EXPECT_TRUE(Resize(job, {0, 1}, "grew", kT0).empty());
+  job.spec.elastic = ElasticRange{0, 0, 1, 3};
+  Step step = Resize(job, {0, 1, 2}, "grew to 3 rank groups: 2 GPUs idle", kT0 + seconds(60));
+  EXPECT_TRUE(step.changed);
+  EXPECT_EQ(job.gpu_ids, (std::vector<int>{0, 1, 2}));
+  ASSERT_EQ(step.events.size(), 1u);
+  EXPECT_EQ(step.events[0].type, "Resized");
+  EXPECT_EQ(step.events[0].message, "grew to 3 rank groups: 2 GPUs idle");
+  EXPECT_THAT(step.actions, ElementsAre(Action{Action::Kind::kResize, 0}));
+  // The same grant again is nothing; a job being stopped is not resized.
+  EXPECT_TRUE(Resize(job, {0, 1, 2}, "again", kT0 + seconds(61)).empty());
+  RequestStop(job, StopReason::kUser, "", kT0 + seconds(62));
+  EXPECT_TRUE(Resize(job, {0}, "shrank", kT0 + seconds(63)).empty());
+  EXPECT_EQ(job.gpu_ids, (std::vector<int>{0, 1, 2}));
+}
+
 TEST(Lifecycle, AFailingAttemptRestartsUpToMaxRestartsThenFails) {
   AttemptMemo memo;
   Job job = Queued();

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <optional>
 #include <algorithm>
+#include <atomic>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -283,6 +284,11 @@ class LocalExecutor final : public Executor {
                              "root with job isolation on")
           .WithField("image");
     }
+    if (spec.elastic && spec.elastic->ByNodes()) {
+      return InvalidArgument("the local executor runs on one node: let the job grow in ranks "
+                             "(elastic.min_ranks/max_ranks) or submit it to a Slurm queue")
+          .WithField("elastic");
+    }
     return Status::Ok();
   }
 
@@ -397,15 +403,51 @@ class LocalExecutor final : public Executor {
     base.emplace("PET_MASTER_ADDR", "127.0.0.1");
     base.emplace("PET_MASTER_PORT", master_port);
 
+    // An elastic job on one node: each rank is a rank group, an elastic
+    // agent (torchrun) of its own, up to the job's maximum; those above its
+    // size wait for a growth (shim.cc).
+    const bool elastic_ranks = spec.elastic && !spec.elastic->ByNodes();
+    const int slots = elastic_ranks ? spec.elastic->max_ranks : world;
+    if (elastic_ranks) {
+      for (const char* fixed : {"WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                                "NODE_RANK", "GROUP_RANK", "PET_NODE_RANK", "PET_MASTER_ADDR",
+                                "PET_MASTER_PORT"}) {
+        base.erase(fixed);
+      }
+      // torchrun's flags, as variables a spec may override: a c10d
+      // rendezvous inside the job's network, served by rank group 0.
+      base.emplace("PET_NNODES", std::to_string(spec.elastic->min_ranks) + ":" +
+                                     std::to_string(spec.elastic->max_ranks));
+      base.emplace("PET_NPROC_PER_NODE", "1");
+      base.emplace("PET_RDZV_BACKEND", "c10d");
+      base.emplace("PET_RDZV_ENDPOINT", "127.0.0.1:" + master_port);
+      base.emplace("PET_RDZV_ID", spec.name + "-" + std::to_string(request.attempt));
+      base.emplace("PET_MAX_RESTARTS", "1000");  // every resize is a restart
+      base.emplace("PET_MONITOR_INTERVAL", "1");
+      // Debian's torch 1.13 on Python 3.11 cannot read "0" (its default) for
+      // these; a mapping of a local rank it never has means the same.
+      base.emplace("PET_REDIRECTS", "9:0");
+      base.emplace("PET_TEE", "9:0");
+      base["HEADWAY_ELASTIC"] = base["PET_NNODES"];
+    }
     json ranks = json::array();
     Launched launched;
-    for (int rank = 0; rank < world; ++rank) {
+    for (int rank = 0; rank < slots; ++rank) {
       std::map<std::string, std::string> env = base;
-      env["RANK"] = std::to_string(rank);
-      env["LOCAL_RANK"] = std::to_string(rank);
+      if (elastic_ranks) {
+        env["HEADWAY_RANK_GROUP"] = std::to_string(rank);
+        // Rank group 0 serves the rendezvous; a short last call, so a
+        // group that joins is taken in at once.
+        env.emplace("PET_RDZV_CONF", std::string("is_host=") + (rank == 0 ? "1" : "0") +
+                                         ",last_call_timeout=1");
+      } else {
+        env["RANK"] = std::to_string(rank);
+        env["LOCAL_RANK"] = std::to_string(rank);
+      }
       // A job without GPUs sees none, so it cannot grab a device by accident.
-      env["CUDA_VISIBLE_DEVICES"] = JoinIds(request.gpu_ids, rank * gpus_each,
-                                            (rank + 1) * gpus_each);
+      env["CUDA_VISIBLE_DEVICES"] = rank < world ? JoinIds(request.gpu_ids, rank * gpus_each,
+                                                           (rank + 1) * gpus_each)
+                                                 : "";
       json env_list = json::array();
       for (const auto& [k, v] : env) env_list.push_back(k + "=" + v);
       std::string log = (fs::path(request.run_dir) / ("rank-" + std::to_string(rank) + ".log"));
@@ -444,6 +486,7 @@ class LocalExecutor final : public Executor {
                    {"failure_grace_ms", spec.termination_grace.count()},
                    {"max_log_bytes", max_log_bytes_},
                    {"cgroup", cgroup->ToJson()}};
+    if (elastic_ranks) launch["elastic"] = {{"active", world}};
     // Only a root supervisor switches accounts; otherwise the job is us.
     if (::geteuid() == 0 && account->uid != 0) launch["account"] = account->ToJson();
     if (isolate_) {
@@ -676,6 +719,28 @@ class LocalExecutor final : public Executor {
     return StartAttached(args, request, AttachOptions{});
   }
 
+  Status Resize(const std::string& handle_text,
+                const std::vector<std::vector<int>>& unit_gpus) override {
+    auto handle = Handle::Decode(handle_text);
+    if (!handle) return Internal("unreadable executor handle");
+    if (unit_gpus.empty()) return InvalidArgument("an elastic job keeps at least one rank group");
+    if (!handle->Alive()) return Conflict("the attempt has ended");
+    // Later requests win: the supervisor applies a file whose seq is newer
+    // than the last it applied (the clock's milliseconds, also across restarts).
+    const auto seq = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    std::int64_t last = last_resize_seq_.load();
+    std::int64_t next = 0;
+    do {
+      next = std::max<std::int64_t>(seq, last + 1);
+    } while (!last_resize_seq_.compare_exchange_weak(last, next));
+    json request = {{"seq", next},
+                    {"size", static_cast<int>(unit_gpus.size())},
+                    {"gpus", unit_gpus}};
+    return WriteFileAtomically(fs::path(handle->run_dir) / "resize.json", request.dump(), 0600);
+  }
+
   Status Signal(const std::string& handle_text, int signal) override {
     auto handle = Handle::Decode(handle_text);
     if (!handle) return Internal("unreadable executor handle");
@@ -821,6 +886,7 @@ class LocalExecutor final : public Executor {
   const json cdi_spec_;  // the pool's GPUs as CDI devices (exec/oci/cdi.h)
   std::unique_ptr<CommandRunner> own_runner_;
   std::unique_ptr<oci::ImageStore> images_;  // null: jobs in images are refused
+  std::atomic<std::int64_t> last_resize_seq_{0};
   std::mutex mu_;
   std::set<pid_t> children_;  // guarded by mu_: supervisors this process forked and must reap
 };

@@ -201,8 +201,24 @@ struct Rank {
   std::unique_ptr<RankLogWriter> log_writer;
   pid_t pid = -1;
   int pid_fd = -1;  // readable once the rank exits (a pidfd); -1 where there is none
-  bool done = false;
+  bool done = false;  // also: not started (a rank group of an elastic job above its size)
   int exit_code = 0;
+  // Stopped by a shrink: its exit is not the job's failure, and the rank
+  // may be started again by a later growth.
+  bool leaving = false;
+};
+
+// Elastic jobs (launch.json "elastic"): the ranks are rank groups, each an
+// elastic agent (torchrun) that restarts the job's workers at every new
+// size. Ranks [0, active) run. The server's resize.json sets a new size
+// ({"seq", "size", "gpus": [[ids of rank group 0], ...]}): ranks above it
+// are stopped (SIGTERM; SIGKILL after the grace), ranks below it started
+// with the GPUs it gives them. Rank group 0 holds the rendezvous: it is
+// never stopped by a shrink.
+struct ElasticGroups {
+  bool on = false;
+  int active = 0;
+  std::int64_t seq = -1;
 };
 
 // A descriptor that becomes readable when `pid` exits (close-on-exec, as
@@ -390,6 +406,94 @@ void EndEverything(pid_t reaper, const internal::AttemptCgroup& cgroup) {
   }
 }
 
+// Starts `r` (again, for a rank group of an elastic job), its output
+// through a fresh pipe; the stop signals are blocked meanwhile, so one that
+// comes is pending in the child and acts once it exec's.
+void StartLaterRank(Rank& r, const RankSetup& setup) {
+  sigset_t stop_signals, old;
+  sigemptyset(&stop_signals);
+  for (int sig : kStopSignals) sigaddset(&stop_signals, sig);
+  ::sigprocmask(SIG_BLOCK, &stop_signals, &old);
+  int fds[2];
+  if (r.log_writer && r.pipe_read < 0 && ::pipe2(fds, O_CLOEXEC) == 0) {
+    r.pipe_read = fds[0];
+    r.pipe_write = fds[1];
+    ::fcntl(r.pipe_read, F_SETFL, O_NONBLOCK);
+  }
+  r.done = false;
+  r.leaving = false;
+  r.exit_code = 0;
+  r.pid = StartRank(r, setup);
+  r.pid_fd = PidFd(r.pid);
+  if (r.pipe_write >= 0) {
+    ::close(r.pipe_write);
+    r.pipe_write = -1;
+  }
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+}
+
+void SetEnv(std::vector<std::string>& env, const std::string& name, const std::string& value) {
+  const std::string prefix = name + "=";
+  std::erase_if(env, [&](const std::string& e) { return e.rfind(prefix, 0) == 0; });
+  env.push_back(prefix + value);
+}
+
+void RecordRanks(int dir_fd, const std::vector<Rank>& ranks) {
+  json record = json::array();
+  for (const Rank& r : ranks) {
+    if (!r.done) record.push_back({{"rank", r.rank}, {"pid", r.pid}});
+  }
+  (void)WriteFileAt(dir_fd, "ranks.json", record.dump());
+}
+
+// Applies the server's resize.json if it is new; returns how many ranks it
+// started (they count toward the ranks still running).
+int ApplyResize(int dir_fd, ElasticGroups& groups, std::vector<Rank>& ranks,
+                const RankSetup& setup, bool container) {
+  int fd = ::openat(dir_fd, "resize.json", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  const json resize = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!resize.is_object() || !resize.contains("seq") || !resize.contains("size")) return 0;
+  const auto seq = resize["seq"].get<std::int64_t>();
+  if (seq <= groups.seq) return 0;
+  const int size = std::clamp(resize["size"].get<int>(), 1, static_cast<int>(ranks.size()));
+  // A rank group still leaving from an earlier shrink cannot start again
+  // yet: the file is looked at again once it is gone.
+  for (int i = groups.active; i < size; ++i) {
+    if (ranks[static_cast<std::size_t>(i)].leaving) return 0;
+  }
+  groups.seq = seq;
+  int started = 0;
+  for (int i = size; i < static_cast<int>(ranks.size()); ++i) {
+    Rank& r = ranks[static_cast<std::size_t>(i)];
+    if (r.done || r.leaving) continue;
+    r.leaving = true;
+    ::kill(r.pid, SIGTERM);
+  }
+  const json gpus = resize.value("gpus", json::array());
+  // Only slots above the old size: a rank below it that is done has ended
+  // its part of the run and is not started again.
+  for (int i = groups.active; i < size; ++i) {
+    Rank& r = ranks[static_cast<std::size_t>(i)];
+    if (!r.done) continue;
+    std::string ids;
+    if (gpus.is_array() && static_cast<std::size_t>(i) < gpus.size() && gpus[i].is_array()) {
+      for (const auto& id : gpus[i]) ids += (ids.empty() ? "" : ",") + std::to_string(id.get<int>());
+    }
+    // In an image the rank's environment is its container's config.json.
+    if (!container) SetEnv(r.env, "CUDA_VISIBLE_DEVICES", ids);
+    StartLaterRank(r, setup);
+    ++started;
+  }
+  groups.active = size;
+  RecordRanks(dir_fd, ranks);
+  return started;
+}
+
 }  // namespace
 
 int RunLocalShim(const std::string& run_dir) {
@@ -442,6 +546,12 @@ int RunLocalShim(const std::string& run_dir) {
     rank.cwd = r["cwd"].get<std::string>();
     rank.log = r["log"].get<std::string>();
     ranks.push_back(std::move(rank));
+  }
+  ElasticGroups groups;
+  if (launch.contains("elastic") && launch["elastic"].is_object()) {
+    groups.on = true;
+    groups.active = std::clamp(launch["elastic"].value("active", 1), 1,
+                               static_cast<int>(ranks.size()));
   }
   const std::uint64_t max_log_bytes = launch.value("max_log_bytes", std::uint64_t{0});
   std::vector<int> log_dir_fds;
@@ -543,7 +653,12 @@ int RunLocalShim(const std::string& run_dir) {
   const auto failure_grace = std::chrono::milliseconds(launch.value("failure_grace_ms", 10000));
   RankSetup setup{cgroup.empty() ? nullptr : &cgroup,
                   account && !container ? &*account : nullptr, container.has_value()};
+  // Rank groups above an elastic job's size wait, as if done, for a growth.
+  const std::size_t first_dormant =
+      groups.on ? static_cast<std::size_t>(groups.active) : ranks.size();
+  for (std::size_t i = first_dormant; i < ranks.size(); ++i) ranks[i].done = true;
   for (Rank& r : ranks) {
+    if (r.done) continue;
     int fds[2];
     if (r.log_writer && ::pipe2(fds, O_CLOEXEC) == 0) {
       r.pipe_read = fds[0];
@@ -557,7 +672,7 @@ int RunLocalShim(const std::string& run_dir) {
   // A signal pending before a rank is forked never reached that rank (nor
   // any later one): each such rank gets it from here.
   std::map<int, std::size_t> first_rank_not_reached;
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
+  for (std::size_t i = 0; i < first_dormant; ++i) {
     sigset_t pending;
     sigemptyset(&pending);
     ::sigpending(&pending);
@@ -573,16 +688,12 @@ int RunLocalShim(const std::string& run_dir) {
     }
   }
   for (const auto& [sig, first] : first_rank_not_reached) {
-    for (std::size_t i = first; i < ranks.size(); ++i) ::kill(ranks[i].pid, sig);
+    for (std::size_t i = first; i < first_dormant; ++i) ::kill(ranks[i].pid, sig);
   }
   // Where each rank runs, for `headway exec` (exec_helper.cc). This
   // process's /proc may be its job's PID namespace's, where these pids do
   // not exist: the helper checks that a pid is still this supervisor's child.
-  {
-    json record = json::array();
-    for (const Rank& r : ranks) record.push_back({{"rank", r.rank}, {"pid", r.pid}});
-    (void)WriteFileAt(dir_fd, "ranks.json", record.dump());
-  }
+  RecordRanks(dir_fd, ranks);
   ::sigprocmask(SIG_UNBLOCK, &stop_signals, nullptr);  // runs the handlers of those pending
 
   // torchrun semantics: when one rank fails, the others are torn down
@@ -592,14 +703,15 @@ int RunLocalShim(const std::string& run_dir) {
   std::chrono::steady_clock::time_point kill_at{};
   bool killed = false;
   auto next_kill_check = std::chrono::steady_clock::now();
-  std::size_t remaining = ranks.size();
+  std::size_t remaining = first_dormant;
+  std::chrono::steady_clock::time_point leaving_kill_at{};
   int reaper_fd = PidFd(reaper);
   // Every exit and the kill request wake the wait: it then needs no timeout
   // but a slow safety net (orphans this process reaps, a missed event).
   // Otherwise, as before, a 20 ms poll.
-  const bool woken_by_events =
+  bool woken_by_events =
       dir_watch >= 0 && (reaper <= 0 || reaper_fd >= 0) &&
-      std::all_of(ranks.begin(), ranks.end(), [](const Rank& r) { return r.pid_fd >= 0; });
+      std::all_of(ranks.begin(), ranks.end(), [](const Rank& r) { return r.done || r.pid_fd >= 0; });
   bool dir_changed = false;
   while (remaining > 0) {
     int status = 0;
@@ -617,6 +729,13 @@ int RunLocalShim(const std::string& run_dir) {
         r.pid_fd = -1;
         r.exit_code = ExitCodeOf(status);
         --remaining;
+        if (r.leaving) {  // a shrink stopped it: it waits for a growth
+          r.leaving = false;
+          r.exit_code = 0;
+          r.pid = -1;
+          dir_changed = true;  // a growth may have waited for it
+          continue;
+        }
         if (r.exit_code != 0 && first_failed < 0) {
           first_failed = r.rank;
           for (Rank& other : ranks) {
@@ -634,6 +753,23 @@ int RunLocalShim(const std::string& run_dir) {
     if (!cgroup.empty() && (dir_changed || now >= next_kill_check)) {
       next_kill_check = now + std::chrono::milliseconds(100);
       if (::faccessat(dir_fd, "kill-requested", F_OK, 0) == 0) (void)cgroup.Kill();
+    }
+    // Without inotify the file is read at each turn of the loop.
+    if (groups.on && first_failed < 0 && g_terminating == 0 && (dir_changed || dir_watch < 0)) {
+      const int started = ApplyResize(dir_fd, groups, ranks, setup, container.has_value());
+      remaining += static_cast<std::size_t>(started);
+      for (const Rank& r : ranks) {
+        if (!r.done && r.pid_fd < 0) woken_by_events = false;
+        if (r.leaving && leaving_kill_at == std::chrono::steady_clock::time_point{}) {
+          leaving_kill_at = now + failure_grace;
+        }
+      }
+    }
+    if (leaving_kill_at != std::chrono::steady_clock::time_point{} && now >= leaving_kill_at) {
+      for (Rank& r : ranks) {
+        if (r.leaving && !r.done) ::kill(r.pid, SIGKILL);
+      }
+      leaving_kill_at = {};
     }
     dir_changed = false;
     if (first_failed >= 0 && !killed && now >= kill_at) {

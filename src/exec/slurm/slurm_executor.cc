@@ -58,6 +58,11 @@ class SlurmExecutor final : public Executor {
                              "queue: drop image: or submit to a local queue")
           .WithField("image");
     }
+    if (spec.elastic) {
+      return InvalidArgument("elastic jobs run on the local executor only, not yet on a Slurm "
+                             "queue: drop elastic: or submit to a local queue")
+          .WithField("elastic");
+    }
     return Status::Ok();
   }
   bool EnforcesTimeLimit() const override { return true; }

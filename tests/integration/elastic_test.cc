@@ -1,0 +1,161 @@
+// Elastic jobs end to end: a real PyTorch DDP job (gloo, on CPUs) whose rank
+// groups are torchrun elastic agents on a c10d rendezvous, sized by the
+// server's decisions around the scheduler: it grows into idle GPUs, gives
+// them back when another team's job waits, and grows again once it ended,
+// resuming each time from its checkpoint.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "test_server.h"
+
+namespace headway::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A fixed global batch of 48 samples per step, split among the ranks: more
+// ranks make shorter steps, as in data-parallel training. Rank 0 saves a
+// checkpoint after every step and reports it; every worker resumes from it.
+constexpr const char* kTrainScript = R"(import json, os, time
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+path = os.path.join(os.environ["HEADWAY_CHECKPOINT_DIR"], "state.pt")
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 1)
+step = 0
+if os.path.exists(path):
+    state = torch.load(path)
+    model.load_state_dict(state["model"])
+    step = state["step"]
+ddp = torch.nn.parallel.DistributedDataParallel(model)
+opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+truth = torch.randn(8, 1, generator=torch.Generator().manual_seed(1))
+while step < 100000:
+    n = 48 // world
+    x = torch.randn(n, 8)
+    loss = ((ddp(x) - x @ truth) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    time.sleep(0.008 * n)
+    step += 1
+    if rank == 0:
+        torch.save({"model": model.state_dict(), "step": step}, path + ".tmp")
+        os.replace(path + ".tmp", path)
+        print("HEADWAY " + json.dumps({"step": step, "loss": loss.item(), "world": world}), flush=True)
+)";
+
+// The "world" metric by step, in step order.
+std::vector<std::pair<std::int64_t, int>> WorldByStep(const TestServer& server,
+                                                      const std::string& job) {
+  std::vector<std::pair<std::int64_t, int>> out;
+  nlohmann::json series = Get(server, "/api/v1/jobs/" + job + "/metrics/world");
+  if (!series.is_object() || !series.contains("points")) return out;
+  for (const auto& p : series["points"]) {
+    out.emplace_back(p["step"].get<std::int64_t>(), static_cast<int>(p["value"].get<double>()));
+  }
+  return out;
+}
+
+int LatestWorld(const TestServer& server, const std::string& job) {
+  nlohmann::json j = server.Job(job);
+  const auto& metrics = j["progress"]["metrics"];
+  if (!metrics.is_object() || !metrics.contains("world")) return 0;
+  return static_cast<int>(metrics["world"].get<double>());
+}
+
+TEST(Elastic, ATorchrunJobGrowsIntoIdleGpusShrinksForAWaitingJobAndGrowsBack) {
+  if (::access("/usr/lib/python3/dist-packages/torch/distributed/run.py", R_OK) != 0) {
+    GTEST_SKIP() << "needs Debian's python3-torch (scripts/setup --test installs it)";
+  }
+  const std::string dir = MakeTempDir("elastic");
+  ::chmod(dir.c_str(), 0755);
+  const std::string script = dir + "/train.py";
+  std::ofstream(script) << kTrainScript;
+  ::chmod(script.c_str(), 0644);
+
+  // Three logical GPUs; a job may resize once per 4 of its measured restarts.
+  TestServer server(3, {"--elastic-interval", "1"});
+  server.Submit("name: stretchy\nteam: nlp\ncommand: [/usr/bin/python3, -m, torch.distributed.run, " +
+                script +
+                "]\nresources: {gpus_per_process: 1}\nelastic: {min_ranks: 1, max_ranks: 3}\n"
+                "termination_grace: 5s\n");
+  ASSERT_TRUE(server.WaitForState("stretchy", "Running", std::chrono::seconds(30)));
+
+  // Idle GPUs: it grows to its maximum once its speed at one rank group is measured.
+  ASSERT_TRUE(WaitFor([&] { return server.HasEvent("stretchy", "Resized", "grew to 3 rank groups"); },
+                      std::chrono::seconds(180)))
+      << server.Cli({"describe", "stretchy"}).out << server.Cli({"logs", "stretchy"}).out;
+  EXPECT_TRUE(server.HasEvent("stretchy", "Resized", "2 GPUs idle and no job waiting for them"));
+  ASSERT_TRUE(WaitFor([&] { return LatestWorld(server, "stretchy") == 3; }, std::chrono::seconds(120)))
+      << server.Cli({"logs", "stretchy"}).out;
+  EXPECT_EQ(server.Job("stretchy")["gpu_ids"].size(), 3u) << server.Job("stretchy").dump();
+  EXPECT_EQ(server.Job("stretchy")["gpus"], 3);
+  EXPECT_THAT(server.Cli({"describe", "stretchy"}).out, HasSubstr("3 now, of 1-3 rank groups"));
+
+  // Another team's job needs two GPUs: the elastic job gives them back
+  // instead of anyone being preempted.
+  server.Submit("name: evaluate\nteam: vision\ncommand: [sleep, '3']\n"
+                "resources: {gpus_per_process: 2}\n");
+  ASSERT_TRUE(WaitFor([&] {
+    return server.HasEvent("stretchy", "Resized",
+                           "shrank to 1 rank group to make room for a waiting job of team vision");
+  }, std::chrono::seconds(30)));
+  EXPECT_FALSE(server.HasEvent("stretchy", "Preempting"));
+  ASSERT_TRUE(server.WaitForState("evaluate", "Succeeded", std::chrono::seconds(90)))
+      << server.Cli({"describe", "evaluate"}).out;
+  ASSERT_TRUE(WaitFor([&] { return LatestWorld(server, "stretchy") == 1; }, std::chrono::seconds(60)));
+
+  // The GPUs are idle again: it grows back.
+  ASSERT_TRUE(WaitFor([&] {
+    int grew = 0;
+    for (const auto& e : server.Events("stretchy")) {
+      if (e["type"] == "Resized" &&
+          e["message"].get<std::string>().find("grew to 3") != std::string::npos) {
+        ++grew;
+      }
+    }
+    return grew >= 2;
+  }, std::chrono::seconds(180))) << server.Cli({"describe", "stretchy"}).out;
+  ASSERT_TRUE(WaitFor([&] { return LatestWorld(server, "stretchy") == 3; }, std::chrono::seconds(120)))
+      << server.Cli({"logs", "stretchy"}).out;
+  EXPECT_EQ(server.State("stretchy"), "Running") << "it was never restarted as a new attempt";
+
+  // The run went on across every resize: each step reported once, in
+  // order, from the checkpoint on (a restart from scratch would report
+  // step 1 again, at world 1, over the earlier steps), at 1, 3, 1 and 3
+  // rank groups.
+  ASSERT_EQ(server.Cli({"stop", "stretchy"}).exit_code, 0);
+  ASSERT_TRUE(server.WaitForState("stretchy", "Stopped", std::chrono::seconds(60)));
+  auto by_step = WorldByStep(server, "stretchy");
+  ASSERT_FALSE(by_step.empty());
+  std::vector<int> sizes;
+  for (std::size_t i = 0; i < by_step.size(); ++i) {
+    EXPECT_EQ(by_step[i].first, static_cast<std::int64_t>(i) + 1) << "a step missing or repeated";
+    if (sizes.empty() || sizes.back() != by_step[i].second) sizes.push_back(by_step[i].second);
+  }
+  EXPECT_EQ(sizes, (std::vector<int>{1, 3, 1, 3}));
+  nlohmann::json loss = Get(server, "/api/v1/jobs/stretchy/metrics/loss");
+  ASSERT_GT(loss["points"].size(), 10u);
+  EXPECT_LT(loss["points"].back()["value"].get<double>(),
+            loss["points"][0]["value"].get<double>() / 10)
+      << "the model kept learning across the resizes";
+}
+
+TEST(Elastic, ElasticSpecsTheExecutorCannotHonourAreRefusedAtSubmit) {
+  TestServer server(2);
+  CommandResult nodes = server.Cli({"submit", "-f", "-"},
+                                   "name: wide\ncommand: [torchrun, t.py]\n"
+                                   "resources: {gpus_per_process: 1}\n"
+                                   "elastic: {min_nodes: 1, max_nodes: 2}\n");
+  EXPECT_NE(nodes.exit_code, 0);
+  EXPECT_THAT(nodes.err, HasSubstr("let the job grow in ranks"));
+}
+
+}  // namespace
+}  // namespace headway::testing
