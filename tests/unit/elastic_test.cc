@@ -12,7 +12,7 @@ using std::chrono::minutes;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
-Time T(int minutes_from_start) {
+Time AtMinute(int minutes_from_start) {
   return FromUnixMillis(1'800'000'000'000LL + minutes_from_start * 60'000LL);
 }
 
@@ -22,7 +22,7 @@ struct Pool {
   std::vector<ElasticJob> elastic;
 
   explicit Pool(int gpus = 4) {
-    state.now = T(60);
+    state.now = AtMinute(60);
     state.nodes = {{"n1", gpus}};
   }
 
@@ -32,7 +32,7 @@ struct Pool {
     r.name = name;
     r.queue = std::move(queue);
     r.placement = {{"n1", size}};
-    r.started_at = T(0);
+    r.started_at = AtMinute(0);
     state.running.push_back(r);
     ElasticJob e;
     e.name = std::move(name);
@@ -41,7 +41,7 @@ struct Pool {
     e.max_size = max;
     e.gpus_per_unit = 1;
     e.throughput = std::move(throughput);
-    e.last_change = T(0);
+    e.last_change = AtMinute(0);
     e.eta = std::chrono::hours(2);
     elastic.push_back(e);
     return elastic.back();
@@ -52,7 +52,7 @@ struct Pool {
     r.name = std::move(name);
     r.queue = std::move(queue);
     r.placement = {{"n1", gpus}};
-    r.started_at = T(0);
+    r.started_at = AtMinute(0);
     state.running.push_back(r);
   }
 
@@ -250,13 +250,13 @@ TEST(Elastic, GrowthStaysWithinTheTeamsQuota) {
 
 TEST(Elastic, NodeUnitsGrowOntoNodesTheJobDoesNotUseYet) {
   ClusterState s;
-  s.now = T(60);
+  s.now = AtMinute(60);
   s.nodes = {{"n1", 4}, {"n2", 4}, {"n3", 2}};
   RunningJob r;
   r.name = "ddp";
   r.queue = "nlp";
   r.placement = {{"n1", 4}};
-  r.started_at = T(0);
+  r.started_at = AtMinute(0);
   s.running.push_back(r);
   ElasticJob e;
   e.name = "ddp";
@@ -266,7 +266,7 @@ TEST(Elastic, NodeUnitsGrowOntoNodesTheJobDoesNotUseYet) {
   e.max_size = 3;
   e.gpus_per_unit = 4;
   e.throughput = {{1, 100.0}};
-  e.last_change = T(0);
+  e.last_change = AtMinute(0);
   ElasticPlan plan = PlanWithElastic(s, {e});
   ASSERT_EQ(plan.resizes.size(), 1u);
   EXPECT_EQ(plan.resizes[0].to, 2);  // n3 has too few GPUs for a node unit
