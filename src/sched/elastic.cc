@@ -167,7 +167,20 @@ class Planner {
     for (std::uint32_t i = 0; i < state_.waiting.size(); ++i) {
       waiting_index[state_.waiting[i].name] = i;
     }
+    // Idle GPUs that no start of this decision uses. Schedule() places best
+    // fit, so it may pick the GPUs above an elastic job's minimum over an
+    // idle node; a start that fits these goes there instead, and nothing
+    // shrinks for it.
+    std::map<std::string, int> spare;
+    for (const auto& [node, gpus] : free_) spare[node] = std::max(gpus, 0);
+    for (const Start& start : decision.starts) {
+      for (const NodeGpus& p : start.placement) spare[p.node] -= p.gpus;
+    }
     for (Start& start : decision.starts) {
+      if (NeedsShrink(start)) {
+        const WaitingJob& w = state_.waiting[waiting_index[start.job]];
+        if (auto idle = PlaceOn(spare, w.nodes, w.gpus_per_node)) start.placement = *idle;
+      }
       std::set<const ElasticJob*> shrunk;
       for (const NodeGpus& p : start.placement) {
         int deficit = p.gpus - std::max(free_[p.node], 0);
@@ -216,6 +229,35 @@ class Planner {
     decision.starts = std::move(kept);
     // They were first in line: they go before every job left waiting.
     decision.pending.insert(decision.pending.begin(), waits.begin(), waits.end());
+  }
+
+  bool NeedsShrink(const Start& start) const {
+    for (const NodeGpus& p : start.placement) {
+      auto free = free_.find(p.node);
+      auto back = returning_.find(p.node);
+      const int have = std::max(free == free_.end() ? 0 : free->second, 0) +
+                       (back == returning_.end() ? 0 : back->second);
+      if (p.gpus > have) return true;
+    }
+    return false;
+  }
+
+  // `nodes` nodes with `each` GPUs of `spare`, best fit (the fewest spare
+  // first), taken from it; nullopt where they are not there.
+  static std::optional<std::vector<NodeGpus>> PlaceOn(std::map<std::string, int>& spare,
+                                                      int nodes, int each) {
+    std::vector<std::pair<int, std::string>> fits;
+    for (const auto& [node, gpus] : spare) {
+      if (gpus >= each) fits.emplace_back(gpus, node);
+    }
+    if (each <= 0 || static_cast<int>(fits.size()) < nodes) return std::nullopt;
+    std::sort(fits.begin(), fits.end());
+    std::vector<NodeGpus> out;
+    for (int k = 0; k < nodes; ++k) {
+      spare[fits[static_cast<std::size_t>(k)].second] -= each;
+      out.push_back({fits[static_cast<std::size_t>(k)].second, each});
+    }
+    return out;
   }
 
   std::string QueueOf(const std::string& waiting_job) const {

@@ -117,6 +117,41 @@ TEST(Elastic, AWaitingJobTakesTheGpusAboveTheMinimumInsteadOfPreempting) {
   EXPECT_EQ(plan.decision.expected_starts.at("eval"), pool.state.now);
 }
 
+// Schedule() sees the GPUs above a minimum as free and places best fit, so
+// it may pick the elastic job's node over an idle one: the start goes to the
+// idle GPUs instead, and nothing shrinks.
+TEST(Elastic, AWaitingJobThatFitsIdleGpusTakesThemAndNothingShrinks) {
+  Pool pool(8);
+  pool.state.nodes.push_back({"n2", 8});
+  pool.AddElastic("train", "nlp", 8, 1, 8, {{1, 10}, {8, 70}});
+  pool.AddWaiting("eval", "vision", 2);
+  ElasticPlan plan = pool.Plan();
+  EXPECT_TRUE(plan.resizes.empty());
+  ASSERT_EQ(plan.decision.starts.size(), 1u);
+  EXPECT_EQ(plan.decision.starts[0].job, "eval");
+  ASSERT_EQ(plan.decision.starts[0].placement.size(), 1u);
+  EXPECT_EQ(plan.decision.starts[0].placement[0].node, "n2");
+  EXPECT_EQ(plan.decision.starts[0].placement[0].gpus, 2);
+}
+
+// The same for a job of whole nodes: an idle node takes it before a node of
+// an elastic job of node units is given back.
+TEST(Elastic, AWholeNodeJobGoesToAnIdleNodeBeforeAShrink) {
+  Pool pool(8);
+  pool.state.nodes.push_back({"n2", 8});
+  pool.state.nodes.push_back({"n3", 8});
+  ElasticJob& e = pool.AddElastic("train", "nlp", 2, 1, 3, {{1, 10}, {2, 19}});
+  e.gpus_per_unit = 8;
+  e.units_are_nodes = true;
+  pool.state.running[0].placement = {{"n1", 8}, {"n2", 8}};
+  pool.AddWaiting("big", "vision", 8);
+  ElasticPlan plan = pool.Plan();
+  EXPECT_TRUE(plan.resizes.empty());
+  ASSERT_EQ(plan.decision.starts.size(), 1u);
+  ASSERT_EQ(plan.decision.starts[0].placement.size(), 1u);
+  EXPECT_EQ(plan.decision.starts[0].placement[0].node, "n3");
+}
+
 TEST(Elastic, OnceTheShrinkIsUnderWayTheWaitingJobWaitsForItAndThenStarts) {
   Pool pool(4);
   ElasticJob& e = pool.AddElastic("train", "nlp", 2, 1, 4, {{1, 10}, {2, 19}, {4, 35}});
