@@ -193,12 +193,12 @@ class Planner {
           Tracked* donor = nullptr;
           for (Tracked& t : tracked_) {
             if (t.size <= t.job->min_size) continue;
-            const auto last = PlacementAt(*t.job, t.placement, t.size - 1);
-            if (Dropped(t.placement, last).count(p.node) == 0) continue;
+            const auto smaller = OneUnitLess(t, p.node);
+            if (Dropped(t.placement, smaller).count(p.node) == 0) continue;
             if (donor == nullptr || GiveBackKey(t) < GiveBackKey(*donor)) donor = &t;
           }
           if (donor == nullptr) break;  // cannot happen: Schedule() saw these GPUs free
-          const auto smaller = PlacementAt(*donor->job, donor->placement, donor->size - 1);
+          const auto smaller = OneUnitLess(*donor, p.node);
           const int freed = Dropped(donor->placement, smaller)[p.node];
           donor->placement = smaller;
           donor->size -= 1;
@@ -229,6 +229,22 @@ class Planner {
     decision.starts = std::move(kept);
     // They were first in line: they go before every job left waiting.
     decision.pending.insert(decision.pending.begin(), waits.begin(), waits.end());
+  }
+
+  // `t` one unit smaller, giving back a unit on `node` where it can: for
+  // node units, any node above its minimum (Schedule() may have placed a
+  // start on any of them; the first holds rank 0); else its last rank group.
+  static std::vector<NodeGpus> OneUnitLess(const Tracked& t, const std::string& node) {
+    if (t.job->units_are_nodes) {
+      const auto first = static_cast<std::size_t>(std::max(t.job->min_size, 1));
+      for (std::size_t k = first; k < t.placement.size(); ++k) {
+        if (t.placement[k].node != node) continue;
+        std::vector<NodeGpus> out = t.placement;
+        out.erase(out.begin() + static_cast<std::ptrdiff_t>(k));
+        return out;
+      }
+    }
+    return PlacementAt(*t.job, t.placement, t.size - 1);
   }
 
   bool NeedsShrink(const Start& start) const {

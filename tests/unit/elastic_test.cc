@@ -2,6 +2,8 @@
 // `now` is all the time there is.
 #include "sched/elastic.h"
 
+#include <set>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -150,6 +152,32 @@ TEST(Elastic, AWholeNodeJobGoesToAnIdleNodeBeforeAShrink) {
   ASSERT_EQ(plan.decision.starts.size(), 1u);
   ASSERT_EQ(plan.decision.starts[0].placement.size(), 1u);
   EXPECT_EQ(plan.decision.starts[0].placement[0].node, "n3");
+}
+
+// Schedule() may place a start on any node above an elastic job's minimum,
+// not only its last: that node is the one given back.
+TEST(Elastic, ANodeJobGivesBackTheNodeTheStartWasPlacedOn) {
+  Pool pool(8);
+  pool.state.nodes.push_back({"n2", 8});
+  pool.state.nodes.push_back({"n3", 8});
+  ElasticJob& e = pool.AddElastic("train", "nlp", 3, 1, 3, {{1, 10}, {3, 28}});
+  e.gpus_per_unit = 8;
+  e.units_are_nodes = true;
+  pool.state.running[0].placement = {{"n1", 8}, {"n2", 8}, {"n3", 8}};
+  pool.AddWaiting("big", "vision", 8);
+  ElasticPlan plan = pool.Plan();
+  EXPECT_TRUE(plan.decision.starts.empty());  // it waits for the node
+  const Resize* r = ResizeOf(plan, "train");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->to, 2);
+  EXPECT_EQ(r->for_job, "big");
+  ASSERT_EQ(plan.decision.pending.size(), 1u);
+  EXPECT_EQ(plan.decision.pending[0].why, Pending::Why::kVictimsLeaving);
+  // Whichever node the start was placed on, the job no longer holds it.
+  std::set<std::string> kept;
+  for (const NodeGpus& p : r->placement) kept.insert(p.node);
+  EXPECT_EQ(kept.count("n1"), 1u);
+  EXPECT_EQ(kept.size(), 2u);
 }
 
 TEST(Elastic, OnceTheShrinkIsUnderWayTheWaitingJobWaitsForItAndThenStarts) {
