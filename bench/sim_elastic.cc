@@ -66,8 +66,8 @@ std::vector<ElasticSpec> DrawElastic(const std::vector<TraceJob>& trace, int per
       e.max_units = std::min(per_node, static_cast<int>(std::ceil(draw.max_factor * s.each)));
     }
     e.max_units = std::max(e.max_units, 1);
-    e.min_units = std::clamp(static_cast<int>(std::ceil(draw.min_fraction * e.trace_units)), 1,
-                             e.max_units);
+    e.min_units =
+        std::clamp(static_cast<int>(std::ceil(draw.min_fraction * e.trace_units)), 1, e.max_units);
     e.start_units = draw.start_at_min ? e.min_units : std::min(e.trace_units, e.max_units);
     // Hung jobs are not elastic: what they hold after their work is no work.
     e.elastic = pick && j.gpus >= 2 && !j.stalled && e.max_units > e.min_units;

@@ -43,9 +43,9 @@ struct ElasticSpec {
 };
 
 struct ElasticDraw {
-  double share = 0;       // of multi-GPU jobs (hung jobs excepted)
-  double max_factor = 1;  // max = its trace size x this (within a node / the pool)
-  double min_fraction = 0;  // min = this x its trace size, at least 1 unit
+  double share = 0;           // of multi-GPU jobs (hung jobs excepted)
+  double max_factor = 1;      // max = its trace size x this (within a node / the pool)
+  double min_fraction = 0;    // min = this x its trace size, at least 1 unit
   bool start_at_min = false;  // wait for its minimum rather than its trace size
   unsigned seed = 44;
 };

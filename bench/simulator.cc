@@ -126,8 +126,8 @@ enum class Policy {
   kFairShareEta,
   kProgressAware,
   kBalanced,
-  kElastic,  // balanced + sched::PlanWithElastic
-  kPollux,   // Pollux-like goodput allocation (sim_elastic.cc)
+  kElastic,     // balanced + sched::PlanWithElastic
+  kPollux,      // Pollux-like goodput allocation (sim_elastic.cc)
   kPolluxRigid  // the same allocator with every job rigid: what is not elasticity
 };
 
@@ -183,9 +183,8 @@ class Simulation {
       jobs_[i].shape = ShapeOf(j, set_.per_node);
       // An elastic job waits for its nominal size or its minimum and starts there.
       if (Elastic(i)) jobs_[i].shape = elastic_[i].ShapeAt(elastic_[i].start_units);
-      bool stop_stalls =
-          policy == Policy::kFairShareEta || UsesProgress(policy) || policy == Policy::kPollux ||
-          policy == Policy::kPolluxRigid;
+      bool stop_stalls = policy == Policy::kFairShareEta || UsesProgress(policy) ||
+                         policy == Policy::kPollux || policy == Policy::kPolluxRigid;
       // Its time limit kills it, or it fails or is cancelled early, or a hung
       // job is stopped by its limit or (with progress) by auto-stop.
       jobs_[i].left = j.stalled && stop_stalls
@@ -243,13 +242,13 @@ class Simulation {
     // size; it progresses at `rate` of that from `progress_from` (after a
     // resize's stall).
     double rate = 1, progress_from = 0;
-    double acct_from = 0;     // busy GPU-time is counted up to here
-    double last_change = 0;   // its start or last resize
+    double acct_from = 0;            // busy GPU-time is counted up to here
+    double last_change = 0;          // its start or last resize
     std::map<int, double> measured;  // throughput at each size it ran a minute or more
-    double attained = 0;      // GPU-seconds received, for 2D-LAS
-    double las_base = 0;      // attained at its last promotion
-    double las_entered = 0;   // when it entered 2D-LAS' first queue (arrival or promotion)
-    double las_demoted = -1;  // when it dropped to the second queue; -1: it has not
+    double attained = 0;             // GPU-seconds received, for 2D-LAS
+    double las_base = 0;             // attained at its last promotion
+    double las_entered = 0;          // when it entered 2D-LAS' first queue (arrival or promotion)
+    double las_demoted = -1;         // when it dropped to the second queue; -1: it has not
     int preemptions = 0;
     // Remaining time its last ETA gave, for a preempted job that had one.
     std::optional<double> reported_left;
@@ -683,8 +682,8 @@ class Simulation {
     std::vector<PolluxRunning> running;
     for (std::size_t i : running_) {
       const bool elastic = Elastic(i);
-      running.push_back({i, elastic ? &elastic_[i] : nullptr, jobs_[i].placement,
-                         elastic && MayResize(i)});
+      running.push_back(
+          {i, elastic ? &elastic_[i] : nullptr, jobs_[i].placement, elastic && MayResize(i)});
     }
     std::vector<std::size_t> order = waiting_;
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
@@ -856,7 +855,8 @@ int RunPool(const std::vector<TraceJob>& all, const std::string& path, Settings 
     }
     std::string name = std::string(rows[k].name) + (rows[k].is_default ? " (default)" : "");
     char resizes[48] = "";
-    if (with_elastic) std::snprintf(resizes, sizeof resizes, " %8d %8.1f", r.resizes, r.resize_gpu_h);
+    if (with_elastic)
+      std::snprintf(resizes, sizeof resizes, " %8d %8.1f", r.resizes, r.resize_gpu_h);
     std::printf("%-28s %9.2f %9.2f %9.2f %9s %8.2fh %7.1f %8d %9.1f %7.2f %7.2f %7s%s%s\n",
                 name.c_str(), Mean(r.jct) / 3600, Pct(r.jct, 0.5) / 3600, Pct(r.jct, 0.99) / 3600,
                 big, Mean(r.wait) / 3600, util, r.preemptions, r.lost_gpu_h + r.stalled_gpu_h,
@@ -877,9 +877,8 @@ int RunPool(const std::vector<TraceJob>& all, const std::string& path, Settings 
   // failures, cost each job under three checkpoint policies.
   CheckpointSettings ck = set.checkpoints;
   ck.restart = set.restart_cost;
-  ck.per_gpu_hour =
-      set.gpu_failure_rate +
-      (gpu_time > 0 ? results[kBalancedRow].preemptions / (gpu_time / 3600) : 0);
+  ck.per_gpu_hour = set.gpu_failure_rate +
+                    (gpu_time > 0 ? results[kBalancedRow].preemptions / (gpu_time / 3600) : 0);
   const CheckpointLosses lost = LostToInterruptions(trace, set.per_node, ck);
   std::printf(
       "\ncheckpoints: %.4f interruptions per GPU-hour (balanced's preemptions, failures "
@@ -992,7 +991,8 @@ int main(int argc, char** argv) {
         "                 [--early-end-rate P] [--restart-cost S] [--borrow X] [--tick S]\n"
         "                 [--preempt-ratio X] [--las-threshold GPU_SECONDS]\n"
         "                 [--checkpoint-cost S] [--checkpoint-interval S] [--gpu-failure-rate R]\n"
-        "                 [--elastic-share P] [--elastic-max X] [--elastic-min F] [--resize-cost S]\n"
+        "                 [--elastic-share P] [--elastic-max X] [--elastic-min F] [--resize-cost "
+        "S]\n"
         "                 [--elastic-start nominal|min] [--elastic-seed N]\n"
         "       simulator --generate N SEED\n");
     return 2;

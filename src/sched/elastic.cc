@@ -260,8 +260,8 @@ class Planner {
 
   // `nodes` nodes with `each` GPUs of `spare`, best fit (the fewest spare
   // first), taken from it; nullopt where they are not there.
-  static std::optional<std::vector<NodeGpus>> PlaceOn(std::map<std::string, int>& spare,
-                                                      int nodes, int each) {
+  static std::optional<std::vector<NodeGpus>> PlaceOn(std::map<std::string, int>& spare, int nodes,
+                                                      int each) {
     std::vector<std::pair<int, std::string>> fits;
     for (const auto& [node, gpus] : spare) {
       if (gpus >= each) fits.emplace_back(gpus, node);

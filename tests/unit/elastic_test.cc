@@ -2,10 +2,10 @@
 // `now` is all the time there is.
 #include "sched/elastic.h"
 
-#include <set>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <set>
 
 namespace headway::sched {
 namespace {
