@@ -21,6 +21,13 @@
 //                     starvation bound in slowdown scaled by load, and much
 //                     longer work of a team at its quota makes room for the
 //                     team's shorter jobs
+// With `--elastic-share P` (sim_elastic.h: which jobs, the speed-up model
+// from Horovod's measurements, `--resize-cost`), three more rows:
+//   elastic (balanced)  balanced + sched::PlanWithElastic, fed the throughput
+//                     each job measured at the sizes it ran and its ETA
+//   Pollux-like goodput  each decision re-allocates the pool by marginal
+//                     speed-up per GPU, model known; no quotas, no preemption
+//   Pollux-like, all rigid  the same allocator, every job rigid
 // The row of the server's default (sched::kDefaultOrdering) says "(default)".
 //
 // The same rules for every policy:
@@ -65,7 +72,9 @@
 //             [--starvation-bound S|off] [--aware-starvation-bound S|off]
 //             [--balanced-slowdown X] [--eta-error SIGMA] [--limit-spread SIGMA]
 //             [--early-end-rate P] [--restart-cost S] [--borrow X] [--tick S]
-//             [--preempt-ratio X] [--las-threshold GPU_S]
+//             [--preempt-ratio X] [--las-threshold GPU_S] [--elastic-share P]
+//             [--elastic-max X] [--elastic-min F] [--elastic-start nominal|min]
+//             [--resize-cost S] [--elastic-seed N]
 //   simulator --generate N SEED > trace.csv     # a synthetic trace
 //
 // Several pool sizes, e.g. "4,6,8", replay the trace at several loads.
@@ -93,9 +102,11 @@
 #include <tuple>
 #include <vector>
 
+#include "sched/elastic.h"
 #include "sched/run_time_history.h"
 #include "sched/scheduler.h"
 #include "sim_checkpoint.h"
+#include "sim_elastic.h"
 #include "sim_trace.h"
 
 namespace {
@@ -114,12 +125,18 @@ enum class Policy {
   kFairShareLimits,
   kFairShareEta,
   kProgressAware,
-  kBalanced
+  kBalanced,
+  kElastic,     // balanced + sched::PlanWithElastic
+  kPollux,      // Pollux-like goodput allocation (sim_elastic.cc)
+  kPolluxRigid  // the same allocator with every job rigid: what is not elasticity
 };
 
 // Whether a policy reads progress (ETAs, learned run times, stall auto-stop)
 // and lets running jobs checkpoint.
-bool UsesProgress(Policy p) { return p == Policy::kProgressAware || p == Policy::kBalanced; }
+bool UsesProgress(Policy p) {
+  return p == Policy::kProgressAware || p == Policy::kBalanced || p == Policy::kElastic;
+}
+bool ResizesJobs(Policy p) { return p == Policy::kElastic || p == Policy::kPollux; }
 
 struct Settings {
   int nodes = 16, per_node = 8;
@@ -136,20 +153,26 @@ struct Settings {
   double balanced_slowdown = SchedulerOptions::kBalancedSlowdown;
   CheckpointSettings checkpoints;
   double gpu_failure_rate = 2e-5;  // interruptions per GPU-hour from failures
+  ElasticDraw elastic;             // which jobs are elastic (sim_elastic.h)
+  double resize_cost = 60;         // seconds without progress after each resize
+  ElasticOptions elastic_options;  // Headway's elastic sizing (sched/elastic.h)
 };
 
 struct Result {
   std::vector<double> jct, wait, big_jct;
   std::vector<double> done;  // each job's completion time, in trace order
   double busy_in_window = 0, window = 0, lost_gpu_h = 0, stalled_gpu_h = 0;
-  int preemptions = 0, never_ran = 0;
+  double resize_gpu_h = 0;  // GPUs held x the resize cost, each resize
+  int preemptions = 0, never_ran = 0, resizes = 0;
 };
 
 class Simulation {
  public:
   Simulation(const std::vector<TraceJob>& trace, const Settings& settings, Policy policy,
-             const std::map<std::string, TeamQuota>& quotas)
+             const std::map<std::string, TeamQuota>& quotas,
+             const std::vector<ElasticSpec>& elastic)
       : trace_(trace),
+        elastic_(elastic),
         set_(settings),
         policy_(policy),
         jobs_(trace.size()),
@@ -158,7 +181,10 @@ class Simulation {
     for (std::size_t i = 0; i < trace.size(); ++i) {
       const TraceJob& j = trace[i];
       jobs_[i].shape = ShapeOf(j, set_.per_node);
-      bool stop_stalls = policy == Policy::kFairShareEta || UsesProgress(policy);
+      // An elastic job waits for its nominal size or its minimum and starts there.
+      if (Elastic(i)) jobs_[i].shape = elastic_[i].ShapeAt(elastic_[i].start_units);
+      bool stop_stalls = policy == Policy::kFairShareEta || UsesProgress(policy) ||
+                         policy == Policy::kPollux || policy == Policy::kPolluxRigid;
       // Its time limit kills it, or it fails or is cancelled early, or a hung
       // job is stopped by its limit or (with progress) by auto-stop.
       jobs_[i].left = j.stalled && stop_stalls
@@ -212,10 +238,17 @@ class Simulation {
     double queued_at = 0;
     double ran = 0;  // seconds run in all (earlier runs)
     bool running = false;
-    double attained = 0;      // GPU-seconds received, for 2D-LAS
-    double las_base = 0;      // attained at its last promotion
-    double las_entered = 0;   // when it entered 2D-LAS' first queue (arrival or promotion)
-    double las_demoted = -1;  // when it dropped to the second queue; -1: it has not
+    // Elastic sizes: `left` and `intended_left` count seconds at its trace
+    // size; it progresses at `rate` of that from `progress_from` (after a
+    // resize's stall).
+    double rate = 1, progress_from = 0;
+    double acct_from = 0;            // busy GPU-time is counted up to here
+    double last_change = 0;          // its start or last resize
+    std::map<int, double> measured;  // throughput at each size it ran a minute or more
+    double attained = 0;             // GPU-seconds received, for 2D-LAS
+    double las_base = 0;             // attained at its last promotion
+    double las_entered = 0;          // when it entered 2D-LAS' first queue (arrival or promotion)
+    double las_demoted = -1;         // when it dropped to the second queue; -1: it has not
     int preemptions = 0;
     // Remaining time its last ETA gave, for a preempted job that had one.
     std::optional<double> reported_left;
@@ -223,6 +256,7 @@ class Simulation {
   };
 
   const TraceJob& T(std::size_t i) const { return trace_[i]; }
+  bool Elastic(std::size_t i) const { return ResizesJobs(policy_) && elastic_[i].elastic; }
   Team& TeamOf(std::size_t i) { return teams_.at(trace_[i].team); }
 
   void Account(std::size_t i, double from, double to) {
@@ -245,7 +279,7 @@ class Simulation {
         ++it;
         continue;
       }
-      Account(i, s.started, s.end);
+      Account(i, s.acct_from, s.end);
       Release(i);
       double jct = s.end - T(i).submit;
       res_.done[i] = s.end;
@@ -270,38 +304,87 @@ class Simulation {
 
   void Start(std::size_t i, const Placement& p) {
     JobState& s = jobs_[i];
+    if (Elastic(i)) {  // at the size it was given
+      const int units = elastic_[i].UnitsOf(p);
+      s.shape = elastic_[i].ShapeAt(units);
+      s.rate = elastic_[i].Rate(units);
+    }
     for (auto [n, g] : p) free_[static_cast<std::size_t>(n)] -= g;
     TeamOf(i).used += s.shape.held();
     s.placement = p;
     s.started = now_;
+    s.acct_from = s.progress_from = s.last_change = now_;
     if (s.first_start < 0) {
       s.first_start = now_;
       res_.wait.push_back(now_ - T(i).submit);
     }
-    s.end = now_ + s.left;
-    s.intended_end = now_ + s.intended_left;
+    s.end = now_ + s.left / s.rate;
+    s.intended_end = now_ + s.intended_left / s.rate;
     s.running = true;
     running_.push_back(i);
     std::erase(waiting_, i);
   }
 
+  // What is left of `end`'s run, in seconds at its trace size.
+  double LeftOf(std::size_t i, double end) const {
+    const JobState& s = jobs_[i];
+    return std::max(0.0, end - std::max(now_, s.progress_from)) * s.rate;
+  }
+
   void Preempt(std::size_t i) {
     JobState& s = jobs_[i];
-    Account(i, s.started, now_);
+    Account(i, s.acct_from, now_);
     Release(i);
     const double this_run = now_ - s.started;
     if (EtaKnown(i))
       s.reported_left = std::max(0.0, s.intended_end - now_) * T(i).eta_factor + set_.restart_cost;
     s.ran += this_run;
     s.running = false;
-    s.left = std::max(0.0, s.end - now_) + set_.restart_cost;
-    s.intended_left = std::max(0.0, s.intended_end - now_) + set_.restart_cost;
+    s.left = LeftOf(i, s.end) + set_.restart_cost * s.rate;
+    s.intended_left = LeftOf(i, s.intended_end) + set_.restart_cost * s.rate;
     s.queued_at = now_;
     ++s.preemptions;
     res_.lost_gpu_h += set_.restart_cost * s.shape.held() / 3600;
     ++res_.preemptions;
     std::erase(running_, i);
     waiting_.push_back(i);
+    if (Elastic(i)) {  // it waits as at first
+      s.shape = elastic_[i].ShapeAt(elastic_[i].start_units);
+      s.rate = elastic_[i].Rate(elastic_[i].start_units);
+    }
+  }
+
+  // A running elastic job to a new placement: `resize_cost` seconds without
+  // progress, on the GPUs it holds after.
+  void Resize(std::size_t i, const Placement& p) {
+    JobState& s = jobs_[i];
+    Account(i, s.acct_from, now_);
+    s.acct_from = now_;
+    s.left = LeftOf(i, s.end);
+    s.intended_left = LeftOf(i, s.intended_end);
+    for (auto [n, g] : s.placement) free_[static_cast<std::size_t>(n)] += g;
+    TeamOf(i).used -= s.shape.held();
+    const int units = elastic_[i].UnitsOf(p);
+    s.shape = elastic_[i].ShapeAt(units);
+    s.rate = elastic_[i].Rate(units);
+    s.placement = p;
+    for (auto [n, g] : p) free_[static_cast<std::size_t>(n)] -= g;
+    TeamOf(i).used += s.shape.held();
+    s.progress_from = now_ + set_.resize_cost;
+    s.end = s.progress_from + s.left / s.rate;
+    s.intended_end = s.progress_from + s.intended_left / s.rate;
+    s.last_change = now_;
+    ++res_.resizes;
+    res_.resize_gpu_h += set_.resize_cost * s.shape.held() / 3600;
+  }
+
+  // Churn, for both elastic policies: a job resizes by choice at most once
+  // per max(min_interval, amortise x the resize cost).
+  bool MayResize(std::size_t i) const {
+    const ElasticOptions& o = set_.elastic_options;
+    return now_ - jobs_[i].last_change >=
+           std::max(std::chrono::duration<double>(o.min_interval).count(),
+                    o.amortise * set_.resize_cost);
   }
 
   bool WithinCap(std::size_t i) {
@@ -323,6 +406,9 @@ class Simulation {
         });
       case Policy::kLas:
         return DecideLas();
+      case Policy::kPollux:
+      case Policy::kPolluxRigid:
+        return DecidePollux();
       default:
         return DecideHeadway();
     }
@@ -479,7 +565,7 @@ class Simulation {
     if (policy_ == Policy::kProgressAware) {
       options.ordering = Ordering::kShortestWork;
       options.starvation_bound = set_.aware_starvation_bound;
-    } else if (policy_ == Policy::kBalanced) {
+    } else if (policy_ == Policy::kBalanced || policy_ == Policy::kElastic) {
       options.ordering = Ordering::kBalanced;
       options.balanced_slowdown = set_.balanced_slowdown;
     }
@@ -527,14 +613,111 @@ class Simulation {
         }
         s.waiting.push_back(w);
       }
-      Decision d = Schedule(s, options);
-      for (const Preemption& p : d.preemptions) Preempt(std::stoul(p.job));
-      for (const sched::Start& st : d.starts) {
+      auto placement = [](const std::vector<NodeGpus>& from) {
         Placement p;
-        for (const NodeGpus& ng : st.placement) p.push_back({std::stoi(ng.node), ng.gpus});
-        Start(std::stoul(st.job), p);
+        for (const NodeGpus& ng : from) p.push_back({std::stoi(ng.node), ng.gpus});
+        return p;
+      };
+      ElasticPlan plan;
+      if (policy_ == Policy::kElastic) {
+        plan = PlanWithElastic(s, ElasticJobs(), options, set_.elastic_options);
+      } else {
+        plan.decision = Schedule(s, options);
       }
-      if (d.preemptions.empty()) break;
+      const Decision& d = plan.decision;
+      std::set<std::size_t> preempted;
+      for (const Preemption& p : d.preemptions) {
+        preempted.insert(std::stoul(p.job));
+        Preempt(std::stoul(p.job));
+      }
+      // Shrinks first: their GPUs come back at once (a start that waits for
+      // them starts at the next round, straight away).
+      bool shrank_for_start = false;
+      for (int grow = 0; grow < 2; ++grow) {
+        for (const sched::Resize& r : plan.resizes) {
+          if ((r.to > r.from) != (grow == 1) || preempted.count(std::stoul(r.job))) continue;
+          if (grow == 0 && !r.for_job.empty()) shrank_for_start = true;
+          Resize(std::stoul(r.job), placement(r.placement));
+        }
+        if (grow == 1) break;
+        for (const sched::Start& st : d.starts) Start(std::stoul(st.job), placement(st.placement));
+      }
+      CheckFree();
+      if (d.preemptions.empty() && !shrank_for_start) break;
+    }
+  }
+
+  // Running elastic jobs as sched::PlanWithElastic sees them: the throughput
+  // each measured at the sizes it ran (a minute or more), its ETA at its size.
+  std::vector<ElasticJob> ElasticJobs() {
+    std::vector<ElasticJob> out;
+    for (std::size_t i : running_) {
+      if (!Elastic(i)) continue;
+      JobState& js = jobs_[i];
+      const ElasticSpec& e = elastic_[i];
+      const int units = e.UnitsOf(js.placement);
+      if (now_ - js.progress_from >= 60) js.measured[units] = js.rate;
+      ElasticJob j;
+      j.name = std::to_string(i);
+      j.size = units;
+      j.min_size = e.min_units;
+      j.max_size = e.max_units;
+      j.gpus_per_unit = e.gpus_per_unit;
+      j.units_are_nodes = e.units_are_nodes;
+      j.throughput = js.measured;
+      j.last_change = At(js.last_change);
+      j.restart_cost = Duration(static_cast<std::int64_t>(set_.resize_cost * 1000));
+      if (EtaKnown(i)) {
+        const double left = std::max(0.0, js.intended_end - now_) * T(i).eta_factor;
+        j.eta = Duration(static_cast<std::int64_t>(left * 1000));
+      }
+      out.push_back(std::move(j));
+    }
+    return out;
+  }
+
+  // Pollux-like: every decision re-allocates the pool by marginal speed-up
+  // per GPU (sim_elastic.cc), with the same churn limit as Headway's.
+  void DecidePollux() {
+    std::vector<PolluxRunning> running;
+    for (std::size_t i : running_) {
+      const bool elastic = Elastic(i);
+      running.push_back(
+          {i, elastic ? &elastic_[i] : nullptr, jobs_[i].placement, elastic && MayResize(i)});
+    }
+    std::vector<std::size_t> order = waiting_;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return jobs_[a].queued_at != jobs_[b].queued_at ? jobs_[a].queued_at < jobs_[b].queued_at
+                                                      : a < b;
+    });
+    std::vector<PolluxWaiting> waiting;
+    for (std::size_t i : order) {
+      waiting.push_back({i, Elastic(i) ? &elastic_[i] : nullptr, jobs_[i].shape});
+    }
+    const PolluxPlan plan = PolluxAllocate(free_, set_.per_node, running, waiting);
+    // What resized jobs give up comes back before the starts, which may use
+    // it; then each takes its new placement.
+    auto given_up = [&](std::size_t i, const Placement& p, int sign) {
+      std::map<int, int> drop;
+      for (auto [n, g] : jobs_[i].placement) drop[n] += g;
+      for (auto [n, g] : p) drop[n] -= g;
+      for (auto [n, g] : drop) free_[static_cast<std::size_t>(n)] += sign * std::max(g, 0);
+    };
+    for (const auto& [i, p] : plan.resizes) given_up(i, p, +1);
+    for (const auto& [i, p] : plan.starts) Start(i, p);
+    for (const auto& [i, p] : plan.resizes) {
+      given_up(i, p, -1);
+      Resize(i, p);
+    }
+    CheckFree();
+  }
+
+  void CheckFree() const {
+    for (int f : free_) {
+      if (f < 0 || f > set_.per_node) {
+        std::fprintf(stderr, "simulator: a node's free GPUs went to %d\n", f);
+        std::abort();
+      }
     }
   }
 
@@ -569,6 +752,7 @@ class Simulation {
   }
 
   const std::vector<TraceJob>& trace_;
+  const std::vector<ElasticSpec>& elastic_;
   Settings set_;
   Policy policy_;
   std::vector<JobState> jobs_;
@@ -631,7 +815,7 @@ int RunPool(const std::vector<TraceJob>& all, const std::string& path, Settings 
   };
   // The server's default ordering (sched::kDefaultOrdering) marks its rows.
   const bool fair_default = kDefaultOrdering == Ordering::kFairShare;
-  const std::vector<Row> rows = {
+  std::vector<Row> rows = {
       {"FIFO", Policy::kFifo, false},
       {"SJF, oracle", Policy::kSjfOracle, false},
       {"SRSF, oracle", Policy::kSrsfOracle, false},
@@ -640,16 +824,25 @@ int RunPool(const std::vector<TraceJob>& all, const std::string& path, Settings 
       {"fair-share, ETA", Policy::kFairShareEta, fair_default},
       {"progress-aware", Policy::kProgressAware, kDefaultOrdering == Ordering::kShortestWork},
       {"balanced", Policy::kBalanced, kDefaultOrdering == Ordering::kBalanced}};
+  const std::size_t kBalancedRow = rows.size() - 1;
+  const std::vector<ElasticSpec> elastic = DrawElastic(trace, set.per_node, set.nodes, set.elastic);
+  const bool with_elastic = set.elastic.share > 0;
+  if (with_elastic) {
+    rows.push_back({"elastic (balanced)", Policy::kElastic, false});
+    rows.push_back({"Pollux-like goodput", Policy::kPollux, false});
+    rows.push_back({"Pollux-like, all rigid", Policy::kPolluxRigid, false});
+    PrintElasticHeader(elastic, set.elastic, set.resize_cost);
+  }
   std::vector<Result> results;
   for (const Row& row : rows) {
     auto began = std::chrono::steady_clock::now();
-    results.push_back(Simulation(trace, set, row.policy, quotas).Run());
+    results.push_back(Simulation(trace, set, row.policy, quotas, elastic).Run());
     std::fprintf(stderr, "  %s: %.1f s\n", row.name,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   }
-  std::printf("%-28s %9s %9s %9s %9s %9s %7s %8s %9s %7s %7s %7s\n", "policy", "JCT avg h",
+  std::printf("%-28s %9s %9s %9s %9s %9s %7s %8s %9s %7s %7s %7s%s\n", "policy", "JCT avg h",
               "JCT p50 h", "JCT p99 h", "big JCT h", "wait avg", "util %", "preempt", "lost GPUh",
-              "avg/LAS", "p99/LAS", "big/LAS");
+              "avg/LAS", "p99/LAS", "big/LAS", with_elastic ? "  resizes rsz GPUh" : "");
   const Result& las = results[3];
   auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
   for (std::size_t k = 0; k < rows.size(); ++k) {
@@ -661,11 +854,14 @@ int RunPool(const std::vector<TraceJob>& all, const std::string& path, Settings 
       std::snprintf(big_ratio, sizeof big_ratio, "%.2f", ratio(Mean(r.big_jct), Mean(las.big_jct)));
     }
     std::string name = std::string(rows[k].name) + (rows[k].is_default ? " (default)" : "");
-    std::printf("%-28s %9.2f %9.2f %9.2f %9s %8.2fh %7.1f %8d %9.1f %7.2f %7.2f %7s%s\n",
+    char resizes[48] = "";
+    if (with_elastic)
+      std::snprintf(resizes, sizeof resizes, " %8d %8.1f", r.resizes, r.resize_gpu_h);
+    std::printf("%-28s %9.2f %9.2f %9.2f %9s %8.2fh %7.1f %8d %9.1f %7.2f %7.2f %7s%s%s\n",
                 name.c_str(), Mean(r.jct) / 3600, Pct(r.jct, 0.5) / 3600, Pct(r.jct, 0.99) / 3600,
                 big, Mean(r.wait) / 3600, util, r.preemptions, r.lost_gpu_h + r.stalled_gpu_h,
                 ratio(Mean(r.jct), Mean(las.jct)), ratio(Pct(r.jct, 0.99), Pct(las.jct, 0.99)),
-                big_ratio,
+                big_ratio, resizes,
                 r.never_ran ? (" (" + std::to_string(r.never_ran) + " never ran)").c_str() : "");
   }
   // The cross-check: strict FIFO replayed by an event loop of its own.
@@ -681,8 +877,8 @@ int RunPool(const std::vector<TraceJob>& all, const std::string& path, Settings 
   // failures, cost each job under three checkpoint policies.
   CheckpointSettings ck = set.checkpoints;
   ck.restart = set.restart_cost;
-  ck.per_gpu_hour =
-      set.gpu_failure_rate + (gpu_time > 0 ? results.back().preemptions / (gpu_time / 3600) : 0);
+  ck.per_gpu_hour = set.gpu_failure_rate +
+                    (gpu_time > 0 ? results[kBalancedRow].preemptions / (gpu_time / 3600) : 0);
   const CheckpointLosses lost = LostToInterruptions(trace, set.per_node, ck);
   std::printf(
       "\ncheckpoints: %.4f interruptions per GPU-hour (balanced's preemptions, failures "
@@ -766,6 +962,18 @@ int main(int argc, char** argv) {
       set.gpu_failure_rate = v;
     } else if (arg == "--las-threshold" && ok && v > 0) {
       set.las_threshold = v;
+    } else if (arg == "--elastic-share" && ok && v <= 1) {
+      set.elastic.share = v;
+    } else if (arg == "--elastic-max" && ok && v >= 1) {
+      set.elastic.max_factor = v;
+    } else if (arg == "--elastic-min" && ok && v <= 1) {
+      set.elastic.min_fraction = v;
+    } else if (arg == "--elastic-seed" && ok) {
+      set.elastic.seed = static_cast<unsigned>(v);
+    } else if (arg == "--elastic-start" && (value == "min" || value == "nominal")) {
+      set.elastic.start_at_min = value == "min";
+    } else if (arg == "--resize-cost" && ok) {
+      set.resize_cost = v;
     } else if (arg == "--preempt-ratio" && ok && v > 0) {
       set.headway.preempt_ratio = v;
     } else {
@@ -783,6 +991,9 @@ int main(int argc, char** argv) {
         "                 [--early-end-rate P] [--restart-cost S] [--borrow X] [--tick S]\n"
         "                 [--preempt-ratio X] [--las-threshold GPU_SECONDS]\n"
         "                 [--checkpoint-cost S] [--checkpoint-interval S] [--gpu-failure-rate R]\n"
+        "                 [--elastic-share P] [--elastic-max X] [--elastic-min F] [--resize-cost "
+        "S]\n"
+        "                 [--elastic-start nominal|min] [--elastic-seed N]\n"
         "       simulator --generate N SEED\n");
     return 2;
   }

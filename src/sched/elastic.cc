@@ -167,7 +167,20 @@ class Planner {
     for (std::uint32_t i = 0; i < state_.waiting.size(); ++i) {
       waiting_index[state_.waiting[i].name] = i;
     }
+    // Idle GPUs that no start of this decision uses. Schedule() places best
+    // fit, so it may pick the GPUs above an elastic job's minimum over an
+    // idle node; a start that fits these goes there instead, and nothing
+    // shrinks for it.
+    std::map<std::string, int> spare;
+    for (const auto& [node, gpus] : free_) spare[node] = std::max(gpus, 0);
+    for (const Start& start : decision.starts) {
+      for (const NodeGpus& p : start.placement) spare[p.node] -= p.gpus;
+    }
     for (Start& start : decision.starts) {
+      if (NeedsShrink(start)) {
+        const WaitingJob& w = state_.waiting[waiting_index[start.job]];
+        if (auto idle = PlaceOn(spare, w.nodes, w.gpus_per_node)) start.placement = *idle;
+      }
       std::set<const ElasticJob*> shrunk;
       for (const NodeGpus& p : start.placement) {
         int deficit = p.gpus - std::max(free_[p.node], 0);
@@ -180,12 +193,12 @@ class Planner {
           Tracked* donor = nullptr;
           for (Tracked& t : tracked_) {
             if (t.size <= t.job->min_size) continue;
-            const auto last = PlacementAt(*t.job, t.placement, t.size - 1);
-            if (Dropped(t.placement, last).count(p.node) == 0) continue;
+            const auto smaller = OneUnitLess(t, p.node);
+            if (Dropped(t.placement, smaller).count(p.node) == 0) continue;
             if (donor == nullptr || GiveBackKey(t) < GiveBackKey(*donor)) donor = &t;
           }
           if (donor == nullptr) break;  // cannot happen: Schedule() saw these GPUs free
-          const auto smaller = PlacementAt(*donor->job, donor->placement, donor->size - 1);
+          const auto smaller = OneUnitLess(*donor, p.node);
           const int freed = Dropped(donor->placement, smaller)[p.node];
           donor->placement = smaller;
           donor->size -= 1;
@@ -216,6 +229,51 @@ class Planner {
     decision.starts = std::move(kept);
     // They were first in line: they go before every job left waiting.
     decision.pending.insert(decision.pending.begin(), waits.begin(), waits.end());
+  }
+
+  // `t` one unit smaller, giving back a unit on `node` where it can: for
+  // node units, any node above its minimum (Schedule() may have placed a
+  // start on any of them; the first holds rank 0); else its last rank group.
+  static std::vector<NodeGpus> OneUnitLess(const Tracked& t, const std::string& node) {
+    if (t.job->units_are_nodes) {
+      const auto first = static_cast<std::size_t>(std::max(t.job->min_size, 1));
+      for (std::size_t k = first; k < t.placement.size(); ++k) {
+        if (t.placement[k].node != node) continue;
+        std::vector<NodeGpus> out = t.placement;
+        out.erase(out.begin() + static_cast<std::ptrdiff_t>(k));
+        return out;
+      }
+    }
+    return PlacementAt(*t.job, t.placement, t.size - 1);
+  }
+
+  bool NeedsShrink(const Start& start) const {
+    for (const NodeGpus& p : start.placement) {
+      auto free = free_.find(p.node);
+      auto back = returning_.find(p.node);
+      const int have = std::max(free == free_.end() ? 0 : free->second, 0) +
+                       (back == returning_.end() ? 0 : back->second);
+      if (p.gpus > have) return true;
+    }
+    return false;
+  }
+
+  // `nodes` nodes with `each` GPUs of `spare`, best fit (the fewest spare
+  // first), taken from it; nullopt where they are not there.
+  static std::optional<std::vector<NodeGpus>> PlaceOn(std::map<std::string, int>& spare, int nodes,
+                                                      int each) {
+    std::vector<std::pair<int, std::string>> fits;
+    for (const auto& [node, gpus] : spare) {
+      if (gpus >= each) fits.emplace_back(gpus, node);
+    }
+    if (each <= 0 || static_cast<int>(fits.size()) < nodes) return std::nullopt;
+    std::sort(fits.begin(), fits.end());
+    std::vector<NodeGpus> out;
+    for (int k = 0; k < nodes; ++k) {
+      spare[fits[static_cast<std::size_t>(k)].second] -= each;
+      out.push_back({fits[static_cast<std::size_t>(k)].second, each});
+    }
+    return out;
   }
 
   std::string QueueOf(const std::string& waiting_job) const {

@@ -12,7 +12,9 @@
 //    starts at the next decision, once they are back. The first to give back
 //    are jobs whose verdict says more GPUs would not help (Plateaued,
 //    Overfitting), then jobs whose ETA already meets their deadline, then
-//    the least measured gain per GPU.
+//    the least measured gain per GPU. A start that fits idle GPUs no other
+//    start uses goes there instead, and nothing shrinks for it; a job of
+//    node units gives back the node the start was placed on.
 //  - Work-conserving growth: GPUs that no waiting job can use (none waits for
 //    room) go to elastic jobs one unit at a time, up to their maximum and
 //    within their team's quota, to the largest expected time saved per GPU

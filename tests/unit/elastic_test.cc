@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace headway::sched {
 namespace {
 
@@ -12,7 +14,7 @@ using std::chrono::minutes;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
-Time ElasticAt(int minutes_from_start) {
+Time AtMinute(int minutes_from_start) {
   return FromUnixMillis(1'800'000'000'000LL + minutes_from_start * 60'000LL);
 }
 
@@ -22,7 +24,7 @@ struct Pool {
   std::vector<ElasticJob> elastic;
 
   explicit Pool(int gpus = 4) {
-    state.now = ElasticAt(60);
+    state.now = AtMinute(60);
     state.nodes = {{"n1", gpus}};
   }
 
@@ -32,7 +34,7 @@ struct Pool {
     r.name = name;
     r.queue = std::move(queue);
     r.placement = {{"n1", size}};
-    r.started_at = ElasticAt(0);
+    r.started_at = AtMinute(0);
     state.running.push_back(r);
     ElasticJob e;
     e.name = std::move(name);
@@ -41,7 +43,7 @@ struct Pool {
     e.max_size = max;
     e.gpus_per_unit = 1;
     e.throughput = std::move(throughput);
-    e.last_change = ElasticAt(0);
+    e.last_change = AtMinute(0);
     e.eta = std::chrono::hours(2);
     elastic.push_back(e);
     return elastic.back();
@@ -52,7 +54,7 @@ struct Pool {
     r.name = std::move(name);
     r.queue = std::move(queue);
     r.placement = {{"n1", gpus}};
-    r.started_at = ElasticAt(0);
+    r.started_at = AtMinute(0);
     state.running.push_back(r);
   }
 
@@ -115,6 +117,67 @@ TEST(Elastic, AWaitingJobTakesTheGpusAboveTheMinimumInsteadOfPreempting) {
   ASSERT_FALSE(plan.decision.pending.empty());
   EXPECT_EQ(plan.decision.pending[0].why, Pending::Why::kVictimsLeaving);
   EXPECT_EQ(plan.decision.expected_starts.at("eval"), pool.state.now);
+}
+
+// Schedule() sees the GPUs above a minimum as free and places best fit, so
+// it may pick the elastic job's node over an idle one: the start goes to the
+// idle GPUs instead, and nothing shrinks.
+TEST(Elastic, AWaitingJobThatFitsIdleGpusTakesThemAndNothingShrinks) {
+  Pool pool(8);
+  pool.state.nodes.push_back({"n2", 8});
+  pool.AddElastic("train", "nlp", 8, 1, 8, {{1, 10}, {8, 70}});
+  pool.AddWaiting("eval", "vision", 2);
+  ElasticPlan plan = pool.Plan();
+  EXPECT_TRUE(plan.resizes.empty());
+  ASSERT_EQ(plan.decision.starts.size(), 1u);
+  EXPECT_EQ(plan.decision.starts[0].job, "eval");
+  ASSERT_EQ(plan.decision.starts[0].placement.size(), 1u);
+  EXPECT_EQ(plan.decision.starts[0].placement[0].node, "n2");
+  EXPECT_EQ(plan.decision.starts[0].placement[0].gpus, 2);
+}
+
+// The same for a job of whole nodes: an idle node takes it before a node of
+// an elastic job of node units is given back.
+TEST(Elastic, AWholeNodeJobGoesToAnIdleNodeBeforeAShrink) {
+  Pool pool(8);
+  pool.state.nodes.push_back({"n2", 8});
+  pool.state.nodes.push_back({"n3", 8});
+  ElasticJob& e = pool.AddElastic("train", "nlp", 2, 1, 3, {{1, 10}, {2, 19}});
+  e.gpus_per_unit = 8;
+  e.units_are_nodes = true;
+  pool.state.running[0].placement = {{"n1", 8}, {"n2", 8}};
+  pool.AddWaiting("big", "vision", 8);
+  ElasticPlan plan = pool.Plan();
+  EXPECT_TRUE(plan.resizes.empty());
+  ASSERT_EQ(plan.decision.starts.size(), 1u);
+  ASSERT_EQ(plan.decision.starts[0].placement.size(), 1u);
+  EXPECT_EQ(plan.decision.starts[0].placement[0].node, "n3");
+}
+
+// Schedule() may place a start on any node above an elastic job's minimum,
+// not only its last: that node is the one given back.
+TEST(Elastic, ANodeJobGivesBackTheNodeTheStartWasPlacedOn) {
+  Pool pool(8);
+  pool.state.nodes.push_back({"n2", 8});
+  pool.state.nodes.push_back({"n3", 8});
+  ElasticJob& e = pool.AddElastic("train", "nlp", 3, 1, 3, {{1, 10}, {3, 28}});
+  e.gpus_per_unit = 8;
+  e.units_are_nodes = true;
+  pool.state.running[0].placement = {{"n1", 8}, {"n2", 8}, {"n3", 8}};
+  pool.AddWaiting("big", "vision", 8);
+  ElasticPlan plan = pool.Plan();
+  EXPECT_TRUE(plan.decision.starts.empty());  // it waits for the node
+  const Resize* r = ResizeOf(plan, "train");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->to, 2);
+  EXPECT_EQ(r->for_job, "big");
+  ASSERT_EQ(plan.decision.pending.size(), 1u);
+  EXPECT_EQ(plan.decision.pending[0].why, Pending::Why::kVictimsLeaving);
+  // Whichever node the start was placed on, the job no longer holds it.
+  std::set<std::string> kept;
+  for (const NodeGpus& p : r->placement) kept.insert(p.node);
+  EXPECT_EQ(kept.count("n1"), 1u);
+  EXPECT_EQ(kept.size(), 2u);
 }
 
 TEST(Elastic, OnceTheShrinkIsUnderWayTheWaitingJobWaitsForItAndThenStarts) {
@@ -250,13 +313,13 @@ TEST(Elastic, GrowthStaysWithinTheTeamsQuota) {
 
 TEST(Elastic, NodeUnitsGrowOntoNodesTheJobDoesNotUseYet) {
   ClusterState s;
-  s.now = ElasticAt(60);
+  s.now = AtMinute(60);
   s.nodes = {{"n1", 4}, {"n2", 4}, {"n3", 2}};
   RunningJob r;
   r.name = "ddp";
   r.queue = "nlp";
   r.placement = {{"n1", 4}};
-  r.started_at = ElasticAt(0);
+  r.started_at = AtMinute(0);
   s.running.push_back(r);
   ElasticJob e;
   e.name = "ddp";
@@ -266,7 +329,7 @@ TEST(Elastic, NodeUnitsGrowOntoNodesTheJobDoesNotUseYet) {
   e.max_size = 3;
   e.gpus_per_unit = 4;
   e.throughput = {{1, 100.0}};
-  e.last_change = ElasticAt(0);
+  e.last_change = AtMinute(0);
   ElasticPlan plan = PlanWithElastic(s, {e});
   ASSERT_EQ(plan.resizes.size(), 1u);
   EXPECT_EQ(plan.resizes[0].to, 2);  // n3 has too few GPUs for a node unit
