@@ -90,13 +90,13 @@ TEST(Elastic, ATorchrunJobGrowsIntoIdleGpusShrinksForAWaitingJobAndGrowsBack) {
   // Idle GPUs: it grows to its maximum once its speed at one rank group is measured.
   ASSERT_TRUE(WaitFor([&] { return server.HasEvent("stretchy", "Resized", "grew to 3 rank groups"); },
                       std::chrono::seconds(180)))
-      << server.Cli({"describe", "stretchy"}).out << server.Cli({"logs", "stretchy"}).out;
+      << server.Cli({"describe", "job", "stretchy"}).out << server.Cli({"logs", "stretchy"}).out;
   EXPECT_TRUE(server.HasEvent("stretchy", "Resized", "2 GPUs idle and no job waiting for them"));
   ASSERT_TRUE(WaitFor([&] { return LatestWorld(server, "stretchy") == 3; }, std::chrono::seconds(120)))
       << server.Cli({"logs", "stretchy"}).out;
   EXPECT_EQ(server.Job("stretchy")["gpu_ids"].size(), 3u) << server.Job("stretchy").dump();
   EXPECT_EQ(server.Job("stretchy")["gpus"], 3);
-  EXPECT_THAT(server.Cli({"describe", "stretchy"}).out, HasSubstr("3 now, of 1-3 rank groups"));
+  EXPECT_THAT(server.Cli({"describe", "job", "stretchy"}).out, HasSubstr("3 now, of 1-3 rank groups"));
 
   // Another team's job needs two GPUs: the elastic job gives them back
   // instead of anyone being preempted.
@@ -108,7 +108,7 @@ TEST(Elastic, ATorchrunJobGrowsIntoIdleGpusShrinksForAWaitingJobAndGrowsBack) {
   }, std::chrono::seconds(30)));
   EXPECT_FALSE(server.HasEvent("stretchy", "Preempting"));
   ASSERT_TRUE(server.WaitForState("evaluate", "Succeeded", std::chrono::seconds(90)))
-      << server.Cli({"describe", "evaluate"}).out;
+      << server.Cli({"describe", "job", "evaluate"}).out;
   ASSERT_TRUE(WaitFor([&] { return LatestWorld(server, "stretchy") == 1; }, std::chrono::seconds(60)));
 
   // The GPUs are idle again: it grows back.
@@ -121,7 +121,7 @@ TEST(Elastic, ATorchrunJobGrowsIntoIdleGpusShrinksForAWaitingJobAndGrowsBack) {
       }
     }
     return grew >= 2;
-  }, std::chrono::seconds(180))) << server.Cli({"describe", "stretchy"}).out;
+  }, std::chrono::seconds(180))) << server.Cli({"describe", "job", "stretchy"}).out;
   ASSERT_TRUE(WaitFor([&] { return LatestWorld(server, "stretchy") == 3; }, std::chrono::seconds(120)))
       << server.Cli({"logs", "stretchy"}).out;
   EXPECT_EQ(server.State("stretchy"), "Running") << "it was never restarted as a new attempt";
