@@ -2,6 +2,8 @@
 // driven through the CLI and the REST API as a user would.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -49,6 +51,8 @@ TEST(JobLifecycle, FailingCommandIsFailedWithItsExitCode) {
   EXPECT_EQ(job["exit_code"], 7);
   EXPECT_EQ(job["reason"], "ExitCode");
   EXPECT_THAT(job["message"].get<std::string>(), HasSubstr("code 7"));
+  // Why, without a trip to the logs: the failing rank's last line.
+  EXPECT_THAT(job["message"].get<std::string>(), HasSubstr("; its last line: oops"));
   EXPECT_EQ(server.Cli({"logs", "broken"}).out, "oops\n");
 }
 
@@ -57,7 +61,22 @@ TEST(JobLifecycle, MissingProgramFailsWith127AndSaysWhy) {
   server.Submit("name: typo\ncommand: [\"/no/such/program\", \"--flag\"]\n");
   ASSERT_TRUE(server.WaitForState("typo", "Failed"));
   EXPECT_EQ(server.Job("typo")["exit_code"], 127);
+  EXPECT_THAT(server.Job("typo")["message"].get<std::string>(),
+              HasSubstr("its last line: headway: cannot run '/no/such/program': No such file"));
   EXPECT_THAT(server.Cli({"logs", "typo"}).out, HasSubstr("cannot run '/no/such/program'"));
+}
+
+TEST(JobLifecycle, AWorkingDirectoryTheJobsAccountCannotEnterIsNamedInItsMessage) {
+  if (::geteuid() != 0) GTEST_SKIP() << "jobs run as nobody only under a root server";
+  TestServer server;
+  const std::string dir = MakeTempDir("private");
+  ::chmod(dir.c_str(), 0700);  // root's, closed to nobody
+  server.Submit("name: closed\ncommand: [\"true\"]\nworking_dir: " + dir + "\n");
+  ASSERT_TRUE(server.WaitForState("closed", "Failed"));
+  EXPECT_EQ(server.Job("closed")["exit_code"], 126);
+  EXPECT_THAT(server.Job("closed")["message"].get<std::string>(),
+              HasSubstr("its last line: headway: cannot enter working directory " + dir +
+                        ": Permission denied"));
 }
 
 TEST(JobLifecycle, StopEndsAJobThatHandlesSigterm) {

@@ -206,7 +206,26 @@ struct Rank {
   // Stopped by a shrink: its exit is not the job's failure, and the rank
   // may be started again by a later growth.
   bool leaving = false;
+  // The end of what it wrote: a failed rank's last line goes into the
+  // job's message (why it failed, without a trip to its log).
+  std::string tail;
 };
+
+constexpr std::size_t kRankTailBytes = 1024;
+
+// The last non-empty line of `tail`, printable, at most 200 characters.
+std::string LastLine(const std::string& tail) {
+  std::size_t end = tail.find_last_not_of(" \t\r\n");
+  if (end == std::string::npos) return {};
+  std::size_t start = tail.rfind('\n', end);
+  start = start == std::string::npos ? 0 : start + 1;
+  std::string line;
+  for (std::size_t i = start; i <= end && line.size() < 200; ++i) {
+    const auto c = static_cast<unsigned char>(tail[i]);
+    line += (c < 0x20 || c == 0x7f) ? ' ' : static_cast<char>(c);
+  }
+  return line;
+}
 
 // Elastic jobs (launch.json "elastic"): the ranks are rank groups, each an
 // elastic agent (torchrun) that restarts the job's workers at every new
@@ -248,6 +267,8 @@ bool PumpLogs(std::vector<Rank>& ranks, bool until_eof) {
       ssize_t n = ::read(r.pipe_read, buf, sizeof buf);
       if (n > 0) {
         r.log_writer->Write(buf, static_cast<std::size_t>(n));
+        r.tail.append(buf, static_cast<std::size_t>(n));
+        if (r.tail.size() > 2 * kRankTailBytes) r.tail.erase(0, r.tail.size() - kRankTailBytes);
         any = true;
         continue;
       }
@@ -809,6 +830,8 @@ int RunLocalShim(const std::string& run_dir) {
       reason = "OOMKilled";
       message += ": out of memory (the kernel killed a process at the job's memory limit)";
     }
+    const std::string last = LastLine(ranks[static_cast<std::size_t>(first_failed)].tail);
+    if (!last.empty()) message += "; its last line: " + last;
   }
   cgroup.Remove();
   json result = {{"exit_code", exit_code},
