@@ -143,8 +143,17 @@ nlohmann::json JobRow(const nlohmann::json& view) {
 }
 
 nlohmann::json JobView(JobService& service, const Job& job, bool with_spec) {
-  return JobToJson(job, service.PendingReason(job.name()), service.Progress(job), with_spec,
-                   service.QueuePlaceOf(job.name()));
+  nlohmann::json view = JobToJson(job, service.PendingReason(job.name()), service.Progress(job),
+                                  with_spec, service.QueuePlaceOf(job.name()));
+  if (job.spec.elastic) {
+    const ElasticStatus status = service.ElasticOf(job.name());
+    nlohmann::json throughput = nlohmann::json::object();
+    for (const auto& [size, rate] : status.throughput) throughput[std::to_string(size)] = rate;
+    view["elastic"]["steps_per_second"] = std::move(throughput);
+    view["elastic"]["restart_seconds"] =
+        status.restart_seconds ? nlohmann::json(*status.restart_seconds) : nlohmann::json(nullptr);
+  }
+  return view;
 }
 
 nlohmann::json QueueToJson(const QueueStatus& q) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,6 +62,14 @@ struct QueuePlace {
   int position = 0;
   std::optional<Time> expected_start;
   bool operator==(const QueuePlace&) const = default;
+};
+
+// What an elastic job (JobSpec::elastic) measured while it ran: its work
+// per second (steps/s) at each size, and how long its last resize or start
+// took to its first report. Empty for other jobs.
+struct ElasticStatus {
+  std::map<int, double> throughput;
+  std::optional<double> restart_seconds;
 };
 
 class JobService {
@@ -188,6 +197,10 @@ class JobService {
     return {};
   }
   // Quota use per queue and GPU use per node, as of the last scheduling pass.
+  virtual ElasticStatus ElasticOf(std::string_view name) {
+    (void)name;
+    return {};
+  }
   virtual std::vector<QueueStatus> Queues() = 0;
   virtual std::vector<NodeStatus> Nodes() = 0;
 };

@@ -163,10 +163,26 @@ std::string RenderPrometheus(JobService& service, const ApiCounters& counters,
                        ? std::optional<double>(ToUnixSeconds(*a.progress.last_report_at))
                        : std::nullopt;
           });
-  per_job("headway_job_gpus", "gauge", "GPUs the job asks for.",
-          [](const ActiveJob& a) { return std::optional<double>(a.job.spec.resources.gpus()); });
+  per_job("headway_job_gpus", "gauge", "GPUs the job asks for (an elastic job: holds now).",
+          [](const ActiveJob& a) {
+            return std::optional<double>(a.job.spec.elastic && !a.job.gpu_ids.empty()
+                                             ? static_cast<int>(a.job.gpu_ids.size())
+                                             : a.job.spec.resources.gpus());
+          });
   per_job("headway_job_restarts", "gauge", "Times the job was restarted after a failure.",
           [](const ActiveJob& a) { return std::optional<double>(a.job.restarts); });
+  {
+    Family f(out, "headway_job_elastic_steps_per_second", "gauge",
+             "Steps per second an elastic job measured at each size (rank groups or nodes) it ran.");
+    for (const ActiveJob& a : active) {
+      if (!a.job.spec.elastic) continue;
+      for (const auto& [size, rate] : service.ElasticOf(a.job.name()).throughput) {
+        f.Sample({{"job_name", a.job.name()}, {"team", a.job.spec.team},
+                  {"size", std::to_string(size)}},
+                 rate);
+      }
+    }
+  }
   {
     Family f(out, "headway_job_metric", "gauge",
              "Latest value of each metric a job reports (loss, eval_loss, learning_rate, ...).");

@@ -384,6 +384,23 @@ int Describe(const Options& o) {
                               e["unit"].get<std::string>();
     line("Elastic", e["size"].is_number() ? e["size"].dump() + " now, of " + range
                                           : range + ", admitted at " + e["min"].dump());
+    // What it measured: steps/s at each size, and its last restart.
+    std::string measured;
+    if (e.contains("steps_per_second") && e["steps_per_second"].is_object()) {
+      for (const auto& [size, rate] : e["steps_per_second"].items()) {
+        char text[64];
+        std::snprintf(text, sizeof text, "%s%s: %.2f steps/s", measured.empty() ? "" : ", ",
+                      size.c_str(), rate.get<double>());
+        measured += text;
+      }
+    }
+    if (e.contains("restart_seconds") && e["restart_seconds"].is_number()) {
+      char text[48];
+      std::snprintf(text, sizeof text, "%slast restart %.1f s", measured.empty() ? "" : "; ",
+                    e["restart_seconds"].get<double>());
+      measured += text;
+    }
+    if (!measured.empty()) line("Measured", measured);
   }
   std::string gpu_ids;
   for (const auto& id : j["gpu_ids"]) gpu_ids += (gpu_ids.empty() ? "" : ",") + id.dump();

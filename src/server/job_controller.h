@@ -142,6 +142,7 @@ class JobController final : public api::JobService {
   int QueuedJobsOf(std::string_view team) override;
   api::QueuePlace QueuePlaceOf(std::string_view name) override;
   std::string PendingReason(std::string_view name) override;
+  api::ElasticStatus ElasticOf(std::string_view name) override;
   std::vector<api::QueueStatus> Queues() override;
   std::vector<api::NodeStatus> Nodes() override;
   Status ReportProgress(std::string_view name, std::string_view token,
@@ -285,6 +286,10 @@ class JobController final : public api::JobService {
   std::uint64_t generation_ = 0;                         // guarded by mu_
   std::map<std::string, lifecycle::AttemptMemo> memos_;  // guarded by mu_
   std::map<std::string, ElasticMemo> elastic_;           // guarded by mu_
+  // What ElasticOf answers, copied from elastic_ at each decision, so the
+  // API reads it without mu_.
+  std::mutex elastic_view_mu_;
+  std::map<std::string, api::ElasticStatus, std::less<>> elastic_view_;  // guarded by elastic_view_mu_
   std::map<std::string, Time> last_polled_;              // guarded by mu_
   // Jobs whose launch a restart interrupted and whose executor could not
   // tell yet whether it started: asked again each tick, never relaunched

@@ -83,7 +83,23 @@ std::vector<sched::ElasticJob> JobController::ElasticJobs(const std::vector<Job>
     out.push_back(std::move(e));
   }
   std::erase_if(elastic_, [&](const auto& entry) { return seen.count(entry.first) == 0; });
+  std::map<std::string, api::ElasticStatus, std::less<>> view;
+  for (const auto& [name, memo] : elastic_) {
+    api::ElasticStatus& status = view[name];
+    status.throughput = memo.throughput;
+    if (memo.restart_cost) {
+      status.restart_seconds = std::chrono::duration<double>(*memo.restart_cost).count();
+    }
+  }
+  std::lock_guard lock(elastic_view_mu_);
+  elastic_view_ = std::move(view);
   return out;
+}
+
+api::ElasticStatus JobController::ElasticOf(std::string_view name) {
+  std::lock_guard lock(elastic_view_mu_);
+  auto it = elastic_view_.find(name);
+  return it == elastic_view_.end() ? api::ElasticStatus{} : it->second;
 }
 
 void JobController::ApplyResizes(const std::vector<sched::Resize>& resizes,

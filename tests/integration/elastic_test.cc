@@ -97,6 +97,18 @@ TEST(Elastic, ATorchrunJobGrowsIntoIdleGpusShrinksForAWaitingJobAndGrowsBack) {
   EXPECT_EQ(server.Job("stretchy")["gpu_ids"].size(), 3u) << server.Job("stretchy").dump();
   EXPECT_EQ(server.Job("stretchy")["gpus"], 3);
   EXPECT_THAT(server.Cli({"describe", "job", "stretchy"}).out, HasSubstr("3 now, of 1-3 rank groups"));
+  // What it measured before growing: its speed at one rank group, and how
+  // long its start took to its first report.
+  const nlohmann::json measured = server.Job("stretchy")["elastic"];
+  ASSERT_TRUE(measured["steps_per_second"].contains("1")) << measured.dump();
+  EXPECT_GT(measured["steps_per_second"]["1"].get<double>(), 0) << measured.dump();
+  EXPECT_GT(measured["restart_seconds"].get<double>(), 0) << measured.dump();
+  EXPECT_THAT(server.Cli({"describe", "job", "stretchy"}).out, HasSubstr("Measured:"));
+  api::HttpClient http = server.Http();
+  auto metrics = http.Request("GET", "/metrics");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_THAT(metrics->body,
+              HasSubstr("headway_job_elastic_steps_per_second{job_name=\"stretchy\",team=\"nlp\",size=\"1\"}"));
 
   // Another team's job needs two GPUs: the elastic job gives them back
   // instead of anyone being preempted.
