@@ -179,6 +179,7 @@ void JobController::Carry(Work& work) {
   }
   work.signals.clear();
   for (const PendingResize& r : work.resizes) {
+    CrashPointForTests("resize:stored");
     Status resized = r.executor->Resize(r.handle, r.unit_gpus);
     if (!resized.ok()) AddWarning(r.job, "resize failed: " + std::string(resized.message()));
   }

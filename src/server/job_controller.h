@@ -256,10 +256,11 @@ class JobController final : public api::JobService {
     Time released_at{};
   };
   // The running elastic jobs as the sizing decision sees them; marks the
-  // GPUs shrinks are giving back as `used`.
+  // GPUs shrinks are giving back as `used`; hands a recorded grant over
+  // again to an attempt first seen after a restart.
   std::vector<sched::ElasticJob> ElasticJobs(const std::vector<Job>& active,
                                              const std::string& node, std::vector<bool>& used,
-                                             Time now);
+                                             Work& work, Time now);
   // Carries out the sizing decision's resizes: new GPU grants, stored with
   // a Resized event, then handed to the executor.
   void ApplyResizes(const std::vector<sched::Resize>& resizes,

@@ -28,7 +28,8 @@ bool GrowsInRanks(const Job& job) {
 
 std::vector<sched::ElasticJob> JobController::ElasticJobs(const std::vector<Job>& active,
                                                           const std::string& node,
-                                                          std::vector<bool>& used, Time now) {
+                                                          std::vector<bool>& used, Work& work,
+                                                          Time now) {
   std::vector<sched::ElasticJob> out;
   std::set<std::string> seen;
   for (const Job& job : active) {
@@ -42,6 +43,18 @@ std::vector<sched::ElasticJob> JobController::ElasticJobs(const std::vector<Job>
       memo.handle = job.executor_handle;
       memo.units = units;
       memo.last_change = job.started_at.value_or(now);
+      // First seen above its launch size: this server restarted (or took
+      // over) after storing a growth, maybe before handing it over. The
+      // grant is handed over again; the supervisor ignores a size it has.
+      if (units > job.spec.elastic->min_ranks) {
+        std::vector<std::vector<int>> unit_gpus;
+        for (int u = 0; u < units; ++u) {
+          unit_gpus.emplace_back(job.gpu_ids.begin() + u * per_unit,
+                                 job.gpu_ids.begin() + (u + 1) * per_unit);
+        }
+        work.resizes.push_back(
+            {job.name(), job.executor_handle, &ExecutorFor(job), std::move(unit_gpus)});
+      }
     }
     // Measured from the first report at this size: the restart it cost,
     // then its steps per second.

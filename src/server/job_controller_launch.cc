@@ -165,7 +165,7 @@ void JobController::Schedule(std::vector<Job>& active, Work& work) {
   }
   // Elastic jobs: sized around the decision (shrink before preempting,
   // idle GPUs to the best measured gain).
-  std::vector<sched::ElasticJob> elastic = ElasticJobs(active, kNode, used, now);
+  std::vector<sched::ElasticJob> elastic = ElasticJobs(active, kNode, used, work, now);
   std::vector<sched::Resize> resizes;
   sched::Decision decision;
   if (elastic.empty()) {

@@ -159,6 +159,35 @@ TEST(Elastic, ATorchrunJobGrowsIntoIdleGpusShrinksForAWaitingJobAndGrowsBack) {
       << "the model kept learning across the resizes";
 }
 
+// Fault injection: the server dies (as with kill -9) after storing a growth
+// and before handing it to the job's supervisor. The restarted server hands
+// the stored grant over, so the job does grow.
+TEST(Elastic, AGrowthStoredJustBeforeACrashIsHandedOverAfterTheRestart) {
+  if (::access("/usr/lib/python3/dist-packages/torch/distributed/run.py", R_OK) != 0) {
+    GTEST_SKIP() << "needs Debian's python3-torch (scripts/setup --test installs it)";
+  }
+  const std::string dir = MakeTempDir("elastic");
+  ::chmod(dir.c_str(), 0755);
+  const std::string script = dir + "/train.py";
+  std::ofstream(script) << kTrainScript;
+  ::chmod(script.c_str(), 0644);
+  ::setenv("HEADWAY_TEST_CRASH_AT", "resize:stored", 1);
+  TestServer server(3, {"--elastic-interval", "1"});
+  ::unsetenv("HEADWAY_TEST_CRASH_AT");
+  server.Submit("name: stretchy\nteam: nlp\ncommand: [/usr/bin/python3, -m, torch.distributed.run, " +
+                script +
+                "]\nresources: {gpus_per_process: 1}\nelastic: {min_ranks: 1, max_ranks: 3}\n"
+                "termination_grace: 5s\n");
+  ASSERT_TRUE(WaitFor([&] { return !server.Running(); }, std::chrono::seconds(180)))
+      << "the server never reached its crash point";
+  server.Restart();
+  EXPECT_TRUE(server.HasEvent("stretchy", "Resized", "grew to 3 rank groups"));
+  ASSERT_TRUE(WaitFor([&] { return LatestWorld(server, "stretchy") == 3; }, std::chrono::seconds(120)))
+      << server.Cli({"logs", "stretchy"}).out;
+  ASSERT_EQ(server.Cli({"stop", "stretchy"}).exit_code, 0);
+  EXPECT_TRUE(server.WaitForState("stretchy", "Stopped", std::chrono::seconds(60)));
+}
+
 TEST(Elastic, ElasticSpecsTheExecutorCannotHonourAreRefusedAtSubmit) {
   TestServer server(2);
   CommandResult nodes = server.Cli({"submit", "-f", "-"},
