@@ -1,9 +1,13 @@
 #include "api/argo_routes.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "api/job_json.h"
+#include "api/workflow_logs.h"
 
 namespace headway::api {
 namespace {
@@ -143,10 +147,50 @@ Status FieldSelector(const std::string& text, WorkflowFilter& filter, std::strin
   return Status::Ok();
 }
 
+// An artifact's bytes as a response body, 1 MiB per turn, from a file
+// opened before the answer was made.
+class ArgoArtifactBody final : public ResponseStream {
+ public:
+  explicit ArgoArtifactBody(int fd) : fd_(fd) {}
+  ~ArgoArtifactBody() override { ::close(fd_); }
+  ArgoArtifactBody(const ArgoArtifactBody&) = delete;
+  ArgoArtifactBody& operator=(const ArgoArtifactBody&) = delete;
+  bool Next(std::string& out) override {
+    std::size_t at = out.size();
+    out.resize(at + (1 << 20));
+    ssize_t n = ::read(fd_, out.data() + at, 1 << 20);
+    out.resize(at + (n > 0 ? static_cast<std::size_t>(n) : 0));
+    return n > 0;
+  }
+  std::chrono::milliseconds interval() const override { return std::chrono::milliseconds(0); }
+
+ private:
+  int fd_;
+};
+
+// The Content-Type Argo's artifact server gives by the file name's extension.
+std::string ArtifactContentType(const std::string& file_name) {
+  const std::size_t dot = file_name.rfind('.');
+  std::string ext = dot == std::string::npos ? "" : file_name.substr(dot + 1);
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::map<std::string, std::string> kTypes = {
+      {"txt", "text/plain; charset=utf-8"}, {"log", "text/plain; charset=utf-8"},
+      {"csv", "text/csv; charset=utf-8"},   {"json", "application/json"},
+      {"html", "text/html; charset=utf-8"}, {"htm", "text/html; charset=utf-8"},
+      {"png", "image/png"},                 {"jpg", "image/jpeg"},
+      {"jpeg", "image/jpeg"},               {"gif", "image/gif"},
+      {"svg", "image/svg+xml"},             {"tar", "application/x-tar"},
+      {"gz", "application/gzip"},           {"tgz", "application/gzip"},
+      {"zip", "application/zip"}};
+  auto it = kTypes.find(ext);
+  return it == kTypes.end() ? "application/octet-stream" : it->second;
+}
+
 class ArgoRoutes {
  public:
   // One per request: `ctx` is who asks.
-  ArgoRoutes(WorkflowService* service, const RequestContext& ctx) : service_(service), ctx_(ctx) {}
+  ArgoRoutes(const ArgoRoutesOptions& options, const RequestContext& ctx)
+      : service_(options.workflows), options_(options), ctx_(ctx) {}
 
   HttpResponse Create(const HttpRequest& req, const std::string& ns, bool lint) {
     auto body = RequestBody(req);
@@ -338,7 +382,133 @@ class ArgoRoutes {
     return [&ctx = ctx_](PoolRequest& request) { return ctx.Admit(request); };
   }
 
+  // Argo's WorkflowLogs: the step jobs' lines, a {"result": LogEntry} a
+  // line (api/workflow_logs.h). `pod` is the deprecated path's pod name.
+  HttpResponse Logs(const HttpRequest& req, const std::string& name, const std::string& pod) {
+    if (options_.jobs == nullptr) {
+      return ArgoError(Unavailable("this server does not serve the logs of workflows"));
+    }
+    auto view = Visible(name);
+    if (!view.ok()) return ArgoError(view.status());
+    auto request = ParseWorkflowLogQuery(req.query);
+    if (!request.ok()) return ArgoError(request.status());
+    if (!pod.empty()) request->pod_name = pod;
+    WorkflowService* service = service_;
+    auto look = [service, name]() -> Result<json> {
+      auto now = service->GetWorkflow(name);
+      if (!now.ok()) return now.status();
+      return std::move(now->body);
+    };
+    auto stream = std::make_shared<WorkflowLogStream>(look, std::move(view->body), options_.jobs,
+                                                      options_.cache, std::move(*request));
+    HttpResponse reply{200, "application/json", "", {}, nullptr};
+    if (!options_.bind_stream) {
+      reply.stream = std::move(stream);
+      return reply;
+    }
+    return options_.bind_stream(ctx_, std::move(reply), std::move(stream));
+  }
+
+  // The bytes the artifact store keeps for a node's output (or input)
+  // artifact, as Argo's artifact server sends them.
+  HttpResponse ArtifactFile(const Result<WorkflowView>& wf, const std::string& node_id,
+                            const std::string& direction, const std::string& artifact_name) {
+    if (!wf.ok()) return ArgoError(wf.status());
+    if (direction != "outputs" && direction != "inputs") {
+      return ArgoError(InvalidArgument("an artifact is one of a node's 'outputs' or 'inputs', not '" +
+                                       direction + "'"));
+    }
+    if (options_.artifacts == nullptr) {
+      return ArgoError(Unavailable("this server keeps no artifacts"));
+    }
+    const json& body = wf->body;
+    const std::string wf_name =
+        body.contains("metadata") && body["metadata"].is_object()
+            ? body["metadata"].value("name", "")
+            : "";
+    const json nodes = body.contains("status") && body["status"].is_object()
+                           ? body["status"].value("nodes", json::object())
+                           : json::object();
+    if (!nodes.is_object() || !nodes.contains(node_id) || !nodes[node_id].is_object()) {
+      return ArgoError(NotFound("workflow '" + wf_name + "' has no node '" + node_id + "'"));
+    }
+    const json& node = nodes[node_id];
+    const json io = node.value(direction, json::object());
+    const json list = io.is_object() ? io.value("artifacts", json::array()) : json::array();
+    const json* entry = nullptr;
+    for (const json& a : list) {
+      if (a.is_object() && a.value("name", "") == artifact_name) entry = &a;
+    }
+    const std::string what = "node '" + node_id + "' of workflow '" + wf_name + "' has no " +
+                             (direction == "outputs" ? "output" : "input") + " artifact '" +
+                             artifact_name + "'";
+    if (entry == nullptr) return ArgoError(NotFound(what));
+    std::string ref;
+    if (entry->contains("headway") && (*entry)["headway"].is_object()) {
+      ref = (*entry)["headway"].value("artifact", "");
+    }
+    if (ref.empty()) return ArgoError(NotFound(what + " in the artifact store"));
+    auto parsed = ParseArtifactRef(ref);
+    if (!parsed.ok()) return ArgoError(NotFound(what + " in the artifact store"));
+    auto artifact = options_.artifacts->Get(parsed->name, parsed->version);
+    // The workflow's own team's artifact only, as its steps read them.
+    if (!artifact.ok() || artifact->team != wf->team) {
+      return ArgoError(NotFound(what + " in the artifact store (" + ref + ")"));
+    }
+    if (Status s = ctx_.MaySee(artifact->team); !s.ok()) return ArgoError(s);
+    auto download = options_.artifacts->Open(artifact->name, artifact->version, std::nullopt);
+    if (!download.ok()) return ArgoError(download.status());
+    int fd = -1;
+    if (download->local_path) {
+      fd = ::open(download->local_path->c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return ArgoError(Unavailable("cannot read the bytes of " + artifact->Ref()));
+    } else if (!options_.spool_dir.empty()) {
+      // Through the server: a private copy, unlinked once open.
+      std::string spooled = options_.spool_dir + "/download-XXXXXX";
+      int made = ::mkstemp(spooled.data());
+      if (made < 0) return ArgoError(Unavailable("cannot spool " + artifact->Ref()));
+      ::close(made);
+      Status fetched =
+          options_.artifacts->Fetch(artifact->name, artifact->version, spooled, std::nullopt);
+      if (fetched.ok()) fd = ::open(spooled.c_str(), O_RDONLY | O_CLOEXEC);
+      ::unlink(spooled.c_str());
+      if (!fetched.ok()) return ArgoError(fetched);
+      if (fd < 0) return ArgoError(Unavailable("cannot read the bytes of " + artifact->Ref()));
+    } else if (download->presigned) {
+      HttpResponse r{307, "application/json",
+                     JsonText({{"url", download->presigned->url}}), {}, nullptr};
+      r.headers.emplace_back("Location", download->presigned->url);
+      return r;
+    } else {
+      return ArgoError(Unavailable("the artifact store cannot serve " + artifact->Ref()));
+    }
+    // Argo names the file by its key: NAME.tgz for an archive, the file's
+    // own name for one kept as it is. Here an archive is a tar.
+    const bool tar = artifact->labels.count("headway.dev/archive") &&
+                     artifact->labels.at("headway.dev/archive") == "tar";
+    std::string file_name = entry->value("path", "");
+    file_name = file_name.substr(file_name.find_last_of('/') + 1);
+    if (tar || file_name.empty()) file_name = artifact_name + (tar ? ".tar" : "");
+    for (char& c : file_name) {
+      if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '_';
+    }
+    HttpResponse reply{200, ArtifactContentType(file_name), "", {}, nullptr};
+    reply.headers.emplace_back("Content-Disposition", "filename=\"" + file_name + "\"");
+    // What a step wrote is shown, never run: as Argo's artifact server.
+    reply.headers.emplace_back("Content-Security-Policy",
+                               "sandbox; base-uri 'none'; default-src 'none'; img-src 'self'; "
+                               "style-src 'self' 'unsafe-inline'");
+    reply.headers.emplace_back("X-Frame-Options", "SAMEORIGIN");
+    auto bytes = std::make_shared<ArgoArtifactBody>(fd);
+    if (!options_.bind_stream) {
+      reply.stream = std::move(bytes);
+      return reply;
+    }
+    return options_.bind_stream(ctx_, std::move(reply), std::move(bytes));
+  }
+
   WorkflowService* service_;
+  const ArgoRoutesOptions& options_;
   const RequestContext& ctx_;
 };
 
@@ -348,7 +518,8 @@ bool IsArgoPath(std::string_view path) {
   for (std::string_view prefix :
        {"/api/v1/workflows/", "/api/v1/workflow-templates", "/api/v1/cron-workflows",
         "/api/v1/cluster-workflow-templates", "/api/v1/archived-workflows",
-        "/api/v1/workflow-events/", "/api/v1/info", "/api/v1/userinfo"}) {
+        "/api/v1/workflow-events/", "/api/v1/info", "/api/v1/userinfo", "/artifact-files/",
+        "/artifacts/", "/artifacts-by-uid/", "/input-artifacts/", "/input-artifacts-by-uid/"}) {
     if (path.substr(0, prefix.size()) == prefix) return true;
   }
   return false;
@@ -374,14 +545,15 @@ void ToArgoError(HttpResponse& response) {
   response.body = JsonText({{"code", GrpcCode(status.code())}, {"message", MessageOf(status)}});
 }
 
-void AddArgoRoutes(Router& router, WorkflowService* service) {
-  auto guarded = [service](auto handler) {
-    return [service, handler](const HttpRequest& req, const PathParams& p,
-                              const RequestContext& ctx) {
-      if (service == nullptr) {
+void AddArgoRoutes(Router& router, ArgoRoutesOptions options) {
+  auto shared = std::make_shared<const ArgoRoutesOptions>(std::move(options));
+  auto guarded = [shared](auto handler) {
+    return [shared, handler](const HttpRequest& req, const PathParams& p,
+                             const RequestContext& ctx) {
+      if (shared->workflows == nullptr) {
         return ArgoError(Unavailable("workflows are not enabled on this server"));
       }
-      ArgoRoutes routes(service, ctx);
+      ArgoRoutes routes(*shared, ctx);
       return handler(routes, req, p);
     };
   };
@@ -424,6 +596,40 @@ void AddArgoRoutes(Router& router, WorkflowService* service) {
   router.Add("PUT", base + "/{name}/resubmit", guarded([](ArgoRoutes& r, auto& req, auto& p) {
                return r.Resubmit(req, p.at("name"));
              }));
+  // Argo's WorkflowLogs, and the deprecated PodLogs with the pod in the path.
+  router.Add("GET", base + "/{name}/log", guarded([](ArgoRoutes& r, auto& req, auto& p) {
+               return r.Logs(req, p.at("name"), "");
+             }));
+  router.Add("GET", base + "/{name}/{pod}/log", guarded([](ArgoRoutes& r, auto& req, auto& p) {
+               return r.Logs(req, p.at("name"), p.at("pod"));
+             }));
+  // Argo's artifact server: a live workflow by name, an archived one by uid.
+  router.Add("GET", "/artifact-files/{ns}/{kind}/{id}/{node}/{direction}/{artifact}",
+             guarded([](ArgoRoutes& r, auto&, auto& p) {
+               const std::string& kind = p.at("kind");
+               if (kind != "workflows" && kind != "archived-workflows") {
+                 return ArgoError(InvalidArgument(
+                     "artifact-files serves 'workflows' or 'archived-workflows', not '" + kind +
+                     "'"));
+               }
+               auto wf = kind == "workflows" ? r.Visible(p.at("id")) : r.ArchivedByUid(p.at("id"));
+               return r.ArtifactFile(wf, p.at("node"), p.at("direction"), p.at("artifact"));
+             }));
+  for (bool input : {false, true}) {
+    const std::string direction = input ? "inputs" : "outputs";
+    router.Add("GET", std::string(input ? "/input-artifacts" : "/artifacts") + "/{ns}/{name}/{node}/{artifact}",
+               guarded([direction](ArgoRoutes& r, auto&, auto& p) {
+                 return r.ArtifactFile(r.Visible(p.at("name")), p.at("node"), direction,
+                                       p.at("artifact"));
+               }));
+    router.Add("GET",
+               std::string(input ? "/input-artifacts-by-uid" : "/artifacts-by-uid") +
+                   "/{uid}/{node}/{artifact}",
+               guarded([direction](ArgoRoutes& r, auto&, auto& p) {
+                 return r.ArtifactFile(r.ArchivedByUid(p.at("uid")), p.at("node"), direction,
+                                       p.at("artifact"));
+               }));
+  }
   router.Add("PUT", base + "/{name}/set",
              [](auto&, auto&, auto&) { return NotImplemented("setting a node's outputs"); });
   router.Add(

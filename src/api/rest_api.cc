@@ -253,7 +253,17 @@ class Api {
           .WithField("jupyterhub");
     };
     AddNotebookRoutes(router_, notebooks_, logins_, std::move(notebook_access));
-    AddArgoRoutes(router_, options.workflows);
+    ArgoRoutesOptions argo_routes;
+    argo_routes.workflows = options.workflows;
+    argo_routes.jobs = &service_;
+    argo_routes.cache = &cache_;
+    argo_routes.artifacts = artifacts_;
+    argo_routes.spool_dir = spool_dir_;
+    argo_routes.bind_stream = [this](const RequestContext& ctx, HttpResponse response,
+                                     std::shared_ptr<ResponseStream> stream) {
+      return Bound(ctx, std::move(response), std::move(stream));
+    };
+    AddArgoRoutes(router_, std::move(argo_routes));
     AddExperimentRoutes(router_, experiments_);
   }
 
