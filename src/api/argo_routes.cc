@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "api/file_stream.h"
 #include "api/job_json.h"
 #include "api/workflow_logs.h"
 
@@ -147,26 +148,6 @@ Status FieldSelector(const std::string& text, WorkflowFilter& filter, std::strin
   return Status::Ok();
 }
 
-// An artifact's bytes as a response body, 1 MiB per turn, from a file
-// opened before the answer was made.
-class ArgoArtifactBody final : public ResponseStream {
- public:
-  explicit ArgoArtifactBody(int fd) : fd_(fd) {}
-  ~ArgoArtifactBody() override { ::close(fd_); }
-  ArgoArtifactBody(const ArgoArtifactBody&) = delete;
-  ArgoArtifactBody& operator=(const ArgoArtifactBody&) = delete;
-  bool Next(std::string& out) override {
-    std::size_t at = out.size();
-    out.resize(at + (1 << 20));
-    ssize_t n = ::read(fd_, out.data() + at, 1 << 20);
-    out.resize(at + (n > 0 ? static_cast<std::size_t>(n) : 0));
-    return n > 0;
-  }
-  std::chrono::milliseconds interval() const override { return std::chrono::milliseconds(0); }
-
- private:
-  int fd_;
-};
 
 // The Content-Type Argo's artifact server gives by the file name's extension.
 std::string ArtifactContentType(const std::string& file_name) {
@@ -499,7 +480,7 @@ class ArgoRoutes {
                                "sandbox; base-uri 'none'; default-src 'none'; img-src 'self'; "
                                "style-src 'self' 'unsafe-inline'");
     reply.headers.emplace_back("X-Frame-Options", "SAMEORIGIN");
-    auto bytes = std::make_shared<ArgoArtifactBody>(fd);
+    auto bytes = FileStream::Adopt(fd);
     if (!options_.bind_stream) {
       reply.stream = std::move(bytes);
       return reply;

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "api/artifact_json.h"
+#include "api/file_stream.h"
 #include "api/json_response.h"
 #include "api/visible_job.h"
 
@@ -14,29 +15,6 @@ namespace headway::api {
 namespace {
 
 using nlohmann::json;
-
-// A file sent as a response body, 1 MiB per turn.
-class FileStream final : public ResponseStream {
- public:
-  static std::shared_ptr<FileStream> Open(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return nullptr;
-    return std::shared_ptr<FileStream>(new FileStream(fd));
-  }
-  ~FileStream() override { ::close(fd_); }
-  bool Next(std::string& out) override {
-    std::size_t at = out.size();
-    out.resize(at + (1 << 20));
-    ssize_t n = ::read(fd_, out.data() + at, 1 << 20);
-    out.resize(at + (n > 0 ? static_cast<std::size_t>(n) : 0));
-    return n > 0;
-  }
-  std::chrono::milliseconds interval() const override { return std::chrono::milliseconds(0); }
-
- private:
-  explicit FileStream(int fd) : fd_(fd) {}
-  int fd_;
-};
 
 class ArtifactRoutes {
  public:

@@ -69,15 +69,21 @@ int LatestWorld(const TestServer& server, const std::string& job) {
   return static_cast<int>(metrics["world"].get<double>());
 }
 
-TEST(Elastic, ATorchrunJobGrowsIntoIdleGpusShrinksForAWaitingJobAndGrowsBack) {
-  if (::access("/usr/lib/python3/dist-packages/torch/distributed/run.py", R_OK) != 0) {
-    GTEST_SKIP() << "needs Debian's python3-torch (scripts/setup --test installs it)";
-  }
+// The training script, where the job's account can read it; empty without
+// Debian's torch and its elastic agent.
+std::string WriteTrainScript() {
+  if (::access("/usr/lib/python3/dist-packages/torch/distributed/run.py", R_OK) != 0) return {};
   const std::string dir = MakeTempDir("elastic");
   ::chmod(dir.c_str(), 0755);
   const std::string script = dir + "/train.py";
   std::ofstream(script) << kTrainScript;
   ::chmod(script.c_str(), 0644);
+  return script;
+}
+
+TEST(Elastic, ATorchrunJobGrowsIntoIdleGpusShrinksForAWaitingJobAndGrowsBack) {
+  const std::string script = WriteTrainScript();
+  ASSERT_FALSE(script.empty()) << "needs Debian's python3-torch (scripts/setup --test installs it)";
 
   // Three logical GPUs; a job may resize once per 4 of its measured restarts.
   TestServer server(3, {"--elastic-interval", "1"});
@@ -163,14 +169,8 @@ TEST(Elastic, ATorchrunJobGrowsIntoIdleGpusShrinksForAWaitingJobAndGrowsBack) {
 // and before handing it to the job's supervisor. The restarted server hands
 // the stored grant over, so the job does grow.
 TEST(Elastic, AGrowthStoredJustBeforeACrashIsHandedOverAfterTheRestart) {
-  if (::access("/usr/lib/python3/dist-packages/torch/distributed/run.py", R_OK) != 0) {
-    GTEST_SKIP() << "needs Debian's python3-torch (scripts/setup --test installs it)";
-  }
-  const std::string dir = MakeTempDir("elastic");
-  ::chmod(dir.c_str(), 0755);
-  const std::string script = dir + "/train.py";
-  std::ofstream(script) << kTrainScript;
-  ::chmod(script.c_str(), 0644);
+  const std::string script = WriteTrainScript();
+  ASSERT_FALSE(script.empty()) << "needs Debian's python3-torch (scripts/setup --test installs it)";
   ::setenv("HEADWAY_TEST_CRASH_AT", "resize:stored", 1);
   TestServer server(3, {"--elastic-interval", "1"});
   ::unsetenv("HEADWAY_TEST_CRASH_AT");
