@@ -72,6 +72,13 @@ struct ElasticStatus {
   std::optional<double> restart_seconds;
 };
 
+// The ranks a job's attempt may run, each with its log and a place for
+// `exec --rank`: an elastic job's rank groups up to its maximum.
+inline int RankSlots(const JobSpec& spec) {
+  if (spec.elastic && !spec.elastic->ByNodes()) return spec.elastic->max_ranks;
+  return spec.resources.processes();
+}
+
 class JobService {
  public:
   virtual ~JobService() = default;

@@ -110,10 +110,10 @@ class LogRoutes {
       auto n = ParseNonNegativeInt("rank", req.query.at("rank"));
       if (!n.ok()) return ErrorResponse(n.status());
       rank = *n;
-      if (*n >= job->spec.resources.processes()) {
+      if (*n >= RankSlots(job->spec)) {
         return ErrorResponse(NotFound("job '" + name + "' has no rank " + std::to_string(*n) +
-                                      " (it has " +
-                                      std::to_string(job->spec.resources.processes()) + ")"));
+                                      " (it has " + std::to_string(RankSlots(job->spec)) +
+                                      ")"));
       }
     }
     auto select = [rank](const std::vector<LogFile>& all, int of_attempt) {
@@ -124,7 +124,7 @@ class LogRoutes {
       return out;
     };
     std::vector<LogFile> selected = select(*files, attempt);
-    bool prefix = !rank && job->spec.resources.processes() > 1;
+    bool prefix = !rank && RankSlots(job->spec) > 1;
     if (start.tail_lines && limit_bytes) {
       // The newest lines that fit: each rank's share of the bytes.
       std::uint64_t ranks = std::max<std::uint64_t>(1, selected.size());

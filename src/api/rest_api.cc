@@ -386,7 +386,7 @@ class Api {
     // refused asks again without one to learn why.
     ExecOptions options;
     for (auto [key, target, low, high] :
-         {std::tuple{"rank", &options.rank, 0, job->spec.resources.processes() - 1},
+         {std::tuple{"rank", &options.rank, 0, RankSlots(job->spec) - 1},
           std::tuple{"columns", &options.columns, 1, 1000},
           std::tuple{"rows", &options.rows, 1, 1000}}) {
       if (req.Query(key).empty()) continue;

@@ -597,6 +597,11 @@ int Logs(const Options& o) {
   if (job->contains("spec") && (*job)["spec"].contains("resources")) {
     const json& r = (*job)["spec"]["resources"];
     processes = r.value("nodes", 1) * r.value("processes_per_node", 1);
+    // An elastic job may write logs of as many rank groups as it may grow to.
+    const json& spec = (*job)["spec"];
+    if (spec.contains("elastic") && spec["elastic"].contains("max_ranks")) {
+      processes = std::max(processes, spec["elastic"]["max_ranks"].get<int>());
+    }
   }
   int attempt = o.attempt >= 0 ? o.attempt : job->value("attempt", 0);
   LogResume resume(o.rank < 0 && processes > 1);

@@ -23,9 +23,9 @@ Result<std::shared_ptr<api::AttachedProcess>> JobController::Exec(std::string_vi
   auto running = RunningJob(name);
   if (!running.ok()) return running.status();
   const Job job = std::move(*running);
-  if (options.rank < 0 || options.rank >= job.spec.resources.processes()) {
+  if (options.rank < 0 || options.rank >= api::RankSlots(job.spec)) {
     return InvalidArgument("job '" + job.name() + "' has ranks 0 to " +
-                           std::to_string(job.spec.resources.processes() - 1) + ", not " +
+                           std::to_string(api::RankSlots(job.spec) - 1) + ", not " +
                            std::to_string(options.rank));
   }
   ExecRequest request;

@@ -236,6 +236,58 @@ TEST(Isolation, AJobSeesOnlyItsOwnGpusDeviceNodes) {
   EXPECT_THAT(none, HasSubstr("/dev/nvidia1 1:3\n")) << none;
 }
 
+// An elastic job that grows onto a GPU sees that GPU's device node in its
+// sandbox from then on (it was masked when the job started on the other).
+TEST(Isolation, AnElasticJobsNewRankGroupSeesTheGpuItGrewOnto) {
+  if (::geteuid() != 0) GTEST_SKIP() << "making device nodes needs root";
+  if (fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidia1")) {
+    GTEST_SKIP() << "this machine has NVIDIA device nodes of its own";
+  }
+  struct Nodes {
+    Nodes() {
+      for (int minor : {0, 1}) {
+        const std::string path = "/dev/nvidia" + std::to_string(minor);
+        made = ::mknod(path.c_str(), S_IFCHR | 0666, makedev(195, minor)) == 0 && made;
+      }
+    }
+    ~Nodes() {
+      ::unlink("/dev/nvidia0");
+      ::unlink("/dev/nvidia1");
+    }
+    bool made = true;
+  } nodes;
+  ASSERT_TRUE(nodes.made) << std::strerror(errno);
+  TestServer server(/*gpus=*/2, {"--elastic-interval", "1"});
+  // Rank group 0 reports steps (so its speed is measured and it grows);
+  // rank group 1 looks at both GPUs' device nodes.
+  server.Submit(R"(name: grows
+resources: {gpus_per_process: 1}
+elastic: {min_ranks: 1, max_ranks: 2}
+termination_grace: 2s
+command: |
+  if [ "$HEADWAY_RANK_GROUP" = 0 ]; then
+    i=0; while true; do i=$((i+1)); printf 'HEADWAY {"step": %d}\n' $i; sleep 0.05; done
+  fi
+  echo gpus=$CUDA_VISIBLE_DEVICES; stat -c '%n %t:%T' /dev/nvidia0 /dev/nvidia1; sleep 600
+)");
+  ASSERT_TRUE(WaitFor([&] { return server.HasEvent("grows", "Resized", "grew to 2 rank groups"); },
+                      std::chrono::seconds(60)))
+      << server.Cli({"describe", "job", "grows"}).out;
+  std::string logs;
+  ASSERT_TRUE(WaitFor([&] {
+    logs = server.Cli({"logs", "grows"}).out;
+    return logs.find("[rank 1] /dev/nvidia1") != std::string::npos;  // merged, each line's rank
+  })) << logs;
+  std::smatch own;
+  ASSERT_TRUE(std::regex_search(logs, own, std::regex("\\[rank 1\\] gpus=([01])\n"))) << logs;
+  const std::string mine = own[1], other = mine == "0" ? "1" : "0";
+  EXPECT_THAT(logs, HasSubstr("[rank 1] /dev/nvidia" + mine + " c3:" + mine + "\n")) << logs;
+  EXPECT_THAT(logs, HasSubstr("[rank 1] /dev/nvidia" + other + " c3:" + other + "\n"))
+      << "rank group 0's GPU, of the same job: " << logs;
+  EXPECT_EQ(server.Cli({"stop", "grows"}).exit_code, 0);
+  EXPECT_TRUE(server.WaitForState("grows", "Stopped", std::chrono::seconds(30)));
+}
+
 // A root server passes its PATH on; as `nobody`, a job cannot search root's
 // folders on it (here one of mode 0700, as /root/.local/bin is). A missing
 // command is still "not found" (127), in the job and in `headway exec`, not

@@ -738,6 +738,13 @@ class LocalExecutor final : public Executor {
     json request = {{"seq", next},
                     {"size", static_cast<int>(unit_gpus.size())},
                     {"gpus", unit_gpus}};
+    // In its sandbox, the device nodes of the GPUs it holds now are shown
+    // and the others masked (see OtherGpusDeviceNodes).
+    if (isolate_) {
+      std::vector<int> held;
+      for (const auto& unit : unit_gpus) held.insert(held.end(), unit.begin(), unit.end());
+      request["masked"] = OtherGpusDeviceNodes(held);
+    }
     return WriteFileAtomically(fs::path(handle->run_dir) / "resize.json", request.dump(), 0600);
   }
 

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/inotify.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -22,6 +23,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -467,10 +469,40 @@ void RecordRanks(int dir_fd, const std::vector<Rank>& ranks) {
   (void)WriteFileAt(dir_fd, "ranks.json", record.dump());
 }
 
+// The sandbox's masks of other jobs' GPU device nodes (/dev/null bound
+// over /dev/nvidiaN) made to match `wanted`: the job's new GPUs are
+// revealed, the ones it gave back covered again. Only /dev/nvidiaN paths.
+void MatchGpuMasks(const json& wanted, std::set<std::string>& masked_now) {
+  if (!wanted.is_array()) return;
+  std::set<std::string> want;
+  for (const auto& p : wanted) {
+    if (!p.is_string()) continue;
+    const std::string path = p.get<std::string>();
+    if (path.rfind("/dev/nvidia", 0) == 0 && path.size() > 11 &&
+        path.find_first_not_of("0123456789", 11) == std::string::npos) {
+      want.insert(path);
+    }
+  }
+  for (auto it = masked_now.begin(); it != masked_now.end();) {
+    if (want.count(*it) == 0 && ::umount2(it->c_str(), MNT_DETACH) == 0) {
+      it = masked_now.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const std::string& path : want) {
+    if (masked_now.count(path) == 0 &&
+        ::mount("/dev/null", path.c_str(), nullptr, MS_BIND, nullptr) == 0) {
+      masked_now.insert(path);
+    }
+  }
+}
+
 // Applies the server's resize.json if it is new; returns how many ranks it
-// started (they count toward the ranks still running).
+// started (they count toward the ranks still running). `masked_now`: the
+// sandbox's GPU masks (null without a sandbox).
 int ApplyResize(int dir_fd, ElasticGroups& groups, std::vector<Rank>& ranks,
-                const RankSetup& setup, bool container) {
+                const RankSetup& setup, bool container, std::set<std::string>* masked_now) {
   int fd = ::openat(dir_fd, "resize.json", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   std::string text;
@@ -488,6 +520,7 @@ int ApplyResize(int dir_fd, ElasticGroups& groups, std::vector<Rank>& ranks,
     if (ranks[static_cast<std::size_t>(i)].leaving) return 0;
   }
   groups.seq = seq;
+  if (masked_now != nullptr && resize.contains("masked")) MatchGpuMasks(resize["masked"], *masked_now);
   int started = 0;
   for (int i = size; i < static_cast<int>(ranks.size()); ++i) {
     Rank& r = ranks[static_cast<std::size_t>(i)];
@@ -627,8 +660,12 @@ int RunLocalShim(const std::string& run_dir) {
     }
   }
   pid_t reaper = -1;
+  std::set<std::string> masked_now;  // the sandbox's GPU masks, as they stand
+  bool sandboxed = false;
   if (launch.contains("sandbox") && launch["sandbox"].is_object()) {
     const internal::SandboxPlan plan = internal::SandboxPlan::FromJson(launch["sandbox"]);
+    sandboxed = true;
+    masked_now.insert(plan.masked.begin(), plan.masked.end());
     // The network's helpers run as the job does: in its cgroup (ended with
     // it), as its account.
     auto as_the_job = [&cgroup, &account] {
@@ -777,7 +814,8 @@ int RunLocalShim(const std::string& run_dir) {
     }
     // Without inotify the file is read at each turn of the loop.
     if (groups.on && first_failed < 0 && g_terminating == 0 && (dir_changed || dir_watch < 0)) {
-      const int started = ApplyResize(dir_fd, groups, ranks, setup, container.has_value());
+      const int started = ApplyResize(dir_fd, groups, ranks, setup, container.has_value(),
+                                      sandboxed && !container ? &masked_now : nullptr);
       remaining += static_cast<std::size_t>(started);
       for (const Rank& r : ranks) {
         if (!r.done && r.pid_fd < 0) woken_by_events = false;
