@@ -194,6 +194,24 @@ TEST(Isolation, EachJobWritesATmpOfItsOwnAndStillReadsTheHosts) {
   fs::remove_all(host_tmp);
 }
 
+// /dev/nvidia0 and /dev/nvidia1 as the driver makes them (character devices
+// 195:N), for the life of a test, on a machine without GPUs.
+struct FakeGpuNodes {
+  FakeGpuNodes() {
+    for (int minor : {0, 1}) {
+      const std::string path = "/dev/nvidia" + std::to_string(minor);
+      made = ::mknod(path.c_str(), S_IFCHR | 0666, makedev(195, minor)) == 0 && made;
+    }
+  }
+  ~FakeGpuNodes() {
+    ::unlink("/dev/nvidia0");
+    ::unlink("/dev/nvidia1");
+  }
+  FakeGpuNodes(const FakeGpuNodes&) = delete;
+  FakeGpuNodes& operator=(const FakeGpuNodes&) = delete;
+  bool made = true;
+};
+
 // A job that sets CUDA_VISIBLE_DEVICES itself still reaches only its own
 // GPUs: the others' device nodes are /dev/null in its sandbox. There is no
 // GPU here, so the test makes /dev/nvidia0 and /dev/nvidia1 as the driver
@@ -203,19 +221,7 @@ TEST(Isolation, AJobSeesOnlyItsOwnGpusDeviceNodes) {
   if (fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidia1")) {
     GTEST_SKIP() << "this machine has NVIDIA device nodes of its own";
   }
-  struct Nodes {
-    Nodes() {
-      for (int minor : {0, 1}) {
-        const std::string path = "/dev/nvidia" + std::to_string(minor);
-        made = ::mknod(path.c_str(), S_IFCHR | 0666, makedev(195, minor)) == 0 && made;
-      }
-    }
-    ~Nodes() {
-      ::unlink("/dev/nvidia0");
-      ::unlink("/dev/nvidia1");
-    }
-    bool made = true;
-  } nodes;
+  FakeGpuNodes nodes;
   ASSERT_TRUE(nodes.made) << std::strerror(errno);
   TestServer server(/*gpus=*/2);
   const std::string look =
@@ -243,19 +249,7 @@ TEST(Isolation, AnElasticJobsNewRankGroupSeesTheGpuItGrewOnto) {
   if (fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidia1")) {
     GTEST_SKIP() << "this machine has NVIDIA device nodes of its own";
   }
-  struct Nodes {
-    Nodes() {
-      for (int minor : {0, 1}) {
-        const std::string path = "/dev/nvidia" + std::to_string(minor);
-        made = ::mknod(path.c_str(), S_IFCHR | 0666, makedev(195, minor)) == 0 && made;
-      }
-    }
-    ~Nodes() {
-      ::unlink("/dev/nvidia0");
-      ::unlink("/dev/nvidia1");
-    }
-    bool made = true;
-  } nodes;
+  FakeGpuNodes nodes;
   ASSERT_TRUE(nodes.made) << std::strerror(errno);
   TestServer server(/*gpus=*/2, {"--elastic-interval", "1"});
   // Rank group 0 reports steps (so its speed is measured and it grows);
