@@ -138,14 +138,7 @@ Status JobController::Apply(Job& job, lifecycle::Step step, Work& work, const st
       }
       work.launches.push_back({job.name(), token});
     } else if (action.kind == lifecycle::Action::Kind::kResize) {
-      // The new grant, one list of GPUs per rank group.
-      const auto per_unit = static_cast<std::size_t>(std::max(1, job.spec.resources.gpus_per_process));
-      std::vector<std::vector<int>> units;
-      for (std::size_t i = 0; i + per_unit <= job.gpu_ids.size(); i += per_unit) {
-        units.emplace_back(job.gpu_ids.begin() + static_cast<std::ptrdiff_t>(i),
-                           job.gpu_ids.begin() + static_cast<std::ptrdiff_t>(i + per_unit));
-      }
-      work.resizes.push_back({job.name(), job.executor_handle, &ExecutorFor(job), std::move(units)});
+      QueueResize(job, work);
     } else {
       work.signals.push_back({job.name(), job.executor_handle, &ExecutorFor(job), action.signal});
     }

@@ -261,6 +261,9 @@ class JobController final : public api::JobService {
   std::vector<sched::ElasticJob> ElasticJobs(const std::vector<Job>& active,
                                              const std::string& node, std::vector<bool>& used,
                                              Work& work, Time now);
+  // Queues handing the job's recorded grant (gpu_ids, one list per rank
+  // group) to its attempt.
+  void QueueResize(const Job& job, Work& work);
   // Carries out the sizing decision's resizes: new GPU grants, stored with
   // a Resized event, then handed to the executor.
   void ApplyResizes(const std::vector<sched::Resize>& resizes,

@@ -46,15 +46,7 @@ std::vector<sched::ElasticJob> JobController::ElasticJobs(const std::vector<Job>
       // First seen above its launch size: this server restarted (or took
       // over) after storing a growth, maybe before handing it over. The
       // grant is handed over again; the supervisor ignores a size it has.
-      if (units > job.spec.elastic->min_ranks) {
-        std::vector<std::vector<int>> unit_gpus;
-        for (int u = 0; u < units; ++u) {
-          unit_gpus.emplace_back(job.gpu_ids.begin() + u * per_unit,
-                                 job.gpu_ids.begin() + (u + 1) * per_unit);
-        }
-        work.resizes.push_back(
-            {job.name(), job.executor_handle, &ExecutorFor(job), std::move(unit_gpus)});
-      }
+      if (units > job.spec.elastic->min_ranks) QueueResize(job, work);
     }
     // Measured from the first report at this size: the restart it cost,
     // then its steps per second.
@@ -107,6 +99,17 @@ std::vector<sched::ElasticJob> JobController::ElasticJobs(const std::vector<Job>
   std::lock_guard lock(elastic_view_mu_);
   elastic_view_ = std::move(view);
   return out;
+}
+
+void JobController::QueueResize(const Job& job, Work& work) {
+  // The grant, one list of GPUs per rank group.
+  const auto per_unit = static_cast<std::size_t>(std::max(1, job.spec.resources.gpus_per_process));
+  std::vector<std::vector<int>> units;
+  for (std::size_t i = 0; i + per_unit <= job.gpu_ids.size(); i += per_unit) {
+    units.emplace_back(job.gpu_ids.begin() + static_cast<std::ptrdiff_t>(i),
+                       job.gpu_ids.begin() + static_cast<std::ptrdiff_t>(i + per_unit));
+  }
+  work.resizes.push_back({job.name(), job.executor_handle, &ExecutorFor(job), std::move(units)});
 }
 
 api::ElasticStatus JobController::ElasticOf(std::string_view name) {
