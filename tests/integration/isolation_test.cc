@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -196,20 +197,32 @@ TEST(Isolation, EachJobWritesATmpOfItsOwnAndStillReadsTheHosts) {
 
 // /dev/nvidia0 and /dev/nvidia1 as the driver makes them (character devices
 // 195:N), for the life of a test, on a machine without GPUs.
+// The tests that make them take turns (ctest runs them side by side): a
+// lock on a file held for the fixture's life.
 struct FakeGpuNodes {
   FakeGpuNodes() {
+    lock = ::open((TestTempRoot() + "/headway-fake-gpu-nodes.lock").c_str(),
+                  O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock >= 0) ::flock(lock, LOCK_EX);
+    theirs = fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidia1");
+    if (theirs) return;
     for (int minor : {0, 1}) {
       const std::string path = "/dev/nvidia" + std::to_string(minor);
       made = ::mknod(path.c_str(), S_IFCHR | 0666, makedev(195, minor)) == 0 && made;
     }
   }
   ~FakeGpuNodes() {
-    ::unlink("/dev/nvidia0");
-    ::unlink("/dev/nvidia1");
+    if (!theirs) {
+      ::unlink("/dev/nvidia0");
+      ::unlink("/dev/nvidia1");
+    }
+    if (lock >= 0) ::close(lock);
   }
   FakeGpuNodes(const FakeGpuNodes&) = delete;
   FakeGpuNodes& operator=(const FakeGpuNodes&) = delete;
   bool made = true;
+  bool theirs = false;  // the machine has NVIDIA device nodes of its own
+  int lock = -1;
 };
 
 // A job that sets CUDA_VISIBLE_DEVICES itself still reaches only its own
@@ -218,10 +231,8 @@ struct FakeGpuNodes {
 // would (character devices 195:N) for a pool of two logical GPUs.
 TEST(Isolation, AJobSeesOnlyItsOwnGpusDeviceNodes) {
   if (::geteuid() != 0) GTEST_SKIP() << "making device nodes needs root";
-  if (fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidia1")) {
-    GTEST_SKIP() << "this machine has NVIDIA device nodes of its own";
-  }
   FakeGpuNodes nodes;
+  if (nodes.theirs) GTEST_SKIP() << "this machine has NVIDIA device nodes of its own";
   ASSERT_TRUE(nodes.made) << std::strerror(errno);
   TestServer server(/*gpus=*/2);
   const std::string look =
@@ -246,10 +257,8 @@ TEST(Isolation, AJobSeesOnlyItsOwnGpusDeviceNodes) {
 // sandbox from then on (it was masked when the job started on the other).
 TEST(Isolation, AnElasticJobsNewRankGroupSeesTheGpuItGrewOnto) {
   if (::geteuid() != 0) GTEST_SKIP() << "making device nodes needs root";
-  if (fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidia1")) {
-    GTEST_SKIP() << "this machine has NVIDIA device nodes of its own";
-  }
   FakeGpuNodes nodes;
+  if (nodes.theirs) GTEST_SKIP() << "this machine has NVIDIA device nodes of its own";
   ASSERT_TRUE(nodes.made) << std::strerror(errno);
   TestServer server(/*gpus=*/2, {"--elastic-interval", "1"});
   // Rank group 0 reports steps (so its speed is measured and it grows);
