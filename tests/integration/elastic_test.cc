@@ -20,8 +20,20 @@ using ::testing::HasSubstr;
 // A fixed global batch of 48 samples per step, split among the ranks: more
 // ranks make shorter steps, as in data-parallel training. Rank 0 saves a
 // checkpoint after every step and reports it; every worker resumes from it.
-constexpr const char* kTrainScript = R"(import json, os, time
+// A SIGTERM (torchrun stopping its workers for a new size) that comes while
+// rank 0 saves and reports waits until both are done, as a careful elastic
+// script does: a step saved is a step reported.
+constexpr const char* kTrainScript = R"(import json, os, signal, time
 import torch, torch.distributed as dist
+saving, stopping = [False], [False]
+def die():
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+def on_term(*_):
+    if saving[0]:
+        stopping[0] = True
+    else:
+        die()
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
 path = os.path.join(os.environ["HEADWAY_CHECKPOINT_DIR"], "state.pt")
@@ -35,6 +47,7 @@ if os.path.exists(path):
 ddp = torch.nn.parallel.DistributedDataParallel(model)
 opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
 truth = torch.randn(8, 1, generator=torch.Generator().manual_seed(1))
+signal.signal(signal.SIGTERM, on_term)
 while step < 100000:
     n = 48 // world
     x = torch.randn(n, 8)
@@ -45,9 +58,13 @@ while step < 100000:
     time.sleep(0.008 * n)
     step += 1
     if rank == 0:
+        saving[0] = True
         torch.save({"model": model.state_dict(), "step": step}, path + ".tmp")
         os.replace(path + ".tmp", path)
         print("HEADWAY " + json.dumps({"step": step, "loss": loss.item(), "world": world}), flush=True)
+        saving[0] = False
+        if stopping[0]:
+            die()
 )";
 
 // The "world" metric by step, in step order.
@@ -153,10 +170,20 @@ TEST(Elastic, ATorchrunJobGrowsIntoIdleGpusShrinksForAWaitingJobAndGrowsBack) {
   auto by_step = WorldByStep(server, "stretchy");
   ASSERT_FALSE(by_step.empty());
   std::vector<int> sizes;
+  std::string gaps;  // each step missing or repeated, with the world it was reported at
   for (std::size_t i = 0; i < by_step.size(); ++i) {
-    EXPECT_EQ(by_step[i].first, static_cast<std::int64_t>(i) + 1) << "a step missing or repeated";
+    const std::int64_t expected = i == 0 ? 1 : by_step[i - 1].first + 1;
+    if (by_step[i].first != expected) {
+      gaps += " step " + std::to_string(by_step[i].first) + " (world " +
+              std::to_string(by_step[i].second) + ") after " +
+              (i == 0 ? std::string("none") : std::to_string(by_step[i - 1].first) + " (world " +
+                                                  std::to_string(by_step[i - 1].second) + ")") +
+              ";";
+    }
     if (sizes.empty() || sizes.back() != by_step[i].second) sizes.push_back(by_step[i].second);
   }
+  EXPECT_EQ(gaps, "") << "steps missing or repeated of " << by_step.size() << "\n"
+                      << server.Cli({"logs", "stretchy"}).out.substr(0, 20000);
   EXPECT_EQ(sizes, (std::vector<int>{1, 3, 1, 3}));
   nlohmann::json loss = Get(server, "/api/v1/jobs/stretchy/metrics/loss");
   ASSERT_GT(loss["points"].size(), 10u);

@@ -291,6 +291,30 @@ command: |
   EXPECT_TRUE(server.WaitForState("grows", "Stopped", std::chrono::seconds(30)));
 }
 
+// A GPU's device node that is gone by the time the job's sandbox is built
+// (a driver reload; here, the stand-in nodes removed while the supervisor
+// starts) leaves nothing to mask: the job starts all the same.
+TEST(Isolation, AGpuNodeGoneBeforeTheSandboxIsBuiltLeavesTheJobRunning) {
+  if (::geteuid() != 0) GTEST_SKIP() << "making device nodes needs root";
+  FakeGpuNodes nodes;
+  if (nodes.theirs) GTEST_SKIP() << "this machine has NVIDIA device nodes of its own";
+  ASSERT_TRUE(nodes.made) << std::strerror(errno);
+  ::setenv("HEADWAY_TEST_SLOW_SUPERVISOR", "1", 1);
+  TestServer server(/*gpus=*/2);
+  ::unsetenv("HEADWAY_TEST_SLOW_SUPERVISOR");
+  server.Submit("name: planned\nresources: {gpus_per_process: 1}\ncommand: \"echo ran\"\n");
+  // The launch is planned (the other GPU's node listed to be masked); its
+  // supervisor has not built the sandbox yet.
+  ASSERT_TRUE(WaitFor([&] {
+    return fs::exists(server.data_dir() + "/jobs/planned/attempt-0/launch.json");
+  }));
+  ::unlink("/dev/nvidia0");
+  ::unlink("/dev/nvidia1");
+  ASSERT_TRUE(server.WaitForState("planned", "Succeeded"))
+      << server.Job("planned").dump() << server.Cli({"logs", "planned"}).out;
+  EXPECT_THAT(server.Cli({"logs", "planned"}).out, HasSubstr("ran\n"));
+}
+
 // A root server passes its PATH on; as `nobody`, a job cannot search root's
 // folders on it (here one of mode 0700, as /root/.local/bin is). A missing
 // command is still "not found" (127), in the job and in `headway exec`, not

@@ -246,7 +246,9 @@ Status EnterSandbox(const SandboxPlan& plan) {
     }
   }
   for (const std::string& path : plan.masked) {
-    if (::mount("/dev/null", path.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    // A node gone since the plan was made (a driver reload, a GPU taken out)
+    // leaves nothing to reach: no mask is needed, and the job still starts.
+    if (::mount("/dev/null", path.c_str(), nullptr, MS_BIND, nullptr) != 0 && errno != ENOENT) {
       close_all();
       for (const auto& m : mapped) ::close(m.first);
       return Unavailable(Errno("cannot mask " + path));
