@@ -56,6 +56,23 @@ void AddExperimentRoutes(Router& router, ExperimentService* experiments) {
       if (!e.ok()) return ErrorResponse(e.status());
       return JsonResponse(200, ExperimentToJson(*e, true));
     });
+    // DELETE /api/v1/experiments/NAME: an ended experiment, with its trials.
+    router.Add("DELETE", "/api/v1/experiments/{name}", [experiments](auto& r, auto& p, auto& ctx) {
+      if (!experiments) return ErrorResponse(Unavailable("experiments are not enabled"));
+      if (!r.query.empty()) {
+        return ErrorResponse(InvalidArgument("unknown query parameter '" + r.query.begin()->first + "'"));
+      }
+      auto current = experiments->GetExperiment(p.at("name"));
+      if (!current.ok()) return ErrorResponse(current.status());
+      if (Status s = ctx.MaySee(TeamOf(*current)); !s.ok()) return ErrorResponse(s);
+      if (Status s = ctx.MayChange(TeamOf(*current)); !s.ok()) return ErrorResponse(s);
+      auto e = experiments->DeleteExperiment(p.at("name"));
+      if (!e.ok()) return ErrorResponse(e.status());
+      return JsonResponse(200, {{"name", e->record.name},
+                                {"deleted", true},
+                                {"trials", e->trials.size()},
+                                {"message", "deleted with its trials' jobs and records"}});
+    });
 }
 
 }  // namespace headway::api

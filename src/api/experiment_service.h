@@ -48,6 +48,11 @@ class ExperimentService {
   virtual Result<std::vector<ExperimentView>> ListExperiments() = 0;
   // Stops its running trials and ends it as Stopped; Conflict if it already ended.
   virtual Result<ExperimentView> StopExperiment(std::string_view name) = 0;
+  // Deletes an ended experiment with its trials' jobs (or workflows) and
+  // their records, so its name is free again; returns it as it was. Conflict
+  // while it or one of its trials still runs: stop it first. A trial name
+  // taken by a job the experiment did not make is left alone.
+  virtual Result<ExperimentView> DeleteExperiment(std::string_view name) = 0;
 };
 
 }  // namespace headway::api

@@ -13,6 +13,7 @@
 #include "cli/experiment_commands.h"
 #include "cli/job_commands.h"
 #include "cli/notebook_commands.h"
+#include "cli/resource_commands.h"
 #include "cli/output.h"
 #include "cli/token_commands.h"
 #include "cli/workflow_commands.h"
@@ -105,12 +106,13 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   AddOutputFlag(submit, o, {"name", "json", "yaml"});
   submit->callback([&exit_code, &o] { exit_code = Submit(o); });
 
-  auto* get = app.add_subcommand("get", "List resources (jobs, queues, nodes)");
+  auto* get = app.add_subcommand(
+      "get", "List resources: jobs, experiments (exp), workflows (wf), notebooks (nb), "
+             "artifacts (art), queues, nodes");
   get->add_option("resource", o.resource, "what to list")
       ->required()
-      ->check(CLI::IsMember(
-          {"jobs", "job", "queues", "queue", "nodes", "node", "workflows", "workflow", "wf"}));
-  get->add_option("name", o.name, "one job's name");
+      ->check(CLI::IsMember(ResourceNames("get")));
+  get->add_option("name", o.name, "one of them, by name");
   get->add_option("--state", o.state, "only jobs in this state (Queued, Running, ...)");
   get->add_option("--team", o.team, "only this team's jobs");
   get->add_option("-l,--selector", o.labels, "label filter key=value (repeatable)");
@@ -123,9 +125,9 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
                   "age, team, restarts, priority) or a field path such as .progress.percent");
   get->add_flag("--no-headers", o.no_headers, "print the table without its header line");
   AddOutputFlag(get, o, {"wide", "json", "yaml", "name"});
-  get->callback([&exit_code, &o] { exit_code = Get(o); });
+  get->callback([&exit_code, &o] { exit_code = GetResource(o); });
 
-  auto* exp = app.add_subcommand("exp", "Hyperparameter experiments: create, get, describe, stop");
+  auto* exp = app.add_subcommand("exp", "Hyperparameter experiments: create, get, describe, stop, delete");
   exp->require_subcommand(1);
   auto* exp_create = exp->add_subcommand("create", "Start an experiment from a YAML or JSON spec");
   exp_create->add_option("-f,--file", o.file, "experiment spec file, or - for standard input")->required();
@@ -143,6 +145,11 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   exp_stop->add_option("name", o.name, "experiment name")->required();
   AddOutputFlag(exp_stop, o, {"json", "yaml"});
   exp_stop->callback([&exit_code, &o] { exit_code = ExpStop(o); });
+  auto* exp_delete =
+      exp->add_subcommand("delete", "Delete an ended experiment with its trials' jobs; its name is free again");
+  exp_delete->add_option("name", o.name, "experiment name")->required();
+  AddOutputFlag(exp_delete, o, {"json", "yaml"});
+  exp_delete->callback([&exit_code, &o] { exit_code = ExpDelete(o); });
 
   auto* workflow = app.add_subcommand(
       "workflow",
@@ -292,11 +299,14 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   artifacts_rm->add_option("ref", o.name, "NAME:VERSION")->required();
   artifacts_rm->callback([&exit_code, &o] { exit_code = ArtifactsRemove(o); });
 
-  auto* describe = app.add_subcommand("describe", "Show a job in detail, with its events");
-  describe->add_option("resource", o.resource, "job")->required()->check(CLI::IsMember({"job"}));
-  describe->add_option("name", o.name, "job name")->required();
+  auto* describe = app.add_subcommand(
+      "describe", "Show a job (with its events), experiment, workflow, notebook or artifact in detail");
+  describe->add_option("resource", o.resource, "job, experiment, workflow, notebook or artifact")
+      ->required()
+      ->check(CLI::IsMember(ResourceNames("describe")));
+  describe->add_option("name", o.name, "its name (artifacts: NAME or NAME:VERSION)")->required();
   AddOutputFlag(describe, o, {"json", "yaml"});
-  describe->callback([&exit_code, &o] { exit_code = Describe(o); });
+  describe->callback([&exit_code, &o] { exit_code = DescribeResource(o); });
 
   auto* logs = app.add_subcommand("logs", "Print a job's output (all ranks, or one)");
   logs->add_option("name", o.name, "job name")->required();
@@ -325,13 +335,17 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   stop->add_flag("--force", o.force,
                  "kill at once with SIGKILL, without the job's grace (admin tokens only)");
   stop->callback([&exit_code, &o] { exit_code = Stop(o); });
-  auto* del = app.add_subcommand("delete", "Delete ended jobs with their progress, events, logs and files");
-  del->add_option("resource", o.resource, "job")->required()->check(CLI::IsMember({"job", "jobs"}));
-  del->add_option("names", o.names, "job names")->required();
+  auto* del = app.add_subcommand(
+      "delete", "Delete ended jobs (with their progress, events, logs and files), experiments "
+                "(with their trials), workflows, notebooks or artifact versions");
+  del->add_option("resource", o.resource, "job, experiment, workflow, notebook or artifact")
+      ->required()
+      ->check(CLI::IsMember(ResourceNames("delete")));
+  del->add_option("names", o.names, "their names (artifacts: NAME:VERSION)")->required();
   del->add_flag("--force", o.force,
                 "a job that has not ended is stopped (SIGTERM, SIGKILL after its grace) and "
                 "deleted once it has ended");
-  del->callback([&exit_code, &o] { exit_code = DeleteJobs(o); });
+  del->callback([&exit_code, &o] { exit_code = DeleteResources(o); });
   auto* rerun = app.add_subcommand("rerun", "Submit a new job with an existing job's spec, named NAME-2, NAME-3, ...");
   rerun->add_option("name", o.name, "the job to run again")->required();
   AddOutputFlag(rerun, o, {"name", "json", "yaml"});

@@ -126,4 +126,15 @@ int ExpStop(const Options& o) {
   return kExitOk;
 }
 
+int ExpDelete(const Options& o) {
+  Client client(o);
+  auto e = client.Call("DELETE", "/api/v1/experiments/" + UrlEncode(o.name));
+  if (!e) return client.exit_code;
+  if (PrintStructured(o, *e)) return kExitOk;
+  const std::size_t trials = e->value("trials", std::size_t{0});
+  std::cout << "experiment/" << Safe(o.name) << " deleted with its " << trials
+            << (trials == 1 ? " trial" : " trials") << "\n";
+  return kExitOk;
+}
+
 }  // namespace headway::cli

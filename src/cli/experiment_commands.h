@@ -1,4 +1,4 @@
-// The experiment commands of `headway` (`exp create|get|describe|stop`).
+// The experiment commands of `headway` (`exp create|get|describe|stop|delete`).
 // Internal to cli/: commands.cc registers them (see cli/commands.h).
 #pragma once
 
@@ -13,5 +13,7 @@ int ExpCreate(const Options& o);
 int ExpGet(const Options& o);
 int ExpDescribe(const Options& o);
 int ExpStop(const Options& o);
+// Deletes an ended experiment with its trials' jobs (o.name).
+int ExpDelete(const Options& o);
 
 }  // namespace headway::cli

@@ -240,11 +240,6 @@ int GetNodes(const Options& o) {
 }  // namespace
 
 int Get(const Options& o) {
-  bool jobs = o.resource == "jobs" || o.resource == "job";
-  if (!jobs && (o.watch || !o.sort_by.empty())) {
-    std::cerr << "error: --watch and --sort-by apply to jobs only\n";
-    return kExitUsage;
-  }
   if (o.resource == "queues" || o.resource == "queue") return GetQueues(o);
   if (o.resource == "nodes" || o.resource == "node") return GetNodes(o);
   if (o.resource == "workflows" || o.resource == "workflow" || o.resource == "wf") {

@@ -262,6 +262,44 @@ Result<api::ExperimentView> ExperimentController::StopExperiment(std::string_vie
   return GetExperiment(name);
 }
 
+Result<api::ExperimentView> ExperimentController::DeleteExperiment(std::string_view name) {
+  auto before = GetExperiment(name);
+  if (!before.ok()) return before.status();
+  std::lock_guard lock(mu_);
+  auto e = store_.GetExperiment(name);
+  if (!e.ok()) return e.status();
+  const std::string experiment(name);
+  if (e->state == ExperimentState::kRunning) {
+    return Conflict("experiment '" + experiment + "' is Running: stop it first (headway exp stop " +
+                    experiment + "), then delete it");
+  }
+  auto spec = SpecOf(*e);
+  if (!spec.ok()) return spec.status();
+  auto trials = store_.ListTrials(experiment);
+  if (!trials.ok()) return trials.status();
+  // Every trial's job or workflow is checked before any is deleted, so a
+  // refusal leaves the experiment whole.
+  std::vector<std::string> owned;
+  for (const TrialRecord& t : *trials) {
+    auto run = ObserveTrial(**spec, t.job);
+    if (!run.ok()) return run.status();
+    if (!run->found || !run->owned) continue;
+    if (!run->ended) {
+      return Conflict("experiment '" + experiment + "': its trial " + t.job + " is still " +
+                      run->state + "; delete the experiment once it has ended");
+    }
+    owned.push_back(t.job);
+  }
+  for (const std::string& trial : owned) {
+    Status deleted = (*spec)->trial_workflow ? workflows_->DeleteWorkflow(trial)
+                                             : jobs_.Delete(trial, /*when_ended=*/false).status();
+    if (!deleted.ok() && deleted.code() != StatusCode::kNotFound) return deleted;
+  }
+  HEADWAY_RETURN_IF_ERROR(store_.DeleteExperiment(experiment));
+  specs_.erase(experiment);
+  return before;
+}
+
 Result<api::ExperimentView> ExperimentController::View(const ExperimentRecord& e) {
   api::ExperimentView view;
   view.record = e;

@@ -57,6 +57,7 @@ class ExperimentController final : public api::ExperimentService {
   Result<api::ExperimentView> GetExperiment(std::string_view name) override;
   Result<std::vector<api::ExperimentView>> ListExperiments() override;
   Result<api::ExperimentView> StopExperiment(std::string_view name) override;
+  Result<api::ExperimentView> DeleteExperiment(std::string_view name) override;
 
  private:
   // Callers hold mu_.

@@ -224,8 +224,13 @@ Result<Job> JobController::Submit(JobSpec spec, std::string created_by) {
       created = store_.CreateJob(job, Event(job, "Submitted", submitted));
     }
     HEADWAY_RETURN_IF_ERROR(created);
-  } else {
-    HEADWAY_RETURN_IF_ERROR(store_.CreateJob(job, Event(job, "Submitted", submitted)));
+  } else if (Status created = store_.CreateJob(job, Event(job, "Submitted", submitted));
+             !created.ok()) {
+    if (created.code() != StatusCode::kConflict) return created;
+    const std::string& name = job.spec.name;
+    return Conflict(std::string(created.message()) + ": submit it under another name (headway submit --name " +
+                    name + "-2 -f ...), run that job again under the next free name (headway rerun " +
+                    name + "), or delete it once it has ended (headway delete job " + name + ")");
   }
   generation_ += 1;
   {

@@ -115,6 +115,9 @@ class Store {
   virtual Status SaveTrial(const TrialRecord& trial) = 0;
   // Ordered by index.
   virtual Result<std::vector<TrialRecord>> ListTrials(std::string_view experiment) = 0;
+  // Deletes the experiment and its trial records (not their jobs); NotFound
+  // when there is none.
+  virtual Status DeleteExperiment(std::string_view name) = 0;
 
   // User tokens (see core/access.h). Creating a taken name is Conflict;
   // revoking an unknown or already revoked one is NotFound.

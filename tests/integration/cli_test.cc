@@ -524,6 +524,81 @@ TEST(Cli, VersionShowsTheClientsAndTheServers) {
   }
 }
 
+// get, describe and delete take every resource by its plural, singular or
+// short name, kubectl-style, and print what the resource's own command does.
+TEST(Cli, GetDescribeAndDeleteTakeEveryResourceByAnyOfItsNames) {
+  TestServer server(0);
+  ASSERT_EQ(server.Cli({"exp", "create", "-f", "-"},
+                       "name: tune\nobjective: {metric: loss, direction: minimize}\n"
+                       "algorithm: {name: random}\nmax_trials: 1\n"
+                       "parameters:\n  - {name: lr, type: double, min: 0, max: 1}\n"
+                       "trial_template:\n  command: [/bin/echo, 'HEADWAY {\"step\": 1, \"metrics\": "
+                       "{\"loss\": 1}}']\n")
+                .exit_code,
+            0);
+  ASSERT_TRUE(WaitFor([&] { return Get(server, "/api/v1/experiments/tune")["state"] == "Succeeded"; }));
+  const std::string listed = server.Cli({"exp", "get"}).out;
+  ASSERT_THAT(listed, HasSubstr("tune"));
+  for (const char* kind : {"experiments", "experiment", "exp"}) {
+    EXPECT_EQ(server.Cli({"get", kind}).out, listed) << kind;
+  }
+  EXPECT_EQ(server.Cli({"get", "exp", "-o", "name"}).out, "tune\n");
+  EXPECT_EQ(server.Cli({"describe", "experiment", "tune"}).out, server.Cli({"exp", "describe", "tune"}).out);
+  CommandResult notebooks = server.Cli({"get", "nb"});
+  EXPECT_EQ(notebooks.exit_code, 0) << notebooks.err;
+  EXPECT_THAT(notebooks.err, HasSubstr("No notebooks found."));
+
+  const std::string file = MakeTempDir("headway-grammar") + "/weights.bin";
+  WriteFile(file, "0123456789");
+  ASSERT_EQ(server.Cli({"artifacts", "put", file, "--name", "weights"}).exit_code, 0);
+  EXPECT_THAT(server.Cli({"get", "artifacts"}).out, HasSubstr("weights"));
+  EXPECT_THAT(server.Cli({"describe", "art", "weights:1"}).out, HasSubstr("weights"));
+  EXPECT_EQ(server.Cli({"delete", "artifact", "weights:1"}).exit_code, 0);
+  EXPECT_THAT(server.Cli({"get", "art", "-o", "name"}).out, Not(HasSubstr("weights")));
+
+  // What a verb cannot do to a kind is a usage error that says so.
+  CommandResult queue = server.Cli({"describe", "queue", "default"});
+  EXPECT_EQ(queue.exit_code, 2);
+  EXPECT_THAT(queue.err, HasSubstr("queue not in"));
+  CommandResult force = server.Cli({"delete", "exp", "tune", "--force"});
+  EXPECT_EQ(force.exit_code, 2);
+  EXPECT_THAT(force.err, HasSubstr("--force applies to jobs only"));
+  EXPECT_EQ(server.Cli({"delete", "experiments", "tune"}).exit_code, 0);
+  EXPECT_EQ(server.Cli({"get", "exp", "-o", "name"}).out, "");
+}
+
+// Completion offers the names of the kind the command wants (experiments
+// after `get exp`, workflows after `wf logs`), asked of the binary that was
+// typed, whether it is on PATH or not.
+TEST(Cli, CompletionOffersTheNamesOfTheKindTheCommandWants) {
+  TestServer server(0);
+  server.Submit("name: a-job\ncommand: \"true\"\n");
+  ASSERT_EQ(server.Cli({"exp", "create", "-f", "-"},
+                       "name: a-sweep\nobjective: {metric: loss, direction: minimize}\n"
+                       "algorithm: {name: random}\nmax_trials: 1\n"
+                       "parameters:\n  - {name: lr, type: double, min: 0, max: 1}\n"
+                       "trial_template:\n  command: [\"true\"]\n")
+                .exit_code,
+            0);
+  ASSERT_TRUE(server.WaitForState("a-job", "Succeeded"));
+  const std::string script = MakeTempDir("headway-completion-names") + "/headway.bash";
+  WriteFile(script, Headway({}, {"completion", "bash"}).out);
+  auto complete = [&](const std::string& words, int cword) {
+    return RunCommand({"/usr/bin/env", "HEADWAY_SERVER=" + server.url(),
+                       "HEADWAY_API_TOKEN=" + server.admin_token(),
+                       "XDG_CONFIG_HOME=" + server.work_dir() + "/no-config", "/bin/bash", "-c",
+                       "source " + script + "; COMP_WORDS=(" + HeadwayBinary() + " " + words +
+                           "); COMP_CWORD=" + std::to_string(cword) +
+                           "; _headway; echo \"${COMPREPLY[@]}\""})
+        .out;
+  };
+  EXPECT_EQ(complete("get exp a", 3), "a-sweep\n");
+  EXPECT_EQ(complete("describe job a", 3), "a-job a-sweep-0\n");  // the trial is a job too
+  EXPECT_EQ(complete("exp stop a", 3), "a-sweep\n");
+  EXPECT_EQ(complete("logs a", 2), "a-job a-sweep-0\n");
+  EXPECT_EQ(complete("get ex", 2), "experiments experiment exp\n");
+}
+
 TEST(Cli, CompletionScriptsLoadAndCompleteCommands) {
   CommandResult bash = Headway({}, {"completion", "bash"});
   ASSERT_EQ(bash.exit_code, 0);

@@ -207,6 +207,46 @@ TEST(Experiments, StoppingAnExperimentStopsItsRunningTrials) {
   EXPECT_EQ(Exp(server, "halt")["trials"].size(), 2u);  // no new trials after the stop
 }
 
+// An experiment's name is not taken forever: once it has ended it is deleted
+// with its trials' jobs, by its own team and nobody else's, and the same
+// name starts a new one. One that still runs is refused with what to do.
+TEST(Experiments, AnEndedExperimentIsDeletedWithItsTrialsAndItsNameIsFreeAgain) {
+  TestServer server(2);
+  Create(server, Experiment("gone", "algorithm: {name: random}\n"
+                                    "parameters:\n  - {name: quality, type: double, min: 0, max: 1}\n"
+                                    "max_trials: 4\nparallel_trials: 2\n", 400, "0.05"));
+  ASSERT_TRUE(WaitFor([&] { return Exp(server, "gone")["trials"].size() == 2; }));
+  CommandResult running = server.Cli({"delete", "experiment", "gone"});
+  EXPECT_EQ(running.exit_code, 1);
+  EXPECT_THAT(running.err, HasSubstr("stop it first (headway exp stop gone)"));
+  ASSERT_EQ(server.Cli({"exp", "stop", "gone"}).exit_code, 0);
+  ASSERT_TRUE(server.WaitForState("gone-0", "Stopped"));
+  ASSERT_TRUE(server.WaitForState("gone-1", "Stopped"));
+
+  // Another team's member may not; it stays.
+  const std::string other = CreateToken(server, "vision-member", "vision", "member");
+  EXPECT_EQ(Call(server, other, "DELETE", "/api/v1/experiments/gone").status, 403);
+  ASSERT_EQ(Exp(server, "gone")["state"], "Stopped");
+
+  CommandResult deleted = server.Cli({"delete", "exp", "gone"});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.err;
+  EXPECT_EQ(deleted.out, "experiment/gone deleted with its 2 trials\n");
+  EXPECT_EQ(Call(server, server.admin_token(), "GET", "/api/v1/experiments/gone").status, 404);
+  EXPECT_EQ(Call(server, server.admin_token(), "GET", "/api/v1/jobs/gone-0").status, 404);
+  EXPECT_EQ(Call(server, server.admin_token(), "GET", "/api/v1/jobs/gone-1").status, 404);
+  CommandResult again = server.Cli({"delete", "experiment", "gone"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, HasSubstr("not found"));
+
+  // The name starts a new experiment, whose trials reuse the trial names.
+  Create(server, Experiment("gone", "algorithm: {name: random}\n"
+                                    "parameters:\n  - {name: quality, type: double, min: 0, max: 1}\n"
+                                    "max_trials: 1\n"));
+  ASSERT_TRUE(WaitForExpState(server, "gone", "Succeeded")) << Exp(server, "gone").dump();
+  EXPECT_EQ(Exp(server, "gone")["trials"].size(), 1u);
+  EXPECT_EQ(server.State("gone-0"), "Succeeded");
+}
+
 // Each trial is a two-step workflow; only the `train` step's loss counts
 // (the `prep` step reports a worse one), and the median rule stops a bad
 // trial's whole workflow.

@@ -25,6 +25,10 @@ TEST(JobCommands, AnEndedJobIsDeletedAndItsNameCanBeSubmittedAgain) {
   CommandResult again = server.Cli({"submit", "-f", "-"}, spec);
   EXPECT_NE(again.exit_code, 0);
   EXPECT_NE(again.err.find("already exists"), std::string::npos) << again.err;
+  // And what to do about it.
+  EXPECT_NE(again.err.find("headway submit --name once-2"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("headway rerun once"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("headway delete job once"), std::string::npos) << again.err;
   ASSERT_TRUE(std::filesystem::exists(server.data_dir() + "/jobs/once"));
 
   CommandResult deleted = server.Cli({"delete", "job", "once"});

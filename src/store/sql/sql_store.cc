@@ -1076,6 +1076,24 @@ class SqlStore final : public Store {
     return out;
   }
 
+  Status DeleteExperiment(std::string_view name) override {
+    std::lock_guard lock(mu_);
+    const std::string experiment(name);
+    HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
+    // Its trials first: they refer to it.
+    Statement trials(*db_, "DELETE FROM trials WHERE experiment = ?");
+    trials.Bind(1, experiment);
+    if (!trials.Run()) return Rollback("delete trials");
+    Statement del(*db_, "DELETE FROM experiments WHERE name = ?");
+    del.Bind(1, experiment);
+    if (!del.Run()) return Rollback("delete experiment");
+    if (del.changes() == 0) {
+      (void)Exec("ROLLBACK");
+      return NotFound("experiment '" + experiment + "' not found");
+    }
+    return Commit();
+  }
+
   Status CreateArtifact(Artifact& a) override {
     std::lock_guard lock(mu_);
     HEADWAY_RETURN_IF_ERROR(db_->BeginWrite());
