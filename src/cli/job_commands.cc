@@ -329,6 +329,12 @@ std::string FinalVerdict(const json& j) {
 
 }  // namespace
 
+namespace {
+
+double SecondsBetween(Time from, Time to) { return static_cast<double>((to - from).count()) / 1000.0; }
+
+}  // namespace
+
 int Describe(const Options& o) {
   Client client(o);
   auto job = client.Call("GET", "/api/v1/jobs/" + UrlEncode(o.name));
@@ -343,6 +349,8 @@ int Describe(const Options& o) {
   }
   const json& j = *job;
   const json& spec = j["spec"];
+  const Time now = SystemClock().Now();
+  const std::optional<Time> finished = ParseRfc3339(FieldText(j, "finished_at", ""));
   std::ostringstream out;
   auto line = [&](const std::string& k, const std::string& v) {
     out << k << ":" << std::string(k.size() < 15 ? 15 - k.size() : 1, ' ') << Safe(v) << "\n";
@@ -357,8 +365,11 @@ int Describe(const Options& o) {
   if (FieldText(j, "pending_reason", "") != "") line("Pending", FieldText(j, "pending_reason"));
   if (j.value("queue_position", json()).is_number()) {
     std::string place = FieldText(j, "queue_position") + " in line";
-    if (FieldText(j, "expected_start", "") != "")
-      place += ", expected to start " + FieldText(j, "expected_start");
+    if (auto start = ParseRfc3339(FieldText(j, "expected_start", ""))) {
+      const double in = SecondsBetween(now, *start);
+      place += ", expected to start " + (in > 0 ? "in " + FormatSeconds(in) : std::string("now")) +
+               " (" + FieldText(j, "expected_start") + ")";
+    }
     line("Queue", place);
   }
   line("Exit code", FieldText(j, "exit_code"));
@@ -400,7 +411,8 @@ int Describe(const Options& o) {
   std::string gpu_ids;
   for (const auto& id : j["gpu_ids"]) gpu_ids += (gpu_ids.empty() ? "" : ",") + id.dump();
   line("GPU ids", gpu_ids.empty() ? "-" : gpu_ids);
-  line("Time limit", FieldText(spec, "time_limit", "none"));
+  const auto limit = ParseDuration(FieldText(spec, "time_limit", ""));
+  line("Time limit", limit ? FormatSeconds(static_cast<double>(limit->count()) / 1000.0) : "none");
   std::string labels;
   for (auto it = j["labels"].begin(); it != j["labels"].end(); ++it) {
     labels += (labels.empty() ? "" : ",") + it.key() + "=" + it.value().get<std::string>();
@@ -423,11 +435,15 @@ int Describe(const Options& o) {
        FieldText(j, "health") == "Stalled" ? "stalled" : FormatEta(p, FieldText(j, "state")));
   if (p["steps_per_second"].is_number()) line("Steps/s", FormatFixed(p["steps_per_second"], 2));
   if (p["samples_per_second"].is_number()) line("Samples/s", FormatFixed(p["samples_per_second"], 1));
-  // As the dashboard says it: "4m12s ago".
-  line("Last report", FieldText(p, "last_report_at", "").empty()
-                          ? "-"
-                          : Age(FieldText(p, "last_report_at"), SystemClock().Now()) + " ago (" +
-                                FieldText(p, "last_report_at") + ")");
+  // As the dashboard says it: "4m12s ago"; for an ended job, how long
+  // before its end (its age would only grow).
+  if (auto reported = ParseRfc3339(FieldText(p, "last_report_at", ""))) {
+    line("Last report", (finished ? FormatSeconds(SecondsBetween(*reported, *finished)) + " before it ended"
+                                  : FormatSeconds(SecondsBetween(*reported, now)) + " ago") +
+                            " (" + FieldText(p, "last_report_at") + ")");
+  } else {
+    line("Last report", "-");
+  }
   if (p["metrics"].is_object() && !p["metrics"].empty()) {
     out << "Metrics:\n";
     for (auto it = p["metrics"].begin(); it != p["metrics"].end(); ++it) {
@@ -438,6 +454,10 @@ int Describe(const Options& o) {
   line("Created", FieldText(j, "created_at"));
   line("Started", FieldText(j, "started_at"));
   line("Finished", FieldText(j, "finished_at"));
+  if (auto started = ParseRfc3339(FieldText(j, "started_at", ""))) {
+    line("Duration", finished ? FormatSeconds(SecondsBetween(*started, *finished))
+                              : FormatSeconds(SecondsBetween(*started, now)) + " so far");
+  }
   out << "Events:\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& e : (*events)["events"]) {

@@ -524,6 +524,38 @@ TEST(Cli, VersionShowsTheClientsAndTheServers) {
   }
 }
 
+// `headway exec JOB ls -la`: the parser takes -la for its own; the error
+// says to put the command after --.
+TEST(Cli, ExecWithTheCommandsOptionsBeforeDashesSaysToUseThem) {
+  CommandResult r = Headway({}, {"exec", "some-job", "ls", "-la"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("-la"));
+  EXPECT_THAT(r.err, HasSubstr("hint: put the command after --"));
+}
+
+// describe of an ended job says how long it ran, when its last report came
+// relative to its end (not an age that keeps growing), and its limits as
+// durations, not raw seconds.
+TEST(Cli, DescribeOfAnEndedJobSaysHowLongItRanAndWhenItLastReported) {
+  TestServer server(0);
+  server.Submit("name: brief\ntime_limit: 2h\n"
+                "command: \"echo 'HEADWAY {\\\"step\\\": 3}'; sleep 1.2\"\n");
+  ASSERT_TRUE(server.WaitForState("brief", "Succeeded"));
+  const std::string text = server.Cli({"describe", "job", "brief"}).out;
+  EXPECT_THAT(text, HasSubstr("Time limit:     2h00m\n"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("Duration: +[12]s\n")) << text;
+  EXPECT_THAT(text, ::testing::ContainsRegex("Last report: +[01]s before it ended \\(")) << text;
+  EXPECT_THAT(text, Not(::testing::ContainsRegex("Last report:[^\n]* ago")));
+  // While it runs: so far, and ago.
+  server.Submit("name: longer\ncommand: \"echo 'HEADWAY {\\\"step\\\": 1}'; sleep 300\"\n"
+                "termination_grace: 1s\n");
+  ASSERT_TRUE(WaitFor([&] { return server.Job("longer")["progress"]["step"] == 1; }));
+  const std::string running = server.Cli({"describe", "job", "longer"}).out;
+  EXPECT_THAT(running, ::testing::ContainsRegex("Duration: +[0-9]+s so far\n")) << running;
+  EXPECT_THAT(running, ::testing::ContainsRegex("Last report: +[0-9]+s ago \\(")) << running;
+  server.Cli({"stop", "longer"});
+}
+
 // get, describe and delete take every resource by its plural, singular or
 // short name, kubectl-style, and print what the resource's own command does.
 TEST(Cli, GetDescribeAndDeleteTakeEveryResourceByAnyOfItsNames) {
