@@ -164,10 +164,21 @@ std::string NodeIdFor(std::string_view workflow, std::string_view node_name) {
   return std::string(workflow) + "-" + std::to_string(Fnv32a(node_name));
 }
 
-std::string JobNameFor(std::string_view workflow, std::string_view uid,
-                       std::string_view node_name) {
+std::string JobNameFor(std::string_view workflow, std::string_view uid, std::string_view node_name,
+                       std::string_view template_name) {
+  // Argo keeps 63 - 1 - 10 characters for the prefix; so does this.
+  constexpr std::size_t kMaxPrefix = 52;
   std::string prefix;
-  for (char c : workflow.substr(0, 45)) prefix += c == '.' ? '-' : c;
+  const std::string wanted =
+      template_name.empty() ? std::string(workflow) : std::string(workflow) + "-" + std::string(template_name);
+  for (char c : wanted) {
+    if (prefix.size() == kMaxPrefix) break;
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    const char lowered = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : '-';
+    const char next = keep ? c : lowered;
+    if (next == '-' && (prefix.empty() || prefix.back() == '-')) continue;
+    prefix += next;
+  }
   while (!prefix.empty() && prefix.back() == '-') prefix.pop_back();
   char hash[17];
   std::snprintf(hash, sizeof hash, "%010" PRIx64,

@@ -251,10 +251,13 @@ Actions Operate(const WorkflowSpec& spec, WorkflowState& state, const Environmen
 // before it is stored.
 std::size_t PlannedNodes(const WorkflowSpec& spec);
 
-// The job name a pod node runs as: the workflow name (shortened to fit, '.'
-// as '-') and a hash of the node's name and the workflow's uid, a valid job
-// name of at most 63 characters.
-std::string JobNameFor(std::string_view workflow, std::string_view uid, std::string_view node_name);
+// The job name a pod node runs as, in the shape of Argo's pod names (v2):
+// WORKFLOW-TEMPLATE-HASH, the prefix shortened to fit and made a valid job
+// name ('.', '_' and upper case as '-' and lower case), the hash of the
+// node's name and the workflow's uid, at most 63 characters. The template's
+// name is what `get jobs` shows of the step.
+std::string JobNameFor(std::string_view workflow, std::string_view uid, std::string_view node_name,
+                       std::string_view template_name);
 // Argo's node id for a node name.
 std::string NodeIdFor(std::string_view workflow, std::string_view node_name);
 

@@ -594,7 +594,7 @@ void Operator::ExecutePod(Node& node, const Call& call, const Scope& scope) {
     node.job = JobNameFor(
         state_.name,
         state_.generation == 0 ? state_.uid : state_.uid + "/" + std::to_string(state_.generation),
-        node.name);
+        node.name, tmpl.name);
     ++active_pods_;
     ++new_pods_;
     out_.changed = true;

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "workflow/engine.h"
 #include "workflow/manifest.h"
 #include "workflow/progress.h"
@@ -786,12 +788,23 @@ spec:
 }
 
 TEST(WorkflowEngine, JobNamesAreValidAndDistinctPerWorkflowRun) {
-  std::string a =
-      JobNameFor("a.very.long.workflow-name-that-goes-on-and-on-and-on-forever", "u1", "x.y");
+  std::string a = JobNameFor("a.very.long.workflow-name-that-goes-on-and-on-and-on-forever", "u1",
+                             "x.y", "train-the-model");
   EXPECT_LE(a.size(), 63u);
   EXPECT_TRUE(IsValidJobName(a)) << a;
-  EXPECT_NE(JobNameFor("wf", "u1", "wf.a"), JobNameFor("wf", "u2", "wf.a"));
-  EXPECT_NE(JobNameFor("wf", "u1", "wf.a"), JobNameFor("wf", "u1", "wf.b"));
+  EXPECT_NE(JobNameFor("wf", "u1", "wf.a", "t"), JobNameFor("wf", "u2", "wf.a", "t"));
+  EXPECT_NE(JobNameFor("wf", "u1", "wf.a", "t"), JobNameFor("wf", "u1", "wf.b", "t"));
+}
+
+// As Argo names pods (v2): the workflow, the template, a hash; a template
+// name that is no valid job name is made one.
+TEST(WorkflowEngine, AStepsJobNameSaysItsTemplateAsArgosPodNamesDo) {
+  std::smatch m;
+  const std::string train = JobNameFor("diamond-dwxxc", "u1", "diamond-dwxxc.B", "train");
+  EXPECT_TRUE(std::regex_match(train, m, std::regex("diamond-dwxxc-train-[0-9a-f]{10}"))) << train;
+  const std::string odd = JobNameFor("wf", "u1", "wf.x", "Print_Message.v2");
+  EXPECT_TRUE(std::regex_match(odd, m, std::regex("wf-print-message-v2-[0-9a-f]{10}"))) << odd;
+  EXPECT_TRUE(IsValidJobName(odd)) << odd;
 }
 
 }  // namespace
