@@ -72,6 +72,7 @@ struct Options {
   double interval_s = 2;
   int iterations = 0;  // 0: until interrupted
   bool active = false;
+  bool sessions = false;  // token list: the dashboard's sessions and sign-in links too
   bool reverse = false;  // top: sort the other way
   // version
   bool client_only = false;

@@ -93,6 +93,8 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   AddOutputFlag(token_create, o, {"json", "yaml"});
   token_create->callback([&exit_code, &o] { exit_code = TokenCreate(o); });
   auto* token_list = token->add_subcommand("list", "List tokens (never their secrets)");
+  token_list->add_flag("--sessions", o.sessions,
+                       "the dashboard's sign-in sessions and one-time links too (one per sign-in)");
   AddOutputFlag(token_list, o, {"json", "yaml"});
   token_list->callback([&exit_code, &o] { exit_code = TokenList(o); });
   auto* token_revoke = token->add_subcommand("revoke", "Revoke a token; it stops working at once");

@@ -30,7 +30,14 @@ int TokenList(const Options& o) {
   if (PrintStructured(o, *list)) return kExitOk;
   Time now = SystemClock().Now();
   std::vector<std::vector<std::string>> rows;
+  std::size_t sessions_left_out = 0;
   for (const json& t : (*list)["tokens"]) {
+    // Each sign-in makes a session: they would bury the tokens people made.
+    const bool session = t.contains("session_of") && t["session_of"].is_string();
+    if (session && !o.sessions) {
+      ++sessions_left_out;
+      continue;
+    }
     std::string team = t["team"].get<std::string>();
     std::string status = "active";
     std::optional<Time> expires;
@@ -52,6 +59,10 @@ int TokenList(const Options& o) {
                     Age(t["created_at"].get<std::string>(), now)});
   }
   std::cout << FormatTable({"NAME", "TEAM", "ROLE", "STATUS", "SESSION", "AGE"}, rows);
+  if (sessions_left_out > 0) {
+    std::cout << "(and " << sessions_left_out << " sign-in session" << (sessions_left_out == 1 ? "" : "s")
+              << " of the dashboard and its links: --sessions lists them)\n";
+  }
   return kExitOk;
 }
 

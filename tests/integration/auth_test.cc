@@ -142,6 +142,15 @@ TEST(Auth, RolesDecideWhatATokenMayChange) {
   EXPECT_THAT(list.out, HasSubstr("member"));
   EXPECT_THAT(list.out, Not(HasSubstr(member)));
   EXPECT_THAT(Call(server, admin, "GET", "/api/v1/tokens").body.dump(), Not(HasSubstr("hwu_")));
+  // Sign-ins to the dashboard (a session each) do not fill the list.
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(Call(server, member, "POST", "/api/v1/sessions").status, 201);
+  CommandResult tokens = server.Cli({"--token", admin, "token", "list"});
+  EXPECT_THAT(tokens.out, Not(HasSubstr("session-"))) << tokens.out;
+  // Three sessions and the one-time link the server printed as it started.
+  EXPECT_THAT(tokens.out, HasSubstr("(and 4 sign-in sessions of the dashboard and its links: "
+                                    "--sessions lists them)"));
+  CommandResult all = server.Cli({"--token", admin, "token", "list", "--sessions"});
+  EXPECT_THAT(all.out, HasSubstr("session of alice"));
 
   // A member's job without a team lands in the member's team.
   Answer mine = Call(server, member, "POST", "/api/v1/jobs",
