@@ -1,9 +1,12 @@
-// The values of `{{=...}}` expression tags and the functions they may call
-// (expression.h's EvaluateExprTag), shared by expression.cc (the parser and
-// operators) and expression_functions.cc (the functions). Internal to
-// workflow/.
+// What the expression files of workflow/ share: the character classes,
+// limits and errors of the parsers of `depends` (expression.cc), `when`
+// (expression_when.cc) and `{{=...}}` tags (expression_tags.cc); and the
+// values of `{{=...}}` tags and the functions they may call (expression.h's
+// EvaluateExprTag), shared by expression_tags.cc (the parser and operators)
+// and expression_functions.cc (the functions). Internal to workflow/.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -14,6 +17,23 @@
 #include "core/status.h"
 
 namespace headway::workflow::expr_internal {
+
+inline bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
+inline bool IsAsciiAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+inline bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+// Evaluation recurses along chains like `a && b && c`, so the length of an
+// expression is bounded as well as its nesting.
+inline constexpr size_t kMaxTokens = 4096;
+inline constexpr int kMaxNesting = 200;
+
+inline Status ErrorAt(std::string_view what, std::string_view text, size_t pos,
+                      std::string message) {
+  return InvalidArgument(std::string(what) + " '" + std::string(text) + "': " + message +
+                         " at position " + std::to_string(pos));
+}
 
 // A value as expr-lang has it in Argo: nil, bool, int, float64, string,
 // array, or map (a JSON object, e.g. what jsonpath or fromJSON returns).

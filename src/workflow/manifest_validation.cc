@@ -1,6 +1,6 @@
 // Checks on a parsed workflow spec (ValidateWorkflowSpec): template
 // references, names, inputs and arguments, DAG cycles. Split from
-// manifest.cc, which parses.
+// the parser (manifest.cc, manifest_templates.cc, manifest_fields.cc).
 #include <algorithm>
 #include <charconv>
 #include <functional>

@@ -1,7 +1,7 @@
 // What the SQL store needs of a database: prepared statements with `?`
 // placeholders, transactions, and the few places SQL dialects differ. One
 // implementation per backend (store/sqlite, store/postgres, store/mysql), so
-// the store's queries (sql_store.cc) are written once and behave alike on
+// the store's queries (sql_store*.cc) are written once and behave alike on
 // each. Internal to store/.
 //
 // A connection is not thread-safe: its owner serialises calls (the store

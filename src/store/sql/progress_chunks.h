@@ -15,7 +15,7 @@
 // each holds the steps from its first_step to its last_step.
 //
 // This header is the format and the merge, free of I/O; the table is
-// progress_chunks (sql_store.cc reads and writes it). Internal to store/.
+// progress_chunks (sql_store_progress.cc reads and writes it). Internal to store/.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// The text a progress log row holds (sql_store.cc, AppendProgress): the
+// The text a progress log row holds (sql_store_progress.cc, AppendProgress): the
 // reports of one request, written once when they are acknowledged and read
 // back once when the log is folded into the series chunks. A compact line per
 // report rather than JSON: encoding sits on the path of every report, and
