@@ -87,6 +87,19 @@ Result<std::string> StringField(const json& body, const char* key) {
   return it->get<std::string>();
 }
 
+// A list of strings ("parameters": ["a=1"]); absent or null is empty.
+Result<std::vector<std::string>> StringListField(const json& body, const char* key) {
+  std::vector<std::string> out;
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return out;
+  if (!it->is_array()) return InvalidArgument(std::string(key) + " must be a list of strings");
+  for (const json& item : *it) {
+    if (!item.is_string()) return InvalidArgument(std::string(key) + " must be a list of strings");
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
 // A selector's comma-separated terms: "key=value" and "key==value" give
 // key and value; a term without '=' has `has_equals` false. Each caller
 // says which terms it refuses.
@@ -327,7 +340,8 @@ class ArgoRoutes {
     return ArgoJson(200, json::object());
   }
 
-  // Argo's RetryWorkflowRequest body: {restartSuccessful, nodeFieldSelector}.
+  // Argo's RetryWorkflowRequest body: {restartSuccessful, nodeFieldSelector,
+  // parameters}.
   HttpResponse Retry(const HttpRequest& req, const std::string& name) {
     auto body = RequestBody(req);
     if (!body.ok()) return ArgoError(body.status());
@@ -335,19 +349,27 @@ class ArgoRoutes {
     if (!restart.ok()) return ArgoError(restart.status());
     auto selector = StringField(*body, "nodeFieldSelector");
     if (!selector.ok()) return ArgoError(selector.status());
+    auto parameters = StringListField(*body, "parameters");
+    if (!parameters.ok()) return ArgoError(parameters.status());
     WorkflowRetry retry;
     retry.restart_successful = *restart;
     retry.node_field_selector = *selector;
+    retry.parameters = std::move(*parameters);
     return Change(name, [&] { return service_->RetryWorkflow(name, retry); });
   }
 
-  // Argo's ResubmitWorkflowRequest body: {memoized}.
+  // Argo's ResubmitWorkflowRequest body: {memoized, parameters}.
   HttpResponse Resubmit(const HttpRequest& req, const std::string& name) {
     auto body = RequestBody(req);
     if (!body.ok()) return ArgoError(body.status());
     auto memoized = BoolField(*body, "memoized");
     if (!memoized.ok()) return ArgoError(memoized.status());
-    return Change(name, [&] { return service_->ResubmitWorkflow(name, *memoized, ctx_.Creator()); });
+    auto parameters = StringListField(*body, "parameters");
+    if (!parameters.ok()) return ArgoError(parameters.status());
+    WorkflowResubmit how;
+    how.memoized = *memoized;
+    how.parameters = std::move(*parameters);
+    return Change(name, [&] { return service_->ResubmitWorkflow(name, how, ctx_.Creator()); });
   }
 
   // The name of the archived workflow `uid` names, for the calls above.

@@ -58,6 +58,12 @@ struct SubmitOptions {
 struct WorkflowRetry {
   bool restart_successful = false;
   std::string node_field_selector;  // "displayName=x" / "name=x" / "id=x"; empty: all failed
+  std::vector<std::string> parameters;  // "NAME=VALUE": override the workflow's arguments
+};
+
+struct WorkflowResubmit {
+  bool memoized = false;
+  std::vector<std::string> parameters;  // "NAME=VALUE": override the workflow's arguments
 };
 
 class WorkflowService {
@@ -81,12 +87,14 @@ class WorkflowService {
   virtual Result<WorkflowView> ResumeWorkflow(std::string_view name) = 0;
   // Stop runs exit handlers; terminate does not.
   virtual Result<WorkflowView> StopWorkflow(std::string_view name, bool terminate) = 0;
-  // `argo retry`: the failed nodes run again, with what depends on them.
+  // `argo retry`: the failed nodes run again, with what depends on them
+  // (and the given parameters, as `argo retry -p`).
   virtual Result<WorkflowView> RetryWorkflow(std::string_view name, const WorkflowRetry& retry) = 0;
-  // `argo resubmit`: a new workflow (named NAME-xxxxx) with the same spec and
-  // team. With `memoized`, the steps that succeeded keep their results and
-  // only the others run.
-  virtual Result<WorkflowView> ResubmitWorkflow(std::string_view name, bool memoized,
+  // `argo resubmit`: a new workflow (named NAME-xxxxx) with the same spec
+  // (its arguments overridden by the given parameters) and team. With
+  // `memoized`, the steps that succeeded keep their results and only the
+  // others run.
+  virtual Result<WorkflowView> ResubmitWorkflow(std::string_view name, const WorkflowResubmit& how,
                                                 const std::string& created_by) = 0;
 
   // WorkflowTemplates and CronWorkflows (`kind`), validated like workflows.

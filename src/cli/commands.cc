@@ -186,6 +186,8 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   wf_resubmit->add_option("name", o.name, "workflow name")->required();
   wf_resubmit->add_flag("--memoized", o.memoized,
                         "keep the steps that succeeded; run only the others");
+  wf_resubmit->add_option("-p,--parameter", o.parameters,
+                          "NAME=VALUE: override one of the workflow's arguments (repeatable)");
   AddOutputFlag(wf_resubmit, o, {"json", "yaml", "name"});
   wf_resubmit->callback([&exit_code, &o] { exit_code = WorkflowResubmit(o); });
   auto* wf_retry =
@@ -195,6 +197,9 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
                      "also run again the succeeded steps that --node-field-selector names");
   wf_retry->add_option("--node-field-selector", o.node_selector,
                        "only nodes whose name contains this (displayName=NAME)");
+  wf_retry->add_option("-p,--parameter", o.parameters,
+                       "NAME=VALUE: override one of the workflow's arguments for the steps that run "
+                       "again (repeatable)");
   AddOutputFlag(wf_retry, o, {"json", "yaml"});
   wf_retry->callback([&exit_code, &o] { exit_code = WorkflowAct(o, "retry"); });
   for (const auto& [verb, help] : std::vector<std::pair<const char*, const char*>>{

@@ -299,6 +299,7 @@ int WorkflowAct(const Options& o, const std::string& action) {
   if (action == "retry") {
     if (o.restart_successful) body["restartSuccessful"] = true;
     if (!o.node_selector.empty()) body["nodeFieldSelector"] = o.node_selector;
+    if (!o.parameters.empty()) body["parameters"] = o.parameters;
   }
   auto wf = client.Call("PUT", std::string(kWorkflows) + "/" + UrlEncode(o.name) + "/" + action,
                         body.dump());
@@ -317,6 +318,7 @@ int WorkflowResubmit(const Options& o) {
   Client client(o);
   json body = json::object();
   if (o.memoized) body["memoized"] = true;
+  if (!o.parameters.empty()) body["parameters"] = o.parameters;
   auto wf = client.Call("PUT", std::string(kWorkflows) + "/" + UrlEncode(o.name) + "/resubmit",
                         body.dump());
   if (!wf) return client.exit_code;

@@ -826,13 +826,36 @@ Result<api::WorkflowView> WorkflowController::RetryWorkflow(std::string_view nam
                                                             const api::WorkflowRetry& retry) {
   std::string filter = retry.node_field_selector;
   if (auto eq = filter.find('='); eq != std::string::npos) filter = filter.substr(eq + 1);
+  if (retry.parameters.empty()) {
+    return Mutate(name, [&](wf::WorkflowState& s, std::string& e) {
+      return wf::Retry(s, retry.restart_successful, filter, &e);
+    });
+  }
+  // New arguments: the nodes that run again see them (Argo's
+  // FormulateRetryWorkflow); they are checked before anything changes.
+  std::string error;
+  {
+    std::lock_guard lock(mu_);
+    auto live = Load(name);
+    if (!live.ok()) return live.status();
+    wf::Arguments arguments = (*live)->manifest.spec.arguments;
+    if (!wf::OverrideParameters(arguments, retry.parameters, &error)) {
+      return InvalidArgument(error).WithField("parameters");
+    }
+  }
   return Mutate(name, [&](wf::WorkflowState& s, std::string& e) {
-    return wf::Retry(s, retry.restart_successful, filter, &e);
+    if (!wf::Retry(s, retry.restart_successful, filter, &e)) return false;
+    Live& live = live_.at(std::string(name));
+    (void)wf::OverrideParameters(live.manifest.spec.arguments, retry.parameters, &e);
+    live.record.manifest = wf::ToJson(live.manifest).dump();
+    return true;
   });
 }
 
-Result<api::WorkflowView> WorkflowController::ResubmitWorkflow(std::string_view name, bool memoized,
+Result<api::WorkflowView> WorkflowController::ResubmitWorkflow(std::string_view name,
+                                                               const api::WorkflowResubmit& how,
                                                                const std::string& created_by) {
+  const bool memoized = how.memoized;
   std::lock_guard lock(mu_);
   auto old = Load(name);
   if (!old.ok()) return old.status();
@@ -843,6 +866,9 @@ Result<api::WorkflowView> WorkflowController::ResubmitWorkflow(std::string_view 
   WorkflowRecord record;
   record.name = std::string(name).substr(0, 57) + "-" + RandomNameSuffix();
   wf::Workflow workflow = from.manifest;
+  if (std::string error; !wf::OverrideParameters(workflow.spec.arguments, how.parameters, &error)) {
+    return InvalidArgument(error).WithField("parameters");
+  }
   workflow.metadata.name = record.name;
   workflow.metadata.generate_name.clear();
   record.team = from.record.team;

@@ -102,7 +102,7 @@ class WorkflowController final : public api::WorkflowService {
   Result<api::WorkflowView> StopWorkflow(std::string_view name, bool terminate) override;
   Result<api::WorkflowView> RetryWorkflow(std::string_view name,
                                           const api::WorkflowRetry& retry) override;
-  Result<api::WorkflowView> ResubmitWorkflow(std::string_view name, bool memoized,
+  Result<api::WorkflowView> ResubmitWorkflow(std::string_view name, const api::WorkflowResubmit& how,
                                              const std::string& created_by) override;
   // WorkflowTemplates and CronWorkflows.
   Result<api::ManifestView> CreateManifest(std::string_view kind, std::string_view manifest,

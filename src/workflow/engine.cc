@@ -164,6 +164,30 @@ std::string NodeIdFor(std::string_view workflow, std::string_view node_name) {
   return std::string(workflow) + "-" + std::to_string(Fnv32a(node_name));
 }
 
+bool OverrideParameters(Arguments& arguments, const std::vector<std::string>& parameters,
+                        std::string* error) {
+  if (parameters.empty()) return true;
+  std::vector<Parameter> given;
+  std::set<std::string> named;
+  for (const std::string& text : parameters) {
+    const auto eq = text.find('=');
+    if (eq == std::string::npos) {
+      if (error) *error = "expected parameter of the form: NAME=VALUE. Received: " + text;
+      return false;
+    }
+    Parameter p;
+    p.name = text.substr(0, eq);
+    p.value = text.substr(eq + 1);
+    named.insert(p.name);
+    given.push_back(std::move(p));
+  }
+  for (Parameter& own : arguments.parameters) {
+    if (named.count(own.name) == 0) given.push_back(std::move(own));
+  }
+  arguments.parameters = std::move(given);
+  return true;
+}
+
 std::string JobNameFor(std::string_view workflow, std::string_view uid, std::string_view node_name,
                        std::string_view template_name) {
   // Argo keeps 63 - 1 - 10 characters for the prefix; so does this.

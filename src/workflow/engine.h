@@ -278,4 +278,11 @@ bool RequestShutdown(WorkflowState& state, Shutdown how, std::string* error);
 bool Retry(WorkflowState& state, bool restart_successful, const std::string& node_filter,
            std::string* error);
 
+// The `parameters` of `argo retry -p` and `argo resubmit -p` ("NAME=VALUE"
+// each) applied to a workflow's arguments as Argo does: the given ones
+// first, then the workflow's own that none of them names. False (with
+// `error`) for one without '='.
+bool OverrideParameters(Arguments& arguments, const std::vector<std::string>& parameters,
+                        std::string* error);
+
 }  // namespace headway::workflow

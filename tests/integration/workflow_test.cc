@@ -409,6 +409,57 @@ spec:
   EXPECT_EQ(Lines(a_starts), 2);
 }
 
+// `argo retry -p` and `argo resubmit -p`: the parameters given replace the
+// workflow's arguments of the same name (the others stay), as Argo's
+// overrideParameters does; the steps that run again see them.
+TEST(Workflows, RetryAndResubmitTakeParametersThatOverrideTheArguments) {
+  TestServer server;
+  SubmitWorkflow(server, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: greet}
+spec:
+  entrypoint: say
+  arguments:
+    parameters:
+    - {name: message, value: bad}
+    - {name: who, value: world}
+  templates:
+  - name: say
+    container:
+      image: alpine
+      command: [sh, -c, "echo {{workflow.parameters.message}} {{workflow.parameters.who}}; test {{workflow.parameters.message}} != bad"]
+)y");
+  ASSERT_TRUE(WaitForPhase(server, "greet", "Failed"));
+  // A parameter without '=' is refused, and nothing changes.
+  CommandResult bad = server.Cli({"wf", "retry", "greet", "-p", "message"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.err, HasSubstr("expected parameter of the form: NAME=VALUE"));
+  EXPECT_EQ(Phase(server, "greet"), "Failed");
+
+  CommandResult r = server.Cli({"wf", "retry", "greet", "-p", "message=hello"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(WaitForPhase(server, "greet", "Succeeded")) << Workflow(server, "greet").dump(2);
+  EXPECT_THAT(server.Cli({"wf", "logs", "greet"}).out, HasSubstr("hello world"));
+  const json args = Workflow(server, "greet")["spec"]["arguments"]["parameters"];
+  ASSERT_EQ(args.size(), 2u) << args.dump();
+  EXPECT_EQ(args[0]["name"], "message");
+  EXPECT_EQ(args[0]["value"], "hello");
+  EXPECT_EQ(args[1]["value"], "world");
+
+  // Resubmit over the REST API, as Hera and the Argo UI send it.
+  Answer again = Call(server, server.admin_token(), "PUT", "/api/v1/workflows/default/greet/resubmit",
+                      R"({"parameters": ["who=there"]})");
+  ASSERT_EQ(again.status, 200) << again.raw;
+  const std::string name = again.body["metadata"]["name"];
+  ASSERT_TRUE(WaitForPhase(server, name, "Succeeded")) << Workflow(server, name).dump(2);
+  EXPECT_THAT(server.Cli({"wf", "logs", name}).out, HasSubstr("hello there"));
+  EXPECT_EQ(Call(server, server.admin_token(), "PUT", "/api/v1/workflows/default/greet/resubmit",
+                 R"({"parameters": "who=there"})")
+                .status,
+            400);
+}
+
 TEST(Workflows, ARunningWorkflowShowsAnEtaFromPastRunsOfItsSteps) {
   TestServer server;
   const std::string release = Shared(server) + "/release";

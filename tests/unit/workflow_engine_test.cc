@@ -796,6 +796,28 @@ TEST(WorkflowEngine, JobNamesAreValidAndDistinctPerWorkflowRun) {
   EXPECT_NE(JobNameFor("wf", "u1", "wf.a", "t"), JobNameFor("wf", "u1", "wf.b", "t"));
 }
 
+TEST(WorkflowEngine, OverriddenParametersComeFirstAndReplaceTheirNamesakes) {
+  Arguments args;
+  Parameter a, b;
+  a.name = "a";
+  a.value = "1";
+  b.name = "b";
+  b.value = "2";
+  args.parameters = {a, b};
+  std::string error;
+  ASSERT_TRUE(OverrideParameters(args, {"b=x=y", "c="}, &error)) << error;
+  ASSERT_EQ(args.parameters.size(), 3u);
+  EXPECT_EQ(args.parameters[0].name, "b");
+  EXPECT_EQ(args.parameters[0].value, "x=y");  // split at the first '=' only
+  EXPECT_EQ(args.parameters[1].name, "c");
+  EXPECT_EQ(args.parameters[1].value, "");
+  EXPECT_EQ(args.parameters[2].name, "a");
+  EXPECT_EQ(args.parameters[2].value, "1");
+  EXPECT_FALSE(OverrideParameters(args, {"nope"}, &error));
+  EXPECT_EQ(error, "expected parameter of the form: NAME=VALUE. Received: nope");
+  EXPECT_EQ(args.parameters.size(), 3u);  // unchanged
+}
+
 // As Argo names pods (v2): the workflow, the template, a hash; a template
 // name that is no valid job name is made one.
 TEST(WorkflowEngine, AStepsJobNameSaysItsTemplateAsArgosPodNamesDo) {
