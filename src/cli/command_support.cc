@@ -52,6 +52,16 @@ std::optional<nlohmann::json> Client::Answer(const Result<api::ClientResponse>& 
                                                                       : kExitUnreachable;
     return std::nullopt;
   }
+  // Kubernetes' warnings (`Warning: 299 - "TEXT"`, one header each), as
+  // kubectl prints them: what the server accepted but ignores or changed.
+  for (auto [it, end] = resp->headers.equal_range("warning"); it != end; ++it) {
+    const std::string& value = it->second;
+    const auto quote = value.find('"');
+    auto text = quote == std::string::npos
+                    ? nlohmann::json(value)
+                    : nlohmann::json::parse(value.substr(quote), nullptr, /*allow_exceptions=*/false);
+    std::cerr << "Warning: " << Safe(text.is_string() ? text.get<std::string>() : value) << "\n";
+  }
   auto parsed = nlohmann::json::parse(resp->body, nullptr, /*allow_exceptions=*/false);
   if (resp->status >= 400) {
     PrintError(resp->status, parsed, resp->body);

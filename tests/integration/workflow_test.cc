@@ -409,6 +409,27 @@ spec:
   EXPECT_EQ(Lines(a_starts), 2);
 }
 
+// What the server accepts but ignores reaches the person who submitted it:
+// `wf submit` prints each of the reply's warnings, as kubectl does.
+TEST(Workflows, SubmitPrintsWhatTheServerIgnores) {
+  TestServer server;
+  CommandResult r = server.Cli({"workflow", "submit", "-"}, R"y(
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: ignored}
+spec:
+  entrypoint: main
+  serviceAccountName: argo-runner
+  templates:
+  - name: main
+    container: {image: alpine, command: ["true"]}
+)y");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("Warning: spec.serviceAccountName (line 7): ignored: jobs run as "
+                               "the submitting user\n"));
+  EXPECT_THAT(r.out, HasSubstr("ignored"));
+}
+
 // `argo retry -p` and `argo resubmit -p`: the parameters given replace the
 // workflow's arguments of the same name (the others stay), as Argo's
 // overrideParameters does; the steps that run again see them.
