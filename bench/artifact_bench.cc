@@ -86,7 +86,9 @@ Ran Run(const std::vector<std::string>& argv, const std::vector<std::string>& en
   rusage usage{};
   wait4(pid, &status, 0, &usage);
   r.wall = std::chrono::duration<double>(Clock::now() - start).count();
-  auto tv = [](timeval t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  auto tv = [](timeval t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
   r.cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
@@ -104,7 +106,8 @@ std::vector<pid_t> PidsMentioning(const std::string& needle, const std::string& 
     if (pid <= 0 || *end != '\0') continue;
     std::string cmd = ReadAll("/proc/" + std::string(e->d_name) + "/cmdline");
     std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-    if (cmd.find(needle) != std::string::npos && (also.empty() || cmd.find(also) != std::string::npos)) {
+    if (cmd.find(needle) != std::string::npos &&
+        (also.empty() || cmd.find(also) != std::string::npos)) {
       pids.push_back(static_cast<pid_t>(pid));
     }
   }
@@ -211,11 +214,16 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--mib") opt.mib = std::stol(next());
-    else if (a == "--runs") opt.runs = std::stoi(next());
-    else if (a == "--server") opt.server = next();
-    else if (a == "--aws") opt.aws = next();
-    else if (a == "--keep") opt.keep = true;
+    if (a == "--mib")
+      opt.mib = std::stol(next());
+    else if (a == "--runs")
+      opt.runs = std::stoi(next());
+    else if (a == "--server")
+      opt.server = next();
+    else if (a == "--aws")
+      opt.aws = next();
+    else if (a == "--keep")
+      opt.keep = true;
     else {
       std::fprintf(stderr,
                    "usage: artifact_bench [--mib 512] [--runs 1] [--server path/to/headway] "
@@ -229,7 +237,8 @@ int main(int argc, char** argv) {
   }
   signal(SIGPIPE, SIG_IGN);
 
-  std::string work = (fs::temp_directory_path() / ("artifact-bench-" + std::to_string(getpid()))).string();
+  std::string work =
+      (fs::temp_directory_path() / ("artifact-bench-" + std::to_string(getpid()))).string();
   fs::create_directories(work);
   // Removed on every way out, unless --keep.
   struct RemoveAfter {
@@ -237,8 +246,10 @@ int main(int argc, char** argv) {
     bool keep;
     ~RemoveAfter() {
       std::error_code ec;
-      if (keep) std::printf("kept %s\n", dir.c_str());
-      else fs::remove_all(dir, ec);
+      if (keep)
+        std::printf("kept %s\n", dir.c_str());
+      else
+        fs::remove_all(dir, ec);
     }
   } remove_after{work, opt.keep};
   const std::string src = work + "/payload.bin", log = work + "/commands.log";
@@ -256,12 +267,12 @@ int main(int argc, char** argv) {
               s3.startup_seconds());
   const std::string bucket = "artifact-bench";
   const std::string aws_config = s3.dir() + "/aws-config";
-  std::ofstream(aws_config) << "[default]\nregion = " << s3.region() << "\ns3 =\n  signature_version = s3v4\n";
-  const std::vector<std::string> aws_env = {"AWS_CONFIG_FILE=" + aws_config,
-                                            "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
-                                            "AWS_ACCESS_KEY_ID=" + s3.access_key(),
-                                            "AWS_SECRET_ACCESS_KEY=" + s3.secret_key(),
-                                            "AWS_EC2_METADATA_DISABLED=true"};
+  std::ofstream(aws_config) << "[default]\nregion = " << s3.region()
+                            << "\ns3 =\n  signature_version = s3v4\n";
+  const std::vector<std::string> aws_env = {
+      "AWS_CONFIG_FILE=" + aws_config, "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+      "AWS_ACCESS_KEY_ID=" + s3.access_key(), "AWS_SECRET_ACCESS_KEY=" + s3.secret_key(),
+      "AWS_EC2_METADATA_DISABLED=true"};
   auto aws = [&](std::vector<std::string> args) {
     std::vector<std::string> v = {opt.aws, "--endpoint-url", s3.endpoint()};
     v.insert(v.end(), args.begin(), args.end());
@@ -282,8 +293,8 @@ int main(int argc, char** argv) {
   setenv("AWS_ACCESS_KEY_ID", s3.access_key().c_str(), 1);
   setenv("AWS_SECRET_ACCESS_KEY", s3.secret_key().c_str(), 1);
   ServerProcess hw_s3(opt.server, "artifact-bench-s3",
-                      {"--artifact-store", "s3", "--s3-endpoint", s3.endpoint(), "--s3-bucket", bucket,
-                       "--s3-region", s3.region()});
+                      {"--artifact-store", "s3", "--s3-endpoint", s3.endpoint(), "--s3-bucket",
+                       bucket, "--s3-region", s3.region()});
   unsetenv("AWS_ACCESS_KEY_ID");
   unsetenv("AWS_SECRET_ACCESS_KEY");
   // (c) Headway, local store.
@@ -291,14 +302,16 @@ int main(int argc, char** argv) {
   if (hw_s3.port() == 0 || hw_local.port() == 0) return 1;
 
   auto cli = [&](const ServerProcess& s, std::vector<std::string> args) {
-    std::vector<std::string> v = {opt.server, "--server", "http://127.0.0.1:" + std::to_string(s.port())};
+    std::vector<std::string> v = {opt.server, "--server",
+                                  "http://127.0.0.1:" + std::to_string(s.port())};
     v.insert(v.end(), args.begin(), args.end());
     return v;
   };
   const std::vector<std::string> cli_env = {"HEADWAY_DATA_DIR=" + work + "/cli",
                                             "XDG_CONFIG_HOME=" + work + "/cli-config"};
 
-  Way a{"headway, S3 (presigned)", {}, {}}, b{"aws s3 cp", {}, {}}, c{"headway, local store", {}, {}};
+  Way a{"headway, S3 (presigned)", {}, {}}, b{"aws s3 cp", {}, {}},
+      c{"headway, local store", {}, {}};
   Meters ma = swift_meters, mb = swift_meters, mc = swift_meters;
   ma.headway = hw_s3.pid();
   mc.headway = hw_local.pid();
@@ -315,24 +328,30 @@ int main(int argc, char** argv) {
     const std::string dest = work + "/back.bin";
     // Interleaved, so that a burst of load from others on the machine does
     // not fall on one way only.
-    if (Measure("headway put (S3)", a.up, ma, cli(hw_s3, {"artifacts", "put", src, "--name", "bench-s3", "--kind", "model"}),
+    if (Measure("headway put (S3)", a.up, ma,
+                cli(hw_s3, {"artifacts", "put", src, "--name", "bench-s3", "--kind", "model"}),
                 cli_env, log) &&
-        Measure("headway get (S3)", a.down, ma, cli(hw_s3, {"artifacts", "get", "bench-s3", dest}), cli_env, log)) {
+        Measure("headway get (S3)", a.down, ma, cli(hw_s3, {"artifacts", "get", "bench-s3", dest}),
+                cli_env, log)) {
       check("headway, S3", dest);
     } else {
       ok = false;
     }
     const std::string key = "s3://" + bucket + "/aws/run-" + std::to_string(run) + ".bin";
-    if (Measure("aws s3 cp up", b.up, mb, aws({"s3", "cp", "--only-show-errors", src, key}), aws_env, log) &&
-        Measure("aws s3 cp down", b.down, mb, aws({"s3", "cp", "--only-show-errors", key, dest}), aws_env, log)) {
+    if (Measure("aws s3 cp up", b.up, mb, aws({"s3", "cp", "--only-show-errors", src, key}),
+                aws_env, log) &&
+        Measure("aws s3 cp down", b.down, mb, aws({"s3", "cp", "--only-show-errors", key, dest}),
+                aws_env, log)) {
       check("aws s3 cp", dest);
     } else {
       ok = false;
     }
-    if (Measure("headway put (local)", c.up, mc,
-                cli(hw_local, {"artifacts", "put", src, "--name", "bench-local", "--kind", "model"}), cli_env, log) &&
-        Measure("headway get (local)", c.down, mc, cli(hw_local, {"artifacts", "get", "bench-local", dest}),
-                cli_env, log)) {
+    if (Measure(
+            "headway put (local)", c.up, mc,
+            cli(hw_local, {"artifacts", "put", src, "--name", "bench-local", "--kind", "model"}),
+            cli_env, log) &&
+        Measure("headway get (local)", c.down, mc,
+                cli(hw_local, {"artifacts", "get", "bench-local", dest}), cli_env, log)) {
       check("headway, local", dest);
     } else {
       ok = false;
@@ -342,27 +361,32 @@ int main(int argc, char** argv) {
   const double mib = static_cast<double>(opt.mib), gb = mib * 1048576.0 / 1e9;
   auto rate = [&](const Direction& d) { return d.wall.empty() ? 0.0 : mib / Median(d.wall); };
   auto per_gb = [&](const std::vector<double>& v) { return v.empty() ? 0.0 : Median(v) / gb; };
-  std::printf("\n%ld MiB per transfer, median of %d; CPU in seconds per GB moved (1 GB = 1e9 bytes)\n", opt.mib,
-              opt.runs);
-  std::printf("%-24s %-5s %9s %8s %12s %11s %11s %11s\n", "way", "dir", "MiB/s", "wall s", "headway CPU",
-              "swift proxy", "swift all", "client CPU");
+  std::printf(
+      "\n%ld MiB per transfer, median of %d; CPU in seconds per GB moved (1 GB = 1e9 bytes)\n",
+      opt.mib, opt.runs);
+  std::printf("%-24s %-5s %9s %8s %12s %11s %11s %11s\n", "way", "dir", "MiB/s", "wall s",
+              "headway CPU", "swift proxy", "swift all", "client CPU");
   for (const Way* w : {&a, &b, &c}) {
-    for (auto [dir, d] : {std::pair<const char*, const Direction*>{"up", &w->up}, {"down", &w->down}}) {
+    for (auto [dir, d] :
+         {std::pair<const char*, const Direction*>{"up", &w->up}, {"down", &w->down}}) {
       if (d->wall.empty()) {
         std::printf("%-24s %-5s %9s\n", w->name.c_str(), dir, "failed");
         continue;
       }
       char hw[32] = "-";
       if (w != &b) std::snprintf(hw, sizeof hw, "%.2f", per_gb(d->headway_cpu));
-      std::printf("%-24s %-5s %9.1f %8.2f %12s %11.2f %11.2f %11.2f\n", w->name.c_str(), dir, rate(*d),
-                  Median(d->wall), hw, per_gb(d->proxy_cpu), per_gb(d->swift_cpu), per_gb(d->client_cpu));
+      std::printf("%-24s %-5s %9.1f %8.2f %12s %11.2f %11.2f %11.2f\n", w->name.c_str(), dir,
+                  rate(*d), Median(d->wall), hw, per_gb(d->proxy_cpu), per_gb(d->swift_cpu),
+                  per_gb(d->client_cpu));
     }
   }
-  auto ratio = [&](const Direction& x, const Direction& y) { return rate(y) > 0 ? rate(x) / rate(y) : 0.0; };
-  std::printf("\nratio headway S3 / aws s3 cp (throughput): up %.2f, down %.2f\n", ratio(a.up, b.up),
-              ratio(a.down, b.down));
-  std::printf("ratio headway local / headway S3 (throughput): up %.2f, down %.2f\n", ratio(c.up, a.up),
-              ratio(c.down, a.down));
+  auto ratio = [&](const Direction& x, const Direction& y) {
+    return rate(y) > 0 ? rate(x) / rate(y) : 0.0;
+  };
+  std::printf("\nratio headway S3 / aws s3 cp (throughput): up %.2f, down %.2f\n",
+              ratio(a.up, b.up), ratio(a.down, b.down));
+  std::printf("ratio headway local / headway S3 (throughput): up %.2f, down %.2f\n",
+              ratio(c.up, a.up), ratio(c.down, a.down));
   std::printf("bytes round-trip: %s\n", ok ? "identical in every case" : "FAILED (see above)");
 
   return ok ? 0 : 1;

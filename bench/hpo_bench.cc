@@ -42,6 +42,9 @@
 // best final loss (with how many seeds never got there).
 //
 // No assertions: the numbers are for reading.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -52,16 +55,13 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <numbers>
 #include <optional>
 #include <span>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "hpo/early_stopping.h"
 #include "hpo/sampler.h"
@@ -119,7 +119,7 @@ struct TestFunction {
   std::string name;         // also the key in hpo_optuna.py's JSON
   std::string description;  // dimension and domain
   int dims;
-  double lo, hi;            // per dimension; Branin overrides x2 below
+  double lo, hi;  // per dimension; Branin overrides x2 below
   double optimum;
   std::vector<double> argmin;  // a known minimiser, for the sanity check
   std::function<double(const std::vector<double>&)> f;
@@ -177,13 +177,26 @@ double Ackley(const std::vector<double>& x) {
 
 std::vector<TestFunction> MakeFunctions() {
   std::vector<TestFunction> fns = {
-      {"branin", "2-D, x1 in [-5,10], x2 in [0,15]", 2, -5, 10, 0.397887,
-       {std::numbers::pi, 2.275}, Branin, {}},
-      {"hartmann6", "6-D, [0,1]^6", 6, 0, 1, -3.32237,
-       {0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573}, Hartmann6, {}},
-      {"rosenbrock4", "4-D, [-5,10]^4", 4, -5, 10, 0.0, {1, 1, 1, 1}, Rosenbrock, {}},
-      {"ackley5", "5-D, [-32.768,32.768]^5", 5, -32.768, 32.768, 0.0, {0, 0, 0, 0, 0}, Ackley,
+      {"branin",
+       "2-D, x1 in [-5,10], x2 in [0,15]",
+       2,
+       -5,
+       10,
+       0.397887,
+       {std::numbers::pi, 2.275},
+       Branin,
        {}},
+      {"hartmann6",
+       "6-D, [0,1]^6",
+       6,
+       0,
+       1,
+       -3.32237,
+       {0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573},
+       Hartmann6,
+       {}},
+      {"rosenbrock4", "4-D, [-5,10]^4", 4, -5, 10, 0.0, {1, 1, 1, 1}, Rosenbrock, {}},
+      {"ackley5", "5-D, [-32.768,32.768]^5", 5, -32.768, 32.768, 0.0, {0, 0, 0, 0, 0}, Ackley, {}},
   };
   for (TestFunction& fn : fns) {
     for (int i = 0; i < fn.dims; ++i) {
@@ -210,7 +223,7 @@ std::vector<double> Point(const hpo::SearchSpace& space, const hpo::Assignment& 
 // ------------------------------------------------------------ sampler runs
 
 struct SamplerRun {
-  std::vector<double> best;  // per seed
+  std::vector<double> best;                                      // per seed
   double suggest_ms = std::numeric_limits<double>::quiet_NaN();  // mean per Suggest
   std::string note;
 };
@@ -412,7 +425,7 @@ EsRun RunEarlyStopping(const hpo::EarlyStoppingOptions& options, std::uint64_t s
   const auto sampler = MustMake("random", so);
 
   struct Running {
-    int trial;        // index into curves/shapes
+    int trial;  // index into curves/shapes
     std::int64_t step;
   };
   std::vector<hpo::TrialCurve> curves;  // every trial started so far, by index
@@ -450,8 +463,7 @@ EsRun RunEarlyStopping(const hpo::EarlyStoppingOptions& options, std::uint64_t s
       if (r.step < kEsSteps && options.rule != hpo::StoppingRule::kNone) {
         // Move the trial to the end so the others are one contiguous span.
         std::swap(curves[r.trial], curves.back());
-        stop = hpo::ShouldStop(curves.back(), std::span(curves.data(), curves.size() - 1),
-                               options)
+        stop = hpo::ShouldStop(curves.back(), std::span(curves.data(), curves.size() - 1), options)
                    .stop;
         std::swap(curves[r.trial], curves.back());
       }
@@ -542,8 +554,8 @@ int main(int argc, char** argv) {
   const Args args = ParseArgs(argc, argv);
   const std::vector<TestFunction> fns = MakeFunctions();
 
-  std::printf("== HPO benchmark: %d seeds x %d trials per sampler and function ==\n\n",
-              args.seeds, args.trials);
+  std::printf("== HPO benchmark: %d seeds x %d trials per sampler and function ==\n\n", args.seeds,
+              args.trials);
   std::printf("Test functions (minimised; every parameter kDouble, no log scale):\n");
   for (const TestFunction& fn : fns) {
     std::printf("  %-12s %-36s known min %-9s f(known argmin) = %.6g\n", fn.name.c_str(),
@@ -578,8 +590,8 @@ int main(int argc, char** argv) {
               args.seeds);
   if (optuna.ok) {
     std::printf("Optuna %s via /usr/bin/python3 %s (%.1f s wall)\n",
-                optuna.json.value("optuna_version", std::string("?")).c_str(),
-                args.optuna.c_str(), optuna_s);
+                optuna.json.value("optuna_version", std::string("?")).c_str(), args.optuna.c_str(),
+                optuna_s);
   } else {
     std::printf("Optuna was NOT run: %s. Headway rows only.\n", optuna.why.c_str());
   }
@@ -649,16 +661,18 @@ int main(int argc, char** argv) {
     const double n = static_cast<double>(args.seeds) * args.trials * fns.size();
     for (const char* s : {"random", "tpe", "tpe-multivariate"}) {
       if (optuna.json["seconds"].contains(s)) {
-        std::printf("optuna %-6s: %.3f ms per whole trial (suggest + study bookkeeping + objective)\n",
-                    s, 1000 * optuna.json["seconds"][s].get<double>() / n);
+        std::printf(
+            "optuna %-6s: %.3f ms per whole trial (suggest + study bookkeeping + objective)\n", s,
+            1000 * optuna.json["seconds"][s].get<double>() / n);
       }
     }
   }
 
   // ---- Early stopping.
-  std::printf("\n-- Early stopping: %d random-search trials x %lld steps, %d in parallel, "
-              "%d seeds --\n",
-              kEsTrials, static_cast<long long>(kEsSteps), kEsParallel, args.seeds);
+  std::printf(
+      "\n-- Early stopping: %d random-search trials x %lld steps, %d in parallel, "
+      "%d seeds --\n",
+      kEsTrials, static_cast<long long>(kEsSteps), kEsParallel, args.seeds);
   std::printf(
       "workload: loss(step) = final + (%.1f - final) * exp(-step / tau) + N(0, %.2f^2);\n"
       "lr log-uniform in [1e-5, 1e-1], width log-uniform int in [16, 1024]; final(lr, width)\n"
@@ -695,8 +709,7 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("%-32s %11s %8s %8s %13s %11s %15s %6s %10s\n", "rule", "total steps", "vs none",
-              "stopped", "best complete", "best of all", "steps to target", "never",
-              "kept best");
+              "stopped", "best complete", "best of all", "steps to target", "never", "kept best");
   const double none_steps = [&] {
     std::vector<double> v;
     for (const EsRun& r : es[0]) v.push_back(static_cast<double>(r.total_steps));

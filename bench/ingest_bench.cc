@@ -353,10 +353,10 @@ int main(int argc, char** argv) {
     int batch;
     int requests_each;
   };
-  std::vector<Config> configs = {{1, 1, 400}, {8, 1, 200}, {32, 1, 100},
+  std::vector<Config> configs = {{1, 1, 400},   {8, 1, 200},  {32, 1, 100},
                                  {1, 100, 100}, {8, 100, 50}, {32, 100, 25}};
-  std::printf("%-10s %-6s %10s %12s %10s %10s %7s\n", "reporters", "batch", "requests",
-              "points/s", "p50 ms", "p99 ms", "errors");
+  std::printf("%-10s %-6s %10s %12s %10s %10s %7s\n", "reporters", "batch", "requests", "points/s",
+              "p50 ms", "p99 ms", "errors");
   std::int64_t step_base = 0;
   for (const Config& cfg : configs) {
     std::vector<std::vector<double>> latencies(static_cast<std::size_t>(cfg.reporters));
@@ -371,12 +371,13 @@ int main(int argc, char** argv) {
           nlohmann::json reports = nlohmann::json::array();
           for (int b = 0; b < cfg.batch; ++b) {
             std::int64_t step = step_base + static_cast<std::int64_t>(i) * cfg.batch + b;
-            reports.push_back({{"step", step},
-                               {"metrics", {{"loss", 1.0 / static_cast<double>(step + 1)},
-                                            {"learning_rate", 3e-4}}}});
+            reports.push_back(
+                {{"step", step},
+                 {"metrics",
+                  {{"loss", 1.0 / static_cast<double>(step + 1)}, {"learning_rate", 3e-4}}}});
           }
-          std::string body = cfg.batch == 1 ? reports[0].dump()
-                                            : nlohmann::json{{"reports", reports}}.dump();
+          std::string body =
+              cfg.batch == 1 ? reports[0].dump() : nlohmann::json{{"reports", reports}}.dump();
           auto t0 = Clock::now();
           auto [status, text] = c.Request(http::verb::post, "/api/v1/jobs/" + job + "/progress",
                                           body, tokens[static_cast<std::size_t>(r)]);
@@ -400,8 +401,9 @@ int main(int argc, char** argv) {
                 Percentile(all, 0.99), error_count);
     step_base += static_cast<std::int64_t>(cfg.requests_each) * cfg.batch;
   }
-  std::printf("(every acknowledged report is committed to SQLite with synchronous=FULL;\n"
-              " concurrent requests share a transaction: group commit)\n");
+  std::printf(
+      "(every acknowledged report is committed to SQLite with synchronous=FULL;\n"
+      " concurrent requests share a transaction: group commit)\n");
 
   // A 1M-point series: ingest in batches of 10k, then read it chart-sized.
   {
@@ -412,8 +414,8 @@ int main(int argc, char** argv) {
       std::string body = "{\"reports\":[";
       for (int s = first; s < first + kBatch; ++s) {
         if (s > first) body += ",";
-        body += "{\"step\":" + std::to_string(s) + ",\"metrics\":{\"loss\":" +
-                std::to_string(1.0 / (s + 1)) + "}}";
+        body += "{\"step\":" + std::to_string(s) +
+                ",\"metrics\":{\"loss\":" + std::to_string(1.0 / (s + 1)) + "}}";
       }
       body += "]}";
       c.Request(http::verb::post, "/api/v1/jobs/bench-0/progress", body, tokens[0]);

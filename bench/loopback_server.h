@@ -138,7 +138,6 @@ inline double CpuSecondsOfMatching(const std::string& needle) {
   return total;
 }
 
-
 inline double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -156,8 +155,9 @@ class ServerProcess {
       : dir_(std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()))) {
     std::filesystem::create_directories(dir_);
     std::string log = dir_ + "/server.log";
-    std::vector<std::string> args = {bin,  "server", "--listen", "127.0.0.1:0", "--data-dir",
-                                     dir_, "--gpus", std::to_string(gpus), "--no-auth"};
+    std::vector<std::string> args = {bin,          "server", "--listen", "127.0.0.1:0",
+                                     "--data-dir", dir_,     "--gpus",   std::to_string(gpus),
+                                     "--no-auth"};
     args.insert(args.end(), extra.begin(), extra.end());
     pid_ = fork();
     if (pid_ == 0) {
@@ -211,15 +211,17 @@ inline std::vector<std::string> StartIdleJobs(Connection& c, const std::string& 
                            {"command", "echo $HEADWAY_TOKEN; sleep 100000"},
                            {"termination_grace", "1s"}};
     auto [status, body] = c.Request(http::verb::post, "/api/v1/jobs", spec.dump());
-    if (status / 100 != 2) std::fprintf(stderr, "submit %s-%d: HTTP %d %s\n", prefix.c_str(), i, status, body.c_str());
+    if (status / 100 != 2)
+      std::fprintf(stderr, "submit %s-%d: HTTP %d %s\n", prefix.c_str(), i, status, body.c_str());
   }
   std::vector<std::string> tokens(static_cast<std::size_t>(n));
   std::regex token_line(R"(hwj_[0-9a-fA-F]+)");
   for (int i = 0; i < n; ++i) {
     std::smatch m;
     for (int tries = 0; tries < 400; ++tries) {
-      std::string logs =
-          c.Request(http::verb::get, "/api/v1/jobs/" + prefix + "-" + std::to_string(i) + "/logs", "").second;
+      std::string logs = c.Request(http::verb::get,
+                                   "/api/v1/jobs/" + prefix + "-" + std::to_string(i) + "/logs", "")
+                             .second;
       if (std::regex_search(logs, m, token_line)) {
         tokens[static_cast<std::size_t>(i)] = m.str();
         break;

@@ -82,9 +82,10 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(mib), server.startup_seconds());
   std::printf("  PutObject signed %.0f MiB/s, UNSIGNED-PAYLOAD %.0f MiB/s: ratio %.2f\n", mibs(0),
               mibs(4), mibs(4) / mibs(0));
-  std::printf("  multipart 4 x %llu MiB: one part at a time %.0f MiB/s, four at a time %.0f MiB/s: "
-              "ratio %.2f\n",
-              static_cast<unsigned long long>(mib / 4), mibs(1), mibs(2), mibs(2) / mibs(1));
+  std::printf(
+      "  multipart 4 x %llu MiB: one part at a time %.0f MiB/s, four at a time %.0f MiB/s: "
+      "ratio %.2f\n",
+      static_cast<unsigned long long>(mib / 4), mibs(1), mibs(2), mibs(2) / mibs(1));
   std::printf("  GetObject %.0f MiB/s\n", mibs(3));
   std::filesystem::remove(server.dir() + "/t.down");
   return 0;

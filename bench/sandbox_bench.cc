@@ -32,7 +32,8 @@ double RunShim(const std::string& run_dir) {
   }
   int status = 0;
   waitpid(pid, &status, 0);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   json result = json::parse(std::ifstream(run_dir + "/result.json"), nullptr, false);
   if (!result.is_object() || result.value("exit_code", -1) != 0) {
     std::ifstream log(run_dir + "/rank-0.log");
@@ -104,7 +105,9 @@ int main(int argc, char** argv) {
         launch["sandbox"] = plan.ToJson();
       }
       std::ofstream(run / "launch.json") << launch.dump();
-      double setup = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      double setup =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
       ms.push_back(setup + RunShim(run.string()));
     }
     double p50 = Percentile(ms, 0.5);

@@ -25,12 +25,13 @@ struct Settings {
   double las_threshold = 36000;
   double las_promote = 8;  // 2D-LAS: waited this many times what it ran: back to the first
   sched::SchedulerOptions headway;
-  std::optional<Duration> aware_starvation_bound = sched::SchedulerOptions::kShortestWorkStarvationBound;
+  std::optional<Duration> aware_starvation_bound =
+      sched::SchedulerOptions::kShortestWorkStarvationBound;
   double balanced_slowdown = sched::SchedulerOptions::kBalancedSlowdown;
   CheckpointSettings checkpoints;
-  double gpu_failure_rate = 2e-5;  // interruptions per GPU-hour from failures
-  ElasticDraw elastic;             // which jobs are elastic (sim_elastic.h)
-  double resize_cost = 60;         // seconds without progress after each resize
+  double gpu_failure_rate = 2e-5;         // interruptions per GPU-hour from failures
+  ElasticDraw elastic;                    // which jobs are elastic (sim_elastic.h)
+  double resize_cost = 60;                // seconds without progress after each resize
   sched::ElasticOptions elastic_options;  // Headway's elastic sizing (sched/elastic.h)
 };
 

@@ -139,7 +139,6 @@ bool UsesProgress(Policy p) {
 }
 bool ResizesJobs(Policy p) { return p == Policy::kElastic || p == Policy::kPollux; }
 
-
 struct Result {
   std::vector<double> jct, wait, big_jct;
   std::vector<double> done;  // each job's completion time, in trace order

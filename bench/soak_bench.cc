@@ -83,7 +83,9 @@ double RssMiB(pid_t pid) {
 double SelfCpuSeconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  auto tv = [](timeval t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  auto tv = [](timeval t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
   return tv(u.ru_utime) + tv(u.ru_stime);
 }
 
@@ -330,7 +332,8 @@ void Report(int port, const std::vector<int>& slice, const std::vector<std::stri
     Clock::time_point next;
     std::int64_t step = 0;
   };
-  auto period = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / opt.hz));
+  auto period =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / opt.hz));
   std::vector<Due> due;
   for (int j : slice) {
     // Spread the jobs evenly over one period so the load is smooth.
@@ -357,7 +360,9 @@ void Report(int port, const std::vector<int>& slice, const std::vector<std::stri
         c = std::make_unique<Connection>(port);
         c->timeout = kRequestTimeout;
       }
-      status = c->Request(http::verb::post, target, report.dump(), tokens[static_cast<std::size_t>(it->job)]).first;
+      status = c->Request(http::verb::post, target, report.dump(),
+                          tokens[static_cast<std::size_t>(it->job)])
+                   .first;
     } catch (const std::exception& e) {
       stats.Error(std::string("report transport: ") + e.what());
       c.reset();
@@ -439,7 +444,8 @@ void WatchOnce(int port, WatchCounts& counts, Stats& stats) {
       break;
     }
     if (!counts.Stopped()) {
-      stats.Error("watch stream ended early: " + (ec ? ec.message() : std::string("server closed it")));
+      stats.Error("watch stream ended early: " +
+                  (ec ? ec.message() : std::string("server closed it")));
     }
   } catch (const std::exception& e) {
     if (!counts.Stopped()) stats.Error(std::string("watch transport: ") + e.what());
@@ -461,7 +467,8 @@ void Watch(int port, WatchCounts& counts, Stats& stats) {
 void Poll(int port, int reader, const Options& opt, Clock::time_point start, Clock::time_point end,
           Stats& stats) {
   std::unique_ptr<Connection> c;
-  auto get = [&](const std::string& target, const std::string& what, std::vector<double> Stats::*series) {
+  auto get = [&](const std::string& target, const std::string& what,
+                 std::vector<double> Stats::*series) {
     auto t0 = Clock::now();
     int status = 0;
     std::string body;
@@ -496,7 +503,8 @@ void Poll(int port, int reader, const Options& opt, Clock::time_point start, Clo
     if (when >= end) break;
     std::this_thread::sleep_until(when);
     int k = (reader + tick * opt.readers) % opt.jobs;
-    get("/api/v1/jobs/soak-" + std::to_string(k) + "/metrics/loss?buckets=300", "chart", &Stats::chart_ms);
+    get("/api/v1/jobs/soak-" + std::to_string(k) + "/metrics/loss?buckets=300", "chart",
+        &Stats::chart_ms);
     get("/metrics", "metrics", &Stats::prom_ms);
   }
 }
@@ -514,14 +522,22 @@ bool ParseOptions(int argc, char** argv, Options& opt) {
       return false;
     }
     std::string value = argv[++i];
-    if (flag == "--jobs") opt.jobs = std::stoi(value);
-    else if (flag == "--hz") opt.hz = std::stod(value);
-    else if (flag == "--seconds") opt.seconds = std::stod(value);
-    else if (flag == "--readers") opt.readers = std::stoi(value);
-    else if (flag == "--reporter-threads") opt.reporter_threads = std::stoi(value);
-    else if (flag == "--server") opt.server = value;
-    else if (flag == "--idle-sockets") opt.idle_sockets = std::stoi(value);
-    else if (flag == "--slow-webhooks") opt.slow_webhooks = std::stoi(value);
+    if (flag == "--jobs")
+      opt.jobs = std::stoi(value);
+    else if (flag == "--hz")
+      opt.hz = std::stod(value);
+    else if (flag == "--seconds")
+      opt.seconds = std::stod(value);
+    else if (flag == "--readers")
+      opt.readers = std::stoi(value);
+    else if (flag == "--reporter-threads")
+      opt.reporter_threads = std::stoi(value);
+    else if (flag == "--server")
+      opt.server = value;
+    else if (flag == "--idle-sockets")
+      opt.idle_sockets = std::stoi(value);
+    else if (flag == "--slow-webhooks")
+      opt.slow_webhooks = std::stoi(value);
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return false;
@@ -582,15 +598,18 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  std::printf("soak: %d jobs x %g Hz = %g reports/s for %g s, %d reporter threads, %d dashboard readers\n"
-              "(%d jobs running after %.1f s; each report is one request with loss, learning_rate, grad_norm)\n\n",
-              opt.jobs, opt.hz, opt.jobs * opt.hz, opt.seconds, opt.reporter_threads, opt.readers,
-              opt.jobs, Seconds(Clock::now() - setup_start));
+  std::printf(
+      "soak: %d jobs x %g Hz = %g reports/s for %g s, %d reporter threads, %d dashboard readers\n"
+      "(%d jobs running after %.1f s; each report is one request with loss, learning_rate, "
+      "grad_norm)\n\n",
+      opt.jobs, opt.hz, opt.jobs * opt.hz, opt.seconds, opt.reporter_threads, opt.readers, opt.jobs,
+      Seconds(Clock::now() - setup_start));
 
   if (opt.idle_sockets > 0 || opt.slow_webhooks > 0) {
-    std::printf("hostile peers: %d idle connections to the server's port; %d webhook URLs, half "
-                "answering after 4 s, half never\n\n",
-                opt.idle_sockets, static_cast<int>(receivers.urls().size()));
+    std::printf(
+        "hostile peers: %d idle connections to the server's port; %d webhook URLs, half "
+        "answering after 4 s, half never\n\n",
+        opt.idle_sockets, static_cast<int>(receivers.urls().size()));
   }
   IdleSockets idle(port, opt.idle_sockets);
 
@@ -603,12 +622,14 @@ int main(int argc, char** argv) {
   }
 
   auto start = Clock::now() + std::chrono::milliseconds(200);
-  auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.seconds));
+  auto end = start + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(opt.seconds));
   std::vector<std::thread> load;
   for (int t = 0; t < opt.reporter_threads; ++t) {
     std::vector<int> slice;
     for (int j = t; j < opt.jobs; j += opt.reporter_threads) slice.push_back(j);
-    load.emplace_back(Report, port, slice, std::cref(tokens), std::cref(opt), start, end, std::ref(stats));
+    load.emplace_back(Report, port, slice, std::cref(tokens), std::cref(opt), start, end,
+                      std::ref(stats));
   }
   for (int r = 0; r < opt.readers; ++r) {
     load.emplace_back(Poll, port, r, std::cref(opt), start, end, std::ref(stats));
@@ -679,36 +700,43 @@ int main(int argc, char** argv) {
   std::string server_points =
       std::regex_search(stats.last_prom, m, ingested) ? m[1].str() : std::string("?");
 
-  std::printf("\nsummary (%d jobs x %g Hz, %d readers, %.0f s, %d reporter threads)\n", opt.jobs, opt.hz,
-              opt.readers, opt.seconds, opt.reporter_threads);
-  std::printf("reports          %lld acknowledged (202), %.0f points/s (target %g); server's ingest "
-              "counter at the last scrape (<= 1 s before the end): %s\n",
-              static_cast<long long>(stats.reports), static_cast<double>(stats.reports) / run_s,
-              opt.jobs * opt.hz, server_points.c_str());
-  std::printf("report latency   p50 %.2f ms, p99 %.2f ms, max %.2f ms; sends at most %.1f ms behind schedule\n",
-              Percentile(stats.report_ms, 0.5), Percentile(stats.report_ms, 0.99),
-              Percentile(stats.report_ms, 1.0), stats.max_lag_ms);
-  std::printf("chart reads      %zu, p50 %.2f ms, p99 %.2f ms, max %.2f ms "
-              "(GET /api/v1/jobs/NAME/metrics/loss?buckets=300)\n",
-              stats.chart_ms.size(), Percentile(stats.chart_ms, 0.5), Percentile(stats.chart_ms, 0.99),
-              Percentile(stats.chart_ms, 1.0));
+  std::printf("\nsummary (%d jobs x %g Hz, %d readers, %.0f s, %d reporter threads)\n", opt.jobs,
+              opt.hz, opt.readers, opt.seconds, opt.reporter_threads);
+  std::printf(
+      "reports          %lld acknowledged (202), %.0f points/s (target %g); server's ingest "
+      "counter at the last scrape (<= 1 s before the end): %s\n",
+      static_cast<long long>(stats.reports), static_cast<double>(stats.reports) / run_s,
+      opt.jobs * opt.hz, server_points.c_str());
+  std::printf(
+      "report latency   p50 %.2f ms, p99 %.2f ms, max %.2f ms; sends at most %.1f ms behind "
+      "schedule\n",
+      Percentile(stats.report_ms, 0.5), Percentile(stats.report_ms, 0.99),
+      Percentile(stats.report_ms, 1.0), stats.max_lag_ms);
+  std::printf(
+      "chart reads      %zu, p50 %.2f ms, p99 %.2f ms, max %.2f ms "
+      "(GET /api/v1/jobs/NAME/metrics/loss?buckets=300)\n",
+      stats.chart_ms.size(), Percentile(stats.chart_ms, 0.5), Percentile(stats.chart_ms, 0.99),
+      Percentile(stats.chart_ms, 1.0));
   std::printf("/metrics reads   %zu, p50 %.2f ms, p99 %.2f ms, max %.2f ms (%zu bytes each)\n",
               stats.prom_ms.size(), Percentile(stats.prom_ms, 0.5), Percentile(stats.prom_ms, 0.99),
               Percentile(stats.prom_ms, 1.0), stats.prom_bytes);
-  std::printf("server RSS       first %.1f MiB, last %.1f MiB, max %.1f MiB; growth %+.2f MiB/min "
-              "after 10 s, %+.2f MiB/min over the last half (least squares, 1 sample/s)\n",
-              rss.front().second, rss.back().second, max_rss, 60 * Slope(settled), 60 * Slope(last_half));
+  std::printf(
+      "server RSS       first %.1f MiB, last %.1f MiB, max %.1f MiB; growth %+.2f MiB/min "
+      "after 10 s, %+.2f MiB/min over the last half (least squares, 1 sample/s)\n",
+      rss.front().second, rss.back().second, max_rss, 60 * Slope(settled), 60 * Slope(last_half));
   std::printf("CPU              server %.0f%%, this benchmark %.0f%% (of one core; %u cores)\n",
-              100 * server_cpu / run_s, 100 * self_cpu / run_s, std::thread::hardware_concurrency());
+              100 * server_cpu / run_s, 100 * self_cpu / run_s,
+              std::thread::hardware_concurrency());
   std::printf("job supervisors  %.2f%% of a core for %d idle jobs, %.4f%% per job\n",
               100 * supervisor_cpu / run_s, opt.jobs, 100 * supervisor_cpu / run_s / opt.jobs);
   for (int r = 0; r < opt.readers; ++r) {
     const WatchCounts& w = *watch_counts[static_cast<std::size_t>(r)];
-    std::printf("watch stream %d   %d connection(s), %d snapshot(s) (%d jobs), %d updates, %lld job views, "
-                "%d keep-alives, %.2f MB\n",
-                r, w.connections.load(), w.snapshots.load(), w.snapshot_jobs.load(), w.updates.load(),
-                static_cast<long long>(w.job_views.load()), w.keep_alives.load(),
-                static_cast<double>(w.bytes.load()) / 1e6);
+    std::printf(
+        "watch stream %d   %d connection(s), %d snapshot(s) (%d jobs), %d updates, %lld job views, "
+        "%d keep-alives, %.2f MB\n",
+        r, w.connections.load(), w.snapshots.load(), w.snapshot_jobs.load(), w.updates.load(),
+        static_cast<long long>(w.job_views.load()), w.keep_alives.load(),
+        static_cast<double>(w.bytes.load()) / 1e6);
   }
   std::printf("errors           %d\n", stats.error_count);
   for (const auto& [kind, count] : stats.errors) std::printf("  %6d  %s\n", count, kind.c_str());
@@ -721,7 +749,8 @@ int main(int argc, char** argv) {
     Connection c(port);
     c.timeout = kRequestTimeout;
     for (int i = 0; i < opt.jobs; ++i) {
-      auto [status, body] = c.Request(http::verb::get, "/api/v1/jobs/soak-" + std::to_string(i) + "/events", "");
+      auto [status, body] =
+          c.Request(http::verb::get, "/api/v1/jobs/soak-" + std::to_string(i) + "/events", "");
       auto events = nlohmann::json::parse(body, nullptr, false);
       if (status != 200 || !events.is_object()) {
         ++unread;
@@ -730,8 +759,9 @@ int main(int argc, char** argv) {
       bool wrong = false;
       for (const auto& e : events["events"]) {
         std::string type = e.value("type", ""), message = e.value("message", "");
-        if (type == "HealthChanged" && (message.find("-> Stalled") != std::string::npos ||
-                                        message.find("Progressing -> Unknown") != std::string::npos)) {
+        if (type == "HealthChanged" &&
+            (message.find("-> Stalled") != std::string::npos ||
+             message.find("Progressing -> Unknown") != std::string::npos)) {
           wrong = true;
         }
         if (type == "StateChanged" && message.rfind("Running -> ", 0) == 0) wrong = true;
@@ -741,8 +771,9 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::printf("job check        failed: %s\n", e.what());
   }
-  std::printf("misjudged jobs   %d of %d reporting jobs turned Stalled or left Running%s\n", misjudged,
-              opt.jobs, unread > 0 ? (" (" + std::to_string(unread) + " unreadable)").c_str() : "");
+  std::printf("misjudged jobs   %d of %d reporting jobs turned Stalled or left Running%s\n",
+              misjudged, opt.jobs,
+              unread > 0 ? (" (" + std::to_string(unread) + " unreadable)").c_str() : "");
   std::fflush(stdout);
 
   try {
@@ -752,7 +783,8 @@ int main(int argc, char** argv) {
     // Wait for the jobs to end (SIGTERM, SIGKILL after the 1 s grace).
     auto deadline = Clock::now() + std::chrono::seconds(15);
     for (int i = 0; i < opt.jobs && Clock::now() < deadline;) {
-      auto [status, body] = c.Request(http::verb::get, "/api/v1/jobs/soak-" + std::to_string(i), "");
+      auto [status, body] =
+          c.Request(http::verb::get, "/api/v1/jobs/soak-" + std::to_string(i), "");
       auto job = nlohmann::json::parse(body, nullptr, false);
       std::string state = job.is_object() ? job.value("state", "") : "";
       if (status != 200 || state == "Stopped" || state == "Failed" || state == "Succeeded") {
@@ -771,10 +803,10 @@ int main(int argc, char** argv) {
   std::printf("shutdown         %.2f s from SIGTERM to exit (%s)\n", shutdown_s,
               shutdown_s < 5 ? "prompt" : "NOT prompt: over 5 s");
   if (opt.idle_sockets > 0 || opt.slow_webhooks > 0) {
-    std::printf("hostile peers    %d idle connections, %d open at the end, %d closed by the "
-                "server before its shutdown (each reopened); webhook receivers got %d posts, answered %d\n",
-                opt.idle_sockets, idle_open, idle_closed, receivers.requests(),
-                receivers.answered());
+    std::printf(
+        "hostile peers    %d idle connections, %d open at the end, %d closed by the "
+        "server before its shutdown (each reopened); webhook receivers got %d posts, answered %d\n",
+        opt.idle_sockets, idle_open, idle_closed, receivers.requests(), receivers.answered());
   }
   idle.Stop();
   receivers.Stop();

@@ -89,7 +89,8 @@ void Ingest(Store& store, Figures& f) {
       ProgressReport r;
       r.step = c + 1;
       r.total_steps = kCommits;
-      r.metrics = {{"loss", 1.0 / (c + 1)}, {"lr", 0.001}, {"grad_norm", 0.5}, {"tokens_per_s", 1e5}};
+      r.metrics = {
+          {"loss", 1.0 / (c + 1)}, {"lr", 0.001}, {"grad_norm", 0.5}, {"tokens_per_s", 1e5}};
       batches.push_back({"ingest-" + std::to_string(j), {r}, FromUnixMillis(2'000'000 + c)});
       points += 1 + static_cast<std::int64_t>(r.metrics.size());
     }
@@ -131,7 +132,8 @@ void FillSqlite(const std::string& path, int jobs) {
   {
     auto store = Open("sqlite://" + path);
     Job job = MakeJob("template", "team-0");
-    (void)store->CreateJob(job, {0, "template", FromUnixMillis(1'000'000), "Submitted", "submitted"});
+    (void)store->CreateJob(job,
+                           {0, "template", FromUnixMillis(1'000'000), "Submitted", "submitted"});
   }
   sqlite3* db = nullptr;
   sqlite3_open(path.c_str(), &db);

@@ -48,7 +48,8 @@ class Stream {
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return;
     std::string req = "GET /api/v1/watch/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-    if (::send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) return;
+    if (::send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()))
+      return;
     reader_ = std::thread([this] {
       std::string window;
       char buf[65536];
@@ -102,9 +103,9 @@ struct Figures {
   double rss_start = 0, rss_peak = 0, rss_idle = 0, list_mib = 0;
   double list_gzip_mib = 0;  // the same list for a client that accepts gzip
   double submit_s = 0;
-  double idle_cpu = 0;       // % of one core, no streams
-  double streams_cpu = 0;    // % of one core, with the streams open
-  double snapshot_s = 0;     // until every stream had its snapshot
+  double idle_cpu = 0;     // % of one core, no streams
+  double streams_cpu = 0;  // % of one core, with the streams open
+  double snapshot_s = 0;   // until every stream had its snapshot
   double idle_p50_ms = 0, idle_max_ms = 0;
   double streams_p50_ms = 0, streams_max_ms = 0;
 };
@@ -205,8 +206,9 @@ Figures Run(const std::string& bin, int jobs, int streams, double seconds, int m
   {
     Connection conn(server.port());
     conn.accept_encoding = "gzip, deflate, br";  // as browsers send it
-    f.list_gzip_mib = static_cast<double>(
-        conn.Request(http::verb::get, "/api/v1/jobs", "").second.size()) / (1 << 20);
+    f.list_gzip_mib =
+        static_cast<double>(conn.Request(http::verb::get, "/api/v1/jobs", "").second.size()) /
+        (1 << 20);
   }
   f.ok = true;
   return f;
@@ -220,12 +222,18 @@ int main(int argc, char** argv) {
   std::string bin = HEADWAY_BIN, compare;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--jobs") jobs = std::stoi(value);
-    else if (flag == "--streams") streams = std::stoi(value);
-    else if (flag == "--seconds") seconds = std::stod(value);
-    else if (flag == "--memory-rounds") memory_rounds = std::stoi(value);
-    else if (flag == "--server") bin = value;
-    else if (flag == "--compare") compare = value;
+    if (flag == "--jobs")
+      jobs = std::stoi(value);
+    else if (flag == "--streams")
+      streams = std::stoi(value);
+    else if (flag == "--seconds")
+      seconds = std::stod(value);
+    else if (flag == "--memory-rounds")
+      memory_rounds = std::stoi(value);
+    else if (flag == "--server")
+      bin = value;
+    else if (flag == "--compare")
+      compare = value;
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -234,7 +242,8 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures show up as they come, also in a file
   std::printf("watch_bench: %d queued jobs, %d /api/v1/watch/jobs streams, %.0f s windows\n", jobs,
               streams, seconds);
-  std::vector<std::pair<std::string, Figures>> runs = {{bin, Run(bin, jobs, streams, seconds, memory_rounds)}};
+  std::vector<std::pair<std::string, Figures>> runs = {
+      {bin, Run(bin, jobs, streams, seconds, memory_rounds)}};
   if (!compare.empty()) {
     runs.emplace_back(compare, Run(compare, jobs, streams, seconds, memory_rounds));
   }
@@ -254,9 +263,10 @@ int main(int argc, char** argv) {
                 f.idle_max_ms);
     std::printf("  /api/v1/queues, %2d streams  p50 %7.1f ms  max %7.1f ms\n", streams,
                 f.streams_p50_ms, f.streams_max_ms);
-    std::printf("  RSS: %.0f MiB before %d rounds of 4 x (list %.1f MiB + snapshot), "
-                "%.0f MiB at most after one, %.0f MiB 5 s after\n",
-                f.rss_start, memory_rounds, f.list_mib, f.rss_peak, f.rss_idle);
+    std::printf(
+        "  RSS: %.0f MiB before %d rounds of 4 x (list %.1f MiB + snapshot), "
+        "%.0f MiB at most after one, %.0f MiB 5 s after\n",
+        f.rss_start, memory_rounds, f.list_mib, f.rss_peak, f.rss_idle);
     std::printf("  job list on the wire       %8.2f MiB, %.2f MiB for a client that accepts gzip\n",
                 f.list_mib, f.list_gzip_mib);
   }
@@ -265,10 +275,11 @@ int main(int argc, char** argv) {
     const Figures& b = runs[1].second;
     double extra_a = std::max(0.1, a.streams_cpu - a.idle_cpu);
     double extra_b = std::max(0.1, b.streams_cpu - b.idle_cpu);
-    std::printf("\nratio (compare / server): streams' extra CPU %.1fx, queues p50 with streams %.1fx, "
-                "RSS after the rounds %.1fx\n",
-                extra_b / extra_a, b.streams_p50_ms / std::max(0.1, a.streams_p50_ms),
-                b.rss_idle / std::max(1.0, a.rss_idle));
+    std::printf(
+        "\nratio (compare / server): streams' extra CPU %.1fx, queues p50 with streams %.1fx, "
+        "RSS after the rounds %.1fx\n",
+        extra_b / extra_a, b.streams_p50_ms / std::max(0.1, a.streams_p50_ms),
+        b.rss_idle / std::max(1.0, a.rss_idle));
   }
   return 0;
 }

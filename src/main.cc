@@ -59,7 +59,9 @@ int main(int argc, char** argv) {
   server_config.data_dir = headway::DefaultDataDir();
   std::string listen = "127.0.0.1:8080";
   int gpus = -1;
-  auto* server = app.add_subcommand("server", "Run the control plane (SQLite by default, or PostgreSQL or MariaDB; local executor or Slurm)");
+  auto* server = app.add_subcommand("server",
+                                    "Run the control plane (SQLite by default, or PostgreSQL or "
+                                    "MariaDB; local executor or Slurm)");
   server->add_option("--listen", listen, "address:port to listen on (port 0 picks one)")
       ->capture_default_str();
   server->add_option("--data-dir", server_config.data_dir, "database and job files")
@@ -73,25 +75,30 @@ int main(int argc, char** argv) {
   server->add_option("--peer-address", server_config.peer_address,
                      "with a shared --store: the IP address other servers reach this one at "
                      "(default: --listen's)");
-  server->add_option("--gpus", gpus,
-                     "number of logical GPUs to schedule (default: the GPUs nvidia-smi lists)")
+  server
+      ->add_option("--gpus", gpus,
+                   "number of logical GPUs to schedule (default: the GPUs nvidia-smi lists)")
       ->check(CLI::Range(0, 4096));
-  server->add_option("--stall-floor", server_config.stall_floor_s,
-                     "seconds without a new step before a job can be Stalled")
+  server
+      ->add_option("--stall-floor", server_config.stall_floor_s,
+                   "seconds without a new step before a job can be Stalled")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  server->add_option("--no-report-grace", server_config.no_report_grace_s,
-                     "seconds after start before a silent job is flagged")
+  server
+      ->add_option("--no-report-grace", server_config.no_report_grace_s,
+                   "seconds after start before a silent job is flagged")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  server->add_option("--health-confirm", server_config.health_confirm_s,
-                     "seconds a health verdict must hold (and 2 reports) before it is announced "
-                     "and acted on; leaving one takes twice as long (and 5 reports)")
+  server
+      ->add_option("--health-confirm", server_config.health_confirm_s,
+                   "seconds a health verdict must hold (and 2 reports) before it is announced "
+                   "and acted on; leaving one takes twice as long (and 5 reports)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
-  server->add_option("--plateau-window", server_config.plateau_window,
-                     "fraction of a job's total steps over which its objective must improve "
-                     "(0 turns plateau detection off)")
+  server
+      ->add_option("--plateau-window", server_config.plateau_window,
+                   "fraction of a job's total steps over which its objective must improve "
+                   "(0 turns plateau detection off)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   server->add_option("--queue", server_config.queues,
@@ -106,19 +113,22 @@ int main(int argc, char** argv) {
   server->add_option("--max-grace", server_config.max_grace,
                      "longest termination_grace and checkpoint_warning a team's members may set: "
                      "[TEAM=]DURATION (repeatable; a bare one is the default, else 10m)");
-  server->add_option("--preemption-grace", server_config.preemption_grace_s,
-                     "seconds between a preempted job's checkpoint signal (SIGUSR1) and SIGTERM, "
-                     "unless its spec sets checkpoint_warning")
+  server
+      ->add_option("--preemption-grace", server_config.preemption_grace_s,
+                   "seconds between a preempted job's checkpoint signal (SIGUSR1) and SIGTERM, "
+                   "unless its spec sets checkpoint_warning")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  server->add_option("--elastic-interval", server_config.elastic_interval_s,
-                     "seconds an elastic job runs at a size before it grows again or gives back a "
-                     "GPU that does not help (at least 4 of its measured restarts; shrinking for "
-                     "a waiting job is never held back)")
+  server
+      ->add_option("--elastic-interval", server_config.elastic_interval_s,
+                   "seconds an elastic job runs at a size before it grows again or gives back a "
+                   "GPU that does not help (at least 4 of its measured restarts; shrinking for "
+                   "a waiting job is never held back)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  server->add_option("--elastic-restart-cost", server_config.elastic_restart_cost_s,
-                     "seconds a resize is assumed to cost an elastic job until one is measured")
+  server
+      ->add_option("--elastic-restart-cost", server_config.elastic_restart_cost_s,
+                   "seconds a resize is assumed to cost an elastic job until one is measured")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   server->add_flag("!--no-preemption", server_config.preemption,
@@ -126,22 +136,24 @@ int main(int argc, char** argv) {
   server->add_flag("!--no-backfill", server_config.backfill,
                    "start jobs strictly in order (no backfill)");
   std::string finished_job_ttl = "off";
-  server->add_option("--finished-job-ttl", finished_job_ttl,
-                     "delete ended jobs (with their progress, events, logs and files) this long "
-                     "after they ended, unless their spec sets ttl_after_finished; e.g. 7d, or off")
+  server
+      ->add_option("--finished-job-ttl", finished_job_ttl,
+                   "delete ended jobs (with their progress, events, logs and files) this long "
+                   "after they ended, unless their spec sets ttl_after_finished; e.g. 7d, or off")
       ->capture_default_str();
   std::string scheduling_policy{headway::sched::OrderingName(headway::sched::kDefaultOrdering)};
-  server->add_option("--scheduling-policy", scheduling_policy,
-                     "fair-share (the default): FIFO within a team, the team using least of its "
-                     "share first; progress-aware: least expected work first (learned run times, "
-                     "live ETAs), teams within their quota first, jobs whose spec sets "
-                     "checkpoint_warning may be preempted for much shorter work, and a job starves "
-                     "after the starvation bound and 4x its expected run; balanced: "
-                     "progress-aware's order, but a job starves once its time since submission "
-                     "reaches 4x its expected run times the pool's load (GPUs running and asked "
-                     "for / GPUs), a team at its quota may preempt its own much longer "
-                     "checkpointable work, and its smaller jobs may pass one over the quota until "
-                     "that starves (bench/README.md compares them)")
+  server
+      ->add_option("--scheduling-policy", scheduling_policy,
+                   "fair-share (the default): FIFO within a team, the team using least of its "
+                   "share first; progress-aware: least expected work first (learned run times, "
+                   "live ETAs), teams within their quota first, jobs whose spec sets "
+                   "checkpoint_warning may be preempted for much shorter work, and a job starves "
+                   "after the starvation bound and 4x its expected run; balanced: "
+                   "progress-aware's order, but a job starves once its time since submission "
+                   "reaches 4x its expected run times the pool's load (GPUs running and asked "
+                   "for / GPUs), a team at its quota may preempt its own much longer "
+                   "checkpointable work, and its smaller jobs may pass one over the quota until "
+                   "that starves (bench/README.md compares them)")
       ->check(CLI::IsMember({"fair-share", "progress-aware", "balanced"}))
       ->capture_default_str();
   std::string starvation_bound;
@@ -156,36 +168,43 @@ int main(int argc, char** argv) {
   server->add_option("--webhook-secret-file", server_config.webhook_secret_file,
                      "file holding the key of the webhooks' X-Headway-Signature (HMAC-SHA-256 of "
                      "the body; default DATA_DIR/webhook-secret, made at first start)");
-  server->add_option("--max-connections", server_config.max_connections,
-                     "open connections beyond which new ones are refused with 503")
+  server
+      ->add_option("--max-connections", server_config.max_connections,
+                   "open connections beyond which new ones are refused with 503")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
-  server->add_option("--max-connections-per-client", server_config.max_connections_per_client,
-                     "connections one client address (loopback too) may hold of --max-connections; "
-                     "its further ones may only send progress reports")
+  server
+      ->add_option("--max-connections-per-client", server_config.max_connections_per_client,
+                   "connections one client address (loopback too) may hold of --max-connections; "
+                   "its further ones may only send progress reports")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
-  server->add_option("--report-connections", server_config.reserved_connections,
-                     "connections kept beyond --max-connections for the jobs' progress reports, so "
-                     "a flood of other clients cannot make a healthy job look stalled")
+  server
+      ->add_option("--report-connections", server_config.reserved_connections,
+                   "connections kept beyond --max-connections for the jobs' progress reports, so "
+                   "a flood of other clients cannot make a healthy job look stalled")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
-  server->add_option("--header-timeout", server_config.header_timeout_s,
-                     "seconds a connection has to send a request's headers, after connecting or "
-                     "after its previous answer (idle sockets are closed after this)")
+  server
+      ->add_option("--header-timeout", server_config.header_timeout_s,
+                   "seconds a connection has to send a request's headers, after connecting or "
+                   "after its previous answer (idle sockets are closed after this)")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
-  server->add_option("--max-streams-per-token", server_config.max_streams_per_token,
-                     "event and log streams one user token (with its dashboard sessions) may hold "
-                     "open at once; more get 429")
+  server
+      ->add_option("--max-streams-per-token", server_config.max_streams_per_token,
+                   "event and log streams one user token (with its dashboard sessions) may hold "
+                   "open at once; more get 429")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
-  server->add_option("--request-timeout", server_config.request_timeout_s,
-                     "seconds a client has to send a whole request (slow clients are cut off)")
+  server
+      ->add_option("--request-timeout", server_config.request_timeout_s,
+                   "seconds a client has to send a whole request (slow clients are cut off)")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
-  server->add_option("--max-series-per-job", server_config.max_series_per_job,
-                     "distinct metric names one job may report")
+  server
+      ->add_option("--max-series-per-job", server_config.max_series_per_job,
+                   "distinct metric names one job may report")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
   server
@@ -219,20 +238,23 @@ int main(int argc, char** argv) {
   server->add_flag("!--no-auth", server_config.auth,
                    "serve without authentication: anyone who can reach the port may run jobs as "
                    "this user. Refused unless --listen is a loopback address");
-  server->add_option("--max-queued-jobs", server_config.max_queued_jobs_per_team,
-                     "how many jobs of one team may wait at once before a member's next submit "
-                     "is refused (429), and before the team's workflows start more steps; "
-                     "admins' submits are not bounded; 0: no bound")
+  server
+      ->add_option("--max-queued-jobs", server_config.max_queued_jobs_per_team,
+                   "how many jobs of one team may wait at once before a member's next submit "
+                   "is refused (429), and before the team's workflows start more steps; "
+                   "admins' submits are not bounded; 0: no bound")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   std::string max_workflow_status = "64Mi";
-  server->add_option("--max-workflow-status-bytes", max_workflow_status,
-                     "how large one workflow's status (its nodes and their outputs) may grow: "
-                     "past it the workflow is stopped as a terminate stops it, and says why")
+  server
+      ->add_option("--max-workflow-status-bytes", max_workflow_status,
+                   "how large one workflow's status (its nodes and their outputs) may grow: "
+                   "past it the workflow is stopped as a terminate stops it, and says why")
       ->capture_default_str();
-  server->add_option("--max-workflow-nodes", server_config.max_workflow_nodes_per_team,
-                     "how many nodes one team's unfinished workflows may hold in all: a workflow "
-                     "that would pass it is refused (429), a loop that would is its step's error")
+  server
+      ->add_option("--max-workflow-nodes", server_config.max_workflow_nodes_per_team,
+                   "how many nodes one team's unfinished workflows may hold in all: a workflow "
+                   "that would pass it is refused (429), a loop that would is its step's error")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   server->add_option("--jupyterhub-spawner", server_config.jupyterhub_spawners,
@@ -247,10 +269,11 @@ int main(int argc, char** argv) {
                      "(a wildcard DNS name pointing at this server; on a loopback address the "
                      "default, localhost, needs none), so a notebook's pages share nothing with "
                      "the dashboard or other notebooks. 'none': under the server's own origin");
-  server->add_option("--notebook-profiles", server_config.notebook_profiles_file,
-                     "a YAML file of the notebook profiles users may start (resources, limits, "
-                     "idle_timeout, cull_warning; see docs). Default: one profile, no GPUs, "
-                     "culled after 1h idle")
+  server
+      ->add_option("--notebook-profiles", server_config.notebook_profiles_file,
+                   "a YAML file of the notebook profiles users may start (resources, limits, "
+                   "idle_timeout, cull_warning; see docs). Default: one profile, no GPUs, "
+                   "culled after 1h idle")
       ->check(CLI::ExistingFile);
   std::string notebook_check = "30s";
   server
@@ -278,30 +301,34 @@ int main(int argc, char** argv) {
       ->add_option("--session-ttl", session_ttl,
                    "how long a dashboard sign-in lasts (e.g. 30m, 12h, 7d)")
       ->capture_default_str();
-  server->add_option("--tls-cert", server_config.tls_cert_file,
-                     "serve HTTPS only, with this PEM certificate (chain); needs --tls-key")
+  server
+      ->add_option("--tls-cert", server_config.tls_cert_file,
+                   "serve HTTPS only, with this PEM certificate (chain); needs --tls-key")
       ->check(CLI::ExistingFile);
   server->add_option("--tls-key", server_config.tls_key_file, "the PEM private key for --tls-cert")
       ->check(CLI::ExistingFile);
   std::string isolation = "namespace";
-  server->add_option("--isolation", isolation,
-                     "how local jobs are kept from the server's files and each other: namespace "
-                     "(mount and PID namespaces that hide the data directory) or none")
+  server
+      ->add_option("--isolation", isolation,
+                   "how local jobs are kept from the server's files and each other: namespace "
+                   "(mount and PID namespaces that hide the data directory) or none")
       ->check(CLI::IsMember({"namespace", "none"}))
       ->capture_default_str();
   std::string job_network = "isolated";
-  server->add_option("--job-network", job_network,
-                     "local jobs' network: isolated (each job has its own, whose only way out is "
-                     "this server's API; an admin may let a job ask for host_network) or host "
-                     "(every job shares the host's, its loopback services included)")
+  server
+      ->add_option("--job-network", job_network,
+                   "local jobs' network: isolated (each job has its own, whose only way out is "
+                   "this server's API; an admin may let a job ask for host_network) or host "
+                   "(every job shares the host's, its loopback services included)")
       ->check(CLI::IsMember({"isolated", "host"}))
       ->capture_default_str();
   std::string job_outbound = "none";
-  server->add_option("--job-outbound", job_outbound,
-                     "isolated local jobs' way to the internet: none (only this server's API) or "
-                     "public (public addresses, through an egress proxy their HTTPS_PROXY and "
-                     "HTTP_PROXY name; never the host itself, its loopback or a private, "
-                     "link-local or reserved range)")
+  server
+      ->add_option("--job-outbound", job_outbound,
+                   "isolated local jobs' way to the internet: none (only this server's API) or "
+                   "public (public addresses, through an egress proxy their HTTPS_PROXY and "
+                   "HTTP_PROXY name; never the host itself, its loopback or a private, "
+                   "link-local or reserved range)")
       ->check(CLI::IsMember({"none", "public"}))
       ->capture_default_str();
   server->add_option("--job-outbound-allow", server_config.job_outbound_allow,
@@ -315,7 +342,8 @@ int main(int argc, char** argv) {
                    "0: unbounded)")
       ->capture_default_str()
       ->check([](const std::string& value) -> std::string {
-        return headway::ParseMemoryQuantity(value) ? "" : "--image-cache must be a size such as 20Gi";
+        return headway::ParseMemoryQuantity(value) ? ""
+                                                   : "--image-cache must be a size such as 20Gi";
       });
   server->add_option("--insecure-registry", server_config.insecure_registries,
                      "an image registry reached over plain HTTP or without checking its "
@@ -336,17 +364,19 @@ int main(int argc, char** argv) {
                      "write the pool's GPUs as a CDI spec here (nvidia.com/gpu=INDEX), for "
                      "podman and other CDI consumers (e.g. /var/run/cdi/headway.json)");
   std::string job_tmp = "own";
-  server->add_option("--job-tmp", job_tmp,
-                     "local jobs' /tmp: own (each job reads the host's /tmp through a layer of "
-                     "its own that takes what it writes, so no job sees another's files) or "
-                     "host (every job shares the host's /tmp)")
+  server
+      ->add_option("--job-tmp", job_tmp,
+                   "local jobs' /tmp: own (each job reads the host's /tmp through a layer of "
+                   "its own that takes what it writes, so no job sees another's files) or "
+                   "host (every job shares the host's /tmp)")
       ->check(CLI::IsMember({"own", "host"}))
       ->capture_default_str();
   server->add_option("--run-as", server_config.run_as,
                      "root servers: run a team's jobs as a Unix account, TEAM=USER (repeatable; "
                      "TEAM '*' for every team without its own)");
-  server->add_option("--job-user", server_config.job_user,
-                     "root servers: the unprivileged account for teams without --run-as")
+  server
+      ->add_option("--job-user", server_config.job_user,
+                   "root servers: the unprivileged account for teams without --run-as")
       ->capture_default_str();
   server->add_flag("--allow-root-jobs", server_config.allow_root_jobs,
                    "let jobs run as root (a --run-as mapping to root, or Slurm queues on a root "
@@ -360,14 +390,16 @@ int main(int argc, char** argv) {
   server->add_option("--artifact-quota", artifact_quotas,
                      "TEAM=BYTES: the bytes of artifacts a team may keep, e.g. vision=500Gi "
                      "(repeatable; *=BYTES for every team not named; default: no limit)");
-  server->add_option("--artifact-store", server_config.artifact_store,
-                     "where artifact bytes are kept: local (DATA_DIR/artifacts) or s3 (an "
-                     "S3-compatible bucket; credentials from AWS_ACCESS_KEY_ID and "
-                     "AWS_SECRET_ACCESS_KEY in the environment)")
+  server
+      ->add_option("--artifact-store", server_config.artifact_store,
+                   "where artifact bytes are kept: local (DATA_DIR/artifacts) or s3 (an "
+                   "S3-compatible bucket; credentials from AWS_ACCESS_KEY_ID and "
+                   "AWS_SECRET_ACCESS_KEY in the environment)")
       ->capture_default_str()
       ->check(CLI::IsMember({"local", "s3"}));
-  server->add_option("--s3-endpoint", server_config.s3_endpoint,
-                     "the S3 endpoint, e.g. https://s3.eu-west-3.amazonaws.com or http://minio:9000");
+  server->add_option(
+      "--s3-endpoint", server_config.s3_endpoint,
+      "the S3 endpoint, e.g. https://s3.eu-west-3.amazonaws.com or http://minio:9000");
   server->add_option("--s3-bucket", server_config.s3_bucket, "the bucket (created if missing)");
   server->add_option("--s3-region", server_config.s3_region, "the region it signs for")
       ->capture_default_str();
@@ -377,30 +409,34 @@ int main(int argc, char** argv) {
   server->add_option("--s3-ca-file", server_config.s3_ca_file,
                      "PEM CA certificates to verify the endpoint with (default: the system's)");
   std::string orphan_age = "24h";
-  server->add_option("--artifact-orphan-age", orphan_age,
-                     "objects in the artifact store that no version holds are deleted once this "
-                     "old (looked for at start and daily)")
+  server
+      ->add_option("--artifact-orphan-age", orphan_age,
+                   "objects in the artifact store that no version holds are deleted once this "
+                   "old (looked for at start and daily)")
       ->capture_default_str();
   std::string presign_ttl = "10m";
-  server->add_option("--presign-ttl", presign_ttl,
-                     "how long a presigned S3 URL the server hands out stays valid (1m..7d): a "
-                     "download or upload must start within it, and a URL handed to a token "
-                     "revoked since works no longer than this")
+  server
+      ->add_option("--presign-ttl", presign_ttl,
+                   "how long a presigned S3 URL the server hands out stays valid (1m..7d): a "
+                   "download or upload must start within it, and a URL handed to a token "
+                   "revoked since works no longer than this")
       ->capture_default_str();
   std::string s3_part_size = "64Mi";
-  server->add_option("--s3-part-size", s3_part_size,
-                     "artifacts this large and over go up to the S3 store in parts of this size "
-                     "(5Mi..5Gi), several at once, and resume where an interrupted upload stopped")
+  server
+      ->add_option("--s3-part-size", s3_part_size,
+                   "artifacts this large and over go up to the S3 store in parts of this size "
+                   "(5Mi..5Gi), several at once, and resume where an interrupted upload stopped")
       ->capture_default_str();
   std::string max_upload = "5Gi";
-  server->add_option("--max-upload-bytes", max_upload,
-                     "the largest artifact uploaded through the server (local artifact store)")
+  server
+      ->add_option("--max-upload-bytes", max_upload,
+                   "the largest artifact uploaded through the server (local artifact store)")
       ->capture_default_str();
   server->callback([&] {
     for (const std::string& entry : artifact_quotas) {
       auto eq = entry.find('=');
-      auto bytes = eq == std::string::npos ? std::nullopt
-                                           : headway::ParseByteQuantity(entry.substr(eq + 1));
+      auto bytes =
+          eq == std::string::npos ? std::nullopt : headway::ParseByteQuantity(entry.substr(eq + 1));
       if (!bytes || *bytes < 0 || eq == 0) {
         throw CLI::ValidationError("--artifact-quota",
                                    "must be TEAM=BYTES such as vision=500Gi, got '" + entry + "'");
@@ -408,7 +444,8 @@ int main(int argc, char** argv) {
       if (entry.substr(0, eq) == "*") {
         server_config.default_artifact_quota_bytes = static_cast<std::uint64_t>(*bytes);
       } else {
-        server_config.artifact_quota_bytes[entry.substr(0, eq)] = static_cast<std::uint64_t>(*bytes);
+        server_config.artifact_quota_bytes[entry.substr(0, eq)] =
+            static_cast<std::uint64_t>(*bytes);
       }
     }
     if (auto age = headway::ParseDuration(orphan_age); age && age->count() >= 0) {
@@ -420,16 +457,18 @@ int main(int argc, char** argv) {
     if (auto bytes = headway::ParseByteQuantity(max_workflow_status); bytes && *bytes >= 4096) {
       server_config.max_workflow_status_bytes = static_cast<std::size_t>(*bytes);
     } else {
-      throw CLI::ValidationError("--max-workflow-status-bytes",
-                                 "must be a size of at least 4Ki such as 64Mi, got '" +
-                                     max_workflow_status + "'");
+      throw CLI::ValidationError(
+          "--max-workflow-status-bytes",
+          "must be a size of at least 4Ki such as 64Mi, got '" + max_workflow_status + "'");
     }
     if (auto ttl = headway::ParseDuration(presign_ttl);
         ttl && *ttl >= std::chrono::minutes(1) && *ttl <= std::chrono::hours(24 * 7)) {
       server_config.presign_ttl = std::chrono::duration_cast<std::chrono::seconds>(*ttl);
     } else {
-      throw CLI::ValidationError("--presign-ttl", "must be a duration from 1m to 7d such as 10m, "
-                                                  "got '" + presign_ttl + "'");
+      throw CLI::ValidationError("--presign-ttl",
+                                 "must be a duration from 1m to 7d such as 10m, "
+                                 "got '" +
+                                     presign_ttl + "'");
     }
     if (auto bytes = headway::ParseByteQuantity(s3_part_size);
         bytes && *bytes >= (5ll << 20) && *bytes <= (5ll << 30)) {
@@ -441,7 +480,8 @@ int main(int argc, char** argv) {
     if (auto bytes = headway::ParseByteQuantity(max_upload); bytes && *bytes > 0) {
       server_config.max_upload_bytes = static_cast<std::uint64_t>(*bytes);
     } else {
-      throw CLI::ValidationError("--max-upload-bytes", "must be a size such as 5Gi, got '" + max_upload + "'");
+      throw CLI::ValidationError("--max-upload-bytes",
+                                 "must be a size such as 5Gi, got '" + max_upload + "'");
     }
     auto colon = listen.rfind(':');
     if (colon == std::string::npos) throw CLI::ValidationError("--listen", "must be address:port");
@@ -484,7 +524,8 @@ int main(int argc, char** argv) {
     server_config.ordering =
         headway::sched::ParseOrdering(scheduling_policy).value_or(headway::sched::kDefaultOrdering);
     if (server_config.ordering == headway::sched::Ordering::kShortestWork) {
-      server_config.starvation_bound = headway::sched::SchedulerOptions::kShortestWorkStarvationBound;
+      server_config.starvation_bound =
+          headway::sched::SchedulerOptions::kShortestWorkStarvationBound;
     }
     if (starvation_bound.empty()) {
       // the policy's default, set above
@@ -504,8 +545,11 @@ int main(int argc, char** argv) {
 
   std::string migrate_from, migrate_to;
   auto* migrate = app.add_subcommand(
-      "migrate", "Copy a store to another database, checked table by table (stop the server first)");
-  migrate->add_option("--from", migrate_from, "the store now: sqlite:///PATH, postgresql://..., mysql://...")
+      "migrate",
+      "Copy a store to another database, checked table by table (stop the server first)");
+  migrate
+      ->add_option("--from", migrate_from,
+                   "the store now: sqlite:///PATH, postgresql://..., mysql://...")
       ->required();
   migrate->add_option("--to", migrate_to, "the store to copy it to (made if empty)")->required();
   migrate->footer(

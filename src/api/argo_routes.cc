@@ -150,8 +150,10 @@ Status FieldSelector(const std::string& text, WorkflowFilter& filter, std::strin
   for (const SelectorTerm& t : SelectorTerms(text)) {
     if (!t.has_equals || t.key.empty() || t.key.back() == '!' ||
         (t.key != "metadata.name" && t.key != "metadata.namespace")) {
-      return InvalidArgument("listOptions.fieldSelector: only metadata.name=NAME and "
-                             "metadata.namespace=NS are supported, not '" + t.text + "'");
+      return InvalidArgument(
+          "listOptions.fieldSelector: only metadata.name=NAME and "
+          "metadata.namespace=NS are supported, not '" +
+          t.text + "'");
     }
     if (t.key == "metadata.name") {
       filter.name_prefix = t.value;
@@ -161,21 +163,26 @@ Status FieldSelector(const std::string& text, WorkflowFilter& filter, std::strin
   return Status::Ok();
 }
 
-
 // The Content-Type Argo's artifact server gives by the file name's extension.
 std::string ArtifactContentType(const std::string& file_name) {
   const std::size_t dot = file_name.rfind('.');
   std::string ext = dot == std::string::npos ? "" : file_name.substr(dot + 1);
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  static const std::map<std::string, std::string> kTypes = {
-      {"txt", "text/plain; charset=utf-8"}, {"log", "text/plain; charset=utf-8"},
-      {"csv", "text/csv; charset=utf-8"},   {"json", "application/json"},
-      {"html", "text/html; charset=utf-8"}, {"htm", "text/html; charset=utf-8"},
-      {"png", "image/png"},                 {"jpg", "image/jpeg"},
-      {"jpeg", "image/jpeg"},               {"gif", "image/gif"},
-      {"svg", "image/svg+xml"},             {"tar", "application/x-tar"},
-      {"gz", "application/gzip"},           {"tgz", "application/gzip"},
-      {"zip", "application/zip"}};
+  static const std::map<std::string, std::string> kTypes = {{"txt", "text/plain; charset=utf-8"},
+                                                            {"log", "text/plain; charset=utf-8"},
+                                                            {"csv", "text/csv; charset=utf-8"},
+                                                            {"json", "application/json"},
+                                                            {"html", "text/html; charset=utf-8"},
+                                                            {"htm", "text/html; charset=utf-8"},
+                                                            {"png", "image/png"},
+                                                            {"jpg", "image/jpeg"},
+                                                            {"jpeg", "image/jpeg"},
+                                                            {"gif", "image/gif"},
+                                                            {"svg", "image/svg+xml"},
+                                                            {"tar", "application/x-tar"},
+                                                            {"gz", "application/gzip"},
+                                                            {"tgz", "application/gzip"},
+                                                            {"zip", "application/zip"}};
   auto it = kTypes.find(ext);
   return it == kTypes.end() ? "application/octet-stream" : it->second;
 }
@@ -418,17 +425,16 @@ class ArgoRoutes {
                             const std::string& direction, const std::string& artifact_name) {
     if (!wf.ok()) return ArgoError(wf.status());
     if (direction != "outputs" && direction != "inputs") {
-      return ArgoError(InvalidArgument("an artifact is one of a node's 'outputs' or 'inputs', not '" +
-                                       direction + "'"));
+      return ArgoError(InvalidArgument(
+          "an artifact is one of a node's 'outputs' or 'inputs', not '" + direction + "'"));
     }
     if (options_.artifacts == nullptr) {
       return ArgoError(Unavailable("this server keeps no artifacts"));
     }
     const json& body = wf->body;
-    const std::string wf_name =
-        body.contains("metadata") && body["metadata"].is_object()
-            ? body["metadata"].value("name", "")
-            : "";
+    const std::string wf_name = body.contains("metadata") && body["metadata"].is_object()
+                                    ? body["metadata"].value("name", "")
+                                    : "";
     const json nodes = body.contains("status") && body["status"].is_object()
                            ? body["status"].value("nodes", json::object())
                            : json::object();
@@ -478,8 +484,8 @@ class ArgoRoutes {
       if (!fetched.ok()) return ArgoError(fetched);
       if (fd < 0) return ArgoError(Unavailable("cannot read the bytes of " + artifact->Ref()));
     } else if (download->presigned) {
-      HttpResponse r{307, "application/json",
-                     JsonText({{"url", download->presigned->url}}), {}, nullptr};
+      HttpResponse r{
+          307, "application/json", JsonText({{"url", download->presigned->url}}), {}, nullptr};
       r.headers.emplace_back("Location", download->presigned->url);
       return r;
     } else {
@@ -551,14 +557,14 @@ void ToArgoError(HttpResponse& response) {
 void AddArgoRoutes(Router& router, ArgoRoutesOptions options) {
   auto shared = std::make_shared<const ArgoRoutesOptions>(std::move(options));
   auto guarded = [shared](auto handler) {
-    return [shared, handler](const HttpRequest& req, const PathParams& p,
-                             const RequestContext& ctx) {
-      if (shared->workflows == nullptr) {
-        return ArgoError(Unavailable("workflows are not enabled on this server"));
-      }
-      ArgoRoutes routes(*shared, ctx);
-      return handler(routes, req, p);
-    };
+    return
+        [shared, handler](const HttpRequest& req, const PathParams& p, const RequestContext& ctx) {
+          if (shared->workflows == nullptr) {
+            return ArgoError(Unavailable("workflows are not enabled on this server"));
+          }
+          ArgoRoutes routes(*shared, ctx);
+          return handler(routes, req, p);
+        };
   };
   const std::string base = "/api/v1/workflows/{ns}";
   router.Add("POST", base, guarded([](ArgoRoutes& r, auto& req, auto& p) {
@@ -574,9 +580,8 @@ void AddArgoRoutes(Router& router, ArgoRoutesOptions options) {
                if (!view.ok()) return ArgoError(view.status());
                return ArgoJson(200, view->body);
              }));
-  router.Add("DELETE", base + "/{name}", guarded([](ArgoRoutes& r, auto&, auto& p) {
-               return r.Delete(p.at("name"));
-             }));
+  router.Add("DELETE", base + "/{name}",
+             guarded([](ArgoRoutes& r, auto&, auto& p) { return r.Delete(p.at("name")); }));
   router.Add("PUT", base + "/{name}/suspend", guarded([](ArgoRoutes& r, auto&, auto& p) {
                const std::string name = p.at("name");
                return r.Change(name, [&] { return r.service_->SuspendWorkflow(name); });
@@ -593,9 +598,8 @@ void AddArgoRoutes(Router& router, ArgoRoutesOptions options) {
                const std::string name = p.at("name");
                return r.Change(name, [&] { return r.service_->StopWorkflow(name, true); });
              }));
-  router.Add("PUT", base + "/{name}/retry", guarded([](ArgoRoutes& r, auto& req, auto& p) {
-               return r.Retry(req, p.at("name"));
-             }));
+  router.Add("PUT", base + "/{name}/retry",
+             guarded([](ArgoRoutes& r, auto& req, auto& p) { return r.Retry(req, p.at("name")); }));
   router.Add("PUT", base + "/{name}/resubmit", guarded([](ArgoRoutes& r, auto& req, auto& p) {
                return r.Resubmit(req, p.at("name"));
              }));
@@ -607,24 +611,25 @@ void AddArgoRoutes(Router& router, ArgoRoutesOptions options) {
                return r.Logs(req, p.at("name"), p.at("pod"));
              }));
   // Argo's artifact server: a live workflow by name, an archived one by uid.
-  router.Add("GET", "/artifact-files/{ns}/{kind}/{id}/{node}/{direction}/{artifact}",
-             guarded([](ArgoRoutes& r, auto&, auto& p) {
-               const std::string& kind = p.at("kind");
-               if (kind != "workflows" && kind != "archived-workflows") {
-                 return ArgoError(InvalidArgument(
-                     "artifact-files serves 'workflows' or 'archived-workflows', not '" + kind +
-                     "'"));
-               }
-               auto wf = kind == "workflows" ? r.Visible(p.at("id")) : r.ArchivedByUid(p.at("id"));
-               return r.ArtifactFile(wf, p.at("node"), p.at("direction"), p.at("artifact"));
-             }));
+  router.Add(
+      "GET", "/artifact-files/{ns}/{kind}/{id}/{node}/{direction}/{artifact}",
+      guarded([](ArgoRoutes& r, auto&, auto& p) {
+        const std::string& kind = p.at("kind");
+        if (kind != "workflows" && kind != "archived-workflows") {
+          return ArgoError(InvalidArgument(
+              "artifact-files serves 'workflows' or 'archived-workflows', not '" + kind + "'"));
+        }
+        auto wf = kind == "workflows" ? r.Visible(p.at("id")) : r.ArchivedByUid(p.at("id"));
+        return r.ArtifactFile(wf, p.at("node"), p.at("direction"), p.at("artifact"));
+      }));
   for (bool input : {false, true}) {
     const std::string direction = input ? "inputs" : "outputs";
-    router.Add("GET", std::string(input ? "/input-artifacts" : "/artifacts") + "/{ns}/{name}/{node}/{artifact}",
-               guarded([direction](ArgoRoutes& r, auto&, auto& p) {
-                 return r.ArtifactFile(r.Visible(p.at("name")), p.at("node"), direction,
-                                       p.at("artifact"));
-               }));
+    router.Add(
+        "GET",
+        std::string(input ? "/input-artifacts" : "/artifacts") + "/{ns}/{name}/{node}/{artifact}",
+        guarded([direction](ArgoRoutes& r, auto&, auto& p) {
+          return r.ArtifactFile(r.Visible(p.at("name")), p.at("node"), direction, p.at("artifact"));
+        }));
     router.Add("GET",
                std::string(input ? "/input-artifacts-by-uid" : "/artifacts-by-uid") +
                    "/{uid}/{node}/{artifact}",
@@ -682,7 +687,8 @@ void AddArgoRoutes(Router& router, ArgoRoutesOptions options) {
   router.Add("GET", "/api/v1/info", [](auto&, auto&, auto&) {
     return ArgoJson(200, {{"modals", json::object()}, {"navColor", ""}});
   });
-  router.Add("GET", "/api/v1/userinfo", [](auto&, auto&, auto&) { return ArgoJson(200, json::object()); });
+  router.Add("GET", "/api/v1/userinfo",
+             [](auto&, auto&, auto&) { return ArgoJson(200, json::object()); });
   // WorkflowTemplates and CronWorkflows: the same five calls each, the
   // resource under its own key in the request body.
   struct Library {
@@ -707,8 +713,8 @@ void AddArgoRoutes(Router& router, ArgoRoutesOptions options) {
                  guarded([kind, manifest_of, lint](ArgoRoutes& r, auto& req, auto& p) {
                    auto manifest = manifest_of(req);
                    if (!manifest.ok()) return ArgoError(manifest.status());
-                   auto view = r.service_->CreateManifest(kind, *manifest, p.at("ns"),
-                                                          r.Admission(), lint);
+                   auto view =
+                       r.service_->CreateManifest(kind, *manifest, p.at("ns"), r.Admission(), lint);
                    if (!view.ok()) return ArgoError(view.status());
                    return ArgoJson(200, view->body);
                  }));
@@ -736,8 +742,8 @@ void AddArgoRoutes(Router& router, ArgoRoutesOptions options) {
                  if (Status s = r.ctx_.MayChange(current->team); !s.ok()) return ArgoError(s);
                  auto manifest = manifest_of(req);
                  if (!manifest.ok()) return ArgoError(manifest.status());
-                 auto view = r.service_->UpdateManifest(kind, p.at("name"), *manifest,
-                                                           r.Admission());
+                 auto view =
+                     r.service_->UpdateManifest(kind, p.at("name"), *manifest, r.Admission());
                  if (!view.ok()) return ArgoError(view.status());
                  return ArgoJson(200, view->body);
                }));
@@ -775,7 +781,8 @@ void AddArgoRoutes(Router& router, ArgoRoutesOptions options) {
                return ArgoJson(200, view->body);
              }));
   router.Add("DELETE", archive + "/{uid}", guarded([](ArgoRoutes& r, auto&, auto& p) {
-               return r.OnArchived(p.at("uid"), [&](const std::string& name) { return r.Delete(name); });
+               return r.OnArchived(p.at("uid"),
+                                   [&](const std::string& name) { return r.Delete(name); });
              }));
   router.Add("PUT", archive + "/{uid}/resubmit", guarded([](ArgoRoutes& r, auto& req, auto& p) {
                return r.OnArchived(p.at("uid"),
@@ -787,17 +794,17 @@ void AddArgoRoutes(Router& router, ArgoRoutesOptions options) {
              }));
   router.Add("GET", "/api/v1/archived-workflows-label-keys",
              guarded([](ArgoRoutes& r, auto&, auto&) { return r.ArchivedLabels(""); }));
-  router.Add("GET", "/api/v1/archived-workflows-label-values",
-             guarded([](ArgoRoutes& r, auto& req, auto&) {
-               // The key is the selector's only term ("key" or "key=...").
-               std::string key = req.Query("listOptions.labelSelector");
-               key = key.substr(0, key.find_first_of("=!,"));
-               if (key.empty()) {
-                 return ArgoError(
-                     InvalidArgument("listOptions.labelSelector must name a label key"));
-               }
-               return r.ArchivedLabels(key);
-             }));
+  router.Add(
+      "GET", "/api/v1/archived-workflows-label-values",
+      guarded([](ArgoRoutes& r, auto& req, auto&) {
+        // The key is the selector's only term ("key" or "key=...").
+        std::string key = req.Query("listOptions.labelSelector");
+        key = key.substr(0, key.find_first_of("=!,"));
+        if (key.empty()) {
+          return ArgoError(InvalidArgument("listOptions.labelSelector must name a label key"));
+        }
+        return r.ArchivedLabels(key);
+      }));
   router.Add("GET", "/api/v1/cluster-workflow-templates",
              [](auto&, auto&, auto&) { return NotImplemented("ClusterWorkflowTemplates"); });
 }

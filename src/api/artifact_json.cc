@@ -60,12 +60,15 @@ Result<Artifact> ParseNewArtifact(std::string_view body, bool* multipart) {
     const json& v = it.value();
     if (key == "name" || key == "digest" || key == "team" || key == "content_md5") {
       if (!v.is_string()) return WrongType(key, "a string");
-      (key == "name" ? a.name : key == "digest" ? a.digest : key == "team" ? a.team : a.content_md5) =
-          v.get<std::string>();
+      (key == "name"     ? a.name
+       : key == "digest" ? a.digest
+       : key == "team"   ? a.team
+                         : a.content_md5) = v.get<std::string>();
     } else if (key == "kind") {
       if (!v.is_string()) return WrongType(key, "a string");
       auto kind = ParseArtifactKind(v.get<std::string>());
-      if (!kind) return InvalidArgument("must be checkpoint, model, dataset or output").WithField(key);
+      if (!kind)
+        return InvalidArgument("must be checkpoint, model, dataset or output").WithField(key);
       a.kind = *kind;
       has_kind = true;
     } else if (key == "size") {
@@ -78,7 +81,8 @@ Result<Artifact> ParseNewArtifact(std::string_view body, bool* multipart) {
         const std::string field = "producer." + p.key();
         if (p.key() == "job" || p.key() == "pipeline_node") {
           if (!p.value().is_string()) return WrongType(field, "a string");
-          (p.key() == "job" ? a.producer.job : a.producer.pipeline_node) = p.value().get<std::string>();
+          (p.key() == "job" ? a.producer.job : a.producer.pipeline_node) =
+              p.value().get<std::string>();
         } else if (p.key() == "attempt" || p.key() == "step") {
           if (!p.value().is_number_integer()) return WrongType(field, "a whole number");
           if (p.key() == "attempt") {
@@ -112,8 +116,9 @@ Result<Artifact> ParseNewArtifact(std::string_view body, bool* multipart) {
       if (!v.is_boolean()) return WrongType(key, "true or false");
       if (multipart != nullptr) *multipart = v.get<bool>();
     } else {
-      return InvalidArgument("unknown field (known: name, kind, size, digest, content_md5, team, "
-                             "producer, metrics, labels, multipart)")
+      return InvalidArgument(
+                 "unknown field (known: name, kind, size, digest, content_md5, team, "
+                 "producer, metrics, labels, multipart)")
           .WithField(key);
     }
   }

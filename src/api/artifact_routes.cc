@@ -49,7 +49,8 @@ class ArtifactRoutes {
   }
 
   // The version named in a path, visible to the caller.
-  Result<Artifact> VisibleArtifact(const RequestContext& ctx, const std::string& name, const std::string& version) {
+  Result<Artifact> VisibleArtifact(const RequestContext& ctx, const std::string& name,
+                                   const std::string& version) {
     auto v = ParseVersion(version);
     if (!v.ok()) return v.status();
     auto a = artifacts_->Get(name, *v);
@@ -66,8 +67,10 @@ class ArtifactRoutes {
     if (ctx.job()) {
       // A job's artifacts are its team's, and it is their producer.
       if (!draft->team.empty() && draft->team != ctx.job()->spec.team) {
-        return ErrorResponse(PermissionDenied("job '" + ctx.job()->name() + "' may create artifacts "
-                                              "of its team '" + ctx.job()->spec.team + "' only")
+        return ErrorResponse(PermissionDenied("job '" + ctx.job()->name() +
+                                              "' may create artifacts "
+                                              "of its team '" +
+                                              ctx.job()->spec.team + "' only")
                                  .WithField("team"));
       }
       draft->team = ctx.job()->spec.team;
@@ -76,14 +79,16 @@ class ArtifactRoutes {
       draft->created_by = "job/" + ctx.job()->name();
     } else {
       if (draft->team.empty()) {
-        draft->team = ctx.caller() && ctx.caller()->team != kEveryTeam && !ctx.caller()->team.empty()
-                          ? ctx.caller()->team
-                          : JobSpec().team;
+        draft->team =
+            ctx.caller() && ctx.caller()->team != kEveryTeam && !ctx.caller()->team.empty()
+                ? ctx.caller()->team
+                : JobSpec().team;
       }
       if (Status s = ctx.MayChange(draft->team); !s.ok()) return ErrorResponse(s);
       if (!draft->producer.job.empty()) {
         // Lineage names only jobs the caller may see.
-        if (Status s = VisibleJob(*jobs_, ctx, draft->producer.job).status(); !s.ok()) return ErrorResponse(s);
+        if (Status s = VisibleJob(*jobs_, ctx, draft->producer.job).status(); !s.ok())
+          return ErrorResponse(s);
       }
       draft->created_by = ctx.Creator();
     }
@@ -165,7 +170,8 @@ class ArtifactRoutes {
 
   // A version with its lineage: the job that made it (what it ran with and
   // what it read) and the jobs that used it.
-  HttpResponse DescribeArtifact(const RequestContext& ctx, const std::string& name, const std::string& version) {
+  HttpResponse DescribeArtifact(const RequestContext& ctx, const std::string& name,
+                                const std::string& version) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
     auto a = VisibleArtifact(ctx, name, version);
     if (!a.ok()) return ErrorResponse(a.status());
@@ -195,8 +201,8 @@ class ArtifactRoutes {
     return JsonResponse(200, out);
   }
 
-  HttpResponse UploadArtifact(const RequestContext& ctx, const HttpRequest& req, const std::string& name,
-                              const std::string& version) {
+  HttpResponse UploadArtifact(const RequestContext& ctx, const HttpRequest& req,
+                              const std::string& name, const std::string& version) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
     if (req.body_file.empty()) {
       return ErrorResponse(InvalidArgument("send the artifact's bytes as the request body"));
@@ -210,7 +216,8 @@ class ArtifactRoutes {
   }
 
   // The Pending version a multipart request names, which the caller may change.
-  Result<Artifact> ChangeableArtifact(const RequestContext& ctx, const std::string& name, const std::string& version) {
+  Result<Artifact> ChangeableArtifact(const RequestContext& ctx, const std::string& name,
+                                      const std::string& version) {
     auto a = VisibleArtifact(ctx, name, version);
     if (!a.ok()) return a.status();
     HEADWAY_RETURN_IF_ERROR(MayChangeArtifact(ctx, *a));
@@ -221,13 +228,14 @@ class ArtifactRoutes {
     if (!body.contains("upload_id")) return InvalidArgument("is required").WithField("upload_id");
     const json& id = body["upload_id"];
     if (!id.is_string() || id.get<std::string>().empty() || id.get<std::string>().size() > 1024) {
-      return InvalidArgument("must be the upload_id the artifact's creation gave").WithField("upload_id");
+      return InvalidArgument("must be the upload_id the artifact's creation gave")
+          .WithField("upload_id");
     }
     return id.get<std::string>();
   }
 
-  HttpResponse CommitArtifact(const RequestContext& ctx, const HttpRequest& req, const std::string& name,
-                              const std::string& version) {
+  HttpResponse CommitArtifact(const RequestContext& ctx, const HttpRequest& req,
+                              const std::string& name, const std::string& version) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
     std::optional<std::string> upload_id;
     if (!req.body.empty()) {
@@ -253,8 +261,8 @@ class ArtifactRoutes {
 
   // GET .../parts?upload_id=ID: the parts of a multipart upload the store
   // holds, so that a client resuming it sends only the others.
-  HttpResponse UploadedParts(const RequestContext& ctx, const HttpRequest& req, const std::string& name,
-                             const std::string& version) {
+  HttpResponse UploadedParts(const RequestContext& ctx, const HttpRequest& req,
+                             const std::string& name, const std::string& version) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
     std::string upload_id;
     for (const auto& [key, value] : req.query) {
@@ -278,15 +286,16 @@ class ArtifactRoutes {
 
   // POST .../parts {"upload_id", "parts": [{"number", "content_md5"}]}:
   // a presigned request for each part, bound to its size and MD5.
-  HttpResponse PresignParts(const RequestContext& ctx, const HttpRequest& req, const std::string& name,
-                            const std::string& version) {
+  HttpResponse PresignParts(const RequestContext& ctx, const HttpRequest& req,
+                            const std::string& name, const std::string& version) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
     constexpr std::size_t kMaxPartsPerRequest = 1000;
     json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object()) return ErrorResponse(InvalidArgument("body must be a JSON object"));
     for (const auto& [key, value] : body.items()) {
       if (key != "upload_id" && key != "parts") {
-        return ErrorResponse(InvalidArgument("unknown field (known: upload_id, parts)").WithField(key));
+        return ErrorResponse(
+            InvalidArgument("unknown field (known: upload_id, parts)").WithField(key));
       }
     }
     auto id = UploadIdField(body);
@@ -303,8 +312,8 @@ class ArtifactRoutes {
       const std::string field = "parts[" + std::to_string(i) + "]";
       if (!item.is_object() || !item.contains("number") || !item["number"].is_number_integer() ||
           !item.contains("content_md5") || !item["content_md5"].is_string() || item.size() != 2) {
-        return ErrorResponse(InvalidArgument("must be {\"number\": N, \"content_md5\": BASE64}")
-                                 .WithField(field));
+        return ErrorResponse(
+            InvalidArgument("must be {\"number\": N, \"content_md5\": BASE64}").WithField(field));
       }
       const std::int64_t number = item["number"].get<std::int64_t>();
       const std::string md5 = item["content_md5"].get<std::string>();
@@ -333,17 +342,19 @@ class ArtifactRoutes {
     return JsonResponse(200, {{"parts", out}});
   }
 
-  HttpResponse DownloadArtifact(const RequestContext& ctx, const std::string& name, const std::string& version) {
+  HttpResponse DownloadArtifact(const RequestContext& ctx, const std::string& name,
+                                const std::string& version) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
     auto a = VisibleArtifact(ctx, name, version);
     if (!a.ok()) return ErrorResponse(a.status());
     std::optional<ArtifactUse> use;
-    if (ctx.job()) use = ArtifactUse{a->name, a->version, ctx.job()->name(), ctx.job()->attempt(), {}};
+    if (ctx.job())
+      use = ArtifactUse{a->name, a->version, ctx.job()->name(), ctx.job()->attempt(), {}};
     auto download = artifacts_->Open(a->name, a->version, use);
     if (!download.ok()) return ErrorResponse(download.status());
     if (download->presigned && !ReachesOnlyTheServer(ctx.job())) {
-      HttpResponse r{307, "application/json",
-                     JsonText({{"url", download->presigned->url}}), {}, nullptr};
+      HttpResponse r{
+          307, "application/json", JsonText({{"url", download->presigned->url}}), {}, nullptr};
       r.headers.emplace_back("Location", download->presigned->url);
       return r;
     }
@@ -372,7 +383,8 @@ class ArtifactRoutes {
     return bind_stream_(ctx, std::move(r), std::move(file));
   }
 
-  HttpResponse DeleteArtifact(const RequestContext& ctx, const std::string& name, const std::string& version) {
+  HttpResponse DeleteArtifact(const RequestContext& ctx, const std::string& name,
+                              const std::string& version) {
     if (!artifacts_) return ErrorResponse(Unavailable("artifacts are not enabled"));
     if (version == "latest") {
       return ErrorResponse(InvalidArgument("name the version to delete (NAME:N), not 'latest'"));
@@ -418,26 +430,44 @@ class ArtifactRoutes {
 
 void AddArtifactRoutes(Router& router, ArtifactRoutesOptions options) {
   auto routes = std::make_shared<ArtifactRoutes>(std::move(options));
-    router.Add("POST", "/api/v1/artifacts", [routes](auto& r, auto&, auto& ctx) { return routes->CreateArtifact(ctx, r); });
-    router.Add("GET", "/api/v1/artifacts", [routes](auto& r, auto&, auto& ctx) { return routes->ListArtifacts(ctx, r); });
-    router.Add("GET", "/api/v1/artifacts/{name}",
-                [routes](auto&, auto& p, auto& ctx) { return routes->ArtifactVersions(ctx, p.at("name")); });
-    router.Add("GET", "/api/v1/artifacts/{name}/versions/{version}",
-                [routes](auto&, auto& p, auto& ctx) { return routes->DescribeArtifact(ctx, p.at("name"), p.at("version")); });
-    router.Add("PUT", "/api/v1/artifacts/{name}/versions/{version}/content",
-                [routes](auto& r, auto& p, auto& ctx) { return routes->UploadArtifact(ctx, r, p.at("name"), p.at("version")); });
-    router.Add("POST", "/api/v1/artifacts/{name}/versions/{version}/commit",
-                [routes](auto& r, auto& p, auto& ctx) { return routes->CommitArtifact(ctx, r, p.at("name"), p.at("version")); });
-    router.Add("GET", "/api/v1/artifacts/{name}/versions/{version}/parts",
-                [routes](auto& r, auto& p, auto& ctx) { return routes->UploadedParts(ctx, r, p.at("name"), p.at("version")); });
-    router.Add("POST", "/api/v1/artifacts/{name}/versions/{version}/parts",
-                [routes](auto& r, auto& p, auto& ctx) { return routes->PresignParts(ctx, r, p.at("name"), p.at("version")); });
-    router.Add("GET", "/api/v1/artifacts/{name}/versions/{version}/content",
-                [routes](auto&, auto& p, auto& ctx) { return routes->DownloadArtifact(ctx, p.at("name"), p.at("version")); });
-    router.Add("DELETE", "/api/v1/artifacts/{name}/versions/{version}",
-                [routes](auto&, auto& p, auto& ctx) { return routes->DeleteArtifact(ctx, p.at("name"), p.at("version")); });
-    router.Add("GET", "/api/v1/jobs/{name}/artifacts",
-                [routes](auto&, auto& p, auto& ctx) { return routes->JobArtifacts(ctx, p.at("name")); });
+  router.Add("POST", "/api/v1/artifacts",
+             [routes](auto& r, auto&, auto& ctx) { return routes->CreateArtifact(ctx, r); });
+  router.Add("GET", "/api/v1/artifacts",
+             [routes](auto& r, auto&, auto& ctx) { return routes->ListArtifacts(ctx, r); });
+  router.Add("GET", "/api/v1/artifacts/{name}", [routes](auto&, auto& p, auto& ctx) {
+    return routes->ArtifactVersions(ctx, p.at("name"));
+  });
+  router.Add("GET", "/api/v1/artifacts/{name}/versions/{version}",
+             [routes](auto&, auto& p, auto& ctx) {
+               return routes->DescribeArtifact(ctx, p.at("name"), p.at("version"));
+             });
+  router.Add("PUT", "/api/v1/artifacts/{name}/versions/{version}/content",
+             [routes](auto& r, auto& p, auto& ctx) {
+               return routes->UploadArtifact(ctx, r, p.at("name"), p.at("version"));
+             });
+  router.Add("POST", "/api/v1/artifacts/{name}/versions/{version}/commit",
+             [routes](auto& r, auto& p, auto& ctx) {
+               return routes->CommitArtifact(ctx, r, p.at("name"), p.at("version"));
+             });
+  router.Add("GET", "/api/v1/artifacts/{name}/versions/{version}/parts",
+             [routes](auto& r, auto& p, auto& ctx) {
+               return routes->UploadedParts(ctx, r, p.at("name"), p.at("version"));
+             });
+  router.Add("POST", "/api/v1/artifacts/{name}/versions/{version}/parts",
+             [routes](auto& r, auto& p, auto& ctx) {
+               return routes->PresignParts(ctx, r, p.at("name"), p.at("version"));
+             });
+  router.Add("GET", "/api/v1/artifacts/{name}/versions/{version}/content",
+             [routes](auto&, auto& p, auto& ctx) {
+               return routes->DownloadArtifact(ctx, p.at("name"), p.at("version"));
+             });
+  router.Add("DELETE", "/api/v1/artifacts/{name}/versions/{version}",
+             [routes](auto&, auto& p, auto& ctx) {
+               return routes->DeleteArtifact(ctx, p.at("name"), p.at("version"));
+             });
+  router.Add("GET", "/api/v1/jobs/{name}/artifacts", [routes](auto&, auto& p, auto& ctx) {
+    return routes->JobArtifacts(ctx, p.at("name"));
+  });
 }
 
 bool IsArtifactPath(std::string_view path) {

@@ -40,9 +40,9 @@ std::string HashToken(std::string_view token) {
 std::string HmacSha256(std::string_view key, std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
-  unsigned char* ok = HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-                           reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest,
-                           &length);
+  unsigned char* ok =
+      HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest, &length);
   assert(ok != nullptr);
   (void)ok;
   return LowerHex(digest, length);

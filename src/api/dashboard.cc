@@ -86,9 +86,12 @@ std::optional<HttpResponse> Dashboard::Serve(const HttpRequest& request) const {
   if (path == "/favicon.ico" && request.method == "GET") return Redirect("/ui/favicon.svg");
   if (path != "/" && path != "/ui" && path.rfind("/ui/", 0) != 0) return std::nullopt;
   if (request.method != "GET" && request.method != "HEAD") {
-    return HttpResponse{405, "application/json",
-                        R"({"error":{"code":"MethodNotAllowed","message":"the dashboard is read-only"}})",
-                        {}, nullptr};
+    return HttpResponse{
+        405,
+        "application/json",
+        R"({"error":{"code":"MethodNotAllowed","message":"the dashboard is read-only"}})",
+        {},
+        nullptr};
   }
   if (path == "/" || path == "/ui") return Redirect("/ui/");
   std::string relative = path.substr(4);

@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <openssl/ssl.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -15,12 +17,10 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
-#include <nlohmann/json.hpp>
-#include <sys/ioctl.h>
-#include <algorithm>
-#include <deque>
 #include <cstring>
+#include <deque>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "core/ascii.h"
@@ -44,7 +44,9 @@ Result<ClientResponse> ReadResponse(Stream& stream, std::uint64_t body_limit) {
   if (ec) return Unavailable("reading response: " + ec.message());
   ClientResponse response{static_cast<int>(parser.get().result_int()), parser.get().body(), {}};
   for (const auto& field : parser.get()) {
-    response.headers.emplace(AsciiLower(std::string_view(field.name_string().data(), field.name_string().size())), std::string(field.value()));
+    response.headers.emplace(
+        AsciiLower(std::string_view(field.name_string().data(), field.name_string().size())),
+        std::string(field.value()));
   }
   return response;
 }
@@ -52,14 +54,17 @@ Result<ClientResponse> ReadResponse(Stream& stream, std::uint64_t body_limit) {
 }  // namespace
 
 HttpClient::HttpClient(std::string base_url, std::string bearer_token, std::string ca_file)
-    : base_url_(std::move(base_url)), token_(std::move(bearer_token)), ca_file_(std::move(ca_file)) {
+    : base_url_(std::move(base_url)),
+      token_(std::move(bearer_token)),
+      ca_file_(std::move(ca_file)) {
   while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
 }
 
 Status HttpClient::ParseUrl(std::string& host, std::string& port, bool& tls) const {
   tls = base_url_.rfind("https://", 0) == 0;
   if (!tls && base_url_.rfind("http://", 0) != 0) {
-    return InvalidArgument("server URL must start with http:// or https:// (got '" + base_url_ + "')");
+    return InvalidArgument("server URL must start with http:// or https:// (got '" + base_url_ +
+                           "')");
   }
   std::string rest = base_url_.substr(tls ? 8 : 7);
   auto slash = rest.find('/');
@@ -150,13 +155,16 @@ auto OverConnection(const std::string& host, const std::string& port, const std:
 
 }  // namespace
 
-Result<ClientResponse> HttpClient::Request(std::string_view method, std::string_view target,
-                                           std::string body, std::string_view content_type,
-                                           const std::vector<std::pair<std::string, std::string>>& headers) {
+Result<ClientResponse> HttpClient::Request(
+    std::string_view method, std::string_view target, std::string body,
+    std::string_view content_type,
+    const std::vector<std::pair<std::string, std::string>>& headers) {
   std::string host, port;
   bool tls = false;
   HEADWAY_RETURN_IF_ERROR(ParseUrl(host, port, tls));
-  http::request<http::string_body> req{http::string_to_verb(beast::string_view(method.data(), method.size())), std::string(target), 11};
+  http::request<http::string_body> req{
+      http::string_to_verb(beast::string_view(method.data(), method.size())), std::string(target),
+      11};
   req.set(http::field::host, HostHeader(host, port, tls));
   req.set(http::field::user_agent, "headway-cli");
   if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
@@ -166,23 +174,25 @@ Result<ClientResponse> HttpClient::Request(std::string_view method, std::string_
   req.prepare_payload();
   return OverConnection(host, port, base_url_, tls, ca_file_, connector_,
                         [&](auto& stream) -> Result<ClientResponse> {
-    beast::error_code ec;
-    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(60));
-    if (timeout_.count() > 0) {
-      // expires_after bounds only asynchronous operations; these are blocking.
-      timeval tv{static_cast<time_t>(timeout_.count() / 1000),
-                 static_cast<suseconds_t>((timeout_.count() % 1000) * 1000)};
-      int fd = beast::get_lowest_layer(stream).socket().native_handle();
-      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-      ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    }
-    http::write(stream, req, ec);
-    if (ec) return Unavailable("sending request: " + ec.message());
-    auto response = ReadResponse(stream, 256 * 1024 * 1024);
-    beast::error_code ignored;
-    beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_both, ignored);
-    return response;
-  });
+                          beast::error_code ec;
+                          beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(60));
+                          if (timeout_.count() > 0) {
+                            // expires_after bounds only asynchronous operations; these are
+                            // blocking.
+                            timeval tv{static_cast<time_t>(timeout_.count() / 1000),
+                                       static_cast<suseconds_t>((timeout_.count() % 1000) * 1000)};
+                            int fd = beast::get_lowest_layer(stream).socket().native_handle();
+                            ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+                            ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+                          }
+                          http::write(stream, req, ec);
+                          if (ec) return Unavailable("sending request: " + ec.message());
+                          auto response = ReadResponse(stream, 256 * 1024 * 1024);
+                          beast::error_code ignored;
+                          beast::get_lowest_layer(stream).socket().shutdown(
+                              tcp::socket::shutdown_both, ignored);
+                          return response;
+                        });
 }
 
 std::pair<std::string, std::string> SplitUrl(const std::string& url) {
@@ -203,9 +213,8 @@ Result<ClientResponse> HttpClient::SendFile(
 }
 
 Result<ClientResponse> HttpClient::SendFileRange(
-    std::string_view method, std::string_view target, const std::string& path,
-    std::uint64_t offset, std::uint64_t length,
-    const std::vector<std::pair<std::string, std::string>>& headers) {
+    std::string_view method, std::string_view target, const std::string& path, std::uint64_t offset,
+    std::uint64_t length, const std::vector<std::pair<std::string, std::string>>& headers) {
   std::string host, port;
   bool tls = false;
   HEADWAY_RETURN_IF_ERROR(ParseUrl(host, port, tls));
@@ -219,47 +228,50 @@ Result<ClientResponse> HttpClient::SendFileRange(
   // at a time, which costs both ends a system call (and the server a timer
   // reset) per 4 KiB.
   http::request<http::buffer_body> req{
-      http::string_to_verb(beast::string_view(method.data(), method.size())), std::string(target), 11};
+      http::string_to_verb(beast::string_view(method.data(), method.size())), std::string(target),
+      11};
   req.set(http::field::host, HostHeader(host, port, tls));
   req.set(http::field::user_agent, "headway-cli");
   req.set(http::field::content_type, "application/octet-stream");
   if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
   for (const auto& [name, value] : headers) req.set(name, value);
   req.content_length(length);
-  return OverConnection(host, port, base_url_, tls, ca_file_, connector_,
-                        [&](auto& stream) -> Result<ClientResponse> {
-    beast::error_code ec;
-    beast::get_lowest_layer(stream).expires_never();
-    req.body().data = nullptr;
-    req.body().more = true;
-    http::request_serializer<http::buffer_body> serializer{req};
-    http::write_header(stream, serializer, ec);
-    if (ec) return Unavailable("sending " + path + ": " + ec.message());
-    std::vector<char> chunk(1 << 20);
-    std::uint64_t sent = 0;
-    while (sent < length) {
-      ssize_t n = ::pread(fd, chunk.data(), std::min<std::uint64_t>(chunk.size(), length - sent),
-                          static_cast<off_t>(offset + sent));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return Unavailable("reading " + path + ": it changed while being sent");
-      sent += static_cast<std::uint64_t>(n);
-      req.body().data = chunk.data();
-      req.body().size = static_cast<std::size_t>(n);
-      req.body().more = sent < length;
-      http::write(stream, serializer, ec);
-      if (ec == http::error::need_buffer) ec = {};
-      if (ec) return Unavailable("sending " + path + ": " + ec.message());
-    }
-    if (!serializer.is_done()) {
-      req.body().data = nullptr;
-      req.body().size = 0;
-      req.body().more = false;
-      http::write(stream, serializer, ec);
-      if (ec == http::error::need_buffer) ec = {};
-      if (ec) return Unavailable("sending " + path + ": " + ec.message());
-    }
-    return ReadResponse(stream, 16 * 1024 * 1024);
-  });
+  return OverConnection(
+      host, port, base_url_, tls, ca_file_, connector_,
+      [&](auto& stream) -> Result<ClientResponse> {
+        beast::error_code ec;
+        beast::get_lowest_layer(stream).expires_never();
+        req.body().data = nullptr;
+        req.body().more = true;
+        http::request_serializer<http::buffer_body> serializer{req};
+        http::write_header(stream, serializer, ec);
+        if (ec) return Unavailable("sending " + path + ": " + ec.message());
+        std::vector<char> chunk(1 << 20);
+        std::uint64_t sent = 0;
+        while (sent < length) {
+          ssize_t n =
+              ::pread(fd, chunk.data(), std::min<std::uint64_t>(chunk.size(), length - sent),
+                      static_cast<off_t>(offset + sent));
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) return Unavailable("reading " + path + ": it changed while being sent");
+          sent += static_cast<std::uint64_t>(n);
+          req.body().data = chunk.data();
+          req.body().size = static_cast<std::size_t>(n);
+          req.body().more = sent < length;
+          http::write(stream, serializer, ec);
+          if (ec == http::error::need_buffer) ec = {};
+          if (ec) return Unavailable("sending " + path + ": " + ec.message());
+        }
+        if (!serializer.is_done()) {
+          req.body().data = nullptr;
+          req.body().size = 0;
+          req.body().more = false;
+          http::write(stream, serializer, ec);
+          if (ec == http::error::need_buffer) ec = {};
+          if (ec) return Unavailable("sending " + path + ": " + ec.message());
+        }
+        return ReadResponse(stream, 16 * 1024 * 1024);
+      });
 }
 
 Result<int> HttpClient::Stream(std::string_view target,
@@ -272,36 +284,37 @@ Result<int> HttpClient::Stream(std::string_view target,
   req.set(http::field::host, HostHeader(host, port, tls));
   req.set(http::field::user_agent, "headway-cli");
   if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
-  return OverConnection(host, port, base_url_, tls, ca_file_, connector_, [&](auto& stream) -> Result<int> {
-    beast::error_code ec;
-    http::write(stream, req, ec);
-    if (ec) return Unavailable("sending request: " + ec.message());
-    beast::get_lowest_layer(stream).expires_never();
-    beast::flat_buffer buffer;
-    http::response_parser<http::buffer_body> parser;
-    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-    http::read_header(stream, buffer, parser, ec);
-    if (ec) return Unavailable("reading response: " + ec.message());
-    int status = static_cast<int>(parser.get().result_int());
-    char chunk[8192];
-    while (!parser.is_done()) {
-      parser.get().body().data = chunk;
-      parser.get().body().size = sizeof chunk;
-      // read_some, not read: read would wait until the 8 KiB chunk buffer is
-      // full, holding back a followed log line or an event for as long.
-      http::read_some(stream, buffer, parser, ec);
-      if (ec == http::error::need_buffer) ec = {};
-      if (ec) return Unavailable("stream interrupted: " + ec.message());
-      std::size_t n = sizeof chunk - parser.get().body().size;
-      if (n == 0) continue;
-      if (status >= 200 && status < 300) {
-        on_data(std::string_view(chunk, n));
-      } else {
-        error_body.append(chunk, n);
-      }
-    }
-    return status;
-  });
+  return OverConnection(host, port, base_url_, tls, ca_file_, connector_,
+                        [&](auto& stream) -> Result<int> {
+                          beast::error_code ec;
+                          http::write(stream, req, ec);
+                          if (ec) return Unavailable("sending request: " + ec.message());
+                          beast::get_lowest_layer(stream).expires_never();
+                          beast::flat_buffer buffer;
+                          http::response_parser<http::buffer_body> parser;
+                          parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+                          http::read_header(stream, buffer, parser, ec);
+                          if (ec) return Unavailable("reading response: " + ec.message());
+                          int status = static_cast<int>(parser.get().result_int());
+                          char chunk[8192];
+                          while (!parser.is_done()) {
+                            parser.get().body().data = chunk;
+                            parser.get().body().size = sizeof chunk;
+                            // read_some, not read: read would wait until the 8 KiB chunk buffer is
+                            // full, holding back a followed log line or an event for as long.
+                            http::read_some(stream, buffer, parser, ec);
+                            if (ec == http::error::need_buffer) ec = {};
+                            if (ec) return Unavailable("stream interrupted: " + ec.message());
+                            std::size_t n = sizeof chunk - parser.get().body().size;
+                            if (n == 0) continue;
+                            if (status >= 200 && status < 300) {
+                              on_data(std::string_view(chunk, n));
+                            } else {
+                              error_body.append(chunk, n);
+                            }
+                          }
+                          return status;
+                        });
 }
 
 }  // namespace headway::api
@@ -317,166 +330,171 @@ Result<int> HttpClient::Exec(std::string_view target, bool forward_stdin, bool t
   HEADWAY_RETURN_IF_ERROR(ParseUrl(host, port, tls));
   const std::string host_header = HostHeader(host, port, tls);
   bool declined = false;
-  auto result = OverConnection(host, port, base_url_, tls, ca_file_, connector_, [&](auto& stream) -> Result<int> {
-    using Stream = std::remove_reference_t<decltype(stream)>;
-    auto& io = static_cast<net::io_context&>(
-        net::query(beast::get_lowest_layer(stream).get_executor(), net::execution::context));
-    beast::get_lowest_layer(stream).expires_never();
-    websocket::stream<Stream&> ws(stream);
-    ws.set_option(websocket::stream_base::decorator([this](websocket::request_type& req) {
-      req.set(http::field::user_agent, "headway-cli");
-      req.set(http::field::sec_websocket_protocol, "v5.channel.k8s.io");
-      if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
-    }));
-    beast::error_code ec;
-    ws.handshake(host_header, std::string(target), ec);
-    if (ec == websocket::error::upgrade_declined) {
-      declined = true;
-      return 0;
-    }
-    if (ec) return Unavailable("exec: " + ec.message());
-    ws.binary(true);
+  auto result = OverConnection(
+      host, port, base_url_, tls, ca_file_, connector_, [&](auto& stream) -> Result<int> {
+        using Stream = std::remove_reference_t<decltype(stream)>;
+        auto& io = static_cast<net::io_context&>(
+            net::query(beast::get_lowest_layer(stream).get_executor(), net::execution::context));
+        beast::get_lowest_layer(stream).expires_never();
+        websocket::stream<Stream&> ws(stream);
+        ws.set_option(websocket::stream_base::decorator([this](websocket::request_type& req) {
+          req.set(http::field::user_agent, "headway-cli");
+          req.set(http::field::sec_websocket_protocol, "v5.channel.k8s.io");
+          if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
+        }));
+        beast::error_code ec;
+        ws.handshake(host_header, std::string(target), ec);
+        if (ec == websocket::error::upgrade_declined) {
+          declined = true;
+          return 0;
+        }
+        if (ec) return Unavailable("exec: " + ec.message());
+        ws.binary(true);
 
-    // One writer at a time on a WebSocket: what stdin and resizes send waits here.
-    struct Outbox {
-      explicit Outbox(net::any_io_executor e) : wake(e) {}
-      std::deque<std::string> messages;
-      net::steady_timer wake;
-      bool done = false;
-      void Push(std::string m) {
-        messages.push_back(std::move(m));
-        wake.cancel();
-      }
-    };
-    auto executor = io.get_executor();
-    Outbox outbox(executor);
-    std::optional<int> exit_code;
-    std::string failure;
-    auto window = [] {
-      struct winsize size {};
-      if (::ioctl(0, TIOCGWINSZ, &size) != 0 || size.ws_col == 0) return std::string();
-      return std::string(1, '\4') + nlohmann::json{{"Width", size.ws_col}, {"Height", size.ws_row}}.dump();
-    };
-    if (tty) {
-      if (std::string size = window(); !size.empty()) outbox.Push(size);
-    }
-    net::co_spawn(
-        executor,
-        [&]() -> awaitable<void> {
-          while (!outbox.done) {
-            while (!outbox.messages.empty()) {
-              std::string m = std::move(outbox.messages.front());
-              outbox.messages.pop_front();
-              beast::error_code write_ec;
-              co_await ws.async_write(net::buffer(m), net::redirect_error(use_awaitable, write_ec));
-              if (write_ec) co_return;
-            }
-            if (outbox.done) break;
-            outbox.wake.expires_at(std::chrono::steady_clock::time_point::max());
-            beast::error_code ignored;
-            co_await outbox.wake.async_wait(net::redirect_error(use_awaitable, ignored));
+        // One writer at a time on a WebSocket: what stdin and resizes send waits here.
+        struct Outbox {
+          explicit Outbox(net::any_io_executor e) : wake(e) {}
+          std::deque<std::string> messages;
+          net::steady_timer wake;
+          bool done = false;
+          void Push(std::string m) {
+            messages.push_back(std::move(m));
+            wake.cancel();
           }
-        },
-        net::detached);
-    // Lives as long as the session: each wait's handler starts the next.
-    net::signal_set resizes(executor);
-    std::function<void()> on_resize = [&] {
-      resizes.async_wait([&](const beast::error_code& e, int) {
-        if (e) return;
-        if (std::string size = window(); !size.empty()) outbox.Push(size);
-        on_resize();
-      });
-    };
-    if (tty) {
-      resizes.add(SIGWINCH);
-      on_resize();
-    }
-    // This process's stdin: a pipe or terminal through the reactor, a regular
-    // file (which epoll cannot watch) by plain reads.
-    net::posix::stream_descriptor input(executor);
-    if (forward_stdin) {
-      struct stat st {};
-      const bool regular = ::fstat(0, &st) == 0 && S_ISREG(st.st_mode);
-      int fd = ::dup(0);
-      if (!regular && fd >= 0) input.assign(fd);
-      net::co_spawn(
-          executor,
-          [&, regular, fd]() -> awaitable<void> {
-            std::vector<char> piece(32 * 1024);
-            for (;;) {
-              std::size_t n = 0;
-              beast::error_code read_ec;
-              if (regular) {
-                ssize_t got = fd >= 0 ? ::read(fd, piece.data(), piece.size()) : 0;
-                if (got <= 0) read_ec = net::error::eof;
-                n = got > 0 ? static_cast<std::size_t>(got) : 0;
-                co_await net::post(executor, use_awaitable);  // let output through
-              } else {
-                n = co_await input.async_read_some(net::buffer(piece),
-                                                   net::redirect_error(use_awaitable, read_ec));
-              }
-              if (n > 0) outbox.Push(std::string(1, '\0') + std::string(piece.data(), n));
-              if (read_ec) break;
-              // Backpressure: a command that does not read its stdin holds ours.
-              while (outbox.messages.size() > 64 && !outbox.done) {
-                net::steady_timer pause(executor, std::chrono::milliseconds(10));
-                beast::error_code ignored;
-                co_await pause.async_wait(net::redirect_error(use_awaitable, ignored));
-              }
-            }
-            if (regular && fd >= 0) ::close(fd);
-            if (!tty) outbox.Push(std::string("\xff\0", 2));  // v5: its stdin ends
-          },
-          net::detached);
-    }
-    net::co_spawn(
-        executor,
-        [&]() -> awaitable<void> {
-          beast::flat_buffer buffer;
-          for (;;) {
-            beast::error_code read_ec;
-            co_await ws.async_read(buffer, net::redirect_error(use_awaitable, read_ec));
-            if (read_ec) break;
-            std::string m = beast::buffers_to_string(buffer.data());
-            buffer.consume(buffer.size());
-            if (m.empty()) continue;
-            const char channel = m[0];
-            if (channel == 1 || channel == 2) {
-              const int fd = channel;
-              for (std::size_t done = 1; done < m.size();) {
-                ssize_t w = ::write(fd, m.data() + done, m.size() - done);
-                if (w <= 0) break;
-                done += static_cast<std::size_t>(w);
-              }
-            } else if (channel == 3) {
-              auto status = nlohmann::json::parse(m.substr(1), nullptr, false);
-              if (status.is_object() && status.value("status", "") == "Success") {
-                exit_code = 0;
-              } else if (status.is_object() && status.value("reason", "") == "NonZeroExitCode") {
-                exit_code = 1;
-                try {
-                  exit_code = std::stoi(status["details"]["causes"][0].value("message", "1"));
-                } catch (const std::exception&) {
+        };
+        auto executor = io.get_executor();
+        Outbox outbox(executor);
+        std::optional<int> exit_code;
+        std::string failure;
+        auto window = [] {
+          struct winsize size {};
+          if (::ioctl(0, TIOCGWINSZ, &size) != 0 || size.ws_col == 0) return std::string();
+          return std::string(1, '\4') +
+                 nlohmann::json{{"Width", size.ws_col}, {"Height", size.ws_row}}.dump();
+        };
+        if (tty) {
+          if (std::string size = window(); !size.empty()) outbox.Push(size);
+        }
+        net::co_spawn(
+            executor,
+            [&]() -> awaitable<void> {
+              while (!outbox.done) {
+                while (!outbox.messages.empty()) {
+                  std::string m = std::move(outbox.messages.front());
+                  outbox.messages.pop_front();
+                  beast::error_code write_ec;
+                  co_await ws.async_write(net::buffer(m),
+                                          net::redirect_error(use_awaitable, write_ec));
+                  if (write_ec) co_return;
                 }
-              } else {
-                failure = status.is_object() ? status.value("message", m.substr(1)) : m.substr(1);
+                if (outbox.done) break;
+                outbox.wake.expires_at(std::chrono::steady_clock::time_point::max());
+                beast::error_code ignored;
+                co_await outbox.wake.async_wait(net::redirect_error(use_awaitable, ignored));
               }
-            }
-          }
-          outbox.done = true;
-          outbox.wake.cancel();
-          beast::error_code ignored;
-          resizes.cancel(ignored);
-          input.close(ignored);
-          io.stop();  // a stdin read on a regular file may still be queued
-        },
-        net::detached);
-    io.restart();
-    io.run();
-    if (exit_code) return *exit_code;
-    if (!failure.empty()) return Unavailable("exec: " + failure);
-    return Unavailable("exec: the connection ended before the command did");
-  });
+            },
+            net::detached);
+        // Lives as long as the session: each wait's handler starts the next.
+        net::signal_set resizes(executor);
+        std::function<void()> on_resize = [&] {
+          resizes.async_wait([&](const beast::error_code& e, int) {
+            if (e) return;
+            if (std::string size = window(); !size.empty()) outbox.Push(size);
+            on_resize();
+          });
+        };
+        if (tty) {
+          resizes.add(SIGWINCH);
+          on_resize();
+        }
+        // This process's stdin: a pipe or terminal through the reactor, a regular
+        // file (which epoll cannot watch) by plain reads.
+        net::posix::stream_descriptor input(executor);
+        if (forward_stdin) {
+          struct stat st {};
+          const bool regular = ::fstat(0, &st) == 0 && S_ISREG(st.st_mode);
+          int fd = ::dup(0);
+          if (!regular && fd >= 0) input.assign(fd);
+          net::co_spawn(
+              executor,
+              [&, regular, fd]() -> awaitable<void> {
+                std::vector<char> piece(32 * 1024);
+                for (;;) {
+                  std::size_t n = 0;
+                  beast::error_code read_ec;
+                  if (regular) {
+                    ssize_t got = fd >= 0 ? ::read(fd, piece.data(), piece.size()) : 0;
+                    if (got <= 0) read_ec = net::error::eof;
+                    n = got > 0 ? static_cast<std::size_t>(got) : 0;
+                    co_await net::post(executor, use_awaitable);  // let output through
+                  } else {
+                    n = co_await input.async_read_some(net::buffer(piece),
+                                                       net::redirect_error(use_awaitable, read_ec));
+                  }
+                  if (n > 0) outbox.Push(std::string(1, '\0') + std::string(piece.data(), n));
+                  if (read_ec) break;
+                  // Backpressure: a command that does not read its stdin holds ours.
+                  while (outbox.messages.size() > 64 && !outbox.done) {
+                    net::steady_timer pause(executor, std::chrono::milliseconds(10));
+                    beast::error_code ignored;
+                    co_await pause.async_wait(net::redirect_error(use_awaitable, ignored));
+                  }
+                }
+                if (regular && fd >= 0) ::close(fd);
+                if (!tty) outbox.Push(std::string("\xff\0", 2));  // v5: its stdin ends
+              },
+              net::detached);
+        }
+        net::co_spawn(
+            executor,
+            [&]() -> awaitable<void> {
+              beast::flat_buffer buffer;
+              for (;;) {
+                beast::error_code read_ec;
+                co_await ws.async_read(buffer, net::redirect_error(use_awaitable, read_ec));
+                if (read_ec) break;
+                std::string m = beast::buffers_to_string(buffer.data());
+                buffer.consume(buffer.size());
+                if (m.empty()) continue;
+                const char channel = m[0];
+                if (channel == 1 || channel == 2) {
+                  const int fd = channel;
+                  for (std::size_t done = 1; done < m.size();) {
+                    ssize_t w = ::write(fd, m.data() + done, m.size() - done);
+                    if (w <= 0) break;
+                    done += static_cast<std::size_t>(w);
+                  }
+                } else if (channel == 3) {
+                  auto status = nlohmann::json::parse(m.substr(1), nullptr, false);
+                  if (status.is_object() && status.value("status", "") == "Success") {
+                    exit_code = 0;
+                  } else if (status.is_object() &&
+                             status.value("reason", "") == "NonZeroExitCode") {
+                    exit_code = 1;
+                    try {
+                      exit_code = std::stoi(status["details"]["causes"][0].value("message", "1"));
+                    } catch (const std::exception&) {
+                    }
+                  } else {
+                    failure =
+                        status.is_object() ? status.value("message", m.substr(1)) : m.substr(1);
+                  }
+                }
+              }
+              outbox.done = true;
+              outbox.wake.cancel();
+              beast::error_code ignored;
+              resizes.cancel(ignored);
+              input.close(ignored);
+              io.stop();  // a stdin read on a regular file may still be queued
+            },
+            net::detached);
+        io.restart();
+        io.run();
+        if (exit_code) return *exit_code;
+        if (!failure.empty()) return Unavailable("exec: " + failure);
+        return Unavailable("exec: the connection ended before the command did");
+      });
   if (!declined) return result;
   // The server refused the upgrade: the same request without one says why.
   auto why = Request("GET", target);

@@ -42,21 +42,21 @@ class HttpClient {
                       std::string ca_file = {});
 
   // Unavailable (with a hint) when the server cannot be reached.
-  Result<ClientResponse> Request(std::string_view method, std::string_view target,
-                                 std::string body = {},
-                                 std::string_view content_type = "application/json",
-                                 const std::vector<std::pair<std::string, std::string>>& headers = {});
+  Result<ClientResponse> Request(
+      std::string_view method, std::string_view target, std::string body = {},
+      std::string_view content_type = "application/json",
+      const std::vector<std::pair<std::string, std::string>>& headers = {});
   // Sends the file at `path` as the body (streamed from disk, with its
   // Content-Length); for uploads of any size.
-  Result<ClientResponse> SendFile(std::string_view method, std::string_view target,
-                                  const std::string& path,
-                                  const std::vector<std::pair<std::string, std::string>>& headers = {});
+  Result<ClientResponse> SendFile(
+      std::string_view method, std::string_view target, const std::string& path,
+      const std::vector<std::pair<std::string, std::string>>& headers = {});
   // Sends bytes [offset, offset + length) of the file at `path` as the body
   // (a part of a multipart upload).
-  Result<ClientResponse> SendFileRange(std::string_view method, std::string_view target,
-                                       const std::string& path, std::uint64_t offset,
-                                       std::uint64_t length,
-                                       const std::vector<std::pair<std::string, std::string>>& headers = {});
+  Result<ClientResponse> SendFileRange(
+      std::string_view method, std::string_view target, const std::string& path,
+      std::uint64_t offset, std::uint64_t length,
+      const std::vector<std::pair<std::string, std::string>>& headers = {});
   // GETs `target` and hands each piece of the body to `on_data` as it arrives.
   // Returns the status once the body ends; a non-2xx body goes to `error_body`.
   Result<int> Stream(std::string_view target, const std::function<void(std::string_view)>& on_data,

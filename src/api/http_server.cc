@@ -66,7 +66,8 @@ class Server final : public HttpServer {
       beast::error_code tls_ec;
       tls_->use_certificate_chain_file(options_.tls_cert_file, tls_ec);
       if (tls_ec) {
-        return InvalidArgument("TLS certificate " + options_.tls_cert_file + ": " + tls_ec.message());
+        return InvalidArgument("TLS certificate " + options_.tls_cert_file + ": " +
+                               tls_ec.message());
       }
       tls_->use_private_key_file(options_.tls_key_file, net::ssl::context::pem, tls_ec);
       if (tls_ec) {
@@ -113,8 +114,8 @@ class Server final : public HttpServer {
   awaitable<void> Accept() {
     for (;;) {
       beast::error_code ec;
-      tcp::socket socket = co_await acceptor_.async_accept(
-          net::make_strand(io_), net::redirect_error(use_awaitable, ec));
+      tcp::socket socket = co_await acceptor_.async_accept(net::make_strand(io_),
+                                                           net::redirect_error(use_awaitable, ec));
       if (ec) {
         if (ec == net::error::operation_aborted) co_return;
         continue;  // e.g. EMFILE: keep serving the connections we have
@@ -150,7 +151,8 @@ class Server final : public HttpServer {
     Admission(Server& server, std::string client) : server_(server), client_(std::move(client)) {
       std::lock_guard lock(server_.admission_mu_);
       int& mine = server_.per_client_[client_];
-      int cap = std::min(server_.options_.max_connections_per_client, server_.options_.max_connections);
+      int cap =
+          std::min(server_.options_.max_connections_per_client, server_.options_.max_connections);
       if (server_.general_ < server_.options_.max_connections && mine < cap) {
         ++server_.general_;
         ++mine;
@@ -215,7 +217,8 @@ class Server final : public HttpServer {
       std::size_t body_limit = options_.max_body_bytes;
       if (!ec && options_.large_body_for) {
         HttpRequest probe = RequestHead(parser.get());
-        if (options_.large_body_for(probe.method, probe.path)) body_limit = options_.max_large_body_bytes;
+        if (options_.large_body_for(probe.method, probe.path))
+          body_limit = options_.max_large_body_bytes;
       }
       if (!ec) {
         if (parser.content_length() && *parser.content_length() > body_limit) {
@@ -223,7 +226,8 @@ class Server final : public HttpServer {
         } else {
           parser.body_limit(body_limit);
           tcp_layer.expires_after(options_.read_timeout);
-          co_await http::async_read(*stream, buffer, parser, net::redirect_error(use_awaitable, ec));
+          co_await http::async_read(*stream, buffer, parser,
+                                    net::redirect_error(use_awaitable, ec));
         }
       }
       if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
@@ -241,8 +245,8 @@ class Server final : public HttpServer {
         break;
       }
       if (ec) {
-        co_await WriteSimple(*stream, 400,
-                             ErrorJson("InvalidArgument", "malformed HTTP request"), false);
+        co_await WriteSimple(*stream, 400, ErrorJson("InvalidArgument", "malformed HTTP request"),
+                             false);
         break;
       }
       http::request<http::string_body> raw = parser.release();
@@ -375,8 +379,8 @@ class Server final : public HttpServer {
     out.version(11);
     // Hop-by-hop headers are the proxy's own (RFC 9110, 7.6.1).
     static const std::vector<std::string> kHopByHop = {
-        "connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer",
-        "transfer-encoding", "upgrade", "content-length"};
+        "connection", "keep-alive",        "proxy-connection", "proxy-authorization", "te",
+        "trailer",    "transfer-encoding", "upgrade",          "content-length"};
     for (const auto& [name, value] : req.headers) {
       if (std::find(kHopByHop.begin(), kHopByHop.end(), name) != kHopByHop.end()) continue;
       if (std::find(target.remove_headers.begin(), target.remove_headers.end(), name) !=
@@ -430,9 +434,8 @@ class Server final : public HttpServer {
     }
     if (ec) {
       if (target.on_answer) target.on_answer(0);
-      co_await WriteSimple(*stream, 502,
-                           ErrorJson("Unavailable", "the upstream server did not answer"),
-                           keep_alive);
+      co_await WriteSimple(
+          *stream, 502, ErrorJson("Unavailable", "the upstream server did not answer"), keep_alive);
       co_return keep_alive;
     }
     auto& head = parser.get();
@@ -470,7 +473,8 @@ class Server final : public HttpServer {
       head.body().data = piece.data();
       head.body().size = piece.size();
       upstream->expires_after(std::chrono::minutes(5));
-      co_await http::async_read(*upstream, up_buffer, parser, net::redirect_error(use_awaitable, ec));
+      co_await http::async_read(*upstream, up_buffer, parser,
+                                net::redirect_error(use_awaitable, ec));
       if (ec == http::error::need_buffer) ec = {};
       if (ec) break;
       head.body().size = piece.size() - head.body().size;
@@ -524,7 +528,8 @@ class Server final : public HttpServer {
 
   // Writes `first`, then copies what `from` sends to `to` until either fails.
   template <class From, class To>
-  static awaitable<void> Pipe(std::shared_ptr<From> from, std::shared_ptr<To> to, std::string first) {
+  static awaitable<void> Pipe(std::shared_ptr<From> from, std::shared_ptr<To> to,
+                              std::string first) {
     beast::error_code ec;
     if (!first.empty()) {
       co_await net::async_write(*to, net::buffer(first), net::redirect_error(use_awaitable, ec));
@@ -532,7 +537,7 @@ class Server final : public HttpServer {
     std::vector<char> piece(64 * 1024);
     while (!ec) {
       std::size_t n = co_await from->async_read_some(net::buffer(piece),
-                                                      net::redirect_error(use_awaitable, ec));
+                                                     net::redirect_error(use_awaitable, ec));
       if (ec) break;
       co_await net::async_write(*to, net::buffer(piece.data(), n),
                                 net::redirect_error(use_awaitable, ec));
@@ -689,13 +694,14 @@ class Server final : public HttpServer {
     if (outbox->client_gone) co_return;
     nlohmann::json status = {{"metadata", nlohmann::json::object()}, {"status", "Success"}};
     if (*ending.code != 0) {
-      status = {{"metadata", nlohmann::json::object()},
-                {"status", "Failure"},
-                {"message", "command terminated with non-zero exit code: " +
-                                std::to_string(*ending.code)},
-                {"reason", "NonZeroExitCode"},
-                {"details",
-                 {{"causes", {{{"reason", "ExitCode"}, {"message", std::to_string(*ending.code)}}}}}}};
+      status = {
+          {"metadata", nlohmann::json::object()},
+          {"status", "Failure"},
+          {"message",
+           "command terminated with non-zero exit code: " + std::to_string(*ending.code)},
+          {"reason", "NonZeroExitCode"},
+          {"details",
+           {{"causes", {{{"reason", "ExitCode"}, {"message", std::to_string(*ending.code)}}}}}}};
     }
     std::string last = std::string(1, '\3') + status.dump();
     co_await ws->async_write(net::buffer(last), net::redirect_error(use_awaitable, ec));
@@ -716,7 +722,8 @@ class Server final : public HttpServer {
     auto& tcp_layer = beast::get_lowest_layer(*stream);
     // A declared length over the limit is refused before anything is read;
     // an undeclared one (chunked) as soon as it passes the limit.
-    if (head_parser.content_length() && *head_parser.content_length() > options_.max_file_body_bytes) {
+    if (head_parser.content_length() &&
+        *head_parser.content_length() > options_.max_file_body_bytes) {
       co_await RefuseTooLarge(*stream, "upload", options_.max_file_body_bytes);
       co_return false;
     }
@@ -744,14 +751,15 @@ class Server final : public HttpServer {
     buffer.reserve(1 << 20);
     while (!ec && !parser.is_done()) {
       tcp_layer.expires_after(options_.read_timeout);
-      co_await http::async_read_some(*stream, buffer, parser, net::redirect_error(use_awaitable, ec));
+      co_await http::async_read_some(*stream, buffer, parser,
+                                     net::redirect_error(use_awaitable, ec));
     }
     if (ec == http::error::body_limit) {
       co_await RefuseTooLarge(*stream, "upload", options_.max_file_body_bytes);
       co_return false;
     }
     if (ec) co_return false;  // the client went away or stalled: nothing was stored
-    buffer.shrink_to_fit();  // a kept-alive connection does not keep the 1 MiB
+    buffer.shrink_to_fit();   // a kept-alive connection does not keep the 1 MiB
     parser.get().body().close();
     auto& raw = parser.get();
     HttpRequest req = RequestHead(raw);
@@ -767,10 +775,9 @@ class Server final : public HttpServer {
   // a lingering close: the rest of the body is still arriving.
   template <class Stream>
   awaitable<void> RefuseTooLarge(Stream& stream, std::string what, std::uint64_t limit) {
-    co_await WriteSimple(stream, 413,
-                         ErrorJson("PayloadTooLarge",
-                                   what + " exceeds " + std::to_string(limit) + " bytes"),
-                         false);
+    co_await WriteSimple(
+        stream, 413,
+        ErrorJson("PayloadTooLarge", what + " exceeds " + std::to_string(limit) + " bytes"), false);
     co_await LingeringClose(stream);
   }
 
@@ -807,8 +814,8 @@ class Server final : public HttpServer {
 
   // Streams resp.stream as a chunked body until it completes or the client goes away.
   template <class Stream>
-  awaitable<void> WriteStream(std::shared_ptr<Stream> stream, unsigned version,
-                              HttpResponse& resp, bool gzip) {
+  awaitable<void> WriteStream(std::shared_ptr<Stream> stream, unsigned version, HttpResponse& resp,
+                              bool gzip) {
     auto& tcp_layer = beast::get_lowest_layer(*stream);
     http::response<http::empty_body> head{static_cast<http::status>(resp.status), version};
     head.set(http::field::server, "headway");
@@ -885,8 +892,8 @@ class Server final : public HttpServer {
   // pending when the server goes are destroyed with io_, and their
   // Admission gives its slot back here.
   std::mutex admission_mu_;
-  int general_ = 0;                    // guarded by admission_mu_
-  int reserved_ = 0;                   // guarded by admission_mu_
+  int general_ = 0;                        // guarded by admission_mu_
+  int reserved_ = 0;                       // guarded by admission_mu_
   std::map<std::string, int> per_client_;  // guarded by admission_mu_: general slots by address
   std::atomic<bool> stopped_{false};
   int port_ = 0;

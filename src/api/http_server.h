@@ -33,9 +33,9 @@
 namespace headway::api {
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // as sent: path and query, undecoded
-  std::string path;    // decoded path, no query
+  std::string method;                          // "GET", "POST", ...
+  std::string target;                          // as sent: path and query, undecoded
+  std::string path;                            // decoded path, no query
   std::map<std::string, std::string> query;    // decoded; a repeated key keeps the last value
   std::map<std::string, std::string> headers;  // keys lowercased
   // Headers that decide who asks or from where (host, origin, authorization,
@@ -79,7 +79,7 @@ struct ProxyTarget {
   // connected; blocking, briefly) instead of one to host:port: a port inside
   // a job's own network.
   std::function<Result<int>()> connect;
-  std::vector<std::string> remove_headers;  // lowercase names, not sent on
+  std::vector<std::string> remove_headers;                       // lowercase names, not sent on
   std::vector<std::pair<std::string, std::string>> set_headers;  // sent on, replacing any
   // Called once the upstream answered (its status) or could not be reached (0).
   std::function<void(int status)> on_answer;
@@ -115,7 +115,7 @@ struct HttpResponse {
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
-  std::shared_ptr<ResponseStream> stream;  // when set, sent chunked after `body`
+  std::shared_ptr<ResponseStream> stream;        // when set, sent chunked after `body`
   std::shared_ptr<ProxyTarget> proxy = nullptr;  // when set, the rest is ignored: see ProxyTarget
   // When set (for a WebSocket upgrade), the rest is ignored: see AttachedProcess.
   std::shared_ptr<AttachedProcess> attach = nullptr;
@@ -164,7 +164,7 @@ struct HttpServerOptions {
   std::function<bool(std::string_view method, std::string_view path)> inline_for = {};
   std::size_t max_body_bytes = 1 << 20;  // larger bodies get 413
   std::chrono::seconds read_timeout{30};
-  int max_connections = 1024;            // general slots; see Admission above
+  int max_connections = 1024;  // general slots; see Admission above
   // General slots one client address may hold (loopback included); its
   // further connections go to the reserve.
   int max_connections_per_client = 64;

@@ -59,7 +59,8 @@ nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
       {"reason", job.reason},
       {"message", job.message},
       {"pending_reason", pending_reason},
-      {"queue_position", place.position > 0 ? nlohmann::json(place.position) : nlohmann::json(nullptr)},
+      {"queue_position",
+       place.position > 0 ? nlohmann::json(place.position) : nlohmann::json(nullptr)},
       {"expected_start", OptionalTime(place.expected_start)},
       {"exit_code", job.exit_code ? nlohmann::json(*job.exit_code) : nlohmann::json(nullptr)},
       {"restarts", job.restarts},
@@ -79,9 +80,9 @@ nlohmann::json JobToJson(const Job& job, const std::string& pending_reason,
   };
   if (job.spec.elastic) {
     const ElasticRange& e = *job.spec.elastic;
-    const int per_unit = e.ByNodes() ? job.spec.resources.gpus_per_process *
-                                           job.spec.resources.processes_per_node
-                                     : job.spec.resources.gpus_per_process;
+    const int per_unit =
+        e.ByNodes() ? job.spec.resources.gpus_per_process * job.spec.resources.processes_per_node
+                    : job.spec.resources.gpus_per_process;
     const int held = per_unit > 0 ? static_cast<int>(job.gpu_ids.size()) / per_unit : 0;
     view["elastic"] = {{"unit", e.ByNodes() ? "nodes" : "rank groups"},
                        {"size", held > 0 ? nlohmann::json(held) : nlohmann::json(nullptr)},
@@ -183,7 +184,9 @@ nlohmann::json NodeToJson(const NodeStatus& n) {
 namespace {
 
 nlohmann::json TrialToJson(const TrialView& t) {
-  auto opt = [](const auto& v) { return v ? NumberToJson(static_cast<double>(*v)) : nlohmann::json(nullptr); };
+  auto opt = [](const auto& v) {
+    return v ? NumberToJson(static_cast<double>(*v)) : nlohmann::json(nullptr);
+  };
   return {{"index", t.record.index},
           {"job", t.record.job},
           {"state", TrialStateName(t.record.state)},
@@ -198,7 +201,8 @@ nlohmann::json TrialToJson(const TrialView& t) {
 }  // namespace
 
 nlohmann::json ExperimentToJson(const ExperimentView& e, bool with_trials) {
-  std::map<std::string, int> counts = {{"Running", 0}, {"Completed", 0}, {"EarlyStopped", 0}, {"Failed", 0}};
+  std::map<std::string, int> counts = {
+      {"Running", 0}, {"Completed", 0}, {"EarlyStopped", 0}, {"Failed", 0}};
   for (const TrialView& t : e.trials) counts[std::string(TrialStateName(t.record.state))] += 1;
   nlohmann::json j = {
       {"name", e.record.name},

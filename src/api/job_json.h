@@ -5,10 +5,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/job.h"
-#include "core/progress_report.h"
 #include "api/experiment_service.h"
 #include "api/job_service.h"
+#include "core/job.h"
+#include "core/progress_report.h"
 #include "core/status.h"
 
 namespace headway::api {

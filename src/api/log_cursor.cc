@@ -95,7 +95,8 @@ void LogCursor::OpenTimes() {
     ssize_t n = ::pread(fd, buf, sizeof buf, 0);
     std::string_view first(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
     std::size_t nl = first.find('\n');
-    auto entry = nl == std::string_view::npos ? std::nullopt : ParseLogTimesLine(first.substr(0, nl));
+    auto entry =
+        nl == std::string_view::npos ? std::nullopt : ParseLogTimesLine(first.substr(0, nl));
     if (entry && entry->inode && *entry->inode != static_cast<std::uint64_t>(ino_)) {
       ::close(fd);
       continue;

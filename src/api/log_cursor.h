@@ -62,8 +62,8 @@ class LogCursor {
   // The times file of the open log, read as far as the log is.
   struct Times {
     int fd = -1;
-    bool opened = false;        // tried to open it for the current log
-    std::string pending;        // an incomplete last line
+    bool opened = false;                   // tried to open it for the current log
+    std::string pending;                   // an incomplete last line
     std::optional<LogTimeMark> in_effect;  // the last mark at or before the read position
     std::deque<LogTimeMark> ahead;         // marks beyond it, read already
   };

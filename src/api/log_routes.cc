@@ -69,7 +69,8 @@ class LogRoutes {
       auto d = ParseDuration(req.query.at("since"));
       if (!d) {
         return ErrorResponse(InvalidArgument("query parameter 'since' must be a duration such as "
-                                             "90s, 5m or 2h, got '" + req.query.at("since") + "'")
+                                             "90s, 5m or 2h, got '" +
+                                             req.query.at("since") + "'")
                                  .WithField("since"));
       }
       start.since = SystemClock().Now() - *d;
@@ -112,8 +113,7 @@ class LogRoutes {
       rank = *n;
       if (*n >= RankSlots(job->spec)) {
         return ErrorResponse(NotFound("job '" + name + "' has no rank " + std::to_string(*n) +
-                                      " (it has " + std::to_string(RankSlots(job->spec)) +
-                                      ")"));
+                                      " (it has " + std::to_string(RankSlots(job->spec)) + ")"));
       }
     }
     auto select = [rank](const std::vector<LogFile>& all, int of_attempt) {
@@ -166,10 +166,10 @@ class LogRoutes {
         seen->view = v;
         return v;
       };
-      return bind_stream_(ctx, std::move(resp),
-                   std::make_shared<LogFollowStream>(view, attempt, std::move(selected), prefix,
-                                                     req.query.count("attempt") > 0, start,
-                                                     limit_bytes));
+      return bind_stream_(
+          ctx, std::move(resp),
+          std::make_shared<LogFollowStream>(view, attempt, std::move(selected), prefix,
+                                            req.query.count("attempt") > 0, start, limit_bytes));
     }
     // What is there now, streamed: a log of any size, never cut silently.
     auto now = [attempt, files = selected]() {
@@ -198,9 +198,8 @@ void AddLogRoutes(Router& router, LogRoutesOptions options) {
   router.Add("GET", "/api/v1/jobs/{name}/events", [routes](auto& r, auto& p, auto& ctx) {
     return routes->Events(ctx, r, p.at("name"));
   });
-  router.Add("GET", "/api/v1/jobs/{name}/logs", [routes](auto& r, auto& p, auto& ctx) {
-    return routes->Logs(ctx, r, p.at("name"));
-  });
+  router.Add("GET", "/api/v1/jobs/{name}/logs",
+             [routes](auto& r, auto& p, auto& ctx) { return routes->Logs(ctx, r, p.at("name")); });
 }
 
 }  // namespace headway::api

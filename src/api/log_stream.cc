@@ -30,14 +30,14 @@ void LogReader::ReadNew(std::string& out, bool flush_partial) {
       continue;
     }
     // A chunk cut at kMaxChunk is not the end of the file: its last line goes on.
-    bool at_end = s.cursor.Read(s.partial, kMaxChunk,
-                                start_.needs_times() ? &s.times : nullptr) < kMaxChunk;
+    bool at_end =
+        s.cursor.Read(s.partial, kMaxChunk, start_.needs_times() ? &s.times : nullptr) < kMaxChunk;
     TakeLines(s, out, flush_partial, at_end);
   }
 }
 
 void LogReader::TakeLines(Source& s, std::string& out, bool flush_partial, bool at_end) {
-  std::size_t next_time = 0;             // the first mark not applied yet
+  std::size_t next_time = 0;              // the first mark not applied yet
   std::int64_t in_effect = s.partial_ms;  // the time of the byte looked at
   auto time_at = [&](std::size_t pos) {
     while (next_time < s.times.size() && s.times[next_time].pos <= pos) {
@@ -77,7 +77,8 @@ LogFollowStream::LogFollowStream(std::function<FollowView()> view, int attempt,
     : view_(std::move(view)),
       attempt_(attempt),
       reader_(std::move(files), prefix_ranks, start),
-      next_attempt_start_{.tail_lines = {}, .tail_bytes = {}, .since = start.since, .timestamps = start.timestamps},
+      next_attempt_start_{
+          .tail_lines = {}, .tail_bytes = {}, .since = start.since, .timestamps = start.timestamps},
       prefix_ranks_(prefix_ranks),
       pin_attempt_(pin_attempt),
       limit_bytes_(limit_bytes) {}

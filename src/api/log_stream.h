@@ -46,9 +46,9 @@ class LogReader {
   struct Source {
     LogFile file;
     LogCursor cursor;
-    std::string partial;  // bytes after the last newline, held back while merging
-    std::vector<LogTimeAt> times;       // when the bytes of `partial` were written
-    std::int64_t partial_ms = -1;       // when its first byte was (-1: unknown)
+    std::string partial;           // bytes after the last newline, held back while merging
+    std::vector<LogTimeAt> times;  // when the bytes of `partial` were written
+    std::int64_t partial_ms = -1;  // when its first byte was (-1: unknown)
   };
   static Source Open(LogFile file, const LogStart& start);
   // Moves the complete lines of s.partial to `out`, prefixed and filtered as asked.
@@ -60,8 +60,8 @@ class LogReader {
 
 // What a follower needs to know about a job on each poll.
 struct FollowView {
-  bool finished = false;  // the job reached a terminal state
-  int attempt = 0;        // its latest attempt
+  bool finished = false;       // the job reached a terminal state
+  int attempt = 0;             // its latest attempt
   std::vector<LogFile> files;  // that attempt's log files, already filtered by rank
 };
 

@@ -188,13 +188,14 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
     if (!v.ok()) return ErrorResponse(v.status());
     return JsonResponse(200, NotebookToJson(*v));
   });
-  router.Add("POST", "/api/v1/notebooks/{name}/stop", [=](auto&, auto& p, const RequestContext& ctx) {
-    auto v = visible(ctx, p.at("name"), true);
-    if (!v.ok()) return ErrorResponse(v.status());
-    auto stopped = service->Stop(p.at("name"));
-    if (!stopped.ok()) return ErrorResponse(stopped.status());
-    return JsonResponse(200, NotebookToJson(*stopped));
-  });
+  router.Add("POST", "/api/v1/notebooks/{name}/stop",
+             [=](auto&, auto& p, const RequestContext& ctx) {
+               auto v = visible(ctx, p.at("name"), true);
+               if (!v.ok()) return ErrorResponse(v.status());
+               auto stopped = service->Stop(p.at("name"));
+               if (!stopped.ok()) return ErrorResponse(stopped.status());
+               return JsonResponse(200, NotebookToJson(*stopped));
+             });
   router.Add("DELETE", "/api/v1/notebooks/{name}", [=](auto&, auto& p, const RequestContext& ctx) {
     auto v = visible(ctx, p.at("name"), true);
     if (!v.ok()) return ErrorResponse(v.status());
@@ -203,36 +204,42 @@ void AddNotebookRoutes(Router& router, NotebookService* service, NotebookLogins&
   });
   // A JupyterHub notebook's job asks for its server's environment with its
   // own token (the REST API checked it and names the job).
-  router.Add("GET", "/api/v1/notebooks/{name}/server-env", [=](auto&, auto& p, const RequestContext& ctx) {
-    if (Status s = need(); !s.ok()) return ErrorResponse(s);
-    const Job* job = ctx.job();
-    if (job == nullptr) {
-      return ErrorResponse(PermissionDenied("only the notebook's own job may read its server environment"));
-    }
-    auto env = service->ServerEnv(p.at("name"), job->name());
-    if (!env.ok()) return ErrorResponse(env.status());
-    return JsonResponse(200, {{"env", *env}});
-  });
-  router.Add("POST", "/api/v1/notebooks/{name}/login", [=, &logins](auto& req, auto& p, const RequestContext& ctx) {
-    auto v = visible(ctx, p.at("name"), true);
-    if (!v.ok()) return ErrorResponse(v.status());
-    if (!v->record.hub_user.empty()) {
-      return ErrorResponse(Conflict("notebook '" + v->record.name + "' belongs to JupyterHub user " +
-                            v->record.hub_user + ": open it through the hub"));
-    }
-    // On its own origin where notebooks have one: the link is absolute.
-    const std::string base =
-        (access.notebook_domain.empty()
-             ? std::string()
-             : NotebookOrigin(v->record.name, access.notebook_domain, req.Header("host"),
-                              access.tls)) +
-        "/notebooks/" + v->record.name + "/";
-    auto secret = access.new_session(ctx);
-    if (!secret.ok()) return ErrorResponse(secret.status());
-    if (secret->empty()) return JsonResponse(200, {{"url", base + "tree"}, {"expires_in", nullptr}});
-    std::string code = logins.Issue(v->record.name, *secret);
-    return JsonResponse(200, {{"url", base + "headway-login?code=" + code}, {"expires_in", 60}});
-  });
+  router.Add(
+      "GET", "/api/v1/notebooks/{name}/server-env", [=](auto&, auto& p, const RequestContext& ctx) {
+        if (Status s = need(); !s.ok()) return ErrorResponse(s);
+        const Job* job = ctx.job();
+        if (job == nullptr) {
+          return ErrorResponse(
+              PermissionDenied("only the notebook's own job may read its server environment"));
+        }
+        auto env = service->ServerEnv(p.at("name"), job->name());
+        if (!env.ok()) return ErrorResponse(env.status());
+        return JsonResponse(200, {{"env", *env}});
+      });
+  router.Add("POST", "/api/v1/notebooks/{name}/login",
+             [=, &logins](auto& req, auto& p, const RequestContext& ctx) {
+               auto v = visible(ctx, p.at("name"), true);
+               if (!v.ok()) return ErrorResponse(v.status());
+               if (!v->record.hub_user.empty()) {
+                 return ErrorResponse(Conflict("notebook '" + v->record.name +
+                                               "' belongs to JupyterHub user " +
+                                               v->record.hub_user + ": open it through the hub"));
+               }
+               // On its own origin where notebooks have one: the link is absolute.
+               const std::string base =
+                   (access.notebook_domain.empty()
+                        ? std::string()
+                        : NotebookOrigin(v->record.name, access.notebook_domain, req.Header("host"),
+                                         access.tls)) +
+                   "/notebooks/" + v->record.name + "/";
+               auto secret = access.new_session(ctx);
+               if (!secret.ok()) return ErrorResponse(secret.status());
+               if (secret->empty())
+                 return JsonResponse(200, {{"url", base + "tree"}, {"expires_in", nullptr}});
+               std::string code = logins.Issue(v->record.name, *secret);
+               return JsonResponse(
+                   200, {{"url", base + "headway-login?code=" + code}, {"expires_in", 60}});
+             });
 }
 
 bool IsNotebookPath(std::string_view path) { return path.starts_with("/notebooks/"); }
@@ -252,8 +259,8 @@ std::string NotebookOfHost(std::string_view host, std::string_view domain) {
 
 std::string NotebookOrigin(std::string_view name, std::string_view domain,
                            std::string_view host_header, bool tls) {
-  return std::string(tls ? "https://" : "http://") + std::string(name) + "." +
-         std::string(domain) + PortOfHeader(host_header);
+  return std::string(tls ? "https://" : "http://") + std::string(name) + "." + std::string(domain) +
+         PortOfHeader(host_header);
 }
 
 std::string ConfineSetCookie(std::string_view value, std::string_view base) {

@@ -27,17 +27,16 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
-#include "api/request_context.h"
 #include "api/http_server.h"
 #include "api/notebook_service.h"
+#include "api/request_context.h"
 #include "api/router.h"
 #include "core/access.h"
 #include "core/time.h"

@@ -5,15 +5,15 @@
 // Thread safety: implementations must allow concurrent calls.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "core/job.h"
 #include "api/job_service.h"
+#include "core/job.h"
 #include "core/notebook.h"
 #include "core/status.h"
 
@@ -28,15 +28,15 @@ struct NotebookView {
   // A JupyterHub notebook's server, once ready ("http://127.0.0.1:41234"):
   // where the hub's proxy sends its user.
   std::string server_url;
-  std::optional<Time> idle_since;     // while running: idle since then
-  std::optional<Time> cull_at;        // while idle: when it is culled unless used
+  std::optional<Time> idle_since;  // while running: idle since then
+  std::optional<Time> cull_at;     // while idle: when it is culled unless used
 };
 
 struct NotebookStartRequest {
   std::string name;
   std::string team;
-  std::string profile;        // empty: the first profile
-  std::optional<int> gpus;    // unset: the profile's
+  std::string profile;      // empty: the first profile
+  std::optional<int> gpus;  // unset: the profile's
   // JupyterHub's spawner: the hub user (its home is that user's) and the
   // environment of the single-user server (see NotebookRecord).
   std::string hub_user;

@@ -9,7 +9,7 @@
 namespace headway::api {
 namespace {
 
-constexpr const char* kStates[] = {"Queued", "Starting", "Running", "Succeeded",
+constexpr const char* kStates[] = {"Queued", "Starting", "Running",  "Succeeded",
                                    "Failed", "Stopped",  "Preempted"};
 constexpr const char* kHealths[] = {"Progressing", "Stalled",     "Diverging",
                                     "Plateaued",   "Overfitting", "Unknown"};
@@ -172,14 +172,15 @@ std::string RenderPrometheus(JobService& service, const ApiCounters& counters,
   per_job("headway_job_restarts", "gauge", "Times the job was restarted after a failure.",
           [](const ActiveJob& a) { return std::optional<double>(a.job.restarts); });
   {
-    Family f(out, "headway_job_elastic_steps_per_second", "gauge",
-             "Steps per second an elastic job measured at each size (rank groups or nodes) it ran.");
+    Family f(
+        out, "headway_job_elastic_steps_per_second", "gauge",
+        "Steps per second an elastic job measured at each size (rank groups or nodes) it ran.");
     for (const ActiveJob& a : active) {
       if (!a.job.spec.elastic) continue;
       for (const auto& [size, rate] : service.ElasticOf(a.job.name()).throughput) {
-        f.Sample({{"job_name", a.job.name()}, {"team", a.job.spec.team},
-                  {"size", std::to_string(size)}},
-                 rate);
+        f.Sample(
+            {{"job_name", a.job.name()}, {"team", a.job.spec.team}, {"size", std::to_string(size)}},
+            rate);
       }
     }
   }
@@ -188,7 +189,8 @@ std::string RenderPrometheus(JobService& service, const ApiCounters& counters,
              "Latest value of each metric a job reports (loss, eval_loss, learning_rate, ...).");
     for (const ActiveJob& a : active) {
       for (const auto& [metric, value] : a.progress.metrics) {
-        f.Sample({{"job_name", a.job.name()}, {"team", a.job.spec.team}, {"metric", metric}}, value);
+        f.Sample({{"job_name", a.job.name()}, {"team", a.job.spec.team}, {"metric", metric}},
+                 value);
       }
     }
   }
@@ -200,13 +202,16 @@ std::string RenderPrometheus(JobService& service, const ApiCounters& counters,
     allocated += n.gpus_in_use;
   }
   Family(out, "headway_gpus", "gauge", "GPUs in the pool.").Sample({}, total);
-  Family(out, "headway_gpus_allocated", "gauge", "GPUs held by running jobs.").Sample({}, allocated);
+  Family(out, "headway_gpus_allocated", "gauge", "GPUs held by running jobs.")
+      .Sample({}, allocated);
   {
     Family f(out, "headway_node_gpus", "gauge", "GPUs on each node.");
-    for (const NodeStatus& n : nodes) f.Sample({{"node", n.name}, {"executor", n.executor}}, n.gpus);
+    for (const NodeStatus& n : nodes)
+      f.Sample({{"node", n.name}, {"executor", n.executor}}, n.gpus);
   }
   {
-    Family f(out, "headway_node_gpus_allocated", "gauge", "GPUs held by running jobs on each node.");
+    Family f(out, "headway_node_gpus_allocated", "gauge",
+             "GPUs held by running jobs on each node.");
     for (const NodeStatus& n : nodes) {
       f.Sample({{"node", n.name}, {"executor", n.executor}}, n.gpus_in_use);
     }
@@ -231,13 +236,16 @@ std::string RenderPrometheus(JobService& service, const ApiCounters& counters,
   per_queue("headway_queue_borrowing_limit_gpus", "GPUs a team may borrow beyond its quota.",
             [&](const QueueStatus& q) { return opt(q.borrowing_limit); });
 
-  Family(out, "headway_ingest_points_total", "counter", "Progress points accepted over HTTP (native and Kubeflow reports).")
+  Family(out, "headway_ingest_points_total", "counter",
+         "Progress points accepted over HTTP (native and Kubeflow reports).")
       .Sample({}, static_cast<double>(counters.report_points.load()));
   {
     Family f(out, "headway_ingest_requests_total", "counter",
              "Progress report requests, by outcome.");
-    f.Sample({{"result", "accepted"}}, static_cast<double>(counters.report_requests_accepted.load()));
-    f.Sample({{"result", "rejected"}}, static_cast<double>(counters.report_requests_rejected.load()));
+    f.Sample({{"result", "accepted"}},
+             static_cast<double>(counters.report_requests_accepted.load()));
+    f.Sample({{"result", "rejected"}},
+             static_cast<double>(counters.report_requests_rejected.load()));
   }
   {
     Family f(out, "headway_http_responses_total", "counter", "HTTP responses by status class.");
@@ -258,9 +266,11 @@ std::string RenderPrometheus(JobService& service, const ApiCounters& counters,
                   std::string(ArtifactStateName(a.state))}] += 1;
       }
       Family b(out, "headway_artifact_bytes", "gauge",
-               "Bytes of each team's artifact versions (Pending ones included), as its quota counts them.");
+               "Bytes of each team's artifact versions (Pending ones included), as its quota "
+               "counts them.");
       for (const auto& [t, n] : bytes) b.Sample({{"team", t}}, n);
-      Family v(out, "headway_artifact_versions", "gauge", "Artifact versions by team, kind and state.");
+      Family v(out, "headway_artifact_versions", "gauge",
+               "Artifact versions by team, kind and state.");
       for (const auto& [key, n] : versions) {
         const auto& [t, kind, state] = key;
         v.Sample({{"team", t}, {"kind", kind}, {"state", state}}, n);

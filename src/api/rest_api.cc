@@ -13,24 +13,24 @@
 #include <set>
 
 #include "api/argo_routes.h"
-#include "api/artifact_routes.h"
 #include "api/artifact_json.h"
+#include "api/artifact_routes.h"
 #include "api/auth.h"
 #include "api/dashboard.h"
 #include "api/experiment_routes.h"
 #include "api/job_json.h"
 #include "api/json_response.h"
 #include "api/kubeflow_status.h"
-#include "api/log_stream.h"
 #include "api/log_routes.h"
+#include "api/log_stream.h"
 #include "api/notebook_routes.h"
-#include "api/query_params.h"
-#include "api/visible_job.h"
-#include "api/request_context.h"
 #include "api/prometheus.h"
+#include "api/query_params.h"
+#include "api/request_context.h"
 #include "api/request_guard.h"
-#include "api/token_routes.h"
 #include "api/router.h"
+#include "api/token_routes.h"
+#include "api/visible_job.h"
 #include "api/watch.h"
 #include "core/ascii.h"
 #include "core/job_spec_parser.h"
@@ -73,7 +73,6 @@ Result<JobFilter> ParseFilter(const HttpRequest& req) {
   }
   return filter;
 }
-
 
 // How often an open stream checks that its token still works.
 constexpr auto kStreamTokenCheck = std::chrono::seconds(2);
@@ -157,9 +156,10 @@ class Api {
         own_cache_(options.watch_cache ? nullptr : std::make_unique<WatchCache>(service)),
         cache_(options.watch_cache ? *options.watch_cache : *own_cache_),
         streams_(options.max_streams_per_token) {
-    router_.Add("GET", "/healthz", [](const HttpRequest&, const PathParams&, const RequestContext&) {
-      return JsonResponse(200, {{"status", "ok"}});
-    });
+    router_.Add("GET", "/healthz",
+                [](const HttpRequest&, const PathParams&, const RequestContext&) {
+                  return JsonResponse(200, {{"status", "ok"}});
+                });
     router_.Add("GET", "/metrics", [this](auto&, auto&, auto& ctx) {
       return HttpResponse{200,
                           "text/plain; version=0.0.4; charset=utf-8",
@@ -167,12 +167,13 @@ class Api {
                           {},
                           nullptr};
     });
-    router_.Add("GET", "/api/v1/watch/jobs", [this](auto& r, auto&, auto& ctx) { return WatchAll(ctx, r); });
+    router_.Add("GET", "/api/v1/watch/jobs",
+                [this](auto& r, auto&, auto& ctx) { return WatchAll(ctx, r); });
     router_.Add("GET", "/api/v1/jobs/{name}/watch",
                 [this](auto& r, auto& p, auto& ctx) { return WatchOne(ctx, r, p.at("name")); });
     router_.Add("GET", "/api/v1/version", [](auto&, auto&, auto&) {
-      // Also the shape of Argo Server's answer, whose eight fields Hera's
-      // get_version() requires as strings; Go's fields are empty here.
+    // Also the shape of Argo Server's answer, whose eight fields Hera's
+    // get_version() requires as strings; Go's fields are empty here.
 #if defined(__x86_64__)
       const char* platform = "linux/amd64";
 #elif defined(__aarch64__)
@@ -190,7 +191,8 @@ class Api {
                                 {"platform", platform}});
     });
     AddTokenRoutes(router_, tokens_);
-    router_.Add("POST", "/api/v1/jobs", [this](auto& r, auto&, auto& ctx) { return Submit(ctx, r); });
+    router_.Add("POST", "/api/v1/jobs",
+                [this](auto& r, auto&, auto& ctx) { return Submit(ctx, r); });
     router_.Add("GET", "/api/v1/jobs", [this](auto& r, auto&, auto& ctx) { return List(ctx, r); });
     router_.Add("GET", "/api/v1/jobs/{name}",
                 [this](auto&, auto& p, auto& ctx) { return Get(ctx, p.at("name")); });
@@ -206,12 +208,16 @@ class Api {
                 [this](auto& r, auto& p, auto&) { return Report(r, p.at("name")); });
     router_.Add("GET", "/api/v1/jobs/{name}/metrics",
                 [this](auto&, auto& p, auto& ctx) { return MetricNames(ctx, p.at("name")); });
-    router_.Add("GET", "/api/v1/jobs/{name}/metrics/{metric}",
-                [this](auto& r, auto& p, auto& ctx) { return Metric(ctx, r, p.at("name"), p.at("metric")); });
-    router_.Add("POST", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainjobs/{name}/status",
-                [this](auto& r, auto& p, auto&) { return KubeflowStatus(r, p.at("ns"), p.at("name")); });
-    router_.Add("GET", "/api/v1/queues", [this](auto&, auto&, auto& ctx) { return Queues(ctx.VisibleTeam()); });
-    router_.Add("GET", "/api/v1/nodes", [this](auto&, auto&, auto& ctx) { return Nodes(ctx.VisibleTeam()); });
+    router_.Add("GET", "/api/v1/jobs/{name}/metrics/{metric}", [this](auto& r, auto& p, auto& ctx) {
+      return Metric(ctx, r, p.at("name"), p.at("metric"));
+    });
+    router_.Add(
+        "POST", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainjobs/{name}/status",
+        [this](auto& r, auto& p, auto&) { return KubeflowStatus(r, p.at("ns"), p.at("name")); });
+    router_.Add("GET", "/api/v1/queues",
+                [this](auto&, auto&, auto& ctx) { return Queues(ctx.VisibleTeam()); });
+    router_.Add("GET", "/api/v1/nodes",
+                [this](auto&, auto&, auto& ctx) { return Nodes(ctx.VisibleTeam()); });
     LogRoutesOptions log_routes;
     log_routes.jobs = &service_;
     log_routes.cache = &cache_;
@@ -239,8 +245,8 @@ class Api {
     };
     notebook_access.notebook_domain = options.notebook_domain;
     notebook_access.tls = options.tls;
-    notebook_access.may_spawn_for_hub = [this, spawners = options.jupyterhub_spawners](
-                                             const RequestContext& ctx) -> Status {
+    notebook_access.may_spawn_for_hub =
+        [this, spawners = options.jupyterhub_spawners](const RequestContext& ctx) -> Status {
       // Without authentication anyone acts as the admin; an admin may.
       if (!tokens_ || !ctx.caller() || ctx.caller()->role == Role::kAdmin) return Status::Ok();
       const std::string name = ctx.Owner();
@@ -327,9 +333,9 @@ class Api {
         const std::string name = NotebookOfPath(req.path);
         if (name.empty()) return ErrorResponse(NotFound("no notebook at " + req.path));
         HttpResponse r{302, "text/plain; charset=utf-8", "", {}, nullptr, nullptr};
-        r.headers.emplace_back("Location", NotebookOrigin(name, notebook_domain_,
-                                                          req.Header("host"), tls_) +
-                                               req.target);
+        r.headers.emplace_back(
+            "Location",
+            NotebookOrigin(name, notebook_domain_, req.Header("host"), tls_) + req.target);
         return r;
       }
     }
@@ -362,7 +368,8 @@ class Api {
       // A viewer may still trade its token for a session, which reads as little.
       if (caller.role == Role::kViewer && req.method != "GET" && req.method != "HEAD" &&
           req.path != "/api/v1/sessions") {
-        return ErrorResponse(PermissionDenied("token '" + caller.name + "' is a viewer: it may only read"));
+        return ErrorResponse(
+            PermissionDenied("token '" + caller.name + "' is a viewer: it may only read"));
       }
       return router_.Dispatch(req, RequestContext(caller, secret, team_policy_));
     }
@@ -403,7 +410,8 @@ class Api {
           "exec is a WebSocket: send \"Upgrade: websocket\" (headway exec and headway ssh do)"));
     }
     options.argv = QueryValues(req.target, "command");
-    if (options.argv.size() > 256) return ErrorResponse(InvalidArgument("too many command arguments"));
+    if (options.argv.size() > 256)
+      return ErrorResponse(InvalidArgument("too many command arguments"));
     const std::string tty = req.Query("tty", "false");
     options.tty = tty == "true" || tty == "1";
     const std::string input = req.Query("stdin", "false");
@@ -465,9 +473,9 @@ class Api {
       secret = BearerToken(req.Header("authorization"));
       if (secret.empty()) secret = CookieValue(req.Header("cookie"), kNotebookCookie);
       if (secret.empty()) {
-        return ErrorResponse(Unauthenticated(
-            "open this notebook with `headway notebook open " + name +
-            "`, or send \"Authorization: Bearer <token>\""));
+        return ErrorResponse(Unauthenticated("open this notebook with `headway notebook open " +
+                                             name +
+                                             "`, or send \"Authorization: Bearer <token>\""));
       }
       auto who = tokens_->Authenticate(secret);
       if (!who.ok()) return ErrorResponse(who.status());
@@ -497,8 +505,12 @@ class Api {
       // The user's own custom.js (Jupyter answers with an empty one without),
       // then the banner.
       std::string script = notebooks_->OwnCustomScript(name);
-      HttpResponse r{200, "application/javascript; charset=utf-8",
-                     script + "\n" + NotebookBannerScript(name), {}, nullptr, nullptr};
+      HttpResponse r{200,
+                     "application/javascript; charset=utf-8",
+                     script + "\n" + NotebookBannerScript(name),
+                     {},
+                     nullptr,
+                     nullptr};
       r.headers.emplace_back("Cache-Control", "no-cache");
       return r;
     }
@@ -528,8 +540,6 @@ class Api {
     return !IsJobReport(req.method, req.path);
   }
 
-
-
   Result<Job> Visible(const RequestContext& ctx, const std::string& name) {
     return VisibleJob(service_, ctx, name);
   }
@@ -546,7 +556,6 @@ class Api {
     return queue;
   }
 
-
   HttpResponse EventStream(const RequestContext& ctx, std::shared_ptr<ResponseStream> stream) {
     HttpResponse r{200, "text/event-stream", "", {}, nullptr};
     r.headers.emplace_back("X-Accel-Buffering", "no");
@@ -555,7 +564,8 @@ class Api {
 
   // Puts `stream` in `response`, bound to the caller's token (see
   // TokenBoundStream), or answers 429 when the token has too many open.
-  HttpResponse Bound(const RequestContext& ctx, HttpResponse response, std::shared_ptr<ResponseStream> stream) {
+  HttpResponse Bound(const RequestContext& ctx, HttpResponse response,
+                     std::shared_ptr<ResponseStream> stream) {
     if (!ctx.caller() || !ctx.secret()) {
       response.stream = std::move(stream);
       return response;
@@ -566,10 +576,10 @@ class Api {
       return ErrorResponse(Status(
           StatusCode::kResourceExhausted,
           "token '" + owner + "' (with its sessions) has " + std::to_string(streams_.limit()) +
-          " streams open, the limit (--max-streams-per-token); close one first"));
+              " streams open, the limit (--max-streams-per-token); close one first"));
     }
-    response.stream =
-        std::make_shared<TokenBoundStream>(std::move(stream), tokens_, *ctx.secret(), std::move(slot));
+    response.stream = std::make_shared<TokenBoundStream>(std::move(stream), tokens_, *ctx.secret(),
+                                                         std::move(slot));
     return response;
   }
 
@@ -585,10 +595,12 @@ class Api {
     return EventStream(ctx, WatchJobs(cache_, service_, ctx.VisibleTeam(), compact));
   }
 
-  HttpResponse WatchOne(const RequestContext& ctx, const HttpRequest& req, const std::string& name) {
+  HttpResponse WatchOne(const RequestContext& ctx, const HttpRequest& req,
+                        const std::string& name) {
     std::size_t buckets = 300;
     for (const auto& [key, value] : req.query) {
-      if (key != "buckets") return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
+      if (key != "buckets")
+        return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
       auto n = ParseNonNegativeInt("buckets", value);
       if (!n.ok()) return ErrorResponse(n.status());
       if (*n < 2 || *n > 100000) {
@@ -608,7 +620,8 @@ class Api {
     // ?name=NAME names the job whatever its spec says (headway submit --name).
     std::string name;
     for (const auto& [key, value] : req.query) {
-      if (key != "name") return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
+      if (key != "name")
+        return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
       if (!IsValidJobName(value)) {
         return ErrorResponse(InvalidArgument("must be 1-63 lowercase letters, digits or '-', "
                                              "starting and ending with a letter or digit")
@@ -620,13 +633,14 @@ class Api {
     if (!spec.ok()) return ErrorResponse(spec.status());
     if (!name.empty()) spec->name = name;
     if (Status s = ctx.Admit(*spec); !s.ok()) return ErrorResponse(s);
-    if (tokens_ && ctx.caller() && ctx.caller()->role != Role::kAdmin && max_queued_jobs_per_team_ > 0) {
+    if (tokens_ && ctx.caller() && ctx.caller()->role != Role::kAdmin &&
+        max_queued_jobs_per_team_ > 0) {
       if (int waiting = service_.QueuedJobsOf(spec->team); waiting >= max_queued_jobs_per_team_) {
-        return ErrorResponse(Status(
-            StatusCode::kResourceExhausted,
-            "team " + spec->team + " has " + std::to_string(waiting) +
-                " jobs waiting, its limit for members (--max-queued-jobs " +
-                std::to_string(max_queued_jobs_per_team_) + "): submit again once some start"));
+        return ErrorResponse(Status(StatusCode::kResourceExhausted,
+                                    "team " + spec->team + " has " + std::to_string(waiting) +
+                                        " jobs waiting, its limit for members (--max-queued-jobs " +
+                                        std::to_string(max_queued_jobs_per_team_) +
+                                        "): submit again once some start"));
       }
     }
     ApplySubmitDir(*spec, req.Header("x-headway-submit-dir"));
@@ -640,7 +654,8 @@ class Api {
     auto filter = ParseFilter(req);
     if (!filter.ok()) return ErrorResponse(filter.status());
     if (std::string team = ctx.VisibleTeam(); !team.empty()) {
-      if (!filter->team.empty() && filter->team != team) return ErrorResponse(ctx.MaySee(filter->team));
+      if (!filter->team.empty() && filter->team != team)
+        return ErrorResponse(ctx.MaySee(filter->team));
       filter->team = team;
     }
     auto jobs = service_.List(*filter);
@@ -712,7 +727,8 @@ class Api {
   HttpResponse Delete(const RequestContext& ctx, const HttpRequest& req, const std::string& name) {
     bool force = false;
     for (const auto& [key, value] : req.query) {
-      if (key != "force") return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
+      if (key != "force")
+        return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
       if (value != "true" && value != "false" && value != "1" && value != "0") {
         return ErrorResponse(InvalidArgument("must be true or false").WithField("force"));
       }
@@ -798,10 +814,12 @@ class Api {
     return JsonResponse(200, {{"metrics", *names}});
   }
 
-  HttpResponse Metric(const RequestContext& ctx, const HttpRequest& req, const std::string& name, const std::string& metric) {
+  HttpResponse Metric(const RequestContext& ctx, const HttpRequest& req, const std::string& name,
+                      const std::string& metric) {
     std::size_t buckets = 0;
     for (const auto& [key, value] : req.query) {
-      if (key != "buckets") return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
+      if (key != "buckets")
+        return ErrorResponse(InvalidArgument("unknown query parameter '" + key + "'"));
       auto n = ParseNonNegativeInt("buckets", value);
       if (!n.ok()) return ErrorResponse(n.status());
       buckets = static_cast<std::size_t>(*n);
@@ -818,9 +836,12 @@ class Api {
     } else {
       json items = json::array();
       for (const MetricBucket& b : chart->buckets) {
-        items.push_back({{"first_step", b.first_step}, {"last_step", b.last_step},
-                         {"min", NumberToJson(b.min)}, {"max", NumberToJson(b.max)},
-                         {"last", NumberToJson(b.last)}, {"count", b.count},
+        items.push_back({{"first_step", b.first_step},
+                         {"last_step", b.last_step},
+                         {"min", NumberToJson(b.min)},
+                         {"max", NumberToJson(b.max)},
+                         {"last", NumberToJson(b.last)},
+                         {"count", b.count},
                          {"non_finite", b.non_finite}});
       }
       out["buckets"] = std::move(items);

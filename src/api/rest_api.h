@@ -14,8 +14,8 @@
 #include "api/notebook_service.h"
 #include "api/request_guard.h"
 #include "api/token_service.h"
-#include "api/workflow_service.h"
 #include "api/watch_cache.h"
+#include "api/workflow_service.h"
 #include "core/team_policy.h"
 
 namespace headway::api {

@@ -46,7 +46,8 @@ class TokenRoutes {
     std::string name, team, role = "member";
     std::optional<Duration> ttl;
     for (auto it = body.begin(); it != body.end(); ++it) {
-      if (!it.value().is_string()) return ErrorResponse(InvalidArgument("must be a string").WithField(it.key()));
+      if (!it.value().is_string())
+        return ErrorResponse(InvalidArgument("must be a string").WithField(it.key()));
       if (it.key() == "name") {
         name = it.value().get<std::string>();
       } else if (it.key() == "team") {
@@ -126,16 +127,22 @@ class TokenRoutes {
 
 void AddTokenRoutes(Router& router, TokenService* tokens) {
   auto routes = std::make_shared<TokenRoutes>(tokens);
-    router.Add("GET", "/api/v1/whoami", [](auto&, auto&, auto& ctx) {
-      if (!ctx.caller()) return JsonResponse(200, {{"authentication", false}});
-      return JsonResponse(200, {{"authentication", true}, {"name", ctx.caller()->name},
-                                {"team", ctx.caller()->team}, {"role", RoleName(ctx.caller()->role)}});
-    });
-    router.Add("GET", "/api/v1/tokens", [routes](auto&, auto&, auto& ctx) { return routes->ListTokens(ctx); });
-    router.Add("POST", "/api/v1/tokens", [routes](auto& r, auto&, auto& ctx) { return routes->CreateToken(ctx, r); });
-    router.Add("DELETE", "/api/v1/tokens/{name}",
-                [routes](auto&, auto& p, auto& ctx) { return routes->RevokeToken(ctx, p.at("name")); });
-    router.Add("POST", "/api/v1/sessions", [routes](auto&, auto&, auto& ctx) { return routes->CreateSession(ctx); });
+  router.Add("GET", "/api/v1/whoami", [](auto&, auto&, auto& ctx) {
+    if (!ctx.caller()) return JsonResponse(200, {{"authentication", false}});
+    return JsonResponse(200, {{"authentication", true},
+                              {"name", ctx.caller()->name},
+                              {"team", ctx.caller()->team},
+                              {"role", RoleName(ctx.caller()->role)}});
+  });
+  router.Add("GET", "/api/v1/tokens",
+             [routes](auto&, auto&, auto& ctx) { return routes->ListTokens(ctx); });
+  router.Add("POST", "/api/v1/tokens",
+             [routes](auto& r, auto&, auto& ctx) { return routes->CreateToken(ctx, r); });
+  router.Add("DELETE", "/api/v1/tokens/{name}", [routes](auto&, auto& p, auto& ctx) {
+    return routes->RevokeToken(ctx, p.at("name"));
+  });
+  router.Add("POST", "/api/v1/sessions",
+             [routes](auto&, auto&, auto& ctx) { return routes->CreateSession(ctx); });
 }
 
 }  // namespace headway::api

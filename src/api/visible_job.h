@@ -10,7 +10,8 @@
 namespace headway::api {
 
 // The job `name` if the caller may see it.
-inline Result<Job> VisibleJob(JobService& jobs, const RequestContext& ctx, const std::string& name) {
+inline Result<Job> VisibleJob(JobService& jobs, const RequestContext& ctx,
+                              const std::string& name) {
   auto job = jobs.Get(name);
   if (!job.ok()) return job.status();
   HEADWAY_RETURN_IF_ERROR(ctx.MaySee(job->spec.team));
@@ -19,7 +20,8 @@ inline Result<Job> VisibleJob(JobService& jobs, const RequestContext& ctx, const
 
 // VisibleJob() for routes that need no job of their own: a caller who sees
 // every team costs no read (the service reports an unknown job itself).
-inline Status CheckJobVisible(JobService& jobs, const RequestContext& ctx, const std::string& name) {
+inline Status CheckJobVisible(JobService& jobs, const RequestContext& ctx,
+                              const std::string& name) {
   if (ctx.VisibleTeam().empty()) return Status::Ok();
   return VisibleJob(jobs, ctx, name).status();
 }

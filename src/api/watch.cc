@@ -146,7 +146,7 @@ class JobsStream final : public ResponseStream {
   const std::string team_;
   const bool compact_;
   bool started_ = false;
-  std::uint64_t seen_ = 0;  // the cache version sent so far
+  std::uint64_t seen_ = 0;                            // the cache version sent so far
   std::map<std::string, std::uint64_t> in_snapshot_;  // cache versions the snapshot sent
   KeepAlive keep_alive_;
 };

@@ -56,8 +56,8 @@ class WatchCache {
   struct Entry {
     std::string name;
     std::string team;
-    std::string view;          // JsonText of the view without "spec"
-    std::string row;           // JsonText of JobRow(view): the compact stream's form
+    std::string view;           // JsonText of the view without "spec"
+    std::string row;            // JsonText of JobRow(view): the compact stream's form
     std::uint64_t version = 0;  // cache version at which it last changed
     bool ended = false;
     bool deleted = false;  // the job was deleted; `view` is empty
@@ -121,16 +121,16 @@ class WatchCache {
   mutable std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable done_cv_;
-  std::deque<Work> queue_;                  // guarded by mu_
-  std::uint64_t fed_ = 0;                   // guarded by mu_: works queued so far
-  std::uint64_t done_ = 0;                  // guarded by mu_: works processed so far
+  std::deque<Work> queue_;   // guarded by mu_
+  std::uint64_t fed_ = 0;    // guarded by mu_: works queued so far
+  std::uint64_t done_ = 0;   // guarded by mu_: works processed so far
   bool had_active_ = false;  // guarded by mu_: a list of the active jobs was processed
-  bool stop_ = false;                       // guarded by mu_
+  bool stop_ = false;        // guarded by mu_
   SteadyClock::time_point last_tick_fed_{};  // guarded by mu_
   SteadyClock::time_point last_render_{};    // guarded by mu_: last full render of the active jobs
-  std::uint64_t version_ = 0;               // guarded by mu_
+  std::uint64_t version_ = 0;                // guarded by mu_
   std::map<std::string, std::shared_ptr<const Entry>, std::less<>> entries_;  // guarded by mu_
-  std::map<std::uint64_t, std::string> by_version_;  // guarded by mu_: version -> name
+  std::map<std::uint64_t, std::string> by_version_;          // guarded by mu_: version -> name
   std::map<std::string, SteadyClock::time_point> ended_at_;  // guarded by mu_
   struct ViewInputs;
   // What each entry was rendered from; only the cache's thread uses it.

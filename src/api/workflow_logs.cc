@@ -84,8 +84,8 @@ Result<WorkflowLogRequest> ParseWorkflowLogQuery(const std::map<std::string, std
       return InvalidArgument("logOptions.sinceSeconds must be at least 1")
           .WithField("logOptions.sinceSeconds");
     }
-    r.start.since = SystemClock().Now() - std::chrono::seconds(std::min<std::uint64_t>(
-                                              **since, std::uint64_t{1} << 40));
+    r.start.since = SystemClock().Now() -
+                    std::chrono::seconds(std::min<std::uint64_t>(**since, std::uint64_t{1} << 40));
   }
   if (*since_time) {
     r.start.since = FromUnixMillis(
@@ -136,9 +136,9 @@ Result<WorkflowLogRequest> ParseWorkflowLogQuery(const std::map<std::string, std
     if (term[eq - 1] == '!') {
       r.labels_not_equal.emplace_back(term.substr(0, eq - 1), term.substr(eq + 1));
     } else {
-      r.labels_equal.emplace_back(term.substr(0, eq),
-                                  term.substr(eq + 1 < term.size() && term[eq + 1] == '=' ? eq + 2
-                                                                                          : eq + 1));
+      r.labels_equal.emplace_back(
+          term.substr(0, eq),
+          term.substr(eq + 1 < term.size() && term[eq + 1] == '=' ? eq + 2 : eq + 1));
     }
   }
   return r;
@@ -187,11 +187,13 @@ Result<std::shared_ptr<LogFollowStream>> WorkflowLogStream::Open(const std::stri
   if (!job.ok()) return job.status();  // not created yet, or removed since (retention)
   for (const auto& [key, value] : request_.labels_equal) {
     auto it = job->spec.labels.find(key);
-    if (it == job->spec.labels.end() || it->second != value) return std::shared_ptr<LogFollowStream>();
+    if (it == job->spec.labels.end() || it->second != value)
+      return std::shared_ptr<LogFollowStream>();
   }
   for (const auto& [key, value] : request_.labels_not_equal) {
     auto it = job->spec.labels.find(key);
-    if (it != job->spec.labels.end() && it->second == value) return std::shared_ptr<LogFollowStream>();
+    if (it != job->spec.labels.end() && it->second == value)
+      return std::shared_ptr<LogFollowStream>();
   }
   auto files = jobs_->LogFiles(job_name);
   if (!files.ok()) return files.status();
@@ -254,9 +256,8 @@ void WorkflowLogStream::Emit(Step& step, std::string& text, bool final, std::str
   text.clear();
   auto send = [&](std::string_view line) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (request_.grep &&
-        !std::regex_search(line.begin(), line.end(), *request_.grep,
-                           std::regex_constants::match_continuous)) {
+    if (request_.grep && !std::regex_search(line.begin(), line.end(), *request_.grep,
+                                            std::regex_constants::match_continuous)) {
       return;
     }
     json entry = {{"result", {{"content", std::string(line)}, {"podName", step.job}}}};

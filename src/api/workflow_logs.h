@@ -67,7 +67,7 @@ class WorkflowLogStream final : public ResponseStream {
     std::string node_id;
     std::string job;
     std::shared_ptr<LogFollowStream> stream;  // null: not readable (deleted, or filtered out)
-    std::string pending;  // a partial last line
+    std::string pending;                      // a partial last line
     bool done = false;
   };
   // Takes up the step nodes of `wf` not known yet, in start order.

@@ -57,7 +57,7 @@ struct SubmitOptions {
 
 struct WorkflowRetry {
   bool restart_successful = false;
-  std::string node_field_selector;  // "displayName=x" / "name=x" / "id=x"; empty: all failed
+  std::string node_field_selector;      // "displayName=x" / "name=x" / "id=x"; empty: all failed
   std::vector<std::string> parameters;  // "NAME=VALUE": override the workflow's arguments
 };
 

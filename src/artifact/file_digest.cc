@@ -17,8 +17,8 @@ namespace {
 
 std::string Base64(const unsigned char* bytes, unsigned int len) {
   std::string out(4 * ((len + 2) / 3) + 1, '\0');
-  int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), bytes,
-                                static_cast<int>(len));
+  int written =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), bytes, static_cast<int>(len));
   out.resize(static_cast<std::size_t>(written));
   return out;
 }
@@ -35,9 +35,9 @@ Result<RangeDigest> DigestRange(int fd, const std::string& path, std::uint64_t o
   std::vector<unsigned char> buf(1 << 20);
   RangeDigest out;
   while (!length || out.size < *length) {
-    std::size_t want = length ? static_cast<std::size_t>(std::min<std::uint64_t>(
-                                    buf.size(), *length - out.size))
-                              : buf.size();
+    std::size_t want =
+        length ? static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), *length - out.size))
+               : buf.size();
     ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(offset + out.size));
     if (n < 0) {
       if (errno == EINTR) continue;

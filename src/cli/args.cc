@@ -190,7 +190,8 @@ int ParseAndRun(CLI::App& app, int argc, char** argv) {
     int code = app.exit(e);
     // `headway exec JOB ls -la`: the command's own options reach the parser.
     const auto dashes = std::find(args.begin(), args.end(), "--");
-    const bool exec = dashes == args.end() && std::find(args.begin(), args.end(), "exec") != args.end();
+    const bool exec =
+        dashes == args.end() && std::find(args.begin(), args.end(), "exec") != args.end();
     if (code != 0 && exec && dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
       std::cerr << "hint: put the command after --, so its options are its own: "
                    "headway exec NAME -- CMD ARGS...\n";

@@ -58,7 +58,8 @@ int ArtifactsList(const Options& o) {
   if (!o.job.empty()) query += "&job=" + UrlEncode(o.job);
   if (!o.team.empty()) query += "&team=" + UrlEncode(o.team);
   if (!o.name.empty()) query += "&name=" + UrlEncode(o.name);
-  auto list = client.Call("GET", "/api/v1/artifacts" + (query.empty() ? "" : "?" + query.substr(1)));
+  auto list =
+      client.Call("GET", "/api/v1/artifacts" + (query.empty() ? "" : "?" + query.substr(1)));
   if (!list) return client.exit_code;
   if (PrintStructured(o, *list)) return kExitOk;
   const json& items = (*list)["artifacts"];
@@ -87,9 +88,12 @@ int ArtifactsPut(const Options& o) {
     std::cerr << "error: " << Safe(digest.status().message()) << "\n";
     return kExitUsage;
   }
-  json body = {{"name", o.name}, {"kind", o.kind.empty() ? "output" : o.kind},
-               {"size", digest->size}, {"digest", digest->digest},
-               {"content_md5", digest->content_md5}, {"multipart", true}};
+  json body = {{"name", o.name},
+               {"kind", o.kind.empty() ? "output" : o.kind},
+               {"size", digest->size},
+               {"digest", digest->digest},
+               {"content_md5", digest->content_md5},
+               {"multipart", true}};
   if (!o.team.empty()) body["team"] = o.team;
   if (!o.job.empty() || o.step >= 0) {
     json producer = json::object();
@@ -127,13 +131,15 @@ int ArtifactsPut(const Options& o) {
   std::optional<PartsUploaded> parts;
   if (upload.is_object() && upload.contains("multipart")) {
     // In parts, straight to the object store; resumes what an earlier try left.
-    const std::string version_path = "/api/v1/artifacts/" + UrlEncode(artifact["name"].get<std::string>()) +
-                                     "/versions/" + artifact["version"].dump();
+    const std::string version_path = "/api/v1/artifacts/" +
+                                     UrlEncode(artifact["name"].get<std::string>()) + "/versions/" +
+                                     artifact["version"].dump();
     auto sent = UploadParts(client.http(), version_path, o.file, digest->size, upload["multipart"],
                             Client::CaFile(o));
     if (!sent.ok()) {
-      std::cerr << "error: " << Safe(sent.status().message())
-                << "\nRun the same command again to resume: parts already stored are not sent again.\n";
+      std::cerr
+          << "error: " << Safe(sent.status().message())
+          << "\nRun the same command again to resume: parts already stored are not sent again.\n";
       return kExitUnreachable;
     }
     parts = *sent;
@@ -167,7 +173,8 @@ int ArtifactsPut(const Options& o) {
       HttpClient store(origin, "", Client::CaFile(o));
       auto sent = store.SendFile(upload.value("method", "PUT"), target, o.file, headers);
       if (!sent.ok()) {
-        std::cerr << "error: uploading to the object store: " << Safe(sent.status().message()) << "\n";
+        std::cerr << "error: uploading to the object store: " << Safe(sent.status().message())
+                  << "\n";
         return kExitUnreachable;
       }
       if (sent->status >= 300) {
@@ -175,8 +182,9 @@ int ArtifactsPut(const Options& o) {
                   << Safe(sent->body.substr(0, 300)) << "\n";
         return kExitFailed;
       }
-      auto committed = client.Call("POST", "/api/v1/artifacts/" + UrlEncode(artifact["name"].get<std::string>()) +
-                                               "/versions/" + artifact["version"].dump() + "/commit");
+      auto committed = client.Call(
+          "POST", "/api/v1/artifacts/" + UrlEncode(artifact["name"].get<std::string>()) +
+                      "/versions/" + artifact["version"].dump() + "/commit");
       if (!committed) return client.exit_code;
       artifact = *committed;
     }
@@ -184,8 +192,8 @@ int ArtifactsPut(const Options& o) {
   if (PrintStructured(o, artifact)) return kExitOk;
   std::cout << "artifact/" << Safe(artifact["ref"].get<std::string>())
             << (upload.is_object() ? " uploaded" : " stored (its bytes were there already)") << " ("
-            << Bytes(artifact["size"].get<std::uint64_t>()) << ", " << Safe(artifact["digest"].get<std::string>())
-            << ")";
+            << Bytes(artifact["size"].get<std::uint64_t>()) << ", "
+            << Safe(artifact["digest"].get<std::string>()) << ")";
   if (parts) {
     std::cout << " in " << parts->parts << " parts";
     if (parts->reused > 0) std::cout << ", " << parts->reused << " of them stored already";
@@ -201,8 +209,8 @@ int ArtifactsGet(const Options& o) {
   auto described = client.Call("GET", *path);
   if (!described) return client.exit_code;
   const std::string ref = (*described)["ref"].get<std::string>();
-  std::string destination = o.destination.empty() ? (*described)["name"].get<std::string>()
-                                                  : o.destination;
+  std::string destination =
+      o.destination.empty() ? (*described)["name"].get<std::string>() : o.destination;
   if (std::filesystem::is_directory(destination)) {
     destination += "/" + (*described)["name"].get<std::string>();
   }
@@ -217,10 +225,10 @@ int ArtifactsGet(const Options& o) {
   auto write = [&out](std::string_view data) {
     out.write(data.data(), static_cast<std::streamsize>(data.size()));
   };
-  auto status = client.http().Stream(
-      "/api/v1/artifacts/" + UrlEncode((*described)["name"].get<std::string>()) + "/versions/" +
-          (*described)["version"].dump() + "/content",
-      write, error_body);
+  auto status = client.http().Stream("/api/v1/artifacts/" +
+                                         UrlEncode((*described)["name"].get<std::string>()) +
+                                         "/versions/" + (*described)["version"].dump() + "/content",
+                                     write, error_body);
   if (status.ok() && *status == 307) {
     // The bytes are in an object store: read them from there.
     json redirect = json::parse(error_body, nullptr, false);
@@ -272,7 +280,8 @@ int ArtifactsDescribe(const Options& o, bool lineage_only) {
               << "\n";
     if (!j["metrics"].empty()) {
       std::cout << "Metrics:  ";
-      for (const auto& [k, v] : j["metrics"].items()) std::cout << " " << Safe(k) << "=" << Safe(v.dump());
+      for (const auto& [k, v] : j["metrics"].items())
+        std::cout << " " << Safe(k) << "=" << Safe(v.dump());
       std::cout << "\n";
     }
     if (!j["labels"].empty()) {
@@ -290,11 +299,13 @@ int ArtifactsDescribe(const Options& o, bool lineage_only) {
   std::cout << "\n";
   if (!lineage["inputs"].empty()) {
     std::cout << "  which read:\n";
-    for (const auto& u : lineage["inputs"]) std::cout << "    " << Safe(u["artifact"].get<std::string>()) << "\n";
+    for (const auto& u : lineage["inputs"])
+      std::cout << "    " << Safe(u["artifact"].get<std::string>()) << "\n";
   }
   std::cout << "Used by:" << (lineage["used_by"].empty() ? " none\n" : "\n");
   for (const auto& u : lineage["used_by"]) {
-    std::cout << "  job/" << Safe(u["job"].get<std::string>()) << " at " << Safe(u["used_at"].get<std::string>()) << "\n";
+    std::cout << "  job/" << Safe(u["job"].get<std::string>()) << " at "
+              << Safe(u["used_at"].get<std::string>()) << "\n";
   }
   return kExitOk;
 }

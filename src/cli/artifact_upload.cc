@@ -38,8 +38,8 @@ struct StoredPart {
 }  // namespace
 
 Result<PartsUploaded> UploadParts(api::HttpClient& server, const std::string& version_path,
-                                  const std::string& path, std::uint64_t size,
-                                  const json& plan, const std::string& ca_file, int concurrency) {
+                                  const std::string& path, std::uint64_t size, const json& plan,
+                                  const std::string& ca_file, int concurrency) {
   if (!plan.is_object() || !plan.contains("upload_id") || !plan["upload_id"].is_string() ||
       !plan.contains("part_size") || !plan["part_size"].is_number_unsigned() ||
       !plan.contains("part_count") || !plan["part_count"].is_number_integer()) {
@@ -49,15 +49,18 @@ Result<PartsUploaded> UploadParts(api::HttpClient& server, const std::string& ve
   const std::uint64_t part_size = plan["part_size"].get<std::uint64_t>();
   const int part_count = plan["part_count"].get<int>();
   if (part_size == 0 || part_count < 1 ||
-      (static_cast<std::uint64_t>(part_count) - 1) * part_size >= std::max<std::uint64_t>(size, 1)) {
+      (static_cast<std::uint64_t>(part_count) - 1) * part_size >=
+          std::max<std::uint64_t>(size, 1)) {
     return Unavailable("the server's multipart plan does not fit a file of " +
                        std::to_string(size) + " bytes");
   }
 
   // What the store holds already.
-  auto listed = server.Request("GET", version_path + "/parts?upload_id=" + UriEncode(upload_id, /*keep_slash=*/false));
+  auto listed = server.Request(
+      "GET", version_path + "/parts?upload_id=" + UriEncode(upload_id, /*keep_slash=*/false));
   if (!listed.ok()) return listed.status();
-  if (listed->status >= 300) return Unavailable("listing the uploaded parts: " + ServerError(*listed));
+  if (listed->status >= 300)
+    return Unavailable("listing the uploaded parts: " + ServerError(*listed));
   json parts_json = json::parse(listed->body, nullptr, false);
   std::map<int, StoredPart> stored;
   if (parts_json.is_object() && parts_json["parts"].is_array()) {
@@ -120,8 +123,8 @@ Result<PartsUploaded> UploadParts(api::HttpClient& server, const std::string& ve
       api::HttpClient store(origin, "", ca_file);
       Status last = Status::Ok();
       for (int attempt = 1; attempt <= kAttemptsPerPart && !failed; ++attempt) {
-        auto put = store.SendFileRange(request.value("method", "PUT"), target, path, offset,
-                                       length, headers);
+        auto put = store.SendFileRange(request.value("method", "PUT"), target, path, offset, length,
+                                       headers);
         if (put.ok() && put->status < 300) {
           last = Status::Ok();
           break;

@@ -1,11 +1,12 @@
 #include "cli/command_support.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <cctype>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <thread>
-#include <yaml-cpp/yaml.h>
 
 #include "cli/job_table.h"
 
@@ -38,18 +39,18 @@ std::string Client::ServerUrl(const Options& o) {
   return "http://127.0.0.1:8080";
 }
 
-std::optional<nlohmann::json> Client::Call(std::string_view method, const std::string& target,
-                         std::string body,
-                         std::string_view content_type,
-                         const std::vector<std::pair<std::string, std::string>>& headers) {
+std::optional<nlohmann::json> Client::Call(
+    std::string_view method, const std::string& target, std::string body,
+    std::string_view content_type,
+    const std::vector<std::pair<std::string, std::string>>& headers) {
   return Answer(http_.Request(method, target, std::move(body), content_type, headers));
 }
 
 std::optional<nlohmann::json> Client::Answer(const Result<api::ClientResponse>& resp) {
   if (!resp.ok()) {
     std::cerr << "error: " << Safe(resp.status().message()) << "\n";
-    exit_code = resp.status().code() == StatusCode::kInvalidArgument ? kExitUsage
-                                                                      : kExitUnreachable;
+    exit_code =
+        resp.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitUnreachable;
     return std::nullopt;
   }
   // Kubernetes' warnings (`Warning: 299 - "TEXT"`, one header each), as
@@ -57,9 +58,9 @@ std::optional<nlohmann::json> Client::Answer(const Result<api::ClientResponse>& 
   for (auto [it, end] = resp->headers.equal_range("warning"); it != end; ++it) {
     const std::string& value = it->second;
     const auto quote = value.find('"');
-    auto text = quote == std::string::npos
-                    ? nlohmann::json(value)
-                    : nlohmann::json::parse(value.substr(quote), nullptr, /*allow_exceptions=*/false);
+    auto text = quote == std::string::npos ? nlohmann::json(value)
+                                           : nlohmann::json::parse(value.substr(quote), nullptr,
+                                                                   /*allow_exceptions=*/false);
     std::cerr << "Warning: " << Safe(text.is_string() ? text.get<std::string>() : value) << "\n";
   }
   auto parsed = nlohmann::json::parse(resp->body, nullptr, /*allow_exceptions=*/false);
@@ -76,9 +77,9 @@ std::optional<nlohmann::json> Client::Answer(const Result<api::ClientResponse>& 
   return parsed;
 }
 
-std::optional<nlohmann::json> Client::CallRetrying(const std::string& target,
-                                 std::optional<std::chrono::steady_clock::time_point> deadline,
-                                 bool& timed_out) {
+std::optional<nlohmann::json> Client::CallRetrying(
+    const std::string& target, std::optional<std::chrono::steady_clock::time_point> deadline,
+    bool& timed_out) {
   timed_out = false;
   auto backoff = std::chrono::milliseconds(250);
   bool lost = false;
@@ -121,9 +122,8 @@ void Client::PrintError(int status, const nlohmann::json& parsed, const std::str
       }
       std::cerr << ": ";
     }
-    std::string message = e.contains("message") && e["message"].is_string()
-                              ? e["message"].get<std::string>()
-                              : raw;
+    std::string message =
+        e.contains("message") && e["message"].is_string() ? e["message"].get<std::string>() : raw;
     std::cerr << Safe(message) << "\n";
   } else if (parsed.is_object() && parsed.contains("message") && parsed["message"].is_string()) {
     // Argo's shape, on the workflow routes.
@@ -194,7 +194,8 @@ std::optional<std::vector<json>> GetOneOrAll(const Options& o, const std::string
                                              const std::string& key, int& exit_code) {
   Client client(o);
   std::vector<json> items;
-  auto answer = client.Call("GET", o.name.empty() ? collection : collection + "/" + UrlEncode(o.name));
+  auto answer =
+      client.Call("GET", o.name.empty() ? collection : collection + "/" + UrlEncode(o.name));
   exit_code = client.exit_code;
   if (!answer) return std::nullopt;
   exit_code = kExitOk;

@@ -42,11 +42,11 @@ struct Options {
   std::string file;
   std::string submit_name;  // --name: overrides the spec's name
   // workflow
-  bool wait = false;                // submit --wait
-  bool restart_successful = false;  // retry --restart-successful
-  bool memoized = false;            // resubmit --memoized
+  bool wait = false;                    // submit --wait
+  bool restart_successful = false;      // retry --restart-successful
+  bool memoized = false;                // resubmit --memoized
   std::vector<std::string> parameters;  // workflow submit -p NAME=VALUE
-  std::string node_selector;        // retry --node-field-selector
+  std::string node_selector;            // retry --node-field-selector
   // get
   std::string resource;
   std::string name;
@@ -73,24 +73,24 @@ struct Options {
   int iterations = 0;  // 0: until interrupted
   bool active = false;
   bool sessions = false;  // token list: the dashboard's sessions and sign-in links too
-  bool reverse = false;  // top: sort the other way
+  bool reverse = false;   // top: sort the other way
   // version
   bool client_only = false;
   // wait
   std::string until = "ended";
   std::string timeout = "0";
   // artifacts
-  std::string kind;                  // put: checkpoint|model|dataset|output; ls: filter
-  std::string job;                   // put: the producer; ls: filter
-  std::int64_t step = -1;            // put: the producer's step
-  std::vector<std::string> metrics;  // put: NAME=VALUE
-  std::string destination;           // get: where to write (default: the name)
+  std::string kind;                       // put: checkpoint|model|dataset|output; ls: filter
+  std::string job;                        // put: the producer; ls: filter
+  std::int64_t step = -1;                 // put: the producer's step
+  std::vector<std::string> metrics;       // put: NAME=VALUE
+  std::string destination;                // get: where to write (default: the name)
   std::vector<std::string> exec_command;  // exec: the command after --
-  bool exec_stdin = false;           // exec -i
-  bool exec_tty = false;             // exec -t
-  bool ssh_stdio = false;            // ssh --stdio
-  std::string profile;               // notebook start --profile
-  int gpus = -1;                     // notebook start --gpus (-1: the profile's)
+  bool exec_stdin = false;                // exec -i
+  bool exec_tty = false;                  // exec -t
+  bool ssh_stdio = false;                 // ssh --stdio
+  std::string profile;                    // notebook start --profile
+  int gpus = -1;                          // notebook start --gpus (-1: the profile's)
 };
 constexpr int kExitTimeout = 4;
 
@@ -109,10 +109,10 @@ class Client {
   static std::string ServerUrl(const Options& o);
 
   // Sends a request; prints the error and sets exit_code on failure.
-  std::optional<nlohmann::json> Call(std::string_view method, const std::string& target,
-                           std::string body = {},
-                           std::string_view content_type = "application/json",
-                           const std::vector<std::pair<std::string, std::string>>& headers = {});
+  std::optional<nlohmann::json> Call(
+      std::string_view method, const std::string& target, std::string body = {},
+      std::string_view content_type = "application/json",
+      const std::vector<std::pair<std::string, std::string>>& headers = {});
 
   // What a response holds, or the error printed and exit_code set.
   std::optional<nlohmann::json> Answer(const Result<api::ClientResponse>& resp);
@@ -121,9 +121,9 @@ class Client {
   // answering 502/503/504 while it restarts): it retries with backoff from
   // 250 ms up to 5 s, saying so once on stderr, until `deadline` (if any)
   // passes, when it returns nullopt with `timed_out` set.
-  std::optional<nlohmann::json> CallRetrying(const std::string& target,
-                                   std::optional<std::chrono::steady_clock::time_point> deadline,
-                                   bool& timed_out);
+  std::optional<nlohmann::json> CallRetrying(
+      const std::string& target, std::optional<std::chrono::steady_clock::time_point> deadline,
+      bool& timed_out);
 
   static void PrintError(int status, const nlohmann::json& parsed, const std::string& raw);
 

@@ -13,8 +13,8 @@
 #include "cli/experiment_commands.h"
 #include "cli/job_commands.h"
 #include "cli/notebook_commands.h"
-#include "cli/resource_commands.h"
 #include "cli/output.h"
+#include "cli/resource_commands.h"
 #include "cli/token_commands.h"
 #include "cli/workflow_commands.h"
 #include "core/version.h"
@@ -45,7 +45,6 @@ int PrintVersion(const Options& o) {
   }
   return result;
 }
-
 
 void AddOutputFlag(CLI::App* cmd, Options& o, std::vector<std::string> allowed) {
   cmd->add_option("-o,--output", o.output, "output format")->check(CLI::IsMember(allowed));
@@ -83,9 +82,11 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   auto* token = app.add_subcommand("token", "User tokens of the server");
   token->require_subcommand(1);
   auto* token_create = token->add_subcommand("create", "Create a token and print its secret once");
-  token_create->add_option("name", o.name, "token name (lowercase letters, digits, '-')")->required();
+  token_create->add_option("name", o.name, "token name (lowercase letters, digits, '-')")
+      ->required();
   token_create->add_option("--team", o.team, "the team it acts for (not needed for admin)");
-  token_create->add_option("--role", o.role, "viewer (reads), member (runs its team's jobs) or admin")
+  token_create
+      ->add_option("--role", o.role, "viewer (reads), member (runs its team's jobs) or admin")
       ->capture_default_str()
       ->check(CLI::IsMember({"viewer", "member", "admin"}));
   token_create->add_option("--ttl", o.ttl,
@@ -108,9 +109,10 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   AddOutputFlag(submit, o, {"name", "json", "yaml"});
   submit->callback([&exit_code, &o] { exit_code = Submit(o); });
 
-  auto* get = app.add_subcommand(
-      "get", "List resources: jobs, experiments (exp), workflows (wf), notebooks (nb), "
-             "artifacts (art), queues, nodes");
+  auto* get =
+      app.add_subcommand("get",
+                         "List resources: jobs, experiments (exp), workflows (wf), notebooks (nb), "
+                         "artifacts (art), queues, nodes");
   get->add_option("resource", o.resource, "what to list")
       ->required()
       ->check(CLI::IsMember(ResourceNames("get")));
@@ -129,17 +131,20 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   AddOutputFlag(get, o, {"wide", "json", "yaml", "name"});
   get->callback([&exit_code, &o] { exit_code = GetResource(o); });
 
-  auto* exp = app.add_subcommand("exp", "Hyperparameter experiments: create, get, describe, stop, delete");
+  auto* exp =
+      app.add_subcommand("exp", "Hyperparameter experiments: create, get, describe, stop, delete");
   exp->require_subcommand(1);
   auto* exp_create = exp->add_subcommand("create", "Start an experiment from a YAML or JSON spec");
-  exp_create->add_option("-f,--file", o.file, "experiment spec file, or - for standard input")->required();
+  exp_create->add_option("-f,--file", o.file, "experiment spec file, or - for standard input")
+      ->required();
   AddOutputFlag(exp_create, o, {"json", "yaml"});
   exp_create->callback([&exit_code, &o] { exit_code = ExpCreate(o); });
   auto* exp_get = exp->add_subcommand("get", "List experiments with their best trial");
   exp_get->add_option("name", o.name, "one experiment");
   AddOutputFlag(exp_get, o, {"json", "yaml", "name"});
   exp_get->callback([&exit_code, &o] { exit_code = ExpGet(o); });
-  auto* exp_describe = exp->add_subcommand("describe", "An experiment's trials: parameters and objective");
+  auto* exp_describe =
+      exp->add_subcommand("describe", "An experiment's trials: parameters and objective");
   exp_describe->add_option("name", o.name, "experiment name")->required();
   AddOutputFlag(exp_describe, o, {"json", "yaml"});
   exp_describe->callback([&exit_code, &o] { exit_code = ExpDescribe(o); });
@@ -147,8 +152,8 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   exp_stop->add_option("name", o.name, "experiment name")->required();
   AddOutputFlag(exp_stop, o, {"json", "yaml"});
   exp_stop->callback([&exit_code, &o] { exit_code = ExpStop(o); });
-  auto* exp_delete =
-      exp->add_subcommand("delete", "Delete an ended experiment with its trials' jobs; its name is free again");
+  auto* exp_delete = exp->add_subcommand(
+      "delete", "Delete an ended experiment with its trials' jobs; its name is free again");
   exp_delete->add_option("name", o.name, "experiment name")->required();
   AddOutputFlag(exp_delete, o, {"json", "yaml"});
   exp_delete->callback([&exit_code, &o] { exit_code = ExpDelete(o); });
@@ -197,9 +202,10 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
                      "also run again the succeeded steps that --node-field-selector names");
   wf_retry->add_option("--node-field-selector", o.node_selector,
                        "only nodes whose name contains this (displayName=NAME)");
-  wf_retry->add_option("-p,--parameter", o.parameters,
-                       "NAME=VALUE: override one of the workflow's arguments for the steps that run "
-                       "again (repeatable)");
+  wf_retry->add_option(
+      "-p,--parameter", o.parameters,
+      "NAME=VALUE: override one of the workflow's arguments for the steps that run "
+      "again (repeatable)");
   AddOutputFlag(wf_retry, o, {"json", "yaml"});
   wf_retry->callback([&exit_code, &o] { exit_code = WorkflowAct(o, "retry"); });
   for (const auto& [verb, help] : std::vector<std::pair<const char*, const char*>>{
@@ -219,9 +225,11 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   wf_delete->callback([&exit_code, &o] { exit_code = WorkflowDelete(o); });
 
   auto* exec = app.add_subcommand(
-      "exec", "Run a command inside a running job: `headway exec NAME [--rank N] [-i] [-t] -- CMD...`");
+      "exec",
+      "Run a command inside a running job: `headway exec NAME [--rank N] [-i] [-t] -- CMD...`");
   exec->add_option("name", o.name, "job name")->required();
-  exec->add_option("command", o.exec_command, "the command and its arguments, after --")->required();
+  exec->add_option("command", o.exec_command, "the command and its arguments, after --")
+      ->required();
   exec->add_option("--rank", o.rank, "which rank's process to join (default 0)");
   exec->add_flag("-i,--stdin", o.exec_stdin, "pass this terminal's (or pipe's) stdin to it");
   exec->add_flag("-t,--tty", o.exec_tty, "run it on a terminal (with -i: interactive programs)");
@@ -268,7 +276,8 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
     cmd->callback([&exit_code, &o, action] { exit_code = NotebookAct(o, action); });
   }
 
-  auto* artifacts = app.add_subcommand("artifacts", "Checkpoints, models, datasets and outputs, with lineage");
+  auto* artifacts =
+      app.add_subcommand("artifacts", "Checkpoints, models, datasets and outputs, with lineage");
   artifacts->require_subcommand(1);
   auto* artifacts_ls = artifacts->add_subcommand("ls", "List artifact versions");
   artifacts_ls->add_option("name", o.name, "only this artifact's versions");
@@ -278,36 +287,45 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   artifacts_ls->add_option("--team", o.team, "only this team's");
   AddOutputFlag(artifacts_ls, o, {"json", "yaml", "name"});
   artifacts_ls->callback([&exit_code, &o] { exit_code = ArtifactsList(o); });
-  auto* artifacts_put = artifacts->add_subcommand("put", "Store a file as a new version of an artifact");
+  auto* artifacts_put =
+      artifacts->add_subcommand("put", "Store a file as a new version of an artifact");
   artifacts_put->add_option("file", o.file, "the file to store")->required();
-  artifacts_put->add_option("--name", o.name, "artifact name (lowercase letters, digits, - _ .)")->required();
+  artifacts_put->add_option("--name", o.name, "artifact name (lowercase letters, digits, - _ .)")
+      ->required();
   artifacts_put->add_option("--kind", o.kind, "checkpoint, model, dataset or output (default)")
       ->check(CLI::IsMember({"checkpoint", "model", "dataset", "output"}));
   artifacts_put->add_option("--team", o.team, "the team it belongs to (default: your token's)");
   artifacts_put->add_option("--job", o.job, "the job that produced it");
-  artifacts_put->add_option("--step", o.step, "the step it was produced at")->check(CLI::NonNegativeNumber);
+  artifacts_put->add_option("--step", o.step, "the step it was produced at")
+      ->check(CLI::NonNegativeNumber);
   artifacts_put->add_option("--label", o.labels, "KEY=VALUE (repeatable)");
-  artifacts_put->add_option("--metric", o.metrics, "NAME=NUMBER at the time, e.g. eval_loss=0.41 (repeatable)");
+  artifacts_put->add_option("--metric", o.metrics,
+                            "NAME=NUMBER at the time, e.g. eval_loss=0.41 (repeatable)");
   AddOutputFlag(artifacts_put, o, {"json", "yaml"});
   artifacts_put->callback([&exit_code, &o] { exit_code = ArtifactsPut(o); });
   auto* artifacts_get = artifacts->add_subcommand("get", "Download a version (its digest checked)");
-  artifacts_get->add_option("ref", o.name, "NAME (latest ready version) or NAME:VERSION")->required();
+  artifacts_get->add_option("ref", o.name, "NAME (latest ready version) or NAME:VERSION")
+      ->required();
   artifacts_get->add_option("destination", o.destination, "file or directory (default: ./NAME)");
   artifacts_get->callback([&exit_code, &o] { exit_code = ArtifactsGet(o); });
-  auto* artifacts_describe = artifacts->add_subcommand("describe", "A version in detail, with its lineage");
+  auto* artifacts_describe =
+      artifacts->add_subcommand("describe", "A version in detail, with its lineage");
   artifacts_describe->add_option("ref", o.name, "NAME or NAME:VERSION")->required();
   AddOutputFlag(artifacts_describe, o, {"json", "yaml"});
   artifacts_describe->callback([&exit_code, &o] { exit_code = ArtifactsDescribe(o, false); });
-  auto* artifacts_lineage = artifacts->add_subcommand("lineage", "Which job made a version, what it read, who used it");
+  auto* artifacts_lineage =
+      artifacts->add_subcommand("lineage", "Which job made a version, what it read, who used it");
   artifacts_lineage->add_option("ref", o.name, "NAME or NAME:VERSION")->required();
   AddOutputFlag(artifacts_lineage, o, {"json", "yaml"});
   artifacts_lineage->callback([&exit_code, &o] { exit_code = ArtifactsDescribe(o, true); });
-  auto* artifacts_rm = artifacts->add_subcommand("rm", "Delete a version (its bytes go once no version holds them)");
+  auto* artifacts_rm =
+      artifacts->add_subcommand("rm", "Delete a version (its bytes go once no version holds them)");
   artifacts_rm->add_option("ref", o.name, "NAME:VERSION")->required();
   artifacts_rm->callback([&exit_code, &o] { exit_code = ArtifactsRemove(o); });
 
   auto* describe = app.add_subcommand(
-      "describe", "Show a job (with its events), experiment, workflow, notebook or artifact in detail");
+      "describe",
+      "Show a job (with its events), experiment, workflow, notebook or artifact in detail");
   describe->add_option("resource", o.resource, "job, experiment, workflow, notebook or artifact")
       ->required()
       ->check(CLI::IsMember(ResourceNames("describe")));
@@ -328,8 +346,8 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
                    "at most N bytes of whole lines; a cut output ends with a line saying so "
                    "(with --tail: the newest lines that fit)")
       ->check(CLI::PositiveNumber);
-  auto* since = logs->add_option("--since", o.since,
-                                 "only lines written in the last DURATION (90s, 5m, 2h)");
+  auto* since =
+      logs->add_option("--since", o.since, "only lines written in the last DURATION (90s, 5m, 2h)");
   logs->add_option("--since-time", o.since_time,
                    "only lines written from this RFC 3339 time on (2026-12-03T10:00:00Z)")
       ->excludes(since);
@@ -343,8 +361,9 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
                  "kill at once with SIGKILL, without the job's grace (admin tokens only)");
   stop->callback([&exit_code, &o] { exit_code = Stop(o); });
   auto* del = app.add_subcommand(
-      "delete", "Delete ended jobs (with their progress, events, logs and files), experiments "
-                "(with their trials), workflows, notebooks or artifact versions");
+      "delete",
+      "Delete ended jobs (with their progress, events, logs and files), experiments "
+      "(with their trials), workflows, notebooks or artifact versions");
   del->add_option("resource", o.resource, "job, experiment, workflow, notebook or artifact")
       ->required()
       ->check(CLI::IsMember(ResourceNames("delete")));
@@ -353,13 +372,15 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
                 "a job that has not ended is stopped (SIGTERM, SIGKILL after its grace) and "
                 "deleted once it has ended");
   del->callback([&exit_code, &o] { exit_code = DeleteResources(o); });
-  auto* rerun = app.add_subcommand("rerun", "Submit a new job with an existing job's spec, named NAME-2, NAME-3, ...");
+  auto* rerun = app.add_subcommand(
+      "rerun", "Submit a new job with an existing job's spec, named NAME-2, NAME-3, ...");
   rerun->add_option("name", o.name, "the job to run again")->required();
   AddOutputFlag(rerun, o, {"name", "json", "yaml"});
   rerun->callback([&exit_code, &o] { exit_code = Rerun(o); });
   auto* top = app.add_subcommand(
       "top", "Live, sorted view of jobs that fits the terminal (q quits, s sorts, r reverses)");
-  top->add_option("-n,--interval", o.interval_s, "seconds between refreshes (default 2)")->check(CLI::Range(0.1, 3600.0));
+  top->add_option("-n,--interval", o.interval_s, "seconds between refreshes (default 2)")
+      ->check(CLI::Range(0.1, 3600.0));
   auto* iterations = top->add_option("--iterations", o.iterations,
                                      "stop after this many refreshes (0: never; without a "
                                      "terminal the default is 1)")
@@ -374,12 +395,14 @@ std::shared_ptr<void> AddClientCommands(CLI::App& app, int& exit_code,
   top->callback([&exit_code, &o, iterations] { exit_code = Top(o, iterations->count() > 0); });
 
   auto* wait = app.add_subcommand(
-      "wait", "Block until a job reaches a condition (exit 0), ends without it (1), or times out (4)");
+      "wait",
+      "Block until a job reaches a condition (exit 0), ends without it (1), or times out (4)");
   wait->add_option("name", o.name, "job name")->required();
   wait->add_option("--until", o.until,
                    "ended | STATE | state=STATE | health=HEALTH | step>=N | percent>=N")
       ->capture_default_str();
-  wait->add_option("--timeout", o.timeout, "give up after this long (0: never)")->capture_default_str();
+  wait->add_option("--timeout", o.timeout, "give up after this long (0: never)")
+      ->capture_default_str();
   wait->callback([&exit_code, &o] { exit_code = Wait(o); });
 
   auto* version = app.add_subcommand("version", "Print the client's version and the server's");

@@ -93,7 +93,8 @@ std::string KindCaseArms(const std::string& indent) {
 // delete that is no subcommand is the kind of resource.
 std::string ResourceWordArm(const std::string& indent) {
   std::string paths;
-  for (const char* p : kResourceVerbPaths) paths += (paths.empty() ? "" : "|") + ("\"" + std::string(p) + "\"");
+  for (const char* p : kResourceVerbPaths)
+    paths += (paths.empty() ? "" : "|") + ("\"" + std::string(p) + "\"");
   return indent + "*) case \"$hw_path\" in " + paths +
          ") [ -z \"$hw_res\" ] && hw_res=\"$w\" ;; esac ;;\n";
 }
@@ -104,7 +105,8 @@ std::string Bash(const std::vector<std::pair<std::string, std::string>>& table) 
       "#   source <(headway completion bash)\n"
       "# or save it as /etc/bash_completion.d/headway.\n"
       "_headway() {\n"
-      "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" hw_path=\"headway\" hw_kind=\"\" hw_res=\"\" w i words=\"\"\n"
+      "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" hw_path=\"headway\" hw_kind=\"\" hw_res=\"\" w i "
+      "words=\"\"\n"
       "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
       "    w=\"${COMP_WORDS[i]}\"\n"
       "    case \"$w\" in\n"

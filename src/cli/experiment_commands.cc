@@ -75,7 +75,8 @@ int ExpGet(const Options& o) {
                     objective, TrialsSummary(e), BestText(e),
                     Age(e["created_at"].get<std::string>(), now)});
   }
-  std::cout << FormatTable({"NAME", "STATE", "ALGORITHM", "OBJECTIVE", "TRIALS", "BEST", "AGE"}, rows);
+  std::cout << FormatTable({"NAME", "STATE", "ALGORITHM", "OBJECTIVE", "TRIALS", "BEST", "AGE"},
+                           rows);
   return kExitOk;
 }
 

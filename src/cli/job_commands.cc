@@ -7,11 +7,11 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cli/experiment_commands.h"
 #include "cli/job_table.h"
 #include "cli/top.h"
-#include "core/job.h"
-#include "cli/experiment_commands.h"
 #include "cli/workflow_commands.h"
+#include "core/job.h"
 
 namespace headway::cli {
 
@@ -63,8 +63,8 @@ std::optional<std::vector<json>> ListJobs(const Options& o, Client& client,
     target = "/api/v1/jobs" + query;
   }
   bool timed_out = false;
-  auto answer = retry ? client.CallRetrying(target, std::nullopt, timed_out)
-                      : client.Call("GET", target);
+  auto answer =
+      retry ? client.CallRetrying(target, std::nullopt, timed_out) : client.Call("GET", target);
   if (!answer) return std::nullopt;
   if (whole) *whole = *answer;
   std::vector<json> jobs;
@@ -186,7 +186,8 @@ int GetQueues(const Options& o) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& q : queues) {
     // GPUS: in use / nominal quota ("-": no quota, bounded by the pool).
-    std::string gpus = std::to_string(q["gpus_in_use"].get<int>()) + "/" + IntOr(q["nominal_gpus"], "-");
+    std::string gpus =
+        std::to_string(q["gpus_in_use"].get<int>()) + "/" + IntOr(q["nominal_gpus"], "-");
     std::string reason = FieldText(q, "pending_reason", "");
     // next_job is empty when it is another team's (hidden from this token).
     std::string next = FieldText(q, "next_job", "");
@@ -201,8 +202,8 @@ int GetQueues(const Options& o) {
       rows.back().push_back(FieldText(q, "member_max_grace"));
     }
   }
-  std::vector<std::string> header = {"NAME",    "EXECUTOR", "GPUS", "BORROW",
-                                     "WEIGHT",  "RUNNING",  "PENDING", "NEXT"};
+  std::vector<std::string> header = {"NAME",   "EXECUTOR", "GPUS",    "BORROW",
+                                     "WEIGHT", "RUNNING",  "PENDING", "NEXT"};
   if (wide) {
     header.push_back("MAX-PRIORITY");
     header.push_back("MAX-GRACE");
@@ -233,7 +234,8 @@ int GetNodes(const Options& o) {
     rows.push_back({FieldText(n, "name"), FieldText(n, "executor"), std::to_string(gpus),
                     std::to_string(used), std::to_string(gpus - used), jobs.empty() ? "-" : jobs});
   }
-  std::cout << FormatTable({"NAME", "EXECUTOR", "GPUS", "IN-USE", "FREE", "JOBS"}, rows, !o.no_headers);
+  std::cout << FormatTable({"NAME", "EXECUTOR", "GPUS", "IN-USE", "FREE", "JOBS"}, rows,
+                           !o.no_headers);
   return kExitOk;
 }
 
@@ -274,9 +276,9 @@ int ExecInJob(const Options& o, bool ssh) {
   if (o.exec_tty && !terminal && !ssh) {
     std::cerr << "warning: -t needs a terminal on stdin and stdout; running without one\n";
   }
-  std::string target = "/api/v1/jobs/" + UrlEncode(o.name) + "/exec?rank=" +
-                       std::to_string(std::max(0, o.rank)) + "&stdin=" +
-                       (forward_stdin ? "true" : "false") + "&tty=" + (tty ? "true" : "false");
+  std::string target =
+      "/api/v1/jobs/" + UrlEncode(o.name) + "/exec?rank=" + std::to_string(std::max(0, o.rank)) +
+      "&stdin=" + (forward_stdin ? "true" : "false") + "&tty=" + (tty ? "true" : "false");
   for (const std::string& arg : o.exec_command) target += "&command=" + UrlEncode(arg);
   if (tty) {
     struct winsize size {};
@@ -317,8 +319,8 @@ namespace {
 std::string FinalVerdict(const json& j) {
   std::string state = FieldText(j, "state"), health = FieldText(j, "health");
   if (!IsEndedState(state)) return {};
-  std::string what = health == "Diverging"   ? "diverged"
-                     : health == "Stalled"   ? "stalled"
+  std::string what = health == "Diverging"     ? "diverged"
+                     : health == "Stalled"     ? "stalled"
                      : health == "Plateaued"   ? "plateaued"
                      : health == "Overfitting" ? "overfitted"
                                                : "";
@@ -331,7 +333,9 @@ std::string FinalVerdict(const json& j) {
 
 namespace {
 
-double SecondsBetween(Time from, Time to) { return static_cast<double>((to - from).count()) / 1000.0; }
+double SecondsBetween(Time from, Time to) {
+  return static_cast<double>((to - from).count()) / 1000.0;
+}
 
 }  // namespace
 
@@ -377,7 +381,8 @@ int Describe(const Options& o) {
                        std::to_string(spec["restart_policy"]["max_restarts"].get<int>()) + ")");
   if (j.value("preemptions", 0) > 0) line("Preemptions", FieldText(j, "preemptions"));
   std::string command;
-  for (const auto& a : spec["command"]) command += (command.empty() ? "" : " ") + a.get<std::string>();
+  for (const auto& a : spec["command"])
+    command += (command.empty() ? "" : " ") + a.get<std::string>();
   for (const auto& a : spec["args"]) command += " " + a.get<std::string>();
   line("Command", command);
   const json& r = spec["resources"];
@@ -386,8 +391,8 @@ int Describe(const Options& o) {
                         std::to_string(r["gpus_per_process"].get<int>()) + " GPU(s)");
   if (j.contains("elastic") && j["elastic"].is_object()) {
     const json& e = j["elastic"];
-    const std::string range = e["min"].dump() + "-" + e["max"].dump() + " " +
-                              e["unit"].get<std::string>();
+    const std::string range =
+        e["min"].dump() + "-" + e["max"].dump() + " " + e["unit"].get<std::string>();
     line("Elastic", e["size"].is_number() ? e["size"].dump() + " now, of " + range
                                           : range + ", admitted at " + e["min"].dump());
     // What it measured: steps/s at each size, and its last restart.
@@ -425,29 +430,34 @@ int Describe(const Options& o) {
   if (std::string verdict = FinalVerdict(j); !verdict.empty()) line("Verdict", verdict);
   line("Progress", ProgressBar(p));
   std::string step = p["step"].is_number() ? std::to_string(p["step"].get<std::int64_t>()) : "-";
-  if (p["total_steps"].is_number()) step += " / " + std::to_string(p["total_steps"].get<std::int64_t>());
+  if (p["total_steps"].is_number())
+    step += " / " + std::to_string(p["total_steps"].get<std::int64_t>());
   line("Step", step);
   if (p["epoch"].is_number()) {
-    line("Epoch", FormatFixed(p["epoch"], 2) +
-                      (p["total_epochs"].is_number() ? " / " + FormatFixed(p["total_epochs"], 2) : ""));
+    line("Epoch",
+         FormatFixed(p["epoch"], 2) +
+             (p["total_epochs"].is_number() ? " / " + FormatFixed(p["total_epochs"], 2) : ""));
   }
   line("ETA",
        FieldText(j, "health") == "Stalled" ? "stalled" : FormatEta(p, FieldText(j, "state")));
   if (p["steps_per_second"].is_number()) line("Steps/s", FormatFixed(p["steps_per_second"], 2));
-  if (p["samples_per_second"].is_number()) line("Samples/s", FormatFixed(p["samples_per_second"], 1));
+  if (p["samples_per_second"].is_number())
+    line("Samples/s", FormatFixed(p["samples_per_second"], 1));
   // As the dashboard says it: "4m12s ago"; for an ended job, how long
   // before its end (its age would only grow).
   if (auto reported = ParseRfc3339(FieldText(p, "last_report_at", ""))) {
-    line("Last report", (finished ? FormatSeconds(SecondsBetween(*reported, *finished)) + " before it ended"
-                                  : FormatSeconds(SecondsBetween(*reported, now)) + " ago") +
-                            " (" + FieldText(p, "last_report_at") + ")");
+    line("Last report",
+         (finished ? FormatSeconds(SecondsBetween(*reported, *finished)) + " before it ended"
+                   : FormatSeconds(SecondsBetween(*reported, now)) + " ago") +
+             " (" + FieldText(p, "last_report_at") + ")");
   } else {
     line("Last report", "-");
   }
   if (p["metrics"].is_object() && !p["metrics"].empty()) {
     out << "Metrics:\n";
     for (auto it = p["metrics"].begin(); it != p["metrics"].end(); ++it) {
-      out << "  " << Safe(it.key()) << ":" << std::string(it.key().size() < 22 ? 22 - it.key().size() : 1, ' ')
+      out << "  " << Safe(it.key()) << ":"
+          << std::string(it.key().size() < 22 ? 22 - it.key().size() : 1, ' ')
           << FormatNumber(it.value()) << "\n";
     }
   }
@@ -552,9 +562,9 @@ class LogResume {
   bool merged_;
   std::string line_;  // the line being read
   int attempt_ = -1;
-  std::map<std::string, std::uint64_t> lines_;          // whole lines printed, per rank
-  std::map<std::string, std::size_t> partial_;          // bytes of a partial last line printed
-  std::map<std::string, std::uint64_t> skip_;           // to drop after a rewind
+  std::map<std::string, std::uint64_t> lines_;  // whole lines printed, per rank
+  std::map<std::string, std::size_t> partial_;  // bytes of a partial last line printed
+  std::map<std::string, std::uint64_t> skip_;   // to drop after a rewind
   std::map<std::string, std::size_t> skip_partial_;
 };
 
@@ -566,8 +576,8 @@ int Logs(const Options& o) {
   if (!o.since.empty()) {
     auto d = ParseDuration(o.since);
     if (!d) {
-      std::cerr << "error: --since must be a duration such as 90s, 5m or 2h, got '"
-                << Safe(o.since) << "'\n";
+      std::cerr << "error: --since must be a duration such as 90s, 5m or 2h, got '" << Safe(o.since)
+                << "'\n";
       return kExitUsage;
     }
     since_time = FormatRfc3339(SystemClock().Now() - *d);
@@ -593,7 +603,9 @@ int Logs(const Options& o) {
   if (!o.follow) {
     auto status = client.http().Stream(
         target(true, o.attempt),
-        [](std::string_view data) { std::cout.write(data.data(), static_cast<std::streamsize>(data.size())).flush(); },
+        [](std::string_view data) {
+          std::cout.write(data.data(), static_cast<std::streamsize>(data.size())).flush();
+        },
         error_body);
     if (!status.ok()) {
       std::cerr << "error: " << Safe(status.status().message()) << "\n";
@@ -629,8 +641,8 @@ int Logs(const Options& o) {
     error_body.clear();
     std::string url = target(first, first && o.attempt < 0 ? -1 : attempt);
     if (!first && tailed) url += "&tail=0";
-    auto status = client.http().Stream(url, [&](std::string_view data) { resume.Feed(data); },
-                                       error_body);
+    auto status = client.http().Stream(
+        url, [&](std::string_view data) { resume.Feed(data); }, error_body);
     if (resume.followed_attempt() >= 0) attempt = resume.followed_attempt();
     first = false;
     bool away = !status.ok() || *status == 502 || *status == 503 || *status == 504;
@@ -660,9 +672,8 @@ int Logs(const Options& o) {
       // was being read (a pinned follow ends with it), then move on as the
       // server would have.
       error_body.clear();
-      auto rest = client.http().Stream(target(false, attempt),
-                                       [&](std::string_view data) { resume.Feed(data); },
-                                       error_body);
+      auto rest = client.http().Stream(
+          target(false, attempt), [&](std::string_view data) { resume.Feed(data); }, error_body);
       (void)rest;
       attempt = latest;
       resume.Feed("headway: job restarted, following attempt " + std::to_string(attempt) + "\n");
@@ -674,14 +685,15 @@ int DeleteJobs(const Options& o) {
   Client client(o);
   int result = kExitOk;
   for (const auto& name : o.names) {
-    auto answer = client.Call("DELETE", "/api/v1/jobs/" + UrlEncode(name) + (o.force ? "?force=true" : ""));
+    auto answer =
+        client.Call("DELETE", "/api/v1/jobs/" + UrlEncode(name) + (o.force ? "?force=true" : ""));
     if (!answer) {
       result = client.exit_code;
       continue;
     }
     bool deleted = answer->value("deleted", false);
-    std::cout << "job/" << Safe(name) << (deleted ? " deleted" : " stopping; deleted once it has ended")
-              << "\n";
+    std::cout << "job/" << Safe(name)
+              << (deleted ? " deleted" : " stopping; deleted once it has ended") << "\n";
   }
   return result;
 }
@@ -749,16 +761,14 @@ int Top(const Options& o, bool iterations_set) {
       std::string message = parsed.is_object() && parsed["error"].is_object()
                                 ? parsed["error"].value("message", resp->body)
                                 : resp->body;
-      return Status(StatusCode::kInternal, "server answered " + std::to_string(resp->status) +
-                                               ": " + message);
+      return Status(StatusCode::kInternal,
+                    "server answered " + std::to_string(resp->status) + ": " + message);
     }
     return parsed["jobs"].get<std::vector<json>>();
   });
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 // Conditions: "ended", a state ("Succeeded" or "state=Succeeded"),
 // "health=Diverging", "step>=N", "percent>=N".
@@ -793,9 +803,9 @@ int Wait(const Options& o) {
     auto state = ParseJobState(want);
     if (!state) {
       std::string states;
-      for (JobState s : {JobState::kQueued, JobState::kStarting, JobState::kRunning,
-                         JobState::kSucceeded, JobState::kFailed, JobState::kStopped,
-                         JobState::kPreempted}) {
+      for (JobState s :
+           {JobState::kQueued, JobState::kStarting, JobState::kRunning, JobState::kSucceeded,
+            JobState::kFailed, JobState::kStopped, JobState::kPreempted}) {
         states += std::string(states.empty() ? "" : ", ") + std::string(JobStateName(s));
       }
       std::cerr << "error: --until " << Safe(until) << ": not a job state; expected ended, one of "
@@ -811,8 +821,8 @@ int Wait(const Options& o) {
                        Health::kPlateaued, Health::kOverfitting, Health::kUnknown}) {
         healths += std::string(healths.empty() ? "" : ", ") + std::string(HealthName(h));
       }
-      std::cerr << "error: --until " << Safe(until) << ": not a health; expected one of "
-                << healths << "\n";
+      std::cerr << "error: --until " << Safe(until) << ": not a health; expected one of " << healths
+                << "\n";
       return kExitUsage;
     }
     want = std::string(HealthName(*health));
@@ -827,9 +837,9 @@ int Wait(const Options& o) {
   for (;;) {
     // A server that restarts while we wait is waited for, too.
     bool timed_out = false;
-    auto job = client.CallRetrying(
-        "/api/v1/jobs/" + UrlEncode(o.name),
-        timeout->count() > 0 ? std::optional(deadline) : std::nullopt, timed_out);
+    auto job = client.CallRetrying("/api/v1/jobs/" + UrlEncode(o.name),
+                                   timeout->count() > 0 ? std::optional(deadline) : std::nullopt,
+                                   timed_out);
     if (timed_out) {
       std::cerr << "error: timed out waiting for job/" << Safe(o.name) << " --until " << Safe(until)
                 << " (the server did not answer)\n";
@@ -844,18 +854,20 @@ int Wait(const Options& o) {
     if (kind == "state") met = state == want;
     if (kind == "health") met = (*job)["health"] == want;
     if (kind == "step") met = p["step"].is_number() && p["step"].get<double>() >= threshold;
-    if (kind == "percent") met = p["percent"].is_number() && p["percent"].get<double>() >= threshold;
+    if (kind == "percent")
+      met = p["percent"].is_number() && p["percent"].get<double>() >= threshold;
     if (met) {
       std::cout << "job/" << Safe(o.name) << " " << Safe(state) << "\n";
       return kExitOk;
     }
     if (ended) {
-      std::cerr << "error: job/" << Safe(o.name) << " ended (" << Safe(state)
-                << ") before --until " << Safe(until) << " held\n";
+      std::cerr << "error: job/" << Safe(o.name) << " ended (" << Safe(state) << ") before --until "
+                << Safe(until) << " held\n";
       return kExitFailed;
     }
     if (timeout->count() > 0 && std::chrono::steady_clock::now() >= deadline) {
-      std::cerr << "error: timed out waiting for job/" << Safe(o.name) << " --until " << Safe(until) << "\n";
+      std::cerr << "error: timed out waiting for job/" << Safe(o.name) << " --until " << Safe(until)
+                << "\n";
       return kExitTimeout;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(250));

@@ -92,7 +92,8 @@ int NotebookOpen(const Options& o) {
   // this notebook alone.
   // Absolute where the notebook has an origin of its own (NAME.DOMAIN).
   const std::string url = FieldText(*link, "url", "");
-  std::cout << (url.starts_with("http://") || url.starts_with("https://") ? "" : Client::ServerUrl(o))
+  std::cout << (url.starts_with("http://") || url.starts_with("https://") ? ""
+                                                                          : Client::ServerUrl(o))
             << url << "\n";
   return kExitOk;
 }

@@ -237,8 +237,8 @@ void Emit(YAML::Emitter& out, const nlohmann::json& v) {
   } else if (v.is_string()) {
     // Quote only what a YAML reader would otherwise take for a number or bool.
     const std::string& text = v.get_ref<const std::string&>();
-    static const char* const kAmbiguous[] = {"true", "false", "null", "yes", "no", "on", "off",
-                                             "~", "True", "False", "Null"};
+    static const char* const kAmbiguous[] = {"true", "false", "null", "yes",   "no",  "on",
+                                             "off",  "~",     "True", "False", "Null"};
     bool ambiguous = text.empty() || std::isdigit(static_cast<unsigned char>(text[0])) ||
                      text[0] == '-' || text[0] == '.' || text[0] == '+' ||
                      std::any_of(std::begin(kAmbiguous), std::end(kAmbiguous),

@@ -19,15 +19,24 @@ struct ResourceName {
 
 // Plural, singular and short name of each kind, as kubectl accepts them.
 constexpr ResourceName kResourceNames[] = {
-    {"jobs", ResourceKind::kJobs},           {"job", ResourceKind::kJobs},
-    {"experiments", ResourceKind::kExperiments}, {"experiment", ResourceKind::kExperiments},
-    {"exp", ResourceKind::kExperiments},     {"workflows", ResourceKind::kWorkflows},
-    {"workflow", ResourceKind::kWorkflows},  {"wf", ResourceKind::kWorkflows},
-    {"notebooks", ResourceKind::kNotebooks}, {"notebook", ResourceKind::kNotebooks},
-    {"nb", ResourceKind::kNotebooks},        {"artifacts", ResourceKind::kArtifacts},
-    {"artifact", ResourceKind::kArtifacts},  {"art", ResourceKind::kArtifacts},
-    {"queues", ResourceKind::kQueues},       {"queue", ResourceKind::kQueues},
-    {"nodes", ResourceKind::kNodes},         {"node", ResourceKind::kNodes},
+    {"jobs", ResourceKind::kJobs},
+    {"job", ResourceKind::kJobs},
+    {"experiments", ResourceKind::kExperiments},
+    {"experiment", ResourceKind::kExperiments},
+    {"exp", ResourceKind::kExperiments},
+    {"workflows", ResourceKind::kWorkflows},
+    {"workflow", ResourceKind::kWorkflows},
+    {"wf", ResourceKind::kWorkflows},
+    {"notebooks", ResourceKind::kNotebooks},
+    {"notebook", ResourceKind::kNotebooks},
+    {"nb", ResourceKind::kNotebooks},
+    {"artifacts", ResourceKind::kArtifacts},
+    {"artifact", ResourceKind::kArtifacts},
+    {"art", ResourceKind::kArtifacts},
+    {"queues", ResourceKind::kQueues},
+    {"queue", ResourceKind::kQueues},
+    {"nodes", ResourceKind::kNodes},
+    {"node", ResourceKind::kNodes},
 };
 
 bool VerbApplies(const std::string& verb, ResourceKind kind) {
@@ -76,10 +85,14 @@ int GetResource(const Options& o) {
     return kExitUsage;
   }
   switch (*kind) {
-    case ResourceKind::kExperiments: return ExpGet(o);
-    case ResourceKind::kNotebooks: return NotebookList(o);
-    case ResourceKind::kArtifacts: return ArtifactsList(o);
-    default: return Get(o);  // jobs, workflows, queues, nodes
+    case ResourceKind::kExperiments:
+      return ExpGet(o);
+    case ResourceKind::kNotebooks:
+      return NotebookList(o);
+    case ResourceKind::kArtifacts:
+      return ArtifactsList(o);
+    default:
+      return Get(o);  // jobs, workflows, queues, nodes
   }
 }
 
@@ -87,16 +100,20 @@ int DescribeResource(const Options& o) {
   auto kind = ParseResourceKind(o.resource);
   if (!kind) return kExitUsage;
   switch (*kind) {
-    case ResourceKind::kJobs: return Describe(o);
-    case ResourceKind::kExperiments: return ExpDescribe(o);
-    case ResourceKind::kWorkflows: return WorkflowGet(o);
+    case ResourceKind::kJobs:
+      return Describe(o);
+    case ResourceKind::kExperiments:
+      return ExpDescribe(o);
+    case ResourceKind::kWorkflows:
+      return WorkflowGet(o);
     case ResourceKind::kNotebooks: {
       // A notebook's whole record; its table row is `get notebook NAME`.
       Options detail = o;
       if (detail.output.empty()) detail.output = "yaml";
       return NotebookList(detail);
     }
-    case ResourceKind::kArtifacts: return ArtifactsDescribe(o, /*lineage_only=*/false);
+    case ResourceKind::kArtifacts:
+      return ArtifactsDescribe(o, /*lineage_only=*/false);
     default:
       std::cerr << "error: describe takes jobs, experiments, workflows, notebooks or artifacts\n";
       return kExitUsage;
@@ -113,8 +130,10 @@ int DeleteResources(const Options& o) {
     return kExitUsage;
   }
   switch (*kind) {
-    case ResourceKind::kJobs: return DeleteJobs(o);
-    case ResourceKind::kExperiments: return DeleteExperiments(o);
+    case ResourceKind::kJobs:
+      return DeleteJobs(o);
+    case ResourceKind::kExperiments:
+      return DeleteExperiments(o);
     case ResourceKind::kWorkflows:
       return ForEachName(o, [](const Options& one) { return WorkflowDelete(one); });
     case ResourceKind::kNotebooks:

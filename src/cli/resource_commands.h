@@ -15,7 +15,15 @@
 
 namespace headway::cli {
 
-enum class ResourceKind { kJobs, kExperiments, kWorkflows, kNotebooks, kArtifacts, kQueues, kNodes };
+enum class ResourceKind {
+  kJobs,
+  kExperiments,
+  kWorkflows,
+  kNotebooks,
+  kArtifacts,
+  kQueues,
+  kNodes
+};
 
 // The kind a name given on the command line means; nullopt if none.
 std::optional<ResourceKind> ParseResourceKind(const std::string& name);

@@ -60,7 +60,8 @@ int TokenList(const Options& o) {
   }
   std::cout << FormatTable({"NAME", "TEAM", "ROLE", "STATUS", "SESSION", "AGE"}, rows);
   if (sessions_left_out > 0) {
-    std::cout << "(and " << sessions_left_out << " sign-in session" << (sessions_left_out == 1 ? "" : "s")
+    std::cout << "(and " << sessions_left_out << " sign-in session"
+              << (sessions_left_out == 1 ? "" : "s")
               << " of the dashboard and its links: --sessions lists them)\n";
   }
   return kExitOk;

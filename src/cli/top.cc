@@ -42,8 +42,8 @@ std::string RenderTop(std::vector<json> jobs, const TopView& view, Time now) {
     auto state = ParseJobState(job.value("state", ""));
     return state && IsTerminal(*state);
   };
-  auto first_ended = std::stable_partition(jobs.begin(), jobs.end(),
-                                           [&](const json& job) { return !ended(job); });
+  auto first_ended =
+      std::stable_partition(jobs.begin(), jobs.end(), [&](const json& job) { return !ended(job); });
   std::stable_sort(first_ended, jobs.end(), [](const json& a, const json& b) {
     auto finished = [](const json& job) {
       return job.contains("finished_at") && job["finished_at"].is_string()

@@ -1,9 +1,10 @@
 #include "cli/workflow_commands.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
-#include <yaml-cpp/yaml.h>
 
 #include "cli/job_table.h"
 

@@ -4,9 +4,12 @@ namespace headway {
 
 std::string_view RoleName(Role role) {
   switch (role) {
-    case Role::kViewer: return "viewer";
-    case Role::kMember: return "member";
-    case Role::kAdmin: return "admin";
+    case Role::kViewer:
+      return "viewer";
+    case Role::kMember:
+      return "member";
+    case Role::kAdmin:
+      return "admin";
   }
   return "viewer";
 }
@@ -21,9 +24,12 @@ std::optional<Role> ParseRole(std::string_view name) {
 bool MayModify(const UserToken& who, std::string_view team) {
   if (who.revoked_at) return false;
   switch (who.role) {
-    case Role::kAdmin: return true;
-    case Role::kMember: return who.team == team;
-    case Role::kViewer: return false;
+    case Role::kAdmin:
+      return true;
+    case Role::kMember:
+      return who.team == team;
+    case Role::kViewer:
+      return false;
   }
   return false;
 }

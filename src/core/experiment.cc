@@ -4,10 +4,14 @@ namespace headway {
 
 std::string_view ExperimentStateName(ExperimentState s) {
   switch (s) {
-    case ExperimentState::kRunning: return "Running";
-    case ExperimentState::kSucceeded: return "Succeeded";
-    case ExperimentState::kFailed: return "Failed";
-    case ExperimentState::kStopped: return "Stopped";
+    case ExperimentState::kRunning:
+      return "Running";
+    case ExperimentState::kSucceeded:
+      return "Succeeded";
+    case ExperimentState::kFailed:
+      return "Failed";
+    case ExperimentState::kStopped:
+      return "Stopped";
   }
   return "Running";
 }
@@ -22,10 +26,14 @@ std::optional<ExperimentState> ParseExperimentState(std::string_view name) {
 
 std::string_view TrialStateName(TrialState s) {
   switch (s) {
-    case TrialState::kRunning: return "Running";
-    case TrialState::kCompleted: return "Completed";
-    case TrialState::kEarlyStopped: return "EarlyStopped";
-    case TrialState::kFailed: return "Failed";
+    case TrialState::kRunning:
+      return "Running";
+    case TrialState::kCompleted:
+      return "Completed";
+    case TrialState::kEarlyStopped:
+      return "EarlyStopped";
+    case TrialState::kFailed:
+      return "Failed";
   }
   return "Running";
 }

@@ -20,7 +20,7 @@ struct ExperimentRecord {
   std::string name;
   std::string spec_json;  // hpo::ExperimentSpecToJson
   ExperimentState state = ExperimentState::kRunning;
-  std::string message;    // why it ended, e.g. "goal reached by lr-sweep-7"
+  std::string message;  // why it ended, e.g. "goal reached by lr-sweep-7"
   Time created_at{};
   std::optional<Time> finished_at;
 };
@@ -34,8 +34,8 @@ std::optional<TrialState> ParseTrialState(std::string_view name);
 struct TrialRecord {
   std::string experiment;
   std::int64_t index = 0;
-  std::string job;           // the trial's job name
-  std::string params_json;   // {"lr": 0.01, "optimizer": "adam"}
+  std::string job;          // the trial's job name
+  std::string params_json;  // {"lr": 0.01, "optimizer": "adam"}
   TrialState state = TrialState::kRunning;
   bool stop_requested = false;      // the stopping rule asked its job to stop
   std::optional<double> objective;  // the best reported value of the objective metric

@@ -5,9 +5,7 @@
 namespace headway {
 namespace {
 
-bool IsRefAlnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
+bool IsRefAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 
 // A path component: [a-z0-9]+ joined by '.', '_', '__' or one or more '-'.
 bool IsPathComponent(std::string_view s) {
@@ -17,8 +15,8 @@ bool IsPathComponent(std::string_view s) {
     if (IsRefAlnum(c) || c == '-') continue;
     if (c == '.' || c == '_') {
       // Separators other than '-' do not repeat, except "__".
-      if (!IsRefAlnum(s[i + 1]) && !(c == '_' && s[i + 1] == '_' && i + 2 < s.size() &&
-                                        IsRefAlnum(s[i + 2]))) {
+      if (!IsRefAlnum(s[i + 1]) &&
+          !(c == '_' && s[i + 1] == '_' && i + 2 < s.size() && IsRefAlnum(s[i + 2]))) {
         return false;
       }
       if (c == '_' && s[i + 1] == '_') ++i;
@@ -69,8 +67,8 @@ bool IsRegistryHost(std::string_view s) {
 }
 
 Status BadImageReference(std::string_view text, const std::string& why) {
-  return InvalidArgument("'" + std::string(text.substr(0, 256)) + "' is not an image reference: " +
-                         why);
+  return InvalidArgument("'" + std::string(text.substr(0, 256)) +
+                         "' is not an image reference: " + why);
 }
 
 }  // namespace
@@ -120,8 +118,9 @@ Result<ImageRef> ParseImageRef(std::string_view text) {
     const auto end = rest.find('/', begin);
     const std::string_view component = rest.substr(begin, end - begin);
     if (!IsPathComponent(component)) {
-      return BadImageReference(text, "each part of the name is lower-case letters and digits, "
-                                "joined by '.', '_' or '-'");
+      return BadImageReference(text,
+                               "each part of the name is lower-case letters and digits, "
+                               "joined by '.', '_' or '-'");
     }
     if (end == std::string_view::npos) break;
     begin = end + 1;
@@ -144,10 +143,14 @@ std::optional<ImagePullPolicy> ParseImagePullPolicy(std::string_view text) {
 
 std::string_view ImagePullPolicyName(ImagePullPolicy policy) {
   switch (policy) {
-    case ImagePullPolicy::kAlways: return "Always";
-    case ImagePullPolicy::kIfNotPresent: return "IfNotPresent";
-    case ImagePullPolicy::kNever: return "Never";
-    case ImagePullPolicy::kDefault: break;
+    case ImagePullPolicy::kAlways:
+      return "Always";
+    case ImagePullPolicy::kIfNotPresent:
+      return "IfNotPresent";
+    case ImagePullPolicy::kNever:
+      return "Never";
+    case ImagePullPolicy::kDefault:
+      break;
   }
   return "";
 }

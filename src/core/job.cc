@@ -15,13 +15,20 @@ std::vector<std::string> JobSpec::Argv() const {
 
 std::string_view JobStateName(JobState state) {
   switch (state) {
-    case JobState::kQueued: return "Queued";
-    case JobState::kStarting: return "Starting";
-    case JobState::kRunning: return "Running";
-    case JobState::kSucceeded: return "Succeeded";
-    case JobState::kFailed: return "Failed";
-    case JobState::kStopped: return "Stopped";
-    case JobState::kPreempted: return "Preempted";
+    case JobState::kQueued:
+      return "Queued";
+    case JobState::kStarting:
+      return "Starting";
+    case JobState::kRunning:
+      return "Running";
+    case JobState::kSucceeded:
+      return "Succeeded";
+    case JobState::kFailed:
+      return "Failed";
+    case JobState::kStopped:
+      return "Stopped";
+    case JobState::kPreempted:
+      return "Preempted";
   }
   return "Unknown";
 }
@@ -35,15 +42,24 @@ std::optional<JobState> ParseJobState(std::string_view name) {
 
 std::string_view StopReasonName(StopReason reason) {
   switch (reason) {
-    case StopReason::kNone: return "";
-    case StopReason::kUser: return "Stopped";
-    case StopReason::kPreempted: return "Preempted";
-    case StopReason::kTimeLimit: return "TimeLimitExceeded";
-    case StopReason::kStalled: return "Stalled";
-    case StopReason::kDiverging: return "Diverging";
-    case StopReason::kPlateaued: return "Plateaued";
-    case StopReason::kOverfitting: return "Overfitting";
-    case StopReason::kGpuIdle: return "GpuIdle";
+    case StopReason::kNone:
+      return "";
+    case StopReason::kUser:
+      return "Stopped";
+    case StopReason::kPreempted:
+      return "Preempted";
+    case StopReason::kTimeLimit:
+      return "TimeLimitExceeded";
+    case StopReason::kStalled:
+      return "Stalled";
+    case StopReason::kDiverging:
+      return "Diverging";
+    case StopReason::kPlateaued:
+      return "Plateaued";
+    case StopReason::kOverfitting:
+      return "Overfitting";
+    case StopReason::kGpuIdle:
+      return "GpuIdle";
   }
   return "";
 }
@@ -58,8 +74,7 @@ std::optional<StopReason> ParseStopReason(std::string_view name) {
 }
 
 bool IsTerminal(JobState state) {
-  return state == JobState::kSucceeded || state == JobState::kFailed ||
-         state == JobState::kStopped;
+  return state == JobState::kSucceeded || state == JobState::kFailed || state == JobState::kStopped;
 }
 
 bool IsValidJobName(std::string_view name) {
@@ -91,9 +106,9 @@ std::optional<std::int64_t> ParseByteQuantity(std::string_view text) {
   if (digits == 0 || digits > 15) return std::nullopt;
   std::int64_t value = std::stoll(std::string(text.substr(0, digits)));
   static const std::pair<std::string_view, std::int64_t> kUnits[] = {
-      {"", 1},          {"k", 1000},          {"M", 1000000},       {"G", 1000000000},
-      {"T", 1000000000000}, {"Ki", 1LL << 10},  {"Mi", 1LL << 20},    {"Gi", 1LL << 30},
-      {"Ti", 1LL << 40}};
+      {"", 1},           {"k", 1000},          {"M", 1000000},
+      {"G", 1000000000}, {"T", 1000000000000}, {"Ki", 1LL << 10},
+      {"Mi", 1LL << 20}, {"Gi", 1LL << 30},    {"Ti", 1LL << 40}};
   std::string_view suffix = text.substr(digits);
   for (const auto& [unit, scale] : kUnits) {
     if (suffix != unit) continue;
@@ -110,7 +125,8 @@ std::optional<std::int64_t> ParseMemoryQuantity(std::string_view text) {
 }
 
 std::string FormatMemoryQuantity(std::int64_t bytes) {
-  static const std::pair<const char*, int> kUnits[] = {{"Ti", 40}, {"Gi", 30}, {"Mi", 20}, {"Ki", 10}};
+  static const std::pair<const char*, int> kUnits[] = {
+      {"Ti", 40}, {"Gi", 30}, {"Mi", 20}, {"Ki", 10}};
   for (const auto& [unit, shift] : kUnits) {
     if (bytes > 0 && bytes % (std::int64_t{1} << shift) == 0) {
       return std::to_string(bytes >> shift) + unit;

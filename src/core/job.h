@@ -149,17 +149,16 @@ enum class StopReason {
   kDiverging,
   kPlateaued,
   kOverfitting,
-  kGpuIdle,    // "GpuIdle": policies.on_gpu_idle: stop
+  kGpuIdle,  // "GpuIdle": policies.on_gpu_idle: stop
 };
 std::string_view StopReasonName(StopReason reason);
 // The inverse of StopReasonName; nullopt for other text ("" is kNone).
 std::optional<StopReason> ParseStopReason(std::string_view name);
 
 enum class JobState { kQueued, kStarting, kRunning, kSucceeded, kFailed, kStopped, kPreempted };
-inline constexpr JobState kAllJobStates[] = {JobState::kQueued,    JobState::kStarting,
-                                            JobState::kRunning,   JobState::kSucceeded,
-                                            JobState::kFailed,    JobState::kStopped,
-                                            JobState::kPreempted};
+inline constexpr JobState kAllJobStates[] = {
+    JobState::kQueued, JobState::kStarting, JobState::kRunning,  JobState::kSucceeded,
+    JobState::kFailed, JobState::kStopped,  JobState::kPreempted};
 
 std::string_view JobStateName(JobState state);
 std::optional<JobState> ParseJobState(std::string_view name);
@@ -188,7 +187,7 @@ struct Job {
   Time created_at{};
   std::optional<Time> started_at;
   std::optional<Time> finished_at;
-  std::optional<Time> stop_requested_at;  // set by stop; cleared on restart
+  std::optional<Time> stop_requested_at;       // set by stop; cleared on restart
   StopReason stop_reason = StopReason::kNone;  // why the platform or user asked it to stop
   // The health last announced (HealthChanged) for the running attempt;
   // Unknown while queued. Kept so a restart does not announce it again.
@@ -226,11 +225,11 @@ struct JobEvent {
 // A query over jobs, as the API and the store understand it.
 struct JobFilter {
   std::optional<JobState> state;
-  bool active_only = false;  // not Succeeded, Failed or Stopped
-  bool ended_only = false;   // only Succeeded, Failed or Stopped
-  std::string team;          // empty: all teams
+  bool active_only = false;                   // not Succeeded, Failed or Stopped
+  bool ended_only = false;                    // only Succeeded, Failed or Stopped
+  std::string team;                           // empty: all teams
   std::map<std::string, std::string> labels;  // all must match
-  std::int64_t submitted_after = 0;  // only jobs whose submit_seq is greater
+  std::int64_t submitted_after = 0;           // only jobs whose submit_seq is greater
 };
 
 // Where one rank's output of one attempt is kept.

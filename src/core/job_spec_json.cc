@@ -113,20 +113,64 @@ std::optional<JobSpec> JobSpecFromStoredJson(const nlohmann::json& j) {
       {"cpus", [&](auto& v) { return v.is_number() && Get(v, spec.resources.cpus); }},
   };
   const std::vector<std::pair<std::string, Reader>> policies = {
-      {"on_stall", [&](auto& v) { auto a = ActionFromText(v); if (a) spec.policies.on_stall = *a; return a.has_value(); }},
-      {"on_diverge", [&](auto& v) { auto a = ActionFromText(v); if (a) spec.policies.on_diverge = *a; return a.has_value(); }},
-      {"on_plateau", [&](auto& v) { auto a = ActionFromText(v); if (a) spec.policies.on_plateau = *a; return a.has_value(); }},
-      {"on_overfit", [&](auto& v) { auto a = ActionFromText(v); if (a) spec.policies.on_overfit = *a; return a.has_value(); }},
-      {"objective", [&](auto& v) { return v.is_string() && IsValidMetricName(v.template get_ref<const std::string&>()) && Get(v, spec.policies.objective); }},
-      {"objective_goal", [&](auto& v) { auto g = GoalFromText(v); if (g) spec.policies.objective_goal = *g; return g.has_value(); }},
-      {"on_gpu_idle", [&](auto& v) { spec.policies.on_gpu_idle = ActionFromText(v); return spec.policies.on_gpu_idle.has_value(); }},
-      {"gpu_idle_after", [&](auto& v) { auto d = DurationFrom(v); if (d) spec.policies.gpu_idle_after = *d; return d.has_value(); }},
-      {"gpu_idle_below_percent", [&](auto& v) { return v.is_number() && Get(v, spec.policies.gpu_idle_below_percent); }},
+      {"on_stall",
+       [&](auto& v) {
+         auto a = ActionFromText(v);
+         if (a) spec.policies.on_stall = *a;
+         return a.has_value();
+       }},
+      {"on_diverge",
+       [&](auto& v) {
+         auto a = ActionFromText(v);
+         if (a) spec.policies.on_diverge = *a;
+         return a.has_value();
+       }},
+      {"on_plateau",
+       [&](auto& v) {
+         auto a = ActionFromText(v);
+         if (a) spec.policies.on_plateau = *a;
+         return a.has_value();
+       }},
+      {"on_overfit",
+       [&](auto& v) {
+         auto a = ActionFromText(v);
+         if (a) spec.policies.on_overfit = *a;
+         return a.has_value();
+       }},
+      {"objective",
+       [&](auto& v) {
+         return v.is_string() && IsValidMetricName(v.template get_ref<const std::string&>()) &&
+                Get(v, spec.policies.objective);
+       }},
+      {"objective_goal",
+       [&](auto& v) {
+         auto g = GoalFromText(v);
+         if (g) spec.policies.objective_goal = *g;
+         return g.has_value();
+       }},
+      {"on_gpu_idle",
+       [&](auto& v) {
+         spec.policies.on_gpu_idle = ActionFromText(v);
+         return spec.policies.on_gpu_idle.has_value();
+       }},
+      {"gpu_idle_after",
+       [&](auto& v) {
+         auto d = DurationFrom(v);
+         if (d) spec.policies.gpu_idle_after = *d;
+         return d.has_value();
+       }},
+      {"gpu_idle_below_percent",
+       [&](auto& v) { return v.is_number() && Get(v, spec.policies.gpu_idle_below_percent); }},
   };
   const std::vector<std::pair<std::string, Reader>> endpoint = {
       {"port", [&](auto& v) { return Get(v, spec.progress_endpoint->port); }},
       {"path", [&](auto& v) { return Get(v, spec.progress_endpoint->path); }},
-      {"interval", [&](auto& v) { auto d = DurationFrom(v); if (d) spec.progress_endpoint->interval = *d; return d.has_value(); }},
+      {"interval",
+       [&](auto& v) {
+         auto d = DurationFrom(v);
+         if (d) spec.progress_endpoint->interval = *d;
+         return d.has_value();
+       }},
   };
   auto optional_duration = [](std::optional<Duration>& out) {
     return [&out](const nlohmann::json& v) {
@@ -147,10 +191,15 @@ std::optional<JobSpec> JobSpecFromStoredJson(const nlohmann::json& j) {
       {"restart_policy",
        [&](auto& v) {
          return need(v.is_object() && v.size() == 1 && v.contains("max_restarts") &&
-                     v["max_restarts"].is_number_integer() && Get(v["max_restarts"], spec.max_restarts));
+                     v["max_restarts"].is_number_integer() &&
+                     Get(v["max_restarts"], spec.max_restarts));
        }},
       {"termination_grace",
-       [&](auto& v) { auto d = DurationFrom(v); if (d) spec.termination_grace = *d; return need(d.has_value()); }},
+       [&](auto& v) {
+         auto d = DurationFrom(v);
+         if (d) spec.termination_grace = *d;
+         return need(d.has_value());
+       }},
       {"labels", [&](auto& v) { return need(Get(v, spec.labels)); }},
       {"policies", [&](auto& v) { return need(ReadFields(v, policies)); }},
       {"time_limit", optional_duration(spec.time_limit)},
@@ -174,7 +223,8 @@ std::optional<JobSpec> JobSpecFromStoredJson(const nlohmann::json& j) {
              {"min_ranks", [&](auto& x) { return Get(x, range.min_ranks); }},
              {"max_ranks", [&](auto& x) { return Get(x, range.max_ranks); }},
          };
-         if (!ReadFields(v, fields) || range.MinUnits() < 1 || range.MaxUnits() < range.MinUnits()) {
+         if (!ReadFields(v, fields) || range.MinUnits() < 1 ||
+             range.MaxUnits() < range.MinUnits()) {
            return false;
          }
          spec.elastic = range;
@@ -247,8 +297,9 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
   }
   if (spec.elastic) {
     const ElasticRange& e = *spec.elastic;
-    j["elastic"] = e.ByNodes() ? nlohmann::json{{"min_nodes", e.min_nodes}, {"max_nodes", e.max_nodes}}
-                               : nlohmann::json{{"min_ranks", e.min_ranks}, {"max_ranks", e.max_ranks}};
+    j["elastic"] = e.ByNodes()
+                       ? nlohmann::json{{"min_nodes", e.min_nodes}, {"max_nodes", e.max_nodes}}
+                       : nlohmann::json{{"min_ranks", e.min_ranks}, {"max_ranks", e.max_ranks}};
   }
   return j;
 }

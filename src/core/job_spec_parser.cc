@@ -32,9 +32,9 @@ Result<std::string> AsObjectiveMetric(const std::string& field, const YAML::Node
   auto text = AsString(field, node);
   if (!text.ok()) return text.status();
   if (!IsValidMetricName(*text)) {
-    return FieldError(field, node,
-                      "must be a metric name of 1-128 characters of [A-Za-z0-9_./-], got '" +
-                          *text + "'");
+    return FieldError(
+        field, node,
+        "must be a metric name of 1-128 characters of [A-Za-z0-9_./-], got '" + *text + "'");
   }
   return *text;
 }
@@ -50,7 +50,8 @@ Status CheckGenerateName(const std::string& field, const YAML::Node& node,
     return FieldError(field, node,
                       "must be 1-" + std::to_string(kMaxGenerateNamePrefix) +
                           " lowercase letters, digits or '-', starting with a letter or "
-                          "digit (5 random characters are appended), got '" + prefix + "'");
+                          "digit (5 random characters are appended), got '" +
+                          prefix + "'");
   }
   return Status::Ok();
 }
@@ -65,9 +66,8 @@ Result<ProgressEndpoint> AsProgressEndpoint(const std::string& field, const YAML
         [&](const std::string& f, const YAML::Node& v) -> Status {
           auto path = AsString(f, v);
           if (!path.ok()) return path.status();
-          bool printable = std::all_of(path->begin(), path->end(), [](char c) {
-            return c > ' ' && c != 0x7f;
-          });
+          bool printable =
+              std::all_of(path->begin(), path->end(), [](char c) { return c > ' ' && c != 0x7f; });
           if (path->empty() || path->front() != '/' || path->size() > 256 || !printable) {
             return FieldError(f, v, "must be a URL path such as /metrics");
           }
@@ -111,10 +111,10 @@ static Status ApplyElastic(const std::string& prefix, const YAML::Node& root,
   }
   const YAML::Node resources = root["resources"];
   if (spec.resources.gpus_per_process < 1) {
-    return FieldError(path("resources.gpus_per_process"),
-                      resources && resources["gpus_per_process"] ? resources["gpus_per_process"]
-                                                                 : node,
-                      "must be at least 1 for an elastic job: it grows into idle GPUs");
+    return FieldError(
+        path("resources.gpus_per_process"),
+        resources && resources["gpus_per_process"] ? resources["gpus_per_process"] : node,
+        "must be at least 1 for an elastic job: it grows into idle GPUs");
   }
   // The job is admitted at its minimum: the size fields say it already.
   const char* size_field = nodes ? "nodes" : "processes_per_node";
@@ -152,7 +152,8 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
        [&](const std::string& f, const YAML::Node& v) -> Status {
          auto cpus = AsDouble(f, v);
          if (!cpus.ok()) return cpus.status();
-         if (*cpus <= 0 || *cpus > 4096) return FieldError(f, v, "must be above 0 and at most 4096");
+         if (*cpus <= 0 || *cpus > 4096)
+           return FieldError(f, v, "must be above 0 and at most 4096");
          spec.resources.cpus = *cpus;
          return Status::Ok();
        }},
@@ -266,8 +267,8 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
        }},
       {"resources",
        [&](const std::string& f, const YAML::Node& v) { return ForEachField(f, v, resources); }},
-      {"elastic",
-       [&](const std::string& f, const YAML::Node& v) { return ForEachField(f, v, elastic_fields); }},
+      {"elastic", [&](const std::string& f,
+                      const YAML::Node& v) { return ForEachField(f, v, elastic_fields); }},
       {"restart_policy", [&](const std::string& f,
                              const YAML::Node& v) { return ForEachField(f, v, restart_policy); }},
       {"policies",
@@ -309,15 +310,16 @@ Result<JobSpec> ParseJobSpecNode(const YAML::Node& root, const std::string& pref
   if (root["name"] && !IsValidJobName(spec.name)) {
     return FieldError(path("name"), root["name"],
                       "must be 1-63 lowercase letters, digits or '-', starting and ending with a "
-                      "letter or digit, got '" + spec.name + "'");
+                      "letter or digit, got '" +
+                          spec.name + "'");
   }
   if (root["imagePullPolicy"] && root["image_pull_policy"]) {
     return FieldError(path("image_pull_policy"), root["image_pull_policy"],
                       "give imagePullPolicy or image_pull_policy, not both");
   }
   if (spec.image.empty() && (root["imagePullPolicy"] || root["image_pull_policy"])) {
-    return InvalidArgument("applies only to a job that names an image").WithField(
-        path("imagePullPolicy"));
+    return InvalidArgument("applies only to a job that names an image")
+        .WithField(path("imagePullPolicy"));
   }
   // In an image, no command runs the image's own entrypoint, as in Kubernetes.
   if (!root["command"] && spec.image.empty()) {
@@ -348,8 +350,8 @@ Result<JobSpec> ParseJobSpec(std::string_view document, bool name_required) {
   auto root = yaml_fields::Load(document);
   if (!root.ok()) return root.status();
   if (!root->IsMap()) {
-    Status s = InvalidArgument("a job spec must be a map of fields, got " +
-                               yaml_fields::TypeName(*root));
+    Status s =
+        InvalidArgument("a job spec must be a map of fields, got " + yaml_fields::TypeName(*root));
     return s.WithField("spec");
   }
   return yaml_fields::CatchYamlErrors<JobSpec>([&]() -> Result<JobSpec> {

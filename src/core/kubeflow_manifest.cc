@@ -52,7 +52,8 @@ Result<double> AsCpuQuantity(const std::string& field, const YAML::Node& node) {
   double value = std::strtod(s.c_str(), &end);
   if (s.empty() || end == nullptr || *end != '\0' || !std::isfinite(value) || value <= 0 ||
       value * scale > 4096) {
-    return FieldError(field, node, "must be a CPU quantity such as 2, 1.5 or 500m, got '" + *text + "'");
+    return FieldError(field, node,
+                      "must be a CPU quantity such as 2, 1.5 or 500m, got '" + *text + "'");
   }
   return value * scale;
 }
@@ -82,13 +83,14 @@ Status ApplyResources(const std::string& field, const YAML::Node& node, JobSpec&
         if (limits || spec.resources.memory_bytes == 0) spec.resources.memory_bytes = *bytes;
       } else {
         return UnsupportedField(path, kv.first,
-                           "Headway allocates nvidia.com/gpu, cpu and memory per node only");
+                                "Headway allocates nvidia.com/gpu, cpu and memory per node only");
       }
     }
     return Status::Ok();
   };
   // Requests first so that limits, read second, take precedence.
-  if (node["requests"]) HEADWAY_RETURN_IF_ERROR(apply(field + ".requests", node["requests"], false));
+  if (node["requests"])
+    HEADWAY_RETURN_IF_ERROR(apply(field + ".requests", node["requests"], false));
   if (node["limits"]) HEADWAY_RETURN_IF_ERROR(apply(field + ".limits", node["limits"], true));
   for (const auto& kv : node) {
     std::string key = kv.first.Scalar();
@@ -111,15 +113,16 @@ Result<std::map<std::string, std::string>> AsEnvList(const std::string& field,
     const std::string path = field + "[" + std::to_string(i) + "]";
     if (!item.IsMap()) return FieldError(path, item, "must be a map with name and value");
     std::string name, value;
-    HEADWAY_RETURN_IF_ERROR(ForEachField(
-        path, item,
-        {{"name", Assign(name, AsString)},
-         {"value", Assign(value, AsString)},
-         {"valueFrom", [](const std::string& f, const YAML::Node& v) -> Status {
-            return UnsupportedField(f, v,
-                               "there are no Kubernetes secrets or fields to read; set the value, "
-                               "or pass a server variable with `headway server --job-env NAME`");
-          }}}));
+    HEADWAY_RETURN_IF_ERROR(
+        ForEachField(path, item,
+                     {{"name", Assign(name, AsString)},
+                      {"value", Assign(value, AsString)},
+                      {"valueFrom", [](const std::string& f, const YAML::Node& v) -> Status {
+                         return UnsupportedField(
+                             f, v,
+                             "there are no Kubernetes secrets or fields to read; set the value, "
+                             "or pass a server variable with `headway server --job-env NAME`");
+                       }}}));
     if (name.empty()) return FieldError(path + ".name", item, "is required");
     // PET_NNODES=MIN:MAX is how an elastic torch job is asked for.
     if (kTorchReserved.count(name) && !(name == "PET_NNODES" && ElasticNodes(value))) {
@@ -169,7 +172,8 @@ Status ParseTrainer(const std::string& field, const YAML::Node& node, JobSpec& s
           auto text = AsString(f, v);
           if (!text.ok()) return text.status();
           if (*text != "auto" && *text != "gpu" && *text != "cpu") {
-            return FieldError(f, v, "must have an int value or one of [auto cpu gpu], got '" + *text + "'");
+            return FieldError(
+                f, v, "must have an int value or one of [auto cpu gpu], got '" + *text + "'");
           }
           procs_per_node = *text;
           return Status::Ok();
@@ -210,7 +214,8 @@ Status ApplyProgressionAnnotations(const std::string& field, const YAML::Node& n
       return FieldError(field + "." + kPrefix + "metrics-poll-interval", node,
                         "must be a duration such as 30s or 1m, got '" + *interval + "'");
     }
-    endpoint.interval = std::clamp<Duration>(*d, std::chrono::seconds(5), std::chrono::seconds(300));
+    endpoint.interval =
+        std::clamp<Duration>(*d, std::chrono::seconds(5), std::chrono::seconds(300));
   }
   spec.progress_endpoint = endpoint;
   return Status::Ok();
@@ -218,28 +223,29 @@ Status ApplyProgressionAnnotations(const std::string& field, const YAML::Node& n
 
 Status ParseMetadata(const YAML::Node& node, bool name_required, JobSpec& spec) {
   if (!node || !node.IsMap()) {
-    if (name_required) return InvalidArgument("is required (a map with name)").WithField("metadata");
+    if (name_required)
+      return InvalidArgument("is required (a map with name)").WithField("metadata");
     return Status::Ok();
   }
   std::map<std::string, FieldHandler> fields = {
       {"name", Assign(spec.name, AsString)},
-       {"namespace", Assign(spec.team, AsString)},
-       {"labels",
-        [&](const std::string& f, const YAML::Node& v) -> Status {
-          auto labels = AsStringMap(f, v);
-          if (!labels.ok()) return labels.status();
-          for (auto& [k, value] : *labels) spec.labels[k] = std::move(value);
-          return Status::Ok();
-        }},
-       // Notes for other tools; only OpenShift AI's progression tracking
-       // (pull mode) changes the job.
-       {"annotations",
-        [&](const std::string& f, const YAML::Node& v) -> Status {
-          auto annotations = AsStringMap(f, v);
-          if (!annotations.ok()) return annotations.status();
-          return ApplyProgressionAnnotations(f, v, *annotations, spec);
-        }},
-       {"generateName", Assign(spec.generate_name, AsString)}};
+      {"namespace", Assign(spec.team, AsString)},
+      {"labels",
+       [&](const std::string& f, const YAML::Node& v) -> Status {
+         auto labels = AsStringMap(f, v);
+         if (!labels.ok()) return labels.status();
+         for (auto& [k, value] : *labels) spec.labels[k] = std::move(value);
+         return Status::Ok();
+       }},
+      // Notes for other tools; only OpenShift AI's progression tracking
+      // (pull mode) changes the job.
+      {"annotations",
+       [&](const std::string& f, const YAML::Node& v) -> Status {
+         auto annotations = AsStringMap(f, v);
+         if (!annotations.ok()) return annotations.status();
+         return ApplyProgressionAnnotations(f, v, *annotations, spec);
+       }},
+      {"generateName", Assign(spec.generate_name, AsString)}};
   IgnoreServerWrittenMetadata(fields);
   HEADWAY_RETURN_IF_ERROR(ForEachField("metadata", node, fields));
   if (node["generateName"]) {
@@ -264,7 +270,8 @@ Status UnsupportedField(const std::string& field, const YAML::Node& node, const 
 }
 
 void IgnoreServerWrittenMetadata(std::map<std::string, FieldHandler>& handlers) {
-  for (const char* key : {"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"}) {
+  for (const char* key :
+       {"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"}) {
     handlers.emplace(key, Ignore());
   }
 }
@@ -272,23 +279,23 @@ void IgnoreServerWrittenMetadata(std::map<std::string, FieldHandler>& handlers) 
 Status ApplyKubernetesContainer(const YAML::Node& container, const std::string& field,
                                 JobSpec& spec) {
   if (!container.IsMap()) return FieldError(field, container, "must be a container map");
-  return ForEachField(
-      field, container,
-      {{"name", Ignore()},
-       {"image",
-        [&](const std::string& f, const YAML::Node& v) -> Status {
-          auto image = AsString(f, v);
-          if (!image.ok()) return image.status();
-          spec.labels["kubeflow.org/image"] = *image;
-          return Status::Ok();
-        }},
-       {"imagePullPolicy", Ignore()},
-       {"command", Assign(spec.command, AsStringList)},
-       {"args", Assign(spec.args, AsStringList)},
-       {"workingDir", Assign(spec.working_dir, AsString)},
-       {"env", MergeEnvList(spec)},
-       {"resources",
-        [&](const std::string& f, const YAML::Node& v) { return ApplyResources(f, v, spec); }}});
+  return ForEachField(field, container,
+                      {{"name", Ignore()},
+                       {"image",
+                        [&](const std::string& f, const YAML::Node& v) -> Status {
+                          auto image = AsString(f, v);
+                          if (!image.ok()) return image.status();
+                          spec.labels["kubeflow.org/image"] = *image;
+                          return Status::Ok();
+                        }},
+                       {"imagePullPolicy", Ignore()},
+                       {"command", Assign(spec.command, AsStringList)},
+                       {"args", Assign(spec.args, AsStringList)},
+                       {"workingDir", Assign(spec.working_dir, AsString)},
+                       {"env", MergeEnvList(spec)},
+                       {"resources", [&](const std::string& f, const YAML::Node& v) {
+                          return ApplyResources(f, v, spec);
+                        }}});
 }
 
 bool IsManifestOf(const YAML::Node& root, std::string_view group, std::string_view kind) {
@@ -362,8 +369,8 @@ Result<JobSpec> ParseTrainJobNode(const YAML::Node& root, const std::string& pre
        {"initializer",
         [](const std::string& f, const YAML::Node& v) -> Status {
           return UnsupportedField(f, v,
-                             "fetch datasets and models in the trainer's command (or a step "
-                             "before it)");
+                                  "fetch datasets and models in the trainer's command (or a step "
+                                  "before it)");
         }},
        {"runtimePatches",
         [](const std::string& f, const YAML::Node& v) -> Status {
@@ -382,8 +389,7 @@ Result<JobSpec> ParseTrainJobNode(const YAML::Node& root, const std::string& pre
     return InvalidArgument("must name a program to run").WithField(path("spec.trainer.command"));
   }
   if (procs_per_node == "cpu") {
-    procs_per_node = std::to_string(
-        std::max(1, static_cast<int>(spec.resources.cpus)));
+    procs_per_node = std::to_string(std::max(1, static_cast<int>(spec.resources.cpus)));
   } else if (procs_per_node == "gpu") {
     procs_per_node = std::to_string(std::max(1, spec.resources.gpus_per_process));
   }
@@ -411,16 +417,19 @@ Result<JobSpec> ParseTrainJobNode(const YAML::Node& root, const std::string& pre
   if (!spec.name.empty() && !IsValidJobName(spec.name)) {
     return FieldError("metadata.name", root["metadata"]["name"],
                       "must be 1-63 lowercase letters, digits or '-', starting and ending with a "
-                      "letter or digit, got '" + spec.name + "'");
+                      "letter or digit, got '" +
+                          spec.name + "'");
   }
   for (const auto& [key, unused] : spec.env) {
     if (key.find('=') != std::string::npos || key.rfind("HEADWAY_", 0) == 0) {
-      return InvalidArgument("is not a valid variable name (HEADWAY_* is reserved for the platform)")
+      return InvalidArgument(
+                 "is not a valid variable name (HEADWAY_* is reserved for the platform)")
           .WithField(path("spec.trainer.env." + key));
     }
   }
   if (spec.team.size() > 63) {
-    return FieldError("metadata.namespace", root["metadata"]["namespace"], "must be 1-63 characters");
+    return FieldError("metadata.namespace", root["metadata"]["namespace"],
+                      "must be 1-63 characters");
   }
   return spec;
 }

@@ -67,24 +67,23 @@ Result<std::vector<NotebookProfile>> ParseNotebookProfiles(std::string_view yaml
         }
         std::vector<NotebookProfile> out;
         HEADWAY_RETURN_IF_ERROR(ForEachField(
-            "", *root,
-            {{"profiles", [&](const std::string& f, const YAML::Node& list) -> Status {
-                if (!list.IsSequence() || list.size() == 0) {
-                  return FieldError(f, list, "must be a non-empty list of profiles");
-                }
-                std::set<std::string> names;
-                for (std::size_t i = 0; i < list.size(); ++i) {
-                  std::string field = f + "[" + std::to_string(i) + "]";
-                  auto p = ParseProfile(field, list[i]);
-                  if (!p.ok()) return p.status();
-                  if (!names.insert(p->name).second) {
-                    return FieldError(field + ".name", list[i]["name"],
-                                      "profile '" + p->name + "' is defined twice");
-                  }
-                  out.push_back(std::move(*p));
-                }
-                return Status::Ok();
-              }}}));
+            "", *root, {{"profiles", [&](const std::string& f, const YAML::Node& list) -> Status {
+                           if (!list.IsSequence() || list.size() == 0) {
+                             return FieldError(f, list, "must be a non-empty list of profiles");
+                           }
+                           std::set<std::string> names;
+                           for (std::size_t i = 0; i < list.size(); ++i) {
+                             std::string field = f + "[" + std::to_string(i) + "]";
+                             auto p = ParseProfile(field, list[i]);
+                             if (!p.ok()) return p.status();
+                             if (!names.insert(p->name).second) {
+                               return FieldError(field + ".name", list[i]["name"],
+                                                 "profile '" + p->name + "' is defined twice");
+                             }
+                             out.push_back(std::move(*p));
+                           }
+                           return Status::Ok();
+                         }}}));
         if (out.empty()) return std::vector<NotebookProfile>{{}};
         return out;
       });
@@ -92,17 +91,21 @@ Result<std::vector<NotebookProfile>> ParseNotebookProfiles(std::string_view yaml
 
 std::string_view NotebookStateName(NotebookState state) {
   switch (state) {
-    case NotebookState::kRunning: return "Running";
-    case NotebookState::kStopped: return "Stopped";
-    case NotebookState::kCulled: return "Culled";
-    case NotebookState::kFailed: return "Failed";
+    case NotebookState::kRunning:
+      return "Running";
+    case NotebookState::kStopped:
+      return "Stopped";
+    case NotebookState::kCulled:
+      return "Culled";
+    case NotebookState::kFailed:
+      return "Failed";
   }
   return "Unknown";
 }
 
 std::optional<NotebookState> ParseNotebookState(std::string_view name) {
-  for (NotebookState s : {NotebookState::kRunning, NotebookState::kStopped,
-                          NotebookState::kCulled, NotebookState::kFailed}) {
+  for (NotebookState s : {NotebookState::kRunning, NotebookState::kStopped, NotebookState::kCulled,
+                          NotebookState::kFailed}) {
     if (NotebookStateName(s) == name) return s;
   }
   return std::nullopt;

@@ -24,11 +24,11 @@ namespace headway {
 struct NotebookProfile {
   std::string name = "default";
   std::string description;
-  int gpus = 0;             // the most a notebook of it may ask for; also its default
-  double cpus = 0;          // 0: no limit
+  int gpus = 0;                   // the most a notebook of it may ask for; also its default
+  double cpus = 0;                // 0: no limit
   std::int64_t memory_bytes = 0;  // 0: no limit
   std::optional<Duration> time_limit;
-  std::string queue;        // empty: the team's default queue
+  std::string queue;  // empty: the team's default queue
   std::map<std::string, std::string> env;
   // Kernels and GPUs idle this long: culled. 0: never.
   Duration idle_timeout = std::chrono::hours(1);
@@ -63,7 +63,7 @@ std::string_view NotebookStateName(NotebookState state);
 std::optional<NotebookState> ParseNotebookState(std::string_view name);
 
 struct NotebookRecord {
-  std::string name;     // a job name's rules; unique on the server
+  std::string name;  // a job name's rules; unique on the server
   std::string team;
   std::string created_by;  // Job::created_by of its jobs; its home is HomeOwner(created_by)'s
   std::string profile;

@@ -29,7 +29,9 @@ Status FieldError(const std::string& field, std::string message) {
 Result<ProgressReport> DecodeOne(const json& j, const std::string& prefix,
                                  const ProgressLimits& limits, bool top_level_metrics) {
   if (!j.is_object()) return FieldError(prefix.empty() ? "report" : prefix, "must be an object");
-  auto field = [&](const char* name) { return prefix.empty() ? std::string(name) : prefix + "." + name; };
+  auto field = [&](const char* name) {
+    return prefix.empty() ? std::string(name) : prefix + "." + name;
+  };
   ProgressReport r;
   bool has_step = false;
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -37,8 +39,10 @@ Result<ProgressReport> DecodeOne(const json& j, const std::string& prefix,
     const json& v = it.value();
     if (key == "step") {
       if (!v.is_number_integer()) return FieldError(field("step"), "must be an integer");
-      if (v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
-                                 : v.get<std::int64_t>() < 0) {
+      if (v.is_number_unsigned()
+              ? v.get<std::uint64_t>() >
+                    static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+              : v.get<std::int64_t>() < 0) {
         return FieldError(field("step"), "must be >= 0");
       }
       r.step = v.get<std::int64_t>();
@@ -59,15 +63,16 @@ Result<ProgressReport> DecodeOne(const json& j, const std::string& prefix,
       if (v.is_null()) continue;
       if (!v.is_string()) return FieldError(field("time"), "must be an RFC 3339 string");
       auto t = ParseRfc3339(v.get<std::string>());
-      if (!t) return FieldError(field("time"), "must be an RFC 3339 time like 2026-12-02T10:00:00Z");
+      if (!t)
+        return FieldError(field("time"), "must be an RFC 3339 time like 2026-12-02T10:00:00Z");
       r.time = t;
     } else if (key == "metrics") {
       if (v.is_null()) continue;
       if (!v.is_object()) return FieldError(field("metrics"), "must be an object of name: number");
       if (v.size() > limits.max_metrics_per_report) {
-        return FieldError(field("metrics"), "has more than " +
-                                                std::to_string(limits.max_metrics_per_report) +
-                                                " metrics");
+        return FieldError(
+            field("metrics"),
+            "has more than " + std::to_string(limits.max_metrics_per_report) + " metrics");
       }
       for (auto m = v.begin(); m != v.end(); ++m) {
         std::string name = field("metrics") + "." + m.key().substr(0, 64);
@@ -82,8 +87,9 @@ Result<ProgressReport> DecodeOne(const json& j, const std::string& prefix,
     } else if (top_level_metrics) {
       continue;  // a metric: read after the reserved fields, below
     } else {
-      return FieldError(field(key.substr(0, 64).c_str()),
-                        "unknown field (known: step, total_steps, epoch, total_epochs, metrics, time)");
+      return FieldError(
+          field(key.substr(0, 64).c_str()),
+          "unknown field (known: step, total_steps, epoch, total_epochs, metrics, time)");
     }
   }
   if (top_level_metrics) {
@@ -101,13 +107,15 @@ Result<ProgressReport> DecodeOne(const json& j, const std::string& prefix,
                                     " characters of letters, digits, '_', '.', '/', '-')");
       }
       if (!it.value().is_number() && !it.value().is_string()) {
-        return FieldError(name, "a top-level field other than step, total_steps, epoch, "
-                                "total_epochs, time and metrics is a metric and must be a number, got " +
-                                    it.value().dump().substr(0, 40));
+        return FieldError(name,
+                          "a top-level field other than step, total_steps, epoch, "
+                          "total_epochs, time and metrics is a metric and must be a number, got " +
+                              it.value().dump().substr(0, 40));
       }
       auto value = ParseMetricValue(name, it.value());
       if (!value.ok()) return value.status();
-      if (r.metrics.count(key)) return FieldError(name, "is given both at the top level and in metrics");
+      if (r.metrics.count(key))
+        return FieldError(name, "is given both at the top level and in metrics");
       if (r.metrics.size() >= limits.max_metrics_per_report) {
         return FieldError(name, "more than " + std::to_string(limits.max_metrics_per_report) +
                                     " metrics in one report");

@@ -67,7 +67,7 @@ struct ProgressView {
 };
 
 struct ProgressLimits {
-  std::size_t max_reports = 10000;        // per request
+  std::size_t max_reports = 10000;  // per request
   std::size_t max_metrics_per_report = 256;
   std::size_t max_metric_name = 128;
 };
@@ -106,7 +106,7 @@ namespace headway {
 struct MetricBucket {
   std::int64_t first_step = 0;
   std::int64_t last_step = 0;
-  double min = 0;   // over finite values; NaN when the bucket has none
+  double min = 0;  // over finite values; NaN when the bucket has none
   double max = 0;
   double last = 0;  // the value at last_step, finite or not
   std::size_t count = 0;

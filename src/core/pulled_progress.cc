@@ -63,19 +63,20 @@ std::optional<double> Number(const json& v) {
 // Names as the Kubeflow endpoint takes them: 1-64 printable characters
 // ("eval_f1 (macro)" included).
 bool IsPrintableName(const std::string& name) {
-  return !name.empty() && name.size() <= 64 &&
-         std::all_of(name.begin(), name.end(), [](char c) {
-           return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
-         });
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
+  });
 }
 
 bool Same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
 }  // namespace
 
-Result<std::optional<ProgressReport>> ParsePulledProgress(std::string_view body, PulledState& last) {
+Result<std::optional<ProgressReport>> ParsePulledProgress(std::string_view body,
+                                                          PulledState& last) {
   json doc = json::parse(QuoteNonFinite(body), nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object()) return InvalidArgument("the progress endpoint did not answer a JSON object");
+  if (!doc.is_object())
+    return InvalidArgument("the progress endpoint did not answer a JSON object");
   ProgressReport report;
   auto integer = [&](const char* key) -> std::optional<std::int64_t> {
     auto n = doc.contains(key) ? Number(doc[key]) : std::nullopt;
@@ -95,7 +96,8 @@ Result<std::optional<ProgressReport>> ParsePulledProgress(std::string_view body,
     report.step = *percent;
     report.total_steps = 100;
   } else {
-    return InvalidArgument("the progress endpoint's answer has neither currentStep nor progressPercentage");
+    return InvalidArgument(
+        "the progress endpoint's answer has neither currentStep nor progressPercentage");
   }
   report.epoch = real("currentEpoch");
   // The job's own ETA, shown until Headway has enough reports of its own.

@@ -15,15 +15,15 @@ namespace headway {
 
 enum class StatusCode {
   kOk,
-  kInvalidArgument,     // 400: the caller sent something malformed
-  kUnauthenticated,     // 401: no or unknown credentials
-  kPermissionDenied,    // 403: credentials valid, action not allowed
-  kNotFound,            // 404
-  kConflict,            // 409: e.g. a name already taken, a state that forbids the action
-  kPayloadTooLarge,     // 413
-  kResourceExhausted,   // 429: a limit was hit; retry later
-  kInternal,            // 500: a broken invariant or an unexpected failure
-  kUnavailable,         // 503: a dependency (disk, executor) is down; retry later
+  kInvalidArgument,    // 400: the caller sent something malformed
+  kUnauthenticated,    // 401: no or unknown credentials
+  kPermissionDenied,   // 403: credentials valid, action not allowed
+  kNotFound,           // 404
+  kConflict,           // 409: e.g. a name already taken, a state that forbids the action
+  kPayloadTooLarge,    // 413
+  kResourceExhausted,  // 429: a limit was hit; retry later
+  kInternal,           // 500: a broken invariant or an unexpected failure
+  kUnavailable,        // 503: a dependency (disk, executor) is down; retry later
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -60,19 +60,25 @@ class [[nodiscard]] Status {
   std::optional<int> line_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status Conflict(std::string m) { return {StatusCode::kConflict, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
-inline Status Unauthenticated(std::string m) { return {StatusCode::kUnauthenticated, std::move(m)}; }
-inline Status PermissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
+inline Status Unauthenticated(std::string m) {
+  return {StatusCode::kUnauthenticated, std::move(m)};
+}
+inline Status PermissionDenied(std::string m) {
+  return {StatusCode::kPermissionDenied, std::move(m)};
+}
 
 // A value or the Status saying why there is none.
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : value_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(value_).ok() && "a Result holding a Status must hold an error");
   }
@@ -96,8 +102,8 @@ class [[nodiscard]] Result {
 
 }  // namespace headway
 
-#define HEADWAY_RETURN_IF_ERROR(expr)      \
-  do {                                     \
-    ::headway::Status headway_s_ = (expr); \
+#define HEADWAY_RETURN_IF_ERROR(expr)        \
+  do {                                       \
+    ::headway::Status headway_s_ = (expr);   \
     if (!headway_s_.ok()) return headway_s_; \
   } while (0)

@@ -50,17 +50,20 @@ std::map<std::string, double> ParseStdoutMetrics(std::string_view line,
     std::size_t stop = at;
     if (stop < line.size() && (line[stop] == '+' || line[stop] == '-')) ++stop;
     bool digits = false;
-    while (stop < line.size() && std::isdigit(static_cast<unsigned char>(line[stop]))) ++stop, digits = true;
+    while (stop < line.size() && std::isdigit(static_cast<unsigned char>(line[stop])))
+      ++stop, digits = true;
     if (stop < line.size() && line[stop] == '.') {
       ++stop;
-      while (stop < line.size() && std::isdigit(static_cast<unsigned char>(line[stop]))) ++stop, digits = true;
+      while (stop < line.size() && std::isdigit(static_cast<unsigned char>(line[stop])))
+        ++stop, digits = true;
     }
     if (!digits) continue;
     if (stop < line.size() && (line[stop] == 'e' || line[stop] == 'E')) {
       std::size_t exp = stop + 1;
       if (exp < line.size() && (line[exp] == '+' || line[exp] == '-')) ++exp;
       std::size_t exp_digits = exp;
-      while (exp_digits < line.size() && std::isdigit(static_cast<unsigned char>(line[exp_digits]))) ++exp_digits;
+      while (exp_digits < line.size() && std::isdigit(static_cast<unsigned char>(line[exp_digits])))
+        ++exp_digits;
       if (exp_digits > exp) stop = exp_digits;
     }
     std::string text(line.substr(at, stop - at));

@@ -9,7 +9,8 @@ namespace {
 Result<std::pair<std::string, std::string>> SplitFlag(std::string_view flag,
                                                       std::string_view usage) {
   auto eq = flag.find('=');
-  if (eq == std::string_view::npos) return std::pair<std::string, std::string>{"", std::string(flag)};
+  if (eq == std::string_view::npos)
+    return std::pair<std::string, std::string>{"", std::string(flag)};
   if (eq == 0 || eq + 1 == flag.size()) {
     return InvalidArgument(std::string(usage) + ", got '" + std::string(flag) + "'");
   }
@@ -17,7 +18,9 @@ Result<std::pair<std::string, std::string>> SplitFlag(std::string_view flag,
                                              std::string(flag.substr(eq + 1))};
 }
 
-std::string TeamText(std::string_view team) { return team.empty() ? "every team" : "team " + std::string(team); }
+std::string TeamText(std::string_view team) {
+  return team.empty() ? "every team" : "team " + std::string(team);
+}
 
 }  // namespace
 
@@ -35,7 +38,8 @@ Status TeamPolicy::AddMaxPriority(std::string_view flag) {
   const auto& [team, text] = *parts;
   int value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < -1000000 || value > 1000000) {
+  if (ec != std::errc() || end != text.data() + text.size() || value < -1000000 ||
+      value > 1000000) {
     return InvalidArgument(std::string(kUsage) + " from -1000000 to 1000000, got '" +
                            std::string(flag) + "'");
   }

@@ -112,11 +112,20 @@ std::optional<Duration> ParseDuration(std::string_view s) {
       pos += 2;
     } else {
       switch (s[pos]) {
-        case 's': unit_ms = 1000; break;
-        case 'm': unit_ms = 60 * 1000; break;
-        case 'h': unit_ms = 3600 * 1000; break;
-        case 'd': unit_ms = 86400 * 1000; break;
-        default: return std::nullopt;
+        case 's':
+          unit_ms = 1000;
+          break;
+        case 'm':
+          unit_ms = 60 * 1000;
+          break;
+        case 'h':
+          unit_ms = 3600 * 1000;
+          break;
+        case 'd':
+          unit_ms = 86400 * 1000;
+          break;
+        default:
+          return std::nullopt;
       }
       ++pos;
     }

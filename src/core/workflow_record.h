@@ -18,15 +18,15 @@
 namespace headway {
 
 struct WorkflowRecord {
-  std::string name;  // unique among workflows
+  std::string name;      // unique among workflows
   std::int64_t seq = 0;  // given by the store at creation; orders and pages listings
   std::string team;
   std::string uid;
-  std::string created_by;  // "user/NAME", "cron/NAME", ...
-  std::string phase;       // Argo's: Pending, Running, Succeeded, Failed, Error
+  std::string created_by;                     // "user/NAME", "cron/NAME", ...
+  std::string phase;                          // Argo's: Pending, Running, Succeeded, Failed, Error
   std::map<std::string, std::string> labels;  // metadata.labels, for label selectors
-  std::string manifest;    // JSON: the Workflow as submitted (metadata, spec)
-  std::string status;      // JSON: Argo's WorkflowStatus without its nodes
+  std::string manifest;                       // JSON: the Workflow as submitted (metadata, spec)
+  std::string status;                         // JSON: Argo's WorkflowStatus without its nodes
   Time created_at{};
   std::optional<Time> started_at;
   std::optional<Time> finished_at;
@@ -50,13 +50,13 @@ struct WorkflowFilter {
   bool active_only = false;          // only unfinished ones
   // Each label must be present with this value (a label selector's equalities).
   std::map<std::string, std::string> labels;
-  std::string uid;          // only the workflow with this metadata.uid
-  std::string name_prefix;  // only names starting with this
+  std::string uid;                     // only the workflow with this metadata.uid
+  std::string name_prefix;             // only names starting with this
   std::optional<Time> created_after;   // exclusive
   std::optional<Time> created_before;  // exclusive
   // Newest first; after a page, pass its last seq as `before_seq` for the next.
   std::int64_t before_seq = 0;  // 0: from the newest
-  std::size_t limit = 0;  // 0: all
+  std::size_t limit = 0;        // 0: all
 };
 
 // A WorkflowTemplate or CronWorkflow (kind), as JSON, with its team.

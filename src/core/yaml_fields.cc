@@ -3,18 +3,15 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
 
-#include <sstream>
-
 #include <algorithm>
-#include <cstdio>
-#include <optional>
-
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <optional>
 #include <set>
+#include <sstream>
 
 namespace headway::yaml_fields {
-
 
 int LineOf(const YAML::Node& node) { return node.Mark().line + 1; }
 
@@ -26,11 +23,16 @@ Status FieldError(const std::string& field, const YAML::Node& node, std::string 
 
 std::string TypeName(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Map: return "a map";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Scalar: return "a scalar";
-    case YAML::NodeType::Null: return "null";
-    default: return "nothing";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return "a scalar";
+    case YAML::NodeType::Null:
+      return "null";
+    default:
+      return "nothing";
   }
 }
 
@@ -44,7 +46,9 @@ Result<std::string> AsString(const std::string& field, const YAML::Node& node) {
 Result<std::int64_t> AsInt(const std::string& field, const YAML::Node& node, std::int64_t min,
                            std::int64_t max) {
   if (!node.IsScalar() || IsQuoted(node)) {
-    return FieldError(field, node, "must be an integer, got " + (node.IsScalar() ? std::string("a string") : TypeName(node)));
+    return FieldError(
+        field, node,
+        "must be an integer, got " + (node.IsScalar() ? std::string("a string") : TypeName(node)));
   }
   const std::string& text = node.Scalar();
   std::int64_t value = 0;
@@ -53,15 +57,16 @@ Result<std::int64_t> AsInt(const std::string& field, const YAML::Node& node, std
     return FieldError(field, node, "must be an integer, got '" + text + "'");
   }
   if (value < min || value > max) {
-    return FieldError(field, node,
-                      "must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                          ", got " + text);
+    return FieldError(
+        field, node,
+        "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + text);
   }
   return value;
 }
 
 Result<std::vector<std::string>> AsStringList(const std::string& field, const YAML::Node& node) {
-  if (!node.IsSequence()) return FieldError(field, node, "must be a list of strings, got " + TypeName(node));
+  if (!node.IsSequence())
+    return FieldError(field, node, "must be a list of strings, got " + TypeName(node));
   std::vector<std::string> out;
   for (std::size_t i = 0; i < node.size(); ++i) {
     auto item = AsString(field + "[" + std::to_string(i) + "]", node[i]);
@@ -74,7 +79,8 @@ Result<std::vector<std::string>> AsStringList(const std::string& field, const YA
 Result<std::map<std::string, std::string>> AsStringMap(const std::string& field,
                                                        const YAML::Node& node) {
   if (node.IsNull()) return std::map<std::string, std::string>{};
-  if (!node.IsMap()) return FieldError(field, node, "must be a map of strings, got " + TypeName(node));
+  if (!node.IsMap())
+    return FieldError(field, node, "must be a map of strings, got " + TypeName(node));
   std::map<std::string, std::string> out;
   for (const auto& kv : node) {
     if (!kv.first.IsScalar()) return FieldError(field, kv.first, "keys must be strings");
@@ -144,10 +150,11 @@ FieldHandler Ignore() {
   return [](const std::string&, const YAML::Node&) { return Status::Ok(); };
 }
 
-
 Result<double> AsDouble(const std::string& field, const YAML::Node& node) {
   if (!node.IsScalar() || IsQuoted(node)) {
-    return FieldError(field, node, "must be a number, got " + (node.IsScalar() ? std::string("a string") : TypeName(node)));
+    return FieldError(
+        field, node,
+        "must be a number, got " + (node.IsScalar() ? std::string("a string") : TypeName(node)));
   }
   const std::string& text = node.Scalar();
   double value = 0;
@@ -268,7 +275,9 @@ Result<YAML::Node> Load(std::string_view document) {
   // yaml-cpp passes invalid UTF-8 and control bytes through; a spec must be
   // text the API can echo back as JSON.
   if (auto bad = FirstNonText(document)) {
-    int line = 1 + static_cast<int>(std::count(document.begin(), document.begin() + static_cast<std::ptrdiff_t>(*bad), '\n'));
+    int line =
+        1 + static_cast<int>(std::count(
+                document.begin(), document.begin() + static_cast<std::ptrdiff_t>(*bad), '\n'));
     char hex[8];
     std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(document[*bad]));
     Status s = InvalidArgument("not UTF-8 text: byte " + std::string(hex) +

@@ -15,16 +15,16 @@ extern char** environ;
 
 namespace headway {
 
-Result<ExecProcess> StartAttached(const std::vector<std::string>& argv_in, const ExecRequest& request,
-                                  const AttachOptions& options) {
+Result<ExecProcess> StartAttached(const std::vector<std::string>& argv_in,
+                                  const ExecRequest& request, const AttachOptions& options) {
   if (argv_in.empty()) return InvalidArgument("no command to start");
   // The descriptors the command gets as 0, 1, 2, and the ones kept here.
   int child_fds[3] = {-1, -1, -1};
   ExecProcess process;
   process.tty = request.tty;
   auto close_all = [&] {
-    for (int fd : {child_fds[0], child_fds[1], child_fds[2], process.input, process.output,
-                   process.error}) {
+    for (int fd :
+         {child_fds[0], child_fds[1], child_fds[2], process.input, process.output, process.error}) {
       if (fd >= 0) ::close(fd);
     }
   };

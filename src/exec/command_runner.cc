@@ -26,7 +26,8 @@ std::vector<std::string> ToolEnvironment() {
                       name.starts_with("MUNGE_");
     if (keep) kept.emplace_back(entry);
   }
-  if (std::none_of(kept.begin(), kept.end(), [](const std::string& e) { return e.starts_with("PATH="); })) {
+  if (std::none_of(kept.begin(), kept.end(),
+                   [](const std::string& e) { return e.starts_with("PATH="); })) {
     kept.emplace_back("PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin");
   }
   return kept;
@@ -112,7 +113,9 @@ class ProcessRunner final : public CommandRunner {
     if (timed_out) kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
-    result.exit_code = timed_out ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.exit_code = timed_out           ? -1
+                       : WIFEXITED(status) ? WEXITSTATUS(status)
+                                           : 128 + WTERMSIG(status);
     if (timed_out) result.err += "\n" + argv[0] + " timed out";
     return result;
   }

@@ -18,17 +18,17 @@
 
 #include "core/exec_status.h"
 #include "core/job.h"
-#include "core/time.h"
 #include "core/status.h"
+#include "core/time.h"
 
 namespace headway {
 
 struct LaunchRequest {
   JobSpec spec;
-  int attempt = 0;            // 0 for the first run, +1 per restart
-  std::vector<int> gpu_ids;   // GPUs granted by the scheduler, gpus() of them
+  int attempt = 0;                                  // 0 for the first run, +1 per restart
+  std::vector<int> gpu_ids;                         // GPUs granted by the scheduler, gpus() of them
   std::map<std::string, std::string> platform_env;  // HEADWAY_URL, HEADWAY_JOB, HEADWAY_TOKEN
-  std::string run_dir;        // an empty directory the attempt may own
+  std::string run_dir;                              // an empty directory the attempt may own
   // From the job's queue mapping, e.g. partition, account, qos for Slurm.
   std::map<std::string, std::string> queue_options;
   // The Unix account the attempt's processes run as; empty: the server's own.
@@ -57,7 +57,6 @@ struct Launched {
   std::vector<RankLog> logs;
   std::vector<std::string> warnings;  // e.g. a limit the machine cannot enforce
 };
-
 
 // A command to run inside a running attempt (`headway exec`, `headway ssh`).
 struct ExecRequest {
@@ -144,7 +143,7 @@ class Executor {
 class CommandRunner;
 
 struct ExecutorOptions {
-  std::string self_executable;  // the headway binary, for helper processes
+  std::string self_executable;      // the headway binary, for helper processes
   CommandRunner* runner = nullptr;  // external commands (sbatch, ...); must outlive executors
   // Local jobs run in namespaces that hide the server's files (exec/local/sandbox.h).
   bool isolate = true;

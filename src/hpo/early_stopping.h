@@ -51,16 +51,17 @@ enum class StoppingRule { kNone, kMedian, kAsha };
 
 struct EarlyStoppingOptions {
   StoppingRule rule = StoppingRule::kNone;
-  int min_trials = 3;               // median: other trials needed at the step
-  std::int64_t start_step = 0;      // median: no decision before this step
-  std::int64_t min_resource = 1;    // asha: first rung (steps)
-  double reduction_factor = 3;      // asha: eta, > 1
+  int min_trials = 3;             // median: other trials needed at the step
+  std::int64_t start_step = 0;    // median: no decision before this step
+  std::int64_t min_resource = 1;  // asha: first rung (steps)
+  double reduction_factor = 3;    // asha: eta, > 1
   std::vector<Health> stop_on_health = {Health::kDiverging, Health::kOverfitting};
 };
 
 struct StopDecision {
   bool stop = false;
-  std::string reason;  // e.g. "median stopping rule: best 0.52 at step 40 is worse than the median 0.31 of 5 trials"
+  std::string reason;  // e.g. "median stopping rule: best 0.52 at step 40 is worse than the median
+                       // 0.31 of 5 trials"
 };
 
 // Whether `trial` should stop now. `others` are the other trials of the

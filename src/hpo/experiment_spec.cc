@@ -45,28 +45,30 @@ Result<ParamSpec> ParseParam(const std::string& field, const YAML::Node& node) {
   std::optional<double> min, max;
   YAML::Node values;
   bool has_values = false;  // a default YAML::Node is a defined null, so keep track
-  HEADWAY_RETURN_IF_ERROR(ForEachField(
-      field, node,
-      {{"name", Assign(p.name, AsString)},
-       {"type", Assign(type, AsString)},
-       {"min", [&](const std::string& f, const YAML::Node& v) -> Status {
-          auto d = AsDouble(f, v);
-          if (!d.ok()) return d.status();
-          min = *d;
-          return Status::Ok();
-        }},
-       {"max", [&](const std::string& f, const YAML::Node& v) -> Status {
-          auto d = AsDouble(f, v);
-          if (!d.ok()) return d.status();
-          max = *d;
-          return Status::Ok();
-        }},
-       {"log", Assign(p.log, AsBool)},
-       {"values", [&](const std::string&, const YAML::Node& v) -> Status {
-          values = v;
-          has_values = true;
-          return Status::Ok();
-        }}}));
+  HEADWAY_RETURN_IF_ERROR(
+      ForEachField(field, node,
+                   {{"name", Assign(p.name, AsString)},
+                    {"type", Assign(type, AsString)},
+                    {"min",
+                     [&](const std::string& f, const YAML::Node& v) -> Status {
+                       auto d = AsDouble(f, v);
+                       if (!d.ok()) return d.status();
+                       min = *d;
+                       return Status::Ok();
+                     }},
+                    {"max",
+                     [&](const std::string& f, const YAML::Node& v) -> Status {
+                       auto d = AsDouble(f, v);
+                       if (!d.ok()) return d.status();
+                       max = *d;
+                       return Status::Ok();
+                     }},
+                    {"log", Assign(p.log, AsBool)},
+                    {"values", [&](const std::string&, const YAML::Node& v) -> Status {
+                       values = v;
+                       has_values = true;
+                       return Status::Ok();
+                     }}}));
   if (!IsParamName(p.name)) {
     return FieldError(field + ".name", node["name"] ? node["name"] : node,
                       "must be 1-64 letters, digits or '_', not starting with a digit");
@@ -74,16 +76,19 @@ Result<ParamSpec> ParseParam(const std::string& field, const YAML::Node& node) {
   if (type == "double" || type == "int") {
     p.type = type == "double" ? ParamType::kDouble : ParamType::kInt;
     if (!min || !max) return FieldError(field, node, "a " + type + " parameter needs min and max");
-    if (has_values) return FieldError(field + ".values", values, "is for discrete and categorical parameters");
+    if (has_values)
+      return FieldError(field + ".values", values, "is for discrete and categorical parameters");
     if (p.type == ParamType::kInt && (*min != std::floor(*min) || *max != std::floor(*max))) {
       return FieldError(field, node, "an int parameter needs integer min and max");
     }
     if (!(*min < *max)) return FieldError(field + ".max", node["max"], "must be greater than min");
-    if (p.log && *min <= 0) return FieldError(field + ".min", node["min"], "must be > 0 with log: true");
+    if (p.log && *min <= 0)
+      return FieldError(field + ".min", node["min"], "must be > 0 with log: true");
     p.min = *min;
     p.max = *max;
   } else if (type == "discrete" || type == "categorical") {
-    if (min || max || p.log) return FieldError(field, node, "a " + type + " parameter takes only values");
+    if (min || max || p.log)
+      return FieldError(field, node, "a " + type + " parameter takes only values");
     if (!has_values || !values.IsSequence() || values.size() == 0) {
       return FieldError(field + ".values", has_values ? values : node, "must be a non-empty list");
     }
@@ -99,10 +104,12 @@ Result<ParamSpec> ParseParam(const std::string& field, const YAML::Node& node) {
         // Values go into commands and onto terminals: no line breaks, escapes
         // or other control characters (YAML's "\e" and JSON's "\u001b" would
         // otherwise get them past the spec's check for raw bytes).
-        if (std::any_of(s->begin(), s->end(), [](char c) {
-              auto u = static_cast<unsigned char>(c);
-              return u < 0x20 || u == 0x7F;
-            }) || HasC1(*s)) {
+        if (std::any_of(s->begin(), s->end(),
+                        [](char c) {
+                          auto u = static_cast<unsigned char>(c);
+                          return u < 0x20 || u == 0x7F;
+                        }) ||
+            HasC1(*s)) {
           return FieldError(f, values[i], "must be printable text (no control characters)");
         }
         p.categories.push_back(*s);
@@ -116,7 +123,8 @@ Result<ParamSpec> ParseParam(const std::string& field, const YAML::Node& node) {
       }
     } else {
       p.type = ParamType::kCategorical;
-      if (std::set<std::string>(p.categories.begin(), p.categories.end()).size() != p.categories.size()) {
+      if (std::set<std::string>(p.categories.begin(), p.categories.end()).size() !=
+          p.categories.size()) {
         return FieldError(field + ".values", values, "has a value twice");
       }
     }
@@ -134,7 +142,8 @@ std::vector<std::string> Placeholders(const std::string& text) {
        at = text.find(kPlaceholder, at + 1)) {
     std::size_t begin = at + kPlaceholder.size();
     std::size_t end = text.find('}', begin);
-    names.push_back(end == std::string::npos ? text.substr(begin) : text.substr(begin, end - begin));
+    names.push_back(end == std::string::npos ? text.substr(begin)
+                                             : text.substr(begin, end - begin));
   }
   return names;
 }
@@ -142,8 +151,8 @@ std::vector<std::string> Placeholders(const std::string& text) {
 // The placeholder `${params.NAME}` at text[at] with NAME one of `params`:
 // its length and value.
 std::optional<std::pair<std::size_t, std::string>> PlaceholderAt(std::string_view text,
-                                                                  std::size_t at,
-                                                                  const Assignment& params) {
+                                                                 std::size_t at,
+                                                                 const Assignment& params) {
   if (text.substr(at, kPlaceholder.size()) != kPlaceholder) return std::nullopt;
   std::size_t begin = at + kPlaceholder.size();
   std::size_t end = text.find('}', begin);
@@ -171,14 +180,17 @@ std::string Substitute(std::string_view text, const Assignment& params) {
 
 const char* TypeText(ParamType t) {
   switch (t) {
-    case ParamType::kDouble: return "double";
-    case ParamType::kInt: return "int";
-    case ParamType::kDiscrete: return "discrete";
-    case ParamType::kCategorical: return "categorical";
+    case ParamType::kDouble:
+      return "double";
+    case ParamType::kInt:
+      return "int";
+    case ParamType::kDiscrete:
+      return "discrete";
+    case ParamType::kCategorical:
+      return "categorical";
   }
   return "double";
 }
-
 
 // Calls `visit` on every DAG task and step of `wf`'s own templates until it
 // returns true; whether one did.
@@ -218,11 +230,13 @@ bool UsesTemplateRefs(const workflow::Workflow& wf) {
 Result<workflow::Workflow> ParseTrialWorkflow(const YAML::Node& node, const std::string& experiment,
                                               const std::set<std::string>& params) {
   const std::string field = "trial_workflow";
-  if (!node.IsMap()) return FieldError(field, node, "must be an Argo Workflow (a map), got " + TypeName(node));
+  if (!node.IsMap())
+    return FieldError(field, node, "must be an Argo Workflow (a map), got " + TypeName(node));
   YAML::Node wf = YAML::Clone(node);
   if (wf["metadata"] && (wf["metadata"]["name"] || wf["metadata"]["generateName"])) {
-    return FieldError(field + ".metadata.name", node["metadata"],
-                      "must not be set: trials are named " + experiment + "-0, " + experiment + "-1, ...");
+    return FieldError(
+        field + ".metadata.name", node["metadata"],
+        "must not be set: trials are named " + experiment + "-0, " + experiment + "-1, ...");
   }
   if (!wf["apiVersion"]) wf["apiVersion"] = std::string(workflow::kApiVersion);
   if (!wf["kind"]) wf["kind"] = "Workflow";
@@ -267,9 +281,12 @@ std::string_view DirectionName(Direction d) {
 
 std::string_view StoppingRuleName(StoppingRule r) {
   switch (r) {
-    case StoppingRule::kMedian: return "median";
-    case StoppingRule::kAsha: return "asha";
-    case StoppingRule::kNone: break;
+    case StoppingRule::kMedian:
+      return "median";
+    case StoppingRule::kAsha:
+      return "asha";
+    case StoppingRule::kNone:
+      break;
   }
   return "none";
 }
@@ -312,7 +329,8 @@ Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document) {
   std::int64_t seed = 0;
   std::map<std::string, FieldHandler> algorithm = {
       {"name", Assign(spec.algorithm, AsString)},
-      {"seed", [&](const std::string& f, const YAML::Node& v) -> Status {
+      {"seed",
+       [&](const std::string& f, const YAML::Node& v) -> Status {
          auto n = AsInt(f, v, 0, std::numeric_limits<std::int64_t>::max());
          if (!n.ok()) return n.status();
          seed = *n;
@@ -324,19 +342,22 @@ Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document) {
   std::map<std::string, FieldHandler> early = {
       {"rule", Assign(rule, AsString)},
       {"min_trials", AssignInt(min_trials, 1, 1000)},
-      {"start_step", [&](const std::string& f, const YAML::Node& v) -> Status {
+      {"start_step",
+       [&](const std::string& f, const YAML::Node& v) -> Status {
          auto n = AsInt(f, v, 0, std::numeric_limits<std::int64_t>::max());
          if (!n.ok()) return n.status();
          spec.early_stopping.start_step = *n;
          return Status::Ok();
        }},
-      {"min_resource", [&](const std::string& f, const YAML::Node& v) -> Status {
+      {"min_resource",
+       [&](const std::string& f, const YAML::Node& v) -> Status {
          auto n = AsInt(f, v, 1, std::numeric_limits<std::int64_t>::max());
          if (!n.ok()) return n.status();
          spec.early_stopping.min_resource = *n;
          return Status::Ok();
        }},
-      {"reduction_factor", [&](const std::string& f, const YAML::Node& v) -> Status {
+      {"reduction_factor",
+       [&](const std::string& f, const YAML::Node& v) -> Status {
          auto d = AsDouble(f, v);
          if (!d.ok()) return d.status();
          if (*d <= 1 || *d > 100) return FieldError(f, v, "must be > 1 and <= 100");
@@ -361,25 +382,32 @@ Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document) {
        }}};
   std::map<std::string, FieldHandler> top = {
       {"apiVersion", Ignore()},
-      {"kind", [](const std::string& f, const YAML::Node& v) -> Status {
-         if (!v.IsScalar() || v.Scalar() != "Experiment") return FieldError(f, v, "must be 'Experiment'");
+      {"kind",
+       [](const std::string& f, const YAML::Node& v) -> Status {
+         if (!v.IsScalar() || v.Scalar() != "Experiment")
+           return FieldError(f, v, "must be 'Experiment'");
          return Status::Ok();
        }},
       {"name", Assign(spec.name, AsString)},
-      {"objective", [&](const std::string& f, const YAML::Node& v) {
+      {"objective",
+       [&](const std::string& f, const YAML::Node& v) {
          objective_node = v;
          return ForEachField(f, v, objective);
        }},
-      {"algorithm", [&](const std::string& f, const YAML::Node& v) { return ForEachField(f, v, algorithm); }},
-      {"parameters", [&](const std::string&, const YAML::Node& v) -> Status {
+      {"algorithm",
+       [&](const std::string& f, const YAML::Node& v) { return ForEachField(f, v, algorithm); }},
+      {"parameters",
+       [&](const std::string&, const YAML::Node& v) -> Status {
          params_node = v;
          return Status::Ok();
        }},
       {"max_trials", AssignInt(spec.max_trials, 1, 10000)},
       {"parallel_trials", AssignInt(spec.parallel_trials, 1, 1000)},
       {"max_failed_trials", AssignInt(spec.max_failed_trials, 0, 10000)},
-      {"early_stopping", [&](const std::string& f, const YAML::Node& v) { return ForEachField(f, v, early); }},
-      {"trial_template", [&](const std::string&, const YAML::Node& v) -> Status {
+      {"early_stopping",
+       [&](const std::string& f, const YAML::Node& v) { return ForEachField(f, v, early); }},
+      {"trial_template",
+       [&](const std::string&, const YAML::Node& v) -> Status {
          template_node = v;
          return Status::Ok();
        }},
@@ -394,21 +422,25 @@ Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document) {
   if (!IsValidJobName(spec.name) || spec.name.size() > kMaxExperimentName) {
     return FieldError("name", r["name"],
                       "must be 1-56 lowercase letters, digits or '-', starting and ending with a "
-                      "letter or digit, got '" + spec.name + "'");
+                      "letter or digit, got '" +
+                          spec.name + "'");
   }
   if (!r["objective"]) return InvalidArgument("is required").WithField("objective");
   if (!IsValidMetricName(spec.objective.metric)) {
-    return FieldError("objective.metric", objective_node["metric"] ? objective_node["metric"] : objective_node,
+    return FieldError("objective.metric",
+                      objective_node["metric"] ? objective_node["metric"] : objective_node,
                       "must name a reported metric ([A-Za-z0-9_./-])");
   }
   if (direction == "maximize") {
     spec.objective.direction = Direction::kMaximize;
   } else if (direction != "minimize") {
-    return FieldError("objective.direction", objective_node["direction"], "must be minimize or maximize");
+    return FieldError("objective.direction", objective_node["direction"],
+                      "must be minimize or maximize");
   }
   spec.sampler.seed = static_cast<std::uint64_t>(seed);
   if (auto sampler = MakeSampler(spec.algorithm, spec.sampler); !sampler.ok()) {
-    return FieldError("algorithm.name", r["algorithm"]["name"] ? r["algorithm"]["name"] : r["algorithm"],
+    return FieldError("algorithm.name",
+                      r["algorithm"]["name"] ? r["algorithm"]["name"] : r["algorithm"],
                       sampler.status().message());
   }
   if (!r["parameters"]) return InvalidArgument("is required").WithField("parameters");
@@ -420,7 +452,8 @@ Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document) {
     std::string f = "parameters[" + std::to_string(i) + "]";
     auto p = ParseParam(f, params_node[i]);
     if (!p.ok()) return p.status();
-    if (!names.insert(p->name).second) return FieldError(f + ".name", params_node[i]["name"], "is given twice");
+    if (!names.insert(p->name).second)
+      return FieldError(f + ".name", params_node[i]["name"], "is given twice");
     spec.parameters.push_back(std::move(p.value()));
   }
   spec.early_stopping.min_trials = min_trials;
@@ -429,12 +462,14 @@ Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document) {
   } else if (rule == "asha") {
     spec.early_stopping.rule = StoppingRule::kAsha;
   } else if (rule != "none") {
-    return FieldError("early_stopping.rule", r["early_stopping"]["rule"], "must be none, median or asha");
+    return FieldError("early_stopping.rule", r["early_stopping"]["rule"],
+                      "must be none, median or asha");
   }
   if (r["trial_workflow"]) {
     if (r["trial_template"]) {
-      return FieldError("trial_template", template_node,
-                        "a trial is a job (trial_template) or a workflow (trial_workflow), not both");
+      return FieldError(
+          "trial_template", template_node,
+          "a trial is a job (trial_template) or a workflow (trial_workflow), not both");
     }
     auto wf = ParseTrialWorkflow(workflow_node, spec.name, names);
     if (!wf.ok()) return wf.status();
@@ -445,8 +480,9 @@ Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document) {
     }
     // Steps of referenced WorkflowTemplates are not known here.
     if (!HasStep(*wf, spec.objective.step) && !UsesTemplateRefs(*wf)) {
-      return FieldError("objective.step", objective_node["step"],
-                        "trial_workflow has no DAG task or step named '" + spec.objective.step + "'");
+      return FieldError(
+          "objective.step", objective_node["step"],
+          "trial_workflow has no DAG task or step named '" + spec.objective.step + "'");
     }
     // The workflow's team, or the default one admission may replace (as for a job).
     spec.trial_template.team = workflow::HeadwayValue(wf->metadata, nullptr, workflow::kTeamKey)
@@ -459,8 +495,9 @@ Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document) {
   }
   if (!r["trial_template"]) return InvalidArgument("is required").WithField("trial_template");
   if (template_node.IsMap() && template_node["name"]) {
-    return FieldError("trial_template.name", template_node["name"],
-                      "must not be set: trials are named " + spec.name + "-0, " + spec.name + "-1, ...");
+    return FieldError(
+        "trial_template.name", template_node["name"],
+        "must not be set: trials are named " + spec.name + "-0, " + spec.name + "-1, ...");
   }
   auto job = ParseJobSpecNode(template_node, "trial_template", /*name_required=*/false);
   if (!job.ok()) return job.status();
@@ -475,12 +512,14 @@ Result<ExperimentSpec> ParseExperimentSpecDocument(std::string_view document) {
   };
   const JobSpec& t = spec.trial_template;
   for (std::size_t i = 0; i < t.command.size(); ++i) {
-    HEADWAY_RETURN_IF_ERROR(check("trial_template.command[" + std::to_string(i) + "]", t.command[i]));
+    HEADWAY_RETURN_IF_ERROR(
+        check("trial_template.command[" + std::to_string(i) + "]", t.command[i]));
   }
   for (std::size_t i = 0; i < t.args.size(); ++i) {
     HEADWAY_RETURN_IF_ERROR(check("trial_template.args[" + std::to_string(i) + "]", t.args[i]));
   }
-  for (const auto& [key, value] : t.env) HEADWAY_RETURN_IF_ERROR(check("trial_template.env." + key, value));
+  for (const auto& [key, value] : t.env)
+    HEADWAY_RETURN_IF_ERROR(check("trial_template.env." + key, value));
   return spec;
 }
 
@@ -509,28 +548,30 @@ nlohmann::json ExperimentSpecToJson(const ExperimentSpec& spec) {
   trial.erase("name");
   const EarlyStoppingOptions& e = spec.early_stopping;
   nlohmann::json out = {{"name", spec.name},
-          {"objective", objective},
-          {"algorithm",
-           {{"name", spec.algorithm},
-            {"seed", static_cast<std::int64_t>(spec.sampler.seed)},
-            {"startup_trials", spec.sampler.startup_trials},
-            {"grid_points", spec.sampler.grid_points}}},
-          {"parameters", params},
-          {"max_trials", spec.max_trials},
-          {"parallel_trials", spec.parallel_trials},
-          {"max_failed_trials", spec.max_failed_trials},
-          {"early_stopping",
-           {{"rule", StoppingRuleName(e.rule)},
-            {"min_trials", e.min_trials},
-            {"start_step", e.start_step},
-            {"min_resource", e.min_resource},
-            {"reduction_factor", e.reduction_factor},
-            {"health", [&] {
-               nlohmann::json names = nlohmann::json::array();
-               for (Health h : e.stop_on_health) names.push_back(std::string(HealthName(h)));
-               return names;
-             }()}}},
-          {"trial_template", trial}};
+                        {"objective", objective},
+                        {"algorithm",
+                         {{"name", spec.algorithm},
+                          {"seed", static_cast<std::int64_t>(spec.sampler.seed)},
+                          {"startup_trials", spec.sampler.startup_trials},
+                          {"grid_points", spec.sampler.grid_points}}},
+                        {"parameters", params},
+                        {"max_trials", spec.max_trials},
+                        {"parallel_trials", spec.parallel_trials},
+                        {"max_failed_trials", spec.max_failed_trials},
+                        {"early_stopping",
+                         {{"rule", StoppingRuleName(e.rule)},
+                          {"min_trials", e.min_trials},
+                          {"start_step", e.start_step},
+                          {"min_resource", e.min_resource},
+                          {"reduction_factor", e.reduction_factor},
+                          {"health",
+                           [&] {
+                             nlohmann::json names = nlohmann::json::array();
+                             for (Health h : e.stop_on_health)
+                               names.push_back(std::string(HealthName(h)));
+                             return names;
+                           }()}}},
+                        {"trial_template", trial}};
   if (spec.trial_workflow) {
     out.erase("trial_template");
     nlohmann::json wf = workflow::ToJson(*spec.trial_workflow);

@@ -40,9 +40,11 @@
 //       entrypoint: main
 //       templates:
 //         - name: main
-//           dag: {tasks: [{name: prep, template: prep}, {name: train, template: train, dependencies: [prep]}]}
+//           dag: {tasks: [{name: prep, template: prep}, {name: train, template: train,
+//           dependencies: [prep]}]}
 //         - name: train
-//           script: {image: python, command: [python3], source: "... {{workflow.parameters.lr}} ..."}
+//           script: {image: python, command: [python3], source: "... {{workflow.parameters.lr}}
+//           ..."}
 //
 // Each parameter reaches the workflow as a workflow argument of its name
 // (`{{workflow.parameters.lr}}`), declared for it when the workflow does
@@ -78,7 +80,9 @@ struct Objective {
   std::string step;
 
   // Objectives as samplers and stopping rules see them: to be minimised.
-  double Minimised(double value) const { return direction == Direction::kMaximize ? -value : value; }
+  double Minimised(double value) const {
+    return direction == Direction::kMaximize ? -value : value;
+  }
   bool Reached(double value) const {
     return goal && (direction == Direction::kMinimize ? value <= *goal : value >= *goal);
   }

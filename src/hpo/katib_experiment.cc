@@ -42,7 +42,8 @@ Result<double> KatibNumber(const std::string& field, const YAML::Node& node) {
 }
 
 // algorithmSettings and earlyStopping settings: [{name, value}].
-Result<std::map<std::string, YAML::Node>> Settings(const std::string& field, const YAML::Node& node) {
+Result<std::map<std::string, YAML::Node>> Settings(const std::string& field,
+                                                   const YAML::Node& node) {
   std::map<std::string, YAML::Node> out;
   if (!node || node.IsNull()) return out;
   if (!node.IsSequence()) return FieldError(field, node, "must be a list of {name, value}");
@@ -58,25 +59,28 @@ Result<std::map<std::string, YAML::Node>> Settings(const std::string& field, con
 }
 
 Result<YAML::Node> Parameter(const std::string& field, const YAML::Node& item) {
-  if (!item.IsMap()) return FieldError(field, item, "must be a map with name, parameterType and feasibleSpace");
+  if (!item.IsMap())
+    return FieldError(field, item, "must be a map with name, parameterType and feasibleSpace");
   YAML::Node out;
   std::string type;
   YAML::Node space;
-  HEADWAY_RETURN_IF_ERROR(ForEachField(field, item,
-                                       {{"name",
-                                         [&](const std::string& f, const YAML::Node& v) -> Status {
-                                           auto name = AsString(f, v);
-                                           if (!name.ok()) return name.status();
-                                           out["name"] = *name;
-                                           return Status::Ok();
-                                         }},
-                                        {"parameterType", Assign(type, AsString)},
-                                        {"feasibleSpace", [&](const std::string&, const YAML::Node& v) {
-                                           space = v;
-                                           return Status::Ok();
-                                         }}}));
+  HEADWAY_RETURN_IF_ERROR(
+      ForEachField(field, item,
+                   {{"name",
+                     [&](const std::string& f, const YAML::Node& v) -> Status {
+                       auto name = AsString(f, v);
+                       if (!name.ok()) return name.status();
+                       out["name"] = *name;
+                       return Status::Ok();
+                     }},
+                    {"parameterType", Assign(type, AsString)},
+                    {"feasibleSpace", [&](const std::string&, const YAML::Node& v) {
+                       space = v;
+                       return Status::Ok();
+                     }}}));
   if (type != "double" && type != "int" && type != "categorical" && type != "discrete") {
-    return FieldError(field + ".parameterType", item["parameterType"] ? item["parameterType"] : item,
+    return FieldError(field + ".parameterType",
+                      item["parameterType"] ? item["parameterType"] : item,
                       "must be double, int, categorical or discrete");
   }
   out["type"] = type;
@@ -126,20 +130,20 @@ Result<YAML::Node> Parameter(const std::string& field, const YAML::Node& item) {
           if (!d.ok()) return d.status();
           if (type == "int" && *d == 1) return Status::Ok();  // every integer: what int means here
           return UnsupportedField(f, v,
-                             "a search over steps of a range; list the values with "
-                             "parameterType discrete");
+                                  "a search over steps of a range; list the values with "
+                                  "parameterType discrete");
         }},
        {"distribution", Assign(distribution, AsString)}}));
   if (distribution == "logUniform") {
     out["log"] = true;
   } else if (distribution != "uniform") {
     return UnsupportedField(sf + ".distribution", space["distribution"],
-                       "distributions are uniform or logUniform");
+                            "distributions are uniform or logUniform");
   }
   if ((type == "categorical" || type == "discrete") != has_list) {
-    return FieldError(sf, space,
-                      type == "categorical" || type == "discrete" ? "needs list"
-                                                                  : "needs min and max, not list");
+    return FieldError(
+        sf, space,
+        type == "categorical" || type == "discrete" ? "needs list" : "needs min and max, not list");
   }
   return out;
 }
@@ -173,7 +177,8 @@ Result<YAML::Node> TrialTemplate(const std::string& field, const YAML::Node& nod
           }
           return Status::Ok();
         }},
-       {"trialSpec", [&](const std::string&, const YAML::Node& v) {
+       {"trialSpec",
+        [&](const std::string&, const YAML::Node& v) {
           trial_spec = v;
           return Status::Ok();
         }},
@@ -186,7 +191,8 @@ Result<YAML::Node> TrialTemplate(const std::string& field, const YAML::Node& nod
           return UnsupportedField(f, v, "put the trial's spec in trialSpec");
         }}}));
   const std::string sf = field + ".trialSpec";
-  if (!trial_spec || !trial_spec.IsMap()) return InvalidArgument("is required (a map)").WithField(sf);
+  if (!trial_spec || !trial_spec.IsMap())
+    return InvalidArgument("is required (a map)").WithField(sf);
 
   JobSpec job;
   if (IsManifestOf(trial_spec, "trainer.kubeflow.org/", "TrainJob")) {
@@ -204,16 +210,19 @@ Result<YAML::Node> TrialTemplate(const std::string& field, const YAML::Node& nod
     std::size_t chosen = containers.size();
     for (std::size_t i = 0; i < containers.size(); ++i) {
       const YAML::Node name = containers[i]["name"];
-      if (containers.size() == 1 || (name && name.IsScalar() && name.Scalar() == primary)) chosen = i;
+      if (containers.size() == 1 || (name && name.IsScalar() && name.Scalar() == primary))
+        chosen = i;
     }
     if (chosen == containers.size()) {
-      return FieldError(field + ".primaryContainerName", node["primaryContainerName"] ? node["primaryContainerName"] : node,
+      return FieldError(field + ".primaryContainerName",
+                        node["primaryContainerName"] ? node["primaryContainerName"] : node,
                         "must name one of the Job's containers");
     }
     for (const auto& kv : pod) {
       const std::string key = kv.first.Scalar();
       if (key != "containers" && key != "restartPolicy") {
-        return UnsupportedField(pf + "." + key, kv.first, "a trial runs as processes, not as a pod");
+        return UnsupportedField(pf + "." + key, kv.first,
+                                "a trial runs as processes, not as a pod");
       }
     }
     job.team = "default";
@@ -225,7 +234,7 @@ Result<YAML::Node> TrialTemplate(const std::string& field, const YAML::Node& nod
     }
   } else {
     return UnsupportedField(sf + ".kind", trial_spec["kind"] ? trial_spec["kind"] : trial_spec,
-                       "trials are a batch/v1 Job or a trainer.kubeflow.org TrainJob");
+                            "trials are a batch/v1 Job or a trainer.kubeflow.org TrainJob");
   }
   job.name.clear();
   job.team = team;
@@ -240,7 +249,8 @@ Result<YAML::Node> TrialTemplate(const std::string& field, const YAML::Node& nod
   const std::string open = "${trialParameters.";
   for (std::size_t at = text.find(open); at != std::string::npos; at = text.find(open, at)) {
     std::size_t close = text.find('}', at);
-    std::string name = close == std::string::npos ? "" : text.substr(at + open.size(), close - at - open.size());
+    std::string name =
+        close == std::string::npos ? "" : text.substr(at + open.size(), close - at - open.size());
     auto ref = references.find(name);
     if (ref == references.end()) {
       return InvalidArgument("refers to ${trialParameters." + name +
@@ -259,30 +269,34 @@ Result<YAML::Node> TrialTemplate(const std::string& field, const YAML::Node& nod
 
 }  // namespace
 
-bool IsKatibExperiment(const YAML::Node& root) { return IsManifestOf(root, "kubeflow.org/", "Experiment"); }
+bool IsKatibExperiment(const YAML::Node& root) {
+  return IsManifestOf(root, "kubeflow.org/", "Experiment");
+}
 
 Result<YAML::Node> KatibToNative(const YAML::Node& root) {
   YAML::Node out;
   std::string team = "default";
   for (const auto& kv : root) {
     const std::string key = kv.first.Scalar();
-    if (key != "apiVersion" && key != "kind" && key != "metadata" && key != "spec" && key != "status") {
+    if (key != "apiVersion" && key != "kind" && key != "metadata" && key != "spec" &&
+        key != "status") {
       return FieldError(key, kv.first, "is not a field of a Katib Experiment");
     }
   }
   const YAML::Node metadata = root["metadata"];
-  if (!metadata || !metadata.IsMap()) return InvalidArgument("is required (a map with name)").WithField("metadata");
+  if (!metadata || !metadata.IsMap())
+    return InvalidArgument("is required (a map with name)").WithField("metadata");
   std::map<std::string, FieldHandler> metadata_fields = {
       {"name",
-        [&](const std::string& f, const YAML::Node& v) -> Status {
-          auto name = AsString(f, v);
-          if (!name.ok()) return name.status();
-          out["name"] = *name;
-          return Status::Ok();
-        }},
-       {"namespace", Assign(team, AsString)},
-       {"labels", Ignore()},
-       {"annotations", Ignore()}};
+       [&](const std::string& f, const YAML::Node& v) -> Status {
+         auto name = AsString(f, v);
+         if (!name.ok()) return name.status();
+         out["name"] = *name;
+         return Status::Ok();
+       }},
+      {"namespace", Assign(team, AsString)},
+      {"labels", Ignore()},
+      {"annotations", Ignore()}};
   IgnoreServerWrittenMetadata(metadata_fields);
   HEADWAY_RETURN_IF_ERROR(ForEachField("metadata", metadata, metadata_fields));
   if (!out["name"]) return InvalidArgument("is required").WithField("metadata.name");
@@ -295,19 +309,23 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
   out["parallel_trials"] = 3;  // Katib's default
   HEADWAY_RETURN_IF_ERROR(ForEachField(
       "spec", spec,
-      {{"objective", [&](const std::string&, const YAML::Node& v) {
+      {{"objective",
+        [&](const std::string&, const YAML::Node& v) {
           objective = v;
           return Status::Ok();
         }},
-       {"algorithm", [&](const std::string&, const YAML::Node& v) {
+       {"algorithm",
+        [&](const std::string&, const YAML::Node& v) {
           algorithm = v;
           return Status::Ok();
         }},
-       {"earlyStopping", [&](const std::string&, const YAML::Node& v) {
+       {"earlyStopping",
+        [&](const std::string&, const YAML::Node& v) {
           early = v;
           return Status::Ok();
         }},
-       {"trialTemplate", [&](const std::string&, const YAML::Node& v) {
+       {"trialTemplate",
+        [&](const std::string&, const YAML::Node& v) {
           template_node = v;
           return Status::Ok();
         }},
@@ -348,18 +366,20 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
         [&](const std::string& f, const YAML::Node& v) -> Status {
           const YAML::Node kind = v["collector"]["kind"];
           if (v.IsMap() && v["source"]) {
-            return UnsupportedField(f + ".source", v["source"],
-                               "metrics are read from `name=value` output lines as Katib's default "
-                               "StdOut collector reads them");
+            return UnsupportedField(
+                f + ".source", v["source"],
+                "metrics are read from `name=value` output lines as Katib's default "
+                "StdOut collector reads them");
           }
           if (!kind || (kind.IsScalar() && kind.Scalar() == "StdOut")) return Status::Ok();
           if (kind.IsScalar() && kind.Scalar() == "None") {
             stdout_metrics = false;  // the trial reports through Headway's own protocol
             return Status::Ok();
           }
-          return UnsupportedField(f + ".collector.kind", kind,
-                             "collectors are StdOut (name=value output lines) or None (the trial "
-                             "reports with Headway's SDK or the Kubeflow progress API)");
+          return UnsupportedField(
+              f + ".collector.kind", kind,
+              "collectors are StdOut (name=value output lines) or None (the trial "
+              "reports with Headway's SDK or the Kubeflow progress API)");
         }},
        {"resumePolicy", Ignore()},
        {"nasConfig", [](const std::string& f, const YAML::Node& v) -> Status {
@@ -367,7 +387,8 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
         }}}));
 
   // Objective.
-  if (!objective || !objective.IsMap()) return InvalidArgument("is required (a map)").WithField("spec.objective");
+  if (!objective || !objective.IsMap())
+    return InvalidArgument("is required (a map)").WithField("spec.objective");
   {
     YAML::Node o;
     std::string type;
@@ -396,8 +417,7 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
             metrics.insert(metrics.end(), names->begin(), names->end());
             return Status::Ok();
           }},
-         {"metricStrategies",
-          [&](const std::string& f, const YAML::Node& v) -> Status {
+         {"metricStrategies", [&](const std::string& f, const YAML::Node& v) -> Status {
             if (!v.IsSequence()) return FieldError(f, v, "must be a list of {name, value}");
             for (std::size_t i = 0; i < v.size(); ++i) {
               const YAML::Node value = v[i]["value"];
@@ -408,7 +428,7 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
               std::string best = type == "maximize" ? "max" : "min";
               if (o["metric"] && name.Scalar() == o["metric"].Scalar() && value.Scalar() != best) {
                 return UnsupportedField(f + "[" + std::to_string(i) + "].value", value,
-                                   "a trial's objective is its best value (" + best + ")");
+                                        "a trial's objective is its best value (" + best + ")");
               }
             }
             return Status::Ok();
@@ -417,23 +437,26 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
       return FieldError("spec.objective.type", objective["type"] ? objective["type"] : objective,
                         "must be minimize or maximize");
     }
-    if (!o["metric"]) return InvalidArgument("is required").WithField("spec.objective.objectiveMetricName");
+    if (!o["metric"])
+      return InvalidArgument("is required").WithField("spec.objective.objectiveMetricName");
     o["direction"] = type;
     out["objective"] = o;
   }
 
   // Algorithm.
-  if (!algorithm || !algorithm.IsMap()) return InvalidArgument("is required (a map)").WithField("spec.algorithm");
+  if (!algorithm || !algorithm.IsMap())
+    return InvalidArgument("is required (a map)").WithField("spec.algorithm");
   {
     YAML::Node a;
     std::string name;
     YAML::Node settings_node;
-    HEADWAY_RETURN_IF_ERROR(ForEachField("spec.algorithm", algorithm,
-                                         {{"algorithmName", Assign(name, AsString)},
-                                          {"algorithmSettings", [&](const std::string&, const YAML::Node& v) {
-                                             settings_node = v;
-                                             return Status::Ok();
-                                           }}}));
+    HEADWAY_RETURN_IF_ERROR(
+        ForEachField("spec.algorithm", algorithm,
+                     {{"algorithmName", Assign(name, AsString)},
+                      {"algorithmSettings", [&](const std::string&, const YAML::Node& v) {
+                         settings_node = v;
+                         return Status::Ok();
+                       }}}));
     static const std::map<std::string, std::string> kAlgorithms = {
         {"random", "random"},
         {"grid", "grid"},
@@ -443,9 +466,10 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
     auto known = kAlgorithms.find(name);
     if (known == kAlgorithms.end()) {
       return UnsupportedField("spec.algorithm.algorithmName",
-                         algorithm["algorithmName"] ? algorithm["algorithmName"] : algorithm,
-                         "'" + name + "'; algorithms are random, grid, tpe, multivariate-tpe and "
-                         "bayesianoptimization");
+                              algorithm["algorithmName"] ? algorithm["algorithmName"] : algorithm,
+                              "'" + name +
+                                  "'; algorithms are random, grid, tpe, multivariate-tpe and "
+                                  "bayesianoptimization");
     }
     a["name"] = known->second;
     auto settings = Settings("spec.algorithm.algorithmSettings", settings_node);
@@ -462,7 +486,8 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
         if (!d.ok()) return d.status();
         a["startup_trials"] = static_cast<std::int64_t>(*d);
       } else {
-        return UnsupportedField(f, value, "Headway's " + known->second + " sampler has no such setting");
+        return UnsupportedField(f, value,
+                                "Headway's " + known->second + " sampler has no such setting");
       }
     }
     out["algorithm"] = a;
@@ -473,16 +498,17 @@ Result<YAML::Node> KatibToNative(const YAML::Node& root) {
     YAML::Node e;
     std::string name;
     YAML::Node settings_node;
-    HEADWAY_RETURN_IF_ERROR(ForEachField("spec.earlyStopping", early,
-                                         {{"algorithmName", Assign(name, AsString)},
-                                          {"algorithmSettings", [&](const std::string&, const YAML::Node& v) {
-                                             settings_node = v;
-                                             return Status::Ok();
-                                           }}}));
+    HEADWAY_RETURN_IF_ERROR(
+        ForEachField("spec.earlyStopping", early,
+                     {{"algorithmName", Assign(name, AsString)},
+                      {"algorithmSettings", [&](const std::string&, const YAML::Node& v) {
+                         settings_node = v;
+                         return Status::Ok();
+                       }}}));
     if (name != "medianstop") {
       return UnsupportedField("spec.earlyStopping.algorithmName",
-                         early["algorithmName"] ? early["algorithmName"] : early,
-                         "'" + name + "'; early stopping is medianstop");
+                              early["algorithmName"] ? early["algorithmName"] : early,
+                              "'" + name + "'; early stopping is medianstop");
     }
     e["rule"] = "median";
     auto settings = Settings("spec.earlyStopping.algorithmSettings", settings_node);

@@ -21,8 +21,8 @@ enum class ParamType {
 struct ParamSpec {
   std::string name;
   ParamType type = ParamType::kDouble;
-  double min = 0;  // kDouble, kInt
-  double max = 1;  // kDouble, kInt
+  double min = 0;                       // kDouble, kInt
+  double max = 1;                       // kDouble, kInt
   bool log = false;                     // kDouble, kInt: sample log(x) uniformly; needs min > 0
   std::vector<double> values;           // kDiscrete, ascending
   std::vector<std::string> categories;  // kCategorical

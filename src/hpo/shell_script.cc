@@ -73,11 +73,15 @@ class Substituter {
     Level& level = levels_.back();
     if (auto p = PlaceholderAt(i_)) {
       switch (level.quote) {
-        case Quote::kNone: out_ += ShellWord(p->second); break;
+        case Quote::kNone:
+          out_ += ShellWord(p->second);
+          break;
         case Quote::kSingle:
           for (char c : p->second) out_ += c == '\'' ? std::string("'\\''") : std::string(1, c);
           break;
-        case Quote::kDouble: AppendEscaped(p->second, "\\\"$`"); break;
+        case Quote::kDouble:
+          AppendEscaped(p->second, "\\\"$`");
+          break;
       }
       i_ += p->first;
       return;
@@ -231,7 +235,9 @@ std::optional<std::size_t> ShellScriptIndex(const std::vector<std::string>& argv
   std::size_t i = 0;
   if (i < argv.size() && Basename(argv[i]) == "env") {
     ++i;
-    while (i < argv.size() && (argv[i].find('=') != std::string::npos || argv[i].rfind('-', 0) == 0)) ++i;
+    while (i < argv.size() &&
+           (argv[i].find('=') != std::string::npos || argv[i].rfind('-', 0) == 0))
+      ++i;
   }
   if (i >= argv.size() || !kShells.count(Basename(argv[i]))) return std::nullopt;
   if (Basename(argv[i]) == "busybox") {

@@ -59,9 +59,8 @@ Step Finish(Job& job, AttemptMemo& memo, const ExecStatus& status, bool complete
   Step step;
   step.changed = true;
   memo = {};
-  job.exit_code = status.phase == ExecStatus::Phase::kExited
-                      ? std::optional<int>(status.exit_code)
-                      : std::nullopt;
+  job.exit_code = status.phase == ExecStatus::Phase::kExited ? std::optional<int>(status.exit_code)
+                                                             : std::nullopt;
   job.executor_handle.clear();
   job.gpu_ids.clear();
   // The health stays with a job that ended (FinalHealth settles it); one
@@ -121,9 +120,8 @@ Step FinishState(Job& job, const ExecStatus& status, bool completed, Time now) {
     SetState(job, step, JobState::kFailed, status.reason, status.message, now);
     return step;
   }
-  std::string what = status.message.empty()
-                         ? "exited with code " + std::to_string(status.exit_code)
-                         : status.message;
+  std::string what = status.message.empty() ? "exited with code " + std::to_string(status.exit_code)
+                                            : status.message;
   if (job.restarts < job.spec.max_restarts) {
     job.restarts += 1;
     job.started_at.reset();
@@ -139,9 +137,9 @@ Step FinishState(Job& job, const ExecStatus& status, bool completed, Time now) {
 
 // A stop that reached a launched attempt: SIGTERM now, SIGKILL after the grace.
 void Terminate(Job& job, Step& step, const std::string& why, Time now) {
-  step.events.push_back(Event(job, now, "Stopping",
-                              why + "; SIGTERM sent, SIGKILL after " +
-                                  FormatDuration(job.spec.termination_grace)));
+  step.events.push_back(
+      Event(job, now, "Stopping",
+            why + "; SIGTERM sent, SIGKILL after " + FormatDuration(job.spec.termination_grace)));
   step.actions.push_back(Signal(SIGTERM));
 }
 
@@ -159,24 +157,34 @@ Duration PreemptionGrace(const Job& job, const DeadlineOptions& options) {
 
 HealthAction PolicyFor(const HealthPolicies& policies, Health health) {
   switch (health) {
-    case Health::kStalled: return policies.on_stall;
-    case Health::kDiverging: return policies.on_diverge;
-    case Health::kPlateaued: return policies.on_plateau;
-    case Health::kOverfitting: return policies.on_overfit;
+    case Health::kStalled:
+      return policies.on_stall;
+    case Health::kDiverging:
+      return policies.on_diverge;
+    case Health::kPlateaued:
+      return policies.on_plateau;
+    case Health::kOverfitting:
+      return policies.on_overfit;
     case Health::kUnknown:
-    case Health::kProgressing: break;
+    case Health::kProgressing:
+      break;
   }
   return HealthAction::kNotify;
 }
 
 StopReason StopReasonFor(Health health) {
   switch (health) {
-    case Health::kStalled: return StopReason::kStalled;
-    case Health::kDiverging: return StopReason::kDiverging;
-    case Health::kPlateaued: return StopReason::kPlateaued;
-    case Health::kOverfitting: return StopReason::kOverfitting;
+    case Health::kStalled:
+      return StopReason::kStalled;
+    case Health::kDiverging:
+      return StopReason::kDiverging;
+    case Health::kPlateaued:
+      return StopReason::kPlateaued;
+    case Health::kOverfitting:
+      return StopReason::kOverfitting;
     case Health::kUnknown:
-    case Health::kProgressing: break;
+    case Health::kProgressing:
+      break;
   }
   return StopReason::kUser;
 }
@@ -201,8 +209,7 @@ Step Schedule(Job& job, std::vector<int> gpu_ids, std::string token_hash, std::s
 }
 
 Step Launched(Job& job, AttemptMemo& memo, const std::string& handle,
-              const std::string& description, const std::vector<std::string>& warnings,
-              Time now) {
+              const std::string& description, const std::vector<std::string>& warnings, Time now) {
   Step step;
   if (!Launching(job)) return step;
   step.changed = true;
@@ -322,8 +329,8 @@ Step ForceStop(Job& job, AttemptMemo& memo, const std::string& why, Time now) {
   step.changed = true;
   if (Launching(job)) {
     memo.force = true;
-    step.events.push_back(
-        Event(job, now, "Stopping", why + ": force stop; SIGKILL as soon as the attempt is launched"));
+    step.events.push_back(Event(job, now, "Stopping",
+                                why + ": force stop; SIGKILL as soon as the attempt is launched"));
     return step;
   }
   memo.killed = true;
@@ -354,8 +361,7 @@ Step Preempt(Job& job, const std::string& reason, const std::string& for_job,
 Step Resize(Job& job, std::vector<int> gpu_ids, const std::string& reason, Time now) {
   Step step;
   if (job.state != JobState::kRunning || job.executor_handle.empty() || job.stop_requested_at ||
-      job.preempt_requested_at || !job.spec.elastic || gpu_ids.empty() ||
-      gpu_ids == job.gpu_ids) {
+      job.preempt_requested_at || !job.spec.elastic || gpu_ids.empty() || gpu_ids == job.gpu_ids) {
     return step;
   }
   job.gpu_ids = std::move(gpu_ids);
@@ -404,8 +410,7 @@ Step HealthSeen(Job& job, Health health, const std::string& reason, Time now,
                 std::optional<std::int64_t> at_step) {
   Step step;
   if (job.state != JobState::kRunning || health == job.health) return step;
-  std::string text =
-      std::string(HealthName(job.health)) + " -> " + std::string(HealthName(health));
+  std::string text = std::string(HealthName(job.health)) + " -> " + std::string(HealthName(health));
   if (!reason.empty()) text += ": " + reason;
   if (at_step) text += " (at step " + std::to_string(*at_step) + ")";
   job.health = health;
@@ -449,8 +454,8 @@ Step FinalHealth(Job& job, Health verdict, const std::string& reason, Time now,
   step.changed = true;
   if (final != job.health) {
     std::string text = std::string(HealthName(job.health)) + " -> " +
-                       std::string(HealthName(final)) + ": " +
-                       (why.empty() ? "" : why + "; ") + "the run's final verdict";
+                       std::string(HealthName(final)) + ": " + (why.empty() ? "" : why + "; ") +
+                       "the run's final verdict";
     if (at_step) text += " (at step " + std::to_string(*at_step) + ")";
     step.events.push_back(Event(job, now, "HealthChanged", std::move(text)));
   }
@@ -469,8 +474,7 @@ Step RecoverLaunch(Job& job, AttemptMemo& memo, const std::optional<FoundAttempt
       SetState(job, step, JobState::kStopped, std::string(StopReasonName(job.stop_reason)),
                job.message, now);
     } else {
-      SetState(job, step, JobState::kQueued, "Requeued", "the server restarted before launch",
-               now);
+      SetState(job, step, JobState::kQueued, "Requeued", "the server restarted before launch", now);
     }
     return step;
   }

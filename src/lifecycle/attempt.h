@@ -90,8 +90,7 @@ Step Resize(Job& job, std::vector<int> gpu_ids, const std::string& reason, Time 
 // The executor started the attempt. A stop that came while it was being
 // launched is delivered now.
 Step Launched(Job& job, AttemptMemo& memo, const std::string& handle,
-              const std::string& description, const std::vector<std::string>& warnings,
-              Time now);
+              const std::string& description, const std::vector<std::string>& warnings, Time now);
 // The executor could not start it: the job fails (or ends Stopped when a
 // stop came meanwhile), and its GPUs are free.
 Step LaunchFailed(Job& job, const std::string& message, Time now);
@@ -145,8 +144,7 @@ struct FoundAttempt {
   std::string handle;
   std::string description;
 };
-Step RecoverLaunch(Job& job, AttemptMemo& memo, const std::optional<FoundAttempt>& found,
-                   Time now);
+Step RecoverLaunch(Job& job, AttemptMemo& memo, const std::optional<FoundAttempt>& found, Time now);
 // After a restart, for a launched job: its attempt is adopted if it runs,
 // finished if it ended. A stop or preemption the server had decided but may
 // not have signalled before it died is signalled again.

@@ -326,14 +326,12 @@ std::optional<HealthVerdict> CheckOverfit(const HealthInput& in, const HealthOpt
   // model that got worse.
   const double noise = Noise(eval, 128, 6);
   const double spread =
-      eval.size() < 6
-          ? *std::max_element(eval.value.end() - static_cast<std::ptrdiff_t>(need),
-                              eval.value.end()) -
-                level
-          : 0;
-  const double threshold = std::max(
-      {options.overfit_margin * std::abs(best), options.overfit_noise_margin * noise, spread,
-       1e-12});
+      eval.size() < 6 ? *std::max_element(eval.value.end() - static_cast<std::ptrdiff_t>(need),
+                                          eval.value.end()) -
+                            level
+                      : 0;
+  const double threshold = std::max({options.overfit_margin * std::abs(best),
+                                     options.overfit_noise_margin * noise, spread, 1e-12});
   if (!(level - best > threshold)) {
     return std::nullopt;
   }

@@ -158,7 +158,7 @@ struct HealthOptions {
   int nan_grad_reports = 8;   // Diverging (b)
   // Overfitting.
   int overfit_evals = 2;
-  double overfit_margin = 0.01;     // x |best eval_loss|
+  double overfit_margin = 0.01;  // x |best eval_loss|
   // x the noise of single evaluations: the held level is the lower of the
   // newest evaluations and the best the lowest of all, so noise alone puts
   // them 1-2 noise apart; a single loss's margin (6) would hide real rises.

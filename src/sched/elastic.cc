@@ -101,8 +101,7 @@ class Planner {
   }
   bool MayResizeByChoice(const ElasticJob& j) const {
     const Duration interval = std::max(
-        eo_.min_interval,
-        std::chrono::duration_cast<Duration>(RestartCost(j) * eo_.amortise));
+        eo_.min_interval, std::chrono::duration_cast<Duration>(RestartCost(j) * eo_.amortise));
     return state_.now - j.last_change >= interval;
   }
 
@@ -299,8 +298,8 @@ class Planner {
       t.placement = smaller;
       t.size -= 1;
       t.reason = "shrank to " + std::to_string(t.size) + " " + UnitName(j, t.size) + ": " +
-                 std::to_string(t.size + 1) + " gave only " + Ratio(ratio) +
-                 " the throughput of " + std::to_string(t.size);
+                 std::to_string(t.size + 1) + " gave only " + Ratio(ratio) + " the throughput of " +
+                 std::to_string(t.size);
     }
   }
 
@@ -425,8 +424,8 @@ class Planner {
       why += Ratio(tb / ta) + " throughput measured at " + std::to_string(b) + " " +
              UnitName(j, b) + " vs " + std::to_string(a);
     } else {
-      why += "scaling not measured yet (" + Ratio(ExpectedThroughput(j, t.size, eo_) /
-                                                  ExpectedThroughput(j, j.size, eo_)) +
+      why += "scaling not measured yet (" +
+             Ratio(ExpectedThroughput(j, t.size, eo_) / ExpectedThroughput(j, j.size, eo_)) +
              " assumed)";
     }
     return why;
@@ -461,9 +460,8 @@ double ExpectedThroughput(const ElasticJob& job, int size, const ElasticOptions&
     }
   }
   if (below != nullptr && above != nullptr) {  // between two measurements: log-log
-    const double exponent =
-        std::log(above->second / below->second) /
-        std::log(static_cast<double>(above->first) / below->first);
+    const double exponent = std::log(above->second / below->second) /
+                            std::log(static_cast<double>(above->first) / below->first);
     return below->second * std::pow(static_cast<double>(size) / below->first, exponent);
   }
   const auto* base = below != nullptr ? below : above;

@@ -58,7 +58,7 @@ struct ElasticJob {
   // How long a resize stalls it (restart, rendezvous, checkpoint load), as
   // measured at its last resize; unknown: ElasticOptions::default_restart_cost.
   std::optional<Duration> restart_cost;
-  std::optional<Duration> eta;  // remaining run at its current size, from progress
+  std::optional<Duration> eta;   // remaining run at its current size, from progress
   std::optional<Time> deadline;  // its time limit's end
   // Its health verdict says more GPUs would not help (Plateaued, Overfitting).
   bool winding_down = false;

@@ -5,7 +5,7 @@
 namespace headway::sched {
 
 FifoDecision ScheduleFifo(std::vector<PendingJob> pending, std::vector<int> free_gpu_ids,
-                      int total_gpus) {
+                          int total_gpus) {
   std::stable_sort(pending.begin(), pending.end(), [](const PendingJob& a, const PendingJob& b) {
     if (a.priority != b.priority) return a.priority > b.priority;
     return a.submit_seq < b.submit_seq;
@@ -31,9 +31,9 @@ FifoDecision ScheduleFifo(std::vector<PendingJob> pending, std::vector<int> free
                                            " GPUs but the pool has only " +
                                            std::to_string(total_gpus);
     } else {
-      decision.pending_reasons[job.name] = "waiting for " + std::to_string(job.gpus) +
-                                           " GPUs (" + std::to_string(free_gpu_ids.size()) +
-                                           " of " + std::to_string(total_gpus) + " free)";
+      decision.pending_reasons[job.name] = "waiting for " + std::to_string(job.gpus) + " GPUs (" +
+                                           std::to_string(free_gpu_ids.size()) + " of " +
+                                           std::to_string(total_gpus) + " free)";
     }
   }
   return decision;

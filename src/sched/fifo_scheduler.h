@@ -34,6 +34,6 @@ struct FifoDecision {
 // `free_gpu_ids` are the GPUs not held by any running job; `total_gpus` is
 // the inventory size, used to explain jobs that can never fit.
 FifoDecision ScheduleFifo(std::vector<PendingJob> pending, std::vector<int> free_gpu_ids,
-                      int total_gpus);
+                          int total_gpus);
 
 }  // namespace headway::sched

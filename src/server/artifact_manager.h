@@ -14,11 +14,11 @@
 #include <string>
 
 #include "api/artifact_service.h"
-#include "artifact/s3/multipart.h"
 #include "artifact/object_store.h"
+#include "artifact/s3/multipart.h"
 #include "core/time.h"
-#include "store/store.h"
 #include "server/control_loop.h"
+#include "store/store.h"
 
 namespace headway {
 

@@ -33,8 +33,8 @@
 #include "api/workflow_service.h"
 #include "core/time.h"
 #include "hpo/experiment_spec.h"
-#include "store/store.h"
 #include "server/control_loop.h"
+#include "store/store.h"
 
 namespace headway {
 
@@ -72,19 +72,20 @@ class ExperimentController final : public api::ExperimentService {
                    const std::vector<TrialRecord>& trials);
   // What became of a trial's job or workflow.
   struct TrialRun {
-    bool found = false;        // its job or workflow exists
-    bool owned = false;        // and this experiment created it, in its team
+    bool found = false;  // its job or workflow exists
+    bool owned = false;  // and this experiment created it, in its team
     bool ended = false;
     bool succeeded = false;
-    std::string state;         // the job's state or the workflow's phase
-    std::string failure;       // why it ended without succeeding
-    std::string metrics_job;   // the job whose metrics are the trial's; "" none yet
+    std::string state;        // the job's state or the workflow's phase
+    std::string failure;      // why it ended without succeeding
+    std::string metrics_job;  // the job whose metrics are the trial's; "" none yet
   };
   Result<TrialRun> ObserveTrial(const hpo::ExperimentSpec& spec, const std::string& name);
   // Submits the trial's job or workflow (Conflict: the name is taken).
   Status SubmitTrial(const hpo::ExperimentSpec& spec, std::int64_t index,
                      const hpo::Assignment& params);
-  void StopTrial(const hpo::ExperimentSpec& spec, const std::string& name, const std::string& reason);
+  void StopTrial(const hpo::ExperimentSpec& spec, const std::string& name,
+                 const std::string& reason);
   Result<const hpo::ExperimentSpec*> SpecOf(const ExperimentRecord& experiment);
   Result<api::ExperimentView> View(const ExperimentRecord& experiment);
 

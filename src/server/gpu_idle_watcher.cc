@@ -56,7 +56,8 @@ void GpuIdleWatcher::Tick() {
     if (verdict.action == GpuIdleVerdict::Action::kNotify) {
       (void)jobs_.AddEvent(job->name(), "GpuIdle", what + " (policies.on_gpu_idle: notify)");
     } else {
-      (void)jobs_.AddEvent(job->name(), "GpuIdle", what + "; stopping it (policies.on_gpu_idle: stop)");
+      (void)jobs_.AddEvent(job->name(), "GpuIdle",
+                           what + "; stopping it (policies.on_gpu_idle: stop)");
       (void)jobs_.StopFor(job->name(), StopReason::kGpuIdle, "stopped: " + what);
     }
   }

@@ -107,8 +107,6 @@ Status JobController::Save(const Job& job, const std::vector<JobEvent>& events) 
 
 namespace {
 
-
-
 const char* SignalName(int signal) {
   switch (signal) {
     case SIGTERM:
@@ -228,8 +226,9 @@ Result<Job> JobController::Submit(JobSpec spec, std::string created_by) {
              !created.ok()) {
     if (created.code() != StatusCode::kConflict) return created;
     const std::string& name = job.spec.name;
-    return Conflict(std::string(created.message()) + ": submit it under another name (headway submit --name " +
-                    name + "-2 -f ...), run that job again under the next free name (headway rerun " +
+    return Conflict(std::string(created.message()) +
+                    ": submit it under another name (headway submit --name " + name +
+                    "-2 -f ...), run that job again under the next free name (headway rerun " +
                     name + "), or delete it once it has ended (headway delete job " + name + ")");
   }
   generation_ += 1;

@@ -43,11 +43,11 @@
 #include "sched/elastic.h"
 #include "sched/run_time_history.h"
 #include "sched/scheduler.h"
+#include "server/control_loop.h"
 #include "server/ingest_writer.h"
 #include "server/marker_scanner.h"
 #include "server/progress_tracker.h"
 #include "store/store.h"
-#include "server/control_loop.h"
 
 namespace headway {
 
@@ -266,9 +266,8 @@ class JobController final : public api::JobService {
   void QueueResize(const Job& job, Work& work);
   // Carries out the sizing decision's resizes: new GPU grants, stored with
   // a Resized event, then handed to the executor.
-  void ApplyResizes(const std::vector<sched::Resize>& resizes,
-                    std::map<std::string, Job*>& by_name, std::vector<bool>& used, Work& work,
-                    Time now);
+  void ApplyResizes(const std::vector<sched::Resize>& resizes, std::map<std::string, Job*>& by_name,
+                    std::vector<bool>& used, Work& work, Time now);
   void PublishPool(sched::ClusterState state, const std::vector<Job>& active,
                    sched::Decision decision);
   JobEvent Event(const Job& job, std::string type, std::string message) const;
@@ -282,7 +281,7 @@ class JobController final : public api::JobService {
   const Clock& clock_;
   const ControllerOptions options_;
 
-  std::mutex mu_;  // serialises every job mutation
+  std::mutex mu_;          // serialises every job mutation
   ControlLoop loop_;       // Tick's
   ControlLoop pull_loop_;  // PullProgress's
   // Bumped by every change to a job outside the control loop, so a tick
@@ -293,8 +292,9 @@ class JobController final : public api::JobService {
   // What ElasticOf answers, copied from elastic_ at each decision, so the
   // API reads it without mu_.
   std::mutex elastic_view_mu_;
-  std::map<std::string, api::ElasticStatus, std::less<>> elastic_view_;  // guarded by elastic_view_mu_
-  std::map<std::string, Time> last_polled_;              // guarded by mu_
+  std::map<std::string, api::ElasticStatus, std::less<>>
+      elastic_view_;                         // guarded by elastic_view_mu_
+  std::map<std::string, Time> last_polled_;  // guarded by mu_
   // Jobs whose launch a restart interrupted and whose executor could not
   // tell yet whether it started: asked again each tick, never relaunched
   // until it answers.

@@ -33,7 +33,8 @@ std::vector<sched::ElasticJob> JobController::ElasticJobs(const std::vector<Job>
   std::vector<sched::ElasticJob> out;
   std::set<std::string> seen;
   for (const Job& job : active) {
-    if (!GrowsInRanks(job) || job.state != JobState::kRunning || job.executor_handle.empty()) continue;
+    if (!GrowsInRanks(job) || job.state != JobState::kRunning || job.executor_handle.empty())
+      continue;
     seen.insert(job.name());
     const int per_unit = job.spec.resources.gpus_per_process;
     const int units = static_cast<int>(job.gpu_ids.size()) / per_unit;
@@ -58,7 +59,8 @@ std::vector<sched::ElasticJob> JobController::ElasticJobs(const std::vector<Job>
       } else if (*view.step > memo.anchor->first) {
         const Duration span = *view.last_report_at - memo.anchor->second;
         const std::int64_t steps = *view.step - memo.anchor->first;
-        if (span >= kElasticMeasureSpan || (steps >= kElasticMeasureSteps && span > Duration::zero())) {
+        if (span >= kElasticMeasureSpan ||
+            (steps >= kElasticMeasureSteps && span > Duration::zero())) {
           memo.throughput[units] =
               static_cast<double>(steps) / std::chrono::duration<double>(span).count();
         }

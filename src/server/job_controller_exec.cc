@@ -1,5 +1,3 @@
-#include "server/job_controller.h"
-
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
@@ -11,6 +9,7 @@
 #include <tuple>
 
 #include "exec/ssh_server.h"
+#include "server/job_controller.h"
 #include "server/job_controller_support.h"
 
 namespace headway {
@@ -133,6 +132,5 @@ Result<std::shared_ptr<api::AttachedProcess>> JobController::Exec(std::string_vi
   };
   return attached;
 }
-
 
 }  // namespace headway

@@ -1,5 +1,3 @@
-#include "server/job_controller.h"
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -22,6 +20,7 @@
 #include "exec/local/local_executor.h"
 #include "exec/ssh_server.h"
 #include "lifecycle/retention.h"
+#include "server/job_controller.h"
 #include "server/job_controller_support.h"
 
 namespace headway {
@@ -435,6 +434,5 @@ void JobController::Launch(const PendingLaunch& pending, Work& work) {
   step.Then(lifecycle::Observe(job, memo, *status, false, clock_.Now()));
   (void)Apply(job, std::move(step), work);
 }
-
 
 }  // namespace headway

@@ -1,5 +1,3 @@
-#include "server/job_controller.h"
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -22,6 +20,7 @@
 #include "exec/local/local_executor.h"
 #include "exec/ssh_server.h"
 #include "lifecycle/retention.h"
+#include "server/job_controller.h"
 
 namespace headway {
 
@@ -178,7 +177,6 @@ lifecycle::Step JobController::ScanMarkers(const Job& job, bool final) {
   return step;
 }
 
-
 void JobController::PullProgress() {
   std::vector<Job> jobs;
   {
@@ -254,6 +252,5 @@ void JobController::PullProgress() {
 void JobController::RunPullLoop(Duration period) {
   pull_loop_.Run(period, [this] { PullProgress(); });
 }
-
 
 }  // namespace headway

@@ -1,5 +1,3 @@
-#include "server/job_controller.h"
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -22,6 +20,7 @@
 #include "exec/local/local_executor.h"
 #include "exec/ssh_server.h"
 #include "lifecycle/retention.h"
+#include "server/job_controller.h"
 #include "server/job_controller_support.h"
 
 namespace headway {
@@ -138,6 +137,5 @@ void JobController::CollectFinished(Time now) {
     RemoveDir(moved);
   }
 }
-
 
 }  // namespace headway

@@ -45,7 +45,7 @@ class MarkerScanner {
     explicit Cursor(const std::string& path) : file(path) {}
     LogCursor file;
     std::string partial;
-    bool rotated = false;  // reported in `rotated` already
+    bool rotated = false;                  // reported in `rotated` already
     std::int64_t stdout_observations = 0;  // lines read for stdout metrics so far
     std::chrono::steady_clock::time_point last_scan;
   };

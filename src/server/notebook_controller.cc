@@ -92,8 +92,8 @@ Result<json> ReadServerFile(const std::string& data_dir, const std::string& job)
   ::close(fd);
   json j = json::parse(text, nullptr, false);
   if (!j.is_object() || !j.contains("port") || !j["port"].is_number_integer() ||
-      !j.contains("base_url") ||
-      !j["base_url"].is_string() || !j["base_url"].get<std::string>().starts_with("/")) {
+      !j.contains("base_url") || !j["base_url"].is_string() ||
+      !j["base_url"].get<std::string>().starts_with("/")) {
     return Unavailable("its server's start-up file is not readable yet");
   }
   int port = j["port"].get<int>();
@@ -111,7 +111,11 @@ std::string Seconds(Duration d) {
 
 std::vector<std::string> NotebookCommand(const std::string& python, const std::string& notebook,
                                          bool jupyterhub, bool every_interface) {
-  return {python, "-c", kLauncher, notebook, jupyterhub ? "jupyterhub" : "headway",
+  return {python,
+          "-c",
+          kLauncher,
+          notebook,
+          jupyterhub ? "jupyterhub" : "headway",
           every_interface ? "0.0.0.0" : "127.0.0.1"};
 }
 
@@ -141,11 +145,12 @@ api::NotebookView NotebookController::View(const NotebookRecord& record) {
   }
   std::lock_guard lock(mu_);
   auto it = live_.find(record.name);
-  if (record.state == NotebookState::kRunning && it != live_.end() && it->second.job == record.job) {
+  if (record.state == NotebookState::kRunning && it != live_.end() &&
+      it->second.job == record.job) {
     view.ready = it->second.ready;
     if (view.ready && !record.hub_user.empty()) {
-      view.server_url = "http://" + it->second.endpoint.host + ":" +
-                        std::to_string(it->second.endpoint.port);
+      view.server_url =
+          "http://" + it->second.endpoint.host + ":" + std::to_string(it->second.endpoint.port);
     }
     view.idle_since = it->second.idle_since;
     view.cull_at = it->second.cull_at;
@@ -163,23 +168,28 @@ Result<api::NotebookView> NotebookController::Start(const api::NotebookStartRequ
       request.profile.empty() ? &options_.profiles.front() : ProfileNamed(request.profile);
   if (profile == nullptr) {
     std::string names;
-    for (const NotebookProfile& p : options_.profiles) names += (names.empty() ? "" : ", ") + p.name;
-    return InvalidArgument("unknown notebook profile '" + request.profile + "' (profiles: " +
-                           names + ")");
+    for (const NotebookProfile& p : options_.profiles)
+      names += (names.empty() ? "" : ", ") + p.name;
+    return InvalidArgument("unknown notebook profile '" + request.profile +
+                           "' (profiles: " + names + ")");
   }
   if (!request.hub_user.empty() &&
       (!IsValidJobName(request.hub_user) || request.hub_user.size() > 40)) {
-    return InvalidArgument("a JupyterHub user must be 1-40 lowercase letters, digits or '-' "
-                           "(the spawner maps hub names to these), got '" + request.hub_user + "'");
+    return InvalidArgument(
+        "a JupyterHub user must be 1-40 lowercase letters, digits or '-' "
+        "(the spawner maps hub names to these), got '" +
+        request.hub_user + "'");
   }
   if (request.hub_user.empty() && !request.server_env.empty()) {
     return InvalidArgument("a server environment is for JupyterHub notebooks only");
   }
   std::size_t env_bytes = 0;
   for (const auto& [key, value] : request.server_env) {
-    bool good = !key.empty() && key.size() <= 128 && !std::isdigit(static_cast<unsigned char>(key[0]));
-    for (char c : key) good = good && (std::isupper(static_cast<unsigned char>(c)) ||
-                                       std::isdigit(static_cast<unsigned char>(c)) || c == '_');
+    bool good =
+        !key.empty() && key.size() <= 128 && !std::isdigit(static_cast<unsigned char>(key[0]));
+    for (char c : key)
+      good = good && (std::isupper(static_cast<unsigned char>(c)) ||
+                      std::isdigit(static_cast<unsigned char>(c)) || c == '_');
     if (!good) return InvalidArgument("environment variable name '" + key + "' is not valid");
     env_bytes += key.size() + value.size();
   }
@@ -187,7 +197,8 @@ Result<api::NotebookView> NotebookController::Start(const api::NotebookStartRequ
     return InvalidArgument("the server environment is limited to 100 variables and 64 KiB");
   }
   // A hub notebook's home is its hub user's (whoever's token the spawner holds).
-  const std::string creator = request.hub_user.empty() ? created_by : "jupyterhub/" + request.hub_user;
+  const std::string creator =
+      request.hub_user.empty() ? created_by : "jupyterhub/" + request.hub_user;
   int gpus = request.gpus.value_or(profile->gpus);
   if (gpus < 0 || gpus > profile->gpus) {
     return InvalidArgument("profile '" + profile->name + "' allows at most " +
@@ -378,7 +389,7 @@ std::string NotebookController::OwnCustomScript(std::string_view name) {
 }
 
 Result<std::map<std::string, std::string>> NotebookController::ServerEnv(std::string_view name,
-                                                                          std::string_view job) {
+                                                                         std::string_view job) {
   auto record = store_.GetNotebook(name);
   if (!record.ok()) return record.status();
   if (record->job != job || record->state != NotebookState::kRunning) {
@@ -434,7 +445,8 @@ Status NotebookController::Probe(const NotebookRecord& record, const Job& job, L
   // The token the server was given: Headway's own, or the hub's for its server.
   json env = json::parse(record.server_env_json, nullptr, false);
   if (env.is_object()) {
-    endpoint.token = env.value(record.hub_user.empty() ? "JUPYTER_TOKEN" : "JUPYTERHUB_API_TOKEN", "");
+    endpoint.token =
+        env.value(record.hub_user.empty() ? "JUPYTER_TOKEN" : "JUPYTERHUB_API_TOKEN", "");
   }
   if (endpoint.token.empty()) return Internal("the notebook's server token is not recorded");
   endpoint.team = record.team;
@@ -489,19 +501,17 @@ void NotebookController::CheckIdle(NotebookRecord& record, const Job& job, Live&
       live.cull_at = std::max(*live.cull_at, *record.cull_warned_at + profile->cull_warning);
     }
   }
-  const std::string gpus_said =
-      job.gpu_ids.empty() ? "no GPUs"
-      : gpu_signal        ? "GPUs idle"
-                          : "GPU utilisation unknown, judged by its kernels";
+  const std::string gpus_said = job.gpu_ids.empty() ? "no GPUs"
+                                : gpu_signal        ? "GPUs idle"
+                                             : "GPU utilisation unknown, judged by its kernels";
   if (verdict.action == IdleVerdict::Action::kWarn) {
     record.cull_warned_at = now;
     if (!store_.SaveNotebook(record).ok()) return;
-    (void)jobs_.AddEvent(job.name(), "NotebookIdle",
-                         "notebook " + record.name + " has been idle for " +
-                             FormatDuration(verdict.idle_for) + " (kernels idle, " + gpus_said +
-                             "): it will be culled at " +
-                             FormatRfc3339(live.cull_at.value_or(now)) +
-                             " unless used; its home is kept");
+    (void)jobs_.AddEvent(
+        job.name(), "NotebookIdle",
+        "notebook " + record.name + " has been idle for " + FormatDuration(verdict.idle_for) +
+            " (kernels idle, " + gpus_said + "): it will be culled at " +
+            FormatRfc3339(live.cull_at.value_or(now)) + " unless used; its home is kept");
   } else if (verdict.action == IdleVerdict::Action::kCull) {
     record.state = NotebookState::kCulled;
     record.message = "culled after " + FormatDuration(verdict.idle_for) + " idle (" + gpus_said +
@@ -528,11 +538,11 @@ void NotebookController::Tick() {
       auto found = jobs_.Get(record.job);
       if (!found.ok() || IsTerminal(found->state)) {
         record.state = NotebookState::kFailed;
-        record.message =
-            !found.ok() ? "its server's job " + record.job + " is gone"
-                        : "its server ended (" + std::string(JobStateName(found->state)) +
-                              (found->reason.empty() ? "" : ": " + found->reason) +
-                              (found->message.empty() ? "" : ", " + found->message) + ")";
+        record.message = !found.ok()
+                             ? "its server's job " + record.job + " is gone"
+                             : "its server ended (" + std::string(JobStateName(found->state)) +
+                                   (found->reason.empty() ? "" : ": " + found->reason) +
+                                   (found->message.empty() ? "" : ", " + found->message) + ")";
         (void)store_.SaveNotebook(record);
         live_.erase(record.name);
         continue;
@@ -547,8 +557,8 @@ void NotebookController::Tick() {
     }
     if (job.state != JobState::kRunning) continue;
     const Time now = clock_.Now();
-    const bool due = !live.ready || !live.last_check ||
-                     now - *live.last_check >= options_.check_interval;
+    const bool due =
+        !live.ready || !live.last_check || now - *live.last_check >= options_.check_interval;
     if (!due) continue;
     // Outside the lock: the server may take its timeout to answer, and the
     // proxy asks for endpoints all the while.

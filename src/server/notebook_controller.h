@@ -28,8 +28,8 @@
 #include "api/notebook_service.h"
 #include "core/notebook.h"
 #include "core/time.h"
-#include "store/store.h"
 #include "server/control_loop.h"
+#include "store/store.h"
 
 namespace headway {
 

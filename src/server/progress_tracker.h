@@ -76,10 +76,10 @@ class ProgressTracker {
 
  private:
   struct State {
-    std::vector<StepPoint> steps;                     // ascending, at most kStepTail * 9/8
-    std::vector<progress::MetricSample> loss;         // ascending, at most kLossTail * 9/8
-    std::vector<progress::MetricSample> grad_norm;    // ascending, at most kLossTail * 9/8
-    std::vector<progress::MetricSample> eval_loss;    // ascending, at most kLossTail * 9/8
+    std::vector<StepPoint> steps;                   // ascending, at most kStepTail * 9/8
+    std::vector<progress::MetricSample> loss;       // ascending, at most kLossTail * 9/8
+    std::vector<progress::MetricSample> grad_norm;  // ascending, at most kLossTail * 9/8
+    std::vector<progress::MetricSample> eval_loss;  // ascending, at most kLossTail * 9/8
     // The series the spec names as its objective (policies.objective), once known.
     std::string objective_metric;
     std::vector<progress::MetricSample> objective;
@@ -89,7 +89,7 @@ class ProgressTracker {
     // A loss report that said NaN since the last verdict (ticks may fall
     // between it and the finite losses after it): announced at once.
     std::optional<std::int64_t> nan_at;
-    std::map<std::string, MetricPoint> latest;        // by metric name: highest step
+    std::map<std::string, MetricPoint> latest;  // by metric name: highest step
     std::optional<std::int64_t> total_steps;
     std::optional<double> epoch, total_epochs;
     // When the newest report reached the server, by its clock (after a

@@ -80,10 +80,12 @@ Result<std::map<std::string, QueueConfig>> ParseQueueMappings(
         if (comma == std::string::npos) comma = opts.size();
         std::string kv = opts.substr(start, comma - start);
         auto e = kv.find('=');
-        if (e == std::string::npos) return InvalidArgument("--queue option '" + kv + "' must be key=value");
+        if (e == std::string::npos)
+          return InvalidArgument("--queue option '" + kv + "' must be key=value");
         std::string key = kv.substr(0, e);
         if (key != "partition" && key != "account" && key != "qos") {
-          return InvalidArgument("--queue option '" + key + "' is not one of partition, account, qos");
+          return InvalidArgument("--queue option '" + key +
+                                 "' is not one of partition, account, qos");
         }
         q.options[key] = kv.substr(e + 1);
         start = comma + 1;
@@ -94,7 +96,8 @@ Result<std::map<std::string, QueueConfig>> ParseQueueMappings(
   return queues;
 }
 
-Result<std::map<std::string, sched::QueueQuota>> ParseQuotas(const std::vector<std::string>& quotas) {
+Result<std::map<std::string, sched::QueueQuota>> ParseQuotas(
+    const std::vector<std::string>& quotas) {
   std::map<std::string, sched::QueueQuota> out;
   auto number = [](const std::string& text, double& value) {
     char* end = nullptr;
@@ -110,7 +113,8 @@ Result<std::map<std::string, sched::QueueQuota>> ParseQuotas(const std::vector<s
     auto colon = rest.find(':');
     sched::QueueQuota quota;
     double gpus = 0;
-    if (!number(rest.substr(0, colon), gpus) || gpus != std::floor(gpus)) return InvalidArgument(usage);
+    if (!number(rest.substr(0, colon), gpus) || gpus != std::floor(gpus))
+      return InvalidArgument(usage);
     quota.nominal_gpus = static_cast<int>(gpus);
     if (colon != std::string::npos) {
       std::string opts = rest.substr(colon + 1);
@@ -121,7 +125,8 @@ Result<std::map<std::string, sched::QueueQuota>> ParseQuotas(const std::vector<s
         std::string kv = opts.substr(start, comma - start);
         auto e = kv.find('=');
         double value = 0;
-        if (e == std::string::npos || !number(kv.substr(e + 1), value)) return InvalidArgument(usage);
+        if (e == std::string::npos || !number(kv.substr(e + 1), value))
+          return InvalidArgument(usage);
         std::string key = kv.substr(0, e);
         if (key == "borrow" && value == std::floor(value)) {
           quota.borrowing_limit = static_cast<int>(value);
@@ -243,7 +248,8 @@ class DataDirLock {
       char holder[256] = {};
       ssize_t n = ::pread(fd, holder, sizeof holder - 1, 0);
       ::close(fd);
-      if (error != EWOULDBLOCK) return Unavailable("cannot lock " + path + ": " + std::strerror(error));
+      if (error != EWOULDBLOCK)
+        return Unavailable("cannot lock " + path + ": " + std::strerror(error));
       std::string who = n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : "";
       while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) who.pop_back();
       return Conflict("another headway server (" + (who.empty() ? "starting" : who) +
@@ -346,14 +352,17 @@ std::optional<int> FollowUntilLeading(Leadership& leadership, const std::string&
       url = leader->url;
     }
     if (url.empty()) {
-      return api::HttpResponse{503, "application/json",
+      return api::HttpResponse{503,
+                               "application/json",
                                R"({"error":{"code":"Unavailable","message":"no server leads yet; )"
                                R"(try again in a moment"}})",
-                               {{"Retry-After", "1"}}, nullptr};
+                               {{"Retry-After", "1"}},
+                               nullptr};
     }
     auto host_port = HttpHostPort(url);
     if (!host_port || !req.body_file.empty()) {
-      return api::HttpResponse{307, "application/json", "", {{"Location", url + req.target}}, nullptr};
+      return api::HttpResponse{
+          307, "application/json", "", {{"Location", url + req.target}}, nullptr};
     }
     api::HttpResponse response;
     response.proxy = std::make_shared<api::ProxyTarget>();
@@ -367,7 +376,8 @@ std::optional<int> FollowUntilLeading(Leadership& leadership, const std::string&
     auto led = leadership.TryLead(self, clock.Now());
     if (led.ok() && *led) {
       ready.store(nullptr);  // "starting" (503) until the API is ready
-      spdlog::info("leading: this server now schedules and runs jobs (others reach it at {})", self);
+      spdlog::info("leading: this server now schedules and runs jobs (others reach it at {})",
+                   self);
       return std::nullopt;
     }
     if (!led.ok() && !unreachable) {
@@ -484,10 +494,11 @@ int RunServer(const ServerConfig& config) {
     // Before any thread starts: the probe forks.
     Status isolation = CheckJobIsolation(config.isolate_job_network);
     if (!isolation.ok()) {
-      spdlog::error("jobs cannot be isolated on this machine: {}; start the server with "
-                    "--isolation=none to run them without namespaces (they can then read the "
-                    "server's files{})",
-                    isolation.message(), root ? "" : " as its own user");
+      spdlog::error(
+          "jobs cannot be isolated on this machine: {}; start the server with "
+          "--isolation=none to run them without namespaces (they can then read the "
+          "server's files{})",
+          isolation.message(), root ? "" : " as its own user");
       return 1;
     }
   } else {
@@ -499,8 +510,9 @@ int RunServer(const ServerConfig& config) {
     return 2;
   }
   if (config.job_outbound && !(config.isolate_jobs && config.isolate_job_network)) {
-    spdlog::warn("--job-outbound=public changes nothing: jobs share the host's network "
-                 "(--job-network=host or --isolation=none) and reach whatever it reaches");
+    spdlog::warn(
+        "--job-outbound=public changes nothing: jobs share the host's network "
+        "(--job-network=host or --isolation=none) and reach whatever it reaches");
   }
   if (!config.job_outbound_allow.empty() && !config.job_outbound) {
     spdlog::warn("--job-outbound-allow changes nothing without --job-outbound=public");
@@ -526,7 +538,9 @@ int RunServer(const ServerConfig& config) {
     gpus = static_cast<int>(detected.size());
     gpu_device_minors = DeviceMinorsByIndex(detected, ReadNvidiaDeviceMinors());
     for (const auto& g : detected) spdlog::info("GPU {}: {} {}", g.index, g.name, g.uuid);
-    if (gpus == 0) spdlog::info("no GPUs found; jobs that request GPUs are refused (--gpus N adds logical ones)");
+    if (gpus == 0)
+      spdlog::info(
+          "no GPUs found; jobs that request GPUs are refused (--gpus N adds logical ones)");
   }
   std::unique_ptr<CommandRunner> runner = MakeProcessRunner();
   std::map<std::string, std::unique_ptr<Executor>> owned;
@@ -566,7 +580,6 @@ int RunServer(const ServerConfig& config) {
     executors[name] = executor->get();
     owned[name] = std::move(executor.value());
   }
-
 
   // Block the stop signals in every thread; the main thread waits for them.
   sigset_t stop_signals;
@@ -653,7 +666,8 @@ int RunServer(const ServerConfig& config) {
   // checked, then moved into the store; leftovers of a crash are removed.
   namespace fs = std::filesystem;
   const std::string upload_dir =
-      (fs::path(config.data_dir) / "uploads" / (replicated ? ReplicaName() : std::string())).string();
+      (fs::path(config.data_dir) / "uploads" / (replicated ? ReplicaName() : std::string()))
+          .string();
   {
     std::error_code ec;
     if (replicated) RemoveDeadReplicasUploads((fs::path(config.data_dir) / "uploads").string());
@@ -676,8 +690,9 @@ int RunServer(const ServerConfig& config) {
     const char* secret = std::getenv("AWS_SECRET_ACCESS_KEY");
     const char* session = std::getenv("AWS_SESSION_TOKEN");
     if (key_id == nullptr || secret == nullptr || !*key_id || !*secret) {
-      spdlog::error("--artifact-store s3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in "
-                    "the server's environment");
+      spdlog::error(
+          "--artifact-store s3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in "
+          "the server's environment");
       return 1;
     }
     s3.client.credentials = {key_id, secret, session ? session : ""};
@@ -734,17 +749,17 @@ int RunServer(const ServerConfig& config) {
   http_options.max_file_body_bytes = config.max_upload_bytes;
   http_options.tls_cert_file = config.tls_cert_file;
   http_options.tls_key_file = config.tls_key_file;
-  auto server = api::HttpServer::Start(
-      http_options,
-      [&ready](const api::HttpRequest& req) {
-        const api::HttpHandler* handler = ready.load();
-        if (handler == nullptr) {
-          return api::HttpResponse{503, "application/json",
-                                   R"({"error":{"code":"Unavailable","message":"starting"}})",
-                                   {}, nullptr};
-        }
-        return (*handler)(req);
-      });
+  auto server = api::HttpServer::Start(http_options, [&ready](const api::HttpRequest& req) {
+    const api::HttpHandler* handler = ready.load();
+    if (handler == nullptr) {
+      return api::HttpResponse{503,
+                               "application/json",
+                               R"({"error":{"code":"Unavailable","message":"starting"}})",
+                               {},
+                               nullptr};
+    }
+    return (*handler)(req);
+  });
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
     return 1;
@@ -766,11 +781,10 @@ int RunServer(const ServerConfig& config) {
     options.ca_file = *published;
   }
   if (leadership) {
-    const std::string peer_url =
-        config.peer_address.empty()
-            ? options.advertise_url
-            : (tls ? "https://" : "http://") + config.peer_address + ":" +
-                  std::to_string((*server)->port());
+    const std::string peer_url = config.peer_address.empty()
+                                     ? options.advertise_url
+                                     : (tls ? "https://" : "http://") + config.peer_address + ":" +
+                                           std::to_string((*server)->port());
     std::optional<int> stopped =
         FollowUntilLeading(*leadership, peer_url, clock, stop_signals, ready, forward_handler);
     if (stopped) {
@@ -807,7 +821,8 @@ int RunServer(const ServerConfig& config) {
   workflow_bounds.max_status_bytes = config.max_workflow_status_bytes;
   workflows->SetBounds(workflow_bounds);
   workflows->SetRunStepImages(config.workflow_images_run);
-  experiments = std::make_unique<ExperimentController>(**store, *controller, clock, workflows.get());
+  experiments =
+      std::make_unique<ExperimentController>(**store, *controller, clock, workflows.get());
   NotebookControllerOptions notebook_options;
   notebook_options.data_dir = config.data_dir;
   notebook_options.check_interval = config.notebook_check_interval;
@@ -830,9 +845,9 @@ int RunServer(const ServerConfig& config) {
   }
   notebooks = std::make_unique<NotebookController>(**store, *controller, clock,
                                                    std::move(notebook_options));
-  GpuIdleWatcher gpu_idle(*controller, clock,
-                          {.check_interval = config.gpu_idle_check_interval,
-                           .gpu_utilization = gpu_utilization});
+  GpuIdleWatcher gpu_idle(
+      *controller, clock,
+      {.check_interval = config.gpu_idle_check_interval, .gpu_utilization = gpu_utilization});
   api::RestApiOptions api_options;
   api_options.notebooks = notebooks.get();
   api_options.tls = tls;
@@ -851,9 +866,10 @@ int RunServer(const ServerConfig& config) {
     api_options.notebook_domain = api::HostOfHeader(config.notebook_domain);
   }
   if (api_options.notebook_domain.empty()) {
-    spdlog::warn("notebooks are served under this server's own origin, so a notebook's pages "
-                 "(and what its team puts in them) share it with the dashboard: give them their "
-                 "own with --notebook-domain DOMAIN");
+    spdlog::warn(
+        "notebooks are served under this server's own origin, so a notebook's pages "
+        "(and what its team puts in them) share it with the dashboard: give them their "
+        "own with --notebook-domain DOMAIN");
   } else {
     spdlog::info("notebook NAME is served at its own origin, NAME.{}", api_options.notebook_domain);
   }
@@ -902,9 +918,9 @@ int RunServer(const ServerConfig& config) {
                                      [&] { return lead_watch_stop; })) {
         auto leading = leadership->StillLeading();
         if (leading.ok() && *leading) continue;
-        spdlog::critical("lost the lead ({}): stopping now; another server takes over",
-                         leading.ok() ? "the database ended this server's session"
-                                      : leading.status().message());
+        spdlog::critical(
+            "lost the lead ({}): stopping now; another server takes over",
+            leading.ok() ? "the database ended this server's session" : leading.status().message());
         std::_Exit(75);
       }
     });

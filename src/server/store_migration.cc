@@ -15,7 +15,8 @@ int RunStoreMigration(const std::string& from_url, const std::string& to_url, st
   }
   out << "copying " << RedactedStoreUrl(from_url) << " to " << RedactedStoreUrl(to_url) << "\n";
   out << std::left << std::setw(20) << "TABLE" << std::right << std::setw(12) << "ROWS"
-      << std::setw(12) << "COPIED" << "  SHA256 (BOTH SIDES)\n";
+      << std::setw(12) << "COPIED"
+      << "  SHA256 (BOTH SIDES)\n";
   const auto start = std::chrono::steady_clock::now();
   std::int64_t rows = 0;
   auto copied = CopyStore(from_url, to_url, [&](const StoreTableCopy& t) {

@@ -117,8 +117,7 @@ Result<std::string> UserTokens::CreateSignInLink(const UserToken& owner, Duratio
 }
 
 Result<std::pair<UserToken, std::string>> UserTokens::NewSession(const UserToken& owner,
-                                                                 std::string prefix,
-                                                                 Duration ttl) {
+                                                                 std::string prefix, Duration ttl) {
   Time now = clock_.Now();
   UserToken session;
   // 48 random bits: names are not secrets, they only need to be distinct.

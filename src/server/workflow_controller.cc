@@ -1,5 +1,4 @@
 #include "server/workflow_controller.h"
-#include "server/workflow_shared.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -19,6 +18,7 @@
 #include "core/job_spec_json.h"
 #include "core/job_spec_parser.h"
 #include "core/terminal_text.h"
+#include "server/workflow_shared.h"
 #include "workflow/cron.h"
 #include "workflow/manifest.h"
 #include "workflow/progress.h"
@@ -30,9 +30,9 @@ namespace {
 using nlohmann::json;
 namespace wf = workflow;
 using workflow_shared::ArgoTime;
+using workflow_shared::CheckPlannedNodes;
 using workflow_shared::kInputsDir;
 using workflow_shared::OpenDirNoFollow;
-using workflow_shared::CheckPlannedNodes;
 using workflow_shared::PoolRequestOf;
 using workflow_shared::RandomNameSuffix;
 using workflow_shared::SpecOf;
@@ -80,7 +80,6 @@ std::optional<std::string> ReadPlainFile(int dirfd, const char* name) {
   return out;
 }
 
-
 const char* ShutdownName(wf::Shutdown s) {
   switch (s) {
     case wf::Shutdown::kStop:
@@ -99,7 +98,6 @@ std::string ArgoPhase(wf::NodePhase phase) {
   if (phase == wf::NodePhase::kPending) return "Running";
   return std::string(wf::NodePhaseName(phase));
 }
-
 
 json StatusJson(const wf::WorkflowState& state, const std::string& namespace_,
                 const std::string& progress) {
@@ -172,7 +170,8 @@ std::vector<std::string> StepCommand(const wf::JobToCreate& job, const std::stri
   const std::string t = in_image ? std::string(kContainerBusybox) + " " : "";
   std::string script =
       "d=\"$1\"; kind=\"$2\"; source=\"$3\"; in=\"$4\"; shift 4\n"
-      "" + t + "rm -rf \"$d\" && " + t + "mkdir -p \"$d/parameters\" \"$d/artifacts\" || exit 1\n";
+      "" +
+      t + "rm -rf \"$d\" && " + t + "mkdir -p \"$d/parameters\" \"$d/artifacts\" || exit 1\n";
   // Input artifacts: a directory comes as NAME.tar, a file as NAME.
   for (const wf::InputArtifact& a : job.input_artifacts) {
     const std::string path = ShellQuote(a.path), staged = "\"$in/\"" + ShellQuote(a.name);
@@ -183,17 +182,23 @@ std::vector<std::string> StepCommand(const wf::JobToCreate& job, const std::stri
   }
   script +=
       "if [ \"$kind\" = script ]; then\n"
-      "  printf '%s' \"$source\" > \"$d/script\" && " + t + "chmod 0755 \"$d/script\" || exit 1\n"
+      "  printf '%s' \"$source\" > \"$d/script\" && " +
+      t +
+      "chmod 0755 \"$d/script\" || exit 1\n"
       "  set -- \"$@\" \"$d/script\"\n"
       "fi\n"
       "unset source\n" +
-      t + "mkfifo \"$d/stdout.fifo\" || exit 1\n"
-      "{ " + t + "head -c " +
-      std::to_string(kMaxOutputRead) +
-      " > \"$d/stdout\"; " + t + "cat > /dev/null; } < \"$d/stdout.fifo\" & h=$!\n"
-      "{ \"$@\"; echo $? > \"$d/exit-code\"; } | " + t + "tee \"$d/stdout.fifo\"\n"
+      t +
+      "mkfifo \"$d/stdout.fifo\" || exit 1\n"
+      "{ " +
+      t + "head -c " + std::to_string(kMaxOutputRead) + " > \"$d/stdout\"; " + t +
+      "cat > /dev/null; } < \"$d/stdout.fifo\" & h=$!\n"
+      "{ \"$@\"; echo $? > \"$d/exit-code\"; } | " +
+      t +
+      "tee \"$d/stdout.fifo\"\n"
       "wait $h\n"
-      "rc=$(" + t + "cat \"$d/exit-code\" 2>/dev/null || echo 1)\n";
+      "rc=$(" +
+      t + "cat \"$d/exit-code\" 2>/dev/null || echo 1)\n";
   for (const auto& [name, path] : job.output_paths) {
     script += "[ -f " + ShellQuote(path) + " ] && " + t + "cp -- " + ShellQuote(path) +
               " \"$d/parameters/\"" + ShellQuote(name) + "\n";
@@ -211,9 +216,9 @@ std::vector<std::string> StepCommand(const wf::JobToCreate& job, const std::stri
   } else {
     argv = {"/bin/sh"};
   }
-  argv.insert(argv.end(), {"-c", script, "headway-step", step_dir,
-                           job.script_source ? "script" : "container",
-                           job.script_source.value_or(""), inputs_dir});
+  argv.insert(argv.end(),
+              {"-c", script, "headway-step", step_dir, job.script_source ? "script" : "container",
+               job.script_source.value_or(""), inputs_dir});
   argv.insert(argv.end(), job.spec.command.begin(), job.spec.command.end());
   argv.insert(argv.end(), job.spec.args.begin(), job.spec.args.end());
   return argv;

@@ -35,10 +35,10 @@
 #include "api/watch_cache.h"
 #include "api/workflow_service.h"
 #include "core/time.h"
+#include "server/control_loop.h"
 #include "store/store.h"
 #include "workflow/engine.h"
 #include "workflow/workflow.h"
-#include "server/control_loop.h"
 
 namespace headway {
 
@@ -102,7 +102,8 @@ class WorkflowController final : public api::WorkflowService {
   Result<api::WorkflowView> StopWorkflow(std::string_view name, bool terminate) override;
   Result<api::WorkflowView> RetryWorkflow(std::string_view name,
                                           const api::WorkflowRetry& retry) override;
-  Result<api::WorkflowView> ResubmitWorkflow(std::string_view name, const api::WorkflowResubmit& how,
+  Result<api::WorkflowView> ResubmitWorkflow(std::string_view name,
+                                             const api::WorkflowResubmit& how,
                                              const std::string& created_by) override;
   // WorkflowTemplates and CronWorkflows.
   Result<api::ManifestView> CreateManifest(std::string_view kind, std::string_view manifest,
@@ -127,9 +128,9 @@ class WorkflowController final : public api::WorkflowService {
     workflow::Workflow manifest;
     workflow::WorkflowState state;
     std::map<std::string, std::string> saved_bodies;  // node id -> JSON last saved
-    bool stale = false;  // a save failed: read it again from the store
-    bool dirty = true;   // advance it next pass, whatever its jobs did
-    std::optional<Time> wake_at;  // a timer of the engine's (backoff, deadline, ...)
+    bool stale = false;                               // a save failed: read it again from the store
+    bool dirty = true;                                // advance it next pass, whatever its jobs did
+    std::optional<Time> wake_at;   // a timer of the engine's (backoff, deadline, ...)
     std::size_t status_bytes = 0;  // of the nodes as last saved
   };
 
@@ -185,15 +186,15 @@ class WorkflowController final : public api::WorkflowService {
   // Which workflow each job belongs to, for the jobs of workflows in live_
   // (entries of workflows gone since are harmless: nothing acts on them).
   std::map<std::string, std::string> job_owner_;  // guarded by mu_
-  WorkflowBounds bounds_;  // guarded by mu_
-  bool run_step_images_ = false;  // set before the loop starts
+  WorkflowBounds bounds_;                         // guarded by mu_
+  bool run_step_images_ = false;                  // set before the loop starts
   api::WatchCache* job_changes_ = nullptr;
   std::uint64_t seen_changes_ = 0;  // guarded by mu_: the watch cache version read so far
   Time last_full_pass_{};           // guarded by mu_
   // When this controller first ran the CronWorkflows: fire times before it
   // were missed while it was down (startingDeadlineSeconds decides those).
-  std::optional<Time> crons_since_;   // guarded by mu_
-  bool loaded_ = false;               // guarded by mu_: live_ read from the store
+  std::optional<Time> crons_since_;  // guarded by mu_
+  bool loaded_ = false;              // guarded by mu_: live_ read from the store
   // WorkflowTemplates read this pass (cleared at each Tick), by name.
   std::map<std::string, workflow::WorkflowTemplate> templates_;  // guarded by mu_
   // How long each team's templates' steps took lately (moving average), by

@@ -39,7 +39,8 @@ class SqlLeadership final : public Leadership {
 Result<std::unique_ptr<Leadership>> OpenLeadership(const std::string& url) {
   auto connection = sql::OpenConnection(url);
   if (!connection.ok()) return connection.status();
-  return std::unique_ptr<Leadership>(std::make_unique<SqlLeadership>(std::move(connection.value())));
+  return std::unique_ptr<Leadership>(
+      std::make_unique<SqlLeadership>(std::move(connection.value())));
 }
 
 }  // namespace headway

@@ -23,7 +23,8 @@ Result<std::unique_ptr<sql::Connection>> sql::OpenConnection(const std::string& 
   if (StartsWith(url, "sqlite://")) {
     std::string path = url.substr(std::string_view("sqlite://").size());
     if (path.empty() || path[0] != '/') {
-      return InvalidArgument("--store " + url + ": a SQLite URL names an absolute path, as in "
+      return InvalidArgument("--store " + url +
+                             ": a SQLite URL names an absolute path, as in "
                              "sqlite:///var/lib/headway/headway.db");
     }
     return OpenSqliteConnection(path);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -15,8 +16,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <functional>
 
 #include "core/access.h"
 #include "core/artifact.h"
@@ -155,8 +154,8 @@ class Store {
   // Idempotent on (name, version, job, attempt).
   virtual Status AddArtifactUse(const ArtifactUse& use) = 0;
   // The jobs that used `name` (every version when `version` is nullopt), oldest first.
-  virtual Result<std::vector<ArtifactUse>> ListArtifactUses(std::string_view name,
-                                                            std::optional<std::int64_t> version) = 0;
+  virtual Result<std::vector<ArtifactUse>> ListArtifactUses(
+      std::string_view name, std::optional<std::int64_t> version) = 0;
   // What `job` used, oldest first.
   virtual Result<std::vector<ArtifactUse>> ListJobArtifactUses(std::string_view job) = 0;
 

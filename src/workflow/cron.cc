@@ -24,8 +24,11 @@ struct Field {
 const Field kMinute{"minute", 0, 59, {}};
 const Field kHour{"hour", 0, 23, {}};
 const Field kDay{"day of month", 1, 31, {}};
-const Field kMonth{"month", 1, 12,
-                   {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"}};
+const Field kMonth{
+    "month",
+    1,
+    12,
+    {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"}};
 // 7 is Sunday too, as in most crons.
 const Field kWeekday{"day of week", 0, 7, {"sun", "mon", "tue", "wed", "thu", "fri", "sat"}};
 
@@ -42,7 +45,8 @@ std::vector<std::string_view> Split(std::string_view text, char sep) {
 }
 
 Status FieldError(const Field& field, std::string_view text, const std::string& why) {
-  return InvalidArgument("cron " + std::string(field.name) + " '" + std::string(text) + "': " + why);
+  return InvalidArgument("cron " + std::string(field.name) + " '" + std::string(text) +
+                         "': " + why);
 }
 
 Result<int> Value(const Field& field, std::string_view text) {
@@ -53,11 +57,12 @@ Result<int> Value(const Field& field, std::string_view text) {
   int value = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
-    return FieldError(field, text, "not a number" + std::string(field.names.empty() ? "" : " or a name"));
+    return FieldError(field, text,
+                      "not a number" + std::string(field.names.empty() ? "" : " or a name"));
   }
   if (value < field.min || value > field.max) {
-    return FieldError(field, text, "out of range " + std::to_string(field.min) + "-" +
-                                       std::to_string(field.max));
+    return FieldError(
+        field, text, "out of range " + std::to_string(field.min) + "-" + std::to_string(field.max));
   }
   return value;
 }
@@ -72,8 +77,8 @@ Status ParseField(const Field& field, std::string_view text, std::bitset<N>& bit
     if (range_step.size() > 2) return FieldError(field, part, "more than one '/'");
     int step = 1;
     if (range_step.size() == 2) {
-      auto [end, error] = std::from_chars(range_step[1].data(),
-                                          range_step[1].data() + range_step[1].size(), step);
+      auto [end, error] =
+          std::from_chars(range_step[1].data(), range_step[1].data() + range_step[1].size(), step);
       if (range_step[1].empty() || error != std::errc() ||
           end != range_step[1].data() + range_step[1].size() || step < 1) {
         return FieldError(field, part, "the step must be a whole number from 1");
@@ -96,7 +101,8 @@ Status ParseField(const Field& field, std::string_view text, std::bitset<N>& bit
         high = low;  // a single value; "a/n" runs from a to the field's end
       }
     }
-    for (int v = low; v <= high; v += step) bits.set(static_cast<std::size_t>(v == 7 && N == 7 ? 0 : v));
+    for (int v = low; v <= high; v += step)
+      bits.set(static_cast<std::size_t>(v == 7 && N == 7 ? 0 : v));
   }
   return Status::Ok();
 }
@@ -126,17 +132,23 @@ Result<CronSchedule> CronSchedule::Parse(std::string_view spec) {
   if (spec.rfind("@every ", 0) == 0) {
     auto every = ParseDuration(Trim(spec.substr(7)));
     if (!every || *every < std::chrono::seconds(1)) {
-      return InvalidArgument("cron '@every' needs a duration of a second or more, e.g. 90s or 1h30m");
+      return InvalidArgument(
+          "cron '@every' needs a duration of a second or more, e.g. 90s or 1h30m");
     }
     out.every_ = *every;
     return out;
   }
   std::string_view fields_text = spec;
-  if (spec == "@yearly" || spec == "@annually") fields_text = "0 0 1 1 *";
-  else if (spec == "@monthly") fields_text = "0 0 1 * *";
-  else if (spec == "@weekly") fields_text = "0 0 * * 0";
-  else if (spec == "@daily" || spec == "@midnight") fields_text = "0 0 * * *";
-  else if (spec == "@hourly") fields_text = "0 * * * *";
+  if (spec == "@yearly" || spec == "@annually")
+    fields_text = "0 0 1 1 *";
+  else if (spec == "@monthly")
+    fields_text = "0 0 1 * *";
+  else if (spec == "@weekly")
+    fields_text = "0 0 * * 0";
+  else if (spec == "@daily" || spec == "@midnight")
+    fields_text = "0 0 * * *";
+  else if (spec == "@hourly")
+    fields_text = "0 * * * *";
   else if (!spec.empty() && spec.front() == '@') {
     return InvalidArgument("unknown cron descriptor '" + std::string(spec) +
                            "' (known: @yearly, @annually, @monthly, @weekly, @daily, @midnight, "
@@ -150,9 +162,10 @@ Result<CronSchedule> CronSchedule::Parse(std::string_view spec) {
     if (!f.empty()) fields.push_back(f);
   }
   if (fields.size() != 5) {
-    return InvalidArgument("a cron schedule has 5 fields (minute hour day-of-month month "
-                           "day-of-week), '" + std::string(spec) + "' has " +
-                           std::to_string(fields.size()));
+    return InvalidArgument(
+        "a cron schedule has 5 fields (minute hour day-of-month month "
+        "day-of-week), '" +
+        std::string(spec) + "' has " + std::to_string(fields.size()));
   }
   bool star = false;
   HEADWAY_RETURN_IF_ERROR(ParseField(kMinute, fields[0], out.minutes_, star));
@@ -194,7 +207,8 @@ std::optional<Time> CronSchedule::NextInRealTime(Time after, const date::time_zo
       continue;
     }
     const int minute = static_cast<int>((local - floor<hours>(local)).count());
-    if (minutes_[static_cast<std::size_t>(minute)]) return Time(duration_cast<Duration>(t.time_since_epoch()));
+    if (minutes_[static_cast<std::size_t>(minute)])
+      return Time(duration_cast<Duration>(t.time_since_epoch()));
     int ahead = 1;
     while (!minutes_[static_cast<std::size_t>((minute + ahead) % 60)]) ++ahead;
     t += minutes(ahead);
@@ -249,11 +263,13 @@ std::optional<Time> CronSchedule::NextAfter(Time after, const date::time_zone* z
 }
 
 Result<const date::time_zone*> LookupTimeZone(std::string_view name) {
-  if (name.empty() || name == "UTC" || name == "Etc/UTC") return static_cast<const date::time_zone*>(nullptr);
+  if (name.empty() || name == "UTC" || name == "Etc/UTC")
+    return static_cast<const date::time_zone*>(nullptr);
   try {
     return date::locate_zone(name);
   } catch (const std::exception&) {
-    return InvalidArgument("unknown time zone '" + std::string(name) + "' (an IANA name such as "
+    return InvalidArgument("unknown time zone '" + std::string(name) +
+                           "' (an IANA name such as "
                            "Europe/Paris)");
   }
 }

@@ -53,8 +53,8 @@ class CronSchedule {
   std::optional<Duration> every_;  // @every
   std::bitset<60> minutes_;
   std::bitset<24> hours_;
-  std::bitset<32> days_;    // 1..31
-  std::bitset<13> months_;  // 1..12
+  std::bitset<32> days_;     // 1..31
+  std::bitset<13> months_;   // 1..12
   std::bitset<7> weekdays_;  // 0 (Sunday) .. 6
   bool any_day_ = true;      // day-of-month was `*`
   bool any_weekday_ = true;  // day-of-week was `*`

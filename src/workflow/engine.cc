@@ -13,7 +13,6 @@
 namespace headway::workflow {
 namespace internal {
 
-
 // A key-only S3 location's name in the artifact store: the workflow's
 // artifacts live in Headway's store, so a bucket or endpoint elsewhere is refused.
 Result<std::string> KeyOnly(const S3Location& s3, const std::string& key) {
@@ -112,12 +111,12 @@ using internal::Fnv32a;
 using internal::Fnv64a;
 using internal::IsDone;
 using internal::IsFailure;
-using internal::ParseInteger;
 using internal::kDeadline;
 using internal::kStopped;
 using internal::kTerminated;
-using nlohmann::json;
 using internal::Operator;
+using internal::ParseInteger;
+using nlohmann::json;
 
 // ---------------------------------------------------------------------------
 
@@ -193,8 +192,9 @@ std::string JobNameFor(std::string_view workflow, std::string_view uid, std::str
   // Argo keeps 63 - 1 - 10 characters for the prefix; so does this.
   constexpr std::size_t kMaxPrefix = 52;
   std::string prefix;
-  const std::string wanted =
-      template_name.empty() ? std::string(workflow) : std::string(workflow) + "-" + std::string(template_name);
+  const std::string wanted = template_name.empty()
+                                 ? std::string(workflow)
+                                 : std::string(workflow) + "-" + std::string(template_name);
   for (char c : wanted) {
     if (prefix.size() == kMaxPrefix) break;
     const bool keep = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';

@@ -123,8 +123,8 @@ struct WorkflowState {
   // soon as each node finished (Argo's status.outputs).
   std::vector<NodeParameter> outputs;          // workflow.outputs.parameters
   std::vector<NodeArtifact> output_artifacts;  // workflow.outputs.artifacts
-  int generation = 0;                  // how many times Retry() ran: new jobs' names differ
-  std::map<std::string, Node> nodes;   // by id
+  int generation = 0;                          // how many times Retry() ran: new jobs' names differ
+  std::map<std::string, Node> nodes;           // by id
 
   const Node* FindByName(std::string_view node_name) const;
   bool Finished() const { return finished_at.has_value(); }
@@ -242,7 +242,6 @@ struct Environment {
 // Advances `state` as far as it can go now. `spec` is the workflow's spec
 // with a workflowTemplateRef already merged in.
 Actions Operate(const WorkflowSpec& spec, WorkflowState& state, const Environment& env);
-
 
 // The nodes running the entrypoint would make if every loop whose size the
 // manifest writes out ran in full (a loop sized by a parameter or output,

@@ -1,5 +1,3 @@
-#include "workflow/engine_operator.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cinttypes>
@@ -8,6 +6,7 @@
 #include <set>
 
 #include "core/artifact.h"
+#include "workflow/engine_operator.h"
 
 namespace headway::workflow::internal {
 

@@ -1,8 +1,6 @@
 // `{{=...}}` expression tags: the subset of expr-lang that Argo evaluates
 // (expression.h's EvaluateExprTag), parsed and evaluated in one pass. The
 // functions they may call are in expression_functions.cc.
-#include "workflow/expression.h"
-
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -13,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "workflow/expression.h"
 #include "workflow/expression_internal.h"
 
 namespace headway::workflow {

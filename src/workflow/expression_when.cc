@@ -1,8 +1,6 @@
 // `when` conditions: govaluate's expressions, as Argo evaluates a step's or
 // task's `when` after substituting its variables (expression.h's
 // EvaluateWhen).
-#include "workflow/expression.h"
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -15,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "workflow/expression.h"
 #include "workflow/expression_internal.h"
 
 namespace headway::workflow {

@@ -23,9 +23,6 @@ namespace {
 // Documents in one stream (ParseManifests).
 constexpr std::size_t kMaxDocuments = 1000;
 
-using yaml_fields::FieldError;
-using yaml_fields::LineOf;
-using yaml_fields::TypeName;
 using internal::AsText;
 using internal::BadHeadwayKey;
 using internal::Bool;
@@ -37,8 +34,8 @@ using internal::Index;
 using internal::Integer;
 using internal::Io;
 using internal::NonEmptyText;
-using internal::Optionally;
 using internal::OptionalBool;
+using internal::Optionally;
 using internal::ParseList;
 using internal::ParseRetryStrategy;
 using internal::ParseTemplate;
@@ -46,6 +43,9 @@ using internal::Text;
 using internal::TextList;
 using internal::TextMap;
 using internal::WalkFields;
+using yaml_fields::FieldError;
+using yaml_fields::LineOf;
+using yaml_fields::TypeName;
 
 constexpr std::size_t kMaxWorkflowName = 63;
 constexpr std::size_t kMaxCronWorkflowName = 52;  // Argo appends "-<unix time>"

@@ -1,8 +1,6 @@
 // The readers of a manifest's YAML fields (manifest_internal.h): a map's
 // fields dispatched by name, with typos and fields Argo has but Headway
 // ignores reported; scalars, lists and maps of text; opaque values as JSON.
-#include "workflow/manifest_internal.h"
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -15,6 +13,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "workflow/manifest_internal.h"
 
 namespace headway::workflow::internal {
 

@@ -1,13 +1,13 @@
 // The parse of a template and what it holds: inputs, outputs and
 // arguments, containers, DAG tasks and steps, retries and memoization.
 // manifest.cc parses the documents and specs around them.
-#include "workflow/manifest_internal.h"
-
 #include <map>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "workflow/manifest_internal.h"
 
 namespace headway::workflow::internal {
 namespace {

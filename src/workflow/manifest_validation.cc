@@ -41,7 +41,6 @@ namespace {
 using internal::BadHeadwayKey;
 using internal::Index;
 
-
 // ---- validation --------------------------------------------------------------------
 
 // Checks on a parsed spec; errors carry the line of their field (or its

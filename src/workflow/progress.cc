@@ -49,7 +49,8 @@ Result<std::vector<std::size_t>> TopologicalOrder(const std::vector<StepTiming>&
   }
   if (order.size() != steps.size()) {
     for (std::size_t i = 0; i < steps.size(); ++i) {
-      if (waiting[i] > 0) return InvalidArgument("step '" + steps[i].id + "' is in a dependency cycle");
+      if (waiting[i] > 0)
+        return InvalidArgument("step '" + steps[i].id + "' is in a dependency cycle");
     }
   }
   return order;
@@ -128,12 +129,18 @@ Result<WorkflowEta> EstimateWorkflow(const std::vector<StepTiming>& steps) {
 Health WorkflowHealth(const std::vector<Health>& running_steps) {
   auto severity = [](Health h) {
     switch (h) {
-      case Health::kDiverging: return 5;
-      case Health::kStalled: return 4;
-      case Health::kOverfitting: return 3;
-      case Health::kPlateaued: return 2;
-      case Health::kProgressing: return 1;
-      case Health::kUnknown: return 0;
+      case Health::kDiverging:
+        return 5;
+      case Health::kStalled:
+        return 4;
+      case Health::kOverfitting:
+        return 3;
+      case Health::kPlateaued:
+        return 2;
+      case Health::kProgressing:
+        return 1;
+      case Health::kUnknown:
+        return 0;
     }
     return 0;
   };

@@ -24,9 +24,9 @@
 namespace headway::workflow {
 
 enum class StepState {
-  kPending,    // not started (waiting for the steps it depends on, or queued)
+  kPending,  // not started (waiting for the steps it depends on, or queued)
   kRunning,
-  kFinished,   // succeeded, failed, errored or skipped: it takes no more time
+  kFinished,  // succeeded, failed, errored or skipped: it takes no more time
 };
 
 struct StepTiming {

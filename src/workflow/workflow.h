@@ -248,10 +248,10 @@ struct Task {
   std::string when;                       // a condition; the node is skipped when false
   // withItems: any JSON values; an empty list runs the node zero times.
   std::optional<std::vector<nlohmann::json>> with_items;
-  std::string with_param;                 // withParam: a JSON list, usually from "{{...}}"
-  std::optional<Sequence> with_sequence;  // withSequence
-  std::optional<ContinueOn> continue_on;  // continueOn
-  std::string on_exit;                    // onExit: a template run after this node
+  std::string with_param;                  // withParam: a JSON list, usually from "{{...}}"
+  std::optional<Sequence> with_sequence;   // withSequence
+  std::optional<ContinueOn> continue_on;   // continueOn
+  std::string on_exit;                     // onExit: a template run after this node
   std::optional<LifecycleHook> exit_hook;  // hooks.exit: run as onExit is
   RecordedFields recorded;                 // hooks (all of them, as written), inline
   bool operator==(const Task&) const = default;
@@ -348,7 +348,7 @@ struct WorkflowSpec {
   std::string entrypoint;
   Arguments arguments;
   std::vector<Template> templates;
-  std::string on_exit;  // onExit: a template run when the workflow ends
+  std::string on_exit;                     // onExit: a template run when the workflow ends
   std::optional<LifecycleHook> exit_hook;  // hooks.exit: run as onExit is
   std::optional<std::int64_t> parallelism;
   std::optional<std::int64_t> active_deadline_seconds;       // activeDeadlineSeconds

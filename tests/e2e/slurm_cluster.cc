@@ -47,34 +47,59 @@ std::string SlurmCluster::Start() {
   std::string node = std::string(host).substr(0, std::string(host).find('.'));
   int port = FreePort();
   unsigned cpus = std::max(2u, std::thread::hardware_concurrency());
-  WriteFile(conf_,
-            "ClusterName=headway-test\n"
-            "SlurmctldHost=" + node + "(127.0.0.1)\n"
-            "SlurmctldPort=" + std::to_string(port) + "\n"
-            "SlurmdPort=" + std::to_string(port + 1) + "\n"
-            "AuthType=auth/munge\nSlurmUser=root\nSlurmdUser=root\n"
-            "StateSaveLocation=" + dir_ + "/state\n"
-            "SlurmdSpoolDir=" + dir_ + "/spool\n"
-            "SlurmctldPidFile=" + dir_ + "/slurmctld.pid\n"
-            "SlurmdPidFile=" + dir_ + "/slurmd.pid\n"
-            "SlurmctldLogFile=" + dir_ + "/slurmctld.log\n"
-            "SlurmdLogFile=" + dir_ + "/slurmd.log\n"
-            "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"
-            "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n"
-            "SchedulerType=sched/backfill\nGresTypes=gpu\nMpiDefault=none\n"
-            "ReturnToService=2\nKillWait=3\nMinJobAge=600\nJobAcctGatherType=jobacct_gather/none\n"
-            "NodeName=" + node + " NodeAddr=127.0.0.1 CPUs=" + std::to_string(cpus) +
-            " RealMemory=1000 Gres=gpu:4 State=UNKNOWN\n"
-            "PartitionName=debug Nodes=" + node + " Default=YES MaxTime=INFINITE State=UP\n");
+  WriteFile(
+      conf_,
+      "ClusterName=headway-test\n"
+      "SlurmctldHost=" +
+          node +
+          "(127.0.0.1)\n"
+          "SlurmctldPort=" +
+          std::to_string(port) +
+          "\n"
+          "SlurmdPort=" +
+          std::to_string(port + 1) +
+          "\n"
+          "AuthType=auth/munge\nSlurmUser=root\nSlurmdUser=root\n"
+          "StateSaveLocation=" +
+          dir_ +
+          "/state\n"
+          "SlurmdSpoolDir=" +
+          dir_ +
+          "/spool\n"
+          "SlurmctldPidFile=" +
+          dir_ +
+          "/slurmctld.pid\n"
+          "SlurmdPidFile=" +
+          dir_ +
+          "/slurmd.pid\n"
+          "SlurmctldLogFile=" +
+          dir_ +
+          "/slurmctld.log\n"
+          "SlurmdLogFile=" +
+          dir_ +
+          "/slurmd.log\n"
+          "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"
+          "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n"
+          "SchedulerType=sched/backfill\nGresTypes=gpu\nMpiDefault=none\n"
+          "ReturnToService=2\nKillWait=3\nMinJobAge=600\nJobAcctGatherType=jobacct_gather/none\n"
+          "NodeName=" +
+          node + " NodeAddr=127.0.0.1 CPUs=" + std::to_string(cpus) +
+          " RealMemory=1000 Gres=gpu:4 State=UNKNOWN\n"
+          "PartitionName=debug Nodes=" +
+          node + " Default=YES MaxTime=INFINITE State=UP\n");
   WriteFile(dir_ + "/gres.conf", "NodeName=" + node + " Name=gpu File=" + dir_ + "/gpu[0-3]\n");
   setenv("SLURM_CONF", conf_.c_str(), 1);
 
   // munged: reuse a running one, else start it as the munge user.
   if (RunCommand({"/bin/sh", "-c", "munge -n | unmunge >/dev/null 2>&1"}).exit_code != 0) {
-    Shell("mkdir -p /run/munge && chown munge:munge /run/munge && chmod 755 /run/munge; "
-          "runuser -u munge -- /usr/sbin/munged --force");
-    if (!WaitFor([] { return RunCommand({"/bin/sh", "-c", "munge -n | unmunge"}).exit_code == 0; },
-                 std::chrono::seconds(10))) {
+    Shell(
+        "mkdir -p /run/munge && chown munge:munge /run/munge && chmod 755 /run/munge; "
+        "runuser -u munge -- /usr/sbin/munged --force");
+    if (!WaitFor(
+            [] {
+              return RunCommand({"/bin/sh", "-c", "munge -n | unmunge"}).exit_code == 0;
+            },
+            std::chrono::seconds(10))) {
       return "munged did not start";
     }
   }
@@ -86,7 +111,8 @@ std::string SlurmCluster::Start() {
       },
       std::chrono::seconds(30));
   if (!up) {
-    return "Slurm did not come up: " + out + Shell("tail -5 " + dir_ + "/slurmctld.log " + dir_ + "/slurmd.log");
+    return "Slurm did not come up: " + out +
+           Shell("tail -5 " + dir_ + "/slurmctld.log " + dir_ + "/slurmd.log");
   }
   return "";
 }

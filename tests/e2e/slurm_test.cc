@@ -1,7 +1,6 @@
 // End-to-end: Headway submitting to a real single-node Slurm cluster.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -36,7 +35,8 @@ class SlurmTest : public ::testing::Test {
     // The suite runs as root, and Slurm runs a job as the account that
     // submits it: a root server must be told that root jobs are intended.
     return std::make_unique<TestServer>(
-        0, std::vector<std::string>{"--queue", "cluster=slurm:partition=debug", "--allow-root-jobs"});
+        0,
+        std::vector<std::string>{"--queue", "cluster=slurm:partition=debug", "--allow-root-jobs"});
   }
   static std::string SlurmId(const TestServer& server, const std::string& job) {
     std::regex id(R"(Slurm job (\d+))");
@@ -67,13 +67,15 @@ resources: {processes_per_node: 2, gpus_per_process: 1}
   EXPECT_THAT(cluster_->ShowJob(id), HasSubstr("JobState=COMPLETED"));
   EXPECT_THAT(server->Cli({"logs", "sl-two", "--rank", "0"}).out,
               HasSubstr("rank=0 local=0 world=2 master=127.0.0.1:"));
-  EXPECT_THAT(server->Cli({"logs", "sl-two", "--rank", "1"}).out, HasSubstr("rank=1 local=1 world=2"));
+  EXPECT_THAT(server->Cli({"logs", "sl-two", "--rank", "1"}).out,
+              HasSubstr("rank=1 local=1 world=2"));
   // Each line with when it was written, to the second (what the task's awk can tell).
   std::istringstream stamped(server->Cli({"logs", "sl-two", "--rank", "0", "--timestamps"}).out);
   std::vector<std::string> times;
   for (std::string line; std::getline(stamped, line);) {
     std::smatch m;
-    ASSERT_TRUE(std::regex_match(line, m, std::regex(R"((\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.000Z .+)")))
+    ASSERT_TRUE(
+        std::regex_match(line, m, std::regex(R"((\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.000Z .+)")))
         << line;
     times.push_back(m[1].str());
   }
@@ -194,8 +196,8 @@ TEST_F(SlurmTest, ACrashAroundSbatchSubmitsTheAttemptToSlurmExactlyOnce) {
         << server->ServerLog();
     CommandResult jobs = RunCommand({"/usr/bin/scontrol", "show", "job", "-o"});
     int submitted = 0;
-    for (std::size_t at = jobs.out.find("JobName=headway-" + name + " ");
-         at != std::string::npos; at = jobs.out.find("JobName=headway-" + name + " ", at + 1)) {
+    for (std::size_t at = jobs.out.find("JobName=headway-" + name + " "); at != std::string::npos;
+         at = jobs.out.find("JobName=headway-" + name + " ", at + 1)) {
       ++submitted;
     }
     EXPECT_EQ(submitted, 1) << jobs.exit_code << jobs.out << jobs.err;
@@ -250,7 +252,8 @@ TEST_F(SlurmTest, PullModeReadsTheEndpointOnTheBatchHost) {
                  "]\nprogress_endpoint: {port: 28123, interval: 1s}\n");
   ASSERT_TRUE(server->WaitForState("sl-pulled", "Succeeded", std::chrono::seconds(60)));
   ASSERT_TRUE(WaitFor([&] { return server->Job("sl-pulled")["progress"]["step"] == 5; }))
-      << server->Job("sl-pulled")["progress"].dump() << nlohmann::json(server->Events("sl-pulled")).dump();
+      << server->Job("sl-pulled")["progress"].dump()
+      << nlohmann::json(server->Events("sl-pulled")).dump();
 }
 
 // As on a cluster where the next attempt may land on another node: the
@@ -258,18 +261,20 @@ TEST_F(SlurmTest, PullModeReadsTheEndpointOnTheBatchHost) {
 // attempt's files (they are deleted before it fails).
 TEST_F(SlurmTest, ARestartedJobResumesFromItsStoredCheckpoint) {
   auto server = Server();
-  server->Submit("name: sl-resume\nqueue: cluster\n"
-                 "env: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\"}\n"
-                 "restart_policy: {max_restarts: 1}\n"
-                 "command: [/usr/bin/python3, -c, \"import headway, os, sys\\n"
-                 "d = os.environ['HEADWAY_CHECKPOINT_DIR']\\n"
-                 "step = headway.restore_checkpoint()\\n"
-                 "if step is None:\\n"
-                 "  open(os.path.join(d, 'model.pt'), 'w').write('weights at 9')\\n"
-                 "  headway.save_checkpoint(step=9)\\n"
-                 "  [os.remove(os.path.join(d, f)) for f in os.listdir(d)]\\n"
-                 "  sys.exit(1)\\n"
-                 "print('resumed at', step, open(os.path.join(d, 'model.pt')).read())\\n\"]\n");
+  server->Submit(
+      "name: sl-resume\nqueue: cluster\n"
+      "env: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR
+      "/sdk/python\"}\n"
+      "restart_policy: {max_restarts: 1}\n"
+      "command: [/usr/bin/python3, -c, \"import headway, os, sys\\n"
+      "d = os.environ['HEADWAY_CHECKPOINT_DIR']\\n"
+      "step = headway.restore_checkpoint()\\n"
+      "if step is None:\\n"
+      "  open(os.path.join(d, 'model.pt'), 'w').write('weights at 9')\\n"
+      "  headway.save_checkpoint(step=9)\\n"
+      "  [os.remove(os.path.join(d, f)) for f in os.listdir(d)]\\n"
+      "  sys.exit(1)\\n"
+      "print('resumed at', step, open(os.path.join(d, 'model.pt')).read())\\n\"]\n");
   ASSERT_TRUE(server->WaitForState("sl-resume", "Succeeded", std::chrono::seconds(90)))
       << server->Cli({"logs", "sl-resume", "--attempt", "0"}).out;
   EXPECT_EQ(server->Job("sl-resume")["restarts"], 1);
@@ -303,8 +308,8 @@ resources: {processes_per_node: 2}
        "echo rank=$RANK local=$LOCAL_RANK world=$WORLD_SIZE spec=$FROM_SPEC slurm=$SLURM_JOB_ID "
        "server-env=$(env | grep -c HEADWAY_TEST_SERVER_ONLY) attempt=$HEADWAY_ATTEMPT; exit 4"});
   EXPECT_EQ(inside.exit_code, 4) << inside.err;
-  EXPECT_EQ(inside.out, "rank=1 local=1 world=2 spec=spec-value slurm=" + id +
-                            " server-env=0 attempt=0\n");
+  EXPECT_EQ(inside.out,
+            "rank=1 local=1 world=2 spec=spec-value slurm=" + id + " server-env=0 attempt=0\n");
   CommandResult piped = server->Cli({"exec", "-i", "sl-exec", "--", "tr", "a-z", "A-Z"}, "hello\n");
   EXPECT_EQ(piped.exit_code, 0) << piped.err;
   EXPECT_EQ(piped.out, "HELLO\n");
@@ -372,13 +377,15 @@ resources: {processes_per_node: 2}
 // data directory.
 TEST_F(SlurmTest, ANotebookRunsAsASlurmJobBehindTheProxy) {
   const std::string profiles = cluster_->conf() + ".notebook-profiles.yaml";
-  std::ofstream(profiles) << "profiles:\n  - name: cluster\n    queue: cluster\n    idle_timeout: 1h\n";
+  std::ofstream(profiles)
+      << "profiles:\n  - name: cluster\n    queue: cluster\n    idle_timeout: 1h\n";
   auto server = std::make_unique<TestServer>(
       0, std::vector<std::string>{"--queue", "cluster=slurm:partition=debug", "--allow-root-jobs",
                                   "--notebook-profiles", profiles});
   CommandResult started = server->Cli({"notebook", "start", "lab", "--team", "vision", "--wait"});
   ASSERT_EQ(started.exit_code, 0) << started.err << started.out;
-  const nlohmann::json lab = Call(*server, server->admin_token(), "GET", "/api/v1/notebooks/lab").body;
+  const nlohmann::json lab =
+      Call(*server, server->admin_token(), "GET", "/api/v1/notebooks/lab").body;
   const std::string job = lab["job"];
   EXPECT_EQ(server->Job(job)["executor"], "slurm");
   EXPECT_FALSE(SlurmId(*server, job).empty());
@@ -392,7 +399,8 @@ TEST_F(SlurmTest, ANotebookRunsAsASlurmJobBehindTheProxy) {
                       R"({"type": "file", "format": "text", "content": "on the node"})");
   EXPECT_EQ(saved.status, 201) << saved.raw;
   bool in_home = false;
-  for (const auto& user : std::filesystem::directory_iterator(server->data_dir() + "/homes/vision")) {
+  for (const auto& user :
+       std::filesystem::directory_iterator(server->data_dir() + "/homes/vision")) {
     in_home = in_home || std::filesystem::exists(user.path() / "kept.txt");
   }
   EXPECT_TRUE(in_home) << "written to the persistent home";

@@ -18,13 +18,12 @@
 #include "workflow/engine.h"
 #include "workflow/manifest.h"
 
-#define FUZZ_CHECK(condition)                                                   \
-  do {                                                                          \
-    if (!(condition)) {                                                         \
-      std::fprintf(stderr, "%s:%d: FUZZ_CHECK(%s) failed\n", __FILE__, __LINE__, \
-                   #condition);                                                 \
-      std::abort();                                                             \
-    }                                                                           \
+#define FUZZ_CHECK(condition)                                                                 \
+  do {                                                                                        \
+    if (!(condition)) {                                                                       \
+      std::fprintf(stderr, "%s:%d: FUZZ_CHECK(%s) failed\n", __FILE__, __LINE__, #condition); \
+      std::abort();                                                                           \
+    }                                                                                         \
   } while (false)
 
 namespace headway::fuzz {
@@ -55,7 +54,8 @@ class NoJobs final : public api::JobService {
   Result<std::vector<LogFile>> LogFiles(std::string_view name) override {
     return Missing(name).status();
   }
-  Status ReportProgress(std::string_view name, std::string_view, std::vector<ProgressReport>) override {
+  Status ReportProgress(std::string_view name, std::string_view,
+                        std::vector<ProgressReport>) override {
     return Missing(name).status();
   }
   Status MayReport(std::string_view name, std::string_view) override {

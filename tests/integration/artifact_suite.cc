@@ -44,7 +44,8 @@ TEST_P(ArtifactStoreTest, PutGetListDescribeAndRemoveThroughTheCli) {
   ASSERT_EQ(put.exit_code, 0) << put.err;
   EXPECT_THAT(put.out, HasSubstr("artifact/mnist-model:1 uploaded"));
   // The same bytes again: a new version, nothing sent, one object kept.
-  CommandResult again = server->Cli({"artifacts", "put", file, "--name", "mnist-model", "--kind", "model"});
+  CommandResult again =
+      server->Cli({"artifacts", "put", file, "--name", "mnist-model", "--kind", "model"});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_THAT(again.out, HasSubstr("artifact/mnist-model:2 stored (its bytes were there already)"));
   EXPECT_EQ(stored_objects(), 1u);
@@ -55,12 +56,15 @@ TEST_P(ArtifactStoreTest, PutGetListDescribeAndRemoveThroughTheCli) {
   CommandResult got = server->Cli({"artifacts", "get", "mnist-model:1", out});
   ASSERT_EQ(got.exit_code, 0) << got.err;
   EXPECT_EQ(ReadFile(out), bytes);
-  json described = json::parse(server->Cli({"artifacts", "describe", "mnist-model:1", "-o", "json"}).out);
+  json described =
+      json::parse(server->Cli({"artifacts", "describe", "mnist-model:1", "-o", "json"}).out);
   EXPECT_EQ(described["metrics"]["eval_loss"], 0.41);
   EXPECT_EQ(described["labels"]["fw"], "jax");
   EXPECT_EQ(described["digest"].get<std::string>().substr(0, 7), "sha256:");
   // "NAME" is its newest ready version.
-  EXPECT_EQ(json::parse(server->Cli({"artifacts", "describe", "mnist-model", "-o", "json"}).out)["version"], 2);
+  EXPECT_EQ(json::parse(
+                server->Cli({"artifacts", "describe", "mnist-model", "-o", "json"}).out)["version"],
+            2);
   // The bytes go with the last version that holds them.
   EXPECT_EQ(server->Cli({"artifacts", "rm", "mnist-model:1"}).exit_code, 0);
   EXPECT_EQ(stored_objects(), 1u);
@@ -80,16 +84,23 @@ TEST_P(ArtifactStoreTest, AJobSavesACheckpointAnotherLoadsItAndLineageShowsBoth)
   const std::string dir = server->work_dir();
   server->Submit("name: producer\n" + kSdkEnv +
                  "labels: {lr: '0.01'}\n"
-                 "command: [/usr/bin/python3, -c, \"import headway, os; open('ckpt.pt','wb').write(os.urandom(200000)); "
-                 "print(headway.save_artifact('ckpt.pt', name='mnist-ckpt', step=40, metrics={'eval_loss': 0.5})['ref'])\"]\n"
-                 "working_dir: " + dir + "\n");
-  ASSERT_TRUE(server->WaitForState("producer", "Succeeded")) << server->Cli({"logs", "producer"}).out;
+                 "command: [/usr/bin/python3, -c, \"import headway, os; "
+                 "open('ckpt.pt','wb').write(os.urandom(200000)); "
+                 "print(headway.save_artifact('ckpt.pt', name='mnist-ckpt', step=40, "
+                 "metrics={'eval_loss': 0.5})['ref'])\"]\n"
+                 "working_dir: " +
+                 dir + "\n");
+  ASSERT_TRUE(server->WaitForState("producer", "Succeeded"))
+      << server->Cli({"logs", "producer"}).out;
   EXPECT_EQ(server->Cli({"logs", "producer"}).out, "mnist-ckpt:1\n");
   server->Submit("name: consumer\n" + kSdkEnv +
-                 "command: [/usr/bin/python3, -c, \"import headway; r = headway.load_artifact('mnist-ckpt', 'got.pt'); "
+                 "command: [/usr/bin/python3, -c, \"import headway; r = "
+                 "headway.load_artifact('mnist-ckpt', 'got.pt'); "
                  "print(r['ref'], len(open('got.pt','rb').read()))\"]\n"
-                 "working_dir: " + dir + "\n");
-  ASSERT_TRUE(server->WaitForState("consumer", "Succeeded")) << server->Cli({"logs", "consumer"}).out;
+                 "working_dir: " +
+                 dir + "\n");
+  ASSERT_TRUE(server->WaitForState("consumer", "Succeeded"))
+      << server->Cli({"logs", "consumer"}).out;
   EXPECT_EQ(server->Cli({"logs", "consumer"}).out, "mnist-ckpt:1 200000\n");
   EXPECT_EQ(ReadFile(dir + "/got.pt"), ReadFile(dir + "/ckpt.pt"));
   // Which job made it, with what, and who used it.
@@ -109,10 +120,11 @@ TEST_P(ArtifactStoreTest, AJobSavesACheckpointAnotherLoadsItAndLineageShowsBoth)
   ASSERT_EQ(consumer.body["used"].size(), 1u);
   EXPECT_EQ(consumer.body["used"][0]["artifact"], "mnist-ckpt:1");
   EXPECT_EQ(Call(*server, server->admin_token(), "GET", "/api/v1/jobs/producer/artifacts")
-                .body["produced"][0]["ref"], "mnist-ckpt:1");
+                .body["produced"][0]["ref"],
+            "mnist-ckpt:1");
   // A job's token works only for itself, and only while it runs.
-  Answer stale = Call(*server, "not-a-token", "GET", "/api/v1/artifacts", "",
-                      {{"X-Headway-Job", "producer"}});
+  Answer stale =
+      Call(*server, "not-a-token", "GET", "/api/v1/artifacts", "", {{"X-Headway-Job", "producer"}});
   EXPECT_EQ(stale.status / 100, 4);
 }
 
@@ -135,7 +147,8 @@ TEST_P(ArtifactStoreTest, TeamsSeeTheirOwnAndStayWithinTheirQuota) {
   CommandResult taken = server->Cli({"artifacts", "put", small, "--name", "vision-data"});
   EXPECT_EQ(taken.exit_code, 1);
   EXPECT_THAT(taken.err, HasSubstr("belongs to team 'vision'"));
-  CommandResult foreign = server->Cli({"artifacts", "put", small, "--name", "mine", "--team", "vision"});
+  CommandResult foreign =
+      server->Cli({"artifacts", "put", small, "--name", "mine", "--team", "vision"});
   EXPECT_EQ(foreign.exit_code, 1);
   EXPECT_THAT(foreign.err, HasSubstr("may not change team 'vision'"));
   // The same bytes in another team are another object: teams never share bytes.
@@ -162,7 +175,8 @@ TEST_P(ArtifactStoreTest, ARestartedJobGetsItsCheckpointBackFromTheStore) {
       << server->Cli({"logs", "resumer", "--attempt", "0"}).out;
   EXPECT_EQ(server->Job("resumer")["restarts"], 1);
   EXPECT_EQ(server->Cli({"logs", "resumer"}).out, "resumed at 5 weights at 5\n");
-  json a = json::parse(server->Cli({"artifacts", "describe", "resumer.checkpoint", "-o", "json"}).out);
+  json a =
+      json::parse(server->Cli({"artifacts", "describe", "resumer.checkpoint", "-o", "json"}).out);
   EXPECT_EQ(a["kind"], "checkpoint");
   EXPECT_EQ(a["producer"]["attempt"], 0);
   EXPECT_EQ(a["lineage"]["used_by"][0]["attempt"], 1);
@@ -174,31 +188,33 @@ TEST_P(ArtifactStoreTest, ARestartedJobGetsItsCheckpointBackFromTheStore) {
 // on another node) and resumes from the store at the step it left.
 TEST_P(ArtifactStoreTest, APreemptedJobResumesFromTheStoreWithItsLocalCheckpointGone) {
   auto [server, stored_objects] = Start(2);
-  server->Submit("name: low\npriority: 0\n" + kSdkEnv +
-                 "resources: {gpus_per_process: 2}\ncheckpoint_warning: 30s\ntermination_grace: 2s\n"
-                 "command: [/usr/bin/python3, -u, -c, \"import headway, os, sys, time\\n"
-                 "d = os.environ['HEADWAY_CHECKPOINT_DIR']\\n"
-                 "start = headway.restore_checkpoint() or 0\\n"
-                 "if start:\\n"
-                 "  print('resumed at', start, open(os.path.join(d, 'state')).read())\\n"
-                 "for step in range(start + 1, 101):\\n"
-                 "  time.sleep(0.05)\\n"
-                 "  headway.report(step, total_steps=100)\\n"
-                 "  if headway.should_checkpoint():\\n"
-                 "    open(os.path.join(d, 'state'), 'w').write('weights at %d' % step)\\n"
-                 "    headway.save_checkpoint(step=step)\\n"
-                 "    [os.remove(os.path.join(d, f)) for f in os.listdir(d)]\\n"
-                 "    print('checkpointed at', step)\\n"
-                 "    headway.flush()\\n"
-                 "    sys.exit(0)\\n"
-                 "headway.flush()\\n"
-                 "print('done')\\n\"]\n");
+  server->Submit(
+      "name: low\npriority: 0\n" + kSdkEnv +
+      "resources: {gpus_per_process: 2}\ncheckpoint_warning: 30s\ntermination_grace: 2s\n"
+      "command: [/usr/bin/python3, -u, -c, \"import headway, os, sys, time\\n"
+      "d = os.environ['HEADWAY_CHECKPOINT_DIR']\\n"
+      "start = headway.restore_checkpoint() or 0\\n"
+      "if start:\\n"
+      "  print('resumed at', start, open(os.path.join(d, 'state')).read())\\n"
+      "for step in range(start + 1, 101):\\n"
+      "  time.sleep(0.05)\\n"
+      "  headway.report(step, total_steps=100)\\n"
+      "  if headway.should_checkpoint():\\n"
+      "    open(os.path.join(d, 'state'), 'w').write('weights at %d' % step)\\n"
+      "    headway.save_checkpoint(step=step)\\n"
+      "    [os.remove(os.path.join(d, f)) for f in os.listdir(d)]\\n"
+      "    print('checkpointed at', step)\\n"
+      "    headway.flush()\\n"
+      "    sys.exit(0)\\n"
+      "headway.flush()\\n"
+      "print('done')\\n\"]\n");
   ASSERT_TRUE(WaitFor([&] {
     json low = server->Job("low");
     return low["progress"]["step"].is_number() && low["progress"]["step"].get<int>() >= 10;
   }));
-  server->Submit("name: urgent\npriority: 10\ncommand: \"echo urgent ran\"\n"
-                 "resources: {gpus_per_process: 2}\n");
+  server->Submit(
+      "name: urgent\npriority: 10\ncommand: \"echo urgent ran\"\n"
+      "resources: {gpus_per_process: 2}\n");
   ASSERT_TRUE(server->WaitForState("urgent", "Succeeded", std::chrono::seconds(60)))
       << server->Cli({"logs", "low", "--attempt", "0"}).out;
   ASSERT_TRUE(server->WaitForState("low", "Succeeded", std::chrono::seconds(60)))
@@ -208,9 +224,9 @@ TEST_P(ArtifactStoreTest, APreemptedJobResumesFromTheStoreWithItsLocalCheckpoint
   EXPECT_EQ(low["restarts"], 0);
   const std::string first = server->Cli({"logs", "low", "--attempt", "0"}).out;
   ASSERT_THAT(first, HasSubstr("checkpointed at "));
-  const std::string step = first.substr(first.find("checkpointed at ") + 16,
-                                        first.find('\n', first.find("checkpointed at ")) -
-                                            first.find("checkpointed at ") - 16);
+  const std::string step = first.substr(
+      first.find("checkpointed at ") + 16,
+      first.find('\n', first.find("checkpointed at ")) - first.find("checkpointed at ") - 16);
   EXPECT_EQ(server->Cli({"logs", "low", "--attempt", "1"}).out,
             "resumed at " + step + " weights at " + step + "\ndone\n");
   json a = json::parse(server->Cli({"artifacts", "describe", "low.checkpoint", "-o", "json"}).out);
@@ -224,13 +240,14 @@ TEST_P(ArtifactStoreTest, APreemptedJobResumesFromTheStoreWithItsLocalCheckpoint
 TEST_P(ArtifactStoreTest, RetentionKeepsTheNewestAndTheBestCheckpointsAndDropsTheRest) {
   auto [server, stored_objects] = Start();
   // Five checkpoints with these eval losses; keep the 2 newest and the best.
-  server->Submit("name: keeper\n" + kSdkEnv +
-                 "command: [/usr/bin/python3, -c, \"import headway, os\\n"
-                 "d = os.environ['HEADWAY_CHECKPOINT_DIR']\\n"
-                 "for step, loss in enumerate([0.9, 0.3, 0.8, 0.7, 0.6]):\\n"
-                 "  open(os.path.join(d, 'w'), 'w').write(str(step))\\n"
-                 "  headway.save_checkpoint(step=step, metrics={'eval_loss': loss}, keep_latest=2,\\n"
-                 "                          keep_best=1, best_metric='eval_loss')\\n\"]\n");
+  server->Submit(
+      "name: keeper\n" + kSdkEnv +
+      "command: [/usr/bin/python3, -c, \"import headway, os\\n"
+      "d = os.environ['HEADWAY_CHECKPOINT_DIR']\\n"
+      "for step, loss in enumerate([0.9, 0.3, 0.8, 0.7, 0.6]):\\n"
+      "  open(os.path.join(d, 'w'), 'w').write(str(step))\\n"
+      "  headway.save_checkpoint(step=step, metrics={'eval_loss': loss}, keep_latest=2,\\n"
+      "                          keep_best=1, best_metric='eval_loss')\\n\"]\n");
   ASSERT_TRUE(server->WaitForState("keeper", "Succeeded")) << server->Cli({"logs", "keeper"}).out;
   EXPECT_EQ(server->Cli({"artifacts", "ls", "keeper.checkpoint", "-o", "name"}).out,
             "keeper.checkpoint:2\nkeeper.checkpoint:4\nkeeper.checkpoint:5\n");

@@ -36,9 +36,9 @@ TEST(Artifacts, AnUploadThatDoesNotMatchItsRecordStoresNothing) {
   const std::string file = server.work_dir() + "/data.bin";
   RandomFile(file, 4096, 2);
   const std::string sha_of_other = "sha256:" + std::string(64, 'a');
-  Answer created = Call(server, server.admin_token(), "POST", "/api/v1/artifacts",
-                        json{{"name", "data"}, {"kind", "dataset"}, {"size", 4096},
-                             {"digest", sha_of_other}}.dump());
+  Answer created = Call(
+      server, server.admin_token(), "POST", "/api/v1/artifacts",
+      json{{"name", "data"}, {"kind", "dataset"}, {"size", 4096}, {"digest", sha_of_other}}.dump());
   ASSERT_EQ(created.status, 201) << created.raw;
   EXPECT_EQ(created.body["upload"]["url"], "/api/v1/artifacts/data/versions/1/content");
   api::HttpClient http(server.url(), server.admin_token());
@@ -48,17 +48,24 @@ TEST(Artifacts, AnUploadThatDoesNotMatchItsRecordStoresNothing) {
   EXPECT_THAT(sent->body, HasSubstr("digest"));
   EXPECT_THAT(sent->body, HasSubstr("nothing was stored"));
   EXPECT_EQ(StoredObjects(server), 0u);
-  EXPECT_EQ(Call(server, server.admin_token(), "GET", "/api/v1/artifacts/data/versions/1").body["state"],
-            "Pending");
-  EXPECT_EQ(Call(server, server.admin_token(), "GET", "/api/v1/artifacts/data/versions/1/content").status,
-            409);
+  EXPECT_EQ(
+      Call(server, server.admin_token(), "GET", "/api/v1/artifacts/data/versions/1").body["state"],
+      "Pending");
+  EXPECT_EQ(
+      Call(server, server.admin_token(), "GET", "/api/v1/artifacts/data/versions/1/content").status,
+      409);
   // Bad records are refused by field.
   for (auto [body, field] : std::vector<std::pair<json, std::string>>{
            {{{"name", "../x"}, {"kind", "model"}, {"size", 1}, {"digest", sha_of_other}}, "name"},
            {{{"name", "x"}, {"kind", "weights"}, {"size", 1}, {"digest", sha_of_other}}, "kind"},
            {{{"name", "x"}, {"kind", "model"}, {"size", -1}, {"digest", sha_of_other}}, "size"},
            {{{"name", "x"}, {"kind", "model"}, {"size", 1}, {"digest", "md5:1"}}, "digest"},
-           {{{"name", "x"}, {"kind", "model"}, {"size", 1}, {"digest", sha_of_other}, {"colour", 1}}, "colour"}}) {
+           {{{"name", "x"},
+             {"kind", "model"},
+             {"size", 1},
+             {"digest", sha_of_other},
+             {"colour", 1}},
+            "colour"}}) {
     Answer bad = Call(server, server.admin_token(), "POST", "/api/v1/artifacts", body.dump());
     EXPECT_EQ(bad.status, 400) << body.dump();
     EXPECT_EQ(bad.body["error"]["field"], field) << bad.raw;

@@ -3,9 +3,9 @@
 // CLI's token handling.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <regex>
-#include <sys/stat.h>
 
 #include "api/http_client.h"
 #include "test_server.h"
@@ -13,9 +13,9 @@
 namespace headway::testing {
 namespace {
 
+using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using nlohmann::json;
 
 const char* kIdleJob = R"({"name": "%s", "team": "%s",
   "command": "while true; do sleep 0.2; done", "termination_grace": "1s"})";
@@ -91,8 +91,8 @@ TEST(Auth, TheStartUpLinkSignsInOnceAndMintsNoToken) {
     return std::regex_search(log, match, link);
   })) << server.ServerLog();
   const std::string secret = match[1];
-  Answer minted = Call(server, secret, "POST", "/api/v1/tokens",
-                       R"({"name": "forever", "role": "admin"})");
+  Answer minted =
+      Call(server, secret, "POST", "/api/v1/tokens", R"({"name": "forever", "role": "admin"})");
   EXPECT_EQ(minted.status, 403) << minted.body.dump();
   Answer traded = Call(server, secret, "POST", "/api/v1/sessions");
   ASSERT_EQ(traded.status, 201) << traded.body.dump();
@@ -101,9 +101,10 @@ TEST(Auth, TheStartUpLinkSignsInOnceAndMintsNoToken) {
   EXPECT_EQ(Call(server, secret, "POST", "/api/v1/sessions").status, 401);
   EXPECT_EQ(Call(server, secret, "GET", "/api/v1/jobs").status, 401);
   EXPECT_EQ(Call(server, session, "GET", "/api/v1/jobs").status, 200);
-  EXPECT_EQ(Call(server, session, "POST", "/api/v1/tokens",
-                 R"({"name": "forever", "role": "admin"})").status,
-            403);
+  EXPECT_EQ(
+      Call(server, session, "POST", "/api/v1/tokens", R"({"name": "forever", "role": "admin"})")
+          .status,
+      403);
   // The session lasts as a sign-in does (12 h), not the link's minutes.
   auto expires = ParseRfc3339(traded.body["expires_at"].get<std::string>());
   ASSERT_TRUE(expires);
@@ -113,11 +114,13 @@ TEST(Auth, TheStartUpLinkSignsInOnceAndMintsNoToken) {
 TEST(Auth, JobsStillReportWithTheirOwnTokens) {
   TestServer server(2, {"--auth"});
   std::string admin = server.admin_token();
-  ASSERT_EQ(Call(server, admin, "POST", "/api/v1/jobs",
-                 R"({"name": "rep", "command": "echo HEADWAY '{\"step\": 3, \"total_steps\": 4}'; sleep 30",
+  ASSERT_EQ(
+      Call(
+          server, admin, "POST", "/api/v1/jobs",
+          R"({"name": "rep", "command": "echo HEADWAY '{\"step\": 3, \"total_steps\": 4}'; sleep 30",
                      "termination_grace": "1s"})")
-                .status,
-            201);
+          .status,
+      201);
   // The stdout marker and the SDK's HTTP reports both need no user token.
   ASSERT_TRUE(WaitFor([&] {
     Answer a = Call(server, admin, "GET", "/api/v1/jobs/rep");
@@ -143,7 +146,8 @@ TEST(Auth, RolesDecideWhatATokenMayChange) {
   EXPECT_THAT(list.out, Not(HasSubstr(member)));
   EXPECT_THAT(Call(server, admin, "GET", "/api/v1/tokens").body.dump(), Not(HasSubstr("hwu_")));
   // Sign-ins to the dashboard (a session each) do not fill the list.
-  for (int i = 0; i < 3; ++i) ASSERT_EQ(Call(server, member, "POST", "/api/v1/sessions").status, 201);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(Call(server, member, "POST", "/api/v1/sessions").status, 201);
   CommandResult tokens = server.Cli({"--token", admin, "token", "list"});
   EXPECT_THAT(tokens.out, Not(HasSubstr("session-"))) << tokens.out;
   // Three sessions and the one-time link the server printed as it started.
@@ -191,8 +195,10 @@ TEST(Auth, RolesDecideWhatATokenMayChange) {
   EXPECT_EQ(Call(server, everyone, "GET", "/api/v1/jobs").body["jobs"].size(), 2u);
   EXPECT_EQ(Call(server, everyone, "POST", "/api/v1/jobs/nlp-job/stop").status, 403);
   EXPECT_EQ(Call(server, admin, "POST", "/api/v1/tokens",
-                 R"({"name": "wide", "team": "*", "role": "member"})").status,
-            400) << "only viewers may span every team";
+                 R"({"name": "wide", "team": "*", "role": "member"})")
+                .status,
+            400)
+      << "only viewers may span every team";
   EXPECT_EQ(Call(server, viewer, "POST", "/api/v1/jobs/mine/stop").status, 403);
   EXPECT_EQ(Call(server, viewer, "POST", "/api/v1/jobs", IdleJob("v", "vision")).status, 403);
 

@@ -538,8 +538,9 @@ TEST(Cli, ExecWithTheCommandsOptionsBeforeDashesSaysToUseThem) {
 // durations, not raw seconds.
 TEST(Cli, DescribeOfAnEndedJobSaysHowLongItRanAndWhenItLastReported) {
   TestServer server(0);
-  server.Submit("name: brief\ntime_limit: 2h\n"
-                "command: \"echo 'HEADWAY {\\\"step\\\": 3}'; sleep 1.2\"\n");
+  server.Submit(
+      "name: brief\ntime_limit: 2h\n"
+      "command: \"echo 'HEADWAY {\\\"step\\\": 3}'; sleep 1.2\"\n");
   ASSERT_TRUE(server.WaitForState("brief", "Succeeded"));
   const std::string text = server.Cli({"describe", "job", "brief"}).out;
   EXPECT_THAT(text, HasSubstr("Time limit:     2h00m\n"));
@@ -547,8 +548,9 @@ TEST(Cli, DescribeOfAnEndedJobSaysHowLongItRanAndWhenItLastReported) {
   EXPECT_THAT(text, ::testing::ContainsRegex("Last report: +[01]s before it ended \\(")) << text;
   EXPECT_THAT(text, Not(::testing::ContainsRegex("Last report:[^\n]* ago")));
   // While it runs: so far, and ago.
-  server.Submit("name: longer\ncommand: \"echo 'HEADWAY {\\\"step\\\": 1}'; sleep 300\"\n"
-                "termination_grace: 1s\n");
+  server.Submit(
+      "name: longer\ncommand: \"echo 'HEADWAY {\\\"step\\\": 1}'; sleep 300\"\n"
+      "termination_grace: 1s\n");
   ASSERT_TRUE(WaitFor([&] { return server.Job("longer")["progress"]["step"] == 1; }));
   const std::string running = server.Cli({"describe", "job", "longer"}).out;
   EXPECT_THAT(running, ::testing::ContainsRegex("Duration: +[0-9]+s so far\n")) << running;
@@ -560,22 +562,25 @@ TEST(Cli, DescribeOfAnEndedJobSaysHowLongItRanAndWhenItLastReported) {
 // short name, kubectl-style, and print what the resource's own command does.
 TEST(Cli, GetDescribeAndDeleteTakeEveryResourceByAnyOfItsNames) {
   TestServer server(0);
-  ASSERT_EQ(server.Cli({"exp", "create", "-f", "-"},
-                       "name: tune\nobjective: {metric: loss, direction: minimize}\n"
-                       "algorithm: {name: random}\nmax_trials: 1\n"
-                       "parameters:\n  - {name: lr, type: double, min: 0, max: 1}\n"
-                       "trial_template:\n  command: [/bin/echo, 'HEADWAY {\"step\": 1, \"metrics\": "
-                       "{\"loss\": 1}}']\n")
+  ASSERT_EQ(server
+                .Cli({"exp", "create", "-f", "-"},
+                     "name: tune\nobjective: {metric: loss, direction: minimize}\n"
+                     "algorithm: {name: random}\nmax_trials: 1\n"
+                     "parameters:\n  - {name: lr, type: double, min: 0, max: 1}\n"
+                     "trial_template:\n  command: [/bin/echo, 'HEADWAY {\"step\": 1, \"metrics\": "
+                     "{\"loss\": 1}}']\n")
                 .exit_code,
             0);
-  ASSERT_TRUE(WaitFor([&] { return Get(server, "/api/v1/experiments/tune")["state"] == "Succeeded"; }));
+  ASSERT_TRUE(
+      WaitFor([&] { return Get(server, "/api/v1/experiments/tune")["state"] == "Succeeded"; }));
   const std::string listed = server.Cli({"exp", "get"}).out;
   ASSERT_THAT(listed, HasSubstr("tune"));
   for (const char* kind : {"experiments", "experiment", "exp"}) {
     EXPECT_EQ(server.Cli({"get", kind}).out, listed) << kind;
   }
   EXPECT_EQ(server.Cli({"get", "exp", "-o", "name"}).out, "tune\n");
-  EXPECT_EQ(server.Cli({"describe", "experiment", "tune"}).out, server.Cli({"exp", "describe", "tune"}).out);
+  EXPECT_EQ(server.Cli({"describe", "experiment", "tune"}).out,
+            server.Cli({"exp", "describe", "tune"}).out);
   CommandResult notebooks = server.Cli({"get", "nb"});
   EXPECT_EQ(notebooks.exit_code, 0) << notebooks.err;
   EXPECT_THAT(notebooks.err, HasSubstr("No notebooks found."));
@@ -605,11 +610,12 @@ TEST(Cli, GetDescribeAndDeleteTakeEveryResourceByAnyOfItsNames) {
 TEST(Cli, CompletionOffersTheNamesOfTheKindTheCommandWants) {
   TestServer server(0);
   server.Submit("name: a-job\ncommand: \"true\"\n");
-  ASSERT_EQ(server.Cli({"exp", "create", "-f", "-"},
-                       "name: a-sweep\nobjective: {metric: loss, direction: minimize}\n"
-                       "algorithm: {name: random}\nmax_trials: 1\n"
-                       "parameters:\n  - {name: lr, type: double, min: 0, max: 1}\n"
-                       "trial_template:\n  command: [\"true\"]\n")
+  ASSERT_EQ(server
+                .Cli({"exp", "create", "-f", "-"},
+                     "name: a-sweep\nobjective: {metric: loss, direction: minimize}\n"
+                     "algorithm: {name: random}\nmax_trials: 1\n"
+                     "parameters:\n  - {name: lr, type: double, min: 0, max: 1}\n"
+                     "trial_template:\n  command: [\"true\"]\n")
                 .exit_code,
             0);
   ASSERT_TRUE(server.WaitForState("a-job", "Succeeded"));

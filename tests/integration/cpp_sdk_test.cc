@@ -15,13 +15,15 @@ namespace {
 
 TEST(CppSdk, ATrainingLoopReportsThroughTheSdk) {
   TestServer server;
-  server.Submit(std::string("name: cpploop\ncommand: [\"") + TRAIN_LOOP_BIN + "\", \"200\", \"2\"]\n");
+  server.Submit(std::string("name: cpploop\ncommand: [\"") + TRAIN_LOOP_BIN +
+                "\", \"200\", \"2\"]\n");
   ASSERT_TRUE(server.WaitForState("cpploop", "Succeeded", std::chrono::seconds(30)));
   auto job = server.Job("cpploop");
   EXPECT_EQ(job["progress"]["step"], 200);
   EXPECT_EQ(job["progress"]["percent"], 100.0);
   EXPECT_LT(job["progress"]["metrics"]["loss"].get<double>(), 1e-3);
-  EXPECT_THAT(server.Cli({"logs", "cpploop"}).out, ::testing::HasSubstr("flushed=1 acknowledged=200"));
+  EXPECT_THAT(server.Cli({"logs", "cpploop"}).out,
+              ::testing::HasSubstr("flushed=1 acknowledged=200"));
   api::HttpClient http = server.Http();
   auto series = http.Request("GET", "/api/v1/jobs/cpploop/metrics/loss");
   ASSERT_TRUE(series.ok());

@@ -104,22 +104,26 @@ TEST(Elastic, ATorchrunJobGrowsIntoIdleGpusShrinksForAWaitingJobAndGrowsBack) {
 
   // Three logical GPUs; a job may resize once per 4 of its measured restarts.
   TestServer server(3, {"--elastic-interval", "1"});
-  server.Submit("name: stretchy\nteam: nlp\ncommand: [/usr/bin/python3, -m, torch.distributed.run, " +
-                script +
-                "]\nresources: {gpus_per_process: 1}\nelastic: {min_ranks: 1, max_ranks: 3}\n"
-                "termination_grace: 5s\n");
+  server.Submit(
+      "name: stretchy\nteam: nlp\ncommand: [/usr/bin/python3, -m, torch.distributed.run, " +
+      script +
+      "]\nresources: {gpus_per_process: 1}\nelastic: {min_ranks: 1, max_ranks: 3}\n"
+      "termination_grace: 5s\n");
   ASSERT_TRUE(server.WaitForState("stretchy", "Running", std::chrono::seconds(30)));
 
   // Idle GPUs: it grows to its maximum once its speed at one rank group is measured.
-  ASSERT_TRUE(WaitFor([&] { return server.HasEvent("stretchy", "Resized", "grew to 3 rank groups"); },
-                      std::chrono::seconds(180)))
+  ASSERT_TRUE(
+      WaitFor([&] { return server.HasEvent("stretchy", "Resized", "grew to 3 rank groups"); },
+              std::chrono::seconds(180)))
       << server.Cli({"describe", "job", "stretchy"}).out << server.Cli({"logs", "stretchy"}).out;
   EXPECT_TRUE(server.HasEvent("stretchy", "Resized", "2 GPUs idle and no job waiting for them"));
-  ASSERT_TRUE(WaitFor([&] { return LatestWorld(server, "stretchy") == 3; }, std::chrono::seconds(120)))
+  ASSERT_TRUE(
+      WaitFor([&] { return LatestWorld(server, "stretchy") == 3; }, std::chrono::seconds(120)))
       << server.Cli({"logs", "stretchy"}).out;
   EXPECT_EQ(server.Job("stretchy")["gpu_ids"].size(), 3u) << server.Job("stretchy").dump();
   EXPECT_EQ(server.Job("stretchy")["gpus"], 3);
-  EXPECT_THAT(server.Cli({"describe", "job", "stretchy"}).out, HasSubstr("3 now, of 1-3 rank groups"));
+  EXPECT_THAT(server.Cli({"describe", "job", "stretchy"}).out,
+              HasSubstr("3 now, of 1-3 rank groups"));
   // What it measured before growing: its speed at one rank group, and how
   // long its start took to its first report.
   const nlohmann::json measured = server.Job("stretchy")["elastic"];
@@ -130,34 +134,45 @@ TEST(Elastic, ATorchrunJobGrowsIntoIdleGpusShrinksForAWaitingJobAndGrowsBack) {
   api::HttpClient http = server.Http();
   auto metrics = http.Request("GET", "/metrics");
   ASSERT_TRUE(metrics.ok());
-  EXPECT_THAT(metrics->body,
-              HasSubstr("headway_job_elastic_steps_per_second{job_name=\"stretchy\",team=\"nlp\",size=\"1\"}"));
+  EXPECT_THAT(
+      metrics->body,
+      HasSubstr(
+          "headway_job_elastic_steps_per_second{job_name=\"stretchy\",team=\"nlp\",size=\"1\"}"));
 
   // Another team's job needs two GPUs: the elastic job gives them back
   // instead of anyone being preempted.
-  server.Submit("name: evaluate\nteam: vision\ncommand: [sleep, '3']\n"
-                "resources: {gpus_per_process: 2}\n");
-  ASSERT_TRUE(WaitFor([&] {
-    return server.HasEvent("stretchy", "Resized",
-                           "shrank to 1 rank group to make room for a waiting job of team vision");
-  }, std::chrono::seconds(30)));
+  server.Submit(
+      "name: evaluate\nteam: vision\ncommand: [sleep, '3']\n"
+      "resources: {gpus_per_process: 2}\n");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return server.HasEvent(
+            "stretchy", "Resized",
+            "shrank to 1 rank group to make room for a waiting job of team vision");
+      },
+      std::chrono::seconds(30)));
   EXPECT_FALSE(server.HasEvent("stretchy", "Preempting"));
   ASSERT_TRUE(server.WaitForState("evaluate", "Succeeded", std::chrono::seconds(90)))
       << server.Cli({"describe", "job", "evaluate"}).out;
-  ASSERT_TRUE(WaitFor([&] { return LatestWorld(server, "stretchy") == 1; }, std::chrono::seconds(60)));
+  ASSERT_TRUE(
+      WaitFor([&] { return LatestWorld(server, "stretchy") == 1; }, std::chrono::seconds(60)));
 
   // The GPUs are idle again: it grows back.
-  ASSERT_TRUE(WaitFor([&] {
-    int grew = 0;
-    for (const auto& e : server.Events("stretchy")) {
-      if (e["type"] == "Resized" &&
-          e["message"].get<std::string>().find("grew to 3") != std::string::npos) {
-        ++grew;
-      }
-    }
-    return grew >= 2;
-  }, std::chrono::seconds(180))) << server.Cli({"describe", "job", "stretchy"}).out;
-  ASSERT_TRUE(WaitFor([&] { return LatestWorld(server, "stretchy") == 3; }, std::chrono::seconds(120)))
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        int grew = 0;
+        for (const auto& e : server.Events("stretchy")) {
+          if (e["type"] == "Resized" &&
+              e["message"].get<std::string>().find("grew to 3") != std::string::npos) {
+            ++grew;
+          }
+        }
+        return grew >= 2;
+      },
+      std::chrono::seconds(180)))
+      << server.Cli({"describe", "job", "stretchy"}).out;
+  ASSERT_TRUE(
+      WaitFor([&] { return LatestWorld(server, "stretchy") == 3; }, std::chrono::seconds(120)))
       << server.Cli({"logs", "stretchy"}).out;
   EXPECT_EQ(server.State("stretchy"), "Running") << "it was never restarted as a new attempt";
 
@@ -176,8 +191,9 @@ TEST(Elastic, ATorchrunJobGrowsIntoIdleGpusShrinksForAWaitingJobAndGrowsBack) {
     if (by_step[i].first != expected) {
       gaps += " step " + std::to_string(by_step[i].first) + " (world " +
               std::to_string(by_step[i].second) + ") after " +
-              (i == 0 ? std::string("none") : std::to_string(by_step[i - 1].first) + " (world " +
-                                                  std::to_string(by_step[i - 1].second) + ")") +
+              (i == 0 ? std::string("none")
+                      : std::to_string(by_step[i - 1].first) + " (world " +
+                            std::to_string(by_step[i - 1].second) + ")") +
               ";";
     }
     if (sizes.empty() || sizes.back() != by_step[i].second) sizes.push_back(by_step[i].second);
@@ -201,15 +217,17 @@ TEST(Elastic, AGrowthStoredJustBeforeACrashIsHandedOverAfterTheRestart) {
   ::setenv("HEADWAY_TEST_CRASH_AT", "resize:stored", 1);
   TestServer server(3, {"--elastic-interval", "1"});
   ::unsetenv("HEADWAY_TEST_CRASH_AT");
-  server.Submit("name: stretchy\nteam: nlp\ncommand: [/usr/bin/python3, -m, torch.distributed.run, " +
-                script +
-                "]\nresources: {gpus_per_process: 1}\nelastic: {min_ranks: 1, max_ranks: 3}\n"
-                "termination_grace: 5s\n");
+  server.Submit(
+      "name: stretchy\nteam: nlp\ncommand: [/usr/bin/python3, -m, torch.distributed.run, " +
+      script +
+      "]\nresources: {gpus_per_process: 1}\nelastic: {min_ranks: 1, max_ranks: 3}\n"
+      "termination_grace: 5s\n");
   ASSERT_TRUE(WaitFor([&] { return !server.Running(); }, std::chrono::seconds(180)))
       << "the server never reached its crash point";
   server.Restart();
   EXPECT_TRUE(server.HasEvent("stretchy", "Resized", "grew to 3 rank groups"));
-  ASSERT_TRUE(WaitFor([&] { return LatestWorld(server, "stretchy") == 3; }, std::chrono::seconds(120)))
+  ASSERT_TRUE(
+      WaitFor([&] { return LatestWorld(server, "stretchy") == 3; }, std::chrono::seconds(120)))
       << server.Cli({"logs", "stretchy"}).out;
   ASSERT_EQ(server.Cli({"stop", "stretchy"}).exit_code, 0);
   EXPECT_TRUE(server.WaitForState("stretchy", "Stopped", std::chrono::seconds(60)));

@@ -3,12 +3,12 @@
 // only the job's team may run one, every one is audited, and a command
 // whose client goes away does not outlive it.
 #include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -95,7 +95,8 @@ TEST(Exec, ACommandRunsInsideTheJobAsItsAccountOnlyForItsTeamAndIsAudited) {
   }
   // (The shell stays, named by the marker, while its sleep runs: dash has
   // no `exec -a`, and a shell that failed on it was gone before a look.)
-  ASSERT_TRUE(WaitFor([&] { return !ProcessesWith(marker, "HEADWAY_URL=" + server.url()).empty(); }));
+  ASSERT_TRUE(
+      WaitFor([&] { return !ProcessesWith(marker, "HEADWAY_URL=" + server.url()).empty(); }));
   ::kill(client, SIGKILL);
   ::waitpid(client, nullptr, 0);
   EXPECT_TRUE(WaitFor([&] { return ProcessesWith(marker, "HEADWAY_URL=" + server.url()).empty(); }))
@@ -193,8 +194,8 @@ TEST(Exec, SshOverStdioServesOpenSshClientsForwardingAndFileCopies) {
   EXPECT_THAT(forwarded.out, HasSubstr("200 OK"));
   EXPECT_THAT(forwarded.out, HasSubstr("served-inside"));
   // ...and only inside it: the host's loopback service is out of reach.
-  CommandResult to_host = ssh({"-W", "127.0.0.1:" + std::to_string(host_port), "trainer.headway"},
-                              "hello\n");
+  CommandResult to_host =
+      ssh({"-W", "127.0.0.1:" + std::to_string(host_port), "trainer.headway"}, "hello\n");
   EXPECT_NE(to_host.exit_code, 0) << to_host.out;
   pollfd pending{host_fd, POLLIN, 0};
   EXPECT_EQ(::poll(&pending, 1, 0), 0) << "the host's service got a connection from the job";

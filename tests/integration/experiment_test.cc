@@ -13,21 +13,28 @@
 namespace headway::testing {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 // A trial whose loss settles at QUALITY (+ noise-free 1/step decay): lower is better.
 std::string Experiment(const std::string& name, const std::string& extra, int steps = 20,
                        const std::string& step_sleep = "0.02") {
-  return "name: " + name + "\n"
-         "objective: {metric: loss, direction: minimize}\n" + extra +
+  return "name: " + name +
+         "\n"
+         "objective: {metric: loss, direction: minimize}\n" +
+         extra +
          "trial_template:\n"
          "  command: [\"/usr/bin/python3\", \"-c\", \"import json, sys, time\\n"
          "q = float(sys.argv[1])\\n"
-         "for s in range(1, " + std::to_string(steps) + " + 1):\\n"
-         "    print('HEADWAY ' + json.dumps({'step': s, 'total_steps': " + std::to_string(steps) +
+         "for s in range(1, " +
+         std::to_string(steps) +
+         " + 1):\\n"
+         "    print('HEADWAY ' + json.dumps({'step': s, 'total_steps': " +
+         std::to_string(steps) +
          ", 'metrics': {'loss': q + 1.0 / s}}), flush=True)\\n"
-         "    time.sleep(" + step_sleep + ")\\n\"]\n"
+         "    time.sleep(" +
+         step_sleep +
+         ")\\n\"]\n"
          "  args: [\"${params.quality}\"]\n"
          "  termination_grace: 1s\n";
 }
@@ -48,17 +55,20 @@ void Create(const TestServer& server, const std::string& yaml) {
 
 TEST(Experiments, RandomSearchRunsEveryTrialWithinItsParallelismAndReportsTheBest) {
   TestServer server(2);
-  Create(server, Experiment("rs", "algorithm: {name: random, seed: 7}\n"
-                                  "parameters:\n  - {name: quality, type: double, min: 0, max: 10}\n"
-                                  "max_trials: 5\nparallel_trials: 2\n"));
+  Create(server, Experiment("rs",
+                            "algorithm: {name: random, seed: 7}\n"
+                            "parameters:\n  - {name: quality, type: double, min: 0, max: 10}\n"
+                            "max_trials: 5\nparallel_trials: 2\n"));
   int most_running = 0;
-  ASSERT_TRUE(WaitFor([&] {
-    json e = Exp(server, "rs");
-    int running = 0;
-    for (const json& t : e["trials"]) running += t["job_state"] == "Running" ? 1 : 0;
-    most_running = std::max(most_running, running);
-    return e["state"] == "Succeeded";
-  }, std::chrono::seconds(60)));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        json e = Exp(server, "rs");
+        int running = 0;
+        for (const json& t : e["trials"]) running += t["job_state"] == "Running" ? 1 : 0;
+        most_running = std::max(most_running, running);
+        return e["state"] == "Succeeded";
+      },
+      std::chrono::seconds(60)));
   EXPECT_LE(most_running, 2);
   json e = Exp(server, "rs");
   ASSERT_EQ(e["trials"].size(), 5u);
@@ -76,7 +86,8 @@ TEST(Experiments, RandomSearchRunsEveryTrialWithinItsParallelismAndReportsTheBes
   }
   EXPECT_EQ(qualities.size(), 5u);  // distinct draws
   EXPECT_EQ(e["best_trial"]["objective"].get<double>(), best);
-  EXPECT_THAT(e["message"].get<std::string>(), HasSubstr("best " + e["best_trial"]["job"].get<std::string>()));
+  EXPECT_THAT(e["message"].get<std::string>(),
+              HasSubstr("best " + e["best_trial"]["job"].get<std::string>()));
   std::string table = server.Cli({"exp", "describe", "rs"}).out;
   EXPECT_THAT(table, HasSubstr("quality="));
   EXPECT_THAT(table, HasSubstr("Succeeded"));  // a trial that ran to its end, in job words
@@ -85,11 +96,13 @@ TEST(Experiments, RandomSearchRunsEveryTrialWithinItsParallelismAndReportsTheBes
 
 TEST(Experiments, TheMedianRuleStopsTrialsThatAreWorseThanTheirPeersSoFar) {
   TestServer server(1);
-  Create(server, Experiment("median", "algorithm: {name: grid}\n"
-                                      "parameters:\n  - {name: quality, type: discrete, values: [1, 2, 6, 9]}\n"
-                                      "max_trials: 4\nparallel_trials: 1\n"
-                                      "early_stopping: {rule: median, min_trials: 2, start_step: 5}\n",
-                            60, "0.05"));
+  Create(server,
+         Experiment("median",
+                    "algorithm: {name: grid}\n"
+                    "parameters:\n  - {name: quality, type: discrete, values: [1, 2, 6, 9]}\n"
+                    "max_trials: 4\nparallel_trials: 1\n"
+                    "early_stopping: {rule: median, min_trials: 2, start_step: 5}\n",
+                    60, "0.05"));
   ASSERT_TRUE(WaitForExpState(server, "median", "Succeeded", std::chrono::seconds(90)));
   json e = Exp(server, "median");
   ASSERT_EQ(e["trials"].size(), 4u);
@@ -140,9 +153,11 @@ TEST(Experiments, ATrialThatDivergesIsStoppedByItsVerdict) {
 
 TEST(Experiments, AReachedGoalEndsTheExperimentEarly) {
   TestServer server(2);
-  std::string spec = Experiment("goal", "algorithm: {name: grid}\n"
-                                        "parameters:\n  - {name: quality, type: discrete, values: [0, 5, 7, 8]}\n"
-                                        "max_trials: 4\nparallel_trials: 1\n");
+  std::string spec =
+      Experiment("goal",
+                 "algorithm: {name: grid}\n"
+                 "parameters:\n  - {name: quality, type: discrete, values: [0, 5, 7, 8]}\n"
+                 "max_trials: 4\nparallel_trials: 1\n");
   spec.replace(spec.find("direction: minimize}"), 20, "direction: minimize, goal: 0.1}");
   Create(server, spec);
   ASSERT_TRUE(WaitForExpState(server, "goal", "Succeeded"));
@@ -153,9 +168,11 @@ TEST(Experiments, AReachedGoalEndsTheExperimentEarly) {
 
 TEST(Experiments, ResumesAfterAServerCrashWithoutDoublingATrial) {
   TestServer server(1);
-  Create(server, Experiment("crash", "algorithm: {name: tpe, seed: 3, startup_trials: 2}\n"
-                                     "parameters:\n  - {name: quality, type: double, min: 0, max: 4}\n"
-                                     "max_trials: 4\nparallel_trials: 1\n", 20, "0.05"));
+  Create(server, Experiment("crash",
+                            "algorithm: {name: tpe, seed: 3, startup_trials: 2}\n"
+                            "parameters:\n  - {name: quality, type: double, min: 0, max: 4}\n"
+                            "max_trials: 4\nparallel_trials: 1\n",
+                            20, "0.05"));
   ASSERT_TRUE(WaitFor([&] { return Exp(server, "crash")["trials"].size() >= 2; }));
   server.Kill();
   server.Restart();
@@ -174,16 +191,21 @@ TEST(Experiments, ResumesAfterAServerCrashWithoutDoublingATrial) {
 
 TEST(Experiments, BadSpecsAreRefusedNamingTheField) {
   TestServer server(1);
-  std::string unknown = Experiment("bad", "parameters:\n  - {name: lr, type: double, min: 0, max: 1}\n");
+  std::string unknown =
+      Experiment("bad", "parameters:\n  - {name: lr, type: double, min: 0, max: 1}\n");
   CommandResult r = server.Cli({"exp", "create", "-f", "-"}, unknown);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("trial_template.args[0]"));
   EXPECT_THAT(r.err, HasSubstr("unknown parameter 'quality'"));
-  r = server.Cli({"exp", "create", "-f", "-"},
-                 Experiment("bad", "parameters:\n  - {name: quality, type: double, min: 0, max: 1, log: true}\n"));
+  r = server.Cli(
+      {"exp", "create", "-f", "-"},
+      Experiment("bad",
+                 "parameters:\n  - {name: quality, type: double, min: 0, max: 1, log: true}\n"));
   EXPECT_THAT(r.err, HasSubstr("parameters[0].min"));
   r = server.Cli({"exp", "create", "-f", "-"},
-                 Experiment("bad", "algorithm: {name: magic}\nparameters:\n  - {name: quality, type: int, min: 0, max: 3}\n"));
+                 Experiment("bad",
+                            "algorithm: {name: magic}\nparameters:\n  - {name: quality, type: int, "
+                            "min: 0, max: 3}\n"));
   EXPECT_THAT(r.err, HasSubstr("algorithm.name"));
   EXPECT_TRUE(Get(server, "/api/v1/experiments")["experiments"].empty());
   EXPECT_EQ(server.Cli({"exp", "stop", "nope"}).exit_code, 1);
@@ -191,9 +213,11 @@ TEST(Experiments, BadSpecsAreRefusedNamingTheField) {
 
 TEST(Experiments, StoppingAnExperimentStopsItsRunningTrials) {
   TestServer server(2);
-  Create(server, Experiment("halt", "algorithm: {name: random}\n"
-                                    "parameters:\n  - {name: quality, type: double, min: 0, max: 1}\n"
-                                    "max_trials: 10\nparallel_trials: 2\n", 400, "0.05"));
+  Create(server, Experiment("halt",
+                            "algorithm: {name: random}\n"
+                            "parameters:\n  - {name: quality, type: double, min: 0, max: 1}\n"
+                            "max_trials: 10\nparallel_trials: 2\n",
+                            400, "0.05"));
   ASSERT_TRUE(WaitFor([&] {
     json e = Exp(server, "halt");
     return e["trials"].size() == 2 && e["trials"][1]["job_state"] == "Running";
@@ -212,9 +236,11 @@ TEST(Experiments, StoppingAnExperimentStopsItsRunningTrials) {
 // name starts a new one. One that still runs is refused with what to do.
 TEST(Experiments, AnEndedExperimentIsDeletedWithItsTrialsAndItsNameIsFreeAgain) {
   TestServer server(2);
-  Create(server, Experiment("gone", "algorithm: {name: random}\n"
-                                    "parameters:\n  - {name: quality, type: double, min: 0, max: 1}\n"
-                                    "max_trials: 4\nparallel_trials: 2\n", 400, "0.05"));
+  Create(server, Experiment("gone",
+                            "algorithm: {name: random}\n"
+                            "parameters:\n  - {name: quality, type: double, min: 0, max: 1}\n"
+                            "max_trials: 4\nparallel_trials: 2\n",
+                            400, "0.05"));
   ASSERT_TRUE(WaitFor([&] { return Exp(server, "gone")["trials"].size() == 2; }));
   CommandResult running = server.Cli({"delete", "experiment", "gone"});
   EXPECT_EQ(running.exit_code, 1);
@@ -239,9 +265,10 @@ TEST(Experiments, AnEndedExperimentIsDeletedWithItsTrialsAndItsNameIsFreeAgain) 
   EXPECT_THAT(again.err, HasSubstr("not found"));
 
   // The name starts a new experiment, whose trials reuse the trial names.
-  Create(server, Experiment("gone", "algorithm: {name: random}\n"
-                                    "parameters:\n  - {name: quality, type: double, min: 0, max: 1}\n"
-                                    "max_trials: 1\n"));
+  Create(server, Experiment("gone",
+                            "algorithm: {name: random}\n"
+                            "parameters:\n  - {name: quality, type: double, min: 0, max: 1}\n"
+                            "max_trials: 1\n"));
   ASSERT_TRUE(WaitForExpState(server, "gone", "Succeeded")) << Exp(server, "gone").dump();
   EXPECT_EQ(Exp(server, "gone")["trials"].size(), 1u);
   EXPECT_EQ(server.State("gone-0"), "Succeeded");
@@ -292,7 +319,8 @@ trial_workflow:
   for (int i : {0, 1}) {
     const json& t = e["trials"][i];
     EXPECT_EQ(t["state"], "Completed") << t.dump();
-    EXPECT_NEAR(t["objective"].get<double>(), t["params"]["quality"].get<double>() + 1.0 / 40, 1e-9);
+    EXPECT_NEAR(t["objective"].get<double>(), t["params"]["quality"].get<double>() + 1.0 / 40,
+                1e-9);
     EXPECT_EQ(t["job_state"], "Succeeded");  // the workflow's phase
   }
   const json& bad = e["trials"][2];

@@ -3,7 +3,6 @@
 // utilisation the test writes, in nvidia-smi's CSV; everything else is real.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -27,7 +26,8 @@ class StandInNvidiaSmi {
     std::ofstream(path()) << "#!/bin/sh\n"
                              "# as `nvidia-smi --query-gpu=index,utilization.gpu "
                              "--format=csv,noheader,nounits`\n"
-                             "cat '" << dir_ << "/readings.csv'\n";
+                             "cat '"
+                          << dir_ << "/readings.csv'\n";
     ::chmod(path().c_str(), 0755);
   }
   ~StandInNvidiaSmi() { std::filesystem::remove_all(dir_); }
@@ -52,8 +52,9 @@ termination_grace: 1s
 resources: {gpus_per_process: 1}
 )";
   server.Submit("name: idle-stop\n" + loop + "policies: {on_gpu_idle: stop, gpu_idle_after: 2s}\n");
-  server.Submit("name: idle-notify\n" + loop +
-                "policies: {on_gpu_idle: notify, gpu_idle_after: 2s, gpu_idle_below_percent: 50}\n");
+  server.Submit(
+      "name: idle-notify\n" + loop +
+      "policies: {on_gpu_idle: notify, gpu_idle_after: 2s, gpu_idle_below_percent: 50}\n");
   server.Submit("name: unwatched\n" + loop);
   for (const char* name : {"idle-stop", "idle-notify", "unwatched"}) {
     ASSERT_TRUE(server.WaitForState(name, "Running"));

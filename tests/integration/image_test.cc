@@ -3,15 +3,14 @@
 // from a static busybox, pulled by skopeo, unpacked by umoci and run by crun
 // inside the job's sandbox (exec/oci/, exec/local/container.h). Needs root,
 // as the CI machine runs the suites.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "test_server.h"
 #include "workflow_test_support.h"
@@ -24,8 +23,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 std::string Base64(const std::string& in) {
-  static const char* kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   int val = 0, bits = -6;
   for (unsigned char c : in) {
@@ -47,14 +45,15 @@ class Registry {
  public:
   explicit Registry(bool with_password) : dir_(MakeTempDir("headway-registry")) {
     port_ = UnusedLoopbackPort();
-    std::string config = "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
-                         "    rootdirectory: " + dir_ + "/data\nhttp:\n  addr: 127.0.0.1:" +
-                         std::to_string(port_) + "\n";
+    std::string config =
+        "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
+        "    rootdirectory: " +
+        dir_ + "/data\nhttp:\n  addr: 127.0.0.1:" + std::to_string(port_) + "\n";
     if (with_password) {
-      CommandResult hash = RunCommand(
-          {"/usr/bin/python3", "-c",
-           "import bcrypt,sys; sys.stdout.write('alice:' + "
-           "bcrypt.hashpw(b's3cret-pass', bcrypt.gensalt(rounds=5)).decode())"});
+      CommandResult hash =
+          RunCommand({"/usr/bin/python3", "-c",
+                      "import bcrypt,sys; sys.stdout.write('alice:' + "
+                      "bcrypt.hashpw(b's3cret-pass', bcrypt.gensalt(rounds=5)).decode())"});
       EXPECT_EQ(hash.exit_code, 0) << hash.err;
       WriteFile(dir_ + "/htpasswd", hash.out + "\n");
       config += "auth:\n  htpasswd:\n    realm: test\n    path: " + dir_ + "/htpasswd\n";
@@ -104,12 +103,17 @@ class Registry {
         "printf '#!/bin/sh\\necho special-tool ran with \"$@\"\\n' > $m/bin/special-tool\n"
         "chmod 755 $m/bin/special-tool\n";
     if (!filler.empty()) script += "head -c " + filler + " /dev/urandom > $m/filler\n";
-    script += "buildah config --env PATH=/bin --env FROM_IMAGE=yes --workingdir /mnt "
-              "--entrypoint '[\"/bin/special-tool\"]' --cmd default-arg $c\n"
-              "buildah commit -q $c " + repository + "-build >/dev/null\n"
-              "buildah push -q --tls-verify=false --creds alice:s3cret-pass " + repository +
-              "-build docker://" + reference + "\n"
-              "buildah rmi " + repository + "-build >/dev/null\n";
+    script +=
+        "buildah config --env PATH=/bin --env FROM_IMAGE=yes --workingdir /mnt "
+        "--entrypoint '[\"/bin/special-tool\"]' --cmd default-arg $c\n"
+        "buildah commit -q $c " +
+        repository +
+        "-build >/dev/null\n"
+        "buildah push -q --tls-verify=false --creds alice:s3cret-pass " +
+        repository + "-build docker://" + reference +
+        "\n"
+        "buildah rmi " +
+        repository + "-build >/dev/null\n";
     CommandResult built = RunCommand({"/bin/sh", "-c", script});
     EXPECT_EQ(built.exit_code, 0) << built.out << built.err;
     return reference;
@@ -123,11 +127,10 @@ class Registry {
 };
 
 // A Docker config.json granting `password` for the registry at `host`, 0600.
-std::string AuthFile(const std::string& dir, const std::string& host,
-                     const std::string& password) {
+std::string AuthFile(const std::string& dir, const std::string& host, const std::string& password) {
   const std::string path = dir + "/auth-" + password + ".json";
-  WriteFile(path, "{\"auths\": {\"" + host + "\": {\"auth\": \"" +
-                      Base64("alice:" + password) + "\"}}}\n");
+  WriteFile(path, "{\"auths\": {\"" + host + "\": {\"auth\": \"" + Base64("alice:" + password) +
+                      "\"}}}\n");
   fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
   return path;
 }
@@ -145,22 +148,32 @@ TEST(Images, AJobRunsInItsImageWithToolsTheHostLacksAsItsAccountAndCannotReachTh
   const std::string data = server.data_dir();
 
   // A job of team b keeps a checkpoint the job in the image must not read.
-  server.Submit("name: victim\nteam: b\ncommand: \"echo b-weights > "
-                "$HEADWAY_CHECKPOINT_DIR/model.pt\"\n");
+  server.Submit(
+      "name: victim\nteam: b\ncommand: \"echo b-weights > "
+      "$HEADWAY_CHECKPOINT_DIR/model.pt\"\n");
   ASSERT_TRUE(server.WaitForState("victim", "Succeeded")) << server.ServerLog();
 
-  server.Submit("name: boxed\nteam: a\nimage: " + image + "\n"
-                "command:\n  - /bin/sh\n  - -c\n  - |\n"
-                "    special-tool hello\n"
-                "    echo \"uid $(id -u) cwd $(pwd) path $PATH from-image $FROM_IMAGE\"\n"
-                "    mkdir -p /mnt/out && echo result > /mnt/out/x && echo \"wrote $(cat /mnt/out/x)\"\n"
-                "    echo ckpt > $HEADWAY_CHECKPOINT_DIR/own && echo own-checkpoint-ok\n"
-                "    cat " + data + "/admin-token >/dev/null 2>&1 && echo READ-ADMIN-TOKEN\n"
-                "    cat " + data + "/headway.db >/dev/null 2>&1 && echo READ-DATABASE\n"
-                "    cat " + data + "/jobs/victim/checkpoints/model.pt 2>/dev/null && echo READ-VICTIM\n"
-                "    ls /usr/bin/python3 >/dev/null 2>&1 && echo SEES-HOST-ROOT\n"
-                "    wget -q -O- $HEADWAY_URL/healthz && echo\n");
-  ASSERT_TRUE(server.WaitForState("boxed", "Succeeded")) << server.ServerLog() << Log(server, "boxed");
+  server.Submit(
+      "name: boxed\nteam: a\nimage: " + image +
+      "\n"
+      "command:\n  - /bin/sh\n  - -c\n  - |\n"
+      "    special-tool hello\n"
+      "    echo \"uid $(id -u) cwd $(pwd) path $PATH from-image $FROM_IMAGE\"\n"
+      "    mkdir -p /mnt/out && echo result > /mnt/out/x && echo \"wrote $(cat /mnt/out/x)\"\n"
+      "    echo ckpt > $HEADWAY_CHECKPOINT_DIR/own && echo own-checkpoint-ok\n"
+      "    cat " +
+      data +
+      "/admin-token >/dev/null 2>&1 && echo READ-ADMIN-TOKEN\n"
+      "    cat " +
+      data +
+      "/headway.db >/dev/null 2>&1 && echo READ-DATABASE\n"
+      "    cat " +
+      data +
+      "/jobs/victim/checkpoints/model.pt 2>/dev/null && echo READ-VICTIM\n"
+      "    ls /usr/bin/python3 >/dev/null 2>&1 && echo SEES-HOST-ROOT\n"
+      "    wget -q -O- $HEADWAY_URL/healthz && echo\n");
+  ASSERT_TRUE(server.WaitForState("boxed", "Succeeded"))
+      << server.ServerLog() << Log(server, "boxed");
   const std::string log = Log(server, "boxed");
   EXPECT_THAT(log, HasSubstr("special-tool ran with hello"));
   // As the team's account, in the image's working directory and PATH.
@@ -189,29 +202,34 @@ TEST(Images, AJobRunsInItsImageWithToolsTheHostLacksAsItsAccountAndCannotReachTh
   EXPECT_TRUE(server.HasEvent("entry", "Launched", "cached"));
 
   // Never: only what the machine has; a missing image is a clear failure.
-  server.Submit("name: never\nimage: " + registry.host() + "/absent:1\nimagePullPolicy: Never\n"
+  server.Submit("name: never\nimage: " + registry.host() +
+                "/absent:1\nimagePullPolicy: Never\n"
                 "command: [/bin/true]\n");
   ASSERT_TRUE(server.WaitForState("never", "Failed"));
-  EXPECT_THAT(server.Job("never").dump(), HasSubstr("not on this machine and its imagePullPolicy is Never"));
+  EXPECT_THAT(server.Job("never").dump(),
+              HasSubstr("not on this machine and its imagePullPolicy is Never"));
   server.Submit("name: missing\nimage: " + registry.host() + "/absent:1\ncommand: [/bin/true]\n");
   ASSERT_TRUE(server.WaitForState("missing", "Failed"));
   EXPECT_THAT(server.Job("missing").dump(), HasSubstr("has no such image"));
 
   // `headway exec` runs in the container: its root, its PATH, its account.
-  server.Submit("name: waiter\nteam: a\nimage: " + image + "\ncommand: [/bin/sh, -c, "
-                "\"echo waiting; while [ ! -e /mnt/released ]; do sleep 0.1; done; echo released\"]\n");
+  server.Submit(
+      "name: waiter\nteam: a\nimage: " + image +
+      "\ncommand: [/bin/sh, -c, "
+      "\"echo waiting; while [ ! -e /mnt/released ]; do sleep 0.1; done; echo released\"]\n");
   ASSERT_TRUE(server.WaitForState("waiter", "Running"));
   ASSERT_TRUE(WaitFor([&] { return Log(server, "waiter").find("waiting") != std::string::npos; }));
-  CommandResult exec = server.Cli(
-      {"exec", "waiter", "--", "/bin/sh", "-c", "special-tool via-exec; id -u; touch /mnt/released"});
+  CommandResult exec = server.Cli({"exec", "waiter", "--", "/bin/sh", "-c",
+                                   "special-tool via-exec; id -u; touch /mnt/released"});
   EXPECT_EQ(exec.exit_code, 0) << exec.out << exec.err;
   EXPECT_THAT(exec.out, HasSubstr("special-tool ran with via-exec\n65534"));
   ASSERT_TRUE(server.WaitForState("waiter", "Succeeded")) << Log(server, "waiter");
   EXPECT_THAT(Log(server, "waiter"), HasSubstr("released"));
 
   // A bad reference is refused at submit, naming the field.
-  CommandResult refused = server.Cli({"submit", "-f", "-"}, "name: bad\nimage: \"Not/An:Image\"\n"
-                                                            "command: [/bin/true]\n");
+  CommandResult refused = server.Cli({"submit", "-f", "-"},
+                                     "name: bad\nimage: \"Not/An:Image\"\n"
+                                     "command: [/bin/true]\n");
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_THAT(refused.err, HasSubstr("image"));
 }
@@ -240,9 +258,9 @@ TEST(Images, APrivateRegistryNeedsTheTeamsCredentialsAndAWrongPasswordSaysSo) {
 
   // A credentials file others can read is refused at start.
   fs::permissions(bad, fs::perms::others_read, fs::perm_options::add);
-  CommandResult start = RunCommand({HeadwayBinary(), "server", "--data-dir",
-                                    server.base_dir() + "/other-data", "--listen",
-                                    "127.0.0.1:0", "--registry-auth", "nlp=" + bad});
+  CommandResult start =
+      RunCommand({HeadwayBinary(), "server", "--data-dir", server.base_dir() + "/other-data",
+                  "--listen", "127.0.0.1:0", "--registry-auth", "nlp=" + bad});
   EXPECT_NE(start.exit_code, 0);
   EXPECT_THAT(start.out + start.err, HasSubstr("chmod 600"));
 }
@@ -265,7 +283,8 @@ TEST(Images, TheCacheKeepsWithinItsBoundEvictingTheLeastRecentlyUsedImageNoJobRu
   };
   const std::string release = server.work_dir() + "/release";
   // The first image stays in use while the others come and go.
-  server.Submit("name: holder\nimage: " + first + "\ncommand: [/bin/sh, -c, \"echo held; while [ ! "
+  server.Submit("name: holder\nimage: " + first +
+                "\ncommand: [/bin/sh, -c, \"echo held; while [ ! "
                 "-e /mnt/out ]; do sleep 0.1; done\"]\n");
   ASSERT_TRUE(WaitFor([&] { return Log(server, "holder").find("held") != std::string::npos; }))
       << server.ServerLog();
@@ -289,7 +308,8 @@ TEST(Images, WorkflowStepsRunInTheirImagesAndTheirOutputsAreCollectedFromThere) 
   Registry registry(/*with_password=*/false);
   ASSERT_TRUE(registry.ready());
   const std::string image = registry.PushToolsImage("steps");
-  TestServer server(/*gpus=*/0, {"--insecure-registry", registry.host(), "--workflow-images", "run"});
+  TestServer server(/*gpus=*/0,
+                    {"--insecure-registry", registry.host(), "--workflow-images", "run"});
   // Writes where a container may and a host process may not (/mnt/out,
   // /outputs), as Argo examples do; the next step reads the artifact back.
   CommandResult r = server.Cli({"workflow", "submit", "-", "--wait"}, R"y(

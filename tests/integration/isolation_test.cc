@@ -4,11 +4,13 @@
 // in CI, so the server runs jobs as `nobody` unless a test maps a team.
 #include <dirent.h>
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,9 +20,6 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "test_server.h"
 
@@ -48,8 +47,10 @@ TEST(Isolation, AJobCannotReachTheControlPlaneOtherJobsOrTheServersEnvironment) 
   const std::string release = server.work_dir() + "/release-victim";
 
   // Team b's job: a checkpoint, then it runs until released.
-  server.Submit("name: victim\nteam: b\ncommand: \"echo b-weights > $HEADWAY_CHECKPOINT_DIR/model.pt; "
-                "while [ ! -e " + release + " ]; do sleep 0.1; done\"\n");
+  server.Submit(
+      "name: victim\nteam: b\ncommand: \"echo b-weights > $HEADWAY_CHECKPOINT_DIR/model.pt; "
+      "while [ ! -e " +
+      release + " ]; do sleep 0.1; done\"\n");
   const std::string victim_checkpoint = data + "/jobs/victim/checkpoints/model.pt";
   ASSERT_TRUE(WaitFor([&] { return fs::exists(victim_checkpoint); })) << server.ServerLog();
 
@@ -57,23 +58,39 @@ TEST(Isolation, AJobCannotReachTheControlPlaneOtherJobsOrTheServersEnvironment) 
   const std::string report = server.work_dir() + "/attack-report";
   const std::string victim_run = data + "/jobs/victim/attempt-0";
   std::string script =
-      "r=" + report + "\n"
+      "r=" + report +
+      "\n"
       "try_read() { if cat \"$2\" >/dev/null 2>&1; then echo \"READ $1\" >> $r; "
       "else echo \"DENIED $1\" >> $r; fi; }\n"
-      "try_read admin-token " + Quoted(data + "/admin-token") + "\n"
-      "try_read database " + Quoted(data + "/headway.db") + "\n"
-      "try_read victim-launch " + Quoted(victim_run + "/launch.json") + "\n"
-      "try_read victim-kubeflow-token " + Quoted(victim_run + "/kubeflow-token") + "\n"
-      "try_read victim-log " + Quoted(victim_run + "/rank-0.log") + "\n"
-      "try_read victim-checkpoint " + Quoted(victim_checkpoint) + "\n"
+      "try_read admin-token " +
+      Quoted(data + "/admin-token") +
+      "\n"
+      "try_read database " +
+      Quoted(data + "/headway.db") +
+      "\n"
+      "try_read victim-launch " +
+      Quoted(victim_run + "/launch.json") +
+      "\n"
+      "try_read victim-kubeflow-token " +
+      Quoted(victim_run + "/kubeflow-token") +
+      "\n"
+      "try_read victim-log " +
+      Quoted(victim_run + "/rank-0.log") +
+      "\n"
+      "try_read victim-checkpoint " +
+      Quoted(victim_checkpoint) +
+      "\n"
       "try_read walked-checkpoint \"$HEADWAY_CHECKPOINT_DIR/../../victim/checkpoints/model.pt\"\n"
-      "echo \"LISTED $(ls " + Quoted(data) + " | tr '\\n' ' ')/ $(ls " + Quoted(data + "/jobs") +
+      "echo \"LISTED $(ls " +
+      Quoted(data) + " | tr '\\n' ' ')/ $(ls " + Quoted(data + "/jobs") +
       " | tr '\\n' ' ')\" >> $r\n"
-      "if echo evil > " + Quoted(data + "/jobs/victim/checkpoints/evil") +
+      "if echo evil > " +
+      Quoted(data + "/jobs/victim/checkpoints/evil") +
       " 2>/dev/null; then echo 'WROTE victim-checkpoint' >> $r; fi\n"
       "if env | grep -q server-secret-4242; then echo 'LEAK environment' >> $r; fi\n"
       "for p in /proc/[0-9]*; do\n"
-      "  if grep -aq server-secret-4242 $p/environ 2>/dev/null; then echo \"LEAK $p/environ\" >> $r; fi\n"
+      "  if grep -aq server-secret-4242 $p/environ 2>/dev/null; then echo \"LEAK $p/environ\" >> "
+      "$r; fi\n"
       "  echo \"PROC $(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" >> $r\n"
       "done\n"
       "echo mine > $HEADWAY_CHECKPOINT_DIR/own && echo 'OWN checkpoint' >> $r\n"
@@ -118,8 +135,9 @@ TEST(Isolation, AJobReachesItsOwnFilesEvenBehindADirectoryItCannotEnter) {
   TestServer server(/*gpus=*/0);
   const std::string closed = fs::path(server.data_dir()).parent_path();
   ::chmod(closed.c_str(), 0700);
-  server.Submit("name: behind\ncommand: \"echo kept > $HEADWAY_CHECKPOINT_DIR/weights && "
-                "cat $KUBEFLOW_TRAINER_SERVER_TOKEN > /dev/null && cd && pwd\"\n");
+  server.Submit(
+      "name: behind\ncommand: \"echo kept > $HEADWAY_CHECKPOINT_DIR/weights && "
+      "cat $KUBEFLOW_TRAINER_SERVER_TOKEN > /dev/null && cd && pwd\"\n");
   bool done = server.WaitForState("behind", "Succeeded");
   ::chmod(closed.c_str(), 0755);
   ASSERT_TRUE(done) << server.Cli({"logs", "behind"}).out << server.Job("behind").dump();
@@ -167,22 +185,40 @@ TEST(Isolation, EachJobWritesATmpOfItsOwnAndStillReadsTheHosts) {
   const std::string secret = host_tmp + "-secret.txt";
   WriteFile(work + "/a.py",
             "import os, time\n"
-            "open('" + work + "/a-read', 'w').write(open('" + host_tmp + "/dataset.txt').read())\n"
-            "with open('" + secret + "', 'w') as f: f.write('a secret')\n"
-            "open('" + work + "/a-ready', 'w').close()\n"
-            "for _ in range(600):\n"
-            "    if os.path.exists('" + work + "/b-done'): break\n"
-            "    time.sleep(0.05)\n"
-            "print('a still reads', open('" + secret + "').read())\n");
+            "open('" +
+                work + "/a-read', 'w').write(open('" + host_tmp +
+                "/dataset.txt').read())\n"
+                "with open('" +
+                secret +
+                "', 'w') as f: f.write('a secret')\n"
+                "open('" +
+                work +
+                "/a-ready', 'w').close()\n"
+                "for _ in range(600):\n"
+                "    if os.path.exists('" +
+                work +
+                "/b-done'): break\n"
+                "    time.sleep(0.05)\n"
+                "print('a still reads', open('" +
+                secret + "').read())\n");
   WriteFile(work + "/b.py",
             "import os, time\n"
             "for _ in range(600):\n"
-            "    if os.path.exists('" + work + "/a-ready'): break\n"
-            "    time.sleep(0.05)\n"
-            "seen = 'present' if os.path.exists('" + secret + "') else 'absent'\n"
-            "with open('" + secret + "', 'a') as f: f.write(' and b was here')\n"
-            "open('" + work + "/b-saw', 'w').write(seen)\n"
-            "open('" + work + "/b-done', 'w').close()\n");
+            "    if os.path.exists('" +
+                work +
+                "/a-ready'): break\n"
+                "    time.sleep(0.05)\n"
+                "seen = 'present' if os.path.exists('" +
+                secret +
+                "') else 'absent'\n"
+                "with open('" +
+                secret +
+                "', 'a') as f: f.write(' and b was here')\n"
+                "open('" +
+                work +
+                "/b-saw', 'w').write(seen)\n"
+                "open('" +
+                work + "/b-done', 'w').close()\n");
   server.Submit("name: a-job\nteam: a\ncommand: [/usr/bin/python3, " + work + "/a.py]\n");
   server.Submit("name: b-job\nteam: b\ncommand: [/usr/bin/python3, " + work + "/b.py]\n");
   ASSERT_TRUE(server.WaitForState("a-job", "Succeeded")) << server.Cli({"logs", "a-job"}).out;
@@ -236,7 +272,8 @@ TEST(Isolation, AJobSeesOnlyItsOwnGpusDeviceNodes) {
   ASSERT_TRUE(nodes.made) << std::strerror(errno);
   TestServer server(/*gpus=*/2);
   const std::string look =
-      "command: \"echo gpus=$CUDA_VISIBLE_DEVICES; stat -c '%n %t:%T' /dev/nvidia0 /dev/nvidia1\"\n";
+      "command: \"echo gpus=$CUDA_VISIBLE_DEVICES; stat -c '%n %t:%T' /dev/nvidia0 "
+      "/dev/nvidia1\"\n";
   server.Submit("name: one-gpu\nresources: {gpus_per_process: 1}\n" + look);
   server.Submit("name: no-gpu\n" + look);
   ASSERT_TRUE(server.WaitForState("one-gpu", "Succeeded")) << server.Cli({"logs", "one-gpu"}).out;
@@ -305,9 +342,8 @@ TEST(Isolation, AGpuNodeGoneBeforeTheSandboxIsBuiltLeavesTheJobRunning) {
   server.Submit("name: planned\nresources: {gpus_per_process: 1}\ncommand: \"echo ran\"\n");
   // The launch is planned (the other GPU's node listed to be masked); its
   // supervisor has not built the sandbox yet.
-  ASSERT_TRUE(WaitFor([&] {
-    return fs::exists(server.data_dir() + "/jobs/planned/attempt-0/launch.json");
-  }));
+  ASSERT_TRUE(WaitFor(
+      [&] { return fs::exists(server.data_dir() + "/jobs/planned/attempt-0/launch.json"); }));
   ::unlink("/dev/nvidia0");
   ::unlink("/dev/nvidia1");
   ASSERT_TRUE(server.WaitForState("planned", "Succeeded"))
@@ -350,7 +386,8 @@ TEST(Isolation, StopEndsDaemonsThatLeftTheJobsSessionBeforeItsGpusAreFreed) {
   server.Submit(
       "name: escaper\nresources: {gpus_per_process: 1}\ntermination_grace: 1s\n"
       "command: \"setsid sh -c 'trap \\\"\\\" TERM HUP; exec sleep 4242.42' & "
-      "(sh -c 'exec sleep 4343.43' &) ; touch " + started + "; sleep 1000\"\n");
+      "(sh -c 'exec sleep 4343.43' &) ; touch " +
+      started + "; sleep 1000\"\n");
   ASSERT_TRUE(WaitFor([&] { return fs::exists(started); })) << server.Cli({"logs", "escaper"}).out;
   ASSERT_TRUE(WaitFor([&] {
     return !ProcessesWith("sleep 4242.42", "HEADWAY_URL=" + server.url()).empty() &&
@@ -417,9 +454,9 @@ TEST(Isolation, JobsRunAsTheTeamsAccountAndNeverAsRootUnlessAllowed) {
 TEST(Isolation, ARootServerRefusesSlurmQueuesUnlessRootJobsAreAllowed) {
   if (::geteuid() != 0) GTEST_SKIP() << "the rule is for servers run as root";
   std::string data = MakeTempDir("headway-slurm-root");
-  CommandResult r = RunCommand({"/usr/bin/timeout", "20", HEADWAY_BIN, "server", "--listen",
-                                "127.0.0.1:0", "--data-dir", data + "/data", "--queue",
-                                "gpu=slurm:partition=debug"});
+  CommandResult r =
+      RunCommand({"/usr/bin/timeout", "20", HEADWAY_BIN, "server", "--listen", "127.0.0.1:0",
+                  "--data-dir", data + "/data", "--queue", "gpu=slurm:partition=debug"});
   fs::remove_all(data);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.out + r.err, HasSubstr("--allow-root-jobs"));
@@ -490,8 +527,8 @@ TEST(Isolation, ACpuLimitIsWrittenToTheJobsCgroup) {
 // files; a user namespace with mount and PID namespaces does.
 TEST(Isolation, ASingleUserServerHidesItsFilesFromItsOwnJobs) {
   if (::geteuid() != 0) GTEST_SKIP() << "starting a server as another account needs root";
-  const std::vector<std::string> as_nobody = {"/usr/bin/setpriv", "--reuid=65534",
-                                              "--regid=65534", "--clear-groups"};
+  const std::vector<std::string> as_nobody = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                              "--clear-groups"};
   auto as_nobody_run = [&](std::vector<std::string> argv) {
     argv.insert(argv.begin(), as_nobody.begin(), as_nobody.end());
     return argv;
@@ -510,8 +547,9 @@ TEST(Isolation, ASingleUserServerHidesItsFilesFromItsOwnJobs) {
     int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
-    std::vector<std::string> argv = as_nobody_run(
-        {HEADWAY_BIN, "server", "--auth", "--listen", "127.0.0.1:0", "--data-dir", data, "--gpus", "0"});
+    std::vector<std::string> argv =
+        as_nobody_run({HEADWAY_BIN, "server", "--auth", "--listen", "127.0.0.1:0", "--data-dir",
+                       data, "--gpus", "0"});
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
@@ -532,13 +570,20 @@ TEST(Isolation, ASingleUserServerHidesItsFilesFromItsOwnJobs) {
 
   const std::string report = work + "/report";
   WriteFile(work + "/probe.sh",
-            "r=" + report + "\n"
-            "echo \"LISTED $(ls " + data + " | tr '\\n' ' ')\" >> $r\n"
-            "cat " + data + "/admin-token >/dev/null 2>&1 && echo 'READ admin-token' >> $r\n"
-            "cat " + data + "/headway.db >/dev/null 2>&1 && echo 'READ database' >> $r\n"
-            "for p in /proc/[0-9]*; do echo \"PROC $(tr '\\0' ' ' < $p/cmdline)\" >> $r; done\n"
-            "echo mine > $HEADWAY_CHECKPOINT_DIR/own && echo 'OWN checkpoint' >> $r\n"
-            "echo \"UID $(id -u)\" >> $r\n");
+            "r=" + report +
+                "\n"
+                "echo \"LISTED $(ls " +
+                data +
+                " | tr '\\n' ' ')\" >> $r\n"
+                "cat " +
+                data +
+                "/admin-token >/dev/null 2>&1 && echo 'READ admin-token' >> $r\n"
+                "cat " +
+                data +
+                "/headway.db >/dev/null 2>&1 && echo 'READ database' >> $r\n"
+                "for p in /proc/[0-9]*; do echo \"PROC $(tr '\\0' ' ' < $p/cmdline)\" >> $r; done\n"
+                "echo mine > $HEADWAY_CHECKPOINT_DIR/own && echo 'OWN checkpoint' >> $r\n"
+                "echo \"UID $(id -u)\" >> $r\n");
   CommandResult submitted = RunCommand(
       {HEADWAY_BIN, "--server", url, "--token", token, "submit", "-f", "-"},
       "name: probe\nworking_dir: " + work + "\ncommand: [/bin/sh, " + work + "/probe.sh]\n");

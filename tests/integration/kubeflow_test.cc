@@ -122,13 +122,13 @@ TEST(Kubeflow, TheSdksPercentAndStepLoopShowsItsPercentAndKeepsItsSteps) {
   std::string token = IdleJobToken(server, "kf");
   const std::string path = StatusPath("kf");
   for (int step : {100, 200, 300}) {
-    ASSERT_EQ(Call(server, token, "POST", path,
-                   Update(R"("progressPercentage": )" + std::to_string(step / 10) +
-                          R"(, "metrics": [{"name": "loss", "value": ")" +
-                          std::to_string(1.0 / step) + R"("}, {"name": "step", "value": ")" +
-                          std::to_string(step) + R"("}])"))
-                  .status,
-              200);
+    ASSERT_EQ(
+        Call(server, token, "POST", path,
+             Update(R"("progressPercentage": )" + std::to_string(step / 10) +
+                    R"(, "metrics": [{"name": "loss", "value": ")" + std::to_string(1.0 / step) +
+                    R"("}, {"name": "step", "value": ")" + std::to_string(step) + R"("}])"))
+            .status,
+        200);
   }
   json progress = server.Job("kf")["progress"];
   EXPECT_EQ(progress["percent"], 30.0) << progress.dump();

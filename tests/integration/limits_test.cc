@@ -81,8 +81,9 @@ TEST(Limits, ASlowClientIsCutOffWithoutHoldingUpOthers) {
 TEST(Limits, IdleSocketsLeaveRoomForReportsAndOtherClients) {
   TestServer server(1, {"--max-connections", "20", "--max-connections-per-client", "8",
                         "--report-connections", "16", "--header-timeout", "3"});
-  server.Submit("name: healthy\ncommand: \"echo $HEADWAY_TOKEN; while true; do sleep 0.2; done\"\n"
-                "termination_grace: 1s\npolicies: {on_stall: stop}\n");
+  server.Submit(
+      "name: healthy\ncommand: \"echo $HEADWAY_TOKEN; while true; do sleep 0.2; done\"\n"
+      "termination_grace: 1s\npolicies: {on_stall: stop}\n");
   std::string token;
   ASSERT_TRUE(WaitFor([&] {
     token = server.Cli({"logs", "healthy"}).out;
@@ -100,8 +101,8 @@ TEST(Limits, IdleSocketsLeaveRoomForReportsAndOtherClients) {
 
   // (a) The job's progress report gets through, from the flood's own address.
   api::HttpClient job(server.url(), token);
-  auto report = job.Request("POST", "/api/v1/jobs/healthy/progress",
-                            R"({"step": 1, "total_steps": 100})");
+  auto report =
+      job.Request("POST", "/api/v1/jobs/healthy/progress", R"({"step": 1, "total_steps": 100})");
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(report->status, 202) << report->body;
 
@@ -154,9 +155,11 @@ TEST(Limits, ReservedConnectionsServeOnlyProgressReports) {
   EXPECT_THAT(reserved.Receive(std::chrono::seconds(5)), HasSubstr("too many connections"));
   RawConnection report(server);
   std::string body = R"({"step": 1})";
-  ASSERT_TRUE(report.Send("POST /api/v1/jobs/nope/progress HTTP/1.1\r\nHost: x\r\n"
-                          "Authorization: Bearer hwj_x\r\nContent-Type: application/json\r\n"
-                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
+  ASSERT_TRUE(
+      report.Send("POST /api/v1/jobs/nope/progress HTTP/1.1\r\nHost: x\r\n"
+                  "Authorization: Bearer hwj_x\r\nContent-Type: application/json\r\n"
+                  "Content-Length: " +
+                  std::to_string(body.size()) + "\r\n\r\n" + body));
   std::string answer = report.Receive(std::chrono::seconds(5));
   EXPECT_THAT(answer, HasSubstr("HTTP/1.1 403")) << "served (and refused for its token), not 503";
 }
@@ -336,8 +339,8 @@ TEST(Limits, ARankLogIsRotatedSoAFastWriterCannotFillTheDisk) {
   ASSERT_TRUE(server.WaitForState("flood", "Succeeded"));
   std::string run_dir = server.data_dir() + "/jobs/flood/attempt-0";
   std::uint64_t kept = FileSize(run_dir + "/rank-0.log") + FileSize(run_dir + "/rank-0.log.1");
-  const std::uint64_t index = FileSize(run_dir + "/rank-0.log.times") +
-                              FileSize(run_dir + "/rank-0.log.1.times");
+  const std::uint64_t index =
+      FileSize(run_dir + "/rank-0.log.times") + FileSize(run_dir + "/rank-0.log.1.times");
   EXPECT_LE(kept + index, 65536u);
   EXPECT_GE(kept, 32768u - 1024);
   EXPECT_FALSE(std::filesystem::exists(run_dir + "/rank-0.log.2"));
@@ -360,7 +363,8 @@ TEST(Limits, ARankLogIsRotatedSoAFastWriterCannotFillTheDisk) {
   EXPECT_EQ(server.Cli({"logs", "flood", "--tail", "2"}).out, "999999\n1000000\n");
   // The times moved with the rotated log: every line kept still has one.
   std::string stamped = server.Cli({"logs", "flood", "--timestamps"}).out;
-  EXPECT_EQ(stamped.size(), kept + static_cast<std::uint64_t>(count) * 25);  // "YYYY-MM-DDTHH:MM:SS.mmmZ "
+  EXPECT_EQ(stamped.size(),
+            kept + static_cast<std::uint64_t>(count) * 25);  // "YYYY-MM-DDTHH:MM:SS.mmmZ "
   ASSERT_TRUE(WaitFor([&] { return server.HasEvent("flood", "Warning", "--max-log-bytes"); }));
   EXPECT_TRUE(server.HasEvent("flood", "Warning", "rank-0.log.1"));
 }
@@ -370,9 +374,10 @@ TEST(Limits, ARankLogIsRotatedSoAFastWriterCannotFillTheDisk) {
 // bound holds for the log and its index together.
 TEST(Limits, TheLogsIndexCountsTowardTheBound) {
   TestServer server(1, {"--max-log-bytes", "4096"});
-  server.Submit("name: drip\ncommand: [/usr/bin/python3, -c, \"import sys, time\\n"
-                "for i in range(3000):\\n    sys.stdout.write('x\\\\n')\\n"
-                "    sys.stdout.flush()\\n    time.sleep(0.002)\\n\"]\n");
+  server.Submit(
+      "name: drip\ncommand: [/usr/bin/python3, -c, \"import sys, time\\n"
+      "for i in range(3000):\\n    sys.stdout.write('x\\\\n')\\n"
+      "    sys.stdout.flush()\\n    time.sleep(0.002)\\n\"]\n");
   ASSERT_TRUE(server.WaitForState("drip", "Succeeded", std::chrono::seconds(60)));
   const std::string run_dir = server.data_dir() + "/jobs/drip/attempt-0";
   std::uint64_t total = 0;
@@ -437,9 +442,12 @@ TEST(Limits, LogsAreWholeByDefaultAndCutOnlyAtLinesWhenAsked) {
 TEST(Logs, SinceAndTimestampsSayWhenEachLineWasWritten) {
   TestServer server(1);
   const std::string release = server.work_dir() + "/release";
-  server.Submit("name: timed\nresources: {processes_per_node: 2}\n"
-                "command: \"echo early; while [ ! -e " + release + " ]; do sleep 0.05; done; "
-                "echo late\"\n");
+  server.Submit(
+      "name: timed\nresources: {processes_per_node: 2}\n"
+      "command: \"echo early; while [ ! -e " +
+      release +
+      " ]; do sleep 0.05; done; "
+      "echo late\"\n");
   ASSERT_TRUE(WaitFor([&] {
     std::string out = server.Cli({"logs", "timed"}).out;
     return out.find("[rank 0] early") != std::string::npos &&
@@ -456,7 +464,8 @@ TEST(Logs, SinceAndTimestampsSayWhenEachLineWasWritten) {
             "[rank 0] late\n[rank 1] late\n");
   EXPECT_EQ(server.Cli({"logs", "timed", "--since", "1h", "--rank", "1"}).out, "early\nlate\n");
   // kubectl's format: the rank prefix, then the time, then the line.
-  const std::regex stamped(R"(\[rank [01]\] (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) (early|late))");
+  const std::regex stamped(
+      R"(\[rank [01]\] (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) (early|late))");
   std::istringstream lines(server.Cli({"logs", "timed", "--timestamps"}).out);
   std::string line;
   int count = 0;

@@ -4,7 +4,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-
 #include <fstream>
 #include <thread>
 
@@ -14,8 +13,8 @@
 namespace headway::testing {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 void WriteText(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
@@ -29,7 +28,8 @@ TEST(Manifests, ATrainJobRunsTorchrunWorkersAsKubeflowWould) {
             "print(f\"rank {dist.get_rank()} of {dist.get_world_size()} sum {int(t.item())} \"\n"
             "      f\"nnodes {os.environ['PET_NNODES']}\", flush=True)\n"
             "dist.destroy_process_group()\n");
-  CommandResult submitted = server.Cli({"submit", "-f", "-"}, R"(apiVersion: trainer.kubeflow.org/v1alpha1
+  CommandResult submitted =
+      server.Cli({"submit", "-f", "-"}, R"(apiVersion: trainer.kubeflow.org/v1alpha1
 kind: TrainJob
 metadata:
   name: tj-ddp
@@ -38,7 +38,8 @@ spec:
     name: torch-distributed
   trainer:
     image: docker.io/kubeflow/pytorch-mnist:v1
-    command: ["torchrun", ")" + server.work_dir() + R"(/ddp.py"]
+    command: ["torchrun", ")" + server.work_dir() +
+                                            R"(/ddp.py"]
     numProcPerNode: 2
     env:
       # Debian's torchrun (PyTorch 1.13 on Python 3.11) fails reading its
@@ -56,7 +57,8 @@ spec:
   EXPECT_THAT(logs, HasSubstr("rank 0 of 2 sum 3 nnodes 1"));
   EXPECT_THAT(logs, HasSubstr("rank 1 of 2 sum 3 nnodes 1"));
   json job = server.Job("tj-ddp");
-  EXPECT_EQ(job["spec"]["labels"]["trainer.kubeflow.org/image"], "docker.io/kubeflow/pytorch-mnist:v1");
+  EXPECT_EQ(job["spec"]["labels"]["trainer.kubeflow.org/image"],
+            "docker.io/kubeflow/pytorch-mnist:v1");
   EXPECT_EQ(job["spec"]["resources"]["gpus_per_process"], 2);
 }
 
@@ -104,12 +106,15 @@ spec:
   EXPECT_EQ(created.out, "experiment/katib-grid created\n");
   api::HttpClient http = server.Http();
   json e;
-  ASSERT_TRUE(WaitFor([&] {
-    auto resp = http.Request("GET", "/api/v1/experiments/katib-grid");
-    if (!resp.ok()) return false;
-    e = json::parse(resp->body, nullptr, false);
-    return e.is_object() && e["state"] == "Succeeded";
-  }, std::chrono::seconds(60))) << e.dump();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto resp = http.Request("GET", "/api/v1/experiments/katib-grid");
+        if (!resp.ok()) return false;
+        e = json::parse(resp->body, nullptr, false);
+        return e.is_object() && e["state"] == "Succeeded";
+      },
+      std::chrono::seconds(60)))
+      << e.dump();
   ASSERT_EQ(e["trials"].size(), 3u) << e.dump();
   for (const json& t : e["trials"]) {
     // The trial's best loss is the one its second line printed: its lr.
@@ -175,12 +180,17 @@ TEST(Manifests, PullModeReadsWhatTheJobServesAndTakesAReServedEvaluationOnce) {
 TEST(Manifests, AnEndpointThatNeverAnswersIsSaidOnce) {
   TestServer server(1);
   const int port = UnusedLoopbackPort();
-  server.Submit("name: silent\ncommand: \"sleep 30\"\ntermination_grace: 1s\n"
-                "progress_endpoint: {port: " + std::to_string(port) + ", interval: 1s}\n");
-  ASSERT_TRUE(WaitFor([&] {
-    return server.HasEvent("silent", "Warning", "cannot read the job's progress from http://127.0.0.1:" +
-                                                    std::to_string(port) + "/metrics");
-  }, std::chrono::seconds(20)));
+  server.Submit(
+      "name: silent\ncommand: \"sleep 30\"\ntermination_grace: 1s\n"
+      "progress_endpoint: {port: " +
+      std::to_string(port) + ", interval: 1s}\n");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return server.HasEvent("silent", "Warning",
+                               "cannot read the job's progress from http://127.0.0.1:" +
+                                   std::to_string(port) + "/metrics");
+      },
+      std::chrono::seconds(20)));
   std::this_thread::sleep_for(std::chrono::seconds(3));
   int warnings = 0;
   for (const json& e : server.Events("silent")) {

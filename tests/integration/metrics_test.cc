@@ -21,8 +21,8 @@
 namespace headway::testing {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 bool Installed(const std::string& program) { return std::filesystem::exists(program); }
 
@@ -43,33 +43,51 @@ void SubmitReporter(const TestServer& server, const std::string& name, const std
 }
 
 TEST(Metrics, TheExpositionPassesPromtool) {
-  if (!Installed("/usr/bin/promtool")) GTEST_SKIP() << "promtool not installed (scripts/setup installs prometheus)";
+  if (!Installed("/usr/bin/promtool"))
+    GTEST_SKIP() << "promtool not installed (scripts/setup installs prometheus)";
   TestServer server(2, {"--quota", "vision=1:borrow=1"});
   SubmitReporter(server, "alpha", "vision");
   SubmitReporter(server, "beta", "nlp");
-  server.Submit("name: gamma\nteam: vision\ncommand: \"sleep 60\"\nresources: {gpus_per_process: 1}\n");
+  server.Submit(
+      "name: gamma\nteam: vision\ncommand: \"sleep 60\"\nresources: {gpus_per_process: 1}\n");
   ASSERT_TRUE(WaitFor([&] { return server.Job("alpha")["progress"]["step"] == 50; }));
   ASSERT_TRUE(WaitFor([&] { return server.Job("beta")["progress"]["step"] == 50; }));
   WriteFile(server.work_dir() + "/model.bin", std::string(1000, 'm'));
-  ASSERT_EQ(server.Cli({"artifacts", "put", server.work_dir() + "/model.bin", "--name", "m",
-                        "--kind", "model", "--team", "vision"}).exit_code, 0);
+  ASSERT_EQ(server
+                .Cli({"artifacts", "put", server.work_dir() + "/model.bin", "--name", "m", "--kind",
+                      "model", "--team", "vision"})
+                .exit_code,
+            0);
   std::string text = Scrape(server);
   CommandResult check = RunCommand({"/usr/bin/promtool", "check", "metrics"}, text);
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err << "\n" << text;
 
-  EXPECT_THAT(text, HasSubstr("headway_job_progress_ratio{job_name=\"alpha\",team=\"vision\"} 0.25\n"));
+  EXPECT_THAT(text,
+              HasSubstr("headway_job_progress_ratio{job_name=\"alpha\",team=\"vision\"} 0.25\n"));
   EXPECT_THAT(text, HasSubstr("headway_job_step{job_name=\"beta\",team=\"nlp\"} 50\n"));
-  EXPECT_THAT(text, HasSubstr("headway_job_metric{job_name=\"alpha\",team=\"vision\",metric=\"grad_norm\"} NaN\n"));
-  EXPECT_THAT(text, HasSubstr("headway_job_state{job_name=\"gamma\",team=\"vision\",state=\"Queued\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("headway_job_health{job_name=\"alpha\",team=\"vision\",health=\"Progressing\"} 1\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "headway_job_metric{job_name=\"alpha\",team=\"vision\",metric=\"grad_norm\"} NaN\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("headway_job_state{job_name=\"gamma\",team=\"vision\",state=\"Queued\"} 1\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "headway_job_health{job_name=\"alpha\",team=\"vision\",health=\"Progressing\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("headway_gpus 2\n"));
   EXPECT_THAT(text, HasSubstr("headway_gpus_allocated 2\n"));
-  EXPECT_THAT(text, HasSubstr("headway_queue_pending_jobs{queue=\"vision\",executor=\"local\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("headway_queue_nominal_gpus{queue=\"vision\",executor=\"local\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("headway_queue_pending_jobs{queue=\"vision\",executor=\"local\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("headway_queue_nominal_gpus{queue=\"vision\",executor=\"local\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("headway_jobs{state=\"Running\"} 2\n"));
   EXPECT_THAT(text, HasSubstr("headway_job_eta_seconds{job_name=\"alpha\",team=\"vision\"} "));
   EXPECT_THAT(text, HasSubstr("headway_artifact_bytes{team=\"vision\"} 1000\n"));
-  EXPECT_THAT(text, HasSubstr("headway_artifact_versions{team=\"vision\",kind=\"model\",state=\"Ready\"} 1\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("headway_artifact_versions{team=\"vision\",kind=\"model\",state=\"Ready\"} 1\n"));
 
   // Ended jobs leave the per-job series.
   server.Cli({"stop", "alpha"});
@@ -89,7 +107,8 @@ class Prometheus {
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
         "scrape_configs:\n"
         "  - job_name: headway\n"
-        "    static_configs: [{targets: ['" + target + "']}]\n";
+        "    static_configs: [{targets: ['" +
+        target + "']}]\n";
     if (!credentials_file.empty()) {
       config += "    authorization: {credentials_file: '" + credentials_file + "'}\n";
     }
@@ -143,22 +162,24 @@ class Prometheus {
 };
 
 TEST(Metrics, ARealPrometheusScrapesTheServer) {
-  if (!Installed("/usr/bin/prometheus")) GTEST_SKIP() << "prometheus not installed (scripts/setup installs it)";
+  if (!Installed("/usr/bin/prometheus"))
+    GTEST_SKIP() << "prometheus not installed (scripts/setup installs it)";
   // With --auth, Prometheus scrapes with a viewer token of every team ("*"),
   // as a deployment would.
   TestServer server(2, {"--auth"});
   std::string admin = ReadFile(server.data_dir() + "/admin-token");
   admin.pop_back();
   server.UseToken(admin);
-  CommandResult viewer = server.Cli({"--token", admin, "token", "create", "prometheus", "--team",
-                                     "*", "--role", "viewer"});
+  CommandResult viewer = server.Cli(
+      {"--token", admin, "token", "create", "prometheus", "--team", "*", "--role", "viewer"});
   ASSERT_EQ(viewer.exit_code, 0) << viewer.err;
   std::string credentials = server.data_dir() + "/prometheus-token";
   WriteFile(credentials, viewer.out);
-  ASSERT_EQ(server.Cli({"--token", admin, "submit", "-f", "-"},
-                       "name: scraped\nteam: vision\ncommand: [\"/bin/sh\", \"-c\", \"echo HEADWAY "
-                       "'{\\\"step\\\": 30, \\\"total_steps\\\": 120}'; sleep 60\"]\n"
-                       "termination_grace: 1s\nresources: {gpus_per_process: 1}\n")
+  ASSERT_EQ(server
+                .Cli({"--token", admin, "submit", "-f", "-"},
+                     "name: scraped\nteam: vision\ncommand: [\"/bin/sh\", \"-c\", \"echo HEADWAY "
+                     "'{\\\"step\\\": 30, \\\"total_steps\\\": 120}'; sleep 60\"]\n"
+                     "termination_grace: 1s\nresources: {gpus_per_process: 1}\n")
                 .exit_code,
             0);
 
@@ -183,19 +204,22 @@ TEST(Metrics, ARealPrometheusScrapesTheServer) {
 
   // Every query of the shipped Grafana dashboard is valid PromQL over these
   // metrics, and the job panels find the job.
-  json dashboard = json::parse(ReadFile(std::string(HEADWAY_SOURCE_DIR) + "/deploy/grafana/headway.json"));
+  json dashboard =
+      json::parse(ReadFile(std::string(HEADWAY_SOURCE_DIR) + "/deploy/grafana/headway.json"));
   int queries = 0;
   for (const json& panel : dashboard["panels"]) {
     for (const json& target : panel["targets"]) {
       std::string expr = target["expr"];
       for (auto [from, to] : {std::pair<std::string, std::string>{"$__rate_interval", "1m"},
-                              {"$team", ".*"}, {"$job_name", ".*"}}) {
+                              {"$team", ".*"},
+                              {"$job_name", ".*"}}) {
         for (auto at = expr.find(from); at != std::string::npos; at = expr.find(from)) {
           expr.replace(at, from.size(), to);
         }
       }
       json answer = prometheus.Ask(expr);
-      EXPECT_EQ(answer["status"], "success") << panel["title"] << ": " << expr << "\n" << answer.dump();
+      EXPECT_EQ(answer["status"], "success") << panel["title"] << ": " << expr << "\n"
+                                             << answer.dump();
       ++queries;
     }
     if (panel["title"] == "Progress" || panel["title"] == "GPUs in use per node") {

@@ -7,13 +7,12 @@
 // egress proxy) is the site's to grant.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
@@ -62,7 +61,9 @@ class HostService {
 // its own token), and its peer rank; writes what it reached.
 std::string Probe(const std::string& report, int host_port) {
   return "import json, os, socket, time, urllib.request\n"
-         "r = open('" + report + ".' + os.environ['RANK'], 'w')\n"
+         "r = open('" +
+         report +
+         ".' + os.environ['RANK'], 'w')\n"
          "def reach(port, host='127.0.0.1'):\n"
          "    try:\n"
          "        s = socket.create_connection((host, port), timeout=3)\n"
@@ -71,8 +72,11 @@ std::string Probe(const std::string& report, int host_port) {
          "        return 'REACHED ' + data.decode().strip()\n"
          "    except OSError as e:\n"
          "        return 'REFUSED ' + type(e).__name__\n"
-         "r.write('host-service ' + reach(" + std::to_string(host_port) + ") + '\\n')\n"
-         "url = os.environ['HEADWAY_URL'] + '/api/v1/jobs/' + os.environ['HEADWAY_JOB'] + '/progress'\n"
+         "r.write('host-service ' + reach(" +
+         std::to_string(host_port) +
+         ") + '\\n')\n"
+         "url = os.environ['HEADWAY_URL'] + '/api/v1/jobs/' + os.environ['HEADWAY_JOB'] + "
+         "'/progress'\n"
          "req = urllib.request.Request(url, data=json.dumps({'step': 7}).encode(), method='POST',\n"
          "    headers={'Authorization': 'Bearer ' + os.environ['HEADWAY_TOKEN'],\n"
          "             'Content-Type': 'application/json'})\n"
@@ -105,8 +109,10 @@ TEST(Network, AJobReachesItsRanksAndTheApiButNothingElseOnTheHost) {
   TestServer server;
   const std::string report = server.work_dir() + "/net";
   WriteFile(server.work_dir() + "/probe.py", Probe(report, service.port()));
-  server.Submit("name: probe\nteam: b\nresources: {processes_per_node: 2}\n"
-                "command: [/usr/bin/python3, " + server.work_dir() + "/probe.py]\n");
+  server.Submit(
+      "name: probe\nteam: b\nresources: {processes_per_node: 2}\n"
+      "command: [/usr/bin/python3, " +
+      server.work_dir() + "/probe.py]\n");
   ASSERT_TRUE(server.WaitForState("probe", "Succeeded")) << server.Cli({"logs", "probe"}).out;
   const std::string rank0 = ReadFile(report + ".0"), rank1 = ReadFile(report + ".1");
   EXPECT_THAT(rank0, HasSubstr("host-service REFUSED")) << rank0;
@@ -121,10 +127,11 @@ TEST(Network, ExecRunsInTheJobsNetwork) {
   HostService service;
   TestServer server;
   // The job serves a port of its own; the host's service is on another.
-  server.Submit("name: serving\ncommand: [/usr/bin/python3, -c, \"import socket\\n"
-                "l = socket.socket()\\nl.bind(('127.0.0.1', 18765))\\nl.listen(4)\\n"
-                "while True:\\n    c, _ = l.accept()\\n    c.sendall(b'job\\\\n')\\n"
-                "    c.close()\\n\"]\ntermination_grace: 1s\n");
+  server.Submit(
+      "name: serving\ncommand: [/usr/bin/python3, -c, \"import socket\\n"
+      "l = socket.socket()\\nl.bind(('127.0.0.1', 18765))\\nl.listen(4)\\n"
+      "while True:\\n    c, _ = l.accept()\\n    c.sendall(b'job\\\\n')\\n"
+      "    c.close()\\n\"]\ntermination_grace: 1s\n");
   ASSERT_TRUE(server.WaitForState("serving", "Running"));
   const std::string connect =
       "import socket, sys\n"
@@ -137,7 +144,8 @@ TEST(Network, ExecRunsInTheJobsNetwork) {
   ASSERT_TRUE(WaitFor([&] {
     own = server.Cli({"exec", "serving", "--", "/usr/bin/python3", "-c", connect, "18765"});
     return own.out.find("REACHED job") != std::string::npos;
-  })) << own.out << own.err;
+  })) << own.out
+      << own.err;
   CommandResult host = server.Cli(
       {"exec", "serving", "--", "/usr/bin/python3", "-c", connect, std::to_string(service.port())});
   EXPECT_THAT(host.out, HasSubstr("REFUSED")) << host.out << host.err;
@@ -160,11 +168,14 @@ TEST(Network, AJobsIdleConnectionsDoNotLockOthersOut) {
             "        held.append(socket.create_connection((u.hostname, u.port), timeout=3))\n"
             "    except OSError:\n"
             "        break\n"
-            "open('" + opened + "', 'w').write(str(len(held)))\n"
-            "time.sleep(120)\n");
+            "open('" +
+                opened +
+                "', 'w').write(str(len(held)))\n"
+                "time.sleep(120)\n");
   server.Submit("name: hog\ncommand: [/usr/bin/python3, " + server.work_dir() +
                 "/hog.py]\ntermination_grace: 1s\n");
-  ASSERT_TRUE(WaitFor([&] { return !ReadFile(opened).empty(); })) << server.Cli({"logs", "hog"}).out;
+  ASSERT_TRUE(WaitFor([&] { return !ReadFile(opened).empty(); }))
+      << server.Cli({"logs", "hog"}).out;
   EXPECT_GE(std::stoi(ReadFile(opened)), 64) << "the job opened more than one client's share";
   // Its connections are open, idle, and the admin is still served.
   for (int i = 0; i < 5; ++i) {
@@ -181,10 +192,10 @@ TEST(Network, TheHostsNetworkIsAnAdminsToGrant) {
   const std::string spec =
       "name: host-net\nteam: b\nhost_network: true\n"
       "command: [/usr/bin/python3, -c, \"import socket; "
-      "socket.create_connection(('127.0.0.1', " + std::to_string(service.port()) +
-      "), timeout=3).recv(8)\"]\n";
-  CommandResult refused = RunCommand({HEADWAY_BIN, "--server", server.url(), "--token", member,
-                                      "submit", "-f", "-"}, spec);
+      "socket.create_connection(('127.0.0.1', " +
+      std::to_string(service.port()) + "), timeout=3).recv(8)\"]\n";
+  CommandResult refused = RunCommand(
+      {HEADWAY_BIN, "--server", server.url(), "--token", member, "submit", "-f", "-"}, spec);
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_THAT(refused.err, HasSubstr("host_network: only an admin")) << refused.err;
   server.Submit(spec);  // the harness's token is the admin's
@@ -210,19 +221,24 @@ TEST(Network, OnTheHostsNetworkTheServerReachesOnlyPortsTheJobListensOn) {
             "        self.end_headers()\n"
             "        self.wfile.write(body)\n"
             "http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\n");
-  server.Submit("name: serves\nhost_network: true\ntermination_grace: 1s\n"
-                "command: [/usr/bin/python3, " + server.work_dir() + "/serve.py, \"" +
-                std::to_string(own) + "\"]\n"
-                "progress_endpoint: {port: " + std::to_string(own) + ", interval: 1s}\n");
-  server.Submit("name: points-away\nhost_network: true\ncommand: \"sleep 60\"\n"
-                "termination_grace: 1s\n"
-                "progress_endpoint: {port: " + std::to_string(service.port()) +
-                ", interval: 1s}\n");
+  server.Submit(
+      "name: serves\nhost_network: true\ntermination_grace: 1s\n"
+      "command: [/usr/bin/python3, " +
+      server.work_dir() + "/serve.py, \"" + std::to_string(own) +
+      "\"]\n"
+      "progress_endpoint: {port: " +
+      std::to_string(own) + ", interval: 1s}\n");
+  server.Submit(
+      "name: points-away\nhost_network: true\ncommand: \"sleep 60\"\n"
+      "termination_grace: 1s\n"
+      "progress_endpoint: {port: " +
+      std::to_string(service.port()) + ", interval: 1s}\n");
   ASSERT_TRUE(WaitFor([&] { return server.Job("serves")["progress"]["step"] == 5; }))
       << server.Job("serves").dump();
   ASSERT_TRUE(WaitFor([&] {
-    return server.HasEvent("points-away", "Warning", "no process of the job listens on port " +
-                                                         std::to_string(service.port()));
+    return server.HasEvent(
+        "points-away", "Warning",
+        "no process of the job listens on port " + std::to_string(service.port()));
   })) << nlohmann::json(server.Events("points-away")).dump();
   EXPECT_EQ(service.accepted(), 0);
   server.Cli({"stop", "serves"});
@@ -243,8 +259,8 @@ class Internet {
     name_ = "hw-inet-" + id;
     host_if_ = "hwo" + id;
     const std::string peer = "hwp" + id;
-    ok_ = Ip({"netns", "add", name_}) && Ip({"link", "add", host_if_, "type", "veth", "peer",
-                                             "name", peer}) &&
+    ok_ = Ip({"netns", "add", name_}) &&
+          Ip({"link", "add", host_if_, "type", "veth", "peer", "name", peer}) &&
           Ip({"link", "set", peer, "netns", name_}) &&
           Ip({"addr", "add", std::string(kHostSide) + "/24", "dev", host_if_}) &&
           Ip({"link", "set", host_if_, "up"}) &&
@@ -283,8 +299,8 @@ class Internet {
           request.append(chunk, static_cast<std::size_t>(n));
         }
         const std::string body = "hello from the internet\n";
-        const std::string reply = "HTTP/1.0 200 OK\r\nContent-Length: " +
-                                  std::to_string(body.size()) + "\r\n\r\n" + body;
+        const std::string reply =
+            "HTTP/1.0 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
         (void)!::write(c, reply.data(), reply.size());
         ::close(c);
       }
@@ -358,7 +374,8 @@ print('metadata', fetch('http://169.254.169.254/latest/meta-data/'))
 )";
 
 TEST(Network, OutboundIsTheSitesToGrantAndReachesOnlyPublicAddresses) {
-  if (::geteuid() != 0) GTEST_SKIP() << "making a network namespace for the test's internet needs root";
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "making a network namespace for the test's internet needs root";
   Internet internet;
   ASSERT_TRUE(internet.ok());
   HostService service;
@@ -400,12 +417,13 @@ TEST(Network, OutboundIsTheSitesToGrantAndReachesOnlyPublicAddresses) {
   EXPECT_THAT(out, HasSubstr("metadata REFUSED HTTP Error 403")) << out;
   EXPECT_EQ(service.accepted(), 0);
   // The control plane is still reached directly (NO_PROXY): reports land.
-  server.Submit("name: reports\nteam: b\ncommand: [/usr/bin/python3, -c, \"import json, os, "
-                "urllib.request; urllib.request.urlopen(urllib.request.Request("
-                "os.environ['HEADWAY_URL'] + '/api/v1/jobs/' + os.environ['HEADWAY_JOB'] + "
-                "'/progress', data=json.dumps({'step': 3}).encode(), headers={'Authorization': "
-                "'Bearer ' + os.environ['HEADWAY_TOKEN'], 'Content-Type': 'application/json'}), "
-                "timeout=10)\"]\n");
+  server.Submit(
+      "name: reports\nteam: b\ncommand: [/usr/bin/python3, -c, \"import json, os, "
+      "urllib.request; urllib.request.urlopen(urllib.request.Request("
+      "os.environ['HEADWAY_URL'] + '/api/v1/jobs/' + os.environ['HEADWAY_JOB'] + "
+      "'/progress', data=json.dumps({'step': 3}).encode(), headers={'Authorization': "
+      "'Bearer ' + os.environ['HEADWAY_TOKEN'], 'Content-Type': 'application/json'}), "
+      "timeout=10)\"]\n");
   ASSERT_TRUE(server.WaitForState("reports", "Succeeded")) << server.Cli({"logs", "reports"}).out;
   EXPECT_EQ(server.Job("reports")["progress"]["step"], 3);
 }

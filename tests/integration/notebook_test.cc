@@ -150,13 +150,15 @@ resources: {gpus_per_process: 1}
   // Names are the server's: another team cannot take this one over.
   EXPECT_EQ(Call(server, bob, "POST", "/api/v1/notebooks", R"({"name": "lab"})").status, 403);
 
-  Answer kernel = Call(server, alice, "POST", "/notebooks/lab/api/kernels", R"({"name": "python3"})");
+  Answer kernel =
+      Call(server, alice, "POST", "/notebooks/lab/api/kernels", R"({"name": "python3"})");
   ASSERT_EQ(kernel.status, 201) << kernel.raw;
   const std::string kernel_id = kernel.body["id"];
   EXPECT_EQ(Execute(server, alice, "lab", kernel_id, "1+1"), "2");
-  EXPECT_EQ(Execute(server, alice, "lab", kernel_id,
-                    "import os\nopen('kept.txt', 'w').write('written before the cull')\nos.getcwd()"),
-            "'" + server.data_dir() + "/homes/vision/alice'");
+  EXPECT_EQ(
+      Execute(server, alice, "lab", kernel_id,
+              "import os\nopen('kept.txt', 'w').write('written before the cull')\nos.getcwd()"),
+      "'" + server.data_dir() + "/homes/vision/alice'");
 
   // Jupyter's own uploads go through the proxy whole (its pieces are 1 MiB
   // of base64 in JSON, more than the API's own request limit).
@@ -166,8 +168,8 @@ resources: {gpus_per_process: 1}
   EXPECT_EQ(upload.status, 201) << upload.raw.substr(0, 300);
   // The server's token is in no file the job or a checkpoint upload could
   // take along: the launcher leaves only its port.
-  const std::string left = ReadFile(server.data_dir() + "/jobs/" + first_job +
-                                    "/checkpoints/notebook-server.json");
+  const std::string left =
+      ReadFile(server.data_dir() + "/jobs/" + first_job + "/checkpoints/notebook-server.json");
   EXPECT_THAT(left, HasSubstr("\"port\""));
   EXPECT_THAT(left, ::testing::Not(HasSubstr("token")));
 
@@ -201,7 +203,8 @@ resources: {gpus_per_process: 1}
                       std::chrono::seconds(60)))
       << Notebook(server, alice, "lab").dump();
   EXPECT_TRUE(server.HasEvent(first_job, "NotebookIdle", "will be culled at"));
-  EXPECT_THAT(Notebook(server, alice, "lab")["message"].get<std::string>(), HasSubstr("home is kept"));
+  EXPECT_THAT(Notebook(server, alice, "lab")["message"].get<std::string>(),
+              HasSubstr("home is kept"));
   EXPECT_TRUE(server.WaitForState(first_job, "Stopped"));
   EXPECT_TRUE(server.WaitForState("waits-for-gpu", "Running"));
   EXPECT_EQ(Call(server, alice, "GET", "/notebooks/lab/api/status").status, 503);
@@ -224,9 +227,12 @@ resources: {gpus_per_process: 1}
   EXPECT_THAT(custom.raw, HasSubstr("headway-idle-banner"));
   EXPECT_THAT(custom.raw, HasSubstr("var base = '/notebooks/lab/';"));
   EXPECT_EQ(Call(server, bob, "GET", "/notebooks/lab/headway-status").status, 403);
-  ASSERT_TRUE(WaitFor([&] {
-    return Call(server, alice, "GET", "/notebooks/lab/headway-status").body.value("warned", false);
-  }, std::chrono::seconds(30)));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Call(server, alice, "GET", "/notebooks/lab/headway-status")
+            .body.value("warned", false);
+      },
+      std::chrono::seconds(30)));
   json status = Call(server, alice, "GET", "/notebooks/lab/headway-status").body;
   EXPECT_TRUE(status["cull_at"].is_string()) << status.dump();
   EXPECT_TRUE(status["idle_since"].is_string()) << status.dump();
@@ -255,7 +261,8 @@ TEST(Notebooks, ANameTakenByAnotherTeamDoesNotKeepANotebookFromStarting) {
                      "termination_grace": "1s"})")
                 .status,
             201);
-  Answer started = Call(server, alice, "POST", "/api/v1/notebooks", R"({"name": "nb", "team": "a"})");
+  Answer started =
+      Call(server, alice, "POST", "/api/v1/notebooks", R"({"name": "nb", "team": "a"})");
   ASSERT_EQ(started.status, 201) << started.raw;
   EXPECT_EQ(started.body["job"], "notebook-nb-2");
   json squatter = server.Job("notebook-nb-1");
@@ -279,10 +286,12 @@ TEST(Notebooks, BadStartsAreRefusedWithTheReason) {
                       R"({"name": "x", "image": "jupyter/scipy"})");
   EXPECT_EQ(field.status, 400);
   EXPECT_THAT(field.raw, HasSubstr("unknown field 'image'"));
-  EXPECT_EQ(Call(server, server.admin_token(), "POST", "/api/v1/notebooks", R"({"name": "Bad_Name"})")
-                .status,
+  EXPECT_EQ(
+      Call(server, server.admin_token(), "POST", "/api/v1/notebooks", R"({"name": "Bad_Name"})")
+          .status,
+      400);
+  EXPECT_EQ(Call(server, server.admin_token(), "POST", "/api/v1/notebooks", "not json").status,
             400);
-  EXPECT_EQ(Call(server, server.admin_token(), "POST", "/api/v1/notebooks", "not json").status, 400);
   EXPECT_EQ(Call(server, server.admin_token(), "GET", "/notebooks/nothing/tree").status, 404);
 }
 

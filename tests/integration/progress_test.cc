@@ -18,15 +18,16 @@
 namespace headway::testing {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 // A job that prints its report token and then idles until stopped.
 void SubmitIdleJob(const TestServer& server, const std::string& name,
                    const std::string& extra = "") {
   server.Submit("name: " + name +
                 "\ncommand: \"echo $HEADWAY_TOKEN; while true; do sleep 0.2; done\"\n"
-                "termination_grace: 1s\n" + extra);
+                "termination_grace: 1s\n" +
+                extra);
 }
 
 std::string TokenOf(const TestServer& server, const std::string& name) {
@@ -110,7 +111,8 @@ TEST(ProgressApi, StdoutMarkersCannotPassTheSeriesLimit) {
       << server.Cli({"logs", "chatty"}).out;
   EXPECT_EQ(server.Job("chatty")["progress"]["metrics"].size(), 5u)
       << server.Job("chatty")["progress"].dump();
-  EXPECT_TRUE(WaitFor([&] { return server.HasEvent("chatty", "Warning", "beyond the limit of 5"); }));
+  EXPECT_TRUE(
+      WaitFor([&] { return server.HasEvent("chatty", "Warning", "beyond the limit of 5"); }));
 }
 
 TEST(ProgressApi, LimitsOnNamesPointsAndSeriesAreClearAndStoreNothing) {
@@ -125,22 +127,29 @@ TEST(ProgressApi, LimitsOnNamesPointsAndSeriesAreClearAndStoreNothing) {
   EXPECT_THAT(response, HasSubstr("metric"));
   // 10,001 points in one request.
   std::string many = R"({"reports": [)";
-  for (int i = 0; i <= 10000; ++i) many += (i ? "," : "") + std::string(R"({"step": )") + std::to_string(i) + "}";
+  for (int i = 0; i <= 10000; ++i)
+    many += (i ? "," : "") + std::string(R"({"step": )") + std::to_string(i) + "}";
   many += "]}";
   EXPECT_EQ(Post(server, ProgressPath("bounded"), token, many, &response), 413);
   EXPECT_THAT(response, HasSubstr("10000"));
   // A sixth metric series, in one request or spread over several.
   EXPECT_EQ(Post(server, ProgressPath("bounded"), token,
-                 R"({"step": 1, "metrics": {"a": 1, "b": 1, "c": 1, "d": 1, "e": 1, "f": 1}})", &response),
+                 R"({"step": 1, "metrics": {"a": 1, "b": 1, "c": 1, "d": 1, "e": 1, "f": 1}})",
+                 &response),
             400);
   EXPECT_THAT(response, HasSubstr("the limit is 5"));
-  EXPECT_TRUE(server.Job("bounded")["progress"]["step"].is_null()) << "a refused request stores nothing";
+  EXPECT_TRUE(server.Job("bounded")["progress"]["step"].is_null())
+      << "a refused request stores nothing";
   ASSERT_EQ(Post(server, ProgressPath("bounded"), token,
-                 R"({"step": 1, "metrics": {"a": 1, "b": 1, "c": 1, "d": 1, "e": 1}})"), 202);
-  EXPECT_EQ(Post(server, ProgressPath("bounded"), token, R"({"step": 2, "metrics": {"f": 1}})", &response), 400);
+                 R"({"step": 1, "metrics": {"a": 1, "b": 1, "c": 1, "d": 1, "e": 1}})"),
+            202);
+  EXPECT_EQ(Post(server, ProgressPath("bounded"), token, R"({"step": 2, "metrics": {"f": 1}})",
+                 &response),
+            400);
   EXPECT_THAT(response, HasSubstr("\"field\":\"metrics\""));
   // The series it has keep working.
-  EXPECT_EQ(Post(server, ProgressPath("bounded"), token, R"({"step": 3, "metrics": {"a": 0.5}})"), 202);
+  EXPECT_EQ(Post(server, ProgressPath("bounded"), token, R"({"step": 3, "metrics": {"a": 0.5}})"),
+            202);
   EXPECT_EQ(server.Job("bounded")["progress"]["step"], 3);
   server.Cli({"stop", "bounded"});
 }
@@ -152,9 +161,11 @@ TEST(ProgressApi, OutOfOrderAndRepeatedStepsKeepAnOrderedIdempotentSeries) {
   ASSERT_EQ(Post(server, ProgressPath("series"), token, R"({"reports": [
       {"step": 30, "total_steps": 100, "metrics": {"loss": 0.3}},
       {"step": 10, "metrics": {"loss": 0.9}},
-      {"step": 20, "metrics": {"loss": 0.5}}]})"), 202);
-  ASSERT_EQ(Post(server, ProgressPath("series"), token,
-                 R"({"step": 20, "metrics": {"loss": 0.6}})"), 202);  // a retry with new value
+      {"step": 20, "metrics": {"loss": 0.5}}]})"),
+            202);
+  ASSERT_EQ(
+      Post(server, ProgressPath("series"), token, R"({"step": 20, "metrics": {"loss": 0.6}})"),
+      202);  // a retry with new value
   json series = Get(server, "/api/v1/jobs/series/metrics/loss");
   ASSERT_EQ(series["points"].size(), 3u);
   EXPECT_EQ(series["points"][0]["step"], 10);
@@ -174,7 +185,8 @@ TEST(ProgressApi, NonFiniteValuesAreKeptAndMeanDivergence) {
   std::string token = TokenOf(server, "nan");
   ASSERT_EQ(Post(server, ProgressPath("nan"), token, R"({"reports": [
       {"step": 1, "metrics": {"loss": 2.0}},
-      {"step": 2, "metrics": {"loss": "NaN", "grad_norm": "Infinity"}}]})"), 202);
+      {"step": 2, "metrics": {"loss": "NaN", "grad_norm": "Infinity"}}]})"),
+            202);
   json series = Get(server, "/api/v1/jobs/nan/metrics/loss");
   EXPECT_EQ(series["points"][1]["value"], "NaN");
   EXPECT_EQ(Get(server, "/api/v1/jobs/nan/metrics/grad_norm")["points"][0]["value"], "Infinity");
@@ -202,10 +214,12 @@ TEST(Policies, OnDivergeStopStopsTheProcess) {
   ASSERT_EQ(Post(server, ProgressPath("exploder"), token, R"({"reports": [
       {"step": 1, "metrics": {"loss": 2.3}}, {"step": 2, "metrics": {"loss": 1.1}},
       {"step": 3, "metrics": {"loss": 0.8}}, {"step": 4, "metrics": {"loss": 0.7}},
-      {"step": 5, "metrics": {"loss": 0.65}}]})"), 202);
+      {"step": 5, "metrics": {"loss": 0.65}}]})"),
+            202);
   ASSERT_EQ(Post(server, ProgressPath("exploder"), token, R"({"reports": [
       {"step": 6, "metrics": {"loss": 80.0}}, {"step": 7, "metrics": {"loss": 900.0}},
-      {"step": 8, "metrics": {"loss": 9000.0}}]})"), 202);
+      {"step": 8, "metrics": {"loss": 9000.0}}]})"),
+            202);
   ASSERT_TRUE(server.WaitForState("exploder", "Stopped", std::chrono::seconds(15)));
   json job = server.Job("exploder");
   EXPECT_EQ(job["reason"], "Diverging");
@@ -223,7 +237,8 @@ termination_grace: 1s
   ASSERT_TRUE(WaitFor([&] { return server.Job("hang")["progress"]["step"] == 5; }));
   ASSERT_TRUE(server.WaitForState("hang", "Stopped", std::chrono::seconds(15)));
   EXPECT_EQ(server.Job("hang")["reason"], "Stalled");
-  EXPECT_TRUE(WaitFor([&] { return server.HasEvent("hang", "HealthChanged", "Stalled: no new step"); }));
+  EXPECT_TRUE(
+      WaitFor([&] { return server.HasEvent("hang", "HealthChanged", "Stalled: no new step"); }));
 }
 
 // Reports of steps 1..5 timed by a clock `offset` off the server's, 0.1 s apart.
@@ -248,9 +263,8 @@ TEST(Health, AClientClockBehindIsNotAStall) {
   ASSERT_EQ(Post(server, ProgressPath("behind"), TokenOf(server, "behind"),
                  SkewedReports(std::chrono::minutes(-10))),
             202);
-  ASSERT_TRUE(WaitFor([&] {
-    return server.HasEvent("behind", "Warning", "behind the server's clock");
-  }));
+  ASSERT_TRUE(
+      WaitFor([&] { return server.HasEvent("behind", "Warning", "behind the server's clock"); }));
   json job = server.Job("behind");
   EXPECT_EQ(job["health"], "Progressing") << job.dump();
   EXPECT_FALSE(server.HasEvent("behind", "HealthChanged", "Stalled"));
@@ -277,14 +291,16 @@ TEST(Health, FlatObjectiveIsPlateauedButImprovingIsNot) {
   std::string flat = TokenOf(server, "flat"), learning = TokenOf(server, "learning");
   json flat_reports = json::array(), learning_reports = json::array();
   for (int step = 1; step <= 12; ++step) {
-    flat_reports.push_back({{"step", step}, {"total_steps", 16},
+    flat_reports.push_back({{"step", step},
+                            {"total_steps", 16},
                             {"metrics", {{"loss", step <= 4 ? 2.0 / step : 0.5}}}});
-    learning_reports.push_back({{"step", step}, {"total_steps", 16},
-                                {"metrics", {{"loss", 2.0 / step}}}});
+    learning_reports.push_back(
+        {{"step", step}, {"total_steps", 16}, {"metrics", {{"loss", 2.0 / step}}}});
   }
   ASSERT_EQ(Post(server, ProgressPath("flat"), flat, json{{"reports", flat_reports}}.dump()), 202);
-  ASSERT_EQ(Post(server, ProgressPath("learning"), learning,
-                 json{{"reports", learning_reports}}.dump()), 202);
+  ASSERT_EQ(
+      Post(server, ProgressPath("learning"), learning, json{{"reports", learning_reports}}.dump()),
+      202);
   ASSERT_TRUE(WaitFor([&] { return server.Job("flat")["health"] == "Plateaued"; }));
   EXPECT_EQ(server.Job("learning")["health"], "Progressing");
   server.Cli({"stop", "flat", "learning"});
@@ -308,17 +324,25 @@ TEST(ProgressApi, KubeflowTrainerStatusIsAccepted) {
   SubmitIdleJob(server, "kf");
   std::string token = TokenOf(server, "kf");
   std::string response;
-  EXPECT_EQ(Post(server, "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/kf/status",
-                 token, R"({"trainerStatus": {"progressPercentage": 42, "estimatedRemainingSeconds": 3600,
+  EXPECT_EQ(
+      Post(server, "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/kf/status",
+           token, R"({"trainerStatus": {"progressPercentage": 42, "estimatedRemainingSeconds": 3600,
                    "metrics": [{"name": "loss", "value": "0.41"}, {"name": "accuracy", "value": "0.9"}],
-                   "lastUpdatedTime": "2026-12-02T10:00:00Z"}})", &response), 200) << response;
+                   "lastUpdatedTime": "2026-12-02T10:00:00Z"}})",
+           &response),
+      200)
+      << response;
   json job = server.Job("kf");
   EXPECT_EQ(job["progress"]["percent"], 42.0);
   EXPECT_EQ(job["progress"]["metrics"]["loss"], 0.41);
-  EXPECT_EQ(Post(server, "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/kf/status",
-                 "", R"({"trainerStatus": {"progressPercentage": 50}})"), 403);
-  EXPECT_EQ(Post(server, "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/kf/status",
-                 token, R"({"trainerStatus": {"progressPercentage": 500}})"), 422);
+  EXPECT_EQ(
+      Post(server, "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/kf/status", "",
+           R"({"trainerStatus": {"progressPercentage": 50}})"),
+      403);
+  EXPECT_EQ(
+      Post(server, "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/kf/status",
+           token, R"({"trainerStatus": {"progressPercentage": 500}})"),
+      422);
   // The executor tells jobs where this endpoint is, and where their token file is.
   server.Submit(R"(
 name: kfenv
@@ -326,7 +350,10 @@ command: "echo $KUBEFLOW_TRAINER_SERVER_URL; cat $KUBEFLOW_TRAINER_SERVER_TOKEN;
 )");
   ASSERT_TRUE(server.WaitForState("kfenv", "Succeeded"));
   std::string out = server.Cli({"logs", "kfenv"}).out;
-  EXPECT_THAT(out, HasSubstr(server.url() + "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/kfenv/status"));
+  EXPECT_THAT(
+      out,
+      HasSubstr(server.url() +
+                "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/kfenv/status"));
   std::istringstream lines(out);
   std::string url, file_token, env_token;
   std::getline(lines, url);
@@ -343,7 +370,8 @@ name: printer
 command: "for i in 1 2 3 4; do echo \"HEADWAY {\\\"step\\\": $i, \\\"total_steps\\\": 4, \\\"metrics\\\": {\\\"loss\\\": 0.$i}}\"; sleep 0.2; done; echo 'HEADWAY {broken'"
 )");
   ASSERT_TRUE(server.WaitForState("printer", "Succeeded"));
-  ASSERT_TRUE(WaitFor([&] { return Get(server, "/api/v1/jobs/printer/metrics/loss")["count"] == 4; }));
+  ASSERT_TRUE(
+      WaitFor([&] { return Get(server, "/api/v1/jobs/printer/metrics/loss")["count"] == 4; }));
   json job = server.Job("printer");
   EXPECT_EQ(job["progress"]["step"], 4);
   EXPECT_EQ(job["progress"]["percent"], 100.0);
@@ -422,14 +450,17 @@ TEST(ProgressCli, TableShowsProgressEtaLossAndHealth) {
   SubmitIdleJob(server, "shown");
   std::string token = TokenOf(server, "shown");
   json reports = json::array();
-  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (int i = 0; i <= 10; ++i) {
-    auto t = std::chrono::system_clock::time_point(std::chrono::milliseconds(
-        static_cast<std::int64_t>((now - 10 + i) * 1000)));
+    auto t = std::chrono::system_clock::time_point(
+        std::chrono::milliseconds(static_cast<std::int64_t>((now - 10 + i) * 1000)));
     std::time_t tt = std::chrono::system_clock::to_time_t(t);
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&tt));
-    reports.push_back({{"step", i * 42}, {"total_steps", 1000}, {"time", buf},
+    reports.push_back({{"step", i * 42},
+                       {"total_steps", 1000},
+                       {"time", buf},
                        {"metrics", {{"loss", 1.0 / (i + 1)}}}});
   }
   ASSERT_EQ(Post(server, ProgressPath("shown"), token, json{{"reports", reports}}.dump()), 202);
@@ -465,7 +496,8 @@ TEST(Recovery, AcknowledgedReportsSurviveAServerCrash) {
   std::string token = TokenOf(server, "durable");
   for (int step = 1; step <= 50; ++step) {
     ASSERT_EQ(Post(server, ProgressPath("durable"), token,
-                   json{{"step", step}, {"metrics", {{"loss", 1.0 / step}}}}.dump()), 202);
+                   json{{"step", step}, {"metrics", {{"loss", 1.0 / step}}}}.dump()),
+              202);
   }
   server.Kill();
   server.Restart();
@@ -496,7 +528,8 @@ TEST(Recovery, RepeatedCrashesUnderLoadLoseNoAcknowledgedReportAndNoJob) {
             std::lock_guard lock(mu);
             step = next_step[name]++;
           }
-          json body = {{"step", step}, {"metrics", {{"loss", 1.0 / (1.0 + static_cast<double>(step))}}}};
+          json body = {{"step", step},
+                       {"metrics", {{"loss", 1.0 / (1.0 + static_cast<double>(step))}}}};
           auto resp = http.Request("POST", ProgressPath(name), body.dump());
           if (!resp.ok()) return;  // the server is gone
           if (resp->status == 202) {
@@ -562,7 +595,9 @@ TEST(Webhooks, StateAndHealthChangesArePosted) {
   TestServer server(4, {"--webhook", url});
   SubmitIdleJob(server, "hooked");
   std::string token = TokenOf(server, "hooked");
-  ASSERT_EQ(Post(server, ProgressPath("hooked"), token, R"({"step": 1, "metrics": {"loss": "NaN"}})"), 202);
+  ASSERT_EQ(
+      Post(server, ProgressPath("hooked"), token, R"({"step": 1, "metrics": {"loss": "NaN"}})"),
+      202);
   auto seen = [&](const std::string& type, const std::string& text) {
     std::lock_guard lock(mu);
     for (const json& e : received) {
@@ -608,10 +643,13 @@ TEST(Webhooks, AHungReceiverDelaysNeitherOtherReceiversNorShutdown) {
     return api::HttpResponse{204, "text/plain", "", {}, nullptr};
   });
   ASSERT_TRUE(healthy.ok());
-  TestServer server(4, {"--webhook", "http://127.0.0.1:" + std::to_string(hung_port) + "/hung",
-                        "--webhook", "http://127.0.0.1:" + std::to_string((*healthy)->port()) + "/ok"});
-  for (int i = 0; i < 3; ++i) server.Submit("name: quick-" + std::to_string(i) + "\ncommand: \"true\"\n");
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(server.WaitForState("quick-" + std::to_string(i), "Succeeded"));
+  TestServer server(
+      4, {"--webhook", "http://127.0.0.1:" + std::to_string(hung_port) + "/hung", "--webhook",
+          "http://127.0.0.1:" + std::to_string((*healthy)->port()) + "/ok"});
+  for (int i = 0; i < 3; ++i)
+    server.Submit("name: quick-" + std::to_string(i) + "\ncommand: \"true\"\n");
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(server.WaitForState("quick-" + std::to_string(i), "Succeeded"));
   // Each job's Queued -> Starting -> Running -> Succeeded reaches the healthy receiver.
   EXPECT_TRUE(WaitFor([&] { return healthy_posts >= 9; })) << healthy_posts;
   auto started = std::chrono::steady_clock::now();

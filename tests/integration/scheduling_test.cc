@@ -14,8 +14,8 @@
 namespace headway::testing {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 std::string Sleeper(const std::string& name, const std::string& team, int gpus,
                     const std::string& extra = "") {
@@ -65,8 +65,8 @@ TEST(Quotas, BadQuotaFlagsAreRefusedAtStart) {
   for (const char* bad : {"vision", "=4", "vision=-1", "vision=2:borrow", "vision=2:speed=3",
                           "vision=2:weight=0", "vision=1.5"}) {
     std::string dir = MakeTempDir("headway-quota");
-    CommandResult r = RunCommand({HEADWAY_BIN, "server", "--listen", "127.0.0.1:0", "--data-dir",
-                                  dir, "--quota", bad});
+    CommandResult r = RunCommand(
+        {HEADWAY_BIN, "server", "--listen", "127.0.0.1:0", "--data-dir", dir, "--quota", bad});
     std::filesystem::remove_all(dir);
     EXPECT_EQ(r.exit_code, 2) << bad;
     EXPECT_THAT(r.err + r.out, HasSubstr("--quota")) << bad;
@@ -76,8 +76,10 @@ TEST(Quotas, BadQuotaFlagsAreRefusedAtStart) {
 // examples/resumable_train.py: checkpoints on the warning, resumes on requeue.
 std::string Resumable(const std::string& name, int priority, int steps) {
   return "name: " + name + "\npriority: " + std::to_string(priority) +
-         "\ncommand: [\"/usr/bin/python3\", \"" HEADWAY_SOURCE_DIR "/examples/resumable_train.py\"]\n"
-         "env: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\", STEPS: \"" + std::to_string(steps) +
+         "\ncommand: [\"/usr/bin/python3\", \"" HEADWAY_SOURCE_DIR
+         "/examples/resumable_train.py\"]\n"
+         "env: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\", STEPS: \"" +
+         std::to_string(steps) +
          "\", STEP_SECONDS: \"0.05\"}\n"
          "resources: {gpus_per_process: 2}\ncheckpoint_warning: 5s\ntermination_grace: 2s\n";
 }
@@ -85,10 +87,13 @@ std::string Resumable(const std::string& name, int priority, int steps) {
 TEST(Preemption, AHigherPriorityJobPreemptsWithACheckpointWarningAndTheVictimResumes) {
   TestServer server(2);
   server.Submit(Resumable("low", 0, 120));
-  ASSERT_TRUE(WaitFor([&] { return server.Job("low")["progress"]["step"].is_number() &&
-                                   server.Job("low")["progress"]["step"].get<int>() >= 10; }));
-  server.Submit("name: urgent\npriority: 10\ncommand: \"echo urgent ran\"\n"
-                "resources: {gpus_per_process: 2}\n");
+  ASSERT_TRUE(WaitFor([&] {
+    return server.Job("low")["progress"]["step"].is_number() &&
+           server.Job("low")["progress"]["step"].get<int>() >= 10;
+  }));
+  server.Submit(
+      "name: urgent\npriority: 10\ncommand: \"echo urgent ran\"\n"
+      "resources: {gpus_per_process: 2}\n");
   ASSERT_TRUE(server.WaitForState("urgent", "Succeeded", std::chrono::seconds(30)));
   EXPECT_TRUE(server.HasEvent("low", "Preempting", "preempted by higher-priority urgent"));
   EXPECT_TRUE(server.HasEvent("low", "StateChanged", "Running -> Preempted"));
@@ -122,7 +127,8 @@ TEST(Preemption, AVictimThatIgnoresTheWarningGetsSigtermAfterTheGraceAndIsRequeu
       << nlohmann::json(server.Events("deaf")).dump() << "\n"
       << nlohmann::json(server.Events("vip")).dump();
   // Requeued, not failed: it runs again once the GPU is free.
-  ASSERT_TRUE(WaitFor([&] { return server.Job("deaf")["attempt"] == 1 && server.State("deaf") == "Running"; }));
+  ASSERT_TRUE(WaitFor(
+      [&] { return server.Job("deaf")["attempt"] == 1 && server.State("deaf") == "Running"; }));
   // A user's stop ends it for good, even if it is preempted again later.
   server.Cli({"stop", "deaf"});
   ASSERT_TRUE(server.WaitForState("deaf", "Stopped"));
@@ -136,10 +142,12 @@ TEST(Preemption, StoppingAJobWhileItIsBeingPreemptedStopsIt) {
                 "; while true; do sleep 0.2; done\"\ntermination_grace: 5s\n"
                 "resources: {gpus_per_process: 1}\n");
   ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(ready); }));
-  server.Submit("name: boss\npriority: 5\ncommand: \"sleep 1\"\nresources: {gpus_per_process: 1}\n");
+  server.Submit(
+      "name: boss\npriority: 5\ncommand: \"sleep 1\"\nresources: {gpus_per_process: 1}\n");
   ASSERT_TRUE(WaitFor([&] { return server.HasEvent("victim", "Stopping", "preempted"); }))
       << nlohmann::json(server.Events("victim")).dump() << "\n"
-      << nlohmann::json(server.Events("boss")).dump() << "\n" << server.Job("boss").dump();
+      << nlohmann::json(server.Events("boss")).dump() << "\n"
+      << server.Job("boss").dump();
   server.Cli({"stop", "victim"});
   ASSERT_TRUE(server.WaitForState("victim", "Stopped", std::chrono::seconds(20)));
   EXPECT_EQ(server.Job("victim")["preemptions"], 0);
@@ -149,7 +157,8 @@ TEST(Preemption, StoppingAJobWhileItIsBeingPreemptedStopsIt) {
 // The victim's team reads why it was preempted, but not the name of the
 // other team's job it made room for.
 TEST(Preemption, AReclaimTellsTheVictimWhichTeamNotWhichJob) {
-  TestServer server(2, {"--quota", "alpha=1:borrow=1", "--quota", "beta=1", "--preemption-grace", "1"});
+  TestServer server(
+      2, {"--quota", "alpha=1:borrow=1", "--quota", "beta=1", "--preemption-grace", "1"});
   server.Submit(Sleeper("a1", "alpha", 1));
   server.Submit(Sleeper("a2", "alpha", 1));  // borrows beta's idle GPU
   ASSERT_TRUE(server.WaitForState("a2", "Running"));
@@ -204,11 +213,13 @@ command: "for i in $(seq 1 60); do echo \"HEADWAY {\\\"step\\\": $i, \\\"total_s
                 go_on + R"( ]; do sleep 0.05; done; fi; done"
 resources: {gpus_per_process: 1}
 )");
-  ASSERT_TRUE(WaitFor([&] { return server.Job("running")["progress"]["eta_seconds"].is_number(); }));
+  ASSERT_TRUE(
+      WaitFor([&] { return server.Job("running")["progress"]["eta_seconds"].is_number(); }));
   server.Submit("name: big\ncommand: \"true\"\nresources: {gpus_per_process: 2}\n");
   // 15 s: well inside the ETA, and room for a loaded machine (a sanitizer
   // build, other suites in parallel) to start and end it.
-  server.Submit("name: short\ncommand: \"sleep 0.2\"\ntime_limit: 15s\nresources: {gpus_per_process: 1}\n");
+  server.Submit(
+      "name: short\ncommand: \"sleep 0.2\"\ntime_limit: 15s\nresources: {gpus_per_process: 1}\n");
   server.Submit("name: endless\ncommand: \"sleep 0.2\"\nresources: {gpus_per_process: 1}\n");
   ASSERT_TRUE(server.WaitForState("short", "Succeeded")) << server.Job("short").dump(2);
   EXPECT_TRUE(server.HasEvent("short", "StateChanged", "backfilled"));
@@ -232,10 +243,12 @@ TEST(ProgressAware, TheJobExpectedToTakeLeastGoesFirst) {
     server.Submit("name: blocker\ncommand: \"while [ ! -e " + go_on +
                   " ]; do sleep 0.05; done\"\nresources: {gpus_per_process: 1}\n");
     ASSERT_TRUE(server.WaitForState("blocker", "Running"));
-    server.Submit("name: long\ncommand: \"sleep 30\"\ntime_limit: 2h\ntermination_grace: 1s\n"
-                  "resources: {gpus_per_process: 1}\n");
-    server.Submit("name: short\ncommand: \"sleep 30\"\ntime_limit: 10m\ntermination_grace: 1s\n"
-                  "resources: {gpus_per_process: 1}\n");
+    server.Submit(
+        "name: long\ncommand: \"sleep 30\"\ntime_limit: 2h\ntermination_grace: 1s\n"
+        "resources: {gpus_per_process: 1}\n");
+    server.Submit(
+        "name: short\ncommand: \"sleep 30\"\ntime_limit: 10m\ntermination_grace: 1s\n"
+        "resources: {gpus_per_process: 1}\n");
     ASSERT_TRUE(WaitFor([&] { return server.Job("short")["queue_position"].is_number(); }))
         << server.Job("short").dump(2);
     EXPECT_EQ(server.Job("short")["queue_position"], aware ? 1 : 2);
@@ -292,8 +305,9 @@ TEST(ProgressAware, RunTimesLearnedFromFinishedJobsOrderTheQueueAcrossARestart) 
 // frees its GPU.
 TEST(Queue, AWaitingJobShowsItsPlaceInLineAndTheFirstItsExpectedStart) {
   TestServer server(1);
-  server.Submit("name: holder\ncommand: \"sleep 300\"\ntime_limit: 10m\n"
-                "resources: {gpus_per_process: 1}\n");
+  server.Submit(
+      "name: holder\ncommand: \"sleep 300\"\ntime_limit: 10m\n"
+      "resources: {gpus_per_process: 1}\n");
   ASSERT_TRUE(server.WaitForState("holder", "Running"));
   server.Submit("name: first\ncommand: \"true\"\nresources: {gpus_per_process: 1}\n");
   server.Submit("name: second\ncommand: \"true\"\nresources: {gpus_per_process: 1}\n");

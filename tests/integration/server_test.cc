@@ -379,7 +379,8 @@ TEST(Recovery, ACrashWhileLaunchingNeverRunsTheAttemptTwice) {
     server.Kill();
     server.Restart();
     ASSERT_TRUE(server.WaitForState("once", "Running"));
-    ASSERT_TRUE(WaitFor([&] { return ProcessesWith(marker, "HEADWAY_URL=" + server.url()).size() >= 1; }));
+    ASSERT_TRUE(
+        WaitFor([&] { return ProcessesWith(marker, "HEADWAY_URL=" + server.url()).size() >= 1; }));
     std::this_thread::sleep_for(
         std::chrono::milliseconds(500));  // a second copy would be up by now
     EXPECT_EQ(ProcessesWith(marker, "HEADWAY_URL=" + server.url()).size(), 1u);
@@ -473,7 +474,8 @@ TEST(Recovery, ACrashAtAnyStepOfStopPreemptionKillOrRestartNeitherRepeatsNorOrph
         << server.ServerLog();
     EXPECT_EQ(Count(ReadFile(starts), "start"), c.attempts);
     EXPECT_EQ(server.Job(c.job)["attempt"], c.attempts - 1);
-    EXPECT_TRUE(WaitFor([&] { return ProcessesWith(marker, "HEADWAY_URL=" + server.url()).empty(); }));
+    EXPECT_TRUE(
+        WaitFor([&] { return ProcessesWith(marker, "HEADWAY_URL=" + server.url()).empty(); }));
     if (c.job == "preempted") {
       EXPECT_EQ(server.State("urgent"), "Succeeded");
       EXPECT_TRUE(server.HasEvent("preempted", "Preempting", "SIGUSR1 sent again"));

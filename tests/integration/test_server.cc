@@ -141,7 +141,8 @@ std::string ReadProcFile(const fs::path& process, const char* file) {
   int fd = ::open((process / file).c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return text;
   char buf[4096];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<std::size_t>(n));
   ::close(fd);
   return text;
 }

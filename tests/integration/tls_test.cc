@@ -19,8 +19,8 @@ struct Certificate {
   std::string key = dir + "/key.pem";
   bool made = false;
   Certificate() {
-    CommandResult r = RunCommand({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
-                                  "-keyout", key, "-out", cert, "-days", "1", "-subj",
+    CommandResult r = RunCommand({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048",
+                                  "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj",
                                   "/CN=headway-test", "-addext", "subjectAltName=IP:127.0.0.1"});
     made = r.exit_code == 0;
   }
@@ -56,10 +56,13 @@ TEST(Tls, TheApiIsServedOverHttpsAndVerified) {
   // A job reports over HTTPS with the Python SDK, trusting the server through
   // the HEADWAY_CA_FILE it was given.
   std::string sdk = std::string(HEADWAY_SOURCE_DIR) + "/sdk/python";
-  ASSERT_EQ(server.Cli({"--cacert", c.cert, "submit", "-f", "-"},
-                       "name: secure\ncommand: [\"/usr/bin/python3\", \"-c\", \"import sys; "
-                       "sys.path.insert(0, '" + sdk + "'); import headway; "
-                       "headway.report(7, total_steps=10, loss=0.5); headway.flush()\"]\n")
+  ASSERT_EQ(server
+                .Cli({"--cacert", c.cert, "submit", "-f", "-"},
+                     "name: secure\ncommand: [\"/usr/bin/python3\", \"-c\", \"import sys; "
+                     "sys.path.insert(0, '" +
+                         sdk +
+                         "'); import headway; "
+                         "headway.report(7, total_steps=10, loss=0.5); headway.flush()\"]\n")
                 .exit_code,
             0);
   ASSERT_TRUE(server.WaitForState("secure", "Succeeded"));
@@ -70,8 +73,9 @@ TEST(Tls, AMissingOrBadCertificateStopsTheServerWithAClearError) {
   Certificate c;
   ASSERT_TRUE(c.made);
   WriteFile(c.dir + "/bad.pem", "not a certificate\n");
-  CommandResult r = RunCommand({HEADWAY_BIN, "server", "--listen", "127.0.0.1:0", "--data-dir",
-                                c.dir + "/data", "--tls-cert", c.dir + "/bad.pem", "--tls-key", c.key});
+  CommandResult r =
+      RunCommand({HEADWAY_BIN, "server", "--listen", "127.0.0.1:0", "--data-dir", c.dir + "/data",
+                  "--tls-cert", c.dir + "/bad.pem", "--tls-key", c.key});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.out + r.err, HasSubstr("TLS certificate"));
   CommandResult half = RunCommand({HEADWAY_BIN, "server", "--tls-cert", c.cert});

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <map>
 #include <optional>
+#include <thread>
 
 #include "api/http_client.h"
 #include "test_server.h"
@@ -16,8 +16,8 @@
 namespace headway::testing {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 struct SseEvent {
   std::string type;
@@ -38,7 +38,8 @@ int ReadEvents(const TestServer& server, const std::string& path,
         path,
         [&](std::string_view chunk) {
           pending.append(chunk);
-          for (auto end = pending.find("\n\n"); end != std::string::npos; end = pending.find("\n\n")) {
+          for (auto end = pending.find("\n\n"); end != std::string::npos;
+               end = pending.find("\n\n")) {
             std::string block = pending.substr(0, end);
             pending.erase(0, end + 2);
             SseEvent event;
@@ -307,12 +308,13 @@ TEST(Watch, StreamsNeedAUserTokenWhenAuthIsOn) {
   ASSERT_TRUE(refused.ok());
   EXPECT_EQ(refused->status, 401);
   bool snapshot = false;
-  EXPECT_EQ(ReadEvents(server, "/api/v1/watch/jobs",
-                       [&](const SseEvent& e) {
-                         snapshot = e.type == "snapshot";
-                         return false;
-                       },
-                       admin),
+  EXPECT_EQ(ReadEvents(
+                server, "/api/v1/watch/jobs",
+                [&](const SseEvent& e) {
+                  snapshot = e.type == "snapshot";
+                  return false;
+                },
+                admin),
             200);
   EXPECT_TRUE(snapshot);
 }
@@ -361,10 +363,12 @@ TEST(Watch, ATokenHoldsOnlySoManyStreams) {
   RawConnection d(server);
   EXPECT_THAT(OpenStream(d, server, server.admin_token()), HasSubstr("200"));
   a.Close();
-  EXPECT_TRUE(WaitFor([&] {
-    RawConnection e(server);
-    return OpenStream(e, server, member).find("200") != std::string::npos;
-  }, std::chrono::seconds(10)));
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        RawConnection e(server);
+        return OpenStream(e, server, member).find("200") != std::string::npos;
+      },
+      std::chrono::seconds(10)));
 }
 
 // Every jobs stream once polled the store on the HTTP threads: with 2,000
@@ -381,7 +385,8 @@ TEST(Watch, ManyStreamsOverManyJobsLeaveOtherRequestsFast) {
       for (int i = t; i < kJobs; i += 8) {
         std::string spec = R"({"name": "q)" + std::to_string(i) +
                            R"(", "command": "true", "resources": {"gpus_per_process": 1}})";
-        if (Call(server, server.admin_token(), "POST", "/api/v1/jobs", spec).status != 201) ++refused;
+        if (Call(server, server.admin_token(), "POST", "/api/v1/jobs", spec).status != 201)
+          ++refused;
       }
     });
   }
@@ -398,7 +403,8 @@ TEST(Watch, ManyStreamsOverManyJobsLeaveOtherRequestsFast) {
   for (int i = 0; i < 5; ++i) {
     auto start = std::chrono::steady_clock::now();
     EXPECT_EQ(Call(server, server.admin_token(), "GET", "/api/v1/queues").status, 200);
-    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
   std::sort(seconds.begin(), seconds.end());
@@ -421,8 +427,8 @@ TEST(Dashboard, IsServedFromTheBinaryAndKeepsToItsFolder) {
   ASSERT_TRUE(script.ok());
   EXPECT_EQ(script->status, 200);
   EXPECT_GT(script->body.size(), 10000u);
-  for (const char* evil : {"/ui/../CMakeLists.txt", "/ui/%2e%2e/%2e%2e/etc/passwd", "/ui//etc/passwd",
-                           "/ui/vendor/../../README.md"}) {
+  for (const char* evil : {"/ui/../CMakeLists.txt", "/ui/%2e%2e/%2e%2e/etc/passwd",
+                           "/ui//etc/passwd", "/ui/vendor/../../README.md"}) {
     auto r = http.Request("GET", evil);
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->status, 404) << evil;

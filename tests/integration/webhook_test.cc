@@ -231,7 +231,8 @@ TEST(WebhookOutbox, ASilentJobIsReportedAsNoReports) {
   Receiver receiver;
   TestServer server(4, {"--webhook", receiver.url(), "--no-report-grace", "1"});
   server.Submit("name: silent\ncommand: \"sleep 30\"\ntermination_grace: 1s\n");
-  ASSERT_TRUE(WaitFor([&] { return server.HasEvent("silent", "NoReports", "no progress reported"); }));
+  ASSERT_TRUE(
+      WaitFor([&] { return server.HasEvent("silent", "NoReports", "no progress reported"); }));
   EXPECT_TRUE(WaitFor([&] { return receiver.SawType("silent", "NoReports"); }));
   server.Cli({"stop", "silent"});
 }

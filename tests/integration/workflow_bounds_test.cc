@@ -60,7 +60,8 @@ TEST(Workflows, ATeamsWorkflowsAreBoundedInWaitingJobsAndInNodes) {
       "templates": [{"name": "all", "steps": [[{"name": "gpu", "template": "wait",
                      "withSequence": {"count": "6"}}]]},
                     {"name": "wait", "container": {"image": "busybox",
-                     "command": ["sh", "-c", "while [ ! -e )" + release + R"( ]; do sleep 0.1; done"],
+                     "command": ["sh", "-c", "while [ ! -e )" +
+                          release + R"( ]; do sleep 0.1; done"],
                      "resources": {"limits": {"nvidia.com/gpu": 1}}}}]}}})";
   Answer created = Call(server, member, "POST", "/api/v1/workflows/default", fan);
   ASSERT_EQ(created.status, 200) << created.raw;
@@ -123,7 +124,8 @@ spec:
   - name: loud
     script: {image: python, command: [python3], source: "print('x' * 20000)"}
   - name: waits
-    container: {image: busybox, command: [sh, -c, "while [ ! -e )y" + release + R"y( ]; do sleep 0.1; done"]}
+    container: {image: busybox, command: [sh, -c, "while [ ! -e )y" +
+                             release + R"y( ]; do sleep 0.1; done"]}
 )y");
   ASSERT_TRUE(WaitForPhase(server, "talkative", "Failed")) << Workflow(server, "talkative").dump(2);
   EXPECT_THAT(Workflow(server, "talkative")["status"]["message"].get<std::string>(),

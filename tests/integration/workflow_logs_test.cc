@@ -28,7 +28,7 @@ using ::testing::Pair;
 // The {"result": {"content", "podName"}} lines of a /log answer, as
 // (podName, content), the lines the wrapper of a step may add left out.
 std::vector<std::pair<std::string, std::string>> LogEntriesOf(const std::string& body,
-                                                             const std::string& keep_prefix) {
+                                                              const std::string& keep_prefix) {
   std::vector<std::pair<std::string, std::string>> out;
   std::size_t from = 0;
   while (from < body.size()) {
@@ -82,9 +82,9 @@ TEST(WorkflowLogs, EachStepsLinesComeInStepOrderWithTheStepsPodName) {
   Answer all = Call(server, server.admin_token(), "GET", log + "?logOptions.container=main");
   ASSERT_EQ(all.status, 200) << all.raw;
   EXPECT_THAT(all.response.Header("content-type"), HasSubstr("application/json"));
-  EXPECT_THAT(LogEntriesOf(all.raw, "line-"),
-              ElementsAre(Pair(first, "line-one-a"), Pair(first, "line-one-b"),
-                          Pair(second, "line-two-a")))
+  EXPECT_THAT(
+      LogEntriesOf(all.raw, "line-"),
+      ElementsAre(Pair(first, "line-one-a"), Pair(first, "line-one-b"), Pair(second, "line-two-a")))
       << all.raw;
   // One step, by its pod; or by the deprecated path with the pod in it.
   Answer one = Call(server, server.admin_token(), "GET", log + "?podName=" + second);
@@ -104,18 +104,19 @@ TEST(WorkflowLogs, EachStepsLinesComeInStepOrderWithTheStepsPodName) {
   Answer since = Call(server, server.admin_token(), "GET", log + "?logOptions.sinceSeconds=3600");
   EXPECT_EQ(LogEntriesOf(since.raw, "line-").size(), 3u) << since.raw;
   // selector: on the step jobs' labels.
-  Answer chosen = Call(server, server.admin_token(), "GET",
-                       log + "?selector=headway.dev/workflow%3Dtwosteps");
+  Answer chosen =
+      Call(server, server.admin_token(), "GET", log + "?selector=headway.dev/workflow%3Dtwosteps");
   EXPECT_EQ(LogEntriesOf(chosen.raw, "line-").size(), 3u) << chosen.raw;
-  Answer none = Call(server, server.admin_token(), "GET",
-                     log + "?selector=headway.dev/workflow!%3Dtwosteps");
+  Answer none =
+      Call(server, server.admin_token(), "GET", log + "?selector=headway.dev/workflow!%3Dtwosteps");
   EXPECT_EQ(none.raw, "");
   // timestamps: each line starts with when it was written.
   Answer stamped = Call(server, server.admin_token(), "GET",
                         log + "?logOptions.timestamps=true&podName=" + second);
   auto stamped_lines = LogEntriesOf(stamped.raw, "");
   ASSERT_FALSE(stamped_lines.empty()) << stamped.raw;
-  EXPECT_THAT(stamped_lines.back().second, ::testing::MatchesRegex("20[0-9-]+T[0-9:.]+Z line-two-a"));
+  EXPECT_THAT(stamped_lines.back().second,
+              ::testing::MatchesRegex("20[0-9-]+T[0-9:.]+Z line-two-a"));
   // Another container of the pod (Argo's wait or init) has no lines here.
   Answer wait = Call(server, server.admin_token(), "GET", log + "?logOptions.container=wait");
   EXPECT_EQ(wait.status, 200);
@@ -134,7 +135,8 @@ TEST(WorkflowLogs, EachStepsLinesComeInStepOrderWithTheStepsPodName) {
 TEST(WorkflowLogs, FollowStreamsEveryStepUntilTheWorkflowEnds) {
   TestServer server;
   const std::string release = Shared(server) + "/release";
-  const std::string name = SubmitWorkflow(server, R"y(
+  const std::string name =
+      SubmitWorkflow(server, R"y(
 apiVersion: argoproj.io/v1alpha1
 kind: Workflow
 metadata: {name: followed}
@@ -148,7 +150,8 @@ spec:
   - name: first
     container:
       image: alpine
-      command: [sh, -c, "echo line-before; while [ ! -e )y" + release + R"y( ]; do sleep 0.1; done; echo line-after"]
+      command: [sh, -c, "echo line-before; while [ ! -e )y" +
+                                 release + R"y( ]; do sleep 0.1; done; echo line-after"]
   - name: second
     container: {image: alpine, command: [sh, -c, "echo line-second"]}
 )y");
@@ -160,12 +163,13 @@ spec:
   std::thread reader([&] {
     api::HttpClient client(server.url(), server.admin_token(), "");
     std::string error_body;
-    auto result = client.Stream("/api/v1/workflows/default/followed/log?logOptions.follow=true",
-                                [&](std::string_view data) {
-                                  std::lock_guard lock(mu);
-                                  body.append(data);
-                                },
-                                error_body);
+    auto result = client.Stream(
+        "/api/v1/workflows/default/followed/log?logOptions.follow=true",
+        [&](std::string_view data) {
+          std::lock_guard lock(mu);
+          body.append(data);
+        },
+        error_body);
     status = result.ok() ? *result : -1;
     ended = true;
   });
@@ -247,9 +251,9 @@ TEST(WorkflowArtifacts, ArtifactFilesAnswersAStepsOutputArtifactsBytes) {
   // Unknown node, artifact or workflow: 404 in Argo's shape.
   for (const std::string& path : std::vector<std::string>{
            "/artifact-files/default/workflows/reported/" + node + "/outputs/nosuch",
-        "/artifact-files/default/workflows/reported/nosuch-node/outputs/report",
-        "/artifact-files/default/workflows/nosuch/" + node + "/outputs/report",
-        "/artifacts/default/reported/" + node + "/nosuch"}) {
+           "/artifact-files/default/workflows/reported/nosuch-node/outputs/report",
+           "/artifact-files/default/workflows/nosuch/" + node + "/outputs/report",
+           "/artifacts/default/reported/" + node + "/nosuch"}) {
     Answer missing = Call(server, token, "GET", path);
     EXPECT_EQ(missing.status, 404) << path << ": " << missing.raw;
     EXPECT_EQ(missing.body["code"], 5) << path << ": " << missing.raw;
@@ -260,8 +264,8 @@ TEST(WorkflowLogs, AnotherTeamIsRefusedTheLogsAndArtifactsAsOnOtherArgoRoutes) {
   TestServer server;
   const std::string vision = CreateToken(server, "ana", "vision", "member");
   const std::string speech = CreateToken(server, "bo", "speech", "member");
-  Answer created = Call(server, vision, "POST", "/api/v1/workflows/default", kReport,
-                        {}, "application/yaml");
+  Answer created =
+      Call(server, vision, "POST", "/api/v1/workflows/default", kReport, {}, "application/yaml");
   ASSERT_EQ(created.status, 200) << created.raw;
   ASSERT_TRUE(WaitForPhase(server, "reported", "Succeeded"));
   const std::string node = NodeOf(Workflow(server, "reported"), "evaluate").value("id", "");

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "core/time.h"
 #include "test_server.h"
@@ -469,8 +469,9 @@ spec:
   EXPECT_EQ(args[1]["value"], "world");
 
   // Resubmit over the REST API, as Hera and the Argo UI send it.
-  Answer again = Call(server, server.admin_token(), "PUT", "/api/v1/workflows/default/greet/resubmit",
-                      R"({"parameters": ["who=there"]})");
+  Answer again =
+      Call(server, server.admin_token(), "PUT", "/api/v1/workflows/default/greet/resubmit",
+           R"({"parameters": ["who=there"]})");
   ASSERT_EQ(again.status, 200) << again.raw;
   const std::string name = again.body["metadata"]["name"];
   ASSERT_TRUE(WaitForPhase(server, name, "Succeeded")) << Workflow(server, name).dump(2);

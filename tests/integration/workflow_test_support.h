@@ -61,8 +61,9 @@ inline std::string SubmitWorkflow(const TestServer& server, const std::string& y
   return name;
 }
 
-inline bool WaitForPhase(const TestServer& server, const std::string& name, const std::string& phase,
-                  std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+inline bool WaitForPhase(const TestServer& server, const std::string& name,
+                         const std::string& phase,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
   return WaitFor([&] { return Phase(server, name) == phase; }, timeout);
 }
 

@@ -24,8 +24,8 @@
 #include "../integration/artifact_suite.h"
 #include "../integration/test_server.h"
 #include "artifact/file_digest.h"
-#include "artifact/s3/s3_client.h"
 #include "artifact/s3/multipart.h"
+#include "artifact/s3/s3_client.h"
 #include "s3_server.h"
 
 namespace headway::testing {
@@ -64,8 +64,8 @@ std::unique_ptr<TestServer> StartWithBucket(const std::string& bucket, int gpus,
   S3TestServer& s3 = SharedS3();
   ::setenv("AWS_ACCESS_KEY_ID", s3.access_key().c_str(), 1);
   ::setenv("AWS_SECRET_ACCESS_KEY", s3.secret_key().c_str(), 1);
-  std::vector<std::string> flags = {"--artifact-store", "s3", "--s3-endpoint", s3.endpoint(),
-                                    "--s3-bucket", bucket, "--s3-region", s3.region()};
+  std::vector<std::string> flags = {"--artifact-store", "s3",   "--s3-endpoint", s3.endpoint(),
+                                    "--s3-bucket",      bucket, "--s3-region",   s3.region()};
   // Small, so that what the CLI sends visibly cannot go through the server.
   if (std::find(more.begin(), more.end(), "--max-upload-bytes") == more.end()) {
     flags.insert(flags.end(), {"--max-upload-bytes", "1Mi"});
@@ -127,7 +127,9 @@ class ArtifactsOnS3 : public ::testing::Test {
                                      "AWS_ACCESS_KEY_ID=" + s3_->access_key(),
                                      "AWS_SECRET_ACCESS_KEY=" + s3_->secret_key(),
                                      "AWS_EC2_METADATA_DISABLED=true",
-                                     "aws", "--endpoint-url", s3_->endpoint()};
+                                     "aws",
+                                     "--endpoint-url",
+                                     s3_->endpoint()};
     argv.insert(argv.end(), args.begin(), args.end());
     return RunCommand(argv);
   }
@@ -185,7 +187,8 @@ TEST_F(ArtifactsOnS3, TheCliMovesBytesWithPresignedUrlsAndAwsReadsThem) {
   // Larger than --max-upload-bytes: it cannot be going through the server.
   const std::string bytes = RandomBytes(3 << 20, 7);
   std::ofstream(file, std::ios::binary) << bytes;
-  CommandResult put = server->Cli({"artifacts", "put", file, "--name", "resnet", "--kind", "model"});
+  CommandResult put =
+      server->Cli({"artifacts", "put", file, "--name", "resnet", "--kind", "model"});
   ASSERT_EQ(put.exit_code, 0) << put.err << server->ServerLog();
   EXPECT_THAT(put.out, HasSubstr("artifact/resnet:1 uploaded"));
   json a = json::parse(server->Cli({"artifacts", "describe", "resnet:1", "-o", "json"}).out);
@@ -193,7 +196,8 @@ TEST_F(ArtifactsOnS3, TheCliMovesBytesWithPresignedUrlsAndAwsReadsThem) {
   // The object is where the key scheme says, and awscli reads the same bytes.
   const std::string key = "default/sha256/" + a["digest"].get<std::string>().substr(7, 2) + "/" +
                           a["digest"].get<std::string>().substr(7);
-  CommandResult fetched = Aws({"s3", "cp", "s3://headway-cli/" + key, server->work_dir() + "/aws.bin"});
+  CommandResult fetched =
+      Aws({"s3", "cp", "s3://headway-cli/" + key, server->work_dir() + "/aws.bin"});
   ASSERT_EQ(fetched.exit_code, 0) << fetched.err;
   EXPECT_EQ(ReadFile(server->work_dir() + "/aws.bin"), bytes);
   // Downloads follow the server's redirect to the store, digest checked.
@@ -215,17 +219,22 @@ TEST_F(ArtifactsOnS3, APresignedUploadTakesOnlyTheBytesItWasMadeFor) {
   api::HttpClient http(server->url(), server->admin_token());
   const std::string other = server->work_dir() + "/other.bin";
   std::ofstream(other, std::ios::binary) << RandomBytes(100000, 9);
-  CommandResult digest = RunCommand({"/usr/bin/python3", "-c",
-                                     "import hashlib, base64, sys; b = open(sys.argv[1], 'rb').read(); "
-                                     "print('sha256:' + hashlib.sha256(b).hexdigest(), "
-                                     "base64.b64encode(hashlib.md5(b).digest()).decode())",
-                                     file});
+  CommandResult digest =
+      RunCommand({"/usr/bin/python3", "-c",
+                  "import hashlib, base64, sys; b = open(sys.argv[1], 'rb').read(); "
+                  "print('sha256:' + hashlib.sha256(b).hexdigest(), "
+                  "base64.b64encode(hashlib.md5(b).digest()).decode())",
+                  file});
   std::istringstream fields(digest.out);
   std::string sha, md5;
   fields >> sha >> md5;
   Answer created = Call(*server, server->admin_token(), "POST", "/api/v1/artifacts",
-                        json{{"name", "data"}, {"kind", "dataset"}, {"size", 100000},
-                             {"digest", sha}, {"content_md5", md5}}.dump());
+                        json{{"name", "data"},
+                             {"kind", "dataset"},
+                             {"size", 100000},
+                             {"digest", sha},
+                             {"content_md5", md5}}
+                            .dump());
   ASSERT_EQ(created.status, 201) << created.raw;
   const json& upload = created.body["upload"];
   ASSERT_TRUE(upload.is_object());
@@ -237,7 +246,8 @@ TEST_F(ArtifactsOnS3, APresignedUploadTakesOnlyTheBytesItWasMadeFor) {
   ASSERT_TRUE(refused.ok());
   EXPECT_EQ(refused->status, 400) << refused->body;
   // Nothing arrived, so the version cannot be committed.
-  Answer commit = Call(*server, server->admin_token(), "POST", "/api/v1/artifacts/data/versions/1/commit");
+  Answer commit =
+      Call(*server, server->admin_token(), "POST", "/api/v1/artifacts/data/versions/1/commit");
   EXPECT_EQ(commit.status, 409) << commit.raw;
   auto accepted = store.SendFile("PUT", url.substr(s3_->endpoint().size()), file, headers);
   ASSERT_TRUE(accepted.ok());
@@ -262,8 +272,12 @@ TEST_F(ArtifactsOnS3, ACommitChecksTheDigestOfWhatArrived) {
   api::HttpClient store(s3_->endpoint());
   auto draft = [&](const std::string& name, const std::string& md5) {
     return Call(*server, server->admin_token(), "POST", "/api/v1/artifacts",
-                json{{"name", name}, {"kind", "dataset"}, {"size", 100000},
-                     {"digest", real->digest}, {"content_md5", md5}}.dump());
+                json{{"name", name},
+                     {"kind", "dataset"},
+                     {"size", 100000},
+                     {"digest", real->digest},
+                     {"content_md5", md5}}
+                    .dump());
   };
   Answer created = draft("poisoned", fake->content_md5);
   ASSERT_EQ(created.status, 201) << created.raw;
@@ -290,7 +304,8 @@ TEST_F(ArtifactsOnS3, ACommitChecksTheDigestOfWhatArrived) {
   sent = store.SendFile("PUT", url.substr(s3_->endpoint().size()), file,
                         {{"Content-MD5", real->content_md5}});
   ASSERT_TRUE(sent.ok() && sent->status == 200);
-  commit = Call(*server, server->admin_token(), "POST", "/api/v1/artifacts/honest/versions/1/commit");
+  commit =
+      Call(*server, server->admin_token(), "POST", "/api/v1/artifacts/honest/versions/1/commit");
   EXPECT_EQ(commit.status, 200) << commit.raw;
   CommandResult got = server->Cli({"artifacts", "get", "honest", server->work_dir() + "/back.bin"});
   ASSERT_EQ(got.exit_code, 0) << got.err;
@@ -306,9 +321,13 @@ TEST_F(ArtifactsOnS3, ALargeUploadGoesUpInPresignedPartsAndResumesWhereItStopped
   ASSERT_TRUE(whole.ok());
   const std::string admin = server->admin_token();
   Answer created = Call(*server, admin, "POST", "/api/v1/artifacts",
-                        json{{"name", "big"}, {"kind", "checkpoint"}, {"size", size},
-                             {"digest", whole->digest}, {"content_md5", whole->content_md5},
-                             {"multipart", true}}.dump());
+                        json{{"name", "big"},
+                             {"kind", "checkpoint"},
+                             {"size", size},
+                             {"digest", whole->digest},
+                             {"content_md5", whole->content_md5},
+                             {"multipart", true}}
+                            .dump());
   ASSERT_EQ(created.status, 201) << created.raw;
   const json plan = created.body["upload"]["multipart"];
   ASSERT_TRUE(plan.is_object()) << created.raw;
@@ -319,33 +338,36 @@ TEST_F(ArtifactsOnS3, ALargeUploadGoesUpInPresignedPartsAndResumesWhereItStopped
 
   // Parts the plan does not have, or without a real MD5, are refused by name.
   RangeDigest part2 = PartDigest(file, 5 << 20, 5 << 20);
-  Answer beyond = Call(*server, admin, "POST", parts_path,
-                       json{{"upload_id", id},
-                            {"parts", {{{"number", 4}, {"content_md5", part2.md5_base64}}}}}.dump());
+  Answer beyond =
+      Call(*server, admin, "POST", parts_path,
+           json{{"upload_id", id}, {"parts", {{{"number", 4}, {"content_md5", part2.md5_base64}}}}}
+               .dump());
   EXPECT_EQ(beyond.status, 400) << beyond.raw;
   EXPECT_THAT(beyond.raw, HasSubstr("not one of the 3 parts"));
-  Answer no_md5 = Call(*server, admin, "POST", parts_path,
-                       json{{"upload_id", id}, {"parts", {{{"number", 2}, {"content_md5", "x"}}}}}.dump());
+  Answer no_md5 =
+      Call(*server, admin, "POST", parts_path,
+           json{{"upload_id", id}, {"parts", {{{"number", 2}, {"content_md5", "x"}}}}}.dump());
   EXPECT_EQ(no_md5.status, 400) << no_md5.raw;
   EXPECT_THAT(no_md5.raw, HasSubstr("parts[0].content_md5"));
 
   // Part 2 goes up by hand, with the request the server presigned for it;
   // other bytes of the same size are refused by the store.
-  Answer presigned = Call(*server, admin, "POST", parts_path,
-                          json{{"upload_id", id},
-                               {"parts", {{{"number", 2}, {"content_md5", part2.md5_base64}}}}}.dump());
+  Answer presigned =
+      Call(*server, admin, "POST", parts_path,
+           json{{"upload_id", id}, {"parts", {{{"number", 2}, {"content_md5", part2.md5_base64}}}}}
+               .dump());
   ASSERT_EQ(presigned.status, 200) << presigned.raw;
   const std::string url = presigned.body["parts"][0]["url"];
   ASSERT_EQ(url.rfind(s3_->endpoint(), 0), 0u) << url;
   api::HttpClient store(s3_->endpoint());
   const std::vector<std::pair<std::string, std::string>> headers = {
       {"Content-MD5", part2.md5_base64}};
-  auto wrong = store.SendFileRange("PUT", url.substr(s3_->endpoint().size()), file, 0, 5 << 20,
-                                   headers);
+  auto wrong =
+      store.SendFileRange("PUT", url.substr(s3_->endpoint().size()), file, 0, 5 << 20, headers);
   ASSERT_TRUE(wrong.ok());
   EXPECT_EQ(wrong->status, 400) << wrong->body;
-  auto sent = store.SendFileRange("PUT", url.substr(s3_->endpoint().size()), file, 5 << 20,
-                                  5 << 20, headers);
+  auto sent = store.SendFileRange("PUT", url.substr(s3_->endpoint().size()), file, 5 << 20, 5 << 20,
+                                  headers);
   ASSERT_TRUE(sent.ok());
   ASSERT_EQ(sent->status, 200) << sent->body;
 
@@ -361,7 +383,8 @@ TEST_F(ArtifactsOnS3, ALargeUploadGoesUpInPresignedPartsAndResumesWhereItStopped
   EXPECT_EQ(listed.body["parts"][0]["etag"], part2.md5_hex);
 
   // `put` of the same file picks that upload up and sends parts 1 and 3 only.
-  CommandResult put = server->Cli({"artifacts", "put", file, "--name", "big", "--kind", "checkpoint"});
+  CommandResult put =
+      server->Cli({"artifacts", "put", file, "--name", "big", "--kind", "checkpoint"});
   ASSERT_EQ(put.exit_code, 0) << put.err << server->ServerLog();
   EXPECT_THAT(put.out, HasSubstr("artifact/big:2 uploaded"));
   EXPECT_THAT(put.out, HasSubstr("in 3 parts, 1 of them stored already"));
@@ -377,7 +400,8 @@ TEST_F(ArtifactsOnS3, ALargeUploadGoesUpInPresignedPartsAndResumesWhereItStopped
   CommandResult head = Aws({"s3api", "head-object", "--bucket", "headway-parts", "--key", key});
   ASSERT_EQ(head.exit_code, 0) << head.err;
   EXPECT_THAT(head.out, HasSubstr(ExpectedMultipartEtag(file, size, 5 << 20)));
-  CommandResult fetched = Aws({"s3", "cp", "s3://headway-parts/" + key, server->work_dir() + "/aws.bin"});
+  CommandResult fetched =
+      Aws({"s3", "cp", "s3://headway-parts/" + key, server->work_dir() + "/aws.bin"});
   ASSERT_EQ(fetched.exit_code, 0) << fetched.err;
   EXPECT_TRUE(ReadFile(server->work_dir() + "/aws.bin") == ReadFile(file));
   CommandResult uploads = Aws({"s3api", "list-multipart-uploads", "--bucket", "headway-parts"});
@@ -388,19 +412,24 @@ TEST_F(ArtifactsOnS3, ALargeUploadGoesUpInPresignedPartsAndResumesWhereItStopped
 // The SDK sends a large file in parts too, and reads it back.
 TEST_F(ArtifactsOnS3, AJobSavesALargeFileInPartsThroughTheSdk) {
   // A local job's network reaches only the server: its bytes go through it.
-  auto server = Server("headway-sdk-parts", {"--s3-part-size", "5Mi", "--max-upload-bytes", "64Mi"});
+  auto server =
+      Server("headway-sdk-parts", {"--s3-part-size", "5Mi", "--max-upload-bytes", "64Mi"});
   const std::string dir = server->work_dir();
   const std::string file = dir + "/weights.bin";
   std::ofstream(file, std::ios::binary) << RandomBytes((11 << 20) + 77, 15);
-  const std::string sdk = "env: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\"}\n"
-                          "working_dir: " + dir + "\n";
-  server->Submit("name: saver\n" + sdk +
-                 "command: [/usr/bin/python3, -c, \"import headway; "
-                 "print(headway.save_artifact('weights.bin', name='weights', kind='model')['state'])\"]\n");
+  const std::string sdk = "env: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR
+                          "/sdk/python\"}\n"
+                          "working_dir: " +
+                          dir + "\n";
+  server->Submit(
+      "name: saver\n" + sdk +
+      "command: [/usr/bin/python3, -c, \"import headway; "
+      "print(headway.save_artifact('weights.bin', name='weights', kind='model')['state'])\"]\n");
   ASSERT_TRUE(server->WaitForState("saver", "Succeeded")) << server->Cli({"logs", "saver"}).out;
   EXPECT_EQ(server->Cli({"logs", "saver"}).out, "Ready\n");
   server->Submit("name: loader\n" + sdk +
-                 "command: [/usr/bin/python3, -c, \"import headway; headway.load_artifact('weights', 'back.bin')\"]\n");
+                 "command: [/usr/bin/python3, -c, \"import headway; "
+                 "headway.load_artifact('weights', 'back.bin')\"]\n");
   ASSERT_TRUE(server->WaitForState("loader", "Succeeded")) << server->Cli({"logs", "loader"}).out;
   EXPECT_TRUE(ReadFile(dir + "/back.bin") == ReadFile(file));
   auto whole = DigestFile(file);
@@ -428,7 +457,8 @@ TEST_F(ArtifactsOnS3, BytesAwscliWroteAreServedAndOnesThatDoNotMatchAreRefused) 
   CommandResult head = Aws({"s3api", "head-object", "--bucket", "headway-aws-wrote", "--key", key});
   EXPECT_THAT(head.out, HasSubstr("-2\\\"")) << "awscli did not send it in two parts: " << head.out;
 
-  CommandResult put = server->Cli({"artifacts", "put", file, "--name", "seeded", "--kind", "dataset"});
+  CommandResult put =
+      server->Cli({"artifacts", "put", file, "--name", "seeded", "--kind", "dataset"});
   ASSERT_EQ(put.exit_code, 0) << put.err;
   EXPECT_THAT(put.out, HasSubstr("artifact/seeded:1 stored (its bytes were there already)"));
   CommandResult got = server->Cli({"artifacts", "get", "seeded", server->work_dir() + "/back.bin"});
@@ -440,7 +470,8 @@ TEST_F(ArtifactsOnS3, BytesAwscliWroteAreServedAndOnesThatDoNotMatchAreRefused) 
   const std::string other = server->work_dir() + "/other.bin";
   std::ofstream(other, std::ios::binary) << RandomBytes(12 << 20, 14);
   ASSERT_EQ(Aws({"s3", "cp", other, "s3://headway-aws-wrote/" + key}).exit_code, 0);
-  CommandResult refused = server->Cli({"artifacts", "get", "seeded", server->work_dir() + "/bad.bin"});
+  CommandResult refused =
+      server->Cli({"artifacts", "get", "seeded", server->work_dir() + "/bad.bin"});
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_THAT(refused.err, HasSubstr("do not match its digest"));
   EXPECT_FALSE(std::filesystem::exists(server->work_dir() + "/bad.bin"));
@@ -458,9 +489,12 @@ TEST_F(ArtifactsOnS3, TheSweepDeletesObjectsNoVersionHoldsAndNothingElse) {
   ASSERT_EQ(Aws({"s3", "cp", dir + "/x", "s3://" + bucket + "/" + orphan}).exit_code, 0);
   ASSERT_EQ(Aws({"s3", "cp", dir + "/x", "s3://" + bucket + "/" + foreign}).exit_code, 0);
   auto server = Server(bucket, {"--artifact-orphan-age", "0s"});
-  EXPECT_TRUE(WaitFor([&] {
-    return Aws({"s3api", "head-object", "--bucket", bucket, "--key", orphan}).exit_code != 0;
-  }, std::chrono::seconds(30))) << server->ServerLog();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return Aws({"s3api", "head-object", "--bucket", bucket, "--key", orphan}).exit_code != 0;
+      },
+      std::chrono::seconds(30)))
+      << server->ServerLog();
   EXPECT_EQ(Aws({"s3api", "head-object", "--bucket", bucket, "--key", foreign}).exit_code, 0);
   std::filesystem::remove_all(dir);
 }
@@ -484,13 +518,17 @@ TEST_F(ArtifactsOnS3, ATwoGibUploadKilledHalfwayResumesWithoutResendingFinishedP
   ASSERT_GT(first, 0);
   // The upload's id, as the reference client lists it.
   std::string id;
-  ASSERT_TRUE(WaitFor([&] {
-    CommandResult u = Aws({"s3api", "list-multipart-uploads", "--bucket", "headway-2gib"});
-    json listed = json::parse(u.out, nullptr, false);
-    if (!listed.is_object() || !listed.contains("Uploads") || listed["Uploads"].empty()) return false;
-    id = listed["Uploads"][0]["UploadId"];
-    return true;
-  }, std::chrono::seconds(120))) << ReadFile(log);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        CommandResult u = Aws({"s3api", "list-multipart-uploads", "--bucket", "headway-2gib"});
+        json listed = json::parse(u.out, nullptr, false);
+        if (!listed.is_object() || !listed.contains("Uploads") || listed["Uploads"].empty())
+          return false;
+        id = listed["Uploads"][0]["UploadId"];
+        return true;
+      },
+      std::chrono::seconds(120)))
+      << ReadFile(log);
   const std::string parts_path = "/api/v1/artifacts/two-gib/versions/1/parts?upload_id=" + id;
   auto stored_parts = [&] {
     Answer a = Call(*server, server->admin_token(), "GET", parts_path);
@@ -515,7 +553,8 @@ TEST_F(ArtifactsOnS3, ATwoGibUploadKilledHalfwayResumesWithoutResendingFinishedP
   CommandResult put = server->Cli({"artifacts", "put", file, "--name", "two-gib"});
   ASSERT_EQ(put.exit_code, 0) << put.err << server->ServerLog();
   EXPECT_THAT(put.out, HasSubstr("artifact/two-gib:2 uploaded (2.0 GiB"));
-  EXPECT_THAT(put.out, HasSubstr("in 32 parts, " + std::to_string(before) + " of them stored already"));
+  EXPECT_THAT(put.out,
+              HasSubstr("in 32 parts, " + std::to_string(before) + " of them stored already"));
   json a = json::parse(server->Cli({"artifacts", "describe", "two-gib:2", "-o", "json"}).out);
   EXPECT_EQ(a["state"], "Ready");
   // The store's ETag is the MD5 of the parts' MD5s: every byte arrived intact.
@@ -538,11 +577,13 @@ TEST(ArtifactsOnTlsS3, EveryClientChecksTheStoresCertificate) {
   ASSERT_EQ(s3.endpoint().rfind("https://", 0), 0u) << s3.endpoint();
   ::setenv("AWS_ACCESS_KEY_ID", s3.access_key().c_str(), 1);
   ::setenv("AWS_SECRET_ACCESS_KEY", s3.secret_key().c_str(), 1);
-  const std::vector<std::string> store = {"--artifact-store", "s3", "--s3-endpoint", s3.endpoint(),
-                                          "--s3-bucket", "headway-tls", "--s3-region", s3.region()};
+  const std::vector<std::string> store = {"--artifact-store", "s3",          "--s3-endpoint",
+                                          s3.endpoint(),      "--s3-bucket", "headway-tls",
+                                          "--s3-region",      s3.region()};
   // Not trusting the store's CA, the server does not start.
-  std::vector<std::string> untrusting = {"/usr/bin/timeout", "30", HEADWAY_BIN, "server",
-                                         "--listen", "127.0.0.1:0", "--data-dir", s3.dir() + "/untrusting"};
+  std::vector<std::string> untrusting = {
+      "/usr/bin/timeout", "30",          HEADWAY_BIN,  "server",
+      "--listen",         "127.0.0.1:0", "--data-dir", s3.dir() + "/untrusting"};
   untrusting.insert(untrusting.end(), store.begin(), store.end());
   CommandResult refused = RunCommand(untrusting);
   EXPECT_NE(refused.exit_code, 0);
@@ -562,10 +603,12 @@ TEST(ArtifactsOnTlsS3, EveryClientChecksTheStoresCertificate) {
   CommandResult untrusted = server.Cli({"artifacts", "put", file, "--name", "model"});
   EXPECT_NE(untrusted.exit_code, 0);
   EXPECT_THAT(untrusted.err, HasSubstr("certificate")) << untrusted.err;
-  CommandResult put = server.Cli({"--cacert", s3.ca_file(), "artifacts", "put", file, "--name", "model"});
+  CommandResult put =
+      server.Cli({"--cacert", s3.ca_file(), "artifacts", "put", file, "--name", "model"});
   ASSERT_EQ(put.exit_code, 0) << put.err << server.ServerLog();
   EXPECT_THAT(put.out, HasSubstr("in 3 parts"));
-  CommandResult got = server.Cli({"--cacert", s3.ca_file(), "artifacts", "get", "model", dir + "/back.bin"});
+  CommandResult got =
+      server.Cli({"--cacert", s3.ca_file(), "artifacts", "get", "model", dir + "/back.bin"});
   ASSERT_EQ(got.exit_code, 0) << got.err;
   EXPECT_TRUE(ReadFile(dir + "/back.bin") == bytes);
 
@@ -574,9 +617,13 @@ TEST(ArtifactsOnTlsS3, EveryClientChecksTheStoresCertificate) {
   std::filesystem::permissions(dir + "/ca.pem", std::filesystem::perms::owner_read |
                                                     std::filesystem::perms::group_read |
                                                     std::filesystem::perms::others_read);
-  server.Submit("name: tls-job\nworking_dir: " + dir + "\n"
-                "env: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\", AWS_CA_BUNDLE: \"" + dir + "/ca.pem\"}\n"
-                "command: [/usr/bin/python3, -c, \"import headway; headway.load_artifact('model', 'job.bin'); "
+  server.Submit("name: tls-job\nworking_dir: " + dir +
+                "\n"
+                "env: {PYTHONPATH: \"" HEADWAY_SOURCE_DIR "/sdk/python\", AWS_CA_BUNDLE: \"" +
+                dir +
+                "/ca.pem\"}\n"
+                "command: [/usr/bin/python3, -c, \"import headway; headway.load_artifact('model', "
+                "'job.bin'); "
                 "print(headway.save_artifact('job.bin', name='copy')['state'])\"]\n");
   ASSERT_TRUE(server.WaitForState("tls-job", "Succeeded")) << server.Cli({"logs", "tls-job"}).out;
   EXPECT_EQ(server.Cli({"logs", "tls-job"}).out, "Ready\n");

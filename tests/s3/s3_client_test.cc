@@ -428,6 +428,5 @@ TEST_F(S3ClientTest, OneClientServesSeveralThreadsAtOnce) {
   }
 }
 
-
 }  // namespace
 }  // namespace headway

@@ -54,15 +54,20 @@ TEST_P(Replicas, WhenTheLeaderIsKilledTheOtherTakesOverWithEveryJobAndReportAndR
   // Each start of the job leaves a line in `starts`; it reports 60 steps,
   // one each 0.1 s, and ends on its own.
   const std::string starts = first.work_dir() + "/starts";
-  second.Submit(R"(
+  second.Submit(
+      R"(
 name: counter
-command: "echo started >> )" + starts + R"(; for i in $(seq 1 60); do echo \"HEADWAY {\\\"step\\\": $i, \\\"total_steps\\\": 60, \\\"loss\\\": $i}\"; sleep 0.1; done"
+command: "echo started >> )" +
+      starts +
+      R"(; for i in $(seq 1 60); do echo \"HEADWAY {\\\"step\\\": $i, \\\"total_steps\\\": 60, \\\"loss\\\": $i}\"; sleep 0.1; done"
 resources: {gpus_per_process: 1}
 )");
-  for (int i = 0; i < 10; ++i) second.Submit("name: quick-" + std::to_string(i) + "\ncommand: \"true\"\n");
-  ASSERT_TRUE(WaitFor([&] { return first.Job("counter")["progress"]["step"].is_number() &&
-                                   first.Job("counter")["progress"]["step"].get<int>() >= 5; }))
-      << first.Job("counter").dump(2);
+  for (int i = 0; i < 10; ++i)
+    second.Submit("name: quick-" + std::to_string(i) + "\ncommand: \"true\"\n");
+  ASSERT_TRUE(WaitFor([&] {
+    return first.Job("counter")["progress"]["step"].is_number() &&
+           first.Job("counter")["progress"]["step"].get<int>() >= 5;
+  })) << first.Job("counter").dump(2);
   // Reads through the replica see what the leader sees.
   const int acknowledged = second.Job("counter")["progress"]["step"].get<int>();
   EXPECT_GE(acknowledged, 5);
@@ -72,9 +77,11 @@ resources: {gpus_per_process: 1}
   ASSERT_TRUE(WaitFor([&] { return second.ServerLog().find("leading:") != std::string::npos; },
                       std::chrono::seconds(30)))
       << second.ServerLog();
-  ASSERT_TRUE(WaitFor([&] { return second.Job("counter").is_object() &&
-                                   second.Job("counter")["state"].is_string(); },
-                      std::chrono::seconds(30)));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return second.Job("counter").is_object() && second.Job("counter")["state"].is_string();
+      },
+      std::chrono::seconds(30)));
   const double takeover =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
   std::cout << "[ TAKEOVER ] " << GetParam() << ": the replica answered as leader " << takeover
@@ -131,7 +138,9 @@ TEST_P(Replicas, ALeaderCutOffFromTheDatabaseStopsAndTheOtherLeads) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Replicas, ::testing::Values("postgresql", "mysql"),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace headway

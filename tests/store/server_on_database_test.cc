@@ -46,7 +46,9 @@ resources: {gpus_per_process: 1}
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ServerOnDatabase, ::testing::Values("postgresql", "mysql"),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 TEST(ServerOnDatabase, AnUnreachableDatabaseStopsTheServerWithAClearErrorAndNoPassword) {
   testing::CommandResult result = testing::RunCommand(

@@ -26,7 +26,8 @@ constexpr const char* kCreateMetricPoints =
 class SqliteStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (std::filesystem::temp_directory_path() / "headway-store-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "headway-store-XXXXXX").string();
     dir_ = mkdtemp(pattern.data());
     path_ = dir_ + "/headway.db";
   }
@@ -47,7 +48,9 @@ class SqliteStoreTest : public ::testing::Test {
     return job;
   }
 
-  JobEvent Submitted(const std::string& name) { return {0, name, FromUnixMillis(1000), "Submitted", "job submitted"}; }
+  JobEvent Submitted(const std::string& name) {
+    return {0, name, FromUnixMillis(1000), "Submitted", "job submitted"};
+  }
 
   std::string dir_, path_;
 };
@@ -145,8 +148,12 @@ TEST_F(SqliteStoreTest, UpgradesADatabaseWrittenBeforePreemption) {
 TEST_F(SqliteStoreTest, UpgradeCreditsAnExperimentOnlyWithItsOwnTrialJobs) {
   {
     auto store = Open();
-    ExperimentRecord e{"btrain", R"({"name":"btrain","trial_template":{"team":"a"}})",
-                       ExperimentState::kRunning, "", FromUnixMillis(1000), {}};
+    ExperimentRecord e{"btrain",
+                       R"({"name":"btrain","trial_template":{"team":"a"}})",
+                       ExperimentState::kRunning,
+                       "",
+                       FromUnixMillis(1000),
+                       {}};
     ASSERT_TRUE(store->CreateExperiment(e).ok());
     Job own = MakeJob("btrain-0", "a");
     own.spec.labels = {{"experiment", "btrain"}, {"trial", "0"}};
@@ -157,7 +164,8 @@ TEST_F(SqliteStoreTest, UpgradeCreditsAnExperimentOnlyWithItsOwnTrialJobs) {
       ASSERT_TRUE(store->CreateJob(*j, Submitted(j->name())).ok());
     }
     for (int i : {0, 1}) {
-      TrialRecord t{"btrain", i, "btrain-" + std::to_string(i), "{}", TrialState::kRunning, false, {}, ""};
+      TrialRecord t{"btrain", i, "btrain-" + std::to_string(i), "{}", TrialState::kRunning, false,
+                    {},       ""};
       ASSERT_TRUE(store->CreateTrial(t).ok());
     }
   }

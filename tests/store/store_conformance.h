@@ -19,8 +19,8 @@ namespace headway {
 class StoreConformance : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    url_ = testing::CreateTestDatabase(GetParam(),
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    url_ = testing::CreateTestDatabase(
+        GetParam(), ::testing::UnitTest::GetInstance()->current_test_info()->name());
     ASSERT_FALSE(url_.empty());
   }
   void TearDown() override { testing::DropTestDatabase(GetParam(), url_); }
@@ -41,7 +41,9 @@ class StoreConformance : public ::testing::TestWithParam<std::string> {
     return job;
   }
 
-  JobEvent Submitted(const std::string& name) { return {0, name, FromUnixMillis(1000), "Submitted", "job submitted"}; }
+  JobEvent Submitted(const std::string& name) {
+    return {0, name, FromUnixMillis(1000), "Submitted", "job submitted"};
+  }
 
   std::string url_;
 };

@@ -2,13 +2,14 @@
 // experiments, tokens, artifacts, workflows and notebooks, and store URLs.
 // Progress and metrics are in store_progress_conformance_test.cc. A backend
 // passes when it behaves as the Store interface says.
+#include "store_conformance.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
 #include "store/store.h"
-#include "store_conformance.h"
 
 namespace headway {
 namespace {
@@ -201,7 +202,10 @@ TEST_P(StoreConformance, KeepsWhoCreatedAJob) {
 TEST_P(StoreConformance, SpecsWithControlCharactersReadBack) {
   auto store = Open();
   Job job = MakeJob("ctl", "t\x1b]0;x\x07");
-  job.spec.labels = {{"k\x7f", "\xc2\x9b" "31m"}, {"x", "\x1b[2J"}};
+  job.spec.labels = {{"k\x7f",
+                      "\xc2\x9b"
+                      "31m"},
+                     {"x", "\x1b[2J"}};
   ASSERT_TRUE(store->CreateJob(job, Submitted("ctl")).ok());
   auto read = store->GetJob("ctl");
   ASSERT_TRUE(read.ok()) << read.status().ToString();
@@ -213,7 +217,8 @@ TEST_P(StoreConformance, SpecsWithControlCharactersReadBack) {
 TEST_P(StoreConformance, ExperimentsAndTrialsSurviveReopening) {
   {
     auto store = Open();
-    ExperimentRecord e{"sweep", R"({"name":"sweep"})", ExperimentState::kRunning, "", FromUnixMillis(1000), {}};
+    ExperimentRecord e{"sweep", R"({"name":"sweep"})", ExperimentState::kRunning,
+                       "",      FromUnixMillis(1000),  {}};
     ASSERT_TRUE(store->CreateExperiment(e).ok());
     EXPECT_EQ(store->CreateExperiment(e).code(), StatusCode::kConflict);
     TrialRecord t{"sweep", 0, "sweep-0", R"({"lr":0.1})", TrialState::kRunning, false, {}, ""};
@@ -247,15 +252,26 @@ TEST_P(StoreConformance, ExperimentsAndTrialsSurviveReopening) {
 
 TEST_P(StoreConformance, DeletingAnExperimentTakesItsTrialsAndFreesTheName) {
   auto store = Open();
-  ExperimentRecord e{"sweep", R"({"name":"sweep"})", ExperimentState::kStopped, "", FromUnixMillis(1000), {}};
+  ExperimentRecord e{"sweep", R"({"name":"sweep"})", ExperimentState::kStopped,
+                     "",      FromUnixMillis(1000),  {}};
   ASSERT_TRUE(store->CreateExperiment(e).ok());
   ExperimentRecord other{"other", "{}", ExperimentState::kStopped, "", FromUnixMillis(1000), {}};
   ASSERT_TRUE(store->CreateExperiment(other).ok());
   for (std::int64_t i = 0; i < 2; ++i) {
-    ASSERT_TRUE(store->CreateTrial({"sweep", i, "sweep-" + std::to_string(i), "{}",
-                                    TrialState::kCompleted, false, {}, ""}).ok());
+    ASSERT_TRUE(store
+                    ->CreateTrial({"sweep",
+                                   i,
+                                   "sweep-" + std::to_string(i),
+                                   "{}",
+                                   TrialState::kCompleted,
+                                   false,
+                                   {},
+                                   ""})
+                    .ok());
   }
-  ASSERT_TRUE(store->CreateTrial({"other", 0, "other-0", "{}", TrialState::kCompleted, false, {}, ""}).ok());
+  ASSERT_TRUE(
+      store->CreateTrial({"other", 0, "other-0", "{}", TrialState::kCompleted, false, {}, ""})
+          .ok());
   ASSERT_TRUE(store->DeleteExperiment("sweep").ok());
   EXPECT_EQ(store->GetExperiment("sweep").status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(store->ListTrials("sweep")->empty());
@@ -263,7 +279,8 @@ TEST_P(StoreConformance, DeletingAnExperimentTakesItsTrialsAndFreesTheName) {
   EXPECT_EQ(store->DeleteExperiment("sweep").code(), StatusCode::kNotFound);
   // The name and its trial indexes are free again.
   ASSERT_TRUE(store->CreateExperiment(e).ok());
-  EXPECT_TRUE(store->CreateTrial({"sweep", 0, "sweep-0", "{}", TrialState::kRunning, false, {}, ""}).ok());
+  EXPECT_TRUE(
+      store->CreateTrial({"sweep", 0, "sweep-0", "{}", TrialState::kRunning, false, {}, ""}).ok());
 }
 
 TEST_P(StoreConformance, LogIndex) {
@@ -341,8 +358,10 @@ TEST_P(StoreConformance, ListsEventsOfEveryJobAfterAnIdByTypeWithALimit) {
   auto event = [](const std::string& job, const std::string& type, const std::string& message) {
     return JobEvent{0, job, FromUnixMillis(2000), type, message};
   };
-  ASSERT_TRUE(store->SaveJob(a, {event("a", "StateChanged", "Queued -> Starting"),
-                                 event("a", "Launched", "pid 1")}).ok());
+  ASSERT_TRUE(store
+                  ->SaveJob(a, {event("a", "StateChanged", "Queued -> Starting"),
+                                event("a", "Launched", "pid 1")})
+                  .ok());
   ASSERT_TRUE(store->SaveJob(b, {event("b", "HealthChanged", "Unknown -> Progressing")}).ok());
   ASSERT_TRUE(store->SaveJob(a, {event("a", "StateChanged", "Starting -> Running")}).ok());
   auto last = store->LastEventId();
@@ -460,7 +479,8 @@ TEST_P(StoreConformance, ArtifactsAreListedCountedAndTheirUsesRecorded) {
     ArtifactUse use{"data-mnist", 1, "train", 0, FromUnixMillis(7000)};
     ASSERT_TRUE(store->AddArtifactUse(use).ok());
     ASSERT_TRUE(store->AddArtifactUse(use).ok());  // idempotent
-    ASSERT_TRUE(store->AddArtifactUse({"data-mnist", 1, "eval", std::nullopt, FromUnixMillis(8000)}).ok());
+    ASSERT_TRUE(
+        store->AddArtifactUse({"data-mnist", 1, "eval", std::nullopt, FromUnixMillis(8000)}).ok());
   }
   auto store = Open();  // all of it survives reopening
   EXPECT_EQ(*store->CountArtifactsWithDigest("vision", "sha256:" + std::string(64, 'a')), 2u);
@@ -562,7 +582,8 @@ TEST_P(StoreConformance, ASaveFromAStaleReadIsRefusedAndWritesNothing) {
 
   first.phase = "Running";
   first.started_at = FromUnixMillis(2000);
-  ASSERT_TRUE(store->SaveWorkflow(first, {{"diamond", "diamond-1", "Running", "diamond-a", "{}"}}).ok());
+  ASSERT_TRUE(
+      store->SaveWorkflow(first, {{"diamond", "diamond-1", "Running", "diamond-a", "{}"}}).ok());
   EXPECT_EQ(first.revision, 2);
 
   second.phase = "Failed";
@@ -571,7 +592,8 @@ TEST_P(StoreConformance, ASaveFromAStaleReadIsRefusedAndWritesNothing) {
   auto now = store->GetWorkflow("diamond");
   EXPECT_EQ(now->phase, "Running");
   EXPECT_EQ(now->revision, 2);
-  EXPECT_EQ(store->ListWorkflowNodes("diamond")->size(), 1u) << "the stale save's node is not written";
+  EXPECT_EQ(store->ListWorkflowNodes("diamond")->size(), 1u)
+      << "the stale save's node is not written";
 
   WorkflowRecord ghost = MakeWorkflow("ghost", "vision", 1);
   ghost.revision = 1;
@@ -583,10 +605,13 @@ TEST_P(StoreConformance, NodesARetryRemovedAreGoneAfterARestart) {
     auto store = Open();
     WorkflowRecord w = MakeWorkflow("etl", "vision", 1000);
     ASSERT_TRUE(store->CreateWorkflow(w).ok());
-    ASSERT_TRUE(store->SaveWorkflow(w, {{"etl", "etl", "Failed", "", "{}"},
-                                        {"etl", "etl-1", "Failed", "etl-a", "{}"},
-                                        {"etl", "etl-2", "Failed", "etl-b", "{}"}}).ok());
-    ASSERT_TRUE(store->SaveWorkflow(w, {{"etl", "etl", "Running", "", "{}"}}, {"etl-1", "etl-2"}).ok());
+    ASSERT_TRUE(store
+                    ->SaveWorkflow(w, {{"etl", "etl", "Failed", "", "{}"},
+                                       {"etl", "etl-1", "Failed", "etl-a", "{}"},
+                                       {"etl", "etl-2", "Failed", "etl-b", "{}"}})
+                    .ok());
+    ASSERT_TRUE(
+        store->SaveWorkflow(w, {{"etl", "etl", "Running", "", "{}"}}, {"etl-1", "etl-2"}).ok());
   }
   auto store = Open();
   auto nodes = store->ListWorkflowNodes("etl");
@@ -603,9 +628,12 @@ TEST_P(StoreConformance, NodesAreReplacedOneByOneAndFoundByTheirJob) {
     auto store = Open();
     WorkflowRecord w = MakeWorkflow("etl", "vision", 1000);
     ASSERT_TRUE(store->CreateWorkflow(w).ok());
-    ASSERT_TRUE(store->SaveWorkflow(w, {{"etl", "etl", "Running", "", R"({"type":"DAG"})"},
-                                        {"etl", "etl-1", "Running", "etl-extract", "{}"}}).ok());
-    ASSERT_TRUE(store->SaveWorkflow(w, {{"etl", "etl-1", "Succeeded", "etl-extract", R"({"x":1})"}}).ok());
+    ASSERT_TRUE(store
+                    ->SaveWorkflow(w, {{"etl", "etl", "Running", "", R"({"type":"DAG"})"},
+                                       {"etl", "etl-1", "Running", "etl-extract", "{}"}})
+                    .ok());
+    ASSERT_TRUE(
+        store->SaveWorkflow(w, {{"etl", "etl-1", "Succeeded", "etl-extract", R"({"x":1})"}}).ok());
     WorkflowRecord other = MakeWorkflow("other", "vision", 1001);
     ASSERT_TRUE(store->CreateWorkflow(other).ok());
     EXPECT_EQ(store->SaveWorkflow(other, {{"etl", "etl-9", "Running", "", "{}"}}).code(),
@@ -631,10 +659,10 @@ TEST_P(StoreConformance, NodesAreReplacedOneByOneAndFoundByTheirJob) {
 TEST_P(StoreConformance, TemplatesAndCronWorkflowsAreKeptByKindAndName) {
   auto store = Open();
   WorkflowManifestRecord t{"WorkflowTemplate", "etl", "vision", "{}", FromUnixMillis(1),
-                           FromUnixMillis(1), 0};
+                           FromUnixMillis(1),  0};
   ASSERT_TRUE(store->CreateWorkflowManifest(t).ok());
   EXPECT_EQ(store->CreateWorkflowManifest(t).code(), StatusCode::kConflict);
-  WorkflowManifestRecord cron{"CronWorkflow", "etl", "nlp", "{}", FromUnixMillis(2),
+  WorkflowManifestRecord cron{"CronWorkflow",    "etl", "nlp", "{}", FromUnixMillis(2),
                               FromUnixMillis(2), 0};
   ASSERT_TRUE(store->CreateWorkflowManifest(cron).ok()) << "the same name under another kind";
   WorkflowManifestRecord stale = *store->GetWorkflowManifest("WorkflowTemplate", "etl");
@@ -648,7 +676,8 @@ TEST_P(StoreConformance, TemplatesAndCronWorkflowsAreKeptByKindAndName) {
   EXPECT_EQ(store->ListWorkflowManifests("WorkflowTemplate", "")->size(), 1u);
   EXPECT_EQ(store->ListWorkflowManifests("CronWorkflow", "vision")->size(), 0u);
   ASSERT_TRUE(store->DeleteWorkflowManifest("CronWorkflow", "etl").ok());
-  EXPECT_EQ(store->GetWorkflowManifest("CronWorkflow", "etl").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->GetWorkflowManifest("CronWorkflow", "etl").status().code(),
+            StatusCode::kNotFound);
   EXPECT_EQ(store->DeleteWorkflowManifest("CronWorkflow", "etl").code(), StatusCode::kNotFound);
 }
 
@@ -725,8 +754,11 @@ TEST(StoreUrl, AnUnreachablePostgresqlIsUnavailable) {
   EXPECT_EQ(store.status().code(), StatusCode::kUnavailable);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance, ::testing::Values("sqlite", "postgresql", "mysql"),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance,
+                         ::testing::Values("sqlite", "postgresql", "mysql"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace headway

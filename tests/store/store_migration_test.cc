@@ -138,7 +138,8 @@ TEST_P(StoreMigration, CopiesEveryRowWithItsIdsAndTheTargetNumbersOnFromTheSourc
   Job deleted_seq_source;
   deleted_seq_source.spec = next.spec;
   ASSERT_TRUE(
-      source->CreateJob(deleted_seq_source, {0, "delta", FromUnixMillis(6000), "Submitted", ""}).ok());
+      source->CreateJob(deleted_seq_source, {0, "delta", FromUnixMillis(6000), "Submitted", ""})
+          .ok());
   EXPECT_EQ(next.submit_seq, deleted_seq_source.submit_seq);
   EXPECT_EQ(*target->LastEventId(), *source->LastEventId());
   Artifact again;
@@ -188,13 +189,12 @@ TEST_P(StoreMigration, AnInterruptedCopyFinishesWhenRunAgainAndAChangedTargetIsR
   EXPECT_TRUE(Open(to_)->GetJob("stranger").ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Backends, StoreMigration,
-    ::testing::Values(Pair{"sqlite", "postgresql"}, Pair{"sqlite", "mysql"},
-                      Pair{"postgresql", "mysql"}, Pair{"mysql", "sqlite"}),
-    [](const ::testing::TestParamInfo<Pair>& info) {
-      return info.param.first + "_to_" + info.param.second;
-    });
+INSTANTIATE_TEST_SUITE_P(Backends, StoreMigration,
+                         ::testing::Values(Pair{"sqlite", "postgresql"}, Pair{"sqlite", "mysql"},
+                                           Pair{"postgresql", "mysql"}, Pair{"mysql", "sqlite"}),
+                         [](const ::testing::TestParamInfo<Pair>& info) {
+                           return info.param.first + "_to_" + info.param.second;
+                         });
 
 TEST(StoreMigrationCommand, PrintsEveryTableAndRefusesToCopyAStoreOntoItself) {
   const std::string dir = testing::MakeTempDir("migrate");

@@ -73,7 +73,8 @@ TEST(ArtifactRecord, ANewRecordIsCheckedFieldByField) {
   EXPECT_FALSE(ParseArtifactKind("weights"));
 }
 
-Artifact Version(std::int64_t v, std::optional<double> loss, ArtifactState state = ArtifactState::kReady) {
+Artifact Version(std::int64_t v, std::optional<double> loss,
+                 ArtifactState state = ArtifactState::kReady) {
   Artifact a;
   a.name = "ckpt";
   a.version = v;
@@ -83,9 +84,12 @@ Artifact Version(std::int64_t v, std::optional<double> loss, ArtifactState state
 }
 
 TEST(ArtifactRetention, KeepsTheNewestAndTheBestAndWhatRunningJobsRead) {
-  std::vector<Artifact> versions = {Version(1, 0.9), Version(2, 0.3), Version(3, 0.8),
+  std::vector<Artifact> versions = {Version(1, 0.9),
+                                    Version(2, 0.3),
+                                    Version(3, 0.8),
                                     Version(4, std::numeric_limits<double>::quiet_NaN()),
-                                    Version(5, std::nullopt), Version(6, 0.6),
+                                    Version(5, std::nullopt),
+                                    Version(6, 0.6),
                                     Version(7, 0.1, ArtifactState::kPending)};
   RetentionPolicy latest;
   latest.keep_latest = 2;

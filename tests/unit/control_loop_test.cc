@@ -1,14 +1,14 @@
 // The controllers' loop: a pass at once, then one per period or per wake,
 // until stopped. Periods here are an hour, so every pass after the first is
 // one a Wake asked for.
+#include "server/control_loop.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
-
-#include "server/control_loop.h"
 
 namespace headway {
 namespace {

@@ -1,9 +1,10 @@
 // Where a job's egress proxy lets it connect (exec/local/egress_policy.h),
 // and how the proxy reads a request (exec/local/egress_proxy.h).
+#include "exec/local/egress_policy.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "exec/local/egress_policy.h"
 #include "exec/local/egress_proxy.h"
 
 namespace headway::internal {
@@ -20,11 +21,11 @@ std::optional<std::string> Refuse(const char* to, const EgressPolicy& policy = {
 }
 
 TEST(EgressPolicy, PublicAddressesAreReached) {
-  EXPECT_EQ(Refuse("151.101.0.223"), std::nullopt);   // a CDN
-  EXPECT_EQ(Refuse("198.51.100.2"), std::nullopt);    // documentation: not private
+  EXPECT_EQ(Refuse("151.101.0.223"), std::nullopt);  // a CDN
+  EXPECT_EQ(Refuse("198.51.100.2"), std::nullopt);   // documentation: not private
   EXPECT_EQ(Refuse("2606:4700::6810:84e5"), std::nullopt);
-  EXPECT_EQ(Refuse("172.32.0.1"), std::nullopt);      // just past 172.16.0.0/12
-  EXPECT_EQ(Refuse("100.128.0.1"), std::nullopt);     // just past 100.64.0.0/10
+  EXPECT_EQ(Refuse("172.32.0.1"), std::nullopt);   // just past 172.16.0.0/12
+  EXPECT_EQ(Refuse("100.128.0.1"), std::nullopt);  // just past 100.64.0.0/10
 }
 
 TEST(EgressPolicy, TheSiteAndTheHostAreNot) {
@@ -100,7 +101,8 @@ TEST(ProxyRequest, ConnectNamesATunnel) {
 
 TEST(ProxyRequest, APlainRequestIsPassedOnAsOneOriginFormRequest) {
   auto r = ParseProxyRequest(
-      "GET http://files.example.org:8080/data/x.bin?v=1 HTTP/1.1\r\nHost: files.example.org:8080\r\n"
+      "GET http://files.example.org:8080/data/x.bin?v=1 HTTP/1.1\r\nHost: "
+      "files.example.org:8080\r\n"
       "Proxy-Authorization: Basic c2VjcmV0\r\nProxy-Connection: keep-alive\r\n"
       "Connection: keep-alive\r\nUser-Agent: pip\r\n\r\n");
   ASSERT_TRUE(r.ok()) << r.status().message();

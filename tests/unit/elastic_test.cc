@@ -110,7 +110,8 @@ TEST(Elastic, AWaitingJobTakesTheGpusAboveTheMinimumInsteadOfPreempting) {
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->to, 2);  // exactly what the waiting job needs
   EXPECT_EQ(r->for_job, "eval");
-  EXPECT_THAT(r->reason, HasSubstr("shrank to 2 rank groups to make room for a waiting job of team vision"));
+  EXPECT_THAT(r->reason,
+              HasSubstr("shrank to 2 rank groups to make room for a waiting job of team vision"));
   // Nothing preempted; the job starts once the GPUs are back.
   EXPECT_TRUE(plan.decision.preemptions.empty());
   EXPECT_TRUE(plan.decision.starts.empty());
@@ -272,7 +273,8 @@ TEST(Elastic, MeasuredScalingDecidesAndAUselessUnitIsGivenBack) {
   const Resize* flat = ResizeOf(plan, "flat");
   ASSERT_NE(flat, nullptr);
   EXPECT_EQ(flat->to, 2);
-  EXPECT_THAT(flat->reason, HasSubstr("shrank to 2 rank groups: 3 gave only 1.01x the throughput of 2"));
+  EXPECT_THAT(flat->reason,
+              HasSubstr("shrank to 2 rank groups: 3 gave only 1.01x the throughput of 2"));
 }
 
 TEST(Elastic, AJobResizedRecentlyWaitsUntilItsRestartIsAmortised) {

@@ -8,6 +8,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
 #include "job_controller_fixture.h"
 
 namespace headway {
@@ -24,9 +25,15 @@ std::string Spec(int max_trials, int parallel, int max_failed, const std::string
          "algorithm: {name: random, seed: 7}\n"
          "parameters:\n"
          "  - {name: lr, type: double, min: 0.001, max: 0.1}\n"
-         "max_trials: " + std::to_string(max_trials) + "\n"
-         "parallel_trials: " + std::to_string(parallel) + "\n"
-         "max_failed_trials: " + std::to_string(max_failed) + "\n"
+         "max_trials: " +
+         std::to_string(max_trials) +
+         "\n"
+         "parallel_trials: " +
+         std::to_string(parallel) +
+         "\n"
+         "max_failed_trials: " +
+         std::to_string(max_failed) +
+         "\n"
          "trial_template:\n"
          "  command: [train, --lr, \"${params.lr}\"]\n"
          "  resources: {gpus_per_process: 1}\n";

@@ -70,7 +70,8 @@ TEST(ExperimentSpec, CanonicalJsonRoundTrips) {
 TEST(ExperimentSpec, TrialJobsGetTheirParameters) {
   auto spec = ParseExperimentSpec(kSpec);
   ASSERT_TRUE(spec.ok());
-  Assignment params = {{"lr", 0.001}, {"layers", 3.0}, {"batch", 32.0}, {"optimizer", std::string("sgd")}};
+  Assignment params = {
+      {"lr", 0.001}, {"layers", 3.0}, {"batch", 32.0}, {"optimizer", std::string("sgd")}};
   JobSpec job = TrialJobSpec(*spec, 7, params);
   EXPECT_EQ(job.name, "lr-sweep-7");
   EXPECT_EQ(job.args, (std::vector<std::string>{"--lr", "0.001", "--opt=sgd"}));
@@ -120,7 +121,8 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"parallel_trials: 3", "parallel_trials: 0", "parallel_trials", "between"},
         Bad{"max_trials: 20", "max_trialz: 20", "max_trialz", "unknown field"},
         Bad{"  team: research", "  name: x", "trial_template.name", "must not be set"},
-        Bad{"  resources: {gpus_per_process: 1}", "  resources: {gpus: 1}", "trial_template.resources.gpus", "unknown field"},
+        Bad{"  resources: {gpus_per_process: 1}", "  resources: {gpus: 1}",
+            "trial_template.resources.gpus", "unknown field"},
         Bad{"name: lr-sweep", "name: LR", "name", "lowercase"},
         Bad{"{name: lr,", "{name: 1lr,", "parameters[0].name", "letters"},
         Bad{"metric: eval_loss", "metric: \"eval loss\"", "objective.metric", "metric"}));
@@ -172,7 +174,8 @@ TEST(ExperimentSpec, ATrialWorkflowIsValidatedAndGetsItsParametersAsArguments) {
   EXPECT_EQ(wf.metadata.labels.at("experiment"), "wf-sweep");
   EXPECT_EQ(wf.metadata.labels.at("trial"), "2");
   std::map<std::string, std::string> args;
-  for (const workflow::Parameter& p : wf.spec.arguments.parameters) args[p.name] = p.value.value_or("");
+  for (const workflow::Parameter& p : wf.spec.arguments.parameters)
+    args[p.name] = p.value.value_or("");
   // The declared argument is overridden; the undeclared one was declared for it.
   EXPECT_EQ(args, (std::map<std::string, std::string>{{"depth", "3"}, {"lr", "0.01"}}));
   // The canonical form reads back the same.
@@ -187,7 +190,8 @@ TEST(ExperimentSpec, ATrialWorkflowErrorNamesTheFieldInsideIt) {
     std::string from, to, field, message;
   };
   for (const Case& c : std::vector<Case>{
-           {"step: train}", "step: evaluate}", "objective.step", "no DAG task or step named 'evaluate'"},
+           {"step: train}", "step: evaluate}", "objective.step",
+            "no DAG task or step named 'evaluate'"},
            {", step: train}", "}", "objective", "needs a step"},
            {"template: step, dependencies", "template: nope, dependencies",
             "trial_workflow.spec.templates[0].dag.tasks[1].template", ""},
@@ -205,8 +209,8 @@ TEST(ExperimentSpec, ATrialWorkflowErrorNamesTheFieldInsideIt) {
     EXPECT_THAT(spec.status().message(), HasSubstr(c.message)) << spec.status().ToString();
   }
   // A step names a job's metrics only in a trial workflow.
-  auto job = ParseExperimentSpec(std::string(kSpec).replace(std::string(kSpec).find("goal: 0.9}"), 10,
-                                                            "goal: 0.9, step: x}"));
+  auto job = ParseExperimentSpec(
+      std::string(kSpec).replace(std::string(kSpec).find("goal: 0.9}"), 10, "goal: 0.9, step: x}"));
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().field(), "objective.step");
 }

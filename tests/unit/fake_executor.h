@@ -30,7 +30,8 @@ class FakeExecutor final : public Executor {
     }
     std::string handle = "fake-" + std::to_string(++next_);
     launches_.push_back(request.run_dir);
-    if (auto token = request.platform_env.find("HEADWAY_TOKEN"); token != request.platform_env.end()) {
+    if (auto token = request.platform_env.find("HEADWAY_TOKEN");
+        token != request.platform_env.end()) {
       by_job_[request.spec.name] = {handle, token->second};
     }
     gpus_[handle] = request.gpu_ids;

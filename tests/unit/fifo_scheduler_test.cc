@@ -16,7 +16,8 @@ TEST(FifoScheduler, StartsJobsInSubmissionOrderWhileGpusLast) {
 }
 
 TEST(FifoScheduler, HeadThatDoesNotFitBlocksEveryoneBehindIt) {
-  FifoDecision d = ScheduleFifo({{"big", 4, 0, 1}, {"small", 1, 0, 2}, {"cpu", 0, 0, 3}}, {0, 1}, 4);
+  FifoDecision d =
+      ScheduleFifo({{"big", 4, 0, 1}, {"small", 1, 0, 2}, {"cpu", 0, 0, 3}}, {0, 1}, 4);
   EXPECT_TRUE(d.starts.empty());
   EXPECT_EQ(d.pending_reasons.at("big"), "waiting for 4 GPUs (2 of 4 free)");
   EXPECT_EQ(d.pending_reasons.at("small"), "waiting behind big");

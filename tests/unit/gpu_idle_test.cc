@@ -23,7 +23,8 @@ TEST(GpuIdle, ActsOnceWhenEveryGpuHasBeenIdleForTheWholeWindow) {
   const HealthPolicies stop = Policy(HealthAction::kStop);
   const std::vector<int> gpus = {0, 1};
   // One GPU busy keeps the job busy.
-  EXPECT_EQ(DecideGpuIdle(stop, gpus, {{0, 1}, {1, 60}}, watch, start + 5min).action, Action::kNone);
+  EXPECT_EQ(DecideGpuIdle(stop, gpus, {{0, 1}, {1, 60}}, watch, start + 5min).action,
+            Action::kNone);
   EXPECT_EQ(watch.busy_at, start + 5min);
   // Both idle: not yet 10 minutes since the last busy reading.
   auto early = DecideGpuIdle(stop, gpus, {{0, 0}, {1, 4.9}}, watch, start + 14min);
@@ -34,7 +35,8 @@ TEST(GpuIdle, ActsOnceWhenEveryGpuHasBeenIdleForTheWholeWindow) {
   EXPECT_EQ(due.action, Action::kStop);
   EXPECT_EQ(due.idle_for, 10min);
   // Once per idle spell.
-  EXPECT_EQ(DecideGpuIdle(stop, gpus, {{0, 0}, {1, 0}}, watch, start + 40min).action, Action::kNone);
+  EXPECT_EQ(DecideGpuIdle(stop, gpus, {{0, 0}, {1, 0}}, watch, start + 40min).action,
+            Action::kNone);
 }
 
 TEST(GpuIdle, ABusyReadingStartsANewSpellThatNotifiesAgain) {
@@ -57,7 +59,8 @@ TEST(GpuIdle, NoReadingOrNoPolicyDecidesNothing) {
             Action::kNone);
   EXPECT_EQ(DecideGpuIdle(Policy(HealthAction::kStop), {0}, {}, watch, start + 1h).action,
             Action::kNone);
-  EXPECT_EQ(DecideGpuIdle(HealthPolicies{}, {0}, {{0, 0}}, watch, start + 1h).action, Action::kNone);
+  EXPECT_EQ(DecideGpuIdle(HealthPolicies{}, {0}, {{0, 0}}, watch, start + 1h).action,
+            Action::kNone);
   EXPECT_FALSE(watch.acted);
 }
 

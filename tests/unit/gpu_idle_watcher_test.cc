@@ -5,6 +5,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
 #include "job_controller_fixture.h"
 
 namespace headway {

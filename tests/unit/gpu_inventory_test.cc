@@ -18,14 +18,16 @@ TEST(GpuInventory, ParsesNvidiaSmiCsv) {
 TEST(GpuInventory, SkipsDriverMessagesAndGarbage) {
   EXPECT_TRUE(ParseNvidiaSmiCsv("").empty());
   EXPECT_TRUE(ParseNvidiaSmiCsv("NVIDIA-SMI has failed because it couldn't communicate with the "
-                                "NVIDIA driver.\n").empty());
+                                "NVIDIA driver.\n")
+                  .empty());
   EXPECT_TRUE(ParseNvidiaSmiCsv("No devices were found\n").empty());
   EXPECT_EQ(ParseNvidiaSmiCsv("warning, something, odd\n0, GPU-x, A100\n").size(), 1u);
 }
 
 TEST(GpuInventory, ReadsUtilisationAndSkipsGpusWithoutAReading) {
-  auto percent = ParseGpuUtilizationCsv("0, 37\n1, [N/A]\n2, 100\r\n3, [Not Supported]\n"
-                                        "4, 250\n5, nan\nNo devices were found\n");
+  auto percent = ParseGpuUtilizationCsv(
+      "0, 37\n1, [N/A]\n2, 100\r\n3, [Not Supported]\n"
+      "4, 250\n5, nan\nNo devices were found\n");
   EXPECT_EQ(percent, (std::map<int, double>{{0, 37}, {2, 100}}));
   EXPECT_TRUE(ParseGpuUtilizationCsv("").empty());
 }

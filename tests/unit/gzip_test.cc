@@ -107,7 +107,8 @@ TEST(Gzip, TheServerCompressesOnlyForClientsThatAskAndOnlyText) {
   auto blob = client.Request("GET", "/blob", "", "application/json", {{"Accept-Encoding", "gzip"}});
   ASSERT_TRUE(blob.ok());
   EXPECT_EQ(blob->Header("content-encoding"), "") << "binary bodies go as they are";
-  auto small = client.Request("GET", "/small", "", "application/json", {{"Accept-Encoding", "gzip"}});
+  auto small =
+      client.Request("GET", "/small", "", "application/json", {{"Accept-Encoding", "gzip"}});
   ASSERT_TRUE(small.ok());
   EXPECT_EQ(small->body, "{}") << "a tiny body is not worth a gzip header";
 }

@@ -61,7 +61,8 @@ int Connect(int port) {
 
 // Sends `request` and reads one whole answer with a Content-Length body.
 std::string Exchange(int fd, const std::string& request) {
-  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size())) {
     return {};
   }
   std::string in;
@@ -115,9 +116,10 @@ TEST(HttpServer, ProxiesARequestAndKeepsTheConnectionItsOwn) {
   ASSERT_TRUE(front.ok());
   int fd = Connect((*front)->port());
   ASSERT_GE(fd, 0);
-  std::string first = Exchange(fd,
-                               "POST /up/echo?q=1%202 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
-                               "mine\r\nCookie: a=b\r\nX-Secret: s\r\nContent-Length: 5\r\n\r\nhello");
+  std::string first =
+      Exchange(fd,
+               "POST /up/echo?q=1%202 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+               "mine\r\nCookie: a=b\r\nX-Secret: s\r\nContent-Length: 5\r\n\r\nhello");
   EXPECT_NE(first.find("200 OK"), std::string::npos) << first;
   EXPECT_NE(first.find("X-Upstream: yes"), std::string::npos) << first;
   EXPECT_NE(first.find("POST /up/echo?q=1%202 auth=token upstream cookie= secret= body=hello"),

@@ -69,7 +69,8 @@ TEST(ImageRef, AJobSpecTakesAnImageAndItsPullPolicy) {
 
   auto bad_policy = ParseJobSpec("name: a\nimage: img:1\nimagePullPolicy: Sometimes\n");
   ASSERT_FALSE(bad_policy.ok());
-  EXPECT_NE(bad_policy.status().ToString().find("Always, IfNotPresent or Never"), std::string::npos);
+  EXPECT_NE(bad_policy.status().ToString().find("Always, IfNotPresent or Never"),
+            std::string::npos);
 
   auto policy_alone = ParseJobSpec("name: a\ncommand: [x]\nimagePullPolicy: Always\n");
   ASSERT_FALSE(policy_alone.ok());

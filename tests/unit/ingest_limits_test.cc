@@ -113,7 +113,8 @@ TEST_F(IngestLimitsTest, MarkersPastTheLimitsAreDroppedKeepingTheFirstThatFit) {
   EXPECT_EQ(reports[1].metrics.count("third"), 0u);
   auto warnings = tracker_->TakeWarnings("job", limits);
   ASSERT_THAT(warnings, SizeIs(2));
-  EXPECT_THAT(warnings[0], HasSubstr("1 metric series beyond the limit of 2 per job (first: 'third')"));
+  EXPECT_THAT(warnings[0],
+              HasSubstr("1 metric series beyond the limit of 2 per job (first: 'third')"));
   EXPECT_THAT(warnings[1], HasSubstr("dropped 4 HEADWAY output line report(s) (8 points)"));
   std::vector<ProgressReport> more = Reports(9, 1);
   tracker_->DropOverLimits("job", more, limits);
@@ -124,15 +125,14 @@ TEST_F(IngestLimitsTest, MarkersPastTheLimitsAreDroppedKeepingTheFirstThatFit) {
 TEST_F(IngestLimitsTest, AfterARestartStoredPointsCountAndOldStepsAreNotCountedTwice) {
   // More steps than the tracker keeps in memory.
   std::vector<ProgressReport> history = Reports(1, 6000);
-  Store(history);  // 12,000 points
+  Store(history);                                         // 12,000 points
   tracker_ = std::make_unique<ProgressTracker>(*store_);  // a restarted server
   const IngestLimits limits{1000, 12010};
   std::vector<ProgressReport> rescanned = Reports(1, 6000);
   tracker_->DropOverLimits("job", rescanned, limits);
   EXPECT_THAT(rescanned, SizeIs(6000)) << "stored already: no cost";
   EXPECT_TRUE(tracker_->Admit("job", Reports(6001, 5), limits).ok());
-  EXPECT_EQ(tracker_->Admit("job", Reports(6006, 1), limits).code(),
-            StatusCode::kPayloadTooLarge);
+  EXPECT_EQ(tracker_->Admit("job", Reports(6006, 1), limits).code(), StatusCode::kPayloadTooLarge);
 }
 
 // The job's own ETA (Kubeflow's estimatedRemainingSeconds) is shown while

@@ -5,8 +5,6 @@
 // process stays in tests/integration.
 #include "server/job_controller.h"
 
-#include "fake_executor.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -19,6 +17,8 @@
 #include <future>
 #include <mutex>
 #include <thread>
+
+#include "fake_executor.h"
 
 namespace headway {
 namespace {

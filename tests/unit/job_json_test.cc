@@ -1,9 +1,9 @@
 // A job as the API shows it: the health verdict with the evidence it rests on.
+#include "api/job_json.h"
+
 #include <gtest/gtest.h>
 
 #include <limits>
-
-#include "api/job_json.h"
 
 namespace headway::api {
 namespace {

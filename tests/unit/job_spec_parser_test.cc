@@ -86,13 +86,16 @@ TEST(JobSpecParser, AnElasticRangeThatCannotBeMetIsRefusedByItsField) {
               HasSubstr("not both"));
   EXPECT_THAT(error("elastic: {min_ranks: 0, max_ranks: 2}\n"), HasSubstr("elastic.min_ranks"));
   EXPECT_THAT(error("elastic: {min_rank: 1, max_ranks: 2}\n"), HasSubstr("min_rank"));
-  EXPECT_THAT(error("resources: {processes_per_node: 4, gpus_per_process: 1}\n"
-                    "elastic: {min_ranks: 1, max_ranks: 4}\n"),
-              HasSubstr("resources.processes_per_node (line 3): is an elastic job's starting size"));
-  EXPECT_THAT(error("resources: {nodes: 2, gpus_per_process: 1}\nelastic: {min_ranks: 1, max_ranks: 4}\n"),
-              HasSubstr("resources.nodes (line 3): must be 1"));
-  EXPECT_THAT(error("resources: {cpus: 2}\nelastic: {min_ranks: 1, max_ranks: 4}\n"),
-              HasSubstr("resources.gpus_per_process (line 4): must be at least 1 for an elastic job"));
+  EXPECT_THAT(
+      error("resources: {processes_per_node: 4, gpus_per_process: 1}\n"
+            "elastic: {min_ranks: 1, max_ranks: 4}\n"),
+      HasSubstr("resources.processes_per_node (line 3): is an elastic job's starting size"));
+  EXPECT_THAT(
+      error("resources: {nodes: 2, gpus_per_process: 1}\nelastic: {min_ranks: 1, max_ranks: 4}\n"),
+      HasSubstr("resources.nodes (line 3): must be 1"));
+  EXPECT_THAT(
+      error("resources: {cpus: 2}\nelastic: {min_ranks: 1, max_ranks: 4}\n"),
+      HasSubstr("resources.gpus_per_process (line 4): must be at least 1 for an elastic job"));
 }
 
 TEST(JobSpecParser, DefaultsAreSensible) {
@@ -113,7 +116,8 @@ TEST(JobSpecParser, StringCommandRunsUnderTheShell) {
 }
 
 TEST(JobSpecParser, AcceptsJson) {
-  auto spec = ParseJobSpec(R"({"name": "j", "command": ["x"], "resources": {"nodes": 1}, "time_limit": 90})");
+  auto spec = ParseJobSpec(
+      R"({"name": "j", "command": ["x"], "resources": {"nodes": 1}, "time_limit": 90})");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->time_limit, std::chrono::seconds(90));
 }
@@ -181,8 +185,8 @@ persistent_home: true
     EXPECT_EQ(JobSpecToJson(*fast), JobSpecToJson(*parsed));
   }
   // Anything else is left to the parser.
-  for (const char* other : {R"({"name": "a", "command": "echo"})", R"([1, 2])",
-                            R"({"name": "a", "surprise": 1})"}) {
+  for (const char* other :
+       {R"({"name": "a", "command": "echo"})", R"([1, 2])", R"({"name": "a", "surprise": 1})"}) {
     EXPECT_FALSE(JobSpecFromStoredJson(nlohmann::json::parse(other)).has_value()) << other;
   }
   nlohmann::json missing = JobSpecToJson(*ParseJobSpec("name: a\ncommand: [x]\n"));
@@ -278,8 +282,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "reserved"},
         BadSpec{"name: a\ncommand: [x]\npolicies: {on_stall: panic}\n", "policies.on_stall", 3,
                 "'notify', 'stop' or 'reclaim'"},
-        BadSpec{"name: a\ncommand: [x]\npolicies: {on_gpu_idle: reclaim}\n",
-                "policies.on_gpu_idle", 3, "'notify' or 'stop'"},
+        BadSpec{"name: a\ncommand: [x]\npolicies: {on_gpu_idle: reclaim}\n", "policies.on_gpu_idle",
+                3, "'notify' or 'stop'"},
         BadSpec{"name: a\ncommand: [x]\npolicies: {on_gpu_idle: stop, gpu_idle_after: 0s}\n",
                 "policies.gpu_idle_after", 3, "at least 1s"},
         BadSpec{"name: a\ncommand: [x]\npolicies: {gpu_idle_below_percent: .nan}\n",
@@ -306,9 +310,9 @@ TEST(JobSpecParser, RefusesBytesThatAreNotPrintableText) {
   EXPECT_EQ(ParseJobSpec("name: a\ncommand: [x]\nenv: {K: \"x\xff\"}\n").status().line(), 3);
   // YAML's "\0" escape makes a NUL no argv, environment or database column
   // can hold (PostgreSQL's text refuses it): refused where it is written.
-  for (const char* doc : {"name: a\ncommand: [x]\nlabels: {k: \"a\\0b\"}\n",
-                          "name: a\ncommand: [x]\nenv: {\"K\\0\": v}\n",
-                          "name: a\ncommand: [\"x\\0\"]\n"}) {
+  for (const char* doc :
+       {"name: a\ncommand: [x]\nlabels: {k: \"a\\0b\"}\n",
+        "name: a\ncommand: [x]\nenv: {\"K\\0\": v}\n", "name: a\ncommand: [\"x\\0\"]\n"}) {
     auto spec = ParseJobSpec(doc);
     ASSERT_FALSE(spec.ok()) << doc;
     EXPECT_NE(spec.status().message().find("NUL"), std::string::npos) << spec.status().ToString();

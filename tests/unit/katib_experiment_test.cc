@@ -104,11 +104,12 @@ TEST(KatibExperiment, EveryFieldBecomesTheExperimentHeadwayRuns) {
   // Katib's default collector reads `name=value` lines for these metrics.
   EXPECT_EQ(t.labels.at("headway.dev/stdout-metrics"), "loss,accuracy");
   // ${trialParameters.X} became the parameter it refers to.
-  JobSpec trial = TrialJobSpec(*spec, 0, {{"lr", 0.02}, {"momentum", 0.6}, {"optimizer", std::string("adam")}});
+  JobSpec trial =
+      TrialJobSpec(*spec, 0, {{"lr", 0.02}, {"momentum", 0.6}, {"optimizer", std::string("adam")}});
   EXPECT_EQ(trial.name, "random-0");
-  EXPECT_EQ(trial.Argv(), (std::vector<std::string>{"python3", "/opt/pytorch-mnist/mnist.py",
-                                                    "--epochs=1", "--lr=0.02", "--momentum=0.6",
-                                                    "--optimizer=adam"}));
+  EXPECT_EQ(trial.Argv(),
+            (std::vector<std::string>{"python3", "/opt/pytorch-mnist/mnist.py", "--epochs=1",
+                                      "--lr=0.02", "--momentum=0.6", "--optimizer=adam"}));
 }
 
 TEST(KatibExperiment, ATrainJobTrialAndTheBayesianAlgorithm) {
@@ -182,17 +183,19 @@ TEST(KatibExperiment, FieldsHeadwayCannotHonourAreRefusedByTheirKatibPath) {
   const std::vector<Refused> cases = {
       {"algorithmName: random", "algorithmName: hyperband", "spec.algorithm.algorithmName",
        "hyperband"},
-      {"distribution: logUniform", "distribution: normal", "spec.parameters[0].feasibleSpace.distribution",
-       "uniform or logUniform"},
-      {"  parallelTrialCount: 3", "  metricsCollectorSpec: {collector: {kind: File}}\n  parallelTrialCount: 3",
+      {"distribution: logUniform", "distribution: normal",
+       "spec.parameters[0].feasibleSpace.distribution", "uniform or logUniform"},
+      {"  parallelTrialCount: 3",
+       "  metricsCollectorSpec: {collector: {kind: File}}\n  parallelTrialCount: 3",
        "spec.metricsCollectorSpec.collector.kind", "StdOut"},
-      {"--lr=${trialParameters.learningRate}", "--lr=${trialParameters.rate}", "spec.trialTemplate.trialSpec",
-       "trialParameters.rate"},
+      {"--lr=${trialParameters.learningRate}", "--lr=${trialParameters.rate}",
+       "spec.trialTemplate.trialSpec", "trialParameters.rate"},
       {"--epochs=1", "--name=${trialSpec.Name}", "spec.trialTemplate.trialSpec", "trialSpec"},
-      {"      - name: random_state\n        value: \"10\"", "      - {name: acq_func, value: gp_hedge}",
-       "spec.algorithm.algorithmSettings.acq_func", "no such setting"},
-      {"  maxFailedTrialCount: 3", "  maxFailedTrialCount: 3\n  trialsPerHour: 2", "spec.trialsPerHour",
-       "unknown field"},
+      {"      - name: random_state\n        value: \"10\"",
+       "      - {name: acq_func, value: gp_hedge}", "spec.algorithm.algorithmSettings.acq_func",
+       "no such setting"},
+      {"  maxFailedTrialCount: 3", "  maxFailedTrialCount: 3\n  trialsPerHour: 2",
+       "spec.trialsPerHour", "unknown field"},
       {"restartPolicy: Never", "nodeSelector: {gpu: a100}",
        "spec.trialTemplate.trialSpec.spec.template.spec.nodeSelector", "not as a pod"},
   };

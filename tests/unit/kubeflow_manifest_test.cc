@@ -144,12 +144,14 @@ spec:
 }
 
 TEST(ProgressEndpoint, IsReadAndCheckedInANativeSpec) {
-  auto spec = ParseJobSpec("name: p\ncommand: [x]\nprogress_endpoint: {port: 28080, path: /progress, interval: 10s}\n");
+  auto spec = ParseJobSpec(
+      "name: p\ncommand: [x]\nprogress_endpoint: {port: 28080, path: /progress, interval: 10s}\n");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->progress_endpoint->path, "/progress");
   EXPECT_EQ(spec->progress_endpoint->interval, std::chrono::seconds(10));
-  for (const std::string bad : {"{port: 80}", "{port: 28080, path: metrics}", "{port: 28080, interval: 0s}",
-                                "{port: 28080, path: \"/a b\"}", "{host: x}"}) {
+  for (const std::string bad :
+       {"{port: 80}", "{port: 28080, path: metrics}", "{port: 28080, interval: 0s}",
+        "{port: 28080, path: \"/a b\"}", "{host: x}"}) {
     auto refused = ParseJobSpec("name: p\ncommand: [x]\nprogress_endpoint: " + bad + "\n");
     EXPECT_FALSE(refused.ok()) << bad;
     EXPECT_EQ(refused.status().line(), 3) << bad;
@@ -182,7 +184,8 @@ struct Refused {
 
 TEST(TrainJobManifest, FieldsHeadwayCannotHonourAreRefusedByName) {
   const std::vector<Refused> cases = {
-      {"  trainer:\n    command: [x]\n    env:\n      - name: TOKEN\n        valueFrom: {secretKeyRef: {name: s, key: k}}\n",
+      {"  trainer:\n    command: [x]\n    env:\n      - name: TOKEN\n        valueFrom: "
+       "{secretKeyRef: {name: s, key: k}}\n",
        "spec.trainer.env[0].valueFrom", "--job-env"},
       {"  trainer:\n    command: [x]\n    env: [{name: PET_NNODES, value: \"3\"}]\n",
        "spec.trainer.env[0].name", "set by the torch runtime"},
@@ -223,7 +226,8 @@ spec:
 }
 
 TEST(TrainJobManifest, AKatibExperimentSubmittedAsAJobSaysWhereItGoes) {
-  auto spec = ParseJobSpec("apiVersion: kubeflow.org/v1beta1\nkind: Experiment\nmetadata: {name: e}\n");
+  auto spec =
+      ParseJobSpec("apiVersion: kubeflow.org/v1beta1\nkind: Experiment\nmetadata: {name: e}\n");
   ASSERT_FALSE(spec.ok());
   EXPECT_THAT(spec.status().ToString(), HasSubstr("headway exp create"));
 }

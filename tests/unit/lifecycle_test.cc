@@ -1,11 +1,11 @@
 // The attempt lifecycle as a pure state machine: every transition driven by
 // hand-picked times, no processes, no clock.
-#include "lifecycle/attempt.h"
-#include "lifecycle/retention.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+
+#include "lifecycle/attempt.h"
+#include "lifecycle/retention.h"
 
 namespace headway::lifecycle {
 namespace {
@@ -307,14 +307,14 @@ TEST(Lifecycle, AnEndedRunKeepsTheVerdictItsSeriesShows) {
   ASSERT_EQ(job.state, JobState::kSucceeded);
   EXPECT_EQ(job.health, Health::kProgressing);
   // Its last reports (read as it exited) were NaN: Succeeded, but diverged.
-  Step final =
-      FinalHealth(job, Health::kDiverging, "loss is NaN at step 40", kT0 + seconds(5), 40);
+  Step final = FinalHealth(job, Health::kDiverging, "loss is NaN at step 40", kT0 + seconds(5), 40);
   EXPECT_EQ(job.health, Health::kDiverging);
   EXPECT_EQ(job.health_reason, "loss is NaN at step 40");
   ASSERT_EQ(final.events.size(), 1u);
   EXPECT_EQ(final.events[0].type, "HealthChanged");
-  EXPECT_EQ(final.events[0].message,
-            "Progressing -> Diverging: loss is NaN at step 40; the run's final verdict (at step 40)");
+  EXPECT_EQ(
+      final.events[0].message,
+      "Progressing -> Diverging: loss is NaN at step 40; the run's final verdict (at step 40)");
   EXPECT_TRUE(FinalHealth(job, Health::kDiverging, "loss is NaN at step 40", kT0).empty());
 }
 
@@ -365,7 +365,8 @@ TEST(Lifecycle, NoReportsIsSaidOncePerAttempt) {
   Schedule(job, {0}, "hash2", "", kT0);
   Launched(job, memo, "h-2", "pid 2", {}, kT0);
   Observe(job, memo, Running(), false, kT0);
-  EXPECT_EQ(NoReportsSeen(job, true, "no progress reported for 5m since start", kT0).events.size(), 1u);
+  EXPECT_EQ(NoReportsSeen(job, true, "no progress reported for 5m since start", kT0).events.size(),
+            1u);
 }
 
 TEST(Lifecycle, ANotebooksJobIsNotToldItHasNotReported) {
@@ -440,13 +441,11 @@ TEST(Lifecycle, ReadoptionRepeatsASignalTheServerMayHaveDiedBeforeSending) {
 
   Job preempting = RunningJob(memo);
   Preempt(preempting, "preempted", "big", {}, kT0);
-  EXPECT_THAT(
-      Readopt(preempting, after_restart, Running(), false, kT0).actions,
-      ElementsAre(Sig(SIGUSR1)));
+  EXPECT_THAT(Readopt(preempting, after_restart, Running(), false, kT0).actions,
+              ElementsAre(Sig(SIGUSR1)));
 
   Job quiet = RunningJob(memo);
-  EXPECT_TRUE(Readopt(quiet, after_restart, Running(), false, kT0)
-                  .actions.empty());
+  EXPECT_TRUE(Readopt(quiet, after_restart, Running(), false, kT0).actions.empty());
 
   Job ended = RunningJob(memo);
   Readopt(ended, after_restart, Exited(0), false, kT0);
@@ -454,9 +453,9 @@ TEST(Lifecycle, ReadoptionRepeatsASignalTheServerMayHaveDiedBeforeSending) {
 }
 
 TEST(Lifecycle, StopReasonsRoundTripThroughTheirStoredNames) {
-  for (StopReason r : {StopReason::kNone, StopReason::kUser, StopReason::kPreempted,
-                       StopReason::kTimeLimit, StopReason::kStalled, StopReason::kDiverging,
-                       StopReason::kPlateaued}) {
+  for (StopReason r :
+       {StopReason::kNone, StopReason::kUser, StopReason::kPreempted, StopReason::kTimeLimit,
+        StopReason::kStalled, StopReason::kDiverging, StopReason::kPlateaued}) {
     EXPECT_EQ(ParseStopReason(StopReasonName(r)), r);
   }
   EXPECT_FALSE(ParseStopReason("Bogus"));

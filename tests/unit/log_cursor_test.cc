@@ -180,8 +180,8 @@ TEST_F(LogCursorTest, SaysWhenEachPartWasWrittenAcrossRotations) {
   std::string text = ReadTimed(c, times);
   ASSERT_EQ(text, "first\nsecond\n");
   EXPECT_EQ(TimeAt(times, 0), 1000);
-  EXPECT_EQ(TimeAt(times, 6), 1000);   // "second" began arriving at 1000
-  EXPECT_EQ(TimeAt(times, 9), 2000);   // its end at 2000
+  EXPECT_EQ(TimeAt(times, 6), 1000);  // "second" began arriving at 1000
+  EXPECT_EQ(TimeAt(times, 9), 2000);  // its end at 2000
   // The reader is behind when the log rotates: the times move with it.
   log.Write("third\n", 3000);
   log.Rotate();

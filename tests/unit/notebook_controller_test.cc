@@ -60,9 +60,10 @@ class KernelsStandIn {
           std::lock_guard lock(mu_);
           body = kernels_;
         }
-        const std::string reply = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                                  "Content-Length: " + std::to_string(body.size()) +
-                                  "\r\nConnection: close\r\n\r\n" + body;
+        const std::string reply =
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            "Content-Length: " +
+            std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
         (void)!::write(c, reply.data(), reply.size());
         ::close(c);
       }

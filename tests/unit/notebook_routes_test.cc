@@ -32,7 +32,8 @@ TEST(NotebookOrigins, NameTheNotebookAndItsOriginAsTheBrowserReachedTheServer) {
   EXPECT_EQ(NotebookOfHost("a.b.localhost", "localhost"), "");  // not a notebook name
   EXPECT_EQ(NotebookOfHost("labxlocalhost", "localhost"), "");
   EXPECT_EQ(NotebookOfHost("lab.localhost", ""), "");
-  EXPECT_EQ(NotebookOrigin("lab", "localhost", "127.0.0.1:8080", false), "http://lab.localhost:8080");
+  EXPECT_EQ(NotebookOrigin("lab", "localhost", "127.0.0.1:8080", false),
+            "http://lab.localhost:8080");
   EXPECT_EQ(NotebookOrigin("lab", "nb.example.com", "gpu.example.com", true),
             "https://lab.nb.example.com");
   EXPECT_EQ(NotebookOrigin("lab", "localhost", "[::1]:9000", false), "http://lab.localhost:9000");

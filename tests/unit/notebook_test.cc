@@ -1,9 +1,9 @@
 // The notebook rules without a server: profiles as an admin writes them,
 // and when an idle notebook is warned and culled, on a fake clock.
+#include "core/notebook.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include "core/notebook.h"
 
 namespace headway {
 namespace {

@@ -33,8 +33,7 @@ TEST(OciRuntimeConfig, CommandArgsAndWorkingDirectoryFollowKubernetes) {
             (std::vector<std::string>{"/usr/bin/python3", "eval.py", "--fast"}));
   process.command = {"/bin/sh", "-c"};
   process.args = {"echo hi"};
-  EXPECT_EQ(ContainerArgv(image, process),
-            (std::vector<std::string>{"/bin/sh", "-c", "echo hi"}));
+  EXPECT_EQ(ContainerArgv(image, process), (std::vector<std::string>{"/bin/sh", "-c", "echo hi"}));
   EXPECT_TRUE(ContainerArgv(ImageDefaults{}, ContainerProcess{}).empty());
 
   ContainerPlan plan;
@@ -69,8 +68,9 @@ TEST(OciRuntimeConfig, ItRunsAsTheAccountWithoutPrivilegesInTheAttemptsNamespace
   process.groups = {65534, 100};
   ContainerPlan plan;
   plan.rootfs = "/r";
-  plan.binds = {{"/data/jobs/j/checkpoints", "/data/jobs/j/checkpoints", false},
-                {"/data/jobs/j/attempt-0/kubeflow-token", "/data/jobs/j/attempt-0/kubeflow-token", true}};
+  plan.binds = {
+      {"/data/jobs/j/checkpoints", "/data/jobs/j/checkpoints", false},
+      {"/data/jobs/j/attempt-0/kubeflow-token", "/data/jobs/j/attempt-0/kubeflow-token", true}};
   json config = RuntimeConfig(TrainerImage(), process, plan);
   EXPECT_EQ(config["process"]["user"]["uid"], 65534);
   EXPECT_EQ(config["process"]["user"]["additionalGids"], json({65534, 100}));

@@ -2,11 +2,10 @@
 // writes it, and from this very process.
 #include "exec/local/process_identity.h"
 
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 namespace headway::internal {
 namespace {
@@ -14,13 +13,19 @@ namespace {
 // Two listeners on 8080 (127.0.0.1 and ::), a connection from it, and a
 // listener on another port.
 constexpr const char* kTcp =
-    "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
-    "   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 41122 1 0000000000000000 100 0 0 10 0\n"
-    "   1: 0100007F:1F90 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000     0        0 41200 1 0000000000000000 20 4 30 10 -1\n"
-    "   2: 00000000:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1234 1 0000000000000000 100 0 0 10 0\n";
+    "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout "
+    "inode\n"
+    "   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 "
+    "41122 1 0000000000000000 100 0 0 10 0\n"
+    "   1: 0100007F:1F90 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000     0        0 "
+    "41200 1 0000000000000000 20 4 30 10 -1\n"
+    "   2: 00000000:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 "
+    "1234 1 0000000000000000 100 0 0 10 0\n";
 constexpr const char* kTcp6 =
-    "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
-    "   0: 00000000000000000000000000000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 51515 1 0000000000000000 100 0 0 10 0\n";
+    "  sl  local_address                         remote_address                        st tx_queue "
+    "rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    "   0: 00000000000000000000000000000000:1F90 00000000000000000000000000000000:0000 0A "
+    "00000000:00000000 00:00000000 00000000     0        0 51515 1 0000000000000000 100 0 0 10 0\n";
 
 TEST(ProcessIdentity, ListeningSocketsAreReadByPortAndStateOnly) {
   EXPECT_EQ(ListeningSocketInodes(kTcp, 8080), std::vector<std::uint64_t>{41122});

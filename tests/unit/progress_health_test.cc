@@ -438,7 +438,7 @@ TEST(ClassifyHealth, ASmallNoisyEvaluationSetSwingingIsNotOverfitting) {
   EXPECT_EQ(ClassifyHealth(f.Input()).health, Health::kOverfitting);
   // A flat eval_loss with 6% noise (hf_serverlog) read over 9 evaluations:
   // its noise is estimated from them and a 2% bump is inside it.
-  f.eval = {{100, 0.201}, {200, 0.171}, {300, 0.135}, {400, 0.094}, {500, 0.065},
+  f.eval = {{100, 0.201},  {200, 0.171},  {300, 0.135},  {400, 0.094}, {500, 0.065},
             {600, 0.0292}, {700, 0.0310}, {800, 0.0298}, {900, 0.0316}};
   EXPECT_EQ(ClassifyHealth(f.Input()).health, Health::kProgressing);
 }

@@ -19,7 +19,8 @@ TEST(PulledProgress, ReadsTheCallbacksFields) {
   auto r = ParsePulledProgress(R"j({"progressPercentage": 45, "estimatedRemainingSeconds": 120,
       "currentStep": 90, "totalSteps": 200, "currentEpoch": 1.8, "totalEpochs": 4,
       "trainMetrics": {"loss": 0.41, "learning_rate": 0.0001, "note": "warmup"},
-      "evalMetrics": {"eval_loss": 0.52, "eval_f1 (macro)": 0.7}})j", last);
+      "evalMetrics": {"eval_loss": 0.52, "eval_f1 (macro)": 0.7}})j",
+                               last);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_TRUE(r->has_value());
   const ProgressReport& p = **r;
@@ -35,18 +36,22 @@ TEST(PulledProgress, ReadsTheCallbacksFields) {
 
 TEST(PulledProgress, AReServedEvaluationIsNotASecondPoint) {
   PulledState last;
-  ASSERT_TRUE(ParsePulledProgress(R"({"currentStep": 100, "evalMetrics": {"eval_loss": 0.5}})", last).ok());
+  ASSERT_TRUE(
+      ParsePulledProgress(R"({"currentStep": 100, "evalMetrics": {"eval_loss": 0.5}})", last).ok());
   // Nothing new: no report at all (a hung job serving the same page stays stalled).
-  auto same = ParsePulledProgress(R"({"currentStep": 100, "evalMetrics": {"eval_loss": 0.5}})", last);
+  auto same =
+      ParsePulledProgress(R"({"currentStep": 100, "evalMetrics": {"eval_loss": 0.5}})", last);
   ASSERT_TRUE(same.ok());
   EXPECT_FALSE(same->has_value());
   // Training moved on; the evaluation did not: only the step is new.
   auto moved = ParsePulledProgress(
-      R"({"currentStep": 150, "trainMetrics": {"loss": 0.4}, "evalMetrics": {"eval_loss": 0.5}})", last);
+      R"({"currentStep": 150, "trainMetrics": {"loss": 0.4}, "evalMetrics": {"eval_loss": 0.5}})",
+      last);
   ASSERT_TRUE(moved.ok() && moved->has_value());
   EXPECT_EQ((*moved)->step, 150);
   EXPECT_THAT((*moved)->metrics, ElementsAre(Pair("loss", 0.4)));
-  auto eval = ParsePulledProgress(R"({"currentStep": 200, "evalMetrics": {"eval_loss": 0.45}})", last);
+  auto eval =
+      ParsePulledProgress(R"({"currentStep": 200, "evalMetrics": {"eval_loss": 0.45}})", last);
   ASSERT_TRUE(eval.ok() && eval->has_value());
   EXPECT_THAT((*eval)->metrics, ElementsAre(Pair("eval_loss", 0.45)));
 }

@@ -1,9 +1,9 @@
 // Who is asking, as every route gets it (api/request_context.h): what a
 // caller may see, change and create follows from the token alone.
+#include "api/request_context.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include "api/request_context.h"
 
 namespace headway::api {
 namespace {

@@ -83,12 +83,14 @@ TEST(RequestGuard, ElsewhereTheListenAddressAndAllowedNamesPass) {
 TEST(RequestGuard, NotebooksOwnOriginsAreNamesOfThisServer) {
   HostPolicy loopback{"127.0.0.1", {}, "localhost"};
   EXPECT_TRUE(CheckHostAndOrigin(Request("lab.localhost:8080"), loopback).ok());
-  EXPECT_TRUE(CheckHostAndOrigin(Request("lab.localhost:8080", "http://lab.localhost:8080"),
-                                 loopback).ok());
-  EXPECT_FALSE(CheckHostAndOrigin(Request("lab.localhost:8080", "http://other.localhost:8080"),
-                                  loopback).ok());
-  EXPECT_FALSE(CheckHostAndOrigin(Request("127.0.0.1:8080", "http://lab.localhost:8080"),
-                                  loopback).ok());
+  EXPECT_TRUE(
+      CheckHostAndOrigin(Request("lab.localhost:8080", "http://lab.localhost:8080"), loopback)
+          .ok());
+  EXPECT_FALSE(
+      CheckHostAndOrigin(Request("lab.localhost:8080", "http://other.localhost:8080"), loopback)
+          .ok());
+  EXPECT_FALSE(
+      CheckHostAndOrigin(Request("127.0.0.1:8080", "http://lab.localhost:8080"), loopback).ok());
   EXPECT_FALSE(CheckHostAndOrigin(Request("lab.localhost.attacker.example"), loopback).ok());
   EXPECT_FALSE(CheckHostAndOrigin(Request("evillocalhost"), loopback).ok());
   HostPolicy named{"10.0.0.5", {"gpu.example.com"}, "nb.example.com"};

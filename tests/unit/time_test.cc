@@ -14,8 +14,9 @@ TEST(Time, Rfc3339RoundTrips) {
 }
 
 TEST(Time, Rfc3339RejectsGarbage) {
-  for (const char* bad : {"", "yesterday", "2026-12-02", "2026-13-02T10:00:00Z",
-                          "2026-12-02T10:00:00", "2026-12-02T10:00:00Zjunk", "2026-12-02T10:00:00."}) {
+  for (const char* bad :
+       {"", "yesterday", "2026-12-02", "2026-13-02T10:00:00Z", "2026-12-02T10:00:00",
+        "2026-12-02T10:00:00Zjunk", "2026-12-02T10:00:00."}) {
     EXPECT_FALSE(ParseRfc3339(bad).has_value()) << bad;
   }
 }

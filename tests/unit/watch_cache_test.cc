@@ -228,7 +228,8 @@ TEST(WatchCache, UnchangedJobsAreNotRenderedAgainButTheirProgressIsAsked) {
   FakeJobs jobs;
   WatchCache cache(jobs, EveryTick());
   std::vector<Job> many;
-  for (int i = 0; i < 100; ++i) many.push_back(MakeJob("j" + std::to_string(i), "t", JobState::kQueued));
+  for (int i = 0; i < 100; ++i)
+    many.push_back(MakeJob("j" + std::to_string(i), "t", JobState::kQueued));
   cache.OnTick(many);
   cache.Flush();
   std::uint64_t v = cache.version();

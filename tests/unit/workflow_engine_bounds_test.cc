@@ -99,7 +99,8 @@ TEST(WorkflowEngine, ALoopSizedAsItRunsStopsAtTheWorkflowsNodeLimit) {
   EXPECT_NE(pool.state.phase, NodePhase::kSucceeded) << pool.state.message;
   bool told = false;
   for (const auto& [id, node] : pool.state.nodes) {
-    told = told || node.message.find("past the workflow's limit of 20000 nodes") != std::string::npos;
+    told =
+        told || node.message.find("past the workflow's limit of 20000 nodes") != std::string::npos;
   }
   EXPECT_TRUE(told);
 }
@@ -145,8 +146,8 @@ TEST(WorkflowEngine, ALoopPastWhatItsTeamMayStillHoldIsItsStepsError) {
   EXPECT_TRUE(pool.state.Finished());
   bool told = false;
   for (const auto& [id, node] : pool.state.nodes) {
-    told = told || node.message.find("past what its team may still hold of 50 nodes") !=
-                       std::string::npos;
+    told = told ||
+           node.message.find("past what its team may still hold of 50 nodes") != std::string::npos;
   }
   EXPECT_TRUE(told);
 }

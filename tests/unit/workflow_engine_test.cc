@@ -18,7 +18,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 
-
 constexpr char kDiamond[] = R"y(
 apiVersion: argoproj.io/v1alpha1
 kind: Workflow

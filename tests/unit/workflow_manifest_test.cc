@@ -909,7 +909,8 @@ TEST(WorkflowManifestLimits, RefusesTooManyTemplatesAndTasks) {
 TEST(WorkflowManifestLimits, AStreamWhoseDocumentsNeverEndIsRefused) {
   const std::string text =
       "{\"generateName\": \"hello-world-json-\"},\n  \"spec\"\": \"count\", \"value\": \"3\"}"
-      "argoproj   {\"parameters\": [{kinde\": \"count\"}]},tty     \"retryStrategy\"et.io/v1alpha1\n"
+      "argoproj   {\"parameters\": [{kinde\": \"count\"}]},tty     "
+      "\"retryStrategy\"et.io/v1alpha1\n"
       "kind: Wor\nkind: Workflow\n---adata:\n  generse";
   auto parsed = ParseManifests(text);
   ASSERT_FALSE(parsed.ok());

@@ -1,8 +1,8 @@
 // The critical-path ETA and the health of a workflow, on hand-made timings.
-#include "workflow/progress.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "workflow/progress.h"
 
 namespace headway::workflow {
 namespace {
@@ -10,7 +10,8 @@ namespace {
 using std::chrono::minutes;
 using ::testing::ElementsAre;
 
-StepTiming Pending(std::string id, std::vector<std::string> after, std::optional<Duration> expected) {
+StepTiming Pending(std::string id, std::vector<std::string> after,
+                   std::optional<Duration> expected) {
   StepTiming s;
   s.id = std::move(id);
   s.after = std::move(after);
@@ -36,10 +37,9 @@ StepTiming Finished(std::string id, std::vector<std::string> after, Duration too
 // The diamond A -> (B, C) -> D: A done, B running with a live ETA, C not
 // started; D waits for both.
 TEST(WorkflowEta, TheLongerBranchOfADiamondSetsTheEta) {
-  auto eta = EstimateWorkflow({Finished("A", {}, minutes(5)),
-                               Running("B", {"A"}, minutes(10), minutes(30)),
-                               Pending("C", {"A"}, minutes(20)),
-                               Pending("D", {"B", "C"}, minutes(15))});
+  auto eta = EstimateWorkflow(
+      {Finished("A", {}, minutes(5)), Running("B", {"A"}, minutes(10), minutes(30)),
+       Pending("C", {"A"}, minutes(20)), Pending("D", {"B", "C"}, minutes(15))});
   ASSERT_TRUE(eta.ok()) << eta.status().ToString();
   // B ends in 30, C (not started: it starts now, A being done) in 20; D after B.
   EXPECT_EQ(eta->remaining, minutes(45));
@@ -90,8 +90,9 @@ TEST(WorkflowEta, AFinishedWorkflowHasNothingLeft) {
 }
 
 TEST(WorkflowEta, WithoutAnyTimesItCountsSteps) {
-  auto eta = EstimateWorkflow({Finished("a", {}, Duration(0)), Pending("b", {"a"}, std::nullopt),
-                               Pending("c", {"a"}, std::nullopt), Pending("d", {"b"}, std::nullopt)});
+  auto eta =
+      EstimateWorkflow({Finished("a", {}, Duration(0)), Pending("b", {"a"}, std::nullopt),
+                        Pending("c", {"a"}, std::nullopt), Pending("d", {"b"}, std::nullopt)});
   ASSERT_TRUE(eta.ok());
   EXPECT_DOUBLE_EQ(eta->fraction_done, 0.25);
   EXPECT_TRUE(eta->lower_bound);

@@ -57,7 +57,9 @@ class LocalObjectStore final : public ObjectStore {
     const std::string target = PathOf(key);
     std::error_code ec;
     fs::create_directories(fs::path(target).parent_path(), ec);
-    if (ec) return Unavailable("cannot create " + fs::path(target).parent_path().string() + ": " + ec.message());
+    if (ec)
+      return Unavailable("cannot create " + fs::path(target).parent_path().string() + ": " +
+                         ec.message());
     // The file's bytes are durable before its name points at them.
     HEADWAY_RETURN_IF_ERROR(SyncPath(path, false));
     const std::string staged = target + ".partial";

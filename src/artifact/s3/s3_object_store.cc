@@ -84,8 +84,7 @@ class S3ObjectStore final : public ObjectStore {
                                               const std::string& content_md5,
                                               std::chrono::seconds ttl) override {
     if (size > kMaxSinglePut || content_md5.empty()) return std::nullopt;
-    HttpFields headers = {{"Content-Length", std::to_string(size)},
-                          {"Content-MD5", content_md5}};
+    HttpFields headers = {{"Content-Length", std::to_string(size)}, {"Content-MD5", content_md5}};
     return Presigned("PUT", key, ttl, headers,
                      {{"partNumber", std::to_string(number)}, {"uploadId", upload_id}});
   }

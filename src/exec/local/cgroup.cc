@@ -1,5 +1,4 @@
 #include "exec/local/cgroup.h"
-#include "exec/local/kernel_files.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -14,6 +13,8 @@
 #include <map>
 #include <sstream>
 #include <thread>
+
+#include "exec/local/kernel_files.h"
 
 namespace headway::internal {
 namespace {
@@ -107,7 +108,8 @@ Status AttemptCgroup::Kill() const {
   if (!freezer.empty()) {
     // Frozen processes cannot fork while they are killed one by one.
     WriteKernelFile(freezer + "/freezer.state", "FROZEN");
-    for (int i = 0; i < 100 && ReadKernelFile(freezer + "/freezer.state").rfind("FROZEN", 0) != 0; ++i) {
+    for (int i = 0; i < 100 && ReadKernelFile(freezer + "/freezer.state").rfind("FROZEN", 0) != 0;
+         ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     for (pid_t pid : Procs(freezer)) ::kill(pid, SIGKILL);
@@ -227,8 +229,8 @@ CgroupManager CgroupManager::Detect() {
   if (!m.unified_cpu_) m.cpu_v1_base_ = v1_base("cpu");
   if (!m.usable()) {
     m.problem_ = !problem.empty() ? problem
-                 : unified       ? "this process's cgroup v2 path is unknown"
-                                 : "neither cgroup v2 nor the v1 freezer is mounted";
+                 : unified        ? "this process's cgroup v2 path is unknown"
+                                  : "neither cgroup v2 nor the v1 freezer is mounted";
   }
   return m;
 }

@@ -31,9 +31,9 @@ struct CgroupLimits {
 
 // The directories of one attempt's cgroup, one per hierarchy it joins.
 struct AttemptCgroup {
-  std::string unified;               // the v2 directory; empty when v2 is not used
-  std::string freezer;               // the v1 freezer directory; used to kill without v2
-  std::vector<std::string> limiters; // v1 memory/cpu directories holding limits
+  std::string unified;                // the v2 directory; empty when v2 is not used
+  std::string freezer;                // the v1 freezer directory; used to kill without v2
+  std::vector<std::string> limiters;  // v1 memory/cpu directories holding limits
 
   bool empty() const { return unified.empty() && freezer.empty() && limiters.empty(); }
   nlohmann::json ToJson() const;

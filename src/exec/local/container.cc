@@ -1,7 +1,5 @@
 #include "exec/local/container.h"
 
-#include "exec/local/local_executor.h"
-
 #include <elf.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -18,6 +16,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "exec/local/local_executor.h"
+
 namespace headway::internal {
 namespace {
 
@@ -33,9 +33,7 @@ Status ContainerErrno(const std::string& what) {
 
 }  // namespace
 
-json ContainerLaunch::ToJson() const {
-  return {{"lower", lower}, {"dir", dir}, {"crun", crun}};
-}
+json ContainerLaunch::ToJson() const { return {{"lower", lower}, {"dir", dir}, {"crun", crun}}; }
 
 ContainerLaunch ContainerLaunch::FromJson(const json& j) {
   ContainerLaunch out;
@@ -50,14 +48,15 @@ std::string StaticBusybox() {
     std::ifstream in(path, std::ios::binary);
     Elf64_Ehdr header{};
     if (!in.read(reinterpret_cast<char*>(&header), sizeof header)) continue;
-    if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64) {
+    if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
+        header.e_ident[EI_CLASS] != ELFCLASS64) {
       continue;
     }
     bool dynamic = false;
     for (int i = 0; i < header.e_phnum; ++i) {
       Elf64_Phdr program{};
-      in.seekg(static_cast<std::streamoff>(header.e_phoff + static_cast<std::uint64_t>(i) *
-                                                                 header.e_phentsize));
+      in.seekg(static_cast<std::streamoff>(header.e_phoff +
+                                           static_cast<std::uint64_t>(i) * header.e_phentsize));
       if (!in.read(reinterpret_cast<char*>(&program), sizeof program)) break;
       if (program.p_type == PT_INTERP) dynamic = true;
     }
@@ -75,7 +74,8 @@ Result<std::string> FindContainerRuntime() {
     const std::string candidate = dir + "/crun";
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
-  return Unavailable("jobs in images need crun, skopeo and umoci (apt-get install crun skopeo umoci)");
+  return Unavailable(
+      "jobs in images need crun, skopeo and umoci (apt-get install crun skopeo umoci)");
 }
 
 Status LayOutContainer(const ContainerLaunch& launch, uid_t uid, gid_t gid,

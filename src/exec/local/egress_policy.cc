@@ -98,7 +98,8 @@ Result<Cidr> Cidr::Parse(std::string_view text) {
   const std::size_t slash = text.find('/');
   auto address = IpAddress::Parse(text.substr(0, slash));
   if (!address) {
-    return InvalidArgument("'" + std::string(text) + "' is not an address or a range (10.0.5.0/24)");
+    return InvalidArgument("'" + std::string(text) +
+                           "' is not an address or a range (10.0.5.0/24)");
   }
   Cidr c;
   c.base = *address;
@@ -108,8 +109,8 @@ Result<Cidr> Cidr::Parse(std::string_view text) {
     const std::string_view digits = text.substr(slash + 1);
     int prefix = -1;
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), prefix);
-    if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty() ||
-        prefix < 0 || prefix > max) {
+    if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty() || prefix < 0 ||
+        prefix > max) {
       return InvalidArgument("'" + std::string(text) + "': the prefix length must be 0.." +
                              std::to_string(max));
     }
@@ -121,8 +122,9 @@ Result<Cidr> Cidr::Parse(std::string_view text) {
     first.bytes[bit / 8] &= static_cast<std::uint8_t>(~(0x80 >> (bit % 8)));
   }
   if (!(first == c.base)) {
-    return InvalidArgument("'" + std::string(text) + "' has bits set past its prefix: the range is " +
-                           first.ToString() + "/" + std::to_string(c.prefix));
+    return InvalidArgument("'" + std::string(text) +
+                           "' has bits set past its prefix: the range is " + first.ToString() +
+                           "/" + std::to_string(c.prefix));
   }
   return c;
 }

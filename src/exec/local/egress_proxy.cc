@@ -34,7 +34,8 @@ std::atomic<int> g_connections{0};
 bool SameIgnoringCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
       return false;
     }
   }
@@ -99,10 +100,12 @@ std::vector<IpAddress> HostAddresses() {
   for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
     if (i->ifa_addr == nullptr) continue;
     if (i->ifa_addr->sa_family == AF_INET) {
-      out.push_back(IpAddress::V4(ntohl(reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr)));
+      out.push_back(
+          IpAddress::V4(ntohl(reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr)));
     } else if (i->ifa_addr->sa_family == AF_INET6) {
       std::array<std::uint8_t, 16> bytes{};
-      std::memcpy(bytes.data(), reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr.s6_addr, 16);
+      std::memcpy(bytes.data(), reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr.s6_addr,
+                  16);
       out.push_back(IpAddress::V6(bytes));
     }
   }
@@ -228,9 +231,8 @@ void Serve(int client, const EgressPolicy& policy) {
   timeval none{0, 0};
   ::setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
   const std::string_view early = std::string_view(received).substr(head_end);
-  bool started = request->tunnel
-                     ? SendAll(client, "HTTP/1.1 200 Connection established\r\n\r\n")
-                     : SendAll(upstream, request->upstream_head);
+  bool started = request->tunnel ? SendAll(client, "HTTP/1.1 200 Connection established\r\n\r\n")
+                                 : SendAll(upstream, request->upstream_head);
   if (started) started = SendAll(upstream, early);
   if (started) {
     std::thread back([client, upstream] { Pump(upstream, client); });
@@ -262,9 +264,12 @@ Result<ProxyRequest> ParseProxyRequest(std::string_view head) {
     return out;
   }
   constexpr std::string_view kScheme = "http://";
-  if (target.size() < kScheme.size() || !SameIgnoringCase(target.substr(0, kScheme.size()), kScheme)) {
-    return InvalidArgument("a proxy request names an http:// URL (https goes through CONNECT), "
-                           "not '" + std::string(target.substr(0, 200)) + "'");
+  if (target.size() < kScheme.size() ||
+      !SameIgnoringCase(target.substr(0, kScheme.size()), kScheme)) {
+    return InvalidArgument(
+        "a proxy request names an http:// URL (https goes through CONNECT), "
+        "not '" +
+        std::string(target.substr(0, 200)) + "'");
   }
   const std::string_view rest = target.substr(kScheme.size());
   const std::size_t path_at = rest.find_first_of("/?");
@@ -279,11 +284,14 @@ Result<ProxyRequest> ParseProxyRequest(std::string_view head) {
   for (const auto& field : message) {
     const std::string_view name(field.name_string().data(), field.name_string().size());
     if (SameIgnoringCase(name, "Proxy-Authorization") ||
-        SameIgnoringCase(name, "Proxy-Connection") ||
-        SameIgnoringCase(name, "Connection") || SameIgnoringCase(name, "Keep-Alive")) {
+        SameIgnoringCase(name, "Proxy-Connection") || SameIgnoringCase(name, "Connection") ||
+        SameIgnoringCase(name, "Keep-Alive")) {
       continue;
     }
-    upstream.append(name).append(": ").append(field.value().data(), field.value().size()).append("\r\n");
+    upstream.append(name)
+        .append(": ")
+        .append(field.value().data(), field.value().size())
+        .append("\r\n");
   }
   // One request per connection: the client's next one may name another host.
   upstream += "Connection: close\r\n\r\n";

@@ -132,8 +132,8 @@ int RunExecHelper(const std::string& run_dir, int rank, const std::vector<std::s
   pid_t namespace_pid = pid;
   if (launch.contains("container")) {
     namespace_pid = ChildOf(pid);
-    json config = ReadJson(fs::path(run_dir) / "image" / ("rank-" + std::to_string(rank)) /
-                           "config.json");
+    json config =
+        ReadJson(fs::path(run_dir) / "image" / ("rank-" + std::to_string(rank)) / "config.json");
     if (namespace_pid <= 0 || !config.is_object() || !config.contains("process")) {
       return Fail("rank " + std::to_string(rank) + "'s container is not running");
     }
@@ -160,7 +160,8 @@ int RunExecHelper(const std::string& run_dir, int rank, const std::vector<std::s
     int pid_fd = ::open((ns + "pid").c_str(), O_RDONLY | O_CLOEXEC);
     // The job's own network, where it has one: `ssh -L` and a command's
     // connections reach what the job reaches, not the host's services.
-    const bool own_network = launch["sandbox"].value("network", json::object()).value("isolated", false);
+    const bool own_network =
+        launch["sandbox"].value("network", json::object()).value("isolated", false);
     int net_fd = own_network ? ::open((ns + "net").c_str(), O_RDONLY | O_CLOEXEC) : -1;
     if (mnt_fd < 0 || pid_fd < 0 || (::geteuid() != 0 && user_fd < 0) ||
         (own_network && net_fd < 0)) {
@@ -195,7 +196,8 @@ int RunExecHelper(const std::string& run_dir, int rank, const std::vector<std::s
       ::ioctl(0, TIOCSCTTY, 0);
     }
     if (!cgroup.empty() && !cgroup.JoinSelf()) {
-      std::fprintf(stderr, "headway exec: cannot join the job's cgroup: %s\n", std::strerror(errno));
+      std::fprintf(stderr, "headway exec: cannot join the job's cgroup: %s\n",
+                   std::strerror(errno));
       ::_exit(126);
     }
     if (account && !internal::BecomeAccount(*account)) {

@@ -3,9 +3,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <cstdio>
 #include <sstream>
 
 #include "exec/command_runner.h"
@@ -42,8 +42,8 @@ std::vector<GpuDevice> ParseNvidiaSmiCsv(const std::string& text) {
 }
 
 std::vector<GpuDevice> DetectNvidiaGpus() {
-  FILE* pipe = popen("nvidia-smi --query-gpu=index,uuid,name --format=csv,noheader 2>/dev/null",
-                     "r");
+  FILE* pipe =
+      popen("nvidia-smi --query-gpu=index,uuid,name --format=csv,noheader 2>/dev/null", "r");
   if (pipe == nullptr) return {};
   std::string text;
   char buf[512];
@@ -69,9 +69,9 @@ std::map<int, double> ParseGpuUtilizationCsv(const std::string& text) {
 
 std::map<int, double> ReadGpuUtilization(CommandRunner& runner, const std::string& nvidia_smi) {
   if (nvidia_smi.empty() || ::access(nvidia_smi.c_str(), X_OK) != 0) return {};
-  CommandOutput read = runner.Run({nvidia_smi, "--query-gpu=index,utilization.gpu",
-                                   "--format=csv,noheader,nounits"},
-                                  std::chrono::seconds(10));
+  CommandOutput read =
+      runner.Run({nvidia_smi, "--query-gpu=index,utilization.gpu", "--format=csv,noheader,nounits"},
+                 std::chrono::seconds(10));
   if (read.exit_code != 0) return {};
   return ParseGpuUtilizationCsv(read.out);
 }

@@ -157,8 +157,8 @@ bool UnixAddress(const std::string& path, sockaddr_un& at, int& dir_fd) {
   if (path.size() >= sizeof at.sun_path) {
     const std::size_t slash = path.rfind('/');
     if (slash == std::string::npos) return false;
-    dir_fd = ::open(path.substr(0, slash == 0 ? 1 : slash).c_str(),
-                    O_PATH | O_DIRECTORY | O_CLOEXEC);
+    dir_fd =
+        ::open(path.substr(0, slash == 0 ? 1 : slash).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dir_fd < 0) return false;
     usable = "/proc/self/fd/" + std::to_string(dir_fd) + path.substr(slash);
     if (usable.size() >= sizeof at.sun_path) {
@@ -257,9 +257,9 @@ bool UnixAddress(const std::string& path, sockaddr_un& at, int& dir_fd) {
       }
     }
     if (fds[1].revents & POLLIN) {
-      for (int accepted; pairs.size() < kMaxConnections &&
-                         (accepted = ::accept4(listener, nullptr, nullptr,
-                                               SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;) {
+      for (int accepted;
+           pairs.size() < kMaxConnections &&
+           (accepted = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;) {
         int up = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (up < 0) {
           ::close(accepted);
@@ -419,7 +419,8 @@ Status SetUpLoopback(const NetworkPlan& plan) {
     address->sin_addr = control;
     if (::ioctl(fd, SIOCSIFADDR, &alias) != 0) {
       ::close(fd);
-      return Unavailable(NetError("cannot give the job's loopback the address " + plan.control_host));
+      return Unavailable(
+          NetError("cannot give the job's loopback the address " + plan.control_host));
     }
   }
   ::close(fd);
@@ -442,9 +443,9 @@ Status OpenControlPlane(const NetworkPlan& plan, NetworkHelper& relay) {
   at.sin_family = AF_INET;
   at.sin_port = htons(static_cast<std::uint16_t>(plan.control_port));
   ParseIpv4(plan.control_host, at.sin_addr);
-  return HandListener(relay, at,
-                      "the control plane at " + plan.control_host + ":" +
-                          std::to_string(plan.control_port));
+  return HandListener(
+      relay, at,
+      "the control plane at " + plan.control_host + ":" + std::to_string(plan.control_port));
 }
 
 Result<NetworkHelper> StartEgressProxy(const NetworkPlan& plan,
@@ -471,7 +472,8 @@ Status OpenEgressProxy(NetworkHelper& proxy) {
   at.sin_family = AF_INET;
   at.sin_port = htons(static_cast<std::uint16_t>(kEgressProxyPort));
   at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return HandListener(proxy, at, "the egress proxy at 127.0.0.1:" + std::to_string(kEgressProxyPort));
+  return HandListener(proxy, at,
+                      "the egress proxy at 127.0.0.1:" + std::to_string(kEgressProxyPort));
 }
 
 Result<int> BindConnectSocket(const std::string& path) {

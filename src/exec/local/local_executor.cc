@@ -12,23 +12,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
-#include <cstdio>
-#include <functional>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
-#include <algorithm>
-#include <atomic>
 #include <set>
 #include <thread>
 #include <tuple>
 #include <utility>
-#include <nlohmann/json.hpp>
 
 #include "core/container_tools.h"
 #include "exec/attached_command.h"
@@ -65,8 +65,9 @@ json PoolCdiSpec(const std::map<int, int>& gpu_device_minors) {
   std::vector<oci::CdiGpu> gpus;
   for (const auto& [index, minor_number] : gpu_device_minors) {
     const std::string path = "/dev/nvidia" + std::to_string(minor_number);
-    gpus.push_back({index, {HostDeviceNode(path).value_or(
-                               oci::DeviceNode{path, 'c', kNvidiaMajor, minor_number})}});
+    gpus.push_back(
+        {index,
+         {HostDeviceNode(path).value_or(oci::DeviceNode{path, 'c', kNvidiaMajor, minor_number})}});
   }
   std::vector<oci::DeviceNode> common;
   for (const char* path :
@@ -157,8 +158,8 @@ struct Handle {
   internal::AttemptCgroup cgroup;
 
   std::string Encode() const {
-    return json{{"pid", pid}, {"start_time", start_time}, {"run_dir", run_dir},
-                {"cgroup", cgroup.ToJson()}}
+    return json{
+        {"pid", pid}, {"start_time", start_time}, {"run_dir", run_dir}, {"cgroup", cgroup.ToJson()}}
         .dump();
   }
   static std::optional<Handle> Decode(const std::string& text) {
@@ -197,9 +198,9 @@ std::pair<std::string, int> ControlAddress(const std::string& url) {
 bool MayPassThrough(const struct stat& st, const internal::UnixAccount& account) {
   if (account.uid == 0) return true;
   if (st.st_uid == account.uid) return st.st_mode & S_IXUSR;
-  bool in_group = st.st_gid == account.gid ||
-                  std::find(account.groups.begin(), account.groups.end(), st.st_gid) !=
-                      account.groups.end();
+  bool in_group =
+      st.st_gid == account.gid ||
+      std::find(account.groups.begin(), account.groups.end(), st.st_gid) != account.groups.end();
   return st.st_mode & (in_group ? S_IXGRP : S_IXOTH);
 }
 
@@ -248,18 +249,20 @@ class LocalExecutor final : public Executor {
     if (!options.cdi_spec_path.empty()) WriteCdiSpec(options.cdi_spec_path, options.log);
     if (options.log) {
       options.log("local jobs: " + cgroups_.Describe());
-      options.log(isolate_ ? "local jobs run in mount and PID namespaces that hide the data "
-                             "directory" + std::string(::geteuid() != 0 ? " (user namespace)" : "") +
-                                 (isolate_network_
-                                      ? std::string(", each with a network of its own whose only "
-                                                    "way out is this server") +
-                                            (outbound_ ? " and an egress proxy to public "
-                                                         "addresses (--job-outbound=public)"
-                                                       : "")
-                                      : ", on the host's network (--job-network=host)") +
-                                 (own_tmp_ ? "; each writes a /tmp of its own over the host's"
-                                           : "; all share the host's /tmp (--job-tmp=host)")
-                           : "local jobs are NOT isolated from the server's files (--isolation=none)");
+      options.log(isolate_
+                      ? "local jobs run in mount and PID namespaces that hide the data "
+                        "directory" +
+                            std::string(::geteuid() != 0 ? " (user namespace)" : "") +
+                            (isolate_network_
+                                 ? std::string(", each with a network of its own whose only "
+                                               "way out is this server") +
+                                       (outbound_ ? " and an egress proxy to public "
+                                                    "addresses (--job-outbound=public)"
+                                                  : "")
+                                 : ", on the host's network (--job-network=host)") +
+                            (own_tmp_ ? "; each writes a /tmp of its own over the host's"
+                                      : "; all share the host's /tmp (--job-tmp=host)")
+                      : "local jobs are NOT isolated from the server's files (--isolation=none)");
     }
   }
 
@@ -280,13 +283,15 @@ class LocalExecutor final : public Executor {
           .WithField("resources.nodes");
     }
     if (!spec.image.empty() && !RunsImages()) {
-      return InvalidArgument("this server cannot run jobs in images: that needs a server run as "
-                             "root with job isolation on")
+      return InvalidArgument(
+                 "this server cannot run jobs in images: that needs a server run as "
+                 "root with job isolation on")
           .WithField("image");
     }
     if (spec.elastic && spec.elastic->ByNodes()) {
-      return InvalidArgument("the local executor runs on one node: let the job grow in ranks "
-                             "(elastic.min_ranks/max_ranks) or submit it to a Slurm queue")
+      return InvalidArgument(
+                 "the local executor runs on one node: let the job grow in ranks "
+                 "(elastic.min_ranks/max_ranks) or submit it to a Slurm queue")
           .WithField("elastic");
     }
     return Status::Ok();
@@ -302,11 +307,12 @@ class LocalExecutor final : public Executor {
     const int gpus_each = spec.resources.gpus_per_process;
     const std::string master_port = std::to_string(FreeLoopbackPort());
 
-    auto account = request.run_as.empty() ? Result<internal::UnixAccount>(internal::CurrentAccount())
-                                          : internal::LookUpAccount(request.run_as);
+    auto account = request.run_as.empty()
+                       ? Result<internal::UnixAccount>(internal::CurrentAccount())
+                       : internal::LookUpAccount(request.run_as);
     if (!account.ok()) {
       return PermissionDenied(account.status().message() + " to run team '" + spec.team +
-                                "' jobs as (see --run-as and --job-user)");
+                              "' jobs as (see --run-as and --job-user)");
     }
     if (account->uid == 0 && !allow_root_) {
       return PermissionDenied(
@@ -363,9 +369,9 @@ class LocalExecutor final : public Executor {
     char run_dir_hash[17];
     std::snprintf(run_dir_hash, sizeof run_dir_hash, "%016zx",
                   std::hash<std::string>{}(request.run_dir));
-    auto cgroup = cgroups_.Create(spec.name + ".attempt-" + std::to_string(request.attempt) + "." +
-                                      run_dir_hash,
-                                  {spec.resources.memory_bytes, spec.resources.cpus}, warnings);
+    auto cgroup = cgroups_.Create(
+        spec.name + ".attempt-" + std::to_string(request.attempt) + "." + run_dir_hash,
+        {spec.resources.memory_bytes, spec.resources.cpus}, warnings);
     if (!cgroup.ok()) return cgroup.status();
 
     std::map<std::string, std::string> base = BaseEnvironment(job_env_);
@@ -409,9 +415,9 @@ class LocalExecutor final : public Executor {
     const bool elastic_ranks = spec.elastic && !spec.elastic->ByNodes();
     const int slots = elastic_ranks ? spec.elastic->max_ranks : world;
     if (elastic_ranks) {
-      for (const char* fixed : {"WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                                "NODE_RANK", "GROUP_RANK", "PET_NODE_RANK", "PET_MASTER_ADDR",
-                                "PET_MASTER_PORT"}) {
+      for (const char* fixed :
+           {"WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "NODE_RANK",
+            "GROUP_RANK", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}) {
         base.erase(fixed);
       }
       // torchrun's flags, as variables a spec may override: a c10d
@@ -438,16 +444,15 @@ class LocalExecutor final : public Executor {
         env["HEADWAY_RANK_GROUP"] = std::to_string(rank);
         // Rank group 0 serves the rendezvous; a short last call, so a
         // group that joins is taken in at once.
-        env.emplace("PET_RDZV_CONF", std::string("is_host=") + (rank == 0 ? "1" : "0") +
-                                         ",last_call_timeout=1");
+        env.emplace("PET_RDZV_CONF",
+                    std::string("is_host=") + (rank == 0 ? "1" : "0") + ",last_call_timeout=1");
       } else {
         env["RANK"] = std::to_string(rank);
         env["LOCAL_RANK"] = std::to_string(rank);
       }
       // A job without GPUs sees none, so it cannot grab a device by accident.
-      env["CUDA_VISIBLE_DEVICES"] = rank < world ? JoinIds(request.gpu_ids, rank * gpus_each,
-                                                           (rank + 1) * gpus_each)
-                                                 : "";
+      env["CUDA_VISIBLE_DEVICES"] =
+          rank < world ? JoinIds(request.gpu_ids, rank * gpus_each, (rank + 1) * gpus_each) : "";
       json env_list = json::array();
       for (const auto& [k, v] : env) env_list.push_back(k + "=" + v);
       std::string log = (fs::path(request.run_dir) / ("rank-" + std::to_string(rank) + ".log"));
@@ -478,7 +483,8 @@ class LocalExecutor final : public Executor {
         image_note += "; cached";
       }
       if (image->evicted > 0) {
-        image_note += "; " + std::to_string(image->evicted) + " older image(s) evicted from the cache";
+        image_note +=
+            "; " + std::to_string(image->evicted) + " older image(s) evicted from the cache";
       }
       image_note += ")";
     }
@@ -544,8 +550,8 @@ class LocalExecutor final : public Executor {
       fs::remove(fs::path(request.run_dir) / stale, ec);
     }
     // 0600: the environment holds the job's report token.
-    HEADWAY_RETURN_IF_ERROR(WriteFileAtomically(fs::path(request.run_dir) / "launch.json",
-                                                launch.dump(), 0600));
+    HEADWAY_RETURN_IF_ERROR(
+        WriteFileAtomically(fs::path(request.run_dir) / "launch.json", launch.dump(), 0600));
 
     std::string shim_log = fs::path(request.run_dir) / "supervisor.log";
     std::vector<std::string> args = {self_, "shim", request.run_dir};
@@ -597,7 +603,8 @@ class LocalExecutor final : public Executor {
         ::dup2(lock_fd, internal::kSupervisorLockFd);  // a dup is not close-on-exec
       }
       if (image_lock.fd >= 0) ::dup2(image_lock.fd, internal::kImageLockFd);
-      ::closefrom(image_lock.fd >= 0 ? internal::kImageLockFd + 1 : internal::kSupervisorLockFd + 1);
+      ::closefrom(image_lock.fd >= 0 ? internal::kImageLockFd + 1
+                                     : internal::kSupervisorLockFd + 1);
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
@@ -616,8 +623,8 @@ class LocalExecutor final : public Executor {
       children_.insert(pid);
     }
     launched.handle = handle.Encode();
-    launched.description = "supervisor pid " + std::to_string(pid) + ", running as " +
-                           account->name + image_note;
+    launched.description =
+        "supervisor pid " + std::to_string(pid) + ", running as " + account->name + image_note;
     launched.warnings = std::move(warnings);
     return launched;
   }
@@ -735,9 +742,8 @@ class LocalExecutor final : public Executor {
     do {
       next = std::max<std::int64_t>(seq, last + 1);
     } while (!last_resize_seq_.compare_exchange_weak(last, next));
-    json request = {{"seq", next},
-                    {"size", static_cast<int>(unit_gpus.size())},
-                    {"gpus", unit_gpus}};
+    json request = {
+        {"seq", next}, {"size", static_cast<int>(unit_gpus.size())}, {"gpus", unit_gpus}};
     // In its sandbox, the device nodes of the GPUs it holds now are shown
     // and the others masked (see OtherGpusDeviceNodes).
     if (isolate_) {
@@ -824,9 +830,8 @@ class LocalExecutor final : public Executor {
       }
       std::vector<std::string> devices;
       const int r = rank["rank"].get<int>();
-      for (int i = r * gpus_each; i < (r + 1) * gpus_each &&
-                                  i < static_cast<int>(request.gpu_ids.size());
-           ++i) {
+      for (int i = r * gpus_each;
+           i < (r + 1) * gpus_each && i < static_cast<int>(request.gpu_ids.size()); ++i) {
         const int gpu = request.gpu_ids[static_cast<std::size_t>(i)];
         if (gpu_device_minors_.count(gpu) != 0) {
           devices.push_back(std::string(oci::kCdiGpuKind) + "=" + std::to_string(gpu));

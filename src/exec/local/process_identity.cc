@@ -2,11 +2,11 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <cstdlib>
 #include <string>
 
 namespace headway::internal {
@@ -66,8 +66,8 @@ bool AnyListensOn(const std::vector<pid_t>& pids, int port) {
   if (wanted.empty()) return false;
   for (pid_t pid : pids) {
     std::error_code ec;
-    for (const auto& fd : std::filesystem::directory_iterator(
-             "/proc/" + std::to_string(pid) + "/fd", ec)) {
+    for (const auto& fd :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
       char target[64];
       const ssize_t n = ::readlink(fd.path().c_str(), target, sizeof target - 1);
       if (n > 0 && wanted.count(std::string(target, static_cast<std::size_t>(n))) > 0) return true;

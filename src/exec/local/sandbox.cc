@@ -1,7 +1,5 @@
 #include "exec/local/sandbox.h"
 
-#include "exec/local/kernel_files.h"
-
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
@@ -17,6 +15,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+
+#include "exec/local/kernel_files.h"
 
 namespace headway::internal {
 namespace {
@@ -74,8 +74,8 @@ Status OverlayHostTmp(const std::string& layer) {
       !MountTmpOverlay(layer)) {
     const int tmpfs_error = errno;
     return Unavailable("cannot give the job its own /tmp (an overlay on the host's): " +
-                       std::string(std::strerror(disk_error)) + "; on a tmpfs: " +
-                       std::strerror(tmpfs_error));
+                       std::string(std::strerror(disk_error)) +
+                       "; on a tmpfs: " + std::strerror(tmpfs_error));
   }
   return Status::Ok();
 }
@@ -83,7 +83,7 @@ Status OverlayHostTmp(const std::string& layer) {
 }  // namespace
 
 nlohmann::json UnixAccount::ToJson() const {
-  return {{"name", name}, {"uid", uid},   {"gid", gid},
+  return {{"name", name},     {"uid", uid},   {"gid", gid},
           {"groups", groups}, {"home", home}, {"shell", shell}};
 }
 
@@ -106,7 +106,11 @@ Result<UnixAccount> LookUpAccount(const std::string& name) {
   if (rc != 0 || found == nullptr) {
     return NotFound("no Unix account named '" + name + "' on this machine");
   }
-  UnixAccount account{pw.pw_name, pw.pw_uid, pw.pw_gid, {}, pw.pw_dir ? pw.pw_dir : "",
+  UnixAccount account{pw.pw_name,
+                      pw.pw_uid,
+                      pw.pw_gid,
+                      {},
+                      pw.pw_dir ? pw.pw_dir : "",
                       pw.pw_shell ? pw.pw_shell : ""};
   int count = 64;
   std::vector<gid_t> groups(static_cast<std::size_t>(count));
@@ -183,8 +187,10 @@ Status EnterSandbox(const SandboxPlan& plan) {
   if (uid != 0) {
     // Map only ourselves: inside, the job is the same user it is outside.
     if (!WriteKernelFile("/proc/self/setgroups", "deny") ||
-        !WriteKernelFile("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
-        !WriteKernelFile("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1")) {
+        !WriteKernelFile("/proc/self/uid_map",
+                         std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
+        !WriteKernelFile("/proc/self/gid_map",
+                         std::to_string(gid) + " " + std::to_string(gid) + " 1")) {
       return Unavailable(Errno("cannot map the user namespace"));
     }
   }

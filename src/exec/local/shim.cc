@@ -107,9 +107,10 @@ class RankLogWriter {
   std::string TimesName() const { return LogTimesPath(name_); }
 
   void OpenTimes() {
-    times_fd_ = ::openat(dir_fd_, TimesName().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                         0600);
-    struct stat log {}, times {};
+    times_fd_ =
+        ::openat(dir_fd_, TimesName().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    struct stat log {
+    }, times{};
     if (times_fd_ < 0 || ::fstat(fd_, &log) != 0 || ::fstat(times_fd_, &times) != 0) return;
     if (times.st_size == 0) {
       const std::string header = LogTimesHeader(log.st_ino);
@@ -202,7 +203,7 @@ struct Rank {
   int pipe_read = -1;
   std::unique_ptr<RankLogWriter> log_writer;
   pid_t pid = -1;
-  int pid_fd = -1;  // readable once the rank exits (a pidfd); -1 where there is none
+  int pid_fd = -1;    // readable once the rank exits (a pidfd); -1 where there is none
   bool done = false;  // also: not started (a rank group of an elastic job above its size)
   int exit_code = 0;
   // Stopped by a shrink: its exit is not the job's failure, and the rank
@@ -501,13 +502,14 @@ void MatchGpuMasks(const json& wanted, std::set<std::string>& masked_now) {
 // Applies the server's resize.json if it is new; returns how many ranks it
 // started (they count toward the ranks still running). `masked_now`: the
 // sandbox's GPU masks (null without a sandbox).
-int ApplyResize(int dir_fd, ElasticGroups& groups, std::vector<Rank>& ranks,
-                const RankSetup& setup, bool container, std::set<std::string>* masked_now) {
+int ApplyResize(int dir_fd, ElasticGroups& groups, std::vector<Rank>& ranks, const RankSetup& setup,
+                bool container, std::set<std::string>* masked_now) {
   int fd = ::openat(dir_fd, "resize.json", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   std::string text;
   char buf[4096];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<std::size_t>(n));
   ::close(fd);
   const json resize = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!resize.is_object() || !resize.contains("seq") || !resize.contains("size")) return 0;
@@ -520,7 +522,8 @@ int ApplyResize(int dir_fd, ElasticGroups& groups, std::vector<Rank>& ranks,
     if (ranks[static_cast<std::size_t>(i)].leaving) return 0;
   }
   groups.seq = seq;
-  if (masked_now != nullptr && resize.contains("masked")) MatchGpuMasks(resize["masked"], *masked_now);
+  if (masked_now != nullptr && resize.contains("masked"))
+    MatchGpuMasks(resize["masked"], *masked_now);
   int started = 0;
   for (int i = size; i < static_cast<int>(ranks.size()); ++i) {
     Rank& r = ranks[static_cast<std::size_t>(i)];
@@ -536,7 +539,8 @@ int ApplyResize(int dir_fd, ElasticGroups& groups, std::vector<Rank>& ranks,
     if (!r.done) continue;
     std::string ids;
     if (gpus.is_array() && static_cast<std::size_t>(i) < gpus.size() && gpus[i].is_array()) {
-      for (const auto& id : gpus[i]) ids += (ids.empty() ? "" : ",") + std::to_string(id.get<int>());
+      for (const auto& id : gpus[i])
+        ids += (ids.empty() ? "" : ",") + std::to_string(id.get<int>());
     }
     // In an image the rank's environment is its container's config.json.
     if (!container) SetEnv(r.env, "CUDA_VISIBLE_DEVICES", ids);
@@ -562,7 +566,8 @@ int RunLocalShim(const std::string& run_dir) {
   ::fcntl(internal::kSupervisorLockFd, F_SETFD, FD_CLOEXEC);
   int dir_fd = ::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) {
-    std::fprintf(stderr, "headway shim: cannot open %s: %s\n", run_dir.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "headway shim: cannot open %s: %s\n", run_dir.c_str(),
+                 std::strerror(errno));
     return 2;
   }
   // Wakes the wait below when the server leaves kill-requested here; set up
@@ -604,8 +609,8 @@ int RunLocalShim(const std::string& run_dir) {
   ElasticGroups groups;
   if (launch.contains("elastic") && launch["elastic"].is_object()) {
     groups.on = true;
-    groups.active = std::clamp(launch["elastic"].value("active", 1), 1,
-                               static_cast<int>(ranks.size()));
+    groups.active =
+        std::clamp(launch["elastic"].value("active", 1), 1, static_cast<int>(ranks.size()));
   }
   const std::uint64_t max_log_bytes = launch.value("max_log_bytes", std::uint64_t{0});
   std::vector<int> log_dir_fds;
@@ -617,7 +622,7 @@ int RunLocalShim(const std::string& run_dir) {
     if (log_dir < 0) continue;  // cannot rotate: unbounded, without times
     log_dir_fds.push_back(log_dir);
     r.log_writer = std::make_unique<RankLogWriter>(log_dir, log_path.filename().string(), r.log_fd,
-                                             max_log_bytes);
+                                                   max_log_bytes);
   }
   const auto cgroup = internal::AttemptCgroup::FromJson(launch.value("cgroup", json::object()));
   std::optional<internal::UnixAccount> account;
@@ -626,7 +631,9 @@ int RunLocalShim(const std::string& run_dir) {
   }
   auto fail_to_start = [&](const std::string& why) {
     std::fprintf(stderr, "headway shim: %s\n", why.c_str());
-    json result = {{"exit_code", 126}, {"ranks", json::array()}, {"terminated", false},
+    json result = {{"exit_code", 126},
+                   {"ranks", json::array()},
+                   {"terminated", false},
                    {"message", "the job's sandbox could not be set up: " + why}};
     EndEverything(-1, cgroup);
     cgroup.Remove();
@@ -709,8 +716,8 @@ int RunLocalShim(const std::string& run_dir) {
     }
   }
   const auto failure_grace = std::chrono::milliseconds(launch.value("failure_grace_ms", 10000));
-  RankSetup setup{cgroup.empty() ? nullptr : &cgroup,
-                  account && !container ? &*account : nullptr, container.has_value()};
+  RankSetup setup{cgroup.empty() ? nullptr : &cgroup, account && !container ? &*account : nullptr,
+                  container.has_value()};
   // Rank groups above an elastic job's size wait, as if done, for a growth.
   const std::size_t first_dormant =
       groups.on ? static_cast<std::size_t>(groups.active) : ranks.size();
@@ -767,9 +774,9 @@ int RunLocalShim(const std::string& run_dir) {
   // Every exit and the kill request wake the wait: it then needs no timeout
   // but a slow safety net (orphans this process reaps, a missed event).
   // Otherwise, as before, a 20 ms poll.
-  bool woken_by_events =
-      dir_watch >= 0 && (reaper <= 0 || reaper_fd >= 0) &&
-      std::all_of(ranks.begin(), ranks.end(), [](const Rank& r) { return r.done || r.pid_fd >= 0; });
+  bool woken_by_events = dir_watch >= 0 && (reaper <= 0 || reaper_fd >= 0) &&
+                         std::all_of(ranks.begin(), ranks.end(),
+                                     [](const Rank& r) { return r.done || r.pid_fd >= 0; });
   bool dir_changed = false;
   while (remaining > 0) {
     int status = 0;
@@ -857,12 +864,13 @@ int RunLocalShim(const std::string& run_dir) {
   PumpLogs(ranks, true);
 
   json rank_results = json::array();
-  for (const Rank& r : ranks) rank_results.push_back({{"rank", r.rank}, {"exit_code", r.exit_code}});
+  for (const Rank& r : ranks)
+    rank_results.push_back({{"rank", r.rank}, {"exit_code", r.exit_code}});
   int exit_code = first_failed >= 0 ? ranks[static_cast<std::size_t>(first_failed)].exit_code : 0;
   std::string message, reason;
   if (first_failed >= 0) {
-    message = "rank " + std::to_string(first_failed) + " exited with code " +
-              std::to_string(exit_code);
+    message =
+        "rank " + std::to_string(first_failed) + " exited with code " + std::to_string(exit_code);
     if (exit_code > 128) message += " (signal " + std::to_string(exit_code - 128) + ")";
     if (cgroup.OomKilled()) {
       reason = "OOMKilled";

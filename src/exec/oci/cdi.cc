@@ -21,7 +21,8 @@ void AddEdits(const json& edits, CdiEdits& out) {
       if (!node.is_object() || !node.contains("path") || !node["path"].is_string()) continue;
       DeviceNode device;
       device.path = node["path"].get<std::string>();
-      if (node.contains("type") && node["type"].is_string() && !node["type"].get<std::string>().empty()) {
+      if (node.contains("type") && node["type"].is_string() &&
+          !node["type"].get<std::string>().empty()) {
         device.type = node["type"].get<std::string>()[0];
       }
       device.major = node.value("major", 0);
@@ -43,10 +44,10 @@ json CdiSpec(const std::vector<CdiGpu>& gpus, const std::vector<DeviceNode>& com
   for (const CdiGpu& gpu : gpus) {
     json nodes = json::array();
     for (const DeviceNode& node : gpu.nodes) nodes.push_back(NodeJson(node));
-    devices.push_back({{"name", std::to_string(gpu.index)},
-                       {"containerEdits",
-                        {{"deviceNodes", nodes},
-                         {"env", json::array({"NVIDIA_VISIBLE_DEVICES=void"})}}}});
+    devices.push_back(
+        {{"name", std::to_string(gpu.index)},
+         {"containerEdits",
+          {{"deviceNodes", nodes}, {"env", json::array({"NVIDIA_VISIBLE_DEVICES=void"})}}}});
   }
   json common_nodes = json::array();
   for (const DeviceNode& node : common) common_nodes.push_back(NodeJson(node));

@@ -131,8 +131,10 @@ Status ImageStore::Pull(const ImageRef& ref, const std::string& tag, const std::
   std::vector<std::string> argv = {"skopeo", "copy", "--quiet"};
   auto auth = options_.auth_files.find(team);
   if (auth == options_.auth_files.end()) auth = options_.auth_files.find("*");
-  if (auth != options_.auth_files.end()) argv.push_back("--src-authfile=" + auth->second);
-  else argv.push_back("--src-no-creds");
+  if (auth != options_.auth_files.end())
+    argv.push_back("--src-authfile=" + auth->second);
+  else
+    argv.push_back("--src-no-creds");
   if (std::find(options_.insecure_registries.begin(), options_.insecure_registries.end(),
                 ref.registry) != options_.insecure_registries.end()) {
     argv.push_back("--src-tls-verify=false");
@@ -221,7 +223,8 @@ Result<PreparedImage> ImageStore::Prepare(const std::string& reference, ImagePul
   if (!manifest || !manifest->contains("config")) {
     return Internal("image " + reference + "'s manifest " + out.digest + " is unreadable");
   }
-  auto config = ReadImageJson(ImageBlobPath(LayoutDir(), (*manifest)["config"].value("digest", "")));
+  auto config =
+      ReadImageJson(ImageBlobPath(LayoutDir(), (*manifest)["config"].value("digest", "")));
   if (!config) return Internal("image " + reference + "'s configuration is unreadable");
   out.defaults = ImageDefaults::FromImageConfig(*config);
 
@@ -235,9 +238,9 @@ Result<PreparedImage> ImageStore::Prepare(const std::string& reference, ImagePul
   if (!fs::exists(bundle / "ready", ec)) {
     const fs::path partial = bundle.string() + ".partial";
     fs::remove_all(partial, ec);
-    CommandOutput unpack = runner_.Run(
-        {"umoci", "unpack", "--image", LayoutDir() + ":" + tag, partial.string()},
-        options_.pull_timeout);
+    CommandOutput unpack =
+        runner_.Run({"umoci", "unpack", "--image", LayoutDir() + ":" + tag, partial.string()},
+                    options_.pull_timeout);
     if (unpack.exit_code != 0) {
       fs::remove_all(partial, ec);
       return Unavailable("unpacking image " + reference + " failed: " +

@@ -32,8 +32,8 @@
 namespace headway::oci {
 
 struct ImageStoreOptions {
-  std::string dir;                  // the cache (root's, 0700)
-  std::uint64_t max_bytes = 0;      // bound on the cache; 0: none
+  std::string dir;              // the cache (root's, 0700)
+  std::uint64_t max_bytes = 0;  // bound on the cache; 0: none
   // Registries reached over plain HTTP or without checking certificates
   // ("127.0.0.1:5000"), as containers-registries.conf's insecure = true.
   std::vector<std::string> insecure_registries;
@@ -44,9 +44,9 @@ struct ImageStoreOptions {
 };
 
 struct PreparedImage {
-  std::string reference;   // as the spec gave it
-  std::string digest;      // the manifest's
-  std::string bundle;      // umoci's bundle directory; its rootfs/ is the image
+  std::string reference;  // as the spec gave it
+  std::string digest;     // the manifest's
+  std::string bundle;     // umoci's bundle directory; its rootfs/ is the image
   std::string rootfs;
   // BUNDLE/lock, held shared (flock) by each attempt that runs the image,
   // so eviction passes it by; opened and locked by Prepare (the caller
@@ -54,7 +54,7 @@ struct PreparedImage {
   std::string lock_path;
   int lock_fd = -1;
   ImageDefaults defaults;
-  bool pulled = false;     // whether this call pulled it
+  bool pulled = false;  // whether this call pulled it
   double pull_seconds = 0;
   std::uint64_t pull_bytes = 0;  // the layers' size as the registry sent them
   std::uint64_t evicted = 0;     // images removed to keep the cache in bounds
@@ -65,9 +65,8 @@ class ImageStore {
   ImageStore(ImageStoreOptions options, CommandRunner& runner);
 
   // The image `reference` ready to run as uid:gid, pulled as `policy` says
-  // with `team`'s credentials, its lock held (PreparedImage::lock_fd). Errors say which image and why: a refused
-  // login, a missing image, a Never policy without the image, a failed
-  // unpack.
+  // with `team`'s credentials, its lock held (PreparedImage::lock_fd). Errors say which image and
+  // why: a refused login, a missing image, a Never policy without the image, a failed unpack.
   Result<PreparedImage> Prepare(const std::string& reference, ImagePullPolicy policy,
                                 const std::string& team, uid_t uid, gid_t gid);
 

@@ -24,16 +24,23 @@ void PutVariable(std::map<std::string, std::string>& vars, const std::string& en
 
 // runc's defaults: what a container may not read or change of the kernel.
 const std::vector<std::string>& MaskedPaths() {
-  static const std::vector<std::string> paths = {
-      "/proc/acpi",          "/proc/asound",   "/proc/kcore",         "/proc/keys",
-      "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
-      "/proc/scsi",          "/sys/firmware",  "/sys/devices/virtual/powercap"};
+  static const std::vector<std::string> paths = {"/proc/acpi",
+                                                 "/proc/asound",
+                                                 "/proc/kcore",
+                                                 "/proc/keys",
+                                                 "/proc/latency_stats",
+                                                 "/proc/timer_list",
+                                                 "/proc/timer_stats",
+                                                 "/proc/sched_debug",
+                                                 "/proc/scsi",
+                                                 "/sys/firmware",
+                                                 "/sys/devices/virtual/powercap"};
   return paths;
 }
 
 const std::vector<std::string>& ReadonlyPaths() {
-  static const std::vector<std::string> paths = {"/proc/bus", "/proc/fs", "/proc/irq",
-                                                 "/proc/sys", "/proc/sysrq-trigger"};
+  static const std::vector<std::string> paths = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+                                                 "/proc/sysrq-trigger"};
   return paths;
 }
 
@@ -94,8 +101,10 @@ json RuntimeConfig(const ImageDefaults& image, const ContainerProcess& process,
   std::string cwd = process.cwd;
   if (cwd.empty()) cwd = image.working_dir.empty() ? "/" : image.working_dir;
   const json no_capabilities = json::array();
-  json capabilities = {{"bounding", no_capabilities},    {"effective", no_capabilities},
-                       {"inheritable", no_capabilities}, {"permitted", no_capabilities},
+  json capabilities = {{"bounding", no_capabilities},
+                       {"effective", no_capabilities},
+                       {"inheritable", no_capabilities},
+                       {"permitted", no_capabilities},
                        {"ambient", no_capabilities}};
 
   json mounts = json::array({

@@ -36,12 +36,18 @@ std::string Quote(const std::string& s) { return ShellQuote(s); }
 
 std::string SignalName(int sig) {
   switch (sig) {
-    case SIGTERM: return "TERM";
-    case SIGKILL: return "KILL";
-    case SIGUSR1: return "USR1";
-    case SIGUSR2: return "USR2";
-    case SIGINT: return "INT";
-    default: return std::to_string(sig);
+    case SIGTERM:
+      return "TERM";
+    case SIGKILL:
+      return "KILL";
+    case SIGUSR1:
+      return "USR1";
+    case SIGUSR2:
+      return "USR2";
+    case SIGINT:
+      return "INT";
+    default:
+      return std::to_string(sig);
   }
 }
 
@@ -54,13 +60,15 @@ class SlurmExecutor final : public Executor {
 
   Status Admit(const JobSpec& spec) const override {
     if (!spec.image.empty()) {
-      return InvalidArgument("jobs in images run on the local executor only, not yet on a Slurm "
-                             "queue: drop image: or submit to a local queue")
+      return InvalidArgument(
+                 "jobs in images run on the local executor only, not yet on a Slurm "
+                 "queue: drop image: or submit to a local queue")
           .WithField("image");
     }
     if (spec.elastic) {
-      return InvalidArgument("elastic jobs run on the local executor only, not yet on a Slurm "
-                             "queue: drop elastic: or submit to a local queue")
+      return InvalidArgument(
+                 "elastic jobs run on the local executor only, not yet on a Slurm "
+                 "queue: drop elastic: or submit to a local queue")
           .WithField("elastic");
     }
     return Status::Ok();
@@ -83,7 +91,8 @@ class SlurmExecutor final : public Executor {
     script += "#SBATCH --nodes=" + std::to_string(r.nodes) + "\n";
     script += "#SBATCH --ntasks-per-node=" + std::to_string(r.processes_per_node) + "\n";
     if (r.gpus_per_process > 0) {
-      script += "#SBATCH --gres=gpu:" + std::to_string(r.gpus_per_process * r.processes_per_node) + "\n";
+      script +=
+          "#SBATCH --gres=gpu:" + std::to_string(r.gpus_per_process * r.processes_per_node) + "\n";
     }
     if (spec.time_limit) {
       auto minutes = (std::chrono::duration_cast<seconds>(*spec.time_limit).count() + 59) / 60;
@@ -116,7 +125,8 @@ class SlurmExecutor final : public Executor {
       if (spec.persistent_home && !request.job_home.empty()) {
         env += "export HOME=" + Quote(request.job_home) + "\n";
       }
-      int fd = ::open(env_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+      int fd =
+          ::open(env_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
       if (fd < 0) return Unavailable("cannot write " + env_path + ": " + std::strerror(errno));
       const bool written = ::write(fd, env.data(), env.size()) == static_cast<ssize_t>(env.size());
       ::close(fd);
@@ -157,11 +167,13 @@ class SlurmExecutor final : public Executor {
              "fflush(f \".times\"); last = t }\n"
              "  print > f; fflush(f); n += length($0) + 1;\n"
              "  if (half > 0 && n >= half) { close(f); close(f \".times\");\n"
-             "    system(\"mv -f '\" f \"' '\" f \".1' && mv -f '\" f \".times' '\" f \".1.times'\");\n"
+             "    system(\"mv -f '\" f \"' '\" f \".1' && mv -f '\" f \".times' '\" f "
+             "\".1.times'\");\n"
              "    n = 0; last = -1 } }\n";
       if (!out) return Unavailable("cannot write " + rotate);
     }
-    const std::uint64_t half = max_log_bytes_ == 0 ? 0 : std::max<std::uint64_t>(1, max_log_bytes_ / 2);
+    const std::uint64_t half =
+        max_log_bytes_ == 0 ? 0 : std::max<std::uint64_t>(1, max_log_bytes_ / 2);
     // The paths reach the task's shell as variables: no quoting inside quoting.
     script += "export HEADWAY_RUN_DIR=" + Quote(request.run_dir) + "\n";
     // Slurm signals every process of the step (--signal, scancel, the
@@ -174,12 +186,15 @@ class SlurmExecutor final : public Executor {
               "log=\"$HEADWAY_RUN_DIR/rank-$SLURM_PROCID.log\"; : > \"$log\"; : > \"$log.times\"; "
               "lines=; case \"$(awk -W version 2>&1)\" in mawk*) lines=\"-W interactive\";; esac; "
               "trap : USR1 USR2 TERM INT HUP; "
-              "\"$@\" 2>&1 | (trap \"\" USR1 USR2 TERM INT HUP; LC_ALL=C exec awk $lines -v f=\"$log\" -v half=" +
-              std::to_string(half) + " -f \"$HEADWAY_RUN_DIR/rank-log.awk\"); exit ${PIPESTATUS[0]}' headway-rank" +
-              argv + "\n";
+              "\"$@\" 2>&1 | (trap \"\" USR1 USR2 TERM INT HUP; LC_ALL=C exec awk $lines -v "
+              "f=\"$log\" -v half=" +
+              std::to_string(half) +
+              " -f \"$HEADWAY_RUN_DIR/rank-log.awk\"); exit ${PIPESTATUS[0]}' headway-rank" + argv +
+              "\n";
     script += "rc=$?\n";
-    script += "printf '{\"exit_code\": %d}' \"$rc\" > " + Quote(request.run_dir + "/result.json.tmp") +
-              " && mv " + Quote(request.run_dir + "/result.json.tmp") + " " +
+    script += "printf '{\"exit_code\": %d}' \"$rc\" > " +
+              Quote(request.run_dir + "/result.json.tmp") + " && mv " +
+              Quote(request.run_dir + "/result.json.tmp") + " " +
               Quote(request.run_dir + "/result.json") + "\n";
     script += "exit $rc\n";
 
@@ -193,7 +208,8 @@ class SlurmExecutor final : public Executor {
 
     CommandOutput submitted = runner_.Run({"sbatch", "--parsable", script_path}, kCommandTimeout);
     if (submitted.exit_code != 0) {
-      return Unavailable("sbatch failed: " + (submitted.err.empty() ? submitted.out : submitted.err));
+      return Unavailable("sbatch failed: " +
+                         (submitted.err.empty() ? submitted.out : submitted.err));
     }
     std::string id = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
     if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
@@ -214,13 +230,13 @@ class SlurmExecutor final : public Executor {
     if (recorded >> id && IsJobId(id)) return std::optional<Launched>(LaunchedAs(id, request));
     const std::string script = request.run_dir + "/job.sbatch";
     if (!fs::exists(script)) return std::optional<Launched>();
-    CommandOutput listed = runner_.Run({"squeue", "--noheader", "--name=headway-" + request.spec.name,
-                                        "--format=%i %o"},
-                                       kCommandTimeout);
+    CommandOutput listed = runner_.Run(
+        {"squeue", "--noheader", "--name=headway-" + request.spec.name, "--format=%i %o"},
+        kCommandTimeout);
     if (listed.exit_code != 0) {
-      return Unavailable("cannot ask Slurm whether it took " + script + ": squeue: " +
-                         (listed.err.empty() ? "exit code " + std::to_string(listed.exit_code)
-                                             : listed.err));
+      return Unavailable(
+          "cannot ask Slurm whether it took " + script + ": squeue: " +
+          (listed.err.empty() ? "exit code " + std::to_string(listed.exit_code) : listed.err));
     }
     std::istringstream lines(listed.out);
     for (std::string line; std::getline(lines, line);) {
@@ -265,8 +281,8 @@ class SlurmExecutor final : public Executor {
     if (!info || info->batch_host.empty()) {
       return Unavailable("Slurm job " + id + " has no batch host yet");
     }
-    CommandOutput node = runner_.Run({"scontrol", "show", "node", info->batch_host, "-o"},
-                                     kCommandTimeout);
+    CommandOutput node =
+        runner_.Run({"scontrol", "show", "node", info->batch_host, "-o"}, kCommandTimeout);
     static const std::regex addr(R"((?:^|\s)NodeAddr=(\S+))");
     std::smatch m;
     if (node.exit_code == 0 && std::regex_search(node.out, m, addr)) return std::string(m[1]);
@@ -296,7 +312,8 @@ class SlurmExecutor final : public Executor {
       return {ExecStatus::Phase::kExited, code,
               code == 0 ? "" : "Slurm job " + id + " exited with code " + std::to_string(code), ""};
     }
-    return {ExecStatus::Phase::kLost, 0, "Slurm no longer knows job " + id + " and it left no result", ""};
+    return {ExecStatus::Phase::kLost, 0,
+            "Slurm no longer knows job " + id + " and it left no result", ""};
   }
 
   // A step of its own in the job's allocation, sharing the job's resources
@@ -305,7 +322,8 @@ class SlurmExecutor final : public Executor {
   // step and ends it, so the command gets time to end before srun is killed.
   Result<ExecProcess> Exec(const std::string& handle_text, const ExecRequest& request) override {
     auto handle = json::parse(handle_text, nullptr, false);
-    if (!handle.is_object() || !handle.contains("slurm_job_id")) return Internal("unreadable handle");
+    if (!handle.is_object() || !handle.contains("slurm_job_id"))
+      return Internal("unreadable handle");
     // An SSH session is `headway ssh-serve` run as the command, with the
     // host key in its environment (which it clears before running anything).
     std::string ssh_host_key;
@@ -341,10 +359,10 @@ class SlurmExecutor final : public Executor {
     argv.insert(argv.end(),
                 {"/bin/bash", "-c",
                  "set -a; . \"$1\"; set +a; shift; "
-                 "export RANK=" + std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank % per_node) +
-                     " NODE_RANK=" + std::to_string(rank / per_node) +
-                     " GROUP_RANK=" + std::to_string(rank / per_node) +
-                     " WORLD_SIZE=" + std::to_string(ranks) +
+                 "export RANK=" +
+                     std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank % per_node) +
+                     " NODE_RANK=" + std::to_string(rank / per_node) + " GROUP_RANK=" +
+                     std::to_string(rank / per_node) + " WORLD_SIZE=" + std::to_string(ranks) +
                      "; if [ $# -eq 0 ]; then login=$(getent passwd \"$(id -u)\" | cut -d: -f7); "
                      "exec -l \"${login:-/bin/bash}\"; fi; exec \"$@\"",
                  "headway-exec", run_dir + "/job-env.sh"});
@@ -390,7 +408,8 @@ class SlurmExecutor final : public Executor {
 
   Status Signal(const std::string& handle_text, int signal) override {
     auto handle = json::parse(handle_text, nullptr, false);
-    if (!handle.is_object() || !handle.contains("slurm_job_id")) return Internal("unreadable handle");
+    if (!handle.is_object() || !handle.contains("slurm_job_id"))
+      return Internal("unreadable handle");
     std::string id = handle["slurm_job_id"].get<std::string>();
     std::vector<std::string> argv = {"scancel"};
     // A plain scancel is Slurm's stop (SIGTERM, then SIGKILL after KillWait), and
@@ -454,12 +473,15 @@ ExecStatus MapSlurmState(const SlurmJobInfo& info) {
     return {Phase::kExited, code == 0 ? 1 : code, "Slurm: " + s + ", the time limit was reached",
             "TimeLimitExceeded"};
   }
-  if (s == "CANCELLED") return {Phase::kExited, code == 0 ? 1 : code, "Slurm: CANCELLED", "Cancelled"};
-  if (s == "PREEMPTED") return {Phase::kExited, code == 0 ? 1 : code, "Slurm: PREEMPTED", "Preempted"};
+  if (s == "CANCELLED")
+    return {Phase::kExited, code == 0 ? 1 : code, "Slurm: CANCELLED", "Cancelled"};
+  if (s == "PREEMPTED")
+    return {Phase::kExited, code == 0 ? 1 : code, "Slurm: PREEMPTED", "Preempted"};
   if (s == "NODE_FAIL" || s == "BOOT_FAIL") {
     return {Phase::kExited, code == 0 ? 1 : code, "Slurm: " + s, "NodeFail"};
   }
-  if (s == "OUT_OF_MEMORY") return {Phase::kExited, code == 0 ? 1 : code, "Slurm: OUT_OF_MEMORY", "OutOfMemory"};
+  if (s == "OUT_OF_MEMORY")
+    return {Phase::kExited, code == 0 ? 1 : code, "Slurm: OUT_OF_MEMORY", "OutOfMemory"};
   return {Phase::kExited, code == 0 ? 1 : code, "Slurm: " + s, s};
 }
 

@@ -13,8 +13,8 @@ std::unique_ptr<Sampler> MakeRandomSampler(const SamplerOptions& options);  // r
 std::unique_ptr<Sampler> MakeGridSampler(const SamplerOptions& options);    // grid_sampler.cc
 // multivariate: one joint model of all parameters (Optuna multivariate=True).
 std::unique_ptr<Sampler> MakeTpeSampler(const SamplerOptions& options,
-                                        bool multivariate = false);  // tpe_sampler.cc
-std::unique_ptr<Sampler> MakeGpSampler(const SamplerOptions& options);      // gp_sampler.cc
+                                        bool multivariate = false);     // tpe_sampler.cc
+std::unique_ptr<Sampler> MakeGpSampler(const SamplerOptions& options);  // gp_sampler.cc
 
 // Shared by the samplers: a deterministic generator for (seed, trial_index,
 // stream), and one uniform draw of a parameter (log-uniform where `log`).

@@ -317,7 +317,8 @@ class MysqlStatement final : public sql::StatementImpl {
 
  private:
   void Set(int i, std::string literal) {
-    if (static_cast<int>(literals_.size()) < i) literals_.resize(static_cast<std::size_t>(i), "NULL");
+    if (static_cast<int>(literals_.size()) < i)
+      literals_.resize(static_cast<std::size_t>(i), "NULL");
     literals_[static_cast<std::size_t>(i - 1)] = std::move(literal);
   }
   void Free() {
@@ -327,11 +328,11 @@ class MysqlStatement final : public sql::StatementImpl {
   }
   std::string Interpolated() const {
     return sql::ReplacePlaceholders(sql_, [this](int n) {
-      return static_cast<std::size_t>(n) <= literals_.size() ? literals_[static_cast<std::size_t>(n - 1)]
-                                                             : std::string("NULL");
+      return static_cast<std::size_t>(n) <= literals_.size()
+                 ? literals_[static_cast<std::size_t>(n - 1)]
+                 : std::string("NULL");
     });
   }
-
 
   MysqlConnection& db_;
   std::string sql_;
@@ -382,8 +383,8 @@ class MysqlConnection final : public sql::Connection {
     for (std::size_t i = 0; i < columns.size(); ++i) columns_sql += (i ? ", " : "") + columns[i];
     const std::string values = sql::ValuesPlaceholders(columns.size(), rows);
     std::string updates;
-    for (const std::string& column : replace ? sql::NonKeyColumns(columns, key)
-                                             : std::vector<std::string>{}) {
+    for (const std::string& column :
+         replace ? sql::NonKeyColumns(columns, key) : std::vector<std::string>{}) {
       updates += (updates.empty() ? "" : ", ") + column + " = VALUES(" + column + ")";
     }
     // Nothing to replace: a duplicate is skipped, and counts as no change.
@@ -393,7 +394,6 @@ class MysqlConnection final : public sql::Connection {
     return "INSERT INTO " + table + " (" + columns_sql + ") VALUES " + values +
            " ON DUPLICATE KEY UPDATE " + updates;
   }
-
 
   // MariaDB indexes no JSON document: the generated column spares parsing
   // the spec per row, and the filter runs in the server.
@@ -410,7 +410,8 @@ class MysqlConnection final : public sql::Connection {
   Result<std::int64_t> IdentityHighWater(const std::string& table,
                                          const std::string& column) override {
     sql::Statement q(*this, "SELECT GREATEST(COALESCE((SELECT MAX(\"" + column + "\") FROM \"" +
-                                table + "\"), 0), COALESCE((SELECT AUTO_INCREMENT - 1 FROM "
+                                table +
+                                "\"), 0), COALESCE((SELECT AUTO_INCREMENT - 1 FROM "
                                 "information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
                                 "TABLE_NAME = ?), 0))");
     q.Bind(1, table);
@@ -482,7 +483,8 @@ class MysqlConnection final : public sql::Connection {
 void MysqlStatement::BindText(int i, const std::string& v) {
   std::string literal(v.size() * 2 + 3, '\0');
   literal[0] = '\'';
-  const unsigned long n = mysql_real_escape_string(db_.mysql(), literal.data() + 1, v.data(), v.size());
+  const unsigned long n =
+      mysql_real_escape_string(db_.mysql(), literal.data() + 1, v.data(), v.size());
   literal.resize(n + 1);
   literal += '\'';
   Set(i, std::move(literal));
@@ -598,11 +600,10 @@ Result<std::unique_ptr<sql::Connection>> sql::OpenMysqlConnection(const std::str
                 "SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES'), "
                 "SESSION tx_isolation = 'READ-COMMITTED', "
                 "collation_connection = 'utf8mb4_bin'");
-  if (mysql_real_connect(mysql, parsed->host.c_str(),
-                         parsed->user.empty() ? nullptr : parsed->user.c_str(),
-                         parsed->password.empty() ? nullptr : parsed->password.c_str(),
-                         parsed->database.c_str(), parsed->port, nullptr,
-                         CLIENT_FOUND_ROWS | CLIENT_MULTI_STATEMENTS) == nullptr) {
+  if (mysql_real_connect(
+          mysql, parsed->host.c_str(), parsed->user.empty() ? nullptr : parsed->user.c_str(),
+          parsed->password.empty() ? nullptr : parsed->password.c_str(), parsed->database.c_str(),
+          parsed->port, nullptr, CLIENT_FOUND_ROWS | CLIENT_MULTI_STATEMENTS) == nullptr) {
     std::string message = mysql_error(mysql);
     mysql_close(mysql);
     return Unavailable("cannot connect to MariaDB: " + message);

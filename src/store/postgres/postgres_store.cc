@@ -272,7 +272,6 @@ constexpr int kPostgresSchemaVersion = static_cast<int>(std::size(kPostgresMigra
 // 64-bit key, "headway" in ASCII.
 constexpr const char* kWriteLock = "SELECT pg_advisory_xact_lock(29400311346493817)";
 
-
 std::string ErrorOf(PGconn* conn, const PGresult* res) {
   const char* message = res ? PQresultErrorMessage(res) : nullptr;
   std::string text = message && *message ? message : PQerrorMessage(conn);
@@ -358,7 +357,10 @@ class PostgresConnection final : public sql::Connection {
       prepared_.clear();
     }
     std::string name = "s" + std::to_string(++statements_made_);
-    PGresult* res = PQprepare(conn_, name.c_str(), sql::ReplacePlaceholders(sql, [](int n) { return "$" + std::to_string(n); }).c_str(), 0, nullptr);
+    PGresult* res = PQprepare(
+        conn_, name.c_str(),
+        sql::ReplacePlaceholders(sql, [](int n) { return "$" + std::to_string(n); }).c_str(), 0,
+        nullptr);
     const bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
     std::string error = ok ? "" : ErrorOf(conn_, res);
     PQclear(res);
@@ -400,7 +402,9 @@ class PostgresConnection final : public sql::Connection {
   std::string JobLabelsContain() const override { return "jobs.labels @> CAST(? AS jsonb)"; }
 
   // The session-level advisory lock (1212501348, 1): "Head", 1.
-  Result<bool> TryLockSession() override { return SingleBool("SELECT pg_try_advisory_lock(1212501348, 1)"); }
+  Result<bool> TryLockSession() override {
+    return SingleBool("SELECT pg_try_advisory_lock(1212501348, 1)");
+  }
   Result<bool> SessionLockHeld() override {
     // No reconnecting here: a new session would not hold the lock.
     if (PQstatus(conn_) != CONNECTION_OK) return false;
@@ -412,7 +416,8 @@ class PostgresConnection final : public sql::Connection {
   Result<std::int64_t> IdentityHighWater(const std::string& table,
                                          const std::string& column) override {
     sql::Statement q(*this, "SELECT GREATEST(COALESCE((SELECT MAX(\"" + column + "\") FROM \"" +
-                                table + "\"), 0), COALESCE(pg_sequence_last_value("
+                                table +
+                                "\"), 0), COALESCE(pg_sequence_last_value("
                                 "pg_get_serial_sequence(?, ?)::regclass), 0))");
     q.Bind(1, table);
     q.Bind(2, column);
@@ -422,8 +427,10 @@ class PostgresConnection final : public sql::Connection {
   Status RaiseIdentity(const std::string& table, const std::string& column,
                        std::int64_t high_water) override {
     if (high_water <= 0) return Status::Ok();
-    sql::Statement q(*this, "SELECT setval(pg_get_serial_sequence(?, ?), GREATEST(?, "
-                            "COALESCE(pg_sequence_last_value(pg_get_serial_sequence(?, ?)::regclass), 0)))");
+    sql::Statement q(
+        *this,
+        "SELECT setval(pg_get_serial_sequence(?, ?), GREATEST(?, "
+        "COALESCE(pg_sequence_last_value(pg_get_serial_sequence(?, ?)::regclass), 0)))");
     q.Bind(1, table);
     q.Bind(2, column);
     q.Bind(3, high_water);
@@ -447,14 +454,14 @@ class PostgresConnection final : public sql::Connection {
   }
 
  public:
-
   Status Migrate() {
     HEADWAY_RETURN_IF_ERROR(BeginWrite());
     Status s = Exec("CREATE TABLE IF NOT EXISTS headway_schema (version BIGINT NOT NULL)");
     int current = 0;
     if (s.ok()) {
       PGresult* res = PQexec(conn_, "SELECT MAX(version) FROM headway_schema");
-      if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
+      if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+          !PQgetisnull(res, 0, 0)) {
         current = std::atoi(PQgetvalue(res, 0, 0));
       } else if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         s = Unavailable("cannot read schema version: " + ErrorOf(conn_, res));
@@ -469,7 +476,8 @@ class PostgresConnection final : public sql::Connection {
       s = kPostgresMigrations[v] == sql::kMoveProgressRowsIntoChunks
               ? sql::MoveProgressRowsIntoChunks(*this)
               : Exec(kPostgresMigrations[v]);
-      if (s.ok()) s = Exec("INSERT INTO headway_schema (version) VALUES (" + std::to_string(v + 1) + ")");
+      if (s.ok())
+        s = Exec("INSERT INTO headway_schema (version) VALUES (" + std::to_string(v + 1) + ")");
     }
     if (!s.ok()) {
       (void)Exec("ROLLBACK");

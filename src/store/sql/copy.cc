@@ -34,14 +34,19 @@ Row ReadRow(const Statement& q, const TableSchema& table) {
       continue;
     }
     switch (table.columns[i].kind) {
-      case ColumnKind::kInt: row.emplace_back(q.ColumnInt64(col)); break;
-      case ColumnKind::kReal: row.emplace_back(q.ColumnDouble(col)); break;
-      case ColumnKind::kText: row.emplace_back(q.ColumnText(col)); break;
+      case ColumnKind::kInt:
+        row.emplace_back(q.ColumnInt64(col));
+        break;
+      case ColumnKind::kReal:
+        row.emplace_back(q.ColumnDouble(col));
+        break;
+      case ColumnKind::kText:
+        row.emplace_back(q.ColumnText(col));
+        break;
     }
   }
   return row;
 }
-
 
 // A SHA-256 of a table's rows in key order, over typed values (a real as its
 // shortest round-trip text), so equal contents hash alike on every backend.

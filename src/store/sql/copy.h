@@ -20,12 +20,10 @@ struct TableCopyReport {
   std::string table;
   std::int64_t source_rows = 0;
   std::int64_t target_rows = 0;
-  std::int64_t copied = 0;     // rows written by this run
+  std::int64_t copied = 0;      // rows written by this run
   std::string source_checksum;  // SHA-256 over the rows in key order
   std::string target_checksum;
-  bool verified() const {
-    return source_rows == target_rows && source_checksum == target_checksum;
-  }
+  bool verified() const { return source_rows == target_rows && source_checksum == target_checksum; }
 };
 
 // `progress` is called after each table. Fails with Internal when a table

@@ -7,13 +7,12 @@
 #include <cstdint>
 #include <limits>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/job_spec_json.h"
 #include "core/job_spec_parser.h"
@@ -275,12 +274,13 @@ Result<Job> SqlStore::ReadJob(Statement& q) {
 }
 
 Status SqlStore::WriteJob(const Job& job) {
-  Statement q(*db_,
-              "UPDATE jobs SET team=?, spec=?, state=?, reason=?, message=?, exit_code=?, "
-              "restarts=?, gpu_ids=?, executor=?, executor_handle=?, token_hash=?, "
-              "started_at=?, finished_at=?, stop_requested_at=?, stop_reason=?, preemptions=?, "
-              "preempt_requested_at=?, preempt_message=?, requeued_at=?, health=?, health_reason=?, "
-              "delete_requested_at=? WHERE name=?");
+  Statement q(
+      *db_,
+      "UPDATE jobs SET team=?, spec=?, state=?, reason=?, message=?, exit_code=?, "
+      "restarts=?, gpu_ids=?, executor=?, executor_handle=?, token_hash=?, "
+      "started_at=?, finished_at=?, stop_requested_at=?, stop_reason=?, preemptions=?, "
+      "preempt_requested_at=?, preempt_message=?, requeued_at=?, health=?, health_reason=?, "
+      "delete_requested_at=? WHERE name=?");
   q.Bind(1, job.spec.team);
   q.Bind(2, StoredSpec(job.spec));
   q.Bind(3, std::string(JobStateName(job.state)));
@@ -350,7 +350,8 @@ Result<JobSpec> SqlStore::ParseStoredSpec(const std::string& text) {
   // jobs spent most of its time in the YAML reader.
   auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!json.is_discarded()) {
-    if (auto fast = JobSpecFromStoredJson(json)) return spec_cache_.emplace(text, *fast).first->second;
+    if (auto fast = JobSpecFromStoredJson(json))
+      return spec_cache_.emplace(text, *fast).first->second;
   }
   auto spec = ParseJobSpec(text);
   if (!spec.ok()) return Internal("stored spec is unreadable: " + spec.status().ToString());

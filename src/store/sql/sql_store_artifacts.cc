@@ -1,17 +1,16 @@
 // The SQL store's artifacts, their versions and the jobs that used them.
 // The class is in sql_store_internal.h.
-#include "store/sql/sql_store_internal.h"
-
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "store/sql/sql_store_internal.h"
 
 namespace headway::sql_internal {
 
@@ -53,8 +52,8 @@ Status SqlStore::CreateArtifact(Artifact& a) {
   insert.Bind(7, static_cast<std::int64_t>(a.size));
   insert.Bind(8, a.digest);
   insert.Bind(9, a.producer.job);
-  insert.BindOptional(10, a.producer.attempt ? std::optional<std::int64_t>(*a.producer.attempt)
-                                             : std::nullopt);
+  insert.BindOptional(
+      10, a.producer.attempt ? std::optional<std::int64_t>(*a.producer.attempt) : std::nullopt);
   insert.BindOptional(11, a.producer.step);
   insert.Bind(12, a.producer.pipeline_node);
   insert.Bind(13, MetricsJson(a.metrics));
@@ -67,8 +66,9 @@ Status SqlStore::CreateArtifact(Artifact& a) {
 
 Status SqlStore::SaveArtifact(const Artifact& a) {
   std::lock_guard lock(mu_);
-  Statement q(*db_, "UPDATE artifacts SET state = ?, size = ?, ready_at = ?, metrics = ?, "
-                   "labels = ? WHERE name = ? AND version = ?");
+  Statement q(*db_,
+              "UPDATE artifacts SET state = ?, size = ?, ready_at = ?, metrics = ?, "
+              "labels = ? WHERE name = ? AND version = ?");
   q.Bind(1, std::string(ArtifactStateName(a.state)));
   q.Bind(2, static_cast<std::int64_t>(a.size));
   q.BindOptional(3, Millis(a.ready_at));
@@ -84,15 +84,15 @@ Status SqlStore::SaveArtifact(const Artifact& a) {
 Result<Artifact> SqlStore::GetArtifact(std::string_view name, std::optional<std::int64_t> version) {
   std::lock_guard lock(mu_);
   Statement q(*db_, std::string(kSelectArtifact) +
-                       (version ? " WHERE name = ? AND version = ?"
-                                : " WHERE name = ? AND state = 'Ready' ORDER BY version DESC "
-                                  "LIMIT 1"));
+                        (version ? " WHERE name = ? AND version = ?"
+                                 : " WHERE name = ? AND state = 'Ready' ORDER BY version DESC "
+                                   "LIMIT 1"));
   q.Bind(1, std::string(name));
   if (version) q.Bind(2, *version);
   if (!q.Step()) {
     if (q.failed()) return Unavailable("read artifact: " + LastError());
-    return NotFound(version ? "artifact '" + std::string(name) + ":" +
-                                  std::to_string(*version) + "' not found"
+    return NotFound(version ? "artifact '" + std::string(name) + ":" + std::to_string(*version) +
+                                  "' not found"
                             : "artifact '" + std::string(name) + "' has no ready version");
   }
   return ReadArtifact(q);
@@ -183,7 +183,7 @@ Result<std::vector<ArtifactUse>> SqlStore::ListArtifactUses(std::string_view nam
                                                             std::optional<std::int64_t> version) {
   std::lock_guard lock(mu_);
   Statement q(*db_, std::string(kSelectUse) + " WHERE name = ?" +
-                       (version ? " AND version = ?" : "") + " ORDER BY used_at, job");
+                        (version ? " AND version = ?" : "") + " ORDER BY used_at, job");
   q.Bind(1, std::string(name));
   if (version) q.Bind(2, *version);
   return ReadUses(q);
@@ -208,7 +208,8 @@ Result<Artifact> SqlStore::ReadArtifact(const Statement& q) {
   a.version = q.ColumnInt64(1);
   auto kind = ParseArtifactKind(q.ColumnText(2));
   auto state = ParseArtifactState(q.ColumnText(3));
-  if (!kind || !state) return Internal("stored artifact " + a.Ref() + " has an unknown kind or state");
+  if (!kind || !state)
+    return Internal("stored artifact " + a.Ref() + " has an unknown kind or state");
   a.kind = *kind;
   a.state = *state;
   a.team = q.ColumnText(4);

@@ -1,7 +1,5 @@
 // The SQL store's experiments (hyperparameter searches) and their trials.
 // The class is in sql_store_internal.h.
-#include "store/sql/sql_store_internal.h"
-
 #include <cmath>
 #include <mutex>
 #include <string>
@@ -9,12 +7,15 @@
 #include <utility>
 #include <vector>
 
+#include "store/sql/sql_store_internal.h"
+
 namespace headway::sql_internal {
 
 Status SqlStore::CreateExperiment(const ExperimentRecord& e) {
   std::lock_guard lock(mu_);
-  Statement q(*db_, "INSERT INTO experiments (name, spec, state, message, created_at, finished_at) "
-                   "VALUES (?, ?, ?, ?, ?, ?)");
+  Statement q(*db_,
+              "INSERT INTO experiments (name, spec, state, message, created_at, finished_at) "
+              "VALUES (?, ?, ?, ?, ?, ?)");
   BindExperiment(q, e);
   if (!q.Run()) {
     if (q.broken_constraint() == Constraint::kUnique) {
@@ -27,8 +28,9 @@ Status SqlStore::CreateExperiment(const ExperimentRecord& e) {
 
 Status SqlStore::SaveExperiment(const ExperimentRecord& e) {
   std::lock_guard lock(mu_);
-  Statement q(*db_, "UPDATE experiments SET name=?, spec=?, state=?, message=?, created_at=?, "
-                   "finished_at=? WHERE name=?");
+  Statement q(*db_,
+              "UPDATE experiments SET name=?, spec=?, state=?, message=?, created_at=?, "
+              "finished_at=? WHERE name=?");
   BindExperiment(q, e);
   q.Bind(7, e.name);
   if (!q.Run()) return Unavailable("save experiment: " + LastError());
@@ -62,8 +64,9 @@ Result<std::vector<ExperimentRecord>> SqlStore::ListExperiments() {
 
 Status SqlStore::CreateTrial(const TrialRecord& t) {
   std::lock_guard lock(mu_);
-  Statement q(*db_, "INSERT INTO trials (experiment, idx, job, params, state, stop_requested, "
-                   "objective, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+  Statement q(*db_,
+              "INSERT INTO trials (experiment, idx, job, params, state, stop_requested, "
+              "objective, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
   BindTrial(q, t);
   if (!q.Run()) {
     Constraint code = q.broken_constraint();
@@ -80,8 +83,9 @@ Status SqlStore::CreateTrial(const TrialRecord& t) {
 
 Status SqlStore::SaveTrial(const TrialRecord& t) {
   std::lock_guard lock(mu_);
-  Statement q(*db_, "UPDATE trials SET experiment=?, idx=?, job=?, params=?, state=?, "
-                   "stop_requested=?, objective=?, message=? WHERE experiment=? AND idx=?");
+  Statement q(*db_,
+              "UPDATE trials SET experiment=?, idx=?, job=?, params=?, state=?, "
+              "stop_requested=?, objective=?, message=? WHERE experiment=? AND idx=?");
   BindTrial(q, t);
   q.Bind(9, t.experiment);
   q.Bind(10, t.index);
@@ -92,8 +96,9 @@ Status SqlStore::SaveTrial(const TrialRecord& t) {
 
 Result<std::vector<TrialRecord>> SqlStore::ListTrials(std::string_view experiment) {
   std::lock_guard lock(mu_);
-  Statement q(*db_, "SELECT experiment, idx, job, params, state, stop_requested, objective, "
-                   "message FROM trials WHERE experiment = ? ORDER BY idx");
+  Statement q(*db_,
+              "SELECT experiment, idx, job, params, state, stop_requested, objective, "
+              "message FROM trials WHERE experiment = ? ORDER BY idx");
   q.Bind(1, std::string(experiment));
   std::vector<TrialRecord> out;
   while (q.Step()) {

@@ -39,7 +39,9 @@ class Query {
  public:
   using Value = std::variant<std::string, std::int64_t>;
   explicit Query(std::string sql) : sql_(std::move(sql)) {}
-  Query(std::string sql, Value value) : sql_(std::move(sql)) { values_.push_back(std::move(value)); }
+  Query(std::string sql, Value value) : sql_(std::move(sql)) {
+    values_.push_back(std::move(value));
+  }
   void Add(std::string_view clause) { sql_ += clause; }
   void Add(std::string_view clause, Value value) {
     sql_ += clause;
@@ -141,8 +143,7 @@ class SqlStore final : public Store {
 
   // The chunks at `keys` (distinct), with their text, in the order of
   // `keys`; nullopt where there is none. Many keys to a query on a server.
-  Result<std::vector<std::optional<sql::Chunk>>> ReadChunksByKey(
-      const std::vector<ChunkKey>& keys);
+  Result<std::vector<std::optional<sql::Chunk>>> ReadChunksByKey(const std::vector<ChunkKey>& keys);
 
   // The chunks of a series that MergeIntoChunks needs for `count` new
   // points from step `first` to `last`: the last one starting at or before
@@ -181,8 +182,7 @@ class SqlStore final : public Store {
   Result<std::vector<MetricPoint>> RecentMetric(std::string_view job, std::string_view metric,
                                                 std::size_t limit) override;
   Result<std::vector<MetricPoint>> MetricAfter(std::string_view job, std::string_view metric,
-                                               std::int64_t after_step,
-                                               std::size_t limit) override;
+                                               std::int64_t after_step, std::size_t limit) override;
   Status ScanMetric(std::string_view job, std::string_view metric,
                     const std::function<void(const MetricPoint&)>& visit) override;
   Result<std::vector<std::string>> MetricNames(std::string_view job) override;
@@ -216,8 +216,7 @@ class SqlStore final : public Store {
   // Artifacts and their uses: sql_store_artifacts.cc.
   Status CreateArtifact(Artifact& a) override;
   Status SaveArtifact(const Artifact& a) override;
-  Result<Artifact> GetArtifact(std::string_view name,
-                               std::optional<std::int64_t> version) override;
+  Result<Artifact> GetArtifact(std::string_view name, std::optional<std::int64_t> version) override;
   Result<std::vector<Artifact>> ListArtifacts(const ArtifactFilter& filter) override;
   Status DeleteArtifact(std::string_view name, std::int64_t version) override;
   Result<std::uint64_t> CountArtifactsWithDigest(std::string_view team,
@@ -369,7 +368,7 @@ class SqlStore final : public Store {
   Tails tails_;
   std::size_t tail_count_ = 0;
   std::vector<std::tuple<std::string, std::string, Tail>> pending_tails_;
-  std::unique_ptr<sql::Connection> db_;  // guarded by mu_
+  std::unique_ptr<sql::Connection> db_;                  // guarded by mu_
   std::unordered_map<std::string, JobSpec> spec_cache_;  // guarded by mu_
 };
 

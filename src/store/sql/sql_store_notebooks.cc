@@ -1,19 +1,20 @@
 // The SQL store's notebooks. The class is in sql_store_internal.h.
-#include "store/sql/sql_store_internal.h"
-
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "store/sql/sql_store_internal.h"
+
 namespace headway::sql_internal {
 
 Status SqlStore::CreateNotebook(const NotebookRecord& n) {
   std::lock_guard lock(mu_);
-  Statement q(*db_, "INSERT INTO notebooks (name, team, created_by, profile, gpus, state, job, "
-                   "starts, message, created_at, cull_warned_at, hub_user, server_env) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  Statement q(*db_,
+              "INSERT INTO notebooks (name, team, created_by, profile, gpus, state, job, "
+              "starts, message, created_at, cull_warned_at, hub_user, server_env) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   BindNotebook(q, n);
   if (!q.Run()) {
     if (q.broken_constraint() == Constraint::kUnique) {
@@ -26,9 +27,10 @@ Status SqlStore::CreateNotebook(const NotebookRecord& n) {
 
 Status SqlStore::SaveNotebook(const NotebookRecord& n) {
   std::lock_guard lock(mu_);
-  Statement q(*db_, "UPDATE notebooks SET name=?, team=?, created_by=?, profile=?, gpus=?, "
-                   "state=?, job=?, starts=?, message=?, created_at=?, cull_warned_at=?, "
-                   "hub_user=?, server_env=? WHERE name=?");
+  Statement q(*db_,
+              "UPDATE notebooks SET name=?, team=?, created_by=?, profile=?, gpus=?, "
+              "state=?, job=?, starts=?, message=?, created_at=?, cull_warned_at=?, "
+              "hub_user=?, server_env=? WHERE name=?");
   BindNotebook(q, n);
   q.Bind(14, n.name);
   if (!q.Run()) return Unavailable("save notebook: " + LastError());
@@ -50,7 +52,7 @@ Result<NotebookRecord> SqlStore::GetNotebook(std::string_view name) {
 Result<std::vector<NotebookRecord>> SqlStore::ListNotebooks(std::string_view team) {
   std::lock_guard lock(mu_);
   Statement q(*db_, std::string(kSelectNotebook) +
-                       (team.empty() ? " ORDER BY name" : " WHERE team = ? ORDER BY name"));
+                        (team.empty() ? " ORDER BY name" : " WHERE team = ? ORDER BY name"));
   if (!team.empty()) q.Bind(1, std::string(team));
   std::vector<NotebookRecord> out;
   while (q.Step()) {

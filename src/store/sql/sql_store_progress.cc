@@ -1,8 +1,6 @@
 // The SQL store's progress: reports appended to progress_log, folded into
 // each series' chunks (progress_chunks.h), and the reads of steps and
 // metrics over those chunks. The class is in sql_store_internal.h.
-#include "store/sql/sql_store_internal.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -21,6 +19,7 @@
 
 #include "store/sql/progress_chunks.h"
 #include "store/sql/progress_log.h"
+#include "store/sql/sql_store_internal.h"
 
 namespace headway::sql_internal {
 
@@ -44,8 +43,7 @@ Status SqlStore::AppendProgress(const std::vector<ProgressBatch>& batches) {
       }
       continue;
     }
-    for (std::string& text :
-         sql::EncodeProgressLog(batch.reports, ToUnixMillis(batch.received))) {
+    for (std::string& text : sql::EncodeProgressLog(batch.reports, ToUnixMillis(batch.received))) {
       rows.emplace_back(&batch.job, std::move(text));
     }
   }
@@ -256,8 +254,8 @@ Status SqlStore::UpsertProgress(std::span<const ProgressBatch> batches) {
       stored.push_back(std::move(**read));
     } else if (plan.read != Read::kNothing) {  // and on SQLite, or not found by key
       HEADWAY_RETURN_IF_ERROR(ReadChunksToMerge(chunks_at_or_below, s.job, s.name,
-                                                fresh.front().step, fresh.back().step,
-                                                fresh.size(), stored));
+                                                fresh.front().step, fresh.back().step, fresh.size(),
+                                                stored));
     }
     auto changes = sql::MergeIntoChunks(stored, fresh);
     if (!changes.ok()) return changes.status();
@@ -374,8 +372,7 @@ Result<SqlStore::Tail> SqlStore::ReadNewestChunk(std::string_view job, std::stri
 
 Status SqlStore::DeleteChunk(const std::string& job, const std::string& series,
                              std::int64_t first_step) {
-  Statement q(*db_,
-              "DELETE FROM progress_chunks WHERE job = ? AND series = ? AND first_step = ?");
+  Statement q(*db_, "DELETE FROM progress_chunks WHERE job = ? AND series = ? AND first_step = ?");
   q.Bind(1, job);
   q.Bind(2, series);
   q.Bind(3, first_step);
@@ -430,16 +427,15 @@ Result<std::vector<Point>> SqlStore::RecentPoints(std::string_view job, std::str
                                                   std::size_t limit, Decode decode) {
   std::vector<Point> newest_first, chunk;
   Status decoded = Status::Ok();
-  HEADWAY_RETURN_IF_ERROR(
-      VisitChunks(job, series, Order::kNewestFirst, [&](std::string_view text) {
-        chunk.clear();
-        decoded = decode(text, [&](const Point& p) { chunk.push_back(p); });
-        if (!decoded.ok()) return false;
-        for (auto it = chunk.rbegin(); it != chunk.rend() && newest_first.size() < limit; ++it) {
-          newest_first.push_back(*it);
-        }
-        return newest_first.size() < limit;
-      }));
+  HEADWAY_RETURN_IF_ERROR(VisitChunks(job, series, Order::kNewestFirst, [&](std::string_view text) {
+    chunk.clear();
+    decoded = decode(text, [&](const Point& p) { chunk.push_back(p); });
+    if (!decoded.ok()) return false;
+    for (auto it = chunk.rbegin(); it != chunk.rend() && newest_first.size() < limit; ++it) {
+      newest_first.push_back(*it);
+    }
+    return newest_first.size() < limit;
+  }));
   HEADWAY_RETURN_IF_ERROR(decoded);
   std::reverse(newest_first.begin(), newest_first.end());
   return newest_first;
@@ -488,11 +484,10 @@ Status SqlStore::ScanMetric(std::string_view job, std::string_view metric,
   HEADWAY_RETURN_IF_ERROR(FoldBeforeRead());
   if (metric.empty()) return Status::Ok();
   Status decoded = Status::Ok();
-  HEADWAY_RETURN_IF_ERROR(
-      VisitChunks(job, metric, Order::kOldestFirst, [&](std::string_view text) {
-        decoded = sql::DecodeMetricChunk(text, visit);
-        return decoded.ok();
-      }));
+  HEADWAY_RETURN_IF_ERROR(VisitChunks(job, metric, Order::kOldestFirst, [&](std::string_view text) {
+    decoded = sql::DecodeMetricChunk(text, visit);
+    return decoded.ok();
+  }));
   return decoded;
 }
 
@@ -554,9 +549,9 @@ Result<std::set<std::int64_t>> SqlStore::StoredSteps(std::string_view job,
       if (q.failed()) return Unavailable("read steps: " + LastError());
       if (step < chunk_first || step > chunk_last) continue;
     }
-    auto at = std::lower_bound(
-        lines.begin(), lines.end(), step,
-        [](const sql::SeriesLine& line, std::int64_t s) { return line.step < s; });
+    auto at =
+        std::lower_bound(lines.begin(), lines.end(), step,
+                         [](const sql::SeriesLine& line, std::int64_t s) { return line.step < s; });
     if (at != lines.end() && at->step == step) {
       stored.insert(step);
     }

@@ -1,12 +1,12 @@
 // The SQL store's user tokens and login sessions. The class is in
 // sql_store_internal.h.
-#include "store/sql/sql_store_internal.h"
-
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "store/sql/sql_store_internal.h"
 
 namespace headway::sql_internal {
 

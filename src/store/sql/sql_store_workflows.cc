@@ -1,14 +1,14 @@
 // The SQL store's workflows, their nodes and labels, and the stored
 // manifests (WorkflowTemplates, CronWorkflows). The class is in
 // sql_store_internal.h.
-#include "store/sql/sql_store_internal.h"
-
 #include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "store/sql/sql_store_internal.h"
 
 namespace headway::sql_internal {
 
@@ -54,8 +54,8 @@ Status SqlStore::SaveWorkflow(WorkflowRecord& w, const std::vector<WorkflowNodeR
     (void)Exec("ROLLBACK");
     if (!found) return NotFound("workflow '" + w.name + "' not found");
     return Conflict("workflow '" + w.name + "' changed since it was read (revision " +
-                    std::to_string(w.revision) + ", now " +
-                    std::to_string(exists.ColumnInt64(0)) + ")");
+                    std::to_string(w.revision) + ", now " + std::to_string(exists.ColumnInt64(0)) +
+                    ")");
   }
   Status s = WriteWorkflowLabels(w);
   Statement node(*db_, db_->Upsert("workflow_nodes", {"workflow", "id", "phase", "job", "body"},
@@ -124,8 +124,10 @@ Result<std::vector<WorkflowRecord>> SqlStore::ListWorkflows(const WorkflowFilter
     sql.Add(" AND name < ?", filter.name_prefix + "\xf4\x8f\xbf\xbf");
   }
   for (const auto& [key, value] : filter.labels) {
-    sql.Add(" AND EXISTS (SELECT 1 FROM workflow_labels l WHERE l.workflow = workflows.name "
-            "AND l.\"key\" = ?", key);
+    sql.Add(
+        " AND EXISTS (SELECT 1 FROM workflow_labels l WHERE l.workflow = workflows.name "
+        "AND l.\"key\" = ?",
+        key);
     sql.Add(" AND l.value = ?)", value);
   }
   sql.Add(" ORDER BY seq DESC");
@@ -159,8 +161,9 @@ Status SqlStore::DeleteWorkflow(std::string_view name) {
 
 Result<std::vector<WorkflowNodeRecord>> SqlStore::ListWorkflowNodes(std::string_view workflow) {
   std::lock_guard lock(mu_);
-  Statement q(*db_, "SELECT workflow, id, phase, job, body FROM workflow_nodes "
-                   "WHERE workflow = ? ORDER BY id");
+  Statement q(*db_,
+              "SELECT workflow, id, phase, job, body FROM workflow_nodes "
+              "WHERE workflow = ? ORDER BY id");
   q.Bind(1, std::string(workflow));
   std::vector<WorkflowNodeRecord> out;
   while (q.Step()) out.push_back(ReadWorkflowNode(q));
@@ -171,8 +174,9 @@ Result<std::vector<WorkflowNodeRecord>> SqlStore::ListWorkflowNodes(std::string_
 Result<std::optional<WorkflowNodeRecord>> SqlStore::WorkflowNodeOfJob(std::string_view job) {
   std::lock_guard lock(mu_);
   if (job.empty()) return std::optional<WorkflowNodeRecord>();
-  Statement q(*db_, "SELECT workflow, id, phase, job, body FROM workflow_nodes WHERE job = ? "
-                   "LIMIT 1");
+  Statement q(*db_,
+              "SELECT workflow, id, phase, job, body FROM workflow_nodes WHERE job = ? "
+              "LIMIT 1");
   q.Bind(1, std::string(job));
   if (!q.Step()) {
     if (q.failed()) return Unavailable("find workflow node: " + LastError());
@@ -183,8 +187,9 @@ Result<std::optional<WorkflowNodeRecord>> SqlStore::WorkflowNodeOfJob(std::strin
 
 Status SqlStore::CreateWorkflowManifest(WorkflowManifestRecord& m) {
   std::lock_guard lock(mu_);
-  Statement q(*db_, "INSERT INTO workflow_manifests (kind, name, team, body, created_at, "
-                   "updated_at, revision) VALUES (?, ?, ?, ?, ?, ?, 1)");
+  Statement q(*db_,
+              "INSERT INTO workflow_manifests (kind, name, team, body, created_at, "
+              "updated_at, revision) VALUES (?, ?, ?, ?, ?, ?, 1)");
   q.Bind(1, m.kind);
   q.Bind(2, m.name);
   q.Bind(3, m.team);
@@ -203,8 +208,9 @@ Status SqlStore::CreateWorkflowManifest(WorkflowManifestRecord& m) {
 
 Status SqlStore::UpdateWorkflowManifest(WorkflowManifestRecord& m) {
   std::lock_guard lock(mu_);
-  Statement q(*db_, "UPDATE workflow_manifests SET team = ?, body = ?, updated_at = ?, "
-                   "revision = revision + 1 WHERE kind = ? AND name = ? AND revision = ?");
+  Statement q(*db_,
+              "UPDATE workflow_manifests SET team = ?, body = ?, updated_at = ?, "
+              "revision = revision + 1 WHERE kind = ? AND name = ? AND revision = ?");
   q.Bind(1, m.team);
   q.Bind(2, m.body);
   q.Bind(3, ToUnixMillis(m.updated_at));
@@ -240,7 +246,7 @@ Result<std::vector<WorkflowManifestRecord>> SqlStore::ListWorkflowManifests(std:
                                                                             std::string_view team) {
   std::lock_guard lock(mu_);
   Statement q(*db_, std::string(kSelectManifest) + " WHERE kind = ?" +
-                       (team.empty() ? "" : " AND team = ?") + " ORDER BY name");
+                        (team.empty() ? "" : " AND team = ?") + " ORDER BY name");
   q.Bind(1, std::string(kind));
   if (!team.empty()) q.Bind(2, std::string(team));
   std::vector<WorkflowManifestRecord> out;

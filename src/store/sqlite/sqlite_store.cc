@@ -493,8 +493,8 @@ class SqliteConnection final : public sql::Connection {
 
   Result<std::int64_t> IdentityHighWater(const std::string& table,
                                          const std::string& column) override {
-    sql::Statement q(*this, "SELECT MAX(COALESCE((SELECT MAX(\"" + column + "\") FROM \"" +
-                                table + "\"), 0), COALESCE((SELECT seq FROM sqlite_sequence "
+    sql::Statement q(*this, "SELECT MAX(COALESCE((SELECT MAX(\"" + column + "\") FROM \"" + table +
+                                "\"), 0), COALESCE((SELECT seq FROM sqlite_sequence "
                                 "WHERE name = ?), 0))");
     q.Bind(1, table);
     if (!q.Step()) return Unavailable("read the ids of " + table + ": " + LastError());
@@ -507,8 +507,9 @@ class SqliteConnection final : public sql::Connection {
     update.Bind(2, table);
     update.Bind(3, high_water);
     if (!update.Run()) return Unavailable("number " + table + ": " + LastError());
-    sql::Statement insert(*this, "INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? "
-                                 "WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)");
+    sql::Statement insert(*this,
+                          "INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? "
+                          "WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)");
     insert.Bind(1, table);
     insert.Bind(2, high_water);
     insert.Bind(3, table);
@@ -565,9 +566,8 @@ Result<std::unique_ptr<sql::Connection>> sql::OpenSqliteConnection(const std::st
   }();
   (void)kNoMemoryStatistics;
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc = sqlite3_open_v2(
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
