@@ -469,12 +469,29 @@ int Describe(const Options& o) {
                               : FormatSeconds(SecondsBetween(*started, now)) + " so far");
   }
   out << "Events:\n";
+  // Commands run in the job (exec, ssh) are audited one event each; a busy
+  // session would bury what happened to the job itself, so they are counted
+  // after the table (-o json lists each).
   std::vector<std::vector<std::string>> rows;
+  std::size_t execs = 0;
+  const json* latest_exec = nullptr;
   for (const auto& e : (*events)["events"]) {
+    if (e["type"] == "Exec" || e["type"] == "ExecEnded") {
+      if (e["type"] == "Exec") {
+        ++execs;
+        latest_exec = &e;
+      }
+      continue;
+    }
     rows.push_back({"  " + e["time"].get<std::string>(), e["type"].get<std::string>(),
                     e["message"].get<std::string>()});
   }
   out << FormatTable({"  TIME", "TYPE", "MESSAGE"}, rows);
+  if (latest_exec != nullptr) {
+    out << "Exec:           " << execs << (execs == 1 ? " command" : " commands")
+        << " run in the job; the latest at " << Safe((*latest_exec)["time"].get<std::string>())
+        << ": " << Safe((*latest_exec)["message"].get<std::string>()) << "\n";
+  }
   std::cout << out.str();
   return kExitOk;
 }

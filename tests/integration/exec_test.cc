@@ -73,6 +73,13 @@ TEST(Exec, ACommandRunsInsideTheJobAsItsAccountOnlyForItsTeamAndIsAudited) {
   EXPECT_TRUE(server.HasEvent("trainer", "Exec", "in rank 1"));
   EXPECT_TRUE(server.HasEvent("trainer", "ExecEnded", "exited with 5"));
   EXPECT_FALSE(server.HasEvent("trainer", "Exec", "user/bob"));
+  // describe counts them after the job's own events instead of listing each.
+  const std::string described = server.Cli({"describe", "job", "trainer"}).out;
+  EXPECT_THAT(described, ::testing::ContainsRegex("Exec: +[0-9]+ commands run in the job; the "
+                                                  "latest at [-0-9T:.Z]+: user/alice ran"))
+      << described;
+  EXPECT_THAT(described, Not(HasSubstr("ExecEnded")));
+  EXPECT_THAT(described, HasSubstr("Launched"));
 
   // A command whose client is killed is ended with it (and the job goes on).
   // Every command's end is recorded (a finished one's just after its client returns).
