@@ -154,12 +154,24 @@ export class JobPanel {
     for (const event of events) this.events.set(event.id, event);
     const all = [...this.events.values()].sort((a, b) => b.id - a.id);
     this.charts?.setEvents(all);
-    const newest = all.slice(0, MAX_EVENTS);
-    this.eventList.replaceChildren(...newest.map((e) => el('li', {},
+    // Commands run in the job (exec, ssh) are audited one event each: a busy
+    // session would push what happened to the job itself off the list, so
+    // they are counted in one line above it instead.
+    const audit = (e) => e.type === 'Exec' || e.type === 'ExecEnded';
+    const execs = all.filter((e) => e.type === 'Exec');
+    const newest = all.filter((e) => !audit(e)).slice(0, MAX_EVENTS);
+    const rows = newest.map((e) => el('li', {},
       el('time', { datetime: e.time, title: dateTime(e.time) }, clock(e.time)),
       el('span', { class: 'event-type' }, e.type),
-      el('span', {}, e.message))));
-    if (!newest.length) this.eventList.replaceChildren(el('li', { class: 'muted' }, 'No events.'));
+      el('span', {}, e.message)));
+    if (execs.length) {
+      rows.unshift(el('li', { class: 'exec-summary' },
+        el('time', { datetime: execs[0].time, title: dateTime(execs[0].time) }, clock(execs[0].time)),
+        el('span', { class: 'event-type' }, 'Exec'),
+        el('span', {}, `${execs.length} ${execs.length === 1 ? 'command' : 'commands'} run in the job; the latest: ${execs[0].message}`)));
+    }
+    if (!rows.length) rows.push(el('li', { class: 'muted' }, 'No events.'));
+    this.eventList.replaceChildren(...rows);
   }
 
   // What the job produced (checkpoints, models, with their step and metrics)

@@ -4,10 +4,11 @@
 // FAILED-<test>.png as well.
 
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { artifactsDir, isEnded, launchBrowser, repoRoot, sleep, startServer, trainJob } from './harness.mjs';
+import { artifactsDir, headwayBin, isEnded, launchBrowser, repoRoot, sleep, startServer, trainJob } from './harness.mjs';
 
 const TRIAL_PY = `
 import json, sys, time
@@ -262,6 +263,15 @@ step('the side panel charts the loss live', async () => {
   await page.locator('#job-panel .artifacts [data-artifact="train-ckpt:1"]')
     .filter({ hasText: /step 40.*eval_loss 0\.41/ }).waitFor({ timeout: 10000 });
   await shot('04-job-panel-later');
+  // Commands run in the job are counted in one line; the job's own events stay listed.
+  for (let i = 0; i < 3; ++i) {
+    execFileSync(headwayBin, ['--server', server.url, '--token', server.token, 'exec', 'train', '--', 'true']);
+  }
+  await page.locator('#job-panel .events .exec-summary')
+    .filter({ hasText: /3 commands run in the job; the latest: .* ran `true`/ }).waitFor({ timeout: 10000 });
+  const types = await page.$$eval('#job-panel .events li:not(.exec-summary) .event-type', (spans) => spans.map((s) => s.textContent));
+  assert.ok(types.includes('Submitted'), types.join(','));
+  assert.ok(!types.includes('Exec') && !types.includes('ExecEnded'), types.join(','));
 });
 
 step('the charts name their axes, follow the cursor, switch to log and smooth', async () => {
