@@ -9,11 +9,16 @@ scripts, sweeps, dashboards in notebooks).
 
 Contract
 --------
-* Server URL: the `url` argument, else HEADWAY_SERVER, else HEADWAY_URL, else
-  http://127.0.0.1:8080. A path prefix in the URL (http://host/headway) is kept.
-* Auth: the `token` argument, else HEADWAY_API_TOKEN (the name the CLI reads too),
-  else HEADWAY_USER_TOKEN (accepted as well); sent as `Authorization: Bearer`.
-  Without one no Authorization header is sent.
+* Server URL: the `url` argument, else HEADWAY_SERVER, else HEADWAY_URL, else the
+  `server:` of the CLI's config file, else http://127.0.0.1:8080. A path prefix in the
+  URL (http://host/headway) is kept.
+* Auth, found where the CLI finds it: the `token` argument, else HEADWAY_API_TOKEN, else
+  HEADWAY_USER_TOKEN, else the `token:` of the CLI's config file (HEADWAY_CONFIG, else
+  $XDG_CONFIG_HOME/headway/config, else ~/.config/headway/config), else the local
+  server's admin token (DATA_DIR/admin-token, DATA_DIR being HEADWAY_DATA_DIR, else
+  $XDG_DATA_HOME/headway, else ~/.local/share/headway) when this account may read it.
+  Sent as `Authorization: Bearer`; without one no Authorization header is sent, and a
+  401 says where a token may come from. `token_source` says which one was used.
 * Results are the decoded JSON documents (dicts and lists), unwrapped where the server
   wraps a list: list_jobs() -> [job, ...], get_metric() -> [{"step", "value"}, ...],
   get_events() -> [event, ...]. When get_metric(buckets=N) is given more points than N
@@ -67,10 +72,13 @@ class Client:
                  timeout: float = 30.0, retries: int = 2, backoff: float = 0.2,
                  env: Optional[Mapping[str, str]] = None) -> None:
         env = os.environ if env is None else env
+        config = _cli_config(env)
         self.url = (url or env.get("HEADWAY_SERVER") or env.get("HEADWAY_URL")
-                    or DEFAULT_SERVER).strip()
+                    or config.get("server") or DEFAULT_SERVER).strip()
+        self.token_source = "argument"
+        self._config_path = _config_path(env)
         if token is None:
-            token = env.get("HEADWAY_API_TOKEN") or env.get("HEADWAY_USER_TOKEN") or ""
+            token, self.token_source = _find_token(env, config)
         self._headers = {}
         if token:
             self._headers["Authorization"] = "Bearer " + token.strip()
@@ -230,8 +238,81 @@ class Client:
             if (status == 429 or status >= 500) and not last:
                 time.sleep(self._backoff * (2 ** attempt))
                 continue
-            raise _error_from(status, raw)
+            error = _error_from(status, raw)
+            if status == 401:
+                error = HeadwayError(status, error.code, "%s (token from %s; pass token=, set "
+                                     "HEADWAY_API_TOKEN, or write token: in %s)" % (
+                                         error.message, self.token_source or "nowhere",
+                                         self._config_path or "~/.config/headway/config"),
+                                     error.field)
+            raise error
         raise AssertionError("unreachable")
+
+
+def _config_path(env: Mapping[str, str]) -> str:
+    """The CLI's config file: HEADWAY_CONFIG, else $XDG_CONFIG_HOME/headway/config, else
+    ~/.config/headway/config."""
+    if env.get("HEADWAY_CONFIG"):
+        return env["HEADWAY_CONFIG"]
+    xdg = env.get("XDG_CONFIG_HOME", "")
+    if xdg.startswith("/"):
+        return os.path.join(xdg, "headway", "config")
+    home = env.get("HOME")
+    return os.path.join(home, ".config", "headway", "config") if home else ""
+
+
+def _cli_config(env: Mapping[str, str]) -> Dict[str, str]:
+    """The server and token of the CLI's config file ({} when there is none or it cannot
+    be read). Its keys are flat strings (server, token, cacert), so the YAML library is
+    used where it is installed and a line reader otherwise."""
+    path = _config_path(env)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return {}
+    try:
+        import yaml  # type: ignore
+        loaded = yaml.safe_load(text)
+        if isinstance(loaded, dict):
+            return {str(k): str(v) for k, v in loaded.items() if isinstance(v, (str, int))}
+        return {}
+    except ImportError:
+        pass
+    except Exception:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and not line.startswith((" ", "#")):
+            out[key.strip()] = value.strip().strip("'\"")
+    return out
+
+
+def _data_dir(env: Mapping[str, str]) -> str:
+    if env.get("HEADWAY_DATA_DIR"):
+        return env["HEADWAY_DATA_DIR"]
+    if env.get("XDG_DATA_HOME"):
+        return os.path.join(env["XDG_DATA_HOME"], "headway")
+    return os.path.join(env.get("HOME") or ".", ".local", "share", "headway")
+
+
+def _find_token(env: Mapping[str, str], config: Mapping[str, str]) -> Tuple[str, str]:
+    """(token, where it came from), in the CLI's order; ("", "") when none."""
+    for name in ("HEADWAY_API_TOKEN", "HEADWAY_USER_TOKEN"):
+        if env.get(name):
+            return env[name], name
+    if config.get("token"):
+        return config["token"], _config_path(env)
+    admin = os.path.join(_data_dir(env), "admin-token")
+    try:
+        with open(admin, encoding="utf-8") as f:
+            line = f.readline().strip()
+        if line:
+            return line, admin
+    except OSError:
+        pass
+    return "", ""
 
 
 # Codes for error responses without a JSON error body (the server's codes, by status).

@@ -158,3 +158,32 @@ def test_reporter_survives_the_server_being_down(real_server):
     job = client.get_job("holder")
     assert job["progress"]["step"] == 2000
     client.stop_job("holder")
+
+
+def test_client_finds_the_token_where_the_cli_does(real_server, tmp_path):
+    """No token given: the Client reads the local server's admin token, as `headway` does;
+    a config file's token comes before it, and the variables before both."""
+    home = str(tmp_path)
+    env = {"HEADWAY_SERVER": real_server.url, "HEADWAY_DATA_DIR": real_server.data, "HOME": home}
+    c = headway.Client(env=env)
+    assert c.token_source == os.path.join(real_server.data, "admin-token")
+    assert c.list_jobs() == []
+
+    # A config file's token (here a wrong one) is taken before the admin token, and a
+    # refusal says where the token came from and where another may come from.
+    config = os.path.join(home, ".config", "headway", "config")
+    os.makedirs(os.path.dirname(config))
+    with open(config, "w") as f:
+        f.write("server: %s\ntoken: hwu_not-a-token\n" % real_server.url)
+    os.chmod(config, 0o600)
+    c = headway.Client(env={"HEADWAY_DATA_DIR": real_server.data, "HOME": home})
+    assert c.url == real_server.url and c.token_source == config
+    with pytest.raises(headway.HeadwayError) as refused:
+        c.list_jobs()
+    assert refused.value.status == 401
+    assert "token from %s" % config in str(refused.value)
+    assert "HEADWAY_API_TOKEN" in str(refused.value)
+
+    c = headway.Client(env={"HEADWAY_API_TOKEN": real_server.token, "HOME": home})
+    assert c.token_source == "HEADWAY_API_TOKEN"
+    assert c.list_jobs() == []
