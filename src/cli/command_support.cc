@@ -32,6 +32,19 @@ std::string Client::ApiToken(const Options& o) {
   return {};
 }
 
+std::string Client::TokenSource(const Options& o) {
+  if (!o.token.empty()) return "--token";
+  if (const char* env = std::getenv("HEADWAY_API_TOKEN"); env && *env) return "$HEADWAY_API_TOKEN";
+  if (const char* env = std::getenv("HEADWAY_USER_TOKEN"); env && *env) {
+    return "$HEADWAY_USER_TOKEN";
+  }
+  if (!o.config.token.empty()) return o.config.path;
+  std::ifstream file(o.admin_token_file);
+  std::string line;
+  if (file && std::getline(file, line)) return o.admin_token_file;
+  return {};
+}
+
 std::string Client::ServerUrl(const Options& o) {
   if (!o.server.empty()) return o.server;
   if (const char* env = std::getenv("HEADWAY_SERVER"); env && *env) return env;
@@ -66,6 +79,16 @@ std::optional<nlohmann::json> Client::Answer(const Result<api::ClientResponse>& 
   auto parsed = nlohmann::json::parse(resp->body, nullptr, /*allow_exceptions=*/false);
   if (resp->status >= 400) {
     PrintError(resp->status, parsed, resp->body);
+    if (resp->status == 401) {
+      // Which token was sent, and the ways to send another: the flag, the
+      // variable, the config file, or the data directory of the server meant.
+      std::cerr << "hint: "
+                << (token_source_.empty() ? "no token was found"
+                                          : "the token came from " + Safe(token_source_))
+                << "; pass --token, set HEADWAY_API_TOKEN, or write token: in the config file "
+                   "(~/.config/headway/config); a local server started with --data-dir DIR "
+                   "keeps its admin token in DIR/admin-token (HEADWAY_DATA_DIR=DIR finds it)\n";
+    }
     exit_code = kExitFailed;
     return std::nullopt;
   }

@@ -99,12 +99,16 @@ std::string UrlEncode(const std::string& s);
 
 class Client {
  public:
-  explicit Client(const Options& o) : http_(ServerUrl(o), ApiToken(o), CaFile(o)) {}
+  explicit Client(const Options& o)
+      : http_(ServerUrl(o), ApiToken(o), CaFile(o)), token_source_(TokenSource(o)) {}
 
   // Each setting: flag, else environment, else config file, else default.
   static std::string CaFile(const Options& o);
 
   static std::string ApiToken(const Options& o);
+  // Where ApiToken found it ("--token", "$HEADWAY_API_TOKEN", a file's
+  // path...); "" when it found none.
+  static std::string TokenSource(const Options& o);
 
   static std::string ServerUrl(const Options& o);
 
@@ -132,6 +136,7 @@ class Client {
 
  private:
   HttpClient http_;
+  std::string token_source_;
 };
 
 // With -o json or -o yaml: prints `value` so and returns true.

@@ -483,7 +483,16 @@ TEST(Cli, TheConfigFileSuppliesServerAndTokenBelowEnvironmentAndFlags) {
   EXPECT_EQ(Headway(with_env, {"get", "jobs", "-o", "name", "--server", server.url()}).out,
             "configured\n");
   with_env.push_back("HEADWAY_API_TOKEN=hw_not_a_token");
-  EXPECT_EQ(Headway(with_env, {"get", "jobs", "--server", server.url()}).exit_code, 1);
+  CommandResult refused = Headway(with_env, {"get", "jobs", "--server", server.url()});
+  EXPECT_EQ(refused.exit_code, 1);
+  // A refusal says which token was sent and the ways to send another.
+  EXPECT_THAT(refused.err, HasSubstr("hint: the token came from $HEADWAY_API_TOKEN; pass --token"));
+  EXPECT_THAT(refused.err, HasSubstr("DIR/admin-token (HEADWAY_DATA_DIR=DIR finds it)"));
+  CommandResult none = Headway({"HOME=" + server.base_dir(), "XDG_CONFIG_HOME=" + server.base_dir(),
+                                "HEADWAY_DATA_DIR=" + server.base_dir() + "/nowhere"},
+                               {"get", "jobs", "--server", server.url()});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_THAT(none.err, HasSubstr("hint: no token was found; pass --token"));
   // A file others may read is not used for its token.
   ::chmod(path.c_str(), 0644);
   CommandResult loose = Headway(env, {"get", "jobs"});
