@@ -1,5 +1,7 @@
 #include "server/experiment_controller.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -356,9 +358,7 @@ void ExperimentController::Finish(ExperimentRecord& e, ExperimentState state, st
   e.message = std::move(message);
   e.finished_at = clock_.Now();
   Status s = store_.SaveExperiment(e);
-  if (!s.ok())
-    std::fprintf(stderr, "headway: cannot save experiment %s: %s\n", e.name.c_str(),
-                 s.ToString().c_str());
+  if (!s.ok()) spdlog::error("cannot save experiment {}: {}", e.name, s.ToString());
 }
 
 void ExperimentController::LaunchTrial(const hpo::ExperimentSpec& spec, std::int64_t index,

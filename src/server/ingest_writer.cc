@@ -1,5 +1,7 @@
 #include "server/ingest_writer.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <future>
@@ -93,8 +95,7 @@ void IngestWriter::Fold() {
   if (!folded.ok()) {
     // Reads fold what is left, or say why they cannot; retrying at once
     // would only spin on the same error.
-    std::fprintf(stderr, "headway: cannot file progress reports: %s\n",
-                 folded.status().ToString().c_str());
+    spdlog::error("cannot file progress reports: {}", folded.status().ToString());
     unfolded_ = 0;
     return;
   }

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -90,8 +91,7 @@ Status JobController::Save(const Job& job, const std::vector<JobEvent>& events) 
   if (!s.ok()) {
     // Nothing is acted on: the next tick re-reads the store and decides
     // again from the stored state.
-    std::fprintf(stderr, "headway: cannot save job %s: %s\n", job.name().c_str(),
-                 s.ToString().c_str());
+    spdlog::error("cannot save job {}: {}", job.name(), s.ToString());
     return s;
   }
   if (options_.on_change) {
@@ -498,7 +498,7 @@ void JobController::Tick() {
   filter.active_only = true;
   auto jobs = store_.ListJobs(filter);
   if (!jobs.ok()) {
-    std::fprintf(stderr, "headway: cannot list jobs: %s\n", jobs.status().ToString().c_str());
+    spdlog::error("cannot list jobs: {}", jobs.status().ToString());
     return;
   }
   const Time now = clock_.Now();

@@ -1,5 +1,6 @@
 #include <fcntl.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -100,7 +101,7 @@ Result<std::string> JobController::Remove(const Job& job) {
                          (".deleted-" + job.name() + "-" + RandomJobSuffix() + RandomJobSuffix());
   fs::rename(dir, trash, ec);
   if (ec) {
-    std::fprintf(stderr, "headway: cannot remove %s: %s\n", dir.c_str(), ec.message().c_str());
+    spdlog::error("cannot remove {}: {}", dir.string(), ec.message());
     return std::string();
   }
   return trash.string();
@@ -108,7 +109,7 @@ Result<std::string> JobController::Remove(const Job& job) {
 
 void JobController::RemoveDir(const std::string& dir) {
   if (Status removed = RemoveTree(dir); !removed.ok()) {
-    std::fprintf(stderr, "headway: %s\n", removed.message().c_str());
+    spdlog::error("{}", removed.message());
   }
 }
 
