@@ -553,8 +553,10 @@ TEST(Cli, DescribeOfAnEndedJobSaysHowLongItRanAndWhenItLastReported) {
   ASSERT_TRUE(server.WaitForState("brief", "Succeeded"));
   const std::string text = server.Cli({"describe", "job", "brief"}).out;
   EXPECT_THAT(text, HasSubstr("Time limit:     2h00m\n"));
-  EXPECT_THAT(text, ::testing::ContainsRegex("Duration: +[12]s\n")) << text;
-  EXPECT_THAT(text, ::testing::ContainsRegex("Last report: +[01]s before it ended \\(")) << text;
+  // How long the server took to see it end depends on the machine's load:
+  // whole seconds, the run's at least.
+  EXPECT_THAT(text, ::testing::ContainsRegex("Duration: +[1-9][0-9]*s\n")) << text;
+  EXPECT_THAT(text, ::testing::ContainsRegex("Last report: +[0-9]+s before it ended \\(")) << text;
   EXPECT_THAT(text, Not(::testing::ContainsRegex("Last report:[^\n]* ago")));
   // While it runs: so far, and ago.
   server.Submit(
@@ -628,6 +630,7 @@ TEST(Cli, CompletionOffersTheNamesOfTheKindTheCommandWants) {
                 .exit_code,
             0);
   ASSERT_TRUE(server.WaitForState("a-job", "Succeeded"));
+  ASSERT_TRUE(WaitFor([&] { return !server.Job("a-sweep-0").is_null(); }));  // its trial
   const std::string script = MakeTempDir("headway-completion-names") + "/headway.bash";
   WriteFile(script, Headway({}, {"completion", "bash"}).out);
   auto complete = [&](const std::string& words, int cword) {
