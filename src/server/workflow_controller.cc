@@ -831,28 +831,20 @@ Result<api::WorkflowView> WorkflowController::RetryWorkflow(std::string_view nam
                                                             const api::WorkflowRetry& retry) {
   std::string filter = retry.node_field_selector;
   if (auto eq = filter.find('='); eq != std::string::npos) filter = filter.substr(eq + 1);
-  if (retry.parameters.empty()) {
-    return Mutate(name, [&](wf::WorkflowState& s, std::string& e) {
-      return wf::Retry(s, retry.restart_successful, filter, &e);
-    });
-  }
-  // New arguments: the nodes that run again see them (Argo's
-  // FormulateRetryWorkflow); they are checked before anything changes.
-  std::string error;
-  {
-    std::lock_guard lock(mu_);
-    auto live = Load(name);
-    if (!live.ok()) return live.status();
-    wf::Arguments arguments = (*live)->manifest.spec.arguments;
-    if (!wf::OverrideParameters(arguments, retry.parameters, &error)) {
+  // New arguments (Argo's FormulateRetryWorkflow): the nodes that run again
+  // see them. Their form is checked before anything changes.
+  if (wf::Arguments checked; !retry.parameters.empty()) {
+    if (std::string error; !wf::OverrideParameters(checked, retry.parameters, &error)) {
       return InvalidArgument(error).WithField("parameters");
     }
   }
   return Mutate(name, [&](wf::WorkflowState& s, std::string& e) {
     if (!wf::Retry(s, retry.restart_successful, filter, &e)) return false;
-    Live& live = live_.at(std::string(name));
-    (void)wf::OverrideParameters(live.manifest.spec.arguments, retry.parameters, &e);
-    live.record.manifest = wf::ToJson(live.manifest).dump();
+    if (!retry.parameters.empty()) {
+      Live& live = live_.at(std::string(name));
+      (void)wf::OverrideParameters(live.manifest.spec.arguments, retry.parameters, &e);
+      live.record.manifest = wf::ToJson(live.manifest).dump();
+    }
     return true;
   });
 }
