@@ -584,10 +584,16 @@ TEST(Cli, GetDescribeAndDeleteTakeEveryResourceByAnyOfItsNames) {
             0);
   ASSERT_TRUE(
       WaitFor([&] { return Get(server, "/api/v1/experiments/tune")["state"] == "Succeeded"; }));
-  const std::string listed = server.Cli({"exp", "get"}).out;
-  ASSERT_THAT(listed, HasSubstr("tune"));
+  // The same answer (the table's AGE column moves on between two calls, so
+  // the tables are compared up to it).
+  const std::string listed = server.Cli({"exp", "get", "-o", "json"}).out;
+  ASSERT_THAT(listed, HasSubstr("\"tune\""));
+  const std::string table = server.Cli({"exp", "get"}).out;
+  const std::string up_to_age = table.substr(0, table.find("tune-0 1") + 8);
+  ASSERT_THAT(up_to_age, HasSubstr("tune   Succeeded   random"));
   for (const char* kind : {"experiments", "experiment", "exp"}) {
-    EXPECT_EQ(server.Cli({"get", kind}).out, listed) << kind;
+    EXPECT_EQ(server.Cli({"get", kind, "-o", "json"}).out, listed) << kind;
+    EXPECT_THAT(server.Cli({"get", kind}).out, ::testing::StartsWith(up_to_age)) << kind;
   }
   EXPECT_EQ(server.Cli({"get", "exp", "-o", "name"}).out, "tune\n");
   EXPECT_EQ(server.Cli({"describe", "experiment", "tune"}).out,
